@@ -1,0 +1,501 @@
+#!/usr/bin/env bash
+# bench/run.sh: compare redline with other HTTP load generators.
+#
+# Starts its own nginx (one worker, pinned to CPU 0) on a free loopback port,
+# then runs every load tool in turn against it, pinned to CPU 1, under
+# /usr/bin/time. Reports requests/s, client CPU seconds, requests per client
+# CPU-second and peak RSS as Markdown (stdout and $OUT/results.md).
+# See bench/README.md and the "Benchmark protocol" in the design notes.
+#
+# Environment (all optional):
+#   REDLINE    redline binary              (default target/release/redline)
+#   BUILD      1 = cargo build it if it is missing (default 0)
+#   DURATION   seconds per tool run         (default 10)
+#   CONNS      concurrent connections       (default 64)
+#   OUT        output directory             (default bench/out)
+#   SCENARIOS  scenario numbers, e.g. "1 5" (default 1)
+#   TOOLS      restrict to these tools, e.g. "redline wrk" (default: all of
+#              the scenario's tools)
+#   SERVER_CPU / CLIENT_CPU  CPUs for nginx / the load tool (default 0 / 1)
+#   NGINX      nginx binary                 (default nginx)
+#   OHA        oha binary (default: oha on PATH, else /opt/oha/bin/oha)
+#   PAUSE      seconds to rest between tool runs (default 2)
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
+cd "$REPO_ROOT"
+
+REDLINE=${REDLINE:-target/release/redline}
+BUILD=${BUILD:-0}
+DURATION=${DURATION:-10}
+CONNS=${CONNS:-64}
+OUT=${OUT:-bench/out}
+SCENARIOS=${SCENARIOS:-1}
+TOOLS=${TOOLS:-}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+NGINX=${NGINX:-nginx}
+PAUSE=${PAUSE:-2}
+if [[ -z ${OHA:-} ]]; then
+    OHA=$(command -v oha || echo /opt/oha/bin/oha)
+fi
+
+SMALL_BYTES=440
+PAGE_BYTES=51200
+
+log() { printf '[bench] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# ---------------------------------------------------------------- checks
+
+[[ $DURATION =~ ^[0-9]+$ && $DURATION -gt 0 ]] || die "DURATION must be a positive integer (seconds), got '$DURATION'"
+[[ $CONNS =~ ^[0-9]+$ && $CONNS -gt 0 ]] || die "CONNS must be a positive integer, got '$CONNS'"
+for need in python3 taskset timeout awk "$NGINX"; do
+    command -v "$need" >/dev/null 2>&1 || die "'$need' not found (see bench/README.md)"
+done
+[[ -x /usr/bin/time ]] || die "/usr/bin/time not found (Debian package 'time')"
+ncpu=$(nproc)
+if ((ncpu < 2)); then
+    log "warning: only $ncpu CPU; server and client will share it"
+    SERVER_CPU=0 CLIENT_CPU=0
+fi
+
+if [[ ! -x $REDLINE && $BUILD == 1 ]]; then
+    log "building redline (cargo build --release -p redline)"
+    cargo build --release -p redline
+fi
+
+mkdir -p "$OUT/raw"
+OUT=$(cd "$OUT" && pwd)
+RESULTS="$OUT/results.md"
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/redline-bench.XXXXXX")
+NGINX_PID=
+cleanup() {
+    if [[ -n $NGINX_PID ]] && kill -0 "$NGINX_PID" 2>/dev/null; then
+        kill -QUIT "$NGINX_PID" 2>/dev/null || true
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
+            kill -0 "$NGINX_PID" 2>/dev/null || break
+            sleep 0.2
+        done
+        kill -KILL "$NGINX_PID" 2>/dev/null || true
+    fi
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- helpers
+
+# free_port: ask the kernel for an unused loopback port.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# http_probe URL: one keep-alive style GET; prints "status header_bytes body_bytes".
+http_probe() {
+    python3 - "$1" <<'PY'
+import socket, sys, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+try:
+    s = socket.create_connection((u.hostname, u.port), timeout=2)
+    s.sendall(f"GET {u.path} HTTP/1.1\r\nHost: {u.netloc}\r\nUser-Agent: bench\r\nAccept: */*\r\n\r\n".encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise OSError("closed")
+        buf += chunk
+    head, body = buf.split(b"\r\n\r\n", 1)
+    status = int(head.split(b" ", 2)[1])
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            length = int(v)
+    while len(body) < length:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    print(status, len(head) + 4, len(body))
+except (OSError, ValueError, IndexError):
+    print(0, 0, 0)
+PY
+}
+
+# json_get FILE PATH...: print the first dotted PATH found in the JSON object
+# in FILE (the file may hold text around one JSON object), or nothing.
+json_get() {
+    python3 - "$@" <<'PY'
+import json, sys
+path, keys = sys.argv[1], sys.argv[2:]
+text = open(path, encoding="utf-8", errors="replace").read()
+doc = None
+try:
+    doc = json.loads(text)
+except ValueError:
+    start = text.find("{")
+    if start >= 0:
+        try:
+            doc, _ = json.JSONDecoder().raw_decode(text[start:])
+        except ValueError:
+            doc = None
+for key in keys:
+    cur = doc
+    for part in key.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        else:
+            cur = None
+            break
+    if isinstance(cur, (int, float)) and not isinstance(cur, bool):
+        print(cur)
+        break
+PY
+}
+
+# grab PATTERN FIELD FILE: awk field FIELD of the first line matching PATTERN.
+grab() { awk -v p="$1" -v f="$2" '$0 ~ p { print $f; exit }' "$3"; }
+
+# ---------------------------------------------------------------- nginx
+
+make_docroot() {
+    local root=$1
+    mkdir -p "$root"
+    # Two static pages of exact sizes: a small one (as in the source articles)
+    # and a 50 KB page (the lighttpd/Apache comparison used one).
+    python3 - "$root" "$SMALL_BYTES" "$PAGE_BYTES" <<'PY'
+import sys
+root, small, page = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def html(size, title):
+    head = f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title></head>\n<body>\n<p>"
+    tail = "</p>\n</body></html>\n"
+    filler = "redline benchmark page. " * (size // 24 + 1)
+    body = head + filler[: size - len(head) - len(tail)] + tail
+    assert len(body.encode()) == size
+    return body
+with open(f"{root}/small.html", "w") as f:
+    f.write(html(small, "small"))
+with open(f"{root}/page50k.html", "w") as f:
+    f.write(html(page, "page50k"))
+PY
+}
+
+start_nginx() {
+    local prefix="$TMP/nginx"
+    mkdir -p "$prefix/logs" "$prefix/tmp"
+    make_docroot "$prefix/html"
+    # Workers drop to an unprivileged user when started as root: let it read.
+    chmod 755 "$TMP" "$prefix" "$prefix/html"
+    chmod 644 "$prefix/html/"*.html
+    PORT=$(free_port)
+    cat >"$prefix/nginx.conf" <<EOF
+worker_processes 1;
+worker_rlimit_nofile 20000;
+daemon off;
+pid $prefix/nginx.pid;
+error_log $prefix/logs/error.log warn;
+
+events {
+    worker_connections 16384;
+}
+
+http {
+    types { text/html html; }
+    default_type application/octet-stream;
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_timeout 65s;
+    keepalive_requests 1000000;
+    client_body_temp_path $prefix/tmp/body;
+    proxy_temp_path $prefix/tmp/proxy;
+    fastcgi_temp_path $prefix/tmp/fastcgi;
+    uwsgi_temp_path $prefix/tmp/uwsgi;
+    scgi_temp_path $prefix/tmp/scgi;
+
+    server {
+        listen 127.0.0.1:$PORT;
+        server_name localhost;
+        root $prefix/html;
+    }
+}
+EOF
+    log "starting nginx on 127.0.0.1:$PORT (CPU $SERVER_CPU)"
+    taskset -c "$SERVER_CPU" "$NGINX" -p "$prefix" -e "$prefix/logs/error.log" -c "$prefix/nginx.conf" \
+        >"$prefix/logs/stdout.log" 2>&1 &
+    NGINX_PID=$!
+    local probe
+    for _ in $(seq 1 50); do
+        kill -0 "$NGINX_PID" 2>/dev/null || break
+        probe=$(http_probe "http://127.0.0.1:$PORT/small.html")
+        if [[ ${probe%% *} == 200 ]]; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    cat "$prefix/logs/stdout.log" "$prefix/logs/error.log" >&2 2>/dev/null || true
+    die "nginx did not answer on 127.0.0.1:$PORT"
+}
+
+# ---------------------------------------------------------------- tools
+#
+# Each tool has:
+#   have_<tool>        succeeds if it can run (else prints why to stdout)
+#   cmd_<tool> URL     sets the CMD array (without taskset/time)
+#   parse_<tool> FILE  sets RPS (req/s), REQS (total completed, or empty to
+#                      derive it as RPS x DURATION) and NOTE (errors etc.)
+
+have_redline() {
+    if [[ ! -x $REDLINE ]]; then
+        echo "not found at '$REDLINE' (build it, or set REDLINE=..., or BUILD=1)"
+        return 1
+    fi
+    if ! "$REDLINE" run --help >/dev/null 2>&1; then
+        echo "'$REDLINE run --help' failed (no run subcommand yet?)"
+        return 1
+    fi
+}
+cmd_redline() { CMD=("$REDLINE" run -c "$CONNS" -d "${DURATION}s" -t 1 --output json "$1"); }
+parse_redline() {
+    local completed dur failed
+    RPS=$(json_get "$1" requests_per_sec summary.requests_per_sec throughput.requests_per_sec)
+    completed=$(json_get "$1" counters.completed summary.completed completed)
+    dur=$(json_get "$1" duration_s summary.duration_s elapsed_s)
+    if [[ -z $RPS && -n $completed && -n $dur ]]; then
+        RPS=$(awk -v n="$completed" -v d="$dur" 'BEGIN { if (d > 0) printf "%.2f", n / d }')
+    fi
+    REQS=$completed
+    failed=$(json_get "$1" counters.failed counters.errors summary.failed)
+    if [[ -n $failed && $failed != 0 ]]; then NOTE="failed=$failed"; fi
+}
+
+have_wrk() { command -v wrk >/dev/null || { echo "not installed (apt-get install wrk)"; return 1; }; }
+cmd_wrk() { CMD=(wrk -t1 -c"$CONNS" -d"${DURATION}s" "$1"); }
+parse_wrk() {
+    RPS=$(grab '^Requests/sec:' 2 "$1")
+    REQS=$(grab 'requests in' 1 "$1")
+    local e
+    e=$(grep -E 'Socket errors|Non-2xx' "$1" | tr -s ' ' | paste -sd ';' - || true)
+    NOTE=$e
+}
+
+have_h2load() { command -v h2load >/dev/null || { echo "not installed (apt-get install nghttp2-client)"; return 1; }; }
+cmd_h2load() { CMD=(h2load --h1 -t1 -c"$CONNS" -D "$DURATION" "$1"); }
+parse_h2load() {
+    # finished in 3.00s, 52345.67 req/s, 29.81MB/s
+    RPS=$(awk '/^finished in/ { print $4; exit }' "$1")
+    # requests: N total, N started, N done, N succeeded, F failed, E errored, T timeout
+    REQS=$(awk '/^requests:/ { print $8; exit }' "$1")
+    local failed errored
+    failed=$(awk '/^requests:/ { print $10; exit }' "$1")
+    errored=$(awk '/^requests:/ { print $12; exit }' "$1")
+    if [[ ${failed:-0} != 0 || ${errored:-0} != 0 ]]; then NOTE="failed=$failed errored=$errored"; fi
+}
+
+have_ab() { command -v ab >/dev/null || { echo "not installed (apt-get install apache2-utils)"; return 1; }; }
+# -n after -t: -t alone caps the run at 50000 requests.
+cmd_ab() { CMD=(ab -k -c "$CONNS" -t "$DURATION" -n 100000000 "$1"); }
+parse_ab() {
+    RPS=$(grab '^Requests per second:' 4 "$1")
+    REQS=$(grab '^Complete requests:' 3 "$1")
+    local failed non2xx
+    failed=$(grab '^Failed requests:' 3 "$1")
+    non2xx=$(grab '^Non-2xx responses:' 3 "$1")
+    if [[ ${failed:-0} != 0 ]]; then NOTE="failed=$failed"; fi
+    if [[ -n $non2xx ]]; then NOTE="${NOTE:+$NOTE }non2xx=$non2xx"; fi
+}
+
+have_hey() { command -v hey >/dev/null || { echo "not installed (apt-get install hey)"; return 1; }; }
+cmd_hey() { CMD=(hey -z "${DURATION}s" -c "$CONNS" "$1"); }
+parse_hey() {
+    RPS=$(grab 'Requests/sec:' 2 "$1")
+    # Status code distribution:  [200] 12345 responses
+    REQS=$(awk '/^ *\[[0-9]+\] [0-9]+ responses/ { n += $2 } END { if (n) print n }' "$1")
+    local other
+    other=$(awk '/^ *\[[0-9]+\] [0-9]+ responses/ && $1 != "[200]" { n += $2 } END { print n + 0 }' "$1")
+    if [[ $other != 0 ]]; then NOTE="non200=$other"; fi
+    if grep -q '^Error distribution' "$1"; then NOTE="${NOTE:+$NOTE }errors (see raw output)"; fi
+}
+
+have_oha() { [[ -x $OHA ]] || { echo "not installed (cargo install oha --locked)"; return 1; }; }
+cmd_oha() {
+    local help
+    help=$("$OHA" --help 2>&1 || true)
+    if grep -q -- '--output-format' <<<"$help"; then
+        CMD=("$OHA" --no-tui -z "${DURATION}s" -c "$CONNS" --output-format json "$1")
+    else
+        CMD=("$OHA" --no-tui -z "${DURATION}s" -c "$CONNS" --json "$1")
+    fi
+}
+parse_oha() {
+    local ok rate
+    RPS=$(json_get "$1" summary.requestsPerSec)
+    ok=$(json_get "$1" statusCodeDistribution.200)
+    REQS=$ok
+    rate=$(json_get "$1" summary.successRate)
+    if [[ -n $rate ]] && awk -v r="$rate" 'BEGIN { exit !(r < 1) }'; then NOTE="successRate=$rate"; fi
+}
+
+tool_version() {
+    case $1 in
+        redline) "$REDLINE" --version 2>/dev/null | head -1 || true ;;
+        wrk) wrk -v 2>&1 | awk 'NR == 1 { print $1, $2 }' || true ;;
+        h2load) h2load --version 2>&1 | head -1 || true ;;
+        ab) ab -V 2>&1 | awk 'NR == 1 { print "ab", $5 }' | tr -d ',' || true ;;
+        hey) dpkg-query -W -f='hey ${Version}\n' hey 2>/dev/null || echo hey ;;
+        oha) "$OHA" --version 2>/dev/null | head -1 || true ;;
+    esac
+}
+
+# ---------------------------------------------------------------- scenarios
+#
+# scenario_def N sets S_TITLE, S_PATH, S_TOOLS and S_BYTES (1 = also report
+# MB/s and MB per client CPU-second). To add a scenario, add a case here;
+# if it needs other tool flags, add a branch on $SCENARIO in the cmd_ function.
+
+scenario_def() {
+    S_BYTES=0
+    case $1 in
+        1)
+            S_TITLE="Scenario 1: keep-alive GET of a small file ($SMALL_BYTES B)"
+            S_PATH=/small.html
+            S_TOOLS="redline wrk h2load ab hey oha"
+            ;;
+        5)
+            S_TITLE="Scenario 5: keep-alive GET of a 50 KB page ($PAGE_BYTES B)"
+            S_PATH=/page50k.html
+            S_TOOLS="redline wrk h2load"
+            S_BYTES=1
+            ;;
+        *)
+            return 1
+            ;;
+    esac
+}
+
+# run_tool TOOL URL: runs one tool; appends a table row to $ROWS and the
+# command to $CMDS, or a skip line to $SKIPS.
+run_tool() {
+    local tool=$1 url=$2 why raw timef rc=0
+    if ! why=$("have_$tool"); then
+        log "skip $tool: $why"
+        echo "- $tool: skipped, $why" >>"$SKIPS"
+        return 0
+    fi
+    "cmd_$tool" "$url"
+    raw="$OUT/raw/s${SCENARIO}-$tool.txt"
+    timef="$OUT/raw/s${SCENARIO}-$tool.time"
+    log "scenario $SCENARIO: $tool (${DURATION}s, $CONNS conns, CPU $CLIENT_CPU)"
+    printf '%s\n' "taskset -c $CLIENT_CPU ${CMD[*]}" >>"$CMDS"
+    /usr/bin/time -f '%U %S %M' -o "$timef" \
+        taskset -c "$CLIENT_CPU" timeout -k 5 $((DURATION * 3 + 30)) "${CMD[@]}" \
+        >"$raw" 2>"$raw.err" || rc=$?
+    RPS='' REQS='' NOTE=''
+    "parse_$tool" "$raw"
+    if ((rc != 0)); then NOTE="${NOTE:+$NOTE; }exit status $rc"; fi
+    if [[ -z $RPS ]]; then
+        log "could not parse $tool output ($raw, $raw.err)"
+        echo "- $tool: ran, but its output could not be parsed (exit status $rc; see raw/$(basename "$raw"))" >>"$SKIPS"
+        return 0
+    fi
+    # /usr/bin/time may put "Command exited with non-zero status" first.
+    local usr sys rss
+    read -r usr sys rss < <(tail -n 1 "$timef")
+    awk -v tool="$tool" -v rps="$RPS" -v reqs="${REQS:-}" -v dur="$DURATION" \
+        -v usr="$usr" -v sys="$sys" -v rss="$rss" -v bytes="$S_BYTES" \
+        -v resp="$RESP_BYTES" -v note="$NOTE" 'BEGIN {
+            if (reqs == "") reqs = rps * dur
+            cpu = usr + sys
+            per_cpu = cpu > 0 ? reqs / cpu : 0
+            row = sprintf("| %s | %.0f | %.2f | %.0f | %.1f |", tool, rps, cpu, per_cpu, rss / 1024)
+            if (bytes == 1)
+                row = row sprintf(" %.1f | %.1f |", rps * resp / 1e6, cpu > 0 ? reqs * resp / cpu / 1e6 : 0)
+            if (note != "") row = row " " note " |"
+            else row = row " |"
+            print row
+        }' >>"$ROWS"
+    sleep "$PAUSE"
+}
+
+run_scenario() {
+    SCENARIO=$1
+    if ! scenario_def "$SCENARIO"; then
+        log "scenario $SCENARIO is not defined yet; skipping"
+        printf '### Scenario %s\n\nNot defined yet.\n\n' "$SCENARIO" >>"$BODY"
+        return 0
+    fi
+    local url="http://127.0.0.1:$PORT$S_PATH" probe status hdr body
+    probe=$(http_probe "$url")
+    read -r status hdr body <<<"$probe"
+    [[ $status == 200 ]] || die "GET $url returned status '$status'"
+    RESP_BYTES=$((hdr + body))
+    ROWS="$TMP/rows.$SCENARIO" CMDS="$TMP/cmds.$SCENARIO" SKIPS="$TMP/skips.$SCENARIO"
+    : >"$ROWS"
+    : >"$CMDS"
+    : >"$SKIPS"
+    local tool
+    for tool in $S_TOOLS; do
+        if [[ -n $TOOLS && " $TOOLS " != *" $tool "* ]]; then continue; fi
+        run_tool "$tool" "$url"
+    done
+    {
+        printf '### %s\n\n' "$S_TITLE"
+        printf '%s connections, %s s per tool; response %s B (%s B headers + %s B body).\n\n' \
+            "$CONNS" "$DURATION" "$RESP_BYTES" "$hdr" "$body"
+        if ((S_BYTES)); then
+            echo "| tool | req/s | CPU s (user+sys) | req per CPU-s | peak RSS MB | MB/s | MB per CPU-s | notes |"
+            echo "|---|---:|---:|---:|---:|---:|---:|---|"
+        else
+            echo "| tool | req/s | CPU s (user+sys) | req per CPU-s | peak RSS MB | notes |"
+            echo "|---|---:|---:|---:|---:|---|"
+        fi
+        cat "$ROWS"
+        echo
+        if [[ -s $SKIPS ]]; then
+            cat "$SKIPS"
+            echo
+        fi
+        echo "Commands (URL as run; the port is chosen per invocation):"
+        echo
+        echo '```'
+        cat "$CMDS"
+        echo '```'
+        echo
+    } >>"$BODY"
+}
+
+# ---------------------------------------------------------------- main
+
+start_nginx
+BODY="$TMP/body.md"
+: >"$BODY"
+for s in $SCENARIOS; do
+    run_scenario "$s"
+done
+
+cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+versions=
+for t in redline wrk h2load ab hey oha; do
+    if have_"$t" >/dev/null; then versions="${versions:+$versions, }$(tool_version "$t")"; fi
+done
+{
+    echo "## Peer comparison, $(date -u +%F)"
+    echo
+    echo "Machine: $ncpu CPUs, ${cpu_model:-unknown CPU}, Linux $(uname -r)." \
+        "Server: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), 1 worker, pinned to CPU $SERVER_CPU," \
+        "static files, keep-alive, access log off." \
+        "Client: each tool in turn, pinned to CPU $CLIENT_CPU, measured with \`/usr/bin/time -f '%U %S %M'\`."
+    echo "Tools: ${versions:-none}."
+    echo
+    echo "req/s is each tool's own figure; req per CPU-s = completed requests / (user + sys CPU s);" \
+        "completed requests are the tool's own count where it prints one, else req/s x duration." \
+        "MB = 10^6 bytes; MB/s = req/s x response size (headers + body)."
+    echo
+    cat "$BODY"
+} | tee "$RESULTS"
+log "wrote $RESULTS (raw outputs in $OUT/raw)"

@@ -1,0 +1,252 @@
+//! Error kinds: every failed request is counted under exactly one kind, never by
+//! free-form string keys, with a short message that groups like pounder.pl's
+//! `File Not Found (100)`.
+
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
+use std::fmt;
+
+/// What was wrong with a response the client could not accept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MalformedKind {
+    /// The status line could not be parsed (bad version, bad code, garbage).
+    StatusLine,
+    /// A header line could not be parsed.
+    Header,
+    /// The response head exceeded the size or header-count limit.
+    HeadTooLarge,
+    /// Content-Length missing where required, unparsable, or given twice differently.
+    ContentLength,
+    /// The chunked encoding was broken (bad size, missing CRLF, oversized extension).
+    Chunked,
+    /// Bytes arrived that belong to no request (data after a complete response).
+    UnexpectedData,
+}
+
+impl MalformedKind {
+    /// A stable snake_case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            MalformedKind::StatusLine => "status_line",
+            MalformedKind::Header => "header",
+            MalformedKind::HeadTooLarge => "head_too_large",
+            MalformedKind::ContentLength => "content_length",
+            MalformedKind::Chunked => "chunked",
+            MalformedKind::UnexpectedData => "unexpected_data",
+        }
+    }
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "sub")]
+pub enum ErrorKind {
+    /// The server refused the connection (nothing listening, backlog full).
+    Refused,
+    /// The TCP connection was not established within `--connect-timeout`.
+    ConnectTimeout,
+    /// The peer reset the connection.
+    Reset,
+    /// No complete response within `--timeout`.
+    Timeout,
+    /// The server closed the connection before the response was complete.
+    Closed,
+    /// The response violated HTTP/1.x.
+    Malformed(MalformedKind),
+    /// The client ran out of file descriptors (EMFILE/ENFILE): a client limit.
+    TooManyOpenFiles,
+    /// The client ran out of local addresses or ports (EADDRNOTAVAIL): a client limit.
+    NoLocalAddress,
+    /// The host name could not be resolved.
+    Resolve,
+    /// Anything else (the message says what).
+    Other,
+}
+
+impl ErrorKind {
+    /// A stable snake_case name, used in JSON and in the text report.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Refused => "refused",
+            ErrorKind::ConnectTimeout => "connect_timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Closed => "closed",
+            ErrorKind::Malformed(_) => "malformed",
+            ErrorKind::TooManyOpenFiles => "too_many_open_files",
+            ErrorKind::NoLocalAddress => "no_local_address",
+            ErrorKind::Resolve => "resolve",
+            ErrorKind::Other => "other",
+        }
+    }
+
+    /// True for kinds that mean the client, not the server, was the limit.
+    pub fn is_client_limit(self) -> bool {
+        matches!(self, ErrorKind::TooManyOpenFiles | ErrorKind::NoLocalAddress)
+    }
+
+    /// Classifies an I/O error from a socket operation.
+    pub fn from_io(e: &std::io::Error, connecting: bool) -> ErrorKind {
+        use std::io::ErrorKind as K;
+        match e.raw_os_error() {
+            Some(libc_emfile) if libc_emfile == 24 || libc_emfile == 23 => {
+                return ErrorKind::TooManyOpenFiles
+            }
+            Some(99) => return ErrorKind::NoLocalAddress, // EADDRNOTAVAIL
+            _ => {}
+        }
+        match e.kind() {
+            K::ConnectionRefused => ErrorKind::Refused,
+            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => ErrorKind::Reset,
+            K::TimedOut if connecting => ErrorKind::ConnectTimeout,
+            K::TimedOut => ErrorKind::Timeout,
+            K::UnexpectedEof => ErrorKind::Closed,
+            K::AddrNotAvailable => ErrorKind::NoLocalAddress,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ErrorKind::Malformed(m) => write!(f, "malformed/{}", m.name()),
+            k => f.write_str(k.name()),
+        }
+    }
+}
+
+/// One group of errors: a kind, a message and how often it happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorCount {
+    /// The kind.
+    #[serde(flatten)]
+    pub kind: ErrorKind,
+    /// A short human message (e.g. "connection refused").
+    pub message: String,
+    /// How many requests failed this way.
+    pub count: u64,
+}
+
+/// Per-worker error counts. Errors are the cold path: a short vector scanned
+/// linearly keeps the common case (no errors) free of any allocation.
+#[derive(Debug, Clone, Default)]
+pub struct ErrorTally {
+    groups: Vec<(ErrorKind, Cow<'static, str>, u64)>,
+}
+
+impl ErrorTally {
+    /// Counts one error.
+    pub fn add(&mut self, kind: ErrorKind, message: Cow<'static, str>) {
+        self.add_n(kind, message, 1);
+    }
+
+    /// Counts `n` errors of one kind and message.
+    pub fn add_n(&mut self, kind: ErrorKind, message: Cow<'static, str>, n: u64) {
+        if let Some(g) = self
+            .groups
+            .iter_mut()
+            .find(|g| g.0 == kind && g.1 == message)
+        {
+            g.2 += n;
+        } else if self.groups.len() < 256 {
+            self.groups.push((kind, message, n));
+        } else {
+            // Bound memory against a server that invents a new message per request.
+            self.add_n(kind, Cow::Borrowed("(other messages)"), n);
+        }
+    }
+
+    /// Total errors counted.
+    pub fn total(&self) -> u64 {
+        self.groups.iter().map(|g| g.2).sum()
+    }
+
+    /// The groups, most frequent first.
+    pub fn into_counts(self) -> Vec<ErrorCount> {
+        let mut v: Vec<ErrorCount> = self
+            .groups
+            .into_iter()
+            .map(|(kind, message, count)| ErrorCount {
+                kind,
+                message: message.into_owned(),
+                count,
+            })
+            .collect();
+        sort_counts(&mut v);
+        v
+    }
+}
+
+/// Merges error groups from `b` into `a` (by kind and message), most frequent first.
+pub fn merge_counts(a: &mut Vec<ErrorCount>, b: &[ErrorCount]) {
+    for e in b {
+        if let Some(x) = a
+            .iter_mut()
+            .find(|x| x.kind == e.kind && x.message == e.message)
+        {
+            x.count += e.count;
+        } else {
+            a.push(e.clone());
+        }
+    }
+    sort_counts(a);
+}
+
+fn sort_counts(v: &mut [ErrorCount]) {
+    v.sort_by(|x, y| {
+        y.count
+            .cmp(&x.count)
+            .then(x.kind.cmp(&y.kind))
+            .then(x.message.cmp(&y.message))
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tally_groups_by_kind_and_message() {
+        let mut t = ErrorTally::default();
+        t.add(ErrorKind::Refused, "connection refused".into());
+        t.add(ErrorKind::Refused, "connection refused".into());
+        t.add(ErrorKind::Malformed(MalformedKind::StatusLine), "bad".into());
+        let c = t.into_counts();
+        assert_eq!(c.len(), 2);
+        assert_eq!(c[0].kind, ErrorKind::Refused);
+        assert_eq!(c[0].count, 2);
+    }
+
+    #[test]
+    fn serde_shape() {
+        let e = ErrorCount {
+            kind: ErrorKind::Malformed(MalformedKind::Chunked),
+            message: "bad chunk size".into(),
+            count: 3,
+        };
+        let j = serde_json::to_value(&e).unwrap();
+        assert_eq!(j["kind"], "malformed");
+        assert_eq!(j["sub"], "chunked");
+        let back: ErrorCount = serde_json::from_value(j).unwrap();
+        assert_eq!(back, e);
+        let r = serde_json::to_value(ErrorCount {
+            kind: ErrorKind::Refused,
+            message: "x".into(),
+            count: 1,
+        })
+        .unwrap();
+        assert_eq!(r["kind"], "refused");
+    }
+
+    #[test]
+    fn io_classification() {
+        let e = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::Refused);
+        let e = std::io::Error::from_raw_os_error(24);
+        assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::TooManyOpenFiles);
+        let e = std::io::Error::from_raw_os_error(99);
+        assert_eq!(ErrorKind::from_io(&e, true), ErrorKind::NoLocalAddress);
+    }
+}

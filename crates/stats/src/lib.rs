@@ -1,0 +1,21 @@
+//! The measurements of a redline run and the record that carries them.
+//!
+//! Workers record into a [`Recorder`] each (no sharing on the hot path); when the
+//! run ends the recorders are folded into one [`RunRecord`], the single result type
+//! every report, the history and the merge of runs from several machines read.
+//! Histograms are HDR log-linear histograms, so merging two records is exact.
+#![deny(missing_docs)]
+
+pub mod error;
+pub mod hist;
+pub mod record;
+pub mod recorder;
+pub mod time;
+
+pub use error::{ErrorCount, ErrorKind, ErrorTally, MalformedKind};
+pub use hist::{Hist, SeriesHist};
+pub use record::{
+    ClientUsage, Counters, Environment, LoadModel, RunConfig, RunRecord, SeriesPoint, ServerInfo,
+    Warning, FORMAT, FORMAT_VERSION,
+};
+pub use recorder::{Recorder, Timing};

@@ -1,0 +1,529 @@
+//! The run record: the one versioned result type every command reads and writes.
+//!
+//! It holds the configuration (secrets already redacted by whoever built it), the
+//! environment, counters, status codes, errors, histograms, the per-second series,
+//! the client's CPU use and the warnings. Records merge exactly (`a += &b`): runs
+//! made at the same time from several machines add up to one.
+
+use crate::error::{merge_counts, ErrorCount};
+use crate::hist::{Hist, SeriesHist, SERIES_SIGFIG};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::ops::AddAssign;
+
+/// The `format` field of every run record.
+pub const FORMAT: &str = "redline.run";
+/// The version of the run-record format this build writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// How load was generated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum LoadModel {
+    /// N connections each sending the next request when the previous one is done.
+    Closed {
+        /// Connections kept open.
+        connections: u64,
+        /// Total requests, when bounded by count.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        requests: Option<u64>,
+        /// Run time in seconds, when bounded by time.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        duration_s: Option<f64>,
+    },
+    /// Requests sent at scheduled times, whatever the server does.
+    Open {
+        /// Target requests per second.
+        rate: f64,
+        /// `constant`, `poisson` or `uniform`.
+        arrival: String,
+        /// The most connections that may be opened.
+        max_connections: u64,
+        /// Total requests, when bounded by count.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        requests: Option<u64>,
+        /// Run time in seconds, when bounded by time.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        duration_s: Option<f64>,
+    },
+}
+
+impl LoadModel {
+    /// True for open loop.
+    pub fn is_open(&self) -> bool {
+        matches!(self, LoadModel::Open { .. })
+    }
+    /// The asked-for connection count (closed) or cap (open).
+    pub fn connections(&self) -> u64 {
+        match self {
+            LoadModel::Closed { connections, .. } => *connections,
+            LoadModel::Open {
+                max_connections, ..
+            } => *max_connections,
+        }
+    }
+    /// A one-line description, e.g. `closed loop, 10 connections, 1000 requests`.
+    pub fn describe(&self) -> String {
+        fn bound(r: &Option<u64>, d: &Option<f64>) -> String {
+            match (r, d) {
+                (Some(n), _) => format!("{n} requests"),
+                (None, Some(d)) => format!("{}s", trim_float(*d)),
+                (None, None) => "unbounded".into(),
+            }
+        }
+        match self {
+            LoadModel::Closed {
+                connections,
+                requests,
+                duration_s,
+            } => format!(
+                "closed loop, {connections} connections, {}",
+                bound(requests, duration_s)
+            ),
+            LoadModel::Open {
+                rate,
+                arrival,
+                max_connections,
+                requests,
+                duration_s,
+            } => format!(
+                "open loop, {} req/s {arrival}, up to {max_connections} connections, {}",
+                trim_float(*rate),
+                bound(requests, duration_s)
+            ),
+        }
+    }
+}
+
+fn trim_float(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// What was asked for (secrets redacted).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// The target URL (password redacted).
+    pub url: String,
+    /// HTTP method.
+    pub method: String,
+    /// Extra request headers as `Name: value` (Authorization, Cookie… redacted).
+    pub headers: Vec<String>,
+    /// Request body size in bytes.
+    pub body_bytes: u64,
+    /// `1.1` or `1.0`.
+    pub http_version: String,
+    /// Connections reused for several requests.
+    pub keepalive: bool,
+    /// Close and reopen a connection after this many requests.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub requests_per_conn: Option<u64>,
+    /// Per-request timeout, seconds.
+    pub timeout_s: f64,
+    /// Connect timeout, seconds.
+    pub connect_timeout_s: f64,
+    /// Worker threads.
+    pub threads: u64,
+    /// The load model.
+    pub load: LoadModel,
+}
+
+/// Where the run was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Environment {
+    /// Host name of the load generator.
+    pub hostname: String,
+    /// Operating system.
+    pub os: String,
+    /// CPU architecture.
+    pub arch: String,
+    /// Kernel release, where known.
+    pub kernel: String,
+    /// Logical CPUs available to the process.
+    pub cpus: u64,
+    /// redline's version.
+    pub redline_version: String,
+}
+
+/// What the server said about itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ServerInfo {
+    /// The resolved address that was connected to.
+    pub address: String,
+    /// The `Server` header of the first response.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub software: Option<String>,
+    /// Body length of the first successful response.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub document_length: Option<u64>,
+}
+
+/// Request and connection counts. Every scheduled request ends exactly once:
+/// `scheduled == completed + failed + in_flight_at_end + not_sent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Counters {
+    /// Requests the load model issued.
+    pub scheduled: u64,
+    /// Requests written to a connection.
+    pub sent: u64,
+    /// Complete responses, whatever their status.
+    pub completed: u64,
+    /// Complete responses with a status outside 200–299.
+    pub non_2xx: u64,
+    /// Requests that ended in an error (see `errors`).
+    pub failed: u64,
+    /// Sent but not answered when the run ended.
+    pub in_flight_at_end: u64,
+    /// Scheduled but never sent (waiting for a connection when the run ended).
+    pub not_sent: u64,
+    /// Open loop: requests that found no free connection at their send time.
+    pub waited_for_connection: u64,
+    /// Bytes read from the network (heads and bodies as sent).
+    pub bytes_read: u64,
+    /// Bytes written to the network.
+    pub bytes_written: u64,
+    /// Response body bytes (after de-chunking).
+    pub body_bytes: u64,
+    /// TCP connections established.
+    pub connections_opened: u64,
+    /// Most connections open at once (summed over workers).
+    pub peak_connections: u64,
+}
+
+impl AddAssign<&Counters> for Counters {
+    fn add_assign(&mut self, o: &Counters) {
+        self.scheduled += o.scheduled;
+        self.sent += o.sent;
+        self.completed += o.completed;
+        self.non_2xx += o.non_2xx;
+        self.failed += o.failed;
+        self.in_flight_at_end += o.in_flight_at_end;
+        self.not_sent += o.not_sent;
+        self.waited_for_connection += o.waited_for_connection;
+        self.bytes_read += o.bytes_read;
+        self.bytes_written += o.bytes_written;
+        self.body_bytes += o.body_bytes;
+        self.connections_opened += o.connections_opened;
+        self.peak_connections += o.peak_connections;
+    }
+}
+
+/// One second of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeriesPoint {
+    /// Seconds since the start of the run (this point covers [t, t+1)).
+    pub t: u32,
+    /// Responses completed in this second.
+    pub requests: u64,
+    /// Errors in this second.
+    pub errors: u64,
+    /// Bytes read in this second.
+    pub bytes: u64,
+    /// Median latency, µs.
+    pub p50_us: u64,
+    /// p90 latency, µs.
+    pub p90_us: u64,
+    /// p99 latency, µs.
+    pub p99_us: u64,
+    /// Max latency, µs.
+    pub max_us: u64,
+    /// The second's latency histogram (HdrHistogram V2 deflate, base64; 2 digits).
+    pub hist: SeriesHist,
+}
+
+impl SeriesPoint {
+    /// A point from counts and a histogram.
+    pub fn new(t: u32, requests: u64, errors: u64, bytes: u64, h: &Hist) -> SeriesPoint {
+        SeriesPoint {
+            t,
+            requests,
+            errors,
+            bytes,
+            p50_us: h.percentile(50.0),
+            p90_us: h.percentile(90.0),
+            p99_us: h.percentile(99.0),
+            max_us: h.max(),
+            hist: SeriesHist::from_hist(h),
+        }
+    }
+
+    fn merge(&mut self, o: &SeriesPoint) {
+        let mut h = self.hist.to_hist();
+        h.merge(&o.hist.to_hist());
+        *self = SeriesPoint::new(
+            self.t,
+            self.requests + o.requests,
+            self.errors + o.errors,
+            self.bytes + o.bytes,
+            &h,
+        );
+    }
+}
+
+/// Merges per-second series, aligning points by `t`.
+pub fn merge_series(a: &mut Vec<SeriesPoint>, b: &[SeriesPoint]) {
+    for p in b {
+        match a.binary_search_by_key(&p.t, |x| x.t) {
+            Ok(i) => a[i].merge(p),
+            Err(i) => a.insert(i, p.clone()),
+        }
+    }
+}
+
+/// The client's own resource use.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct ClientUsage {
+    /// User CPU seconds of the whole process.
+    pub user_s: f64,
+    /// System CPU seconds of the whole process.
+    pub sys_s: f64,
+    /// Worker threads.
+    pub threads: u64,
+    /// CPU used by the workers as a share of their capacity (threads × elapsed), 0–1.
+    pub cpu_share: f64,
+    /// CPU share of the busiest worker thread, 0–1.
+    pub busiest_thread_share: f64,
+}
+
+/// Something the reader must know to trust (or distrust) the numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    /// A stable code, e.g. `client_cpu`, `rate_short`, `scheduler_lag`, `connections_short`.
+    pub code: String,
+    /// What happened and what it means, in words.
+    pub message: String,
+}
+
+/// The result of one run (or of several merged).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Always `redline.run`.
+    pub format: String,
+    /// Format version ([`FORMAT_VERSION`]).
+    pub version: u32,
+    /// When the run started (RFC 3339, UTC).
+    pub started_at: String,
+    /// Seconds from the first request to the end of the run.
+    pub duration_s: f64,
+    /// The run was stopped early (Ctrl-C).
+    pub interrupted: bool,
+    /// True when something says the client, not the server, was the limit.
+    pub client_limited: bool,
+    /// How many single runs this record holds (1 unless merged).
+    pub merged_runs: u32,
+    /// What was asked for.
+    pub config: RunConfig,
+    /// Where it ran.
+    pub environment: Environment,
+    /// The target server.
+    pub server: ServerInfo,
+    /// Completed responses per second over `duration_s`.
+    pub requests_per_sec: f64,
+    /// Bytes read per second over `duration_s`.
+    pub bytes_per_sec: f64,
+    /// Counters.
+    pub counters: Counters,
+    /// Responses by status code.
+    pub status_codes: BTreeMap<String, u64>,
+    /// Errors by kind and message, most frequent first.
+    pub errors: Vec<ErrorCount>,
+    /// Latency from the intended send time to the last byte: what a user waits.
+    pub latency: Hist,
+    /// Service time: actual send to the last byte.
+    pub service_time: Hist,
+    /// Scheduler lag: intended to actual send (open loop; zero in closed loop).
+    pub scheduler_lag: Hist,
+    /// TCP connect time of each new connection.
+    pub connect: Hist,
+    /// Waiting: request sent to the first response byte (time to first byte).
+    pub waiting: Hist,
+    /// Transfer: first to last response byte.
+    pub transfer: Hist,
+    /// Per-second series.
+    pub series: Vec<SeriesPoint>,
+    /// The client's CPU use.
+    pub client: ClientUsage,
+    /// Warnings, e.g. when the client was the limit.
+    pub warnings: Vec<Warning>,
+}
+
+impl RunRecord {
+    /// An empty record for a configuration.
+    pub fn new(config: RunConfig, environment: Environment, started_at: String) -> RunRecord {
+        RunRecord {
+            format: FORMAT.into(),
+            version: FORMAT_VERSION,
+            started_at,
+            duration_s: 0.0,
+            interrupted: false,
+            client_limited: false,
+            merged_runs: 1,
+            config,
+            environment,
+            server: ServerInfo::default(),
+            requests_per_sec: 0.0,
+            bytes_per_sec: 0.0,
+            counters: Counters::default(),
+            status_codes: BTreeMap::new(),
+            errors: Vec::new(),
+            latency: Hist::new(),
+            service_time: Hist::new(),
+            scheduler_lag: Hist::new(),
+            connect: Hist::new(),
+            waiting: Hist::new(),
+            transfer: Hist::new(),
+            series: Vec::new(),
+            client: ClientUsage::default(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Recomputes the derived rates from counters and duration.
+    pub fn derive(&mut self) {
+        if self.duration_s > 0.0 {
+            self.requests_per_sec = self.counters.completed as f64 / self.duration_s;
+            self.bytes_per_sec = self.counters.bytes_read as f64 / self.duration_s;
+        } else {
+            self.requests_per_sec = 0.0;
+            self.bytes_per_sec = 0.0;
+        }
+    }
+
+    /// Adds a warning once (by code).
+    pub fn warn(&mut self, code: &str, message: String) {
+        if !self.warnings.iter().any(|w| w.code == code) {
+            self.warnings.push(Warning {
+                code: code.into(),
+                message,
+            });
+        }
+    }
+
+    /// Parses a run record from JSON, refusing other formats and newer versions.
+    pub fn from_json(s: &str) -> Result<RunRecord, RecordError> {
+        let v: serde_json::Value = serde_json::from_str(s).map_err(RecordError::Json)?;
+        match v.get("format").and_then(|f| f.as_str()) {
+            Some(FORMAT) => {}
+            _ => return Err(RecordError::NotARunRecord),
+        }
+        let ver = v.get("version").and_then(|x| x.as_u64()).unwrap_or(0);
+        if ver > FORMAT_VERSION as u64 {
+            return Err(RecordError::NewerVersion(ver));
+        }
+        serde_json::from_value(v).map_err(RecordError::Json)
+    }
+
+    /// The sum of the series' histograms (a check: equals `latency` at 2 digits).
+    pub fn series_latency(&self) -> Hist {
+        let mut h = Hist::with_sigfig(SERIES_SIGFIG);
+        for p in &self.series {
+            h.merge(&p.hist.to_hist());
+        }
+        h
+    }
+}
+
+/// Why a run record could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// Not JSON, or not the expected shape.
+    #[error("not a valid run record: {0}")]
+    Json(serde_json::Error),
+    /// JSON without `"format": "redline.run"`.
+    #[error("not a redline run record (missing \"format\": \"redline.run\")")]
+    NotARunRecord,
+    /// Written by a newer redline.
+    #[error("run record version {0} is newer than this redline understands ({FORMAT_VERSION}); upgrade redline")]
+    NewerVersion(u64),
+}
+
+impl AddAssign<&RunRecord> for RunRecord {
+    /// Merges a run made at the same time (e.g. from another machine): counts and
+    /// histograms add exactly, the duration is the longer one, the load adds up.
+    fn add_assign(&mut self, o: &RunRecord) {
+        self.duration_s = self.duration_s.max(o.duration_s);
+        self.interrupted |= o.interrupted;
+        self.client_limited |= o.client_limited;
+        self.merged_runs += o.merged_runs;
+        if o.started_at < self.started_at {
+            self.started_at = o.started_at.clone();
+        }
+        self.config.threads += o.config.threads;
+        match (&mut self.config.load, &o.config.load) {
+            (
+                LoadModel::Closed {
+                    connections: a,
+                    requests: ra,
+                    ..
+                },
+                LoadModel::Closed {
+                    connections: b,
+                    requests: rb,
+                    ..
+                },
+            ) => {
+                *a += b;
+                if let (Some(x), Some(y)) = (ra.as_mut(), rb) {
+                    *x += y;
+                }
+            }
+            (
+                LoadModel::Open {
+                    rate: a,
+                    max_connections: ca,
+                    requests: ra,
+                    ..
+                },
+                LoadModel::Open {
+                    rate: b,
+                    max_connections: cb,
+                    requests: rb,
+                    ..
+                },
+            ) => {
+                *a += b;
+                *ca += cb;
+                if let (Some(x), Some(y)) = (ra.as_mut(), rb) {
+                    *x += y;
+                }
+            }
+            _ => {}
+        }
+        if self.server.software.is_none() {
+            self.server.software = o.server.software.clone();
+        }
+        if self.server.document_length.is_none() {
+            self.server.document_length = o.server.document_length;
+        }
+        self.counters += &o.counters;
+        for (k, v) in &o.status_codes {
+            *self.status_codes.entry(k.clone()).or_insert(0) += v;
+        }
+        merge_counts(&mut self.errors, &o.errors);
+        self.latency.merge(&o.latency);
+        self.service_time.merge(&o.service_time);
+        self.scheduler_lag.merge(&o.scheduler_lag);
+        self.connect.merge(&o.connect);
+        self.waiting.merge(&o.waiting);
+        self.transfer.merge(&o.transfer);
+        merge_series(&mut self.series, &o.series);
+        let (ta, tb) = (self.client.threads as f64, o.client.threads as f64);
+        if ta + tb > 0.0 {
+            self.client.cpu_share =
+                (self.client.cpu_share * ta + o.client.cpu_share * tb) / (ta + tb);
+        }
+        self.client.user_s += o.client.user_s;
+        self.client.sys_s += o.client.sys_s;
+        self.client.threads += o.client.threads;
+        self.client.busiest_thread_share = self
+            .client
+            .busiest_thread_share
+            .max(o.client.busiest_thread_share);
+        for w in &o.warnings {
+            if !self.warnings.contains(w) {
+                self.warnings.push(w.clone());
+            }
+        }
+        self.derive();
+    }
+}
