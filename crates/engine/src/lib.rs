@@ -1,1 +1,15 @@
-//! placeholder
+//! The redline load engine.
+//!
+//! A [`Plan`] (validated options, prebuilt request bytes) is run by
+//! [`execute`] on thread-per-core workers, each with its own poller,
+//! connections and recorder; the result is one [`redline_stats::RunRecord`].
+#![deny(missing_docs)]
+
+pub mod h1;
+pub mod pacer;
+pub mod plan;
+pub mod run;
+pub mod worker;
+
+pub use plan::{parse_duration, Arrival, Load, Plan, PlanArgs, PlanError};
+pub use run::{execute, EngineError, Snapshot, StopHandle};

@@ -1,0 +1,634 @@
+//! An incremental HTTP/1.x response reader that counts bodies instead of storing them.
+//!
+//! The head is parsed in place with `httparse` straight from the worker's read
+//! buffer; only a head split across reads is copied (into a small per-connection
+//! buffer, bounded by [`MAX_HEAD`]). Bodies are framed by Content-Length, chunked
+//! encoding or connection close, and only counted. 1xx responses are skipped.
+
+use redline_stats::MalformedKind;
+
+/// The largest response head accepted.
+pub const MAX_HEAD: usize = 64 * 1024;
+/// The most headers accepted in one response head.
+pub const MAX_HEADERS: usize = 100;
+/// The longest chunk-size line (with extensions) accepted.
+const MAX_CHUNK_LINE: u32 = 16 * 1024;
+/// The most trailer bytes accepted after the last chunk.
+const MAX_TRAILERS: u32 = 64 * 1024;
+
+/// A response that broke HTTP/1.x.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Malformed {
+    /// The kind of breakage.
+    pub kind: MalformedKind,
+    /// A short message.
+    pub message: &'static str,
+}
+
+fn bad(kind: MalformedKind, message: &'static str) -> Malformed {
+    Malformed { kind, message }
+}
+
+/// What a [`ResponseReader::feed`] call found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// All bytes were used; the response is not complete yet.
+    NeedMore,
+    /// The response is complete after `used` bytes of this input.
+    Done {
+        /// Bytes of the input that belonged to the response.
+        used: usize,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Body {
+    Length(u64),
+    Chunked(Chunk),
+    UntilClose,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    /// Reading hex digits of the chunk size.
+    Size { size: u64, digits: u32 },
+    /// Skipping a chunk extension up to the line end.
+    Ext { size: u64, len: u32 },
+    /// Saw CR after the size line, expecting LF.
+    SizeLf { size: u64 },
+    /// Inside chunk data.
+    Data { left: u64 },
+    /// Expecting CR after chunk data.
+    DataCr,
+    /// Expecting LF after chunk data.
+    DataLf,
+    /// Reading trailer lines after the last chunk; `line` bytes in the current line.
+    Trailer { line: u32, total: u32, cr: bool },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Head,
+    Body(Body),
+}
+
+/// Reads one response at a time from a connection.
+#[derive(Debug)]
+pub struct ResponseReader {
+    state: State,
+    head: Vec<u8>,
+    /// Status of the response being read (valid once the head is parsed).
+    pub status: u16,
+    /// Body bytes seen so far (decoded, i.e. without chunk framing).
+    pub body_bytes: u64,
+    /// Whether the connection may carry another request after this response.
+    pub keep_alive: bool,
+    /// The response head has been parsed.
+    pub head_done: bool,
+    /// The `Server` header, when asked for with `want_server`.
+    pub server: Option<String>,
+    /// Capture the `Server` header of the next head.
+    pub want_server: bool,
+    /// Informational (1xx) responses skipped before the final one.
+    pub informational: u32,
+}
+
+impl Default for ResponseReader {
+    fn default() -> Self {
+        ResponseReader::new()
+    }
+}
+
+impl ResponseReader {
+    /// A reader waiting for a response head.
+    pub fn new() -> ResponseReader {
+        ResponseReader {
+            state: State::Head,
+            head: Vec::new(),
+            status: 0,
+            body_bytes: 0,
+            keep_alive: true,
+            head_done: false,
+            server: None,
+            want_server: false,
+            informational: 0,
+        }
+    }
+
+    /// Prepares for the next response.
+    pub fn reset(&mut self) {
+        self.state = State::Head;
+        self.head.clear();
+        if self.head.capacity() > 4096 {
+            self.head = Vec::new();
+        }
+        self.status = 0;
+        self.body_bytes = 0;
+        self.keep_alive = true;
+        self.head_done = false;
+        self.informational = 0;
+    }
+
+    /// True when the body runs until the server closes the connection.
+    pub fn until_close(&self) -> bool {
+        matches!(self.state, State::Body(Body::UntilClose))
+    }
+
+    /// True once any byte of the response has been seen.
+    pub fn started(&self) -> bool {
+        self.head_done || !self.head.is_empty() || self.informational > 0
+    }
+
+    /// Feeds bytes read from the connection. `head_request` marks a HEAD request
+    /// (its response has no body whatever its headers say).
+    pub fn feed(&mut self, mut data: &[u8], head_request: bool) -> Result<Progress, Malformed> {
+        let total = data.len();
+        loop {
+            match self.state {
+                State::Head => {
+                    let used = if self.head.is_empty() {
+                        match self.parse_head(data, head_request)? {
+                            Some(n) => n,
+                            None => {
+                                if data.len() > MAX_HEAD {
+                                    return Err(bad(
+                                        MalformedKind::HeadTooLarge,
+                                        "response head larger than 64 KiB",
+                                    ));
+                                }
+                                self.head.extend_from_slice(data);
+                                return Ok(Progress::NeedMore);
+                            }
+                        }
+                    } else {
+                        let before = self.head.len();
+                        let room = MAX_HEAD + 1 - before.min(MAX_HEAD + 1);
+                        let take = data.len().min(room);
+                        self.head.extend_from_slice(&data[..take]);
+                        // Parse again only when a blank line may have arrived, so a
+                        // head dripped byte by byte costs linear, not quadratic, work.
+                        let tail = &self.head[before.saturating_sub(3)..];
+                        if !has_blank_line(tail) {
+                            if self.head.len() > MAX_HEAD {
+                                return Err(bad(
+                                    MalformedKind::HeadTooLarge,
+                                    "response head larger than 64 KiB",
+                                ));
+                            }
+                            return Ok(Progress::NeedMore);
+                        }
+                        let buf = std::mem::take(&mut self.head);
+                        let r = self.parse_head(&buf, head_request);
+                        self.head = buf;
+                        match r? {
+                            Some(n) => {
+                                self.head.clear();
+                                n - before
+                            }
+                            None => {
+                                if self.head.len() > MAX_HEAD {
+                                    return Err(bad(
+                                        MalformedKind::HeadTooLarge,
+                                        "response head larger than 64 KiB",
+                                    ));
+                                }
+                                return Ok(Progress::NeedMore);
+                            }
+                        }
+                    };
+                    data = &data[used..];
+                    if self.state == State::Head {
+                        // A 1xx response was skipped: read the next head.
+                        continue;
+                    }
+                    if let State::Body(Body::Length(0)) = self.state {
+                        return Ok(Progress::Done {
+                            used: total - data.len(),
+                        });
+                    }
+                }
+                State::Body(Body::Length(left)) => {
+                    let n = (data.len() as u64).min(left);
+                    self.body_bytes += n;
+                    let left = left - n;
+                    data = &data[n as usize..];
+                    if left == 0 {
+                        self.state = State::Body(Body::Length(0));
+                        return Ok(Progress::Done {
+                            used: total - data.len(),
+                        });
+                    }
+                    self.state = State::Body(Body::Length(left));
+                    return Ok(Progress::NeedMore);
+                }
+                State::Body(Body::UntilClose) => {
+                    self.body_bytes += data.len() as u64;
+                    return Ok(Progress::NeedMore);
+                }
+                State::Body(Body::Chunked(c)) => {
+                    let (c, used, done) = self.chunked(c, data)?;
+                    data = &data[used..];
+                    self.state = State::Body(Body::Chunked(c));
+                    if done {
+                        return Ok(Progress::Done {
+                            used: total - data.len(),
+                        });
+                    }
+                    return Ok(Progress::NeedMore);
+                }
+            }
+            if data.is_empty() {
+                return Ok(Progress::NeedMore);
+            }
+        }
+    }
+
+    /// Ends the response at connection close: complete only for close-delimited bodies.
+    pub fn eof(&mut self) -> bool {
+        self.until_close()
+    }
+
+    /// Parses a complete head from `buf`; `Ok(None)` when more bytes are needed.
+    fn parse_head(&mut self, buf: &[u8], head_request: bool) -> Result<Option<usize>, Malformed> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut headers);
+        let n = match resp.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(httparse::Error::TooManyHeaders) => {
+                return Err(bad(
+                    MalformedKind::HeadTooLarge,
+                    "more than 100 response headers",
+                ))
+            }
+            Err(httparse::Error::Version) => {
+                return Err(bad(MalformedKind::StatusLine, "invalid HTTP version"))
+            }
+            Err(httparse::Error::Status) => {
+                return Err(bad(MalformedKind::StatusLine, "invalid status code"))
+            }
+            Err(httparse::Error::HeaderName)
+            | Err(httparse::Error::HeaderValue)
+            | Err(httparse::Error::NewLine) => {
+                return Err(bad(MalformedKind::Header, "invalid header line"))
+            }
+            Err(_) => return Err(bad(MalformedKind::StatusLine, "invalid status line")),
+        };
+        let code = resp.code.unwrap_or(0);
+        if !(100..=999).contains(&code) {
+            return Err(bad(MalformedKind::StatusLine, "invalid status code"));
+        }
+        let http10 = resp.version == Some(0);
+        let mut keep_alive = !http10;
+        let mut length: Option<u64> = None;
+        let mut chunked = false;
+        let mut other_te = false;
+        for h in resp.headers.iter() {
+            let name = h.name.as_bytes();
+            if name.eq_ignore_ascii_case(b"content-length") {
+                let v = parse_len(h.value).ok_or(bad(
+                    MalformedKind::ContentLength,
+                    "invalid Content-Length",
+                ))?;
+                if let Some(prev) = length {
+                    if prev != v {
+                        return Err(bad(
+                            MalformedKind::ContentLength,
+                            "conflicting Content-Length headers",
+                        ));
+                    }
+                }
+                length = Some(v);
+            } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+                // The final encoding decides the framing (RFC 9112 §6.3).
+                let last = h
+                    .value
+                    .rsplit(|b| *b == b',')
+                    .next()
+                    .map(trim)
+                    .unwrap_or(b"");
+                if last.eq_ignore_ascii_case(b"chunked") {
+                    chunked = true;
+                    other_te = false;
+                } else if !trim(h.value).is_empty() {
+                    chunked = false;
+                    other_te = true;
+                }
+            } else if name.eq_ignore_ascii_case(b"connection") {
+                for tok in h.value.split(|b| *b == b',') {
+                    let tok = trim(tok);
+                    if tok.eq_ignore_ascii_case(b"close") {
+                        keep_alive = false;
+                    } else if tok.eq_ignore_ascii_case(b"keep-alive") && http10 {
+                        keep_alive = true;
+                    }
+                }
+            } else if self.want_server && name.eq_ignore_ascii_case(b"server") {
+                self.server = Some(String::from_utf8_lossy(h.value).into_owned());
+                self.want_server = false;
+            }
+        }
+        if (100..200).contains(&code) && code != 101 {
+            // Informational: skip it, the final response follows.
+            self.informational += 1;
+            self.state = State::Head;
+            return Ok(Some(n));
+        }
+        self.status = code;
+        self.head_done = true;
+        self.keep_alive = keep_alive;
+        let no_body = head_request || code == 204 || code == 304 || code == 101;
+        self.state = if no_body {
+            State::Body(Body::Length(0))
+        } else if chunked {
+            State::Body(Body::Chunked(Chunk::Size { size: 0, digits: 0 }))
+        } else if other_te {
+            self.keep_alive = false;
+            State::Body(Body::UntilClose)
+        } else if let Some(len) = length {
+            State::Body(Body::Length(len))
+        } else {
+            self.keep_alive = false;
+            State::Body(Body::UntilClose)
+        };
+        Ok(Some(n))
+    }
+
+    /// Advances the chunked decoder; returns the new state, bytes used and whether the body ended.
+    fn chunked(&mut self, mut c: Chunk, data: &[u8]) -> Result<(Chunk, usize, bool), Malformed> {
+        let mut i = 0;
+        while i < data.len() {
+            match c {
+                Chunk::Data { left } => {
+                    let n = ((data.len() - i) as u64).min(left);
+                    self.body_bytes += n;
+                    i += n as usize;
+                    c = if left == n {
+                        Chunk::DataCr
+                    } else {
+                        Chunk::Data { left: left - n }
+                    };
+                    continue;
+                }
+                _ => {}
+            }
+            let b = data[i];
+            i += 1;
+            c = match c {
+                Chunk::Size { size, digits } => match hex(b) {
+                    Some(d) => {
+                        if digits >= 15 {
+                            return Err(bad(MalformedKind::Chunked, "chunk size too large"));
+                        }
+                        Chunk::Size {
+                            size: size * 16 + d as u64,
+                            digits: digits + 1,
+                        }
+                    }
+                    None if digits == 0 => {
+                        return Err(bad(MalformedKind::Chunked, "invalid chunk size"))
+                    }
+                    None => match b {
+                        b'\r' => Chunk::SizeLf { size },
+                        b'\n' => self.after_size(size),
+                        b';' | b' ' | b'\t' => Chunk::Ext { size, len: 0 },
+                        _ => return Err(bad(MalformedKind::Chunked, "invalid chunk size")),
+                    },
+                },
+                Chunk::Ext { size, len } => match b {
+                    b'\r' => Chunk::SizeLf { size },
+                    b'\n' => self.after_size(size),
+                    _ if len >= MAX_CHUNK_LINE => {
+                        return Err(bad(MalformedKind::Chunked, "chunk extension too long"))
+                    }
+                    _ => Chunk::Ext { size, len: len + 1 },
+                },
+                Chunk::SizeLf { size } => {
+                    if b != b'\n' {
+                        return Err(bad(MalformedKind::Chunked, "missing LF after chunk size"));
+                    }
+                    self.after_size(size)
+                }
+                Chunk::DataCr => match b {
+                    b'\r' => Chunk::DataLf,
+                    b'\n' => Chunk::Size { size: 0, digits: 0 },
+                    _ => return Err(bad(MalformedKind::Chunked, "missing CRLF after chunk data")),
+                },
+                Chunk::DataLf => {
+                    if b != b'\n' {
+                        return Err(bad(MalformedKind::Chunked, "missing CRLF after chunk data"));
+                    }
+                    Chunk::Size { size: 0, digits: 0 }
+                }
+                Chunk::Trailer { line, total, cr } => {
+                    if total >= MAX_TRAILERS {
+                        return Err(bad(MalformedKind::Chunked, "trailers too large"));
+                    }
+                    match b {
+                        b'\n' if line == 0 => return Ok((c, i, true)),
+                        b'\n' => Chunk::Trailer {
+                            line: 0,
+                            total: total + 1,
+                            cr: false,
+                        },
+                        b'\r' if line == 0 && !cr => Chunk::Trailer {
+                            line,
+                            total: total + 1,
+                            cr: true,
+                        },
+                        _ => Chunk::Trailer {
+                            line: line + 1,
+                            total: total + 1,
+                            cr: false,
+                        },
+                    }
+                }
+                Chunk::Data { .. } => unreachable!("handled above"),
+            };
+        }
+        Ok((c, i, false))
+    }
+
+    fn after_size(&self, size: u64) -> Chunk {
+        if size == 0 {
+            Chunk::Trailer {
+                line: 0,
+                total: 0,
+                cr: false,
+            }
+        } else {
+            Chunk::Data { left: size }
+        }
+    }
+}
+
+fn has_blank_line(v: &[u8]) -> bool {
+    v.windows(2).any(|w| w == b"\n\n") || v.windows(3).any(|w| w == b"\n\r\n")
+}
+
+fn hex(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+fn trim(v: &[u8]) -> &[u8] {
+    let s = v.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(v.len());
+    let e = v
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(s, |p| p + 1);
+    &v[s..e.max(s)]
+}
+
+fn parse_len(v: &[u8]) -> Option<u64> {
+    let v = trim(v);
+    if v.is_empty() || v.len() > 19 {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for b in v {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n = n * 10 + (b - b'0') as u64;
+    }
+    Some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(input: &[u8], split: usize) -> Result<(ResponseReader, usize), Malformed> {
+        let mut r = ResponseReader::new();
+        let mut used_total = 0;
+        for part in input.chunks(split.max(1)) {
+            match r.feed(part, false)? {
+                Progress::Done { used } => return Ok((r, used_total + used)),
+                Progress::NeedMore => used_total += part.len(),
+            }
+        }
+        Err(bad(MalformedKind::Header, "incomplete"))
+    }
+
+    #[test]
+    fn content_length_any_split() {
+        let msg = b"HTTP/1.1 200 OK\r\nServer: x\r\nContent-Length: 5\r\n\r\nhello";
+        for split in [1, 2, 3, 7, 64] {
+            let (r, used) = read_all(msg, split).unwrap();
+            assert_eq!(r.status, 200);
+            assert_eq!(r.body_bytes, 5);
+            assert_eq!(used, msg.len());
+            assert!(r.keep_alive);
+        }
+    }
+
+    #[test]
+    fn chunked_any_split_with_ext_and_trailers() {
+        let msg = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;a=b\r\nhello\r\n10\r\n0123456789abcdef\r\n0\r\nX-T: 1\r\n\r\n";
+        for split in [1, 2, 5, 13, 1000] {
+            let (r, used) = read_all(msg, split).unwrap();
+            assert_eq!(r.body_bytes, 21, "split {split}");
+            assert_eq!(used, msg.len());
+        }
+    }
+
+    #[test]
+    fn extra_bytes_are_left_over() {
+        let msg = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n";
+        let mut r = ResponseReader::new();
+        assert_eq!(r.feed(msg, false).unwrap(), Progress::Done { used: 40 });
+    }
+
+    #[test]
+    fn informational_skipped() {
+        let msg = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n";
+        let (r, _) = read_all(msg, 3).unwrap();
+        assert_eq!(r.status, 201);
+        assert_eq!(r.informational, 2);
+    }
+
+    #[test]
+    fn close_delimited_and_http10() {
+        let mut r = ResponseReader::new();
+        let msg = b"HTTP/1.0 200 OK\r\n\r\nabc";
+        assert_eq!(r.feed(msg, false).unwrap(), Progress::NeedMore);
+        assert!(r.eof());
+        assert_eq!(r.body_bytes, 3);
+        assert!(!r.keep_alive);
+        let mut r = ResponseReader::new();
+        let msg = b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 1\r\n\r\nx";
+        assert!(matches!(r.feed(msg, false), Ok(Progress::Done { .. })));
+        assert!(r.keep_alive);
+    }
+
+    #[test]
+    fn no_body_for_head_204_304() {
+        for (msg, head) in [
+            (&b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"[..], true),
+            (&b"HTTP/1.1 204 No Content\r\n\r\n"[..], false),
+            (&b"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n"[..], false),
+        ] {
+            let mut r = ResponseReader::new();
+            assert!(matches!(r.feed(msg, head), Ok(Progress::Done { .. })));
+            assert_eq!(r.body_bytes, 0);
+        }
+    }
+
+    #[test]
+    fn malformed_cases() {
+        let cases: &[(&[u8], MalformedKind)] = &[
+            (b"HTTX/1.1 200 OK\r\n\r\n", MalformedKind::StatusLine),
+            (b"HTTP/1.1 2x0 OK\r\n\r\n", MalformedKind::StatusLine),
+            (b"HTTP/1.1 001 Odd\r\n\r\n", MalformedKind::StatusLine),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+                MalformedKind::ContentLength,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5x\r\n\r\n",
+                MalformedKind::ContentLength,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+                MalformedKind::Chunked,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n",
+                MalformedKind::Chunked,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nxyz",
+                MalformedKind::Chunked,
+            ),
+        ];
+        for (msg, kind) in cases {
+            let mut r = ResponseReader::new();
+            let e = r.feed(msg, false).expect_err(&String::from_utf8_lossy(msg));
+            assert_eq!(e.kind, *kind, "{}", String::from_utf8_lossy(msg));
+        }
+    }
+
+    #[test]
+    fn huge_heads_are_refused_bounded() {
+        let mut r = ResponseReader::new();
+        let mut got = None;
+        let line = b"X-Big: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n";
+        let _ = r.feed(b"HTTP/1.1 200 OK\r\n", false);
+        for _ in 0..20_000 {
+            match r.feed(line, false) {
+                Err(e) => {
+                    got = Some(e.kind);
+                    break;
+                }
+                Ok(_) => {}
+            }
+        }
+        assert_eq!(got, Some(MalformedKind::HeadTooLarge));
+        assert!(r.head.len() <= MAX_HEAD + 1);
+    }
+}

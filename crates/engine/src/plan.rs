@@ -1,0 +1,670 @@
+//! The plan: everything a run needs, validated and resolved before any traffic.
+//!
+//! Raw options ([`PlanArgs`], syntax already checked by the CLI) become a [`Plan`]
+//! here: the URL is parsed and resolved, request bytes are built once, the load
+//! model is checked for sense. Nothing after this point can fail on user input.
+
+use base64::Engine as _;
+use redline_stats::{LoadModel, RunConfig};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+/// The text that replaces a secret in every output.
+pub const REDACTED: &str = "[redacted]";
+
+/// How open-loop send times are spread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Evenly spaced.
+    Constant,
+    /// Exponential gaps (a Poisson process), as real independent users arrive.
+    Poisson,
+    /// Gaps uniform between 0 and twice the mean.
+    Uniform,
+}
+
+impl Arrival {
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Constant => "constant",
+            Arrival::Poisson => "poisson",
+            Arrival::Uniform => "uniform",
+        }
+    }
+}
+
+impl std::str::FromStr for Arrival {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "constant" => Ok(Arrival::Constant),
+            "poisson" => Ok(Arrival::Poisson),
+            "uniform" => Ok(Arrival::Uniform),
+            _ => Err(format!(
+                "unknown arrival '{s}' (expected constant, poisson or uniform)"
+            )),
+        }
+    }
+}
+
+/// The load model of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Load {
+    /// `connections` connections, each sending its next request when the last is done.
+    Closed {
+        /// Connections.
+        connections: u64,
+        /// Stop after this many requests.
+        requests: Option<u64>,
+        /// Stop after this long.
+        duration: Option<Duration>,
+    },
+    /// Requests at scheduled times; connections opened as needed up to a cap.
+    Open {
+        /// Requests per second.
+        rate: f64,
+        /// Spacing of send times.
+        arrival: Arrival,
+        /// Connection cap.
+        max_connections: u64,
+        /// Stop after this many requests.
+        requests: Option<u64>,
+        /// Stop after this long.
+        duration: Option<Duration>,
+    },
+}
+
+/// Options as given by the user (syntax checked, meaning not yet).
+#[derive(Debug, Clone)]
+pub struct PlanArgs {
+    /// Target URL.
+    pub url: String,
+    /// Method (default GET, or POST with a body).
+    pub method: Option<String>,
+    /// Extra headers, `Name: value`.
+    pub headers: Vec<String>,
+    /// Request body.
+    pub body: Option<Vec<u8>>,
+    /// Content-Type of the body.
+    pub content_type: Option<String>,
+    /// Basic auth `user:pass`.
+    pub basic_auth: Option<String>,
+    /// Connections (closed loop) or connection cap (open loop).
+    pub connections: Option<u64>,
+    /// Total requests.
+    pub requests: Option<u64>,
+    /// Run time.
+    pub duration: Option<Duration>,
+    /// Open-loop rate.
+    pub rate: Option<f64>,
+    /// Open-loop arrival process.
+    pub arrival: Arrival,
+    /// Worker threads (default: the cores).
+    pub threads: Option<usize>,
+    /// Reuse connections.
+    pub keepalive: bool,
+    /// Close a connection after this many requests.
+    pub requests_per_conn: Option<u64>,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Speak HTTP/1.0.
+    pub http10: bool,
+    /// Seed for Poisson/uniform arrivals (default: from the clock).
+    pub seed: Option<u64>,
+}
+
+impl PlanArgs {
+    /// Defaults for a URL: closed loop, 50 connections, 200 requests… as `redline URL`.
+    pub fn new(url: impl Into<String>) -> PlanArgs {
+        PlanArgs {
+            url: url.into(),
+            method: None,
+            headers: Vec::new(),
+            body: None,
+            content_type: None,
+            basic_auth: None,
+            connections: None,
+            requests: None,
+            duration: None,
+            rate: None,
+            arrival: Arrival::Constant,
+            threads: None,
+            keepalive: true,
+            requests_per_conn: None,
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            http10: false,
+            seed: None,
+        }
+    }
+}
+
+/// Default connections in closed loop (as hey and oha).
+pub const DEFAULT_CONNECTIONS: u64 = 50;
+/// Default connection cap in open loop.
+pub const DEFAULT_OPEN_CONNECTIONS: u64 = 1000;
+/// Default run time when neither `-n` nor `-d` is given.
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+/// Why options could not become a plan. Each is a usage error (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The URL could not be parsed.
+    #[error("invalid URL '{url}': {why}")]
+    BadUrl {
+        /// The URL as given (password redacted).
+        url: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The host name did not resolve.
+    #[error("cannot resolve host '{host}': {why}")]
+    Resolve {
+        /// Host.
+        host: String,
+        /// Resolver's message.
+        why: String,
+    },
+    /// A header flag is not `Name: value`.
+    #[error("invalid header '{0}': expected 'Name: value'")]
+    BadHeader(String),
+    /// Options that make no sense together or out of range.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The resolved target.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// URL for display (password redacted).
+    pub display: String,
+    /// Host as written.
+    pub host: String,
+    /// Port.
+    pub port: u16,
+    /// The address connections go to.
+    pub addr: SocketAddr,
+    /// Path and query.
+    pub path: String,
+}
+
+/// A validated run plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The target.
+    pub target: Target,
+    /// Method.
+    pub method: String,
+    /// Request bytes for a request after which the connection stays open.
+    pub request: Vec<u8>,
+    /// Request bytes for the last request on a connection (asks the server to close).
+    pub request_close: Vec<u8>,
+    /// HEAD: responses carry no body.
+    pub head_request: bool,
+    /// Reuse connections.
+    pub keepalive: bool,
+    /// Requests per connection before it is closed (1 without keep-alive).
+    pub requests_per_conn: Option<u64>,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Time in-flight requests get to finish once sending stops.
+    pub grace: Duration,
+    /// Worker threads.
+    pub threads: usize,
+    /// The load model.
+    pub load: Load,
+    /// Seed for randomized arrivals.
+    pub seed: u64,
+    /// The configuration as recorded (secrets redacted).
+    pub config: RunConfig,
+}
+
+fn is_secret_header(name: &str) -> bool {
+    let n = name.trim().to_ascii_lowercase();
+    matches!(
+        n.as_str(),
+        "authorization" | "proxy-authorization" | "cookie" | "set-cookie" | "x-api-key"
+    )
+}
+
+/// Redacts the value of a `Name: value` header if it carries a secret.
+pub fn redact_header(h: &str) -> String {
+    match h.split_once(':') {
+        Some((name, _)) if is_secret_header(name) => format!("{}: {REDACTED}", name.trim()),
+        _ => h.to_string(),
+    }
+}
+
+/// Redacts the password (and user) of a URL for display.
+pub fn redact_url(u: &url::Url) -> String {
+    let mut u = u.clone();
+    if u.password().is_some() {
+        let _ = u.set_password(Some(REDACTED));
+    }
+    u.to_string().replace("%5Bredacted%5D", REDACTED)
+}
+
+/// Redacts any `user:pass@` in a string that failed to parse as a URL.
+pub fn redact_raw_url(s: &str) -> String {
+    match (s.find("://"), s.rfind('@')) {
+        (Some(p), Some(at)) if at > p => {
+            let userinfo = &s[p + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{}:{REDACTED}{}", &s[..p + 3], user, &s[at..]),
+                None => s.to_string(),
+            }
+        }
+        _ => s.to_string(),
+    }
+}
+
+fn usage(msg: impl Into<String>) -> PlanError {
+    PlanError::Invalid(msg.into())
+}
+
+impl Plan {
+    /// Validates and resolves options into a plan.
+    pub fn build(a: PlanArgs) -> Result<Plan, PlanError> {
+        let raw = a.url.trim();
+        let with_scheme = if raw.contains("://") {
+            raw.to_string()
+        } else {
+            format!("http://{raw}")
+        };
+        let url = url::Url::parse(&with_scheme).map_err(|e| PlanError::BadUrl {
+            url: redact_raw_url(raw),
+            why: e.to_string(),
+        })?;
+        let display = redact_url(&url);
+        match url.scheme() {
+            "http" => {}
+            "https" => {
+                return Err(PlanError::BadUrl {
+                    url: display,
+                    why: "https is not supported yet; use an http:// URL".into(),
+                })
+            }
+            s => {
+                return Err(PlanError::BadUrl {
+                    url: display,
+                    why: format!("unsupported scheme '{s}' (expected http)"),
+                })
+            }
+        }
+        let host = match url.host() {
+            Some(url::Host::Domain(d)) => d.to_string(),
+            Some(url::Host::Ipv4(ip)) => ip.to_string(),
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            None => {
+                return Err(PlanError::BadUrl {
+                    url: display,
+                    why: "no host".into(),
+                })
+            }
+        };
+        let port = url.port_or_known_default().unwrap_or(80);
+        let addr = (host.as_str(), port)
+            .to_socket_addrs()
+            .map_err(|e| PlanError::Resolve {
+                host: host.clone(),
+                why: e.to_string(),
+            })?
+            .next()
+            .ok_or_else(|| PlanError::Resolve {
+                host: host.clone(),
+                why: "no addresses".into(),
+            })?;
+        let mut path = url.path().to_string();
+        if let Some(q) = url.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        let host_header = match (url.host(), url.port()) {
+            (Some(url::Host::Ipv6(ip)), Some(p)) => format!("[{ip}]:{p}"),
+            (Some(url::Host::Ipv6(ip)), None) => format!("[{ip}]"),
+            (_, Some(p)) => format!("{host}:{p}"),
+            (_, None) => host.clone(),
+        };
+
+        // Headers.
+        let mut extra: Vec<(String, String)> = Vec::new();
+        for h in &a.headers {
+            let (name, value) = h
+                .split_once(':')
+                .ok_or_else(|| PlanError::BadHeader(redact_header(h)))?;
+            let name = name.trim();
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&b))
+                || value.contains('\r')
+                || value.contains('\n')
+            {
+                return Err(PlanError::BadHeader(redact_header(h)));
+            }
+            extra.push((name.to_string(), value.trim().to_string()));
+        }
+        let has = |n: &str| extra.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
+        let mut auth: Option<String> = None;
+        if let Some(ba) = &a.basic_auth {
+            if !ba.contains(':') {
+                return Err(usage("-a/--basic-auth expects user:password"));
+            }
+            auth = Some(base64::engine::general_purpose::STANDARD.encode(ba));
+        } else if !url.username().is_empty() {
+            let user = percent_decode(url.username());
+            let pass = percent_decode(url.password().unwrap_or(""));
+            auth = Some(base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}")));
+        }
+
+        let body = a.body.clone().unwrap_or_default();
+        let method = a
+            .method
+            .clone()
+            .unwrap_or_else(|| if a.body.is_some() { "POST" } else { "GET" }.into())
+            .to_ascii_uppercase();
+        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-') {
+            return Err(usage(format!("invalid method '{method}'")));
+        }
+
+        // Load model.
+        if a.timeout.is_zero() {
+            return Err(usage("--timeout must be greater than zero"));
+        }
+        if a.connect_timeout.is_zero() {
+            return Err(usage("--connect-timeout must be greater than zero"));
+        }
+        if a.requests == Some(0) {
+            return Err(usage("-n/--requests must be at least 1"));
+        }
+        if a.connections == Some(0) {
+            return Err(usage("-c/--connections must be at least 1"));
+        }
+        if a.requests_per_conn == Some(0) {
+            return Err(usage("--requests-per-conn must be at least 1"));
+        }
+        if let Some(d) = a.duration {
+            if d.is_zero() {
+                return Err(usage("-d/--duration must be greater than zero"));
+            }
+        }
+        let duration = match (a.requests, a.duration) {
+            (None, None) => Some(DEFAULT_DURATION),
+            (_, d) => d,
+        };
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        if a.threads == Some(0) {
+            return Err(usage("-t/--threads must be at least 1"));
+        }
+        let load = match a.rate {
+            None => {
+                let c = a.connections.unwrap_or(DEFAULT_CONNECTIONS);
+                Load::Closed {
+                    connections: c,
+                    requests: a.requests,
+                    duration,
+                }
+            }
+            Some(r) => {
+                if !(r.is_finite() && r > 0.0) {
+                    return Err(usage("-r/--rate must be a positive number of requests per second"));
+                }
+                if r > 10_000_000.0 {
+                    return Err(usage("-r/--rate above 10,000,000 req/s is not supported"));
+                }
+                Load::Open {
+                    rate: r,
+                    arrival: a.arrival,
+                    max_connections: a.connections.unwrap_or(DEFAULT_OPEN_CONNECTIONS),
+                    requests: a.requests,
+                    duration,
+                }
+            }
+        };
+        let conns = match &load {
+            Load::Closed {
+                connections,
+                requests,
+                ..
+            } => requests.map_or(*connections, |n| n.min(*connections)),
+            Load::Open {
+                max_connections, ..
+            } => *max_connections,
+        };
+        if conns > 1_000_000 {
+            return Err(usage("-c/--connections above 1,000,000 is not supported"));
+        }
+        let threads = a.threads.unwrap_or(cores).min(conns.max(1) as usize).max(1);
+
+        // Request bytes, built once.
+        let requests_per_conn = if a.keepalive {
+            a.requests_per_conn
+        } else {
+            Some(1)
+        };
+        let version = if a.http10 { "HTTP/1.0" } else { "HTTP/1.1" };
+        let mut head = format!("{method} {path} {version}\r\n");
+        if !has("host") {
+            head.push_str(&format!("Host: {host_header}\r\n"));
+        }
+        if !has("user-agent") {
+            head.push_str(&format!("User-Agent: redline/{}\r\n", env!("CARGO_PKG_VERSION")));
+        }
+        if !has("accept") {
+            head.push_str("Accept: */*\r\n");
+        }
+        if let Some(b64) = &auth {
+            if !has("authorization") {
+                head.push_str(&format!("Authorization: Basic {b64}\r\n"));
+            }
+        }
+        for (k, v) in &extra {
+            if k.eq_ignore_ascii_case("connection") || k.eq_ignore_ascii_case("content-length") {
+                continue; // redline frames the request and manages connections itself
+            }
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if let Some(ct) = &a.content_type {
+            if !has("content-type") {
+                head.push_str(&format!("Content-Type: {ct}\r\n"));
+            }
+        } else if a.body.is_some() && !has("content-type") {
+            head.push_str("Content-Type: application/octet-stream\r\n");
+        }
+        if a.body.is_some() || method == "POST" || method == "PUT" || method == "PATCH" {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        let mut request = head.clone().into_bytes();
+        let mut request_close = head.into_bytes();
+        if a.http10 {
+            request.extend_from_slice(b"Connection: keep-alive\r\n");
+        }
+        request_close.extend_from_slice(b"Connection: close\r\n");
+        request.extend_from_slice(b"\r\n");
+        request_close.extend_from_slice(b"\r\n");
+        request.extend_from_slice(&body);
+        request_close.extend_from_slice(&body);
+
+        let mut shown_headers: Vec<String> = a.headers.iter().map(|h| redact_header(h)).collect();
+        if auth.is_some() {
+            shown_headers.push(format!("Authorization: {REDACTED}"));
+        }
+        let load_model = match &load {
+            Load::Closed {
+                connections,
+                requests,
+                duration,
+            } => LoadModel::Closed {
+                connections: *connections,
+                requests: *requests,
+                duration_s: duration.map(|d| d.as_secs_f64()),
+            },
+            Load::Open {
+                rate,
+                arrival,
+                max_connections,
+                requests,
+                duration,
+            } => LoadModel::Open {
+                rate: *rate,
+                arrival: arrival.name().into(),
+                max_connections: *max_connections,
+                requests: *requests,
+                duration_s: duration.map(|d| d.as_secs_f64()),
+            },
+        };
+        let config = RunConfig {
+            url: display.clone(),
+            method: method.clone(),
+            headers: shown_headers,
+            body_bytes: body.len() as u64,
+            http_version: if a.http10 { "1.0" } else { "1.1" }.into(),
+            keepalive: a.keepalive,
+            requests_per_conn,
+            timeout_s: a.timeout.as_secs_f64(),
+            connect_timeout_s: a.connect_timeout.as_secs_f64(),
+            threads: threads as u64,
+            load: load_model,
+        };
+        let seed = a.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+        Ok(Plan {
+            target: Target {
+                display,
+                host,
+                port,
+                addr,
+                path,
+            },
+            head_request: method == "HEAD",
+            method,
+            request,
+            request_close,
+            keepalive: a.keepalive,
+            requests_per_conn,
+            timeout: a.timeout,
+            connect_timeout: a.connect_timeout,
+            grace: Duration::from_secs(1).min(a.timeout),
+            threads,
+            load,
+            seed,
+            config,
+        })
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hexval(b[i + 1]), hexval(b[i + 2])) {
+                out.push(h * 16 + l);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hexval(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Parses a duration: `30s`, `2m`, `1h`, `500ms`, `250us`, `1.5s`, or plain seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let err = || format!("invalid duration '{s}' (examples: 30s, 2m, 500ms, 1.5s)");
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let v: f64 = num.parse().map_err(|_| err())?;
+    let secs = match unit.trim() {
+        "" | "s" | "sec" | "secs" => v,
+        "ms" => v / 1e3,
+        "us" | "µs" => v / 1e6,
+        "ns" => v / 1e9,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => return Err(err()),
+    };
+    if !secs.is_finite() || secs < 0.0 || secs > 365.0 * 86_400.0 {
+        return Err(err());
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert!(parse_duration("abc").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn request_bytes_and_redaction() {
+        let mut a = PlanArgs::new("http://user:s3cret@127.0.0.1:8080/x?y=1");
+        a.headers = vec!["Cookie: id=42".into(), "X-Test: 1".into()];
+        a.requests = Some(10);
+        let p = Plan::build(a).unwrap();
+        let req = String::from_utf8(p.request.clone()).unwrap();
+        assert!(req.starts_with("GET /x?y=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n"));
+        assert!(req.contains("Authorization: Basic dXNlcjpzM2NyZXQ=\r\n"));
+        assert!(req.contains("Cookie: id=42\r\n"));
+        assert!(req.ends_with("\r\n\r\n"));
+        let cfg = serde_json::to_string(&p.config).unwrap();
+        assert!(!cfg.contains("s3cret"), "{cfg}");
+        assert!(!cfg.contains("id=42"), "{cfg}");
+        assert!(!cfg.contains("dXNlcjpzM2NyZXQ"), "{cfg}");
+        assert!(p.target.display.contains(REDACTED));
+        let close = String::from_utf8(p.request_close).unwrap();
+        assert!(close.contains("Connection: close\r\n"));
+    }
+
+    #[test]
+    fn bad_inputs() {
+        for (url, ok) in [
+            ("http://127.0.0.1:1/", true),
+            ("127.0.0.1:1", true),
+            ("http://[::1]:1/", true),
+            ("ftp://x/", false),
+            ("http://", false),
+            ("http://127.0.0.1:99999/", false),
+            ("https://127.0.0.1/", false),
+        ] {
+            assert_eq!(Plan::build(PlanArgs::new(url)).is_ok(), ok, "{url}");
+        }
+        let mut a = PlanArgs::new("http://127.0.0.1:1/");
+        a.headers = vec!["NoColon".into()];
+        assert!(matches!(Plan::build(a), Err(PlanError::BadHeader(_))));
+        let mut a = PlanArgs::new("http://127.0.0.1:1/");
+        a.rate = Some(-1.0);
+        assert!(Plan::build(a).is_err());
+        let e = Plan::build(PlanArgs::new("http://u:pw@[bad/")).unwrap_err();
+        assert!(!e.to_string().contains("pw"), "{e}");
+    }
+}

@@ -1,0 +1,391 @@
+//! Runs a plan: raises the fd limit, starts one worker per thread at a common
+//! instant, reports live progress from published snapshots, and folds the
+//! workers' recorders into one run record with the client-limit warnings.
+
+use crate::pacer::Pacer;
+use crate::plan::{Load, Plan};
+use crate::worker::{make_poll, run_worker, tv, Live, WorkerResult, WorkerSpec};
+use mio::Waker;
+use redline_stats::{ClientUsage, Environment, RunRecord};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Stops a run from another thread (Ctrl-C): sending stops, in-flight requests
+/// get the grace period, then the report is made.
+#[derive(Default)]
+pub struct StopHandle {
+    flag: Arc<AtomicBool>,
+    wakers: Mutex<Vec<Arc<Waker>>>,
+}
+
+impl StopHandle {
+    /// A new handle.
+    pub fn new() -> Arc<StopHandle> {
+        Arc::new(StopHandle::default())
+    }
+    /// Asks every worker to stop now.
+    pub fn stop(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        if let Ok(w) = self.wakers.lock() {
+            for w in w.iter() {
+                let _ = w.wake();
+            }
+        }
+    }
+    /// True once `stop` was called.
+    pub fn is_stopped(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+}
+
+/// A live view of a run, a few times a second.
+#[derive(Debug, Clone, Copy)]
+pub struct Snapshot {
+    /// Time since the start.
+    pub elapsed: Duration,
+    /// Completed responses so far.
+    pub completed: u64,
+    /// Failed requests so far.
+    pub failed: u64,
+    /// Connections open now.
+    pub open: u64,
+}
+
+/// The engine could not run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The OS refused a poller or a thread.
+    #[error("cannot start the load engine: {0}")]
+    Setup(#[from] std::io::Error),
+    /// A worker thread panicked (a bug); the partial results are lost.
+    #[error("a worker thread failed unexpectedly (this is a bug in redline)")]
+    WorkerPanicked,
+}
+
+/// The `i`-th of `parts` shares of `total`, the remainder going to the first shares.
+pub fn share(total: u64, parts: u64, i: u64) -> u64 {
+    total / parts + u64::from(i < total % parts)
+}
+
+/// Runs the plan to the end (or until `stop`), calling `progress` about every 250 ms.
+pub fn execute(
+    plan: &Plan,
+    stop: &StopHandle,
+    mut progress: impl FnMut(&Snapshot),
+) -> Result<RunRecord, EngineError> {
+    let threads = plan.threads as u64;
+    let (conns_total, budget_total) = match &plan.load {
+        Load::Closed {
+            connections,
+            requests,
+            ..
+        } => (
+            requests.map_or(*connections, |n| n.min(*connections)),
+            *requests,
+        ),
+        Load::Open {
+            max_connections, ..
+        } => (*max_connections, None),
+    };
+    let fd_note = raise_fd_limit(conns_total + 64);
+
+    let mut polls = Vec::new();
+    for _ in 0..threads {
+        let (poll, waker) = make_poll()?;
+        if let Ok(mut w) = stop.wakers.lock() {
+            w.push(waker);
+        }
+        polls.push(poll);
+    }
+    let started_at = redline_stats::time::rfc3339(SystemTime::now());
+    let ru0 = process_rusage();
+    let start = Instant::now();
+    let duration = match &plan.load {
+        Load::Closed { duration, .. } | Load::Open { duration, .. } => *duration,
+    };
+    let deadline = duration.map(|d| start + d);
+    let lives: Vec<Arc<Live>> = (0..threads).map(|_| Arc::new(Live::default())).collect();
+
+    let results: Vec<WorkerResult> = std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for (i, poll) in polls.into_iter().enumerate() {
+            let iu = i as u64;
+            let pacer = match &plan.load {
+                Load::Open {
+                    rate,
+                    arrival,
+                    requests,
+                    duration,
+                    ..
+                } => Some(Pacer::new(
+                    *arrival,
+                    *rate,
+                    i,
+                    threads as usize,
+                    requests.map(|n| share(n, threads, iu)),
+                    *duration,
+                    plan.seed,
+                )),
+                Load::Closed { .. } => None,
+            };
+            let spec = WorkerSpec {
+                index: i,
+                start,
+                connections: share(conns_total, threads, iu),
+                budget: budget_total.map(|n| share(n, threads, iu)),
+                deadline,
+                pacer,
+                stop: stop.flag.clone(),
+                live: lives[i].clone(),
+            };
+            let h = std::thread::Builder::new()
+                .name(format!("redline-w{i}"))
+                .spawn_scoped(scope, move || run_worker(plan, spec, poll));
+            match h {
+                Ok(h) => handles.push(h),
+                Err(_) => {
+                    stop.stop();
+                }
+            }
+        }
+        // Progress from published snapshots; the engine never waits on this.
+        loop {
+            let done = handles.iter().all(|h| h.is_finished());
+            if done {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+            let snap = Snapshot {
+                elapsed: start.elapsed(),
+                completed: lives.iter().map(|l| l.completed.load(Ordering::Relaxed)).sum(),
+                failed: lives.iter().map(|l| l.failed.load(Ordering::Relaxed)).sum(),
+                open: lives.iter().map(|l| l.open.load(Ordering::Relaxed)).sum(),
+            };
+            progress(&snap);
+        }
+        handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| EngineError::WorkerPanicked))
+            .collect::<Result<Vec<_>, _>>()
+    })?;
+    let ru1 = process_rusage();
+
+    let mut rec = RunRecord::new(plan.config.clone(), environment(), started_at);
+    rec.server.address = plan.target.addr.to_string();
+    let mut end = start;
+    let mut busiest = Duration::ZERO;
+    let mut peak_open = 0;
+    for r in results {
+        end = end.max(r.end);
+        busiest = busiest.max(r.cpu);
+        peak_open += r.peak_open;
+        rec.interrupted |= r.interrupted;
+        r.recorder.finish_into(&mut rec, r.end);
+    }
+    let elapsed = end.saturating_duration_since(start);
+    rec.duration_s = elapsed.as_secs_f64();
+    rec.derive();
+    let (user, sys) = (
+        ru1.0.saturating_sub(ru0.0).as_secs_f64(),
+        ru1.1.saturating_sub(ru0.1).as_secs_f64(),
+    );
+    let secs = rec.duration_s.max(1e-9);
+    rec.client = ClientUsage {
+        user_s: user,
+        sys_s: sys,
+        threads,
+        cpu_share: ((user + sys) / (secs * threads as f64)).min(1.0),
+        busiest_thread_share: (busiest.as_secs_f64() / secs).min(1.0),
+    };
+    add_warnings(&mut rec, plan, conns_total, peak_open, fd_note);
+    Ok(rec)
+}
+
+fn add_warnings(
+    rec: &mut RunRecord,
+    plan: &Plan,
+    conns_wanted: u64,
+    peak_open: u64,
+    fd_note: Option<String>,
+) {
+    let mut limited = false;
+    if let Some(n) = fd_note {
+        rec.warn("fd_limit", n);
+        limited = true;
+    }
+    if rec.client.busiest_thread_share > 0.9 && rec.duration_s >= 0.5 {
+        rec.warn(
+            "client_cpu",
+            format!(
+                "the client used {:.0}% of a CPU in its busiest thread: redline itself may have been the limit; \
+                 give it more threads (-t) or cores, or compare with a lighter load",
+                rec.client.busiest_thread_share * 100.0
+            ),
+        );
+        limited = true;
+    }
+    let client_errors: u64 = rec
+        .errors
+        .iter()
+        .filter(|e| e.kind.is_client_limit())
+        .map(|e| e.count)
+        .sum();
+    if client_errors > 0 {
+        rec.warn(
+            "client_resources",
+            format!(
+                "{client_errors} requests failed for lack of client resources (file descriptors or local ports); \
+                 at most {peak_open} connections were open at once"
+            ),
+        );
+        limited = true;
+    }
+    match &plan.load {
+        Load::Closed { .. } => {
+            if peak_open < conns_wanted && !rec.interrupted {
+                rec.warn(
+                    "connections_short",
+                    format!(
+                        "only {peak_open} of the {conns_wanted} connections asked for were open at once"
+                    ),
+                );
+                limited = true;
+            }
+        }
+        Load::Open {
+            rate,
+            duration,
+            requests,
+            ..
+        } => {
+            let window = match (duration, requests) {
+                (Some(d), _) => d.as_secs_f64().min(rec.duration_s),
+                (None, Some(n)) => (*n as f64 / rate).min(rec.duration_s),
+                _ => rec.duration_s,
+            };
+            if window > 0.0 && !rec.interrupted {
+                let achieved = rec.counters.sent as f64 / window;
+                if achieved < rate * 0.99 {
+                    rec.warn(
+                        "rate_short",
+                        format!(
+                            "sent {achieved:.1} req/s, {:.1}% under the target of {rate} req/s{}",
+                            (1.0 - achieved / rate) * 100.0,
+                            if rec.counters.waited_for_connection > 0 {
+                                format!(
+                                    "; {} requests waited for a free connection (raise -c?)",
+                                    rec.counters.waited_for_connection
+                                )
+                            } else {
+                                String::new()
+                            }
+                        ),
+                    );
+                    limited = true;
+                }
+            }
+            let interval_us = plan.threads as f64 / rate * 1e6;
+            let lag99 = rec.scheduler_lag.percentile(99.0) as f64;
+            if rec.scheduler_lag.count() > 0 && lag99 > interval_us {
+                rec.warn(
+                    "scheduler_lag",
+                    format!(
+                        "scheduler lag p99 {} is above the send interval {}: requests left later than planned \
+                         (latency still counts from the planned time)",
+                        fmt_us(lag99),
+                        fmt_us(interval_us)
+                    ),
+                );
+                limited = true;
+            }
+        }
+    }
+    rec.client_limited |= limited;
+}
+
+fn fmt_us(us: f64) -> String {
+    if us >= 1000.0 {
+        format!("{:.2}ms", us / 1000.0)
+    } else {
+        format!("{us:.0}µs")
+    }
+}
+
+/// Raises the soft open-file limit toward what the run needs; a note if still short.
+fn raise_fd_limit(needed: u64) -> Option<String> {
+    #[cfg(unix)]
+    {
+        // SAFETY: getrlimit/setrlimit on a zeroed struct we own.
+        let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
+            return None;
+        }
+        let soft = rl.rlim_cur as u64;
+        if soft >= needed {
+            return None;
+        }
+        let hard = rl.rlim_max as u64;
+        rl.rlim_cur = hard.min(needed.max(soft)) as libc::rlim_t;
+        // SAFETY: as above.
+        let ok = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &rl) } == 0;
+        let now = if ok { rl.rlim_cur as u64 } else { soft };
+        if now < needed {
+            return Some(format!(
+                "the open-file limit is {now} but this run needs about {needed}: \
+                 raise it (ulimit -n {needed}) or use fewer connections"
+            ));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = needed;
+    None
+}
+
+fn process_rusage() -> (Duration, Duration) {
+    // SAFETY: getrusage into a zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0 {
+        (tv(ru.ru_utime), tv(ru.ru_stime))
+    } else {
+        (Duration::ZERO, Duration::ZERO)
+    }
+}
+
+fn read_trim(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Describes the machine the run is made on.
+pub fn environment() -> Environment {
+    Environment {
+        hostname: read_trim("/proc/sys/kernel/hostname")
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_default(),
+        os: std::env::consts::OS.into(),
+        arch: std::env::consts::ARCH.into(),
+        kernel: read_trim("/proc/sys/kernel/osrelease").unwrap_or_default(),
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get() as u64)
+            .unwrap_or(1),
+        redline_version: env!("CARGO_PKG_VERSION").into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share;
+
+    #[test]
+    fn shares_add_up() {
+        for total in [0u64, 1, 7, 1000, 1001] {
+            for parts in 1..9u64 {
+                let s: u64 = (0..parts).map(|i| share(total, parts, i)).sum();
+                assert_eq!(s, total);
+            }
+        }
+    }
+}

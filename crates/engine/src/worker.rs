@@ -1,0 +1,1008 @@
+//! One worker thread: its own poller, connections, schedule and recorder.
+//!
+//! The hot path per request is: write the prebuilt request bytes, read the
+//! response into the worker's shared buffer, feed the incremental parser, record
+//! into the worker's own histograms, and write the next request straight away.
+//! No lock, channel or shared counter is touched per request. Sockets are
+//! registered once (edge-triggered, read and write interest), so a request costs
+//! no `epoll_ctl`. Time-outs live in two intrusive FIFO lists (requests and
+//! connects have fixed time-outs, so deadlines arrive in order): O(1) per request,
+//! memory O(connections).
+
+use crate::h1::{Progress, ResponseReader};
+use crate::pacer::Pacer;
+use crate::plan::Plan;
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token, Waker};
+use redline_stats::{ErrorKind, Recorder, Timing};
+use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::io::{ErrorKind as IoKind, Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const WAKE: Token = Token(usize::MAX - 1);
+const TIMER: Token = Token(usize::MAX - 2);
+const NIL: u32 = u32::MAX;
+const READ_BUF: usize = 64 * 1024;
+
+/// Counts a worker publishes for the live progress line (a few times a second, not per request).
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Completed responses so far.
+    pub completed: AtomicU64,
+    /// Failed requests so far.
+    pub failed: AtomicU64,
+    /// Connections open now.
+    pub open: AtomicU64,
+}
+
+/// What a worker is asked to do.
+pub struct WorkerSpec {
+    /// Worker number.
+    pub index: usize,
+    /// The run's common start.
+    pub start: Instant,
+    /// Connections (closed loop) or connection cap (open loop) of this worker.
+    pub connections: u64,
+    /// Closed loop: requests this worker sends (None: until the deadline).
+    pub budget: Option<u64>,
+    /// When sending stops.
+    pub deadline: Option<Instant>,
+    /// Open loop: the schedule.
+    pub pacer: Option<Pacer>,
+    /// Set to stop early (Ctrl-C).
+    pub stop: Arc<AtomicBool>,
+    /// Published counts.
+    pub live: Arc<Live>,
+}
+
+/// What a worker hands back.
+pub struct WorkerResult {
+    /// Its measurements.
+    pub recorder: Recorder,
+    /// When its last request ended.
+    pub end: Instant,
+    /// CPU time of the thread (user + system).
+    pub cpu: Duration,
+    /// Most connections open at once.
+    pub peak_open: u64,
+    /// Whether it was stopped early.
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum St {
+    /// No socket.
+    Closed,
+    /// Connect in progress.
+    Connecting,
+    /// Connected, no request.
+    Idle,
+    /// Request partly written.
+    Writing,
+    /// Request written, reading the response.
+    Reading,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum List {
+    None,
+    Requests,
+    Connects,
+}
+
+struct Conn {
+    sock: Option<TcpStream>,
+    st: St,
+    reader: ResponseReader,
+    /// A request is assigned to this slot (maybe waiting for the connect).
+    has_request: bool,
+    intended: Instant,
+    sent: Instant,
+    first_byte: Option<Instant>,
+    connect_start: Instant,
+    written: usize,
+    close_after: bool,
+    on_conn: u64,
+    wire: u64,
+    deadline: Instant,
+    prev: u32,
+    next: u32,
+    list: List,
+}
+
+/// An intrusive doubly-linked FIFO of connection slots ordered by deadline.
+#[derive(Default, Clone, Copy)]
+struct Fifo {
+    head: u32,
+    tail: u32,
+}
+
+struct Worker<'p> {
+    plan: &'p Plan,
+    poll: Poll,
+    conns: Vec<Conn>,
+    buf: Box<[u8]>,
+    rec: Recorder,
+    reqs: Fifo,
+    connects: Fifo,
+    open_loop: bool,
+    budget: Option<u64>,
+    deadline: Option<Instant>,
+    pacer: Option<Pacer>,
+    next_intent: Option<Instant>,
+    pending: VecDeque<Instant>,
+    idle: Vec<u32>,
+    free: Vec<u32>,
+    restart: VecDeque<u32>,
+    stopping: bool,
+    drain_until: Option<Instant>,
+    in_flight: u64,
+    open: u64,
+    connecting: u64,
+    peak_open: u64,
+    last_done: Instant,
+    stop_at: Option<Instant>,
+    stop: Arc<AtomicBool>,
+    live: Arc<Live>,
+    timer: Option<PreciseTimer>,
+    timer_armed: Option<Instant>,
+    want_server: bool,
+    interrupted: bool,
+}
+
+/// Creates the worker's poller and waker (the waker lets Ctrl-C interrupt a poll).
+pub fn make_poll() -> std::io::Result<(Poll, Arc<Waker>)> {
+    let poll = Poll::new()?;
+    let waker = Arc::new(Waker::new(poll.registry(), WAKE)?);
+    Ok((poll, waker))
+}
+
+/// Runs one worker to completion on the current thread.
+pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
+    let open_loop = spec.pacer.is_some();
+    let slots = spec.connections.min(u32::MAX as u64 - 2) as usize;
+    let now = Instant::now();
+    let conns = (0..slots)
+        .map(|_| Conn {
+            sock: None,
+            st: St::Closed,
+            reader: ResponseReader::new(),
+            has_request: false,
+            intended: now,
+            sent: now,
+            first_byte: None,
+            connect_start: now,
+            written: 0,
+            close_after: false,
+            on_conn: 0,
+            wire: 0,
+            deadline: now,
+            prev: NIL,
+            next: NIL,
+            list: List::None,
+        })
+        .collect();
+    let timer = if open_loop {
+        PreciseTimer::new(&poll)
+    } else {
+        None
+    };
+    let mut w = Worker {
+        plan,
+        poll,
+        conns,
+        buf: vec![0u8; READ_BUF].into_boxed_slice(),
+        rec: Recorder::new(spec.start, open_loop),
+        reqs: Fifo { head: NIL, tail: NIL },
+        connects: Fifo { head: NIL, tail: NIL },
+        open_loop,
+        budget: spec.budget,
+        deadline: spec.deadline,
+        pacer: spec.pacer,
+        next_intent: None,
+        pending: VecDeque::new(),
+        idle: Vec::new(),
+        free: (0..slots as u32).rev().collect(),
+        restart: VecDeque::new(),
+        stopping: false,
+        drain_until: None,
+        in_flight: 0,
+        open: 0,
+        connecting: 0,
+        peak_open: 0,
+        last_done: spec.start,
+        stop_at: None,
+        stop: spec.stop,
+        live: spec.live,
+        timer,
+        timer_armed: None,
+        want_server: true,
+        interrupted: false,
+    };
+    w.run(spec.start);
+    // A run stopped by its deadline (or Ctrl-C) lasted at least until then, even
+    // when the server stopped answering long before.
+    let end = w.stop_at.map_or(w.last_done, |s| s.max(w.last_done));
+    // Requests still out when the run ends are counted, never dropped.
+    w.rec.counters.in_flight_at_end += w.in_flight;
+    w.rec.counters.not_sent += w.pending.len() as u64;
+    w.rec.counters.peak_connections = w.peak_open;
+    w.publish();
+    WorkerResult {
+        recorder: w.rec,
+        end,
+        cpu: thread_cpu(),
+        peak_open: w.peak_open,
+        interrupted: w.interrupted,
+    }
+}
+
+impl<'p> Worker<'p> {
+    fn run(&mut self, start: Instant) {
+        let mut events = Events::with_capacity(1024);
+        if let Some(p) = self.pacer.as_mut() {
+            self.next_intent = p.next_send().map(|d| start + d);
+        } else {
+            // Closed loop: every connection takes its first request.
+            for i in 0..self.conns.len() as u32 {
+                if self.take() {
+                    self.conns[i as usize].intended = start;
+                    self.conns[i as usize].has_request = true;
+                    self.restart.push_back(i);
+                }
+            }
+            self.free.clear();
+        }
+        let mut last_publish = start;
+        loop {
+            let now = Instant::now();
+            if !self.stopping {
+                if self.stop.load(Ordering::Relaxed) {
+                    self.interrupted = true;
+                    self.begin_stop(now);
+                } else if self.deadline.is_some_and(|d| now >= d) {
+                    self.begin_stop(now);
+                }
+            }
+            self.expire(now);
+            if self.open_loop {
+                self.release(now);
+            }
+            self.process_restarts(now);
+            if self.finished(now) {
+                break;
+            }
+            if now.duration_since(last_publish) >= Duration::from_millis(100) {
+                self.publish();
+                last_publish = now;
+            }
+            let timeout = self.poll_timeout(now);
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() != IoKind::Interrupted {
+                    // The poller itself failed: nothing more can be measured.
+                    self.rec.error(ErrorKind::Other, Cow::Owned(format!("poll: {e}")), now);
+                    self.stopping = true;
+                    self.drain_until = Some(now);
+                }
+                continue;
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    WAKE => {}
+                    TIMER => {
+                        if let Some(t) = &self.timer {
+                            t.drain();
+                        }
+                        self.timer_armed = None;
+                    }
+                    Token(i) => {
+                        let i = i as u32;
+                        if (i as usize) >= self.conns.len() {
+                            continue;
+                        }
+                        match self.conns[i as usize].st {
+                            St::Connecting => self.on_connect_event(i),
+                            St::Writing => {
+                                if ev.is_writable() || ev.is_error() {
+                                    self.write_more(i);
+                                }
+                                if self.conns[i as usize].st == St::Reading
+                                    && (ev.is_readable() || ev.is_read_closed())
+                                {
+                                    self.on_readable(i);
+                                }
+                            }
+                            St::Reading | St::Idle => {
+                                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                                    self.on_readable(i);
+                                }
+                            }
+                            St::Closed => {}
+                        }
+                    }
+                }
+            }
+        }
+        // Close what is left.
+        for i in 0..self.conns.len() {
+            if let Some(s) = self.conns[i].sock.take() {
+                let _ = self.poll.registry().deregister(&mut { s });
+            }
+        }
+    }
+
+    fn publish(&self) {
+        self.live
+            .completed
+            .store(self.rec.counters.completed, Ordering::Relaxed);
+        self.live
+            .failed
+            .store(self.rec.counters.failed, Ordering::Relaxed);
+        self.live.open.store(self.open, Ordering::Relaxed);
+    }
+
+    fn begin_stop(&mut self, now: Instant) {
+        self.stopping = true;
+        self.stop_at = Some(now);
+        self.drain_until = Some(now + self.plan.grace);
+        self.budget = Some(0);
+        self.next_intent = None;
+        // Requests waiting for a connect that never happened were not sent.
+        let mut n = 0;
+        for c in &mut self.conns {
+            if c.has_request && c.st == St::Connecting {
+                c.has_request = false;
+                n += 1;
+            }
+        }
+        for i in std::mem::take(&mut self.restart) {
+            if self.conns[i as usize].has_request {
+                self.conns[i as usize].has_request = false;
+                n += 1;
+            }
+        }
+        self.rec.counters.not_sent += n;
+    }
+
+    fn finished(&self, now: Instant) -> bool {
+        if self.stopping {
+            return self.in_flight == 0 || self.drain_until.is_some_and(|d| now >= d);
+        }
+        if self.open_loop {
+            self.next_intent.is_none() && self.pending.is_empty() && self.in_flight == 0
+        } else {
+            // In closed loop every connecting slot carries a request.
+            self.budget == Some(0)
+                && self.in_flight == 0
+                && self.restart.is_empty()
+                && self.connecting == 0
+        }
+    }
+
+    fn poll_timeout(&mut self, now: Instant) -> Option<Duration> {
+        if !self.restart.is_empty() {
+            return Some(Duration::ZERO);
+        }
+        let mut next: Option<Instant> = None;
+        let mut consider = |t: Option<Instant>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n: Instant| n.min(t)));
+            }
+        };
+        if self.reqs.head != NIL {
+            consider(Some(self.conns[self.reqs.head as usize].deadline));
+        }
+        if self.connects.head != NIL {
+            consider(Some(self.conns[self.connects.head as usize].deadline));
+        }
+        if self.stopping {
+            consider(self.drain_until);
+        } else {
+            consider(self.deadline);
+        }
+        // Wake at least every 250 ms to publish progress and notice Ctrl-C.
+        consider(Some(now + Duration::from_millis(250)));
+        let coarse = next.unwrap_or(now).saturating_duration_since(now);
+        match self.next_intent {
+            Some(t) if t <= now => Some(Duration::ZERO),
+            Some(t) if t < now + coarse => {
+                // The schedule needs sub-millisecond wake-ups: arm the timerfd for
+                // the exact instant (poll's own timeout is millisecond-grained).
+                if let Some(timer) = &self.timer {
+                    if self.timer_armed != Some(t) {
+                        timer.arm(t.saturating_duration_since(now));
+                        self.timer_armed = Some(t);
+                    }
+                    Some(coarse)
+                } else {
+                    Some(t.saturating_duration_since(now))
+                }
+            }
+            _ => Some(coarse),
+        }
+    }
+
+    /// Closed loop: takes one request from the budget.
+    fn take(&mut self) -> bool {
+        if self.stopping {
+            return false;
+        }
+        match &mut self.budget {
+            Some(0) => return false,
+            Some(n) => *n -= 1,
+            None => {}
+        }
+        self.rec.counters.scheduled += 1;
+        true
+    }
+
+    /// Open loop: moves due send times onto free connections or the pending queue.
+    fn release(&mut self, now: Instant) {
+        while let Some(t) = self.next_intent {
+            if t > now {
+                break;
+            }
+            self.rec.counters.scheduled += 1;
+            self.next_intent = self
+                .pacer
+                .as_mut()
+                .and_then(|p| p.next_send())
+                .map(|d| self.rec.start() + d);
+            if self.deadline.is_some_and(|d| self.next_intent.is_some_and(|n| n >= d)) {
+                self.next_intent = None;
+            }
+            if self.pending.is_empty() {
+                if let Some(i) = self.pop_idle() {
+                    self.send(i, t, now);
+                    continue;
+                }
+            }
+            self.pending.push_back(t);
+            self.rec.counters.waited_for_connection += 1;
+        }
+        // Open connections for waiting requests, up to the cap.
+        while (self.pending.len() as u64) > self.connecting {
+            let Some(i) = self.free.pop() else { break };
+            self.connect(i, now);
+        }
+    }
+
+    fn pop_idle(&mut self) -> Option<u32> {
+        while let Some(i) = self.idle.pop() {
+            if self.conns[i as usize].st == St::Idle {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    fn process_restarts(&mut self, now: Instant) {
+        for _ in 0..self.restart.len() {
+            let Some(i) = self.restart.pop_front() else { break };
+            if self.stopping {
+                break;
+            }
+            let c = &self.conns[i as usize];
+            if c.st == St::Closed {
+                self.connect(i, now);
+            } else if c.st == St::Idle && c.has_request {
+                let intended = c.intended;
+                self.send(i, intended, now);
+            }
+        }
+    }
+
+    fn connect(&mut self, i: u32, now: Instant) {
+        let c = &mut self.conns[i as usize];
+        c.connect_start = now;
+        c.on_conn = 0;
+        c.reader.reset();
+        match TcpStream::connect(self.plan.target.addr) {
+            Ok(mut s) => {
+                if let Err(e) = self.poll.registry().register(
+                    &mut s,
+                    Token(i as usize),
+                    Interest::READABLE | Interest::WRITABLE,
+                ) {
+                    self.connect_failed(i, ErrorKind::from_io(&e, true), io_msg(&e), now);
+                    return;
+                }
+                let c = &mut self.conns[i as usize];
+                c.sock = Some(s);
+                c.st = St::Connecting;
+                c.deadline = now + self.plan.connect_timeout;
+                self.connecting += 1;
+                self.open += 1;
+                self.peak_open = self.peak_open.max(self.open);
+                self.push(i, List::Connects);
+            }
+            Err(e) => self.connect_failed(i, ErrorKind::from_io(&e, true), io_msg(&e), now),
+        }
+    }
+
+    fn on_connect_event(&mut self, i: u32) {
+        let now = Instant::now();
+        let c = &mut self.conns[i as usize];
+        let Some(s) = c.sock.as_ref() else { return };
+        match s.take_error() {
+            Ok(Some(e)) | Err(e) => {
+                self.connect_failed(i, ErrorKind::from_io(&e, true), io_msg(&e), now);
+                return;
+            }
+            Ok(None) => {}
+        }
+        match s.peer_addr() {
+            Ok(_) => {}
+            Err(e) if e.kind() == IoKind::NotConnected => return, // not yet
+            Err(e) => {
+                self.connect_failed(i, ErrorKind::from_io(&e, true), io_msg(&e), now);
+                return;
+            }
+        }
+        let _ = s.set_nodelay(true);
+        self.unlink(i);
+        self.connecting -= 1;
+        let c = &mut self.conns[i as usize];
+        c.st = St::Idle;
+        self.rec.connected(now.saturating_duration_since(c.connect_start));
+        if c.has_request {
+            let intended = c.intended;
+            self.send(i, intended, now);
+        } else if let Some(t) = self.pending.pop_front() {
+            self.send(i, t, now);
+        } else {
+            self.idle.push(i);
+        }
+    }
+
+    fn connect_failed(&mut self, i: u32, kind: ErrorKind, msg: Cow<'static, str>, now: Instant) {
+        let was_connecting = self.conns[i as usize].st == St::Connecting;
+        self.close(i);
+        if was_connecting {
+            self.connecting -= 1;
+        }
+        let c = &mut self.conns[i as usize];
+        if c.has_request {
+            c.has_request = false;
+            self.rec.error(kind, msg, now);
+            self.last_done = now;
+            self.after(i, now);
+        } else if self.open_loop {
+            // The connect was for the oldest waiting request: it fails with it.
+            if self.pending.pop_front().is_some() {
+                self.rec.error(kind, msg, now);
+                self.last_done = now;
+            }
+            self.free.push(i);
+        }
+    }
+
+    /// Writes a request on connection `i` (connected and idle).
+    fn send(&mut self, i: u32, intended: Instant, now: Instant) {
+        let plan = self.plan;
+        let c = &mut self.conns[i as usize];
+        c.has_request = true;
+        c.intended = intended;
+        c.sent = now;
+        c.first_byte = None;
+        c.written = 0;
+        c.wire = 0;
+        c.on_conn += 1;
+        c.close_after = plan.requests_per_conn.is_some_and(|n| c.on_conn >= n);
+        c.reader.reset();
+        if self.want_server {
+            c.reader.want_server = true;
+        }
+        c.st = St::Writing;
+        c.deadline = now + plan.timeout;
+        self.in_flight += 1;
+        self.rec.counters.sent += 1;
+        self.push(i, List::Requests);
+        self.write_more(i);
+    }
+
+    fn write_more(&mut self, i: u32) {
+        let plan = self.plan;
+        let c = &mut self.conns[i as usize];
+        let bytes: &[u8] = if c.close_after {
+            &plan.request_close
+        } else {
+            &plan.request
+        };
+        let Some(s) = c.sock.as_mut() else { return };
+        while c.written < bytes.len() {
+            match s.write(&bytes[c.written..]) {
+                Ok(0) => {
+                    let now = Instant::now();
+                    self.fail(i, ErrorKind::Closed, "connection closed while sending".into(), now);
+                    return;
+                }
+                Ok(n) => {
+                    c.written += n;
+                    self.rec.counters.bytes_written += n as u64;
+                }
+                Err(e) if e.kind() == IoKind::WouldBlock => return,
+                Err(e) if e.kind() == IoKind::Interrupted => {}
+                Err(e) => {
+                    let now = Instant::now();
+                    self.fail(i, ErrorKind::from_io(&e, false), io_msg(&e), now);
+                    return;
+                }
+            }
+        }
+        c.st = St::Reading;
+    }
+
+    fn on_readable(&mut self, i: u32) {
+        loop {
+            let c = &mut self.conns[i as usize];
+            let Some(s) = c.sock.as_mut() else { return };
+            let n = match s.read(&mut self.buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == IoKind::WouldBlock => return,
+                Err(e) if e.kind() == IoKind::Interrupted => continue,
+                Err(e) => {
+                    let now = Instant::now();
+                    if c.st == St::Reading || c.st == St::Writing {
+                        self.fail(i, ErrorKind::from_io(&e, false), io_msg(&e), now);
+                    } else {
+                        self.drop_idle(i, now);
+                    }
+                    return;
+                }
+            };
+            let now = Instant::now();
+            if n == 0 {
+                self.on_eof(i, now);
+                return;
+            }
+            self.rec.bytes_read(n as u64);
+            match c.st {
+                St::Reading | St::Writing => {}
+                _ => {
+                    // Bytes nobody asked for: the connection cannot be trusted.
+                    self.drop_idle(i, now);
+                    return;
+                }
+            }
+            if c.first_byte.is_none() {
+                c.first_byte = Some(now);
+            }
+            c.wire += n as u64;
+            match c.reader.feed(&self.buf[..n], self.plan.head_request) {
+                Ok(Progress::NeedMore) => {}
+                Ok(Progress::Done { used }) => {
+                    let leftover = used < n;
+                    self.complete(i, now, leftover);
+                    if self.conns[i as usize].st != St::Reading {
+                        return;
+                    }
+                }
+                Err(m) => {
+                    self.fail(i, ErrorKind::Malformed(m.kind), Cow::Borrowed(m.message), now);
+                    return;
+                }
+            }
+            if n < self.buf.len() {
+                // A short read drained the socket; the next data brings a new edge.
+                return;
+            }
+        }
+    }
+
+    fn on_eof(&mut self, i: u32, now: Instant) {
+        let c = &mut self.conns[i as usize];
+        match c.st {
+            St::Reading | St::Writing => {
+                if c.reader.head_done && c.reader.eof() {
+                    self.complete(i, now, true);
+                } else if c.reader.started() {
+                    self.fail(
+                        i,
+                        ErrorKind::Closed,
+                        "connection closed before the response was complete".into(),
+                        now,
+                    );
+                } else {
+                    self.fail(
+                        i,
+                        ErrorKind::Closed,
+                        "connection closed before any response".into(),
+                        now,
+                    );
+                }
+            }
+            _ => self.drop_idle(i, now),
+        }
+    }
+
+    /// An idle connection went away (server's keep-alive time-out): not an error.
+    fn drop_idle(&mut self, i: u32, now: Instant) {
+        self.close(i);
+        self.after(i, now);
+    }
+
+    fn complete(&mut self, i: u32, now: Instant, poisoned: bool) {
+        self.unlink(i);
+        self.in_flight -= 1;
+        let c = &mut self.conns[i as usize];
+        c.has_request = false;
+        let t = Timing {
+            intended: c.intended,
+            sent: c.sent,
+            first_byte: c.first_byte.unwrap_or(now),
+            done: now,
+        };
+        let status = c.reader.status;
+        if self.want_server {
+            if let Some(s) = c.reader.server.take() {
+                self.rec.server_software = Some(s);
+            }
+            self.want_server = false;
+        }
+        self.rec.response(&t, status, c.wire, c.reader.body_bytes);
+        self.last_done = now;
+        let reusable = c.reader.keep_alive && !c.close_after && !poisoned && self.plan.keepalive;
+        if reusable {
+            c.st = St::Idle;
+        } else {
+            self.close(i);
+        }
+        self.after(i, now);
+    }
+
+    fn fail(&mut self, i: u32, kind: ErrorKind, msg: Cow<'static, str>, now: Instant) {
+        let c = &mut self.conns[i as usize];
+        if c.has_request && (c.st == St::Reading || c.st == St::Writing) {
+            self.unlink(i);
+            self.in_flight -= 1;
+            self.conns[i as usize].has_request = false;
+            self.rec.error(kind, msg, now);
+            self.last_done = now;
+        }
+        self.close(i);
+        self.after(i, now);
+    }
+
+    /// Decides what slot `i` does next once its request ended (or its socket went away).
+    fn after(&mut self, i: u32, now: Instant) {
+        let st = self.conns[i as usize].st;
+        if self.open_loop {
+            match st {
+                St::Idle => {
+                    if let Some(t) = self.pending.pop_front() {
+                        self.send(i, t, now);
+                    } else {
+                        self.idle.push(i);
+                    }
+                }
+                St::Closed => {
+                    self.free.push(i);
+                    // Waiting requests will reopen it in `release`.
+                }
+                _ => {}
+            }
+            return;
+        }
+        match st {
+            St::Idle => {
+                if self.take() {
+                    self.send(i, now, now);
+                }
+            }
+            St::Closed => {
+                if self.take() {
+                    let c = &mut self.conns[i as usize];
+                    c.intended = now;
+                    c.has_request = true;
+                    self.restart.push_back(i);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn close(&mut self, i: u32) {
+        if self.conns[i as usize].list != List::None {
+            self.unlink(i);
+        }
+        let c = &mut self.conns[i as usize];
+        if let Some(mut s) = c.sock.take() {
+            let _ = self.poll.registry().deregister(&mut s);
+            self.open -= 1;
+        }
+        c.st = St::Closed;
+    }
+
+    fn expire(&mut self, now: Instant) {
+        while self.reqs.head != NIL {
+            let i = self.reqs.head;
+            if self.conns[i as usize].deadline > now {
+                break;
+            }
+            self.fail(
+                i,
+                ErrorKind::Timeout,
+                "no complete response within --timeout".into(),
+                now,
+            );
+        }
+        while self.connects.head != NIL {
+            let i = self.connects.head;
+            if self.conns[i as usize].deadline > now {
+                break;
+            }
+            self.connect_failed(
+                i,
+                ErrorKind::ConnectTimeout,
+                "connect timed out".into(),
+                now,
+            );
+        }
+    }
+
+    fn fifo(&mut self, l: List) -> &mut Fifo {
+        match l {
+            List::Requests => &mut self.reqs,
+            _ => &mut self.connects,
+        }
+    }
+
+    fn push(&mut self, i: u32, l: List) {
+        if self.conns[i as usize].list != List::None {
+            self.unlink(i);
+        }
+        let tail = self.fifo(l).tail;
+        {
+            let c = &mut self.conns[i as usize];
+            c.list = l;
+            c.prev = tail;
+            c.next = NIL;
+        }
+        if tail != NIL {
+            self.conns[tail as usize].next = i;
+        } else {
+            self.fifo(l).head = i;
+        }
+        self.fifo(l).tail = i;
+    }
+
+    fn unlink(&mut self, i: u32) {
+        let (l, prev, next) = {
+            let c = &self.conns[i as usize];
+            (c.list, c.prev, c.next)
+        };
+        if l == List::None {
+            return;
+        }
+        if prev != NIL {
+            self.conns[prev as usize].next = next;
+        } else {
+            self.fifo(l).head = next;
+        }
+        if next != NIL {
+            self.conns[next as usize].prev = prev;
+        } else {
+            self.fifo(l).tail = prev;
+        }
+        let c = &mut self.conns[i as usize];
+        c.list = List::None;
+        c.prev = NIL;
+        c.next = NIL;
+    }
+}
+
+fn io_msg(e: &std::io::Error) -> Cow<'static, str> {
+    use std::io::ErrorKind as K;
+    Cow::Borrowed(match e.kind() {
+        K::ConnectionRefused => "connection refused",
+        K::ConnectionReset => "connection reset by peer",
+        K::ConnectionAborted => "connection aborted",
+        K::BrokenPipe => "broken pipe",
+        K::TimedOut => "timed out",
+        K::AddrNotAvailable => "no local address available (ports exhausted?)",
+        _ => match e.raw_os_error() {
+            Some(24) => "too many open files (raise ulimit -n)",
+            Some(23) => "too many open files in the system",
+            Some(99) => "no local address available (ports exhausted?)",
+            Some(101) => "network unreachable",
+            Some(113) => "no route to host",
+            _ => return Cow::Owned(e.to_string()),
+        },
+    })
+}
+
+/// CPU time (user + system) of the calling thread.
+pub fn thread_cpu() -> Duration {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: getrusage writes into the zeroed struct we own; RUSAGE_THREAD is valid on Linux.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
+            return tv(ru.ru_utime) + tv(ru.ru_stime);
+        }
+    }
+    Duration::ZERO
+}
+
+/// Converts a timeval.
+pub fn tv(t: libc::timeval) -> Duration {
+    Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.max(0) as u32) * 1000)
+}
+
+/// A timerfd for sub-millisecond wake-ups on Linux (mio rounds poll time-outs up to 1 ms).
+struct PreciseTimer {
+    #[cfg(target_os = "linux")]
+    fd: std::os::fd::OwnedFd,
+}
+
+impl PreciseTimer {
+    #[cfg(target_os = "linux")]
+    fn new(poll: &Poll) -> Option<PreciseTimer> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        // SAFETY: plain syscalls; the fd is checked and then owned by OwnedFd.
+        let fd = unsafe {
+            libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+        };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: fd is a valid, newly created descriptor we exclusively own.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // Lower the thread's timer slack from 50 µs to 1 µs so wake-ups are on time.
+        // SAFETY: prctl with PR_SET_TIMERSLACK takes an integer argument.
+        unsafe {
+            libc::prctl(libc::PR_SET_TIMERSLACK, 1000, 0, 0, 0);
+        }
+        poll.registry()
+            .register(
+                &mut mio::unix::SourceFd(&fd.as_raw_fd()),
+                TIMER,
+                Interest::READABLE,
+            )
+            .ok()?;
+        Some(PreciseTimer { fd })
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn new(_poll: &Poll) -> Option<PreciseTimer> {
+        None
+    }
+
+    #[cfg(target_os = "linux")]
+    fn arm(&self, after: Duration) {
+        use std::os::fd::AsRawFd;
+        let after = after.max(Duration::from_nanos(1));
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: after.as_secs() as libc::time_t,
+                tv_nsec: after.subsec_nanos() as libc::c_long,
+            },
+        };
+        // SAFETY: valid fd and a fully initialized itimerspec.
+        unsafe {
+            libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    fn arm(&self, _after: Duration) {}
+
+    #[cfg(target_os = "linux")]
+    fn drain(&self) {
+        use std::os::fd::AsRawFd;
+        let mut v = [0u8; 8];
+        // SAFETY: reading 8 bytes into a local buffer from our non-blocking fd.
+        unsafe {
+            libc::read(self.fd.as_raw_fd(), v.as_mut_ptr().cast(), 8);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    fn drain(&self) {}
+}
