@@ -99,7 +99,6 @@ pub fn execute(
         polls.push(poll);
     }
     let started_at = redline_stats::time::rfc3339(SystemTime::now());
-    let ru0 = process_rusage();
     let start = Instant::now();
     let duration = match &plan.load {
         Load::Closed { duration, .. } | Load::Open { duration, .. } => *duration,
@@ -169,16 +168,18 @@ pub fn execute(
             .map(|h| h.join().map_err(|_| EngineError::WorkerPanicked))
             .collect::<Result<Vec<_>, _>>()
     })?;
-    let ru1 = process_rusage();
 
     let mut rec = RunRecord::new(plan.config.clone(), environment(), started_at);
     rec.server.address = plan.target.addr.to_string();
     let mut end = start;
     let mut busiest = Duration::ZERO;
+    let (mut user, mut sys) = (Duration::ZERO, Duration::ZERO);
     let mut peak_open = 0;
     for r in results {
         end = end.max(r.end);
-        busiest = busiest.max(r.cpu);
+        busiest = busiest.max(r.cpu_user + r.cpu_sys);
+        user += r.cpu_user;
+        sys += r.cpu_sys;
         peak_open += r.peak_open;
         rec.interrupted |= r.interrupted;
         r.recorder.finish_into(&mut rec, r.end);
@@ -186,10 +187,8 @@ pub fn execute(
     let elapsed = end.saturating_duration_since(start);
     rec.duration_s = elapsed.as_secs_f64();
     rec.derive();
-    let (user, sys) = (
-        ru1.0.saturating_sub(ru0.0).as_secs_f64(),
-        ru1.1.saturating_sub(ru0.1).as_secs_f64(),
-    );
+    // The workers' own threads: in-process servers (demo, tests) are not counted.
+    let (user, sys) = (user.as_secs_f64(), sys.as_secs_f64());
     let secs = rec.duration_s.max(1e-9);
     rec.client = ClientUsage {
         user_s: user,
@@ -340,16 +339,6 @@ fn raise_fd_limit(needed: u64) -> Option<String> {
     #[cfg(not(unix))]
     let _ = needed;
     None
-}
-
-fn process_rusage() -> (Duration, Duration) {
-    // SAFETY: getrusage into a zeroed struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } == 0 {
-        (tv(ru.ru_utime), tv(ru.ru_stime))
-    } else {
-        (Duration::ZERO, Duration::ZERO)
-    }
 }
 
 fn read_trim(path: &str) -> Option<String> {

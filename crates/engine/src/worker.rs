@@ -64,8 +64,10 @@ pub struct WorkerResult {
     pub recorder: Recorder,
     /// When its last request ended.
     pub end: Instant,
-    /// CPU time of the thread (user + system).
-    pub cpu: Duration,
+    /// User CPU time of the thread.
+    pub cpu_user: Duration,
+    /// System CPU time of the thread.
+    pub cpu_sys: Duration,
     /// Most connections open at once.
     pub peak_open: u64,
     /// Whether it was stopped early.
@@ -231,10 +233,12 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
     w.rec.counters.not_sent += w.pending.len() as u64;
     w.rec.counters.peak_connections = w.peak_open;
     w.publish();
+    let cpu = thread_cpu();
     WorkerResult {
         recorder: w.rec,
         end,
-        cpu: thread_cpu(),
+        cpu_user: cpu.0,
+        cpu_sys: cpu.1,
         peak_open: w.peak_open,
         interrupted: w.interrupted,
     }
@@ -915,17 +919,17 @@ fn io_msg(e: &std::io::Error) -> Cow<'static, str> {
     })
 }
 
-/// CPU time (user + system) of the calling thread.
-pub fn thread_cpu() -> Duration {
+/// CPU time (user, system) of the calling thread.
+pub fn thread_cpu() -> (Duration, Duration) {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: getrusage writes into the zeroed struct we own; RUSAGE_THREAD is valid on Linux.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
         if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
-            return tv(ru.ru_utime) + tv(ru.ru_stime);
+            return (tv(ru.ru_utime), tv(ru.ru_stime));
         }
     }
-    Duration::ZERO
+    (Duration::ZERO, Duration::ZERO)
 }
 
 /// Converts a timeval.

@@ -20,7 +20,13 @@ pub(crate) struct Params {
 
 impl Default for Params {
     fn default() -> Self {
-        Params { size: DEFAULT_SIZE, status: 200, delay: Duration::ZERO, chunked: false, close: false }
+        Params {
+            size: DEFAULT_SIZE,
+            status: 200,
+            delay: Duration::ZERO,
+            chunked: false,
+            close: false,
+        }
     }
 }
 
@@ -73,10 +79,13 @@ fn split_target(target: &str) -> (&str, &str) {
 
 /// Iterates over the `key=value` pairs of a query string (raw, not decoded).
 fn pairs(query: &str) -> impl Iterator<Item = (&str, &str)> {
-    query.split('&').filter(|p| !p.is_empty()).map(|p| match p.find('=') {
-        Some(i) => (&p[..i], &p[i + 1..]),
-        None => (p, ""),
-    })
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.find('=') {
+            Some(i) => (&p[..i], &p[i + 1..]),
+            None => (p, ""),
+        })
 }
 
 /// Parses the request target. `extra` receives the formatted extra response
@@ -136,7 +145,11 @@ fn parse_params(query: &str, extra: &mut Vec<u8>) -> Result<Params, &'static str
             }
             "status" => {
                 let valid = v.len() == 3 && v.bytes().all(|b| b.is_ascii_digit());
-                let n: u16 = if valid { v.parse().map_err(|_| "invalid status\n")? } else { 0 };
+                let n: u16 = if valid {
+                    v.parse().map_err(|_| "invalid status\n")?
+                } else {
+                    0
+                };
                 if !(200..=599).contains(&n) {
                     return Err("invalid status (200..=599)\n");
                 }
@@ -164,7 +177,9 @@ fn parse_bool(v: &str) -> Option<bool> {
 /// milliseconds.
 pub(crate) fn parse_duration(v: &str) -> Option<Duration> {
     let v = v.trim();
-    let split = v.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(v.len());
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
     let (num, unit) = v.split_at(split);
     if num.is_empty() || num == "." {
         return None;
@@ -238,27 +253,42 @@ fn add_header(v: &str, extra: &mut Vec<u8>) -> Result<(), &'static str> {
     let start = extra.len();
     url_decode_into(v, extra)?;
     let decoded = &extra[start..];
-    let colon = decoded.iter().position(|&b| b == b':').ok_or("header must be Name:Value\n")?;
+    let colon = decoded
+        .iter()
+        .position(|&b| b == b':')
+        .ok_or("header must be Name:Value\n")?;
     let name = &decoded[..colon];
     if name.is_empty() || !name.iter().all(|&b| is_token(b)) {
         return Err("invalid header name\n");
     }
-    if name.eq_ignore_ascii_case(b"content-length") || name.eq_ignore_ascii_case(b"transfer-encoding") {
+    if name.eq_ignore_ascii_case(b"content-length")
+        || name.eq_ignore_ascii_case(b"transfer-encoding")
+    {
         return Err("header may not set Content-Length or Transfer-Encoding\n");
     }
     let value = &decoded[colon + 1..];
     if value.iter().any(|&b| b == b'\r' || b == b'\n' || b == 0) {
         return Err("invalid header value\n");
     }
-    let vs = value.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(value.len());
-    let ve = value.iter().rposition(|b| !b.is_ascii_whitespace()).map_or(vs, |i| i + 1);
+    let vs = value
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(value.len());
+    let ve = value
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(vs, |i| i + 1);
     // Rebuild as "Name: Value\r\n" in place.
-    let name_len = colon;
     let (vs, ve) = (start + colon + 1 + vs, start + colon + 1 + ve);
-    extra.copy_within(vs..ve, start + name_len + 2);
-    extra[start + name_len] = b':';
-    extra[start + name_len + 1] = b' ';
-    extra.truncate(start + name_len + 2 + (ve - vs));
+    let value_at = start + colon + 2;
+    let line_end = value_at + (ve - vs);
+    if extra.len() < line_end {
+        extra.resize(line_end, 0);
+    }
+    extra.copy_within(vs..ve, value_at);
+    extra[start + colon] = b':';
+    extra[start + colon + 1] = b' ';
+    extra.truncate(line_end);
     extra.extend_from_slice(b"\r\n");
     Ok(())
 }
@@ -285,13 +315,28 @@ mod tests {
     #[test]
     fn targets() {
         let mut extra = Vec::new();
-        assert_eq!(parse_target("/", &mut extra), Target::Normal(Params::default()));
+        assert_eq!(
+            parse_target("/", &mut extra),
+            Target::Normal(Params::default())
+        );
         assert_eq!(parse_target("/__stats", &mut extra), Target::Stats);
         assert_eq!(parse_target("/__reset?x=1", &mut extra), Target::Reset);
-        assert_eq!(parse_target("/__stall?for=500ms", &mut extra), Target::Stall(Duration::from_millis(500)));
-        assert!(matches!(parse_target("/__stall", &mut extra), Target::BadControl(400, _)));
-        assert!(matches!(parse_target("/__nope", &mut extra), Target::BadControl(404, _)));
-        let t = parse_target("/x?size=10&status=503&delay=5ms&chunked=1&close=true", &mut extra);
+        assert_eq!(
+            parse_target("/__stall?for=500ms", &mut extra),
+            Target::Stall(Duration::from_millis(500))
+        );
+        assert!(matches!(
+            parse_target("/__stall", &mut extra),
+            Target::BadControl(400, _)
+        ));
+        assert!(matches!(
+            parse_target("/__nope", &mut extra),
+            Target::BadControl(404, _)
+        ));
+        let t = parse_target(
+            "/x?size=10&status=503&delay=5ms&chunked=1&close=true",
+            &mut extra,
+        );
         assert_eq!(
             t,
             Target::Normal(Params {
@@ -304,27 +349,66 @@ mod tests {
         );
         assert_eq!(
             parse_target("http://example.com/a?size=3", &mut extra),
-            Target::Normal(Params { size: 3, ..Params::default() })
+            Target::Normal(Params {
+                size: 3,
+                ..Params::default()
+            })
         );
-        assert!(matches!(parse_target("/?size=104857601", &mut extra), Target::BadParams(_)));
-        assert!(matches!(parse_target("/?status=199", &mut extra), Target::BadParams(_)));
-        assert!(matches!(parse_target("/?status=600", &mut extra), Target::BadParams(_)));
-        assert!(matches!(parse_target("/?status=20", &mut extra), Target::BadParams(_)));
-        assert!(matches!(parse_target("/?size=abc", &mut extra), Target::BadParams(_)));
-        assert!(matches!(parse_target("/?delay=abc", &mut extra), Target::BadParams(_)));
+        assert!(matches!(
+            parse_target("/?size=104857601", &mut extra),
+            Target::BadParams(_)
+        ));
+        assert!(matches!(
+            parse_target("/?status=199", &mut extra),
+            Target::BadParams(_)
+        ));
+        assert!(matches!(
+            parse_target("/?status=600", &mut extra),
+            Target::BadParams(_)
+        ));
+        assert!(matches!(
+            parse_target("/?status=20", &mut extra),
+            Target::BadParams(_)
+        ));
+        assert!(matches!(
+            parse_target("/?size=abc", &mut extra),
+            Target::BadParams(_)
+        ));
+        assert!(matches!(
+            parse_target("/?delay=abc", &mut extra),
+            Target::BadParams(_)
+        ));
     }
 
     #[test]
     fn headers() {
         let mut extra = Vec::new();
-        let t = parse_target("/?header=X-A:1&header=X-B%3A%20hello+world%20&header=X-C:", &mut extra);
+        let t = parse_target(
+            "/?header=X-A:1&header=X-B%3A%20hello+world%20&header=X-C:",
+            &mut extra,
+        );
         assert_eq!(t, Target::Normal(Params::default()));
         assert_eq!(extra, b"X-A: 1\r\nX-B: hello world\r\nX-C: \r\n");
-        assert!(matches!(parse_target("/?header=X-A", &mut extra), Target::BadParams(_)));
+        assert!(matches!(
+            parse_target("/?header=X-A", &mut extra),
+            Target::BadParams(_)
+        ));
         assert!(extra.is_empty());
-        assert!(matches!(parse_target("/?header=X%0D:1", &mut extra), Target::BadParams(_)));
-        assert!(matches!(parse_target("/?header=X:a%0Ab", &mut extra), Target::BadParams(_)));
-        assert!(matches!(parse_target("/?header=Content-Length:5", &mut extra), Target::BadParams(_)));
-        assert!(matches!(parse_target("/?header=X:%zz", &mut extra), Target::BadParams(_)));
+        assert!(matches!(
+            parse_target("/?header=X%0D:1", &mut extra),
+            Target::BadParams(_)
+        ));
+        assert!(matches!(
+            parse_target("/?header=X:a%0Ab", &mut extra),
+            Target::BadParams(_)
+        ));
+        assert!(matches!(
+            parse_target("/?header=Content-Length:5", &mut extra),
+            Target::BadParams(_)
+        ));
+        assert!(matches!(
+            parse_target("/?header=X:%zz", &mut extra),
+            Target::BadParams(_)
+        ));
     }
 }

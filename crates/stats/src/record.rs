@@ -273,9 +273,9 @@ pub fn merge_series(a: &mut Vec<SeriesPoint>, b: &[SeriesPoint]) {
 /// The client's own resource use.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
 pub struct ClientUsage {
-    /// User CPU seconds of the whole process.
+    /// User CPU seconds of the worker threads.
     pub user_s: f64,
-    /// System CPU seconds of the whole process.
+    /// System CPU seconds of the worker threads.
     pub sys_s: f64,
     /// Worker threads.
     pub threads: u64,

@@ -1,0 +1,376 @@
+//! Command-line parsing (syntax only) and the commands that drive the library crates.
+//!
+//! Exit codes: 0 success; 1 runtime failure (the engine could not run, output
+//! could not be written); 2 usage error (bad flag, URL, header, unreadable
+//! file, unresolvable host); 130 interrupted (Ctrl-C; the report is still printed).
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use redline_engine::{execute, parse_duration, Arrival, Plan, PlanArgs, Snapshot, StopHandle};
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// Exit code: success.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: runtime failure.
+pub const EXIT_RUNTIME: i32 = 1;
+/// Exit code: usage error.
+pub const EXIT_USAGE: i32 = 2;
+/// Exit code: interrupted by Ctrl-C.
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+const AFTER_HELP: &str = "\
+Exit codes: 0 ok, 1 runtime failure, 2 usage error, 130 interrupted (report still printed).
+Aim redline only at servers you own or are allowed to test.";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "redline",
+    version,
+    about = "Load-test a web server honestly: how much it takes, where it breaks, and whether tuning helped.",
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Benchmark a URL (closed loop with -c/-n/-d, open loop with -r). `redline URL` is short for this.
+    Run(RunArgs),
+    /// Start the built-in target server (behaviour per request: /?size=440&delay=10ms&status=404&chunked=1&close=1).
+    Serve(ServeArgs),
+    /// Start the built-in target on 127.0.0.1 and run a short benchmark against it.
+    Demo(DemoArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum Output {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// Target URL (http://host[:port]/path); the scheme may be left out.
+    url: String,
+    /// Connections (closed loop; default 50) or the connection cap (open loop; default 1000).
+    #[arg(short = 'c', long = "connections", value_name = "N")]
+    connections: Option<u64>,
+    /// Total requests to send.
+    #[arg(short = 'n', long = "requests", value_name = "N")]
+    requests: Option<u64>,
+    /// How long to send, e.g. 30s, 2m (default 10s when -n is not given).
+    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = dur)]
+    duration: Option<Duration>,
+    /// Worker threads (default: the number of cores).
+    #[arg(short = 't', long = "threads", value_name = "N")]
+    threads: Option<usize>,
+    /// Open loop: requests per second, sent on schedule whatever the server does.
+    #[arg(short = 'r', long = "rate", value_name = "REQ/S")]
+    rate: Option<f64>,
+    /// Open loop: spacing of send times.
+    #[arg(long, value_name = "MODEL", default_value = "constant", value_parser = arrival)]
+    arrival: Arrival,
+    /// Open a new connection for every request (ab without -k).
+    #[arg(long = "no-keepalive")]
+    no_keepalive: bool,
+    /// Accepted for ab users: keep-alive is already the default.
+    #[arg(short = 'k', long = "keepalive", hide = true)]
+    _keepalive: bool,
+    /// Close and reopen a connection after N requests (httperf --num-calls).
+    #[arg(long = "requests-per-conn", value_name = "N")]
+    requests_per_conn: Option<u64>,
+    /// HTTP method (default GET, or POST when a body is given).
+    #[arg(short = 'm', long = "method", value_name = "METHOD")]
+    method: Option<String>,
+    /// Extra request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    headers: Vec<String>,
+    /// Request body.
+    #[arg(short = 'b', long = "body", value_name = "STRING", conflicts_with = "body_file")]
+    body: Option<String>,
+    /// Request body read from a file.
+    #[arg(long = "body-file", value_name = "FILE")]
+    body_file: Option<std::path::PathBuf>,
+    /// Content-Type of the body.
+    #[arg(short = 'T', long = "content-type", value_name = "TYPE")]
+    content_type: Option<String>,
+    /// Basic authentication, user:password (never printed).
+    #[arg(short = 'a', long = "basic-auth", value_name = "USER:PASS")]
+    basic_auth: Option<String>,
+    /// Per-request timeout.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = dur)]
+    timeout: Duration,
+    /// Connect timeout.
+    #[arg(long = "connect-timeout", value_name = "DURATION", default_value = "10s", value_parser = dur)]
+    connect_timeout: Duration,
+    /// Speak HTTP/1.0 (keep-alive via Connection: keep-alive, as ab does).
+    #[arg(long = "http1.0")]
+    http10: bool,
+    /// Seed for poisson/uniform arrivals (repeatable schedules).
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    #[command(flatten)]
+    out: OutArgs,
+}
+
+#[derive(Args, Debug)]
+struct OutArgs {
+    /// Report format: text, or json (the versioned run record).
+    #[arg(short = 'o', long = "output", value_name = "FORMAT", default_value = "text")]
+    output: Output,
+    /// No progress line.
+    #[arg(short = 'q', long = "quiet")]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
+struct ServeArgs {
+    /// Port to listen on (0: any free port, printed at start).
+    #[arg(short = 'p', long, default_value_t = 8080)]
+    port: u16,
+    /// Address to bind.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: std::net::IpAddr,
+    /// Server threads (0: the number of cores).
+    #[arg(short = 't', long, default_value_t = 0)]
+    threads: usize,
+}
+
+#[derive(Args, Debug)]
+struct DemoArgs {
+    /// How long the benchmark runs.
+    #[arg(short = 'd', long, default_value = "5s", value_parser = dur)]
+    duration: Duration,
+    /// Connections.
+    #[arg(short = 'c', long, default_value_t = 32)]
+    connections: u64,
+    #[command(flatten)]
+    out: OutArgs,
+}
+
+fn dur(s: &str) -> Result<Duration, String> {
+    parse_duration(s)
+}
+
+fn arrival(s: &str) -> Result<Arrival, String> {
+    s.parse()
+}
+
+const SUBCOMMANDS: [&str; 4] = ["run", "serve", "demo", "help"];
+
+/// `redline URL …` and `redline -c 10 URL` mean `redline run …`.
+fn normalize_args(mut args: Vec<String>) -> Vec<String> {
+    if let Some(first) = args.get(1) {
+        let is_meta = matches!(first.as_str(), "-h" | "--help" | "-V" | "--version");
+        if !is_meta && !SUBCOMMANDS.contains(&first.as_str()) {
+            args.insert(1, "run".into());
+        }
+    }
+    args
+}
+
+static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
+static STOP: OnceLock<Arc<StopHandle>> = OnceLock::new();
+
+fn install_ctrlc() {
+    let stop = STOP.get_or_init(StopHandle::new).clone();
+    let _ = ctrlc::set_handler(move || {
+        if INTERRUPTS.fetch_add(1, Ordering::SeqCst) == 0 {
+            eprintln!("\nredline: stopping (in-flight requests get up to 1 s); Ctrl-C again to quit at once");
+            stop.stop();
+        } else {
+            std::process::exit(EXIT_INTERRUPTED);
+        }
+    });
+}
+
+fn fail(code: i32, msg: impl std::fmt::Display) -> i32 {
+    eprintln!("redline: error: {msg}");
+    code
+}
+
+/// Entry point; returns the process exit code.
+pub fn main() -> i32 {
+    let args = normalize_args(std::env::args().collect());
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.cmd {
+        Command::Run(a) => cmd_run(a),
+        Command::Serve(a) => cmd_serve(a),
+        Command::Demo(a) => cmd_demo(a),
+    }
+}
+
+fn cmd_run(a: RunArgs) -> i32 {
+    let body = match (&a.body, &a.body_file) {
+        (Some(b), _) => Some(b.clone().into_bytes()),
+        (None, Some(p)) => match std::fs::read(p) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                return fail(
+                    EXIT_USAGE,
+                    format!("cannot read --body-file {}: {e}", p.display()),
+                )
+            }
+        },
+        (None, None) => None,
+    };
+    let pa = PlanArgs {
+        url: a.url,
+        method: a.method,
+        headers: a.headers,
+        body,
+        content_type: a.content_type,
+        basic_auth: a.basic_auth,
+        connections: a.connections,
+        requests: a.requests,
+        duration: a.duration,
+        rate: a.rate,
+        arrival: a.arrival,
+        threads: a.threads,
+        keepalive: !a.no_keepalive,
+        requests_per_conn: a.requests_per_conn,
+        timeout: a.timeout,
+        connect_timeout: a.connect_timeout,
+        http10: a.http10,
+        seed: a.seed,
+    };
+    let plan = match Plan::build(pa) {
+        Ok(p) => p,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    run_plan(&plan, &a.out)
+}
+
+fn run_plan(plan: &Plan, out: &OutArgs) -> i32 {
+    install_ctrlc();
+    let stop = STOP.get_or_init(StopHandle::new).clone();
+    let show_progress = !out.quiet && std::io::stderr().is_terminal();
+    let mut last: Option<Snapshot> = None;
+    let mut last_print = Duration::ZERO;
+    let result = execute(plan, &stop, |s| {
+        if !show_progress || s.elapsed < last_print + Duration::from_millis(500) {
+            return;
+        }
+        let rate = match last {
+            Some(p) if s.elapsed > p.elapsed => {
+                (s.completed - p.completed) as f64 / (s.elapsed - p.elapsed).as_secs_f64()
+            }
+            _ => 0.0,
+        };
+        eprint!(
+            "\r\x1b[K[{:>6.1}s] {:>10.0} req/s now, {} done, {} errors, {} open",
+            s.elapsed.as_secs_f64(),
+            rate,
+            redline_report::count(s.completed),
+            redline_report::count(s.failed),
+            s.open
+        );
+        last = Some(*s);
+        last_print = s.elapsed;
+    });
+    if show_progress {
+        eprint!("\r\x1b[K");
+    }
+    let rec = match result {
+        Ok(r) => r,
+        Err(e) => return fail(EXIT_RUNTIME, e),
+    };
+    let doc = match out.output {
+        Output::Text => redline_report::text(&rec),
+        Output::Json => redline_report::json(&rec),
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_all(doc.as_bytes()).and_then(|_| stdout.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return fail(EXIT_RUNTIME, format!("cannot write the report: {e}"));
+        }
+    }
+    if rec.interrupted {
+        EXIT_INTERRUPTED
+    } else {
+        EXIT_OK
+    }
+}
+
+fn cmd_serve(a: ServeArgs) -> i32 {
+    let cfg = redline_serve::ServeConfig {
+        addr: std::net::SocketAddr::new(a.host, a.port),
+        threads: a.threads,
+    };
+    let r = redline_serve::run_forever(cfg, |addr| {
+        println!("redline serve: listening on http://{addr}/");
+        println!("  try /?size=440&delay=10ms&status=404&chunked=1&close=1, /__stats, /__stall?for=500ms");
+        let _ = std::io::stdout().flush();
+    });
+    match r {
+        Ok(()) => EXIT_OK,
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => fail(
+            EXIT_USAGE,
+            format!("cannot listen on {}:{}: address in use (try --port 0)", a.host, a.port),
+        ),
+        Err(e) => fail(EXIT_RUNTIME, format!("cannot serve: {e}")),
+    }
+}
+
+fn cmd_demo(a: DemoArgs) -> i32 {
+    let server = match redline_serve::Server::start(redline_serve::ServeConfig {
+        addr: "127.0.0.1:0".parse().expect("literal address"),
+        threads: 1,
+    }) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_RUNTIME, format!("cannot start the built-in target: {e}")),
+    };
+    let url = format!("http://{}/?size=440", server.local_addr());
+    if a.out.output == Output::Text {
+        println!(
+            "redline demo: built-in target on {url}\n  \
+             closed loop, {} connections, {:?}, 1 client thread (the other core serves)\n",
+            a.connections, a.duration
+        );
+    }
+    let mut pa = PlanArgs::new(url);
+    pa.connections = Some(a.connections);
+    pa.duration = Some(a.duration);
+    pa.threads = Some(1);
+    let plan = match Plan::build(pa) {
+        Ok(p) => p,
+        Err(e) => return fail(EXIT_RUNTIME, e),
+    };
+    let code = run_plan(&plan, &a.out);
+    if a.out.output == Output::Text {
+        let st = server.stats();
+        println!(
+            "\nThe built-in target saw {} requests on {} connections.",
+            redline_report::count(st.requests),
+            redline_report::count(st.connections)
+        );
+    }
+    server.shutdown();
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shorthand_inserts_run() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(normalize_args(v(&["redline", "http://x/"]))[1], "run");
+        assert_eq!(normalize_args(v(&["redline", "-c", "3", "x"]))[1], "run");
+        assert_eq!(normalize_args(v(&["redline", "serve"]))[1], "serve");
+        assert_eq!(normalize_args(v(&["redline", "--help"]))[1], "--help");
+    }
+}
