@@ -40,7 +40,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Benchmark a URL (closed loop with -c/-n/-d, open loop with -r). `redline URL` is short for this.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Start the built-in target server (behaviour per request: /?size=440&delay=10ms&status=404&chunked=1&close=1).
     Serve(ServeArgs),
     /// Start the built-in target on 127.0.0.1 and run a short benchmark against it.
@@ -91,7 +91,12 @@ struct RunArgs {
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     headers: Vec<String>,
     /// Request body.
-    #[arg(short = 'b', long = "body", value_name = "STRING", conflicts_with = "body_file")]
+    #[arg(
+        short = 'b',
+        long = "body",
+        value_name = "STRING",
+        conflicts_with = "body_file"
+    )]
     body: Option<String>,
     /// Request body read from a file.
     #[arg(long = "body-file", value_name = "FILE")]
@@ -121,7 +126,12 @@ struct RunArgs {
 #[derive(Args, Debug)]
 struct OutArgs {
     /// Report format: text, or json (the versioned run record).
-    #[arg(short = 'o', long = "output", value_name = "FORMAT", default_value = "text")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FORMAT",
+        default_value = "text"
+    )]
     output: Output,
     /// No progress line.
     #[arg(short = 'q', long = "quiet")]
@@ -206,7 +216,7 @@ pub fn main() -> i32 {
         }
     };
     match cli.cmd {
-        Command::Run(a) => cmd_run(a),
+        Command::Run(a) => cmd_run(*a),
         Command::Serve(a) => cmd_serve(a),
         Command::Demo(a) => cmd_demo(a),
     }
@@ -292,7 +302,10 @@ fn run_plan(plan: &Plan, out: &OutArgs) -> i32 {
         Output::Json => redline_report::json(&rec),
     };
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout.write_all(doc.as_bytes()).and_then(|_| stdout.flush()) {
+    if let Err(e) = stdout
+        .write_all(doc.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             return fail(EXIT_RUNTIME, format!("cannot write the report: {e}"));
         }
@@ -318,7 +331,10 @@ fn cmd_serve(a: ServeArgs) -> i32 {
         Ok(()) => EXIT_OK,
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => fail(
             EXIT_USAGE,
-            format!("cannot listen on {}:{}: address in use (try --port 0)", a.host, a.port),
+            format!(
+                "cannot listen on {}:{}: address in use (try --port 0)",
+                a.host, a.port
+            ),
         ),
         Err(e) => fail(EXIT_RUNTIME, format!("cannot serve: {e}")),
     }
@@ -330,7 +346,12 @@ fn cmd_demo(a: DemoArgs) -> i32 {
         threads: 1,
     }) {
         Ok(s) => s,
-        Err(e) => return fail(EXIT_RUNTIME, format!("cannot start the built-in target: {e}")),
+        Err(e) => {
+            return fail(
+                EXIT_RUNTIME,
+                format!("cannot start the built-in target: {e}"),
+            )
+        }
     };
     let url = format!("http://{}/?size=440", server.local_addr());
     if a.out.output == Output::Text {

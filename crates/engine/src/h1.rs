@@ -286,10 +286,8 @@ impl ResponseReader {
         for h in resp.headers.iter() {
             let name = h.name.as_bytes();
             if name.eq_ignore_ascii_case(b"content-length") {
-                let v = parse_len(h.value).ok_or(bad(
-                    MalformedKind::ContentLength,
-                    "invalid Content-Length",
-                ))?;
+                let v = parse_len(h.value)
+                    .ok_or(bad(MalformedKind::ContentLength, "invalid Content-Length"))?;
                 if let Some(prev) = length {
                     if prev != v {
                         return Err(bad(
@@ -358,19 +356,16 @@ impl ResponseReader {
     fn chunked(&mut self, mut c: Chunk, data: &[u8]) -> Result<(Chunk, usize, bool), Malformed> {
         let mut i = 0;
         while i < data.len() {
-            match c {
-                Chunk::Data { left } => {
-                    let n = ((data.len() - i) as u64).min(left);
-                    self.body_bytes += n;
-                    i += n as usize;
-                    c = if left == n {
-                        Chunk::DataCr
-                    } else {
-                        Chunk::Data { left: left - n }
-                    };
-                    continue;
-                }
-                _ => {}
+            if let Chunk::Data { left } = c {
+                let n = ((data.len() - i) as u64).min(left);
+                self.body_bytes += n;
+                i += n as usize;
+                c = if left == n {
+                    Chunk::DataCr
+                } else {
+                    Chunk::Data { left: left - n }
+                };
+                continue;
             }
             let b = data[i];
             i += 1;
@@ -476,7 +471,10 @@ fn hex(b: u8) -> Option<u8> {
 }
 
 fn trim(v: &[u8]) -> &[u8] {
-    let s = v.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(v.len());
+    let s = v
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(v.len());
     let e = v
         .iter()
         .rposition(|b| !b.is_ascii_whitespace())
@@ -571,7 +569,10 @@ mod tests {
         for (msg, head) in [
             (&b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"[..], true),
             (&b"HTTP/1.1 204 No Content\r\n\r\n"[..], false),
-            (&b"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n"[..], false),
+            (
+                &b"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n"[..],
+                false,
+            ),
         ] {
             let mut r = ResponseReader::new();
             assert!(matches!(r.feed(msg, head), Ok(Progress::Done { .. })));

@@ -152,7 +152,15 @@ mod tests {
     #[test]
     fn random_arrivals_keep_the_mean_rate() {
         for arrival in [Arrival::Poisson, Arrival::Uniform] {
-            let mut p = Pacer::new(arrival, 1000.0, 0, 1, None, Some(Duration::from_secs(100)), 7);
+            let mut p = Pacer::new(
+                arrival,
+                1000.0,
+                0,
+                1,
+                None,
+                Some(Duration::from_secs(100)),
+                7,
+            );
             let n = count_until(&mut p, 100.0) as f64;
             assert!((n - 100_000.0).abs() < 1500.0, "{arrival:?}: {n}");
         }

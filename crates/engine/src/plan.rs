@@ -414,7 +414,9 @@ impl Plan {
             }
             Some(r) => {
                 if !(r.is_finite() && r > 0.0) {
-                    return Err(usage("-r/--rate must be a positive number of requests per second"));
+                    return Err(usage(
+                        "-r/--rate must be a positive number of requests per second",
+                    ));
                 }
                 if r > 10_000_000.0 {
                     return Err(usage("-r/--rate above 10,000,000 req/s is not supported"));
@@ -455,7 +457,10 @@ impl Plan {
             head.push_str(&format!("Host: {host_header}\r\n"));
         }
         if !has("user-agent") {
-            head.push_str(&format!("User-Agent: redline/{}\r\n", env!("CARGO_PKG_VERSION")));
+            head.push_str(&format!(
+                "User-Agent: redline/{}\r\n",
+                env!("CARGO_PKG_VERSION")
+            ));
         }
         if !has("accept") {
             head.push_str("Accept: */*\r\n");
@@ -604,7 +609,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "h" => v * 3600.0,
         _ => return Err(err()),
     };
-    if !secs.is_finite() || secs < 0.0 || secs > 365.0 * 86_400.0 {
+    if !secs.is_finite() || !(0.0..=365.0 * 86_400.0).contains(&secs) {
         return Err(err());
     }
     Ok(Duration::from_secs_f64(secs))

@@ -4,7 +4,7 @@
 
 use crate::pacer::Pacer;
 use crate::plan::{Load, Plan};
-use crate::worker::{make_poll, run_worker, tv, Live, WorkerResult, WorkerSpec};
+use crate::worker::{make_poll, run_worker, Live, WorkerResult, WorkerSpec};
 use mio::Waker;
 use redline_stats::{ClientUsage, Environment, RunRecord};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -157,7 +157,10 @@ pub fn execute(
             std::thread::sleep(Duration::from_millis(50));
             let snap = Snapshot {
                 elapsed: start.elapsed(),
-                completed: lives.iter().map(|l| l.completed.load(Ordering::Relaxed)).sum(),
+                completed: lives
+                    .iter()
+                    .map(|l| l.completed.load(Ordering::Relaxed))
+                    .sum(),
                 failed: lives.iter().map(|l| l.failed.load(Ordering::Relaxed)).sum(),
                 open: lives.iter().map(|l| l.open.load(Ordering::Relaxed)).sum(),
             };

@@ -108,6 +108,8 @@ struct Conn {
     written: usize,
     close_after: bool,
     on_conn: u64,
+    /// Closed loop with `--requests-per-conn` and `-n`: requests reserved for this connection.
+    quota: u64,
     wire: u64,
     deadline: Instant,
     prev: u32,
@@ -180,6 +182,7 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
             written: 0,
             close_after: false,
             on_conn: 0,
+            quota: 0,
             wire: 0,
             deadline: now,
             prev: NIL,
@@ -198,8 +201,14 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
         conns,
         buf: vec![0u8; READ_BUF].into_boxed_slice(),
         rec: Recorder::new(spec.start, open_loop),
-        reqs: Fifo { head: NIL, tail: NIL },
-        connects: Fifo { head: NIL, tail: NIL },
+        reqs: Fifo {
+            head: NIL,
+            tail: NIL,
+        },
+        connects: Fifo {
+            head: NIL,
+            tail: NIL,
+        },
         open_loop,
         budget: spec.budget,
         deadline: spec.deadline,
@@ -252,7 +261,7 @@ impl<'p> Worker<'p> {
         } else {
             // Closed loop: every connection takes its first request.
             for i in 0..self.conns.len() as u32 {
-                if self.take() {
+                if self.take_for(i) {
                     self.conns[i as usize].intended = start;
                     self.conns[i as usize].has_request = true;
                     self.restart.push_back(i);
@@ -287,7 +296,8 @@ impl<'p> Worker<'p> {
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() != IoKind::Interrupted {
                     // The poller itself failed: nothing more can be measured.
-                    self.rec.error(ErrorKind::Other, Cow::Owned(format!("poll: {e}")), now);
+                    self.rec
+                        .error(ErrorKind::Other, Cow::Owned(format!("poll: {e}")), now);
                     self.stopping = true;
                     self.drain_until = Some(now);
                 }
@@ -316,12 +326,12 @@ impl<'p> Worker<'p> {
                                 if self.conns[i as usize].st == St::Reading
                                     && (ev.is_readable() || ev.is_read_closed())
                                 {
-                                    self.on_readable(i);
+                                    self.on_readable(i, ev.is_read_closed() || ev.is_error());
                                 }
                             }
                             St::Reading | St::Idle => {
                                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                                    self.on_readable(i);
+                                    self.on_readable(i, ev.is_read_closed() || ev.is_error());
                                 }
                             }
                             St::Closed => {}
@@ -443,6 +453,32 @@ impl<'p> Worker<'p> {
         true
     }
 
+    /// Closed loop: takes one request for slot `i`. With `--requests-per-conn K`
+    /// and a request count, a new connection reserves a block of K requests, so
+    /// `-n N` makes exactly ⌈N/K⌉ connections however the slots interleave.
+    fn take_for(&mut self, i: u32) -> bool {
+        if self.stopping {
+            return false;
+        }
+        let c = &mut self.conns[i as usize];
+        if c.quota > 0 {
+            c.quota -= 1;
+            self.rec.counters.scheduled += 1;
+            return true;
+        }
+        if let (Some(k), Some(b), St::Closed) = (self.plan.requests_per_conn, self.budget, c.st) {
+            if b == 0 {
+                return false;
+            }
+            let r = k.min(b);
+            self.budget = Some(b - r);
+            c.quota = r - 1;
+            self.rec.counters.scheduled += 1;
+            return true;
+        }
+        self.take()
+    }
+
     /// Open loop: moves due send times onto free connections or the pending queue.
     fn release(&mut self, now: Instant) {
         while let Some(t) = self.next_intent {
@@ -455,7 +491,10 @@ impl<'p> Worker<'p> {
                 .as_mut()
                 .and_then(|p| p.next_send())
                 .map(|d| self.rec.start() + d);
-            if self.deadline.is_some_and(|d| self.next_intent.is_some_and(|n| n >= d)) {
+            if self
+                .deadline
+                .is_some_and(|d| self.next_intent.is_some_and(|n| n >= d))
+            {
                 self.next_intent = None;
             }
             if self.pending.is_empty() {
@@ -485,7 +524,9 @@ impl<'p> Worker<'p> {
 
     fn process_restarts(&mut self, now: Instant) {
         for _ in 0..self.restart.len() {
-            let Some(i) = self.restart.pop_front() else { break };
+            let Some(i) = self.restart.pop_front() else {
+                break;
+            };
             if self.stopping {
                 break;
             }
@@ -551,7 +592,8 @@ impl<'p> Worker<'p> {
         self.connecting -= 1;
         let c = &mut self.conns[i as usize];
         c.st = St::Idle;
-        self.rec.connected(now.saturating_duration_since(c.connect_start));
+        self.rec
+            .connected(now.saturating_duration_since(c.connect_start));
         if c.has_request {
             let intended = c.intended;
             self.send(i, intended, now);
@@ -621,7 +663,12 @@ impl<'p> Worker<'p> {
             match s.write(&bytes[c.written..]) {
                 Ok(0) => {
                     let now = Instant::now();
-                    self.fail(i, ErrorKind::Closed, "connection closed while sending".into(), now);
+                    self.fail(
+                        i,
+                        ErrorKind::Closed,
+                        "connection closed while sending".into(),
+                        now,
+                    );
                     return;
                 }
                 Ok(n) => {
@@ -640,7 +687,9 @@ impl<'p> Worker<'p> {
         c.st = St::Reading;
     }
 
-    fn on_readable(&mut self, i: u32) {
+    /// Reads what the socket holds. `closing` (the event carried RDHUP/ERR) means
+    /// read on to EOF: a FIN that came with the data brings no later edge.
+    fn on_readable(&mut self, i: u32, closing: bool) {
         loop {
             let c = &mut self.conns[i as usize];
             let Some(s) = c.sock.as_mut() else { return };
@@ -686,11 +735,16 @@ impl<'p> Worker<'p> {
                     }
                 }
                 Err(m) => {
-                    self.fail(i, ErrorKind::Malformed(m.kind), Cow::Borrowed(m.message), now);
+                    self.fail(
+                        i,
+                        ErrorKind::Malformed(m.kind),
+                        Cow::Borrowed(m.message),
+                        now,
+                    );
                     return;
                 }
             }
-            if n < self.buf.len() {
+            if n < self.buf.len() && !closing {
                 // A short read drained the socket; the next data brings a new edge.
                 return;
             }
@@ -792,18 +846,12 @@ impl<'p> Worker<'p> {
             return;
         }
         match st {
-            St::Idle => {
-                if self.take() {
-                    self.send(i, now, now);
-                }
-            }
-            St::Closed => {
-                if self.take() {
-                    let c = &mut self.conns[i as usize];
-                    c.intended = now;
-                    c.has_request = true;
-                    self.restart.push_back(i);
-                }
+            St::Idle if self.take_for(i) => self.send(i, now, now),
+            St::Closed if self.take_for(i) => {
+                let c = &mut self.conns[i as usize];
+                c.intended = now;
+                c.has_request = true;
+                self.restart.push_back(i);
             }
             _ => {}
         }
@@ -819,6 +867,15 @@ impl<'p> Worker<'p> {
             self.open -= 1;
         }
         c.st = St::Closed;
+        // Requests reserved for a connection that ended early go back to the budget.
+        if c.quota > 0 {
+            if let Some(b) = self.budget.as_mut() {
+                if !self.stopping {
+                    *b += c.quota;
+                }
+            }
+            c.quota = 0;
+        }
     }
 
     fn expire(&mut self, now: Instant) {
@@ -949,7 +1006,10 @@ impl PreciseTimer {
         use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
         // SAFETY: plain syscalls; the fd is checked and then owned by OwnedFd.
         let fd = unsafe {
-            libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
         };
         if fd < 0 {
             return None;

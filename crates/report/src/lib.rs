@@ -50,7 +50,7 @@ pub fn count(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::with_capacity(s.len() + s.len() / 3);
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -110,13 +110,18 @@ pub fn text(rec: &RunRecord) -> String {
     let c = &rec.counters;
     let cfg = &rec.config;
     if rec.interrupted {
-        o.push_str("*** INTERRUPTED: the run was stopped early; the numbers cover only what ran ***\n\n");
+        o.push_str(
+            "*** INTERRUPTED: the run was stopped early; the numbers cover only what ran ***\n\n",
+        );
     }
     let _ = writeln!(o, "Target:           {} {}", cfg.method, cfg.url);
     let _ = writeln!(
         o,
         "Server:           {} ({})",
-        rec.server.software.as_deref().unwrap_or("(no Server header)"),
+        rec.server
+            .software
+            .as_deref()
+            .unwrap_or("(no Server header)"),
         rec.server.address
     );
     if let Some(len) = rec.server.document_length {
@@ -193,7 +198,11 @@ pub fn text(rec: &RunRecord) -> String {
     }
     o.push('\n');
 
-    let _ = write!(o, "Latency{:<10}{:>10}{:>10}{:>10}", "", "min", "mean", "stdev");
+    let _ = write!(
+        o,
+        "Latency{:<10}{:>10}{:>10}{:>10}",
+        "", "min", "mean", "stdev"
+    );
     for (name, _) in LAT_COLS {
         let _ = write!(o, "{name:>10}");
     }
@@ -262,7 +271,9 @@ pub fn text(rec: &RunRecord) -> String {
     if !rec.warnings.is_empty() {
         o.push('\n');
         if rec.client_limited {
-            o.push_str("WARNING: the client may have been the limit; treat these numbers with care.\n");
+            o.push_str(
+                "WARNING: the client may have been the limit; treat these numbers with care.\n",
+            );
         }
         for w in &rec.warnings {
             let _ = writeln!(o, "  ! [{}] {}", w.code, w.message);

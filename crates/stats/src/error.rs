@@ -83,7 +83,10 @@ impl ErrorKind {
 
     /// True for kinds that mean the client, not the server, was the limit.
     pub fn is_client_limit(self) -> bool {
-        matches!(self, ErrorKind::TooManyOpenFiles | ErrorKind::NoLocalAddress)
+        matches!(
+            self,
+            ErrorKind::TooManyOpenFiles | ErrorKind::NoLocalAddress
+        )
     }
 
     /// Classifies an I/O error from a socket operation.
@@ -212,7 +215,10 @@ mod tests {
         let mut t = ErrorTally::default();
         t.add(ErrorKind::Refused, "connection refused".into());
         t.add(ErrorKind::Refused, "connection refused".into());
-        t.add(ErrorKind::Malformed(MalformedKind::StatusLine), "bad".into());
+        t.add(
+            ErrorKind::Malformed(MalformedKind::StatusLine),
+            "bad".into(),
+        );
         let c = t.into_counts();
         assert_eq!(c.len(), 2);
         assert_eq!(c[0].kind, ErrorKind::Refused);

@@ -97,9 +97,11 @@ impl Recorder {
         self.tick(t.done);
         let latency = t.done.saturating_duration_since(t.intended);
         self.latency.record(latency);
-        self.service.record(t.done.saturating_duration_since(t.sent));
+        self.service
+            .record(t.done.saturating_duration_since(t.sent));
         if self.open_loop {
-            self.lag.record(t.sent.saturating_duration_since(t.intended));
+            self.lag
+                .record(t.sent.saturating_duration_since(t.intended));
         }
         self.waiting
             .record(t.first_byte.saturating_duration_since(t.sent));

@@ -1,0 +1,186 @@
+//! Test helpers: run the built binary with a time limit, and small scripted
+//! TCP servers on 127.0.0.1:0 whose every loop is bounded.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_redline")
+}
+
+/// Runs redline with a hard time limit (kills it past `limit`).
+pub fn redline_with_limit(args: &[&str], limit: Duration) -> (Output, Duration) {
+    let start = Instant::now();
+    let child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn redline");
+    let out = wait_limit(child, limit);
+    (out, start.elapsed())
+}
+
+pub fn redline(args: &[&str]) -> Output {
+    redline_with_limit(args, Duration::from_secs(60)).0
+}
+
+pub fn wait_limit(mut child: Child, limit: Duration) -> Output {
+    let start = Instant::now();
+    loop {
+        match child.try_wait().expect("wait") {
+            Some(_) => break,
+            None if start.elapsed() > limit => {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("output");
+                panic!(
+                    "redline did not finish within {limit:?}; stderr: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Runs redline with `--output json -q` and parses the record; panics on a non-zero exit.
+pub fn run_json(args: &[&str]) -> serde_json::Value {
+    let mut a: Vec<&str> = vec!["run", "--output", "json", "-q"];
+    a.extend_from_slice(args);
+    let out = redline(&a);
+    assert!(
+        out.status.success(),
+        "redline {a:?} failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+pub fn counter(v: &serde_json::Value, name: &str) -> u64 {
+    v["counters"][name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no counter {name}"))
+}
+
+pub fn error_count(v: &serde_json::Value, kind: &str) -> u64 {
+    v["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == kind)
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum()
+}
+
+/// A scripted server: each accepted connection is handed to `handler` on its
+/// own thread. Stops accepting when dropped or after `lifetime`.
+pub struct ScriptServer {
+    pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    pub accepted: Arc<AtomicU64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ScriptServer {
+    pub fn start<F>(handler: F) -> ScriptServer
+    where
+        F: Fn(TcpStream) + Send + Sync + 'static,
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let accepted = Arc::new(AtomicU64::new(0));
+        let handler = Arc::new(handler);
+        let (s2, a2) = (stop.clone(), accepted.clone());
+        let thread = std::thread::spawn(move || {
+            let lifetime = Instant::now() + Duration::from_secs(60);
+            while !s2.load(Ordering::SeqCst) && Instant::now() < lifetime {
+                match listener.accept() {
+                    Ok((sock, _)) => {
+                        a2.fetch_add(1, Ordering::SeqCst);
+                        sock.set_nonblocking(false).unwrap();
+                        let _ = sock.set_read_timeout(Some(Duration::from_secs(20)));
+                        let h = handler.clone();
+                        std::thread::spawn(move || h(sock));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(2)),
+                }
+            }
+        });
+        ScriptServer {
+            addr,
+            stop,
+            accepted,
+            thread: Some(thread),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+}
+
+impl Drop for ScriptServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Reads one request head (up to the blank line); false on EOF or error.
+pub fn read_head(s: &mut TcpStream) -> bool {
+    let mut buf = Vec::new();
+    let mut b = [0u8; 1];
+    while buf.len() < 64 * 1024 {
+        match s.read(&mut b) {
+            Ok(1) => {
+                buf.push(b[0]);
+                if buf.ends_with(b"\r\n\r\n") {
+                    return true;
+                }
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Serves keep-alive requests with a fixed response, sleeping `delay` before each.
+pub fn fixed_server(response: &'static [u8], delay: Duration) -> ScriptServer {
+    ScriptServer::start(move |mut s| {
+        let _ = s.set_nodelay(true);
+        for _ in 0..1_000_000 {
+            if !read_head(&mut s) {
+                return;
+            }
+            if !delay.is_zero() {
+                std::thread::sleep(delay);
+            }
+            if s.write_all(response).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// The built-in target in this process.
+pub fn builtin() -> redline_serve::Server {
+    redline_serve::Server::start(redline_serve::ServeConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        threads: 1,
+    })
+    .expect("start built-in server")
+}
