@@ -56,6 +56,7 @@ for need in python3 taskset timeout awk "$NGINX"; do
 done
 [[ -x /usr/bin/time ]] || die "/usr/bin/time not found (Debian package 'time')"
 ncpu=$(nproc)
+HZ=$(getconf CLK_TCK)
 if ((ncpu < 2)); then
     log "warning: only $ncpu CPU; server and client will share it"
     SERVER_CPU=0 CLIENT_CPU=0
@@ -127,7 +128,8 @@ PY
 }
 
 # json_get FILE PATH...: print the first dotted PATH found in the JSON object
-# in FILE (the file may hold text around one JSON object), or nothing.
+# in FILE (the file may hold text around one JSON object), or nothing. Only
+# numbers and booleans (printed as true/false) count as found.
 json_get() {
     python3 - "$@" <<'PY'
 import json, sys
@@ -151,7 +153,10 @@ for key in keys:
         else:
             cur = None
             break
-    if isinstance(cur, (int, float)) and not isinstance(cur, bool):
+    if isinstance(cur, bool):
+        print("true" if cur else "false")
+        break
+    if isinstance(cur, (int, float)):
         print(cur)
         break
 PY
@@ -159,6 +164,19 @@ PY
 
 # grab PATTERN FIELD FILE: awk field FIELD of the first line matching PATTERN.
 grab() { awk -v p="$1" -v f="$2" '$0 ~ p { print $f; exit }' "$3"; }
+
+# busy_ticks: CPU ticks spent busy (not idle, not iowait) on all CPUs so far.
+busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+
+# nginx_ticks: CPU ticks (user + sys) used so far by the nginx master and workers.
+nginx_ticks() {
+    local pid total=0 t
+    for pid in "$NGINX_PID" $(pgrep -P "$NGINX_PID" || true); do
+        t=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
+        total=$((total + t))
+    done
+    echo "$total"
+}
 
 # ---------------------------------------------------------------- nginx
 
@@ -262,16 +280,20 @@ have_redline() {
 }
 cmd_redline() { CMD=("$REDLINE" run -c "$CONNS" -d "${DURATION}s" -t 1 --output json "$1"); }
 parse_redline() {
-    local completed dur failed
-    RPS=$(json_get "$1" requests_per_sec summary.requests_per_sec throughput.requests_per_sec)
-    completed=$(json_get "$1" counters.completed summary.completed completed)
-    dur=$(json_get "$1" duration_s summary.duration_s elapsed_s)
+    local completed dur failed non2xx limited
+    RPS=$(json_get "$1" requests_per_sec summary.requests_per_sec)
+    completed=$(json_get "$1" counters.completed summary.completed)
+    dur=$(json_get "$1" duration_s summary.duration_s)
     if [[ -z $RPS && -n $completed && -n $dur ]]; then
         RPS=$(awk -v n="$completed" -v d="$dur" 'BEGIN { if (d > 0) printf "%.2f", n / d }')
     fi
     REQS=$completed
-    failed=$(json_get "$1" counters.failed counters.errors summary.failed)
+    failed=$(json_get "$1" counters.failed)
+    non2xx=$(json_get "$1" counters.non_2xx)
+    limited=$(json_get "$1" client_limited)
     if [[ -n $failed && $failed != 0 ]]; then NOTE="failed=$failed"; fi
+    if [[ -n $non2xx && $non2xx != 0 ]]; then NOTE="${NOTE:+$NOTE }non2xx=$non2xx"; fi
+    if [[ $limited == true ]]; then NOTE="${NOTE:+$NOTE }redline says client-limited"; fi
 }
 
 have_wrk() { command -v wrk >/dev/null || { echo "not installed (apt-get install wrk)"; return 1; }; }
@@ -315,9 +337,9 @@ cmd_hey() { CMD=(hey -z "${DURATION}s" -c "$CONNS" "$1"); }
 parse_hey() {
     RPS=$(grab 'Requests/sec:' 2 "$1")
     # Status code distribution:  [200] 12345 responses
-    REQS=$(awk '/^ *\[[0-9]+\] [0-9]+ responses/ { n += $2 } END { if (n) print n }' "$1")
+    REQS=$(awk '/^[ \t]*\[[0-9]+\][ \t]+[0-9]+ responses/ { n += $2 } END { if (n) print n }' "$1")
     local other
-    other=$(awk '/^ *\[[0-9]+\] [0-9]+ responses/ && $1 != "[200]" { n += $2 } END { print n + 0 }' "$1")
+    other=$(awk '/^[ \t]*\[[0-9]+\][ \t]+[0-9]+ responses/ && $1 != "[200]" { n += $2 } END { print n + 0 }' "$1")
     if [[ $other != 0 ]]; then NOTE="non200=$other"; fi
     if grep -q '^Error distribution' "$1"; then NOTE="${NOTE:+$NOTE }errors (see raw output)"; fi
 }
@@ -392,9 +414,15 @@ run_tool() {
     timef="$OUT/raw/s${SCENARIO}-$tool.time"
     log "scenario $SCENARIO: $tool (${DURATION}s, $CONNS conns, CPU $CLIENT_CPU)"
     printf '%s\n' "taskset -c $CLIENT_CPU ${CMD[*]}" >>"$CMDS"
+    if [[ " $RAN " != *" $tool "* ]]; then RAN="${RAN:+$RAN }$tool"; fi
+    local busy0 srv0 busy1 srv1
+    busy0=$(busy_ticks)
+    srv0=$(nginx_ticks)
     /usr/bin/time -f '%U %S %M' -o "$timef" \
         taskset -c "$CLIENT_CPU" timeout -k 5 $((DURATION * 3 + 30)) "${CMD[@]}" \
         >"$raw" 2>"$raw.err" || rc=$?
+    busy1=$(busy_ticks)
+    srv1=$(nginx_ticks)
     RPS='' REQS='' NOTE=''
     "parse_$tool" "$raw"
     if ((rc != 0)); then NOTE="${NOTE:+$NOTE; }exit status $rc"; fi
@@ -408,22 +436,62 @@ run_tool() {
     read -r usr sys rss < <(tail -n 1 "$timef")
     awk -v tool="$tool" -v rps="$RPS" -v reqs="${REQS:-}" -v dur="$DURATION" \
         -v usr="$usr" -v sys="$sys" -v rss="$rss" -v bytes="$S_BYTES" \
-        -v resp="$RESP_BYTES" -v note="$NOTE" 'BEGIN {
+        -v resp="$RESP_BYTES" -v note="$NOTE" -v hz="$HZ" \
+        -v busy=$((busy1 - busy0)) -v srv=$((srv1 - srv0)) 'BEGIN {
             if (reqs == "") reqs = rps * dur
             cpu = usr + sys
-            per_cpu = cpu > 0 ? reqs / cpu : 0
-            row = sprintf("| %s | %.0f | %.2f | %.0f | %.1f |", tool, rps, cpu, per_cpu, rss / 1024)
+            per_cpu = cpu > 0 ? sprintf("%.0f", reqs / cpu) : "-"
+            row = sprintf("| %s | %.0f | %.2f | %s | %.1f |", tool, rps, cpu, per_cpu, rss / 1024)
             if (bytes == 1)
-                row = row sprintf(" %.1f | %.1f |", rps * resp / 1e6, cpu > 0 ? reqs * resp / cpu / 1e6 : 0)
-            if (note != "") row = row " " note " |"
-            else row = row " |"
+                row = row sprintf(" %.1f | %s |", rps * resp / 1e6, cpu > 0 ? sprintf("%.1f", reqs * resp / cpu / 1e6) : "-")
+            # Server CPU says whether nginx was the limit; CPU used by
+            # anything else during the run makes the numbers suspect.
+            other = busy / hz - srv / hz - cpu
+            note = sprintf("nginx %.1f CPU-s", srv / hz) (note != "" ? "; " note : "")
+            if (other > 0.5 + 0.05 * dur) note = note sprintf("; other load %.1f CPU-s", other)
+            row = row " " note " |"
             print row
         }' >>"$ROWS"
     sleep "$PAUSE"
 }
 
+# Scenario 6: redline's peak RSS must not grow with the request count.
+run_memory_scenario() {
+    local url="http://127.0.0.1:$PORT/small.html" n rc timef raw usr sys rss
+    have_redline >/dev/null || { log "skip scenario 6: redline missing"; return 0; }
+    {
+        echo "### Scenario 6: peak RSS against the request count (redline)"
+        echo
+        echo "| requests | req/s | CPU s (user+sys) | peak RSS MB |"
+        echo "|---:|---:|---:|---:|"
+    } >>"$BODY"
+    local cmds=''
+    for n in 100000 10000000; do
+        raw="$OUT/raw/s6-redline-$n.txt"
+        timef="$OUT/raw/s6-redline-$n.time"
+        rc=0
+        log "scenario 6: redline -n $n"
+        /usr/bin/time -f '%U %S %M' -o "$timef" \
+            taskset -c "$CLIENT_CPU" timeout -k 5 900 "$REDLINE" run -c "$CONNS" -n "$n" -t 1 --output json "$url" \
+            >"$raw" 2>"$raw.err" || rc=$?
+        read -r usr sys rss < <(tail -n 1 "$timef")
+        RPS='' REQS='' NOTE=''
+        parse_redline "$raw"
+        awk -v n="$n" -v rps="${RPS:-0}" -v usr="$usr" -v sys="$sys" -v rss="$rss" -v rc="$rc" 'BEGIN {
+            printf "| %d | %.0f | %.2f | %.1f |%s\n", n, rps, usr + sys, rss / 1024, rc != 0 ? " exit " rc : ""
+        }' >>"$BODY"
+        cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU $REDLINE run -c $CONNS -n $n -t 1 --output json $url"
+        sleep "$PAUSE"
+    done
+    printf '\nCommands:\n\n```%s\n```\n\n' "$cmds" >>"$BODY"
+}
+
 run_scenario() {
     SCENARIO=$1
+    if [[ $SCENARIO == 6 ]]; then
+        run_memory_scenario
+        return 0
+    fi
     if ! scenario_def "$SCENARIO"; then
         log "scenario $SCENARIO is not defined yet; skipping"
         printf '### Scenario %s\n\nNot defined yet.\n\n' "$SCENARIO" >>"$BODY"
@@ -471,17 +539,25 @@ run_scenario() {
 
 # ---------------------------------------------------------------- main
 
+b0=$(busy_ticks)
+sleep 1
+idle_load=$(awk -v b=$(($(busy_ticks) - b0)) -v hz="$HZ" 'BEGIN { printf "%.2f", b / hz }')
+if awk -v l="$idle_load" 'BEGIN { exit !(l > 0.2) }'; then
+    log "warning: the machine is busy before the benchmark ($idle_load CPU-s used in 1 s); results will be noisy"
+fi
 start_nginx
 BODY="$TMP/body.md"
 : >"$BODY"
+RAN=''
+
 for s in $SCENARIOS; do
     run_scenario "$s"
 done
 
 cpu_model=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo)
 versions=
-for t in redline wrk h2load ab hey oha; do
-    if have_"$t" >/dev/null; then versions="${versions:+$versions, }$(tool_version "$t")"; fi
+for t in $RAN; do
+    versions="${versions:+$versions, }$(tool_version "$t")"
 done
 {
     echo "## Peer comparison, $(date -u +%F)"

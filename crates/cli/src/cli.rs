@@ -297,15 +297,12 @@ fn run_plan(plan: &Plan, out: &OutArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return fail(EXIT_RUNTIME, e),
     };
-    let doc = match out.output {
-        Output::Text => redline_report::text(&rec),
-        Output::Json => redline_report::json(&rec),
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = match out.output {
+        Output::Text => stdout.write_all(redline_report::text(&rec).as_bytes()),
+        Output::Json => redline_report::write_json(&rec, &mut stdout),
     };
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout
-        .write_all(doc.as_bytes())
-        .and_then(|_| stdout.flush())
-    {
+    if let Err(e) = written.and_then(|_| stdout.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             return fail(EXIT_RUNTIME, format!("cannot write the report: {e}"));
         }

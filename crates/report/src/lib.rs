@@ -17,6 +17,13 @@ pub fn json(rec: &RunRecord) -> String {
     s
 }
 
+/// Writes the run record as pretty JSON straight to `w` (no intermediate string,
+/// so a long run's report costs no extra peak memory).
+pub fn write_json(rec: &RunRecord, w: &mut impl std::io::Write) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *w, rec).map_err(std::io::Error::other)?;
+    w.write_all(b"\n")
+}
+
 /// Formats microseconds for people: `850µs`, `12.34ms`, `1.50s`.
 pub fn dur_us(us: f64) -> String {
     if !us.is_finite() {

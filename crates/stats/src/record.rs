@@ -227,7 +227,7 @@ pub struct SeriesPoint {
     pub p99_us: u64,
     /// Max latency, µs.
     pub max_us: u64,
-    /// The second's latency histogram (HdrHistogram V2 deflate, base64; 2 digits).
+    /// The second's latency histogram (HdrHistogram V2, base64; 2 digits).
     pub hist: SeriesHist,
 }
 
