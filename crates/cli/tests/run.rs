@@ -74,6 +74,12 @@ fn open_loop_rate_is_kept() {
     );
     assert_eq!(counter(&v, "scheduled"), done);
     assert_eq!(v["config"]["load"]["type"], "open");
+    let sent_rate = v["sent_per_sec"].as_f64().unwrap();
+    assert!(
+        (198.0..=202.0).contains(&sent_rate),
+        "achieved {sent_rate}/s"
+    );
+    assert_eq!(v["client_limited"], false, "{}", v["warnings"]);
 }
 
 #[test]

@@ -261,13 +261,9 @@ fn add_warnings(
             requests,
             ..
         } => {
-            let window = match (duration, requests) {
-                (Some(d), _) => d.as_secs_f64().min(rec.duration_s),
-                (None, Some(n)) => (*n as f64 / rate).min(rec.duration_s),
-                _ => rec.duration_s,
-            };
-            if window > 0.0 && !rec.interrupted {
-                let achieved = rec.counters.sent as f64 / window;
+            let _ = (duration, requests);
+            if rec.send_window_s() > 0.0 && !rec.interrupted {
+                let achieved = rec.sent_per_sec;
                 if achieved < rate * 0.99 {
                     rec.warn(
                         "rate_short",

@@ -182,6 +182,14 @@ pub fn text(rec: &RunRecord) -> String {
         );
     }
     let _ = writeln!(o, "Requests/sec:     {:.2}", rec.requests_per_sec);
+    if let redline_stats::LoadModel::Open { rate, .. } = &cfg.load {
+        let _ = writeln!(
+            o,
+            "Send rate:        {:.2} req/s achieved of {rate} req/s target ({:+.2}%)",
+            rec.sent_per_sec,
+            (rec.sent_per_sec / rate - 1.0) * 100.0
+        );
+    }
     let _ = writeln!(
         o,
         "Transfer:         {}/s received ({} total, {} of bodies), {} sent",

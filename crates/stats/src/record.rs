@@ -321,6 +321,8 @@ pub struct RunRecord {
     pub requests_per_sec: f64,
     /// Bytes read per second over `duration_s`.
     pub bytes_per_sec: f64,
+    /// Requests sent per second over the sending window (open loop: compare with the target rate).
+    pub sent_per_sec: f64,
     /// Counters.
     pub counters: Counters,
     /// Responses by status code.
@@ -363,6 +365,7 @@ impl RunRecord {
             server: ServerInfo::default(),
             requests_per_sec: 0.0,
             bytes_per_sec: 0.0,
+            sent_per_sec: 0.0,
             counters: Counters::default(),
             status_codes: BTreeMap::new(),
             errors: Vec::new(),
@@ -387,6 +390,34 @@ impl RunRecord {
             self.requests_per_sec = 0.0;
             self.bytes_per_sec = 0.0;
         }
+        let window = self.send_window_s();
+        self.sent_per_sec = if window > 0.0 {
+            self.counters.sent as f64 / window
+        } else {
+            0.0
+        };
+    }
+
+    /// Seconds during which requests were being sent: the planned duration (or
+    /// the planned count at the target rate), at most the run's duration.
+    pub fn send_window_s(&self) -> f64 {
+        let planned = match &self.config.load {
+            LoadModel::Open {
+                duration_s: Some(d),
+                ..
+            }
+            | LoadModel::Closed {
+                duration_s: Some(d),
+                ..
+            } => *d,
+            LoadModel::Open {
+                requests: Some(n),
+                rate,
+                ..
+            } => *n as f64 / rate,
+            _ => self.duration_s,
+        };
+        planned.min(self.duration_s)
     }
 
     /// Adds a warning once (by code).
