@@ -45,6 +45,12 @@ enum Command {
     Serve(ServeArgs),
     /// Start the built-in target on 127.0.0.1 and run a short benchmark against it.
     Demo(DemoArgs),
+    #[command(flatten)]
+    History(crate::cmd_history::HistoryCmd),
+    #[command(flatten)]
+    Web(crate::cmd_web::WebCmd),
+    #[command(flatten)]
+    Server(crate::cmd_server::ServerCmd),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -121,6 +127,17 @@ struct RunArgs {
     seed: Option<u64>,
     #[command(flatten)]
     out: OutArgs,
+    #[command(flatten)]
+    save: crate::cmd_history::RunSaveArgs,
+    #[command(flatten)]
+    watch: crate::cmd_server::RunWatchArgs,
+}
+
+/// What `run` does around the engine: watching the server, saving the run.
+#[derive(Default)]
+struct Hooks {
+    save: crate::cmd_history::RunSaveArgs,
+    watch: crate::cmd_server::RunWatchArgs,
 }
 
 #[derive(Args, Debug)]
@@ -171,13 +188,17 @@ fn arrival(s: &str) -> Result<Arrival, String> {
     s.parse()
 }
 
-const SUBCOMMANDS: [&str; 4] = ["run", "serve", "demo", "help"];
-
 /// `redline URL …` and `redline -c 10 URL` mean `redline run …`.
 fn normalize_args(mut args: Vec<String>) -> Vec<String> {
+    use clap::CommandFactory;
     if let Some(first) = args.get(1) {
         let is_meta = matches!(first.as_str(), "-h" | "--help" | "-V" | "--version");
-        if !is_meta && !SUBCOMMANDS.contains(&first.as_str()) {
+        let cmd = Cli::command();
+        let is_sub = first == "help"
+            || cmd
+                .get_subcommands()
+                .any(|c| c.get_name() == first || c.get_all_aliases().any(|a| a == first));
+        if !is_meta && !is_sub {
             args.insert(1, "run".into());
         }
     }
@@ -199,7 +220,8 @@ fn install_ctrlc() {
     });
 }
 
-fn fail(code: i32, msg: impl std::fmt::Display) -> i32 {
+/// Prints a one-line error and returns the exit code.
+pub fn fail(code: i32, msg: impl std::fmt::Display) -> i32 {
     eprintln!("redline: error: {msg}");
     code
 }
@@ -219,6 +241,9 @@ pub fn main() -> i32 {
         Command::Run(a) => cmd_run(*a),
         Command::Serve(a) => cmd_serve(a),
         Command::Demo(a) => cmd_demo(a),
+        Command::History(c) => crate::cmd_history::dispatch(c),
+        Command::Web(c) => crate::cmd_web::dispatch(c),
+        Command::Server(c) => crate::cmd_server::dispatch(c),
     }
 }
 
@@ -260,16 +285,31 @@ fn cmd_run(a: RunArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return fail(EXIT_USAGE, e),
     };
-    run_plan(&plan, &a.out)
+    let hooks = Hooks {
+        save: a.save,
+        watch: a.watch,
+    };
+    run_plan(&plan, &a.out, &hooks)
 }
 
-fn run_plan(plan: &Plan, out: &OutArgs) -> i32 {
+fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
+    let watch = match crate::cmd_server::before_run(&hooks.watch) {
+        Ok(w) => w,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    let mut live = match crate::cmd_history::LiveSink::open(&hooks.save) {
+        Ok(l) => l,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
     install_ctrlc();
     let stop = STOP.get_or_init(StopHandle::new).clone();
     let show_progress = !out.quiet && std::io::stderr().is_terminal();
     let mut last: Option<Snapshot> = None;
     let mut last_print = Duration::ZERO;
     let result = execute(plan, &stop, |s| {
+        if let Some(l) = live.as_mut() {
+            l.snapshot(s);
+        }
         if !show_progress || s.elapsed < last_print + Duration::from_millis(500) {
             return;
         }
@@ -293,10 +333,22 @@ fn run_plan(plan: &Plan, out: &OutArgs) -> i32 {
     if show_progress {
         eprint!("\r\x1b[K");
     }
-    let rec = match result {
+    let mut rec = match result {
         Ok(r) => r,
         Err(e) => return fail(EXIT_RUNTIME, e),
     };
+    crate::cmd_server::after_run(watch, &mut rec);
+    match crate::cmd_history::after_run(&hooks.save, &mut rec) {
+        Ok(lines) => {
+            for l in lines {
+                eprintln!("{l}");
+            }
+        }
+        Err(e) => {
+            // The report is still printed: results are never lost.
+            eprintln!("redline: error: {e}");
+        }
+    }
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let written = match out.output {
         Output::Text => stdout.write_all(redline_report::text(&rec).as_bytes()),
@@ -366,7 +418,7 @@ fn cmd_demo(a: DemoArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return fail(EXIT_RUNTIME, e),
     };
-    let code = run_plan(&plan, &a.out);
+    let code = run_plan(&plan, &a.out, &Hooks::default());
     if a.out.output == Output::Text {
         let st = server.stats();
         println!(
@@ -390,5 +442,6 @@ mod tests {
         assert_eq!(normalize_args(v(&["redline", "-c", "3", "x"]))[1], "run");
         assert_eq!(normalize_args(v(&["redline", "serve"]))[1], "serve");
         assert_eq!(normalize_args(v(&["redline", "--help"]))[1], "--help");
+        assert_eq!(normalize_args(v(&["redline", "demo"]))[1], "demo");
     }
 }

@@ -1,6 +1,9 @@
 //! The `redline` command: flags → plan → engine → report. Thin on purpose.
 
 mod cli;
+mod cmd_history;
+mod cmd_server;
+mod cmd_web;
 
 fn main() {
     std::process::exit(cli::main());

@@ -5,6 +5,10 @@
 //! run record itself, versioned and schema-checked.
 #![deny(missing_docs)]
 
+pub mod compare;
+pub mod csv;
+pub mod html;
+
 use redline_stats::{Hist, RunRecord};
 use std::fmt::Write as _;
 

@@ -11,6 +11,7 @@ pub mod hist;
 pub mod record;
 pub mod recorder;
 pub mod time;
+pub mod watch;
 
 pub use error::{ErrorCount, ErrorKind, ErrorTally, MalformedKind};
 pub use hist::{Hist, SeriesHist};
@@ -19,3 +20,4 @@ pub use record::{
     Warning, FORMAT, FORMAT_VERSION,
 };
 pub use recorder::{Recorder, Timing};
+pub use watch::ServerWatch;

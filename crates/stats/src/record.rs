@@ -347,6 +347,15 @@ pub struct RunRecord {
     pub client: ClientUsage,
     /// Warnings, e.g. when the client was the limit.
     pub warnings: Vec<Warning>,
+    /// A label given with `--label` (e.g. `before-keepalive`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// A free note given with `--note`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The server's processes and machine as watched during the run (`--watch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_watch: Option<crate::watch::ServerWatch>,
 }
 
 impl RunRecord {
@@ -378,6 +387,9 @@ impl RunRecord {
             series: Vec::new(),
             client: ClientUsage::default(),
             warnings: Vec::new(),
+            label: None,
+            note: None,
+            server_watch: None,
         }
     }
 
