@@ -67,6 +67,9 @@ if [[ ! -x $REDLINE && $BUILD == 1 ]]; then
     cargo build --release -p redline
 fi
 
+# Scenario 2 needs 10,000 connections: raise the soft fd limit to the hard one.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
 mkdir -p "$OUT/raw"
 OUT=$(cd "$OUT" && pwd)
 RESULTS="$OUT/results.md"
@@ -278,7 +281,11 @@ have_redline() {
         return 1
     fi
 }
-cmd_redline() { CMD=("$REDLINE" run -c "$CONNS" -d "${DURATION}s" -t 1 --output json "$1"); }
+cmd_redline() {
+    CMD=("$REDLINE" run -c "$CONNS" -d "${DURATION}s" -t 1 --output json "$1")
+    if [[ ${SCENARIO:-} == 3 ]]; then CMD+=(--no-keepalive); fi
+    if "$REDLINE" run --help 2>/dev/null | grep -q -- --no-save; then CMD+=(--no-save); fi
+}
 parse_redline() {
     local completed dur failed non2xx limited
     RPS=$(json_get "$1" requests_per_sec summary.requests_per_sec)
@@ -297,7 +304,10 @@ parse_redline() {
 }
 
 have_wrk() { command -v wrk >/dev/null || { echo "not installed (apt-get install wrk)"; return 1; }; }
-cmd_wrk() { CMD=(wrk -t1 -c"$CONNS" -d"${DURATION}s" "$1"); }
+cmd_wrk() {
+    CMD=(wrk -t1 -c"$CONNS" -d"${DURATION}s" "$1")
+    if [[ ${SCENARIO:-} == 3 ]]; then CMD+=(-H 'Connection: close'); fi
+}
 parse_wrk() {
     RPS=$(grab '^Requests/sec:' 2 "$1")
     REQS=$(grab 'requests in' 1 "$1")
@@ -321,7 +331,13 @@ parse_h2load() {
 
 have_ab() { command -v ab >/dev/null || { echo "not installed (apt-get install apache2-utils)"; return 1; }; }
 # -n after -t: -t alone caps the run at 50000 requests.
-cmd_ab() { CMD=(ab -k -c "$CONNS" -t "$DURATION" -n 100000000 "$1"); }
+cmd_ab() {
+    if [[ ${SCENARIO:-} == 3 ]]; then
+        CMD=(ab -c "$CONNS" -t "$DURATION" -n 100000000 "$1")
+    else
+        CMD=(ab -k -c "$CONNS" -t "$DURATION" -n 100000000 "$1")
+    fi
+}
 parse_ab() {
     RPS=$(grab '^Requests per second:' 4 "$1")
     REQS=$(grab '^Complete requests:' 3 "$1")
@@ -353,6 +369,7 @@ cmd_oha() {
     else
         CMD=("$OHA" --no-tui -z "${DURATION}s" -c "$CONNS" --json "$1")
     fi
+    if [[ ${SCENARIO:-} == 3 ]]; then CMD+=(--disable-keepalive); fi
 }
 parse_oha() {
     local ok rate
@@ -382,11 +399,23 @@ tool_version() {
 
 scenario_def() {
     S_BYTES=0
+    S_CONNS=$CONNS
     case $1 in
         1)
             S_TITLE="Scenario 1: keep-alive GET of a small file ($SMALL_BYTES B)"
             S_PATH=/small.html
             S_TOOLS="redline wrk h2load ab hey oha"
+            ;;
+        2)
+            S_TITLE="Scenario 2: keep-alive GET of a small file ($SMALL_BYTES B) at 10,000 connections"
+            S_PATH=/small.html
+            S_TOOLS="redline wrk h2load oha"
+            S_CONNS=10000
+            ;;
+        3)
+            S_TITLE="Scenario 3: a new connection for every request (no keep-alive), small file"
+            S_PATH=/small.html
+            S_TOOLS="redline ab wrk oha"
             ;;
         5)
             S_TITLE="Scenario 5: keep-alive GET of a 50 KB page ($PAGE_BYTES B)"
@@ -418,14 +447,25 @@ run_tool() {
     local busy0 srv0 busy1 srv1
     busy0=$(busy_ticks)
     srv0=$(nginx_ticks)
+    # Connections actually open, counted on the server side half-way through.
+    (sleep "$(awk -v d="$DURATION" 'BEGIN { print d / 2 }')"
+        ss -Htn state established "( sport = :$PORT )" 2>/dev/null | wc -l >"$raw.open") &
+    local sampler=$!
     /usr/bin/time -f '%U %S %M' -o "$timef" \
         taskset -c "$CLIENT_CPU" timeout -k 5 $((DURATION * 3 + 30)) "${CMD[@]}" \
         >"$raw" 2>"$raw.err" || rc=$?
+    wait "$sampler" 2>/dev/null || true
+    if ((CONNS > 1000)) && [[ -s $raw.open ]]; then
+        NOTE_OPEN="open at mid-run: $(cat "$raw.open")"
+    else
+        NOTE_OPEN=''
+    fi
     busy1=$(busy_ticks)
     srv1=$(nginx_ticks)
     RPS='' REQS='' NOTE=''
     "parse_$tool" "$raw"
     if ((rc != 0)); then NOTE="${NOTE:+$NOTE; }exit status $rc"; fi
+    if [[ -n $NOTE_OPEN ]]; then NOTE="${NOTE:+$NOTE; }$NOTE_OPEN"; fi
     if [[ -z $RPS ]]; then
         log "could not parse $tool output ($raw, $raw.err)"
         echo "- $tool: ran, but its output could not be parsed (exit status $rc; see raw/$(basename "$raw"))" >>"$SKIPS"
@@ -486,8 +526,77 @@ run_memory_scenario() {
     printf '\nCommands:\n\n```%s\n```\n\n' "$cmds" >>"$BODY"
 }
 
+# Scenario 4: open loop at fixed rates: is the rate kept, and how late are sends?
+run_rate_scenario() {
+    local url="http://127.0.0.1:$PORT/small.html" rate raw timef rc usr sys rss cmds=''
+    have_redline >/dev/null || { log "skip scenario 4: redline missing"; return 0; }
+    {
+        echo "### Scenario 4: open loop (redline -r), small file, ${DURATION} s per rate"
+        echo
+        echo "| tool | target req/s | achieved (sent) req/s | completed req/s | lag p99 | latency p99 | CPU s (user+sys) | peak RSS MB | notes |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+    } >>"$BODY"
+    for rate in 20000 50000; do
+        raw="$OUT/raw/s4-redline-$rate.txt"
+        timef="$OUT/raw/s4-redline-$rate.time"
+        rc=0
+        log "scenario 4: redline -r $rate"
+        local extra=()
+        if "$REDLINE" run --help 2>/dev/null | grep -q -- --no-save; then extra=(--no-save); fi
+        /usr/bin/time -f '%U %S %M' -o "$timef" \
+            taskset -c "$CLIENT_CPU" timeout -k 5 $((DURATION * 3 + 30)) \
+            "$REDLINE" run -r "$rate" -c "$CONNS" -d "${DURATION}s" -t 1 --output json "${extra[@]}" "$url" \
+            >"$raw" 2>"$raw.err" || rc=$?
+        read -r usr sys rss < <(tail -n 1 "$timef")
+        python3 - "$raw" "$rate" "$usr" "$sys" "$rss" "$rc" >>"$BODY" <<'PY'
+import json, sys
+raw, rate, usr, sys_, rss, rc = sys.argv[1:]
+try:
+    v = json.load(open(raw))
+except Exception as e:
+    print(f"| redline | {rate} | - | - | - | - | - | - | unreadable output: {e} |")
+    sys.exit(0)
+notes = []
+if v.get("client_limited"):
+    notes.append("client-limited: " + "; ".join(w["code"] for w in v.get("warnings", [])))
+if v["counters"]["failed"]:
+    notes.append(f"failed={v['counters']['failed']}")
+if rc != "0":
+    notes.append(f"exit {rc}")
+lag = v["scheduler_lag"]["percentiles_us"]["p99"]
+lat = v["latency"]["percentiles_us"]["p99"]
+print(f"| redline | {rate} | {v['sent_per_sec']:.0f} | {v['requests_per_sec']:.0f} | {lag} µs | {lat} µs | "
+      f"{float(usr) + float(sys_):.2f} | {int(rss) / 1024:.1f} | {'; '.join(notes)} |")
+PY
+        cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU $REDLINE run -r $rate -c $CONNS -d ${DURATION}s -t 1 --output json ${extra[*]} $url"
+        if command -v h2load >/dev/null; then
+            raw="$OUT/raw/s4-h2load-$rate.txt"
+            timef="$OUT/raw/s4-h2load-$rate.time"
+            rc=0
+            log "scenario 4: h2load --rps $((rate / CONNS)) per connection"
+            /usr/bin/time -f '%U %S %M' -o "$timef" \
+                taskset -c "$CLIENT_CPU" timeout -k 5 $((DURATION * 3 + 30)) \
+                h2load --h1 -t1 -c "$CONNS" --rps "$((rate / CONNS))" -D "$DURATION" "$url" \
+                >"$raw" 2>"$raw.err" || rc=$?
+            read -r usr sys rss < <(tail -n 1 "$timef")
+            local got
+            got=$(awk '/^finished in/ { for (i = 1; i <= NF; i++) if ($i ~ /req\/s/) { print $(i - 1); exit } }' "$raw" | tr -d ',')
+            awk -v rate="$rate" -v got="${got:-0}" -v usr="$usr" -v sys="$sys" -v rss="$rss" 'BEGIN {
+                printf "| h2load --rps | %d | - | %.0f | - | - | %.2f | %.1f | no intended-time latency |\n", rate, got, usr + sys, rss / 1024
+            }' >>"$BODY"
+            cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU h2load --h1 -t1 -c $CONNS --rps $((rate / CONNS)) -D $DURATION $url"
+        fi
+        sleep "$PAUSE"
+    done
+    printf '\nCommands:\n\n```%s\n```\n\n' "$cmds" >>"$BODY"
+}
+
 run_scenario() {
     SCENARIO=$1
+    if [[ $SCENARIO == 4 ]]; then
+        run_rate_scenario
+        return 0
+    fi
     if [[ $SCENARIO == 6 ]]; then
         run_memory_scenario
         return 0
@@ -497,7 +606,8 @@ run_scenario() {
         printf '### Scenario %s\n\nNot defined yet.\n\n' "$SCENARIO" >>"$BODY"
         return 0
     fi
-    local url="http://127.0.0.1:$PORT$S_PATH" probe status hdr body
+    local url="http://127.0.0.1:$PORT$S_PATH" probe status hdr body saved_conns=$CONNS
+    CONNS=$S_CONNS
     probe=$(http_probe "$url")
     read -r status hdr body <<<"$probe"
     [[ $status == 200 ]] || die "GET $url returned status '$status'"
@@ -535,6 +645,7 @@ run_scenario() {
         echo '```'
         echo
     } >>"$BODY"
+    CONNS=$saved_conns
 }
 
 # ---------------------------------------------------------------- main

@@ -1,22 +1,333 @@
-//! `redline page` and `redline audit` (issue 7): the page loader and the HTTP tuning audit.
-//! Placeholder until that work lands.
+//! `redline page` and `redline audit` (issue 7): the page loader (measure.pl's
+//! job: the page and everything it embeds, in first, repeat and cached views)
+//! and the HTTP tuning audit with fixes for Apache, nginx and lighttpd.
+//!
+//! Exit codes: 0 ok; 1 the page could not be loaded (refused, timed out, not
+//! HTTP); 2 usage error (bad flag, URL, header, unresolvable host);
+//! [`EXIT_FINDINGS`] (3) `audit --fail-on` found something that bad.
 
-use clap::Subcommand;
+use clap::{Args, Subcommand, ValueEnum};
+use redline_web::load::{LoadOpts, View};
+use redline_web::{audit, page};
+use std::io::Write;
+use std::time::Duration;
+
+/// Exit code: `redline audit --fail-on LEVEL` found a finding at or above LEVEL.
+pub const EXIT_FINDINGS: i32 = 3;
 
 /// The web subcommands.
 #[derive(Subcommand, Debug)]
 pub enum WebCmd {
-    /// (not yet available) Load a page with everything it embeds.
-    #[command(hide = true)]
-    Page,
+    /// Load a page with everything it embeds, like a browser (measure.pl): first, repeat and cached views, a waterfall.
+    Page(PageArgs),
+    /// Check a page's HTTP tuning (caching, validators, compression, keep-alive, images) and say how to fix it.
+    Audit(AuditArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum Output {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum FailOn {
+    Warning,
+    Error,
+}
+
+/// Flags both commands share.
+#[derive(Args, Debug)]
+pub struct CommonArgs {
+    /// The page (http://host[:port]/path); the scheme may be left out.
+    url: String,
+    /// Output format: text, or json.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FORMAT",
+        default_value = "text"
+    )]
+    output: Output,
+    /// No "Getting …" lines.
+    #[arg(short = 'q', long = "quiet")]
+    quiet: bool,
+    /// Extra request header for the page's own site, 'Name: value' (repeatable; never printed).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    headers: Vec<String>,
+    /// Per-request time limit.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = dur)]
+    timeout: Duration,
+    /// Connect time limit.
+    #[arg(long = "connect-timeout", value_name = "DURATION", default_value = "10s", value_parser = dur)]
+    connect_timeout: Duration,
+    /// Connections per host (browsers use 6).
+    #[arg(long = "per-host", value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u16).range(1..=64))]
+    per_host: u16,
+    /// Resources fetched at most.
+    #[arg(long = "max-resources", value_name = "N", default_value_t = 500)]
+    max_resources: usize,
+}
+
+/// `redline page`.
+#[derive(Args, Debug)]
+pub struct PageArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Load the views N times and report medians.
+    #[arg(short = 'n', long = "runs", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    runs: u32,
+}
+
+/// `redline audit`.
+#[derive(Args, Debug)]
+pub struct AuditArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Exit with code 3 when a finding on the page's own site is at least this bad (for CI).
+    #[arg(long = "fail-on", value_name = "LEVEL")]
+    fail_on: Option<FailOn>,
+}
+
+fn dur(s: &str) -> Result<Duration, String> {
+    redline_engine::parse_duration(s)
 }
 
 /// Runs a web subcommand; returns the exit code.
 pub fn dispatch(cmd: WebCmd) -> i32 {
     match cmd {
-        WebCmd::Page => crate::cli::fail(
-            crate::cli::EXIT_USAGE,
-            "`redline page` is not available yet",
-        ),
+        WebCmd::Page(a) => cmd_page(a),
+        WebCmd::Audit(a) => cmd_audit(a),
+    }
+}
+
+fn b64(input: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in input.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// Checks the flags and URL: the page URL (credentials moved into an
+/// Authorization header) and the load options. Err: a usage message.
+fn prepare(c: &CommonArgs) -> Result<(redline_web::url::Url, LoadOpts), String> {
+    let raw = c.url.trim();
+    let with_scheme = if raw.contains("://") {
+        raw.to_string()
+    } else {
+        format!("http://{raw}")
+    };
+    let mut u = redline_web::url::Url::parse(&with_scheme)
+        .map_err(|e| format!("invalid URL {:?}: {e}", redact(raw)))?;
+    match u.scheme() {
+        "http" => {}
+        "https" => {
+            return Err("https:// is not supported by `page`/`audit` yet; use http://".into())
+        }
+        s => return Err(format!("unsupported URL scheme {s:?}: use http://")),
+    }
+    if u.host_str().unwrap_or("").is_empty() {
+        return Err("the URL has no host".into());
+    }
+    let mut opts = LoadOpts::default();
+    opts.client.timeout = c.timeout;
+    opts.client.connect_timeout = c.connect_timeout;
+    opts.per_host = usize::from(c.per_host);
+    opts.max_resources = c.max_resources.max(1);
+    if !u.username().is_empty() || u.password().is_some() {
+        let user = percent_decode(u.username());
+        let pass = percent_decode(u.password().unwrap_or(""));
+        opts.client.headers.push((
+            "Authorization".into(),
+            format!("Basic {}", b64(format!("{user}:{pass}").as_bytes())),
+        ));
+        let _ = u.set_username("");
+        let _ = u.set_password(None);
+    }
+    for h in &c.headers {
+        let Some((n, v)) = h.split_once(':') else {
+            return Err(format!(
+                "invalid header {:?}: expected 'Name: value'",
+                h.split(':').next().unwrap_or("")
+            ));
+        };
+        let n = n.trim();
+        if n.is_empty()
+            || !n
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        {
+            return Err(format!("invalid header name {n:?}"));
+        }
+        if v.contains(['\r', '\n']) {
+            return Err(format!(
+                "invalid value for header {n}: line breaks are not allowed"
+            ));
+        }
+        opts.client
+            .headers
+            .push((n.to_string(), v.trim().to_string()));
+    }
+    Ok((u, opts))
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The user's URL for an error message, without credentials.
+fn redact(raw: &str) -> String {
+    match (raw.find("://"), raw.rfind('@')) {
+        (Some(s), Some(a)) if a > s => format!("{}[redacted]@{}", &raw[..s + 3], &raw[a + 1..]),
+        (None, Some(a)) => format!("[redacted]@{}", &raw[a + 1..]),
+        _ => raw.to_string(),
+    }
+}
+
+/// Loads the views; Err(exit code) when the page itself did not load.
+fn load_views(
+    c: &CommonArgs,
+    u: &redline_web::url::Url,
+    runs: usize,
+    opts: &LoadOpts,
+) -> Result<page::PageReport, i32> {
+    let to_stdout = c.output == Output::Text;
+    let quiet = c.quiet;
+    let mut echo = |line: &str| {
+        if quiet {
+            return;
+        }
+        if to_stdout {
+            let mut o = std::io::stdout().lock();
+            let _ = writeln!(o, "{line}");
+            let _ = o.flush();
+        } else {
+            eprintln!("{line}");
+        }
+    };
+    let rep = page::run(u, runs, opts, &mut echo);
+    let first = &rep.views[0];
+    let doc_ok = first
+        .entries
+        .iter()
+        .any(|e| e.kind == redline_web::discover::Kind::Document && e.status.is_some());
+    if !doc_ok {
+        let err = first
+            .entries
+            .first()
+            .and_then(|e| e.error.clone())
+            .unwrap_or_else(|| "no response".into());
+        let code = if err.starts_with("cannot resolve") {
+            crate::cli::EXIT_USAGE
+        } else {
+            crate::cli::EXIT_RUNTIME
+        };
+        return Err(crate::cli::fail(
+            code,
+            format!("cannot load {}: {err}", rep.url),
+        ));
+    }
+    Ok(rep)
+}
+
+fn print(s: &str) -> i32 {
+    let mut o = std::io::stdout().lock();
+    if o.write_all(s.as_bytes()).and_then(|_| o.flush()).is_err() {
+        return crate::cli::fail(crate::cli::EXIT_RUNTIME, "cannot write the report");
+    }
+    crate::cli::EXIT_OK
+}
+
+fn cmd_page(a: PageArgs) -> i32 {
+    let (u, opts) = match prepare(&a.common) {
+        Ok(x) => x,
+        Err(e) => return crate::cli::fail(crate::cli::EXIT_USAGE, e),
+    };
+    let rep = match load_views(&a.common, &u, a.runs as usize, &opts) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    match a.common.output {
+        Output::Json => match serde_json::to_string_pretty(&rep) {
+            Ok(s) => print(&(s + "\n")),
+            Err(e) => crate::cli::fail(crate::cli::EXIT_RUNTIME, e),
+        },
+        Output::Text => print(&page::render_text(&rep, &u)),
+    }
+}
+
+fn cmd_audit(a: AuditArgs) -> i32 {
+    let (u, opts) = match prepare(&a.common) {
+        Ok(x) => x,
+        Err(e) => return crate::cli::fail(crate::cli::EXIT_USAGE, e),
+    };
+    let rep = match load_views(&a.common, &u, 1, &opts) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let first = &rep.views[0];
+    let repeat = rep.views.iter().find(|l| l.view == View::Repeat);
+    let result = audit::audit(&rep.url, first, repeat, rep.summary.clone());
+    let code = match a.common.output {
+        Output::Json => match serde_json::to_string_pretty(&result) {
+            Ok(s) => print(&(s + "\n")),
+            Err(e) => crate::cli::fail(crate::cli::EXIT_RUNTIME, e),
+        },
+        Output::Text => print(&audit::render_text(&result)),
+    };
+    if code != crate::cli::EXIT_OK {
+        return code;
+    }
+    let limit = match a.fail_on {
+        None => return code,
+        Some(FailOn::Warning) => audit::Severity::Warning,
+        Some(FailOn::Error) => audit::Severity::Error,
+    };
+    if result.severity >= limit {
+        eprintln!(
+            "redline: audit: findings at or above {} (exit {EXIT_FINDINGS})",
+            limit.name()
+        );
+        EXIT_FINDINGS
+    } else {
+        code
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_and_redaction() {
+        assert_eq!(b64(b"user:pass"), "dXNlcjpwYXNz");
+        assert_eq!(b64(b"ab"), "YWI=");
+        assert_eq!(redact("http://u:secret@h/x"), "http://[redacted]@h/x");
+        assert_eq!(percent_decode("p%40ss"), "p@ss");
     }
 }

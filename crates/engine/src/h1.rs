@@ -250,9 +250,15 @@ impl ResponseReader {
 
     /// Parses a complete head from `buf`; `Ok(None)` when more bytes are needed.
     fn parse_head(&mut self, buf: &[u8], head_request: bool) -> Result<Option<usize>, Malformed> {
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut headers);
-        let n = match resp.parse(buf) {
+        // Uninitialized header slots: zeroing 100 of them cost ~135 instructions
+        // per response (callgrind), a tenth of the whole head parse.
+        let mut headers = [std::mem::MaybeUninit::<httparse::Header>::uninit(); MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut []);
+        let n = match httparse::ParserConfig::default().parse_response_with_uninit_headers(
+            &mut resp,
+            buf,
+            &mut headers,
+        ) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => return Ok(None),
             Err(httparse::Error::TooManyHeaders) => {
@@ -285,6 +291,11 @@ impl ResponseReader {
         let mut other_te = false;
         for h in resp.headers.iter() {
             let name = h.name.as_bytes();
+            // Dispatch on length first: most headers match none of the four
+            // names and are skipped without a byte comparison.
+            if !matches!(name.len(), 6 | 10 | 14 | 17) {
+                continue;
+            }
             if name.eq_ignore_ascii_case(b"content-length") {
                 let v = parse_len(h.value)
                     .ok_or(bad(MalformedKind::ContentLength, "invalid Content-Length"))?;

@@ -1,2 +1,16 @@
-//! Page loader and HTTP tuning audit (issue 7). Work in progress.
+//! Page loader and HTTP tuning audit (issue 7): `redline page` loads a page
+//! with everything it embeds the way a browser does (first, repeat and cached
+//! views, a waterfall), and `redline audit` checks the HTTP-level advice
+//! (caching, validators, compression, keep-alive, image sizes, weight) and
+//! says how to fix each finding in Apache, nginx and lighttpd.
 #![deny(missing_docs)]
+
+pub mod audit;
+pub mod cache;
+pub mod discover;
+pub mod http;
+pub mod load;
+pub mod page;
+
+/// The `url` crate, re-exported so callers use the same `Url` type.
+pub use url;

@@ -1,0 +1,683 @@
+//! The page loader (measure.pl's job, done the way a browser does it): fetch
+//! the HTML, find what it embeds, fetch that over up to 6 keep-alive
+//! connections per host (one thread per fetch, connections handed back to a
+//! per-host pool), follow redirects (5 at most), parse CSS for more, and record
+//! a waterfall. Three views: first (empty cache), repeat (every stored
+//! validator sent), cached (fresh responses not requested at all).
+
+use crate::cache;
+use crate::discover::{scan_css, scan_html, Embed, Kind};
+use crate::http::{connect, display_url, host_key, ClientOpts, Conn, FetchError, Response};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+use url::Url;
+
+/// Which cache state a load starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum View {
+    /// Empty cache: everything requested.
+    First,
+    /// Everything requested again, with the validators from the first view.
+    Repeat,
+    /// Fresh responses from the cache; stale ones revalidated.
+    Cached,
+}
+
+impl View {
+    /// Name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            View::First => "first view",
+            View::Repeat => "repeat view",
+            View::Cached => "cached view",
+        }
+    }
+}
+
+/// Options of a load.
+#[derive(Clone, Debug)]
+pub struct LoadOpts {
+    /// The HTTP client's options.
+    pub client: ClientOpts,
+    /// Connections per host (browsers: 6).
+    pub per_host: usize,
+    /// Resources fetched at most (a bound for pathological pages).
+    pub max_resources: usize,
+    /// Redirects followed per resource.
+    pub max_redirects: u8,
+}
+
+impl Default for LoadOpts {
+    fn default() -> Self {
+        LoadOpts {
+            client: ClientOpts::default(),
+            per_host: 6,
+            max_resources: 500,
+            max_redirects: 5,
+        }
+    }
+}
+
+/// One row of the waterfall.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Entry {
+    /// The URL (credentials removed).
+    pub url: String,
+    /// What it is.
+    pub kind: Kind,
+    /// The entry that referenced it (index), none for the page.
+    pub parent: Option<usize>,
+    /// Another site than the page's (the user may not be able to fix it).
+    pub third_party: bool,
+    /// Not requested: fresh in the cache (cached view).
+    pub from_cache: bool,
+    /// Sent with `If-None-Match`/`If-Modified-Since`.
+    pub conditional: bool,
+    /// Milliseconds from the load's start to this request's start.
+    pub start_ms: f64,
+    /// DNS, connect (new connection), waiting (TTFB), transfer, total (ms).
+    pub phases: crate::http::Phases,
+    /// Milliseconds from the load's start to the last byte.
+    pub end_ms: f64,
+    /// Status code (none on a failed fetch or a cache hit).
+    pub status: Option<u16>,
+    /// Why the fetch failed.
+    pub error: Option<String>,
+    /// Bytes on the wire (head and body).
+    pub wire_bytes: u64,
+    /// Body bytes on the wire.
+    pub body_wire_bytes: u64,
+    /// Body bytes decoded.
+    pub decoded_bytes: u64,
+    /// Decoding stopped at the cap (or failed).
+    pub decode_capped: bool,
+    /// Media type.
+    pub content_type: String,
+    /// `Content-Encoding`.
+    pub content_encoding: Option<String>,
+    /// `Cache-Control`.
+    pub cache_control: Option<String>,
+    /// `Expires`.
+    pub expires: Option<String>,
+    /// `ETag`.
+    pub etag: Option<String>,
+    /// `Last-Modified`.
+    pub last_modified: Option<String>,
+    /// `Vary`.
+    pub vary: Option<String>,
+    /// Freshness computed from the headers.
+    pub freshness: Option<cache::Freshness>,
+    /// Connection number (1-based per load).
+    pub conn: Option<u64>,
+    /// The connection had served a request before.
+    pub reused: bool,
+    /// `Location` of a redirect.
+    pub redirect_to: Option<String>,
+    /// Width and height the HTML asked for (`<img width height>`).
+    pub html_size: Option<(Option<u32>, Option<u32>)>,
+    /// Intrinsic size read from the image's header bytes.
+    pub intrinsic: Option<(u32, u32)>,
+    /// The response headers (Set-Cookie redacted).
+    #[serde(skip)]
+    pub headers: Vec<(String, String)>,
+    /// The decoded body where kept (text; first bytes of images).
+    #[serde(skip)]
+    pub body: Option<Vec<u8>>,
+}
+
+/// One load of the page.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Load {
+    /// Which view.
+    pub view: View,
+    /// The waterfall, in start order.
+    pub entries: Vec<Entry>,
+    /// From the first request to the last byte (ms).
+    pub elapsed_ms: f64,
+    /// Requests sent.
+    pub requests: usize,
+    /// Taken from the cache without a request.
+    pub from_cache: usize,
+    /// Answered 304.
+    pub not_modified: usize,
+    /// Bytes on the wire.
+    pub wire_bytes: u64,
+    /// Bytes decoded.
+    pub decoded_bytes: u64,
+    /// Connections opened.
+    pub connections: u64,
+    /// Failed fetches or 4xx/5xx.
+    pub errors: usize,
+    /// The resource cap was hit: more was referenced than fetched.
+    pub truncated: bool,
+}
+
+/// What a later view may use from an earlier one.
+#[derive(Clone, Debug, Default)]
+pub struct Cache {
+    stored: HashMap<String, Stored>,
+}
+
+#[derive(Clone, Debug)]
+struct Stored {
+    status: u16,
+    headers: Vec<(String, String)>,
+    received: SystemTime,
+    body: Option<Vec<u8>>,
+    content_type: String,
+}
+
+impl Cache {
+    /// Builds the cache a browser would hold after `load`.
+    pub fn from_load(load: &Load) -> Cache {
+        let mut stored = HashMap::new();
+        for e in &load.entries {
+            let Some(status) = e.status else { continue };
+            if e.error.is_some() || cache::freshness(status, &e.headers).source == "no-store" {
+                continue;
+            }
+            stored.insert(
+                e.url.clone(),
+                Stored {
+                    status,
+                    headers: e.headers.clone(),
+                    received: SystemTime::now(),
+                    body: e.body.clone(),
+                    content_type: e.content_type.clone(),
+                },
+            );
+        }
+        Cache { stored }
+    }
+}
+
+struct Job {
+    url: Url,
+    kind: Kind,
+    parent: Option<usize>,
+    depth: u8,
+    redirects: u8,
+    size: Option<(Option<u32>, Option<u32>)>,
+}
+
+struct Done {
+    job: Job,
+    start_ms: f64,
+    result: Result<Response, FetchError>,
+    dns_connect: Option<(f64, f64)>,
+    conn: Option<Conn>,
+    conditional: bool,
+}
+
+/// Same site: equal hosts, or DNS names sharing their last two labels.
+pub fn same_site(a: &str, b: &str) -> bool {
+    if a.eq_ignore_ascii_case(b) {
+        return true;
+    }
+    let is_ip = |h: &str| h.parse::<std::net::IpAddr>().is_ok() || h.starts_with('[');
+    if is_ip(a) || is_ip(b) {
+        return false;
+    }
+    let tail = |h: &str| {
+        let l: Vec<String> = h
+            .to_ascii_lowercase()
+            .split('.')
+            .map(str::to_string)
+            .collect();
+        l[l.len().saturating_sub(2)..].join(".")
+    };
+    tail(a) == tail(b)
+}
+
+fn redact_headers(h: &[(String, String)]) -> Vec<(String, String)> {
+    h.iter()
+        .map(|(n, v)| {
+            if n.eq_ignore_ascii_case("set-cookie") {
+                (n.clone(), "[redacted]".to_string())
+            } else {
+                (n.clone(), v.clone())
+            }
+        })
+        .collect()
+}
+
+fn strip_fragment(mut u: Url) -> Url {
+    u.set_fragment(None);
+    u
+}
+
+/// Loads the page at `url` in `view` (with `cache` from an earlier view),
+/// calling `echo` with a line for every fetch as it starts.
+pub fn load(
+    url: &Url,
+    view: View,
+    cache: Option<&Cache>,
+    opts: &LoadOpts,
+    echo: &mut dyn FnMut(&str),
+) -> Load {
+    let t0 = Instant::now();
+    let page_host = url.host_str().unwrap_or("").to_string();
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut queue: VecDeque<Job> = VecDeque::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut pools: HashMap<String, (usize, Vec<Conn>)> = HashMap::new();
+    let mut next_conn: u64 = 0;
+    let mut in_flight = 0usize;
+    let mut truncated = false;
+    let (tx, rx) = mpsc::channel::<Done>();
+    let first = strip_fragment(url.clone());
+    seen.insert(first.to_string());
+    queue.push_back(Job {
+        url: first,
+        kind: Kind::Document,
+        parent: None,
+        depth: 0,
+        redirects: 0,
+        size: None,
+    });
+    let wait_limit = opts.client.timeout + opts.client.connect_timeout + Duration::from_secs(5);
+    for _round in 0..1_000_000u32 {
+        // Dispatch what the per-host limit allows.
+        let mut i = 0;
+        while i < queue.len() {
+            let key = host_key(&queue[i].url);
+            let stored = cache.and_then(|c| c.stored.get(&display_url(&queue[i].url)));
+            if view == View::Cached {
+                if let Some(s) = stored {
+                    if cache::is_fresh(s.status, &s.headers, s.received, SystemTime::now()) {
+                        let job = queue.remove(i).expect("index in range");
+                        echo(&format!("Cached  {}", display_url(&job.url)));
+                        let idx = entries.len();
+                        let now = ms(t0.elapsed());
+                        entries.push(cached_entry(&job, s, now, &page_host));
+                        let body = s.body.clone();
+                        let ct = s.content_type.clone();
+                        discover(
+                            &job,
+                            idx,
+                            body.as_deref(),
+                            &ct,
+                            &mut queue,
+                            &mut seen,
+                            &mut truncated,
+                            opts,
+                        );
+                        continue;
+                    }
+                }
+            }
+            let pool = pools.entry(key).or_insert((0, Vec::new()));
+            if pool.0 >= opts.per_host.max(1) {
+                i += 1;
+                continue;
+            }
+            let job = queue.remove(i).expect("index in range");
+            pool.0 += 1;
+            let conn = pool.1.pop();
+            let new_id = if conn.is_none() {
+                next_conn += 1;
+                Some(next_conn)
+            } else {
+                None
+            };
+            let extra = match (view, stored) {
+                (View::Repeat | View::Cached, Some(s)) => cache::validators(&s.headers),
+                _ => Vec::new(),
+            };
+            let own_headers = same_site(job.url.host_str().unwrap_or(""), &page_host);
+            let mut copts = opts.client.clone();
+            if !own_headers {
+                copts.headers.clear();
+            }
+            echo(&format!("Getting {}...", display_url(&job.url)));
+            let start_ms = ms(t0.elapsed());
+            let tx = tx.clone();
+            in_flight += 1;
+            std::thread::spawn(move || {
+                let done = fetch_one(job, conn, new_id, &extra, &copts, start_ms);
+                let _ = tx.send(done);
+            });
+        }
+        if in_flight == 0 {
+            break;
+        }
+        let Ok(done) = rx.recv_timeout(wait_limit) else {
+            break;
+        };
+        in_flight -= 1;
+        let key = host_key(&done.job.url);
+        let pool = pools.entry(key).or_insert((0, Vec::new()));
+        pool.0 = pool.0.saturating_sub(1);
+        if let Some(c) = done.conn {
+            pool.1.push(c);
+        }
+        let idx = entries.len();
+        let job = done.job;
+        let third_party = !same_site(job.url.host_str().unwrap_or(""), &page_host);
+        let mut e = Entry {
+            url: display_url(&job.url),
+            kind: job.kind,
+            parent: job.parent,
+            third_party,
+            from_cache: false,
+            conditional: done.conditional,
+            start_ms: done.start_ms,
+            phases: Default::default(),
+            end_ms: ms(t0.elapsed()),
+            status: None,
+            error: None,
+            wire_bytes: 0,
+            body_wire_bytes: 0,
+            decoded_bytes: 0,
+            decode_capped: false,
+            content_type: String::new(),
+            content_encoding: None,
+            cache_control: None,
+            expires: None,
+            etag: None,
+            last_modified: None,
+            vary: None,
+            freshness: None,
+            conn: None,
+            reused: false,
+            redirect_to: None,
+            html_size: job.size,
+            intrinsic: None,
+            headers: Vec::new(),
+            body: None,
+        };
+        match done.result {
+            Err(err) => e.error = Some(err.to_string()),
+            Ok(r) => {
+                let mut phases = r.phases.clone();
+                if let Some((d, c)) = done.dns_connect {
+                    phases.dns_ms = Some(d);
+                    phases.connect_ms = Some(c);
+                    phases.total_ms += d + c;
+                }
+                e.phases = phases;
+                e.end_ms = e.start_ms + e.phases.total_ms;
+                e.status = Some(r.status);
+                e.wire_bytes = r.wire_bytes;
+                e.body_wire_bytes = r.body_wire_bytes;
+                e.decoded_bytes = r.decoded_bytes;
+                e.decode_capped = r.decode_capped;
+                if let Some(de) = &r.decode_error {
+                    e.error = Some(de.clone());
+                }
+                e.content_type = r.media_type();
+                let h = |n: &str| r.header(n).map(str::to_string);
+                e.content_encoding = h("content-encoding");
+                e.cache_control = h("cache-control");
+                e.expires = h("expires");
+                e.etag = h("etag");
+                e.last_modified = h("last-modified");
+                e.vary = h("vary");
+                e.freshness = Some(cache::freshness(r.status, &r.headers));
+                e.conn = Some(r.conn_id);
+                e.reused = r.reused;
+                e.headers = redact_headers(&r.headers);
+                e.body = r.body.clone();
+                if r.status == 304 {
+                    // Use the stored body (and type) for discovery and checks.
+                    if let Some(s) = cache.and_then(|c| c.stored.get(&e.url)) {
+                        e.body = s.body.clone();
+                        e.content_type = s.content_type.clone();
+                    }
+                }
+                if e.kind == Kind::Image || e.content_type.starts_with("image/") {
+                    if let Some(b) = &e.body {
+                        if let Ok(sz) = imagesize::blob_size(b) {
+                            e.intrinsic = Some((sz.width as u32, sz.height as u32));
+                        }
+                    }
+                }
+                if (300..400).contains(&r.status) && r.status != 304 {
+                    if let Some(loc) = r.header("location").and_then(|l| job.url.join(l).ok()) {
+                        e.redirect_to = Some(display_url(&loc));
+                        if job.redirects < opts.max_redirects {
+                            let loc = strip_fragment(loc);
+                            if seen.insert(loc.to_string()) {
+                                queue.push_back(Job {
+                                    url: loc,
+                                    kind: job.kind,
+                                    parent: Some(idx),
+                                    depth: job.depth,
+                                    redirects: job.redirects + 1,
+                                    size: job.size,
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let body = e.body.clone();
+        let ct = e.content_type.clone();
+        let ok = e.status.is_some_and(|s| s == 200 || s == 304);
+        entries.push(e);
+        if ok {
+            discover(
+                &job,
+                idx,
+                body.as_deref(),
+                &ct,
+                &mut queue,
+                &mut seen,
+                &mut truncated,
+                opts,
+            );
+        }
+    }
+    entries.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+    summarize(view, entries, next_conn, truncated)
+}
+
+fn summarize(view: View, entries: Vec<Entry>, connections: u64, truncated: bool) -> Load {
+    let requested: Vec<&Entry> = entries.iter().filter(|e| !e.from_cache).collect();
+    let start = requested
+        .iter()
+        .map(|e| e.start_ms)
+        .fold(f64::INFINITY, f64::min);
+    let end = requested.iter().map(|e| e.end_ms).fold(0.0, f64::max);
+    Load {
+        view,
+        elapsed_ms: if requested.is_empty() {
+            0.0
+        } else {
+            (end - start).max(0.0)
+        },
+        requests: requested.len(),
+        from_cache: entries.len() - requested.len(),
+        not_modified: entries
+            .iter()
+            .filter(|e| e.status == Some(304) && !e.from_cache)
+            .count(),
+        wire_bytes: requested.iter().map(|e| e.wire_bytes).sum(),
+        decoded_bytes: requested.iter().map(|e| e.decoded_bytes).sum(),
+        connections,
+        errors: requested
+            .iter()
+            .filter(|e| e.error.is_some() || e.status.is_some_and(|s| s >= 400))
+            .count(),
+        truncated,
+        entries,
+    }
+}
+
+fn cached_entry(job: &Job, s: &Stored, now: f64, page_host: &str) -> Entry {
+    let h = |n: &str| crate::http::header(&s.headers, n).map(str::to_string);
+    let intrinsic = s
+        .body
+        .as_deref()
+        .and_then(|b| imagesize::blob_size(b).ok())
+        .map(|sz| (sz.width as u32, sz.height as u32));
+    Entry {
+        url: display_url(&job.url),
+        kind: job.kind,
+        parent: job.parent,
+        third_party: !same_site(job.url.host_str().unwrap_or(""), page_host),
+        from_cache: true,
+        conditional: false,
+        start_ms: now,
+        phases: Default::default(),
+        end_ms: now,
+        status: Some(s.status),
+        error: None,
+        wire_bytes: 0,
+        body_wire_bytes: 0,
+        decoded_bytes: 0,
+        decode_capped: false,
+        content_type: s.content_type.clone(),
+        content_encoding: h("content-encoding"),
+        cache_control: h("cache-control"),
+        expires: h("expires"),
+        etag: h("etag"),
+        last_modified: h("last-modified"),
+        vary: h("vary"),
+        freshness: Some(cache::freshness(s.status, &s.headers)),
+        conn: None,
+        reused: false,
+        redirect_to: None,
+        html_size: job.size,
+        intrinsic,
+        headers: s.headers.clone(),
+        body: s.body.clone(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn discover(
+    job: &Job,
+    idx: usize,
+    body: Option<&[u8]>,
+    ctype: &str,
+    queue: &mut VecDeque<Job>,
+    seen: &mut HashSet<String>,
+    truncated: &mut bool,
+    opts: &LoadOpts,
+) {
+    let Some(body) = body else { return };
+    let is_html = ctype == "text/html" || ctype == "application/xhtml+xml";
+    let is_css = ctype == "text/css" || (job.kind == Kind::Stylesheet && !is_html);
+    let (embeds, base): (Vec<Embed>, Url) =
+        if is_html && matches!(job.kind, Kind::Document | Kind::Iframe) {
+            let scan = scan_html(body);
+            let base = scan
+                .base
+                .as_deref()
+                .and_then(|b| job.url.join(b).ok())
+                .unwrap_or_else(|| job.url.clone());
+            (scan.embeds, base)
+        } else if is_css {
+            (scan_css(body).0, job.url.clone())
+        } else {
+            return;
+        };
+    for em in embeds {
+        if em.kind == Kind::Iframe && job.depth >= 1 {
+            continue;
+        }
+        let Ok(u) = base.join(&em.url) else { continue };
+        if !matches!(u.scheme(), "http" | "https") {
+            continue;
+        }
+        let u = strip_fragment(u);
+        if seen.len() >= opts.max_resources {
+            *truncated = true;
+            return;
+        }
+        if !seen.insert(u.to_string()) {
+            continue;
+        }
+        let size = (em.width.is_some() || em.height.is_some()).then_some((em.width, em.height));
+        queue.push_back(Job {
+            url: u,
+            kind: em.kind,
+            parent: Some(idx),
+            depth: if em.kind == Kind::Iframe {
+                job.depth + 1
+            } else {
+                job.depth
+            },
+            redirects: 0,
+            size,
+        });
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn fetch_one(
+    job: Job,
+    conn: Option<Conn>,
+    new_id: Option<u64>,
+    extra: &[(String, String)],
+    opts: &ClientOpts,
+    start_ms: f64,
+) -> Done {
+    let conditional = !extra.is_empty();
+    let mut dns_connect = None;
+    let mut conn = match conn {
+        Some(c) => c,
+        None => match connect(&job.url, opts, new_id.unwrap_or(0)) {
+            Ok((c, d, t)) => {
+                dns_connect = Some((d, t));
+                c
+            }
+            Err(e) => {
+                return Done {
+                    job,
+                    start_ms,
+                    result: Err(e),
+                    dns_connect: None,
+                    conn: None,
+                    conditional,
+                }
+            }
+        },
+    };
+    let reused = dns_connect.is_none();
+    let mut result = conn.get(&job.url, extra, opts);
+    if reused && matches!(&result, Err(FetchError::Io(_))) {
+        // The server closed an idle keep-alive connection: retry once on a new one.
+        let id = conn.id;
+        match connect(&job.url, opts, id) {
+            Ok((c, d, t)) => {
+                dns_connect = Some((d, t));
+                conn = c;
+                result = conn.get(&job.url, extra, opts);
+            }
+            Err(e) => result = Err(e),
+        }
+    }
+    let (result, keep) = match result {
+        Ok((r, keep)) => (Ok(r), keep),
+        Err(e) => (Err(e), false),
+    };
+    Done {
+        job,
+        start_ms,
+        result,
+        dns_connect,
+        conn: keep.then_some(conn),
+        conditional,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sites() {
+        assert!(same_site("www.example.com", "static.example.com"));
+        assert!(!same_site("example.com", "cdn.other.net"));
+        assert!(same_site("127.0.0.1", "127.0.0.1"));
+        assert!(!same_site("127.0.0.1", "127.0.0.2"));
+    }
+}

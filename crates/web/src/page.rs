@@ -1,0 +1,325 @@
+//! `redline page`: the three views of a page (first, repeat, cached), repeated
+//! `-n` times with medians, and their text rendering (waterfall, totals and
+//! the side-by-side summary).
+
+use crate::load::{load, Cache, Entry, Load, LoadOpts, View};
+use std::fmt::Write as _;
+use url::Url;
+
+/// Format name of the JSON output.
+pub const FORMAT: &str = "redline.page";
+/// Version of the JSON output.
+pub const VERSION: u32 = 1;
+
+/// A view's numbers across the runs (medians).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ViewSummary {
+    /// Which view.
+    pub view: View,
+    /// Median elapsed time (ms).
+    pub elapsed_ms: f64,
+    /// Every run's elapsed time (ms), in run order.
+    pub runs_ms: Vec<f64>,
+    /// Median requests sent.
+    pub requests: usize,
+    /// Median responses taken from the cache unrequested.
+    pub from_cache: usize,
+    /// Median 304 answers.
+    pub not_modified: usize,
+    /// Median bytes on the wire.
+    pub wire_bytes: u64,
+    /// Median bytes decoded.
+    pub decoded_bytes: u64,
+    /// Median connections opened.
+    pub connections: u64,
+    /// Median errors.
+    pub errors: usize,
+}
+
+/// The result of `redline page`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PageReport {
+    /// [`FORMAT`].
+    pub format: &'static str,
+    /// [`VERSION`].
+    pub version: u32,
+    /// The page (credentials removed).
+    pub url: String,
+    /// How many times the views were loaded.
+    pub runs: usize,
+    /// Medians per view, in the order first, repeat, cached.
+    pub summary: Vec<ViewSummary>,
+    /// The waterfalls of the run whose first view took the median time.
+    pub views: Vec<Load>,
+}
+
+/// Loads the first, repeat and cached views `runs` times.
+pub fn run(url: &Url, runs: usize, opts: &LoadOpts, echo: &mut dyn FnMut(&str)) -> PageReport {
+    let runs = runs.max(1);
+    let mut all: Vec<[Load; 3]> = Vec::with_capacity(runs);
+    for r in 0..runs {
+        if runs > 1 {
+            echo(&format!("Run {} of {runs}", r + 1));
+        }
+        echo("First view (empty cache):");
+        let first = load(url, View::First, None, opts, echo);
+        let cache = Cache::from_load(&first);
+        echo("Repeat view (validators sent):");
+        let repeat = load(url, View::Repeat, Some(&cache), opts, echo);
+        echo("Cached view (fresh responses not requested):");
+        let cached = load(url, View::Cached, Some(&cache), opts, echo);
+        all.push([first, repeat, cached]);
+    }
+    let summary = (0..3)
+        .map(|v| summarize(&all.iter().map(|r| &r[v]).collect::<Vec<_>>()))
+        .collect();
+    let mut order: Vec<usize> = (0..all.len()).collect();
+    order.sort_by(|&a, &b| all[a][0].elapsed_ms.total_cmp(&all[b][0].elapsed_ms));
+    let pick = order[(order.len() - 1) / 2];
+    let views = all.swap_remove(pick).into();
+    PageReport {
+        format: FORMAT,
+        version: VERSION,
+        url: crate::http::display_url(url),
+        runs,
+        summary,
+        views,
+    }
+}
+
+fn median<T: Copy + PartialOrd>(mut v: Vec<T>) -> T {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v[(v.len() - 1) / 2]
+}
+
+fn summarize(loads: &[&Load]) -> ViewSummary {
+    let m = |f: &dyn Fn(&Load) -> u64| median(loads.iter().map(|l| f(l)).collect());
+    ViewSummary {
+        view: loads[0].view,
+        elapsed_ms: median(loads.iter().map(|l| l.elapsed_ms).collect()),
+        runs_ms: loads.iter().map(|l| l.elapsed_ms).collect(),
+        requests: m(&|l| l.requests as u64) as usize,
+        from_cache: m(&|l| l.from_cache as u64) as usize,
+        not_modified: m(&|l| l.not_modified as u64) as usize,
+        wire_bytes: m(&|l| l.wire_bytes),
+        decoded_bytes: m(&|l| l.decoded_bytes),
+        connections: m(&|l| l.connections),
+        errors: m(&|l| l.errors as u64) as usize,
+    }
+}
+
+/// Bytes in words: `512 B`, `12.3 KiB`, `1.20 MiB`.
+pub fn bytes(n: u64) -> String {
+    if n < 1024 {
+        format!("{n} B")
+    } else if n < 1024 * 1024 {
+        format!("{:.1} KiB", n as f64 / 1024.0)
+    } else {
+        format!("{:.2} MiB", n as f64 / 1048576.0)
+    }
+}
+
+/// Milliseconds in words.
+pub fn millis(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.2} s", ms / 1000.0)
+    } else {
+        format!("{ms:.1} ms")
+    }
+}
+
+fn short_url(e: &Entry, page: &Url) -> String {
+    match Url::parse(&e.url) {
+        Ok(u) if u.origin() == page.origin() => {
+            let mut s = u.path().to_string();
+            if let Some(q) = u.query() {
+                s.push('?');
+                s.push_str(q);
+            }
+            s
+        }
+        _ => e.url.clone(),
+    }
+}
+
+fn cache_note(e: &Entry) -> String {
+    let mut parts = Vec::new();
+    if let Some(f) = &e.freshness {
+        match f.source {
+            "max-age" | "expires" | "heuristic" if f.lifetime_s > 0 => parts.push(format!(
+                "{} {}",
+                f.source,
+                crate::cache::human_secs(f.lifetime_s)
+            )),
+            "no-store" | "no-cache" => parts.push(f.source.to_string()),
+            _ => {}
+        }
+        if f.public {
+            parts.push("public".into());
+        }
+    }
+    if e.etag.is_some() {
+        parts.push("ETag".into());
+    }
+    if e.last_modified.is_some() {
+        parts.push("LM".into());
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// Renders one view's waterfall.
+pub fn waterfall(l: &Load, page: &Url) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{}: {} requests ({} from cache, {} not modified), {} on the wire ({} decoded), {} connections, {}",
+        capitalize(l.view.name()),
+        l.requests,
+        l.from_cache,
+        l.not_modified,
+        bytes(l.wire_bytes),
+        bytes(l.decoded_bytes),
+        l.connections,
+        millis(l.elapsed_ms)
+    );
+    let _ = writeln!(
+        s,
+        "  {:>3} {:>8} {:>8} {:>8} {:>8} {:>6} {:>10} {:>10} {:>5} {:<24} url",
+        "#", "start", "connect", "waiting", "transfer", "status", "wire", "decoded", "enc", "cache"
+    );
+    for (i, e) in l.entries.iter().enumerate() {
+        let status = if e.from_cache {
+            "cache".to_string()
+        } else if let Some(st) = e.status {
+            st.to_string()
+        } else {
+            "error".to_string()
+        };
+        let connect = match (e.phases.dns_ms, e.phases.connect_ms) {
+            (Some(d), Some(c)) => format!("{:.1}", d + c),
+            _ if e.from_cache => "".into(),
+            _ => "reuse".into(),
+        };
+        let enc = e.content_encoding.clone().unwrap_or_else(|| "-".into());
+        let mut line = format!(
+            "  {:>3} {:>8.1} {:>8} {:>8} {:>8} {:>6} {:>10} {:>10} {:>5} {:<24} {}",
+            i + 1,
+            e.start_ms,
+            connect,
+            if e.from_cache {
+                String::new()
+            } else {
+                format!("{:.1}", e.phases.waiting_ms)
+            },
+            if e.from_cache {
+                String::new()
+            } else {
+                format!("{:.1}", e.phases.transfer_ms)
+            },
+            status,
+            if e.from_cache {
+                String::new()
+            } else {
+                bytes(e.wire_bytes)
+            },
+            if e.from_cache {
+                String::new()
+            } else {
+                bytes(e.decoded_bytes)
+            },
+            enc,
+            cache_note(e),
+            short_url(e, page)
+        );
+        if e.third_party {
+            line.push_str("  [third party]");
+        }
+        if let Some(r) = &e.redirect_to {
+            let _ = write!(line, "  -> {r}");
+        }
+        if let Some(err) = &e.error {
+            let _ = write!(line, "  ({err})");
+        }
+        if e.decode_capped {
+            line.push_str("  (decoding stopped at 50 MiB)");
+        }
+        let _ = writeln!(s, "{line}");
+    }
+    if l.truncated {
+        let _ = writeln!(
+            s,
+            "  (stopped at the resource limit: the page references more)"
+        );
+    }
+    s
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+/// Renders the summary table of the three views.
+pub fn summary_table(r: &PageReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Summary{}:",
+        if r.runs > 1 {
+            format!(" (medians of {} runs)", r.runs)
+        } else {
+            String::new()
+        }
+    );
+    let _ = writeln!(
+        s,
+        "  {:<12} {:>10} {:>9} {:>10} {:>6} {:>12} {:>12} {:>6}",
+        "view", "time", "requests", "from cache", "304s", "wire", "decoded", "errors"
+    );
+    for v in &r.summary {
+        let _ = writeln!(
+            s,
+            "  {:<12} {:>10} {:>9} {:>10} {:>6} {:>12} {:>12} {:>6}",
+            v.view.name(),
+            millis(v.elapsed_ms),
+            v.requests,
+            v.from_cache,
+            v.not_modified,
+            bytes(v.wire_bytes),
+            bytes(v.decoded_bytes),
+            v.errors
+        );
+    }
+    if let (Some(f), Some(rp)) = (r.summary.first(), r.summary.get(1)) {
+        if rp.elapsed_ms > 0.0 && f.elapsed_ms > 0.0 {
+            let _ = writeln!(
+                s,
+                "  repeat view: {:.1}x the speed of the first view, {} of {} on the wire",
+                f.elapsed_ms / rp.elapsed_ms,
+                bytes(rp.wire_bytes),
+                bytes(f.wire_bytes)
+            );
+        }
+    }
+    s
+}
+
+/// The whole text report: every view's waterfall, then the summary.
+pub fn render_text(r: &PageReport, page: &Url) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "\nPage: {}", r.url);
+    for l in &r.views {
+        let _ = writeln!(s);
+        s.push_str(&waterfall(l, page));
+    }
+    let _ = writeln!(s);
+    s.push_str(&summary_table(r));
+    s
+}
