@@ -57,6 +57,7 @@ enum Command {
 enum Output {
     Text,
     Json,
+    Csv,
 }
 
 #[derive(Args, Debug)]
@@ -142,7 +143,7 @@ struct Hooks {
 
 #[derive(Args, Debug)]
 struct OutArgs {
-    /// Report format: text, or json (the versioned run record).
+    /// Report format: text, json (the versioned run record), or csv (the per-second series).
     #[arg(
         short = 'o',
         long = "output",
@@ -353,6 +354,7 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
     let written = match out.output {
         Output::Text => stdout.write_all(redline_report::text(&rec).as_bytes()),
         Output::Json => redline_report::write_json(&rec, &mut stdout),
+        Output::Csv => stdout.write_all(redline_report::csv::series(&rec).as_bytes()),
     };
     if let Err(e) = written.and_then(|_| stdout.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {

@@ -1,47 +1,610 @@
 //! History and reports (issue 5): saving runs, `history`, `show`, `export`, `rm`,
-//! `compare`, `report`, `merge`, CSV and live JSON output.
-//! Placeholder until that work lands.
+//! `compare`, `report`, `merge`, and the live JSON Lines output of a run.
+//!
+//! `RUN` arguments name a saved run (an id, a label — the newest run with it —,
+//! `last` or `last~N`) or, for `compare`, `report` and `merge`, a run-record
+//! JSON file (`redline run -o json > run.json`): an existing file wins.
 
+use crate::cli::{fail, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE};
 use clap::{Args, Subcommand};
 use redline_engine::Snapshot;
+use redline_history::{Filter, HistoryError, Store};
 use redline_stats::RunRecord;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 /// The history subcommands.
 #[derive(Subcommand, Debug)]
 pub enum HistoryCmd {
-    /// (not yet available) List saved runs.
-    #[command(hide = true)]
-    History,
+    /// List saved runs, newest first.
+    History(ListArgs),
+    /// Print the text report of a saved run.
+    Show(OneRun),
+    /// Print the run record (JSON) of a saved run.
+    Export(ExportArgs),
+    /// Delete saved runs.
+    Rm(RmArgs),
+    /// Compare two runs (before, after): changes and whether they are significant.
+    Compare(CompareArgs),
+    /// Write a self-contained HTML report of a run, or of two runs overlaid.
+    Report(ReportArgs),
+    /// Merge runs made at the same time (e.g. from several machines) into one record.
+    Merge(MergeArgs),
+}
+
+/// Where the history is.
+#[derive(Args, Debug, Clone, Default)]
+pub struct DbArg {
+    /// History database (default: $REDLINE_DB, else $XDG_DATA_HOME/redline/history.db).
+    #[arg(long = "db", value_name = "PATH")]
+    db: Option<PathBuf>,
+}
+
+/// `redline history`.
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Only runs whose URL contains this.
+    #[arg(long, value_name = "TEXT")]
+    url: Option<String>,
+    /// Only runs with this label.
+    #[arg(long, value_name = "LABEL")]
+    label: Option<String>,
+    /// Only runs since a date (2025-05-01, 2025-05-01T12:00) or for an age (30m, 12h, 7d).
+    #[arg(long, value_name = "WHEN")]
+    since: Option<String>,
+    /// At most N runs.
+    #[arg(short = 'n', long = "limit", value_name = "N", default_value_t = 20)]
+    limit: u64,
+    #[command(flatten)]
+    db: DbArg,
+}
+
+/// A command on one saved run.
+#[derive(Args, Debug)]
+pub struct OneRun {
+    /// The run: id, label, `last` or `last~N`.
+    run: String,
+    #[command(flatten)]
+    db: DbArg,
+}
+
+/// `redline export`.
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    /// The run: id, label, `last` or `last~N`.
+    run: String,
+    /// Write to this file instead of standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    db: DbArg,
+}
+
+/// `redline rm`.
+#[derive(Args, Debug)]
+pub struct RmArgs {
+    /// The runs: ids, labels, `last` or `last~N`.
+    #[arg(required = true)]
+    runs: Vec<String>,
+    #[command(flatten)]
+    db: DbArg,
+}
+
+/// `redline compare`.
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The run before (saved run or run-record JSON file).
+    a: String,
+    /// The run after (saved run or run-record JSON file).
+    b: String,
+    #[command(flatten)]
+    db: DbArg,
+}
+
+/// `redline report`.
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The run (saved run or run-record JSON file).
+    run: String,
+    /// A second run to overlay (the "after" of a before/after view).
+    run2: Option<String>,
+    /// The HTML file to write (default: standard output).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    db: DbArg,
+}
+
+/// `redline merge`.
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The runs to merge (saved runs or run-record JSON files), at least two.
+    #[arg(required = true, num_args = 2..)]
+    runs: Vec<String>,
+    /// The merged run record (JSON) to write; `-` for standard output.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: PathBuf,
+    /// Also save the merged record in the history.
+    #[arg(long)]
+    save: bool,
+    /// Label of the saved merged run.
+    #[arg(long, value_name = "LABEL", requires = "save")]
+    label: Option<String>,
+    #[command(flatten)]
+    db: DbArg,
 }
 
 /// Flags `redline run` takes for saving and reporting a run.
-#[derive(Args, Debug, Default, Clone)]
-pub struct RunSaveArgs {}
+#[derive(Args, Debug, Clone)]
+pub struct RunSaveArgs {
+    /// Do not save this run in the history.
+    #[arg(long = "no-save")]
+    pub no_save: bool,
+    /// History database (default: $REDLINE_DB, else $XDG_DATA_HOME/redline/history.db).
+    #[arg(long = "db", value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// A label for the saved run, e.g. before-keepalive (`redline show before-keepalive`).
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// A free note kept with the saved run.
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
+    /// Also write a self-contained HTML report to FILE.
+    #[arg(long = "html", value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write one JSON line per second of progress to FILE while the run goes on.
+    #[arg(long = "live-json", value_name = "FILE")]
+    pub live_json: Option<PathBuf>,
+}
 
-/// Receives live snapshots while a run is in progress.
-pub struct LiveSink;
+impl Default for RunSaveArgs {
+    /// What runs without flags of their own (`redline demo`) get: nothing saved.
+    fn default() -> Self {
+        RunSaveArgs {
+            no_save: true,
+            db: None,
+            label: None,
+            note: None,
+            html: None,
+            live_json: None,
+        }
+    }
+}
+
+/// Receives live snapshots while a run is in progress and writes one JSON line
+/// per second (`t`, `completed`, `failed`, `open`, `rps` in that second), each
+/// written whole and at once, so a killed run leaves every finished second.
+pub struct LiveSink {
+    file: std::fs::File,
+    path: PathBuf,
+    next_t: u64,
+    last_completed: u64,
+    last_elapsed_s: f64,
+    last: Option<Snapshot>,
+    failed_write: bool,
+}
 
 impl LiveSink {
     /// Opens the live sink if one was asked for (Err: a usage error message).
-    pub fn open(_a: &RunSaveArgs) -> Result<Option<LiveSink>, String> {
-        Ok(None)
+    pub fn open(a: &RunSaveArgs) -> Result<Option<LiveSink>, String> {
+        let Some(path) = &a.live_json else {
+            return Ok(None);
+        };
+        let file = std::fs::File::create(path)
+            .map_err(|e| format!("cannot write --live-json {}: {e}", path.display()))?;
+        Ok(Some(LiveSink {
+            file,
+            path: path.clone(),
+            next_t: 1,
+            last_completed: 0,
+            last_elapsed_s: 0.0,
+            last: None,
+            failed_write: false,
+        }))
     }
+
+    fn line(&mut self, t: u64, s: &Snapshot, elapsed_s: f64, last: bool) {
+        let span = elapsed_s - self.last_elapsed_s;
+        let done = s.completed.saturating_sub(self.last_completed);
+        let rps = if span > 0.0 { done as f64 / span } else { 0.0 };
+        let mut l = format!(
+            "{{\"t\":{t},\"elapsed_s\":{elapsed_s:.3},\"completed\":{},\"failed\":{},\"open\":{},\"rps\":{rps:.1}",
+            s.completed, s.failed, s.open
+        );
+        if last {
+            l.push_str(",\"final\":true");
+        }
+        l.push_str("}\n");
+        // One write per line: a reader never sees half a line from a live run.
+        if self.file.write_all(l.as_bytes()).is_err() && !self.failed_write {
+            self.failed_write = true;
+            eprintln!(
+                "redline: warning: cannot write to --live-json {}",
+                self.path.display()
+            );
+        }
+        self.last_completed = s.completed;
+        self.last_elapsed_s = elapsed_s;
+    }
+
     /// Called about every 250 ms with the run's progress.
-    pub fn snapshot(&mut self, _s: &Snapshot) {}
+    pub fn snapshot(&mut self, s: &Snapshot) {
+        let el = s.elapsed.as_secs_f64();
+        // A line for each whole second passed (bounded: one per call at most
+        // a few, since snapshots come several times a second).
+        while (self.next_t as f64) <= el {
+            let t = self.next_t;
+            self.line(t, s, el, false);
+            self.next_t += 1;
+            if self.next_t as f64 <= el {
+                // A stalled callback: skip to now rather than write empty seconds.
+                self.next_t = el.floor() as u64 + 1;
+            }
+        }
+        self.last = Some(*s);
+    }
+}
+
+impl Drop for LiveSink {
+    fn drop(&mut self) {
+        // The partial last second, so the final counts are in the file.
+        if let Some(s) = self.last {
+            let el = s.elapsed.as_secs_f64();
+            if el > self.last_elapsed_s || s.completed != self.last_completed {
+                self.line(self.next_t, &s, el, true);
+            }
+        }
+        let _ = self.file.sync_data();
+    }
+}
+
+fn history_err(e: HistoryError) -> (i32, String) {
+    let code = if e.is_usage() {
+        EXIT_USAGE
+    } else {
+        EXIT_RUNTIME
+    };
+    (code, e.to_string())
+}
+
+fn open_store(db: Option<&Path>, create: bool) -> Result<Store, (i32, String)> {
+    let path = redline_history::resolve_path(db).map_err(history_err)?;
+    let s = if create {
+        Store::open(&path)
+    } else {
+        Store::open_existing(&path)
+    };
+    s.map_err(history_err)
 }
 
 /// Called once the run is over, before the report is printed: save it, write
 /// HTML… Returns lines to print on stderr, or an error (runtime failure).
-pub fn after_run(_a: &RunSaveArgs, _rec: &mut RunRecord) -> Result<Vec<String>, String> {
-    Ok(Vec::new())
+pub fn after_run(a: &RunSaveArgs, rec: &mut RunRecord) -> Result<Vec<String>, String> {
+    if a.label.is_some() {
+        rec.label = a.label.clone();
+    }
+    if a.note.is_some() {
+        rec.note = a.note.clone();
+    }
+    let mut lines = Vec::new();
+    let mut errors = Vec::new();
+    let mut name = "this run".to_string();
+    if !a.no_save {
+        match open_store(a.db.as_deref(), true).and_then(|mut s| {
+            s.save(rec)
+                .map_err(history_err)
+                .map(|id| (id, s.path().to_path_buf()))
+        }) {
+            Ok((id, _path)) => {
+                name = run_name(id, rec);
+                let mut l = format!("redline: saved as run {id}");
+                if let Some(lb) = &rec.label {
+                    l.push_str(&format!(" (label {lb})"));
+                }
+                lines.push(l);
+            }
+            Err((_, e)) => errors.push(format!("the run was not saved: {e}")),
+        }
+    }
+    if let Some(p) = &a.html {
+        let html = redline_report::html::report(&[(name.as_str(), &*rec)]);
+        match std::fs::write(p, html) {
+            Ok(()) => lines.push(format!("redline: wrote the HTML report to {}", p.display())),
+            Err(e) => errors.push(format!("cannot write --html {}: {e}", p.display())),
+        }
+    }
+    if errors.is_empty() {
+        Ok(lines)
+    } else {
+        for l in lines {
+            eprintln!("{l}");
+        }
+        Err(errors.join("; "))
+    }
+}
+
+fn run_name(id: i64, rec: &RunRecord) -> String {
+    match &rec.label {
+        Some(l) => format!("run {id} ({l})"),
+        None => format!("run {id}"),
+    }
+}
+
+/// Loads a run from a run-record file (if `r` names an existing file) or the history.
+struct Loader {
+    db: Option<PathBuf>,
+    store: Option<Store>,
+}
+
+impl Loader {
+    fn new(db: &DbArg) -> Loader {
+        Loader {
+            db: db.db.clone(),
+            store: None,
+        }
+    }
+    fn store(&mut self) -> Result<&mut Store, (i32, String)> {
+        if self.store.is_none() {
+            self.store = Some(open_store(self.db.as_deref(), false)?);
+        }
+        Ok(self.store.as_mut().expect("just set"))
+    }
+    fn saved(&mut self, r: &str) -> Result<(i64, RunRecord), (i32, String)> {
+        let s = self.store()?;
+        let id = s.resolve(r).map_err(history_err)?;
+        let rec = s.get(id).map_err(history_err)?;
+        Ok((id, rec))
+    }
+    /// A saved run or a run-record file; with its name for reports.
+    fn any(&mut self, r: &str) -> Result<(String, RunRecord), (i32, String)> {
+        let p = Path::new(r);
+        let looks_like_file = p.is_file() || r.ends_with(".json") || r.contains('/');
+        if looks_like_file {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| (EXIT_USAGE, format!("cannot read run record {r}: {e}")))?;
+            let rec = RunRecord::from_json(&text).map_err(|e| (EXIT_USAGE, format!("{r}: {e}")))?;
+            let name = p
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| r.to_string());
+            return Ok((name, rec));
+        }
+        let (id, rec) = self.saved(r)?;
+        Ok((run_name(id, &rec), rec))
+    }
 }
 
 /// Runs a history subcommand; returns the exit code.
 pub fn dispatch(cmd: HistoryCmd) -> i32 {
-    match cmd {
-        HistoryCmd::History => crate::cli::fail(
-            crate::cli::EXIT_USAGE,
-            "`redline history` is not available yet",
-        ),
+    let r = match cmd {
+        HistoryCmd::History(a) => cmd_list(a),
+        HistoryCmd::Show(a) => cmd_show(a),
+        HistoryCmd::Export(a) => cmd_export(a),
+        HistoryCmd::Rm(a) => cmd_rm(a),
+        HistoryCmd::Compare(a) => cmd_compare(a),
+        HistoryCmd::Report(a) => cmd_report(a),
+        HistoryCmd::Merge(a) => cmd_merge(a),
+    };
+    match r {
+        Ok(()) => EXIT_OK,
+        Err((code, msg)) => fail(code, msg),
     }
+}
+
+type CmdResult = Result<(), (i32, String)>;
+
+fn print(s: &str) -> CmdResult {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err((EXIT_RUNTIME, format!("cannot write the output: {e}"))),
+    }
+}
+
+fn write_out(path: &Path, what: &str, s: &str) -> CmdResult {
+    if path == Path::new("-") {
+        return print(s);
+    }
+    std::fs::write(path, s).map_err(|e| {
+        (
+            EXIT_RUNTIME,
+            format!("cannot write {what} {}: {e}", path.display()),
+        )
+    })
+}
+
+fn short(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+fn compact_load(load: &str) -> String {
+    load.replace("closed loop, ", "closed ")
+        .replace("open loop, ", "open ")
+        .replace(" connections", "c")
+        .replace(" requests", " req")
+        .replace("up to ", "≤")
+}
+
+fn cmd_list(a: ListArgs) -> CmdResult {
+    let since = match &a.since {
+        Some(s) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0);
+            Some(redline_history::since_bound(s, now).map_err(|e| (EXIT_USAGE, e))?)
+        }
+        None => None,
+    };
+    let path = redline_history::resolve_path(a.db.db.as_deref()).map_err(history_err)?;
+    if !path.exists() {
+        return print(&format!(
+            "No saved runs yet ({} does not exist).\n",
+            path.display()
+        ));
+    }
+    let store = Store::open_existing(&path).map_err(history_err)?;
+    let rows = store
+        .list(&Filter {
+            url: a.url,
+            label: a.label,
+            since,
+            limit: Some(a.limit),
+        })
+        .map_err(history_err)?;
+    if rows.is_empty() {
+        return print("No saved runs match.\n");
+    }
+    let mut o = format!(
+        "{:>5}  {:<19}  {:<16}  {:<26}  {:>11}  {:>8}  {:>8}  {:>7}  url\n",
+        "id", "started (UTC)", "label", "load", "req/s", "p50", "p99", "errors"
+    );
+    for r in &rows {
+        let started: String = r.started_at.replace('T', " ").chars().take(19).collect();
+        let flag = if r.interrupted {
+            "*"
+        } else if r.client_limited {
+            "!"
+        } else {
+            " "
+        };
+        o.push_str(&format!(
+            "{:>5}{flag} {:<19}  {:<16}  {:<26}  {:>11.1}  {:>8}  {:>8}  {:>7}  {} {}\n",
+            r.id,
+            short(&started, 19),
+            short(r.label.as_deref().unwrap_or("-"), 16),
+            short(&compact_load(&r.load), 26),
+            r.requests_per_sec,
+            redline_report::dur_us(r.p50_us as f64),
+            redline_report::dur_us(r.p99_us as f64),
+            redline_report::count(r.failed + r.non_2xx),
+            r.method,
+            r.url
+        ));
+    }
+    if rows.iter().any(|r| r.client_limited || r.interrupted) {
+        o.push_str("(! client-limited, * interrupted)\n");
+    }
+    print(&o)
+}
+
+fn cmd_show(a: OneRun) -> CmdResult {
+    let mut l = Loader::new(&a.db);
+    let (id, rec) = l.saved(&a.run)?;
+    let mut o = format!("Run {id}");
+    if let Some(lb) = &rec.label {
+        o.push_str(&format!(" ({lb})"));
+    }
+    o.push('\n');
+    if let Some(n) = &rec.note {
+        o.push_str(&format!("Note: {n}\n"));
+    }
+    o.push('\n');
+    o.push_str(&redline_report::text(&rec));
+    print(&o)
+}
+
+fn cmd_export(a: ExportArgs) -> CmdResult {
+    let mut l = Loader::new(&a.db);
+    let (_, rec) = l.saved(&a.run)?;
+    let json = redline_report::json(&rec);
+    match &a.output {
+        Some(p) => write_out(p, "the run record", &json),
+        None => print(&json),
+    }
+}
+
+fn cmd_rm(a: RmArgs) -> CmdResult {
+    let mut l = Loader::new(&a.db);
+    // Resolve every reference first, so `rm last last~1` means the two newest.
+    let mut ids = Vec::new();
+    for r in &a.runs {
+        let s = l.store()?;
+        ids.push(s.resolve(r).map_err(history_err)?);
+    }
+    ids.dedup();
+    let s = l.store()?;
+    for id in ids {
+        if s.remove(id).map_err(history_err)? {
+            eprintln!("redline: removed run {id}");
+        }
+    }
+    Ok(())
+}
+
+fn cmd_compare(a: CompareArgs) -> CmdResult {
+    let mut l = Loader::new(&a.db);
+    let (na, ra) = l.any(&a.a)?;
+    let (nb, rb) = l.any(&a.b)?;
+    let c = redline_report::compare::compare(&ra, &rb);
+    print(&redline_report::compare::text(&c, &ra, &rb, &na, &nb))
+}
+
+fn cmd_report(a: ReportArgs) -> CmdResult {
+    let mut l = Loader::new(&a.db);
+    let (na, ra) = l.any(&a.run)?;
+    let second = match &a.run2 {
+        Some(r) => Some(l.any(r)?),
+        None => None,
+    };
+    let mut runs: Vec<(&str, &RunRecord)> = vec![(na.as_str(), &ra)];
+    if let Some((nb, rb)) = &second {
+        runs.push((nb.as_str(), rb));
+    }
+    let html = redline_report::html::report(&runs);
+    match &a.output {
+        Some(p) => {
+            write_out(p, "the HTML report", &html)?;
+            if p != Path::new("-") {
+                eprintln!("redline: wrote the HTML report to {}", p.display());
+            }
+            Ok(())
+        }
+        None => print(&html),
+    }
+}
+
+fn cmd_merge(a: MergeArgs) -> CmdResult {
+    let mut l = Loader::new(&a.db);
+    let mut recs = Vec::with_capacity(a.runs.len());
+    for r in &a.runs {
+        recs.push(l.any(r)?.1);
+    }
+    let mut merged =
+        redline_history::merge::merge(&recs).map_err(|e| (EXIT_USAGE, e.to_string()))?;
+    if let Some(lb) = &a.label {
+        merged.label = Some(lb.clone());
+    }
+    let c = redline_report::compare::comparability(&recs[0], &recs[1]);
+    for w in c
+        .iter()
+        .filter(|w| w.contains("URL") || w.contains("load model"))
+    {
+        eprintln!("redline: warning: {w}");
+    }
+    write_out(
+        &a.output,
+        "the merged run record",
+        &redline_report::json(&merged),
+    )?;
+    if a.save {
+        let mut s = open_store(a.db.db.as_deref(), true)?;
+        let id = s.save(&merged).map_err(history_err)?;
+        eprintln!("redline: saved the merged run as run {id}");
+    }
+    if a.output != Path::new("-") {
+        eprintln!(
+            "redline: merged {} runs into {}",
+            recs.len(),
+            a.output.display()
+        );
+    }
+    Ok(())
 }

@@ -1,38 +1,469 @@
-//! Server-side commands (issue 8): `--watch` during a run, `size`, `tune`, `watch`.
-//! Placeholder until that work lands.
+//! Server-side commands (issue 8): `--watch` during a run, `watch`, `size`, `tune`.
+//!
+//! Exit codes beyond the common ones: [`EXIT_FINDINGS`] (3) when `tune
+//! --fail-on` found something at or above the given level.
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
+use redline_stats::watch::ServerWatch;
 use redline_stats::RunRecord;
+use redline_watch::detect::{self, ServerKind};
+use redline_watch::size::{self, Budget};
+use redline_watch::tune::{self, Level, TuneOptions};
+use redline_watch::{procfs, Target, Watcher};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cli::{fail, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE};
+
+/// Exit code of `redline tune --fail-on LEVEL` when a finding at or above LEVEL was found.
+pub const EXIT_FINDINGS: i32 = 3;
 
 /// The server-side subcommands.
 #[derive(Subcommand, Debug)]
 pub enum ServerCmd {
-    /// (not yet available) Size MaxClients from measured memory.
-    #[command(hide = true)]
-    Size,
+    /// Watch server processes (PID or name, e.g. apache2, nginx) and the machine: memory (RSS, PSS, private), CPU, load, swap.
+    Watch(WatchArgs),
+    /// Size the worker count (MaxRequestWorkers, worker_processes, …) from measured memory.
+    Size(SizeArgs),
+    /// Read an Apache, nginx or lighttpd configuration and say what to tune.
+    Tune(TuneArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum Format {
+    Text,
+    Json,
+}
+
+/// `redline watch`.
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// PIDs or process names to watch (their children too).
+    #[arg(value_name = "PID|NAME", required_unless_present = "merge")]
+    targets: Vec<String>,
+    /// How long to watch.
+    #[arg(short = 'd', long, default_value = "30s", value_parser = dur)]
+    duration: Duration,
+    /// Time between samples.
+    #[arg(long, default_value = "500ms", value_parser = dur)]
+    interval: Duration,
+    /// Output: text summary, or json (the watch record, to merge into a run with --merge).
+    #[arg(short = 'o', long = "output", default_value = "text")]
+    output: Format,
+    /// Merge watch records (the files after it) into this run record and print the run record.
+    #[arg(long, value_name = "RUN.json", conflicts_with = "targets")]
+    merge: Option<PathBuf>,
+    /// Watch records to merge (with --merge).
+    #[arg(value_name = "WATCH.json", requires = "merge", last = true)]
+    files: Vec<PathBuf>,
+}
+
+/// `redline size`.
+#[derive(Args, Debug)]
+pub struct SizeArgs {
+    /// The server's processes: a PID or a name (apache2, httpd, nginx, lighttpd, php-fpm).
+    #[arg(long = "watch", value_name = "PID|NAME", required = true)]
+    watch: Vec<String>,
+    /// Memory the server may use: a share of MemTotal (50%) or a size (4GiB). Default: MemTotal minus the other processes and a 10% reserve.
+    #[arg(long = "memory-budget", value_name = "SIZE|PCT")]
+    memory_budget: Option<String>,
+    /// Apache error log to search for "reached MaxRequestWorkers" (default: the usual places).
+    #[arg(long = "error-log", value_name = "FILE")]
+    error_log: Option<PathBuf>,
+    /// Server config, to read ThreadsPerChild (Apache worker/event).
+    #[arg(long = "config", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", default_value = "text")]
+    output: Format,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum FailOn {
+    /// Any [!!] finding.
+    Warn,
+    /// Any finding, including [--] notes.
+    Info,
+}
+
+/// `redline tune`.
+#[derive(Args, Debug)]
+pub struct TuneArgs {
+    /// The main config file: apache2.conf / httpd.conf, nginx.conf (or saved `nginx -T` output), lighttpd.conf.
+    #[arg(value_name = "CONFIG")]
+    config: PathBuf,
+    /// Which server the config is for (default: guessed from the file).
+    #[arg(long, value_name = "SERVER")]
+    server: Option<tune::Server>,
+    /// Memory the server may use (50%, 4GiB): MaxRequestWorkers above it is flagged.
+    #[arg(long = "memory-budget", value_name = "SIZE|PCT")]
+    memory_budget: Option<String>,
+    /// Running server processes to measure per-worker memory from (for the MaxRequestWorkers check).
+    #[arg(long = "watch", value_name = "PID|NAME")]
+    watch: Vec<String>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", default_value = "text")]
+    output: Format,
+    /// Exit with code 3 when a finding at this level or above is found (for CI).
+    #[arg(long = "fail-on", value_name = "LEVEL")]
+    fail_on: Option<FailOn>,
+    /// Do not run apache2ctl/nginx to confirm included files and modules.
+    #[arg(long = "no-tools")]
+    no_tools: bool,
 }
 
 /// Flags `redline run` takes for watching the server.
 #[derive(Args, Debug, Default, Clone)]
-pub struct RunWatchArgs {}
+pub struct RunWatchArgs {
+    /// Watch server processes during the run: a PID or a process name (repeatable), e.g. --watch apache2.
+    #[arg(long = "watch", value_name = "PID|NAME")]
+    pub watch: Vec<String>,
+    /// Time between --watch samples.
+    #[arg(long = "watch-interval", value_name = "DURATION", value_parser = dur)]
+    pub watch_interval: Option<Duration>,
+}
 
 /// A watcher running beside the load.
-pub struct WatchHandle;
+pub struct WatchHandle(Watcher);
+
+fn dur(s: &str) -> Result<Duration, String> {
+    redline_engine::parse_duration(s)
+}
+
+/// Parses the targets and checks each names something running now.
+fn resolve_targets(raw: &[String], flag: &str) -> Result<Vec<Target>, String> {
+    let mut targets = Vec::new();
+    for r in raw {
+        targets.push(Target::parse(r)?);
+    }
+    let all = procfs::all_processes(&procfs::proc_root());
+    for t in &targets {
+        if procfs::select(&all, std::slice::from_ref(t)).is_empty() {
+            return Err(match t {
+                Target::Pid(p) => format!("{flag} {p}: no process with that PID on this machine"),
+                Target::Name(n) => format!(
+                    "{flag} {n}: no process of that name on this machine (for a remote server, run `redline watch {n}` there: see docs/server-side.md)"
+                ),
+            });
+        }
+    }
+    Ok(targets)
+}
 
 /// Starts watching before the load starts (Err: a usage error message).
-pub fn before_run(_a: &RunWatchArgs) -> Result<Option<WatchHandle>, String> {
-    Ok(None)
+pub fn before_run(a: &RunWatchArgs) -> Result<Option<WatchHandle>, String> {
+    if a.watch.is_empty() {
+        return Ok(None);
+    }
+    let interval = a.watch_interval.unwrap_or(Duration::from_millis(500));
+    if interval < Duration::from_millis(10) {
+        return Err("--watch-interval must be at least 10ms".into());
+    }
+    let targets = resolve_targets(&a.watch, "--watch")?;
+    Ok(Some(WatchHandle(Watcher::start(targets, interval))))
+}
+
+/// Warns (`server_swap`) when a watched machine swapped or ran low on memory.
+fn add_watch_warnings(w: &ServerWatch, rec: &mut RunRecord) {
+    for h in &w.hosts {
+        if h.swapped() {
+            rec.warn(
+                "server_swap",
+                format!(
+                    "{} swapped during the run ({} pages in, {} out): latency then measures the disk, not the server; lower the worker count (redline size)",
+                    h.host, h.summary.swapped_in_pages, h.summary.swapped_out_pages
+                ),
+            );
+        } else if h.memory_low() {
+            rec.warn(
+                "server_swap",
+                format!(
+                    "{} ran low on memory during the run (MemAvailable fell to {} of {}): more load will swap; lower the worker count (redline size)",
+                    h.host,
+                    redline_watch::render::kib(h.summary.min_mem_available_kib as f64),
+                    redline_watch::render::kib(h.mem_total_kib as f64)
+                ),
+            );
+        }
+    }
 }
 
 /// Stops watching and puts what was seen into the record.
-pub fn after_run(_h: Option<WatchHandle>, _rec: &mut RunRecord) {}
+pub fn after_run(h: Option<WatchHandle>, rec: &mut RunRecord) {
+    let Some(WatchHandle(w)) = h else {
+        return;
+    };
+    let seen = w.stop();
+    add_watch_warnings(&seen, rec);
+    match rec.server_watch.as_mut() {
+        Some(existing) => existing.merge(&seen),
+        None => rec.server_watch = Some(seen),
+    }
+}
 
 /// Runs a server subcommand; returns the exit code.
 pub fn dispatch(cmd: ServerCmd) -> i32 {
     match cmd {
-        ServerCmd::Size => crate::cli::fail(
-            crate::cli::EXIT_USAGE,
-            "`redline size` is not available yet",
-        ),
+        ServerCmd::Watch(a) => cmd_watch(a),
+        ServerCmd::Size(a) => cmd_size(a),
+        ServerCmd::Tune(a) => cmd_tune(a),
+    }
+}
+
+fn print(s: &str) -> i32 {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => EXIT_OK,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(e) => fail(EXIT_RUNTIME, format!("cannot write the output: {e}")),
+    }
+}
+
+fn to_json(v: serde_json::Result<serde_json::Value>) -> String {
+    let mut s = v
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    s.push('\n');
+    s
+}
+
+/// The JSON form of `redline watch -o json`: the ServerWatch with `format` and `version` added.
+fn watch_doc(w: &ServerWatch) -> serde_json::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(w)?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("format".into(), WATCH_FORMAT.into());
+        o.insert("version".into(), 1.into());
+    }
+    Ok(v)
+}
+
+/// Reads a `redline watch -o json` document.
+fn read_watch_doc(text: &str) -> Result<ServerWatch, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    if v.get("format").and_then(|f| f.as_str()) != Some(WATCH_FORMAT) {
+        return Err(format!(
+            "not a redline watch record (no \"format\": {WATCH_FORMAT:?})"
+        ));
+    }
+    if v.get("version").and_then(|f| f.as_u64()).unwrap_or(0) > 1 {
+        return Err("watch record from a newer redline; upgrade redline".into());
+    }
+    serde_json::from_value(v).map_err(|e| format!("not a valid watch record: {e}"))
+}
+
+const WATCH_FORMAT: &str = "redline.watch";
+
+fn cmd_watch(a: WatchArgs) -> i32 {
+    if let Some(run) = a.merge {
+        return merge_watch(&run, &a.files);
+    }
+    if a.interval < Duration::from_millis(10) {
+        return fail(EXIT_USAGE, "--interval must be at least 10ms");
+    }
+    let targets = match resolve_targets(&a.targets, "watch") {
+        Ok(t) => t,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    let w = Watcher::start(targets, a.interval);
+    std::thread::sleep(a.duration);
+    let seen = w.stop();
+    match a.output {
+        Format::Text => print(&redline_watch::render_text(&seen)),
+        Format::Json => print(&to_json(watch_doc(&seen))),
+    }
+}
+
+fn merge_watch(run: &PathBuf, files: &[PathBuf]) -> i32 {
+    let read = |p: &PathBuf| {
+        std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
+    };
+    let text = match read(run) {
+        Ok(t) => t,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    let mut rec = match RunRecord::from_json(&text) {
+        Ok(r) => r,
+        Err(e) => return fail(EXIT_USAGE, format!("{}: {e}", run.display())),
+    };
+    if files.is_empty() {
+        return fail(
+            EXIT_USAGE,
+            "--merge needs watch records after `--`: redline watch --merge run.json -- watch.json",
+        );
+    }
+    for f in files {
+        let t = match read(f) {
+            Ok(t) => t,
+            Err(e) => return fail(EXIT_USAGE, e),
+        };
+        let doc = match read_watch_doc(&t) {
+            Ok(d) => d,
+            Err(e) => return fail(EXIT_USAGE, format!("{}: {e}", f.display())),
+        };
+        add_watch_warnings(&doc, &mut rec);
+        match rec.server_watch.as_mut() {
+            Some(w) => w.merge(&doc),
+            None => rec.server_watch = Some(doc),
+        }
+    }
+    let mut buf = Vec::new();
+    if let Err(e) = redline_report::write_json(&rec, &mut buf) {
+        return fail(EXIT_RUNTIME, format!("cannot write the record: {e}"));
+    }
+    print(&String::from_utf8_lossy(&buf))
+}
+
+fn cmd_size(a: SizeArgs) -> i32 {
+    let budget = match a
+        .memory_budget
+        .as_deref()
+        .map(size::parse_budget)
+        .transpose()
+    {
+        Ok(b) => b,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    let targets = match resolve_targets(&a.watch, "--watch") {
+        Ok(t) => t,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    let root = procfs::proc_root();
+    let all = procfs::all_processes(&root);
+    let server: Vec<procfs::ProcInfo> = procfs::select(&all, &targets)
+        .into_iter()
+        .cloned()
+        .collect();
+    let mine: std::collections::HashSet<u32> = server.iter().map(|p| p.pid).collect();
+    let me = std::process::id();
+    let others: Vec<procfs::ProcInfo> = all
+        .iter()
+        .filter(|p| !mine.contains(&p.pid) && p.pid != me)
+        .cloned()
+        .collect();
+    let kind = ServerKind::of_processes(&server);
+    let mpm = if kind == ServerKind::Apache {
+        detect::apache_mpm(&server)
+    } else {
+        None
+    };
+    let mut evidence = Vec::new();
+    let mut threads_per_child = None;
+    if let Some(cfg) = &a.config {
+        match tune::analyze(
+            cfg,
+            &TuneOptions {
+                use_tools: false,
+                ..Default::default()
+            },
+        ) {
+            Ok(r) => threads_per_child = r.threads_per_child,
+            Err(e) => return fail(EXIT_USAGE, e),
+        }
+    }
+    if kind == ServerKind::Apache {
+        let logs: Vec<PathBuf> = match &a.error_log {
+            Some(p) => vec![p.clone()],
+            None => detect::APACHE_ERROR_LOGS
+                .iter()
+                .map(PathBuf::from)
+                .collect(),
+        };
+        let refs: Vec<&std::path::Path> = logs.iter().map(|p| p.as_path()).collect();
+        if let Some((path, n, last)) = detect::apache_limit_evidence(&refs) {
+            evidence.push(format!(
+                "{path}: {n} \"reached MaxRequestWorkers\" lines, the last: {last}"
+            ));
+        }
+    }
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1);
+    let inp = size::SizeInput {
+        server,
+        others,
+        machine: procfs::machine(&root),
+        budget,
+        kind,
+        mpm,
+        threads_per_child,
+        cpus,
+        evidence,
+    };
+    let r = match size::compute(&inp) {
+        Ok(r) => r,
+        Err(e) => return fail(EXIT_RUNTIME, e),
+    };
+    match a.output {
+        Format::Text => print(&size::render(&r)),
+        Format::Json => print(&to_json(serde_json::to_value(&r))),
+    }
+}
+
+fn cmd_tune(a: TuneArgs) -> i32 {
+    let budget: Option<Budget> = match a
+        .memory_budget
+        .as_deref()
+        .map(size::parse_budget)
+        .transpose()
+    {
+        Ok(b) => b,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    let mut opts = TuneOptions {
+        server: a.server,
+        use_tools: !a.no_tools,
+        ..Default::default()
+    };
+    let m = procfs::machine(&procfs::proc_root());
+    opts.budget_kib = budget.map(|b| match b {
+        Budget::Share(f) => (m.mem_total_kib as f64 * f) as u64,
+        Budget::Kib(k) => k,
+    });
+    if !a.watch.is_empty() {
+        let targets = match resolve_targets(&a.watch, "--watch") {
+            Ok(t) => t,
+            Err(e) => return fail(EXIT_USAGE, e),
+        };
+        let all = procfs::all_processes(&procfs::proc_root());
+        let server: Vec<&procfs::ProcInfo> = procfs::select(&all, &targets);
+        let pids: std::collections::HashSet<u32> = server.iter().map(|p| p.pid).collect();
+        opts.worker_private_kib = server
+            .iter()
+            .filter(|p| pids.contains(&p.ppid) || server.len() == 1)
+            .map(|p| p.private_kib)
+            .max();
+        if opts.budget_kib.is_none() {
+            let others: u64 = all
+                .iter()
+                .filter(|p| !pids.contains(&p.pid))
+                .map(|p| p.pss_kib)
+                .sum();
+            opts.budget_kib = Some(
+                m.mem_total_kib
+                    .saturating_sub(others + m.mem_total_kib / 10),
+            );
+        }
+    }
+    let r = match tune::analyze(&a.config, &opts) {
+        Ok(r) => r,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    let code = match a.output {
+        Format::Text => print(&tune::render_text(&r)),
+        Format::Json => print(&to_json(serde_json::to_value(&r))),
+    };
+    if code != EXIT_OK {
+        return code;
+    }
+    let threshold = match a.fail_on {
+        None => return EXIT_OK,
+        Some(FailOn::Warn) => Level::Warn,
+        Some(FailOn::Info) => Level::Info,
+    };
+    if r.findings.iter().any(|f| f.level >= threshold) {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
     }
 }

@@ -287,6 +287,10 @@ pub fn text(rec: &RunRecord) -> String {
         if cl.threads == 1 { "" } else { "s" },
         cl.busiest_thread_share * 100.0
     );
+    if let Some(w) = &rec.server_watch {
+        o.push('\n');
+        o.push_str(&redline_watch::render_text(w));
+    }
     if !rec.warnings.is_empty() {
         o.push('\n');
         if rec.client_limited {

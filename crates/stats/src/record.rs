@@ -567,6 +567,11 @@ impl AddAssign<&RunRecord> for RunRecord {
                 self.warnings.push(w.clone());
             }
         }
+        match (&mut self.server_watch, &o.server_watch) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.server_watch = Some(b.clone()),
+            _ => {}
+        }
         self.derive();
     }
 }

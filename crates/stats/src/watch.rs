@@ -1,11 +1,276 @@
-//! What was seen of the server's processes and machine during a run (issue 8).
-//! Placeholder: filled in by the server-watch work.
+//! What was seen of the server's processes and machine during a run (`--watch`,
+//! or `redline watch` on the server's own machine): a time series of samples
+//! per host, and a peak/mean summary. Memory is in KiB, as `/proc` gives it.
+//!
+//! RSS counts shared pages once per process, so the sum of RSS over a forking
+//! server's processes overstates its memory; PSS splits shared pages among the
+//! processes that map them (the sum is the real total); private memory is what
+//! one more process would cost. All three are kept side by side.
 
 use serde::{Deserialize, Serialize};
 
-/// Samples of the watched server processes and the machine during a run.
+/// Samples of the watched server processes and the machine(s) during a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ServerWatch {
-    /// What was asked to be watched (PIDs or process names).
+    /// What was asked to be watched (PIDs or process names), over all hosts.
     pub targets: Vec<String>,
+    /// One entry per watched machine (two after merging a remote `redline watch` record).
+    pub hosts: Vec<HostWatch>,
+}
+
+/// What one machine's watcher saw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct HostWatch {
+    /// The machine's host name.
+    pub host: String,
+    /// What was watched there (PIDs or process names).
+    pub targets: Vec<String>,
+    /// When sampling started (RFC 3339, UTC), to line it up with a run.
+    pub started_at: String,
+    /// Seconds between samples.
+    pub interval_s: f64,
+    /// CPUs of the machine (CPU % is of one CPU, so a busy machine shows `cpus × 100`).
+    pub cpus: u32,
+    /// The machine's MemTotal.
+    pub mem_total_kib: u64,
+    /// The machine's SwapTotal.
+    pub swap_total_kib: u64,
+    /// True when PSS and private memory came from `smaps_rollup` for every process;
+    /// false when some had to be estimated from `statm` (other users' processes
+    /// without root), in which case PSS is RSS and private is RSS minus shared.
+    pub pss_exact: bool,
+    /// Process names seen among the watched processes (e.g. `apache2`).
+    pub process_names: Vec<String>,
+    /// The samples, oldest first.
+    pub samples: Vec<WatchSample>,
+    /// Peak and mean of each sampled quantity.
+    pub summary: WatchSummary,
+}
+
+/// One sample of the watched processes and the machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct WatchSample {
+    /// Seconds since sampling started.
+    pub t: f64,
+    /// Watched processes alive (including children).
+    pub processes: u32,
+    /// Sum of RSS over the processes (shared pages counted once per process).
+    pub rss_kib: u64,
+    /// Sum of PSS over the processes (shared pages split: the real total).
+    pub pss_kib: u64,
+    /// Sum of private memory (Private_Clean + Private_Dirty).
+    pub private_kib: u64,
+    /// Largest RSS of one process.
+    pub max_process_rss_kib: u64,
+    /// Largest PSS of one process.
+    pub max_process_pss_kib: u64,
+    /// Largest private memory of one process.
+    pub max_process_private_kib: u64,
+    /// CPU used by the processes since the previous sample, in % of one CPU.
+    pub cpu_percent: f64,
+    /// The machine's 1-minute load average.
+    pub load1: f64,
+    /// The machine's MemAvailable.
+    pub mem_available_kib: u64,
+    /// The machine's free swap.
+    pub swap_free_kib: u64,
+    /// Pages swapped in per second since the previous sample.
+    pub swap_in_per_s: f64,
+    /// Pages swapped out per second since the previous sample.
+    pub swap_out_per_s: f64,
+}
+
+/// Peak and mean of one quantity over the samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct PeakMean {
+    /// The largest value.
+    pub peak: f64,
+    /// The mean over the samples.
+    pub mean: f64,
+}
+
+impl PeakMean {
+    /// Peak and mean of values (zero for none).
+    pub fn of(values: impl IntoIterator<Item = f64>) -> PeakMean {
+        let (mut n, mut sum, mut peak) = (0u64, 0.0, f64::MIN);
+        for v in values {
+            n += 1;
+            sum += v;
+            peak = peak.max(v);
+        }
+        if n == 0 {
+            PeakMean::default()
+        } else {
+            PeakMean {
+                peak,
+                mean: sum / n as f64,
+            }
+        }
+    }
+}
+
+/// The summary of a host's samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct WatchSummary {
+    /// Number of samples.
+    pub samples: u32,
+    /// Watched processes.
+    pub processes: PeakMean,
+    /// Total RSS, KiB.
+    pub rss_kib: PeakMean,
+    /// Total PSS, KiB.
+    pub pss_kib: PeakMean,
+    /// Total private memory, KiB.
+    pub private_kib: PeakMean,
+    /// Private memory per process (total / processes), KiB.
+    pub private_per_process_kib: PeakMean,
+    /// PSS per process (total / processes), KiB.
+    pub pss_per_process_kib: PeakMean,
+    /// RSS per process (total / processes), KiB.
+    pub rss_per_process_kib: PeakMean,
+    /// CPU, % of one CPU.
+    pub cpu_percent: PeakMean,
+    /// 1-minute load average.
+    pub load1: PeakMean,
+    /// Lowest MemAvailable seen, KiB.
+    pub min_mem_available_kib: u64,
+    /// Pages swapped in during the watch.
+    pub swapped_in_pages: u64,
+    /// Pages swapped out during the watch.
+    pub swapped_out_pages: u64,
+}
+
+impl HostWatch {
+    /// Recomputes `summary` from `samples`.
+    pub fn summarize(&mut self) {
+        let s = &self.samples;
+        let per = |f: fn(&WatchSample) -> u64| {
+            PeakMean::of(
+                s.iter()
+                    .filter(|x| x.processes > 0)
+                    .map(move |x| f(x) as f64 / x.processes as f64),
+            )
+        };
+        let mut swapped_in = 0.0;
+        let mut swapped_out = 0.0;
+        for w in s.windows(2) {
+            let dt = (w[1].t - w[0].t).max(0.0);
+            swapped_in += w[1].swap_in_per_s * dt;
+            swapped_out += w[1].swap_out_per_s * dt;
+        }
+        self.summary = WatchSummary {
+            samples: s.len() as u32,
+            processes: PeakMean::of(s.iter().map(|x| x.processes as f64)),
+            rss_kib: PeakMean::of(s.iter().map(|x| x.rss_kib as f64)),
+            pss_kib: PeakMean::of(s.iter().map(|x| x.pss_kib as f64)),
+            private_kib: PeakMean::of(s.iter().map(|x| x.private_kib as f64)),
+            private_per_process_kib: per(|x| x.private_kib),
+            pss_per_process_kib: per(|x| x.pss_kib),
+            rss_per_process_kib: per(|x| x.rss_kib),
+            cpu_percent: PeakMean::of(s.iter().skip(1).map(|x| x.cpu_percent)),
+            load1: PeakMean::of(s.iter().map(|x| x.load1)),
+            min_mem_available_kib: s.iter().map(|x| x.mem_available_kib).min().unwrap_or(0),
+            swapped_in_pages: swapped_in.round() as u64,
+            swapped_out_pages: swapped_out.round() as u64,
+        };
+    }
+
+    /// True when the machine swapped during the watch.
+    pub fn swapped(&self) -> bool {
+        self.summary.swapped_in_pages > 0
+            || self.summary.swapped_out_pages > 0
+            || self
+                .samples
+                .iter()
+                .any(|s| s.swap_in_per_s > 0.0 || s.swap_out_per_s > 0.0)
+    }
+
+    /// True when MemAvailable fell under 10 % of MemTotal during the watch.
+    pub fn memory_low(&self) -> bool {
+        self.mem_total_kib > 0
+            && !self.samples.is_empty()
+            && self.summary.min_mem_available_kib * 10 < self.mem_total_kib
+    }
+}
+
+impl ServerWatch {
+    /// Merges another watch (e.g. `redline watch` run on the server's machine
+    /// during the same run): its hosts are added; a host already present (same
+    /// host name, targets and start) is not added twice.
+    pub fn merge(&mut self, o: &ServerWatch) {
+        for t in &o.targets {
+            if !self.targets.contains(t) {
+                self.targets.push(t.clone());
+            }
+        }
+        for h in &o.hosts {
+            let dup = self.hosts.iter().any(|x| {
+                x.host == h.host && x.targets == h.targets && x.started_at == h.started_at
+            });
+            if !dup {
+                self.hosts.push(h.clone());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(t: f64, procs: u32, private: u64, swap_out: f64) -> WatchSample {
+        WatchSample {
+            t,
+            processes: procs,
+            private_kib: private,
+            rss_kib: private * 2,
+            pss_kib: private + 10,
+            swap_out_per_s: swap_out,
+            mem_available_kib: 1000 - private,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn summary_peaks_means_and_swap() {
+        let mut h = HostWatch {
+            mem_total_kib: 1000,
+            samples: vec![sample(0.0, 2, 100, 0.0), sample(1.0, 4, 400, 10.0)],
+            ..Default::default()
+        };
+        h.summarize();
+        assert_eq!(h.summary.processes.peak, 4.0);
+        assert_eq!(h.summary.processes.mean, 3.0);
+        assert_eq!(h.summary.private_per_process_kib.peak, 100.0);
+        assert_eq!(h.summary.private_per_process_kib.mean, 75.0);
+        assert_eq!(h.summary.min_mem_available_kib, 600);
+        assert_eq!(h.summary.swapped_out_pages, 10);
+        assert!(h.swapped());
+        assert!(!h.memory_low());
+    }
+
+    #[test]
+    fn merge_adds_hosts_once_and_roundtrips() {
+        let mut a = ServerWatch {
+            targets: vec!["nginx".into()],
+            hosts: vec![HostWatch {
+                host: "a".into(),
+                ..Default::default()
+            }],
+        };
+        let b = ServerWatch {
+            targets: vec!["mysqld".into()],
+            hosts: vec![HostWatch {
+                host: "b".into(),
+                ..Default::default()
+            }],
+        };
+        a.merge(&b);
+        a.merge(&b);
+        assert_eq!(a.hosts.len(), 2);
+        assert_eq!(a.targets, vec!["nginx".to_string(), "mysqld".to_string()]);
+        let j = serde_json::to_string(&a).unwrap();
+        let back: ServerWatch = serde_json::from_str(&j).unwrap();
+        assert_eq!(back, a);
+    }
 }

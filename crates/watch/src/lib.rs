@@ -1,2 +1,17 @@
-//! Server side: process watching, MaxClients sizing, config advice (issue 8). Work in progress.
+//! Server side of redline (issue 8): watch the server's processes and machine
+//! during a run ([`sampler`], reading [`procfs`] by hand), size the worker
+//! count from measured memory ([`size`]), and read Apache, nginx and lighttpd
+//! configurations to say what to tune ([`tune`]).
 #![deny(missing_docs)]
+
+pub mod detect;
+pub mod glob;
+pub mod procfs;
+pub mod render;
+pub mod sampler;
+pub mod size;
+pub mod tune;
+
+pub use procfs::Target;
+pub use render::render_text;
+pub use sampler::{Sampler, Watcher};

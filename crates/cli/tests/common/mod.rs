@@ -19,6 +19,11 @@ pub fn redline_with_limit(args: &[&str], limit: Duration) -> (Output, Duration) 
     let start = Instant::now();
     let child = Command::new(bin())
         .args(args)
+        // Never write into the user's real run history.
+        .env(
+            "REDLINE_DB",
+            std::env::temp_dir().join(format!("redline-tests-{}.db", std::process::id())),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

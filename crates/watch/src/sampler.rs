@@ -1,0 +1,207 @@
+//! Sampling the watched processes and the machine over time, on the caller's
+//! thread ([`Sampler`]) or on a thread of its own beside a run ([`Watcher`]).
+
+use crate::procfs::{self, MachineInfo, ProcInfo, Target};
+use redline_stats::watch::{HostWatch, ServerWatch, WatchSample};
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Takes samples of the targets' processes and the machine.
+pub struct Sampler {
+    root: PathBuf,
+    targets: Vec<Target>,
+    start: Instant,
+    last_t: f64,
+    last_ticks: HashMap<u32, u64>,
+    last_swap: Option<(u64, u64)>,
+    ticks_per_s: f64,
+    host: HostWatch,
+    names: BTreeSet<String>,
+    /// The processes seen in the latest sample.
+    pub last_processes: Vec<ProcInfo>,
+    /// The machine as seen in the latest sample.
+    pub last_machine: MachineInfo,
+}
+
+/// The machine's host name (from `/proc/sys/kernel/hostname`).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// Now as RFC 3339 UTC (seconds).
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+impl Sampler {
+    /// A sampler over `/proc` for these targets.
+    pub fn new(targets: Vec<Target>, interval: Duration) -> Sampler {
+        Sampler::with_root(procfs::proc_root(), targets, interval)
+    }
+
+    /// A sampler over another `/proc` root (tests).
+    pub fn with_root(root: PathBuf, targets: Vec<Target>, interval: Duration) -> Sampler {
+        let labels: Vec<String> = targets.iter().map(Target::label).collect();
+        let cpus = std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1);
+        Sampler {
+            root,
+            targets,
+            start: Instant::now(),
+            last_t: 0.0,
+            last_ticks: HashMap::new(),
+            last_swap: None,
+            ticks_per_s: procfs::clock_ticks() as f64,
+            host: HostWatch {
+                host: hostname(),
+                targets: labels,
+                started_at: now_rfc3339(),
+                interval_s: interval.as_secs_f64(),
+                cpus,
+                pss_exact: true,
+                ..Default::default()
+            },
+            names: BTreeSet::new(),
+            last_processes: Vec::new(),
+            last_machine: MachineInfo::default(),
+        }
+    }
+
+    /// Takes one sample and keeps it.
+    pub fn sample(&mut self) -> &WatchSample {
+        let t = self.start.elapsed().as_secs_f64();
+        let all = procfs::all_processes(&self.root);
+        let chosen: Vec<ProcInfo> = procfs::select(&all, &self.targets)
+            .into_iter()
+            .cloned()
+            .collect();
+        let m = procfs::machine(&self.root);
+        let dt = t - self.last_t;
+        let mut s = WatchSample {
+            t,
+            processes: chosen.len() as u32,
+            load1: m.load[0],
+            mem_available_kib: m.mem_available_kib,
+            swap_free_kib: m.swap_free_kib,
+            ..Default::default()
+        };
+        let mut ticks = HashMap::new();
+        let mut used_ticks = 0u64;
+        for p in &chosen {
+            s.rss_kib += p.rss_kib;
+            s.pss_kib += p.pss_kib;
+            s.private_kib += p.private_kib;
+            s.max_process_rss_kib = s.max_process_rss_kib.max(p.rss_kib);
+            s.max_process_pss_kib = s.max_process_pss_kib.max(p.pss_kib);
+            s.max_process_private_kib = s.max_process_private_kib.max(p.private_kib);
+            if !p.exact {
+                self.host.pss_exact = false;
+            }
+            // A process new since the last sample counts from zero: its CPU
+            // before we saw it is unknown, so only the first sample is 0.
+            let before =
+                self.last_ticks
+                    .get(&p.pid)
+                    .copied()
+                    .unwrap_or(if self.host.samples.is_empty() {
+                        p.cpu_ticks
+                    } else {
+                        0
+                    });
+            used_ticks += p.cpu_ticks.saturating_sub(before);
+            ticks.insert(p.pid, p.cpu_ticks);
+            self.names.insert(p.comm.clone());
+        }
+        if !self.host.samples.is_empty() && dt > 0.0 {
+            s.cpu_percent = used_ticks as f64 / self.ticks_per_s / dt * 100.0;
+            if let Some((i, o)) = self.last_swap {
+                s.swap_in_per_s = m.pswpin.saturating_sub(i) as f64 / dt;
+                s.swap_out_per_s = m.pswpout.saturating_sub(o) as f64 / dt;
+            }
+        }
+        self.last_swap = Some((m.pswpin, m.pswpout));
+        self.last_ticks = ticks;
+        self.last_t = t;
+        self.host.mem_total_kib = m.mem_total_kib;
+        self.host.swap_total_kib = m.swap_total_kib;
+        self.last_processes = chosen;
+        self.last_machine = m;
+        self.host.samples.push(s);
+        self.host.samples.last().expect("just pushed")
+    }
+
+    /// The watch so far, summarized.
+    pub fn finish(mut self) -> ServerWatch {
+        self.host.process_names = self.names.into_iter().collect();
+        self.host.summarize();
+        ServerWatch {
+            targets: self.host.targets.clone(),
+            hosts: vec![self.host],
+        }
+    }
+}
+
+/// A sampler on its own thread, taking a sample every interval until stopped.
+pub struct Watcher {
+    stop: mpsc::Sender<()>,
+    thread: JoinHandle<ServerWatch>,
+}
+
+impl Watcher {
+    /// Starts sampling now (one sample at once, then every `interval`, at most
+    /// `max_samples` kept so memory stays bounded: 24 h at 500 ms is 172,800).
+    pub fn start(targets: Vec<Target>, interval: Duration) -> Watcher {
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("redline-watch".into())
+            .spawn(move || {
+                let mut s = Sampler::new(targets, interval);
+                let max_samples = 200_000;
+                for _ in 0..max_samples {
+                    s.sample();
+                    match rx.recv_timeout(interval) {
+                        Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                        _ => break,
+                    }
+                }
+                // The last sample marks the end of the run.
+                s.sample();
+                s.finish()
+            })
+            .expect("spawn the watch thread");
+        Watcher { stop: tx, thread }
+    }
+
+    /// Stops sampling and returns what was seen.
+    pub fn stop(self) -> ServerWatch {
+        let _ = self.stop.send(());
+        self.thread.join().unwrap_or_default()
+    }
+}

@@ -1,0 +1,444 @@
+//! Sizing the worker count from measured memory: budget / memory one more
+//! worker costs, as the Italian article does with htop's RES column, but with
+//! private memory (what another worker really adds) instead of RSS (which
+//! counts shared pages in every process), and the shared part counted once.
+
+use crate::detect::{Mpm, ServerKind};
+use crate::procfs::{MachineInfo, ProcInfo};
+use crate::render::kib;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashSet};
+
+/// How much memory the web server may use.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Budget {
+    /// A share of MemTotal (0 < f ≤ 1).
+    Share(f64),
+    /// A size in KiB.
+    Kib(u64),
+}
+
+/// Parses `50%`, `4GiB`, `512M`, `2G`, `1048576K`, or bytes.
+pub fn parse_budget(s: &str) -> Result<Budget, String> {
+    let t = s.trim();
+    let bad = || {
+        format!("--memory-budget {s:?}: give a share of the memory (50%) or a size (4GiB, 512MiB)")
+    };
+    if let Some(p) = t.strip_suffix('%') {
+        let v: f64 = p.trim().parse().map_err(|_| bad())?;
+        if !(v > 0.0 && v <= 100.0) {
+            return Err(format!(
+                "--memory-budget {s:?}: the share must be above 0% and at most 100%"
+            ));
+        }
+        return Ok(Budget::Share(v / 100.0));
+    }
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0 / 1024.0,
+        "k" | "kb" | "kib" => 1.0,
+        "m" | "mb" | "mib" => 1024.0,
+        "g" | "gb" | "gib" => 1024.0 * 1024.0,
+        "t" | "tb" | "tib" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(bad()),
+    };
+    let k = (v * mult).round() as u64;
+    if k == 0 {
+        return Err(format!(
+            "--memory-budget {s:?}: the budget must be above zero"
+        ));
+    }
+    Ok(Budget::Kib(k))
+}
+
+/// What the sizing starts from.
+#[derive(Debug, Clone)]
+pub struct SizeInput {
+    /// The watched server's processes (parent and workers).
+    pub server: Vec<ProcInfo>,
+    /// Every other process on the machine.
+    pub others: Vec<ProcInfo>,
+    /// The machine.
+    pub machine: MachineInfo,
+    /// The budget given, if any (default: MemTotal minus other services and a reserve).
+    pub budget: Option<Budget>,
+    /// The server kind.
+    pub kind: ServerKind,
+    /// Apache's MPM, when known, and where it was learnt.
+    pub mpm: Option<(Mpm, String)>,
+    /// ThreadsPerChild from the config (worker/event; default 25).
+    pub threads_per_child: Option<u64>,
+    /// The machine's CPUs.
+    pub cpus: u32,
+    /// Evidence lines (e.g. from the error log).
+    pub evidence: Vec<String>,
+}
+
+/// One line of the budget: a name and KiB.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Item {
+    /// What it is.
+    pub name: String,
+    /// KiB.
+    pub kib: u64,
+}
+
+/// The result of sizing.
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeReport {
+    /// The server kind.
+    pub server: String,
+    /// Apache MPM.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mpm: Option<String>,
+    /// The machine's MemTotal, KiB.
+    pub mem_total_kib: u64,
+    /// Other services' memory subtracted from the budget (largest first; PSS).
+    pub others: Vec<Item>,
+    /// The memory budget for the server, KiB.
+    pub budget_kib: u64,
+    /// How the budget was found.
+    pub budget_source: String,
+    /// Server processes now.
+    pub processes: usize,
+    /// Worker processes now (the server's processes except its parent).
+    pub workers: usize,
+    /// Memory one more worker costs: the largest worker's private memory, KiB.
+    pub per_worker_private_kib: u64,
+    /// Mean private memory of the workers, KiB.
+    pub mean_worker_private_kib: u64,
+    /// The same worker's PSS, KiB.
+    pub per_worker_pss_kib: u64,
+    /// The same worker's RSS, KiB.
+    pub per_worker_rss_kib: u64,
+    /// Paid once whatever the worker count: the parent and shared pages, KiB.
+    pub fixed_kib: u64,
+    /// The largest worker process count the budget allows.
+    pub max_workers: u64,
+    /// The directives to set.
+    pub directives: Vec<String>,
+    /// The arithmetic, line by line.
+    pub arithmetic: Vec<String>,
+    /// Notes and evidence.
+    pub notes: Vec<String>,
+}
+
+/// Computes the sizing; Err when there is nothing to size.
+pub fn compute(inp: &SizeInput) -> Result<SizeReport, String> {
+    if inp.server.is_empty() {
+        return Err("no server process found to size".into());
+    }
+    let total = inp.machine.mem_total_kib;
+    if total == 0 {
+        return Err("cannot read MemTotal from /proc/meminfo".into());
+    }
+    // Workers: the processes whose parent is also a server process.
+    let pids: HashSet<u32> = inp.server.iter().map(|p| p.pid).collect();
+    let (parents, mut workers): (Vec<&ProcInfo>, Vec<&ProcInfo>) =
+        inp.server.iter().partition(|p| !pids.contains(&p.ppid));
+    let single = workers.is_empty();
+    if single {
+        workers = parents.clone();
+    }
+    let biggest = workers
+        .iter()
+        .max_by_key(|p| (p.private_kib, p.pid))
+        .copied()
+        .expect("non-empty");
+    let per_worker = biggest.private_kib.max(1);
+    let mean_private =
+        workers.iter().map(|p| p.private_kib).sum::<u64>() / workers.len().max(1) as u64;
+    let fixed = if single {
+        0
+    } else {
+        parents.iter().map(|p| p.pss_kib).sum::<u64>()
+            + workers
+                .iter()
+                .map(|p| p.pss_kib.saturating_sub(p.private_kib))
+                .sum::<u64>()
+    };
+
+    // Other services, grouped by name.
+    let mut groups: BTreeMap<String, u64> = BTreeMap::new();
+    for p in &inp.others {
+        *groups.entry(p.comm.clone()).or_insert(0) += p.pss_kib;
+    }
+    let mut others: Vec<Item> = groups
+        .into_iter()
+        .map(|(name, kib)| Item { name, kib })
+        .collect();
+    others.sort_by(|a, b| b.kib.cmp(&a.kib).then(a.name.cmp(&b.name)));
+    let mut arithmetic = Vec::new();
+    let (budget, source) = match inp.budget {
+        Some(Budget::Share(f)) => (
+            (total as f64 * f) as u64,
+            format!("{:.0}% of MemTotal {}", f * 100.0, kib(total as f64)),
+        ),
+        Some(Budget::Kib(k)) => (k, "--memory-budget".to_string()),
+        None => {
+            let others_sum: u64 = others.iter().map(|i| i.kib).sum();
+            let reserve = (total / 10).max(64 * 1024).min(total / 4);
+            arithmetic.push(format!(
+                "budget = MemTotal {} - other processes {} - reserve for kernel and page cache {} = {}",
+                kib(total as f64),
+                kib(others_sum as f64),
+                kib(reserve as f64),
+                kib(total.saturating_sub(others_sum + reserve) as f64)
+            ));
+            (
+                total.saturating_sub(others_sum + reserve),
+                "MemTotal minus the other processes and a 10% reserve".to_string(),
+            )
+        }
+    };
+    let shown_others: Vec<Item> = {
+        let min = total / 100;
+        let mut v: Vec<Item> = others
+            .iter()
+            .filter(|i| i.kib >= min)
+            .take(8)
+            .cloned()
+            .collect();
+        let rest: u64 =
+            others.iter().map(|i| i.kib).sum::<u64>() - v.iter().map(|i| i.kib).sum::<u64>();
+        if rest > 0 {
+            v.push(Item {
+                name: "(all other processes)".into(),
+                kib: rest,
+            });
+        }
+        v
+    };
+    let avail = budget.saturating_sub(fixed);
+    let n = avail / per_worker;
+    arithmetic.push(format!(
+        "workers = (budget {} - paid once {} (parent and shared pages)) / {} private per worker = {}",
+        kib(budget as f64),
+        kib(fixed as f64),
+        kib(per_worker as f64),
+        n
+    ));
+    let mut directives = Vec::new();
+    let mut notes = inp.evidence.clone();
+    let mpm = inp.mpm.as_ref().map(|(m, _)| *m);
+    match inp.kind {
+        ServerKind::Apache => match mpm.unwrap_or(Mpm::Prefork) {
+            Mpm::Prefork => {
+                directives.push(format!(
+                    "MaxRequestWorkers {n}    # MaxClients in Apache 2.2"
+                ));
+                directives.push(format!("ServerLimit       {}", n.max(1)));
+            }
+            m => {
+                let tpc = inp.threads_per_child.unwrap_or(25).max(1);
+                directives.push(format!("ServerLimit       {n}"));
+                directives.push(format!("ThreadsPerChild   {tpc}"));
+                directives.push(format!(
+                    "MaxRequestWorkers {}    # ServerLimit × ThreadsPerChild",
+                    n * tpc
+                ));
+                arithmetic.push(format!(
+                    "MaxRequestWorkers = ServerLimit {n} × ThreadsPerChild {tpc} = {} ({} MPM: {} per process)",
+                    n * tpc,
+                    m.name(),
+                    kib(per_worker as f64)
+                ));
+            }
+        },
+        ServerKind::Nginx => {
+            let wp = n.min(inp.cpus as u64).max(1);
+            directives.push(format!(
+                "worker_processes  {wp};    # one per CPU ({} CPUs); memory allows {n}",
+                inp.cpus
+            ));
+            directives.push("worker_connections 1024;   # per worker; raise with worker_rlimit_nofile when connections run short".into());
+            notes.push(
+                "nginx serves many connections per worker: memory rarely limits it; CPUs do."
+                    .into(),
+            );
+        }
+        ServerKind::Lighttpd => {
+            directives.push(
+                "server.max-worker = 0    # one event-loop process serves all connections".into(),
+            );
+            directives.push("server.max-connections = 1024    # at most server.max-fds / 2".into());
+            notes.push(format!(
+                "lighttpd is one process ({} private): memory allows {n} such processes",
+                kib(per_worker as f64)
+            ));
+        }
+        ServerKind::PhpFpm => {
+            directives.push(format!("pm.max_children = {n}"));
+        }
+        ServerKind::Other => {
+            directives.push(format!("# at most {n} worker processes"));
+        }
+    }
+    if n == 0 {
+        notes.push("the budget does not cover even one more worker: give more memory or lower the per-worker cost".into());
+    }
+    Ok(SizeReport {
+        server: inp.kind.name().into(),
+        mpm: inp
+            .mpm
+            .as_ref()
+            .map(|(m, src)| format!("{} (from {src})", m.name())),
+        mem_total_kib: total,
+        others: shown_others,
+        budget_kib: budget,
+        budget_source: source,
+        processes: inp.server.len(),
+        workers: if single { 0 } else { workers.len() },
+        per_worker_private_kib: per_worker,
+        mean_worker_private_kib: mean_private,
+        per_worker_pss_kib: biggest.pss_kib,
+        per_worker_rss_kib: biggest.rss_kib,
+        fixed_kib: fixed,
+        max_workers: n,
+        directives,
+        arithmetic,
+        notes,
+    })
+}
+
+/// The text form of a sizing.
+pub fn render(r: &SizeReport) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "-------- Server ----------------------------------------"
+    );
+    let _ = writeln!(
+        o,
+        "[--] {}{}: {} processes ({} workers)",
+        r.server,
+        r.mpm
+            .as_ref()
+            .map(|m| format!(", MPM {m}"))
+            .unwrap_or_default(),
+        r.processes,
+        r.workers
+    );
+    let _ = writeln!(
+        o,
+        "-------- Memory budget ---------------------------------"
+    );
+    let _ = writeln!(
+        o,
+        "[--] MemTotal                {:>12}",
+        kib(r.mem_total_kib as f64)
+    );
+    for i in &r.others {
+        let _ = writeln!(o, "[--]   used by {:<16}{:>12}", i.name, kib(i.kib as f64));
+    }
+    let _ = writeln!(
+        o,
+        "[--] budget                  {:>12}  ({})",
+        kib(r.budget_kib as f64),
+        r.budget_source
+    );
+    let _ = writeln!(
+        o,
+        "-------- One worker ------------------------------------"
+    );
+    let _ = writeln!(
+        o,
+        "[--] private {}  (PSS {}, RSS {}; mean private {})",
+        kib(r.per_worker_private_kib as f64),
+        kib(r.per_worker_pss_kib as f64),
+        kib(r.per_worker_rss_kib as f64),
+        kib(r.mean_worker_private_kib as f64)
+    );
+    let _ = writeln!(
+        o,
+        "     RSS counts shared pages in every process; private memory is what one more worker adds."
+    );
+    let _ = writeln!(
+        o,
+        "-------- Arithmetic ------------------------------------"
+    );
+    for a in &r.arithmetic {
+        let _ = writeln!(o, "     {a}");
+    }
+    for n in &r.notes {
+        let _ = writeln!(o, "[!!] {n}");
+    }
+    let _ = writeln!(
+        o,
+        "-------- Directives ------------------------------------"
+    );
+    for d in &r.directives {
+        let _ = writeln!(o, "    {d}");
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(pid: u32, ppid: u32, private: u64, pss: u64) -> ProcInfo {
+        ProcInfo {
+            pid,
+            ppid,
+            comm: "apache2".into(),
+            private_kib: private,
+            pss_kib: pss,
+            rss_kib: pss * 3,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn budgets() {
+        assert_eq!(parse_budget("50%").unwrap(), Budget::Share(0.5));
+        assert_eq!(parse_budget("4GiB").unwrap(), Budget::Kib(4 * 1024 * 1024));
+        assert_eq!(parse_budget("512M").unwrap(), Budget::Kib(512 * 1024));
+        for bad in ["", "0%", "120%", "x", "4 parsecs", "0"] {
+            assert!(parse_budget(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn prefork_arithmetic() {
+        let inp = SizeInput {
+            server: vec![
+                p(10, 1, 2000, 4000),
+                p(11, 10, 1000, 1500),
+                p(12, 10, 3000, 3500),
+            ],
+            others: vec![ProcInfo {
+                pid: 5,
+                comm: "mysqld".into(),
+                pss_kib: 100_000,
+                ..Default::default()
+            }],
+            machine: MachineInfo {
+                mem_total_kib: 1_000_000,
+                ..Default::default()
+            },
+            budget: Some(Budget::Kib(100_000)),
+            kind: ServerKind::Apache,
+            mpm: Some((Mpm::Prefork, "test".into())),
+            threads_per_child: None,
+            cpus: 2,
+            evidence: vec![],
+        };
+        let r = compute(&inp).unwrap();
+        // fixed = parent PSS 4000 + shared of workers (500 + 500) = 5000
+        assert_eq!(r.fixed_kib, 5000);
+        assert_eq!(r.per_worker_private_kib, 3000);
+        assert_eq!(r.max_workers, (100_000 - 5000) / 3000);
+        assert!(r.directives[0].starts_with("MaxRequestWorkers 31"));
+        let mut d = inp.clone();
+        d.budget = None;
+        let r = compute(&d).unwrap();
+        assert_eq!(r.budget_kib, 1_000_000 - 100_000 - 100_000);
+        assert_eq!(r.others[0].name, "mysqld");
+    }
+}
