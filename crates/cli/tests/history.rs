@@ -459,7 +459,7 @@ fn html_report_renders_in_headless_chromium() {
     );
     // The inline script ran and counted the charts and their points.
     assert!(
-        dom.contains("data-charts=\"6\""),
+        dom.contains("data-charts=\"7\""),
         "script did not run: {}",
         &dom[..dom.len().min(400)]
     );

@@ -720,7 +720,9 @@ pub(crate) mod tests {
             rec.counters.completed += n;
             rec.counters.scheduled += n;
             rec.counters.bytes_read += n * 500;
-            rec.series.push(SeriesPoint::new(t, n, 0, n * 500, &h));
+            let mut p = SeriesPoint::new(t, n, 0, n * 500, &h);
+            p.status_classes = [0, n, 0, 0, 0];
+            rec.series.push(p);
         }
         rec.derive();
         rec

@@ -3,8 +3,8 @@
 //!
 //! One run, or two overlaid (before/after: the first solid, the second
 //! dashed): a summary table, the latency percentile curve on a log axis,
-//! latency (p50/p90/p99) and throughput over time, errors over time with the
-//! status codes and errors by kind, and the connect/waiting/transfer phases.
+//! latency (p50/p90/p99) and throughput over time, errors and status classes
+//! over time with the status codes and errors by kind, and the connect/waiting/transfer phases.
 
 use crate::{bytes, count, dur_us};
 use redline_stats::{Hist, RunRecord};
@@ -354,6 +354,50 @@ fn per_second_chart(
     line_chart(title, &time_axis(runs), &linear_axis(max, label), &lines)
 }
 
+/// Responses per second by status class (one line per class seen, per run).
+fn status_time_chart(runs: &[(&str, &RunRecord)]) -> String {
+    const CLASS_COLORS: [&str; 5] = ["#868e96", "#2b8a3e", "#1c7ed6", "#e67700", "#c92a2a"];
+    let mut lines = Vec::new();
+    let mut max: f64 = 0.0;
+    for (i, (name, r)) in runs.iter().enumerate() {
+        for (class, color) in CLASS_COLORS.iter().enumerate() {
+            if r.series.iter().all(|p| p.status_classes[class] == 0) {
+                continue;
+            }
+            let points: Vec<(f64, f64)> = r
+                .series
+                .iter()
+                .filter_map(|p| {
+                    let covered = (r.duration_s - p.t as f64).clamp(0.0, 1.0);
+                    if r.duration_s > 0.0 && covered < 0.25 {
+                        return None;
+                    }
+                    let scale = if r.duration_s > 0.0 { covered } else { 1.0 };
+                    Some((p.t as f64 + 0.5, p.status_classes[class] as f64 / scale))
+                })
+                .collect();
+            max = points.iter().map(|p| p.1).fold(max, f64::max);
+            let suffix = if runs.len() > 1 {
+                format!(" — {name}")
+            } else {
+                String::new()
+            };
+            lines.push(Line {
+                name: format!("{}xx{suffix}", class + 1),
+                color,
+                dashed: i == 1,
+                points,
+            });
+        }
+    }
+    line_chart(
+        "Status codes over time (responses per second by class)",
+        &time_axis(runs),
+        &linear_axis(max, "responses per second"),
+        &lines,
+    )
+}
+
 /// Horizontal bars: the mean time of each phase, per run.
 fn phase_chart(runs: &[(&str, &RunRecord)]) -> String {
     type Phase = (&'static str, fn(&RunRecord) -> &Hist);
@@ -657,6 +701,7 @@ pub fn report(runs: &[(&str, &RunRecord)]) -> String {
         "failed requests per second",
         |p| p.errors as f64,
     ));
+    s.push_str(&status_time_chart(runs));
     s.push_str(&codes_and_errors(runs));
     s.push_str("<h2>Phases</h2>\n");
     s.push_str(&phase_chart(runs));
@@ -683,7 +728,8 @@ mod tests {
         b.label = Some("<after>".into());
         let one = report(&[("run 1", &a)]);
         assert!(one.starts_with("<!DOCTYPE html>"));
-        assert_eq!(one.matches("<svg class=\"chart\"").count(), 6);
+        assert_eq!(one.matches("<svg class=\"chart\"").count(), 7);
+        assert!(one.contains("Status codes over time") && one.contains(">2xx<"));
         assert!(!one.contains("http://") || one.contains("127.0.0.1"));
         assert!(!one.contains("src=\"http"), "nothing fetched");
         let two = report(&[("run 1", &a), ("run 2 <b>", &b)]);

@@ -227,6 +227,9 @@ pub struct SeriesPoint {
     pub p99_us: u64,
     /// Max latency, µs.
     pub max_us: u64,
+    /// Responses by status class in this second: 1xx, 2xx, 3xx, 4xx, 5xx.
+    #[serde(default)]
+    pub status_classes: [u64; 5],
     /// The second's latency histogram (HdrHistogram V2, base64; 2 digits).
     pub hist: SeriesHist,
 }
@@ -239,6 +242,7 @@ impl SeriesPoint {
             requests,
             errors,
             bytes,
+            status_classes: [0; 5],
             p50_us: h.percentile(50.0),
             p90_us: h.percentile(90.0),
             p99_us: h.percentile(99.0),
@@ -250,6 +254,10 @@ impl SeriesPoint {
     fn merge(&mut self, o: &SeriesPoint) {
         let mut h = self.hist.to_hist();
         h.merge(&o.hist.to_hist());
+        let mut classes = self.status_classes;
+        for (a, b) in classes.iter_mut().zip(o.status_classes) {
+            *a += b;
+        }
         *self = SeriesPoint::new(
             self.t,
             self.requests + o.requests,
@@ -257,6 +265,7 @@ impl SeriesPoint {
             self.bytes + o.bytes,
             &h,
         );
+        self.status_classes = classes;
     }
 }
 

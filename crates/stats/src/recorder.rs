@@ -57,6 +57,7 @@ pub struct Recorder {
     sec_requests: u64,
     sec_errors: u64,
     sec_bytes: u64,
+    sec_classes: [u64; 5],
     series: Vec<SeriesPoint>,
 }
 
@@ -82,6 +83,7 @@ impl Recorder {
             sec_requests: 0,
             sec_errors: 0,
             sec_bytes: 0,
+            sec_classes: [0; 5],
             series: Vec::new(),
         }
     }
@@ -119,6 +121,9 @@ impl Recorder {
         }
         let slot = (status as usize).min(STATUS_SLOTS - 1);
         self.status[slot] += 1;
+        // Status classes 1xx–5xx (anything else, e.g. 6xx, counts as 5xx).
+        let class = (status as usize / 100).clamp(1, 5) - 1;
+        self.sec_classes[class] += 1;
     }
 
     /// Counts bytes read from the network (at the time they were read).
@@ -160,13 +165,15 @@ impl Recorder {
     }
 
     fn flush_second(&mut self) {
-        let p = SeriesPoint::new(
+        let mut p = SeriesPoint::new(
             self.sec,
             self.sec_requests,
             self.sec_errors,
             self.sec_bytes,
             &self.sec_hist,
         );
+        p.status_classes = self.sec_classes;
+        self.sec_classes = [0; 5];
         self.series.push(p);
         self.sec_hist.inner_reset();
         self.sec_requests = 0;
@@ -292,6 +299,7 @@ mod tests {
             assert_eq!(x.requests, y.requests);
             assert_eq!(x.hist.to_hist(), y.hist.to_hist());
             assert_eq!(x.p99_us, y.p99_us);
+            assert_eq!(x.status_classes, y.status_classes);
         }
         assert_eq!(merged.counters.completed, 5000);
         assert_eq!(merged.merged_runs, 2);
@@ -306,6 +314,12 @@ mod tests {
         r.finish_into(&mut rec, start + Duration::from_millis(3600));
         let counts: Vec<u64> = rec.series.iter().map(|p| p.requests).collect();
         assert_eq!(counts, vec![2, 0, 0, 1]);
+        let classes: u64 = rec
+            .series
+            .iter()
+            .map(|p| p.status_classes.iter().sum::<u64>())
+            .sum();
+        assert_eq!(classes, 3);
         assert_eq!(rec.series[3].t, 3);
     }
 

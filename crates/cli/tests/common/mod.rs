@@ -163,16 +163,35 @@ pub fn read_head(s: &mut TcpStream) -> bool {
     false
 }
 
-/// Serves keep-alive requests with a fixed response, sleeping `delay` before each.
+/// Serves keep-alive requests with a fixed response, `delay` after each request
+/// head arrived. The delay is kept precisely (sleep, then yield through the last
+/// millisecond), so a test can compare the client's figure with it.
 pub fn fixed_server(response: &'static [u8], delay: Duration) -> ScriptServer {
     ScriptServer::start(move |mut s| {
         let _ = s.set_nodelay(true);
+        let mut buf = Vec::with_capacity(4096);
+        let mut chunk = [0u8; 4096];
         for _ in 0..1_000_000 {
-            if !read_head(&mut s) {
-                return;
+            // Requests carry no body and are not pipelined: read up to a blank line.
+            buf.clear();
+            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+                if buf.len() > 64 * 1024 {
+                    return;
+                }
             }
-            if !delay.is_zero() {
-                std::thread::sleep(delay);
+            let until = Instant::now() + delay;
+            if let Some(coarse) = delay.checked_sub(Duration::from_millis(1)) {
+                std::thread::sleep(coarse);
+            }
+            for _ in 0..10_000_000 {
+                if Instant::now() >= until {
+                    break;
+                }
+                std::thread::yield_now();
             }
             if s.write_all(response).is_err() {
                 return;
