@@ -545,7 +545,7 @@ run_rate_scenario() {
         if "$REDLINE" run --help 2>/dev/null | grep -q -- --no-save; then extra=(--no-save); fi
         /usr/bin/time -f '%U %S %M' -o "$timef" \
             taskset -c "$CLIENT_CPU" timeout -k 5 $((DURATION * 3 + 30)) \
-            "$REDLINE" run -r "$rate" -c "$CONNS" -d "${DURATION}s" -t 1 --output json "${extra[@]}" "$url" \
+            "$REDLINE" run -r "$rate" -c 1000 -d "${DURATION}s" -t 1 --output json "${extra[@]}" "$url" \
             >"$raw" 2>"$raw.err" || rc=$?
         read -r usr sys rss < <(tail -n 1 "$timef")
         python3 - "$raw" "$rate" "$usr" "$sys" "$rss" "$rc" >>"$BODY" <<'PY'
@@ -568,7 +568,7 @@ lat = v["latency"]["percentiles_us"]["p99"]
 print(f"| redline | {rate} | {v['sent_per_sec']:.0f} | {v['requests_per_sec']:.0f} | {lag} µs | {lat} µs | "
       f"{float(usr) + float(sys_):.2f} | {int(rss) / 1024:.1f} | {'; '.join(notes)} |")
 PY
-        cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU $REDLINE run -r $rate -c $CONNS -d ${DURATION}s -t 1 --output json ${extra[*]} $url"
+        cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU $REDLINE run -r $rate -c 1000 -d ${DURATION}s -t 1 --output json ${extra[*]} $url"
         if command -v h2load >/dev/null; then
             raw="$OUT/raw/s4-h2load-$rate.txt"
             timef="$OUT/raw/s4-h2load-$rate.time"
