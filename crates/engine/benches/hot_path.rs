@@ -9,7 +9,8 @@ use redline_stats::{Recorder, Timing};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-const NGINX_SMALL: &[u8] = b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sun, 22 Nov 2026 02:00:00 GMT\r\n\
+const NGINX_SMALL: &[u8] =
+    b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sun, 22 Nov 2026 02:00:00 GMT\r\n\
 Content-Type: text/html\r\nContent-Length: 440\r\nLast-Modified: Sun, 22 Nov 2026 01:00:00 GMT\r\n\
 Connection: keep-alive\r\nETag: \"6740d8a0-1b8\"\r\nAccept-Ranges: bytes\r\n\r\n";
 

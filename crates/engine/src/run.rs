@@ -106,6 +106,7 @@ pub fn execute(
     let deadline = duration.map(|d| start + d);
     let lives: Vec<Arc<Live>> = (0..threads).map(|_| Arc::new(Live::default())).collect();
 
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let results: Vec<WorkerResult> = std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for (i, poll) in polls.into_iter().enumerate() {
@@ -140,7 +141,14 @@ pub fn execute(
             };
             let h = std::thread::Builder::new()
                 .name(format!("redline-w{i}"))
-                .spawn_scoped(scope, move || run_worker(plan, spec, poll));
+                .spawn_scoped(scope, {
+                    let done = done_tx.clone();
+                    move || {
+                        let r = run_worker(plan, spec, poll);
+                        let _ = done.send(());
+                        r
+                    }
+                });
             match h {
                 Ok(h) => handles.push(h),
                 Err(_) => {
@@ -149,12 +157,19 @@ pub fn execute(
             }
         }
         // Progress from published snapshots; the engine never waits on this.
-        loop {
-            let done = handles.iter().all(|h| h.is_finished());
-            if done {
-                break;
+        // Workers say when they end, so a short run is reported at once.
+        drop(done_tx);
+        let mut finished = 0;
+        while finished < handles.len() {
+            match done_rx.recv_timeout(Duration::from_millis(250)) {
+                Ok(()) => {
+                    finished += 1;
+                    continue;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                // A worker that panicked never sends; join() reports it below.
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            std::thread::sleep(Duration::from_millis(50));
             let snap = Snapshot {
                 elapsed: start.elapsed(),
                 completed: lives
