@@ -243,6 +243,11 @@ impl ResponseReader {
         }
     }
 
+    /// True once bytes of the final (non-1xx) response have been seen.
+    pub fn final_started(&self) -> bool {
+        self.head_done || !self.head.is_empty()
+    }
+
     /// Ends the response at connection close: complete only for close-delimited bodies.
     pub fn eof(&mut self) -> bool {
         self.until_close()

@@ -739,8 +739,15 @@ impl<'p> Worker<'p> {
                 c.first_byte = Some(now);
             }
             c.wire += n as u64;
+            let informational = c.reader.informational;
             match c.reader.feed(&self.buf[..n], self.plan.head_request) {
-                Ok(Progress::NeedMore) => {}
+                Ok(Progress::NeedMore) => {
+                    // Waiting is timed to the final response: after a 100 or 103
+                    // the clock for the first byte starts again.
+                    if c.reader.informational != informational && !c.reader.final_started() {
+                        c.first_byte = None;
+                    }
+                }
                 Ok(Progress::Done { used }) => {
                     let leftover = used < n;
                     self.complete(i, now, leftover);

@@ -1,0 +1,314 @@
+//! Hostile and odd servers: every case ends in a classified outcome (a success
+//! or a named error kind with its count), no panic, no hang, on time.
+
+mod common;
+
+use common::*;
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// A server that answers each request head with `resp` and then closes.
+fn once(resp: Vec<u8>) -> ScriptServer {
+    ScriptServer::start(move |mut s| {
+        if read_head(&mut s) {
+            let _ = s.write_all(&resp);
+            let _ = s.flush();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    })
+}
+
+fn sub_kind(v: &serde_json::Value, sub: &str) -> u64 {
+    v["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["sub"] == sub)
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum()
+}
+
+fn run(srv: &ScriptServer, extra: &[&str]) -> serde_json::Value {
+    let url = srv.url();
+    let mut a: Vec<&str> = vec!["-n", "4", "-c", "2"];
+    a.extend_from_slice(extra);
+    a.push(&url);
+    run_json(&a)
+}
+
+#[test]
+fn broken_status_lines_and_heads() {
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (b"HTTP/1.1 2x0 OK\r\n\r\n".to_vec(), "status_line"),
+        (
+            b"HTTP/2.5 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec(),
+            "status_line",
+        ),
+        (
+            b"HTTP/1.1 001 Odd\r\nContent-Length: 0\r\n\r\n".to_vec(),
+            "status_line",
+        ),
+        (b"ICY 200 OK\r\n\r\n".to_vec(), "status_line"),
+        (
+            {
+                let mut v = b"HTTP/1.1 200 OK\r\n".to_vec();
+                for i in 0..10_000 {
+                    v.extend_from_slice(format!("X-H{i}: v\r\n").as_bytes());
+                }
+                v.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+                v
+            },
+            "head_too_large",
+        ),
+        (
+            {
+                let mut v = b"HTTP/1.1 200 OK\r\nX-Big: ".to_vec();
+                v.extend(std::iter::repeat_n(b'a', 500 * 1024));
+                v.extend_from_slice(b"\r\nContent-Length: 0\r\n\r\n");
+                v
+            },
+            "head_too_large",
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello".to_vec(),
+            "content_length",
+        ),
+    ];
+    for (resp, sub) in cases {
+        let srv = once(resp);
+        let v = run(&srv, &[]);
+        assert_eq!(sub_kind(&v, sub), 4, "{sub}: {}", v["errors"]);
+        assert_eq!(counter(&v, "completed"), 0);
+    }
+}
+
+#[test]
+fn short_bodies_and_closes_are_closed_errors() {
+    for resp in [
+        &b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nshort"[..],
+        &b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"[..],
+        &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"[..],
+        &b""[..],
+    ] {
+        let srv = once(resp.to_vec());
+        let v = run(&srv, &[]);
+        assert_eq!(error_count(&v, "closed"), 4, "{}", v["errors"]);
+    }
+}
+
+#[test]
+fn broken_chunked_encodings() {
+    let mut ext = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;".to_vec();
+    ext.extend(std::iter::repeat_n(b'e', 20 * 1024));
+    ext.extend_from_slice(b"\r\nhello\r\n0\r\n\r\n");
+    let mut trailers = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n".to_vec();
+    for i in 0..5000 {
+        trailers.extend_from_slice(format!("X-T{i}: aaaaaaaaaaaaaaaaaaaa\r\n").as_bytes());
+    }
+    trailers.extend_from_slice(b"\r\n");
+    for resp in [
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n".to_vec(),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n".to_vec(),
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX".to_vec(),
+        ext,
+        trailers,
+    ] {
+        let srv = once(resp);
+        let v = run(&srv, &[]);
+        assert_eq!(sub_kind(&v, "chunked"), 4, "{}", v["errors"]);
+    }
+}
+
+#[test]
+fn extra_bytes_after_a_response_are_not_the_next_response() {
+    // Every connection gets a good response plus garbage: the response counts,
+    // the garbage is not read as the next response (the connection is dropped).
+    let srv = ScriptServer::start(|mut s| {
+        for _ in 0..100 {
+            if !read_head(&mut s) {
+                return;
+            }
+            if s
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 500 Fake\r\nContent-Length: 0\r\n\r\n")
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    let v = run_json(&["-n", "6", "-c", "1", &srv.url()]);
+    assert_eq!(counter(&v, "completed"), 6);
+    assert_eq!(v["status_codes"]["200"], 6);
+    assert!(v["status_codes"].get("500").is_none());
+    assert_eq!(counter(&v, "connections_opened"), 6);
+}
+
+#[test]
+fn informational_responses_are_skipped_and_timed_to_the_final_one() {
+    let srv = ScriptServer::start(|mut s| {
+        if read_head(&mut s) {
+            let _ = s.write_all(
+                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n",
+            );
+            let _ = s.flush();
+            std::thread::sleep(Duration::from_millis(200));
+            let _ =
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+        }
+    });
+    let v = run_json(&["-n", "2", "-c", "1", &srv.url()]);
+    assert_eq!(counter(&v, "completed"), 2);
+    assert_eq!(v["status_codes"]["200"], 2);
+    let waiting_min = v["waiting"]["min_us"].as_u64().unwrap();
+    assert!(
+        waiting_min >= 190_000,
+        "waiting {waiting_min} µs must count to the final response"
+    );
+}
+
+#[test]
+fn close_delimited_and_unknown_transfer_encoding_read_until_close() {
+    for resp in [
+        &b"HTTP/1.0 200 OK\r\n\r\n0123456789"[..],
+        &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n0123456789"[..],
+    ] {
+        let srv = once(resp.to_vec());
+        let v = run(&srv, &[]);
+        assert_eq!(counter(&v, "completed"), 4, "{}", v["errors"]);
+        assert_eq!(counter(&v, "body_bytes"), 40);
+    }
+}
+
+#[test]
+fn dripping_body_times_out_and_the_connection_is_replaced() {
+    let srv = ScriptServer::start(|mut s| {
+        if read_head(&mut s) {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
+            for _ in 0..8 {
+                if s.write_all(b"x").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+    });
+    let (out, took) = redline_with_limit(
+        &[
+            "run",
+            "-o",
+            "json",
+            "-q",
+            "-n",
+            "2",
+            "-c",
+            "1",
+            "--timeout",
+            "2s",
+            &srv.url(),
+        ],
+        Duration::from_secs(20),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(error_count(&v, "timeout"), 2, "{}", v["errors"]);
+    assert_eq!(counter(&v, "connections_opened"), 2);
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+    assert!(
+        took >= Duration::from_secs(4),
+        "each request waited its 2 s: {took:?}"
+    );
+}
+
+#[test]
+fn reset_mid_body_is_a_reset() {
+    let srv = ScriptServer::start(|mut s| {
+        if read_head(&mut s) {
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial");
+            let _ = s.flush();
+            std::thread::sleep(Duration::from_millis(50));
+            // SO_LINGER 0: close sends RST instead of FIN.
+            linger_zero(&s);
+            drop(s);
+        }
+    });
+    let v = run(&srv, &[]);
+    let reset = error_count(&v, "reset");
+    let closed = error_count(&v, "closed");
+    assert_eq!(reset + closed, 4, "{}", v["errors"]);
+    assert!(reset >= 1, "a reset is reported as such: {}", v["errors"]);
+}
+
+#[cfg(unix)]
+fn linger_zero(s: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let l = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: setsockopt on a valid socket with a correctly sized linger struct.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&l as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+}
+
+#[test]
+fn huge_compressed_body_is_counted_not_decoded() {
+    // A "gzip bomb" is only counted on the wire: the load engine never decodes
+    // bodies, so memory stays bounded whatever the body claims to hold.
+    let mut resp =
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 65536\r\nConnection: close\r\n\r\n"
+            .to_vec();
+    resp.extend(std::iter::repeat_n(0u8, 65536));
+    let srv = once(resp);
+    let v = run(&srv, &["-H", "Accept-Encoding: gzip"]);
+    assert_eq!(counter(&v, "completed"), 4);
+    assert_eq!(counter(&v, "body_bytes"), 4 * 65536);
+}
+
+#[cfg(unix)]
+#[test]
+fn too_few_file_descriptors_is_a_client_limit_in_every_output() {
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    // A hard limit of 40 descriptors that redline cannot raise, and 100 connections.
+    let cmd = format!(
+        "ulimit -n 40 && exec {} run -o json -q -d 1s -c 100 -t 1 {url}",
+        bin()
+    );
+    let child = std::process::Command::new("sh")
+        .args(["-c", &cmd])
+        .env(
+            "REDLINE_DB",
+            std::env::temp_dir().join("redline-tests-fd.db"),
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_limit(child, Duration::from_secs(20));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["client_limited"], true);
+    let codes: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"fd_limit"), "{codes:?}");
+    assert!(
+        error_count(&v, "too_many_open_files") > 0,
+        "{}",
+        v["errors"]
+    );
+    assert!(
+        counter(&v, "completed") > 0,
+        "the connections it could open still worked"
+    );
+}
