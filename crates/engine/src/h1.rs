@@ -487,15 +487,7 @@ fn hex(b: u8) -> Option<u8> {
 }
 
 fn trim(v: &[u8]) -> &[u8] {
-    let s = v
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(v.len());
-    let e = v
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(s, |p| p + 1);
-    &v[s..e.max(s)]
+    v.trim_ascii()
 }
 
 fn parse_len(v: &[u8]) -> Option<u64> {

@@ -602,23 +602,14 @@ mod tests {
     use redline_stats::{Environment, LoadModel, RunConfig};
 
     pub(crate) fn rec(url: &str, label: Option<&str>, started: &str) -> RunRecord {
-        let cfg = RunConfig {
-            url: url.into(),
-            method: "GET".into(),
-            headers: vec![],
-            body_bytes: 0,
-            http_version: "1.1".into(),
-            keepalive: true,
-            requests_per_conn: None,
-            timeout_s: 30.0,
-            connect_timeout_s: 10.0,
-            threads: 1,
-            load: LoadModel::Closed {
+        let cfg = RunConfig::get(
+            url,
+            LoadModel::Closed {
                 connections: 4,
                 requests: Some(100),
                 duration_s: None,
             },
-        };
+        );
         let mut r = RunRecord::new(cfg, Environment::default(), started.into());
         r.label = label.map(String::from);
         r.latency.record_us(1000);

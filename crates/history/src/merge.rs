@@ -148,23 +148,14 @@ mod tests {
     }
 
     fn cfg() -> RunConfig {
-        RunConfig {
-            url: "http://127.0.0.1:1/".into(),
-            method: "GET".into(),
-            headers: vec![],
-            body_bytes: 0,
-            http_version: "1.1".into(),
-            keepalive: true,
-            requests_per_conn: None,
-            timeout_s: 30.0,
-            connect_timeout_s: 10.0,
-            threads: 1,
-            load: LoadModel::Closed {
+        RunConfig::get(
+            "http://127.0.0.1:1/",
+            LoadModel::Closed {
                 connections: 1,
                 requests: None,
                 duration_s: Some(4.0),
             },
-        }
+        )
     }
 
     /// A record of samples `(done_at_ms, latency_us, status)`, started at

@@ -676,23 +676,14 @@ pub(crate) mod tests {
     use redline_stats::{Environment, LoadModel, RunConfig, SeriesPoint};
 
     pub(crate) fn cfg() -> RunConfig {
-        RunConfig {
-            url: "http://127.0.0.1:8080/".into(),
-            method: "GET".into(),
-            headers: vec![],
-            body_bytes: 0,
-            http_version: "1.1".into(),
-            keepalive: true,
-            requests_per_conn: None,
-            timeout_s: 30.0,
-            connect_timeout_s: 10.0,
-            threads: 1,
-            load: LoadModel::Closed {
+        RunConfig::get(
+            "http://127.0.0.1:8080/",
+            LoadModel::Closed {
                 connections: 10,
                 requests: None,
                 duration_s: Some(10.0),
             },
-        }
+        )
     }
 
     /// A synthetic 10-second run: per second about `rps` requests whose

@@ -86,15 +86,7 @@ enum Parsed {
 }
 
 fn trim(v: &[u8]) -> &[u8] {
-    let s = v
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(v.len());
-    let e = v
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(s, |i| i + 1);
-    &v[s..e]
+    v.trim_ascii()
 }
 
 fn parse_decimal(v: &[u8]) -> Option<u64> {

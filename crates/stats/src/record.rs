@@ -128,6 +128,26 @@ pub struct RunConfig {
     pub load: LoadModel,
 }
 
+impl RunConfig {
+    /// A plain keep-alive GET of `url` under `load`, with the default time-outs
+    /// (for examples and tests; real runs build theirs from a validated plan).
+    pub fn get(url: &str, load: LoadModel) -> RunConfig {
+        RunConfig {
+            url: url.into(),
+            method: "GET".into(),
+            headers: vec![],
+            body_bytes: 0,
+            http_version: "1.1".into(),
+            keepalive: true,
+            requests_per_conn: None,
+            timeout_s: 30.0,
+            connect_timeout_s: 10.0,
+            threads: 1,
+            load,
+        }
+    }
+}
+
 /// Where the run was made.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct Environment {
