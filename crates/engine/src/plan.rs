@@ -240,6 +240,24 @@ pub fn redact_header(h: &str) -> String {
     }
 }
 
+/// What an error may show of a header flag that is not `Name: value`: only the
+/// name-like start, since a mistyped `-H 'Authorization Bearer …'` carries a secret.
+pub fn redact_bad_header(h: &str) -> String {
+    let end = h
+        .find(|c: char| c == ':' || c.is_whitespace())
+        .unwrap_or(h.len())
+        .min(40);
+    let end = (0..=end)
+        .rev()
+        .find(|i| h.is_char_boundary(*i))
+        .unwrap_or(0);
+    if end < h.len() {
+        format!("{} …", &h[..end])
+    } else {
+        h.to_string()
+    }
+}
+
 /// Redacts the password (and user) of a URL for display.
 pub fn redact_url(u: &url::Url) -> String {
     let mut u = u.clone();
@@ -336,7 +354,7 @@ impl Plan {
         for h in &a.headers {
             let (name, value) = h
                 .split_once(':')
-                .ok_or_else(|| PlanError::BadHeader(redact_header(h)))?;
+                .ok_or_else(|| PlanError::BadHeader(redact_bad_header(h)))?;
             let name = name.trim();
             if name.is_empty()
                 || !name
@@ -345,7 +363,7 @@ impl Plan {
                 || value.contains('\r')
                 || value.contains('\n')
             {
-                return Err(PlanError::BadHeader(redact_header(h)));
+                return Err(PlanError::BadHeader(redact_header(&redact_bad_header(h))));
             }
             extra.push((name.to_string(), value.trim().to_string()));
         }
@@ -666,6 +684,17 @@ mod tests {
         let mut a = PlanArgs::new("http://127.0.0.1:1/");
         a.headers = vec!["NoColon".into()];
         assert!(matches!(Plan::build(a), Err(PlanError::BadHeader(_))));
+        // Found by the request_flags fuzz target: a header without its colon was
+        // echoed whole, secret and all.
+        let mut a = PlanArgs::new("http://127.0.0.1:1/");
+        a.headers = vec!["Authorization Bearer s3cr3t-token".into()];
+        let e = Plan::build(a).unwrap_err().to_string();
+        assert!(!e.contains("s3cr3t"), "{e}");
+        assert!(e.contains("Authorization"), "{e}");
+        let mut a = PlanArgs::new("http://127.0.0.1:1/");
+        a.headers = vec!["X-Bad\u{e9}\u{e9}: v\r\nInjected: 1 secret".into()];
+        let e = Plan::build(a).unwrap_err().to_string();
+        assert!(!e.contains("secret"), "{e}");
         let mut a = PlanArgs::new("http://127.0.0.1:1/");
         a.rate = Some(-1.0);
         assert!(Plan::build(a).is_err());
