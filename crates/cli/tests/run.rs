@@ -429,3 +429,38 @@ fn json_output_validates_against_the_committed_schema() {
     v["counters"]["completed"] = serde_json::json!(-1);
     assert!(!validator.is_valid(&v));
 }
+
+#[test]
+fn csv_output_is_the_per_second_series() {
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let out = redline(&[
+        "run",
+        "-q",
+        "-o",
+        "csv",
+        "-r",
+        "100",
+        "-d",
+        "2s",
+        "--no-save",
+        &url,
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    assert!(
+        header.starts_with("t_s,requests,errors,bytes,p50_us"),
+        "{header}"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert!(rows.len() >= 2, "{text}");
+    let cols = header.split(',').count();
+    assert!(rows.iter().all(|r| r.len() == cols), "{text}");
+    let total: u64 = rows.iter().map(|r| r[1].parse::<u64>().unwrap()).sum();
+    assert!(
+        (198..=202).contains(&total),
+        "{total} requests in the series"
+    );
+}
