@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 success; 1 runtime failure (the engine could not run, output
 //! could not be written); 2 usage error (bad flag, URL, header, unreadable
-//! file, unresolvable host); 130 interrupted (Ctrl-C; the report is still printed).
+//! file, unresolvable host); 3 findings at `--fail-on` (audit, tune); 4 a
+//! `--threshold` failed; 130 interrupted (Ctrl-C; the report is still printed).
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use redline_engine::{execute, parse_duration, Arrival, Plan, PlanArgs, Snapshot, StopHandle};
@@ -17,11 +18,14 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_RUNTIME: i32 = 1;
 /// Exit code: usage error.
 pub const EXIT_USAGE: i32 = 2;
+/// Exit code: a `--threshold` did not hold.
+pub const EXIT_THRESHOLD: i32 = 4;
 /// Exit code: interrupted by Ctrl-C.
 pub const EXIT_INTERRUPTED: i32 = 130;
 
 const AFTER_HELP: &str = "\
-Exit codes: 0 ok, 1 runtime failure, 2 usage error, 130 interrupted (report still printed).
+Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 findings (audit/tune --fail-on),
+4 a --threshold failed, 130 interrupted (report still printed).
 Aim redline only at servers you own or are allowed to test.";
 
 #[derive(Parser, Debug)]
@@ -126,6 +130,10 @@ struct RunArgs {
     /// Seed for poisson/uniform arrivals (repeatable schedules).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
+    /// Pass/fail bound checked at the end, e.g. 'p99<250ms', 'errors<0.1%', 'rps>1000'
+    /// (repeatable); any failure exits with code 4.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = threshold)]
+    thresholds: Vec<redline_report::thresholds::Threshold>,
     #[command(flatten)]
     out: OutArgs,
     #[command(flatten)]
@@ -139,6 +147,7 @@ struct RunArgs {
 struct Hooks {
     save: crate::cmd_history::RunSaveArgs,
     watch: crate::cmd_server::RunWatchArgs,
+    thresholds: Vec<redline_report::thresholds::Threshold>,
 }
 
 #[derive(Args, Debug)]
@@ -186,6 +195,10 @@ fn dur(s: &str) -> Result<Duration, String> {
 }
 
 fn arrival(s: &str) -> Result<Arrival, String> {
+    s.parse()
+}
+
+fn threshold(s: &str) -> Result<redline_report::thresholds::Threshold, String> {
     s.parse()
 }
 
@@ -289,6 +302,7 @@ fn cmd_run(a: RunArgs) -> i32 {
     let hooks = Hooks {
         save: a.save,
         watch: a.watch,
+        thresholds: a.thresholds,
     };
     run_plan(&plan, &a.out, &hooks)
 }
@@ -350,9 +364,19 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
             eprintln!("redline: error: {e}");
         }
     }
+    let outcomes = redline_report::thresholds::check(&rec, &hooks.thresholds);
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let written = match out.output {
-        Output::Text => stdout.write_all(redline_report::text(&rec).as_bytes()),
+        Output::Text => {
+            let mut t = redline_report::text(&rec);
+            if !outcomes.is_empty() {
+                t.push_str("\nThresholds:\n");
+                for o in &outcomes {
+                    t.push_str(&format!("  {o}\n"));
+                }
+            }
+            stdout.write_all(t.as_bytes())
+        }
         Output::Json => redline_report::write_json(&rec, &mut stdout),
         Output::Csv => stdout.write_all(redline_report::csv::series(&rec).as_bytes()),
     };
@@ -361,8 +385,17 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
             return fail(EXIT_RUNTIME, format!("cannot write the report: {e}"));
         }
     }
+    drop(stdout);
+    // With JSON or CSV on stdout, the PASS/FAIL lines go to stderr.
+    if out.output != Output::Text {
+        for o in &outcomes {
+            eprintln!("threshold {o}");
+        }
+    }
     if rec.interrupted {
         EXIT_INTERRUPTED
+    } else if outcomes.iter().any(|o| !o.pass) {
+        EXIT_THRESHOLD
     } else {
         EXIT_OK
     }

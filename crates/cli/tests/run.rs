@@ -464,3 +464,48 @@ fn csv_output_is_the_per_second_series() {
         "{total} requests in the series"
     );
 }
+
+#[test]
+fn thresholds_print_pass_fail_and_set_the_exit_code() {
+    let srv = builtin();
+    let url = format!("http://{}/?status=404", srv.local_addr());
+    let out = redline(&[
+        "run",
+        "-q",
+        "--no-save",
+        "-n",
+        "50",
+        "-c",
+        "2",
+        "--threshold",
+        "p99<10s",
+        "--threshold",
+        "errors<1%",
+        &url,
+    ]);
+    assert_eq!(out.status.code(), Some(4));
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("PASS  p99<10s"), "{t}");
+    assert!(t.contains("FAIL  errors<1%  (measured 100.000%)"), "{t}");
+    let ok = format!("http://{}/", srv.local_addr());
+    let out = redline(&[
+        "run",
+        "-q",
+        "--no-save",
+        "-o",
+        "json",
+        "-n",
+        "50",
+        "-c",
+        "2",
+        "--threshold",
+        "rps>0",
+        "--threshold",
+        "errors<=0%",
+        &ok,
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("threshold PASS  rps>0"));
+    let bad = redline(&["run", "--threshold", "p99<soon", &ok]);
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -8,6 +8,7 @@
 pub mod compare;
 pub mod csv;
 pub mod html;
+pub mod thresholds;
 
 use redline_stats::{Hist, RunRecord};
 use std::fmt::Write as _;
