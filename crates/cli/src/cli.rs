@@ -127,6 +127,18 @@ struct RunArgs {
     /// Speak HTTP/1.0 (keep-alive via Connection: keep-alive, as ab does).
     #[arg(long = "http1.0")]
     http10: bool,
+    /// https: do not verify the server's certificate (the report says so).
+    #[arg(long)]
+    insecure: bool,
+    /// https: also trust the CA certificates in this PEM file.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<std::path::PathBuf>,
+    /// https: client certificate chain (PEM), with --key.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    cert: Option<std::path::PathBuf>,
+    /// https: client private key (PEM), with --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    key: Option<std::path::PathBuf>,
     /// Seed for poisson/uniform arrivals (repeatable schedules).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
@@ -294,6 +306,12 @@ fn cmd_run(a: RunArgs) -> i32 {
         connect_timeout: a.connect_timeout,
         http10: a.http10,
         seed: a.seed,
+        tls: redline_engine::tls::TlsArgs {
+            insecure: a.insecure,
+            cacert: a.cacert,
+            cert: a.cert,
+            key: a.key,
+        },
     };
     let plan = match Plan::build(pa) {
         Ok(p) => p,

@@ -9,6 +9,7 @@ pub mod h1;
 pub mod pacer;
 pub mod plan;
 pub mod run;
+pub mod tls;
 pub mod worker;
 
 pub use plan::{parse_duration, Arrival, Load, Plan, PlanArgs, PlanError};

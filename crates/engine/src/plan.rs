@@ -114,6 +114,8 @@ pub struct PlanArgs {
     pub http10: bool,
     /// Seed for Poisson/uniform arrivals (default: from the clock).
     pub seed: Option<u64>,
+    /// TLS options for https URLs.
+    pub tls: crate::tls::TlsArgs,
 }
 
 impl PlanArgs {
@@ -138,6 +140,7 @@ impl PlanArgs {
             connect_timeout: Duration::from_secs(10),
             http10: false,
             seed: None,
+            tls: crate::tls::TlsArgs::default(),
         }
     }
 }
@@ -222,6 +225,8 @@ pub struct Plan {
     pub seed: u64,
     /// The configuration as recorded (secrets redacted).
     pub config: RunConfig,
+    /// TLS, for https URLs.
+    pub tls: Option<crate::tls::TlsSetup>,
 }
 
 fn is_secret_header(name: &str) -> bool {
@@ -300,17 +305,11 @@ impl Plan {
         })?;
         let display = redact_url(&url);
         match url.scheme() {
-            "http" => {}
-            "https" => {
-                return Err(PlanError::BadUrl {
-                    url: display,
-                    why: "https is not supported yet; use an http:// URL".into(),
-                })
-            }
+            "http" | "https" => {}
             s => {
                 return Err(PlanError::BadUrl {
                     url: display,
-                    why: format!("unsupported scheme '{s}' (expected http)"),
+                    why: format!("unsupported scheme '{s}' (expected http or https)"),
                 })
             }
         }
@@ -326,6 +325,11 @@ impl Plan {
             }
         };
         let port = url.port_or_known_default().unwrap_or(80);
+        let tls = if url.scheme() == "https" {
+            Some(crate::tls::setup(&host, &a.tls).map_err(PlanError::Invalid)?)
+        } else {
+            None
+        };
         let addr = (host.as_str(), port)
             .to_socket_addrs()
             .map_err(|e| PlanError::Resolve {
@@ -555,6 +559,7 @@ impl Plan {
             connect_timeout_s: a.connect_timeout.as_secs_f64(),
             threads: threads as u64,
             load: load_model,
+            insecure: tls.as_ref().is_some_and(|t| t.insecure),
         };
         let seed = a.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
@@ -583,6 +588,7 @@ impl Plan {
             load,
             seed,
             config,
+            tls,
         })
     }
 }
@@ -677,7 +683,7 @@ mod tests {
             ("ftp://x/", false),
             ("http://", false),
             ("http://127.0.0.1:99999/", false),
-            ("https://127.0.0.1/", false),
+            ("https://127.0.0.1/", true),
         ] {
             assert_eq!(Plan::build(PlanArgs::new(url)).is_ok(), ok, "{url}");
         }

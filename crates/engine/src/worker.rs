@@ -80,6 +80,8 @@ enum St {
     Closed,
     /// Connect in progress.
     Connecting,
+    /// TCP connected, TLS handshake in progress.
+    Handshaking,
     /// Connected, no request.
     Idle,
     /// Request partly written.
@@ -97,6 +99,9 @@ enum List {
 
 struct Conn {
     sock: Option<TcpStream>,
+    /// The TLS session of an https connection.
+    tls: Option<Box<rustls::ClientConnection>>,
+    tls_start: Instant,
     st: St,
     reader: ResponseReader,
     /// A request is assigned to this slot (maybe waiting for the connect).
@@ -174,6 +179,8 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
     let conns = (0..slots)
         .map(|_| Conn {
             sock: None,
+            tls: None,
+            tls_start: now,
             st: St::Closed,
             reader: ResponseReader::new(),
             has_request: false,
@@ -328,6 +335,7 @@ impl<'p> Worker<'p> {
                         }
                         match self.conns[i as usize].st {
                             St::Connecting => self.on_connect_event(i),
+                            St::Handshaking => self.drive_handshake(i),
                             St::Writing => {
                                 if ev.is_writable() || ev.is_error() {
                                     self.write_more(i);
@@ -602,12 +610,97 @@ impl<'p> Worker<'p> {
             }
         }
         let _ = s.set_nodelay(true);
+        let c = &mut self.conns[i as usize];
+        self.rec
+            .connected(now.saturating_duration_since(c.connect_start));
+        if let Some(t) = &self.plan.tls {
+            match rustls::ClientConnection::new(t.config.clone(), t.server_name.clone()) {
+                Ok(conn) => {
+                    c.tls = Some(Box::new(conn));
+                    c.tls_start = now;
+                    c.st = St::Handshaking;
+                    self.drive_handshake(i);
+                }
+                Err(e) => self.connect_failed(i, ErrorKind::Tls, Cow::Owned(e.to_string()), now),
+            }
+            return;
+        }
+        self.connection_ready(i, now);
+    }
+
+    /// Moves TLS handshake bytes both ways until it is done or the socket would block.
+    fn drive_handshake(&mut self, i: u32) {
+        let now = Instant::now();
+        let c = &mut self.conns[i as usize];
+        let (Some(s), Some(tls)) = (c.sock.as_mut(), c.tls.as_mut()) else {
+            return;
+        };
+        let mut result: Result<(), (ErrorKind, Cow<'static, str>)> = Ok(());
+        for _ in 0..64 {
+            let mut progressed = false;
+            while tls.wants_write() {
+                match tls.write_tls(s) {
+                    Ok(_) => progressed = true,
+                    Err(e) if e.kind() == IoKind::WouldBlock => break,
+                    Err(e) if e.kind() == IoKind::Interrupted => {}
+                    Err(e) => {
+                        result = Err((ErrorKind::from_io(&e, true), io_msg(&e)));
+                        break;
+                    }
+                }
+            }
+            if result.is_err() || !tls.is_handshaking() {
+                break;
+            }
+            if tls.wants_read() {
+                match tls.read_tls(s) {
+                    Ok(0) => {
+                        result = Err((
+                            ErrorKind::Tls,
+                            "connection closed during the TLS handshake".into(),
+                        ));
+                        break;
+                    }
+                    Ok(n) => {
+                        self.rec.counters.bytes_read += n as u64;
+                        progressed = true;
+                        if let Err(e) = tls.process_new_packets() {
+                            // Send the alert, then fail.
+                            let _ = tls.write_tls(s);
+                            result = Err((ErrorKind::Tls, Cow::Owned(e.to_string())));
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == IoKind::WouldBlock => {}
+                    Err(e) if e.kind() == IoKind::Interrupted => progressed = true,
+                    Err(e) => {
+                        result = Err((ErrorKind::from_io(&e, true), io_msg(&e)));
+                        break;
+                    }
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        let done = !tls.is_handshaking() && !tls.wants_write();
+        match result {
+            Err((kind, msg)) => self.connect_failed(i, kind, msg, now),
+            Ok(()) if done => {
+                let d = now.saturating_duration_since(c.tls_start);
+                self.rec.tls.record(d);
+                self.connection_ready(i, now);
+            }
+            Ok(()) => {}
+        }
+    }
+
+    /// A connection (and its TLS session) is up: send, or wait for work.
+    fn connection_ready(&mut self, i: u32, now: Instant) {
         self.unlink(i);
         self.connecting -= 1;
         let c = &mut self.conns[i as usize];
         c.st = St::Idle;
-        self.rec
-            .connected(now.saturating_duration_since(c.connect_start));
         if c.has_request {
             let intended = c.intended;
             self.send(i, intended, now);
@@ -619,7 +712,7 @@ impl<'p> Worker<'p> {
     }
 
     fn connect_failed(&mut self, i: u32, kind: ErrorKind, msg: Cow<'static, str>, now: Instant) {
-        let was_connecting = self.conns[i as usize].st == St::Connecting;
+        let was_connecting = matches!(self.conns[i as usize].st, St::Connecting | St::Handshaking);
         self.close(i);
         if was_connecting {
             self.connecting -= 1;
@@ -673,6 +766,28 @@ impl<'p> Worker<'p> {
             &plan.request
         };
         let Some(s) = c.sock.as_mut() else { return };
+        if let Some(tls) = c.tls.as_mut() {
+            // The whole request goes into the TLS session at once; then its
+            // records are flushed as far as the socket takes them.
+            if c.written < bytes.len() {
+                let _ = tls.writer().write_all(&bytes[c.written..]);
+                c.written = bytes.len();
+            }
+            while tls.wants_write() {
+                match tls.write_tls(s) {
+                    Ok(n) => self.rec.counters.bytes_written += n as u64,
+                    Err(e) if e.kind() == IoKind::WouldBlock => return,
+                    Err(e) if e.kind() == IoKind::Interrupted => {}
+                    Err(e) => {
+                        let now = Instant::now();
+                        self.fail(i, ErrorKind::from_io(&e, false), io_msg(&e), now);
+                        return;
+                    }
+                }
+            }
+            c.st = St::Reading;
+            return;
+        }
         while c.written < bytes.len() {
             match s.write(&bytes[c.written..]) {
                 Ok(0) => {
@@ -704,6 +819,9 @@ impl<'p> Worker<'p> {
     /// Reads what the socket holds. `closing` (the event carried RDHUP/ERR) means
     /// read on to EOF: a FIN that came with the data brings no later edge.
     fn on_readable(&mut self, i: u32, closing: bool) {
+        if self.conns[i as usize].tls.is_some() {
+            return self.on_readable_tls(i);
+        }
         loop {
             let c = &mut self.conns[i as usize];
             let Some(s) = c.sock.as_mut() else { return };
@@ -727,12 +845,27 @@ impl<'p> Worker<'p> {
                 return;
             }
             self.rec.bytes_read(n as u64);
+            if !self.on_plain(i, n, now) {
+                return;
+            }
+            if n < self.buf.len() && !closing {
+                // A short read drained the socket; the next data brings a new edge.
+                return;
+            }
+        }
+    }
+
+    /// Handles `n` response bytes in the worker's buffer; false when the
+    /// connection stopped reading (response done and no next request, or failed).
+    fn on_plain(&mut self, i: u32, n: usize, now: Instant) -> bool {
+        {
+            let c = &mut self.conns[i as usize];
             match c.st {
                 St::Reading | St::Writing => {}
                 _ => {
                     // Bytes nobody asked for: the connection cannot be trusted.
                     self.drop_idle(i, now);
-                    return;
+                    return false;
                 }
             }
             if c.first_byte.is_none() {
@@ -751,9 +884,7 @@ impl<'p> Worker<'p> {
                 Ok(Progress::Done { used }) => {
                     let leftover = used < n;
                     self.complete(i, now, leftover);
-                    if self.conns[i as usize].st != St::Reading {
-                        return;
-                    }
+                    return self.conns[i as usize].st == St::Reading;
                 }
                 Err(m) => {
                     self.fail(
@@ -762,11 +893,74 @@ impl<'p> Worker<'p> {
                         Cow::Borrowed(m.message),
                         now,
                     );
-                    return;
+                    return false;
                 }
             }
-            if n < self.buf.len() && !closing {
-                // A short read drained the socket; the next data brings a new edge.
+        }
+        true
+    }
+
+    /// Reads an https connection: TLS records from the socket, then the
+    /// plaintext they carry, until the socket would block.
+    fn on_readable_tls(&mut self, i: u32) {
+        for _ in 0..1_000_000 {
+            let c = &mut self.conns[i as usize];
+            let (Some(s), Some(tls)) = (c.sock.as_mut(), c.tls.as_mut()) else {
+                return;
+            };
+            let got = match tls.read_tls(s) {
+                Ok(0) => None,
+                Ok(n) => Some(n),
+                Err(e) if e.kind() == IoKind::WouldBlock => return,
+                Err(e) if e.kind() == IoKind::Interrupted => continue,
+                Err(e) => {
+                    let now = Instant::now();
+                    if c.st == St::Reading || c.st == St::Writing {
+                        self.fail(i, ErrorKind::from_io(&e, false), io_msg(&e), now);
+                    } else {
+                        self.drop_idle(i, now);
+                    }
+                    return;
+                }
+            };
+            let now = Instant::now();
+            if let Some(n) = got {
+                self.rec.bytes_read(n as u64);
+            }
+            if let Err(e) = tls.process_new_packets() {
+                let _ = tls.write_tls(s);
+                self.fail(i, ErrorKind::Tls, Cow::Owned(e.to_string()), now);
+                return;
+            }
+            // Plaintext now available.
+            loop {
+                let c = &mut self.conns[i as usize];
+                let Some(tls) = c.tls.as_mut() else { return };
+                match tls.reader().read(&mut self.buf) {
+                    Ok(0) => {
+                        // close_notify: the server closed cleanly.
+                        self.on_eof(i, now);
+                        return;
+                    }
+                    Ok(n) => {
+                        if !self.on_plain(i, n, now) {
+                            return;
+                        }
+                    }
+                    Err(e) if e.kind() == IoKind::WouldBlock => break,
+                    Err(e) => {
+                        let kind = if e.kind() == IoKind::UnexpectedEof {
+                            ErrorKind::Closed
+                        } else {
+                            ErrorKind::Tls
+                        };
+                        self.fail(i, kind, Cow::Owned(e.to_string()), now);
+                        return;
+                    }
+                }
+            }
+            if got.is_none() {
+                self.on_eof(i, now);
                 return;
             }
         }
@@ -887,6 +1081,7 @@ impl<'p> Worker<'p> {
             let _ = self.poll.registry().deregister(&mut s);
             self.open -= 1;
         }
+        c.tls = None;
         c.st = St::Closed;
         // Requests reserved for a connection that ended early go back to the budget.
         if c.quota > 0 {

@@ -32,23 +32,14 @@ mod tests {
 
     #[test]
     fn one_row_per_second() {
-        let cfg = RunConfig {
-            url: "http://x/".into(),
-            method: "GET".into(),
-            headers: vec![],
-            body_bytes: 0,
-            http_version: "1.1".into(),
-            keepalive: true,
-            requests_per_conn: None,
-            timeout_s: 1.0,
-            connect_timeout_s: 1.0,
-            threads: 1,
-            load: LoadModel::Closed {
+        let cfg = RunConfig::get(
+            "http://x/",
+            LoadModel::Closed {
                 connections: 1,
                 requests: None,
                 duration_s: Some(2.0),
             },
-        };
+        );
         let mut rec = RunRecord::new(cfg, Environment::default(), "t".into());
         let mut h = Hist::with_sigfig(2);
         h.record_us(1000);

@@ -127,6 +127,9 @@ pub fn text(rec: &RunRecord) -> String {
         );
     }
     let _ = writeln!(o, "Target:           {} {}", cfg.method, cfg.url);
+    if cfg.insecure {
+        o.push_str("TLS:              certificate verification OFF (--insecure)\n");
+    }
     let _ = writeln!(
         o,
         "Server:           {} ({})",
@@ -249,6 +252,13 @@ pub fn text(rec: &RunRecord) -> String {
                 &mut o,
                 &format!("Connect ({} new)", count(rec.connect.count())),
                 &rec.connect,
+            );
+        }
+        if !rec.tls.is_empty() {
+            phase_row(
+                &mut o,
+                &format!("TLS handshake ({})", count(rec.tls.count())),
+                &rec.tls,
             );
         }
         phase_row(&mut o, "Waiting (TTFB)", &rec.waiting);

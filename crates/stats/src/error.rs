@@ -60,6 +60,8 @@ pub enum ErrorKind {
     NoLocalAddress,
     /// The host name could not be resolved.
     Resolve,
+    /// The TLS handshake or a TLS record failed (e.g. an untrusted certificate).
+    Tls,
     /// Anything else (the message says what).
     Other,
 }
@@ -77,6 +79,7 @@ impl ErrorKind {
             ErrorKind::TooManyOpenFiles => "too_many_open_files",
             ErrorKind::NoLocalAddress => "no_local_address",
             ErrorKind::Resolve => "resolve",
+            ErrorKind::Tls => "tls",
             ErrorKind::Other => "other",
         }
     }

@@ -126,6 +126,9 @@ pub struct RunConfig {
     pub threads: u64,
     /// The load model.
     pub load: LoadModel,
+    /// TLS certificate verification was turned off (`--insecure`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
 }
 
 impl RunConfig {
@@ -144,6 +147,7 @@ impl RunConfig {
             connect_timeout_s: 10.0,
             threads: 1,
             load,
+            insecure: false,
         }
     }
 }
@@ -366,6 +370,9 @@ pub struct RunRecord {
     pub scheduler_lag: Hist,
     /// TCP connect time of each new connection.
     pub connect: Hist,
+    /// TLS handshake time of each new https connection.
+    #[serde(default)]
+    pub tls: Hist,
     /// Waiting: request sent to the first response byte (time to first byte).
     pub waiting: Hist,
     /// Transfer: first to last response byte.
@@ -411,6 +418,7 @@ impl RunRecord {
             service_time: Hist::new(),
             scheduler_lag: Hist::new(),
             connect: Hist::new(),
+            tls: Hist::new(),
             waiting: Hist::new(),
             transfer: Hist::new(),
             series: Vec::new(),
@@ -521,6 +529,7 @@ impl AddAssign<&RunRecord> for RunRecord {
             self.started_at = o.started_at.clone();
         }
         self.config.threads += o.config.threads;
+        self.config.insecure |= o.config.insecure;
         match (&mut self.config.load, &o.config.load) {
             (
                 LoadModel::Closed {
@@ -576,6 +585,7 @@ impl AddAssign<&RunRecord> for RunRecord {
         self.service_time.merge(&o.service_time);
         self.scheduler_lag.merge(&o.scheduler_lag);
         self.connect.merge(&o.connect);
+        self.tls.merge(&o.tls);
         self.waiting.merge(&o.waiting);
         self.transfer.merge(&o.transfer);
         merge_series(&mut self.series, &o.series);

@@ -39,6 +39,8 @@ pub struct Recorder {
     pub lag: Hist,
     /// Connect time per new connection.
     pub connect: Hist,
+    /// TLS handshake time per new https connection.
+    pub tls: Hist,
     /// Sent to first byte.
     pub waiting: Hist,
     /// First to last byte.
@@ -71,6 +73,7 @@ impl Recorder {
             service: Hist::new(),
             lag: Hist::new(),
             connect: Hist::new(),
+            tls: Hist::new(),
             waiting: Hist::new(),
             transfer: Hist::new(),
             status: vec![0; STATUS_SLOTS].into_boxed_slice(),
@@ -199,6 +202,7 @@ impl Recorder {
         rec.service_time.merge(&self.service);
         rec.scheduler_lag.merge(&self.lag);
         rec.connect.merge(&self.connect);
+        rec.tls.merge(&self.tls);
         rec.waiting.merge(&self.waiting);
         rec.transfer.merge(&self.transfer);
         merge_series(&mut rec.series, &self.series);
