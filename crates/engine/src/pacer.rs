@@ -6,6 +6,7 @@
 //! arrivals use a seeded generator, so a run can be repeated.
 
 use crate::plan::Arrival;
+use redline_stats::rng::SplitMix64;
 use std::time::Duration;
 
 /// Intended send times for one worker.
@@ -84,24 +85,6 @@ impl Pacer {
         }
         self.k += 1;
         Some(at)
-    }
-}
-
-/// SplitMix64: a tiny, good-enough generator for arrival jitter.
-#[derive(Debug, Clone)]
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in (0, 1].
-    fn unit_open(&mut self) -> f64 {
-        ((self.next() >> 11) as f64 + 1.0) / (1u64 << 53) as f64
     }
 }
 

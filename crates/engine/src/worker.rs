@@ -829,15 +829,7 @@ impl<'p> Worker<'p> {
                 Ok(n) => n,
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
                 Err(e) if e.kind() == IoKind::Interrupted => continue,
-                Err(e) => {
-                    let now = Instant::now();
-                    if c.st == St::Reading || c.st == St::Writing {
-                        self.fail(i, ErrorKind::from_io(&e, false), io_msg(&e), now);
-                    } else {
-                        self.drop_idle(i, now);
-                    }
-                    return;
-                }
+                Err(e) => return self.read_failed(i, &e),
             };
             let now = Instant::now();
             if n == 0 {
@@ -913,15 +905,7 @@ impl<'p> Worker<'p> {
                 Ok(n) => Some(n),
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
                 Err(e) if e.kind() == IoKind::Interrupted => continue,
-                Err(e) => {
-                    let now = Instant::now();
-                    if c.st == St::Reading || c.st == St::Writing {
-                        self.fail(i, ErrorKind::from_io(&e, false), io_msg(&e), now);
-                    } else {
-                        self.drop_idle(i, now);
-                    }
-                    return;
-                }
+                Err(e) => return self.read_failed(i, &e),
             };
             let now = Instant::now();
             if let Some(n) = got {
@@ -963,6 +947,17 @@ impl<'p> Worker<'p> {
                 self.on_eof(i, now);
                 return;
             }
+        }
+    }
+
+    /// A read failed: the request in flight fails with it; an idle connection just goes.
+    fn read_failed(&mut self, i: u32, e: &std::io::Error) {
+        let now = Instant::now();
+        let st = self.conns[i as usize].st;
+        if st == St::Reading || st == St::Writing {
+            self.fail(i, ErrorKind::from_io(e, false), io_msg(e), now);
+        } else {
+            self.drop_idle(i, now);
         }
     }
 

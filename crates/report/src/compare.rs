@@ -98,20 +98,7 @@ pub struct Comparison {
 }
 
 /// SplitMix64: a small, seeded generator, so a comparison prints the same every time.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        // Multiply-shift: unbiased enough for resampling indices.
-        ((self.next() as u128 * n as u128) >> 64) as u64
-    }
-}
+use redline_stats::rng::SplitMix64 as Rng;
 
 /// The standard normal CDF (Abramowitz–Stegun 7.1.26 erf, error < 1.5e-7).
 pub fn normal_cdf(z: f64) -> f64 {

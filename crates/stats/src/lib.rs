@@ -10,6 +10,7 @@ pub mod error;
 pub mod hist;
 pub mod record;
 pub mod recorder;
+pub mod rng;
 pub mod time;
 pub mod watch;
 
