@@ -398,6 +398,98 @@ fn status_time_chart(runs: &[(&str, &RunRecord)]) -> String {
     )
 }
 
+/// The watched server (`--watch`): memory and CPU of its processes over time,
+/// beside the load's own charts. Empty when no run watched anything.
+fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
+    const MEM_COLORS: [&str; 3] = ["#1c5fb8", "#2b8a3e", "#c2255c"];
+    let watched: Vec<(usize, &str, &redline_stats::watch::HostWatch)> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (name, r))| {
+            r.server_watch
+                .as_ref()
+                .and_then(|w| w.hosts.first())
+                .map(|h| (i, *name, h))
+        })
+        .collect();
+    if watched.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<h2>Server</h2>\n");
+    let suffix = |name: &str| {
+        if runs.len() > 1 {
+            format!(" — {name}")
+        } else {
+            String::new()
+        }
+    };
+    let mut mem = Vec::new();
+    let mut cpu = Vec::new();
+    let (mut max_mem, mut max_cpu): (f64, f64) = (0.0, 0.0);
+    for (i, name, h) in &watched {
+        let kinds: [(&str, fn(&redline_stats::watch::WatchSample) -> u64); 3] = [
+            ("RSS", |p| p.rss_kib),
+            ("PSS", |p| p.pss_kib),
+            ("private", |p| p.private_kib),
+        ];
+        for (k, (label, f)) in kinds.iter().enumerate() {
+            let points: Vec<(f64, f64)> = h
+                .samples
+                .iter()
+                .map(|p| (p.t, f(p) as f64 / 1024.0))
+                .collect();
+            max_mem = points.iter().map(|p| p.1).fold(max_mem, f64::max);
+            mem.push(Line {
+                name: format!("{label}{}", suffix(name)),
+                color: MEM_COLORS[k],
+                dashed: *i == 1,
+                points,
+            });
+        }
+        let points: Vec<(f64, f64)> = h.samples.iter().map(|p| (p.t, p.cpu_percent)).collect();
+        max_cpu = points.iter().map(|p| p.1).fold(max_cpu, f64::max);
+        cpu.push(Line {
+            name: format!("CPU{}", suffix(name)),
+            color: RUN_COLORS[*i % 2],
+            dashed: *i == 1,
+            points,
+        });
+    }
+    let end = watched
+        .iter()
+        .flat_map(|(_, _, h)| h.samples.last().map(|p| p.t))
+        .fold(1.0, f64::max);
+    let (top, ticks) = nice_ticks(end, 10);
+    let x = Axis {
+        min: 0.0,
+        max: top,
+        ticks: ticks.into_iter().map(|t| (t, fmt_num(t))).collect(),
+        label: "time since the watch started (s)".into(),
+    };
+    let names: Vec<String> = watched
+        .iter()
+        .map(|(_, _, h)| format!("{} on {}", h.targets.join(", "), esc(&h.host)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">Watched: {}. RSS counts shared pages once per process; PSS shares them out; private is what one more process would cost.</p>",
+        esc(&names.join("; "))
+    );
+    out.push_str(&line_chart(
+        "Server memory over time (all watched processes)",
+        &x,
+        &linear_axis(max_mem, "memory (MiB)"),
+        &mem,
+    ));
+    out.push_str(&line_chart(
+        "Server CPU over time (100% = one core)",
+        &x,
+        &linear_axis(max_cpu, "CPU (%)"),
+        &cpu,
+    ));
+    out
+}
+
 /// Horizontal bars: the mean time of each phase, per run.
 fn phase_chart(runs: &[(&str, &RunRecord)]) -> String {
     type Phase = (&'static str, fn(&RunRecord) -> &Hist);
@@ -705,6 +797,7 @@ pub fn report(runs: &[(&str, &RunRecord)]) -> String {
     s.push_str(&codes_and_errors(runs));
     s.push_str("<h2>Phases</h2>\n");
     s.push_str(&phase_chart(runs));
+    s.push_str(&server_charts(runs));
     // The only script: marks the page as rendered with its chart and point
     // counts (the headless-browser test reads them); the report works without it.
     s.push_str("<script>(function(){var c=document.querySelectorAll('svg.chart'),n=0;for(var i=0;i<c.length;i++){n+=parseInt(c[i].getAttribute('data-points')||'0',10);}document.documentElement.setAttribute('data-charts',c.length);document.documentElement.setAttribute('data-chart-points',n);})();</script>\n");
@@ -742,6 +835,37 @@ mod tests {
             let n: usize = part[..part.find('"').unwrap()].parse().unwrap();
             assert!(n > 0);
         }
+    }
+
+    #[test]
+    fn watched_server_gets_memory_and_cpu_charts() {
+        use redline_stats::watch::{HostWatch, ServerWatch, WatchSample};
+        let mut a = synth(2000, 1000, 1, 10);
+        let samples = (0..20)
+            .map(|k| WatchSample {
+                t: k as f64 * 0.5,
+                processes: 3,
+                rss_kib: 30_000 + k * 100,
+                pss_kib: 20_000 + k * 100,
+                private_kib: 10_000 + k * 100,
+                cpu_percent: 50.0 + k as f64,
+                ..Default::default()
+            })
+            .collect();
+        a.server_watch = Some(ServerWatch {
+            targets: vec!["nginx".into()],
+            hosts: vec![HostWatch {
+                host: "web1".into(),
+                targets: vec!["nginx".into()],
+                samples,
+                ..Default::default()
+            }],
+        });
+        let html = report(&[("run 1", &a)]);
+        assert_eq!(html.matches("<svg class=\"chart\"").count(), 9);
+        assert!(html.contains("Server memory over time") && html.contains("nginx on web1"));
+        let plain = report(&[("run 1", &synth(2000, 1000, 1, 10))]);
+        assert!(!plain.contains("Server memory"));
     }
 
     #[test]
