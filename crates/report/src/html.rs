@@ -398,6 +398,9 @@ fn status_time_chart(runs: &[(&str, &RunRecord)]) -> String {
     )
 }
 
+/// Reads one memory figure of a watch sample.
+type SampleField = fn(&redline_stats::watch::WatchSample) -> u64;
+
 /// The watched server (`--watch`): memory and CPU of its processes over time,
 /// beside the load's own charts. Empty when no run watched anything.
 fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
@@ -427,7 +430,7 @@ fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
     let mut cpu = Vec::new();
     let (mut max_mem, mut max_cpu): (f64, f64) = (0.0, 0.0);
     for (i, name, h) in &watched {
-        let kinds: [(&str, fn(&redline_stats::watch::WatchSample) -> u64); 3] = [
+        let kinds: [(&str, SampleField); 3] = [
             ("RSS", |p| p.rss_kib),
             ("PSS", |p| p.pss_kib),
             ("private", |p| p.private_kib),
