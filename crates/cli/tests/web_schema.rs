@@ -2,9 +2,11 @@
 //! validate against the committed schemas (docs/page.schema.json,
 //! docs/audit.schema.json), on a real page served from 127.0.0.1:0.
 
+mod common;
+
+use common::redline;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -145,36 +147,6 @@ fn serve(mut s: TcpStream, files: &[(&'static str, Vec<u8>)]) {
             return;
         }
     }
-}
-
-/// Runs the built redline with a hard time limit and a throw-away run history.
-fn redline(args: &[&str]) -> Output {
-    let db = std::env::temp_dir().join(format!("redline-web-schema-{}.db", std::process::id()));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_redline"))
-        .args(args)
-        .env("REDLINE_DB", &db)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn redline");
-    let limit = Duration::from_secs(60);
-    let start = Instant::now();
-    loop {
-        match child.try_wait().expect("wait") {
-            Some(_) => break,
-            None if start.elapsed() > limit => {
-                let _ = child.kill();
-                let out = child.wait_with_output().expect("output");
-                panic!(
-                    "redline {args:?} did not finish within {limit:?}; stderr: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            None => std::thread::sleep(Duration::from_millis(10)),
-        }
-    }
-    child.wait_with_output().expect("output")
 }
 
 fn run_json(args: &[&str]) -> serde_json::Value {

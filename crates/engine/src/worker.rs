@@ -778,11 +778,7 @@ impl<'p> Worker<'p> {
                     Ok(n) => self.rec.counters.bytes_written += n as u64,
                     Err(e) if e.kind() == IoKind::WouldBlock => return,
                     Err(e) if e.kind() == IoKind::Interrupted => {}
-                    Err(e) => {
-                        let now = Instant::now();
-                        self.fail(i, ErrorKind::from_io(&e, false), io_msg(&e), now);
-                        return;
-                    }
+                    Err(e) => return self.write_failed(i, &e),
                 }
             }
             c.st = St::Reading;
@@ -806,11 +802,7 @@ impl<'p> Worker<'p> {
                 }
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
                 Err(e) if e.kind() == IoKind::Interrupted => {}
-                Err(e) => {
-                    let now = Instant::now();
-                    self.fail(i, ErrorKind::from_io(&e, false), io_msg(&e), now);
-                    return;
-                }
+                Err(e) => return self.write_failed(i, &e),
             }
         }
         c.st = St::Reading;
@@ -948,6 +940,11 @@ impl<'p> Worker<'p> {
                 return;
             }
         }
+    }
+
+    /// A write failed: the request being sent fails with it.
+    fn write_failed(&mut self, i: u32, e: &std::io::Error) {
+        self.fail(i, ErrorKind::from_io(e, false), io_msg(e), Instant::now());
     }
 
     /// A read failed: the request in flight fails with it; an idle connection just goes.
