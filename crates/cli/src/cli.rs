@@ -66,8 +66,17 @@ enum Output {
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// Target URL (http://host[:port]/path); the scheme may be left out.
-    url: String,
+    /// Target URL (http://host[:port]/path); the scheme may be left out. With
+    /// --scenario it replaces the scenario's base URL.
+    #[arg(required_unless_present = "scenario")]
+    url: Option<String>,
+    /// Run a scenario file (TOML): several named requests, round-robin, weighted or
+    /// as sessions with think time, cookies, extracted values, CSV data and checks.
+    #[arg(long, value_name = "FILE")]
+    scenario: Option<std::path::PathBuf>,
+    /// Let a scenario read body and data files outside its own folder.
+    #[arg(long = "allow-paths", requires = "scenario")]
+    allow_paths: bool,
     /// Connections (closed loop; default 50) or the connection cap (open loop; default 1000).
     #[arg(short = 'c', long = "connections", value_name = "N")]
     connections: Option<u64>,
@@ -160,6 +169,8 @@ struct Hooks {
     save: crate::cmd_history::RunSaveArgs,
     watch: crate::cmd_server::RunWatchArgs,
     thresholds: Vec<redline_report::thresholds::Threshold>,
+    /// Scenario runs: thresholds on one named request's own numbers.
+    request_thresholds: Vec<(String, Vec<redline_report::thresholds::Threshold>)>,
 }
 
 #[derive(Args, Debug)]
@@ -287,8 +298,15 @@ fn cmd_run(a: RunArgs) -> i32 {
         },
         (None, None) => None,
     };
+    if a.scenario.is_some() && (a.body.is_some() || a.body_file.is_some() || a.method.is_some()) {
+        return fail(
+            EXIT_USAGE,
+            "-m/-b/--body-file do not go with --scenario: give method and body per request in the file",
+        );
+    }
     let pa = PlanArgs {
-        url: a.url,
+        url: a.url.unwrap_or_default(),
+        scenario: a.scenario.map(|p| (p, a.allow_paths)),
         method: a.method,
         headers: a.headers,
         body,
@@ -317,10 +335,37 @@ fn cmd_run(a: RunArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return fail(EXIT_USAGE, e),
     };
+    let mut thresholds = a.thresholds;
+    let mut request_thresholds = Vec::new();
+    if let Some(sc) = &plan.scenario {
+        let parse = |t: &String, whose: &str| {
+            t.parse::<redline_report::thresholds::Threshold>()
+                .map_err(|e| format!("{}: {whose}: {e}", sc.file))
+        };
+        for t in &sc.thresholds {
+            match parse(t, "thresholds") {
+                Ok(t) => thresholds.push(t),
+                Err(e) => return fail(EXIT_USAGE, e),
+            }
+        }
+        for r in &sc.requests {
+            let mut v = Vec::new();
+            for t in &r.thresholds {
+                match parse(t, &format!("request '{}'", r.name)) {
+                    Ok(t) => v.push(t),
+                    Err(e) => return fail(EXIT_USAGE, e),
+                }
+            }
+            if !v.is_empty() {
+                request_thresholds.push((r.name.clone(), v));
+            }
+        }
+    }
     let hooks = Hooks {
         save: a.save,
         watch: a.watch,
-        thresholds: a.thresholds,
+        thresholds,
+        request_thresholds,
     };
     run_plan(&plan, &a.out, &hooks)
 }
@@ -382,7 +427,12 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
             eprintln!("redline: error: {e}");
         }
     }
-    let outcomes = redline_report::thresholds::check(&rec, &hooks.thresholds);
+    let mut outcomes = redline_report::thresholds::check(&rec, &hooks.thresholds);
+    for (name, ts) in &hooks.request_thresholds {
+        if let Some(r) = rec.requests.iter().find(|r| &r.name == name) {
+            outcomes.extend(redline_report::thresholds::check_request(&rec, r, ts));
+        }
+    }
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let written = match out.output {
         Output::Text => {

@@ -16,6 +16,46 @@ const MAX_CHUNK_LINE: u32 = 16 * 1024;
 /// The most trailer bytes accepted after the last chunk.
 const MAX_TRAILERS: u32 = 64 * 1024;
 
+/// The most body bytes a [`Capture`] keeps.
+pub const MAX_CAPTURE: usize = 1 << 20;
+
+/// Headers and body of a response, kept for scenario checks and extraction.
+/// Plain runs have none, so their hot path only tests an `Option`.
+#[derive(Debug, Default)]
+pub struct Capture {
+    /// Keep the final response's headers.
+    pub want_headers: bool,
+    /// Keep its body (up to [`MAX_CAPTURE`] bytes).
+    pub want_body: bool,
+    /// The headers, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body (decoded from chunked framing, not from content codings).
+    pub body: Vec<u8>,
+    /// The body was longer than what was kept.
+    pub truncated: bool,
+}
+
+impl Capture {
+    fn body(&mut self, data: &[u8]) {
+        if !self.want_body {
+            return;
+        }
+        let room = MAX_CAPTURE.saturating_sub(self.body.len());
+        if data.len() > room {
+            self.truncated = true;
+        }
+        self.body.extend_from_slice(&data[..data.len().min(room)]);
+    }
+
+    /// The first header of that name (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
 /// A response that broke HTTP/1.x.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Malformed {
@@ -91,6 +131,8 @@ pub struct ResponseReader {
     pub want_server: bool,
     /// Informational (1xx) responses skipped before the final one.
     pub informational: u32,
+    /// Scenario runs: what of the response to keep.
+    pub capture: Option<Box<Capture>>,
 }
 
 impl Default for ResponseReader {
@@ -112,6 +154,7 @@ impl ResponseReader {
             server: None,
             want_server: false,
             informational: 0,
+            capture: None,
         }
     }
 
@@ -127,6 +170,11 @@ impl ResponseReader {
         self.keep_alive = true;
         self.head_done = false;
         self.informational = 0;
+        if let Some(c) = self.capture.as_deref_mut() {
+            c.headers.clear();
+            c.body.clear();
+            c.truncated = false;
+        }
     }
 
     /// True when the body runs until the server closes the connection.
@@ -210,6 +258,9 @@ impl ResponseReader {
                 State::Body(Body::Length(left)) => {
                     let n = (data.len() as u64).min(left);
                     self.body_bytes += n;
+                    if let Some(c) = self.capture.as_deref_mut() {
+                        c.body(&data[..n as usize]);
+                    }
                     let left = left - n;
                     data = &data[n as usize..];
                     if left == 0 {
@@ -223,6 +274,9 @@ impl ResponseReader {
                 }
                 State::Body(Body::UntilClose) => {
                     self.body_bytes += data.len() as u64;
+                    if let Some(c) = self.capture.as_deref_mut() {
+                        c.body(data);
+                    }
                     return Ok(Progress::NeedMore);
                 }
                 State::Body(Body::Chunked(c)) => {
@@ -348,6 +402,17 @@ impl ResponseReader {
             self.state = State::Head;
             return Ok(Some(n));
         }
+        if let Some(c) = self.capture.as_deref_mut() {
+            if c.want_headers {
+                c.headers.clear();
+                for h in resp.headers.iter() {
+                    c.headers.push((
+                        h.name.to_string(),
+                        String::from_utf8_lossy(h.value).into_owned(),
+                    ));
+                }
+            }
+        }
         self.status = code;
         self.head_done = true;
         self.keep_alive = keep_alive;
@@ -375,6 +440,9 @@ impl ResponseReader {
             if let Chunk::Data { left } = c {
                 let n = ((data.len() - i) as u64).min(left);
                 self.body_bytes += n;
+                if let Some(cap) = self.capture.as_deref_mut() {
+                    cap.body(&data[i..i + n as usize]);
+                }
                 i += n as usize;
                 c = if left == n {
                     Chunk::DataCr
@@ -540,6 +608,31 @@ mod tests {
             let (r, used) = read_all(msg, split).unwrap();
             assert_eq!(r.body_bytes, 21, "split {split}");
             assert_eq!(used, msg.len());
+        }
+    }
+
+    #[test]
+    fn capture_keeps_headers_and_body_any_split() {
+        let msg = b"HTTP/1.1 200 OK\r\nSet-Cookie: sid=1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n3\r\n!!!\r\n0\r\n\r\n";
+        for split in [1, 4, 1000] {
+            let mut r = ResponseReader::new();
+            r.capture = Some(Box::new(Capture {
+                want_headers: true,
+                want_body: true,
+                ..Capture::default()
+            }));
+            let mut done = false;
+            for part in msg.chunks(split) {
+                if let Progress::Done { .. } = r.feed(part, false).unwrap() {
+                    done = true;
+                }
+            }
+            assert!(done);
+            let c = r.capture.as_ref().unwrap();
+            assert_eq!(c.header("set-cookie"), Some("sid=1"));
+            assert_eq!(c.body, b"hello!!!");
+            r.reset();
+            assert!(r.capture.as_ref().unwrap().body.is_empty());
         }
     }
 

@@ -9,6 +9,7 @@ pub mod h1;
 pub mod pacer;
 pub mod plan;
 pub mod run;
+pub mod scenario;
 pub mod tls;
 pub mod worker;
 

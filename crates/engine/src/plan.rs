@@ -116,6 +116,8 @@ pub struct PlanArgs {
     pub seed: Option<u64>,
     /// TLS options for https URLs.
     pub tls: crate::tls::TlsArgs,
+    /// A scenario file (`--scenario`), and whether its paths may leave its folder.
+    pub scenario: Option<(std::path::PathBuf, bool)>,
 }
 
 impl PlanArgs {
@@ -141,6 +143,7 @@ impl PlanArgs {
             http10: false,
             seed: None,
             tls: crate::tls::TlsArgs::default(),
+            scenario: None,
         }
     }
 }
@@ -227,6 +230,8 @@ pub struct Plan {
     pub config: RunConfig,
     /// TLS, for https URLs.
     pub tls: Option<crate::tls::TlsSetup>,
+    /// A scenario run: its compiled requests.
+    pub scenario: Option<std::sync::Arc<crate::scenario::Scenario>>,
 }
 
 fn is_secret_header(name: &str) -> bool {
@@ -292,7 +297,42 @@ fn usage(msg: impl Into<String>) -> PlanError {
 
 impl Plan {
     /// Validates and resolves options into a plan.
-    pub fn build(a: PlanArgs) -> Result<Plan, PlanError> {
+    pub fn build(mut a: PlanArgs) -> Result<Plan, PlanError> {
+        let scenario_file = match &a.scenario {
+            Some((path, _)) => {
+                let (f, text) = crate::scenario::load(path)?;
+                if a.url.trim().is_empty() {
+                    a.url = match (&f.base, f.hosts.values().next()) {
+                        (Some(b), _) => b.clone(),
+                        (None, Some(h)) => h.clone(),
+                        (None, None) => {
+                            return Err(usage(format!(
+                                "{}: no base URL: give `base = \"http://…\"` in the file or a URL on the command line",
+                                path.display()
+                            )))
+                        }
+                    };
+                }
+                if let Some(l) = &f.load {
+                    if a.rate.is_none() && a.connections.is_none() {
+                        a.rate = l.rate;
+                    }
+                    if a.connections.is_none() {
+                        a.connections = l.connections;
+                    }
+                    if a.requests.is_none() && a.duration.is_none() {
+                        a.requests = l.requests;
+                        if let Some(d) = &l.duration {
+                            a.duration = Some(parse_duration(d).map_err(|e| {
+                                usage(format!("{}: [load] duration: {e}", path.display()))
+                            })?);
+                        }
+                    }
+                }
+                Some((f, text))
+            }
+            None => None,
+        };
         let raw = a.url.trim();
         let with_scheme = if raw.contains("://") {
             raw.to_string()
@@ -560,6 +600,7 @@ impl Plan {
             threads: threads as u64,
             load: load_model,
             insecure: tls.as_ref().is_some_and(|t| t.insecure),
+            scenario: None,
         };
         let seed = a.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
@@ -567,7 +608,34 @@ impl Plan {
                 .map(|d| d.as_nanos() as u64)
                 .unwrap_or(1)
         });
+        let mut config = config;
+        let scenario = match (&a.scenario, &scenario_file) {
+            (Some((path, allow)), Some((f, text))) => {
+                let sc = crate::scenario::Scenario::compile(crate::scenario::CompileArgs {
+                    path,
+                    file: f,
+                    text,
+                    base: &a.url,
+                    allow_paths: *allow,
+                    tls: &a.tls,
+                    http10: a.http10,
+                    cli_headers: &extra,
+                    timeout: a.timeout,
+                })?;
+                config.scenario = Some(format!("{} ({})", sc.name, sc.file));
+                let first = &sc.requests[0].method;
+                config.method = if sc.requests.iter().all(|r| &r.method == first) {
+                    first.clone()
+                } else {
+                    "mixed".into()
+                };
+                config.body_bytes = 0;
+                Some(std::sync::Arc::new(sc))
+            }
+            _ => None,
+        };
         Ok(Plan {
+            scenario,
             target: Target {
                 display,
                 host,
@@ -593,7 +661,7 @@ impl Plan {
     }
 }
 
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

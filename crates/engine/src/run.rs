@@ -131,6 +131,7 @@ pub fn execute(
             };
             let spec = WorkerSpec {
                 index: i,
+                first_vu: (0..iu).map(|k| share(conns_total, threads, k)).sum(),
                 start,
                 connections: share(conns_total, threads, iu),
                 budget: budget_total.map(|n| share(n, threads, iu)),
@@ -200,6 +201,7 @@ pub fn execute(
         sys += r.cpu_sys;
         peak_open += r.peak_open;
         rec.interrupted |= r.interrupted;
+        redline_stats::requests::merge_requests(&mut rec.requests, &r.requests);
         r.recorder.finish_into(&mut rec, r.end);
     }
     let elapsed = end.saturating_duration_since(start);

@@ -12,10 +12,15 @@
 use crate::h1::{Progress, ResponseReader};
 use crate::pacer::Pacer;
 use crate::plan::Plan;
+use crate::scenario::{Scenario, Vu};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
+use redline_stats::rng::SplitMix64;
+use redline_stats::RequestStats;
 use redline_stats::{ErrorKind, Recorder, Timing};
 use std::borrow::Cow;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -42,6 +47,8 @@ pub struct Live {
 pub struct WorkerSpec {
     /// Worker number.
     pub index: usize,
+    /// Global id of this worker's first virtual user (scenario runs).
+    pub first_vu: u64,
     /// The run's common start.
     pub start: Instant,
     /// Connections (closed loop) or connection cap (open loop) of this worker.
@@ -72,6 +79,8 @@ pub struct WorkerResult {
     pub peak_open: u64,
     /// Whether it was stopped early.
     pub interrupted: bool,
+    /// Scenario runs: numbers per named request.
+    pub requests: Vec<RequestStats>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,8 +138,22 @@ struct Fifo {
     tail: u32,
 }
 
+/// A scenario run's per-worker state: a virtual user per connection slot.
+struct ScState<'p> {
+    s: &'p Scenario,
+    vus: Vec<Vu>,
+    stats: Vec<RequestStats>,
+    rr: u64,
+    rows: u64,
+    stride: u64,
+    rng: SplitMix64,
+    /// Virtual users thinking, by wake-up time.
+    sleepers: BinaryHeap<Reverse<(Instant, u32)>>,
+}
+
 struct Worker<'p> {
     plan: &'p Plan,
+    sc: Option<ScState<'p>>,
     poll: Poll,
     conns: Vec<Conn>,
     buf: Box<[u8]>,
@@ -210,8 +233,29 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
     } else {
         None
     };
+    let mut conns: Vec<Conn> = conns;
+    let sc = plan.scenario.as_deref().map(|s| {
+        for c in &mut conns {
+            c.reader.capture = Some(Box::default());
+        }
+        ScState {
+            s,
+            vus: (0..slots as u64)
+                .map(|i| s.new_vu(spec.first_vu + i))
+                .collect(),
+            stats: s.new_stats(),
+            rr: spec.index as u64,
+            rows: spec.index as u64,
+            stride: plan.threads.max(1) as u64,
+            rng: SplitMix64(
+                plan.seed ^ (spec.index as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D),
+            ),
+            sleepers: BinaryHeap::new(),
+        }
+    });
     let mut w = Worker {
         plan,
+        sc,
         poll,
         conns,
         buf: vec![0u8; READ_BUF].into_boxed_slice(),
@@ -266,6 +310,7 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
         cpu_sys: cpu.1,
         peak_open: w.peak_open,
         interrupted: w.interrupted,
+        requests: w.sc.map(|s| s.stats).unwrap_or_default(),
     }
 }
 
@@ -299,6 +344,8 @@ impl<'p> Worker<'p> {
             self.expire(now);
             if self.open_loop {
                 self.release(now);
+            } else if self.sc.is_some() {
+                self.wake_sleepers(now);
             }
             self.process_restarts(now);
             if self.finished(now) {
@@ -428,6 +475,9 @@ impl<'p> Worker<'p> {
         }
         if self.connects.head != NIL {
             consider(Some(self.conns[self.connects.head as usize].deadline));
+        }
+        if let Some(Reverse((t, _))) = self.sc.as_ref().and_then(|s| s.sleepers.peek()) {
+            consider(Some(*t));
         }
         if self.stopping {
             consider(self.drain_until);
@@ -563,11 +613,21 @@ impl<'p> Worker<'p> {
     }
 
     fn connect(&mut self, i: u32, now: Instant) {
+        let addr = match self.sc.is_some() {
+            true => {
+                let r = self.choose(i);
+                let sc = self.sc.as_mut().expect("scenario");
+                let t = sc.s.requests[r].target;
+                sc.vus[i as usize].target = t;
+                sc.s.targets[t].addr
+            }
+            false => self.plan.target.addr,
+        };
         let c = &mut self.conns[i as usize];
         c.connect_start = now;
         c.on_conn = 0;
         c.reader.reset();
-        match TcpStream::connect(self.plan.target.addr) {
+        match TcpStream::connect(addr) {
             Ok(mut s) => {
                 if let Err(e) = self.poll.registry().register(
                     &mut s,
@@ -611,9 +671,19 @@ impl<'p> Worker<'p> {
         }
         let _ = s.set_nodelay(true);
         let c = &mut self.conns[i as usize];
-        self.rec
-            .connected(now.saturating_duration_since(c.connect_start));
-        if let Some(t) = &self.plan.tls {
+        let took = now.saturating_duration_since(c.connect_start);
+        self.rec.connected(took);
+        let tls = match &mut self.sc {
+            Some(sc) => {
+                let vu = &sc.vus[i as usize];
+                if let Some(r) = vu.chosen {
+                    sc.stats[r].connect.record(took);
+                }
+                sc.s.targets[vu.target].tls.as_ref()
+            }
+            None => self.plan.tls.as_ref(),
+        };
+        if let Some(t) = tls {
             match rustls::ClientConnection::new(t.config.clone(), t.server_name.clone()) {
                 Ok(conn) => {
                     c.tls = Some(Box::new(conn));
@@ -722,12 +792,14 @@ impl<'p> Worker<'p> {
             c.has_request = false;
             self.rec.error(kind, msg, now);
             self.last_done = now;
+            self.request_ended(i, None, now);
             self.after(i, now);
         } else if self.open_loop {
             // The connect was for the oldest waiting request: it fails with it.
             if self.pending.pop_front().is_some() {
                 self.rec.error(kind, msg, now);
                 self.last_done = now;
+                self.request_ended(i, None, now);
             }
             self.free.push(i);
         }
@@ -736,6 +808,23 @@ impl<'p> Worker<'p> {
     /// Writes a request on connection `i` (connected and idle).
     fn send(&mut self, i: u32, intended: Instant, now: Instant) {
         let plan = self.plan;
+        let mut timeout = plan.timeout;
+        if self.sc.is_some() {
+            let r = self.choose(i);
+            let sc = self.sc.as_mut().expect("scenario");
+            let q = &sc.s.requests[r];
+            if sc.vus[i as usize].target != q.target {
+                // The next request goes to another host: replace the connection.
+                self.close(i);
+                let c = &mut self.conns[i as usize];
+                c.has_request = true;
+                c.intended = intended;
+                self.restart.push_back(i);
+                return;
+            }
+            timeout = q.timeout;
+            sc.stats[r].sent += 1;
+        }
         let c = &mut self.conns[i as usize];
         c.has_request = true;
         c.intended = intended;
@@ -750,17 +839,30 @@ impl<'p> Worker<'p> {
             c.reader.want_server = true;
         }
         c.st = St::Writing;
-        c.deadline = now + plan.timeout;
+        c.deadline = now + timeout;
         self.in_flight += 1;
         self.rec.counters.sent += 1;
-        self.push(i, List::Requests);
+        if let Some(sc) = self.sc.as_mut() {
+            let vu = &mut sc.vus[i as usize];
+            let r = vu.chosen.unwrap_or(0);
+            sc.s.prepare(r, vu, c.close_after);
+            if let Some(cap) = c.reader.capture.as_deref_mut() {
+                sc.s.prepare_capture(r, cap);
+            }
+            self.push_sorted(i);
+        } else {
+            self.push(i, List::Requests);
+        }
         self.write_more(i);
     }
 
     fn write_more(&mut self, i: u32) {
         let plan = self.plan;
         let c = &mut self.conns[i as usize];
-        let bytes: &[u8] = if c.close_after {
+        let bytes: &[u8] = if let Some(sc) = &self.sc {
+            let vu = &sc.vus[i as usize];
+            sc.s.wire(vu.chosen.unwrap_or(0), vu, c.close_after)
+        } else if c.close_after {
             &plan.request_close
         } else {
             &plan.request
@@ -857,7 +959,13 @@ impl<'p> Worker<'p> {
             }
             c.wire += n as u64;
             let informational = c.reader.informational;
-            match c.reader.feed(&self.buf[..n], self.plan.head_request) {
+            let head = match &self.sc {
+                Some(sc) => sc.vus[i as usize]
+                    .chosen
+                    .is_some_and(|r| sc.s.requests[r].head_request),
+                None => self.plan.head_request,
+            };
+            match c.reader.feed(&self.buf[..n], head) {
                 Ok(Progress::NeedMore) => {
                     // Waiting is timed to the final response: after a 100 or 103
                     // the clock for the first byte starts again.
@@ -1009,6 +1117,25 @@ impl<'p> Worker<'p> {
             self.want_server = false;
         }
         self.rec.response(&t, status, c.wire, c.reader.body_bytes);
+        if let Some(sc) = self.sc.as_mut() {
+            let vu = &mut sc.vus[i as usize];
+            if let Some(r) = vu.chosen {
+                let st = &mut sc.stats[r];
+                st.completed += 1;
+                if status >= 400 {
+                    st.bad_status += 1;
+                }
+                let latency = now.saturating_duration_since(t.intended);
+                st.latency.record(latency);
+                st.waiting
+                    .record(t.first_byte.saturating_duration_since(t.sent));
+                st.transfer
+                    .record(now.saturating_duration_since(t.first_byte));
+                sc.s.on_response(r, vu, status, latency, c.reader.capture.as_deref(), st);
+            }
+            self.request_ended(i, Some(()), now);
+        }
+        let c = &mut self.conns[i as usize];
         self.last_done = now;
         let reusable = c.reader.keep_alive && !c.close_after && !poisoned && self.plan.keepalive;
         if reusable {
@@ -1027,9 +1154,100 @@ impl<'p> Worker<'p> {
             self.conns[i as usize].has_request = false;
             self.rec.error(kind, msg, now);
             self.last_done = now;
+            self.request_ended(i, None, now);
         }
         self.close(i);
         self.after(i, now);
+    }
+
+    /// Scenario runs: the slot's request ended (`ok`: with a response); counts a
+    /// failure against it and owes the virtual user its think time.
+    fn request_ended(&mut self, i: u32, ok: Option<()>, _now: Instant) {
+        let open_loop = self.open_loop;
+        let Some(sc) = self.sc.as_mut() else { return };
+        let vu = &mut sc.vus[i as usize];
+        let Some(r) = vu.chosen.take() else { return };
+        if ok.is_none() {
+            sc.stats[r].errors += 1;
+        }
+        if !open_loop {
+            vu.think = sc.s.requests[r].think.map(|t| t.sample(&mut sc.rng));
+        }
+    }
+
+    /// Scenario runs: the request slot `i` sends next (chosen once, then kept
+    /// until the request ends).
+    fn choose(&mut self, i: u32) -> usize {
+        let sc = self.sc.as_mut().expect("scenario");
+        let vu = &mut sc.vus[i as usize];
+        if let Some(r) = vu.chosen {
+            return r;
+        }
+        let r =
+            sc.s.choose(vu, &mut sc.rr, &mut sc.rows, sc.stride, &mut sc.rng);
+        vu.chosen = Some(r);
+        r
+    }
+
+    /// Scenario runs: virtual users whose think time is over send their next request.
+    fn wake_sleepers(&mut self, now: Instant) {
+        for _ in 0..100_000 {
+            let Some(sc) = self.sc.as_mut() else { return };
+            let Some(&Reverse((t, i))) = sc.sleepers.peek() else {
+                return;
+            };
+            if t > now {
+                return;
+            }
+            sc.sleepers.pop();
+            sc.vus[i as usize].sleeping = false;
+            let st = self.conns[i as usize].st;
+            match st {
+                // Latency counts from when the user meant to send: the end of its think time.
+                St::Idle if self.take_for(i) => self.send(i, t, now),
+                St::Closed if self.take_for(i) => {
+                    let c = &mut self.conns[i as usize];
+                    c.intended = t;
+                    c.has_request = true;
+                    self.restart.push_back(i);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Inserts a request slot into the time-out list in deadline order (scenario
+    /// requests may have different time-outs; the common case appends).
+    fn push_sorted(&mut self, i: u32) {
+        if self.conns[i as usize].list != List::None {
+            self.unlink(i);
+        }
+        let d = self.conns[i as usize].deadline;
+        let mut after = self.reqs.tail;
+        while after != NIL && self.conns[after as usize].deadline > d {
+            after = self.conns[after as usize].prev;
+        }
+        let next = if after == NIL {
+            self.reqs.head
+        } else {
+            self.conns[after as usize].next
+        };
+        {
+            let c = &mut self.conns[i as usize];
+            c.list = List::Requests;
+            c.prev = after;
+            c.next = next;
+        }
+        if after != NIL {
+            self.conns[after as usize].next = i;
+        } else {
+            self.reqs.head = i;
+        }
+        if next != NIL {
+            self.conns[next as usize].prev = i;
+        } else {
+            self.reqs.tail = i;
+        }
     }
 
     /// Decides what slot `i` does next once its request ended (or its socket went away).
@@ -1051,6 +1269,20 @@ impl<'p> Worker<'p> {
                 _ => {}
             }
             return;
+        }
+        if let Some(sc) = self.sc.as_mut() {
+            let vu = &mut sc.vus[i as usize];
+            if vu.sleeping {
+                // Thinking: the wake-up sends the next request.
+                return;
+            }
+            if let Some(d) = vu.think.take() {
+                if !d.is_zero() && !self.stopping {
+                    vu.sleeping = true;
+                    sc.sleepers.push(Reverse((now + d, i)));
+                    return;
+                }
+            }
         }
         match st {
             St::Idle if self.take_for(i) => self.send(i, now, now),

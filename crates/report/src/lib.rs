@@ -8,6 +8,7 @@
 pub mod compare;
 pub mod csv;
 pub mod html;
+pub mod requests;
 pub mod thresholds;
 
 use redline_stats::{Hist, RunRecord};
@@ -286,6 +287,10 @@ pub fn text(rec: &RunRecord) -> String {
                 count(e.count)
             );
         }
+    }
+    if !rec.requests.is_empty() {
+        o.push('\n');
+        o.push_str(&requests::text(rec));
     }
     let cl = &rec.client;
     let _ = writeln!(

@@ -188,6 +188,37 @@ pub fn check(rec: &RunRecord, thresholds: &[Threshold]) -> Vec<Outcome> {
         .collect()
 }
 
+/// Checks thresholds against one named request of a scenario run (its own
+/// latency, errors and share of the throughput); each outcome's text starts
+/// with the request's name.
+pub fn check_request(
+    rec: &RunRecord,
+    req: &redline_stats::RequestStats,
+    thresholds: &[Threshold],
+) -> Vec<Outcome> {
+    let mut r = RunRecord::new(
+        rec.config.clone(),
+        rec.environment.clone(),
+        rec.started_at.clone(),
+    );
+    r.latency = req.latency.clone();
+    r.counters.completed = req.completed;
+    r.counters.failed = req.errors;
+    r.counters.non_2xx = req.bad_status;
+    r.requests_per_sec = if rec.counters.completed > 0 {
+        rec.requests_per_sec * req.completed as f64 / rec.counters.completed as f64
+    } else {
+        0.0
+    };
+    check(&r, thresholds)
+        .into_iter()
+        .map(|mut o| {
+            o.threshold.text = format!("{}: {}", req.name, o.threshold.text);
+            o
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -76,6 +76,8 @@ struct Request {
     body: Body,
     expect_continue: bool,
     target: Target,
+    /// The session number of a `sid=S<k>` cookie (the built-in login app).
+    sid: Option<u64>,
 }
 
 enum Parsed {
@@ -112,6 +114,7 @@ fn parse_head(buf: &[u8], extra: &mut Vec<u8>) -> Parsed {
     let mut transfer_encoding = false;
     let mut chunked = false;
     let mut expect_continue = false;
+    let mut sid = None;
     for h in req.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -145,6 +148,12 @@ fn parse_head(buf: &[u8], extra: &mut Vec<u8>) -> Parsed {
             }
         } else if name.eq_ignore_ascii_case(b"expect") {
             expect_continue = trim(h.value).eq_ignore_ascii_case(b"100-continue");
+        } else if name.eq_ignore_ascii_case(b"cookie") {
+            for c in h.value.split(|&b| b == b';').map(trim) {
+                if let Some(v) = c.strip_prefix(b"sid=S") {
+                    sid = parse_decimal(v);
+                }
+            }
         }
     }
     let body = if transfer_encoding {
@@ -170,6 +179,7 @@ fn parse_head(buf: &[u8], extra: &mut Vec<u8>) -> Parsed {
         body,
         expect_continue,
         target,
+        sid,
     })
 }
 
@@ -616,8 +626,8 @@ impl Conn {
                 self.publish();
                 let s = self.shared.snapshot();
                 let body = format!(
-                    "{{\"connections\":{},\"requests\":{},\"open_connections\":{},\"bytes_in\":{},\"bytes_out\":{}}}",
-                    s.connections, s.requests, s.open_connections, s.bytes_in, s.bytes_out
+                    "{{\"connections\":{},\"requests\":{},\"open_connections\":{},\"bytes_in\":{},\"bytes_out\":{},\"logins\":{},\"sessions_ok\":{},\"sessions_denied\":{}}}",
+                    s.connections, s.requests, s.open_connections, s.bytes_in, s.bytes_out, s.logins, s.sessions_ok, s.sessions_denied
                 );
                 self.simple(
                     200,
@@ -636,6 +646,53 @@ impl Conn {
                 self.publish();
                 self.shared.reset();
                 self.simple(200, TEXT, b"ok\n", req.is_head, keep_alive, req.http10);
+            }
+            Target::Login => {
+                self.wait_stall().await?;
+                let k = self.shared.logins.fetch_add(1, Relaxed) + 1;
+                let body = format!("{{\"token\":\"T{k}\"}}\n");
+                let before = self.out.len();
+                push_status_line(&mut self.out, 200);
+                self.out.extend_from_slice(SERVER);
+                self.out.extend_from_slice(JSON);
+                self.out.extend_from_slice(
+                    format!("Set-Cookie: sid=S{k}; Path=/; HttpOnly\r\n").as_bytes(),
+                );
+                self.out.extend_from_slice(b"Content-Length: ");
+                push_u64(&mut self.out, body.len() as u64);
+                self.out.extend_from_slice(b"\r\n");
+                push_connection(&mut self.out, keep_alive, req.http10);
+                self.out.extend_from_slice(b"\r\n");
+                if !req.is_head {
+                    self.out.extend_from_slice(body.as_bytes());
+                }
+                self.bytes_out += (self.out.len() - before) as u64;
+            }
+            Target::Account(token) => {
+                self.wait_stall().await?;
+                let ok = token.is_some() && token == req.sid;
+                let n = if ok {
+                    self.shared.sessions_ok.fetch_add(1, Relaxed);
+                    self.simple(
+                        200,
+                        TEXT,
+                        b"welcome back\n",
+                        req.is_head,
+                        keep_alive,
+                        req.http10,
+                    )
+                } else {
+                    self.shared.sessions_denied.fetch_add(1, Relaxed);
+                    self.simple(
+                        401,
+                        TEXT,
+                        b"login first\n",
+                        req.is_head,
+                        keep_alive,
+                        req.http10,
+                    )
+                };
+                self.bytes_out += n as u64;
             }
             Target::BadControl(status, msg) => {
                 self.simple(

@@ -110,6 +110,12 @@ pub struct ServerStats {
     pub bytes_in: u64,
     /// Bytes of responses to counted requests sent (heads and bodies).
     pub bytes_out: u64,
+    /// `/__login` requests answered (each issued a session cookie and token).
+    pub logins: u64,
+    /// `/__account` requests whose cookie and token matched a login.
+    pub sessions_ok: u64,
+    /// `/__account` requests refused (no or wrong cookie or token).
+    pub sessions_denied: u64,
 }
 
 /// A counter on its own cache line, so that counters hammered by different
@@ -138,6 +144,9 @@ pub(crate) struct Shared {
     open: Padded,
     bytes_in: Padded,
     bytes_out: Padded,
+    pub(crate) logins: Padded,
+    pub(crate) sessions_ok: Padded,
+    pub(crate) sessions_denied: Padded,
 }
 
 impl Shared {
@@ -151,6 +160,9 @@ impl Shared {
             open: Padded::default(),
             bytes_in: Padded::default(),
             bytes_out: Padded::default(),
+            logins: Padded::default(),
+            sessions_ok: Padded::default(),
+            sessions_denied: Padded::default(),
         }
     }
 
@@ -170,6 +182,9 @@ impl Shared {
         self.requests.store(0, Relaxed);
         self.bytes_in.store(0, Relaxed);
         self.bytes_out.store(0, Relaxed);
+        self.logins.store(0, Relaxed);
+        self.sessions_ok.store(0, Relaxed);
+        self.sessions_denied.store(0, Relaxed);
     }
 
     pub(crate) fn snapshot(&self) -> ServerStats {
@@ -179,6 +194,9 @@ impl Shared {
             open_connections: self.open.load(Relaxed),
             bytes_in: self.bytes_in.load(Relaxed),
             bytes_out: self.bytes_out.load(Relaxed),
+            logins: self.logins.load(Relaxed),
+            sessions_ok: self.sessions_ok.load(Relaxed),
+            sessions_denied: self.sessions_denied.load(Relaxed),
         }
     }
 }

@@ -43,6 +43,10 @@ pub(crate) enum Target {
     Stall(Duration),
     /// `/__reset`.
     Reset,
+    /// `/__login`: issues a session cookie `sid=S<k>` and a token `T<k>` (JSON body).
+    Login,
+    /// `/__account?token=T<k>`: 200 when the `sid` cookie carries the same k, else 401.
+    Account(Option<u64>),
     /// A control path (`/__…`) that does not exist, or has bad parameters.
     BadControl(u16, &'static str),
 }
@@ -50,7 +54,10 @@ pub(crate) enum Target {
 impl Target {
     /// Whether the request is counted in the statistics.
     pub fn counted(&self) -> bool {
-        matches!(self, Target::Normal(_) | Target::BadParams(_))
+        matches!(
+            self,
+            Target::Normal(_) | Target::BadParams(_) | Target::Login | Target::Account(_)
+        )
     }
 }
 
@@ -113,6 +120,13 @@ fn parse_control(name: &str, query: &str) -> Target {
     match name {
         "stats" => Target::Stats,
         "reset" => Target::Reset,
+        "login" => Target::Login,
+        "account" => Target::Account(
+            pairs(query)
+                .find(|(k, _)| *k == "token")
+                .and_then(|(_, v)| v.strip_prefix('T'))
+                .and_then(|v| v.parse().ok()),
+        ),
         "stall" => {
             let mut d = None;
             for (k, v) in pairs(query) {

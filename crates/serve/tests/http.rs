@@ -382,6 +382,9 @@ fn stats_count_requests_and_connections() {
         open_connections: k as u64,
         bytes_in: bytes_in as u64,
         bytes_out: bytes_out as u64,
+        logins: 0,
+        sessions_ok: 0,
+        sessions_denied: 0,
     };
     assert_eq!(server.stats(), expected);
     // The control connection can keep asking without changing anything.

@@ -10,6 +10,7 @@ pub mod error;
 pub mod hist;
 pub mod record;
 pub mod recorder;
+pub mod requests;
 pub mod rng;
 pub mod time;
 pub mod watch;
@@ -21,4 +22,5 @@ pub use record::{
     Warning, FORMAT, FORMAT_VERSION,
 };
 pub use recorder::{Recorder, Timing};
+pub use requests::{CheckCount, RequestStats};
 pub use watch::ServerWatch;

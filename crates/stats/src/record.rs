@@ -129,6 +129,9 @@ pub struct RunConfig {
     /// TLS certificate verification was turned off (`--insecure`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub insecure: bool,
+    /// The scenario file of a `--scenario` run (its name and path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<String>,
 }
 
 impl RunConfig {
@@ -148,6 +151,7 @@ impl RunConfig {
             threads: 1,
             load,
             insecure: false,
+            scenario: None,
         }
     }
 }
@@ -392,6 +396,9 @@ pub struct RunRecord {
     /// The server's processes and machine as watched during the run (`--watch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_watch: Option<crate::watch::ServerWatch>,
+    /// Scenario runs: the numbers of each named request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requests: Vec<crate::requests::RequestStats>,
 }
 
 impl RunRecord {
@@ -427,6 +434,7 @@ impl RunRecord {
             label: None,
             note: None,
             server_watch: None,
+            requests: Vec::new(),
         }
     }
 
@@ -611,6 +619,7 @@ impl AddAssign<&RunRecord> for RunRecord {
             (None, Some(b)) => self.server_watch = Some(b.clone()),
             _ => {}
         }
+        crate::requests::merge_requests(&mut self.requests, &o.requests);
         self.derive();
     }
 }

@@ -1,0 +1,570 @@
+//! Scenario files: the examples against the built-in target, sessions with
+//! cookies and extracted tokens checked server-side, CSV data, weights, several
+//! hosts, checks, per-request thresholds, and bad scenario files.
+
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// `run_json` (which adds `run -o json -q` itself).
+fn rj(args: &[&str]) -> serde_json::Value {
+    let a: Vec<&str> = args.iter().copied().filter(|x| *x != "-q").collect();
+    run_json(&a)
+}
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+fn example(name: &str) -> String {
+    examples().join(name).to_string_lossy().into_owned()
+}
+
+fn stats(srv: &redline_serve::Server) -> redline_serve::ServerStats {
+    srv.stats()
+}
+
+fn request<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["requests"]
+        .as_array()
+        .expect("requests array")
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no request {name} in {}", v["requests"]))
+}
+
+fn n(v: &serde_json::Value, field: &str) -> u64 {
+    v[field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{field} in {v}"))
+}
+
+fn url(srv: &redline_serve::Server) -> String {
+    format!("http://{}", srv.local_addr())
+}
+
+/// A temporary folder with files in it.
+fn dir_with(files: &[(&str, &str)]) -> PathBuf {
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "redline-scn-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    for (name, text) in files {
+        let p = d.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    d
+}
+
+#[test]
+fn pounder_example_sends_exactly_n_through_p_agents() {
+    let srv = builtin();
+    let v = rj(&["--scenario", &example("pounder.toml"), &url(&srv), "-q"]);
+    // [load] in the file: 1000 requests through 5 connections.
+    assert_eq!(counter(&v, "completed"), 1000);
+    let s = stats(&srv);
+    assert_eq!(s.requests, 1000, "server counted {}", s.requests);
+    assert_eq!(s.connections, 5);
+    // Round-robin over three pages: each gets a third.
+    for name in ["home", "article", "image"] {
+        let r = request(&v, name);
+        let sent = n(r, "sent");
+        assert!((332..=335).contains(&sent), "{name}: {sent}");
+        assert_eq!(n(r, "errors"), 0);
+    }
+    // The image page is 51,200 bytes: its share of body bytes shows up.
+    assert!(counter(&v, "body_bytes") > 333 * 51_200);
+}
+
+#[test]
+fn flood_example_posts_form_and_file_bodies_round_robin() {
+    let srv = builtin();
+    let v = rj(&[
+        "--scenario",
+        &example("flood-round-robin.toml"),
+        &url(&srv),
+        "-n",
+        "400",
+        "-c",
+        "4",
+        "-q",
+    ]);
+    assert_eq!(counter(&v, "completed"), 400);
+    let search = request(&v, "search");
+    let upload = request(&v, "upload");
+    assert_eq!(search["method"], "POST");
+    assert_eq!(n(search, "sent"), 100);
+    assert_eq!(n(upload, "sent"), 100);
+    for r in v["requests"].as_array().unwrap() {
+        assert_eq!(n(r, "failed_checks"), 0, "{r}");
+        let checks = r["checks"].as_array().unwrap();
+        assert!(!checks.is_empty());
+        assert_eq!(checks[0]["passed"], 100);
+    }
+    // The server received the bodies: 100 form posts and 100 file posts.
+    let form = "q=web+server+tuning&lang=ko"
+        .len()
+        .min("lang=ko&q=web+server+tuning".len()) as u64;
+    let file = std::fs::read(examples().join("data/post-body.txt"))
+        .unwrap()
+        .len() as u64;
+    let s = stats(&srv);
+    assert!(
+        s.bytes_in >= 100 * (form + file) + 400 * 60,
+        "bytes_in {}",
+        s.bytes_in
+    );
+}
+
+#[test]
+fn session_carries_cookie_and_extracted_token_checked_server_side() {
+    let srv = builtin();
+    let v = rj(&[
+        "--scenario",
+        &example("login-browse.toml"),
+        &url(&srv),
+        "-c",
+        "4",
+        "-n",
+        "80",
+        "-q",
+    ]);
+    assert_eq!(counter(&v, "completed"), 80);
+    let s = stats(&srv);
+    // Each user walks login → account → browse → article again and again; the
+    // server saw every login, and every account request carried the cookie and
+    // the token of its own user's last login.
+    let logins = n(request(&v, "login"), "completed");
+    let accounts = n(request(&v, "account"), "completed");
+    assert!(logins >= 16 && accounts >= 16, "{logins} {accounts}");
+    assert_eq!(s.logins, logins);
+    assert_eq!(s.sessions_ok, accounts, "denied {}", s.sessions_denied);
+    assert_eq!(s.sessions_denied, 0);
+    let account = request(&v, "account");
+    assert_eq!(n(account, "failed_checks"), 0);
+    assert_eq!(n(request(&v, "login"), "failed_extractions"), 0);
+    assert!(v["config"]["scenario"]
+        .as_str()
+        .unwrap()
+        .contains("login then browse"));
+}
+
+#[test]
+fn without_the_cookie_jar_the_server_refuses_and_checks_count_it() {
+    let srv = builtin();
+    let d = dir_with(&[(
+        "s.toml",
+        r#"
+mode = "session"
+cookies = false
+[[step]]
+name = "login"
+method = "POST"
+path = "/__login"
+extract = [{ name = "token", json = "/token" }]
+[[step]]
+name = "account"
+path = "/__account?token={{token}}"
+check = { status = 200, body_contains = "welcome" }
+"#,
+    )]);
+    let out = redline(&[
+        "run",
+        "--scenario",
+        d.join("s.toml").to_str().unwrap(),
+        &url(&srv),
+        "-c",
+        "2",
+        "-n",
+        "20",
+        "-o",
+        "json",
+        "-q",
+    ]);
+    // Failed checks are counted; they do not stop the run or fail it.
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let account = request(&v, "account");
+    assert_eq!(n(account, "failed_checks"), 10);
+    assert_eq!(n(account, "bad_status"), 10);
+    assert_eq!(stats(&srv).sessions_denied, 10);
+    let text = redline(&[
+        "run",
+        "--scenario",
+        d.join("s.toml").to_str().unwrap(),
+        &url(&srv),
+        "-c",
+        "2",
+        "-n",
+        "20",
+        "-q",
+    ]);
+    let t = String::from_utf8_lossy(&text.stdout);
+    assert!(t.contains("account: status 200 failed 10 of 10"), "{t}");
+    assert!(
+        t.contains("account: body contains \"welcome\" failed 10 of 10"),
+        "{t}"
+    );
+}
+
+/// A server that records each request line and answers 200 with a small body.
+fn recording_server() -> (ScriptServer, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let srv = ScriptServer::start(move |mut s| {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        for _ in 0..100_000 {
+            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            let len: usize = head
+                .lines()
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length:")
+                        .map(|v| v.trim().parse().unwrap_or(0))
+                })
+                .unwrap_or(0);
+            while buf.len() < end + len {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+            let body = String::from_utf8_lossy(&buf[end..end + len]).into_owned();
+            let line = head.lines().next().unwrap_or("").to_string();
+            s2.lock().unwrap().push(format!("{line} {body}"));
+            buf.drain(..end + len);
+            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .is_err()
+            {
+                return;
+            }
+        }
+    });
+    (srv, seen)
+}
+
+#[test]
+fn csv_rows_per_user_and_per_iteration() {
+    let (srv, seen) = recording_server();
+    let d = dir_with(&[
+        ("users.csv", "user,pin\nalice,1\nbob,2\n\"carol, jr\",3\n"),
+        (
+            "per-user.toml",
+            "mode = \"session\"\n[data]\nfile = \"users.csv\"\n[[step]]\npath = \"/u/{{user}}/{{vu}}\"\nbody = \"pin={{pin}}\"\n",
+        ),
+        (
+            "per-iter.toml",
+            "[data]\nfile = \"users.csv\"\nper = \"iteration\"\n[[request]]\npath = \"/i\"\nbody = \"{{user}}\"\n",
+        ),
+    ]);
+    let out = redline(&[
+        "run",
+        "--scenario",
+        d.join("per-user.toml").to_str().unwrap(),
+        &srv.url(),
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "-n",
+        "6",
+        "-q",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines = std::mem::take(&mut *seen.lock().unwrap());
+    // Two users: user 0 is alice with pin 1, user 1 is bob with pin 2, on every pass.
+    assert_eq!(lines.len(), 6);
+    for l in &lines {
+        assert!(
+            (l.starts_with("POST /u/alice/0 ") && l.ends_with("pin=1"))
+                || (l.starts_with("POST /u/bob/1 ") && l.ends_with("pin=2")),
+            "{lines:?}"
+        );
+    }
+    assert!(lines.iter().any(|l| l.contains("/u/alice/0")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.contains("/u/bob/1")), "{lines:?}");
+    let out = redline(&[
+        "run",
+        "--scenario",
+        d.join("per-iter.toml").to_str().unwrap(),
+        &srv.url(),
+        "-c",
+        "1",
+        "-n",
+        "6",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let lines = std::mem::take(&mut *seen.lock().unwrap());
+    let bodies: Vec<&str> = lines
+        .iter()
+        .map(|l| l.rsplit(" HTTP/1.1 ").next().unwrap())
+        .collect();
+    // One row per request, in order, wrapping around; quoted fields keep their comma.
+    assert_eq!(
+        bodies,
+        ["alice", "bob", "carol, jr", "alice", "bob", "carol, jr"]
+    );
+}
+
+#[test]
+fn weighted_mix_follows_the_weights() {
+    let srv = builtin();
+    let d = dir_with(&[(
+        "w.toml",
+        "mode = \"weighted\"\n[[request]]\nname = \"heavy\"\npath = \"/?size=10\"\nweight = 3\n[[request]]\nname = \"light\"\npath = \"/?size=20\"\nweight = 1\n",
+    )]);
+    let v = rj(&[
+        "--scenario",
+        d.join("w.toml").to_str().unwrap(),
+        &url(&srv),
+        "-n",
+        "4000",
+        "-c",
+        "4",
+        "--seed",
+        "7",
+        "-q",
+    ]);
+    let heavy = n(request(&v, "heavy"), "sent") as f64;
+    let light = n(request(&v, "light"), "sent") as f64;
+    assert_eq!(heavy + light, 4000.0);
+    let share = heavy / 4000.0;
+    assert!((0.72..0.78).contains(&share), "heavy share {share}");
+}
+
+#[test]
+fn requests_go_to_several_hosts() {
+    let a = builtin();
+    let b = builtin();
+    let d = dir_with(&[(
+        "h.toml",
+        &format!(
+            "[hosts]\napi = \"http://{}\"\n[[request]]\nname = \"web\"\npath = \"/\"\n[[request]]\nname = \"api\"\nhost = \"api\"\npath = \"/?size=5\"\n",
+            b.local_addr()
+        ),
+    )]);
+    let v = rj(&[
+        "--scenario",
+        d.join("h.toml").to_str().unwrap(),
+        &url(&a),
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "-q",
+    ]);
+    assert_eq!(counter(&v, "completed"), 200);
+    assert_eq!(stats(&a).requests, 100);
+    assert_eq!(stats(&b).requests, 100);
+    assert_eq!(counter(&v, "failed"), 0);
+}
+
+#[test]
+fn think_time_spaces_a_users_requests() {
+    let srv = builtin();
+    let d = dir_with(&[("t.toml", "think = \"100ms\"\n[[request]]\npath = \"/\"\n")]);
+    let (out, took) = redline_with_limit(
+        &[
+            "run",
+            "--scenario",
+            d.join("t.toml").to_str().unwrap(),
+            &url(&srv),
+            "-c",
+            "1",
+            "-n",
+            "5",
+            "-q",
+        ],
+        Duration::from_secs(20),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    // Four think times of 100 ms lie between five requests (a lower bound, not a timing assertion).
+    assert!(took >= Duration::from_millis(400), "took {took:?}");
+    assert_eq!(stats(&srv).requests, 5);
+}
+
+#[test]
+fn thresholds_in_the_scenario_and_per_request_give_exit_4() {
+    let srv = builtin();
+    let d = dir_with(&[(
+        "th.toml",
+        "thresholds = [\"errors<50%\"]\n[[request]]\nname = \"slow\"\npath = \"/?delay=30ms\"\nthresholds = [\"p50<5ms\"]\n[[request]]\nname = \"fast\"\npath = \"/\"\nthresholds = [\"p99<10s\"]\n",
+    )]);
+    let out = redline(&[
+        "run",
+        "--scenario",
+        d.join("th.toml").to_str().unwrap(),
+        &url(&srv),
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(4));
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("PASS  errors<50%"), "{t}");
+    assert!(t.contains("FAIL  slow: p50<5ms"), "{t}");
+    assert!(t.contains("PASS  fast: p99<10s"), "{t}");
+}
+
+#[test]
+fn bad_scenarios_name_file_and_line_and_exit_2() {
+    let srv = builtin();
+    let outside = dir_with(&[("secret.txt", "x")]);
+    let d = dir_with(&[
+        (
+            "typo.toml",
+            "[[request]]\npath = \"/\"\n\n[[request]]\npath = \"/b\"\nwieght = 3\n",
+        ),
+        (
+            "var.toml",
+            "[[request]]\npath = \"/\"\n[[request]]\nname = \"b\"\npath = \"/{{nope}}\"\n",
+        ),
+        (
+            "escape.toml",
+            &format!(
+                "[[request]]\npath = \"/\"\nbody_file = \"../{}/secret.txt\"\n",
+                outside.file_name().unwrap().to_string_lossy()
+            ),
+        ),
+        ("empty.toml", "name = \"nothing\"\n"),
+        ("mode.toml", "mode = \"chaos\"\n[[request]]\npath = \"/\"\n"),
+        (
+            "regex.toml",
+            "[[request]]\npath = \"/\"\ncheck = { body_regex = \"(\" }\n",
+        ),
+    ]);
+    let run = |f: &str, extra: &[&str]| {
+        let p = d.join(f);
+        let mut args = vec!["run", "--scenario", p.to_str().unwrap()];
+        let u = url(&srv);
+        args.push(&u);
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-n", "1", "-q"]);
+        let out = redline(&args);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, e) = run("typo.toml", &[]);
+    assert_eq!(code, Some(2));
+    assert!(e.contains("typo.toml:6:") && e.contains("wieght"), "{e}");
+    let (code, e) = run("var.toml", &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        e.contains("var.toml:3: request 'b'") && e.contains("nope"),
+        "{e}"
+    );
+    let (code, e) = run("escape.toml", &[]);
+    assert_eq!(code, Some(2));
+    assert!(
+        e.contains("outside the scenario's folder") && e.contains("--allow-paths"),
+        "{e}"
+    );
+    let (code, e) = run("escape.toml", &["--allow-paths"]);
+    assert_eq!(code, Some(0), "{e}");
+    for f in ["empty.toml", "mode.toml", "regex.toml", "missing.toml"] {
+        let (code, e) = run(f, &[]);
+        assert_eq!(code, Some(2), "{f}: {e}");
+        assert_eq!(e.lines().count(), 1, "{f}: one line: {e}");
+        assert!(e.contains(f), "{f}: names the file: {e}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(&outside);
+}
+
+#[test]
+fn secrets_in_scenarios_stay_out_of_the_output() {
+    let srv = builtin();
+    let d = dir_with(&[(
+        "s.toml",
+        "headers = { Authorization = \"Bearer sekrit-token-1\" }\n[[request]]\nname = \"me\"\npath = \"/\"\nheaders = { Cookie = \"sid=sekrit-cookie-2\" }\n",
+    )]);
+    let out = redline(&[
+        "run",
+        "--scenario",
+        d.join("s.toml").to_str().unwrap(),
+        &format!("http://user:sekrit-pass-3@{}", srv.local_addr()),
+        "-n",
+        "5",
+        "-o",
+        "json",
+        "-q",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for s in ["sekrit-token-1", "sekrit-cookie-2", "sekrit-pass-3"] {
+        assert!(!all.contains(s), "{s} leaked");
+    }
+}
+
+#[test]
+fn examples_and_json_output_follow_their_schemas() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("scenario.schema.json")).unwrap())
+            .unwrap();
+    let v = jsonschema::validator_for(&schema).expect("scenario schema compiles");
+    let mut n = 0;
+    for e in std::fs::read_dir(examples()).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            let doc: toml::Value = toml::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let json = serde_json::to_value(doc).unwrap();
+            let errors: Vec<String> = v.iter_errors(&json).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{}: {errors:?}", p.display());
+            n += 1;
+        }
+    }
+    assert!(n >= 3);
+    let bad: toml::Value = toml::from_str("[[request]]\npath = \"x\"\nwieght = 1\n").unwrap();
+    assert!(!v.is_valid(&serde_json::to_value(bad).unwrap()));
+
+    let srv = builtin();
+    let rec = rj(&[
+        "--scenario",
+        &example("login-browse.toml"),
+        &url(&srv),
+        "-n",
+        "8",
+        "-c",
+        "2",
+        "-q",
+    ]);
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("run-record.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v.iter_errors(&rec).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+}

@@ -1,0 +1,238 @@
+//! The scenario file as written: TOML, read with serde. Every unknown key is an
+//! error (a typo must not silently change the load), and every error names the
+//! file and line.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// A whole scenario file.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// A name for reports.
+    pub name: Option<String>,
+    /// The default host for requests given by `path` (overridden by a URL on the command line).
+    pub base: Option<String>,
+    /// Named hosts, for requests with `host = "name"`.
+    #[serde(default)]
+    pub hosts: BTreeMap<String, String>,
+    /// `round-robin` (default), `weighted` or `session`.
+    pub mode: Option<String>,
+    /// Default think time after each request (`"1s"`, `"0.5s..2s"`, `"exp:1s"`).
+    pub think: Option<String>,
+    /// Keep a cookie jar per virtual user (default: on in session mode).
+    pub cookies: Option<bool>,
+    /// Default per-request timeout.
+    pub timeout: Option<String>,
+    /// Headers sent with every request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Thresholds on the whole run (added to `--threshold`).
+    #[serde(default)]
+    pub thresholds: Vec<String>,
+    /// Default load, used where the command line gives none.
+    pub load: Option<LoadSection>,
+    /// Data rows fed to the virtual users.
+    pub data: Option<DataSection>,
+    /// The requests (steps, in session mode).
+    #[serde(default, alias = "step")]
+    pub request: Vec<RequestEntry>,
+}
+
+/// `[load]`: defaults for the load flags.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSection {
+    /// `-c`
+    pub connections: Option<u64>,
+    /// `-n`
+    pub requests: Option<u64>,
+    /// `-d`
+    pub duration: Option<String>,
+    /// `-r`
+    pub rate: Option<f64>,
+}
+
+/// `[data]`: a CSV file whose first line names the columns.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataSection {
+    /// The CSV file, relative to the scenario file.
+    pub file: String,
+    /// `user` (one row per virtual user, default) or `iteration` (the next row for each pass).
+    pub per: Option<String>,
+}
+
+/// One `[[request]]` (or `[[step]]`).
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RequestEntry {
+    /// Name in the per-request report (default: method and path).
+    pub name: Option<String>,
+    /// Method (default GET, or POST with a body).
+    pub method: Option<String>,
+    /// Path and query on the request's host.
+    pub path: Option<String>,
+    /// A full URL instead of `host` + `path`.
+    pub url: Option<String>,
+    /// A name from `[hosts]`.
+    pub host: Option<String>,
+    /// Extra headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// An inline body.
+    pub body: Option<String>,
+    /// A body read from a file (relative to the scenario file).
+    pub body_file: Option<String>,
+    /// Form fields, sent as `application/x-www-form-urlencoded`.
+    pub form: Option<BTreeMap<String, String>>,
+    /// Content-Type of the body.
+    pub content_type: Option<String>,
+    /// Per-request timeout.
+    pub timeout: Option<String>,
+    /// Weight in `weighted` mode (default 1).
+    pub weight: Option<u32>,
+    /// Think time after this request.
+    pub think: Option<String>,
+    /// Values taken from the response for later requests.
+    #[serde(default)]
+    pub extract: Vec<ExtractEntry>,
+    /// Checks on the response.
+    pub check: Option<CheckEntry>,
+    /// Thresholds on this request's own numbers.
+    #[serde(default)]
+    pub thresholds: Vec<String>,
+}
+
+/// One extractor: exactly one of `header`, `cookie`, `regex`, `json`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractEntry {
+    /// The variable it sets (`{{name}}`).
+    pub name: String,
+    /// A response header.
+    pub header: Option<String>,
+    /// A cookie set by the response.
+    pub cookie: Option<String>,
+    /// A regex on the body: the first capture group (or the whole match).
+    pub regex: Option<String>,
+    /// A JSON pointer (RFC 6901) into a JSON body, e.g. `/data/token`.
+    pub json: Option<String>,
+}
+
+/// Checks on a response; each failure is counted, none stops the run.
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CheckEntry {
+    /// Expected status code(s).
+    pub status: Option<StatusSpec>,
+    /// Headers that must be present.
+    #[serde(default)]
+    pub header: Vec<String>,
+    /// Headers that must have a value (case-insensitive name, exact value).
+    #[serde(default)]
+    pub header_equals: BTreeMap<String, String>,
+    /// Text the body must contain.
+    pub body_contains: Option<String>,
+    /// A regex the body must match.
+    pub body_regex: Option<String>,
+    /// The latency (from the intended send time) must be under this.
+    pub latency_under: Option<String>,
+}
+
+/// One status or several.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum StatusSpec {
+    /// One code.
+    One(u16),
+    /// Any of these.
+    Many(Vec<u16>),
+}
+
+impl StatusSpec {
+    /// The codes.
+    pub fn codes(&self) -> Vec<u16> {
+        match self {
+            StatusSpec::One(c) => vec![*c],
+            StatusSpec::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// Parses the text of a scenario file; errors carry `file:line:col`.
+pub fn parse(text: &str, file: &str) -> Result<ScenarioFile, String> {
+    toml::from_str::<ScenarioFile>(text).map_err(|e| {
+        let msg = e.message().trim().to_string();
+        match e.span() {
+            Some(span) => {
+                let (line, col) = line_col(text, span.start);
+                format!("{file}:{line}:{col}: {msg}")
+            }
+            None => format!("{file}: {msg}"),
+        }
+    })
+}
+
+/// 1-based line and column of a byte offset.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before
+        .rfind('\n')
+        .map_or(before.len(), |p| before.len() - p - 1)
+        + 1;
+    (line, col)
+}
+
+/// The line of the `n`-th (0-based) `[[request]]`/`[[step]]` header, for errors found after parsing.
+pub fn request_line(text: &str, n: usize) -> Option<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let t = l.trim_start();
+            t.starts_with("[[request]]") || t.starts_with("[[step]]")
+        })
+        .nth(n)
+        .map(|(i, _)| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_keys_and_types_name_the_line() {
+        let e = parse(
+            "base = \"http://x\"\n[[request]]\npath = \"/\"\nwieght = 2\n",
+            "s.toml",
+        )
+        .unwrap_err();
+        assert!(e.starts_with("s.toml:4:"), "{e}");
+        assert!(e.contains("wieght"), "{e}");
+        let e = parse("[[request]]\nweight = \"x\"\n", "s.toml").unwrap_err();
+        assert!(e.starts_with("s.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn steps_alias_and_status_forms() {
+        let f = parse(
+            "mode = \"session\"\n[[step]]\npath = \"/a\"\ncheck = { status = [200, 302] }\n[[step]]\npath = \"/b\"\ncheck = { status = 200 }\n",
+            "s",
+        )
+        .unwrap();
+        assert_eq!(f.request.len(), 2);
+        assert_eq!(
+            f.request[0]
+                .check
+                .as_ref()
+                .unwrap()
+                .status
+                .as_ref()
+                .unwrap()
+                .codes(),
+            vec![200, 302]
+        );
+        assert_eq!(request_line("[[step]]\na=1\n [[step]]\n", 1), Some(3));
+    }
+}

@@ -1,0 +1,139 @@
+//! Per-request numbers of a scenario run (flood's per-URL summary, improved):
+//! each named request keeps its own counts and phase histograms, and failed
+//! checks are counted per check. Everything merges exactly by name.
+
+use crate::hist::Hist;
+use serde::{Deserialize, Serialize};
+
+/// One check of a named request and how often it held.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckCount {
+    /// What was checked, e.g. `status 200` or `body contains "Welcome"`.
+    pub check: String,
+    /// Responses that passed it.
+    pub passed: u64,
+    /// Responses that failed it.
+    pub failed: u64,
+}
+
+/// The numbers of one named request of a scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestStats {
+    /// The request's name.
+    pub name: String,
+    /// Its method.
+    pub method: String,
+    /// Its URL (credentials redacted; `{{variables}}` as written).
+    pub url: String,
+    /// Requests sent.
+    pub sent: u64,
+    /// Complete responses (any status).
+    pub completed: u64,
+    /// Responses with a status outside 2xx/3xx.
+    pub bad_status: u64,
+    /// Requests that failed (time-out, reset, malformed…).
+    pub errors: u64,
+    /// Responses for which at least one check failed.
+    pub failed_checks: u64,
+    /// Extractions that found nothing (the variable stayed unset).
+    pub failed_extractions: u64,
+    /// Each check and its counts.
+    #[serde(default)]
+    pub checks: Vec<CheckCount>,
+    /// Latency from the intended send time.
+    pub latency: Hist,
+    /// Connect time of connections opened for this request.
+    pub connect: Hist,
+    /// Sent to first byte.
+    pub waiting: Hist,
+    /// First to last byte.
+    pub transfer: Hist,
+}
+
+impl RequestStats {
+    /// Empty numbers for a request.
+    pub fn new(name: &str, method: &str, url: &str, checks: &[String]) -> RequestStats {
+        RequestStats {
+            name: name.into(),
+            method: method.into(),
+            url: url.into(),
+            sent: 0,
+            completed: 0,
+            bad_status: 0,
+            errors: 0,
+            failed_checks: 0,
+            failed_extractions: 0,
+            checks: checks
+                .iter()
+                .map(|c| CheckCount {
+                    check: c.clone(),
+                    passed: 0,
+                    failed: 0,
+                })
+                .collect(),
+            latency: Hist::new(),
+            connect: Hist::new(),
+            waiting: Hist::new(),
+            transfer: Hist::new(),
+        }
+    }
+
+    /// Adds another worker's or machine's numbers for the same request.
+    pub fn merge(&mut self, o: &RequestStats) {
+        self.sent += o.sent;
+        self.completed += o.completed;
+        self.bad_status += o.bad_status;
+        self.errors += o.errors;
+        self.failed_checks += o.failed_checks;
+        self.failed_extractions += o.failed_extractions;
+        for c in &o.checks {
+            match self.checks.iter_mut().find(|x| x.check == c.check) {
+                Some(x) => {
+                    x.passed += c.passed;
+                    x.failed += c.failed;
+                }
+                None => self.checks.push(c.clone()),
+            }
+        }
+        self.latency.merge(&o.latency);
+        self.connect.merge(&o.connect);
+        self.waiting.merge(&o.waiting);
+        self.transfer.merge(&o.transfer);
+    }
+}
+
+/// Merges lists of per-request numbers by name, keeping the first list's order.
+pub fn merge_requests(a: &mut Vec<RequestStats>, b: &[RequestStats]) {
+    for r in b {
+        match a.iter_mut().find(|x| x.name == r.name) {
+            Some(x) => x.merge(r),
+            None => a.push(r.clone()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn merge_by_name_is_exact() {
+        let mut a = RequestStats::new("home", "GET", "/", &["status 200".into()]);
+        a.completed = 3;
+        a.checks[0].passed = 3;
+        a.latency.record(Duration::from_millis(3));
+        let mut b = RequestStats::new("home", "GET", "/", &["status 200".into()]);
+        b.completed = 2;
+        b.checks[0].failed = 2;
+        b.latency.record(Duration::from_millis(9));
+        let c = RequestStats::new("login", "POST", "/login", &[]);
+        let mut all = vec![a];
+        merge_requests(&mut all, &[b, c]);
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].completed, 5);
+        assert_eq!((all[0].checks[0].passed, all[0].checks[0].failed), (3, 2));
+        assert_eq!(all[0].latency.count(), 2);
+        assert_eq!(all[1].name, "login");
+    }
+}
