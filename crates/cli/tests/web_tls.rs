@@ -277,7 +277,10 @@ fn page_over_https_checks_the_certificate_and_times_the_handshake() {
     ]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("TLS handshake") && err.contains("timed out"), "{err}");
+    assert!(
+        err.contains("TLS handshake") && err.contains("timed out"),
+        "{err}"
+    );
 
     // Bad TLS files: usage errors.
     let out = redline(&["page", "--cacert", "/nonexistent/ca.pem", &url]);

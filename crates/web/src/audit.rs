@@ -509,9 +509,13 @@ fn http2(cx: &Ctx) -> Check {
         let evidence = match (&p.error, &p.alpn) {
             (Some(e), _) => format!("ALPN probe failed: {e}"),
             (None, Some(a)) => format!(
-                "offered ALPN h2, http/1.1; the server chose {a}: no HTTP/2, so a browser opens up to 6 connections and queues requests on them"
+                "offered ALPN {}; the server chose {a}: no HTTP/2, so a browser opens up to 6 connections and queues requests on them",
+                p.offered.join(", ")
             ),
-            (None, None) => "offered ALPN h2, http/1.1; the server ignored ALPN (HTTP/1.1 only)".to_string(),
+            (None, None) => format!(
+                "offered ALPN {}; the server ignored ALPN (HTTP/1.1 only)",
+                p.offered.join(", ")
+            ),
         };
         f.push((
             p.third_party,
@@ -1337,6 +1341,63 @@ pub fn render_text(a: &Audit) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn probe(origin: &str, third_party: bool, alpn: Option<&str>) -> crate::http::AlpnProbe {
+        crate::http::AlpnProbe {
+            origin: origin.into(),
+            third_party,
+            offered: vec!["h2".into(), "http/1.1".into()],
+            alpn: alpn.map(str::to_string),
+            h2: alpn == Some("h2"),
+            tls_version: Some("TLSv1.3".into()),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn http2_grades_own_origins_and_lists_third_parties_apart() {
+        let empty = Load {
+            view: crate::load::View::First,
+            entries: Vec::new(),
+            elapsed_ms: 0.0,
+            requests: 0,
+            from_cache: 0,
+            not_modified: 0,
+            wire_bytes: 0,
+            decoded_bytes: 0,
+            connections: 0,
+            conns: Vec::new(),
+            errors: 0,
+            truncated: false,
+        };
+        let run = |url: &str, p: &[crate::http::AlpnProbe]| {
+            let a = audit(url, &empty, None, Vec::new(), p);
+            a.checks.into_iter().find(|c| c.id == "http2").unwrap()
+        };
+        let c = run("http://a.test/", &[]);
+        assert!(!c.applicable);
+        let c = run(
+            "https://a.test/",
+            &[
+                probe("https://a.test:443", false, Some("h2")),
+                probe("https://cdn.other:443", true, Some("http/1.1")),
+            ],
+        );
+        assert_eq!((c.grade.as_str(), c.severity), ("A", Severity::Ok));
+        assert!(c.findings.is_empty());
+        assert_eq!(c.third_party.len(), 1);
+        assert!(c.fix.is_none());
+        let c = run(
+            "https://a.test/",
+            &[
+                probe("https://a.test:443", false, None),
+                probe("https://img.a.test:443", false, Some("h2")),
+            ],
+        );
+        assert_eq!((c.score, c.severity), (50, Severity::Warning));
+        assert!(c.findings[0].evidence.contains("ignored ALPN"));
+        assert!(c.fix.unwrap().nginx.contains("http2 on;"));
+    }
 
     #[test]
     fn grades() {
