@@ -3,11 +3,13 @@
 //! and the HTTP tuning audit with fixes for Apache, nginx and lighttpd.
 //!
 //! Exit codes: 0 ok; 1 the page could not be loaded (refused, timed out, not
-//! HTTP); 2 usage error (bad flag, URL, header, unresolvable host);
+//! HTTP, TLS handshake or certificate refused) or the report could not be
+//! written; 2 usage error (bad flag, URL, header, unresolvable host,
+//! unreadable `--cacert`);
 //! [`EXIT_FINDINGS`] (3) `audit --fail-on` found something that bad.
 
 use clap::{Args, Subcommand, ValueEnum};
-use redline_web::load::{LoadOpts, View};
+use redline_web::load::LoadOpts;
 use redline_web::{audit, page};
 use std::io::Write;
 use std::time::Duration;
@@ -67,6 +69,15 @@ pub struct CommonArgs {
     /// Resources fetched at most.
     #[arg(long = "max-resources", value_name = "N", default_value_t = 500)]
     max_resources: usize,
+    /// https: do not verify the server's certificate (the report says so).
+    #[arg(long)]
+    insecure: bool,
+    /// https: also trust the CA certificates in this PEM file.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<std::path::PathBuf>,
+    /// Also write a self-contained HTML report (waterfall; for audit the grades, findings and fixes) to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<std::path::PathBuf>,
 }
 
 /// `redline page`.
@@ -131,11 +142,12 @@ fn prepare(c: &CommonArgs) -> Result<(redline_web::url::Url, LoadOpts), String> 
     let mut u = redline_web::url::Url::parse(&with_scheme)
         .map_err(|e| format!("invalid URL {:?}: {e}", redact(raw)))?;
     match u.scheme() {
-        "http" => {}
-        "https" => {
-            return Err("https:// is not supported by `page`/`audit` yet; use http://".into())
+        "http" | "https" => {}
+        s => {
+            return Err(format!(
+                "unsupported URL scheme {s:?}: use http:// or https://"
+            ))
         }
-        s => return Err(format!("unsupported URL scheme {s:?}: use http://")),
     }
     if u.host_str().unwrap_or("").is_empty() {
         return Err("the URL has no host".into());
@@ -145,6 +157,14 @@ fn prepare(c: &CommonArgs) -> Result<(redline_web::url::Url, LoadOpts), String> 
     opts.client.connect_timeout = c.connect_timeout;
     opts.per_host = usize::from(c.per_host);
     opts.max_resources = c.max_resources.max(1);
+    if c.insecure || c.cacert.is_some() {
+        let args = redline_web::http::TlsArgs {
+            insecure: c.insecure,
+            cacert: c.cacert.clone(),
+            ..Default::default()
+        };
+        opts.client.tls = Some(redline_web::http::Tls::new(&args)?);
+    }
     if !u.username().is_empty() || u.password().is_some() {
         let user = percent_decode(u.username());
         let pass = percent_decode(u.password().unwrap_or(""));
@@ -263,6 +283,16 @@ fn print(s: &str) -> i32 {
     crate::cli::EXIT_OK
 }
 
+/// Writes the HTML report; Err: the exit code after the one error line.
+fn write_html(path: &std::path::Path, html: &str) -> Result<(), i32> {
+    std::fs::write(path, html).map_err(|e| {
+        crate::cli::fail(
+            crate::cli::EXIT_RUNTIME,
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })
+}
+
 fn cmd_page(a: PageArgs) -> i32 {
     let (u, opts) = match prepare(&a.common) {
         Ok(x) => x,
@@ -272,6 +302,11 @@ fn cmd_page(a: PageArgs) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
+    if let Some(p) = &a.common.html {
+        if let Err(code) = write_html(p, &redline_report::audit_html::page_report(&rep)) {
+            return code;
+        }
+    }
     match a.common.output {
         Output::Json => match serde_json::to_string_pretty(&rep) {
             Ok(s) => print(&(s + "\n")),
@@ -290,9 +325,12 @@ fn cmd_audit(a: AuditArgs) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let first = &rep.views[0];
-    let repeat = rep.views.iter().find(|l| l.view == View::Repeat);
-    let result = audit::audit(&rep.url, first, repeat, rep.summary.clone());
+    let result = audit::audit_page(&rep);
+    if let Some(p) = &a.common.html {
+        if let Err(code) = write_html(p, &redline_report::audit_html::audit_report(&result, &rep)) {
+            return code;
+        }
+    }
     let code = match a.common.output {
         Output::Json => match serde_json::to_string_pretty(&result) {
             Ok(s) => print(&(s + "\n")),

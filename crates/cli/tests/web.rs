@@ -147,7 +147,12 @@ fn bad_input_is_one_line_and_exit_2() {
     for args in [
         vec!["page", "ftp://127.0.0.1/"],
         vec!["page", "http://"],
-        vec!["audit", "https://127.0.0.1:9/"],
+        vec![
+            "audit",
+            "--cacert",
+            "/nonexistent/ca.pem",
+            "https://127.0.0.1:9/",
+        ],
         vec!["page", "-H", "bad header", "http://127.0.0.1:9/"],
         vec!["audit", "--fail-on", "sometimes", "http://127.0.0.1:9/"],
         vec!["page", "-n", "0", "http://127.0.0.1:9/"],

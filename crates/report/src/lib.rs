@@ -5,6 +5,7 @@
 //! run record itself, versioned and schema-checked.
 #![deny(missing_docs)]
 
+pub mod audit_html;
 pub mod compare;
 pub mod csv;
 pub mod html;

@@ -132,6 +132,8 @@ pub struct Audit {
     pub checks: Vec<Check>,
     /// Medians of the three views.
     pub views: Vec<crate::page::ViewSummary>,
+    /// Certificate verification was off (`--insecure`).
+    pub insecure: bool,
 }
 
 /// A–F from 0–100 (90 A, 80 B, 70 C, 60 D, 50 E, below F).
@@ -313,6 +315,7 @@ struct Ctx<'a> {
     first: &'a Load,
     repeat: Option<&'a Load>,
     https: bool,
+    alpn: &'a [crate::http::AlpnProbe],
 }
 
 impl Ctx<'_> {
@@ -370,17 +373,30 @@ fn check(
     }
 }
 
-/// Audits a page from its first view and, when loaded, its repeat view.
+/// Audits a page loaded by [`crate::page::run`]: its first view, its repeat
+/// view and the ALPN probes of its https origins.
+pub fn audit_page(r: &crate::page::PageReport) -> Audit {
+    let first = &r.views[0];
+    let repeat = r.views.iter().find(|l| l.view == crate::load::View::Repeat);
+    let mut a = audit(&r.url, first, repeat, r.summary.clone(), &r.alpn);
+    a.insecure = r.insecure;
+    a
+}
+
+/// Audits a page from its first view, its repeat view when loaded, and the
+/// ALPN probes of its https origins.
 pub fn audit(
     url: &str,
     first: &Load,
     repeat: Option<&Load>,
     views: Vec<crate::page::ViewSummary>,
+    alpn: &[crate::http::AlpnProbe],
 ) -> Audit {
     let cx = Ctx {
         first,
         repeat,
         https: url.starts_with("https:"),
+        alpn,
     };
     let checks = vec![
         keep_alive(&cx),
@@ -420,6 +436,7 @@ pub fn audit(
         severity,
         checks,
         views,
+        insecure: false,
     }
 }
 
@@ -485,22 +502,77 @@ fn keep_alive(cx: &Ctx) -> Check {
 }
 
 fn http2(cx: &Ctx) -> Check {
-    let summary = if cx.https {
-        "not checked yet: this build speaks http:// only".to_string()
+    let mut f = Vec::new();
+    let own: Vec<&crate::http::AlpnProbe> = cx.alpn.iter().filter(|p| !p.third_party).collect();
+    let own_h2 = own.iter().filter(|p| p.h2).count();
+    for p in cx.alpn.iter().filter(|p| !p.h2) {
+        let evidence = match (&p.error, &p.alpn) {
+            (Some(e), _) => format!("ALPN probe failed: {e}"),
+            (None, Some(a)) => format!(
+                "offered ALPN {}; the server chose {a}: no HTTP/2, so a browser opens up to 6 connections and queues requests on them",
+                p.offered.join(", ")
+            ),
+            (None, None) => format!(
+                "offered ALPN {}; the server ignored ALPN (HTTP/1.1 only)",
+                p.offered.join(", ")
+            ),
+        };
+        f.push((
+            p.third_party,
+            Finding {
+                severity: if p.error.is_some() {
+                    Severity::Info
+                } else {
+                    Severity::Warning
+                },
+                url: Some(p.origin.clone()),
+                evidence,
+                saving_bytes: None,
+                saving_ms: None,
+            },
+        ));
+    }
+    let (score, summary) = if own.is_empty() {
+        (
+            None,
+            if cx.https {
+                "the page's https origin could not be probed".to_string()
+            } else {
+                "not applicable: HTTP/2 needs https (ALPN); the page is http://".to_string()
+            },
+        )
     } else {
-        "not applicable: HTTP/2 needs https (ALPN)".to_string()
+        (
+            pct(own_h2, own.len()),
+            format!(
+                "{own_h2} of {} https origins offer HTTP/2 ({})",
+                own.len(),
+                own.iter()
+                    .map(|p| format!(
+                        "{} → {}",
+                        p.origin,
+                        p.alpn.as_deref().unwrap_or(if p.error.is_some() {
+                            "probe failed"
+                        } else {
+                            "no ALPN"
+                        })
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
     };
     check(
         "http2",
         "HTTP/2 offered on https (ALPN)",
-        "browsers use HTTP/2 only over TLS",
-        None,
+        "browsers use HTTP/2 only over TLS and only when the server picks h2 in ALPN",
+        score,
         summary,
-        Vec::new(),
+        f,
         Fix {
-            apache: "Protocols h2 http/1.1   # mod_http2",
-            nginx: "listen 443 ssl;\nhttp2 on;",
-            lighttpd: "server.feature-flags += (\"server.h2proto\" => \"enable\")",
+            apache: "# a2enmod http2 (mod_http2; with the event or worker MPM, not prefork)\nProtocols h2 http/1.1",
+            nginx: "# nginx 1.25.1 and newer:\nlisten 443 ssl;\nhttp2 on;\n# older nginx:\nlisten 443 ssl http2;",
+            lighttpd: "# lighttpd 1.4.56 and newer (on by default since 1.4.59)\nserver.feature-flags += (\"server.h2proto\" => \"enable\")",
         },
     )
 }
@@ -1193,6 +1265,12 @@ pub fn render_text(a: &Audit) -> String {
         "\nAudit of {}: grade {} ({}/100)\n",
         a.url, a.grade, a.score
     );
+    if a.insecure {
+        let _ = writeln!(
+            s,
+            "certificate verification OFF (--insecure): the server's identity was not checked\n"
+        );
+    }
     for v in &a.views {
         let _ = writeln!(
             s,
@@ -1263,6 +1341,63 @@ pub fn render_text(a: &Audit) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn probe(origin: &str, third_party: bool, alpn: Option<&str>) -> crate::http::AlpnProbe {
+        crate::http::AlpnProbe {
+            origin: origin.into(),
+            third_party,
+            offered: vec!["h2".into(), "http/1.1".into()],
+            alpn: alpn.map(str::to_string),
+            h2: alpn == Some("h2"),
+            tls_version: Some("TLSv1.3".into()),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn http2_grades_own_origins_and_lists_third_parties_apart() {
+        let empty = Load {
+            view: crate::load::View::First,
+            entries: Vec::new(),
+            elapsed_ms: 0.0,
+            requests: 0,
+            from_cache: 0,
+            not_modified: 0,
+            wire_bytes: 0,
+            decoded_bytes: 0,
+            connections: 0,
+            conns: Vec::new(),
+            errors: 0,
+            truncated: false,
+        };
+        let run = |url: &str, p: &[crate::http::AlpnProbe]| {
+            let a = audit(url, &empty, None, Vec::new(), p);
+            a.checks.into_iter().find(|c| c.id == "http2").unwrap()
+        };
+        let c = run("http://a.test/", &[]);
+        assert!(!c.applicable);
+        let c = run(
+            "https://a.test/",
+            &[
+                probe("https://a.test:443", false, Some("h2")),
+                probe("https://cdn.other:443", true, Some("http/1.1")),
+            ],
+        );
+        assert_eq!((c.grade.as_str(), c.severity), ("A", Severity::Ok));
+        assert!(c.findings.is_empty());
+        assert_eq!(c.third_party.len(), 1);
+        assert!(c.fix.is_none());
+        let c = run(
+            "https://a.test/",
+            &[
+                probe("https://a.test:443", false, None),
+                probe("https://img.a.test:443", false, Some("h2")),
+            ],
+        );
+        assert_eq!((c.score, c.severity), (50, Severity::Warning));
+        assert!(c.findings[0].evidence.contains("ignored ALPN"));
+        assert!(c.fix.unwrap().nginx.contains("http2 on;"));
+    }
 
     #[test]
     fn grades() {

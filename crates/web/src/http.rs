@@ -1,13 +1,59 @@
 //! A small blocking HTTP/1.1 client for the page loader: one `Conn` per TCP
-//! connection (keep-alive), timing per phase (DNS, connect, waiting, transfer),
-//! `Accept-Encoding: gzip, br`, decoding with a cap on the decoded size, and the
-//! body kept only where a later step reads it (HTML, CSS, JS and other text;
-//! the first bytes of images for their intrinsic size).
+//! connection (keep-alive), over TLS for https (rustls, the engine's
+//! verification: bundled and system roots, `--cacert`, `--insecure`), timing
+//! per phase (DNS, connect, TLS, waiting, transfer), `Accept-Encoding: gzip,
+//! br`, decoding with a cap on the decoded size, and the body kept only where
+//! a later step reads it (HTML, CSS, JS and other text; the first bytes of
+//! images for their intrinsic size). Fetch connections offer only
+//! `http/1.1` in ALPN; [`probe_alpn`] opens a separate connection offering
+//! `h2` to record what the server supports.
 
+use rustls::pki_types::ServerName;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use url::Url;
+
+pub use redline_engine::tls::TlsArgs;
+
+/// The TLS client configurations of a load: one for fetching (ALPN
+/// `http/1.1` only, as this client speaks HTTP/1.1) and one for the probe
+/// (ALPN `h2, http/1.1`, like a browser).
+#[derive(Clone, Debug)]
+pub struct Tls {
+    /// For fetch connections.
+    pub fetch: Arc<rustls::ClientConfig>,
+    /// For the ALPN probe.
+    pub probe: Arc<rustls::ClientConfig>,
+    /// Certificate verification is off (`--insecure`).
+    pub insecure: bool,
+}
+
+impl Tls {
+    /// Builds both configurations from the command-line options (the
+    /// engine's verification rules). Err: a message for the user (a
+    /// `--cacert` file that cannot be read, …).
+    pub fn new(args: &TlsArgs) -> Result<Tls, String> {
+        // The engine checks the host as a server name; any valid one will do
+        // here, since every connection names its own host.
+        let base = redline_engine::tls::setup("localhost", args)?;
+        let mut fetch = (*base.config).clone();
+        fetch.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let mut probe = (*base.config).clone();
+        probe.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Tls {
+            fetch: Arc::new(fetch),
+            probe: Arc::new(probe),
+            insecure: args.insecure,
+        })
+    }
+}
+
+fn default_tls() -> Result<Tls, String> {
+    static TLS: OnceLock<Result<Tls, String>> = OnceLock::new();
+    TLS.get_or_init(|| Tls::new(&TlsArgs::default())).clone()
+}
 
 /// Bodies above this many bytes on the wire are refused (the fetch fails).
 pub const MAX_WIRE_BODY: usize = 100 * 1024 * 1024;
@@ -30,6 +76,8 @@ pub struct ClientOpts {
     pub headers: Vec<(String, String)>,
     /// The `User-Agent` sent.
     pub user_agent: String,
+    /// TLS for https (none: verified against the bundled and system roots).
+    pub tls: Option<Tls>,
 }
 
 impl Default for ClientOpts {
@@ -39,19 +87,91 @@ impl Default for ClientOpts {
             connect_timeout: Duration::from_secs(10),
             headers: Vec::new(),
             user_agent: concat!("redline/", env!("CARGO_PKG_VERSION")).to_string(),
+            tls: None,
         }
     }
 }
 
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            // A peer that closes without close_notify ends the body like a
+            // plain close would (servers do it; the length checks still apply).
+            Stream::Tls(s) => match s.read(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(0),
+                r => r,
+            },
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// What a TLS connection negotiated.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct TlsInfo {
+    /// `TLSv1.3`, `TLSv1.2`.
+    pub version: String,
+    /// The cipher suite.
+    pub cipher: String,
+    /// The ALPN protocol the server chose (none: the server ignored ALPN).
+    pub alpn: Option<String>,
+}
+
+/// One connection of a load, for the waterfall and the audit.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ConnInfo {
+    /// Connection number within the load (1-based).
+    pub id: u64,
+    /// `scheme://host:port`.
+    pub origin: String,
+    /// The protocol requests were sent with (`http/1.1`).
+    pub protocol: String,
+    /// TLS details (https only).
+    pub tls: Option<TlsInfo>,
+}
+
+/// How long opening a connection took, per phase (ms).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConnectTimes {
+    /// Name resolution.
+    pub dns: f64,
+    /// TCP connect.
+    pub connect: f64,
+    /// TLS handshake (https only).
+    pub tls: Option<f64>,
+}
+
 /// An open HTTP/1.1 connection.
 pub struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     buf: Vec<u8>,
     pos: usize,
     /// Connection number within the load (1-based), for the waterfall.
     pub id: u64,
     /// Requests this connection has answered.
     pub served: u32,
+    /// What it is (origin, protocol, TLS).
+    pub info: ConnInfo,
 }
 
 /// What one fetch measured, in milliseconds from its own start.
@@ -61,6 +181,8 @@ pub struct Phases {
     pub dns_ms: Option<f64>,
     /// TCP connect (new connections only).
     pub connect_ms: Option<f64>,
+    /// TLS handshake (new https connections only).
+    pub tls_ms: Option<f64>,
     /// Request sent → first response byte (time to first byte).
     pub waiting_ms: f64,
     /// First → last response byte.
@@ -134,9 +256,9 @@ pub enum FetchError {
     /// No connection could be made.
     #[error("cannot connect to {0}")]
     Connect(String),
-    /// https is not supported by this build.
-    #[error("https is not supported yet (only http://): {0}")]
-    Https(String),
+    /// The TLS handshake failed (certificate not trusted, no common version, …).
+    #[error("{0}")]
+    Tls(String),
     /// The scheme is neither http nor https.
     #[error("unsupported URL scheme {0}")]
     Scheme(String),
@@ -172,13 +294,7 @@ pub fn display_url(u: &Url) -> String {
     c.to_string()
 }
 
-/// Opens a new connection to the URL's host, timing DNS and connect.
-pub fn connect(u: &Url, opts: &ClientOpts, id: u64) -> Result<(Conn, f64, f64), FetchError> {
-    match u.scheme() {
-        "http" => {}
-        "https" => return Err(FetchError::Https(display_url(u))),
-        s => return Err(FetchError::Scheme(s.to_string())),
-    }
+fn tcp(u: &Url, opts: &ClientOpts) -> Result<(TcpStream, f64, f64), FetchError> {
     let host = u.host_str().unwrap_or("").to_string();
     let port = u.port_or_known_default().unwrap_or(80);
     let t = Instant::now();
@@ -199,20 +315,221 @@ pub fn connect(u: &Url, opts: &ClientOpts, id: u64) -> Result<(Conn, f64, f64), 
                 let _ = s.set_nodelay(true);
                 let _ = s.set_read_timeout(Some(opts.timeout));
                 let _ = s.set_write_timeout(Some(opts.timeout));
-                let conn = Conn {
-                    stream: s,
-                    buf: Vec::new(),
-                    pos: 0,
-                    id,
-                    served: 0,
-                };
-                return Ok((conn, dns, ms(t.elapsed())));
+                return Ok((s, dns, ms(t.elapsed())));
             }
             Err(e) => last = Some(e),
         }
     }
     let why = last.map(|e| e.to_string()).unwrap_or_default();
     Err(FetchError::Connect(format!("{host}:{port} ({why})")))
+}
+
+/// A handshake error in words, with what to do about an untrusted certificate.
+fn tls_error(u: &Url, e: &std::io::Error) -> FetchError {
+    let hp = format!(
+        "{}:{}",
+        u.host_str().unwrap_or(""),
+        u.port_or_known_default().unwrap_or(443)
+    );
+    let inner = e
+        .get_ref()
+        .and_then(|i| i.downcast_ref::<rustls::Error>())
+        .cloned();
+    match inner {
+        Some(rustls::Error::InvalidCertificate(c)) => FetchError::Tls(format!(
+            "TLS handshake with {hp} failed: certificate not accepted ({}); trust its CA with --cacert FILE, or skip the check with --insecure",
+            cert_error_words(&c)
+        )),
+        Some(other) => FetchError::Tls(format!("TLS handshake with {hp} failed: {other}")),
+        None if e.kind() == std::io::ErrorKind::WouldBlock
+            || e.kind() == std::io::ErrorKind::TimedOut =>
+        {
+            FetchError::Tls(format!("TLS handshake with {hp} timed out"))
+        }
+        None => FetchError::Tls(format!("TLS handshake with {hp} failed: {e}")),
+    }
+}
+
+fn cert_error_words(c: &rustls::CertificateError) -> String {
+    use rustls::CertificateError as C;
+    match c {
+        C::UnknownIssuer => "certificate signed by an unknown issuer".into(),
+        C::NotValidForName | C::NotValidForNameContext { .. } => {
+            "certificate not valid for this host name".into()
+        }
+        C::Expired | C::ExpiredContext { .. } => "certificate expired".into(),
+        C::NotValidYet | C::NotValidYetContext { .. } => "certificate not valid yet".into(),
+        C::Revoked => "certificate revoked".into(),
+        C::BadSignature => "bad certificate signature".into(),
+        other => format!("invalid peer certificate: {other:?}"),
+    }
+}
+
+fn server_name(u: &Url) -> Result<ServerName<'static>, FetchError> {
+    let host = u.host_str().unwrap_or("");
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    ServerName::try_from(bare.to_string())
+        .map_err(|_| FetchError::Tls(format!("'{bare}' is not a valid TLS server name")))
+}
+
+/// Runs the TLS handshake on `sock` to completion (bounded by the socket's
+/// time-outs), returning the session and what was negotiated.
+fn handshake(
+    u: &Url,
+    config: Arc<rustls::ClientConfig>,
+    mut sock: TcpStream,
+    deadline: Instant,
+) -> Result<
+    (
+        rustls::StreamOwned<rustls::ClientConnection, TcpStream>,
+        TlsInfo,
+    ),
+    FetchError,
+> {
+    let mut conn = rustls::ClientConnection::new(config, server_name(u)?)
+        .map_err(|e| FetchError::Tls(format!("TLS setup: {e}")))?;
+    for _ in 0..1000 {
+        if !conn.is_handshaking() {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(FetchError::Tls(format!(
+                "TLS handshake with {} timed out",
+                u.host_str().unwrap_or("")
+            )));
+        }
+        match conn.complete_io(&mut sock) {
+            Ok((0, 0)) if conn.is_handshaking() => {
+                return Err(FetchError::Tls(format!(
+                    "TLS handshake with {} failed: the server closed the connection",
+                    u.host_str().unwrap_or("")
+                )))
+            }
+            Ok(_) => {}
+            Err(e) => return Err(tls_error(u, &e)),
+        }
+    }
+    if conn.is_handshaking() {
+        return Err(FetchError::Tls("TLS handshake did not finish".into()));
+    }
+    let info = TlsInfo {
+        version: conn
+            .protocol_version()
+            .map(|v| match v {
+                rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_string(),
+                rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_string(),
+                other => format!("{other:?}"),
+            })
+            .unwrap_or_default(),
+        cipher: conn
+            .negotiated_cipher_suite()
+            .map(|c| format!("{:?}", c.suite()))
+            .unwrap_or_default(),
+        alpn: conn
+            .alpn_protocol()
+            .map(|p| String::from_utf8_lossy(p).into_owned()),
+    };
+    Ok((rustls::StreamOwned::new(conn, sock), info))
+}
+
+fn tls_of(opts: &ClientOpts) -> Result<Tls, FetchError> {
+    match &opts.tls {
+        Some(t) => Ok(t.clone()),
+        None => default_tls().map_err(FetchError::Tls),
+    }
+}
+
+/// Opens a new connection to the URL's host, timing DNS, connect and (https)
+/// the TLS handshake.
+pub fn connect(u: &Url, opts: &ClientOpts, id: u64) -> Result<(Conn, ConnectTimes), FetchError> {
+    let https = match u.scheme() {
+        "http" => false,
+        "https" => true,
+        s => return Err(FetchError::Scheme(s.to_string())),
+    };
+    let (sock, dns, connect) = tcp(u, opts)?;
+    let mut times = ConnectTimes {
+        dns,
+        connect,
+        tls: None,
+    };
+    let mut info = ConnInfo {
+        id,
+        origin: host_key(u),
+        protocol: "http/1.1".into(),
+        tls: None,
+    };
+    let stream = if https {
+        let tls = tls_of(opts)?;
+        let t = Instant::now();
+        // The handshake is part of connecting: bounded by the connect time-out.
+        let _ = sock.set_read_timeout(Some(opts.connect_timeout));
+        let (s, ti) = handshake(u, tls.fetch, sock, t + opts.connect_timeout)?;
+        times.tls = Some(ms(t.elapsed()));
+        let _ = s.sock.set_read_timeout(Some(opts.timeout));
+        info.tls = Some(ti);
+        Stream::Tls(Box::new(s))
+    } else {
+        Stream::Plain(sock)
+    };
+    let conn = Conn {
+        stream,
+        buf: Vec::new(),
+        pos: 0,
+        id,
+        served: 0,
+        info,
+    };
+    Ok((conn, times))
+}
+
+/// What an https origin answered to a browser-like ALPN offer (`h2, http/1.1`).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AlpnProbe {
+    /// `https://host:port`.
+    pub origin: String,
+    /// Not the page's own site.
+    pub third_party: bool,
+    /// What the client offered.
+    pub offered: Vec<String>,
+    /// What the server chose (none: it ignored ALPN, which means HTTP/1.1).
+    pub alpn: Option<String>,
+    /// The server chose HTTP/2.
+    pub h2: bool,
+    /// The TLS version negotiated.
+    pub tls_version: Option<String>,
+    /// Why the probe failed.
+    pub error: Option<String>,
+}
+
+/// Opens one TLS connection offering `h2` and `http/1.1` and records the
+/// server's choice, then closes it (no request is sent).
+pub fn probe_alpn(u: &Url, opts: &ClientOpts, third_party: bool) -> AlpnProbe {
+    let mut p = AlpnProbe {
+        origin: host_key(u),
+        third_party,
+        offered: vec!["h2".into(), "http/1.1".into()],
+        alpn: None,
+        h2: false,
+        tls_version: None,
+        error: None,
+    };
+    let r = tls_of(opts).and_then(|tls| {
+        let (sock, _, _) = tcp(u, opts)?;
+        let _ = sock.set_read_timeout(Some(opts.connect_timeout));
+        handshake(u, tls.probe, sock, Instant::now() + opts.connect_timeout)
+    });
+    match r {
+        Ok((mut s, info)) => {
+            s.conn.send_close_notify();
+            let _ = s.conn.complete_io(&mut s.sock);
+            p.h2 = info.alpn.as_deref() == Some("h2");
+            p.alpn = info.alpn;
+            p.tls_version = Some(info.version);
+        }
+        Err(e) => p.error = Some(e.to_string()),
+    }
+    p
 }
 
 fn ms(d: Duration) -> f64 {
@@ -410,6 +727,7 @@ impl Conn {
             phases: Phases {
                 dns_ms: None,
                 connect_ms: None,
+                tls_ms: None,
                 waiting_ms: ms(first_byte.saturating_duration_since(sent)),
                 transfer_ms: ms(done.saturating_duration_since(first_byte)),
                 total_ms: ms(done.saturating_duration_since(sent)),

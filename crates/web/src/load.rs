@@ -7,7 +7,9 @@
 
 use crate::cache;
 use crate::discover::{scan_css, scan_html, Embed, Kind};
-use crate::http::{connect, display_url, host_key, ClientOpts, Conn, FetchError, Response};
+use crate::http::{
+    connect, display_url, host_key, ClientOpts, Conn, ConnInfo, ConnectTimes, FetchError, Response,
+};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
@@ -148,6 +150,8 @@ pub struct Load {
     pub decoded_bytes: u64,
     /// Connections opened.
     pub connections: u64,
+    /// Each connection opened: origin, protocol, TLS version and ALPN result.
+    pub conns: Vec<ConnInfo>,
     /// Failed fetches or 4xx/5xx.
     pub errors: usize,
     /// The resource cap was hit: more was referenced than fetched.
@@ -206,7 +210,8 @@ struct Done {
     job: Job,
     start_ms: f64,
     result: Result<Response, FetchError>,
-    dns_connect: Option<(f64, f64)>,
+    dns_connect: Option<ConnectTimes>,
+    new_conn: Option<ConnInfo>,
     conn: Option<Conn>,
     conditional: bool,
 }
@@ -266,6 +271,7 @@ pub fn load(
     let mut next_conn: u64 = 0;
     let mut in_flight = 0usize;
     let mut truncated = false;
+    let mut conns: Vec<ConnInfo> = Vec::new();
     let (tx, rx) = mpsc::channel::<Done>();
     let first = strip_fragment(url.clone());
     seen.insert(first.to_string());
@@ -353,6 +359,9 @@ pub fn load(
         if let Some(c) = done.conn {
             pool.1.push(c);
         }
+        if let Some(ci) = done.new_conn {
+            conns.push(ci);
+        }
         let idx = entries.len();
         let job = done.job;
         let third_party = !same_site(job.url.host_str().unwrap_or(""), &page_host);
@@ -392,10 +401,11 @@ pub fn load(
             Err(err) => e.error = Some(err.to_string()),
             Ok(r) => {
                 let mut phases = r.phases.clone();
-                if let Some((d, c)) = done.dns_connect {
-                    phases.dns_ms = Some(d);
-                    phases.connect_ms = Some(c);
-                    phases.total_ms += d + c;
+                if let Some(t) = done.dns_connect {
+                    phases.dns_ms = Some(t.dns);
+                    phases.connect_ms = Some(t.connect);
+                    phases.tls_ms = t.tls;
+                    phases.total_ms += t.dns + t.connect + t.tls.unwrap_or(0.0);
                 }
                 e.phases = phases;
                 e.end_ms = e.start_ms + e.phases.total_ms;
@@ -472,10 +482,17 @@ pub fn load(
         }
     }
     entries.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
-    summarize(view, entries, next_conn, truncated)
+    conns.sort_by_key(|c| c.id);
+    summarize(view, entries, next_conn, conns, truncated)
 }
 
-fn summarize(view: View, entries: Vec<Entry>, connections: u64, truncated: bool) -> Load {
+fn summarize(
+    view: View,
+    entries: Vec<Entry>,
+    connections: u64,
+    conns: Vec<ConnInfo>,
+    truncated: bool,
+) -> Load {
     let requested: Vec<&Entry> = entries.iter().filter(|e| !e.from_cache).collect();
     let start = requested
         .iter()
@@ -498,6 +515,7 @@ fn summarize(view: View, entries: Vec<Entry>, connections: u64, truncated: bool)
         wire_bytes: requested.iter().map(|e| e.wire_bytes).sum(),
         decoded_bytes: requested.iter().map(|e| e.decoded_bytes).sum(),
         connections,
+        conns,
         errors: requested
             .iter()
             .filter(|e| e.error.is_some() || e.status.is_some_and(|s| s >= 400))
@@ -622,11 +640,13 @@ fn fetch_one(
 ) -> Done {
     let conditional = !extra.is_empty();
     let mut dns_connect = None;
+    let mut new_conn = None;
     let mut conn = match conn {
         Some(c) => c,
         None => match connect(&job.url, opts, new_id.unwrap_or(0)) {
-            Ok((c, d, t)) => {
-                dns_connect = Some((d, t));
+            Ok((c, t)) => {
+                dns_connect = Some(t);
+                new_conn = Some(c.info.clone());
                 c
             }
             Err(e) => {
@@ -635,6 +655,7 @@ fn fetch_one(
                     start_ms,
                     result: Err(e),
                     dns_connect: None,
+                    new_conn: None,
                     conn: None,
                     conditional,
                 }
@@ -647,8 +668,8 @@ fn fetch_one(
         // The server closed an idle keep-alive connection: retry once on a new one.
         let id = conn.id;
         match connect(&job.url, opts, id) {
-            Ok((c, d, t)) => {
-                dns_connect = Some((d, t));
+            Ok((c, t)) => {
+                dns_connect = Some(t);
                 conn = c;
                 result = conn.get(&job.url, extra, opts);
             }
@@ -664,6 +685,7 @@ fn fetch_one(
         start_ms,
         result,
         dns_connect,
+        new_conn,
         conn: keep.then_some(conn),
         conditional,
     }

@@ -51,6 +51,33 @@ pub struct PageReport {
     pub summary: Vec<ViewSummary>,
     /// The waterfalls of the run whose first view took the median time.
     pub views: Vec<Load>,
+    /// Certificate verification was off (`--insecure`).
+    pub insecure: bool,
+    /// Each https origin of the first view, probed once offering `h2` and
+    /// `http/1.1` in ALPN (the fetches themselves speak HTTP/1.1).
+    pub alpn: Vec<crate::http::AlpnProbe>,
+}
+
+/// Origins probed for HTTP/2 at most (a bound for pages with many hosts).
+pub const MAX_PROBES: usize = 20;
+
+/// Probes every https origin the load contacted (first seen first).
+pub fn probe_origins(l: &Load, page: &Url, opts: &LoadOpts) -> Vec<crate::http::AlpnProbe> {
+    let page_host = page.host_str().unwrap_or("");
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for e in l.entries.iter().filter(|e| !e.from_cache) {
+        let Ok(u) = Url::parse(&e.url) else { continue };
+        if u.scheme() != "https" || !seen.insert(crate::http::host_key(&u)) {
+            continue;
+        }
+        if out.len() >= MAX_PROBES {
+            break;
+        }
+        let third = !crate::load::same_site(u.host_str().unwrap_or(""), page_host);
+        out.push(crate::http::probe_alpn(&u, &opts.client, third));
+    }
+    out
 }
 
 /// Loads the first, repeat and cached views `runs` times.
@@ -76,7 +103,8 @@ pub fn run(url: &Url, runs: usize, opts: &LoadOpts, echo: &mut dyn FnMut(&str)) 
     let mut order: Vec<usize> = (0..all.len()).collect();
     order.sort_by(|&a, &b| all[a][0].elapsed_ms.total_cmp(&all[b][0].elapsed_ms));
     let pick = order[(order.len() - 1) / 2];
-    let views = all.swap_remove(pick).into();
+    let views: Vec<Load> = all.swap_remove(pick).into();
+    let alpn = probe_origins(&views[0], url, opts);
     PageReport {
         format: FORMAT,
         version: VERSION,
@@ -84,6 +112,8 @@ pub fn run(url: &Url, runs: usize, opts: &LoadOpts, echo: &mut dyn FnMut(&str)) 
         runs,
         summary,
         views,
+        insecure: opts.client.tls.as_ref().is_some_and(|t| t.insecure),
+        alpn,
     }
 }
 
@@ -188,8 +218,18 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
     );
     let _ = writeln!(
         s,
-        "  {:>3} {:>8} {:>8} {:>8} {:>8} {:>6} {:>10} {:>10} {:>5} {:<24} url",
-        "#", "start", "connect", "waiting", "transfer", "status", "wire", "decoded", "enc", "cache"
+        "  {:>3} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>10} {:>10} {:>5} {:<24} url",
+        "#",
+        "start",
+        "connect",
+        "tls",
+        "waiting",
+        "transfer",
+        "status",
+        "wire",
+        "decoded",
+        "enc",
+        "cache"
     );
     for (i, e) in l.entries.iter().enumerate() {
         let status = if e.from_cache {
@@ -204,12 +244,17 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
             _ if e.from_cache => "".into(),
             _ => "reuse".into(),
         };
+        let tls = match e.phases.tls_ms {
+            Some(t) => format!("{t:.1}"),
+            None => String::new(),
+        };
         let enc = e.content_encoding.clone().unwrap_or_else(|| "-".into());
         let mut line = format!(
-            "  {:>3} {:>8.1} {:>8} {:>8} {:>8} {:>6} {:>10} {:>10} {:>5} {:<24} {}",
+            "  {:>3} {:>8.1} {:>8} {:>8} {:>8} {:>8} {:>6} {:>10} {:>10} {:>5} {:<24} {}",
             i + 1,
             e.start_ms,
             connect,
+            tls,
             if e.from_cache {
                 String::new()
             } else {
@@ -248,6 +293,19 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
             line.push_str("  (decoding stopped at 50 MiB)");
         }
         let _ = writeln!(s, "{line}");
+    }
+    for c in l.conns.iter().filter(|c| c.tls.is_some()) {
+        if let Some(t) = &c.tls {
+            let _ = writeln!(
+                s,
+                "  connection {}: {} {} {} (ALPN: {})",
+                c.id,
+                c.origin,
+                t.version,
+                t.cipher,
+                t.alpn.as_deref().unwrap_or("none")
+            );
+        }
     }
     if l.truncated {
         let _ = writeln!(
@@ -315,9 +373,27 @@ pub fn summary_table(r: &PageReport) -> String {
 pub fn render_text(r: &PageReport, page: &Url) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "\nPage: {}", r.url);
+    if r.insecure {
+        let _ = writeln!(
+            s,
+            "certificate verification OFF (--insecure): the server's identity was not checked"
+        );
+    }
     for l in &r.views {
         let _ = writeln!(s);
         s.push_str(&waterfall(l, page));
+    }
+    if !r.alpn.is_empty() {
+        let _ = writeln!(s, "\nHTTP/2 (one probe connection per https origin, ALPN h2, http/1.1; fetched over HTTP/1.1):");
+        for p in &r.alpn {
+            let what = match (&p.error, &p.alpn) {
+                (Some(e), _) => format!("probe failed: {e}"),
+                (None, Some(a)) if p.h2 => format!("offers HTTP/2 (chose {a})"),
+                (None, Some(a)) => format!("no HTTP/2 (chose {a})"),
+                (None, None) => "no HTTP/2 (ignored ALPN)".to_string(),
+            };
+            let _ = writeln!(s, "  {}: {what}", p.origin);
+        }
     }
     let _ = writeln!(s);
     s.push_str(&summary_table(r));

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{start, Conf, FIRST_VIEW};
-use redline_web::audit::{audit, Audit, Severity};
+use redline_web::audit::{audit_page, Audit, Severity};
 use redline_web::load::{Load, LoadOpts, View};
 use redline_web::page::{self, PageReport};
 use std::collections::BTreeSet;
@@ -15,7 +15,7 @@ fn run(site: &common::Site) -> PageReport {
 }
 
 fn audit_of(r: &PageReport) -> Audit {
-    audit(&r.url, &r.views[0], Some(&r.views[1]), r.summary.clone())
+    audit_page(r)
 }
 
 fn paths(l: &Load, pred: impl Fn(&redline_web::load::Entry) -> bool) -> BTreeSet<String> {

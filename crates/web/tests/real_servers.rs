@@ -5,7 +5,7 @@
 
 mod common;
 
-use redline_web::audit::{audit, Audit, Severity};
+use redline_web::audit::{audit_page, Audit, Severity};
 use redline_web::load::LoadOpts;
 use redline_web::page;
 use std::collections::BTreeSet;
@@ -169,7 +169,7 @@ mimetype.assign = ( \".html\" => \"text/html\", \".css\" => \"text/css\", \".js\
 fn run(srv: &Running) -> (page::PageReport, Audit) {
     let url = url::Url::parse(&format!("http://127.0.0.1:{}/index.html", srv.port)).unwrap();
     let r = page::run(&url, 1, &LoadOpts::default(), &mut |_| {});
-    let a = audit(&r.url, &r.views[0], Some(&r.views[1]), r.summary.clone());
+    let a = audit_page(&r);
     (r, a)
 }
 

@@ -1,0 +1,620 @@
+//! `redline page` and `redline audit` over https: a local TLS server with a
+//! CA and certificate made by the test (rcgen). The certificate is refused by
+//! default, `--cacert` and `--insecure` work, the waterfall has a TLS phase,
+//! the HTTP/2 check follows what the server picks in ALPN (a rustls server
+//! with and without h2, and real nginx with and without `http2`), and the
+//! HTML report renders in headless Chromium with the findings in it.
+
+mod common;
+
+use common::{redline, wait_limit, ScriptServer};
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Pki {
+    ca_pem: String,
+    leaf_pem: String,
+    key_pem: String,
+    chain: Vec<CertificateDer<'static>>,
+    key_der: Vec<u8>,
+}
+
+fn pki() -> Pki {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    Pki {
+        ca_pem: ca_cert.pem(),
+        leaf_pem: leaf.pem(),
+        key_pem: leaf_key.serialize_pem(),
+        chain: vec![
+            CertificateDer::from(leaf.der().to_vec()),
+            CertificateDer::from(ca_cert.der().to_vec()),
+        ],
+        key_der: leaf_key.serialize_der(),
+    }
+}
+
+fn server_config(p: &Pki, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(p.key_der.clone()));
+    let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(p.chain.clone(), key)
+    .unwrap();
+    cfg.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
+    Arc::new(cfg)
+}
+
+const PAGE: &str = "<html><head><link rel=stylesheet href=s.css></head><body><img src=i.gif width=1 height=1><p>hello over TLS</p></body></html>";
+const CSS: &str = ".a{color:red}\n";
+const GIF: &[u8] = b"GIF89a\x01\x00\x01\x00\x00\x00\x00";
+
+fn file(path: &str) -> Option<(&'static str, Vec<u8>)> {
+    match path {
+        "/" | "/index.html" => Some(("text/html", PAGE.as_bytes().to_vec())),
+        "/s.css" => Some(("text/css", CSS.as_bytes().to_vec())),
+        "/i.gif" => Some(("image/gif", GIF.to_vec())),
+        _ => None,
+    }
+}
+
+/// A keep-alive HTTPS site (index, stylesheet, image); `alpn` is what the
+/// server is willing to pick. An h2 pick only ever happens on the probe
+/// connection, which sends no request.
+fn tls_site(cfg: Arc<rustls::ServerConfig>) -> ScriptServer {
+    ScriptServer::start(move |sock| {
+        let Ok(conn) = rustls::ServerConnection::new(cfg.clone()) else {
+            return;
+        };
+        let mut s = rustls::StreamOwned::new(conn, sock);
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        for _ in 0..1000 {
+            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+                if buf.len() > 65536 {
+                    return;
+                }
+            }
+            let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+            let head = String::from_utf8_lossy(&buf[..end]).to_string();
+            buf.drain(..end);
+            let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+            let (status, ct, body) = match file(&path) {
+                Some((ct, b)) => ("200 OK", ct, b),
+                None => ("404 Not Found", "text/plain", b"nope".to_vec()),
+            };
+            let resp = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nCache-Control: max-age=86400\r\nETag: \"x\"\r\n\r\n",
+                body.len()
+            );
+            if s.write_all(resp.as_bytes())
+                .and_then(|_| s.write_all(&body))
+                .and_then(|_| s.flush())
+                .is_err()
+            {
+                return;
+            }
+        }
+    })
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "redline-webtls-{tag}-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = redline(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Validates an https document against the committed schema (docs/FILE).
+fn assert_schema(file: &str, doc: &Value) {
+    let path = format!("{}/../../docs/{file}", env!("CARGO_MANIFEST_DIR"));
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let v = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{file}: {}", errors.join("\n"));
+}
+
+fn check(v: &Value, id: &str) -> Value {
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}"))
+        .clone()
+}
+
+#[test]
+fn page_over_https_checks_the_certificate_and_times_the_handshake() {
+    let p = pki();
+    let srv = tls_site(server_config(&p, &[b"http/1.1"]));
+    let url = format!("https://127.0.0.1:{}/", srv.addr.port());
+    let dir = tmpdir("page");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &p.ca_pem).unwrap();
+
+    // Default: the test CA is not trusted → one clear error line, exit 1.
+    let out = redline(&["page", "-q", &url]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("certificate") && lines[0].contains("--cacert"),
+        "{err}"
+    );
+
+    // --cacert: trusted; every resource over TLS, a TLS phase for each new
+    // connection, the connection's TLS version and ALPN recorded.
+    let v = json(&[
+        "page",
+        "-o",
+        "json",
+        "-q",
+        "--cacert",
+        ca.to_str().unwrap(),
+        &url,
+    ]);
+    assert_schema("page.schema.json", &v);
+    let first = &v["views"][0];
+    assert_eq!(first["requests"], 3, "{first}");
+    assert_eq!(first["errors"], 0, "{first}");
+    let entries = first["entries"].as_array().unwrap();
+    assert!(entries.iter().all(|e| e["status"] == 200), "{first}");
+    let with_tls: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["phases"]["tls_ms"].as_f64().is_some_and(|t| t > 0.0))
+        .collect();
+    let conns = first["conns"].as_array().unwrap();
+    assert_eq!(
+        with_tls.len(),
+        conns.len(),
+        "one handshake per new connection"
+    );
+    assert!(!conns.is_empty());
+    for c in conns {
+        assert_eq!(c["tls"]["version"], "TLSv1.3", "{c}");
+        assert_eq!(c["tls"]["alpn"], "http/1.1", "{c}");
+    }
+    assert_eq!(v["insecure"], false);
+    // The document's phases add up: connect + TLS + waiting + transfer ≤ total.
+    let d = &entries[0]["phases"];
+    let sum: f64 = [
+        "dns_ms",
+        "connect_ms",
+        "tls_ms",
+        "waiting_ms",
+        "transfer_ms",
+    ]
+    .iter()
+    .map(|k| d[k].as_f64().unwrap_or(0.0))
+    .sum();
+    assert!(sum <= d["total_ms"].as_f64().unwrap() + 0.01, "{d}");
+
+    // Text: the waterfall has a tls column and the connection line.
+    let out = redline(&["page", "--cacert", ca.to_str().unwrap(), &url]);
+    assert!(out.status.success());
+    let t = String::from_utf8_lossy(&out.stdout);
+    let header = t.lines().find(|l| l.contains("waiting")).unwrap();
+    assert!(header.contains(" tls "), "{header}");
+    assert!(
+        t.contains("TLSv1.3") && t.contains("(ALPN: http/1.1)"),
+        "{t}"
+    );
+    assert!(!t.contains("certificate verification OFF"));
+
+    // --insecure: works without the CA, and says verification was off.
+    let out = redline(&["page", "--insecure", &url]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("certificate verification OFF"));
+
+    // A server that accepts but never answers the handshake: the connect
+    // time-out bounds it, and the error says what happened.
+    let mute = ScriptServer::start(|mut s| {
+        let mut b = [0u8; 512];
+        for _ in 0..1000 {
+            if matches!(s.read(&mut b), Ok(0) | Err(_)) {
+                return;
+            }
+        }
+    });
+    let out = redline(&[
+        "page",
+        "-q",
+        "--connect-timeout",
+        "300ms",
+        &format!("https://127.0.0.1:{}/", mute.addr.port()),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("TLS handshake") && err.contains("timed out"),
+        "{err}"
+    );
+
+    // Bad TLS files: usage errors.
+    let out = redline(&["page", "--cacert", "/nonexistent/ca.pem", &url]);
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn audit_flags_a_server_without_http2_and_not_one_with_it() {
+    let p = pki();
+    let dir = tmpdir("h2");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &p.ca_pem).unwrap();
+    let ca = ca.to_str().unwrap().to_string();
+
+    let plain = tls_site(server_config(&p, &[b"http/1.1"]));
+    let url = format!("https://127.0.0.1:{}/", plain.addr.port());
+    let v = json(&["audit", "-o", "json", "-q", "--cacert", &ca, &url]);
+    assert_schema("audit.schema.json", &v);
+    let h2 = check(&v, "http2");
+    assert_eq!(h2["severity"], "warning", "{h2}");
+    assert_eq!(h2["applicable"], true);
+    assert_eq!(h2["grade"], "F");
+    let ev = h2["findings"][0]["evidence"].as_str().unwrap();
+    assert!(ev.contains("chose http/1.1"), "{ev}");
+    assert!(h2["fix"]["apache"]
+        .as_str()
+        .unwrap()
+        .contains("Protocols h2 http/1.1"));
+    assert!(h2["fix"]["nginx"].as_str().unwrap().contains("http2 on;"));
+    assert!(h2["fix"]["lighttpd"]
+        .as_str()
+        .unwrap()
+        .contains("server.h2proto"));
+    assert_eq!(v["alpn"], Value::Null, "probes belong to the page report");
+
+    // A server that would pick h2: no finding, grade A. The fetches still
+    // went over HTTP/1.1 (the only protocol the fetch connections offer).
+    let both = tls_site(server_config(&p, &[b"h2", b"http/1.1"]));
+    let url = format!("https://127.0.0.1:{}/", both.addr.port());
+    let v = json(&["audit", "-o", "json", "-q", "--cacert", &ca, &url]);
+    let h2 = check(&v, "http2");
+    assert_eq!(h2["severity"], "ok", "{h2}");
+    assert_eq!(h2["grade"], "A", "{h2}");
+    assert!(h2["findings"].as_array().unwrap().is_empty());
+    let pv = json(&["page", "-o", "json", "-q", "--cacert", &ca, &url]);
+    assert_schema("page.schema.json", &pv);
+    assert_eq!(pv["alpn"][0]["alpn"], "h2", "{}", pv["alpn"]);
+    assert_eq!(pv["alpn"][0]["h2"], true);
+    for c in pv["views"][0]["conns"].as_array().unwrap() {
+        assert_eq!(c["tls"]["alpn"], "http/1.1", "{c}");
+    }
+
+    // Plain http: the check does not apply.
+    let srv = common::builtin();
+    let v = json(&[
+        "audit",
+        "-o",
+        "json",
+        "-q",
+        &format!("http://{}/?size=100", srv.local_addr()),
+    ]);
+    assert_eq!(check(&v, "http2")["applicable"], false);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+struct Nginx {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn nginx_bin() -> Option<PathBuf> {
+    ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+/// nginx version as (major, minor, patch), from `nginx -v`.
+fn nginx_version(bin: &Path) -> (u32, u32, u32) {
+    let out = Command::new(bin).arg("-v").output().unwrap();
+    let s = String::from_utf8_lossy(&out.stderr).to_string();
+    let v = s.split("nginx/").nth(1).unwrap_or("0.0.0");
+    let mut it = v
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|x| !x.is_empty())
+        .map(|x| x.parse().unwrap_or(0));
+    (
+        it.next().unwrap_or(0),
+        it.next().unwrap_or(0),
+        it.next().unwrap_or(0),
+    )
+}
+
+/// nginx on 127.0.0.1 with ssl, HTTP/2 on or off, serving the test site.
+fn nginx(p: &Pki, h2: bool) -> Option<Nginx> {
+    let Some(bin) = nginx_bin() else {
+        eprintln!("NOTE: nginx not installed (apt-get install -y nginx); skipping");
+        return None;
+    };
+    let dir = tmpdir(if h2 { "nginx-h2" } else { "nginx-h1" });
+    std::fs::create_dir_all(dir.join("site")).unwrap();
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    for name in ["index.html", "s.css", "i.gif"] {
+        let (_, body) = file(&format!("/{name}")).unwrap();
+        std::fs::write(dir.join("site").join(name), body).unwrap();
+    }
+    std::fs::write(dir.join("cert.pem"), &p.leaf_pem).unwrap();
+    std::fs::write(dir.join("key.pem"), &p.key_pem).unwrap();
+    let port = free_port();
+    let d = dir.display();
+    // `http2 on;` since nginx 1.25.1; `listen … http2` before (Debian 12 has 1.22).
+    let new = nginx_version(&bin) >= (1, 25, 1);
+    let (listen_h2, http2) = match (h2, new) {
+        (true, true) => ("", "http2 on;"),
+        (true, false) => (" http2", ""),
+        (false, _) => ("", ""),
+    };
+    let conf = format!(
+        "daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid; error_log {d}/error.log;
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  client_body_temp_path {d}/tmp/body; proxy_temp_path {d}/tmp/proxy; fastcgi_temp_path {d}/tmp/fcgi;
+  uwsgi_temp_path {d}/tmp/uwsgi; scgi_temp_path {d}/tmp/scgi;
+  types {{ text/html html; text/css css; image/gif gif; }}
+  server {{
+    listen 127.0.0.1:{port} ssl{listen_h2};
+    {http2}
+    ssl_certificate {d}/cert.pem;
+    ssl_certificate_key {d}/key.pem;
+    root {d}/site;
+    index index.html;
+  }}
+}}
+"
+    );
+    let conf_path = dir.join("nginx.conf");
+    std::fs::write(&conf_path, conf).unwrap();
+    let child = Command::new(&bin)
+        .args([
+            "-p",
+            &dir.display().to_string(),
+            "-c",
+            &conf_path.display().to_string(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let n = Nginx { child, port, dir };
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(n);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = std::fs::read_to_string(n.dir.join("error.log")).unwrap_or_default();
+    panic!("nginx did not start on port {port}: {log}");
+}
+
+#[test]
+fn real_nginx_with_and_without_http2() {
+    let p = pki();
+    let Some(off) = nginx(&p, false) else { return };
+    let ca = off.dir.join("ca.pem");
+    std::fs::write(&ca, &p.ca_pem).unwrap();
+    let ca = ca.to_str().unwrap().to_string();
+    let url = format!("https://127.0.0.1:{}/", off.port);
+    let v = json(&["audit", "-o", "json", "-q", "--cacert", &ca, &url]);
+    let h2 = check(&v, "http2");
+    assert_eq!(h2["severity"], "warning", "{h2}");
+    assert!(h2["findings"][0]["evidence"]
+        .as_str()
+        .unwrap()
+        .contains("chose http/1.1"));
+    assert_eq!(check(&v, "broken")["severity"], "ok", "{v}");
+    assert_eq!(v["views"][0]["requests"], 3, "{}", v["views"]);
+
+    let Some(on) = nginx(&p, true) else { return };
+    let url = format!("https://127.0.0.1:{}/", on.port);
+    let v = json(&["audit", "-o", "json", "-q", "--cacert", &ca, &url]);
+    let h2 = check(&v, "http2");
+    assert_eq!(h2["severity"], "ok", "{h2}");
+    assert_eq!(h2["grade"], "A");
+    // Fetching still works (nginx speaks HTTP/1.1 on the fetch connections).
+    assert_eq!(v["views"][0]["requests"], 3, "{}", v["views"]);
+    assert_eq!(v["views"][0]["errors"], 0, "{}", v["views"]);
+}
+
+fn chromium() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false)
+        })
+}
+
+/// Renders `page` in headless Chromium; the DOM after the inline script ran.
+fn render(dir: &Path, page: &Path) -> Option<String> {
+    let browser = chromium()?;
+    let child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-dev-shm-usage",
+            "--enable-logging=stderr",
+            "--v=0",
+            &format!("--user-data-dir={}", dir.join("profile").display()),
+            "--dump-dom",
+            &format!("file://{}", page.display()),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn chromium");
+    let out = wait_limit(child, Duration::from_secs(90));
+    let log = String::from_utf8_lossy(&out.stderr);
+    let console: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .collect();
+    assert!(console.is_empty(), "console errors: {console:?}");
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn attr(dom: &str, name: &str) -> u64 {
+    dom.split(&format!("{name}=\""))
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no {name}: {}", &dom[..dom.len().min(400)]))
+}
+
+#[test]
+fn html_reports_render_in_headless_chromium() {
+    let p = pki();
+    let srv = tls_site(server_config(&p, &[b"http/1.1"]));
+    let url = format!("https://127.0.0.1:{}/", srv.addr.port());
+    let dir = tmpdir("html");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &p.ca_pem).unwrap();
+    let audit_html = dir.join("audit.html");
+    let page_html = dir.join("page.html");
+    let out = redline(&[
+        "audit",
+        "-q",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "--html",
+        audit_html.to_str().unwrap(),
+        &url,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let grade = text
+        .split("grade ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .expect("overall grade in the text")
+        .to_string();
+    let out = redline(&[
+        "page",
+        "-q",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "--html",
+        page_html.to_str().unwrap(),
+        &url,
+    ]);
+    assert!(out.status.success());
+    let html = std::fs::read_to_string(&audit_html).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    // Self-contained: nothing fetched from anywhere.
+    for bad in ["src=\"http", "href=\"http", "<link", "@import", "url("] {
+        assert!(!html.contains(bad), "{bad}");
+    }
+    // An unwritable --html path: one error line, exit 1.
+    let out = redline(&[
+        "page",
+        "-q",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "--html",
+        "/nonexistent/dir/x.html",
+        &url,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+
+    let Some(dom) = render(&dir, &audit_html) else {
+        eprintln!("NOTE: chromium is not installed; skipping the headless render check (apt-get install chromium)");
+        return;
+    };
+    assert!(dom.contains("HTTP/2 offered on https (ALPN)"), "{dom}");
+    assert!(dom.contains("chose http/1.1"), "{dom}");
+    assert!(dom.contains("Protocols h2 http/1.1"), "{dom}");
+    assert!(dom.contains("server.h2proto"), "{dom}");
+    assert!(
+        dom.contains(&format!("big\">{grade}</span>")),
+        "overall grade {grade}"
+    );
+    assert!(attr(&dom, "data-findings") >= 1);
+    assert!(attr(&dom, "data-checks") >= 10);
+    assert_eq!(attr(&dom, "data-waterfall-rows"), 3);
+    assert!(attr(&dom, "data-tls-bars") >= 1);
+
+    let dom = render(&dir, &page_html).unwrap();
+    // Three views of three resources each.
+    assert_eq!(attr(&dom, "data-waterfall-rows"), 9, "{dom}");
+    assert!(attr(&dom, "data-tls-bars") >= 1);
+    assert!(dom.contains("TLS handshake") && dom.contains("TLSv1.3"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
