@@ -11,6 +11,7 @@ pub mod hist;
 pub mod record;
 pub mod recorder;
 pub mod rng;
+pub mod stages;
 pub mod time;
 pub mod watch;
 

@@ -129,6 +129,9 @@ pub struct RunConfig {
     /// TLS certificate verification was turned off (`--insecure`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub insecure: bool,
+    /// The `--stages` load plan, when the load level changed over the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<crate::stages::StagePlan>,
 }
 
 impl RunConfig {
@@ -148,6 +151,7 @@ impl RunConfig {
             threads: 1,
             load,
             insecure: false,
+            stages: None,
         }
     }
 }
@@ -392,6 +396,12 @@ pub struct RunRecord {
     /// The server's processes and machine as watched during the run (`--watch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_watch: Option<crate::watch::ServerWatch>,
+    /// Per stage (or step) of a `--stages` run, from the per-second series.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<crate::stages::StageSummary>,
+    /// Where throughput stopped growing with the load (a `--stages` run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee: Option<crate::stages::Knee>,
 }
 
 impl RunRecord {
@@ -427,6 +437,8 @@ impl RunRecord {
             label: None,
             note: None,
             server_watch: None,
+            stages: Vec::new(),
+            knee: None,
         }
     }
 
@@ -611,6 +623,14 @@ impl AddAssign<&RunRecord> for RunRecord {
             (None, Some(b)) => self.server_watch = Some(b.clone()),
             _ => {}
         }
+        // Stage plans add up like the load; summaries and the knee are then
+        // recomputed from the merged series, so the merge stays exact.
+        match (&mut self.config.stages, &o.config.stages) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.config.stages = Some(b.clone()),
+            _ => {}
+        }
         self.derive();
+        crate::stages::analyze(self);
     }
 }
