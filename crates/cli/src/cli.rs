@@ -49,6 +49,8 @@ enum Command {
     Serve(ServeArgs),
     /// Start the built-in target on 127.0.0.1 and run a short benchmark against it.
     Demo(DemoArgs),
+    /// Search the highest arrival rate meeting an SLO, e.g. --slo 'p99<200ms,errors<1%'.
+    Find(Box<crate::cmd_find::FindArgs>),
     #[command(flatten)]
     History(crate::cmd_history::HistoryCmd),
     #[command(flatten)]
@@ -269,7 +271,12 @@ fn normalize_args(mut args: Vec<String>) -> Vec<String> {
 static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
 static STOP: OnceLock<Arc<StopHandle>> = OnceLock::new();
 
-fn install_ctrlc() {
+/// The stop handle Ctrl-C triggers.
+pub(crate) fn stop_handle() -> Arc<StopHandle> {
+    STOP.get_or_init(StopHandle::new).clone()
+}
+
+pub(crate) fn install_ctrlc() {
     let stop = STOP.get_or_init(StopHandle::new).clone();
     let _ = ctrlc::set_handler(move || {
         if INTERRUPTS.fetch_add(1, Ordering::SeqCst) == 0 {
@@ -302,6 +309,7 @@ pub fn main() -> i32 {
         Command::Run(a) => cmd_run(*a),
         Command::Serve(a) => cmd_serve(a),
         Command::Demo(a) => cmd_demo(a),
+        Command::Find(a) => crate::cmd_find::run(*a),
         Command::History(c) => crate::cmd_history::dispatch(c),
         Command::Web(c) => crate::cmd_web::dispatch(c),
         Command::Server(c) => crate::cmd_server::dispatch(c),
@@ -376,7 +384,7 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
         Err(e) => return fail(EXIT_USAGE, e),
     };
     install_ctrlc();
-    let stop = STOP.get_or_init(StopHandle::new).clone();
+    let stop = stop_handle();
     let show_progress = !out.quiet && std::io::stderr().is_terminal();
     let mut last: Option<Snapshot> = None;
     let mut last_print = Duration::ZERO;
