@@ -6,7 +6,9 @@
 //! `--threshold` failed; 130 interrupted (Ctrl-C; the report is still printed).
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use redline_engine::{execute_with_series, parse_duration, Arrival, Plan, PlanArgs, Snapshot, StopHandle};
+use redline_engine::{
+    execute_with_series, parse_duration, Arrival, Plan, PlanArgs, Snapshot, StopHandle,
+};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};

@@ -77,7 +77,12 @@ pub struct FindArgs {
     #[arg(long)]
     insecure: bool,
     /// Report format: text (a line per step) or json.
-    #[arg(short = 'o', long = "output", value_name = "FORMAT", default_value = "text")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FORMAT",
+        default_value = "text"
+    )]
     output: FindOutput,
     /// No step lines on stderr with --output json.
     #[arg(short = 'q', long = "quiet")]
@@ -169,11 +174,17 @@ impl Step {
 fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (Step, bool) {
     let mut lat = Hist::with_sigfig(redline_stats::hist::SERIES_SIGFIG);
     let (mut completed, mut failed, mut non_2xx) = (0u64, 0u64, 0u64);
+    let mut in_window = 0u64;
+    // From the warm-up's end on, the drain after the step included: those
+    // responses answer requests sent in the measured window.
     for p in rec.series.iter().filter(|p| p.t >= warm_s) {
         lat.merge(&p.hist.to_hist());
         completed += p.requests;
         failed += p.errors;
         non_2xx += p.status_classes.iter().sum::<u64>() - p.status_classes[1];
+        if p.t < warm_s + measured_s {
+            in_window += p.requests;
+        }
     }
     failed += rec.counters.in_flight_at_end + rec.counters.not_sent;
     let mut m = rec.clone();
@@ -181,7 +192,7 @@ fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (S
     m.counters.completed = completed;
     m.counters.failed = failed;
     m.counters.non_2xx = non_2xx;
-    m.requests_per_sec = completed as f64 / measured_s.max(1) as f64;
+    m.requests_per_sec = in_window as f64 / measured_s.max(1) as f64;
     let outcomes: Vec<Outcome> = check(&m, slo);
     let ended = completed + failed;
     let waited_mostly = rec.counters.waited_for_connection * 100 > rec.counters.sent.max(1);
@@ -234,7 +245,10 @@ fn fmt_rate(r: f64) -> String {
 /// Runs `redline find`; returns the exit code.
 pub fn run(a: FindArgs) -> i32 {
     if !(a.start_rate.is_finite() && a.start_rate > 0.0 && a.start_rate <= 10_000_000.0) {
-        return fail(EXIT_USAGE, "--start-rate must be above 0 and at most 10,000,000 req/s");
+        return fail(
+            EXIT_USAGE,
+            "--start-rate must be above 0 and at most 10,000,000 req/s",
+        );
     }
     if a.step_duration < Duration::from_secs(1) {
         return fail(EXIT_USAGE, "--step-duration must be at least 1s");
@@ -338,7 +352,7 @@ pub fn run(a: FindArgs) -> i32 {
                     step.outcomes
                         .iter()
                         .filter(|o| o.starts_with("FAIL"))
-                        .map(|o| o.trim_start_matches("FAIL").trim())
+                        .map(|o| o.trim_start_matches("FAIL").trim().replacen("  ", " ", 1))
                         .collect::<Vec<_>>()
                         .join("; ")
                 ),

@@ -47,8 +47,7 @@ fn serializing_server(service: Duration) -> ScriptServer {
                     std::thread::yield_now();
                 }
             }
-            if s
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
                 .is_err()
             {
                 return;
@@ -58,7 +57,10 @@ fn serializing_server(service: Duration) -> ScriptServer {
 }
 
 fn schema_check(v: &serde_json::Value) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/run-record.schema.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/run-record.schema.json"
+    );
     let schema: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let validator = jsonschema::validator_for(&schema).expect("schema compiles");
@@ -109,7 +111,10 @@ fn text_report_has_the_stage_table_and_the_knee() {
     ]);
     assert!(out.status.success());
     let t = String::from_utf8_lossy(&out.stdout);
-    assert!(t.contains("Stages:           1s:1,1s:3 (connections, steps)"), "{t}");
+    assert!(
+        t.contains("Stages:           1s:1,1s:3 (connections, steps)"),
+        "{t}"
+    );
     assert!(t.contains("Step ") && t.contains("connections"), "{t}");
     assert!(
         t.contains("redline: the server stops scaling at 1 connection"),
@@ -166,12 +171,16 @@ fn ramping_down_parks_connections_without_errors() {
     assert!(rps[1] < rps[0] / 3.0 && rps[2] > rps[1] * 2.0, "{rps:?}");
 }
 
-/// `find` against a server with a known capacity (5 ms per request, one at a
-/// time: about 200 req/s) lands within ±30 % of it.
+/// `find` against a server with a known capacity (10 ms per request, one at
+/// a time: about 100 req/s, measured first in closed loop on this machine as
+/// it is now) lands within ±30 % of it.
 #[test]
 fn find_lands_near_the_capacity() {
     let _serial = serial();
-    let srv = serializing_server(Duration::from_millis(5));
+    let srv = serializing_server(Duration::from_millis(10));
+    let v = run_json(&["-c", "4", "-d", "1s", "--no-save", &srv.url()]);
+    let capacity = v["requests_per_sec"].as_f64().unwrap();
+    assert!(capacity > 50.0, "capacity {capacity}");
     let (out, took) = redline_with_limit(
         &[
             "find",
@@ -179,7 +188,7 @@ fn find_lands_near_the_capacity() {
             "--slo",
             "p99<100ms,errors<1%",
             "--start-rate",
-            "100",
+            "50",
             "--step-duration",
             "1s",
             "--warmup",
@@ -202,12 +211,15 @@ fn find_lands_near_the_capacity() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["format"], "redline.find");
     let rate = v["max_rate"].as_f64().unwrap();
-    assert!((140.0..=260.0).contains(&rate), "max rate {rate}: {v}");
+    assert!(
+        (capacity * 0.7..=capacity * 1.3).contains(&rate),
+        "max rate {rate} for a capacity of {capacity}: {v}"
+    );
     let upper = v["upper"].as_f64().unwrap();
+    eprintln!("capacity {capacity:.1} req/s; find: {rate} (fail at {upper}) in {took:?}");
     assert!(upper > rate && upper <= rate * 1.2 + 1.0, "{v}");
     let steps = v["steps"].as_array().unwrap();
     assert!(steps.iter().any(|s| s["verdict"] == "fail"));
-    assert!(steps.len() <= 12);
     assert!(took < Duration::from_secs(30), "took {took:?}");
 }
 
@@ -235,7 +247,10 @@ fn find_text_output_and_bad_input() {
     ]);
     let t = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(4), "{t}");
-    assert!(t.contains("FAIL") && t.contains("no rate met the SLO"), "{t}");
+    assert!(
+        t.contains("FAIL") && t.contains("no rate met the SLO"),
+        "{t}"
+    );
     for bad in [
         vec!["find", &url, "--slo", "p99<abc"],
         vec!["find", &url, "--slo", "p99<1ms", "--precision", "0%"],
@@ -307,7 +322,16 @@ fn abort_on_fail_stops_early_with_exit_4() {
     assert!(took < Duration::from_secs(10), "took {took:?}");
     // Without --abort-on-fail the same thresholds only judge at the end.
     let out = redline(&[
-        "run", "-q", "--no-save", "-n", "20", "-c", "2", "--threshold", "errors<1%", &url,
+        "run",
+        "-q",
+        "--no-save",
+        "-n",
+        "20",
+        "-c",
+        "2",
+        "--threshold",
+        "errors<1%",
+        &url,
     ]);
     assert_eq!(out.status.code(), Some(4));
 }

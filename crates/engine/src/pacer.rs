@@ -31,7 +31,9 @@ pub fn parse_stages(s: &str) -> Result<Vec<Stage>, String> {
     let mut out = Vec::new();
     for part in s.split(',') {
         let part = part.trim();
-        let bad = |why: &str| format!("invalid stage '{part}' in --stages: {why} (example: 30s:10,60s:10,30s:70)");
+        let bad = |why: &str| {
+            format!("invalid stage '{part}' in --stages: {why} (example: 30s:10,60s:10,30s:70)")
+        };
         let (d, l) = part
             .rsplit_once(':')
             .ok_or_else(|| bad("expected DURATION:LEVEL"))?;
@@ -141,10 +143,7 @@ impl Profile {
 
     /// The highest level reached.
     pub fn max_level(&self) -> f64 {
-        self.segs
-            .iter()
-            .map(|s| s.l0.max(s.l1))
-            .fold(0.0, f64::max)
+        self.segs.iter().map(|s| s.l0.max(s.l1)).fold(0.0, f64::max)
     }
 
     /// The highest level reached up to time `t`.
@@ -459,7 +458,9 @@ mod tests {
         assert_eq!(s.len(), 3);
         assert_eq!(s[1].duration, Duration::from_secs(60));
         assert_eq!(s[2].level, 70.5);
-        for bad in ["", "10", "10s", "x:1", "10s:-1", "10s:abc", "0s:5", "10s:inf"] {
+        for bad in [
+            "", "10", "10s", "x:1", "10s:-1", "10s:abc", "0s:5", "10s:inf",
+        ] {
             assert!(parse_stages(bad).is_err(), "{bad}");
         }
     }

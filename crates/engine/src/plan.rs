@@ -655,7 +655,9 @@ fn staged_load(
             ));
         }
         if max > 10_000_000.0 {
-            return Err(usage("--rate-stages above 10,000,000 req/s is not supported"));
+            return Err(usage(
+                "--rate-stages above 10,000,000 req/s is not supported",
+            ));
         }
         Load::Open {
             rate: profile.cumulative(total) / total,
@@ -681,7 +683,9 @@ fn staged_load(
             ));
         }
         if max > 1_000_000.0 {
-            return Err(usage("--stages above 1,000,000 connections is not supported"));
+            return Err(usage(
+                "--stages above 1,000,000 connections is not supported",
+            ));
         }
         Load::Closed {
             connections: max as u64,

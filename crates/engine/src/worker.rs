@@ -297,7 +297,9 @@ impl<'p> Worker<'p> {
             let first = match &self.levels {
                 Some(l) => {
                     self.target = l.active_at(0.0);
-                    self.level_check = l.next_check(0.0).map(|s| start + Duration::from_secs_f64(s));
+                    self.level_check = l
+                        .next_check(0.0)
+                        .map(|s| start + Duration::from_secs_f64(s));
                     self.target.min(self.conns.len() as u64) as u32
                 }
                 None => self.conns.len() as u32,
@@ -416,7 +418,9 @@ impl<'p> Worker<'p> {
     /// when it fell, slots park themselves as their requests end (`after`).
     fn adjust_level(&mut self, now: Instant) {
         let Some(l) = &self.levels else { return };
-        let el = now.saturating_duration_since(self.rec.start()).as_secs_f64();
+        let el = now
+            .saturating_duration_since(self.rec.start())
+            .as_secs_f64();
         self.target = l.active_at(el);
         self.level_check = l
             .next_check(el)

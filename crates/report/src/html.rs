@@ -742,12 +742,22 @@ svg.chart{width:100%;height:auto;display:block}
 /// Response time and throughput against the load level (a `--stages` run),
 /// like a hosted ramp test's graphs: one point per load level (or band).
 fn stage_charts(runs: &[(&str, &RunRecord)]) -> String {
-    let staged: Vec<(usize, &str, &RunRecord, Vec<redline_stats::stages::LevelPoint>)> = runs
+    let staged: Vec<(
+        usize,
+        &str,
+        &RunRecord,
+        Vec<redline_stats::stages::LevelPoint>,
+    )> = runs
         .iter()
         .enumerate()
         .filter_map(|(i, (name, r))| {
             let plan = r.config.stages.as_ref()?;
-            Some((i, *name, *r, redline_stats::stages::by_level(plan, &r.series)))
+            Some((
+                i,
+                *name,
+                *r,
+                redline_stats::stages::by_level(plan, &r.series),
+            ))
         })
         .filter(|(_, _, _, pts)| !pts.is_empty())
         .collect();
@@ -783,7 +793,11 @@ fn stage_charts(runs: &[(&str, &RunRecord)]) -> String {
         };
         let dashed = *i == 1;
         for (label, color, f) in [
-            ("p50", P50, (|p: &redline_stats::stages::LevelPoint| p.p50_us) as fn(&_) -> u64),
+            (
+                "p50",
+                P50,
+                (|p: &redline_stats::stages::LevelPoint| p.p50_us) as fn(&_) -> u64,
+            ),
             ("p95", P90, |p| p.p95_us),
             ("p99", P99, |p| p.p99_us),
         ] {

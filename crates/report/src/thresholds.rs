@@ -293,7 +293,7 @@ pub fn hopeless(thresholds: &[Threshold], s: &SoFar) -> Option<String> {
     }
     for t in thresholds {
         let o = outcome(t, &m);
-        if !o.pass && !(matches!(t.metric, Metric::Max) && matches!(t.op, Op::Lt | Op::Le)) {
+        if !o.pass {
             let shown = match t.metric {
                 Metric::Rps => format!("{:.1} req/s", o.actual),
                 Metric::Errors => format!("{:.2}%", o.actual * 100.0),
@@ -301,7 +301,10 @@ pub fn hopeless(thresholds: &[Threshold], s: &SoFar) -> Option<String> {
             };
             return too_late(
                 t,
-                format!("{shown} over the first {seconds} s (judged after {:.1} s)", s.elapsed_s),
+                format!(
+                    "{shown} over the first {seconds} s (judged after {:.1} s)",
+                    s.elapsed_s
+                ),
             );
         }
     }
@@ -337,6 +340,44 @@ mod tests {
         ] {
             assert!(bad.parse::<Threshold>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn hopeless_when_no_later_data_can_help() {
+        use redline_stats::hist::SERIES_SIGFIG;
+        let sec = |t: u32, n: u64, lat_us: u64, errors: u64| {
+            let mut h = Hist::with_sigfig(SERIES_SIGFIG);
+            for _ in 0..n {
+                h.record_us(lat_us);
+            }
+            let mut p = SeriesPoint::new(t, n, errors, 0, &h);
+            p.status_classes[1] = n;
+            p
+        };
+        let ts = |s: &[&str]| -> Vec<Threshold> { s.iter().map(|x| x.parse().unwrap()).collect() };
+        let series = vec![sec(0, 100, 20_000, 0)];
+        let so_far = |elapsed_s, series: &'static [SeriesPoint]| SoFar {
+            elapsed_s,
+            failed: 0,
+            series,
+            planned_requests: None,
+            planned_duration_s: Some(60.0),
+        };
+        let series: &'static [SeriesPoint] = Box::leak(series.into_boxed_slice());
+        // p99 judged on data only after 5 s (10 % of 60 s is 6 s).
+        assert!(hopeless(&ts(&["p99<5ms"]), &so_far(1.0, series)).is_none());
+        let why = hopeless(&ts(&["p99<5ms"]), &so_far(5.0, series)).unwrap();
+        assert!(why.contains("'p99<5ms' can no longer pass"), "{why}");
+        assert!(hopeless(&ts(&["p99<50ms"]), &so_far(5.0, series)).is_none());
+        // max: at once.
+        assert!(hopeless(&ts(&["max<10ms"]), &so_far(0.5, series)).is_some());
+        // errors in a count-bounded run: once they are the bound's share of N.
+        let errs: &'static [SeriesPoint] = Box::leak(vec![sec(0, 10, 1000, 20)].into_boxed_slice());
+        let mut s = so_far(0.3, errs);
+        s.planned_duration_s = None;
+        s.planned_requests = Some(1000);
+        assert!(hopeless(&ts(&["errors<1%"]), &s).is_some());
+        assert!(hopeless(&ts(&["errors<5%"]), &s).is_none());
     }
 
     #[test]

@@ -461,7 +461,11 @@ mod tests {
         assert_eq!(st.len(), 4);
         assert_eq!(st[3].seconds, 2);
         assert_eq!(st[3].requests_per_sec, 50.0);
-        assert!((159_000..=161_000).contains(&st[3].p99_us), "{}", st[3].p99_us);
+        assert!(
+            (159_000..=161_000).contains(&st[3].p99_us),
+            "{}",
+            st[3].p99_us
+        );
     }
 
     /// A server that scales to 4 and then only its latency grows.
