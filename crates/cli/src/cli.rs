@@ -6,7 +6,9 @@
 //! `--threshold` failed; 130 interrupted (Ctrl-C; the report is still printed).
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use redline_engine::{execute, parse_duration, Arrival, Plan, PlanArgs, Snapshot, StopHandle};
+use redline_engine::{
+    execute_with_series, parse_duration, Arrival, Plan, PlanArgs, Snapshot, StopHandle,
+};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -49,6 +51,8 @@ enum Command {
     Serve(ServeArgs),
     /// Start the built-in target on 127.0.0.1 and run a short benchmark against it.
     Demo(DemoArgs),
+    /// Search the highest arrival rate meeting an SLO, e.g. --slo 'p99<200ms,errors<1%'.
+    Find(Box<crate::cmd_find::FindArgs>),
     #[command(flatten)]
     History(crate::cmd_history::HistoryCmd),
     #[command(flatten)]
@@ -156,11 +160,45 @@ struct RunArgs {
     #[arg(long = "threshold", value_name = "EXPR", value_parser = threshold)]
     thresholds: Vec<redline_report::thresholds::Threshold>,
     #[command(flatten)]
+    stages: StageFlags,
+    #[command(flatten)]
     out: OutArgs,
     #[command(flatten)]
     save: crate::cmd_history::RunSaveArgs,
     #[command(flatten)]
     watch: crate::cmd_server::RunWatchArgs,
+}
+
+/// Load stages and early abort (see the README section "Load stages").
+#[derive(Args, Debug)]
+struct StageFlags {
+    /// Load stages, DURATION:LEVEL pairs, e.g. 30s:10,60s:10,30s:70: the level
+    /// (connections; req/s with --rate-stages) ramps linearly from the previous
+    /// stage's (0 at the start); the run lasts the stages' sum.
+    #[arg(long, value_name = "STAGES")]
+    stages: Option<String>,
+    /// With --stages: the levels are requests/s, sent in open loop.
+    #[arg(long = "rate-stages", requires = "stages")]
+    rate_stages: bool,
+    /// With --stages: stair steps (the level jumps at each stage's start and holds).
+    #[arg(long, requires = "stages")]
+    step: bool,
+    /// With --threshold: stop the run early, exit code 4, once a threshold can no longer pass.
+    #[arg(long = "abort-on-fail", requires = "thresholds")]
+    abort_on_fail: bool,
+}
+
+impl StageFlags {
+    fn plan_args(&self) -> Result<Option<redline_engine::plan::StageArgs>, String> {
+        let Some(s) = &self.stages else {
+            return Ok(None);
+        };
+        Ok(Some(redline_engine::plan::StageArgs {
+            stages: redline_engine::pacer::parse_stages(s)?,
+            rate: self.rate_stages,
+            step: self.step,
+        }))
+    }
 }
 
 /// What `run` does around the engine: watching the server, saving the run.
@@ -171,6 +209,7 @@ struct Hooks {
     thresholds: Vec<redline_report::thresholds::Threshold>,
     /// Scenario runs: thresholds on one named request's own numbers.
     request_thresholds: Vec<(String, Vec<redline_report::thresholds::Threshold>)>,
+    abort_on_fail: bool,
 }
 
 #[derive(Args, Debug)]
@@ -245,7 +284,12 @@ fn normalize_args(mut args: Vec<String>) -> Vec<String> {
 static INTERRUPTS: AtomicU32 = AtomicU32::new(0);
 static STOP: OnceLock<Arc<StopHandle>> = OnceLock::new();
 
-fn install_ctrlc() {
+/// The stop handle Ctrl-C triggers.
+pub(crate) fn stop_handle() -> Arc<StopHandle> {
+    STOP.get_or_init(StopHandle::new).clone()
+}
+
+pub(crate) fn install_ctrlc() {
     let stop = STOP.get_or_init(StopHandle::new).clone();
     let _ = ctrlc::set_handler(move || {
         if INTERRUPTS.fetch_add(1, Ordering::SeqCst) == 0 {
@@ -278,6 +322,7 @@ pub fn main() -> i32 {
         Command::Run(a) => cmd_run(*a),
         Command::Serve(a) => cmd_serve(a),
         Command::Demo(a) => cmd_demo(a),
+        Command::Find(a) => crate::cmd_find::run(*a),
         Command::History(c) => crate::cmd_history::dispatch(c),
         Command::Web(c) => crate::cmd_web::dispatch(c),
         Command::Server(c) => crate::cmd_server::dispatch(c),
@@ -304,6 +349,10 @@ fn cmd_run(a: RunArgs) -> i32 {
             "-m/-b/--body-file do not go with --scenario: give method and body per request in the file",
         );
     }
+    let stages = match a.stages.plan_args() {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
     let pa = PlanArgs {
         url: a.url.unwrap_or_default(),
         scenario: a.scenario.map(|p| (p, a.allow_paths)),
@@ -330,6 +379,7 @@ fn cmd_run(a: RunArgs) -> i32 {
             cert: a.cert,
             key: a.key,
         },
+        stages,
     };
     let plan = match Plan::build(pa) {
         Ok(p) => p,
@@ -366,6 +416,7 @@ fn cmd_run(a: RunArgs) -> i32 {
         watch: a.watch,
         thresholds,
         request_thresholds,
+        abort_on_fail: a.stages.abort_on_fail,
     };
     run_plan(&plan, &a.out, &hooks)
 }
@@ -380,13 +431,36 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
         Err(e) => return fail(EXIT_USAGE, e),
     };
     install_ctrlc();
-    let stop = STOP.get_or_init(StopHandle::new).clone();
+    let stop = stop_handle();
     let show_progress = !out.quiet && std::io::stderr().is_terminal();
     let mut last: Option<Snapshot> = None;
     let mut last_print = Duration::ZERO;
-    let result = execute(plan, &stop, |s| {
+    let mut aborted: Option<String> = None;
+    let (planned_requests, planned_duration_s) = match &plan.load {
+        redline_engine::Load::Closed {
+            requests, duration, ..
+        }
+        | redline_engine::Load::Open {
+            requests, duration, ..
+        } => (*requests, duration.map(|d| d.as_secs_f64())),
+    };
+    let result = execute_with_series(plan, &stop, |s, series| {
         if let Some(l) = live.as_mut() {
             l.snapshot(s);
+        }
+        if hooks.abort_on_fail && aborted.is_none() {
+            let so_far = redline_report::thresholds::SoFar {
+                elapsed_s: s.elapsed.as_secs_f64(),
+                failed: s.failed,
+                series,
+                planned_requests,
+                planned_duration_s,
+            };
+            if let Some(why) = redline_report::thresholds::hopeless(&hooks.thresholds, &so_far) {
+                aborted = Some(why);
+                // The same path as Ctrl-C: sending stops, in-flight requests get the grace.
+                stop.stop();
+            }
         }
         if !show_progress || s.elapsed < last_print + Duration::from_millis(500) {
             return;
@@ -415,6 +489,9 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
         Ok(r) => r,
         Err(e) => return fail(EXIT_RUNTIME, e),
     };
+    if let Some(why) = &aborted {
+        rec.warn("aborted", format!("aborted: {why}"));
+    }
     crate::cmd_server::after_run(watch, &mut rec);
     match crate::cmd_history::after_run(&hooks.save, &mut rec) {
         Ok(lines) => {
@@ -460,7 +537,9 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
             eprintln!("threshold {o}");
         }
     }
-    if rec.interrupted {
+    if aborted.is_some() {
+        EXIT_THRESHOLD
+    } else if rec.interrupted {
         EXIT_INTERRUPTED
     } else if outcomes.iter().any(|o| !o.pass) {
         EXIT_THRESHOLD

@@ -14,4 +14,4 @@ pub mod tls;
 pub mod worker;
 
 pub use plan::{parse_duration, Arrival, Load, Plan, PlanArgs, PlanError};
-pub use run::{execute, EngineError, Snapshot, StopHandle};
+pub use run::{execute, execute_with_series, EngineError, Snapshot, StopHandle};

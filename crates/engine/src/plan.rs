@@ -118,6 +118,28 @@ pub struct PlanArgs {
     pub tls: crate::tls::TlsArgs,
     /// A scenario file (`--scenario`), and whether its paths may leave its folder.
     pub scenario: Option<(std::path::PathBuf, bool)>,
+    /// `--stages`: the load level changes over the run.
+    pub stages: Option<StageArgs>,
+}
+
+/// `--stages` and its companions, as given.
+#[derive(Debug, Clone, Default)]
+pub struct StageArgs {
+    /// The stages in order.
+    pub stages: Vec<crate::pacer::Stage>,
+    /// `--rate-stages`: the levels are requests/s (open loop), not connections.
+    pub rate: bool,
+    /// `--step`: stair steps instead of ramps.
+    pub step: bool,
+}
+
+/// A validated staged load: the level over time.
+#[derive(Debug, Clone)]
+pub struct Staged {
+    /// Connections (closed loop) or requests/s (open loop) over time.
+    pub profile: crate::pacer::Profile,
+    /// The levels are requests/s.
+    pub rate: bool,
 }
 
 impl PlanArgs {
@@ -144,6 +166,7 @@ impl PlanArgs {
             seed: None,
             tls: crate::tls::TlsArgs::default(),
             scenario: None,
+            stages: None,
         }
     }
 }
@@ -232,6 +255,8 @@ pub struct Plan {
     pub tls: Option<crate::tls::TlsSetup>,
     /// A scenario run: its compiled requests.
     pub scenario: Option<std::sync::Arc<crate::scenario::Scenario>>,
+    /// `--stages`: how the level moves over the run.
+    pub staged: Option<Staged>,
 }
 
 fn is_secret_header(name: &str) -> bool {
@@ -465,8 +490,13 @@ impl Plan {
         if a.threads == Some(0) {
             return Err(usage("-t/--threads must be at least 1"));
         }
-        let load = match a.rate {
-            None => {
+        let staged = match &a.stages {
+            Some(sa) => Some(staged_load(&a, sa)?),
+            None => None,
+        };
+        let load = match (&staged, a.rate) {
+            (Some((staged_load, _, _)), _) => staged_load.clone(),
+            (None, None) => {
                 let c = a.connections.unwrap_or(DEFAULT_CONNECTIONS);
                 Load::Closed {
                     connections: c,
@@ -474,7 +504,7 @@ impl Plan {
                     duration,
                 }
             }
-            Some(r) => {
+            (None, Some(r)) => {
                 if !(r.is_finite() && r > 0.0) {
                     return Err(usage(
                         "-r/--rate must be a positive number of requests per second",
@@ -601,6 +631,7 @@ impl Plan {
             load: load_model,
             insecure: tls.as_ref().is_some_and(|t| t.insecure),
             scenario: None,
+            stages: staged.as_ref().map(|s| s.2.clone()),
         };
         let seed = a.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
@@ -657,8 +688,99 @@ impl Plan {
             seed,
             config,
             tls,
+            staged: staged.map(|s| s.1),
         })
     }
+}
+
+/// Checks `--stages` against the other load flags and makes its load model:
+/// closed loop with the highest level as the connections, or open loop
+/// (`--rate-stages`) with the mean rate; the run time is the stages' sum.
+fn staged_load(
+    a: &PlanArgs,
+    sa: &StageArgs,
+) -> Result<(Load, Staged, redline_stats::stages::StagePlan), PlanError> {
+    use crate::pacer::Profile;
+    if sa.stages.is_empty() {
+        return Err(usage("--stages needs at least one DURATION:LEVEL pair"));
+    }
+    if a.duration.is_some() || a.requests.is_some() {
+        return Err(usage(
+            "--stages sets the run time (the sum of the stages): drop -d/--duration and -n/--requests",
+        ));
+    }
+    let profile = Profile::from_stages(&sa.stages, sa.step);
+    let max = profile.max_level();
+    if max <= 0.0 {
+        return Err(usage("--stages: at least one stage needs a level above 0"));
+    }
+    let total = profile.end();
+    let duration = Some(Duration::from_secs_f64(total));
+    let load = if sa.rate {
+        if a.rate.is_some() {
+            return Err(usage(
+                "-r/--rate contradicts --rate-stages (the stage levels are the rates)",
+            ));
+        }
+        if max > 10_000_000.0 {
+            return Err(usage(
+                "--rate-stages above 10,000,000 req/s is not supported",
+            ));
+        }
+        Load::Open {
+            rate: profile.cumulative(total) / total,
+            arrival: a.arrival,
+            max_connections: a.connections.unwrap_or(DEFAULT_OPEN_CONNECTIONS),
+            requests: None,
+            duration,
+        }
+    } else {
+        if a.rate.is_some() {
+            return Err(usage(
+                "-r/--rate contradicts --stages, whose levels are connections: for rates use --rate-stages",
+            ));
+        }
+        if a.connections.is_some() {
+            return Err(usage(
+                "-c/--connections contradicts --stages (its levels are the connections)",
+            ));
+        }
+        if sa.stages.iter().any(|s| s.level.fract() != 0.0) {
+            return Err(usage(
+                "--stages: connection levels must be whole numbers (for rates use --rate-stages)",
+            ));
+        }
+        if max > 1_000_000.0 {
+            return Err(usage(
+                "--stages above 1,000,000 connections is not supported",
+            ));
+        }
+        Load::Closed {
+            connections: max as u64,
+            requests: None,
+            duration,
+        }
+    };
+    let plan = redline_stats::stages::StagePlan {
+        unit: if sa.rate { "rps" } else { "connections" }.into(),
+        step: sa.step,
+        stages: sa
+            .stages
+            .iter()
+            .map(|s| redline_stats::stages::StageSpec {
+                duration_s: s.duration.as_secs_f64(),
+                level: s.level,
+            })
+            .collect(),
+    };
+    Ok((
+        load,
+        Staged {
+            profile,
+            rate: sa.rate,
+        },
+        plan,
+    ))
 }
 
 pub(crate) fn percent_decode(s: &str) -> String {

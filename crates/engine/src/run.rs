@@ -2,11 +2,11 @@
 //! instant, reports live progress from published snapshots, and folds the
 //! workers' recorders into one run record with the client-limit warnings.
 
-use crate::pacer::Pacer;
+use crate::pacer::{Levels, Pacer, Profile};
 use crate::plan::{Load, Plan};
 use crate::worker::{make_poll, run_worker, Live, WorkerResult, WorkerSpec};
 use mio::Waker;
-use redline_stats::{ClientUsage, Environment, RunRecord};
+use redline_stats::{ClientUsage, Environment, RunRecord, SeriesPoint};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -74,6 +74,18 @@ pub fn execute(
     stop: &StopHandle,
     mut progress: impl FnMut(&Snapshot),
 ) -> Result<RunRecord, EngineError> {
+    execute_with_series(plan, stop, |s, _| progress(s))
+}
+
+/// As [`execute`], and `progress` also gets the per-second series of the
+/// seconds finished so far (merged over workers; each worker hands over its
+/// finished seconds about every 100 ms, so a second may still be missing a
+/// worker's share for that long). What `--abort-on-fail` judges.
+pub fn execute_with_series(
+    plan: &Plan,
+    stop: &StopHandle,
+    mut progress: impl FnMut(&Snapshot, &[SeriesPoint]),
+) -> Result<RunRecord, EngineError> {
     let threads = plan.threads as u64;
     let (conns_total, budget_total) = match &plan.load {
         Load::Closed {
@@ -118,9 +130,12 @@ pub fn execute(
                     requests,
                     duration,
                     ..
-                } => Some(Pacer::new(
+                } => Some(Pacer::with_profile(
                     *arrival,
-                    *rate,
+                    match &plan.staged {
+                        Some(s) if s.rate => s.profile.clone(),
+                        _ => Profile::constant(*rate),
+                    },
                     i,
                     threads as usize,
                     requests.map(|n| share(n, threads, iu)),
@@ -128,6 +143,12 @@ pub fn execute(
                     plan.seed,
                 )),
                 Load::Closed { .. } => None,
+            };
+            let levels = match (&plan.staged, &plan.load) {
+                (Some(s), Load::Closed { .. }) => {
+                    Some(Levels::new(s.profile.clone(), i, threads as usize))
+                }
+                _ => None,
             };
             let spec = WorkerSpec {
                 index: i,
@@ -139,6 +160,7 @@ pub fn execute(
                 pacer,
                 stop: stop.flag.clone(),
                 live: lives[i].clone(),
+                levels,
             };
             let h = std::thread::Builder::new()
                 .name(format!("redline-w{i}"))
@@ -160,6 +182,7 @@ pub fn execute(
         // Progress from published snapshots; the engine never waits on this.
         // Workers say when they end, so a short run is reported at once.
         drop(done_tx);
+        let mut seconds: Vec<SeriesPoint> = Vec::new();
         let mut finished = 0;
         while finished < handles.len() {
             match done_rx.recv_timeout(Duration::from_millis(250)) {
@@ -180,7 +203,13 @@ pub fn execute(
                 failed: lives.iter().map(|l| l.failed.load(Ordering::Relaxed)).sum(),
                 open: lives.iter().map(|l| l.open.load(Ordering::Relaxed)).sum(),
             };
-            progress(&snap);
+            for l in &lives {
+                if let Ok(mut v) = l.seconds.lock() {
+                    redline_stats::record::merge_series(&mut seconds, &v);
+                    v.clear();
+                }
+            }
+            progress(&snap, &seconds);
         }
         handles
             .into_iter()
@@ -207,6 +236,7 @@ pub fn execute(
     let elapsed = end.saturating_duration_since(start);
     rec.duration_s = elapsed.as_secs_f64();
     rec.derive();
+    redline_stats::stages::analyze(&mut rec);
     // The workers' own threads: in-process servers (demo, tests) are not counted.
     let (user, sys) = (user.as_secs_f64(), sys.as_secs_f64());
     let secs = rec.duration_s.max(1e-9);
@@ -262,6 +292,15 @@ fn add_warnings(
     }
     match &plan.load {
         Load::Closed { .. } => {
+            // With --stages: the most the profile asked for before its last
+            // quarter second (a ramp reaches its top only at its very end).
+            let conns_wanted = match &plan.staged {
+                Some(s) => {
+                    let p = &s.profile;
+                    (p.max_level_until(p.end() - 0.25).round() as u64).min(conns_wanted)
+                }
+                None => conns_wanted,
+            };
             if peak_open < conns_wanted && !rec.interrupted {
                 rec.warn(
                     "connections_short",

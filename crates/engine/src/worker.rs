@@ -41,6 +41,8 @@ pub struct Live {
     pub failed: AtomicU64,
     /// Connections open now.
     pub open: AtomicU64,
+    /// Finished seconds of the series not yet collected (pushed once a second).
+    pub seconds: std::sync::Mutex<Vec<redline_stats::SeriesPoint>>,
 }
 
 /// What a worker is asked to do.
@@ -63,6 +65,8 @@ pub struct WorkerSpec {
     pub stop: Arc<AtomicBool>,
     /// Published counts.
     pub live: Arc<Live>,
+    /// Closed loop with `--stages`: this worker's connections over time.
+    pub levels: Option<crate::pacer::Levels>,
 }
 
 /// What a worker hands back.
@@ -185,6 +189,13 @@ struct Worker<'p> {
     batch: Duration,
     want_server: bool,
     interrupted: bool,
+    /// Closed-loop level control (`--stages`): slots not parked, slots wanted,
+    /// when to look at the level again; parked slots wait in `free`.
+    levels: Option<crate::pacer::Levels>,
+    active: u64,
+    target: u64,
+    level_check: Option<Instant>,
+    published_secs: usize,
 }
 
 /// Creates the worker's poller and waker (the waker lets Ctrl-C interrupt a poll).
@@ -292,6 +303,11 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
         batch,
         want_server: true,
         interrupted: false,
+        levels: spec.levels,
+        active: 0,
+        target: slots as u64,
+        level_check: None,
+        published_secs: 0,
     };
     w.run(spec.start);
     // A run stopped by its deadline (or Ctrl-C) lasted at least until then, even
@@ -320,15 +336,28 @@ impl<'p> Worker<'p> {
         if let Some(p) = self.pacer.as_mut() {
             self.next_intent = p.next_send().map(|d| start + d);
         } else {
-            // Closed loop: every connection takes its first request.
-            for i in 0..self.conns.len() as u32 {
+            // Closed loop: every connection takes its first request (with
+            // --stages: as many as the level wants; the rest start parked).
+            self.free.clear();
+            let first = match &self.levels {
+                Some(l) => {
+                    self.target = l.active_at(0.0);
+                    self.level_check = l
+                        .next_check(0.0)
+                        .map(|s| start + Duration::from_secs_f64(s));
+                    self.target.min(self.conns.len() as u64) as u32
+                }
+                None => self.conns.len() as u32,
+            };
+            for i in 0..first {
                 if self.take_for(i) {
                     self.conns[i as usize].intended = start;
                     self.conns[i as usize].has_request = true;
                     self.restart.push_back(i);
                 }
             }
-            self.free.clear();
+            self.active = first as u64;
+            self.free.extend((first..self.conns.len() as u32).rev());
         }
         let mut last_publish = start;
         loop {
@@ -344,14 +373,20 @@ impl<'p> Worker<'p> {
             self.expire(now);
             if self.open_loop {
                 self.release(now);
-            } else if self.sc.is_some() {
-                self.wake_sleepers(now);
+            } else {
+                if self.sc.is_some() {
+                    self.wake_sleepers(now);
+                }
+                if !self.stopping && self.level_check.is_some_and(|t| now >= t) {
+                    self.adjust_level(now);
+                }
             }
             self.process_restarts(now);
             if self.finished(now) {
                 break;
             }
             if now.duration_since(last_publish) >= Duration::from_millis(100) {
+                self.rec.tick(now);
                 self.publish();
                 last_publish = now;
             }
@@ -412,7 +447,7 @@ impl<'p> Worker<'p> {
         }
     }
 
-    fn publish(&self) {
+    fn publish(&mut self) {
         self.live
             .completed
             .store(self.rec.counters.completed, Ordering::Relaxed);
@@ -420,6 +455,38 @@ impl<'p> Worker<'p> {
             .failed
             .store(self.rec.counters.failed, Ordering::Relaxed);
         self.live.open.store(self.open, Ordering::Relaxed);
+        let secs = self.rec.finished_seconds();
+        if secs.len() > self.published_secs {
+            if let Ok(mut v) = self.live.seconds.lock() {
+                v.extend_from_slice(&secs[self.published_secs..]);
+            }
+            self.published_secs = secs.len();
+        }
+    }
+
+    /// Closed loop with `--stages`: starts parked slots when the level rose;
+    /// when it fell, slots park themselves as their requests end (`after`).
+    fn adjust_level(&mut self, now: Instant) {
+        let Some(l) = &self.levels else { return };
+        let el = now
+            .saturating_duration_since(self.rec.start())
+            .as_secs_f64();
+        self.target = l.active_at(el);
+        self.level_check = l
+            .next_check(el)
+            .map(|s| self.rec.start() + Duration::from_secs_f64(s));
+        while self.active < self.target {
+            let Some(i) = self.free.pop() else { break };
+            if !self.take_for(i) {
+                self.free.push(i);
+                break;
+            }
+            let c = &mut self.conns[i as usize];
+            c.intended = now;
+            c.has_request = true;
+            self.restart.push_back(i);
+            self.active += 1;
+        }
     }
 
     fn begin_stop(&mut self, now: Instant) {
@@ -483,6 +550,7 @@ impl<'p> Worker<'p> {
             consider(self.drain_until);
         } else {
             consider(self.deadline);
+            consider(self.level_check);
         }
         // Wake at least every 250 ms to publish progress and notice Ctrl-C.
         consider(Some(now + Duration::from_millis(250)));
@@ -1283,6 +1351,13 @@ impl<'p> Worker<'p> {
                     return;
                 }
             }
+        }
+        if self.levels.is_some() && self.active > self.target {
+            // The level fell: this slot parks (its request is done; not an error).
+            self.close(i);
+            self.free.push(i);
+            self.active -= 1;
+            return;
         }
         match st {
             St::Idle if self.take_for(i) => self.send(i, now, now),

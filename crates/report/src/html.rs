@@ -739,6 +739,103 @@ svg.chart{width:100%;height:auto;display:block}
 .note{color:#495057;font-size:13px}
 ";
 
+/// Response time and throughput against the load level (a `--stages` run),
+/// like a hosted ramp test's graphs: one point per load level (or band).
+fn stage_charts(runs: &[(&str, &RunRecord)]) -> String {
+    let staged: Vec<(
+        usize,
+        &str,
+        &RunRecord,
+        Vec<redline_stats::stages::LevelPoint>,
+    )> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (name, r))| {
+            let plan = r.config.stages.as_ref()?;
+            Some((
+                i,
+                *name,
+                *r,
+                redline_stats::stages::by_level(plan, &r.series),
+            ))
+        })
+        .filter(|(_, _, _, pts)| !pts.is_empty())
+        .collect();
+    let Some((_, _, first, _)) = staged.first() else {
+        return String::new();
+    };
+    let unit = first
+        .config
+        .stages
+        .as_ref()
+        .map_or("connections", |p| p.unit_name());
+    let max_level = staged
+        .iter()
+        .flat_map(|(_, _, _, p)| p.iter().map(|x| x.level))
+        .fold(0.0, f64::max);
+    let max_us = staged
+        .iter()
+        .flat_map(|(_, _, _, p)| p.iter().map(|x| x.p99_us as f64))
+        .fold(0.0, f64::max);
+    let max_rps = staged
+        .iter()
+        .flat_map(|(_, _, _, p)| p.iter().map(|x| x.requests_per_sec))
+        .fold(0.0, f64::max);
+    let (div, lu) = lat_unit(max_us);
+    let x = linear_axis(max_level, &format!("load ({unit})"));
+    let mut lat_lines = Vec::new();
+    let mut thr_lines = Vec::new();
+    for (i, name, _, pts) in &staged {
+        let suffix = if runs.len() > 1 {
+            format!(" — {name}")
+        } else {
+            String::new()
+        };
+        let dashed = *i == 1;
+        for (label, color, f) in [
+            (
+                "p50",
+                P50,
+                (|p: &redline_stats::stages::LevelPoint| p.p50_us) as fn(&_) -> u64,
+            ),
+            ("p95", P90, |p| p.p95_us),
+            ("p99", P99, |p| p.p99_us),
+        ] {
+            lat_lines.push(Line {
+                name: format!("{label}{suffix}"),
+                color,
+                dashed,
+                points: pts.iter().map(|p| (p.level, f(p) as f64 / div)).collect(),
+            });
+        }
+        thr_lines.push(Line {
+            name: format!("throughput{suffix}"),
+            color: RUN_COLORS[(*i).min(1)],
+            dashed,
+            points: pts.iter().map(|p| (p.level, p.requests_per_sec)).collect(),
+        });
+    }
+    let mut s = String::from("<h2>Load levels</h2>\n");
+    for (_, _, r, _) in &staged {
+        if let Some(l) = crate::knee_line(r) {
+            let _ = writeln!(s, "<p class=\"note\">{}</p>", esc(&l));
+        }
+    }
+    s.push_str(&line_chart(
+        "Response time against load (p50, p95, p99 per level)",
+        &x,
+        &linear_axis(max_us / div, &format!("latency ({lu})")),
+        &lat_lines,
+    ));
+    s.push_str(&line_chart(
+        "Throughput against load",
+        &x,
+        &linear_axis(max_rps, "responses per second (req/s)"),
+        &thr_lines,
+    ));
+    s
+}
+
 /// The HTML report of one run, or of two (the second overlaid, dashed).
 pub fn report(runs: &[(&str, &RunRecord)]) -> String {
     let runs = &runs[..runs.len().min(2)];
@@ -789,6 +886,7 @@ pub fn report(runs: &[(&str, &RunRecord)]) -> String {
         "received (MiB/s)",
         |p| p.bytes as f64 / (1024.0 * 1024.0),
     ));
+    s.push_str(&stage_charts(runs));
     s.push_str("<h2>Errors and status codes</h2>\n");
     s.push_str(&per_second_chart(
         runs,
@@ -838,6 +936,29 @@ mod tests {
             let n: usize = part[..part.find('"').unwrap()].parse().unwrap();
             assert!(n > 0);
         }
+    }
+
+    #[test]
+    fn staged_run_gets_load_charts() {
+        use redline_stats::stages::{StagePlan, StageSpec};
+        let mut a = synth(2000, 1000, 1, 10);
+        assert!(!report(&[("a", &a)]).contains("Throughput against load"));
+        a.config.stages = Some(StagePlan {
+            unit: "connections".into(),
+            step: true,
+            stages: (1..=5)
+                .map(|l| StageSpec {
+                    duration_s: 2.0,
+                    level: l as f64,
+                })
+                .collect(),
+        });
+        redline_stats::stages::analyze(&mut a);
+        let h = report(&[("a", &a)]);
+        assert!(h.contains("Response time against load"));
+        assert!(h.contains("Throughput against load"));
+        assert!(h.contains("load (connections)"));
+        assert!(h.contains("redline: "), "the knee line");
     }
 
     #[test]

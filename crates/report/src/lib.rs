@@ -12,7 +12,7 @@ pub mod html;
 pub mod requests;
 pub mod thresholds;
 
-use redline_stats::{Hist, RunRecord};
+use redline_stats::{stages, Hist, RunRecord};
 use std::fmt::Write as _;
 
 /// The run record as pretty JSON (the `--output json` document).
@@ -118,12 +118,116 @@ fn phase_row(out: &mut String, label: &str, h: &Hist) {
     );
 }
 
+fn trim_num(x: f64) -> String {
+    let s = format!("{x:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The knee as one line: `redline: the server stops scaling at …`, or what
+/// the run showed when it scaled all the way (None without stages).
+pub fn knee_line(rec: &RunRecord) -> Option<String> {
+    let plan = rec.config.stages.as_ref()?;
+    let unit = plan.unit_name();
+    let one = |l: f64| {
+        if unit == "connections" && (l - 1.0).abs() < 1e-9 {
+            "connection"
+        } else {
+            unit
+        }
+    };
+    Some(match &rec.knee {
+        Some(k) => format!(
+            "redline: the server stops scaling at {} {} (next level: {} gave out; {})",
+            stages::fmt_level(k.level),
+            one(k.level),
+            k.reason,
+            k.evidence
+        ),
+        None => {
+            let pts = stages::by_level(plan, &rec.series);
+            match pts.last() {
+                Some(p) if pts.len() >= 2 => format!(
+                    "redline: no knee: throughput grew in proportion to the load up to {} {} \
+                     ({:.1} req/s, p99 {}), the highest level run",
+                    stages::fmt_level(p.level),
+                    one(p.level),
+                    p.requests_per_sec,
+                    dur_us(p.p99_us as f64)
+                ),
+                _ => "redline: no knee: fewer than two load levels have data".into(),
+            }
+        }
+    })
+}
+
+/// The per-stage table and the knee line of a `--stages` run.
+fn stage_table(o: &mut String, rec: &RunRecord) {
+    let Some(plan) = &rec.config.stages else {
+        return;
+    };
+    let _ = writeln!(
+        o,
+        "{:<8}{:>14}{:>14}{:>11}{:>10}{:>10}{:>10}{:>10}{:>8}",
+        if plan.step { "Step" } else { "Stage" },
+        "time (s)",
+        plan.unit_name(),
+        "req/s",
+        "p50",
+        "p95",
+        "p99",
+        "MB/s",
+        "errors"
+    );
+    for (i, s) in rec.stages.iter().enumerate() {
+        let level = if plan.step || s.level_from == s.level_to {
+            stages::fmt_level(s.level_to)
+        } else {
+            format!(
+                "{}→{}",
+                stages::fmt_level(s.level_from),
+                stages::fmt_level(s.level_to)
+            )
+        };
+        let lat = |v: u64| {
+            if s.seconds == 0 || s.requests == 0 {
+                "-".to_string()
+            } else {
+                dur_us(v as f64)
+            }
+        };
+        let _ = writeln!(
+            o,
+            "  {:<6}{:>14}{:>14}{:>11.1}{:>10}{:>10}{:>10}{:>10.2}{:>8}",
+            i + 1,
+            format!("{}–{}", trim_num(s.start_s), trim_num(s.end_s)),
+            level,
+            s.requests_per_sec,
+            lat(s.p50_us),
+            lat(s.p95_us),
+            lat(s.p99_us),
+            s.bytes_per_sec / 1e6,
+            count(s.errors + s.non_2xx)
+        );
+    }
+    o.push_str("  (whole seconds inside each stage; errors include non-2xx responses)\n");
+    if let Some(l) = knee_line(rec) {
+        let _ = writeln!(o, "{l}");
+    }
+    o.push('\n');
+}
+
 /// The human report.
 pub fn text(rec: &RunRecord) -> String {
     let mut o = String::new();
     let c = &rec.counters;
     let cfg = &rec.config;
-    if rec.interrupted {
+    if let Some(w) = rec.warnings.iter().find(|w| w.code == "aborted") {
+        let _ = writeln!(
+            o,
+            "*** {} ***\n*** the run was stopped early; the numbers cover only what ran ***\n",
+            w.message
+        );
+    } else if rec.interrupted {
         o.push_str(
             "*** INTERRUPTED: the run was stopped early; the numbers cover only what ran ***\n\n",
         );
@@ -161,6 +265,20 @@ pub fn text(rec: &RunRecord) -> String {
         cfg.threads,
         if cfg.threads == 1 { "" } else { "s" }
     );
+    if let Some(p) = &cfg.stages {
+        let list: Vec<String> = p
+            .stages
+            .iter()
+            .map(|s| format!("{}s:{}", trim_num(s.duration_s), stages::fmt_level(s.level)))
+            .collect();
+        let _ = writeln!(
+            o,
+            "Stages:           {} ({}, {})",
+            list.join(","),
+            p.unit_name(),
+            if p.step { "steps" } else { "linear ramps" }
+        );
+    }
     if rec.merged_runs > 1 {
         let _ = writeln!(o, "Merged runs:      {}", rec.merged_runs);
     }
@@ -268,6 +386,8 @@ pub fn text(rec: &RunRecord) -> String {
         phase_row(&mut o, "Total", &rec.latency);
         o.push('\n');
     }
+
+    stage_table(&mut o, rec);
 
     if !rec.status_codes.is_empty() {
         let codes: Vec<String> = rec

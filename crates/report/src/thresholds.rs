@@ -1,8 +1,17 @@
 //! Pass/fail thresholds for CI: `--threshold 'p99<250ms'`, `'errors<0.1%'`,
 //! `'rps>1000'`. Parsed once before the run (a bad one is a usage error), then
 //! checked against the run record.
+//!
+//! `--abort-on-fail` asks [`hopeless`] during the run, with what the progress
+//! snapshots and the finished seconds of the series show:
+//! - at once, when no later data can save a threshold: `max<X` once a response
+//!   took longer; `errors<X%` in a count-bounded run (`-n N`) once the errors
+//!   so far are X % of N (the final share can only be higher);
+//! - otherwise on the data so far, once the run is 5 s old or 10 % through
+//!   (of its duration, or of its request count), whichever comes first, and
+//!   at least one second has finished.
 
-use redline_stats::RunRecord;
+use redline_stats::{Hist, RunRecord, SeriesPoint};
 use std::fmt;
 
 /// What a threshold measures.
@@ -149,43 +158,157 @@ impl std::str::FromStr for Threshold {
     }
 }
 
+/// What a threshold is measured on.
+struct Measured<'a> {
+    latency: &'a Hist,
+    completed: u64,
+    failed: u64,
+    non_2xx: u64,
+    rps: f64,
+}
+
+fn outcome(t: &Threshold, m: &Measured) -> Outcome {
+    let actual = match t.metric {
+        Metric::Percentile(q) => m.latency.percentile(q) as f64,
+        Metric::Mean => m.latency.mean(),
+        Metric::Max => m.latency.max() as f64,
+        Metric::Rps => m.rps,
+        Metric::Errors => {
+            let ended = m.completed + m.failed;
+            if ended == 0 {
+                1.0
+            } else {
+                (m.failed + m.non_2xx) as f64 / ended as f64
+            }
+        }
+    };
+    // A run with no response has no latency: latency thresholds fail.
+    let no_data = m.latency.is_empty() && !matches!(t.metric, Metric::Rps | Metric::Errors);
+    let pass = !no_data && holds(t.op, actual, t.value);
+    Outcome {
+        threshold: t.clone(),
+        actual,
+        pass,
+    }
+}
+
+fn holds(op: Op, actual: f64, bound: f64) -> bool {
+    match op {
+        Op::Lt => actual < bound,
+        Op::Le => actual <= bound,
+        Op::Gt => actual > bound,
+        Op::Ge => actual >= bound,
+    }
+}
+
 /// Checks thresholds against a run.
 pub fn check(rec: &RunRecord, thresholds: &[Threshold]) -> Vec<Outcome> {
-    thresholds
-        .iter()
-        .map(|t| {
-            let c = &rec.counters;
-            let actual = match t.metric {
-                Metric::Percentile(q) => rec.latency.percentile(q) as f64,
-                Metric::Mean => rec.latency.mean(),
-                Metric::Max => rec.latency.max() as f64,
-                Metric::Rps => rec.requests_per_sec,
-                Metric::Errors => {
-                    let ended = c.completed + c.failed;
-                    if ended == 0 {
-                        1.0
-                    } else {
-                        (c.failed + c.non_2xx) as f64 / ended as f64
+    let c = &rec.counters;
+    let m = Measured {
+        latency: &rec.latency,
+        completed: c.completed,
+        failed: c.failed,
+        non_2xx: c.non_2xx,
+        rps: rec.requests_per_sec,
+    };
+    thresholds.iter().map(|t| outcome(t, &m)).collect()
+}
+
+/// A run in progress, as `--abort-on-fail` sees it.
+pub struct SoFar<'a> {
+    /// Time since the start, seconds.
+    pub elapsed_s: f64,
+    /// Failed requests so far (from the progress snapshot).
+    pub failed: u64,
+    /// The finished seconds of the series.
+    pub series: &'a [SeriesPoint],
+    /// The run's request count, when bounded by count.
+    pub planned_requests: Option<u64>,
+    /// The run's duration, when bounded by time.
+    pub planned_duration_s: Option<f64>,
+}
+
+/// The first threshold that can no longer pass, with the text to report
+/// (`threshold 'p99<5ms' can no longer pass: …`); see the module text.
+pub fn hopeless(thresholds: &[Threshold], s: &SoFar) -> Option<String> {
+    let mut lat = Hist::with_sigfig(redline_stats::hist::SERIES_SIGFIG);
+    let (mut completed, mut failed, mut non_2xx) = (0u64, 0u64, 0u64);
+    for p in s.series {
+        lat.merge(&p.hist.to_hist());
+        completed += p.requests;
+        failed += p.errors;
+        non_2xx += p.status_classes.iter().sum::<u64>() - p.status_classes[1];
+    }
+    let failed_now = failed.max(s.failed);
+    let seconds = s.series.last().map_or(0, |p| p.t + 1);
+    let m = Measured {
+        latency: &lat,
+        completed,
+        failed,
+        non_2xx,
+        rps: if seconds > 0 {
+            completed as f64 / seconds as f64
+        } else {
+            0.0
+        },
+    };
+    let too_late = |t: &Threshold, why: String| {
+        Some(format!("threshold '{}' can no longer pass: {why}", t.text))
+    };
+    // Certain already, whatever comes next.
+    for t in thresholds {
+        match (t.metric, t.op) {
+            (Metric::Max, Op::Lt | Op::Le) if !lat.is_empty() => {
+                let max = lat.max() as f64;
+                if !holds(t.op, max, t.value) {
+                    return too_late(t, format!("a response already took {}", crate::dur_us(max)));
+                }
+            }
+            (Metric::Errors, Op::Lt | Op::Le) => {
+                if let Some(n) = s.planned_requests.filter(|n| *n > 0) {
+                    let floor = (failed_now + non_2xx) as f64 / n as f64;
+                    if !holds(t.op, floor, t.value) {
+                        return too_late(
+                            t,
+                            format!(
+                                "{} of the {n} requests already failed or were not 2xx ({:.2}%)",
+                                failed_now + non_2xx,
+                                floor * 100.0
+                            ),
+                        );
                     }
                 }
-            };
-            // A run with no response has no latency: latency thresholds fail.
-            let no_data =
-                rec.latency.is_empty() && !matches!(t.metric, Metric::Rps | Metric::Errors);
-            let pass = !no_data
-                && match t.op {
-                    Op::Lt => actual < t.value,
-                    Op::Le => actual <= t.value,
-                    Op::Gt => actual > t.value,
-                    Op::Ge => actual >= t.value,
-                };
-            Outcome {
-                threshold: t.clone(),
-                actual,
-                pass,
             }
-        })
-        .collect()
+            _ => {}
+        }
+    }
+    // On the data so far, once there is enough of it.
+    let through = match (s.planned_duration_s, s.planned_requests) {
+        (Some(d), _) if d > 0.0 => s.elapsed_s / d,
+        (_, Some(n)) if n > 0 => (completed + failed) as f64 / n as f64,
+        _ => 0.0,
+    };
+    if seconds == 0 || (s.elapsed_s < 5.0 && through < 0.1) {
+        return None;
+    }
+    for t in thresholds {
+        let o = outcome(t, &m);
+        if !o.pass {
+            let shown = match t.metric {
+                Metric::Rps => format!("{:.1} req/s", o.actual),
+                Metric::Errors => format!("{:.2}%", o.actual * 100.0),
+                _ => crate::dur_us(o.actual),
+            };
+            return too_late(
+                t,
+                format!(
+                    "{shown} over the first {seconds} s (judged after {:.1} s)",
+                    s.elapsed_s
+                ),
+            );
+        }
+    }
+    None
 }
 
 /// Checks thresholds against one named request of a scenario run (its own
@@ -248,6 +371,44 @@ mod tests {
         ] {
             assert!(bad.parse::<Threshold>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn hopeless_when_no_later_data_can_help() {
+        use redline_stats::hist::SERIES_SIGFIG;
+        let sec = |t: u32, n: u64, lat_us: u64, errors: u64| {
+            let mut h = Hist::with_sigfig(SERIES_SIGFIG);
+            for _ in 0..n {
+                h.record_us(lat_us);
+            }
+            let mut p = SeriesPoint::new(t, n, errors, 0, &h);
+            p.status_classes[1] = n;
+            p
+        };
+        let ts = |s: &[&str]| -> Vec<Threshold> { s.iter().map(|x| x.parse().unwrap()).collect() };
+        let series = vec![sec(0, 100, 20_000, 0)];
+        let so_far = |elapsed_s, series: &'static [SeriesPoint]| SoFar {
+            elapsed_s,
+            failed: 0,
+            series,
+            planned_requests: None,
+            planned_duration_s: Some(60.0),
+        };
+        let series: &'static [SeriesPoint] = Box::leak(series.into_boxed_slice());
+        // p99 judged on data only after 5 s (10 % of 60 s is 6 s).
+        assert!(hopeless(&ts(&["p99<5ms"]), &so_far(1.0, series)).is_none());
+        let why = hopeless(&ts(&["p99<5ms"]), &so_far(5.0, series)).unwrap();
+        assert!(why.contains("'p99<5ms' can no longer pass"), "{why}");
+        assert!(hopeless(&ts(&["p99<50ms"]), &so_far(5.0, series)).is_none());
+        // max: at once.
+        assert!(hopeless(&ts(&["max<10ms"]), &so_far(0.5, series)).is_some());
+        // errors in a count-bounded run: once they are the bound's share of N.
+        let errs: &'static [SeriesPoint] = Box::leak(vec![sec(0, 10, 1000, 20)].into_boxed_slice());
+        let mut s = so_far(0.3, errs);
+        s.planned_duration_s = None;
+        s.planned_requests = Some(1000);
+        assert!(hopeless(&ts(&["errors<1%"]), &s).is_some());
+        assert!(hopeless(&ts(&["errors<5%"]), &s).is_none());
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod record;
 pub mod recorder;
 pub mod requests;
 pub mod rng;
+pub mod stages;
 pub mod time;
 pub mod watch;
 

@@ -132,6 +132,9 @@ pub struct RunConfig {
     /// The scenario file of a `--scenario` run (its name and path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<String>,
+    /// The `--stages` load plan, when the load level changed over the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<crate::stages::StagePlan>,
 }
 
 impl RunConfig {
@@ -152,6 +155,7 @@ impl RunConfig {
             load,
             insecure: false,
             scenario: None,
+            stages: None,
         }
     }
 }
@@ -399,6 +403,12 @@ pub struct RunRecord {
     /// Scenario runs: the numbers of each named request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requests: Vec<crate::requests::RequestStats>,
+    /// Per stage (or step) of a `--stages` run, from the per-second series.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<crate::stages::StageSummary>,
+    /// Where throughput stopped growing with the load (a `--stages` run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee: Option<crate::stages::Knee>,
 }
 
 impl RunRecord {
@@ -435,6 +445,8 @@ impl RunRecord {
             note: None,
             server_watch: None,
             requests: Vec::new(),
+            stages: Vec::new(),
+            knee: None,
         }
     }
 
@@ -620,6 +632,14 @@ impl AddAssign<&RunRecord> for RunRecord {
             _ => {}
         }
         crate::requests::merge_requests(&mut self.requests, &o.requests);
+        // Stage plans add up like the load; summaries and the knee are then
+        // recomputed from the merged series, so the merge stays exact.
+        match (&mut self.config.stages, &o.config.stages) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.config.stages = Some(b.clone()),
+            _ => {}
+        }
         self.derive();
+        crate::stages::analyze(self);
     }
 }

@@ -96,6 +96,11 @@ impl Recorder {
         self.start
     }
 
+    /// The seconds finished so far (for live views; call [`Recorder::tick`] first).
+    pub fn finished_seconds(&self) -> &[SeriesPoint] {
+        &self.series
+    }
+
     /// Records a complete response.
     #[inline]
     pub fn response(&mut self, t: &Timing, status: u16, wire_bytes: u64, body_bytes: u64) {

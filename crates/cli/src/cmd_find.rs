@@ -1,0 +1,446 @@
+//! `redline find URL --slo 'p99<200ms,errors<1%'`: the highest open-loop
+//! arrival rate that meets an SLO.
+//!
+//! Each step is an open-loop run at one rate for `--warmup` plus
+//! `--step-duration` (both rounded up to whole seconds); the warm-up seconds
+//! are dropped and the SLO (the `--threshold` grammar) is judged on the rest
+//! of the series: responses completed from the end of the warm-up on, and
+//! requests still unanswered when the step ended count as errors. The rate
+//! doubles from `--start-rate` until a step fails (halves while the first
+//! ones fail), then bisects between the last pass and the first fail until
+//! the gap is under `--precision`, `--max-steps` steps ran, or the next step
+//! would overrun `--time-budget`. A step where the client could not keep the
+//! rate (its own CPU, file descriptors or ports, or lag not explained by the
+//! server holding every connection) is neither pass nor fail: the search
+//! stops there and says so.
+//!
+//! Exit codes: 0 an answer (or a lower bound) was found; 4 no step met the
+//! SLO; 1 the client was the limit before any step passed, or a run failed;
+//! 2 bad input; 130 interrupted.
+
+use crate::cli::{fail, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, EXIT_THRESHOLD, EXIT_USAGE};
+use clap::{Args, ValueEnum};
+use redline_engine::{execute, parse_duration, Plan, PlanArgs};
+use redline_report::thresholds::{check, Outcome, Threshold};
+use redline_stats::{Hist, RunRecord};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum FindOutput {
+    Text,
+    Json,
+}
+
+/// `redline find`: search the highest arrival rate meeting an SLO.
+#[derive(Args, Debug)]
+pub struct FindArgs {
+    /// Target URL.
+    url: String,
+    /// The objective, thresholds separated by commas, e.g. 'p99<200ms,errors<1%'.
+    #[arg(long, value_name = "EXPR", value_parser = slo)]
+    slo: Slo,
+    /// First rate tried (req/s).
+    #[arg(long = "start-rate", value_name = "REQ/S", default_value_t = 100.0)]
+    start_rate: f64,
+    /// Stop when the gap between the last pass and the first fail is under this (e.g. 5%).
+    #[arg(long, value_name = "PERCENT", default_value = "5%", value_parser = percent)]
+    precision: f64,
+    /// At most this many steps.
+    #[arg(long = "max-steps", value_name = "N", default_value_t = 12)]
+    max_steps: u32,
+    /// Do not start a step that would end after this much time in all.
+    #[arg(long = "time-budget", value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    time_budget: Duration,
+    /// Measured time of each step.
+    #[arg(long = "step-duration", value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    step_duration: Duration,
+    /// Unmeasured time at the start of each step.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    warmup: Duration,
+    /// Connection cap (open loop; default 1000).
+    #[arg(short = 'c', long = "connections", value_name = "N")]
+    connections: Option<u64>,
+    /// Worker threads (default: the number of cores).
+    #[arg(short = 't', long = "threads", value_name = "N")]
+    threads: Option<usize>,
+    /// HTTP method.
+    #[arg(short = 'm', long = "method", value_name = "METHOD")]
+    method: Option<String>,
+    /// Extra request header, 'Name: value' (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    headers: Vec<String>,
+    /// Per-request timeout.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    timeout: Duration,
+    /// https: do not verify the server's certificate.
+    #[arg(long)]
+    insecure: bool,
+    /// Report format: text (a line per step) or json.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FORMAT",
+        default_value = "text"
+    )]
+    output: FindOutput,
+    /// No step lines on stderr with --output json.
+    #[arg(short = 'q', long = "quiet")]
+    quiet: bool,
+    #[command(flatten)]
+    save: crate::cmd_history::RunSaveArgs,
+}
+
+/// The SLO: thresholds that must all hold.
+#[derive(Debug, Clone)]
+pub struct Slo(Vec<Threshold>);
+
+fn slo(s: &str) -> Result<Slo, String> {
+    let v = s
+        .split(',')
+        .map(|t| t.parse::<Threshold>())
+        .collect::<Result<Vec<_>, _>>()?;
+    if v.is_empty() {
+        return Err("the SLO needs at least one threshold".into());
+    }
+    Ok(Slo(v))
+}
+
+fn percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid percentage '{s}' (example: 5%)"))?;
+    if !(v > 0.0 && v < 100.0) {
+        return Err(format!("'{s}': the precision must be between 0 and 100 %"));
+    }
+    Ok(v / 100.0)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    Pass,
+    Fail,
+    ClientLimited,
+}
+
+impl Verdict {
+    fn name(self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Fail => "fail",
+            Verdict::ClientLimited => "client_limited",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Step {
+    step: u32,
+    target_rate: f64,
+    sent_per_sec: f64,
+    requests_per_sec: f64,
+    p50_us: u64,
+    p99_us: u64,
+    /// Failed, unanswered and non-2xx as a share of what was measured.
+    error_share: f64,
+    verdict: Verdict,
+    /// Each SLO threshold as `PASS p99<200ms (measured …)`.
+    outcomes: Vec<String>,
+    /// Why the step is not the server's (client-limited steps).
+    note: Option<String>,
+}
+
+impl Step {
+    fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "step": self.step,
+            "target_rate": self.target_rate,
+            "sent_per_sec": self.sent_per_sec,
+            "requests_per_sec": self.requests_per_sec,
+            "p50_us": self.p50_us,
+            "p99_us": self.p99_us,
+            "error_share": self.error_share,
+            "verdict": self.verdict.name(),
+            "outcomes": self.outcomes,
+            "note": self.note,
+        })
+    }
+}
+
+/// Judges one step's record: the seconds after the warm-up.
+fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (Step, bool) {
+    let mut lat = Hist::with_sigfig(redline_stats::hist::SERIES_SIGFIG);
+    let (mut completed, mut failed, mut non_2xx) = (0u64, 0u64, 0u64);
+    let mut in_window = 0u64;
+    // From the warm-up's end on, the drain after the step included: those
+    // responses answer requests sent in the measured window.
+    for p in rec.series.iter().filter(|p| p.t >= warm_s) {
+        lat.merge(&p.hist.to_hist());
+        completed += p.requests;
+        failed += p.errors;
+        non_2xx += p.status_classes.iter().sum::<u64>() - p.status_classes[1];
+        if p.t < warm_s + measured_s {
+            in_window += p.requests;
+        }
+    }
+    failed += rec.counters.in_flight_at_end + rec.counters.not_sent;
+    let mut m = rec.clone();
+    m.latency = lat;
+    m.counters.completed = completed;
+    m.counters.failed = failed;
+    m.counters.non_2xx = non_2xx;
+    m.requests_per_sec = in_window as f64 / measured_s.max(1) as f64;
+    let outcomes: Vec<Outcome> = check(&m, slo);
+    let ended = completed + failed;
+    let waited_mostly = rec.counters.waited_for_connection * 100 > rec.counters.sent.max(1);
+    let limit: Vec<&str> = rec
+        .warnings
+        .iter()
+        .filter(|w| match w.code.as_str() {
+            "client_cpu" | "fd_limit" | "client_resources" => true,
+            // Lag or a short rate while connections were free: the client's doing.
+            "scheduler_lag" | "rate_short" => !waited_mostly,
+            _ => false,
+        })
+        .map(|w| w.message.as_str())
+        .collect();
+    let pass = outcomes.iter().all(|o| o.pass);
+    let verdict = if !limit.is_empty() {
+        Verdict::ClientLimited
+    } else if pass {
+        Verdict::Pass
+    } else {
+        Verdict::Fail
+    };
+    let step = Step {
+        step: 0,
+        target_rate: 0.0,
+        sent_per_sec: rec.sent_per_sec,
+        requests_per_sec: m.requests_per_sec,
+        p50_us: m.latency.percentile(50.0),
+        p99_us: m.latency.percentile(99.0),
+        error_share: if ended > 0 {
+            (failed + non_2xx) as f64 / ended as f64
+        } else {
+            0.0
+        },
+        verdict,
+        outcomes: outcomes.iter().map(|o| o.to_string()).collect(),
+        note: (!limit.is_empty()).then(|| limit.join("; ")),
+    };
+    (step, rec.interrupted)
+}
+
+fn fmt_rate(r: f64) -> String {
+    if r >= 100.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r:.1}")
+    }
+}
+
+/// Runs `redline find`; returns the exit code.
+pub fn run(a: FindArgs) -> i32 {
+    if !(a.start_rate.is_finite() && a.start_rate > 0.0 && a.start_rate <= 10_000_000.0) {
+        return fail(
+            EXIT_USAGE,
+            "--start-rate must be above 0 and at most 10,000,000 req/s",
+        );
+    }
+    if a.step_duration < Duration::from_secs(1) {
+        return fail(EXIT_USAGE, "--step-duration must be at least 1s");
+    }
+    if a.max_steps == 0 {
+        return fail(EXIT_USAGE, "--max-steps must be at least 1");
+    }
+    let warm_s = a.warmup.as_secs_f64().ceil() as u32;
+    let measured_s = a.step_duration.as_secs_f64().ceil() as u32;
+    let step_len = Duration::from_secs((warm_s + measured_s) as u64);
+    let build = |rate: f64| -> Result<Plan, String> {
+        let mut pa = PlanArgs::new(a.url.clone());
+        pa.rate = Some(rate);
+        pa.duration = Some(step_len);
+        pa.connections = a.connections;
+        pa.threads = a.threads;
+        pa.method = a.method.clone();
+        pa.headers = a.headers.clone();
+        pa.timeout = a.timeout;
+        pa.tls.insecure = a.insecure;
+        Plan::build(pa).map_err(|e| e.to_string())
+    };
+    // Check the input once before any traffic.
+    let url = match build(a.start_rate) {
+        Ok(p) => p.target.display,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    crate::cli::install_ctrlc();
+    let stop = crate::cli::stop_handle();
+    let text = a.output == FindOutput::Text;
+    let say = |l: &str| {
+        if text {
+            println!("{l}");
+            let _ = std::io::stdout().flush();
+        } else if !a.quiet {
+            eprintln!("{l}");
+        }
+    };
+    let slo_text: Vec<String> = a.slo.0.iter().map(|t| t.text.clone()).collect();
+    say(&format!(
+        "redline find: {url}, SLO {}; steps of {}s after {}s warm-up",
+        slo_text.join(", "),
+        measured_s,
+        warm_s
+    ));
+    say(&format!(
+        "{:>4} {:>12} {:>10} {:>10} {:>10} {:>10} {:>8}  verdict",
+        "step", "target req/s", "sent/s", "done/s", "p50", "p99", "errors"
+    ));
+    let started = Instant::now();
+    let mut steps: Vec<Step> = Vec::new();
+    let (mut pass, mut failed): (Option<f64>, Option<f64>) = (None, None);
+    let mut rate = a.start_rate;
+    let stopped: &str = loop {
+        if steps.len() as u32 >= a.max_steps {
+            break "max_steps";
+        }
+        // A step costs its length plus up to the 1 s grace.
+        if started.elapsed() + step_len + Duration::from_secs(1) > a.time_budget {
+            break "time_budget";
+        }
+        let plan = match build(rate) {
+            Ok(p) => p,
+            Err(e) => return fail(EXIT_USAGE, e),
+        };
+        let mut rec = match execute(&plan, &stop, |_| {}) {
+            Ok(r) => r,
+            Err(e) => return fail(EXIT_RUNTIME, e),
+        };
+        let n = steps.len() as u32 + 1;
+        rec.note = Some(format!("redline find: step {n}, {} req/s", fmt_rate(rate)));
+        match crate::cmd_history::after_run(&a.save, &mut rec) {
+            Ok(lines) => {
+                if text || !a.quiet {
+                    for l in lines {
+                        eprintln!("{l}");
+                    }
+                }
+            }
+            Err(e) => eprintln!("redline: error: {e}"),
+        }
+        let (mut step, interrupted) = judge(&rec, &a.slo.0, warm_s, measured_s);
+        step.step = n;
+        step.target_rate = rate;
+        if interrupted {
+            break "interrupted";
+        }
+        say(&format!(
+            "{:>4} {:>12} {:>10.1} {:>10.1} {:>10} {:>10} {:>7.2}%  {}",
+            n,
+            fmt_rate(rate),
+            step.sent_per_sec,
+            step.requests_per_sec,
+            redline_report::dur_us(step.p50_us as f64),
+            redline_report::dur_us(step.p99_us as f64),
+            step.error_share * 100.0,
+            match step.verdict {
+                Verdict::Pass => "PASS".to_string(),
+                Verdict::Fail => format!(
+                    "FAIL ({})",
+                    step.outcomes
+                        .iter()
+                        .filter(|o| o.starts_with("FAIL"))
+                        .map(|o| o.trim_start_matches("FAIL").trim().replacen("  ", " ", 1))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+                Verdict::ClientLimited => "CLIENT-LIMITED".to_string(),
+            }
+        ));
+        let verdict = step.verdict;
+        if let Some(note) = &step.note {
+            say(&format!("     the client was the limit: {note}"));
+        }
+        steps.push(step);
+        match verdict {
+            Verdict::ClientLimited => break "client_limited",
+            Verdict::Pass => pass = Some(pass.map_or(rate, |p: f64| p.max(rate))),
+            Verdict::Fail => failed = Some(failed.map_or(rate, |f: f64| f.min(rate))),
+        }
+        rate = match (pass, failed) {
+            (Some(p), None) => p * 2.0,
+            (None, Some(f)) => {
+                if f / 2.0 < 0.1 {
+                    break "no_pass";
+                }
+                f / 2.0
+            }
+            (Some(p), Some(f)) => {
+                if (f - p) / p <= a.precision {
+                    break "precision";
+                }
+                (p + f) / 2.0
+            }
+            (None, None) => break "no_pass",
+        };
+        if rate > 10_000_000.0 {
+            break "max_steps";
+        }
+    };
+    let answer = match (pass, failed) {
+        (Some(p), Some(f)) => format!(
+            "max rate meeting SLO: {} req/s (between {} and {} req/s)",
+            fmt_rate(p),
+            fmt_rate(p),
+            fmt_rate(f)
+        ),
+        (Some(p), None) => format!(
+            "max rate meeting SLO: at least {} req/s (no step failed)",
+            fmt_rate(p)
+        ),
+        (None, Some(f)) => format!("no rate met the SLO (down to {} req/s)", fmt_rate(f)),
+        (None, None) => "no step completed: no answer".to_string(),
+    };
+    let why = match stopped {
+        "precision" => "the bracket is within --precision".to_string(),
+        "max_steps" => "--max-steps reached".into(),
+        "time_budget" => "the next step would overrun --time-budget".into(),
+        "client_limited" => {
+            "the client, not the server, was the limit at the last step: the server's capacity may be higher; \
+             give redline more cores (-t) or machines"
+                .into()
+        }
+        "interrupted" => "interrupted".into(),
+        _ => "no rate passed".into(),
+    };
+    if text {
+        println!("{answer}\n  (search stopped: {why})");
+    } else {
+        // `stopped`: precision, max_steps, time_budget, client_limited, no_pass, interrupted.
+        let r = serde_json::json!({
+            "format": "redline.find",
+            "version": 1,
+            "url": url,
+            "slo": slo_text,
+            "steps": steps.iter().map(Step::json).collect::<Vec<_>>(),
+            "max_rate": pass,
+            "lower": pass,
+            "upper": failed,
+            "stopped": stopped,
+        });
+        let mut out = std::io::stdout().lock();
+        let _ = serde_json::to_writer_pretty(&mut out, &r);
+        let _ = writeln!(out);
+        if !a.quiet {
+            eprintln!("{answer}");
+        }
+    }
+    match (stopped, pass) {
+        ("interrupted", _) => EXIT_INTERRUPTED,
+        (_, Some(_)) => EXIT_OK,
+        ("client_limited", None) => EXIT_RUNTIME,
+        (_, None) => EXIT_THRESHOLD,
+    }
+}

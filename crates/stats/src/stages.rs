@@ -1,0 +1,528 @@
+//! Load stages: the recorded `--stages` plan, per-stage summaries and the knee.
+//!
+//! Everything here is computed from the run's per-second series and the stage
+//! plan only, so a merged record (`a += &b`) gets its summaries and knee
+//! recomputed from the merged series: exact, never an average of averages.
+//!
+//! Which seconds belong to a stage: a series point covers `[t, t+1)`; a stage
+//! `[start, end)` takes the seconds lying wholly inside it (so the drain after
+//! the last stage and the second a step changes in are left out when the
+//! boundaries are not whole seconds); a stage shorter than that takes the
+//! seconds whose middle falls inside it.
+//!
+//! The knee: seconds are grouped by the load level in force at their middle
+//! (every distinct level its own group when there are at most 12, else 10
+//! equal-width level bands), throughput and p99 computed per group. Starting
+//! from the lowest loaded group `L0`, a group `L` still scales when
+//! throughput(L) ≥ [`SCALING`] × throughput(L0) × L/L0, its p99 is at most
+//! [`P99_FACTOR`] × p99(L0) (and at least 1 ms above it, so microsecond noise
+//! does not count), and its errors stay under 1 %. The knee is the last level
+//! before the first group that fails one of these.
+
+use crate::hist::{Hist, SERIES_SIGFIG};
+use crate::record::{RunRecord, SeriesPoint};
+use serde::{Deserialize, Serialize};
+
+/// Throughput must reach this share of proportional scaling. 0.8 leaves room
+/// for the noise of one-second samples and the cost of more connections, yet
+/// catches a serializing server at once (2 connections give 0.5 of 2×).
+pub const SCALING: f64 = 0.8;
+/// p99 may grow to this multiple of its low-load value before the load counts
+/// as past the knee.
+pub const P99_FACTOR: f64 = 3.0;
+
+/// One recorded stage: reach (ramp) or hold (step) `level` for `duration_s`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageSpec {
+    /// Seconds the stage lasts.
+    pub duration_s: f64,
+    /// Connections or requests/s at the stage's end.
+    pub level: f64,
+}
+
+/// The `--stages` plan as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StagePlan {
+    /// `connections` (closed loop) or `rps` (open loop, `--rate-stages`).
+    pub unit: String,
+    /// Stair steps (`--step`): the level jumps at each stage's start and holds.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub step: bool,
+    /// The stages in order.
+    pub stages: Vec<StageSpec>,
+}
+
+impl StagePlan {
+    /// The level at `t` seconds: ramps move linearly from the previous
+    /// stage's level (0 before the first); steps hold. 0 after the end.
+    pub fn level_at(&self, t: f64) -> f64 {
+        let (mut start, mut prev) = (0.0, 0.0);
+        for s in &self.stages {
+            let end = start + s.duration_s;
+            if t < end {
+                if self.step || s.duration_s <= 0.0 {
+                    return s.level;
+                }
+                return prev + (s.level - prev) * ((t - start) / s.duration_s).max(0.0);
+            }
+            start = end;
+            prev = s.level;
+        }
+        0.0
+    }
+
+    /// The planned run time.
+    pub fn total_s(&self) -> f64 {
+        self.stages.iter().map(|s| s.duration_s).sum()
+    }
+
+    /// The unit for people: `connections` or `req/s`.
+    pub fn unit_name(&self) -> &'static str {
+        if self.unit == "rps" {
+            "req/s"
+        } else {
+            "connections"
+        }
+    }
+
+    /// Adds another machine's plan of the same shape (levels add up, like the
+    /// load of merged runs); a plan of another shape is left as it is.
+    pub fn merge(&mut self, o: &StagePlan) {
+        let same = self.unit == o.unit
+            && self.step == o.step
+            && self.stages.len() == o.stages.len()
+            && self
+                .stages
+                .iter()
+                .zip(&o.stages)
+                .all(|(a, b)| (a.duration_s - b.duration_s).abs() < 1e-9);
+        if same {
+            for (a, b) in self.stages.iter_mut().zip(&o.stages) {
+                a.level += b.level;
+            }
+        }
+    }
+}
+
+/// What one stage (or step) measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageSummary {
+    /// Stage start, seconds since the run's start.
+    pub start_s: f64,
+    /// Stage end.
+    pub end_s: f64,
+    /// Level at the stage's start (for a step: its level).
+    pub level_from: f64,
+    /// Level at the stage's end.
+    pub level_to: f64,
+    /// Whole seconds of the series measured in this stage.
+    pub seconds: u32,
+    /// Completed responses in those seconds.
+    pub requests: u64,
+    /// Completed responses per second.
+    pub requests_per_sec: f64,
+    /// Latency p50 (µs, 2 significant digits: from the series histograms).
+    pub p50_us: u64,
+    /// Latency p95 (µs).
+    pub p95_us: u64,
+    /// Latency p99 (µs).
+    pub p99_us: u64,
+    /// Bytes read per second.
+    pub bytes_per_sec: f64,
+    /// Failed requests.
+    pub errors: u64,
+    /// Responses with a status outside 2xx.
+    #[serde(default)]
+    pub non_2xx: u64,
+}
+
+/// The load level where the server stopped scaling.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Knee {
+    /// The highest level that still scaled.
+    pub level: f64,
+    /// `connections` or `rps`.
+    pub unit: String,
+    /// What gave out next: `throughput`, `p99` or `errors`.
+    pub reason: String,
+    /// The numbers behind it, in words.
+    pub evidence: String,
+}
+
+/// Throughput and latency of the seconds run at one load level (or band).
+#[derive(Debug, Clone)]
+pub struct LevelPoint {
+    /// The level (mean over the seconds of a band).
+    pub level: f64,
+    /// Seconds in it.
+    pub seconds: u32,
+    /// Completed responses per second.
+    pub requests_per_sec: f64,
+    /// Errors and non-2xx responses as a share of what ended.
+    pub error_share: f64,
+    /// Latency percentiles (µs).
+    pub p50_us: u64,
+    /// p95 (µs).
+    pub p95_us: u64,
+    /// p99 (µs).
+    pub p99_us: u64,
+}
+
+#[derive(Default)]
+struct Acc {
+    seconds: u32,
+    requests: u64,
+    errors: u64,
+    non_2xx: u64,
+    bytes: u64,
+    level_sum: f64,
+    hist: Option<Hist>,
+}
+
+impl Acc {
+    fn add(&mut self, p: &SeriesPoint, level: f64) {
+        self.seconds += 1;
+        self.requests += p.requests;
+        self.errors += p.errors;
+        self.non_2xx += p.status_classes.iter().sum::<u64>() - p.status_classes[1];
+        self.bytes += p.bytes;
+        self.level_sum += level;
+        self.hist
+            .get_or_insert_with(|| Hist::with_sigfig(SERIES_SIGFIG))
+            .merge(&p.hist.to_hist());
+    }
+    fn pct(&self, q: f64) -> u64 {
+        self.hist.as_ref().map_or(0, |h| h.percentile(q))
+    }
+}
+
+/// Per-stage summaries from the series.
+pub fn summarize(plan: &StagePlan, series: &[SeriesPoint]) -> Vec<StageSummary> {
+    let mut out = Vec::with_capacity(plan.stages.len());
+    let (mut start, mut prev) = (0.0f64, 0.0f64);
+    for s in &plan.stages {
+        let end = start + s.duration_s;
+        let eps = 1e-9;
+        let whole: Vec<&SeriesPoint> = series
+            .iter()
+            .filter(|p| p.t as f64 >= start - eps && p.t as f64 + 1.0 <= end + eps)
+            .collect();
+        let chosen = if whole.is_empty() {
+            series
+                .iter()
+                .filter(|p| (p.t as f64 + 0.5) >= start && (p.t as f64 + 0.5) < end)
+                .collect()
+        } else {
+            whole
+        };
+        let mut a = Acc::default();
+        for p in chosen {
+            a.add(p, 0.0);
+        }
+        let secs = a.seconds.max(1) as f64;
+        out.push(StageSummary {
+            start_s: start,
+            end_s: end,
+            level_from: if plan.step { s.level } else { prev },
+            level_to: s.level,
+            seconds: a.seconds,
+            requests: a.requests,
+            requests_per_sec: if a.seconds > 0 {
+                a.requests as f64 / secs
+            } else {
+                0.0
+            },
+            p50_us: a.pct(50.0),
+            p95_us: a.pct(95.0),
+            p99_us: a.pct(99.0),
+            bytes_per_sec: if a.seconds > 0 {
+                a.bytes as f64 / secs
+            } else {
+                0.0
+            },
+            errors: a.errors,
+            non_2xx: a.non_2xx,
+        });
+        start = end;
+        prev = s.level;
+    }
+    out
+}
+
+/// Throughput and latency by load level (see the module text for the grouping).
+pub fn by_level(plan: &StagePlan, series: &[SeriesPoint]) -> Vec<LevelPoint> {
+    let end = plan.total_s();
+    let mut secs: Vec<(f64, &SeriesPoint)> = series
+        .iter()
+        .filter(|p| p.t as f64 + 1.0 <= end + 1e-9)
+        .map(|p| (plan.level_at(p.t as f64 + 0.5), p))
+        .filter(|(l, _)| *l > 0.0)
+        .collect();
+    if secs.is_empty() {
+        return Vec::new();
+    }
+    secs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut distinct: Vec<f64> = secs.iter().map(|(l, _)| *l).collect();
+    distinct.dedup_by(|a, b| (*a - *b).abs() < 1e-6);
+    let (lo, hi) = (secs[0].0, secs[secs.len() - 1].0);
+    let bands = if distinct.len() <= 12 {
+        distinct.len()
+    } else {
+        10
+    };
+    let mut accs: Vec<Acc> = (0..bands).map(|_| Acc::default()).collect();
+    for (l, p) in &secs {
+        let i = if distinct.len() <= 12 {
+            distinct
+                .iter()
+                .position(|d| (d - l).abs() < 1e-6)
+                .unwrap_or(0)
+        } else {
+            (((l - lo) / (hi - lo).max(1e-12)) * bands as f64).floor() as usize
+        };
+        accs[i.min(bands - 1)].add(p, *l);
+    }
+    accs.into_iter()
+        .filter(|a| a.seconds > 0)
+        .map(|a| {
+            let ended = a.requests + a.errors;
+            LevelPoint {
+                level: a.level_sum / a.seconds as f64,
+                seconds: a.seconds,
+                requests_per_sec: a.requests as f64 / a.seconds as f64,
+                error_share: if ended > 0 {
+                    (a.errors + a.non_2xx) as f64 / ended as f64
+                } else {
+                    0.0
+                },
+                p50_us: a.pct(50.0),
+                p95_us: a.pct(95.0),
+                p99_us: a.pct(99.0),
+            }
+        })
+        .collect()
+}
+
+/// A level for people: `8`, `12.5`.
+pub fn fmt_level(l: f64) -> String {
+    if (l - l.round()).abs() < 1e-6 {
+        format!("{}", l.round() as i64)
+    } else {
+        format!("{l:.1}")
+    }
+}
+
+fn fmt_us(us: u64) -> String {
+    let us = us as f64;
+    if us < 1000.0 {
+        format!("{us:.0}µs")
+    } else if us < 1_000_000.0 {
+        format!("{:.1}ms", us / 1000.0)
+    } else {
+        format!("{:.2}s", us / 1e6)
+    }
+}
+
+/// The knee of a staged run: None when there are fewer than two loaded levels
+/// or when every level scaled (see the module text for the rule).
+pub fn find_knee(plan: &StagePlan, series: &[SeriesPoint]) -> Option<Knee> {
+    let pts = by_level(plan, series);
+    let base_i = pts.iter().position(|p| p.requests_per_sec > 0.0)?;
+    let base = &pts[base_i];
+    let unit = plan.unit_name();
+    let p99_bound = (base.p99_us as f64 * P99_FACTOR).max(base.p99_us as f64 + 1000.0);
+    let mut ok = base;
+    for p in &pts[base_i + 1..] {
+        let expected = base.requests_per_sec * p.level / base.level;
+        let (reason, evidence) = if p.requests_per_sec < SCALING * expected {
+            (
+                "throughput",
+                format!(
+                    "at {} {unit} throughput was {:.1} req/s, {:.0}% of the {:.1} req/s that \
+                     proportional scaling from {} {unit} ({:.1} req/s) predicts; p99 went from {} to {}",
+                    fmt_level(p.level),
+                    p.requests_per_sec,
+                    p.requests_per_sec / expected.max(1e-9) * 100.0,
+                    expected,
+                    fmt_level(base.level),
+                    base.requests_per_sec,
+                    fmt_us(base.p99_us),
+                    fmt_us(p.p99_us)
+                ),
+            )
+        } else if p.p99_us as f64 > p99_bound {
+            (
+                "p99",
+                format!(
+                    "at {} {unit} p99 was {}, {:.1}× the {} at {} {unit} (the bound is {P99_FACTOR}×); \
+                     throughput {:.1} req/s",
+                    fmt_level(p.level),
+                    fmt_us(p.p99_us),
+                    p.p99_us as f64 / (base.p99_us.max(1)) as f64,
+                    fmt_us(base.p99_us),
+                    fmt_level(base.level),
+                    p.requests_per_sec
+                ),
+            )
+        } else if p.error_share > 0.01 && base.error_share <= 0.01 {
+            (
+                "errors",
+                format!(
+                    "at {} {unit} {:.1}% of requests failed or were not 2xx (at {} {unit}: {:.1}%)",
+                    fmt_level(p.level),
+                    p.error_share * 100.0,
+                    fmt_level(base.level),
+                    base.error_share * 100.0
+                ),
+            )
+        } else {
+            ok = p;
+            continue;
+        };
+        return Some(Knee {
+            level: ok.level,
+            unit: plan.unit.clone(),
+            reason: reason.into(),
+            evidence,
+        });
+    }
+    None
+}
+
+/// Fills `rec.stages` and `rec.knee` from its stage plan and series (clears
+/// them when the run had no stages).
+pub fn analyze(rec: &mut RunRecord) {
+    match &rec.config.stages {
+        Some(plan) => {
+            rec.stages = summarize(plan, &rec.series);
+            rec.knee = find_knee(plan, &rec.series);
+        }
+        None => {
+            rec.stages.clear();
+            rec.knee = None;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(step: bool, st: &[(f64, f64)]) -> StagePlan {
+        StagePlan {
+            unit: "connections".into(),
+            step,
+            stages: st
+                .iter()
+                .map(|(d, l)| StageSpec {
+                    duration_s: *d,
+                    level: *l,
+                })
+                .collect(),
+        }
+    }
+
+    /// A second with `n` responses of `lat_us` each.
+    fn sec(t: u32, n: u64, lat_us: u64) -> SeriesPoint {
+        let mut h = Hist::with_sigfig(SERIES_SIGFIG);
+        for _ in 0..n {
+            h.record_us(lat_us);
+        }
+        let mut p = SeriesPoint::new(t, n, 0, n * 100, &h);
+        p.status_classes[1] = n;
+        p
+    }
+
+    #[test]
+    fn levels_ramp_and_step() {
+        let r = plan(false, &[(10.0, 10.0), (10.0, 10.0)]);
+        assert_eq!(r.level_at(5.0), 5.0);
+        assert_eq!(r.level_at(15.0), 10.0);
+        assert_eq!(r.level_at(25.0), 0.0);
+        let s = plan(true, &[(1.0, 1.0), (1.0, 2.0)]);
+        assert_eq!(s.level_at(0.5), 1.0);
+        assert_eq!(s.level_at(1.0), 2.0);
+    }
+
+    /// A serializing server: throughput flat at 50/s, latency grows with the
+    /// connections. The knee is at 1 connection, for throughput.
+    #[test]
+    fn serializing_server_knees_at_one() {
+        let p = plan(true, &[(2.0, 1.0), (2.0, 2.0), (2.0, 4.0), (2.0, 8.0)]);
+        let series: Vec<SeriesPoint> = (0..8u32)
+            .map(|t| {
+                let level = [1, 1, 2, 2, 4, 4, 8, 8][t as usize];
+                sec(t, 50, 20_000 * level)
+            })
+            .collect();
+        let k = find_knee(&p, &series).expect("a knee");
+        assert_eq!((k.level, k.reason.as_str()), (1.0, "throughput"), "{k:?}");
+        let st = summarize(&p, &series);
+        assert_eq!(st.len(), 4);
+        assert_eq!(st[3].seconds, 2);
+        assert_eq!(st[3].requests_per_sec, 50.0);
+        assert!(
+            (159_000..=161_000).contains(&st[3].p99_us),
+            "{}",
+            st[3].p99_us
+        );
+    }
+
+    /// A server that scales to 4 and then only its latency grows.
+    #[test]
+    fn scaling_server_knees_where_it_stops() {
+        let p = plan(true, &[(1.0, 1.0), (1.0, 2.0), (1.0, 4.0), (1.0, 8.0)]);
+        let series = vec![
+            sec(0, 100, 10_000),
+            sec(1, 200, 10_000),
+            sec(2, 390, 10_500),
+            sec(3, 420, 19_000),
+        ];
+        let k = find_knee(&p, &series).expect("a knee");
+        assert_eq!(k.level, 4.0, "{k:?}");
+        // Everything scaling: no knee.
+        assert!(find_knee(&p, &series[..3]).is_none());
+        // p99 blowing up while throughput keeps up.
+        let series = vec![
+            sec(0, 100, 10_000),
+            sec(1, 200, 10_000),
+            sec(2, 400, 45_000),
+        ];
+        let k = find_knee(&p, &series).expect("a knee");
+        assert_eq!((k.level, k.reason.as_str()), (2.0, "p99"), "{k:?}");
+    }
+
+    /// Summaries and the knee are recomputed from the merged series, so the
+    /// merge of two machines' staged runs equals one run of their sum.
+    #[test]
+    fn merge_recomputes_exactly() {
+        let cfg = |p: StagePlan| {
+            let mut c = crate::RunConfig::get(
+                "http://127.0.0.1:1/",
+                crate::LoadModel::Closed {
+                    connections: 8,
+                    requests: None,
+                    duration_s: Some(4.0),
+                },
+            );
+            c.stages = Some(p);
+            c
+        };
+        let p = plan(true, &[(1.0, 1.0), (1.0, 2.0), (1.0, 4.0), (1.0, 8.0)]);
+        let mk = |n: u64| {
+            let mut r = RunRecord::new(cfg(p.clone()), Default::default(), "t".into());
+            r.series = (0..4).map(|t| sec(t, n, 10_000 + t as u64)).collect();
+            r.duration_s = 4.0;
+            analyze(&mut r);
+            r
+        };
+        let mut a = mk(50);
+        a += &mk(70);
+        assert_eq!(a.stages[2].requests, 120);
+        assert_eq!(a.config.stages.as_ref().unwrap().stages[3].level, 16.0);
+        let json = serde_json::to_string(&a).unwrap();
+        let back = RunRecord::from_json(&json).unwrap();
+        assert_eq!(back.stages, a.stages);
+        assert_eq!(back.knee, a.knee);
+    }
+}
