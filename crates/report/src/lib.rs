@@ -170,7 +170,11 @@ fn stage_table(o: &mut String, rec: &RunRecord) {
         "{:<8}{:>14}{:>14}{:>11}{:>10}{:>10}{:>10}{:>10}{:>8}",
         if plan.step { "Step" } else { "Stage" },
         "time (s)",
-        plan.unit_name(),
+        if plan.unit == "rps" {
+            "target req/s"
+        } else {
+            "connections"
+        },
         "req/s",
         "p50",
         "p95",

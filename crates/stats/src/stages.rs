@@ -10,9 +10,10 @@
 //! boundaries are not whole seconds); a stage shorter than that takes the
 //! seconds whose middle falls inside it.
 //!
-//! The knee: seconds are grouped by the load level in force at their middle
-//! (every distinct level its own group when there are at most 12, else 10
-//! equal-width level bands), throughput and p99 computed per group. Starting
+//! The knee: seconds are grouped by the load in force over them (the mean of
+//! 10 samples; for connections the whole number the engine keeps open), every
+//! distinct level its own group when there are at most 12, else 10
+//! equal-width level bands; throughput and p99 computed per group. Starting
 //! from the lowest loaded group `L0`, a group `L` still scales when
 //! throughput(L) ≥ [`SCALING`] × throughput(L0) × L/L0, its p99 is at most
 //! [`P99_FACTOR`] × p99(L0) (and at least 1 ms above it, so microsecond noise
@@ -69,6 +70,40 @@ impl StagePlan {
             prev = s.level;
         }
         0.0
+    }
+
+    /// The load actually in force at `t`: the level for rates; for
+    /// connections the whole number the engine keeps open (the level rounded,
+    /// at least 1 while a stage whose level at its start or end is ≥ 1 runs).
+    pub fn effective_at(&self, t: f64) -> f64 {
+        let l = self.level_at(t);
+        if self.unit == "rps" {
+            return l;
+        }
+        let (mut start, mut prev) = (0.0, 0.0);
+        for s in &self.stages {
+            let end = start + s.duration_s;
+            if t < end {
+                let from = if self.step { s.level } else { prev };
+                let n = l.round().max(0.0);
+                return if from.max(s.level) >= 1.0 {
+                    n.max(1.0)
+                } else {
+                    n
+                };
+            }
+            start = end;
+            prev = s.level;
+        }
+        0.0
+    }
+
+    /// The mean load in force over the second `[t, t+1)` (10 samples).
+    fn second_level(&self, t: u32) -> f64 {
+        (0..10)
+            .map(|k| self.effective_at(t as f64 + 0.05 + k as f64 * 0.1))
+            .sum::<f64>()
+            / 10.0
     }
 
     /// The planned run time.
@@ -255,7 +290,7 @@ pub fn by_level(plan: &StagePlan, series: &[SeriesPoint]) -> Vec<LevelPoint> {
     let mut secs: Vec<(f64, &SeriesPoint)> = series
         .iter()
         .filter(|p| p.t as f64 + 1.0 <= end + 1e-9)
-        .map(|p| (plan.level_at(p.t as f64 + 0.5), p))
+        .map(|p| (plan.second_level(p.t), p))
         .filter(|(l, _)| *l > 0.0)
         .collect();
     if secs.is_empty() {
