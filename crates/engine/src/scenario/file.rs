@@ -176,7 +176,11 @@ pub fn parse(text: &str, file: &str) -> Result<ScenarioFile, String> {
 
 /// 1-based line and column of a byte offset.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
     let line = before.matches('\n').count() + 1;
     let col = before
         .rfind('\n')
@@ -212,6 +216,12 @@ mod tests {
         assert!(e.contains("wieght"), "{e}");
         let e = parse("[[request]]\nweight = \"x\"\n", "s.toml").unwrap_err();
         assert!(e.starts_with("s.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn line_col_inside_a_multibyte_char() {
+        // Found by the fuzzer: an offset inside 'é' must not panic.
+        assert_eq!(line_col("a\né", 3), (2, 1));
     }
 
     #[test]
