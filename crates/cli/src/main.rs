@@ -1,6 +1,7 @@
 //! The `redline` command: flags → plan → engine → report. Thin on purpose.
 
 mod cli;
+mod cmd_dist;
 mod cmd_history;
 mod cmd_server;
 mod cmd_web;
