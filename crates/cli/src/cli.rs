@@ -59,6 +59,8 @@ enum Command {
     Web(crate::cmd_web::WebCmd),
     #[command(flatten)]
     Server(crate::cmd_server::ServerCmd),
+    #[command(flatten)]
+    Dist(crate::cmd_dist::DistCmd),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -326,6 +328,7 @@ pub fn main() -> i32 {
         Command::History(c) => crate::cmd_history::dispatch(c),
         Command::Web(c) => crate::cmd_web::dispatch(c),
         Command::Server(c) => crate::cmd_server::dispatch(c),
+        Command::Dist(c) => crate::cmd_dist::dispatch(c),
     }
 }
 

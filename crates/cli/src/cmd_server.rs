@@ -61,10 +61,23 @@ pub struct WatchArgs {
 
 /// `redline size`.
 #[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["watch", "run", "from"])))]
 pub struct SizeArgs {
     /// The server's processes: a PID or a name (apache2, httpd, nginx, lighttpd, php-fpm).
-    #[arg(long = "watch", value_name = "PID|NAME", required = true)]
+    #[arg(long = "watch", value_name = "PID|NAME")]
     watch: Vec<String>,
+    /// Size from a saved run's watched data (id, label, `last` or `last~N`) instead of sampling now.
+    #[arg(long = "run", value_name = "RUN")]
+    run: Option<String>,
+    /// Size from a saved run record (`redline run --watch … -o json > run.json`) instead of sampling now.
+    #[arg(long = "from", value_name = "FILE.json")]
+    from: Option<PathBuf>,
+    /// With --run/--from: which watched host to size (default: the first).
+    #[arg(long = "host", value_name = "HOST")]
+    host: Option<String>,
+    /// History database for --run (default: $REDLINE_DB, else $XDG_DATA_HOME/redline/history.db).
+    #[arg(long = "db", value_name = "PATH")]
+    db: Option<PathBuf>,
     /// Memory the server may use: a share of MemTotal (50%) or a size (4GiB). Default: MemTotal minus the other processes and a 10% reserve.
     #[arg(long = "memory-budget", value_name = "SIZE|PCT")]
     memory_budget: Option<String>,
@@ -324,6 +337,9 @@ fn cmd_size(a: SizeArgs) -> i32 {
         Ok(b) => b,
         Err(e) => return fail(EXIT_USAGE, e),
     };
+    if a.run.is_some() || a.from.is_some() {
+        return size_from_record(&a, budget);
+    }
     let targets = match resolve_targets(&a.watch, "--watch") {
         Ok(t) => t,
         Err(e) => return fail(EXIT_USAGE, e),
@@ -389,10 +405,93 @@ fn cmd_size(a: SizeArgs) -> i32 {
         threads_per_child,
         cpus,
         evidence,
+        source: None,
     };
     let r = match size::compute(&inp) {
         Ok(r) => r,
         Err(e) => return fail(EXIT_RUNTIME, e),
+    };
+    match a.output {
+        Format::Text => print(&size::render(&r)),
+        Format::Json => print(&to_json(serde_json::to_value(&r))),
+    }
+}
+
+/// Loads the run record named by `--run REF` (history) or `--from FILE`.
+fn load_record(a: &SizeArgs) -> Result<(String, RunRecord), (i32, String)> {
+    if let Some(p) = &a.from {
+        let text = std::fs::read_to_string(p).map_err(|e| {
+            (
+                EXIT_USAGE,
+                format!("cannot read --from {}: {e}", p.display()),
+            )
+        })?;
+        let rec = RunRecord::from_json(&text)
+            .map_err(|e| (EXIT_USAGE, format!("{}: {e}", p.display())))?;
+        return Ok((p.display().to_string(), rec));
+    }
+    let r = a.run.as_deref().unwrap_or("last");
+    let herr = |e: redline_history::HistoryError| {
+        let code = if e.is_usage() {
+            EXIT_USAGE
+        } else {
+            EXIT_RUNTIME
+        };
+        (code, e.to_string())
+    };
+    let path = redline_history::resolve_path(a.db.as_deref()).map_err(herr)?;
+    let store = redline_history::Store::open_existing(&path).map_err(herr)?;
+    let id = store.resolve(r).map_err(herr)?;
+    let rec = store.get(id).map_err(herr)?;
+    Ok((format!("run {id}"), rec))
+}
+
+/// `redline size --run REF` / `--from FILE`: the same arithmetic as live
+/// sizing, from the processes the run's `--watch` saw at its memory peak.
+fn size_from_record(a: &SizeArgs, budget: Option<Budget>) -> i32 {
+    let (name, rec) = match load_record(a) {
+        Ok(x) => x,
+        Err((code, e)) => return fail(code, e),
+    };
+    let Some(w) = rec.server_watch.as_ref().filter(|w| !w.hosts.is_empty()) else {
+        return fail(
+            EXIT_USAGE,
+            format!("{name} has no server watch data: run it with --watch NAME|PID, or merge a `redline watch` record into it"),
+        );
+    };
+    let host = match &a.host {
+        Some(h) => match w.hosts.iter().find(|x| &x.host == h) {
+            Some(x) => x,
+            None => {
+                let known: Vec<&str> = w.hosts.iter().map(|x| x.host.as_str()).collect();
+                return fail(
+                    EXIT_USAGE,
+                    format!("--host {h}: {name} watched only {}", known.join(", ")),
+                );
+            }
+        },
+        None => &w.hosts[0],
+    };
+    let mut inp = match size::input_from_watch(host, budget) {
+        Ok(i) => i,
+        Err(e) => return fail(EXIT_USAGE, format!("{name}: {e}")),
+    };
+    inp.source = inp.source.map(|s| format!("{name}: {s}"));
+    if let Some(cfg) = &a.config {
+        match tune::analyze(
+            cfg,
+            &TuneOptions {
+                use_tools: false,
+                ..Default::default()
+            },
+        ) {
+            Ok(r) => inp.threads_per_child = r.threads_per_child,
+            Err(e) => return fail(EXIT_USAGE, e),
+        }
+    }
+    let r = match size::compute(&inp) {
+        Ok(r) => r,
+        Err(e) => return fail(EXIT_USAGE, format!("{name}: {e}")),
     };
     match a.output {
         Format::Text => print(&size::render(&r)),

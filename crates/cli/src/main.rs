@@ -2,6 +2,7 @@
 
 mod cli;
 mod cmd_find;
+mod cmd_dist;
 mod cmd_history;
 mod cmd_server;
 mod cmd_web;

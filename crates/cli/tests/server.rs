@@ -1,7 +1,9 @@
 //! Server-side commands against the built binary: bad input, `tune` on a
-//! fixture, and a real nginx (Debian's, own config, loopback port from
-//! binding 0) watched under load and sized. The nginx test skips with a note
-//! when nginx is not installed (CI: apt-get install -y nginx).
+//! fixture, a real nginx and a real Apache prefork (Debian's, own config,
+//! loopback port from binding 0) watched under load and sized (live and from
+//! the run record), and the swap warning end to end on a fake `/proc` tree
+//! (`REDLINE_PROC_ROOT`). The real-server tests skip with a note when the
+//! server is not installed (CI: apt-get install -y nginx apache2).
 
 mod common;
 
@@ -295,4 +297,480 @@ fn watch_a_real_nginx_under_load_and_size_it() {
         text.contains("worker_processes") && text.contains("workers = "),
         "{text}"
     );
+}
+
+fn free_port() -> Option<u16> {
+    Some(
+        TcpListener::bind("127.0.0.1:0")
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port(),
+    )
+}
+
+/// Sends SIGTERM to a child (so a server's parent stops its workers), waits
+/// up to 10 s, then kills it.
+fn stop_child(child: &mut Child) {
+    // SAFETY: kill() on our own child's PID has no memory-safety preconditions.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Debian's Apache with the prefork MPM on a free loopback port, its config,
+/// pid file, logs and documents in a temp dir, in the foreground.
+struct Apache {
+    child: Child,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Apache {
+    /// Err: why it cannot run here (the test skips and prints it).
+    fn start() -> Result<Apache, String> {
+        let bin = "/usr/sbin/apache2";
+        let modules = Path::new("/usr/lib/apache2/modules");
+        if !Path::new(bin).exists() || !modules.join("mod_mpm_prefork.so").exists() {
+            return Err("apache2 is not installed (apt-get install -y apache2)".into());
+        }
+        let port = free_port().ok_or("no free port")?;
+        let dir = std::env::temp_dir().join(format!("redline-apache-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("html")).map_err(|e| e.to_string())?;
+        let page: String = (0..20_000)
+            .map(|i| (b'a' + (i % 26) as u8) as char)
+            .collect();
+        std::fs::write(dir.join("html/index.html"), page).map_err(|e| e.to_string())?;
+        // As root Apache refuses to serve as root: its workers need a User/Group.
+        // SAFETY: geteuid() has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        let user = if root {
+            let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+            let group = std::fs::read_to_string("/etc/group").unwrap_or_default();
+            let has = |db: &str, n: &str| db.lines().any(|l| l.starts_with(&format!("{n}:")));
+            if has(&passwd, "www-data") && has(&group, "www-data") {
+                "User www-data\nGroup www-data\n"
+            } else if has(&passwd, "nobody") && has(&group, "nogroup") {
+                "User nobody\nGroup nogroup\n"
+            } else {
+                return Err(
+                    "running as root and no www-data or nobody user for Apache's workers".into(),
+                );
+            }
+        } else {
+            ""
+        };
+        let d = dir.display();
+        let m = modules.display();
+        let conf = format!(
+            "ServerRoot {d}\nServerName 127.0.0.1\nListen 127.0.0.1:{port}\nPidFile {d}/apache2.pid\n\
+             ErrorLog {d}/error.log\nLogLevel warn\nDefaultRuntimeDir {d}\nMutex file:{d} default\n\
+             LoadModule mpm_prefork_module {m}/mod_mpm_prefork.so\n\
+             LoadModule authz_core_module {m}/mod_authz_core.so\n\
+             {user}\
+             StartServers 2\nMinSpareServers 1\nMaxSpareServers 4\nServerLimit 64\nMaxRequestWorkers 64\n\
+             KeepAlive On\nMaxKeepAliveRequests 0\n\
+             DocumentRoot {d}/html\n<Directory {d}/html>\n  Require all granted\n</Directory>\n"
+        );
+        std::fs::write(dir.join("apache2.conf"), conf).map_err(|e| e.to_string())?;
+        let _ = Command::new("chmod")
+            .args(["-R", "a+rX"])
+            .arg(&dir)
+            .status();
+        // Its own process group: prefork's parent stops by sending SIGTERM to
+        // its whole group, which would otherwise be the test's (and cargo's).
+        use std::os::unix::process::CommandExt;
+        let mut child = Command::new(bin)
+            .process_group(0)
+            .args(["-D", "FOREGROUND", "-f"])
+            .arg(dir.join("apache2.conf"))
+            .env("APACHE_RUN_DIR", &dir)
+            .env("APACHE_LOCK_DIR", &dir)
+            .env("APACHE_LOG_DIR", &dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start apache2: {e}"))?;
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(st)) = child.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    use std::io::Read;
+                    let _ = e.read_to_string(&mut err);
+                }
+                let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(format!(
+                    "apache2 exited ({st}): {} {}",
+                    err.trim(),
+                    log.trim()
+                ));
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Ok(Apache { child, dir, port });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        stop_child(&mut child);
+        let _ = std::fs::remove_dir_all(&dir);
+        Err("apache2 did not listen within 10 s".into())
+    }
+}
+
+impl Drop for Apache {
+    fn drop(&mut self) {
+        stop_child(&mut self.child);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The size report's arithmetic: workers = (budget − paid once) / private per worker.
+fn assert_size_arithmetic(r: &serde_json::Value, budget_kib: u64) {
+    assert_eq!(r["budget_kib"], budget_kib, "{r}");
+    let per = r["per_worker_private_kib"].as_u64().unwrap();
+    let fixed = r["fixed_kib"].as_u64().unwrap();
+    let n = r["max_workers"].as_u64().unwrap();
+    assert!(per > 0, "{r}");
+    assert_eq!(n, (budget_kib - fixed) / per, "{r}");
+    // Private ≤ PSS ≤ RSS for the worker the sizing used.
+    let (pss, rss) = (
+        r["per_worker_pss_kib"].as_u64().unwrap(),
+        r["per_worker_rss_kib"].as_u64().unwrap(),
+    );
+    assert!(per <= pss && pss <= rss, "{r}");
+    let dirs: Vec<&str> = r["directives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    assert!(
+        dirs.iter()
+            .any(|d| d.starts_with(&format!("MaxRequestWorkers {n} "))),
+        "{dirs:?}"
+    );
+}
+
+#[test]
+fn watch_a_real_apache_prefork_under_load_and_size_it() {
+    let ap = match Apache::start() {
+        Ok(a) => a,
+        Err(why) => {
+            eprintln!("note: Apache prefork test skipped: {why}");
+            return;
+        }
+    };
+    let pid = ap.child.id().to_string();
+    let url = format!("http://127.0.0.1:{}/index.html", ap.port);
+
+    let idle = redline(&[
+        "watch",
+        &pid,
+        "-d",
+        "1s",
+        "--interval",
+        "200ms",
+        "-o",
+        "json",
+    ]);
+    assert!(
+        idle.status.success(),
+        "{}",
+        String::from_utf8_lossy(&idle.stderr)
+    );
+    let idle: serde_json::Value = serde_json::from_slice(&idle.stdout).unwrap();
+    let is = &idle["hosts"][0]["summary"];
+    let idle_procs = is["processes"]["peak"].as_f64().unwrap();
+    let idle_cpu = is["cpu_percent"]["mean"].as_f64().unwrap();
+    let idle_private = is["private_kib"]["mean"].as_f64().unwrap();
+
+    let v = run_json(&[
+        "-d",
+        "3s",
+        "-c",
+        "16",
+        "--no-save",
+        "--watch",
+        "apache2",
+        "--watch-interval",
+        "200ms",
+        &url,
+    ]);
+    assert!(counter(&v, "completed") > 0);
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    let h = &v["server_watch"]["hosts"][0];
+    let s = &h["summary"];
+    // Several processes, more than idle: prefork forks a worker per busy connection.
+    let procs = s["processes"]["peak"].as_f64().unwrap();
+    assert!(
+        procs >= 4.0 && procs > idle_procs,
+        "idle {idle_procs}, under load {procs}"
+    );
+    let cpu = s["cpu_percent"]["peak"].as_f64().unwrap();
+    assert!(
+        cpu > idle_cpu && cpu > 5.0,
+        "cpu idle {idle_cpu} load {cpu}"
+    );
+    let private = s["private_kib"]["peak"].as_f64().unwrap();
+    assert!(
+        private > idle_private,
+        "private idle {idle_private} load {private}"
+    );
+    let (rss, pss) = (
+        s["rss_kib"]["peak"].as_f64().unwrap(),
+        s["pss_kib"]["peak"].as_f64().unwrap(),
+    );
+    assert!(rss >= pss && pss >= private && private > 0.0, "{s}");
+    // The per-process snapshot at the memory peak: the parent and its workers.
+    let snap = h["peak_processes"].as_array().unwrap();
+    assert!(snap.len() >= 4, "{snap:?}");
+    assert!(snap
+        .iter()
+        .all(|p| p["name"] == "apache2" && p["threads"] == 1));
+    let snap_private: u64 = snap
+        .iter()
+        .map(|p| p["private_kib"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        snap_private as f64, private,
+        "the snapshot is the peak sample"
+    );
+
+    // Live sizing.
+    let gib = 1024 * 1024;
+    let out = redline(&[
+        "size",
+        "--watch",
+        &pid,
+        "--memory-budget",
+        "1GiB",
+        "-o",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["server"], "Apache httpd");
+    assert!(
+        r["mpm"].as_str().unwrap().starts_with("prefork"),
+        "{}",
+        r["mpm"]
+    );
+    assert_size_arithmetic(&r, gib);
+    // One more worker costs about what a worker's private memory measured under load.
+    let per = r["per_worker_private_kib"].as_u64().unwrap() as f64;
+    let measured_max = snap
+        .iter()
+        .filter(|p| p["ppid"].as_u64().unwrap().to_string() == pid)
+        .map(|p| p["private_kib"].as_u64().unwrap())
+        .max()
+        .unwrap() as f64;
+    assert!(
+        per > measured_max * 0.5 && per < measured_max * 2.0,
+        "live {per}, run {measured_max}"
+    );
+
+    // Sizing from the run record: the snapshot's numbers, the same arithmetic.
+    let path = std::env::temp_dir().join(format!("redline-apache-run-{}.json", std::process::id()));
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    let out = redline(&[
+        "size",
+        "--from",
+        path.to_str().unwrap(),
+        "--memory-budget",
+        "1GiB",
+        "-o",
+        "json",
+    ]);
+    let text = redline(&[
+        "size",
+        "--from",
+        path.to_str().unwrap(),
+        "--memory-budget",
+        "1GiB",
+    ]);
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_size_arithmetic(&r, gib);
+    assert_eq!(r["per_worker_private_kib"].as_f64().unwrap(), measured_max);
+    assert_eq!(r["processes"].as_u64().unwrap(), snap.len() as u64);
+    assert!(
+        r["source"]
+            .as_str()
+            .unwrap()
+            .contains("most private memory"),
+        "{r}"
+    );
+    eprintln!(
+        "apache prefork: {idle_procs} processes idle, {procs} under load; CPU {idle_cpu:.0}% -> {cpu:.0}%; \
+         private {idle_private:.0} -> {private:.0} KiB; one worker {measured_max} KiB private; \
+         MaxRequestWorkers {} for 1 GiB",
+        r["max_workers"]
+    );
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("workers = (budget 1.00 GiB") && text.contains("MaxRequestWorkers"),
+        "{text}"
+    );
+}
+
+fn write_atomic(path: &Path, text: &str) {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
+fn meminfo(available_kib: u64) -> String {
+    format!(
+        "MemTotal:        8000000 kB\nMemFree:          {available_kib} kB\nMemAvailable:     {available_kib} kB\n\
+         SwapTotal:       2000000 kB\nSwapFree:        1500000 kB\n"
+    )
+}
+
+#[test]
+fn swap_during_the_run_is_warned_in_report_and_json() {
+    // A fake /proc: one "server" process, and machine files the test rewrites mid-run.
+    let root = std::env::temp_dir().join(format!("redline-fakeproc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("4242")).unwrap();
+    std::fs::write(
+        root.join("4242/stat"),
+        "4242 (fakesrv) S 1 4242 4242 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 100 1000 200 0\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("4242/smaps_rollup"),
+        "Rss: 2048 kB\nPss: 1024 kB\nPrivate_Clean: 0 kB\nPrivate_Dirty: 512 kB\nSwap: 0 kB\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("loadavg"), "0.50 0.40 0.30 1/100 4242\n").unwrap();
+    write_atomic(&root.join("meminfo"), &meminfo(6_000_000));
+    write_atomic(&root.join("vmstat"), "pswpin 10\npswpout 100\n");
+
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let label = format!("swaptest-{}", std::process::id());
+    let db = std::env::temp_dir().join(format!("redline-swaptest-{}.db", std::process::id()));
+    let child = Command::new(bin())
+        .args(["run", "-d", "2s", "-c", "2", "-t", "1", "-o", "json", "-q"])
+        .args([
+            "--watch",
+            "fakesrv",
+            "--watch-interval",
+            "100ms",
+            "--label",
+            &label,
+            &url,
+        ])
+        .env("REDLINE_PROC_ROOT", &root)
+        .env("REDLINE_DB", &db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Mid-run: 5000 pages swapped out, MemAvailable down to 2 % of MemTotal.
+    std::thread::sleep(Duration::from_millis(700));
+    write_atomic(&root.join("vmstat"), "pswpin 10\npswpout 5100\n");
+    write_atomic(&root.join("meminfo"), &meminfo(160_000));
+    let out = wait_limit(child, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let h = &v["server_watch"]["hosts"][0];
+    assert_eq!(h["process_names"][0], "fakesrv");
+    assert_eq!(h["summary"]["swapped_out_pages"], 5000, "{}", h["summary"]);
+    assert_eq!(h["summary"]["swapped_in_pages"], 0);
+    assert_eq!(h["summary"]["min_mem_available_kib"], 160_000);
+    let warn: Vec<&serde_json::Value> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["code"] == "server_swap")
+        .collect();
+    assert_eq!(warn.len(), 1, "{}", v["warnings"]);
+    let msg = warn[0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("swapped during the run") && msg.contains("5000 out"),
+        "{msg}"
+    );
+
+    // The text report of the same (saved) run carries it too.
+    let show = Command::new(bin())
+        .args(["show", &label])
+        .env("REDLINE_DB", &db)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        text.contains("! [server_swap]") && text.contains("swapped during the run"),
+        "{text}{}",
+        String::from_utf8_lossy(&show.stderr)
+    );
+    assert!(text.contains("0 pages in, 5000 pages out"), "{text}");
+
+    // Without the swap, only the low-memory warning.
+    write_atomic(&root.join("vmstat"), "pswpin 10\npswpout 5100\n");
+    let child = Command::new(bin())
+        .args([
+            "run",
+            "-d",
+            "1s",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "-o",
+            "json",
+            "-q",
+            "--no-save",
+        ])
+        .args(["--watch", "fakesrv", "--watch-interval", "100ms", &url])
+        .env("REDLINE_PROC_ROOT", &root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_limit(child, Duration::from_secs(60));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let msgs: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["code"] == "server_swap")
+        .map(|w| w["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        msgs.len() == 1 && msgs[0].contains("ran low on memory"),
+        "{msgs:?}"
+    );
+
+    let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_file(&db);
+    srv.shutdown();
 }

@@ -45,6 +45,43 @@ pub struct HostWatch {
     pub samples: Vec<WatchSample>,
     /// Peak and mean of each sampled quantity.
     pub summary: WatchSummary,
+    /// The watched processes one by one at the sample where their private
+    /// memory added up to the most (what `redline size --run` sizes from).
+    /// Empty in records from before this field existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peak_processes: Vec<ProcSample>,
+    /// The machine's other processes at that same sample, PSS grouped by
+    /// name, largest first (the big ones, then "(all other processes)").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peak_others: Vec<NamedKib>,
+}
+
+/// One watched process as seen in one sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct ProcSample {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id (a worker's parent is the server's main process).
+    pub ppid: u32,
+    /// `comm` (e.g. `apache2`).
+    pub name: String,
+    /// Threads in the process (more than one: a threaded MPM).
+    pub threads: u32,
+    /// RSS, KiB.
+    pub rss_kib: u64,
+    /// PSS, KiB.
+    pub pss_kib: u64,
+    /// Private memory, KiB.
+    pub private_kib: u64,
+}
+
+/// A name and a size in KiB.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct NamedKib {
+    /// What it is (a process name).
+    pub name: String,
+    /// KiB.
+    pub kib: u64,
 }
 
 /// One sample of the watched processes and the machine.
@@ -140,39 +177,72 @@ pub struct WatchSummary {
     pub swapped_out_pages: u64,
 }
 
+/// Peak and mean of the quantities in `s`. `cpu_from` is the index from which
+/// a sample's CPU (and swap rate) counts: the first sample of a watch has no
+/// interval before it, so its CPU is not a measurement.
+fn summarize_samples(s: &[WatchSample], cpu_from: usize) -> WatchSummary {
+    let per = |f: fn(&WatchSample) -> u64| {
+        PeakMean::of(
+            s.iter()
+                .filter(|x| x.processes > 0)
+                .map(move |x| f(x) as f64 / x.processes as f64),
+        )
+    };
+    let mut swapped_in = 0.0;
+    let mut swapped_out = 0.0;
+    for w in s.windows(2) {
+        let dt = (w[1].t - w[0].t).max(0.0);
+        swapped_in += w[1].swap_in_per_s * dt;
+        swapped_out += w[1].swap_out_per_s * dt;
+    }
+    WatchSummary {
+        samples: s.len() as u32,
+        processes: PeakMean::of(s.iter().map(|x| x.processes as f64)),
+        rss_kib: PeakMean::of(s.iter().map(|x| x.rss_kib as f64)),
+        pss_kib: PeakMean::of(s.iter().map(|x| x.pss_kib as f64)),
+        private_kib: PeakMean::of(s.iter().map(|x| x.private_kib as f64)),
+        private_per_process_kib: per(|x| x.private_kib),
+        pss_per_process_kib: per(|x| x.pss_kib),
+        rss_per_process_kib: per(|x| x.rss_kib),
+        cpu_percent: PeakMean::of(s.iter().skip(cpu_from).map(|x| x.cpu_percent)),
+        load1: PeakMean::of(s.iter().map(|x| x.load1)),
+        min_mem_available_kib: s.iter().map(|x| x.mem_available_kib).min().unwrap_or(0),
+        swapped_in_pages: swapped_in.round() as u64,
+        swapped_out_pages: swapped_out.round() as u64,
+    }
+}
+
 impl HostWatch {
     /// Recomputes `summary` from `samples`.
     pub fn summarize(&mut self) {
-        let s = &self.samples;
-        let per = |f: fn(&WatchSample) -> u64| {
-            PeakMean::of(
-                s.iter()
-                    .filter(|x| x.processes > 0)
-                    .map(move |x| f(x) as f64 / x.processes as f64),
-            )
-        };
-        let mut swapped_in = 0.0;
-        let mut swapped_out = 0.0;
-        for w in s.windows(2) {
-            let dt = (w[1].t - w[0].t).max(0.0);
-            swapped_in += w[1].swap_in_per_s * dt;
-            swapped_out += w[1].swap_out_per_s * dt;
+        self.summary = summarize_samples(&self.samples, 1);
+    }
+
+    /// Peak and mean over the samples taken in `[t0_s, t1_s]` (seconds since
+    /// this host's sampling started). CPU and swap of a sample cover the
+    /// interval that ends at it, so they count for the window the sample is
+    /// in; swap pages are counted between consecutive samples of the window.
+    /// An empty or inverted window gives an all-zero summary.
+    pub fn window(&self, t0_s: f64, t1_s: f64) -> WatchSummary {
+        if t1_s.is_nan() || t0_s.is_nan() || t1_s < t0_s {
+            return WatchSummary::default();
         }
-        self.summary = WatchSummary {
-            samples: s.len() as u32,
-            processes: PeakMean::of(s.iter().map(|x| x.processes as f64)),
-            rss_kib: PeakMean::of(s.iter().map(|x| x.rss_kib as f64)),
-            pss_kib: PeakMean::of(s.iter().map(|x| x.pss_kib as f64)),
-            private_kib: PeakMean::of(s.iter().map(|x| x.private_kib as f64)),
-            private_per_process_kib: per(|x| x.private_kib),
-            pss_per_process_kib: per(|x| x.pss_kib),
-            rss_per_process_kib: per(|x| x.rss_kib),
-            cpu_percent: PeakMean::of(s.iter().skip(1).map(|x| x.cpu_percent)),
-            load1: PeakMean::of(s.iter().map(|x| x.load1)),
-            min_mem_available_kib: s.iter().map(|x| x.mem_available_kib).min().unwrap_or(0),
-            swapped_in_pages: swapped_in.round() as u64,
-            swapped_out_pages: swapped_out.round() as u64,
-        };
+        let first = self.samples.partition_point(|x| x.t < t0_s);
+        let end = self.samples.partition_point(|x| x.t <= t1_s);
+        if first >= end {
+            return WatchSummary::default();
+        }
+        let cpu_from = usize::from(first == 0);
+        let mut w = summarize_samples(&self.samples[first..end], cpu_from);
+        // The first sample in the window also carries the swap of the
+        // interval before it, which ends inside the window.
+        if first > 0 {
+            let (a, b) = (&self.samples[first - 1], &self.samples[first]);
+            let dt = (b.t - a.t).max(0.0);
+            w.swapped_in_pages += (b.swap_in_per_s * dt).round() as u64;
+            w.swapped_out_pages += (b.swap_out_per_s * dt).round() as u64;
+        }
+        w
     }
 
     /// True when the machine swapped during the watch.
@@ -194,6 +264,18 @@ impl HostWatch {
 }
 
 impl ServerWatch {
+    /// Peak and mean over `[t0_s, t1_s]` on the first host: the local
+    /// `--watch`, whose sampling starts within milliseconds of the run, so
+    /// run-relative stage times (`start_s`/`end_s`) can be passed as they
+    /// are. Use [`HostWatch::window`] for a merged remote host, after
+    /// shifting the times by the difference of the `started_at`s.
+    pub fn window(&self, t0_s: f64, t1_s: f64) -> WatchSummary {
+        self.hosts
+            .first()
+            .map(|h| h.window(t0_s, t1_s))
+            .unwrap_or_default()
+    }
+
     /// Merges another watch (e.g. `redline watch` run on the server's machine
     /// during the same run): its hosts are added; a host already present (same
     /// host name, targets and start) is not added twice.
@@ -247,6 +329,83 @@ mod tests {
         assert_eq!(h.summary.swapped_out_pages, 10);
         assert!(h.swapped());
         assert!(!h.memory_low());
+    }
+
+    fn host(samples: Vec<WatchSample>) -> HostWatch {
+        let mut h = HostWatch {
+            mem_total_kib: 1000,
+            samples,
+            ..Default::default()
+        };
+        h.summarize();
+        h
+    }
+
+    #[test]
+    fn window_picks_the_samples_inside() {
+        let mut s: Vec<WatchSample> = (0..10)
+            .map(|i| {
+                let mut x = sample(i as f64, 2 + i, 100 * (i as u64 + 1), 0.0);
+                x.cpu_percent = 10.0 * i as f64;
+                x
+            })
+            .collect();
+        s[6].swap_out_per_s = 5.0;
+        let h = host(s);
+        // The whole watch: the same as the summary.
+        assert_eq!(h.window(0.0, 9.0), h.summary);
+        // [2, 4]: samples 2, 3, 4.
+        let w = h.window(2.0, 4.0);
+        assert_eq!(w.samples, 3);
+        assert_eq!(w.processes.peak, 6.0);
+        assert_eq!(w.processes.mean, 5.0);
+        assert_eq!(w.private_kib.peak, 500.0);
+        assert_eq!(w.private_kib.mean, 400.0);
+        assert_eq!(w.rss_kib.peak, 1000.0);
+        assert_eq!(w.pss_kib.mean, 410.0);
+        // CPU of a sample inside a later window counts (not skipped as the first).
+        assert_eq!(w.cpu_percent.peak, 40.0);
+        assert_eq!(w.cpu_percent.mean, 30.0);
+        assert_eq!(w.min_mem_available_kib, 500);
+        assert_eq!(w.swapped_out_pages, 0);
+        // The window starting at 0 skips sample 0's CPU (no interval before it).
+        let w0 = h.window(0.0, 1.0);
+        assert_eq!(w0.cpu_percent.mean, 10.0);
+        // Swap in the interval (5, 6] belongs to the window holding sample 6.
+        assert_eq!(h.window(6.0, 8.0).swapped_out_pages, 5);
+        assert_eq!(h.window(5.5, 6.5).swapped_out_pages, 5);
+        assert_eq!(h.window(7.0, 9.0).swapped_out_pages, 0);
+        // Fractional bounds, empty and inverted windows.
+        assert_eq!(h.window(2.5, 3.5).samples, 1);
+        assert_eq!(h.window(2.1, 2.9), WatchSummary::default());
+        assert_eq!(h.window(5.0, 1.0), WatchSummary::default());
+        assert_eq!(h.window(f64::NAN, 1.0), WatchSummary::default());
+        assert_eq!(h.window(20.0, 30.0), WatchSummary::default());
+        // ServerWatch::window is the first host's.
+        let sw = ServerWatch {
+            targets: vec![],
+            hosts: vec![h.clone()],
+        };
+        assert_eq!(sw.window(2.0, 4.0), w);
+        assert_eq!(
+            ServerWatch::default().window(0.0, 1.0),
+            WatchSummary::default()
+        );
+    }
+
+    #[test]
+    fn old_records_without_snapshots_still_read() {
+        let mut h = host(vec![sample(0.0, 1, 1, 0.0)]);
+        let mut v = serde_json::to_value(&h).unwrap();
+        assert!(v.get("peak_processes").is_none());
+        h.peak_processes.push(ProcSample {
+            pid: 1,
+            name: "apache2".into(),
+            ..Default::default()
+        });
+        v = serde_json::to_value(&h).unwrap();
+        let back: HostWatch = serde_json::from_value(v).unwrap();
+        assert_eq!(back, h);
     }
 
     #[test]

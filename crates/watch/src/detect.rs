@@ -139,8 +139,16 @@ pub fn mpm_from_config_text(text: &str) -> Option<Mpm> {
 }
 
 /// Apache's MPM and where it was learnt: `apache2ctl -V` / `httpd -V`, then
-/// the enabled mpm_*.load (Debian) or 00-mpm.conf (Red Hat), then the processes.
+/// the enabled mpm_*.load (Debian) or 00-mpm.conf (Red Hat), then the
+/// processes. The first two describe the system's configuration, which need
+/// not be the running server's (a test or second instance with its own
+/// `-f` config): when the processes' threads contradict it, the processes win.
 pub fn apache_mpm(procs: &[ProcInfo]) -> Option<(Mpm, String)> {
+    reconcile_mpm(mpm_from_threads(procs), system_mpm())
+}
+
+/// The MPM of the system's Apache configuration, and where it was learnt.
+fn system_mpm() -> Option<(Mpm, String)> {
     for tool in ["apache2ctl", "apachectl", "httpd"] {
         if let Some(m) = run_tool(tool, &["-V"]).as_deref().and_then(mpm_from_v) {
             return Some((m, format!("`{tool} -V`")));
@@ -162,6 +170,34 @@ pub fn apache_mpm(procs: &[ProcInfo]) -> Option<(Mpm, String)> {
             }
         }
     }
+    None
+}
+
+/// What the processes show (`seen`, threaded or not) against what the
+/// system's configuration says (`configured`): the configuration names the
+/// exact MPM, the processes say whether it is threaded; on a contradiction the
+/// processes win and the source says so.
+pub fn reconcile_mpm(
+    seen: Option<(Mpm, String)>,
+    configured: Option<(Mpm, String)>,
+) -> Option<(Mpm, String)> {
+    match (seen, configured) {
+        (Some((Mpm::Prefork, why)), Some((m, src))) if m != Mpm::Prefork => Some((
+            Mpm::Prefork,
+            format!("{why}; {src} says {} but describes the system's configuration, not this server", m.name()),
+        )),
+        (Some((Mpm::Threaded, why)), Some((Mpm::Prefork, src))) => Some((
+            Mpm::Threaded,
+            format!("{why}; {src} says prefork but describes the system's configuration, not this server"),
+        )),
+        (_, Some(c)) => Some(c),
+        (s, None) => s,
+    }
+}
+
+/// Apache's MPM guessed from its processes alone: threads in them mean worker
+/// or event, single-threaded processes mean prefork. None without Apache processes.
+pub fn mpm_from_threads(procs: &[ProcInfo]) -> Option<(Mpm, String)> {
     let apache: Vec<&ProcInfo> = procs
         .iter()
         .filter(|p| ServerKind::of_name(&p.comm) == ServerKind::Apache)
@@ -171,8 +207,11 @@ pub fn apache_mpm(procs: &[ProcInfo]) -> Option<(Mpm, String)> {
     }
     if apache.iter().any(|p| p.threads > 1) {
         Some((Mpm::Threaded, "threads in its processes".into()))
-    } else {
+    } else if apache.len() >= 2 {
         Some((Mpm::Prefork, "single-threaded processes".into()))
+    } else {
+        // A lone process says nothing: the parent is single-threaded under every MPM.
+        None
     }
 }
 
@@ -227,5 +266,45 @@ mod tests {
         let log = "[Mon Jan 01 00:00:00 2024] [mpm_prefork:error] [pid 1] AH00161: server reached MaxRequestWorkers setting, consider raising the MaxRequestWorkers setting\nother\n";
         assert_eq!(reached_limit_lines(log).len(), 1);
         assert_eq!(ServerKind::of_name("php-fpm8.2"), ServerKind::PhpFpm);
+    }
+
+    #[test]
+    fn processes_win_over_the_system_config() {
+        let ap = |pid, ppid, threads| ProcInfo {
+            pid,
+            ppid,
+            threads,
+            comm: "apache2".into(),
+            ..Default::default()
+        };
+        let prefork = [ap(10, 1, 1), ap(11, 10, 1), ap(12, 10, 1)];
+        let event = [ap(10, 1, 1), ap(11, 10, 27)];
+        let cfg = |m| Some((m, "`apache2ctl -V`".to_string()));
+        // Single-threaded workers while the system config says event: prefork.
+        let (m, why) = reconcile_mpm(mpm_from_threads(&prefork), cfg(Mpm::Event)).unwrap();
+        assert_eq!(m, Mpm::Prefork);
+        assert!(why.contains("says event"), "{why}");
+        // Threaded processes and the config agrees on threads: the config's exact name.
+        assert_eq!(
+            reconcile_mpm(mpm_from_threads(&event), cfg(Mpm::Event))
+                .unwrap()
+                .0,
+            Mpm::Event
+        );
+        assert_eq!(
+            reconcile_mpm(mpm_from_threads(&event), cfg(Mpm::Prefork))
+                .unwrap()
+                .0,
+            Mpm::Threaded
+        );
+        // A lone parent says nothing; the config decides.
+        assert_eq!(mpm_from_threads(&[ap(10, 1, 1)]), None);
+        assert_eq!(
+            reconcile_mpm(mpm_from_threads(&[ap(10, 1, 1)]), cfg(Mpm::Worker))
+                .unwrap()
+                .0,
+            Mpm::Worker
+        );
+        assert_eq!(reconcile_mpm(None, None), None);
     }
 }

@@ -13,5 +13,5 @@ pub mod size;
 pub mod tune;
 
 pub use procfs::Target;
-pub use render::render_text;
+pub use render::{render_text, render_windows};
 pub use sampler::{Sampler, Watcher};

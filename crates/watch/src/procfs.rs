@@ -325,9 +325,16 @@ pub fn select<'a>(all: &'a [ProcInfo], targets: &[Target]) -> Vec<&'a ProcInfo> 
     v
 }
 
-/// The default `/proc` root.
+/// Environment variable that replaces `/proc` (for tests only: a fake tree
+/// whose files the test rewrites, e.g. `vmstat` to simulate swapping).
+pub const PROC_ROOT_ENV: &str = "REDLINE_PROC_ROOT";
+
+/// The `/proc` root: `/proc`, or `$REDLINE_PROC_ROOT` when set and non-empty (tests only).
 pub fn proc_root() -> PathBuf {
-    PathBuf::from("/proc")
+    match std::env::var_os(PROC_ROOT_ENV) {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from("/proc"),
+    }
 }
 
 #[cfg(test)]

@@ -92,9 +92,100 @@ fn render_host(o: &mut String, h: &HostWatch) {
     }
 }
 
+/// One line per window (e.g. per stage of a run): `(name, t0_s, t1_s)` in
+/// seconds since the run (the local watch) started, each summarized with
+/// [`ServerWatch::window`]: processes (peak/mean), peak total RSS, PSS and
+/// private memory, and CPU (peak/mean, % of one CPU). A window with no sample
+/// says so. Empty when nothing was watched.
+pub fn render_windows(w: &ServerWatch, windows: &[(&str, f64, f64)]) -> String {
+    let mut o = String::new();
+    if w.hosts.is_empty() || windows.is_empty() {
+        return o;
+    }
+    let width = windows
+        .iter()
+        .map(|(n, _, _)| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(5);
+    let _ = writeln!(
+        o,
+        "Server per stage ({}):  processes peak/mean, RSS / PSS / private peak, CPU peak/mean",
+        w.hosts[0].host
+    );
+    for (name, t0, t1) in windows {
+        let s = w.window(*t0, *t1);
+        if s.samples == 0 {
+            let _ = writeln!(o, "  {name:<width$} {t0:>6.1}-{t1:<6.1}s  no sample");
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "  {name:<width$} {t0:>6.1}-{t1:<6.1}s  {:>3.0}/{:<5.1} {} / {} / {}  {:.0}%/{:.0}%",
+            s.processes.peak,
+            s.processes.mean,
+            kib(s.rss_kib.peak),
+            kib(s.pss_kib.peak),
+            kib(s.private_kib.peak),
+            s.cpu_percent.peak,
+            s.cpu_percent.mean
+        );
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use redline_stats::watch::{HostWatch, WatchSample};
+
+    #[test]
+    fn one_line_per_window() {
+        let samples = (0..6)
+            .map(|i| WatchSample {
+                t: i as f64,
+                processes: 2 + i,
+                rss_kib: 2048 * (i as u64 + 1),
+                pss_kib: 1024 * (i as u64 + 1),
+                private_kib: 512 * (i as u64 + 1),
+                cpu_percent: 10.0 * i as f64,
+                ..Default::default()
+            })
+            .collect();
+        let mut h = HostWatch {
+            host: "web1".into(),
+            samples,
+            ..Default::default()
+        };
+        h.summarize();
+        let w = ServerWatch {
+            targets: vec!["apache2".into()],
+            hosts: vec![h],
+        };
+        let t = render_windows(
+            &w,
+            &[("warm", 0.0, 2.0), ("peak", 3.0, 5.0), ("after", 9.0, 10.0)],
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 4, "{t}");
+        assert!(lines[0].contains("web1"));
+        assert!(
+            lines[1].contains("warm") && lines[1].contains("4/3.0") && lines[1].contains("1.5 MiB"),
+            "{t}"
+        );
+        assert!(
+            lines[2].contains("peak")
+                && lines[2].contains("7/6.0")
+                && lines[2].contains("12.0 MiB")
+                && lines[2].contains("50%/40%"),
+            "{t}"
+        );
+        assert!(lines[3].contains("no sample"), "{t}");
+        assert_eq!(
+            render_windows(&ServerWatch::default(), &[("x", 0.0, 1.0)]),
+            ""
+        );
+    }
 
     #[test]
     fn sizes() {

@@ -2,8 +2,8 @@
 //! thread ([`Sampler`]) or on a thread of its own beside a run ([`Watcher`]).
 
 use crate::procfs::{self, MachineInfo, ProcInfo, Target};
-use redline_stats::watch::{HostWatch, ServerWatch, WatchSample};
-use std::collections::{BTreeSet, HashMap};
+use redline_stats::watch::{HostWatch, NamedKib, ProcSample, ServerWatch, WatchSample};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -20,6 +20,7 @@ pub struct Sampler {
     ticks_per_s: f64,
     host: HostWatch,
     names: BTreeSet<String>,
+    peak_private_kib: Option<u64>,
     /// The processes seen in the latest sample.
     pub last_processes: Vec<ProcInfo>,
     /// The machine as seen in the latest sample.
@@ -89,6 +90,7 @@ impl Sampler {
                 ..Default::default()
             },
             names: BTreeSet::new(),
+            peak_private_kib: None,
             last_processes: Vec::new(),
             last_machine: MachineInfo::default(),
         }
@@ -146,6 +148,11 @@ impl Sampler {
                 s.swap_out_per_s = m.pswpout.saturating_sub(o) as f64 / dt;
             }
         }
+        if self.peak_private_kib.is_none_or(|p| s.private_kib > p) && !chosen.is_empty() {
+            self.peak_private_kib = Some(s.private_kib);
+            self.host.peak_processes = chosen.iter().map(proc_sample).collect();
+            self.host.peak_others = others_by_name(&all, &chosen, m.mem_total_kib);
+        }
         self.last_swap = Some((m.pswpin, m.pswpout));
         self.last_ticks = ticks;
         self.last_t = t;
@@ -166,6 +173,49 @@ impl Sampler {
             hosts: vec![self.host],
         }
     }
+}
+
+fn proc_sample(p: &ProcInfo) -> ProcSample {
+    ProcSample {
+        pid: p.pid,
+        ppid: p.ppid,
+        name: p.comm.clone(),
+        threads: p.threads,
+        rss_kib: p.rss_kib,
+        pss_kib: p.pss_kib,
+        private_kib: p.private_kib,
+    }
+}
+
+/// The processes not chosen (nor redline itself), PSS summed by name: the
+/// groups of at least 1 % of MemTotal (at most 8), largest first, then the
+/// rest as "(all other processes)".
+pub fn others_by_name(all: &[ProcInfo], chosen: &[ProcInfo], mem_total_kib: u64) -> Vec<NamedKib> {
+    let mine: HashSet<u32> = chosen.iter().map(|p| p.pid).collect();
+    let me = std::process::id();
+    let mut groups: BTreeMap<&str, u64> = BTreeMap::new();
+    for p in all.iter().filter(|p| !mine.contains(&p.pid) && p.pid != me) {
+        *groups.entry(p.comm.as_str()).or_insert(0) += p.pss_kib;
+    }
+    let mut v: Vec<NamedKib> = groups
+        .into_iter()
+        .map(|(name, kib)| NamedKib {
+            name: name.to_string(),
+            kib,
+        })
+        .collect();
+    v.sort_by(|a, b| b.kib.cmp(&a.kib).then(a.name.cmp(&b.name)));
+    let total: u64 = v.iter().map(|i| i.kib).sum();
+    v.retain(|i| i.kib >= mem_total_kib / 100);
+    v.truncate(8);
+    let rest = total - v.iter().map(|i| i.kib).sum::<u64>();
+    if rest > 0 {
+        v.push(NamedKib {
+            name: "(all other processes)".into(),
+            kib: rest,
+        });
+    }
+    v
 }
 
 /// A sampler on its own thread, taking a sample every interval until stopped.

@@ -6,6 +6,7 @@
 use crate::detect::{Mpm, ServerKind};
 use crate::procfs::{MachineInfo, ProcInfo};
 use crate::render::kib;
+use redline_stats::watch::HostWatch;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
 
@@ -76,6 +77,8 @@ pub struct SizeInput {
     pub cpus: u32,
     /// Evidence lines (e.g. from the error log).
     pub evidence: Vec<String>,
+    /// Where the measurements come from when not from `/proc` now (a run record).
+    pub source: Option<String>,
 }
 
 /// One line of the budget: a name and KiB.
@@ -92,6 +95,9 @@ pub struct Item {
 pub struct SizeReport {
     /// The server kind.
     pub server: String,
+    /// Where the measurements come from when not from `/proc` now (a run record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// Apache MPM.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mpm: Option<String>,
@@ -283,6 +289,7 @@ pub fn compute(inp: &SizeInput) -> Result<SizeReport, String> {
     }
     Ok(SizeReport {
         server: inp.kind.name().into(),
+        source: inp.source.clone(),
         mpm: inp
             .mpm
             .as_ref()
@@ -305,6 +312,133 @@ pub fn compute(inp: &SizeInput) -> Result<SizeReport, String> {
     })
 }
 
+/// The sizing input from a run's watched data (`redline size --run`/`--from`)
+/// instead of live `/proc`: the watched processes one by one at the sample
+/// where their private memory added up to the most, and the machine's other
+/// processes at that sample. Records from before the per-process snapshot
+/// existed are sized from the per-sample totals (the largest process's
+/// private memory per worker; the shared part as PSS − private), with a note.
+pub fn input_from_watch(h: &HostWatch, budget: Option<Budget>) -> Result<SizeInput, String> {
+    let peak = h
+        .samples
+        .iter()
+        .filter(|s| s.processes > 0)
+        .max_by_key(|s| s.private_kib);
+    let Some(peak) = peak else {
+        return Err(format!(
+            "the watch of {} on {} saw no process: nothing to size",
+            h.targets.join(", "),
+            h.host
+        ));
+    };
+    let name = h
+        .process_names
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "server".into());
+    let mut evidence = Vec::new();
+    let server: Vec<ProcInfo> = if h.peak_processes.is_empty() {
+        evidence.push(format!(
+            "estimated from per-sample totals at t={:.1}s ({} processes): the record has no per-process snapshot (made by an older redline)",
+            peak.t, peak.processes
+        ));
+        estimated_processes(peak, &name)
+    } else {
+        h.peak_processes
+            .iter()
+            .map(|p| ProcInfo {
+                pid: p.pid,
+                ppid: p.ppid,
+                comm: p.name.clone(),
+                exe: p.name.clone(),
+                threads: p.threads,
+                rss_kib: p.rss_kib,
+                pss_kib: p.pss_kib,
+                private_kib: p.private_kib,
+                exact: h.pss_exact,
+                ..Default::default()
+            })
+            .collect()
+    };
+    if !h.pss_exact {
+        evidence.push(
+            "PSS and private memory were estimated during the watch (smaps_rollup unreadable): run the watch as root or as the server's user".into(),
+        );
+    }
+    let others = h
+        .peak_others
+        .iter()
+        .enumerate()
+        .map(|(i, o)| ProcInfo {
+            pid: u32::MAX - i as u32,
+            comm: o.name.clone(),
+            pss_kib: o.kib,
+            ..Default::default()
+        })
+        .collect();
+    let kind = ServerKind::of_processes(&server);
+    let mpm = if kind == ServerKind::Apache {
+        crate::detect::mpm_from_threads(&server)
+            .map(|(m, src)| (m, format!("{src} in the run record")))
+    } else {
+        None
+    };
+    Ok(SizeInput {
+        server,
+        others,
+        machine: MachineInfo {
+            mem_total_kib: h.mem_total_kib,
+            mem_available_kib: peak.mem_available_kib,
+            swap_total_kib: h.swap_total_kib,
+            swap_free_kib: peak.swap_free_kib,
+            ..Default::default()
+        },
+        budget,
+        kind,
+        mpm,
+        threads_per_child: None,
+        cpus: h.cpus.max(1),
+        evidence,
+        source: Some(format!(
+            "{} on {}, watched from {}: the processes at the sample with the most private memory (t={:.1}s)",
+            h.targets.join(", "),
+            h.host,
+            h.started_at,
+            peak.t
+        )),
+    })
+}
+
+/// Processes standing in for a sample's totals: a parent holding the shared
+/// part (PSS − private, paid once), the largest process's private memory as
+/// one worker, and the rest of the private memory spread over the others.
+fn estimated_processes(s: &redline_stats::watch::WatchSample, name: &str) -> Vec<ProcInfo> {
+    let p = |pid: u32, ppid: u32, private: u64, pss: u64| ProcInfo {
+        pid,
+        ppid,
+        comm: name.to_string(),
+        exe: name.to_string(),
+        threads: 1,
+        private_kib: private,
+        pss_kib: pss,
+        rss_kib: pss,
+        ..Default::default()
+    };
+    if s.processes <= 1 {
+        return vec![p(1, 0, s.private_kib, s.pss_kib)];
+    }
+    let shared = s.pss_kib.saturating_sub(s.private_kib);
+    let workers = s.processes as u64 - 1;
+    let biggest = s.max_process_private_kib.min(s.private_kib);
+    let rest = (s.private_kib - biggest) / (workers - 1).max(1);
+    let mut v = vec![p(1, 0, 0, shared)];
+    v.push(p(2, 1, biggest, biggest));
+    for i in 1..workers {
+        v.push(p(2 + i as u32, 1, rest, rest));
+    }
+    v
+}
+
 /// The text form of a sizing.
 pub fn render(r: &SizeReport) -> String {
     use std::fmt::Write;
@@ -324,6 +458,9 @@ pub fn render(r: &SizeReport) -> String {
         r.processes,
         r.workers
     );
+    if let Some(src) = &r.source {
+        let _ = writeln!(o, "[--] measured: {src}");
+    }
     let _ = writeln!(
         o,
         "-------- Memory budget ---------------------------------"
@@ -395,6 +532,91 @@ mod tests {
     }
 
     #[test]
+    fn from_a_run_record_same_arithmetic_as_live() {
+        use redline_stats::watch::{NamedKib, ProcSample, WatchSample};
+        let procs = [
+            p(10, 1, 2000, 4000),
+            p(11, 10, 1000, 1500),
+            p(12, 10, 3000, 3500),
+        ];
+        let h = HostWatch {
+            host: "web1".into(),
+            targets: vec!["apache2".into()],
+            cpus: 2,
+            mem_total_kib: 1_000_000,
+            process_names: vec!["apache2".into()],
+            pss_exact: true,
+            samples: vec![
+                WatchSample {
+                    processes: 3,
+                    private_kib: 6000,
+                    ..Default::default()
+                },
+                WatchSample {
+                    t: 1.0,
+                    processes: 2,
+                    private_kib: 3000,
+                    ..Default::default()
+                },
+            ],
+            peak_processes: procs
+                .iter()
+                .map(|x| ProcSample {
+                    pid: x.pid,
+                    ppid: x.ppid,
+                    name: x.comm.clone(),
+                    threads: 1,
+                    rss_kib: x.rss_kib,
+                    pss_kib: x.pss_kib,
+                    private_kib: x.private_kib,
+                })
+                .collect(),
+            peak_others: vec![NamedKib {
+                name: "mysqld".into(),
+                kib: 100_000,
+            }],
+            ..Default::default()
+        };
+        let inp = input_from_watch(&h, Some(Budget::Kib(100_000))).unwrap();
+        let r = compute(&inp).unwrap();
+        assert_eq!(r.fixed_kib, 5000);
+        assert_eq!(r.per_worker_private_kib, 3000);
+        assert_eq!(r.max_workers, 31);
+        assert!(
+            r.mpm.as_deref().unwrap().starts_with("prefork"),
+            "{:?}",
+            r.mpm
+        );
+        let r = compute(&input_from_watch(&h, None).unwrap()).unwrap();
+        assert_eq!(r.budget_kib, 1_000_000 - 100_000 - 100_000);
+        assert_eq!(r.others[0].name, "mysqld");
+
+        // An older record: sized from the totals of the peak sample.
+        let mut old = h.clone();
+        old.peak_processes.clear();
+        old.samples[0] = WatchSample {
+            processes: 3,
+            private_kib: 6000,
+            pss_kib: 9000,
+            max_process_private_kib: 3000,
+            ..Default::default()
+        };
+        let inp = input_from_watch(&old, Some(Budget::Kib(100_000))).unwrap();
+        let r = compute(&inp).unwrap();
+        assert_eq!(r.per_worker_private_kib, 3000);
+        assert_eq!(r.fixed_kib, 3000);
+        assert_eq!(r.max_workers, (100_000 - 3000) / 3000);
+        assert!(r.notes.iter().any(|n| n.contains("per-sample totals")));
+
+        // Nothing seen: a clear error.
+        let mut none = h.clone();
+        none.samples.iter_mut().for_each(|s| s.processes = 0);
+        assert!(input_from_watch(&none, None)
+            .unwrap_err()
+            .contains("no process"));
+    }
+
+    #[test]
     fn budgets() {
         assert_eq!(parse_budget("50%").unwrap(), Budget::Share(0.5));
         assert_eq!(parse_budget("4GiB").unwrap(), Budget::Kib(4 * 1024 * 1024));
@@ -428,6 +650,7 @@ mod tests {
             threads_per_child: None,
             cpus: 2,
             evidence: vec![],
+            source: None,
         };
         let r = compute(&inp).unwrap();
         // fixed = parent PSS 4000 + shared of workers (500 + 500) = 5000

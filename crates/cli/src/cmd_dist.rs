@@ -1,0 +1,735 @@
+//! Distributed runs (issue 9): `coordinate`, `agent`, `k8s`, and the hidden
+//! `k8s-pod` entry point of the generated Job's pods.
+//!
+//! An agent runs its share of the load as a child `redline run … -o json
+//! --live-json FILE` (so every run flag works unchanged), forwards the live
+//! counters every second, and sends the child's run record at the end; it
+//! also prints that record on its own stdout as a fallback. The child dies
+//! with the agent (PR_SET_PDEATHSIG).
+//!
+//! Exit codes: `coordinate` 0 ok, 1 incomplete (an agent was lost: the record
+//! is still printed, marked `interrupted` with a `dist_incomplete` warning)
+//! or nothing to merge, 2 usage, 4 a `--threshold` failed on the merged
+//! record. `agent` 0 ok, 1 the run or the coordinator failed (its own record
+//! still printed when there is one), 2 usage.
+
+use crate::cli::{fail, EXIT_OK, EXIT_RUNTIME, EXIT_THRESHOLD, EXIT_USAGE};
+use clap::{Args, Subcommand, ValueEnum};
+use redline_dist::{agent, coordinator, k8s, segment};
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The distributed subcommands.
+#[derive(Subcommand, Debug)]
+pub enum DistCmd {
+    /// Coordinate N agents: synchronized start, exact merge, one verdict (docs/distributed.md).
+    Coordinate(CoordinateArgs),
+    /// Run one share of the load for a coordinator: redline agent --index I --total N --coordinator HOST:PORT -- URL -n 3000 -c 6
+    Agent(AgentArgs),
+    /// Print Kubernetes manifests (Indexed Job, headless Service, ConfigMap) for a distributed run.
+    K8s(K8sArgs),
+    /// The entry point of the pods `redline k8s` generates (index from JOB_COMPLETION_INDEX).
+    #[command(name = "k8s-pod", hide = true)]
+    K8sPod(K8sPodArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum RecordFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+enum ManifestFormat {
+    Yaml,
+    Json,
+}
+
+fn dur(s: &str) -> Result<Duration, String> {
+    redline_engine::parse_duration(s)
+}
+
+/// `redline coordinate`.
+#[derive(Args, Debug, Clone)]
+pub struct CoordinateArgs {
+    /// Number of agents (indexes 0 to N-1).
+    #[arg(long, value_name = "N")]
+    agents: u64,
+    /// Address to listen on for agents (port 0: any, printed at start).
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:7070")]
+    listen: String,
+    /// How long to wait for all agents to register and be ready.
+    #[arg(long = "ready-timeout", value_name = "DURATION", default_value = "2m", value_parser = dur)]
+    ready_timeout: Duration,
+    /// The common start is this long after the last agent is ready.
+    #[arg(long = "start-delay", value_name = "DURATION", default_value = "2s", value_parser = dur)]
+    start_delay: Duration,
+    /// An agent silent this long during the run is given up.
+    #[arg(long = "silence-timeout", value_name = "DURATION", default_value = "15s", value_parser = dur)]
+    silence_timeout: Duration,
+    /// Upper bound of the whole run (runs bounded by -n have no duration of their own).
+    #[arg(long = "run-timeout", value_name = "DURATION", default_value = "1h", value_parser = dur)]
+    run_timeout: Duration,
+    /// Pass/fail bound evaluated once on the merged record (repeatable), e.g. 'p99<250ms'.
+    #[arg(long = "threshold", value_name = "EXPR", value_parser = threshold)]
+    thresholds: Vec<redline_report::thresholds::Threshold>,
+    /// Report format on stdout: text, or json (the merged run record).
+    #[arg(short = 'o', long = "output", default_value = "text")]
+    output: RecordFormat,
+    /// Also write the merged run record (JSON) to FILE.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// No event or progress lines on stderr.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+}
+
+fn threshold(s: &str) -> Result<redline_report::thresholds::Threshold, String> {
+    s.parse()
+}
+
+/// `redline agent`.
+#[derive(Args, Debug, Clone)]
+pub struct AgentArgs {
+    /// This agent's index, 0-based.
+    #[arg(long, value_name = "I")]
+    index: u64,
+    /// Number of agents.
+    #[arg(long, value_name = "N")]
+    total: u64,
+    /// The coordinator's address.
+    #[arg(long, value_name = "HOST:PORT")]
+    coordinator: String,
+    /// Unequal shares: the boundaries of every agent's segment, e.g. 0,1/2,3/4,1 (agent I gets the I-th).
+    #[arg(long = "segment-sequence", value_name = "SEQ")]
+    segment_sequence: Option<String>,
+    /// How long to keep trying to reach the coordinator.
+    #[arg(long = "connect-timeout", value_name = "DURATION", default_value = "2m", value_parser = dur)]
+    connect_timeout: Duration,
+    /// How long to wait for the start once ready.
+    #[arg(long = "start-timeout", value_name = "DURATION", default_value = "10m", value_parser = dur)]
+    start_timeout: Duration,
+    /// The `redline run` arguments, after `--` (-c, -n, -r are this agent's share of them).
+    #[arg(last = true, required = true, value_name = "RUN ARGS")]
+    run: Vec<String>,
+}
+
+/// `redline k8s`.
+#[derive(Args, Debug, Clone)]
+pub struct K8sArgs {
+    /// Number of load-generating pods (the Job has one more: the coordinator).
+    #[arg(long, value_name = "N")]
+    parallel: u32,
+    /// The container image with redline in it (see the Dockerfile).
+    #[arg(long, value_name = "IMAGE", default_value = "redline:latest")]
+    image: String,
+    /// Name of the Job and the Service.
+    #[arg(long, value_name = "NAME", default_value = "redline")]
+    name: String,
+    /// Namespace of the objects.
+    #[arg(long, value_name = "NS")]
+    namespace: Option<String>,
+    /// CPU request per pod.
+    #[arg(long, value_name = "CPU", default_value = "1")]
+    cpu: String,
+    /// Memory request per pod.
+    #[arg(long, value_name = "SIZE", default_value = "256Mi")]
+    memory: String,
+    /// Prefer one generator per node (pod anti-affinity).
+    #[arg(long = "anti-affinity")]
+    anti_affinity: bool,
+    /// The Job's deadline (default: the run's -d plus 10 minutes, or 1 hour).
+    #[arg(long, value_name = "DURATION", value_parser = dur)]
+    deadline: Option<Duration>,
+    /// yaml or json (a v1 List).
+    #[arg(short = 'o', long = "output", default_value = "yaml")]
+    output: ManifestFormat,
+    /// `run` and its arguments, after `--`: -- run URL -d 60s -c 300
+    #[arg(last = true, required = true, value_name = "run ARGS")]
+    run: Vec<String>,
+}
+
+/// `redline k8s-pod` (hidden).
+#[derive(Args, Debug, Clone)]
+pub struct K8sPodArgs {
+    #[arg(long)]
+    agents: u64,
+    #[arg(long)]
+    coordinator: String,
+    #[arg(long = "args-file")]
+    args_file: PathBuf,
+}
+
+/// Runs a distributed subcommand; returns the exit code.
+pub fn dispatch(cmd: DistCmd) -> i32 {
+    match cmd {
+        DistCmd::Coordinate(a) => cmd_coordinate(a),
+        DistCmd::Agent(a) => cmd_agent(a),
+        DistCmd::K8s(a) => cmd_k8s(a),
+        DistCmd::K8sPod(a) => cmd_k8s_pod(a),
+    }
+}
+
+fn print_out(s: &str) -> i32 {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => EXIT_OK,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(e) => fail(EXIT_RUNTIME, format!("cannot write the output: {e}")),
+    }
+}
+
+fn cmd_coordinate(a: CoordinateArgs) -> i32 {
+    if a.agents == 0 || a.agents > 10_000 {
+        return fail(EXIT_USAGE, "--agents must be between 1 and 10000");
+    }
+    let listener = match std::net::TcpListener::bind(&a.listen) {
+        Ok(l) => l,
+        Err(e) => return fail(EXIT_USAGE, format!("cannot listen on {}: {e}", a.listen)),
+    };
+    let addr = listener
+        .local_addr()
+        .map(|x| x.to_string())
+        .unwrap_or_else(|_| a.listen.clone());
+    eprintln!(
+        "redline coordinate: listening on {addr} for {} agents",
+        a.agents
+    );
+    let cfg = coordinator::Config {
+        agents: a.agents,
+        ready_timeout: a.ready_timeout,
+        start_delay: a.start_delay,
+        silence_timeout: a.silence_timeout,
+        run_timeout: a.run_timeout,
+    };
+    let tty = std::io::stderr().is_terminal();
+    let quiet = a.quiet;
+    let result = coordinator::coordinate(listener, &cfg, |ev| {
+        use coordinator::Event::*;
+        let line = match ev {
+            Registered(i, h) => format!("agent {i} registered ({h})"),
+            Refused(r) => format!("refused an agent: {r}"),
+            Ready(i, off, rtt) => {
+                format!("agent {i} ready (clock offset {off:+.1} ms, round trip {rtt:.2} ms)")
+            }
+            Starting(_) => format!("all agents ready: starting in {:?}", cfg.start_delay),
+            Progress(t, c, f, n) => {
+                if !tty {
+                    return;
+                }
+                if !quiet {
+                    eprint!(
+                        "\r\x1b[K[{t:>6.1}s] {} agents, {} done, {} errors",
+                        n,
+                        redline_report::count(*c),
+                        redline_report::count(*f)
+                    );
+                }
+                return;
+            }
+            Finished(i) => format!("agent {i} sent its record"),
+            Lost(i, why) => format!("agent {i} lost: {why}"),
+        };
+        // A lost agent is always said, even with -q.
+        if !quiet || matches!(ev, Lost(..)) {
+            if tty {
+                eprint!("\r\x1b[K");
+            }
+            eprintln!("redline coordinate: {line}");
+        }
+    });
+    let out = match result {
+        Ok(o) => o,
+        Err(coordinator::Error::NotReady(m)) => return fail(EXIT_RUNTIME, m),
+        Err(e) => return fail(EXIT_RUNTIME, e),
+    };
+    if !quiet {
+        for ag in &out.agents {
+            let state = match (&ag.failure, &ag.record, &ag.note) {
+                (Some(f), _, _) => format!("LOST: {f}"),
+                (None, Some(r), _) => format!(
+                    "{} done, {} failed",
+                    redline_report::count(r.counters.completed),
+                    redline_report::count(r.counters.failed)
+                ),
+                (None, None, Some(n)) => format!("no load: {n}"),
+                (None, None, None) => "no record".into(),
+            };
+            eprintln!(
+                "redline coordinate: {}: offset {:+.1} ms, round trip {:.2} ms, started {:.1} ms late; {state}",
+                ag.name(),
+                ag.offset_ms,
+                ag.rtt_ms,
+                ag.lateness_ms
+            );
+        }
+    }
+    let Some(rec) = out.merged else {
+        return fail(
+            EXIT_RUNTIME,
+            "no agent sent a run record: nothing to report",
+        );
+    };
+    if let Some(p) = &a.record {
+        if let Err(e) = std::fs::write(p, redline_report::json(&rec)) {
+            return fail(
+                EXIT_RUNTIME,
+                format!("cannot write --record {}: {e}", p.display()),
+            );
+        }
+    }
+    let outcomes = redline_report::thresholds::check(&rec, &a.thresholds);
+    let code = match a.output {
+        RecordFormat::Json => {
+            let c = print_out(&redline_report::json(&rec));
+            for o in &outcomes {
+                eprintln!("threshold {o}");
+            }
+            c
+        }
+        RecordFormat::Text => {
+            let mut t = redline_report::text(&rec);
+            if !outcomes.is_empty() {
+                t.push_str("\nThresholds (on the merged record):\n");
+                for o in &outcomes {
+                    t.push_str(&format!("  {o}\n"));
+                }
+            }
+            print_out(&t)
+        }
+    };
+    if code != EXIT_OK {
+        return code;
+    }
+    if out.incomplete {
+        let lost: Vec<String> = out
+            .agents
+            .iter()
+            .filter(|x| x.failure.is_some())
+            .map(|x| x.name())
+            .collect();
+        return fail(
+            EXIT_RUNTIME,
+            format!(
+                "incomplete run: lost {}; the record holds only the other agents' load",
+                lost.join(", ")
+            ),
+        );
+    }
+    if outcomes.iter().any(|o| !o.pass) {
+        EXIT_THRESHOLD
+    } else {
+        EXIT_OK
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Flags of `run` the agent sets itself and drops when the user gave them too.
+const DROPPED: &[&str] = &["--no-save"];
+
+fn cmd_agent(a: AgentArgs) -> i32 {
+    if a.total == 0 || a.index >= a.total {
+        return fail(
+            EXIT_USAGE,
+            format!(
+                "--index {} --total {}: the index must be below the total",
+                a.index, a.total
+            ),
+        );
+    }
+    let seg = match &a.segment_sequence {
+        Some(q) => match segment::Sequence::parse(q) {
+            Ok(s) if s.len() as u64 == a.total => s.segment(a.index as usize).expect("index < len"),
+            Ok(s) => {
+                return fail(
+                    EXIT_USAGE,
+                    format!(
+                        "--segment-sequence {q} has {} segments for --total {}",
+                        s.len(),
+                        a.total
+                    ),
+                )
+            }
+            Err(e) => return fail(EXIT_USAGE, e),
+        },
+        None => match segment::Sequence::equal(a.total) {
+            Ok(s) => s.segment(a.index as usize).expect("index < total"),
+            Err(e) => return fail(EXIT_USAGE, e),
+        },
+    };
+    let mut run = a.run.clone();
+    if run.first().map(String::as_str) == Some("run") {
+        run.remove(0);
+    }
+    run.retain(|x| !DROPPED.contains(&x.as_str()));
+    let scaled = match agent::scale_run_args(&run, &seg) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    let expected_s = match scaled.duration.as_deref().map(dur).transpose() {
+        Ok(d) => d.map(|d| d.as_secs_f64()),
+        Err(e) => return fail(EXIT_USAGE, format!("-d: {e}")),
+    };
+    let host = hostname();
+    let mut session = match agent::Session::register(
+        &a.coordinator,
+        a.index,
+        a.total,
+        &host,
+        a.connect_timeout,
+    ) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_RUNTIME, e),
+    };
+    if let Err(e) = session.sync_clock(8) {
+        return fail(EXIT_RUNTIME, e);
+    }
+    eprintln!(
+        "redline agent {}: segment {seg}, {} connections{}{}; clock offset {:+.1} ms",
+        a.index,
+        scaled.connections,
+        scaled
+            .requests
+            .map(|n| format!(", {n} requests"))
+            .unwrap_or_default(),
+        scaled
+            .rate
+            .map(|r| format!(", {r} req/s"))
+            .unwrap_or_default(),
+        session.offset_ms
+    );
+    let start = match session.ready_and_wait(expected_s, a.start_timeout) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_RUNTIME, e),
+    };
+    // Sleep to the common start (bounded by the start delay the coordinator chose).
+    let wait = start.saturating_duration_since(Instant::now());
+    std::thread::sleep(wait.min(Duration::from_secs(600)));
+    if let Some(why) = &scaled.empty {
+        eprintln!("redline agent {}: nothing to run: {why}", a.index);
+        return match session.done(0.0, None, Some(why.clone())) {
+            Ok(()) => EXIT_OK,
+            Err(e) => fail(EXIT_RUNTIME, e),
+        };
+    }
+    let late_ms = Instant::now()
+        .saturating_duration_since(start)
+        .as_secs_f64()
+        * 1000.0;
+    let (record, note) = run_child(&scaled.args, &session.progress(), a.index);
+    let text = record
+        .as_ref()
+        .and_then(|r| serde_json::to_string_pretty(r).ok());
+    // The fallback: the agent's own record on its stdout.
+    if let Some(t) = &text {
+        print_out(&format!("{t}\n"));
+    }
+    let sent = session.done(late_ms, record.clone(), note.clone());
+    match (sent, record) {
+        (Ok(()), Some(_)) => EXIT_OK,
+        (Ok(()), None) => fail(
+            EXIT_RUNTIME,
+            note.unwrap_or_else(|| "the run failed".into()),
+        ),
+        (Err(e), _) => fail(EXIT_RUNTIME, e),
+    }
+}
+
+/// Runs `redline run ARGS -o json -q --no-save --live-json TMP` as a child
+/// that dies with this process, forwarding its live counters every second.
+/// Returns its record (JSON) or why there is none.
+fn run_child(
+    args: &[String],
+    progress: &agent::ProgressSender,
+    index: u64,
+) -> (Option<serde_json::Value>, Option<String>) {
+    use std::os::unix::process::CommandExt;
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => return (None, Some(format!("cannot find the redline binary: {e}"))),
+    };
+    let live = std::env::temp_dir().join(format!(
+        "redline-agent-{}-{index}.jsonl",
+        std::process::id()
+    ));
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("run")
+        .args(args)
+        .args(["-o", "json", "-q", "--no-save", "--live-json"])
+        .arg(&live)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches no
+    // memory of the parent; it makes the load stop when the agent dies.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return (None, Some(format!("cannot start the run: {e}"))),
+    };
+    // Read stdout and stderr on threads so a full pipe never blocks the child.
+    let out = child.stdout.take().map(|mut s| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut s, &mut v);
+            v
+        })
+    });
+    let err = child.stderr.take().map(|mut s| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut s, &mut v);
+            v
+        })
+    });
+    let started = Instant::now();
+    let mut last = (0u64, 0u64, 0u64);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) => {}
+            Err(_) => break None,
+        }
+        if let Ok(f) = std::fs::File::open(&live) {
+            if let Some(Ok(l)) = std::io::BufReader::new(f).lines().last() {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&l) {
+                    let g = |k: &str| v[k].as_u64().unwrap_or(0);
+                    last = (g("completed"), g("failed"), g("open"));
+                }
+            }
+        }
+        // A heartbeat every second even when nothing changed.
+        let t = started.elapsed().as_secs();
+        if progress.send(t, last.0, last.1, last.2).is_err() {
+            // The coordinator is gone; the run goes on for the fallback record.
+        }
+        std::thread::sleep(Duration::from_millis(1000));
+    };
+    let _ = std::fs::remove_file(&live);
+    let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
+    let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
+    let code = status.and_then(|s| s.code());
+    match serde_json::from_slice::<serde_json::Value>(&stdout) {
+        // Exit 4 (a --threshold in the run arguments) still has a record.
+        Ok(v) if v.get("format").is_some() => (Some(v), None),
+        _ => {
+            let msg = String::from_utf8_lossy(&stderr);
+            let first = msg.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            (
+                None,
+                Some(format!(
+                    "the run failed (exit {}): {first}",
+                    code.map(|c| c.to_string())
+                        .unwrap_or_else(|| "by signal".into())
+                )),
+            )
+        }
+    }
+}
+
+/// Refuses run arguments that carry secrets: manifests are printed and stored
+/// in the cluster as they are.
+fn refuse_secrets(args: &[String]) -> Result<(), String> {
+    let mut prev = "";
+    for a in args {
+        let lower = a.to_ascii_lowercase();
+        let header_flag = prev == "-H" || prev == "--header";
+        let secret = prev == "-a"
+            || prev == "--basic-auth"
+            || lower.starts_with("--basic-auth")
+            || ((header_flag || lower.starts_with("--header=") || lower.starts_with("-h"))
+                && ["authorization", "proxy-authorization", "cookie"]
+                    .iter()
+                    .any(|h| {
+                        lower
+                            .trim_start_matches("--header=")
+                            .trim_start_matches("-h")
+                            .trim_start()
+                            .starts_with(h)
+                    }))
+            || (lower.contains("://")
+                && lower
+                    .split("://")
+                    .nth(1)
+                    .is_some_and(|r| r.split('/').next().is_some_and(|h| h.contains('@'))));
+        if secret {
+            return Err("the run arguments carry a secret (credentials, Authorization, Cookie) that the manifests would print and store in a ConfigMap: [redacted]; run without it (see docs/distributed.md)".into());
+        }
+        prev = a.as_str();
+    }
+    Ok(())
+}
+
+fn cmd_k8s(a: K8sArgs) -> i32 {
+    let mut run = a.run.clone();
+    if run.first().map(String::as_str) != Some("run") {
+        return fail(
+            EXIT_USAGE,
+            "k8s: give the run after `--`: redline k8s --parallel 4 -- run URL -d 60s",
+        );
+    }
+    run.remove(0);
+    if let Err(e) = refuse_secrets(&run) {
+        return fail(EXIT_USAGE, e);
+    }
+    // The arguments must make a valid share for every agent.
+    let seq = match segment::Sequence::equal(a.parallel.max(1) as u64) {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    let mut duration = None;
+    for i in 0..seq.len() {
+        match agent::scale_run_args(&run, &seq.segment(i).expect("i < len")) {
+            Ok(s) => duration = s.duration,
+            Err(e) => return fail(EXIT_USAGE, e),
+        }
+    }
+    let deadline = match a.deadline {
+        Some(d) => d,
+        None => match duration.as_deref().map(dur).transpose() {
+            Ok(Some(d)) => d + Duration::from_secs(600),
+            Ok(None) => Duration::from_secs(3600),
+            Err(e) => return fail(EXIT_USAGE, format!("-d: {e}")),
+        },
+    };
+    let opts = k8s::Options {
+        name: a.name,
+        namespace: a.namespace,
+        parallel: a.parallel,
+        image: a.image,
+        run_args: run,
+        cpu: a.cpu,
+        memory: a.memory,
+        anti_affinity: a.anti_affinity,
+        deadline_s: deadline.as_secs().max(1) as i64,
+    };
+    let docs = match k8s::manifests(&opts) {
+        Ok(d) => d,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    let problems = k8s::check(&docs, opts.parallel);
+    if !problems.is_empty() {
+        return fail(
+            EXIT_RUNTIME,
+            format!("generated manifests break: {}", problems.join("; ")),
+        );
+    }
+    match a.output {
+        ManifestFormat::Yaml => print_out(&redline_dist::yaml::to_yaml_stream(&docs)),
+        ManifestFormat::Json => {
+            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": docs});
+            print_out(&format!(
+                "{}\n",
+                serde_json::to_string_pretty(&list).unwrap_or_default()
+            ))
+        }
+    }
+}
+
+/// The `--threshold` bounds in run arguments: the coordinator evaluates them
+/// once on the merged record.
+fn run_thresholds(run: &[String]) -> Result<Vec<redline_report::thresholds::Threshold>, String> {
+    let mut v = Vec::new();
+    for (i, a) in run.iter().enumerate() {
+        let expr = if a == "--threshold" {
+            run.get(i + 1).map(String::as_str)
+        } else {
+            a.strip_prefix("--threshold=")
+        };
+        if let Some(e) = expr {
+            v.push(threshold(e)?);
+        }
+    }
+    Ok(v)
+}
+
+fn cmd_k8s_pod(a: K8sPodArgs) -> i32 {
+    let index: u64 = match std::env::var("JOB_COMPLETION_INDEX")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+    {
+        Some(i) => i,
+        None => return fail(
+            EXIT_USAGE,
+            "k8s-pod runs inside the Job `redline k8s` prints (JOB_COMPLETION_INDEX is not set)",
+        ),
+    };
+    let text = match std::fs::read_to_string(&a.args_file) {
+        Ok(t) => t,
+        Err(e) => {
+            return fail(
+                EXIT_USAGE,
+                format!("cannot read {}: {e}", a.args_file.display()),
+            )
+        }
+    };
+    let run: Vec<String> = match serde_json::from_str(&text) {
+        Ok(r) => r,
+        Err(e) => {
+            return fail(
+                EXIT_USAGE,
+                format!(
+                    "{}: not a JSON array of strings: {e}",
+                    a.args_file.display()
+                ),
+            )
+        }
+    };
+    if index == 0 {
+        let port = a.coordinator.rsplit(':').next().unwrap_or("7070");
+        return cmd_coordinate(CoordinateArgs {
+            agents: a.agents,
+            listen: format!("0.0.0.0:{port}"),
+            ready_timeout: Duration::from_secs(300),
+            start_delay: Duration::from_secs(2),
+            silence_timeout: Duration::from_secs(15),
+            run_timeout: Duration::from_secs(24 * 3600),
+            thresholds: match run_thresholds(&run) {
+                Ok(t) => t,
+                Err(e) => return fail(EXIT_USAGE, e),
+            },
+            output: RecordFormat::Json,
+            record: None,
+            quiet: true,
+        });
+    }
+    cmd_agent(AgentArgs {
+        index: index - 1,
+        total: a.agents,
+        coordinator: a.coordinator,
+        segment_sequence: None,
+        connect_timeout: Duration::from_secs(300),
+        start_timeout: Duration::from_secs(600),
+        run,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_refused() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        for bad in [
+            &["-a", "u:p", "http://x/"][..],
+            &["-H", "Authorization: Bearer x", "http://x/"],
+            &["--header=cookie: a=b", "http://x/"],
+            &["http://user:pw@x/"],
+        ] {
+            assert!(refuse_secrets(&v(bad)).is_err(), "{bad:?}");
+        }
+        assert!(refuse_secrets(&v(&["-H", "Accept: x", "http://x/a@b"])).is_ok());
+    }
+}

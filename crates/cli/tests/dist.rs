@@ -1,0 +1,426 @@
+//! Distributed runs on one machine: a coordinator and agents as separate
+//! processes against the built-in target on 127.0.0.1, merged exactly; an
+//! agent killed mid-run is named and the run marked incomplete; a duplicate
+//! index is refused; the Kubernetes manifests pass our structural checks and,
+//! when `kubernetes-validate` is installed (pip), the Kubernetes schemas.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A coordinator on 127.0.0.1:0; its stderr lines arrive on `lines`.
+struct Coord {
+    child: Child,
+    port: u16,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Coord {
+    fn start(extra: &[&str]) -> Coord {
+        let mut child = Command::new(bin())
+            .args([
+                "coordinate",
+                "--listen",
+                "127.0.0.1:0",
+                "--start-delay",
+                "300ms",
+                "-o",
+                "json",
+            ])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn coordinator");
+        let (tx, lines) = mpsc::channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut c = Coord {
+            child,
+            port: 0,
+            lines,
+            seen: Vec::new(),
+        };
+        let l = c.wait_for("listening on", Duration::from_secs(20));
+        let addr = l
+            .split("listening on ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap();
+        c.port = addr.rsplit(':').next().unwrap().parse().unwrap();
+        c
+    }
+
+    /// Waits (bounded) for a stderr line containing `what`.
+    fn wait_for(&mut self, what: &str, limit: Duration) -> String {
+        let start = Instant::now();
+        if let Some(l) = self.seen.iter().find(|l| l.contains(what)) {
+            return l.clone();
+        }
+        while start.elapsed() < limit {
+            if let Ok(l) = self.lines.recv_timeout(Duration::from_millis(100)) {
+                self.seen.push(l.clone());
+                if l.contains(what) {
+                    return l;
+                }
+            }
+        }
+        panic!(
+            "no {what:?} from the coordinator within {limit:?}: {:?}",
+            self.seen
+        );
+    }
+
+    /// Waits for the coordinator's exit: (code, stdout, all stderr lines).
+    fn finish(mut self) -> (Option<i32>, String, String) {
+        let out = wait_limit(self.child, Duration::from_secs(90));
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
+            self.seen.push(l);
+        }
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            self.seen.join("\n"),
+        )
+    }
+}
+
+fn agent(i: u64, total: u64, port: u16, run: &[&str]) -> Child {
+    Command::new(bin())
+        .args([
+            "agent",
+            "--index",
+            &i.to_string(),
+            "--total",
+            &total.to_string(),
+        ])
+        .args([
+            "--coordinator",
+            &format!("127.0.0.1:{port}"),
+            "--connect-timeout",
+            "20s",
+            "--",
+        ])
+        .args(run)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agent")
+}
+
+fn hist_count(v: &serde_json::Value) -> u64 {
+    v["latency"]["count"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no latency count in {}", v["latency"]))
+}
+
+#[test]
+fn three_agents_merge_exactly_with_one_verdict() {
+    let srv = builtin();
+    let url = format!("http://{}/?size=100", srv.local_addr());
+    let mut c = Coord::start(&[
+        "--agents",
+        "3",
+        "--threshold",
+        "errors<1%",
+        "--threshold",
+        "p50<10s",
+    ]);
+    let run = [url.as_str(), "-n", "3000", "-c", "6", "-t", "1"];
+    let agents: Vec<Child> = (0..3).map(|i| agent(i, 3, c.port, &run)).collect();
+    c.wait_for("all agents ready", Duration::from_secs(30));
+    let parts: Vec<serde_json::Value> = agents
+        .into_iter()
+        .map(|a| {
+            let out = wait_limit(a, Duration::from_secs(60));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            serde_json::from_slice(&out.stdout).expect("the agent prints its record")
+        })
+        .collect();
+    let (code, stdout, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    // Exact shares: 1000 requests and 2 connections each; the whole is exact.
+    for p in &parts {
+        assert_eq!(counter(p, "completed"), 1000);
+        assert_eq!(p["config"]["load"]["connections"], 2);
+    }
+    assert_eq!(counter(&m, "completed"), 3000);
+    assert_eq!(counter(&m, "failed"), 0);
+    assert_eq!(m["config"]["load"]["connections"], 6);
+    assert_eq!(m["config"]["load"]["requests"], 3000);
+    assert_eq!(m["merged_runs"], 3);
+    assert_eq!(m["interrupted"], false);
+    // The merged histogram is the union of the parts.
+    let sum: u64 = parts.iter().map(hist_count).sum();
+    assert_eq!(hist_count(&m), sum);
+    assert_eq!(hist_count(&m), 3000);
+    let series_sum = |v: &serde_json::Value| -> u64 {
+        v["series"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["requests"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(series_sum(&m), parts.iter().map(series_sum).sum::<u64>());
+    // Thresholds once, on the merge; clock offsets measured and reported.
+    assert!(
+        err.contains("threshold PASS") || err.contains("PASS"),
+        "{err}"
+    );
+    assert_eq!(err.matches("ready (clock offset").count(), 3, "{err}");
+    srv.shutdown();
+
+    // A failing bound on the merged record: exit 4.
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let c = Coord::start(&["--agents", "2", "--threshold", "rps<0.001"]);
+    let run = [url.as_str(), "-n", "40", "-c", "2", "-t", "1"];
+    let agents: Vec<Child> = (0..2).map(|i| agent(i, 2, c.port, &run)).collect();
+    for a in agents {
+        wait_limit(a, Duration::from_secs(60));
+    }
+    let (code, stdout, err) = c.finish();
+    assert_eq!(code, Some(4), "{err}");
+    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(counter(&m, "completed"), 40);
+    srv.shutdown();
+}
+
+#[test]
+fn a_killed_agent_is_named_and_the_run_marked_incomplete() {
+    let srv = builtin();
+    let url = format!("http://{}/?delay=1ms", srv.local_addr());
+    let mut c = Coord::start(&["--agents", "3"]);
+    let run = [url.as_str(), "-d", "4s", "-c", "3", "-t", "1"];
+    let mut agents: Vec<Child> = (0..3).map(|i| agent(i, 3, c.port, &run)).collect();
+    c.wait_for("all agents ready", Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(1500));
+    agents[1].kill().unwrap();
+    let _ = agents[1].wait();
+    let lost = c.wait_for("agent 1 lost", Duration::from_secs(20));
+    assert!(lost.contains("connection closed"), "{lost}");
+    for (i, a) in agents.into_iter().enumerate() {
+        if i != 1 {
+            let out = wait_limit(a, Duration::from_secs(60));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    let (code, stdout, err) = c.finish();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("incomplete run: lost agent 1"), "{err}");
+    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(m["interrupted"], true);
+    assert_eq!(m["merged_runs"], 2);
+    let w: Vec<&str> = m["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["code"] == "dist_incomplete")
+        .map(|w| w["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(w.len(), 1, "{}", m["warnings"]);
+    assert!(
+        w[0].contains("agent 1") && w[0].contains("2 of 3 agents"),
+        "{}",
+        w[0]
+    );
+    srv.shutdown();
+}
+
+#[test]
+fn a_duplicate_index_is_refused_and_a_missing_agent_times_out() {
+    let c = Coord::start(&["--agents", "2", "--ready-timeout", "3s"]);
+    let run = ["http://127.0.0.1:9/", "-n", "10"];
+    let first = agent(0, 2, c.port, &run);
+    std::thread::sleep(Duration::from_millis(500));
+    let second = agent(0, 2, c.port, &run);
+    let out = wait_limit(second, Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("refused agent 0") && err.contains("already taken"),
+        "{err}"
+    );
+    let (code, _, err) = c.finish();
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("agents 1 did not become ready"), "{err}");
+    let out = wait_limit(first, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("aborted"));
+    // Bad input: one line, exit 2.
+    for args in [
+        vec![
+            "agent",
+            "--index",
+            "3",
+            "--total",
+            "3",
+            "--coordinator",
+            "127.0.0.1:1",
+            "--",
+            "http://x/",
+        ],
+        vec![
+            "agent",
+            "--index",
+            "0",
+            "--total",
+            "2",
+            "--coordinator",
+            "127.0.0.1:1",
+            "--",
+            "http://x/",
+            "-o",
+            "json",
+        ],
+        vec!["coordinate", "--agents", "0"],
+        vec![
+            "k8s",
+            "--parallel",
+            "2",
+            "--",
+            "run",
+            "-H",
+            "Authorization: Bearer s3cret",
+            "http://x/",
+        ],
+        vec![
+            "k8s",
+            "--parallel",
+            "2",
+            "--name",
+            "Bad_Name",
+            "--",
+            "run",
+            "http://x/",
+        ],
+    ] {
+        let out = redline(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(!err.contains("s3cret"), "{err}");
+    }
+}
+
+#[test]
+fn kubernetes_manifests_are_well_formed() {
+    let args = [
+        "k8s",
+        "--parallel",
+        "3",
+        "--name",
+        "load",
+        "--anti-affinity",
+        "-o",
+        "json",
+        "--",
+        "run",
+        "http://web.example/",
+        "-d",
+        "60s",
+        "-c",
+        "300",
+    ];
+    let out = redline(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list["kind"], "List");
+    let items = list["items"].as_array().unwrap();
+    let kinds: Vec<&str> = items.iter().map(|d| d["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["ConfigMap", "Service", "Job"]);
+    let job = &items[2];
+    assert_eq!(job["spec"]["completionMode"], "Indexed");
+    assert_eq!(job["spec"]["completions"], 4);
+    assert_eq!(job["spec"]["parallelism"], 4);
+    assert_eq!(job["spec"]["backoffLimitPerIndex"], 0);
+    assert_eq!(job["spec"]["podReplacementPolicy"], "Failed");
+    assert_eq!(job["spec"]["activeDeadlineSeconds"], 660);
+    let pod = &job["spec"]["template"]["spec"];
+    assert_eq!(pod["subdomain"], "load");
+    let cargs: Vec<&str> = pod["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        cargs
+            .windows(2)
+            .any(|w| w == ["--coordinator", "load-0.load:7070"]),
+        "{cargs:?}"
+    );
+    assert_eq!(items[1]["spec"]["clusterIP"], "None");
+    let run: Vec<String> =
+        serde_json::from_str(items[0]["data"]["args.json"].as_str().unwrap()).unwrap();
+    assert_eq!(run, ["http://web.example/", "-d", "60s", "-c", "300"]);
+
+    // The YAML form says the same (checked with Python's yaml when installed).
+    let mut yargs = args.to_vec();
+    yargs.retain(|a| *a != "-o" && *a != "json");
+    let yout = redline(&yargs);
+    assert!(yout.status.success());
+    let yaml = String::from_utf8_lossy(&yout.stdout).into_owned();
+    assert_eq!(
+        yaml.matches("\n---\n").count() + usize::from(yaml.starts_with("---\n")),
+        3
+    );
+    let dir = std::env::temp_dir().join(format!("redline-k8s-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ypath = dir.join("m.yaml");
+    std::fs::write(&ypath, &yaml).unwrap();
+    let py = Command::new("python3")
+        .args(["-c", "import sys, json, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))"])
+        .arg(&ypath)
+        .output();
+    match py {
+        Ok(o) if o.status.success() => {
+            let docs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            assert_eq!(&docs, &list["items"], "YAML and JSON differ");
+        }
+        _ => eprintln!("note: python3 with PyYAML not available; YAML not cross-checked"),
+    }
+    // The Kubernetes schemas, offline, when kubernetes-validate is installed (pip install kubernetes-validate).
+    let kv = Command::new("kubernetes-validate")
+        .args(["--strict", "--kubernetes-version", "1.33"])
+        .arg(&ypath)
+        .output();
+    match kv {
+        Ok(o) if o.status.code().is_some() && !String::from_utf8_lossy(&o.stderr).contains("No module") => {
+            let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+            assert!(o.status.success(), "kubernetes-validate: {text}");
+            assert_eq!(text.matches("passed for resource").count(), 3, "{text}");
+        }
+        _ => eprintln!("note: kubernetes-validate is not installed (pip install kubernetes-validate); schema validation skipped"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

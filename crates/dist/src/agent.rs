@@ -1,0 +1,388 @@
+//! The agent side (`redline agent`): register with the coordinator, measure
+//! the clock offset, wait for the common start, report progress, send the
+//! record; and [`scale_run_args`], which turns the run's arguments into this
+//! agent's share of them.
+
+use crate::protocol::{self, Msg};
+use crate::segment::Segment;
+use std::io::BufReader;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A connection to the coordinator.
+pub struct Session {
+    reader: BufReader<TcpStream>,
+    writer: Arc<Mutex<TcpStream>>,
+    /// Coordinator clock minus this machine's clock, ms.
+    pub offset_ms: f64,
+    /// Smallest round trip seen, ms.
+    pub rtt_ms: f64,
+}
+
+/// Sends progress while the run goes on (cheap to clone).
+#[derive(Clone)]
+pub struct ProgressSender(Arc<Mutex<TcpStream>>);
+
+impl ProgressSender {
+    /// Sends cumulative counters; Err when the coordinator is gone.
+    pub fn send(&self, t: u64, completed: u64, failed: u64, open: u64) -> std::io::Result<()> {
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        protocol::send(
+            &mut *g,
+            &Msg::Progress {
+                t,
+                completed,
+                failed,
+                open,
+            },
+        )
+    }
+}
+
+impl Session {
+    /// Connects (retrying until `retry_for` has passed: pods start in any
+    /// order) and registers as agent `index` of `total`.
+    pub fn register(
+        addr: &str,
+        index: u64,
+        total: u64,
+        host: &str,
+        retry_for: Duration,
+    ) -> Result<Session, String> {
+        let start = Instant::now();
+        let stream = loop {
+            let attempt = addr
+                .to_socket_addrs()
+                .map_err(|e| e.to_string())
+                .and_then(|mut a| a.next().ok_or_else(|| "no address".to_string()))
+                .and_then(|a| {
+                    TcpStream::connect_timeout(&a, Duration::from_secs(5))
+                        .map_err(|e| e.to_string())
+                });
+            match attempt {
+                Ok(s) => break s,
+                Err(e) if start.elapsed() >= retry_for => {
+                    return Err(format!("cannot reach the coordinator at {addr}: {e}"));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(250)),
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .map_err(|e| e.to_string())?;
+        let writer = Arc::new(Mutex::new(stream.try_clone().map_err(|e| e.to_string())?));
+        let mut s = Session {
+            reader: BufReader::new(stream),
+            writer,
+            offset_ms: 0.0,
+            rtt_ms: 0.0,
+        };
+        s.send(&Msg::Register {
+            index,
+            total,
+            host: host.to_string(),
+            version: protocol::VERSION,
+        })?;
+        match s.recv()? {
+            Msg::Registered => Ok(s),
+            Msg::Refused { reason } => {
+                Err(format!("the coordinator refused agent {index}: {reason}"))
+            }
+            other => Err(format!("unexpected answer from the coordinator: {other:?}")),
+        }
+    }
+
+    fn send(&self, m: &Msg) -> Result<(), String> {
+        let mut g = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        protocol::send(&mut *g, m).map_err(|e| format!("lost the coordinator: {e}"))
+    }
+
+    fn recv(&mut self) -> Result<Msg, String> {
+        match protocol::recv(&mut self.reader) {
+            Ok(Some(m)) => Ok(m),
+            Ok(None) => Err("the coordinator closed the connection".into()),
+            Err(e) => Err(format!("lost the coordinator: {e}")),
+        }
+    }
+
+    /// Measures the clock offset with `probes` round trips (the fastest wins).
+    pub fn sync_clock(&mut self, probes: u64) -> Result<(f64, f64), String> {
+        let mut v = Vec::new();
+        for id in 0..probes.max(1) {
+            let t0 = protocol::now_ms();
+            self.send(&Msg::Ping { id })?;
+            match self.recv()? {
+                Msg::Pong { id: got, now_ms } if got == id => {
+                    v.push((t0, now_ms, protocol::now_ms()))
+                }
+                Msg::Abort { reason } => return Err(format!("the coordinator aborted: {reason}")),
+                other => return Err(format!("unexpected answer to a clock probe: {other:?}")),
+            }
+        }
+        let (off, rtt) = protocol::clock_offset(&v).expect("at least one probe");
+        self.offset_ms = off;
+        self.rtt_ms = rtt;
+        Ok((off, rtt))
+    }
+
+    /// Says it is ready and waits (up to `wait`) for the start; returns the
+    /// start as an instant of this machine's monotonic clock.
+    pub fn ready_and_wait(
+        &mut self,
+        expected_s: Option<f64>,
+        wait: Duration,
+    ) -> Result<Instant, String> {
+        self.send(&Msg::Ready {
+            offset_ms: self.offset_ms,
+            rtt_ms: self.rtt_ms,
+            expected_s,
+        })?;
+        self.reader
+            .get_ref()
+            .set_read_timeout(Some(wait.max(Duration::from_millis(1))))
+            .map_err(|e| e.to_string())?;
+        let at_ms = match self.recv()? {
+            Msg::Start { at_ms } => at_ms,
+            Msg::Abort { reason } => return Err(format!("the coordinator aborted: {reason}")),
+            other => {
+                return Err(format!(
+                    "unexpected message instead of the start: {other:?}"
+                ))
+            }
+        };
+        // The start on our clock; an instant `delta` from now.
+        let local_ms = at_ms - self.offset_ms;
+        let delta = local_ms - protocol::now_ms();
+        let now = Instant::now();
+        Ok(if delta > 0.0 {
+            now + Duration::from_secs_f64(delta / 1000.0)
+        } else {
+            now.checked_sub(Duration::from_secs_f64(-delta / 1000.0))
+                .unwrap_or(now)
+        })
+    }
+
+    /// A handle for sending progress from another thread.
+    pub fn progress(&self) -> ProgressSender {
+        ProgressSender(self.writer.clone())
+    }
+
+    /// Sends the result and waits (up to 30 s) for the coordinator's ack.
+    pub fn done(
+        &mut self,
+        lateness_ms: f64,
+        record: Option<serde_json::Value>,
+        note: Option<String>,
+    ) -> Result<(), String> {
+        self.send(&Msg::Done {
+            lateness_ms,
+            record: record.map(Box::new),
+            note,
+        })?;
+        let _ = self
+            .reader
+            .get_ref()
+            .set_read_timeout(Some(Duration::from_secs(30)));
+        match self.recv()? {
+            Msg::Ack => Ok(()),
+            other => Err(format!("unexpected answer to the record: {other:?}")),
+        }
+    }
+}
+
+/// The run arguments of one agent, and what was scaled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScaledArgs {
+    /// The arguments for `redline run`.
+    pub args: Vec<String>,
+    /// This agent's connections (closed loop) or connection cap (open loop).
+    pub connections: u64,
+    /// This agent's requests, when the run is bounded by count.
+    pub requests: Option<u64>,
+    /// This agent's rate, in an open-loop run.
+    pub rate: Option<f64>,
+    /// The run's duration argument as given (`-d`), if any.
+    pub duration: Option<String>,
+    /// Why this agent has nothing to do (a share of zero), if so.
+    pub empty: Option<String>,
+}
+
+/// Flags the agent sets itself, refused in the run arguments.
+const OWN_FLAGS: &[&str] = &["-o", "--output", "--live-json", "-q", "--quiet", "--html"];
+
+/// Closed-loop default connections and open-loop default cap of `redline run`.
+const DEFAULT_CONNECTIONS: u64 = 50;
+const DEFAULT_CAP: u64 = 1000;
+
+fn flag_value(args: &[String], i: usize, short: &str, long: &str) -> Option<(String, usize)> {
+    let a = &args[i];
+    if a == short || a == long {
+        return args.get(i + 1).map(|v| (v.clone(), 2));
+    }
+    if let Some(v) = a.strip_prefix(&format!("{long}=")) {
+        return Some((v.to_string(), 1));
+    }
+    if !short.is_empty() && a.len() > short.len() && a.starts_with(short) && !a.starts_with("--") {
+        return Some((a[short.len()..].to_string(), 1));
+    }
+    None
+}
+
+/// This agent's share of `redline run` arguments: `-c`, `-n` and `-r` scaled
+/// by the segment (integers with [`Segment::scale_int`], the rate with
+/// [`Segment::scale_rate`]); `-c` is added when absent (its default, scaled).
+/// Everything else passes through. Flags the agent sets itself (`-o`, `-q`,
+/// `--live-json`, `--html`) are refused.
+///
+/// TODO(lead): open-loop send times should be the global schedule's ticks
+/// striped over the segments ([`Segment::stripe`]); for now each agent runs
+/// its own schedule at the scaled rate, which gives the same count and rate
+/// but not the interleaving.
+pub fn scale_run_args(args: &[String], seg: &Segment) -> Result<ScaledArgs, String> {
+    let mut out = Vec::with_capacity(args.len() + 2);
+    let mut conns: Option<u64> = None;
+    let mut requests: Option<u64> = None;
+    let mut rate: Option<f64> = None;
+    let mut duration = None;
+    let mut i = 0;
+    let mut positional_only = false;
+    while i < args.len() {
+        let a = &args[i];
+        if positional_only || !a.starts_with('-') || a == "-" {
+            if a == "--" {
+                positional_only = true;
+            }
+            out.push(a.clone());
+            i += 1;
+            continue;
+        }
+        if OWN_FLAGS
+            .iter()
+            .any(|f| a == f || a.starts_with(&format!("{f}=")))
+            || (a.starts_with("-o") && !a.starts_with("--"))
+        {
+            return Err(format!(
+                "{a}: the agent sets the output itself; leave it out of the run arguments"
+            ));
+        }
+        let num = |v: &str, what: &str| -> Result<u64, String> {
+            v.parse()
+                .map_err(|_| format!("{what} {v:?}: give a whole number"))
+        };
+        if let Some((v, used)) = flag_value(args, i, "-c", "--connections") {
+            conns = Some(num(&v, "-c")?);
+            i += used;
+            continue;
+        }
+        if let Some((v, used)) = flag_value(args, i, "-n", "--requests") {
+            requests = Some(num(&v, "-n")?);
+            i += used;
+            continue;
+        }
+        if let Some((v, used)) = flag_value(args, i, "-r", "--rate") {
+            let r: f64 = v
+                .parse()
+                .map_err(|_| format!("-r {v:?}: give requests per second"))?;
+            if !(r > 0.0 && r.is_finite()) {
+                return Err(format!("-r {v:?}: the rate must be above zero"));
+            }
+            rate = Some(r);
+            i += used;
+            continue;
+        }
+        if let Some((v, _)) = flag_value(args, i, "-d", "--duration") {
+            duration = Some(v);
+        }
+        out.push(a.clone());
+        i += 1;
+    }
+    let total_conns = conns.unwrap_or(if rate.is_some() {
+        DEFAULT_CAP
+    } else {
+        DEFAULT_CONNECTIONS
+    });
+    let my_conns = seg.scale_int(total_conns);
+    let my_requests = requests.map(|n| seg.scale_int(n));
+    let my_rate = rate.map(|r| seg.scale_rate(r));
+    let mut empty = None;
+    if my_conns == 0 {
+        empty = Some(format!("its share of {total_conns} connections is 0"));
+    } else if my_requests == Some(0) {
+        empty = Some(format!(
+            "its share of {} requests is 0",
+            requests.unwrap_or(0)
+        ));
+    } else if my_rate == Some(0.0) {
+        empty = Some("its share of the rate is 0".into());
+    }
+    let mut head = vec!["-c".to_string(), my_conns.to_string()];
+    if let Some(n) = my_requests {
+        head.extend(["-n".to_string(), n.to_string()]);
+    }
+    if let Some(r) = my_rate {
+        head.extend(["-r".to_string(), format!("{r}")]);
+    }
+    head.extend(out);
+    Ok(ScaledArgs {
+        args: head,
+        connections: my_conns,
+        requests: my_requests,
+        rate: my_rate,
+        duration,
+        empty,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn scales_counts_and_rates() {
+        let seg = Segment::parse("1/3", None).unwrap();
+        let s = scale_run_args(&v(&["http://x/", "-n", "3000", "-c6", "-t", "1"]), &seg).unwrap();
+        assert_eq!(
+            s.args,
+            v(&["-c", "2", "-n", "1000", "http://x/", "-t", "1"])
+        );
+        let s = scale_run_args(&v(&["--rate=300", "-d", "10s", "http://x/"]), &seg).unwrap();
+        assert_eq!(s.rate, Some(100.0));
+        assert_eq!(s.connections, 333);
+        assert_eq!(s.duration.as_deref(), Some("10s"));
+        let s = scale_run_args(&v(&["http://x/"]), &Segment::parse("2/3", None).unwrap()).unwrap();
+        assert_eq!(s.connections, 16);
+        let s = scale_run_args(
+            &v(&["-c", "2", "http://x/"]),
+            &Segment::parse("2/3", None).unwrap(),
+        )
+        .unwrap();
+        assert!(s.empty.unwrap().contains("share of 2 connections is 0"));
+        for bad in [
+            &["-o", "json", "u"][..],
+            &["-q", "u"],
+            &["-ojson", "u"],
+            &["-c", "x", "u"],
+            &["-r", "0", "u"],
+            &["--live-json=f", "u"],
+        ] {
+            assert!(scale_run_args(&v(bad), &seg).is_err(), "{bad:?}");
+        }
+        // The three shares add up to the whole.
+        let total: u64 = (0..3)
+            .map(|i| {
+                let seg = Segment::parse(&format!("{i}/3"), None).unwrap();
+                scale_run_args(&v(&["-n", "1000", "-c", "7", "u"]), &seg)
+                    .unwrap()
+                    .requests
+                    .unwrap()
+            })
+            .sum();
+        assert_eq!(total, 1000);
+    }
+}

@@ -1,0 +1,655 @@
+//! The coordinator (`redline coordinate`): waits until all N agents have
+//! registered and measured their clocks, tells them to start at one instant,
+//! follows their progress, and merges their run records exactly into one.
+//!
+//! An agent whose connection drops, or that stays silent past the silence
+//! time-out, before sending its record is named in the result and the merged
+//! record is marked incomplete: `interrupted` is set and a `dist_incomplete`
+//! warning says which agents are missing and that the load shown is not the
+//! whole. No field is added to the run record for it.
+
+use crate::protocol::{self, Msg};
+use redline_stats::RunRecord;
+use std::collections::BTreeMap;
+use std::io::BufReader;
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What the coordinator waits for.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Number of agents.
+    pub agents: u64,
+    /// How long to wait for all agents to be ready.
+    pub ready_timeout: Duration,
+    /// The start is this long after the last agent is ready (Δ).
+    pub start_delay: Duration,
+    /// An agent silent this long during the run is taken as dead.
+    pub silence_timeout: Duration,
+    /// The run ends at the latest this long after the start (bounded even for `-n` runs).
+    pub run_timeout: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            agents: 1,
+            ready_timeout: Duration::from_secs(120),
+            start_delay: Duration::from_secs(2),
+            silence_timeout: Duration::from_secs(15),
+            run_timeout: Duration::from_secs(3600),
+        }
+    }
+}
+
+/// What happened to one agent.
+#[derive(Debug, Clone, Default)]
+pub struct AgentOutcome {
+    /// Its index.
+    pub index: u64,
+    /// Its host name.
+    pub host: String,
+    /// Coordinator clock minus agent clock, ms.
+    pub offset_ms: f64,
+    /// Smallest round trip, ms.
+    pub rtt_ms: f64,
+    /// How late it started, ms.
+    pub lateness_ms: f64,
+    /// Its record, when it sent one.
+    pub record: Option<RunRecord>,
+    /// A note it sent with its result (e.g. an empty share).
+    pub note: Option<String>,
+    /// Why it is missing, when it is.
+    pub failure: Option<String>,
+    /// The latest counters it reported (completed, failed).
+    pub last_progress: (u64, u64),
+}
+
+impl AgentOutcome {
+    /// `agent 1 (gen-1)`.
+    pub fn name(&self) -> String {
+        if self.host.is_empty() {
+            format!("agent {}", self.index)
+        } else {
+            format!("agent {} ({})", self.index, self.host)
+        }
+    }
+}
+
+/// The result of a coordinated run.
+#[derive(Debug)]
+pub struct Outcome {
+    /// One entry per agent index, in order.
+    pub agents: Vec<AgentOutcome>,
+    /// The merged record (None when no agent sent one).
+    pub merged: Option<RunRecord>,
+    /// True when an agent is missing from the merge.
+    pub incomplete: bool,
+}
+
+/// What the coordinator reports while it runs (for the live display).
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// An agent registered.
+    Registered(u64, String),
+    /// A registration was refused.
+    Refused(String),
+    /// An agent is ready (index, offset ms, round trip ms).
+    Ready(u64, f64, f64),
+    /// All agents start at this coordinator time (ms since the epoch).
+    Starting(f64),
+    /// Totals over the agents: seconds since start, completed, failed, agents reporting.
+    Progress(f64, u64, u64, usize),
+    /// An agent finished.
+    Finished(u64),
+    /// An agent is lost (index, why).
+    Lost(u64, String),
+}
+
+/// Why the coordinated run could not happen at all.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Not all agents became ready in time.
+    #[error("{0}")]
+    NotReady(String),
+    /// Socket trouble on the listener.
+    #[error("coordinator socket: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+enum Ev {
+    Register(
+        u64,
+        String,
+        Arc<Mutex<TcpStream>>,
+        mpsc::Sender<Result<(), String>>,
+    ),
+    Ready(u64, f64, f64, Option<f64>),
+    Progress(u64, u64, u64),
+    Done(u64, f64, Option<Box<serde_json::Value>>, Option<String>),
+    Gone(u64, String),
+    Unregistered(u64),
+}
+
+fn conn_thread(stream: TcpStream, tx: mpsc::Sender<Ev>) {
+    let Ok(w) = stream.try_clone() else {
+        return;
+    };
+    let writer = Arc::new(Mutex::new(w));
+    let mut r = BufReader::new(stream);
+    let send = |m: &Msg| {
+        let mut g = writer.lock().unwrap_or_else(|p| p.into_inner());
+        protocol::send(&mut *g, m)
+    };
+    // Registration first (bounded wait: the listener sets a read time-out).
+    let index = match protocol::recv(&mut r) {
+        Ok(Some(Msg::Register {
+            index,
+            total,
+            host,
+            version,
+        })) => {
+            if version != protocol::VERSION {
+                let _ = send(&Msg::Refused {
+                    reason: format!(
+                        "protocol version {version}, the coordinator speaks {}",
+                        protocol::VERSION
+                    ),
+                });
+                return;
+            }
+            let (rtx, rrx) = mpsc::channel();
+            let _ = total;
+            if tx
+                .send(Ev::Register(index, host, writer.clone(), rtx))
+                .is_err()
+            {
+                return;
+            }
+            match rrx.recv() {
+                Ok(Ok(())) => {
+                    if send(&Msg::Registered).is_err() {
+                        let _ = tx.send(Ev::Unregistered(index));
+                        return;
+                    }
+                    index
+                }
+                Ok(Err(reason)) => {
+                    let _ = send(&Msg::Refused { reason });
+                    return;
+                }
+                Err(_) => return,
+            }
+        }
+        _ => return,
+    };
+    // After registration, reads wait as long as the run (silence is judged by the main loop).
+    let _ = r.get_ref().set_read_timeout(None);
+    let mut done = false;
+    loop {
+        match protocol::recv(&mut r) {
+            Ok(Some(Msg::Ping { id })) => {
+                if send(&Msg::Pong {
+                    id,
+                    now_ms: protocol::now_ms(),
+                })
+                .is_err()
+                {
+                    break;
+                }
+            }
+            Ok(Some(Msg::Ready {
+                offset_ms,
+                rtt_ms,
+                expected_s,
+            })) => {
+                let _ = tx.send(Ev::Ready(index, offset_ms, rtt_ms, expected_s));
+            }
+            Ok(Some(Msg::Progress {
+                completed, failed, ..
+            })) => {
+                let _ = tx.send(Ev::Progress(index, completed, failed));
+            }
+            Ok(Some(Msg::Done {
+                lateness_ms,
+                record,
+                note,
+            })) => {
+                done = true;
+                let _ = tx.send(Ev::Done(index, lateness_ms, record, note));
+                let _ = send(&Msg::Ack);
+            }
+            Ok(Some(Msg::Abort { reason })) => {
+                if !done {
+                    let _ = tx.send(Ev::Gone(index, format!("aborted: {reason}")));
+                }
+                return;
+            }
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                if !done {
+                    let _ = tx.send(Ev::Gone(
+                        index,
+                        "its connection closed before it sent its record".into(),
+                    ));
+                }
+                return;
+            }
+            Err(e) => {
+                if !done {
+                    let _ = tx.send(Ev::Gone(index, format!("its connection failed: {e}")));
+                }
+                return;
+            }
+        }
+    }
+    if !done {
+        let _ = tx.send(Ev::Gone(index, "its connection failed".into()));
+    }
+}
+
+struct Slot {
+    host: String,
+    writer: Arc<Mutex<TcpStream>>,
+    ready: Option<(f64, f64, Option<f64>)>,
+}
+
+fn abort_all(slots: &BTreeMap<u64, Slot>, reason: &str) {
+    for s in slots.values() {
+        let mut g = s.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = protocol::send(
+            &mut *g,
+            &Msg::Abort {
+                reason: reason.into(),
+            },
+        );
+        let _ = g.shutdown(Shutdown::Both);
+    }
+}
+
+/// Runs the coordination on a bound listener; `on_event` sees what happens
+/// (for the live display). Returns once every agent has sent its record or
+/// been given up.
+pub fn coordinate(
+    listener: TcpListener,
+    cfg: &Config,
+    mut on_event: impl FnMut(&Event),
+) -> Result<Outcome, Error> {
+    let n = cfg.agents;
+    let (tx, rx) = mpsc::channel::<Ev>();
+    listener.set_nonblocking(true)?;
+    let stop_accept = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let accept = {
+        let tx = tx.clone();
+        let stop = stop_accept.clone();
+        std::thread::Builder::new()
+            .name("redline-coord-accept".into())
+            .spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    match listener.accept() {
+                        Ok((s, _)) => {
+                            let _ = s.set_nonblocking(false);
+                            let _ = s.set_nodelay(true);
+                            // A connection that never registers is dropped after this.
+                            let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+                            let tx = tx.clone();
+                            let _ = std::thread::Builder::new()
+                                .name("redline-coord-conn".into())
+                                .spawn(move || conn_thread(s, tx));
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                    }
+                }
+            })?
+    };
+    drop(tx);
+
+    // Phase 1: registration and readiness.
+    let mut slots: BTreeMap<u64, Slot> = BTreeMap::new();
+    let deadline = Instant::now() + cfg.ready_timeout;
+    let mut early: Vec<Ev> = Vec::new();
+    while slots.len() < n as usize || slots.values().any(|s| s.ready.is_none()) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            let missing: Vec<String> = (0..n)
+                .filter(|i| slots.get(i).is_none_or(|s| s.ready.is_none()))
+                .map(|i| i.to_string())
+                .collect();
+            let msg = format!(
+                "agents {} did not become ready within {:?}; nothing was run",
+                missing.join(", "),
+                cfg.ready_timeout
+            );
+            abort_all(&slots, &msg);
+            stop_accept.store(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = accept.join();
+            return Err(Error::NotReady(msg));
+        }
+        match rx.recv_timeout(left.min(Duration::from_millis(200))) {
+            Ok(Ev::Register(i, host, writer, reply)) => {
+                if i >= n {
+                    let r = format!(
+                        "index {i} is out of range: this run has agents 0 to {}",
+                        n - 1
+                    );
+                    on_event(&Event::Refused(r.clone()));
+                    let _ = reply.send(Err(r));
+                } else if let Some(s) = slots.get(&i) {
+                    let r = format!("index {i} is already taken by {}", s.host);
+                    on_event(&Event::Refused(r.clone()));
+                    let _ = reply.send(Err(r));
+                } else {
+                    on_event(&Event::Registered(i, host.clone()));
+                    slots.insert(
+                        i,
+                        Slot {
+                            host,
+                            writer,
+                            ready: None,
+                        },
+                    );
+                    let _ = reply.send(Ok(()));
+                }
+            }
+            Ok(Ev::Ready(i, off, rtt, exp)) => {
+                if let Some(s) = slots.get_mut(&i) {
+                    s.ready = Some((off, rtt, exp));
+                    on_event(&Event::Ready(i, off, rtt));
+                }
+            }
+            Ok(Ev::Gone(i, _)) | Ok(Ev::Unregistered(i)) => {
+                // Before the start an agent may leave and come back.
+                slots.remove(&i);
+            }
+            Ok(other) => early.push(other),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    stop_accept.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = accept.join();
+
+    // Phase 2: one start for all.
+    let at_ms = protocol::now_ms() + cfg.start_delay.as_secs_f64() * 1000.0;
+    on_event(&Event::Starting(at_ms));
+    let start_local = Instant::now() + cfg.start_delay;
+    let mut agents: BTreeMap<u64, AgentOutcome> = BTreeMap::new();
+    for (&i, s) in &slots {
+        let (offset_ms, rtt_ms, _) = s.ready.unwrap_or_default();
+        let mut out = AgentOutcome {
+            index: i,
+            host: s.host.clone(),
+            offset_ms,
+            rtt_ms,
+            ..Default::default()
+        };
+        let mut g = s.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = protocol::send(&mut *g, &Msg::Start { at_ms }) {
+            out.failure = Some(format!("could not be told to start: {e}"));
+        }
+        agents.insert(i, out);
+    }
+    let expected = slots
+        .values()
+        .filter_map(|s| s.ready.and_then(|r| r.2))
+        .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+    let run_deadline = start_local
+        + match expected {
+            // Time-based runs: their length, the stop grace and some slack.
+            Some(e) => Duration::from_secs_f64(e + 30.0).min(cfg.run_timeout),
+            None => cfg.run_timeout,
+        };
+    let mut last_heard: BTreeMap<u64, Instant> = agents.keys().map(|&i| (i, start_local)).collect();
+    let mut finished: BTreeMap<u64, bool> = agents
+        .iter()
+        .map(|(&i, a)| (i, a.failure.is_some()))
+        .collect();
+    let mut last_shown = Instant::now();
+    let handle = |ev: Ev,
+                  agents: &mut BTreeMap<u64, AgentOutcome>,
+                  finished: &mut BTreeMap<u64, bool>,
+                  on_event: &mut dyn FnMut(&Event)| {
+        match ev {
+            Ev::Progress(i, c, f) => {
+                if let Some(a) = agents.get_mut(&i) {
+                    a.last_progress = (c, f);
+                }
+            }
+            Ev::Done(i, late, rec, note) => {
+                if let Some(a) = agents.get_mut(&i) {
+                    a.lateness_ms = late;
+                    a.note = note;
+                    match rec.map(|v| serde_json::from_value::<RunRecord>(*v)) {
+                        Some(Ok(r)) => {
+                            a.last_progress = (r.counters.completed, r.counters.failed);
+                            a.record = Some(r);
+                        }
+                        Some(Err(e)) => a.failure = Some(format!("sent an unreadable record: {e}")),
+                        None => {}
+                    }
+                    finished.insert(i, true);
+                    on_event(&Event::Finished(i));
+                }
+            }
+            Ev::Gone(i, why) => {
+                if let Some(a) = agents.get_mut(&i) {
+                    if !finished.get(&i).copied().unwrap_or(false) {
+                        a.failure = Some(why.clone());
+                        finished.insert(i, true);
+                        on_event(&Event::Lost(i, why));
+                    }
+                }
+            }
+            Ev::Register(_, _, _, reply) => {
+                let _ = reply.send(Err("the run has started".into()));
+            }
+            _ => {}
+        }
+    };
+    for ev in early {
+        handle(ev, &mut agents, &mut finished, &mut on_event);
+    }
+    while finished.values().any(|f| !f) {
+        let now = Instant::now();
+        if now >= run_deadline {
+            for (&i, f) in finished.iter_mut().filter(|(_, f)| !**f) {
+                *f = true;
+                let why = "had not sent its record when the run's time was up".to_string();
+                if let Some(a) = agents.get_mut(&i) {
+                    a.failure = Some(why.clone());
+                }
+                on_event(&Event::Lost(i, why));
+            }
+            break;
+        }
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(ev) => {
+                let idx = match &ev {
+                    Ev::Progress(i, ..) | Ev::Done(i, ..) | Ev::Gone(i, _) | Ev::Ready(i, ..) => {
+                        Some(*i)
+                    }
+                    _ => None,
+                };
+                if let Some(i) = idx {
+                    last_heard.insert(i, Instant::now());
+                }
+                handle(ev, &mut agents, &mut finished, &mut on_event);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        // Silence: an agent that stopped talking (a hung host, a partition).
+        let now = Instant::now();
+        if now > start_local {
+            let silent: Vec<u64> = last_heard
+                .iter()
+                .filter(|(i, t)| {
+                    !finished.get(i).copied().unwrap_or(true)
+                        && now.duration_since(**t) > cfg.silence_timeout
+                })
+                .map(|(i, _)| *i)
+                .collect();
+            for i in silent {
+                let why = format!("was silent for more than {:?}", cfg.silence_timeout);
+                if let Some(s) = slots.get(&i) {
+                    let _ = s
+                        .writer
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .shutdown(Shutdown::Both);
+                }
+                if let Some(a) = agents.get_mut(&i) {
+                    a.failure = Some(why.clone());
+                }
+                finished.insert(i, true);
+                on_event(&Event::Lost(i, why));
+            }
+        }
+        if now.duration_since(last_shown) >= Duration::from_secs(1) && now > start_local {
+            last_shown = now;
+            let (c, f) = agents.values().fold((0, 0), |(c, f), a| {
+                (c + a.last_progress.0, f + a.last_progress.1)
+            });
+            let reporting = agents.values().filter(|a| a.failure.is_none()).count();
+            on_event(&Event::Progress(
+                now.duration_since(start_local).as_secs_f64(),
+                c,
+                f,
+                reporting,
+            ));
+        }
+    }
+    for s in slots.values() {
+        let _ = s
+            .writer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .shutdown(Shutdown::Both);
+    }
+    let agents: Vec<AgentOutcome> = agents.into_values().collect();
+    Ok(merge_outcome(agents, n))
+}
+
+/// Merges the agents' records exactly (`RunRecord +=`) and marks the result
+/// incomplete, naming the missing agents, when some did not send one.
+pub fn merge_outcome(agents: Vec<AgentOutcome>, total: u64) -> Outcome {
+    let mut merged: Option<RunRecord> = None;
+    for a in &agents {
+        if let Some(r) = &a.record {
+            match merged.as_mut() {
+                Some(m) => *m += r,
+                None => merged = Some(r.clone()),
+            }
+        }
+    }
+    let missing: Vec<&AgentOutcome> = agents.iter().filter(|a| a.failure.is_some()).collect();
+    let incomplete = !missing.is_empty() || (agents.len() as u64) < total;
+    if let Some(m) = merged.as_mut() {
+        let urls: std::collections::BTreeSet<&str> = agents
+            .iter()
+            .filter_map(|a| a.record.as_ref().map(|r| r.config.url.as_str()))
+            .collect();
+        if urls.len() > 1 {
+            m.warn(
+                "dist_mismatch",
+                format!(
+                    "the agents ran different URLs ({}): the merge mixes different tests",
+                    urls.into_iter().collect::<Vec<_>>().join(", ")
+                ),
+            );
+        }
+        if incomplete {
+            m.interrupted = true;
+            let names: Vec<String> = missing
+                .iter()
+                .map(|a| format!("{} {}", a.name(), a.failure.as_deref().unwrap_or("")))
+                .collect();
+            let sent = agents.iter().filter(|a| a.record.is_some()).count();
+            m.warn(
+                "dist_incomplete",
+                format!(
+                    "incomplete distributed run: {}; this record holds the load of {sent} of {total} agents, not the whole",
+                    names.join("; ")
+                ),
+            );
+        }
+        let late: Vec<String> = agents
+            .iter()
+            .filter(|a| a.record.is_some() && a.lateness_ms.abs() > 100.0)
+            .map(|a| format!("{} started {:.0} ms late", a.name(), a.lateness_ms))
+            .collect();
+        if !late.is_empty() {
+            m.warn("dist_late_start", late.join("; "));
+        }
+    }
+    Outcome {
+        agents,
+        merged,
+        incomplete,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redline_stats::{LoadModel, RunConfig};
+
+    fn rec(completed: u64) -> RunRecord {
+        let mut r = RunRecord::new(
+            RunConfig::get(
+                "http://127.0.0.1:1/",
+                LoadModel::Closed {
+                    connections: 2,
+                    requests: Some(completed),
+                    duration_s: None,
+                },
+            ),
+            Default::default(),
+            "2026-01-01T00:00:00Z".into(),
+        );
+        r.counters.completed = completed;
+        r.merged_runs = 1;
+        r
+    }
+
+    #[test]
+    fn merge_sums_and_names_the_missing() {
+        let a = |i: u64, r: Option<RunRecord>, f: Option<&str>| AgentOutcome {
+            index: i,
+            host: format!("h{i}"),
+            record: r,
+            failure: f.map(String::from),
+            ..Default::default()
+        };
+        let o = merge_outcome(vec![a(0, Some(rec(10)), None), a(1, Some(rec(5)), None)], 2);
+        let m = o.merged.unwrap();
+        assert!(!o.incomplete && !m.interrupted);
+        assert_eq!(m.counters.completed, 15);
+        assert_eq!(m.merged_runs, 2);
+        let o = merge_outcome(
+            vec![
+                a(0, Some(rec(10)), None),
+                a(1, None, Some("its connection closed")),
+            ],
+            2,
+        );
+        let m = o.merged.unwrap();
+        assert!(o.incomplete && m.interrupted);
+        let w = m
+            .warnings
+            .iter()
+            .find(|w| w.code == "dist_incomplete")
+            .unwrap();
+        assert!(
+            w.message.contains("agent 1 (h1) its connection closed")
+                && w.message.contains("1 of 2"),
+            "{}",
+            w.message
+        );
+    }
+}

@@ -1,0 +1,12 @@
+//! Beyond one machine (issue 9): exact shares of a run ([`segment`]), a
+//! coordinator and agents speaking line-delimited JSON over TCP
+//! ([`protocol`], [`coordinator`], [`agent`]), and Kubernetes manifests for an
+//! Indexed Job ([`k8s`], emitted as JSON or YAML by [`yaml`]).
+#![deny(missing_docs)]
+
+pub mod agent;
+pub mod coordinator;
+pub mod k8s;
+pub mod protocol;
+pub mod segment;
+pub mod yaml;
