@@ -1,8 +1,8 @@
 //! The `redline` command: flags → plan → engine → report. Thin on purpose.
 
 mod cli;
-mod cmd_find;
 mod cmd_dist;
+mod cmd_find;
 mod cmd_history;
 mod cmd_server;
 mod cmd_web;
