@@ -191,6 +191,22 @@ fn server_tls(p: &Pki, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
     Arc::new(cfg)
 }
 
+/// The record of an HTTP/2 run (version "2", streams, the new error kinds) fits the committed schema.
+fn assert_schema(v: &serde_json::Value) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/run-record.schema.json"
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
 fn temp_dir(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("redline-h2-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
@@ -301,6 +317,7 @@ fn stream_resets_are_their_own_error_kind() {
     assert!(msg.contains("REFUSED_STREAM"), "{msg}");
     // A reset stream does not cost the connection.
     assert_eq!(srv.connections(), 2);
+    assert_schema(&v);
 }
 
 // ------------------------------------------------------------------ GOAWAY
@@ -389,6 +406,7 @@ fn goaway_is_counted_and_the_connection_replaced() {
     assert_eq!(srv.accepted.load(Ordering::SeqCst), 10);
     let msg = v["errors"][0]["message"].as_str().unwrap();
     assert!(msg.contains("GOAWAY (NO_ERROR)"), "{msg}");
+    assert_schema(&v);
 
     // Timed: connections keep being replaced and the run ends on time.
     let (out, took) = redline_with_limit(
