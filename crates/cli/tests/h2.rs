@@ -21,6 +21,8 @@ enum Behaviour {
     Ok { delay: Duration },
     /// RST_STREAM(REFUSED_STREAM) for every 10th stream (counted server-wide), 200 otherwise.
     ResetEvery10th,
+    /// Never answers (holds the stream until the server stops).
+    Hang,
 }
 
 #[derive(Default)]
@@ -122,6 +124,10 @@ where
         tokio::spawn(async move {
             drop(req);
             match behaviour {
+                Behaviour::Hang => {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    drop(respond);
+                }
                 Behaviour::ResetEvery10th if n.is_multiple_of(10) => {
                     respond.send_reset(h2::Reason::REFUSED_STREAM);
                 }
@@ -320,6 +326,49 @@ fn stream_resets_are_their_own_error_kind() {
     assert_schema(&v);
 }
 
+#[test]
+fn unanswered_streams_time_out_and_the_run_ends_on_time() {
+    let srv = H2Server::start(None, Behaviour::Hang);
+    let url = format!("http://127.0.0.1:{}/", srv.addr.port());
+    let (out, took) = redline_with_limit(
+        &[
+            "run",
+            "-o",
+            "json",
+            "-q",
+            "--h2c",
+            "-d",
+            "1s",
+            "-c",
+            "1",
+            "--streams",
+            "3",
+            "--timeout",
+            "300ms",
+            &url,
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Three streams time out every 300 ms (the stream is reset, not the
+    // connection), never a completion, and nothing else goes wrong.
+    let t = error_count(&v, "timeout");
+    assert!(t >= 3, "{}", v["errors"]);
+    assert_eq!(counter(&v, "failed"), t, "{}", v["errors"]);
+    assert_eq!(counter(&v, "completed"), 0);
+    assert_eq!(
+        srv.connections(),
+        1,
+        "a timed-out stream does not cost the connection"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
 // ------------------------------------------------------------------ GOAWAY
 
 /// Reads one HTTP/2 frame: (type, flags, stream id, payload).
@@ -465,6 +514,20 @@ fn http2_without_h2_on_the_server_and_bad_flags() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("did not offer HTTP/2"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+
+    // --h2c against an HTTP/1-only server: the same, with what to do instead.
+    let h1 = ScriptServer::start(|mut s| {
+        let mut buf = [0u8; 1024];
+        let _ = s.read(&mut buf);
+        let _ = s.write_all(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+    });
+    let out = redline(&["run", "-q", "--h2c", "-n", "10", "-c", "2", &h1.url()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("answered in HTTP/1"), "{err}");
+    assert!(err.contains("without --h2c"), "{err}");
 
     for (args, want) in [
         (vec!["--h2c", "https://127.0.0.1:1/"], "--h2c"),

@@ -557,10 +557,21 @@ async fn closed_stream(
 async fn pace(w: Rc<W>, mut pacer: Pacer, deadline: Option<Instant>) {
     let timer = FineTimer::new();
     let mut burst = 0u32;
-    while let Some(d) = pacer.next_send() {
-        let t = w.start + d;
-        if deadline.is_some_and(|dl| t >= dl) || w.stopping.get() {
+    let mut next = pacer.next_send().map(|d| w.start + d);
+    while let Some(t) = next {
+        if deadline.is_some_and(|dl| t >= dl) {
             break;
+        }
+        if w.stopping.get() {
+            // Due before the stop but not yet released (the worker was behind):
+            // scheduled all the same, and counted as never sent.
+            if w.stop_at.get().is_none_or(|s| t >= s) {
+                break;
+            }
+            w.rec.borrow_mut().counters.scheduled += 1;
+            w.pending.borrow_mut().push_back(t);
+            next = pacer.next_send().map(|d| w.start + d);
+            continue;
         }
         if Instant::now() < t {
             burst = 0;
@@ -568,18 +579,13 @@ async fn pace(w: Rc<W>, mut pacer: Pacer, deadline: Option<Instant>) {
                 _ = sleep_until(timer.as_ref(), t) => {}
                 _ = w.stop_n.notified() => {}
             }
-            if w.stopping.get() {
-                break;
-            }
-        } else {
-            // Behind schedule: release what is due, but let the streams run.
-            burst += 1;
-            if burst.is_multiple_of(64) {
-                tokio::task::yield_now().await;
-                if w.stopping.get() {
-                    break;
-                }
-            }
+            continue; // check the stop again before releasing
+        }
+        // Behind schedule: release what is due, but let the streams run.
+        burst += 1;
+        if burst.is_multiple_of(64) {
+            tokio::task::yield_now().await;
+            continue;
         }
         {
             let mut rec = w.rec.borrow_mut();
@@ -592,6 +598,7 @@ async fn pace(w: Rc<W>, mut pacer: Pacer, deadline: Option<Instant>) {
         }
         w.work.notify_one();
         maybe_connect(&w);
+        next = pacer.next_send().map(|d| w.start + d);
     }
     w.pacer_done.set(true);
     w.changed.notify_one();
@@ -717,10 +724,12 @@ async fn connect_inner(w: &Rc<W>, ctx: &Rc<ConnCtx>) -> Result<SendRequest<Bytes
         .borrow_mut()
         .connected(now.saturating_duration_since(t0));
     let guard = OpenGuard::new(w.clone());
+    let http1_reply = Rc::new(Cell::new(false));
     let counted = Counted {
         inner: tcp,
         read: w.unattributed.clone(),
         written: w.written.clone(),
+        sniff: w.s.tls.is_none().then(|| http1_reply.clone()),
     };
     let io: Box<dyn Io> = match &w.s.tls {
         None => Box::new(counted),
@@ -740,11 +749,7 @@ async fn connect_inner(w: &Rc<W>, ctx: &Rc<ConnCtx>) -> Result<SendRequest<Bytes
                      run without --http2 to test it with HTTP/1.1",
                     plan.target.display
                 );
-                if let Ok(mut f) = w.s.fatal.lock() {
-                    f.get_or_insert(msg);
-                }
-                w.spec_stop.store(true, Ordering::SeqCst);
-                begin_stop(w, Instant::now());
+                fatal(w, msg);
                 return Err((ErrorKind::Other, "the server did not offer HTTP/2".into()));
             }
             Box::new(tls)
@@ -758,13 +763,36 @@ async fn connect_inner(w: &Rc<W>, ctx: &Rc<ConnCtx>) -> Result<SendRequest<Bytes
         .await
         .map_err(|e| classify(&e))?;
     let ctx = ctx.clone();
+    let w2 = w.clone();
     tokio::task::spawn_local(async move {
         let _guard = guard;
-        let _ = conn.await;
+        let r = conn.await;
+        if r.is_err() && http1_reply.get() {
+            fatal(
+                &w2,
+                format!(
+                    "the server at {} answered in HTTP/1, not HTTP/2: it does not take HTTP/2 \
+                     over cleartext with prior knowledge (h2c); run without --h2c",
+                    w2.plan().target.display
+                ),
+            );
+        }
         ctx.dead.set(true);
         ctx.closed.notify_waiters();
     });
     Ok(sr)
+}
+
+/// Ends the whole run with an error (exit code 1): HTTP/2 cannot be used.
+fn fatal(w: &W, msg: String) {
+    if let Ok(mut f) = w.s.fatal.lock() {
+        f.get_or_insert(msg);
+    }
+    // The other workers see the flag within their 100 ms control tick.
+    w.spec_stop.store(true, Ordering::SeqCst);
+    if !w.stopping.get() {
+        begin_stop(w, Instant::now());
+    }
 }
 
 /// Counts a connection as open while it lives.
@@ -977,6 +1005,8 @@ struct Counted {
     inner: TcpStream,
     read: Rc<Cell<u64>>,
     written: Rc<Cell<u64>>,
+    /// h2c: set when the server's first bytes are an HTTP/1 status line.
+    sniff: Option<Rc<Cell<bool>>>,
 }
 
 impl AsyncRead for Counted {
@@ -990,6 +1020,9 @@ impl AsyncRead for Counted {
         if let Poll::Ready(Ok(())) = r {
             let n = (buf.filled().len() - before) as u64;
             self.read.set(self.read.get() + n);
+            if let Some(flag) = self.sniff.take() {
+                flag.set(buf.filled()[before..].starts_with(b"HTTP/"));
+            }
         }
         r
     }
