@@ -88,11 +88,28 @@ fn dropped_header(name: &str) -> bool {
 /// Converts the plan's request (built once as HTTP/1.1 bytes) to HTTP/2 form.
 fn template(plan: &Plan) -> Result<Template, String> {
     let bad = |why: String| format!("cannot express the request in HTTP/2: {why}");
-    let mut hs = [httparse::EMPTY_HEADER; 128];
+    let lines = plan.request.windows(2).filter(|w| w == b"\r\n").count();
+    let mut hs = vec![httparse::EMPTY_HEADER; lines];
     let mut req = httparse::Request::new(&mut hs);
     let head_len = match req.parse(&plan.request) {
         Ok(httparse::Status::Complete(n)) => n,
-        _ => return Err(bad("too many headers".into())),
+        // The plan refuses CR and LF; other control characters pass for HTTP/1
+        // but not here. Name the header, never its value.
+        _ => {
+            let ctl = |c: &u8| (*c < 0x20 && *c != b'\t' && *c != b'\r') || *c == 0x7f;
+            let name = plan
+                .request
+                .split(|&b| b == b'\n')
+                .skip(1)
+                .take_while(|l| l.len() > 1)
+                .find(|l| l.iter().any(ctl))
+                .and_then(|l| l.split(|&b| b == b':').next())
+                .map(|n| String::from_utf8_lossy(n).to_ascii_lowercase());
+            return Err(bad(match name {
+                Some(n) => format!("the value of header '{n}' holds a control character"),
+                None => "the request head does not parse".into(),
+            }));
+        }
     };
     let mut authority = None;
     let mut headers = http::HeaderMap::new();
@@ -1179,5 +1196,18 @@ mod tests {
         assert!(t.headers.get("authorization").is_some());
         assert_eq!(t.headers["content-length"], "5");
         assert_eq!(&t.body[..], b"hello");
+        // A value HTTP/2 cannot carry is a usage error at plan time, without the value.
+        let mut a = PlanArgs::new("http://127.0.0.1:8080/");
+        a.h2c = true;
+        a.headers = vec!["X-Ctl: a\u{1}b-secret".into()];
+        let e = Plan::build(a).unwrap_err().to_string();
+        assert!(e.contains("x-ctl") && !e.contains("secret"), "{e}");
+        let mut a = PlanArgs::new("http://127.0.0.1:8080/");
+        a.h2c = true;
+        a.headers = (0..300).map(|i| format!("X-{i}: {i}")).collect();
+        assert_eq!(
+            template(&Plan::build(a).unwrap()).unwrap().headers.len(),
+            302
+        );
     }
 }

@@ -591,7 +591,7 @@ impl Plan {
                 .map(|d| d.as_nanos() as u64)
                 .unwrap_or(1)
         });
-        Ok(Plan {
+        let plan = Plan {
             target: Target {
                 display,
                 host,
@@ -616,7 +616,13 @@ impl Plan {
             http2: a.http2 || a.h2c,
             h2c: a.h2c,
             streams,
-        })
+        };
+        if plan.http2 {
+            // The request must also be expressible in HTTP/2 (e.g. no control
+            // characters in header values): a usage error, before any traffic.
+            crate::h2run::prepare(&plan).map_err(PlanError::Invalid)?;
+        }
+        Ok(plan)
     }
 }
 
