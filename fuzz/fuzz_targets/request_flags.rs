@@ -1,5 +1,6 @@
 //! Paths, queries, methods and header flags from the command line: a plan or a
 //! clear error, never a panic, and a secret never in the recorded config.
+//! The plan is also converted to its HTTP/2 form (`h2run::prepare`).
 //! (The host is a fixed loopback literal so no name is ever resolved.)
 #![no_main]
 use libfuzzer_sys::fuzz_target;
@@ -32,6 +33,11 @@ fuzz_target!(|data: &[u8]| {
         Ok(p) => {
             let shown = format!("{:?} {:?}", p.config.url, p.config.headers);
             assert!(!shown.contains("SECRET"), "{shown}");
+            // The same request in HTTP/2 form (h2run): converted or refused with
+            // a clear error, never a panic or a secret.
+            if let Err(e) = redline_engine::h2run::prepare(&p) {
+                assert!(!e.contains("SECRET"), "{e}");
+            }
         }
         Err(e) => {
             assert!(!e.to_string().contains("SECRET"), "{e}");

@@ -154,6 +154,16 @@ struct RunArgs {
     /// https: client private key (PEM), with --cert.
     #[arg(long, value_name = "FILE", requires = "cert")]
     key: Option<std::path::PathBuf>,
+    /// HTTP/2 over TLS, negotiated by ALPN; fails if the server does not offer h2
+    /// (without it, https runs speak HTTP/1.1).
+    #[arg(long = "http2", conflicts_with = "h2c")]
+    http2: bool,
+    /// HTTP/2 over cleartext with prior knowledge (http:// URLs).
+    #[arg(long = "h2c")]
+    h2c: bool,
+    /// HTTP/2: concurrent streams per connection (default 1, like h2load -m).
+    #[arg(long = "streams", value_name = "N")]
+    streams: Option<u32>,
     /// Seed for poisson/uniform arrivals (repeatable schedules).
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
@@ -383,6 +393,9 @@ fn cmd_run(a: RunArgs) -> i32 {
             key: a.key,
         },
         stages,
+        http2: a.http2,
+        h2c: a.h2c,
+        streams: a.streams,
     };
     let plan = match Plan::build(pa) {
         Ok(p) => p,

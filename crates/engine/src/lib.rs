@@ -2,10 +2,12 @@
 //!
 //! A [`Plan`] (validated options, prebuilt request bytes) is run by
 //! [`execute`] on thread-per-core workers, each with its own poller,
-//! connections and recorder; the result is one [`redline_stats::RunRecord`].
+//! connections and recorder (HTTP/2 runs on
+//! [`h2run`] workers, one tokio runtime per thread); the result is one [`redline_stats::RunRecord`].
 #![deny(missing_docs)]
 
 pub mod h1;
+pub mod h2run;
 pub mod pacer;
 pub mod plan;
 pub mod run;

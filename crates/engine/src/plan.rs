@@ -120,6 +120,12 @@ pub struct PlanArgs {
     pub scenario: Option<(std::path::PathBuf, bool)>,
     /// `--stages`: the load level changes over the run.
     pub stages: Option<StageArgs>,
+    /// HTTP/2 over TLS, negotiated by ALPN (`--http2`).
+    pub http2: bool,
+    /// HTTP/2 over cleartext with prior knowledge (`--h2c`).
+    pub h2c: bool,
+    /// HTTP/2: concurrent streams per connection (`--streams`, default 1).
+    pub streams: Option<u32>,
 }
 
 /// `--stages` and its companions, as given.
@@ -167,6 +173,9 @@ impl PlanArgs {
             tls: crate::tls::TlsArgs::default(),
             scenario: None,
             stages: None,
+            http2: false,
+            h2c: false,
+            streams: None,
         }
     }
 }
@@ -257,6 +266,12 @@ pub struct Plan {
     pub scenario: Option<std::sync::Arc<crate::scenario::Scenario>>,
     /// `--stages`: how the level moves over the run.
     pub staged: Option<Staged>,
+    /// The run speaks HTTP/2 (`--http2` over TLS, or `--h2c`): `h2run` runs it.
+    pub http2: bool,
+    /// HTTP/2 over cleartext with prior knowledge.
+    pub h2c: bool,
+    /// HTTP/2: concurrent streams per connection.
+    pub streams: u32,
 }
 
 fn is_secret_header(name: &str) -> bool {
@@ -475,6 +490,12 @@ impl Plan {
         if a.requests_per_conn == Some(0) {
             return Err(usage("--requests-per-conn must be at least 1"));
         }
+        let streams = check_http2(&a, url.scheme())?;
+        if (a.http2 || a.h2c) && (a.scenario.is_some() || a.stages.is_some()) {
+            return Err(usage(
+                "--http2/--h2c do not combine with --scenario or --stages yet (HTTP/1.1 only for those)",
+            ));
+        }
         if let Some(d) = a.duration {
             if d.is_zero() {
                 return Err(usage("-d/--duration must be greater than zero"));
@@ -622,7 +643,15 @@ impl Plan {
             method: method.clone(),
             headers: shown_headers,
             body_bytes: body.len() as u64,
-            http_version: if a.http10 { "1.0" } else { "1.1" }.into(),
+            http_version: if a.http2 || a.h2c {
+                "2"
+            } else if a.http10 {
+                "1.0"
+            } else {
+                "1.1"
+            }
+            .into(),
+            streams: (a.http2 || a.h2c).then_some(u64::from(streams)),
             keepalive: a.keepalive,
             requests_per_conn,
             timeout_s: a.timeout.as_secs_f64(),
@@ -665,7 +694,7 @@ impl Plan {
             }
             _ => None,
         };
-        Ok(Plan {
+        let plan = Plan {
             scenario,
             target: Target {
                 display,
@@ -689,7 +718,50 @@ impl Plan {
             config,
             tls,
             staged: staged.map(|s| s.1),
-        })
+            http2: a.http2 || a.h2c,
+            h2c: a.h2c,
+            streams,
+        };
+        if plan.http2 {
+            // The request must also be expressible in HTTP/2 (e.g. no control
+            // characters in header values): a usage error, before any traffic.
+            crate::h2run::prepare(&plan).map_err(PlanError::Invalid)?;
+        }
+        Ok(plan)
+    }
+}
+
+/// Most concurrent streams per HTTP/2 connection `--streams` accepts.
+pub const MAX_STREAMS: u32 = 100_000;
+
+/// Checks the HTTP/2 options against each other and the URL; the streams per connection.
+fn check_http2(a: &PlanArgs, scheme: &str) -> Result<u32, PlanError> {
+    if a.http2 && a.h2c {
+        return Err(usage("--http2 and --h2c cannot be used together"));
+    }
+    if a.http2 && scheme != "https" {
+        return Err(usage(
+            "--http2 negotiates HTTP/2 over TLS and needs an https:// URL (for cleartext HTTP/2 use --h2c)",
+        ));
+    }
+    if a.h2c && scheme != "http" {
+        return Err(usage(
+            "--h2c is HTTP/2 over cleartext and needs an http:// URL (for https use --http2)",
+        ));
+    }
+    if (a.http2 || a.h2c) && a.http10 {
+        return Err(usage("--http1.0 cannot be combined with --http2 or --h2c"));
+    }
+    match a.streams {
+        Some(_) if !(a.http2 || a.h2c) => Err(usage(
+            "--streams is for HTTP/2: add --http2 (https) or --h2c (http)",
+        )),
+        Some(0) => Err(usage("--streams must be at least 1")),
+        Some(n) if n > MAX_STREAMS => Err(usage(format!(
+            "--streams above {MAX_STREAMS} is not supported"
+        ))),
+        Some(n) => Ok(n),
+        None => Ok(1),
     }
 }
 
@@ -896,5 +968,73 @@ mod tests {
         assert!(Plan::build(a).is_err());
         let e = Plan::build(PlanArgs::new("http://u:pw@[bad/")).unwrap_err();
         assert!(!e.to_string().contains("pw"), "{e}");
+    }
+
+    #[test]
+    fn http2_options() {
+        let build = |url: &str, f: &dyn Fn(&mut PlanArgs)| {
+            let mut a = PlanArgs::new(url);
+            f(&mut a);
+            Plan::build(a)
+        };
+        let p = build("https://127.0.0.1:1/", &|a| {
+            a.http2 = true;
+            a.streams = Some(10);
+        })
+        .unwrap();
+        assert!(p.http2 && !p.h2c);
+        assert_eq!(p.streams, 10);
+        assert_eq!(p.config.http_version, "2");
+        assert_eq!(p.config.streams, Some(10));
+        let p = build("http://127.0.0.1:1/", &|a| a.h2c = true).unwrap();
+        assert!(p.http2 && p.h2c);
+        assert_eq!(p.streams, 1);
+        let p = build("http://127.0.0.1:1/", &|_| {}).unwrap();
+        assert!(!p.http2);
+        assert_eq!(p.config.streams, None);
+        for (url, f, want) in [
+            (
+                "http://127.0.0.1:1/",
+                &(|a: &mut PlanArgs| a.http2 = true) as &dyn Fn(&mut PlanArgs),
+                "https://",
+            ),
+            (
+                "https://127.0.0.1:1/",
+                &|a: &mut PlanArgs| a.h2c = true,
+                "http://",
+            ),
+            (
+                "http://127.0.0.1:1/",
+                &|a: &mut PlanArgs| a.streams = Some(4),
+                "--http2",
+            ),
+            (
+                "http://127.0.0.1:1/",
+                &|a: &mut PlanArgs| {
+                    a.h2c = true;
+                    a.streams = Some(0)
+                },
+                "at least 1",
+            ),
+            (
+                "http://127.0.0.1:1/",
+                &|a: &mut PlanArgs| {
+                    a.h2c = true;
+                    a.http10 = true
+                },
+                "--http1.0",
+            ),
+            (
+                "https://127.0.0.1:1/",
+                &|a: &mut PlanArgs| {
+                    a.http2 = true;
+                    a.h2c = true
+                },
+                "together",
+            ),
+        ] {
+            let e = build(url, f).unwrap_err().to_string();
+            assert!(e.contains(want), "{url}: {e}");
+        }
     }
 }

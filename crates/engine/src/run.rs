@@ -61,6 +61,9 @@ pub enum EngineError {
     /// A worker thread panicked (a bug); the partial results are lost.
     #[error("a worker thread failed unexpectedly (this is a bug in redline)")]
     WorkerPanicked,
+    /// HTTP/2 could not be used (e.g. the server does not offer h2 over TLS).
+    #[error("{0}")]
+    Http2(String),
 }
 
 /// The `i`-th of `parts` shares of `total`, the remainder going to the first shares.
@@ -101,6 +104,11 @@ pub fn execute_with_series(
         } => (*max_connections, None),
     };
     let fd_note = raise_fd_limit(conns_total + 64);
+    // HTTP/2 (--http2, --h2c) runs on its own workers (h2run.rs), same specs and results.
+    let h2 = match plan.http2 {
+        true => Some(crate::h2run::prepare(plan).map_err(EngineError::Http2)?),
+        false => None,
+    };
 
     let mut polls = Vec::new();
     for _ in 0..threads {
@@ -166,8 +174,12 @@ pub fn execute_with_series(
                 .name(format!("redline-w{i}"))
                 .spawn_scoped(scope, {
                     let done = done_tx.clone();
+                    let h2 = h2.clone();
                     move || {
-                        let r = run_worker(plan, spec, poll);
+                        let r = match &h2 {
+                            Some(h2) => crate::h2run::run_worker(h2, spec),
+                            None => run_worker(plan, spec, poll),
+                        };
                         let _ = done.send(());
                         r
                     }
@@ -216,6 +228,9 @@ pub fn execute_with_series(
             .map(|h| h.join().map_err(|_| EngineError::WorkerPanicked))
             .collect::<Result<Vec<_>, _>>()
     })?;
+    if let Some(msg) = h2.as_ref().and_then(|h| h.fatal()) {
+        return Err(EngineError::Http2(msg));
+    }
 
     let mut rec = RunRecord::new(plan.config.clone(), environment(), started_at);
     rec.server.address = plan.target.addr.to_string();

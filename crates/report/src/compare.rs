@@ -544,6 +544,7 @@ pub fn comparability(a: &RunRecord, b: &RunRecord) -> Vec<String> {
     if ca.keepalive != cb.keepalive
         || ca.requests_per_conn != cb.requests_per_conn
         || ca.http_version != cb.http_version
+        || ca.streams != cb.streams
     {
         w.push(
             "different connection handling (keep-alive, requests per connection or HTTP version)"

@@ -260,6 +260,13 @@ pub fn text(rec: &RunRecord) -> String {
     if let (true, Some(n)) = (cfg.keepalive, cfg.requests_per_conn) {
         let _ = write!(conn_mode, ", {n} requests per connection");
     }
+    if let Some(n) = cfg.streams {
+        let _ = write!(
+            conn_mode,
+            ", {n} stream{} per connection",
+            if n == 1 { "" } else { "s" }
+        );
+    }
     let _ = writeln!(
         o,
         "Load:             {} ({}, HTTP/{}, {} thread{})",

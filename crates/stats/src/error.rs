@@ -62,6 +62,13 @@ pub enum ErrorKind {
     Resolve,
     /// The TLS handshake or a TLS record failed (e.g. an untrusted certificate).
     Tls,
+    /// HTTP/2: the server reset the request's stream (RST_STREAM; the message
+    /// names the reason code, e.g. REFUSED_STREAM).
+    StreamReset,
+    /// HTTP/2: the server sent GOAWAY and the request's stream was not (or not
+    /// completely) served; the connection is replaced.
+    #[serde(rename = "goaway")]
+    GoAway,
     /// Anything else (the message says what).
     Other,
 }
@@ -80,6 +87,8 @@ impl ErrorKind {
             ErrorKind::NoLocalAddress => "no_local_address",
             ErrorKind::Resolve => "resolve",
             ErrorKind::Tls => "tls",
+            ErrorKind::StreamReset => "stream_reset",
+            ErrorKind::GoAway => "goaway",
             ErrorKind::Other => "other",
         }
     }
@@ -247,6 +256,17 @@ mod tests {
         })
         .unwrap();
         assert_eq!(r["kind"], "refused");
+        for k in [ErrorKind::StreamReset, ErrorKind::GoAway] {
+            let j = serde_json::to_value(ErrorCount {
+                kind: k,
+                message: "x".into(),
+                count: 1,
+            })
+            .unwrap();
+            assert_eq!(j["kind"], k.name());
+            let back: ErrorCount = serde_json::from_value(j).unwrap();
+            assert_eq!(back.kind, k);
+        }
     }
 
     #[test]

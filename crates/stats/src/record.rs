@@ -111,8 +111,11 @@ pub struct RunConfig {
     pub headers: Vec<String>,
     /// Request body size in bytes.
     pub body_bytes: u64,
-    /// `1.1` or `1.0`.
+    /// `1.1`, `1.0` or `2`.
     pub http_version: String,
+    /// HTTP/2: concurrent streams per connection (`--streams`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub streams: Option<u64>,
     /// Connections reused for several requests.
     pub keepalive: bool,
     /// Close and reopen a connection after this many requests.
@@ -147,6 +150,7 @@ impl RunConfig {
             headers: vec![],
             body_bytes: 0,
             http_version: "1.1".into(),
+            streams: None,
             keepalive: true,
             requests_per_conn: None,
             timeout_s: 30.0,

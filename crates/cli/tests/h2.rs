@@ -1,0 +1,714 @@
+//! HTTP/2: `--http2` (TLS, ALPN h2) and `--h2c` (cleartext, prior knowledge)
+//! against an in-process h2 server that counts connections, streams and the
+//! most streams open at once on a connection; a server that resets every 10th
+//! stream; a raw-frame server that sends GOAWAY; Debian's nginx when installed.
+
+mod common;
+
+use common::*;
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use std::io::{Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What the in-process server does with each stream.
+#[derive(Clone, Copy)]
+enum Behaviour {
+    /// 200 with a 5-byte body after `delay`.
+    Ok { delay: Duration },
+    /// RST_STREAM(REFUSED_STREAM) for every 10th stream (counted server-wide), 200 otherwise.
+    ResetEvery10th,
+    /// Never answers (holds the stream until the server stops).
+    Hang,
+}
+
+#[derive(Default)]
+struct Counts {
+    connections: AtomicU64,
+    streams: AtomicU64,
+    /// Most streams open at once on one connection.
+    max_concurrent: AtomicU64,
+}
+
+struct H2Server {
+    addr: SocketAddr,
+    counts: Arc<Counts>,
+    stop: Arc<tokio::sync::Notify>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for H2Server {
+    fn drop(&mut self) {
+        self.stop.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl H2Server {
+    /// Starts on 127.0.0.1:0; TLS (ALPN as given) when `tls` is set. Lives at most 60 s.
+    fn start(tls: Option<Arc<rustls::ServerConfig>>, behaviour: Behaviour) -> H2Server {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let counts = Arc::new(Counts::default());
+        let stop = Arc::new(tokio::sync::Notify::new());
+        let (c2, s2) = (counts.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+                let lifetime = tokio::time::sleep(Duration::from_secs(60));
+                tokio::pin!(lifetime);
+                loop {
+                    let sock = tokio::select! {
+                        r = listener.accept() => match r { Ok((s, _)) => s, Err(_) => continue },
+                        _ = s2.notified() => break,
+                        _ = &mut lifetime => break,
+                    };
+                    c2.connections.fetch_add(1, Ordering::SeqCst);
+                    let (counts, acceptor) = (c2.clone(), acceptor.clone());
+                    tokio::spawn(async move {
+                        match acceptor {
+                            Some(a) => {
+                                if let Ok(s) = a.accept(sock).await {
+                                    serve_conn(s, counts, behaviour).await;
+                                }
+                            }
+                            None => serve_conn(sock, counts, behaviour).await,
+                        }
+                    });
+                }
+            });
+        });
+        H2Server {
+            addr,
+            counts,
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    fn streams(&self) -> u64 {
+        self.counts.streams.load(Ordering::SeqCst)
+    }
+    fn connections(&self) -> u64 {
+        self.counts.connections.load(Ordering::SeqCst)
+    }
+    fn max_concurrent(&self) -> u64 {
+        self.counts.max_concurrent.load(Ordering::SeqCst)
+    }
+}
+
+async fn serve_conn<T>(io: T, counts: Arc<Counts>, behaviour: Behaviour)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let Ok(mut conn) = h2::server::handshake(io).await else {
+        return;
+    };
+    let open = Arc::new(AtomicU64::new(0));
+    while let Some(Ok((req, mut respond))) = conn.accept().await {
+        let n = counts.streams.fetch_add(1, Ordering::SeqCst) + 1;
+        let now_open = open.fetch_add(1, Ordering::SeqCst) + 1;
+        counts.max_concurrent.fetch_max(now_open, Ordering::SeqCst);
+        let open = open.clone();
+        tokio::spawn(async move {
+            drop(req);
+            match behaviour {
+                Behaviour::Hang => {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                    drop(respond);
+                }
+                Behaviour::ResetEvery10th if n.is_multiple_of(10) => {
+                    respond.send_reset(h2::Reason::REFUSED_STREAM);
+                }
+                Behaviour::Ok { .. } | Behaviour::ResetEvery10th => {
+                    if let Behaviour::Ok { delay } = behaviour {
+                        if !delay.is_zero() {
+                            tokio::time::sleep(delay).await;
+                        }
+                    }
+                    let resp = http::Response::builder()
+                        .status(200)
+                        .header("server", "h2-test")
+                        .body(())
+                        .unwrap();
+                    if let Ok(mut tx) = respond.send_response(resp, false) {
+                        let _ = tx.send_data(bytes::Bytes::from_static(b"hello"), true);
+                    }
+                }
+            }
+            open.fetch_sub(1, Ordering::SeqCst);
+        });
+    }
+}
+
+struct Pki {
+    ca_pem: String,
+    /// Leaf and CA certificates, and the leaf key, as PEM (for nginx).
+    chain_pem: String,
+    key_pem: String,
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivatePkcs8KeyDer<'static>,
+}
+
+fn pki() -> Pki {
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca_params, ca_key);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    Pki {
+        ca_pem: ca_cert.pem(),
+        chain_pem: format!("{}{}", leaf.pem(), ca_cert.pem()),
+        key_pem: leaf_key.serialize_pem(),
+        chain: vec![
+            CertificateDer::from(leaf.der().to_vec()),
+            CertificateDer::from(ca_cert.der().to_vec()),
+        ],
+        key: PrivatePkcs8KeyDer::from(leaf_key.serialize_der()),
+    }
+}
+
+fn server_tls(p: &Pki, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
+    let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(p.chain.clone(), PrivateKeyDer::Pkcs8(p.key.clone_key()))
+    .unwrap();
+    cfg.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
+    Arc::new(cfg)
+}
+
+/// The record of an HTTP/2 run (version "2", streams, the new error kinds) fits the committed schema.
+fn assert_schema(v: &serde_json::Value) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/run-record.schema.json"
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("redline-h2-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn closed_loop_exact_count_connections_and_streams_over_tls() {
+    let p = pki();
+    let srv = H2Server::start(
+        Some(server_tls(&p, &[b"h2"])),
+        Behaviour::Ok {
+            delay: Duration::from_millis(5),
+        },
+    );
+    let dir = temp_dir("tls");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &p.ca_pem).unwrap();
+    let url = format!("https://127.0.0.1:{}/", srv.addr.port());
+    let v = run_json(&[
+        "--http2",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-n",
+        "1000",
+        "-c",
+        "4",
+        "--streams",
+        "10",
+        &url,
+    ]);
+    assert_eq!(counter(&v, "completed"), 1000, "{}", v["errors"]);
+    assert_eq!(counter(&v, "failed"), 0);
+    assert_eq!(srv.streams(), 1000, "the server saw exactly -n streams");
+    assert_eq!(srv.connections(), 4);
+    assert_eq!(counter(&v, "connections_opened"), 4);
+    assert_eq!(
+        srv.max_concurrent(),
+        10,
+        "10 streams at once on a connection, never more"
+    );
+    assert_eq!(v["config"]["http_version"], "2");
+    assert_eq!(v["config"]["streams"], 10);
+    assert_eq!(v["tls"]["count"], 4, "one TLS handshake per connection");
+    assert_eq!(v["server"]["software"], "h2-test");
+    assert_eq!(counter(&v, "body_bytes"), 5000);
+    assert!(counter(&v, "bytes_read") > 5000);
+    assert_eq!(v["status_codes"]["200"], 1000);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn h2c_open_loop_rate_and_text_header() {
+    let srv = H2Server::start(
+        None,
+        Behaviour::Ok {
+            delay: Duration::ZERO,
+        },
+    );
+    let url = format!("http://127.0.0.1:{}/", srv.addr.port());
+    let (out, took) = redline_with_limit(
+        &[
+            "run",
+            "-o",
+            "json",
+            "-q",
+            "--h2c",
+            "-r",
+            "200",
+            "-d",
+            "2s",
+            "--streams",
+            "4",
+            &url,
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // 200 req/s for 2 s: exactly 400 sends scheduled, all answered.
+    assert_eq!(counter(&v, "scheduled"), 400);
+    assert_eq!(counter(&v, "completed"), srv.streams());
+    assert!(counter(&v, "completed") >= 395, "{}", v["counters"]);
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    assert!(v["scheduler_lag"]["count"].as_u64().unwrap() > 0);
+
+    // The text report names the protocol and the streams.
+    let out = redline(&["run", "-q", "--h2c", "-n", "20", "-c", "1", &url]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("HTTP/2"), "{text}");
+    assert!(text.contains("1 stream per connection"), "{text}");
+}
+
+#[test]
+fn stream_resets_are_their_own_error_kind() {
+    let srv = H2Server::start(None, Behaviour::ResetEvery10th);
+    let url = format!("http://127.0.0.1:{}/", srv.addr.port());
+    let v = run_json(&["--h2c", "-n", "200", "-c", "2", "--streams", "5", &url]);
+    assert_eq!(srv.streams(), 200);
+    assert_eq!(error_count(&v, "stream_reset"), 20, "{}", v["errors"]);
+    assert_eq!(counter(&v, "completed"), 180);
+    let msg = v["errors"][0]["message"].as_str().unwrap();
+    assert!(msg.contains("REFUSED_STREAM"), "{msg}");
+    // A reset stream does not cost the connection.
+    assert_eq!(srv.connections(), 2);
+    assert_schema(&v);
+}
+
+#[test]
+fn unanswered_streams_time_out_and_the_run_ends_on_time() {
+    let srv = H2Server::start(None, Behaviour::Hang);
+    let url = format!("http://127.0.0.1:{}/", srv.addr.port());
+    let (out, took) = redline_with_limit(
+        &[
+            "run",
+            "-o",
+            "json",
+            "-q",
+            "--h2c",
+            "-d",
+            "1s",
+            "-c",
+            "1",
+            "--streams",
+            "3",
+            "--timeout",
+            "300ms",
+            &url,
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Three streams time out every 300 ms (the stream is reset, not the
+    // connection), never a completion, and nothing else goes wrong.
+    let t = error_count(&v, "timeout");
+    assert!(t >= 3, "{}", v["errors"]);
+    assert_eq!(counter(&v, "failed"), t, "{}", v["errors"]);
+    assert_eq!(counter(&v, "completed"), 0);
+    assert_eq!(
+        srv.connections(),
+        1,
+        "a timed-out stream does not cost the connection"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+// ------------------------------------------------------------------ GOAWAY
+
+/// Reads one HTTP/2 frame: (type, flags, stream id, payload).
+fn read_frame(s: &mut std::net::TcpStream) -> Option<(u8, u8, u32, Vec<u8>)> {
+    let mut h = [0u8; 9];
+    s.read_exact(&mut h).ok()?;
+    let len = u32::from_be_bytes([0, h[0], h[1], h[2]]) as usize;
+    if len > 1 << 20 {
+        return None;
+    }
+    let mut payload = vec![0u8; len];
+    s.read_exact(&mut payload).ok()?;
+    let id = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff;
+    Some((h[3], h[4], id, payload))
+}
+
+fn frame(ty: u8, flags: u8, id: u32, payload: &[u8]) -> Vec<u8> {
+    let mut f = (payload.len() as u32).to_be_bytes()[1..].to_vec();
+    f.extend_from_slice(&[ty, flags]);
+    f.extend_from_slice(&id.to_be_bytes());
+    f.extend_from_slice(payload);
+    f
+}
+
+/// A raw HTTP/2 server (no h2 crate, so the test decides the last stream id):
+/// it waits for 10 requests on a connection, sends GOAWAY(NO_ERROR) naming the
+/// 5th as the last it will process, answers those 5, and closes.
+fn goaway_server() -> ScriptServer {
+    ScriptServer::start(|mut s| {
+        let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+        let mut preface = [0u8; 24];
+        if s.read_exact(&mut preface).is_err() || &preface[..3] != b"PRI" {
+            return;
+        }
+        if s.write_all(&frame(4, 0, 0, &[])).is_err() {
+            return;
+        }
+        let mut ids = Vec::new();
+        let start = Instant::now();
+        while ids.len() < 10 && start.elapsed() < Duration::from_secs(3) {
+            let Some((ty, flags, id, _)) = read_frame(&mut s) else {
+                break;
+            };
+            match ty {
+                4 if flags & 1 == 0 => {
+                    let _ = s.write_all(&frame(4, 1, 0, &[]));
+                }
+                1 => ids.push(id),
+                _ => {}
+            }
+        }
+        let Some(&last) = ids.get(4) else { return };
+        let mut out = Vec::new();
+        let mut ga = last.to_be_bytes().to_vec();
+        ga.extend_from_slice(&0u32.to_be_bytes());
+        out.extend(frame(7, 0, 0, &ga));
+        for &id in ids.iter().filter(|&&id| id <= last) {
+            // HEADERS :status 200 (static table index 8), then DATA "hello" END_STREAM.
+            out.extend(frame(1, 4, id, &[0x88]));
+            out.extend(frame(0, 1, id, b"hello"));
+        }
+        let _ = s.write_all(&out);
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        // Read until the client closes (bounded by the read time-out).
+        let mut sink = [0u8; 4096];
+        for _ in 0..10_000 {
+            match s.read(&mut sink) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+}
+
+#[test]
+fn goaway_is_counted_and_the_connection_replaced() {
+    let srv = goaway_server();
+    let url = format!("http://{}/", srv.addr);
+    // Each connection: 10 streams sent, 5 served, 5 refused by GOAWAY.
+    let v = run_json(&["--h2c", "-n", "100", "-c", "1", "--streams", "10", &url]);
+    assert_eq!(counter(&v, "completed"), 50, "{}", v["errors"]);
+    assert_eq!(error_count(&v, "goaway"), 50, "{}", v["errors"]);
+    assert_eq!(counter(&v, "connections_opened"), 10);
+    assert_eq!(srv.accepted.load(Ordering::SeqCst), 10);
+    let msg = v["errors"][0]["message"].as_str().unwrap();
+    assert!(msg.contains("GOAWAY (NO_ERROR)"), "{msg}");
+    assert_schema(&v);
+
+    // Timed: connections keep being replaced and the run ends on time.
+    let (out, took) = redline_with_limit(
+        &[
+            "run",
+            "-o",
+            "json",
+            "-q",
+            "--h2c",
+            "-d",
+            "1s",
+            "-c",
+            "2",
+            "--streams",
+            "10",
+            &url,
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(error_count(&v, "goaway") > 0, "{}", v["errors"]);
+    assert!(counter(&v, "connections_opened") > 2);
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    let c = &v["counters"];
+    let ended = ["completed", "failed", "in_flight_at_end", "not_sent"]
+        .iter()
+        .map(|k| c[k].as_u64().unwrap())
+        .sum::<u64>();
+    assert_eq!(
+        ended,
+        counter(&v, "scheduled"),
+        "every request ends once: {c}"
+    );
+}
+
+// ---------------------------------------------------------------- bad input
+
+#[test]
+fn http2_without_h2_on_the_server_and_bad_flags() {
+    // TLS without ALPN h2: a clear error, exit code 1.
+    let p = pki();
+    let srv = H2Server::start(
+        Some(server_tls(&p, &[])),
+        Behaviour::Ok {
+            delay: Duration::ZERO,
+        },
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.addr.port());
+    let out = redline(&["run", "-q", "--http2", "--insecure", "-n", "10", &url]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did not offer HTTP/2"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    // --h2c against an HTTP/1-only server: the same, with what to do instead.
+    let h1 = ScriptServer::start(|mut s| {
+        let mut buf = [0u8; 1024];
+        let _ = s.read(&mut buf);
+        let _ = s.write_all(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        );
+    });
+    let out = redline(&["run", "-q", "--h2c", "-n", "10", "-c", "2", &h1.url()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("answered in HTTP/1"), "{err}");
+    assert!(err.contains("without --h2c"), "{err}");
+
+    for (args, want) in [
+        (vec!["--h2c", "https://127.0.0.1:1/"], "--h2c"),
+        (vec!["--http2", "http://127.0.0.1:1/"], "https://"),
+        (
+            vec!["--h2c", "--streams", "0", "http://127.0.0.1:1/"],
+            "--streams",
+        ),
+        (vec!["--streams", "4", "http://127.0.0.1:1/"], "--streams"),
+        (
+            vec!["--h2c", "--http1.0", "http://127.0.0.1:1/"],
+            "--http1.0",
+        ),
+        (vec!["--http2", "--h2c", "https://127.0.0.1:1/"], "--h2c"),
+    ] {
+        let mut a = vec!["run", "-q"];
+        a.extend_from_slice(&args);
+        let out = redline(&a);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn secrets_stay_out_over_http2() {
+    let srv = H2Server::start(
+        None,
+        Behaviour::Ok {
+            delay: Duration::ZERO,
+        },
+    );
+    let url = format!("http://user:hunter2@127.0.0.1:{}/", srv.addr.port());
+    let out = redline(&[
+        "run",
+        "-o",
+        "json",
+        "-q",
+        "--h2c",
+        "-n",
+        "5",
+        "-H",
+        "Authorization: Bearer s3cr3t-token",
+        "-H",
+        "Cookie: sid=c00kie",
+        &url,
+    ]);
+    assert!(out.status.success());
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for s in ["hunter2", "s3cr3t-token", "c00kie"] {
+        assert!(!all.contains(s), "{s} leaked");
+    }
+    assert_eq!(srv.streams(), 5);
+}
+
+// -------------------------------------------------------------------- nginx
+
+/// Debian's nginx with HTTP/2 over TLS on a free loopback port, own config in a temp dir.
+struct Nginx {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+    port: u16,
+}
+
+impl Nginx {
+    fn start(p: &Pki) -> Option<Nginx> {
+        let bin = ["/usr/sbin/nginx", "/usr/local/sbin/nginx"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port();
+        let dir = temp_dir("nginx");
+        std::fs::create_dir_all(dir.join("html")).ok()?;
+        std::fs::create_dir_all(dir.join("tmp")).ok()?;
+        std::fs::write(dir.join("html/index.html"), "x".repeat(1000)).ok()?;
+        std::fs::write(dir.join("cert.pem"), &p.chain_pem).ok()?;
+        std::fs::write(dir.join("key.pem"), &p.key_pem).ok()?;
+        let d = dir.display();
+        // `listen … ssl http2` works on nginx 1.22 (bookworm) and, deprecated but
+        // accepted, on later versions.
+        let conf = format!(
+            "worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{ worker_connections 256; }}\nhttp {{\n access_log off;\n client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp; fastcgi_temp_path {d}/tmp; uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp;\n server {{ listen 127.0.0.1:{port} ssl http2; ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; root {d}/html; }}\n}}\n"
+        );
+        std::fs::write(dir.join("nginx.conf"), conf).ok()?;
+        let _ = std::process::Command::new("chmod")
+            .args(["-R", "a+rX"])
+            .arg(&dir)
+            .status();
+        let child = std::process::Command::new(bin)
+            .arg("-p")
+            .arg(&dir)
+            .arg("-c")
+            .arg(dir.join("nginx.conf"))
+            .args(["-g", "daemon off;"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok()?;
+        let n = Nginx { child, dir, port };
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(n);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // SIGTERM, so the master stops its workers (SIGKILL would orphan them).
+        // SAFETY: kill() on our own child's PID has no memory-safety preconditions.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn nginx_over_tls_with_http2() {
+    let p = pki();
+    let Some(ng) = Nginx::start(&p) else {
+        eprintln!(
+            "note: nginx is not installed or did not start (apt-get install -y nginx); skipped"
+        );
+        return;
+    };
+    let dir = temp_dir("nginx-ca");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &p.ca_pem).unwrap();
+    let url = format!("https://127.0.0.1:{}/", ng.port);
+    let v = run_json(&[
+        "--http2",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-n",
+        "500",
+        "-c",
+        "2",
+        "--streams",
+        "8",
+        &url,
+    ]);
+    assert_eq!(counter(&v, "completed"), 500, "{}", v["errors"]);
+    assert_eq!(counter(&v, "body_bytes"), 500 * 1000);
+    assert_eq!(counter(&v, "connections_opened"), 2);
+    assert!(v["server"]["software"]
+        .as_str()
+        .unwrap()
+        .starts_with("nginx"));
+    // Without --http2 the same server is tested over HTTP/1.1.
+    let v = run_json(&[
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-n",
+        "20",
+        "-c",
+        "2",
+        &url,
+    ]);
+    assert_eq!(counter(&v, "completed"), 20);
+    assert_eq!(v["config"]["http_version"], "1.1");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,121 @@
+//! Client limits: local port exhaustion. In a network namespace the test
+//! creates (`unshare -rn`), the ephemeral port range is cut to 11 ports and
+//! `--no-keepalive -c 50` against the built-in target runs out of them: the
+//! failures are `no_local_address`, and the run is marked client-limited with
+//! the connection count it reached. Skipped, with the reason, where user and
+//! network namespaces are not permitted.
+
+mod common;
+
+use common::*;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Runs `script` (sh) inside a new user+network namespace; None (and a printed
+/// reason) when namespaces are not permitted here.
+fn in_netns(script: &str, args: &[&str]) -> Option<std::process::Output> {
+    let probe = Command::new("unshare")
+        .args(["-rn", "true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output();
+    match probe {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => {
+            eprintln!(
+                "note: network namespaces are not permitted here (unshare -rn: {}); skipped",
+                String::from_utf8_lossy(&o.stderr).trim()
+            );
+            return None;
+        }
+        Err(e) => {
+            eprintln!("note: unshare is not available ({e}); skipped");
+            return None;
+        }
+    }
+    let child = Command::new("unshare")
+        .args(["-rn", "sh", "-c", script, "sh"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn unshare");
+    Some(wait_limit(child, Duration::from_secs(60)))
+}
+
+/// Brings up loopback, narrows the port range, starts `redline serve --port 0`,
+/// reads its port, and runs redline against it. Exit 97: the namespace could not
+/// be set up (skip); otherwise redline's own exit code.
+const SCRIPT: &str = r#"
+set -u
+BIN=$1; DIR=$2
+ip link set lo up 2>/dev/null || exit 97
+echo "40000 40010" > /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || exit 97
+"$BIN" serve --port 0 > "$DIR/serve.out" 2>&1 &
+SP=$!
+PORT=""
+for i in $(seq 1 200); do
+  PORT=$(sed -n 's#.*listening on http://127.0.0.1:\([0-9]*\)/.*#\1#p' "$DIR/serve.out")
+  [ -n "$PORT" ] && break
+  sleep 0.05
+done
+if [ -z "$PORT" ]; then kill $SP; exit 96; fi
+REDLINE_DB="$DIR/history.db" "$BIN" run -o json -q --no-keepalive -c 50 -t 1 -d 1s "http://127.0.0.1:$PORT/"
+rc=$?
+kill $SP
+wait $SP 2>/dev/null
+exit $rc
+"#;
+
+#[test]
+fn port_exhaustion_is_a_client_limit() {
+    let dir = std::env::temp_dir().join(format!("redline-limits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let Some(out) = in_netns(SCRIPT, &[bin(), dir.to_str().unwrap()]) else {
+        return;
+    };
+    if out.status.code() == Some(97) {
+        eprintln!("note: could not set up loopback or the port range in the namespace; skipped");
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // Some requests got through on the 11 ports; the rest found no local address.
+    assert!(counter(&v, "completed") > 0, "{}", v["counters"]);
+    let exhausted = error_count(&v, "no_local_address");
+    assert!(exhausted > 0, "{}", v["errors"]);
+    assert_eq!(
+        exhausted,
+        counter(&v, "failed"),
+        "no other error kind: {}",
+        v["errors"]
+    );
+    let msg = v["errors"][0]["message"].as_str().unwrap();
+    assert!(msg.contains("ports exhausted"), "{msg}");
+    // Marked, with a warning that says what ran out and how many connections were reached.
+    assert_eq!(v["client_limited"], true);
+    let warning = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "client_resources")
+        .unwrap_or_else(|| panic!("no client_resources warning: {}", v["warnings"]));
+    let text = warning["message"].as_str().unwrap();
+    assert!(text.contains("local ports"), "{text}");
+    let peak = counter(&v, "peak_connections");
+    assert!(peak < 50, "{peak}");
+    assert!(
+        text.contains(&format!("at most {peak} connections")),
+        "{text}"
+    );
+}
