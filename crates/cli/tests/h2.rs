@@ -23,6 +23,8 @@ enum Behaviour {
     ResetEvery10th,
     /// Never answers (holds the stream until the server stops).
     Hang,
+    /// 200 with a header value this long (the client's header-list limit is 256 KiB).
+    HugeHeaders(usize),
 }
 
 #[derive(Default)]
@@ -127,6 +129,14 @@ where
                 Behaviour::Hang => {
                     tokio::time::sleep(Duration::from_secs(60)).await;
                     drop(respond);
+                }
+                Behaviour::HugeHeaders(len) => {
+                    let resp = http::Response::builder()
+                        .status(200)
+                        .header("x-big", "a".repeat(len))
+                        .body(())
+                        .unwrap();
+                    let _ = respond.send_response(resp, true);
                 }
                 Behaviour::ResetEvery10th if n.is_multiple_of(10) => {
                     respond.send_reset(h2::Reason::REFUSED_STREAM);
@@ -367,6 +377,25 @@ fn unanswered_streams_time_out_and_the_run_ends_on_time() {
         "a timed-out stream does not cost the connection"
     );
     assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn oversized_response_headers_fail_with_memory_bounded() {
+    // Just over the limit (the stream is refused) and far over it (the connection goes).
+    for len in [300 << 10, 4 << 20] {
+        let srv = H2Server::start(None, Behaviour::HugeHeaders(len));
+        let url = format!("http://127.0.0.1:{}/", srv.addr.port());
+        let v = run_json(&["--h2c", "-n", "20", "-c", "2", "--streams", "2", &url]);
+        assert_eq!(counter(&v, "completed"), 0);
+        assert_eq!(error_count(&v, "malformed"), 20, "{len}: {}", v["errors"]);
+        let sub = if len > 1 << 20 {
+            "head_too_large"
+        } else {
+            "header"
+        };
+        assert_eq!(v["errors"][0]["sub"], sub, "{}", v["errors"]);
+        assert!(counter(&v, "bytes_read") > 256 << 10, "{}", v["counters"]);
+    }
 }
 
 // ------------------------------------------------------------------ GOAWAY

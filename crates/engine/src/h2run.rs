@@ -777,6 +777,8 @@ async fn connect_inner(w: &Rc<W>, ctx: &Rc<ConnCtx>) -> Result<SendRequest<Bytes
         .enable_push(false)
         .initial_window_size(1 << 20)
         .initial_connection_window_size(1 << 24)
+        // Bounds a hostile server's header blocks (h2's default is 16 MiB per list).
+        .max_header_list_size(MAX_HEADER_LIST)
         .handshake::<_, Bytes>(io)
         .await
         .map_err(|e| classify(&e))?;
@@ -955,9 +957,13 @@ fn classify(e: &h2::Error) -> Fail {
                 Cow::Owned(format!("server sent GOAWAY ({reason})")),
             );
         }
+        let text = e.to_string();
+        if text.contains("header_list_way_too_large") || text.contains("too_many_continuations") {
+            return head_too_large();
+        }
         return (
             ErrorKind::Other,
-            Cow::Owned(format!("HTTP/2 connection error: {reason}")),
+            Cow::Owned(format!("HTTP/2 protocol error: {text}")),
         );
     }
     if e.is_reset() {
@@ -967,9 +973,14 @@ fn classify(e: &h2::Error) -> Fail {
                 Cow::Owned(format!("stream reset by the server ({reason})")),
             );
         }
+        // h2 resets a stream itself when the response breaks the protocol; it
+        // does not say which rule, so the message names the usual suspects.
         return (
-            ErrorKind::Other,
-            Cow::Owned(format!("HTTP/2 protocol error in the response ({reason})")),
+            ErrorKind::Malformed(redline_stats::MalformedKind::Header),
+            Cow::Owned(format!(
+                "the response broke HTTP/2 ({reason}): a malformed or over-256 KiB header \
+                 block, or a body that disagrees with content-length"
+            )),
         );
     }
     if let Some(io) = e.get_io() {
@@ -982,6 +993,16 @@ fn classify(e: &h2::Error) -> Fail {
         };
     }
     (ErrorKind::Other, Cow::Owned(format!("HTTP/2: {e}")))
+}
+
+/// The limit on a response's header block (h2's `max_header_list_size`).
+const MAX_HEADER_LIST: u32 = 256 * 1024;
+
+fn head_too_large() -> Fail {
+    (
+        ErrorKind::Malformed(redline_stats::MalformedKind::HeadTooLarge),
+        "response header block over 256 KiB".into(),
+    )
 }
 
 fn tls_error(e: &io::Error) -> Fail {

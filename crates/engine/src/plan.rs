@@ -471,7 +471,9 @@ impl Plan {
             .unwrap_or_else(|| if a.body.is_some() { "POST" } else { "GET" }.into())
             .to_ascii_uppercase();
         if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-') {
-            return Err(usage(format!("invalid method '{method}'")));
+            // Escaped and cut: the error stays one short line whatever was typed.
+            let shown: String = method.escape_debug().take(60).collect();
+            return Err(usage(format!("invalid method '{shown}'")));
         }
 
         // Load model.
@@ -968,6 +970,16 @@ mod tests {
         assert!(Plan::build(a).is_err());
         let e = Plan::build(PlanArgs::new("http://u:pw@[bad/")).unwrap_err();
         assert!(!e.to_string().contains("pw"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_method_is_one_short_line() {
+        // The request_flags fuzz target fed control characters and long garbage.
+        let mut a = PlanArgs::new("http://127.0.0.1:1/");
+        a.method = Some(format!("GET\nX\u{1}{}", "Y".repeat(500)));
+        let e = Plan::build(a).unwrap_err().to_string();
+        assert!(!e.contains('\n') && !e.contains('\u{1}'), "{e}");
+        assert!(e.len() < 120, "{e}");
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub enum ErrorKind {
     Timeout,
     /// The server closed the connection before the response was complete.
     Closed,
-    /// The response violated HTTP/1.x.
+    /// The response violated HTTP/1.x (or, for a few checks, HTTP/2).
     Malformed(MalformedKind),
     /// The client ran out of file descriptors (EMFILE/ENFILE): a client limit.
     TooManyOpenFiles,
