@@ -1118,24 +1118,7 @@ struct FineTimer {
 impl FineTimer {
     #[cfg(target_os = "linux")]
     fn new() -> Option<FineTimer> {
-        use std::os::fd::{FromRawFd, OwnedFd};
-        // SAFETY: plain syscall; the fd is checked and then owned by OwnedFd.
-        let fd = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: fd is a valid, newly created descriptor we exclusively own.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // Timer slack 1 µs (from 50 µs) so wake-ups are on time, as the HTTP/1 worker does.
-        // SAFETY: prctl with PR_SET_TIMERSLACK takes an integer argument.
-        unsafe {
-            libc::prctl(libc::PR_SET_TIMERSLACK, 1000, 0, 0, 0);
-        }
+        let fd = crate::worker::timerfd()?;
         // SAFETY: the OwnedFd is open, owned by the AsyncFd for its whole life,
         // and always returns the same descriptor.
         let fd = unsafe {
