@@ -218,8 +218,11 @@ fn conn_thread(stream: TcpStream, tx: mpsc::Sender<Ev>) {
                 note,
             })) => {
                 done = true;
-                let _ = tx.send(Ev::Done(index, lateness_ms, record, note));
+                // Ack before the main loop hears of it: once the last record is
+                // in, the main loop shuts every connection, and an agent that
+                // has not had its ack yet would report a lost coordinator.
                 let _ = send(&Msg::Ack);
+                let _ = tx.send(Ev::Done(index, lateness_ms, record, note));
             }
             Ok(Some(Msg::Abort { reason })) => {
                 if !done {
