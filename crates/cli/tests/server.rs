@@ -169,7 +169,7 @@ fn watch_a_real_nginx_under_load_and_size_it() {
     let url = format!("http://127.0.0.1:{}/index.html", ngx.port);
 
     // Idle first: a standalone watch, as on a remote server.
-    let idle = redline(&[
+    let idle = json_of(&[
         "watch",
         &pid,
         "-d",
@@ -179,12 +179,6 @@ fn watch_a_real_nginx_under_load_and_size_it() {
         "-o",
         "json",
     ]);
-    assert!(
-        idle.status.success(),
-        "{}",
-        String::from_utf8_lossy(&idle.stderr)
-    );
-    let idle: serde_json::Value = serde_json::from_slice(&idle.stdout).unwrap();
     assert_eq!(idle["format"], "redline.watch");
     let ih = &idle["hosts"][0];
     let idle_cpu = ih["summary"]["cpu_percent"]["mean"].as_f64().unwrap();
@@ -266,7 +260,7 @@ fn watch_a_real_nginx_under_load_and_size_it() {
     assert_eq!(m["server_watch"]["hosts"].as_array().unwrap().len(), 2);
 
     // Size: consistent with the measured memory and the budget.
-    let out = redline(&[
+    let r = json_of(&[
         "size",
         "--watch",
         &pid,
@@ -275,12 +269,6 @@ fn watch_a_real_nginx_under_load_and_size_it() {
         "-o",
         "json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["server"], "nginx");
     assert_eq!(r["workers"], 2);
     assert_eq!(r["budget_kib"], 256 * 1024);
@@ -297,6 +285,17 @@ fn watch_a_real_nginx_under_load_and_size_it() {
         text.contains("worker_processes") && text.contains("workers = "),
         "{text}"
     );
+}
+
+/// Runs redline, asserts success and parses its JSON output.
+fn json_of(args: &[&str]) -> serde_json::Value {
+    let out = redline(args);
+    assert!(
+        out.status.success(),
+        "redline {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
 fn free_port() -> Option<u16> {
@@ -475,7 +474,7 @@ fn watch_a_real_apache_prefork_under_load_and_size_it() {
     let pid = ap.child.id().to_string();
     let url = format!("http://127.0.0.1:{}/index.html", ap.port);
 
-    let idle = redline(&[
+    let idle = json_of(&[
         "watch",
         &pid,
         "-d",
@@ -485,12 +484,6 @@ fn watch_a_real_apache_prefork_under_load_and_size_it() {
         "-o",
         "json",
     ]);
-    assert!(
-        idle.status.success(),
-        "{}",
-        String::from_utf8_lossy(&idle.stderr)
-    );
-    let idle: serde_json::Value = serde_json::from_slice(&idle.stdout).unwrap();
     let is = &idle["hosts"][0]["summary"];
     let idle_procs = is["processes"]["peak"].as_f64().unwrap();
     let idle_cpu = is["cpu_percent"]["mean"].as_f64().unwrap();
@@ -550,7 +543,7 @@ fn watch_a_real_apache_prefork_under_load_and_size_it() {
 
     // Live sizing.
     let gib = 1024 * 1024;
-    let out = redline(&[
+    let r = json_of(&[
         "size",
         "--watch",
         &pid,
@@ -559,12 +552,6 @@ fn watch_a_real_apache_prefork_under_load_and_size_it() {
         "-o",
         "json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["server"], "Apache httpd");
     assert!(
         r["mpm"].as_str().unwrap().starts_with("prefork"),
@@ -588,29 +575,16 @@ fn watch_a_real_apache_prefork_under_load_and_size_it() {
     // Sizing from the run record: the snapshot's numbers, the same arithmetic.
     let path = std::env::temp_dir().join(format!("redline-apache-run-{}.json", std::process::id()));
     std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
-    let out = redline(&[
+    let from = [
         "size",
         "--from",
         path.to_str().unwrap(),
         "--memory-budget",
         "1GiB",
-        "-o",
-        "json",
-    ]);
-    let text = redline(&[
-        "size",
-        "--from",
-        path.to_str().unwrap(),
-        "--memory-budget",
-        "1GiB",
-    ]);
+    ];
+    let r = json_of(&[&from[..], &["-o", "json"]].concat());
+    let text = redline(&from);
     let _ = std::fs::remove_file(&path);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_size_arithmetic(&r, gib);
     assert_eq!(r["per_worker_private_kib"].as_f64().unwrap(), measured_max);
     assert_eq!(r["processes"].as_u64().unwrap(), snap.len() as u64);
