@@ -20,6 +20,9 @@
 #   NGINX      nginx binary                 (default nginx)
 #   OHA        oha binary (default: oha on PATH, else /opt/oha/bin/oha)
 #   PAUSE      seconds to rest between tool runs (default 2)
+#   REPEAT     run each scenario's tools this many times, interleaved
+#              (redline, wrk, ..., redline, wrk, ...), and add the median of
+#              req per CPU-s per tool and its ratio to wrk's (default 1)
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -37,6 +40,7 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 NGINX=${NGINX:-nginx}
 PAUSE=${PAUSE:-2}
+REPEAT=${REPEAT:-1}
 if [[ -z ${OHA:-} ]]; then
     OHA=$(command -v oha || echo /opt/oha/bin/oha)
 fi
@@ -616,10 +620,12 @@ run_scenario() {
     : >"$ROWS"
     : >"$CMDS"
     : >"$SKIPS"
-    local tool
-    for tool in $S_TOOLS; do
-        if [[ -n $TOOLS && " $TOOLS " != *" $tool "* ]]; then continue; fi
-        run_tool "$tool" "$url"
+    local tool rep
+    for ((rep = 1; rep <= REPEAT; rep++)); do
+        for tool in $S_TOOLS; do
+            if [[ -n $TOOLS && " $TOOLS " != *" $tool "* ]]; then continue; fi
+            run_tool "$tool" "$url"
+        done
     done
     {
         printf '### %s\n\n' "$S_TITLE"
@@ -634,6 +640,25 @@ run_scenario() {
         fi
         cat "$ROWS"
         echo
+        if ((REPEAT > 1)); then
+            # Medians over the interleaved repetitions, and the ratio to wrk's.
+            awk -F'|' '{ gsub(/ /, "", $2); gsub(/ /, "", $5); if ($5 != "-") v[$2] = v[$2] " " $5 }
+                function median(list,   a, n, i, j, t) {
+                    n = split(list, a, " ")
+                    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+                    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+                }
+                END {
+                    print "| tool | runs | median req per CPU-s | vs wrk |"
+                    print "|---|---:|---:|---:|"
+                    w = ("wrk" in v) ? median(v["wrk"]) : 0
+                    for (t in v) {
+                        m = median(v[t]); n = split(v[t], x, " ")
+                        printf "| %s | %d | %.0f | %s |\n", t, n, m, (w > 0 ? sprintf("%.2fx", m / w) : "-")
+                    }
+                }' "$ROWS"
+            echo
+        fi
         if [[ -s $SKIPS ]]; then
             cat "$SKIPS"
             echo
