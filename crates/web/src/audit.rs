@@ -1401,6 +1401,7 @@ mod tests {
             decoded_bytes: 0,
             connections: 0,
             conns: Vec::new(),
+            hosts: Vec::new(),
             errors: 0,
             truncated: false,
         };

@@ -837,7 +837,7 @@ pub(crate) fn finish(
         .trim()
         .to_ascii_lowercase();
     let dec = decode(&coding, body, keep_cap);
-    let resp = Response {
+    Response {
         status,
         headers,
         wire_bytes: wire,
@@ -858,8 +858,7 @@ pub(crate) fn finish(
         reused,
         received_at: std::time::SystemTime::now(),
         protocol,
-    };
-    resp
+    }
 }
 
 /// Media types whose bodies are kept (parsed or checked).
