@@ -39,16 +39,25 @@ fn site() -> Vec<(&'static str, Vec<u8>)> {
 }
 
 fn nginx() -> Option<(Nginx, String)> {
+    nginx_with("")
+}
+
+/// nginx with HTTP/2, an access log of connection, protocol, status and
+/// URI, gzip for CSS and JS, and `extra` in its http block.
+fn nginx_with(extra: &str) -> Option<(Nginx, String)> {
     let p = pki();
     let files = site();
+    let http_extra = format!(
+        "log_format conns '$connection $server_protocol $status $request_uri';\n  \
+         access_log {{d}}/access.log conns;\n  \
+         gzip on; gzip_min_length 0; gzip_types text/css application/javascript;\n  {extra}"
+    );
     let n = start_nginx(&NginxSite {
         tag: "page-h2",
         files: &files,
         tls: Some(&p),
         h2: true,
-        http_extra: "log_format conns '$connection $server_protocol $status $request_uri';\n  \
-                     access_log {d}/access.log conns;\n  \
-                     gzip on; gzip_min_length 0; gzip_types text/css application/javascript;",
+        http_extra: &http_extra,
         types: "text/html html; text/css css; application/javascript js; image/gif gif;",
     })?;
     let ca = n.dir.join("ca.pem");
@@ -249,4 +258,39 @@ fn audit_over_h2_calls_keep_alive_moot_and_http2_ok() {
     assert_eq!(ka["severity"], "ok", "{ka}");
     assert_eq!(check(&v, "http2")["severity"], "ok");
     take_log(&n);
+}
+
+#[test]
+fn streams_in_flight_stay_within_the_servers_limit() {
+    let Some((n, ca)) = nginx_with("http2_max_concurrent_streams 2;") else {
+        return;
+    };
+    let url = format!("https://127.0.0.1:{}/", n.port);
+    let all = SUBRESOURCES + 1;
+    let (v, _) = run(&["page", "-o", "json", "-q", "--cacert", &ca, &url]);
+    let log = take_log(&n);
+    assert_eq!(log.len(), 3 * all);
+    assert!(log
+        .iter()
+        .all(|l| l.protocol == "HTTP/2.0" && l.status < 400));
+    for view in v["views"].as_array().unwrap() {
+        assert_eq!(view["connections"], 1);
+        assert_eq!(view["errors"], 0, "{view}");
+        // Each request's span (dispatch to last byte) overlaps at most one other.
+        let spans: Vec<(f64, f64)> = view["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["start_ms"].as_f64().unwrap(),
+                    e["end_ms"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        for &(s, _) in &spans {
+            let open = spans.iter().filter(|&&(a, b)| a <= s && s < b).count();
+            assert!(open <= 2, "{open} streams at {s} ms: {spans:?}");
+        }
+    }
 }

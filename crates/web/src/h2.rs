@@ -67,7 +67,6 @@ impl H2Conn {
     }
 
     /// Sends one GET as a new stream and waits for the whole response.
-    /// `reused`: the stream is not the one that opened the connection.
     pub fn get(
         &self,
         u: &Url,
