@@ -63,7 +63,11 @@ pub struct CommonArgs {
     /// Connect time limit.
     #[arg(long = "connect-timeout", value_name = "DURATION", default_value = "10s", value_parser = dur)]
     connect_timeout: Duration,
-    /// Connections per host (browsers use 6).
+    /// Speak HTTP/1.1 only: offer just `http/1.1` in ALPN, even to servers
+    /// with HTTP/2 (curl's flag; for comparing the two).
+    #[arg(long = "http1.1")]
+    http11: bool,
+    /// HTTP/1.1 connections per host (browsers use 6); an HTTP/2 host gets one.
     #[arg(long = "per-host", value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u16).range(1..=64))]
     per_host: u16,
     /// Resources fetched at most.
@@ -156,6 +160,7 @@ fn prepare(c: &CommonArgs) -> Result<(redline_web::url::Url, LoadOpts), String> 
     opts.client.timeout = c.timeout;
     opts.client.connect_timeout = c.connect_timeout;
     opts.per_host = usize::from(c.per_host);
+    opts.client.http1_only = c.http11;
     opts.max_resources = c.max_resources.max(1);
     if c.insecure || c.cacert.is_some() {
         let args = redline_web::http::TlsArgs {

@@ -7,46 +7,15 @@
 
 mod common;
 
+use common::nginx::{pki, start_nginx, tmpdir, Nginx, NginxSite, Pki};
 use common::{redline, wait_limit, ScriptServer};
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::Value;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-struct Pki {
-    ca_pem: String,
-    leaf_pem: String,
-    key_pem: String,
-    chain: Vec<CertificateDer<'static>>,
-    key_der: Vec<u8>,
-}
-
-fn pki() -> Pki {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca_params, ca_key);
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&leaf_key, &issuer)
-        .unwrap();
-    Pki {
-        ca_pem: ca_cert.pem(),
-        leaf_pem: leaf.pem(),
-        key_pem: leaf_key.serialize_pem(),
-        chain: vec![
-            CertificateDer::from(leaf.der().to_vec()),
-            CertificateDer::from(ca_cert.der().to_vec()),
-        ],
-        key_der: leaf_key.serialize_der(),
-    }
-}
+use std::time::Duration;
 
 fn server_config(p: &Pki, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(p.key_der.clone()));
@@ -117,22 +86,6 @@ fn tls_site(cfg: Arc<rustls::ServerConfig>) -> ScriptServer {
             }
         }
     })
-}
-
-fn tmpdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "redline-webtls-{tag}-{}-{}",
-        std::process::id(),
-        free_port()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 fn json(args: &[&str]) -> Value {
@@ -317,21 +270,42 @@ fn audit_flags_a_server_without_http2_and_not_one_with_it() {
         .contains("server.h2proto"));
     assert_eq!(v["alpn"], Value::Null, "probes belong to the page report");
 
-    // A server that would pick h2: no finding, grade A. The fetches still
-    // went over HTTP/1.1 (the only protocol the fetch connections offer).
+    // A server that would pick h2 (but speaks only HTTP/1.1): with
+    // `--http1.1` the fetches offer only http/1.1 and a separate probe
+    // connection asks for h2: no finding, grade A.
     let both = tls_site(server_config(&p, &[b"h2", b"http/1.1"]));
     let url = format!("https://127.0.0.1:{}/", both.addr.port());
-    let v = json(&["audit", "-o", "json", "-q", "--cacert", &ca, &url]);
+    let v = json(&[
+        "audit",
+        "-o",
+        "json",
+        "-q",
+        "--http1.1",
+        "--cacert",
+        &ca,
+        &url,
+    ]);
     let h2 = check(&v, "http2");
     assert_eq!(h2["severity"], "ok", "{h2}");
     assert_eq!(h2["grade"], "A", "{h2}");
     assert!(h2["findings"].as_array().unwrap().is_empty());
-    let pv = json(&["page", "-o", "json", "-q", "--cacert", &ca, &url]);
+    let pv = json(&[
+        "page",
+        "-o",
+        "json",
+        "-q",
+        "--http1.1",
+        "--cacert",
+        &ca,
+        &url,
+    ]);
     assert_schema("page.schema.json", &pv);
     assert_eq!(pv["alpn"][0]["alpn"], "h2", "{}", pv["alpn"]);
     assert_eq!(pv["alpn"][0]["h2"], true);
+    assert_eq!(pv["alpn"][0]["probed"], true);
     for c in pv["views"][0]["conns"].as_array().unwrap() {
         assert_eq!(c["tls"]["alpn"], "http/1.1", "{c}");
+        assert_eq!(c["alpn_offered"], serde_json::json!(["http/1.1"]), "{c}");
     }
 
     // Plain http: the check does not apply.
@@ -347,110 +321,20 @@ fn audit_flags_a_server_without_http2_and_not_one_with_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-struct Nginx {
-    child: Child,
-    port: u16,
-    dir: PathBuf,
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn nginx_bin() -> Option<PathBuf> {
-    ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-}
-
-/// nginx version as (major, minor, patch), from `nginx -v`.
-fn nginx_version(bin: &Path) -> (u32, u32, u32) {
-    let out = Command::new(bin).arg("-v").output().unwrap();
-    let s = String::from_utf8_lossy(&out.stderr).to_string();
-    let v = s.split("nginx/").nth(1).unwrap_or("0.0.0");
-    let mut it = v
-        .split(|c: char| !c.is_ascii_digit())
-        .filter(|x| !x.is_empty())
-        .map(|x| x.parse().unwrap_or(0));
-    (
-        it.next().unwrap_or(0),
-        it.next().unwrap_or(0),
-        it.next().unwrap_or(0),
-    )
-}
-
 /// nginx on 127.0.0.1 with ssl, HTTP/2 on or off, serving the test site.
 fn nginx(p: &Pki, h2: bool) -> Option<Nginx> {
-    let Some(bin) = nginx_bin() else {
-        eprintln!("NOTE: nginx not installed (apt-get install -y nginx); skipping");
-        return None;
-    };
-    let dir = tmpdir(if h2 { "nginx-h2" } else { "nginx-h1" });
-    std::fs::create_dir_all(dir.join("site")).unwrap();
-    std::fs::create_dir_all(dir.join("tmp")).unwrap();
-    for name in ["index.html", "s.css", "i.gif"] {
-        let (_, body) = file(&format!("/{name}")).unwrap();
-        std::fs::write(dir.join("site").join(name), body).unwrap();
-    }
-    std::fs::write(dir.join("cert.pem"), &p.leaf_pem).unwrap();
-    std::fs::write(dir.join("key.pem"), &p.key_pem).unwrap();
-    let port = free_port();
-    let d = dir.display();
-    // `http2 on;` since nginx 1.25.1; `listen … http2` before (Debian 12 has 1.22).
-    let new = nginx_version(&bin) >= (1, 25, 1);
-    let (listen_h2, http2) = match (h2, new) {
-        (true, true) => ("", "http2 on;"),
-        (true, false) => (" http2", ""),
-        (false, _) => ("", ""),
-    };
-    let conf = format!(
-        "daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid; error_log {d}/error.log;
-events {{ worker_connections 64; }}
-http {{
-  access_log off;
-  client_body_temp_path {d}/tmp/body; proxy_temp_path {d}/tmp/proxy; fastcgi_temp_path {d}/tmp/fcgi;
-  uwsgi_temp_path {d}/tmp/uwsgi; scgi_temp_path {d}/tmp/scgi;
-  types {{ text/html html; text/css css; image/gif gif; }}
-  server {{
-    listen 127.0.0.1:{port} ssl{listen_h2};
-    {http2}
-    ssl_certificate {d}/cert.pem;
-    ssl_certificate_key {d}/key.pem;
-    root {d}/site;
-    index index.html;
-  }}
-}}
-"
-    );
-    let conf_path = dir.join("nginx.conf");
-    std::fs::write(&conf_path, conf).unwrap();
-    let child = Command::new(&bin)
-        .args([
-            "-p",
-            &dir.display().to_string(),
-            "-c",
-            &conf_path.display().to_string(),
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let n = Nginx { child, port, dir };
-    let end = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < end {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(n);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let log = std::fs::read_to_string(n.dir.join("error.log")).unwrap_or_default();
-    panic!("nginx did not start on port {port}: {log}");
+    let files: Vec<(&str, Vec<u8>)> = ["index.html", "s.css", "i.gif"]
+        .iter()
+        .map(|name| (*name, file(&format!("/{name}")).unwrap().1))
+        .collect();
+    start_nginx(&NginxSite {
+        tag: if h2 { "nginx-h2" } else { "nginx-h1" },
+        files: &files,
+        tls: Some(p),
+        h2,
+        http_extra: "",
+        types: "text/html html; text/css css; image/gif gif;",
+    })
 }
 
 #[test]

@@ -207,7 +207,7 @@ fn entry_phases(e: &Entry) -> [f64; 4] {
 pub fn waterfall(l: &Load, page_url: &str) -> String {
     const W: f64 = 960.0;
     const LM: f64 = 300.0;
-    const RM: f64 = 90.0;
+    const RM: f64 = 150.0;
     const ROW: f64 = 18.0;
     const TOP: f64 = 8.0;
     const BOTTOM: f64 = 40.0;
@@ -288,7 +288,7 @@ pub fn waterfall(l: &Load, page_url: &str) -> String {
         }
         let _ = write!(
             s,
-            "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\">{} {}</text></g>",
+            "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\">{} {}{}</text></g>",
             W - RM + 6.0,
             y + ROW - 5.0,
             esc(&status),
@@ -296,6 +296,10 @@ pub fn waterfall(l: &Load, page_url: &str) -> String {
                 String::new()
             } else {
                 by(e.wire_bytes)
+            },
+            match (&e.protocol, e.conn) {
+                (Some(p), Some(c)) => format!(" {}#{c}", esc(p)),
+                _ => String::new(),
             }
         );
     }
@@ -374,7 +378,7 @@ fn probes(r: &PageReport) -> String {
     if r.alpn.is_empty() {
         return String::new();
     }
-    let mut s = String::from("<h3>HTTP/2 (one probe connection per https origin offering h2, http/1.1)</h3><table class=\"summary\"><thead><tr><th>origin</th><th>server chose</th><th>HTTP/2</th><th>TLS</th></tr></thead><tbody>\n");
+    let mut s = String::from("<h3>HTTP/2 (each https origin offered h2, http/1.1: on the load's own connection, or with --http1.1 on a probe connection)</h3><table class=\"summary\"><thead><tr><th>origin</th><th>server chose</th><th>HTTP/2</th><th>TLS</th></tr></thead><tbody>\n");
     for p in &r.alpn {
         let chose = match (&p.error, &p.alpn) {
             (Some(e), _) => format!("probe failed: {e}"),

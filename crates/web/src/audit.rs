@@ -445,7 +445,33 @@ fn pct(ok: usize, all: usize) -> Option<u32> {
 }
 
 fn keep_alive(cx: &Ctx) -> Check {
-    let own: Vec<&Entry> = cx.fetched().filter(|e| !e.third_party).collect();
+    // HTTP/2 multiplexes every request on one connection: keep-alive is an
+    // HTTP/1.1 matter, so only HTTP/1.1 fetches are judged.
+    let (h2, own): (Vec<&Entry>, Vec<&Entry>) = cx
+        .fetched()
+        .filter(|e| !e.third_party)
+        .partition(|e| e.protocol.as_deref() == Some("h2"));
+    let h2_conns: std::collections::HashSet<u64> = h2.iter().filter_map(|e| e.conn).collect();
+    let h2_note = format!(
+        "{} request{} over HTTP/2 multiplexed on {} connection{}",
+        h2.len(),
+        if h2.len() == 1 { "" } else { "s" },
+        h2_conns.len(),
+        if h2_conns.len() == 1 { "" } else { "s" }
+    );
+    if !h2.is_empty() && own.len() <= 1 {
+        return check(
+            "keep-alive",
+            "Keep-alive: connections reused",
+            "every request after the first on a host should reuse a connection",
+            None,
+            format!(
+                "not applicable (moot on HTTP/2): {h2_note}; keep-alive matters only for HTTP/1.1"
+            ),
+            Vec::new(),
+            FIX_KEEPALIVE,
+        );
+    }
     let conns: std::collections::HashSet<u64> = own.iter().filter_map(|e| e.conn).collect();
     let reused = own.iter().filter(|e| e.reused).count();
     let closes = own
@@ -487,19 +513,26 @@ fn keep_alive(cx: &Ctx) -> Check {
         "every request after the first on a host should reuse a connection",
         Some(score),
         format!(
-            "{} requests over {} connections, {} on a reused connection",
+            "{} HTTP/1.1 requests over {} connections, {} on a reused connection{}",
             own.len(),
             conns.len(),
-            reused
+            reused,
+            if h2.is_empty() {
+                String::new()
+            } else {
+                format!(" (and {h2_note})")
+            }
         ),
         f,
-        Fix {
-            apache: "KeepAlive On\nMaxKeepAliveRequests 100\nKeepAliveTimeout 5",
-            nginx: "keepalive_timeout 65;\nkeepalive_requests 1000;",
-            lighttpd: "server.max-keep-alive-requests = 100\nserver.max-keep-alive-idle = 5",
-        },
+        FIX_KEEPALIVE,
     )
 }
+
+const FIX_KEEPALIVE: Fix = Fix {
+    apache: "KeepAlive On\nMaxKeepAliveRequests 100\nKeepAliveTimeout 5",
+    nginx: "keepalive_timeout 65;\nkeepalive_requests 1000;",
+    lighttpd: "server.max-keep-alive-requests = 100\nserver.max-keep-alive-idle = 5",
+};
 
 fn http2(cx: &Ctx) -> Check {
     let mut f = Vec::new();
@@ -1351,6 +1384,7 @@ mod tests {
             h2: alpn == Some("h2"),
             tls_version: Some("TLSv1.3".into()),
             error: None,
+            probed: false,
         }
     }
 
@@ -1367,6 +1401,7 @@ mod tests {
             decoded_bytes: 0,
             connections: 0,
             conns: Vec::new(),
+            hosts: Vec::new(),
             errors: 0,
             truncated: false,
         };

@@ -4,9 +4,11 @@
 //! per phase (DNS, connect, TLS, waiting, transfer), `Accept-Encoding: gzip,
 //! br`, decoding with a cap on the decoded size, and the body kept only where
 //! a later step reads it (HTML, CSS, JS and other text; the first bytes of
-//! images for their intrinsic size). Fetch connections offer only
-//! `http/1.1` in ALPN; [`probe_alpn`] opens a separate connection offering
-//! `h2` to record what the server supports.
+//! images for their intrinsic size). An https connection offers `h2,
+//! http/1.1` in ALPN like a browser (`--http1.1`: `http/1.1` only); when the
+//! server picks `h2` the connection is handed to [`crate::h2`] and carries
+//! every request to that host as concurrent streams. [`probe_alpn`] asks an
+//! origin the load did not offer `h2` to (`--http1.1`) what it supports.
 
 use rustls::pki_types::ServerName;
 use std::io::{Read, Write};
@@ -17,14 +19,14 @@ use url::Url;
 
 pub use redline_engine::tls::TlsArgs;
 
-/// The TLS client configurations of a load: one for fetching (ALPN
-/// `http/1.1` only, as this client speaks HTTP/1.1) and one for the probe
-/// (ALPN `h2, http/1.1`, like a browser).
+/// The TLS client configurations of a load: one offering ALPN `http/1.1`
+/// only (`--http1.1`) and one offering `h2, http/1.1`, like a browser (fetch
+/// connections by default, and the ALPN probe).
 #[derive(Clone, Debug)]
 pub struct Tls {
-    /// For fetch connections.
+    /// ALPN `http/1.1` only.
     pub fetch: Arc<rustls::ClientConfig>,
-    /// For the ALPN probe.
+    /// ALPN `h2, http/1.1`.
     pub probe: Arc<rustls::ClientConfig>,
     /// Certificate verification is off (`--insecure`).
     pub insecure: bool,
@@ -78,6 +80,8 @@ pub struct ClientOpts {
     pub user_agent: String,
     /// TLS for https (none: verified against the bundled and system roots).
     pub tls: Option<Tls>,
+    /// Offer only `http/1.1` in ALPN (`--http1.1`): no HTTP/2 even where offered.
+    pub http1_only: bool,
 }
 
 impl Default for ClientOpts {
@@ -88,11 +92,12 @@ impl Default for ClientOpts {
             headers: Vec::new(),
             user_agent: concat!("redline/", env!("CARGO_PKG_VERSION")).to_string(),
             tls: None,
+            http1_only: false,
         }
     }
 }
 
-enum Stream {
+pub(crate) enum Stream {
     Plain(TcpStream),
     Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
 }
@@ -144,8 +149,10 @@ pub struct ConnInfo {
     pub id: u64,
     /// `scheme://host:port`.
     pub origin: String,
-    /// The protocol requests were sent with (`http/1.1`).
+    /// The protocol requests were sent with (`http/1.1` or `h2`).
     pub protocol: String,
+    /// What the client offered in ALPN (https only; empty for http).
+    pub alpn_offered: Vec<String>,
     /// TLS details (https only).
     pub tls: Option<TlsInfo>,
 }
@@ -218,6 +225,8 @@ pub struct Response {
     pub reused: bool,
     /// When the response arrived (for cache age), as a system time.
     pub received_at: std::time::SystemTime,
+    /// The protocol it came over: `http/1.1` or `h2`.
+    pub protocol: &'static str,
 }
 
 impl Response {
@@ -294,7 +303,7 @@ pub fn display_url(u: &Url) -> String {
     c.to_string()
 }
 
-fn tcp(u: &Url, opts: &ClientOpts) -> Result<(TcpStream, f64, f64), FetchError> {
+pub(crate) fn tcp(u: &Url, opts: &ClientOpts) -> Result<(TcpStream, f64, f64), FetchError> {
     let host = u.host_str().unwrap_or("").to_string();
     let port = u.port_or_known_default().unwrap_or(80);
     let t = Instant::now();
@@ -325,7 +334,7 @@ fn tcp(u: &Url, opts: &ClientOpts) -> Result<(TcpStream, f64, f64), FetchError> 
 }
 
 /// A handshake error in words, with what to do about an untrusted certificate.
-fn tls_error(u: &Url, e: &std::io::Error) -> FetchError {
+pub(crate) fn tls_error(u: &Url, e: &std::io::Error) -> FetchError {
     let hp = format!(
         "{}:{}",
         u.host_str().unwrap_or(""),
@@ -365,7 +374,7 @@ fn cert_error_words(c: &rustls::CertificateError) -> String {
     }
 }
 
-fn server_name(u: &Url) -> Result<ServerName<'static>, FetchError> {
+pub(crate) fn server_name(u: &Url) -> Result<ServerName<'static>, FetchError> {
     let host = u.host_str().unwrap_or("");
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     ServerName::try_from(bare.to_string())
@@ -432,16 +441,29 @@ fn handshake(
     Ok((rustls::StreamOwned::new(conn, sock), info))
 }
 
-fn tls_of(opts: &ClientOpts) -> Result<Tls, FetchError> {
+pub(crate) fn tls_of(opts: &ClientOpts) -> Result<Tls, FetchError> {
     match &opts.tls {
         Some(t) => Ok(t.clone()),
         None => default_tls().map_err(FetchError::Tls),
     }
 }
 
+/// A new connection: HTTP/1.1, or HTTP/2 where the server chose `h2`.
+pub enum Connected {
+    /// HTTP/1.1 (plain http, `--http1.1`, or the server chose `http/1.1`).
+    H1(Conn),
+    /// HTTP/2: every request to the host goes over it as a stream.
+    H2(crate::h2::H2Conn),
+}
+
 /// Opens a new connection to the URL's host, timing DNS, connect and (https)
-/// the TLS handshake.
-pub fn connect(u: &Url, opts: &ClientOpts, id: u64) -> Result<(Conn, ConnectTimes), FetchError> {
+/// the TLS handshake. An https connection offers `h2, http/1.1` in ALPN
+/// unless `opts.http1_only`.
+pub fn connect(
+    u: &Url,
+    opts: &ClientOpts,
+    id: u64,
+) -> Result<(Connected, ConnectTimes), FetchError> {
     let https = match u.scheme() {
         "http" => false,
         "https" => true,
@@ -457,9 +479,16 @@ pub fn connect(u: &Url, opts: &ClientOpts, id: u64) -> Result<(Conn, ConnectTime
         id,
         origin: host_key(u),
         protocol: "http/1.1".into(),
+        alpn_offered: Vec::new(),
         tls: None,
     };
-    let stream = if https {
+    let stream = if https && !opts.http1_only {
+        let tls = tls_of(opts)?;
+        info.alpn_offered = vec!["h2".into(), "http/1.1".into()];
+        let (c, tls_ms) = crate::h2::connect_tls(u, opts, tls.probe, sock, info)?;
+        times.tls = Some(tls_ms);
+        return Ok((c, times));
+    } else if https {
         let tls = tls_of(opts)?;
         let t = Instant::now();
         // The handshake is part of connecting: bounded by the connect time-out.
@@ -467,20 +496,13 @@ pub fn connect(u: &Url, opts: &ClientOpts, id: u64) -> Result<(Conn, ConnectTime
         let (s, ti) = handshake(u, tls.fetch, sock, t + opts.connect_timeout)?;
         times.tls = Some(ms(t.elapsed()));
         let _ = s.sock.set_read_timeout(Some(opts.timeout));
+        info.alpn_offered = vec!["http/1.1".into()];
         info.tls = Some(ti);
         Stream::Tls(Box::new(s))
     } else {
         Stream::Plain(sock)
     };
-    let conn = Conn {
-        stream,
-        buf: Vec::new(),
-        pos: 0,
-        id,
-        served: 0,
-        info,
-    };
-    Ok((conn, times))
+    Ok((Connected::H1(Conn::new(stream, id, info)), times))
 }
 
 /// What an https origin answered to a browser-like ALPN offer (`h2, http/1.1`).
@@ -500,6 +522,9 @@ pub struct AlpnProbe {
     pub tls_version: Option<String>,
     /// Why the probe failed.
     pub error: Option<String>,
+    /// Learnt from a separate probe connection (`--http1.1`), not from the
+    /// load's own connection.
+    pub probed: bool,
 }
 
 /// Opens one TLS connection offering `h2` and `http/1.1` and records the
@@ -513,6 +538,7 @@ pub fn probe_alpn(u: &Url, opts: &ClientOpts, third_party: bool) -> AlpnProbe {
         h2: false,
         tls_version: None,
         error: None,
+        probed: true,
     };
     let r = tls_of(opts).and_then(|tls| {
         let (sock, _, _) = tcp(u, opts)?;
@@ -532,7 +558,7 @@ pub fn probe_alpn(u: &Url, opts: &ClientOpts, third_party: bool) -> AlpnProbe {
     p
 }
 
-fn ms(d: Duration) -> f64 {
+pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
@@ -562,6 +588,17 @@ pub fn request_bytes(u: &Url, extra: &[(String, String)], opts: &ClientOpts) -> 
 }
 
 impl Conn {
+    pub(crate) fn new(stream: Stream, id: u64, info: ConnInfo) -> Conn {
+        Conn {
+            stream,
+            buf: Vec::new(),
+            pos: 0,
+            id,
+            served: 0,
+            info,
+        }
+    }
+
     fn fill(&mut self) -> std::io::Result<usize> {
         if self.pos > 0 && self.pos == self.buf.len() {
             self.buf.clear();
@@ -694,48 +731,17 @@ impl Conn {
         }
         let done = Instant::now();
         self.served += 1;
-        let ctype = header(&headers, "content-type")
-            .map(|v| {
-                v.split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .to_ascii_lowercase()
-            })
-            .unwrap_or_default();
-        let keep_cap = if is_text_type(&ctype) {
-            KEEP_TEXT
-        } else if ctype.starts_with("image/") || ctype.is_empty() {
-            KEEP_IMAGE
-        } else {
-            0
-        };
-        let coding = header(&headers, "content-encoding")
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        let dec = decode(&coding, &body, keep_cap);
-        let resp = Response {
+        let timing = (sent, first_byte, done);
+        let resp = finish(
             status,
             headers,
-            wire_bytes: wire,
-            body_wire_bytes: body.len() as u64,
-            decoded_bytes: dec.total,
-            body: if keep_cap > 0 { Some(dec.kept) } else { None },
-            decode_capped: dec.capped,
-            decode_error: dec.error,
-            phases: Phases {
-                dns_ms: None,
-                connect_ms: None,
-                tls_ms: None,
-                waiting_ms: ms(first_byte.saturating_duration_since(sent)),
-                transfer_ms: ms(done.saturating_duration_since(first_byte)),
-                total_ms: ms(done.saturating_duration_since(sent)),
-            },
-            conn_id: self.id,
-            reused: self.served > 1,
-            received_at: std::time::SystemTime::now(),
-        };
+            &body,
+            wire,
+            timing,
+            self.id,
+            self.served > 1,
+            "http/1.1",
+        );
         Ok((resp, keep))
     }
 
@@ -794,6 +800,64 @@ impl Conn {
             wire += size as u64 + 2;
         }
         Err(FetchError::Malformed("too many chunks".into()))
+    }
+}
+
+/// Builds the [`Response`] from a complete body: decoding (bounded), the
+/// part kept for later steps, and the timing (`sent`, first byte, done).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn finish(
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: &[u8],
+    wire: u64,
+    (sent, first_byte, done): (Instant, Instant, Instant),
+    conn_id: u64,
+    reused: bool,
+    protocol: &'static str,
+) -> Response {
+    let ctype = header(&headers, "content-type")
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default();
+    let keep_cap = if is_text_type(&ctype) {
+        KEEP_TEXT
+    } else if ctype.starts_with("image/") || ctype.is_empty() {
+        KEEP_IMAGE
+    } else {
+        0
+    };
+    let coding = header(&headers, "content-encoding")
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let dec = decode(&coding, body, keep_cap);
+    Response {
+        status,
+        headers,
+        wire_bytes: wire,
+        body_wire_bytes: body.len() as u64,
+        decoded_bytes: dec.total,
+        body: if keep_cap > 0 { Some(dec.kept) } else { None },
+        decode_capped: dec.capped,
+        decode_error: dec.error,
+        phases: Phases {
+            dns_ms: None,
+            connect_ms: None,
+            tls_ms: None,
+            waiting_ms: ms(first_byte.saturating_duration_since(sent)),
+            transfer_ms: ms(done.saturating_duration_since(first_byte)),
+            total_ms: ms(done.saturating_duration_since(sent)),
+        },
+        conn_id,
+        reused,
+        received_at: std::time::SystemTime::now(),
+        protocol,
     }
 }
 

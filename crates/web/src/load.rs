@@ -1,14 +1,21 @@
 //! The page loader (measure.pl's job, done the way a browser does it): fetch
 //! the HTML, find what it embeds, fetch that over up to 6 keep-alive
-//! connections per host (one thread per fetch, connections handed back to a
-//! per-host pool), follow redirects (5 at most), parse CSS for more, and record
-//! a waterfall. Three views: first (empty cache), repeat (every stored
-//! validator sent), cached (fresh responses not requested at all).
+//! HTTP/1.1 connections per host (one thread per fetch, connections handed
+//! back to a per-host pool) or, where an https server picks `h2` in ALPN,
+//! over one HTTP/2 connection with concurrent streams (up to the server's
+//! stream limit); follow redirects (5 at most), parse CSS for more, and
+//! record a waterfall. Like a browser, the first connection to an https host
+//! is opened alone: only when its handshake has said `h2` or `http/1.1` does
+//! the host get more requests. Three views: first (empty cache), repeat
+//! (every stored validator sent), cached (fresh responses not requested at
+//! all).
 
 use crate::cache;
 use crate::discover::{scan_css, scan_html, Embed, Kind};
+use crate::h2::H2Conn;
 use crate::http::{
-    connect, display_url, host_key, ClientOpts, Conn, ConnInfo, ConnectTimes, FetchError, Response,
+    connect, display_url, host_key, ClientOpts, Conn, ConnInfo, ConnectTimes, Connected,
+    FetchError, Response,
 };
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::mpsc;
@@ -113,6 +120,8 @@ pub struct Entry {
     pub freshness: Option<cache::Freshness>,
     /// Connection number (1-based per load).
     pub conn: Option<u64>,
+    /// The protocol it was fetched with: `h2` or `http/1.1` (none: not fetched).
+    pub protocol: Option<String>,
     /// The connection had served a request before.
     pub reused: bool,
     /// `Location` of a redirect.
@@ -152,10 +161,25 @@ pub struct Load {
     pub connections: u64,
     /// Each connection opened: origin, protocol, TLS version and ALPN result.
     pub conns: Vec<ConnInfo>,
+    /// Connections and requests per origin (first contacted first).
+    pub hosts: Vec<HostConns>,
     /// Failed fetches or 4xx/5xx.
     pub errors: usize,
     /// The resource cap was hit: more was referenced than fetched.
     pub truncated: bool,
+}
+
+/// How one origin was reached in a load.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct HostConns {
+    /// `scheme://host:port`.
+    pub origin: String,
+    /// The protocols of its connections (`h2`, `http/1.1`), first used first.
+    pub protocols: Vec<String>,
+    /// Connections opened to it.
+    pub connections: u64,
+    /// Requests it answered (fetched, not from the cache).
+    pub requests: usize,
 }
 
 /// What a later view may use from an earlier one.
@@ -204,6 +228,44 @@ struct Job {
     depth: u8,
     redirects: u8,
     size: Option<(Option<u32>, Option<u32>)>,
+}
+
+/// How a fetch reaches its host.
+enum Via {
+    /// A new connection with this number.
+    New(u64),
+    /// An idle HTTP/1.1 keep-alive connection.
+    Reuse(Conn),
+    /// A stream on the host's HTTP/2 connection.
+    H2(H2Conn),
+}
+
+/// What the per-host pool knows of the host's protocol.
+#[derive(Default)]
+enum Proto {
+    /// No connection finished its handshake yet.
+    #[default]
+    Unknown,
+    /// HTTP/1.1: up to `per_host` connections.
+    H1,
+    /// HTTP/2: every request on this connection.
+    H2(H2Conn),
+}
+
+#[derive(Default)]
+struct Pool {
+    busy: usize,
+    idle: Vec<Conn>,
+    proto: Proto,
+}
+
+/// What a fetch thread tells the loader.
+enum Ev {
+    /// A new https connection to the host (key) finished its handshake:
+    /// HTTP/2 (the handle) or HTTP/1.1.
+    Ready(String, Option<H2Conn>),
+    /// A fetch ended.
+    Done(Box<Done>),
 }
 
 struct Done {
@@ -267,12 +329,12 @@ pub fn load(
     let mut entries: Vec<Entry> = Vec::new();
     let mut queue: VecDeque<Job> = VecDeque::new();
     let mut seen: HashSet<String> = HashSet::new();
-    let mut pools: HashMap<String, (usize, Vec<Conn>)> = HashMap::new();
+    let mut pools: HashMap<String, Pool> = HashMap::new();
     let mut next_conn: u64 = 0;
     let mut in_flight = 0usize;
     let mut truncated = false;
     let mut conns: Vec<ConnInfo> = Vec::new();
-    let (tx, rx) = mpsc::channel::<Done>();
+    let (tx, rx) = mpsc::channel::<Ev>();
     let first = strip_fragment(url.clone());
     seen.insert(first.to_string());
     queue.push_back(Job {
@@ -314,19 +376,33 @@ pub fn load(
                     }
                 }
             }
-            let pool = pools.entry(key).or_insert((0, Vec::new()));
-            if pool.0 >= opts.per_host.max(1) {
+            let may_h2 = queue[i].url.scheme() == "https" && !opts.client.http1_only;
+            let pool = pools.entry(key).or_default();
+            if matches!(&pool.proto, Proto::H2(c) if !c.alive()) {
+                // GOAWAY or a lost connection: the next request negotiates anew.
+                pool.proto = Proto::Unknown;
+            }
+            let limit = match &pool.proto {
+                Proto::H2(c) => c.max_streams(),
+                // One handshake first: it tells whether the host speaks h2.
+                Proto::Unknown if may_h2 => 1,
+                _ => opts.per_host.max(1),
+            };
+            if pool.busy >= limit {
                 i += 1;
                 continue;
             }
             let job = queue.remove(i).expect("index in range");
-            pool.0 += 1;
-            let conn = pool.1.pop();
-            let new_id = if conn.is_none() {
-                next_conn += 1;
-                Some(next_conn)
-            } else {
-                None
+            pool.busy += 1;
+            let via = match &pool.proto {
+                Proto::H2(c) => Via::H2(c.clone()),
+                _ => match pool.idle.pop() {
+                    Some(c) => Via::Reuse(c),
+                    None => {
+                        next_conn += 1;
+                        Via::New(next_conn)
+                    }
+                },
             };
             let extra = match (view, stored) {
                 (View::Repeat | View::Cached, Some(s)) => cache::validators(&s.headers),
@@ -342,22 +418,32 @@ pub fn load(
             let tx = tx.clone();
             in_flight += 1;
             std::thread::spawn(move || {
-                let done = fetch_one(job, conn, new_id, &extra, &copts, start_ms);
-                let _ = tx.send(done);
+                let done = fetch_one(job, via, &extra, &copts, start_ms, &tx);
+                let _ = tx.send(Ev::Done(Box::new(done)));
             });
         }
         if in_flight == 0 {
             break;
         }
-        let Ok(done) = rx.recv_timeout(wait_limit) else {
+        let Ok(ev) = rx.recv_timeout(wait_limit) else {
             break;
+        };
+        let done = match ev {
+            Ev::Ready(key, h2) => {
+                pools.entry(key).or_default().proto = match h2 {
+                    Some(c) => Proto::H2(c),
+                    None => Proto::H1,
+                };
+                continue;
+            }
+            Ev::Done(d) => *d,
         };
         in_flight -= 1;
         let key = host_key(&done.job.url);
-        let pool = pools.entry(key).or_insert((0, Vec::new()));
-        pool.0 = pool.0.saturating_sub(1);
+        let pool = pools.entry(key).or_default();
+        pool.busy = pool.busy.saturating_sub(1);
         if let Some(c) = done.conn {
-            pool.1.push(c);
+            pool.idle.push(c);
         }
         if let Some(ci) = done.new_conn {
             conns.push(ci);
@@ -390,6 +476,7 @@ pub fn load(
             vary: None,
             freshness: None,
             conn: None,
+            protocol: None,
             reused: false,
             redirect_to: None,
             html_size: job.size,
@@ -427,6 +514,7 @@ pub fn load(
                 e.vary = h("vary");
                 e.freshness = Some(cache::freshness(r.status, &r.headers));
                 e.conn = Some(r.conn_id);
+                e.protocol = Some(r.protocol.to_string());
                 e.reused = r.reused;
                 e.headers = redact_headers(&r.headers);
                 e.body = r.body.clone();
@@ -499,7 +587,35 @@ fn summarize(
         .map(|e| e.start_ms)
         .fold(f64::INFINITY, f64::min);
     let end = requested.iter().map(|e| e.end_ms).fold(0.0, f64::max);
+    let mut hosts: Vec<HostConns> = Vec::new();
+    for c in &conns {
+        let h = match hosts.iter_mut().position(|h| h.origin == c.origin) {
+            Some(i) => &mut hosts[i],
+            None => {
+                hosts.push(HostConns {
+                    origin: c.origin.clone(),
+                    protocols: Vec::new(),
+                    connections: 0,
+                    requests: 0,
+                });
+                hosts.last_mut().expect("just pushed")
+            }
+        };
+        h.connections += 1;
+        if !h.protocols.contains(&c.protocol) {
+            h.protocols.push(c.protocol.clone());
+        }
+    }
+    for e in &requested {
+        if let Ok(u) = Url::parse(&e.url) {
+            let origin = host_key(&u);
+            if let Some(h) = hosts.iter_mut().find(|h| h.origin == origin) {
+                h.requests += 1;
+            }
+        }
+    }
     Load {
+        hosts,
         view,
         elapsed_ms: if requested.is_empty() {
             0.0
@@ -557,6 +673,7 @@ fn cached_entry(job: &Job, s: &Stored, now: f64, page_host: &str) -> Entry {
         vary: h("vary"),
         freshness: Some(cache::freshness(s.status, &s.headers)),
         conn: None,
+        protocol: None,
         reused: false,
         redirect_to: None,
         html_size: job.size,
@@ -632,34 +749,49 @@ fn ms(d: Duration) -> f64 {
 
 fn fetch_one(
     job: Job,
-    conn: Option<Conn>,
-    new_id: Option<u64>,
+    via: Via,
     extra: &[(String, String)],
     opts: &ClientOpts,
     start_ms: f64,
+    tx: &mpsc::Sender<Ev>,
 ) -> Done {
     let conditional = !extra.is_empty();
+    let done = |job, result, dns_connect, new_conn, conn| Done {
+        job,
+        start_ms,
+        result,
+        dns_connect,
+        new_conn,
+        conn,
+        conditional,
+    };
     let mut dns_connect = None;
     let mut new_conn = None;
-    let mut conn = match conn {
-        Some(c) => c,
-        None => match connect(&job.url, opts, new_id.unwrap_or(0)) {
-            Ok((c, t)) => {
+    let mut conn = match via {
+        Via::H2(c) => {
+            let result = c.get(&job.url, extra, opts).map(|mut r| {
+                r.reused = true;
+                r
+            });
+            return done(job, result, None, None, None);
+        }
+        Via::Reuse(c) => c,
+        Via::New(id) => match connect(&job.url, opts, id) {
+            Ok((Connected::H2(c), t)) => {
+                let _ = tx.send(Ev::Ready(host_key(&job.url), Some(c.clone())));
+                let result = c.get(&job.url, extra, opts);
+                let info = c.info.clone();
+                return done(job, result, Some(t), Some(info), None);
+            }
+            Ok((Connected::H1(c), t)) => {
+                if job.url.scheme() == "https" {
+                    let _ = tx.send(Ev::Ready(host_key(&job.url), None));
+                }
                 dns_connect = Some(t);
                 new_conn = Some(c.info.clone());
                 c
             }
-            Err(e) => {
-                return Done {
-                    job,
-                    start_ms,
-                    result: Err(e),
-                    dns_connect: None,
-                    new_conn: None,
-                    conn: None,
-                    conditional,
-                }
-            }
+            Err(e) => return done(job, Err(e), None, None, None),
         },
     };
     let reused = dns_connect.is_none();
@@ -668,10 +800,15 @@ fn fetch_one(
         // The server closed an idle keep-alive connection: retry once on a new one.
         let id = conn.id;
         match connect(&job.url, opts, id) {
-            Ok((c, t)) => {
+            Ok((Connected::H1(c), t)) => {
                 dns_connect = Some(t);
                 conn = c;
                 result = conn.get(&job.url, extra, opts);
+            }
+            Ok((Connected::H2(c), t)) => {
+                // The host now picks h2: this request only; the pool stays HTTP/1.1.
+                dns_connect = Some(t);
+                result = c.get(&job.url, extra, opts).map(|r| (r, false));
             }
             Err(e) => result = Err(e),
         }
@@ -680,15 +817,7 @@ fn fetch_one(
         Ok((r, keep)) => (Ok(r), keep),
         Err(e) => (Err(e), false),
     };
-    Done {
-        job,
-        start_ms,
-        result,
-        dns_connect,
-        new_conn,
-        conn: keep.then_some(conn),
-        conditional,
-    }
+    done(job, result, dns_connect, new_conn, keep.then_some(conn))
 }
 
 #[cfg(test)]

@@ -53,15 +53,19 @@ pub struct PageReport {
     pub views: Vec<Load>,
     /// Certificate verification was off (`--insecure`).
     pub insecure: bool,
-    /// Each https origin of the first view, probed once offering `h2` and
-    /// `http/1.1` in ALPN (the fetches themselves speak HTTP/1.1).
+    /// Each https origin of the first view and what it picked when offered
+    /// `h2` and `http/1.1` in ALPN: read from the load's own connections, or
+    /// (`--http1.1`, whose connections offer only `http/1.1`) from one probe
+    /// connection per origin.
     pub alpn: Vec<crate::http::AlpnProbe>,
 }
 
 /// Origins probed for HTTP/2 at most (a bound for pages with many hosts).
 pub const MAX_PROBES: usize = 20;
 
-/// Probes every https origin the load contacted (first seen first).
+/// What every https origin the load contacted picks when offered `h2,
+/// http/1.1` (first seen first): the load's own connection's answer where it
+/// made that offer, else a probe connection.
 pub fn probe_origins(l: &Load, page: &Url, opts: &LoadOpts) -> Vec<crate::http::AlpnProbe> {
     let page_host = page.host_str().unwrap_or("");
     let mut seen = std::collections::HashSet::new();
@@ -75,7 +79,26 @@ pub fn probe_origins(l: &Load, page: &Url, opts: &LoadOpts) -> Vec<crate::http::
             break;
         }
         let third = !crate::load::same_site(u.host_str().unwrap_or(""), page_host);
-        out.push(crate::http::probe_alpn(&u, &opts.client, third));
+        let key = crate::http::host_key(&u);
+        let seen_by_load = l.conns.iter().find(|c| {
+            c.origin == key && c.tls.is_some() && c.alpn_offered.iter().any(|a| a == "h2")
+        });
+        out.push(match seen_by_load {
+            Some(c) => {
+                let t = c.tls.as_ref().expect("checked");
+                crate::http::AlpnProbe {
+                    origin: key,
+                    third_party: third,
+                    offered: c.alpn_offered.clone(),
+                    alpn: t.alpn.clone(),
+                    h2: t.alpn.as_deref() == Some("h2"),
+                    tls_version: Some(t.version.clone()),
+                    error: None,
+                    probed: false,
+                }
+            }
+            None => crate::http::probe_alpn(&u, &opts.client, third),
+        });
     }
     out
 }
@@ -218,13 +241,14 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
     );
     let _ = writeln!(
         s,
-        "  {:>3} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>10} {:>10} {:>5} {:<24} url",
+        "  {:>3} {:>8} {:>8} {:>8} {:>8} {:>8} {:<9} {:>6} {:>10} {:>10} {:>5} {:<24} url",
         "#",
         "start",
         "connect",
         "tls",
         "waiting",
         "transfer",
+        "proto#conn",
         "status",
         "wire",
         "decoded",
@@ -249,8 +273,12 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
             None => String::new(),
         };
         let enc = e.content_encoding.clone().unwrap_or_else(|| "-".into());
+        let via = match (&e.protocol, e.conn) {
+            (Some(p), Some(c)) => format!("{p}#{c}"),
+            _ => String::new(),
+        };
         let mut line = format!(
-            "  {:>3} {:>8.1} {:>8} {:>8} {:>8} {:>8} {:>6} {:>10} {:>10} {:>5} {:<24} {}",
+            "  {:>3} {:>8.1} {:>8} {:>8} {:>8} {:>8} {:<9} {:>6} {:>10} {:>10} {:>5} {:<24} {}",
             i + 1,
             e.start_ms,
             connect,
@@ -265,6 +293,7 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
             } else {
                 format!("{:.1}", e.phases.transfer_ms)
             },
+            via,
             status,
             if e.from_cache {
                 String::new()
@@ -293,6 +322,18 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
             line.push_str("  (decoding stopped at 50 MiB)");
         }
         let _ = writeln!(s, "{line}");
+    }
+    for h in &l.hosts {
+        let _ = writeln!(
+            s,
+            "  {}: {} connection{} ({}), {} request{}",
+            h.origin,
+            h.connections,
+            if h.connections == 1 { "" } else { "s" },
+            h.protocols.join(", "),
+            h.requests,
+            if h.requests == 1 { "" } else { "s" }
+        );
     }
     for c in l.conns.iter().filter(|c| c.tls.is_some()) {
         if let Some(t) = &c.tls {
@@ -384,7 +425,7 @@ pub fn render_text(r: &PageReport, page: &Url) -> String {
         s.push_str(&waterfall(l, page));
     }
     if !r.alpn.is_empty() {
-        let _ = writeln!(s, "\nHTTP/2 (one probe connection per https origin, ALPN h2, http/1.1; fetched over HTTP/1.1):");
+        let _ = writeln!(s, "\nHTTP/2 (each https origin offered ALPN h2, http/1.1; [probe]: by a separate connection, as the load offered http/1.1 only):");
         for p in &r.alpn {
             let what = match (&p.error, &p.alpn) {
                 (Some(e), _) => format!("probe failed: {e}"),
@@ -392,7 +433,8 @@ pub fn render_text(r: &PageReport, page: &Url) -> String {
                 (None, Some(a)) => format!("no HTTP/2 (chose {a})"),
                 (None, None) => "no HTTP/2 (ignored ALPN)".to_string(),
             };
-            let _ = writeln!(s, "  {}: {what}", p.origin);
+            let probe = if p.probed { " [probe]" } else { "" };
+            let _ = writeln!(s, "  {}: {what}{probe}", p.origin);
         }
     }
     let _ = writeln!(s);

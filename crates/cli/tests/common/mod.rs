@@ -2,6 +2,8 @@
 //! TCP servers on 127.0.0.1:0 whose every loop is bounded.
 #![allow(dead_code)]
 
+pub mod nginx;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Output, Stdio};
