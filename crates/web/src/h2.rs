@@ -18,8 +18,8 @@
 //! (`name: value\r\n`), an upper bound.
 
 use crate::http::{
-    finish, ms, server_name, tls_error, ClientOpts, Conn, ConnInfo, Connected, FetchError,
-    Response, Stream, TlsInfo, MAX_WIRE_BODY,
+    finish, ms, server_name, tls_error, tls_info, ClientOpts, Conn, ConnInfo, Connected,
+    FetchError, Response, Stream, MAX_WIRE_BODY,
 };
 use bytes::Bytes;
 use std::future::Future;
@@ -142,26 +142,6 @@ pub(crate) fn connect_tls(
             "TLS handshake with {} timed out",
             u.host_str().unwrap_or("")
         ))),
-    }
-}
-
-fn tls_info(c: &rustls::ClientConnection) -> TlsInfo {
-    TlsInfo {
-        version: c
-            .protocol_version()
-            .map(|v| match v {
-                rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_string(),
-                rustls::ProtocolVersion::TLSv1_2 => "TLSv1.2".to_string(),
-                other => format!("{other:?}"),
-            })
-            .unwrap_or_default(),
-        cipher: c
-            .negotiated_cipher_suite()
-            .map(|s| format!("{:?}", s.suite()))
-            .unwrap_or_default(),
-        alpn: c
-            .alpn_protocol()
-            .map(|p| String::from_utf8_lossy(p).into_owned()),
     }
 }
 

@@ -421,8 +421,14 @@ fn handshake(
     if conn.is_handshaking() {
         return Err(FetchError::Tls("TLS handshake did not finish".into()));
     }
-    let info = TlsInfo {
-        version: conn
+    let info = tls_info(&conn);
+    Ok((rustls::StreamOwned::new(conn, sock), info))
+}
+
+/// What the handshake settled: version, cipher suite and ALPN protocol.
+pub(crate) fn tls_info(c: &rustls::ClientConnection) -> TlsInfo {
+    TlsInfo {
+        version: c
             .protocol_version()
             .map(|v| match v {
                 rustls::ProtocolVersion::TLSv1_3 => "TLSv1.3".to_string(),
@@ -430,15 +436,14 @@ fn handshake(
                 other => format!("{other:?}"),
             })
             .unwrap_or_default(),
-        cipher: conn
+        cipher: c
             .negotiated_cipher_suite()
-            .map(|c| format!("{:?}", c.suite()))
+            .map(|s| format!("{:?}", s.suite()))
             .unwrap_or_default(),
-        alpn: conn
+        alpn: c
             .alpn_protocol()
             .map(|p| String::from_utf8_lossy(p).into_owned()),
-    };
-    Ok((rustls::StreamOwned::new(conn, sock), info))
+    }
 }
 
 pub(crate) fn tls_of(opts: &ClientOpts) -> Result<Tls, FetchError> {
