@@ -5,8 +5,7 @@
 mod common;
 
 use common::*;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,32 +15,20 @@ struct Pki {
     server: Arc<rustls::ServerConfig>,
 }
 
+/// The shared test CA and leaf, and a rustls server config for the leaf.
 fn pki() -> Pki {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca_params, ca_key);
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&leaf_key, &issuer)
-        .unwrap();
-    let chain = vec![
-        CertificateDer::from(leaf.der().to_vec()),
-        CertificateDer::from(ca_cert.der().to_vec()),
-    ];
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(leaf_key.serialize_der()));
+    let p = common::nginx::pki();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(p.key_der));
     let server = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
     .with_safe_default_protocol_versions()
     .unwrap()
     .with_no_client_auth()
-    .with_single_cert(chain, key)
+    .with_single_cert(p.chain, key)
     .unwrap();
     Pki {
-        ca_pem: ca_cert.pem(),
+        ca_pem: p.ca_pem,
         server: Arc::new(server),
     }
 }
