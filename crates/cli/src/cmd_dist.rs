@@ -20,6 +20,114 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// `run` flags for distributed runs without a coordinator (docs/distributed.md).
+#[derive(Args, Debug, Clone, Default)]
+pub struct RunDistArgs {
+    /// Run one exact share of the load: I/N is the I-th (from 0) of N equal
+    /// shares; A:B (e.g. 0:1/3) a segment of --segment-sequence.
+    #[arg(long, value_name = "I/N|A:B")]
+    segment: Option<String>,
+    /// The bounds of all segments, for unequal shares: 0,1/2,3/4,1.
+    #[arg(long = "segment-sequence", value_name = "SEQ", requires = "segment")]
+    segment_sequence: Option<String>,
+    /// Wait and start at TIME: RFC 3339 (2026-11-22T10:00:00Z) or +DURATION
+    /// from now (+10s); the record says how late the run started.
+    #[arg(long = "start-at", value_name = "TIME")]
+    start_at: Option<String>,
+}
+
+/// How far in the past a `--start-at` time may be (a second: clocks and
+/// process start-up), beyond which it is a usage error.
+pub const START_GRACE: Duration = Duration::from_secs(1);
+
+impl RunDistArgs {
+    /// The segment and the start time, checked (Err: a usage error).
+    pub fn resolve(
+        &self,
+    ) -> Result<(Option<segment::Segment>, Option<std::time::SystemTime>), String> {
+        let seg = self
+            .segment
+            .as_deref()
+            .map(|s| segment::Segment::parse(s, self.segment_sequence.as_deref()))
+            .transpose()?;
+        let at = self
+            .start_at
+            .as_deref()
+            .map(|s| parse_start_at(s, std::time::SystemTime::now()))
+            .transpose()?;
+        Ok((seg, at))
+    }
+}
+
+/// Parses `--start-at`: RFC 3339, or `+DURATION` from `now`. A time more
+/// than [`START_GRACE`] in the past is an error.
+pub fn parse_start_at(
+    s: &str,
+    now: std::time::SystemTime,
+) -> Result<std::time::SystemTime, String> {
+    let s = s.trim();
+    let at = if let Some(rel) = s.strip_prefix('+') {
+        now + dur(rel).map_err(|e| format!("--start-at {s}: {e}"))?
+    } else {
+        let ms = redline_history::merge::parse_rfc3339_ms(s).ok_or_else(|| {
+            format!("--start-at {s:?}: give an RFC 3339 time (2026-11-22T10:00:00Z) or +10s")
+        })?;
+        let ms = u64::try_from(ms)
+            .map_err(|_| format!("--start-at {s}: a time before 1970 is in the past"))?;
+        std::time::UNIX_EPOCH + Duration::from_millis(ms)
+    };
+    if let Ok(late) = now.duration_since(at) {
+        if late > START_GRACE {
+            return Err(format!(
+                "--start-at {s} is {:.1} s in the past",
+                late.as_secs_f64()
+            ));
+        }
+    }
+    if at.duration_since(now).unwrap_or_default() > Duration::from_secs(7 * 86_400) {
+        return Err(format!("--start-at {s} is more than a week away"));
+    }
+    Ok(at)
+}
+
+/// Waits until `at` (wall clock), in short sleeps so Ctrl-C stops the wait;
+/// returns when it started and how late, or None when interrupted.
+pub fn wait_for_start(
+    at: std::time::SystemTime,
+    stop: &redline_engine::StopHandle,
+    quiet: bool,
+) -> Option<redline_stats::ScheduledStart> {
+    let now = std::time::SystemTime::now();
+    if let Ok(d) = at.duration_since(now) {
+        if !quiet && d > Duration::from_millis(500) {
+            eprintln!(
+                "redline: waiting {:.1} s to start at {}",
+                d.as_secs_f64(),
+                redline_stats::time::rfc3339(at)
+            );
+        }
+    }
+    // Bounded: --start-at is at most a week away; each sleep at most 50 ms,
+    // the last one to the instant.
+    loop {
+        if stop.is_stopped() {
+            return None;
+        }
+        let now = std::time::SystemTime::now();
+        match at.duration_since(now) {
+            Ok(d) if !d.is_zero() => std::thread::sleep(d.min(Duration::from_millis(50))),
+            _ => break,
+        }
+    }
+    let late = std::time::SystemTime::now()
+        .duration_since(at)
+        .unwrap_or_default();
+    Some(redline_stats::ScheduledStart {
+        at: redline_stats::time::rfc3339(at),
+        late_ms: late.as_secs_f64() * 1000.0,
+    })
+}
+
 /// The distributed subcommands.
 #[derive(Subcommand, Debug)]
 pub enum DistCmd {
