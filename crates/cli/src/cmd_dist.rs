@@ -218,7 +218,7 @@ pub struct AgentArgs {
     /// How long to wait for the start once ready.
     #[arg(long = "start-timeout", value_name = "DURATION", default_value = "10m", value_parser = dur)]
     start_timeout: Duration,
-    /// The `redline run` arguments, after `--` (-c, -n, -r are this agent's share of them).
+    /// The `redline run` arguments of the whole run, after `--` (the agent runs its `--segment` of them).
     #[arg(last = true, required = true, value_name = "RUN ARGS")]
     run: Vec<String>,
 }
