@@ -226,6 +226,8 @@ struct Hooks {
     abort_on_fail: bool,
     /// `--start-at`: when the run starts.
     start_at: Option<std::time::SystemTime>,
+    /// `--live-seconds FILE` (agents): each finished second's histogram.
+    live_seconds: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -443,6 +445,7 @@ fn cmd_run(a: RunArgs) -> i32 {
         request_thresholds,
         abort_on_fail: a.stages.abort_on_fail,
         start_at,
+        live_seconds: a.dist.live_seconds.clone(),
     };
     run_plan(&plan, &a.out, &hooks)
 }
@@ -454,6 +457,15 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
     };
     let mut live = match crate::cmd_history::LiveSink::open(&hooks.save) {
         Ok(l) => l,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    let mut seconds = match hooks
+        .live_seconds
+        .as_deref()
+        .map(crate::cmd_dist::SecondsSink::open)
+        .transpose()
+    {
+        Ok(s) => s,
         Err(e) => return fail(EXIT_USAGE, e),
     };
     install_ctrlc();
@@ -480,6 +492,9 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
     let result = execute_with_series(plan, &stop, |s, series| {
         if let Some(l) = live.as_mut() {
             l.snapshot(s);
+        }
+        if let Some(l) = seconds.as_mut() {
+            l.push(s.elapsed, series);
         }
         if hooks.abort_on_fail && aborted.is_none() {
             let so_far = redline_report::thresholds::SoFar {
@@ -526,6 +541,9 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
         rec.warn("aborted", format!("aborted: {why}"));
     }
     rec.scheduled_start = scheduled;
+    if let Some(l) = seconds {
+        l.finish(&rec.series);
+    }
     crate::cmd_server::after_run(watch, &mut rec);
     match crate::cmd_history::after_run(&hooks.save, &mut rec) {
         Ok(lines) => {

@@ -25,6 +25,15 @@ pub struct Session {
 pub struct ProgressSender(Arc<Mutex<TcpStream>>);
 
 impl ProgressSender {
+    /// Forwards one finished second of the run (`Msg::Second`); other messages are not sent.
+    pub fn second(&self, m: &Msg) -> std::io::Result<()> {
+        if !matches!(m, Msg::Second { .. }) {
+            return Ok(());
+        }
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        protocol::send(&mut *g, m)
+    }
+
     /// Sends cumulative counters; Err when the coordinator is gone.
     pub fn send(&self, t: u64, completed: u64, failed: u64, open: u64) -> std::io::Result<()> {
         let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
