@@ -22,11 +22,15 @@ struct Coord {
 
 impl Coord {
     fn start(extra: &[&str]) -> Coord {
+        Coord::start_on("127.0.0.1:0", extra)
+    }
+
+    fn start_on(listen: &str, extra: &[&str]) -> Coord {
         let mut child = Command::new(bin())
             .args([
                 "coordinate",
                 "--listen",
-                "127.0.0.1:0",
+                listen,
                 "--start-delay",
                 "300ms",
                 "-o",
@@ -639,4 +643,139 @@ fn open_loop_segments_start_together_and_send_the_whole_rate() {
     assert_eq!(m["config"]["load"]["rate"], 300.0);
     assert_eq!(srv.stats().requests, counter(&m, "sent"));
     srv.shutdown();
+}
+
+/// Network namespaces with a veth pair each to the host, deleted on drop
+/// (even when the test fails).
+struct Netns {
+    names: Vec<String>,
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for ns in &self.names {
+            // Deleting the namespace deletes its veth end and so the pair.
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Agents in their own network namespaces, one client address each: the
+/// target sees N distinct clients and the merged record is the whole load.
+/// Needs root (CI runs as root); elsewhere it says why and returns.
+#[test]
+fn agents_in_network_namespaces_are_distinct_clients() {
+    const N: u32 = 3;
+    let pid = std::process::id();
+    // Addresses unique to this test process: 10.A.B.(4i+1) host side, +1 agent side.
+    let (a, b) = (128 + (pid / 256) % 64, pid % 256);
+    let host_ip = |i: u32| format!("10.{a}.{b}.{}", 4 * i + 1);
+    let agent_ip = |i: u32| format!("10.{a}.{b}.{}", 4 * i + 2);
+    let mut guard = Netns { names: Vec::new() };
+    for i in 0..N {
+        let ns = format!("rl{pid}n{i}");
+        let (vh, vn) = (format!("rl{pid}h{i}"), format!("rl{pid}p{i}"));
+        let setup = || -> Result<(), String> {
+            ip(&["netns", "add", &ns])?;
+            Ok(())
+        };
+        if let Err(e) = setup() {
+            if i == 0 {
+                eprintln!("skipped: cannot create a network namespace (needs root): {e}");
+                return;
+            }
+            panic!("{e}");
+        }
+        guard.names.push(ns.clone());
+        let r = (|| -> Result<(), String> {
+            ip(&["link", "add", &vh, "type", "veth", "peer", "name", &vn])?;
+            ip(&["link", "set", &vn, "netns", &ns])?;
+            ip(&["addr", "add", &format!("{}/30", host_ip(i)), "dev", &vh])?;
+            ip(&["link", "set", &vh, "up"])?;
+            ip(&[
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{}/30", agent_ip(i)),
+                "dev",
+                &vn,
+            ])?;
+            ip(&["-n", &ns, "link", "set", &vn, "up"])?;
+            ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+            ip(&["-n", &ns, "route", "add", "default", "via", &host_ip(i)])?;
+            Ok(())
+        })();
+        if let Err(e) = r {
+            if i == 0 {
+                eprintln!("skipped: cannot set up a veth pair: {e}");
+                return;
+            }
+            panic!("{e}");
+        }
+    }
+    // The target on the first veth's host address; the coordinator on all.
+    let srv = redline_serve::Server::start(redline_serve::ServeConfig {
+        addr: format!("{}:0", host_ip(0)).parse().unwrap(),
+        threads: 1,
+    })
+    .expect("target on the veth address");
+    let url = format!("http://{}/?size=100", srv.local_addr());
+    let mut c = Coord::start_on("0.0.0.0:0", &["--agents", &N.to_string()]);
+    let run = [url.as_str(), "-n", "3000", "-c", "6", "-t", "1"];
+    let agents: Vec<Child> = (0..N)
+        .map(|i| {
+            Command::new("ip")
+                .args(["netns", "exec", &guard.names[i as usize], bin(), "agent"])
+                .args(["--index", &i.to_string(), "--total", &N.to_string()])
+                .args(["--coordinator", &format!("{}:{}", host_ip(i), c.port)])
+                .args(["--connect-timeout", "20s", "--"])
+                .args(run)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("ip netns exec … redline agent")
+        })
+        .collect();
+    c.wait_for("all agents ready", Duration::from_secs(30));
+    for a in agents {
+        let out = wait_limit(a, Duration::from_secs(60));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (code, stdout, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(counter(&m, "completed"), 3000);
+    assert_eq!(m["merged_runs"], N);
+    let st = srv.stats();
+    assert_eq!(st.requests, 3000);
+    assert_eq!(
+        st.clients,
+        u64::from(N),
+        "the target saw {} client addresses",
+        st.clients
+    );
+    srv.shutdown();
+    drop(guard);
 }
