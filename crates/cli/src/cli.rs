@@ -174,6 +174,8 @@ struct RunArgs {
     #[command(flatten)]
     stages: StageFlags,
     #[command(flatten)]
+    dist: crate::cmd_dist::RunDistArgs,
+    #[command(flatten)]
     out: OutArgs,
     #[command(flatten)]
     save: crate::cmd_history::RunSaveArgs,
@@ -222,6 +224,10 @@ struct Hooks {
     /// Scenario runs: thresholds on one named request's own numbers.
     request_thresholds: Vec<(String, Vec<redline_report::thresholds::Threshold>)>,
     abort_on_fail: bool,
+    /// `--start-at`: when the run starts.
+    start_at: Option<std::time::SystemTime>,
+    /// `--live-seconds FILE` (agents): each finished second's histogram.
+    live_seconds: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -366,7 +372,12 @@ fn cmd_run(a: RunArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return fail(EXIT_USAGE, e),
     };
+    let (segment, start_at) = match a.dist.resolve() {
+        Ok(x) => x,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
     let pa = PlanArgs {
+        segment,
         url: a.url.unwrap_or_default(),
         scenario: a.scenario.map(|p| (p, a.allow_paths)),
         method: a.method,
@@ -433,6 +444,8 @@ fn cmd_run(a: RunArgs) -> i32 {
         thresholds,
         request_thresholds,
         abort_on_fail: a.stages.abort_on_fail,
+        start_at,
+        live_seconds: a.dist.live_seconds.clone(),
     };
     run_plan(&plan, &a.out, &hooks)
 }
@@ -446,8 +459,24 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
         Ok(l) => l,
         Err(e) => return fail(EXIT_USAGE, e),
     };
+    let mut seconds = match hooks
+        .live_seconds
+        .as_deref()
+        .map(crate::cmd_dist::SecondsSink::open)
+        .transpose()
+    {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
     install_ctrlc();
     let stop = stop_handle();
+    let scheduled = match hooks.start_at {
+        Some(at) => match crate::cmd_dist::wait_for_start(at, &stop, out.quiet) {
+            Some(s) => Some(s),
+            None => return EXIT_INTERRUPTED,
+        },
+        None => None,
+    };
     let show_progress = !out.quiet && std::io::stderr().is_terminal();
     let mut last: Option<Snapshot> = None;
     let mut last_print = Duration::ZERO;
@@ -463,6 +492,9 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
     let result = execute_with_series(plan, &stop, |s, series| {
         if let Some(l) = live.as_mut() {
             l.snapshot(s);
+        }
+        if let Some(l) = seconds.as_mut() {
+            l.push(s.elapsed, series);
         }
         if hooks.abort_on_fail && aborted.is_none() {
             let so_far = redline_report::thresholds::SoFar {
@@ -507,6 +539,10 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
     };
     if let Some(why) = &aborted {
         rec.warn("aborted", format!("aborted: {why}"));
+    }
+    rec.scheduled_start = scheduled;
+    if let Some(l) = seconds {
+        l.finish(&rec.series);
     }
     crate::cmd_server::after_run(watch, &mut rec);
     match crate::cmd_history::after_run(&hooks.save, &mut rec) {

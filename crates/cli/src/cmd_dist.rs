@@ -20,6 +20,184 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+/// `run` flags for distributed runs without a coordinator (docs/distributed.md).
+#[derive(Args, Debug, Clone, Default)]
+pub struct RunDistArgs {
+    /// Run one exact share of the load: I/N is the I-th (from 0) of N equal
+    /// shares; A:B (e.g. 0:1/3) a segment of --segment-sequence.
+    #[arg(long, value_name = "I/N|A:B")]
+    segment: Option<String>,
+    /// The bounds of all segments, for unequal shares: 0,1/2,3/4,1.
+    #[arg(long = "segment-sequence", value_name = "SEQ", requires = "segment")]
+    segment_sequence: Option<String>,
+    /// Wait and start at TIME: RFC 3339 (2026-11-22T10:00:00Z) or +DURATION
+    /// from now (+10s); the record says how late the run started.
+    #[arg(long = "start-at", value_name = "TIME")]
+    start_at: Option<String>,
+    /// (For `redline agent`.) Write each finished second's counts and latency
+    /// histogram (HdrHistogram V2 + deflate, base64) as a JSON line to FILE.
+    #[arg(long = "live-seconds", value_name = "FILE", hide = true)]
+    pub live_seconds: Option<PathBuf>,
+}
+
+/// Writes `--live-seconds`, one `Msg::Second` JSON line per second: a second once it is 300 ms old (workers hand
+/// their finished seconds over every 100 ms), and at the end the seconds
+/// not yet written, from the final record.
+pub struct SecondsSink {
+    file: std::fs::File,
+    next_t: u32,
+    failed: bool,
+}
+
+/// How old a second must be before it is written live.
+const SECOND_SETTLE_S: f64 = 0.3;
+
+impl SecondsSink {
+    /// Creates FILE (Err: a usage error message).
+    pub fn open(path: &std::path::Path) -> Result<SecondsSink, String> {
+        let file = std::fs::File::create(path)
+            .map_err(|e| format!("cannot write --live-seconds {}: {e}", path.display()))?;
+        Ok(SecondsSink {
+            file,
+            next_t: 0,
+            failed: false,
+        })
+    }
+
+    fn write(&mut self, p: &redline_stats::SeriesPoint) {
+        // The protocol's own message: the agent forwards it as it is.
+        let l = redline_dist::protocol::Msg::Second {
+            t: p.t,
+            requests: p.requests,
+            errors: p.errors,
+            hist: p.hist.to_hist().to_base64(),
+        };
+        let mut line = serde_json::to_string(&l).unwrap_or_default();
+        line.push('\n');
+        // One write per line: the agent never reads half a line.
+        if self.file.write_all(line.as_bytes()).is_err() {
+            self.failed = true;
+        }
+        self.next_t = p.t + 1;
+    }
+
+    /// Called with the run's progress: writes the seconds that have settled.
+    pub fn push(&mut self, elapsed: Duration, series: &[redline_stats::SeriesPoint]) {
+        let settled = elapsed.as_secs_f64() - SECOND_SETTLE_S;
+        let from = self.next_t;
+        for p in series.iter().filter(|p| p.t >= from) {
+            if f64::from(p.t) + 1.0 > settled || self.failed {
+                break;
+            }
+            self.write(p);
+        }
+    }
+
+    /// At the end: the seconds not written yet, from the final record.
+    pub fn finish(mut self, series: &[redline_stats::SeriesPoint]) {
+        let from = self.next_t;
+        for p in series.iter().filter(|p| p.t >= from) {
+            if self.failed {
+                break;
+            }
+            self.write(p);
+        }
+        let _ = self.file.sync_data();
+    }
+}
+
+/// How far in the past a `--start-at` time may be (a second: clocks and
+/// process start-up), beyond which it is a usage error.
+pub const START_GRACE: Duration = Duration::from_secs(1);
+
+impl RunDistArgs {
+    /// The segment and the start time, checked (Err: a usage error).
+    pub fn resolve(
+        &self,
+    ) -> Result<(Option<segment::Segment>, Option<std::time::SystemTime>), String> {
+        let seg = self
+            .segment
+            .as_deref()
+            .map(|s| segment::Segment::parse(s, self.segment_sequence.as_deref()))
+            .transpose()?;
+        let at = self
+            .start_at
+            .as_deref()
+            .map(|s| parse_start_at(s, std::time::SystemTime::now()))
+            .transpose()?;
+        Ok((seg, at))
+    }
+}
+
+/// Parses `--start-at`: RFC 3339, or `+DURATION` from `now`. A time more
+/// than [`START_GRACE`] in the past is an error.
+pub fn parse_start_at(
+    s: &str,
+    now: std::time::SystemTime,
+) -> Result<std::time::SystemTime, String> {
+    let s = s.trim();
+    let at = if let Some(rel) = s.strip_prefix('+') {
+        now + dur(rel).map_err(|e| format!("--start-at {s}: {e}"))?
+    } else {
+        let ms = redline_history::merge::parse_rfc3339_ms(s).ok_or_else(|| {
+            format!("--start-at {s:?}: give an RFC 3339 time (2026-11-22T10:00:00Z) or +10s")
+        })?;
+        let ms = u64::try_from(ms)
+            .map_err(|_| format!("--start-at {s}: a time before 1970 is in the past"))?;
+        std::time::UNIX_EPOCH + Duration::from_millis(ms)
+    };
+    if let Ok(late) = now.duration_since(at) {
+        if late > START_GRACE {
+            return Err(format!(
+                "--start-at {s} is {:.1} s in the past",
+                late.as_secs_f64()
+            ));
+        }
+    }
+    if at.duration_since(now).unwrap_or_default() > Duration::from_secs(7 * 86_400) {
+        return Err(format!("--start-at {s} is more than a week away"));
+    }
+    Ok(at)
+}
+
+/// Waits until `at` (wall clock), in short sleeps so Ctrl-C stops the wait;
+/// returns when it started and how late, or None when interrupted.
+pub fn wait_for_start(
+    at: std::time::SystemTime,
+    stop: &redline_engine::StopHandle,
+    quiet: bool,
+) -> Option<redline_stats::ScheduledStart> {
+    let now = std::time::SystemTime::now();
+    if let Ok(d) = at.duration_since(now) {
+        if !quiet && d > Duration::from_millis(500) {
+            eprintln!(
+                "redline: waiting {:.1} s to start at {}",
+                d.as_secs_f64(),
+                redline_stats::time::rfc3339(at)
+            );
+        }
+    }
+    // Bounded: --start-at is at most a week away; each sleep at most 50 ms,
+    // the last one to the instant.
+    loop {
+        if stop.is_stopped() {
+            return None;
+        }
+        let now = std::time::SystemTime::now();
+        match at.duration_since(now) {
+            Ok(d) if !d.is_zero() => std::thread::sleep(d.min(Duration::from_millis(50))),
+            _ => break,
+        }
+    }
+    let late = std::time::SystemTime::now()
+        .duration_since(at)
+        .unwrap_or_default();
+    Some(redline_stats::ScheduledStart {
+        at: redline_stats::time::rfc3339(at),
+        late_ms: late.as_secs_f64() * 1000.0,
+    })
+}
+
 /// The distributed subcommands.
 #[derive(Subcommand, Debug)]
 pub enum DistCmd {
@@ -110,7 +288,7 @@ pub struct AgentArgs {
     /// How long to wait for the start once ready.
     #[arg(long = "start-timeout", value_name = "DURATION", default_value = "10m", value_parser = dur)]
     start_timeout: Duration,
-    /// The `redline run` arguments, after `--` (-c, -n, -r are this agent's share of them).
+    /// The `redline run` arguments of the whole run, after `--` (the agent runs its `--segment` of them).
     #[arg(last = true, required = true, value_name = "RUN ARGS")]
     run: Vec<String>,
 }
@@ -228,6 +406,18 @@ fn cmd_coordinate(a: CoordinateArgs) -> i32 {
                 }
                 return;
             }
+            Second(x) => format!(
+                "second {}: {} req/s, p99 {}, {} errors ({} agents)",
+                x.t,
+                redline_report::count(x.requests),
+                if x.p99_us >= 1000 {
+                    format!("{:.2} ms", x.p99_us as f64 / 1000.0)
+                } else {
+                    format!("{} µs", x.p99_us)
+                },
+                redline_report::count(x.errors),
+                x.agents
+            ),
             Finished(i) => format!("agent {i} sent its record"),
             Lost(i, why) => format!("agent {i} lost: {why}"),
         };
@@ -458,11 +648,17 @@ fn run_child(
         "redline-agent-{}-{index}.jsonl",
         std::process::id()
     ));
+    let seconds_file = std::env::temp_dir().join(format!(
+        "redline-agent-{}-{index}.seconds.jsonl",
+        std::process::id()
+    ));
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("run")
         .args(args)
         .args(["-o", "json", "-q", "--no-save", "--live-json"])
         .arg(&live)
+        .arg("--live-seconds")
+        .arg(&seconds_file)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -495,12 +691,15 @@ fn run_child(
     });
     let started = Instant::now();
     let mut last = (0u64, 0u64, 0u64);
+    let mut tail = SecondsTail::default();
+    let mut next_beat = 0u64;
     let status = loop {
         match child.try_wait() {
             Ok(Some(st)) => break Some(st),
             Ok(None) => {}
             Err(_) => break None,
         }
+        tail.forward(&seconds_file, progress);
         if let Ok(f) = std::fs::File::open(&live) {
             if let Some(Ok(l)) = std::io::BufReader::new(f).lines().last() {
                 if let Ok(v) = serde_json::from_str::<serde_json::Value>(&l) {
@@ -509,14 +708,21 @@ fn run_child(
                 }
             }
         }
-        // A heartbeat every second even when nothing changed.
+        // A heartbeat every second even when nothing changed; the seconds
+        // file is read four times as often.
         let t = started.elapsed().as_secs();
-        if progress.send(t, last.0, last.1, last.2).is_err() {
-            // The coordinator is gone; the run goes on for the fallback record.
+        if t >= next_beat {
+            next_beat = t + 1;
+            if progress.send(t, last.0, last.1, last.2).is_err() {
+                // The coordinator is gone; the run goes on for the fallback record.
+            }
         }
-        std::thread::sleep(Duration::from_millis(1000));
+        std::thread::sleep(Duration::from_millis(250));
     };
+    // The seconds the child wrote at its end, before the record.
+    tail.forward(&seconds_file, progress);
     let _ = std::fs::remove_file(&live);
+    let _ = std::fs::remove_file(&seconds_file);
     let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
     let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
     let code = status.and_then(|s| s.code());
@@ -534,6 +740,44 @@ fn run_child(
                         .unwrap_or_else(|| "by signal".into())
                 )),
             )
+        }
+    }
+}
+
+/// Reads the child's `--live-seconds` file from where it stopped and
+/// forwards each complete new line to the coordinator as `Msg::Second`.
+#[derive(Default)]
+struct SecondsTail {
+    offset: u64,
+    partial: Vec<u8>,
+}
+
+impl SecondsTail {
+    fn forward(&mut self, path: &std::path::Path, progress: &agent::ProgressSender) {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = std::fs::File::open(path) else {
+            return;
+        };
+        if f.seek(SeekFrom::Start(self.offset)).is_err() {
+            return;
+        }
+        // Bounded: at most 64 MiB per call (a second's line is a few KB).
+        let mut buf = Vec::new();
+        let Ok(n) = f.take(64 << 20).read_to_end(&mut buf) else {
+            return;
+        };
+        self.offset += n as u64;
+        self.partial.extend_from_slice(&buf);
+        let Some(end) = self.partial.iter().rposition(|&b| b == b'\n') else {
+            return;
+        };
+        let rest = self.partial.split_off(end + 1);
+        let lines = std::mem::replace(&mut self.partial, rest);
+        for l in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            if let Ok(m) = serde_json::from_slice::<redline_dist::protocol::Msg>(l) {
+                // The coordinator gone: the run goes on for the fallback record.
+                let _ = progress.second(&m);
+            }
         }
     }
 }

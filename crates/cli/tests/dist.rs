@@ -22,11 +22,15 @@ struct Coord {
 
 impl Coord {
     fn start(extra: &[&str]) -> Coord {
+        Coord::start_on("127.0.0.1:0", extra)
+    }
+
+    fn start_on(listen: &str, extra: &[&str]) -> Coord {
         let mut child = Command::new(bin())
             .args([
                 "coordinate",
                 "--listen",
-                "127.0.0.1:0",
+                listen,
                 "--start-delay",
                 "300ms",
                 "-o",
@@ -189,6 +193,24 @@ fn three_agents_merge_exactly_with_one_verdict() {
         "{err}"
     );
     assert_eq!(err.matches("ready (clock offset").count(), 3, "{err}");
+    // The live per-second view: each second merged over the agents' pushed
+    // histograms; together the seconds hold the whole load.
+    let live: u64 = err
+        .lines()
+        .filter_map(|l| l.split("second ").nth(1))
+        .filter_map(|l| {
+            l.split(": ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .replace(',', "")
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    assert_eq!(live, 3000, "{err}");
+    assert!(err.contains("(3 agents)"), "{err}");
+    assert_eq!(srv.stats().requests, 3000);
     srv.shutdown();
 
     // A failing bound on the merged record: exit 4.
@@ -423,4 +445,337 @@ fn kubernetes_manifests_are_well_formed() {
         _ => eprintln!("note: kubernetes-validate is not installed (pip install kubernetes-validate); schema validation skipped"),
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Spawns `redline run --segment I/N … -o json -q --no-save` (no coordinator).
+fn segment_run(i: u64, n: u64, args: &[&str]) -> Child {
+    Command::new(bin())
+        .args([
+            "run",
+            "--segment",
+            &format!("{i}/{n}"),
+            "-o",
+            "json",
+            "-q",
+            "--no-save",
+        ])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn run --segment")
+}
+
+fn finish_json(c: Child) -> serde_json::Value {
+    let out = wait_limit(c, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("a run record")
+}
+
+/// `redline merge` of records written to temporary files.
+fn merge(parts: &[serde_json::Value], tag: &str) -> serde_json::Value {
+    let dir = std::env::temp_dir();
+    let files: Vec<String> = parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let f = dir.join(format!("redline-seg-{tag}-{}-{i}.json", std::process::id()));
+            std::fs::write(&f, serde_json::to_vec(p).unwrap()).unwrap();
+            f.to_string_lossy().into_owned()
+        })
+        .collect();
+    let mut args = vec!["merge", "-o", "-"];
+    args.extend(files.iter().map(String::as_str));
+    let out = redline(&args);
+    for f in &files {
+        let _ = std::fs::remove_file(f);
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("merged record")
+}
+
+#[test]
+fn three_segments_without_a_coordinator_add_up_to_one_run() {
+    let srv = builtin();
+    let url = format!("http://{}/?size=100", srv.local_addr());
+    let args = [url.as_str(), "-n", "3000", "-c", "6", "-t", "1"];
+    let kids: Vec<Child> = (0..3).map(|i| segment_run(i, 3, &args)).collect();
+    let parts: Vec<serde_json::Value> = kids.into_iter().map(finish_json).collect();
+    // The server counted exactly the whole run.
+    assert_eq!(srv.stats().requests, 3000);
+    assert_eq!(srv.stats().connections, 6);
+    for (i, p) in parts.iter().enumerate() {
+        assert_eq!(counter(p, "completed"), 1000);
+        assert_eq!(p["config"]["load"]["connections"], 2);
+        assert_eq!(p["config"]["segment"]["index"], i as u64);
+        assert_eq!(p["config"]["segment"]["sequence"], "0,1/3,2/3,1");
+    }
+    let m = merge(&parts, "closed");
+    srv.reset_stats();
+    let one = run_json(&[
+        url.as_str(),
+        "-n",
+        "3000",
+        "-c",
+        "6",
+        "-t",
+        "1",
+        "--no-save",
+    ]);
+    for k in ["completed", "sent", "failed", "connections_opened"] {
+        assert_eq!(counter(&m, k), counter(&one, k), "{k}");
+    }
+    assert_eq!(m["config"]["load"], one["config"]["load"]);
+    assert_eq!(hist_count(&m), hist_count(&one));
+    // Unequal shares: a half and two quarters of -n 1000 -c 4.
+    srv.reset_stats();
+    let seq = "0,1/2,3/4,1";
+    let kids: Vec<Child> = ["0:1/2", "1/2:3/4", "3/4:1"]
+        .iter()
+        .map(|seg| {
+            Command::new(bin())
+                .args(["run", "--segment", seg, "--segment-sequence", seq])
+                .args([
+                    "-o",
+                    "json",
+                    "-q",
+                    "--no-save",
+                    &url,
+                    "-n",
+                    "1000",
+                    "-c",
+                    "4",
+                    "-t",
+                    "1",
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let parts: Vec<serde_json::Value> = kids.into_iter().map(finish_json).collect();
+    let done: Vec<u64> = parts.iter().map(|p| counter(p, "completed")).collect();
+    assert_eq!(done, vec![500, 250, 250]);
+    assert_eq!(srv.stats().requests, 1000);
+    // A share of nothing is said, not run: -c 2 over three.
+    let p = run_json(&[
+        "--segment",
+        "2/3",
+        url.as_str(),
+        "-n",
+        "2",
+        "-c",
+        "2",
+        "--no-save",
+    ]);
+    assert_eq!(counter(&p, "sent"), 0);
+    assert!(
+        p["warnings"].to_string().contains("segment_empty"),
+        "{}",
+        p["warnings"]
+    );
+    // Bad input: one line, exit 2.
+    for bad in [
+        &["run", "--segment", "3/3", "http://127.0.0.1:1/"][..],
+        &[
+            "run",
+            "--segment",
+            "1/3",
+            "--segment-sequence",
+            "0,1/3,1",
+            "http://127.0.0.1:1/",
+        ],
+        &[
+            "run",
+            "--start-at",
+            "2001-01-01T00:00:00Z",
+            "http://127.0.0.1:1/",
+        ],
+        &["run", "--start-at", "tomorrow", "http://127.0.0.1:1/"],
+    ] {
+        let out = redline(bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    srv.shutdown();
+}
+
+#[test]
+fn open_loop_segments_start_together_and_send_the_whole_rate() {
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let args = [
+        url.as_str(),
+        "--rate",
+        "300",
+        "-d",
+        "3s",
+        "--start-at",
+        "+2s",
+        "-t",
+        "1",
+    ];
+    let kids: Vec<Child> = (0..3).map(|i| segment_run(i, 3, &args)).collect();
+    let parts: Vec<serde_json::Value> = kids.into_iter().map(finish_json).collect();
+    for p in &parts {
+        assert_eq!(p["config"]["load"]["rate"], 100.0);
+        let late = p["scheduled_start"]["late_ms"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no lateness in {}", p["scheduled_start"]));
+        assert!(late >= 0.0);
+        assert!(p["scheduled_start"]["at"].as_str().unwrap().ends_with('Z'));
+    }
+    let m = merge(&parts, "open");
+    let done = counter(&m, "completed") as f64;
+    assert!((done - 900.0).abs() <= 9.0, "merged completed {done}");
+    assert_eq!(m["config"]["load"]["rate"], 300.0);
+    assert_eq!(srv.stats().requests, counter(&m, "sent"));
+    srv.shutdown();
+}
+
+/// Network namespaces with a veth pair each to the host, deleted on drop
+/// (even when the test fails).
+struct Netns {
+    names: Vec<String>,
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        for ns in &self.names {
+            // Deleting the namespace deletes its veth end and so the pair.
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Agents in their own network namespaces, one client address each: the
+/// target sees N distinct clients and the merged record is the whole load.
+/// Needs root (CI runs as root); elsewhere it says why and returns.
+#[test]
+fn agents_in_network_namespaces_are_distinct_clients() {
+    const N: u32 = 3;
+    let pid = std::process::id();
+    // Addresses unique to this test process: 10.A.B.(4i+1) host side, +1 agent side.
+    let (a, b) = (128 + (pid / 256) % 64, pid % 256);
+    let host_ip = |i: u32| format!("10.{a}.{b}.{}", 4 * i + 1);
+    let agent_ip = |i: u32| format!("10.{a}.{b}.{}", 4 * i + 2);
+    let mut guard = Netns { names: Vec::new() };
+    for i in 0..N {
+        let ns = format!("rl{pid}n{i}");
+        let (vh, vn) = (format!("rl{pid}h{i}"), format!("rl{pid}p{i}"));
+        let setup = || -> Result<(), String> {
+            ip(&["netns", "add", &ns])?;
+            Ok(())
+        };
+        if let Err(e) = setup() {
+            if i == 0 {
+                eprintln!("skipped: cannot create a network namespace (needs root): {e}");
+                return;
+            }
+            panic!("{e}");
+        }
+        guard.names.push(ns.clone());
+        let r = (|| -> Result<(), String> {
+            ip(&["link", "add", &vh, "type", "veth", "peer", "name", &vn])?;
+            ip(&["link", "set", &vn, "netns", &ns])?;
+            ip(&["addr", "add", &format!("{}/30", host_ip(i)), "dev", &vh])?;
+            ip(&["link", "set", &vh, "up"])?;
+            ip(&[
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{}/30", agent_ip(i)),
+                "dev",
+                &vn,
+            ])?;
+            ip(&["-n", &ns, "link", "set", &vn, "up"])?;
+            ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+            ip(&["-n", &ns, "route", "add", "default", "via", &host_ip(i)])?;
+            Ok(())
+        })();
+        if let Err(e) = r {
+            if i == 0 {
+                eprintln!("skipped: cannot set up a veth pair: {e}");
+                return;
+            }
+            panic!("{e}");
+        }
+    }
+    // The target on the first veth's host address; the coordinator on all.
+    let srv = redline_serve::Server::start(redline_serve::ServeConfig {
+        addr: format!("{}:0", host_ip(0)).parse().unwrap(),
+        threads: 1,
+    })
+    .expect("target on the veth address");
+    let url = format!("http://{}/?size=100", srv.local_addr());
+    let mut c = Coord::start_on("0.0.0.0:0", &["--agents", &N.to_string()]);
+    let run = [url.as_str(), "-n", "3000", "-c", "6", "-t", "1"];
+    let agents: Vec<Child> = (0..N)
+        .map(|i| {
+            Command::new("ip")
+                .args(["netns", "exec", &guard.names[i as usize], bin(), "agent"])
+                .args(["--index", &i.to_string(), "--total", &N.to_string()])
+                .args(["--coordinator", &format!("{}:{}", host_ip(i), c.port)])
+                .args(["--connect-timeout", "20s", "--"])
+                .args(run)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("ip netns exec … redline agent")
+        })
+        .collect();
+    c.wait_for("all agents ready", Duration::from_secs(30));
+    for a in agents {
+        let out = wait_limit(a, Duration::from_secs(60));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (code, stdout, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(counter(&m, "completed"), 3000);
+    assert_eq!(m["merged_runs"], N);
+    let st = srv.stats();
+    assert_eq!(st.requests, 3000);
+    assert_eq!(
+        st.clients,
+        u64::from(N),
+        "the target saw {} client addresses",
+        st.clients
+    );
+    srv.shutdown();
+    drop(guard);
 }

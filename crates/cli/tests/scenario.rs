@@ -568,3 +568,69 @@ fn examples_and_json_output_follow_their_schemas() {
     let errors: Vec<String> = v.iter_errors(&rec).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
 }
+
+/// `run --segment`: virtual-user ids and CSV rows are the whole run's, so
+/// three segments use six different users and six different rows.
+#[test]
+fn segments_use_global_user_ids_and_rows() {
+    let (srv, seen) = recording_server();
+    let csv = "user\nu0\nu1\nu2\nu3\nu4\nu5\n";
+    let d = dir_with(&[
+        ("users.csv", csv),
+        (
+            "per-user.toml",
+            "mode = \"session\"\n[data]\nfile = \"users.csv\"\n[[step]]\npath = \"/u/{{user}}/{{vu}}\"\n",
+        ),
+        (
+            "per-iter.toml",
+            "[data]\nfile = \"users.csv\"\nper = \"iteration\"\n[[request]]\npath = \"/i\"\nbody = \"{{user}}\"\n",
+        ),
+    ]);
+    let run_segments = |file: &str, c: &str, n: &str| -> Vec<String> {
+        for i in 0..3 {
+            let seg = format!("{i}/3");
+            let out = redline(&[
+                "run",
+                "--scenario",
+                d.join(file).to_str().unwrap(),
+                &srv.url(),
+                "--segment",
+                &seg,
+                "-c",
+                c,
+                "-n",
+                n,
+                "-t",
+                "1",
+                "-q",
+                "--no-save",
+            ]);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::mem::take(&mut *seen.lock().unwrap())
+    };
+    // Per user: -c 6 over three segments is users 0..5, each with its own row.
+    let lines = run_segments("per-user.toml", "6", "12");
+    assert_eq!(lines.len(), 12);
+    let mut users: Vec<String> = lines
+        .iter()
+        .map(|l| l.split(' ').nth(1).unwrap().to_string())
+        .collect();
+    users.sort();
+    users.dedup();
+    let want: Vec<String> = (0..6).map(|i| format!("/u/u{i}/{i}")).collect();
+    assert_eq!(users, want, "{lines:?}");
+    // Per iteration: six requests over three segments take six different rows.
+    let lines = run_segments("per-iter.toml", "3", "6");
+    let mut bodies: Vec<&str> = lines
+        .iter()
+        .map(|l| l.rsplit(" HTTP/1.1 ").next().unwrap())
+        .collect();
+    bodies.sort();
+    assert_eq!(bodies, ["u0", "u1", "u2", "u3", "u4", "u5"], "{lines:?}");
+}

@@ -25,6 +25,15 @@ pub struct Session {
 pub struct ProgressSender(Arc<Mutex<TcpStream>>);
 
 impl ProgressSender {
+    /// Forwards one finished second of the run (`Msg::Second`); other messages are not sent.
+    pub fn second(&self, m: &Msg) -> std::io::Result<()> {
+        if !matches!(m, Msg::Second { .. }) {
+            return Ok(());
+        }
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        protocol::send(&mut *g, m)
+    }
+
     /// Sends cumulative counters; Err when the coordinator is gone.
     pub fn send(&self, t: u64, completed: u64, failed: u64, open: u64) -> std::io::Result<()> {
         let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -210,7 +219,17 @@ pub struct ScaledArgs {
 }
 
 /// Flags the agent sets itself, refused in the run arguments.
-const OWN_FLAGS: &[&str] = &["-o", "--output", "--live-json", "-q", "--quiet", "--html"];
+const OWN_FLAGS: &[&str] = &[
+    "-o",
+    "--output",
+    "--live-json",
+    "-q",
+    "--quiet",
+    "--html",
+    "--segment",
+    "--segment-sequence",
+    "--start-at",
+];
 
 /// Closed-loop default connections and open-loop default cap of `redline run`.
 const DEFAULT_CONNECTIONS: u64 = 50;
@@ -230,16 +249,13 @@ fn flag_value(args: &[String], i: usize, short: &str, long: &str) -> Option<(Str
     None
 }
 
-/// This agent's share of `redline run` arguments: `-c`, `-n` and `-r` scaled
-/// by the segment (integers with [`Segment::scale_int`], the rate with
-/// [`Segment::scale_rate`]); `-c` is added when absent (its default, scaled).
-/// Everything else passes through. Flags the agent sets itself (`-o`, `-q`,
-/// `--live-json`, `--html`) are refused.
-///
-/// TODO(lead): open-loop send times should be the global schedule's ticks
-/// striped over the segments ([`Segment::stripe`]); for now each agent runs
-/// its own schedule at the scaled rate, which gives the same count and rate
-/// but not the interleaving.
+/// This agent's share of `redline run` arguments: the arguments as given
+/// plus `--segment A:B --segment-sequence SEQ`, so the child run scales `-c`,
+/// `-n`, `-r`, the stage levels and the cap itself and paces its ticks of the
+/// whole run's schedule. The share's numbers are computed here too (the same
+/// [`Segment::scale_int`] / [`Segment::scale_rate`]) for the agent's line and
+/// to see an empty share before starting. Flags the agent sets itself (`-o`,
+/// `-q`, `--live-json`, `--html`, `--segment…`, `--start-at`) are refused.
 pub fn scale_run_args(args: &[String], seg: &Segment) -> Result<ScaledArgs, String> {
     let mut out = Vec::with_capacity(args.len() + 2);
     let mut conns: Option<u64> = None;
@@ -273,11 +289,13 @@ pub fn scale_run_args(args: &[String], seg: &Segment) -> Result<ScaledArgs, Stri
         };
         if let Some((v, used)) = flag_value(args, i, "-c", "--connections") {
             conns = Some(num(&v, "-c")?);
+            out.extend_from_slice(&args[i..i + used]);
             i += used;
             continue;
         }
         if let Some((v, used)) = flag_value(args, i, "-n", "--requests") {
             requests = Some(num(&v, "-n")?);
+            out.extend_from_slice(&args[i..i + used]);
             i += used;
             continue;
         }
@@ -289,6 +307,7 @@ pub fn scale_run_args(args: &[String], seg: &Segment) -> Result<ScaledArgs, Stri
                 return Err(format!("-r {v:?}: the rate must be above zero"));
             }
             rate = Some(r);
+            out.extend_from_slice(&args[i..i + used]);
             i += used;
             continue;
         }
@@ -317,13 +336,12 @@ pub fn scale_run_args(args: &[String], seg: &Segment) -> Result<ScaledArgs, Stri
     } else if my_rate == Some(0.0) {
         empty = Some("its share of the rate is 0".into());
     }
-    let mut head = vec!["-c".to_string(), my_conns.to_string()];
-    if let Some(n) = my_requests {
-        head.extend(["-n".to_string(), n.to_string()]);
-    }
-    if let Some(r) = my_rate {
-        head.extend(["-r".to_string(), format!("{r}")]);
-    }
+    let mut head = vec![
+        "--segment".to_string(),
+        seg.to_string(),
+        "--segment-sequence".to_string(),
+        seg.sequence().to_string(),
+    ];
     head.extend(out);
     Ok(ScaledArgs {
         args: head,
@@ -349,8 +367,20 @@ mod tests {
         let s = scale_run_args(&v(&["http://x/", "-n", "3000", "-c6", "-t", "1"]), &seg).unwrap();
         assert_eq!(
             s.args,
-            v(&["-c", "2", "-n", "1000", "http://x/", "-t", "1"])
+            v(&[
+                "--segment",
+                "1/3:2/3",
+                "--segment-sequence",
+                "0,1/3,2/3,1",
+                "http://x/",
+                "-n",
+                "3000",
+                "-c6",
+                "-t",
+                "1"
+            ])
         );
+        assert_eq!((s.connections, s.requests), (2, Some(1000)));
         let s = scale_run_args(&v(&["--rate=300", "-d", "10s", "http://x/"]), &seg).unwrap();
         assert_eq!(s.rate, Some(100.0));
         assert_eq!(s.connections, 333);
@@ -370,6 +400,8 @@ mod tests {
             &["-c", "x", "u"],
             &["-r", "0", "u"],
             &["--live-json=f", "u"],
+            &["--segment", "0/2", "u"],
+            &["--start-at=+1s", "u"],
         ] {
             assert!(scale_run_args(&v(bad), &seg).is_err(), "{bad:?}");
         }

@@ -87,6 +87,70 @@ pub struct Outcome {
     pub merged: Option<RunRecord>,
     /// True when an agent is missing from the merge.
     pub incomplete: bool,
+    /// The live per-second view: each second merged over the agents that
+    /// pushed it (`Msg::Second`), in order.
+    pub seconds: Vec<LiveSecond>,
+}
+
+/// One second of the whole run, merged exactly over the agents' pushed
+/// histograms while the run goes on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveSecond {
+    /// Seconds since the common start (the second [t, t+1)).
+    pub t: u32,
+    /// Responses completed in it, all agents.
+    pub requests: u64,
+    /// Errors in it, all agents.
+    pub errors: u64,
+    /// The merged histogram's p99, µs (0 when nothing completed).
+    pub p99_us: u64,
+    /// How many agents pushed this second.
+    pub agents: u64,
+}
+
+/// How long after its end a second is shown (agents push it within about
+/// 0.3 s + 0.25 s; the rest is for the network).
+const SECOND_SHOW_AFTER: Duration = Duration::from_millis(1500);
+
+#[derive(Default)]
+struct SecondAcc {
+    requests: u64,
+    errors: u64,
+    hist: Option<redline_stats::Hist>,
+    agents: u64,
+    p99_us: u64,
+    shown: bool,
+}
+
+impl SecondAcc {
+    fn add(&mut self, requests: u64, errors: u64, hist: &str) {
+        self.requests += requests;
+        self.errors += errors;
+        self.agents += 1;
+        if self.shown {
+            return; // too late for the live view; the final record has it
+        }
+        if let Ok(h) = redline_stats::Hist::from_base64(hist) {
+            match self.hist.as_mut() {
+                Some(m) => m.merge(&h),
+                None => self.hist = Some(h),
+            }
+        }
+    }
+
+    fn show(&mut self, t: u32) -> LiveSecond {
+        if !self.shown {
+            self.shown = true;
+            self.p99_us = self.hist.take().map_or(0, |h| h.percentile(99.0));
+        }
+        LiveSecond {
+            t,
+            requests: self.requests,
+            errors: self.errors,
+            p99_us: self.p99_us,
+            agents: self.agents,
+        }
+    }
 }
 
 /// What the coordinator reports while it runs (for the live display).
@@ -106,6 +170,8 @@ pub enum Event {
     Finished(u64),
     /// An agent is lost (index, why).
     Lost(u64, String),
+    /// One second of the whole run, merged over the agents.
+    Second(LiveSecond),
 }
 
 /// Why the coordinated run could not happen at all.
@@ -128,6 +194,7 @@ enum Ev {
     ),
     Ready(u64, f64, f64, Option<f64>),
     Progress(u64, u64, u64),
+    Second(u64, u32, u64, u64, String),
     Done(u64, f64, Option<Box<serde_json::Value>>, Option<String>),
     Gone(u64, String),
     Unregistered(u64),
@@ -211,6 +278,14 @@ fn conn_thread(stream: TcpStream, tx: mpsc::Sender<Ev>) {
                 completed, failed, ..
             })) => {
                 let _ = tx.send(Ev::Progress(index, completed, failed));
+            }
+            Ok(Some(Msg::Second {
+                t,
+                requests,
+                errors,
+                hist,
+            })) => {
+                let _ = tx.send(Ev::Second(index, t, requests, errors, hist));
             }
             Ok(Some(Msg::Done {
                 lateness_ms,
@@ -413,11 +488,17 @@ pub fn coordinate(
         .map(|(&i, a)| (i, a.failure.is_some()))
         .collect();
     let mut last_shown = Instant::now();
+    let mut seconds: BTreeMap<u32, SecondAcc> = BTreeMap::new();
     let handle = |ev: Ev,
                   agents: &mut BTreeMap<u64, AgentOutcome>,
                   finished: &mut BTreeMap<u64, bool>,
+                  seconds: &mut BTreeMap<u32, SecondAcc>,
                   on_event: &mut dyn FnMut(&Event)| {
         match ev {
+            // Bounded by the run's length: one entry per second of it.
+            Ev::Second(_, t, requests, errors, hist) if t < 10 * 86_400 => {
+                seconds.entry(t).or_default().add(requests, errors, &hist);
+            }
             Ev::Progress(i, c, f) => {
                 if let Some(a) = agents.get_mut(&i) {
                     a.last_progress = (c, f);
@@ -455,7 +536,7 @@ pub fn coordinate(
         }
     };
     for ev in early {
-        handle(ev, &mut agents, &mut finished, &mut on_event);
+        handle(ev, &mut agents, &mut finished, &mut seconds, &mut on_event);
     }
     while finished.values().any(|f| !f) {
         let now = Instant::now();
@@ -473,15 +554,17 @@ pub fn coordinate(
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(ev) => {
                 let idx = match &ev {
-                    Ev::Progress(i, ..) | Ev::Done(i, ..) | Ev::Gone(i, _) | Ev::Ready(i, ..) => {
-                        Some(*i)
-                    }
+                    Ev::Progress(i, ..)
+                    | Ev::Second(i, ..)
+                    | Ev::Done(i, ..)
+                    | Ev::Gone(i, _)
+                    | Ev::Ready(i, ..) => Some(*i),
                     _ => None,
                 };
                 if let Some(i) = idx {
                     last_heard.insert(i, Instant::now());
                 }
-                handle(ev, &mut agents, &mut finished, &mut on_event);
+                handle(ev, &mut agents, &mut finished, &mut seconds, &mut on_event);
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -513,6 +596,13 @@ pub fn coordinate(
                 on_event(&Event::Lost(i, why));
             }
         }
+        // Seconds old enough that every live agent has pushed them.
+        for (&t, acc) in seconds.iter_mut().filter(|(_, a)| !a.shown) {
+            if start_local + Duration::from_secs(u64::from(t) + 1) + SECOND_SHOW_AFTER > now {
+                break;
+            }
+            on_event(&Event::Second(acc.show(t)));
+        }
         if now.duration_since(last_shown) >= Duration::from_secs(1) && now > start_local {
             last_shown = now;
             let (c, f) = agents.values().fold((0, 0), |(c, f), a| {
@@ -534,8 +624,14 @@ pub fn coordinate(
             .unwrap_or_else(|p| p.into_inner())
             .shutdown(Shutdown::Both);
     }
+    // The seconds pushed at the agents' ends, shown now.
+    for (&t, acc) in seconds.iter_mut().filter(|(_, a)| !a.shown) {
+        on_event(&Event::Second(acc.show(t)));
+    }
     let agents: Vec<AgentOutcome> = agents.into_values().collect();
-    Ok(merge_outcome(agents, n))
+    let mut out = merge_outcome(agents, n);
+    out.seconds = seconds.iter_mut().map(|(&t, a)| a.show(t)).collect();
+    Ok(out)
 }
 
 /// Merges the agents' records exactly (`RunRecord +=`) and marks the result
@@ -594,6 +690,7 @@ pub fn merge_outcome(agents: Vec<AgentOutcome>, total: u64) -> Outcome {
         agents,
         merged,
         incomplete,
+        seconds: Vec::new(),
     }
 }
 

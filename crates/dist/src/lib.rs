@@ -8,5 +8,6 @@ pub mod agent;
 pub mod coordinator;
 pub mod k8s;
 pub mod protocol;
-pub mod segment;
+/// Exact shares of a run: moved to `redline-stats` so the engine uses the same arithmetic.
+pub use redline_stats::segment;
 pub mod yaml;

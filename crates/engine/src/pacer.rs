@@ -7,14 +7,17 @@
 //! count `∫rate` reaches `n`; each segment's cumulative is a quadratic, so the
 //! send time comes from its closed-form inverse (no numeric search, no drift).
 //! Each worker owns one [`Pacer`] and takes every `workers`-th tick starting at
-//! its `index`, so the workers' schedules interleave into exactly the global one
-//! (the same two numbers will stripe a schedule across machines). Poisson and
+//! its `index`, so the workers' schedules interleave into exactly the global one;
+//! in a `--segment` run each worker sends its stripe of the segment's ticks of
+//! the whole run's schedule ([`Pacer::striped`]), so the machines together
+//! send exactly the single-machine schedule. Poisson and
 //! uniform arrivals draw their gaps in the cumulative ("operational time")
 //! space and map them through the same inverse: a non-homogeneous Poisson
 //! process by time change, seeded so a run can be repeated.
 
 use crate::plan::Arrival;
 use redline_stats::rng::SplitMix64;
+use redline_stats::segment::{Segment, Stripe};
 use std::time::Duration;
 
 /// One stage of `--stages`: reach `level` over `duration` (ramp), or hold it (step).
@@ -238,9 +241,9 @@ impl Profile {
 pub struct Pacer {
     arrival: Arrival,
     profile: Profile,
-    /// This worker's index and the number of workers sharing the schedule.
-    index: f64,
-    workers: f64,
+    /// The global ticks this worker sends (worker `i` of `t`: `i + k·t`; in a
+    /// `--segment` run, its share of the segment's ticks of the whole schedule).
+    stripe: Stripe,
     k: u64,
     /// Position in cumulative-count space (random arrivals).
     m: f64,
@@ -284,17 +287,37 @@ impl Pacer {
         end: Option<Duration>,
         seed: u64,
     ) -> Pacer {
+        let stripe = Stripe {
+            period: workers.max(1) as u64,
+            offsets: vec![index as u64],
+        };
+        Pacer::striped(arrival, profile, stripe, limit, end, seed)
+    }
+
+    /// The pacer that sends the global ticks of `stripe` (see
+    /// [`redline_stats::segment::Segment::stripe`]) of the whole run's
+    /// `profile`: tick `k` of the whole schedule is due when the cumulative
+    /// count reaches `k`, whichever machine and worker sends it.
+    pub fn striped(
+        arrival: Arrival,
+        profile: Profile,
+        stripe: Stripe,
+        limit: Option<u64>,
+        end: Option<Duration>,
+        seed: u64,
+    ) -> Pacer {
+        let first = stripe.offsets.first().copied().unwrap_or(0);
         Pacer {
             arrival,
             profile,
-            index: index as f64,
-            workers: workers.max(1) as f64,
             k: 0,
-            m: index as f64,
+            m: first as f64,
             seg: 0,
             limit,
             end,
-            rng: SplitMix64(seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            // Seeded by the first global tick: unique to each worker of each segment.
+            rng: SplitMix64(seed ^ first.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            stripe,
         }
     }
 
@@ -302,7 +325,7 @@ impl Pacer {
     pub fn interval(&self) -> Duration {
         let max = self.profile.max_level();
         if max > 0.0 {
-            Duration::from_secs_f64((self.workers / max).min(1e6))
+            Duration::from_secs_f64((self.stripe.spacing() / max).min(1e6))
         } else {
             Duration::from_secs(1_000_000)
         }
@@ -317,16 +340,16 @@ impl Pacer {
         }
         let m = match self.arrival {
             // Computed from k, not accumulated, so no rounding drift over long runs.
-            Arrival::Constant => self.index + self.k as f64 * self.workers,
+            Arrival::Constant => self.stripe.tick(self.k) as f64,
             Arrival::Poisson => {
                 let at = self.m;
                 let u = self.rng.unit_open();
-                self.m += -u.ln() * self.workers;
+                self.m += -u.ln() * self.stripe.spacing();
                 at
             }
             Arrival::Uniform => {
                 let at = self.m;
-                self.m += self.rng.unit_open() * 2.0 * self.workers;
+                self.m += self.rng.unit_open() * 2.0 * self.stripe.spacing();
                 at
             }
         };
@@ -348,6 +371,7 @@ pub struct Levels {
     profile: Profile,
     index: u64,
     workers: u64,
+    segment: Option<Segment>,
 }
 
 impl Levels {
@@ -357,12 +381,22 @@ impl Levels {
             profile,
             index: index as u64,
             workers: workers.max(1) as u64,
+            segment: None,
         }
+    }
+
+    /// In a `--segment` run the profile is the whole run's: this segment
+    /// keeps its exact share of each level.
+    pub fn with_segment(mut self, segment: Option<Segment>) -> Levels {
+        self.segment = segment;
+        self
     }
 
     /// This worker's connections at `t` seconds.
     pub fn active_at(&self, t: f64) -> u64 {
-        crate::run::share(self.profile.connections_at(t), self.workers, self.index)
+        let whole = self.profile.connections_at(t);
+        let mine = self.segment.as_ref().map_or(whole, |s| s.scale_int(whole));
+        crate::run::share(mine, self.workers, self.index)
     }
 
     /// When to check again (seconds), see [`Profile::next_check`].
@@ -416,6 +450,46 @@ mod tests {
         for (k, t) in all.iter().enumerate() {
             let want = k as u128 * 1_000_000;
             assert!(t.abs_diff(want) <= 1, "{k}: {t} vs {want}");
+        }
+    }
+
+    /// Segments of a run, each with its own workers, send exactly the
+    /// single-machine schedule between them: tick k at k / rate, once.
+    #[test]
+    fn segments_together_send_the_whole_schedule() {
+        for (seq, workers) in [("0,1/3,2/3,1", 2u64), ("0,1/4,1", 3), ("0,1/2,3/4,1", 1)] {
+            let q = redline_stats::segment::Sequence::parse(seq).unwrap();
+            let mut all = Vec::new();
+            let mut per_segment = Vec::new();
+            for i in 0..q.len() {
+                let seg = q.segment(i).unwrap();
+                let mut n = 0;
+                for w in 0..workers {
+                    let st = seg.stripe(w, workers);
+                    let limit = Some(st.count_below(100));
+                    let mut p = Pacer::striped(
+                        Arrival::Constant,
+                        Profile::constant(1000.0),
+                        st,
+                        limit,
+                        None,
+                        1,
+                    );
+                    while let Some(t) = p.next_send() {
+                        all.push(t.as_nanos());
+                        n += 1;
+                        assert!(n <= 100);
+                    }
+                }
+                assert_eq!(n, seg.scale_int(100), "{seq} segment {i}");
+                per_segment.push(n);
+            }
+            all.sort();
+            assert_eq!(all.len(), 100, "{seq}: {per_segment:?}");
+            for (k, t) in all.iter().enumerate() {
+                let want = k as u128 * 1_000_000;
+                assert!(t.abs_diff(want) <= 1, "{seq} #{k}: {t} vs {want}");
+            }
         }
     }
 

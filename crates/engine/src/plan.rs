@@ -5,6 +5,7 @@
 //! model is checked for sense. Nothing after this point can fail on user input.
 
 use base64::Engine as _;
+use redline_stats::segment::{Segment, Stripe};
 use redline_stats::{LoadModel, RunConfig};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
@@ -126,6 +127,24 @@ pub struct PlanArgs {
     pub h2c: bool,
     /// HTTP/2: concurrent streams per connection (`--streams`, default 1).
     pub streams: Option<u32>,
+    /// `--segment`: run only this share of the load (see [`SegmentPlan`]).
+    pub segment: Option<Segment>,
+}
+
+/// A `--segment` run: one exact share of a larger run. The plan's [`Load`]
+/// holds the share (connections, requests and the connection cap scaled with
+/// [`Segment::scale_int`], the rate with [`Segment::scale_rate`]); the pacer
+/// sends this segment's ticks of the whole run's schedule.
+#[derive(Debug, Clone)]
+pub struct SegmentPlan {
+    /// The segment.
+    pub segment: Segment,
+    /// The whole run's open-loop rate (the schedule the ticks come from).
+    pub whole_rate: Option<f64>,
+    /// The whole run's request count (`-n`).
+    pub whole_requests: Option<u64>,
+    /// Why this segment has nothing to do (its share is zero), if so.
+    pub empty: Option<String>,
 }
 
 /// `--stages` and its companions, as given.
@@ -176,6 +195,7 @@ impl PlanArgs {
             http2: false,
             h2c: false,
             streams: None,
+            segment: None,
         }
     }
 }
@@ -272,6 +292,8 @@ pub struct Plan {
     pub h2c: bool,
     /// HTTP/2: concurrent streams per connection.
     pub streams: u32,
+    /// `--segment`: this run is one share of a larger one.
+    pub segment: Option<SegmentPlan>,
 }
 
 fn is_secret_header(name: &str) -> bool {
@@ -545,6 +567,23 @@ impl Plan {
                 }
             }
         };
+        let mut staged = staged;
+        let (load, segment) = match &a.segment {
+            Some(seg) => {
+                let (load, sp) = segment_load(load, seg);
+                if let Some((_, _, stage_plan)) = staged.as_mut() {
+                    for st in &mut stage_plan.stages {
+                        st.level = if stage_plan.unit == "rps" {
+                            seg.scale_rate(st.level)
+                        } else {
+                            seg.scale_int(st.level as u64) as f64
+                        };
+                    }
+                }
+                (load, Some(sp))
+            }
+            None => (load, None),
+        };
         let conns = match &load {
             Load::Closed {
                 connections,
@@ -663,6 +702,12 @@ impl Plan {
             insecure: tls.as_ref().is_some_and(|t| t.insecure),
             scenario: None,
             stages: staged.as_ref().map(|s| s.2.clone()),
+            segment: a.segment.as_ref().map(|s| redline_stats::SegmentConfig {
+                segment: s.to_string(),
+                sequence: s.sequence().to_string(),
+                index: s.index() as u64,
+                count: s.sequence().len() as u64,
+            }),
         };
         let seed = a.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
@@ -692,6 +737,8 @@ impl Plan {
                     "mixed".into()
                 };
                 config.body_bytes = 0;
+                let mut sc = sc;
+                sc.segment = a.segment.clone();
                 Some(std::sync::Arc::new(sc))
             }
             _ => None,
@@ -723,6 +770,7 @@ impl Plan {
             http2: a.http2 || a.h2c,
             h2c: a.h2c,
             streams,
+            segment,
         };
         if plan.http2 {
             // The request must also be expressible in HTTP/2 (e.g. no control
@@ -731,6 +779,81 @@ impl Plan {
         }
         Ok(plan)
     }
+}
+
+impl Plan {
+    /// The global send ticks worker `worker` of `workers` owns: `worker + k·workers`,
+    /// or in a `--segment` run its stripe of the segment's ticks.
+    pub fn stripe(&self, worker: u64, workers: u64) -> Stripe {
+        match &self.segment {
+            Some(s) => s.segment.stripe(worker, workers),
+            None => Stripe {
+                period: workers.max(1),
+                offsets: vec![worker],
+            },
+        }
+    }
+
+    /// Why this run has nothing to do (a `--segment` whose share is zero).
+    pub fn empty_share(&self) -> Option<&str> {
+        self.segment.as_ref().and_then(|s| s.empty.as_deref())
+    }
+}
+
+/// A segment's share of the load: integers with [`Segment::scale_int`] (an
+/// open-loop connection cap at least 1), the rate with [`Segment::scale_rate`].
+fn segment_load(load: Load, seg: &Segment) -> (Load, SegmentPlan) {
+    let mut sp = SegmentPlan {
+        segment: seg.clone(),
+        whole_rate: None,
+        whole_requests: None,
+        empty: None,
+    };
+    let scaled_requests = |n: Option<u64>, sp: &mut SegmentPlan| {
+        n.map(|n| {
+            let mine = seg.scale_int(n);
+            if mine == 0 && sp.empty.is_none() {
+                sp.empty = Some(format!("its share of {n} requests is 0"));
+            }
+            mine
+        })
+    };
+    let load = match load {
+        Load::Closed {
+            connections,
+            requests,
+            duration,
+        } => {
+            let c = seg.scale_int(connections);
+            if c == 0 {
+                sp.empty = Some(format!("its share of {connections} connections is 0"));
+            }
+            sp.whole_requests = requests;
+            Load::Closed {
+                connections: c,
+                requests: scaled_requests(requests, &mut sp),
+                duration,
+            }
+        }
+        Load::Open {
+            rate,
+            arrival,
+            max_connections,
+            requests,
+            duration,
+        } => {
+            sp.whole_rate = Some(rate);
+            sp.whole_requests = requests;
+            Load::Open {
+                rate: seg.scale_rate(rate),
+                arrival,
+                max_connections: seg.scale_int(max_connections).max(1),
+                requests: scaled_requests(requests, &mut sp),
+                duration,
+            }
+        }
+    };
+    (load, sp)
 }
 
 /// Most concurrent streams per HTTP/2 connection `--streams` accepts.

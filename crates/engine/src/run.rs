@@ -89,6 +89,17 @@ pub fn execute_with_series(
     stop: &StopHandle,
     mut progress: impl FnMut(&Snapshot, &[SeriesPoint]),
 ) -> Result<RunRecord, EngineError> {
+    if let Some(why) = plan.empty_share() {
+        // A --segment whose share is zero: an empty record that merges as nothing.
+        let started_at = redline_stats::time::rfc3339(SystemTime::now());
+        let mut rec = RunRecord::new(plan.config.clone(), environment(), started_at);
+        rec.server.address = plan.target.addr.to_string();
+        rec.warn(
+            "segment_empty",
+            format!("this segment had nothing to run: {why}"),
+        );
+        return Ok(rec);
+    }
     let threads = plan.threads as u64;
     let (conns_total, budget_total) = match &plan.load {
         Load::Closed {
@@ -138,24 +149,33 @@ pub fn execute_with_series(
                     requests,
                     duration,
                     ..
-                } => Some(Pacer::with_profile(
-                    *arrival,
-                    match &plan.staged {
-                        Some(s) if s.rate => s.profile.clone(),
-                        _ => Profile::constant(*rate),
-                    },
-                    i,
-                    threads as usize,
-                    requests.map(|n| share(n, threads, iu)),
-                    *duration,
-                    plan.seed,
-                )),
+                } => {
+                    // A --segment run paces its ticks of the whole run's schedule.
+                    let (rate, requests) = match &plan.segment {
+                        Some(s) => (s.whole_rate.unwrap_or(*rate), s.whole_requests),
+                        None => (*rate, *requests),
+                    };
+                    let stripe = plan.stripe(iu, threads);
+                    let limit = requests.map(|n| stripe.count_below(n));
+                    Some(Pacer::striped(
+                        *arrival,
+                        match &plan.staged {
+                            Some(s) if s.rate => s.profile.clone(),
+                            _ => Profile::constant(rate),
+                        },
+                        stripe,
+                        limit,
+                        *duration,
+                        plan.seed,
+                    ))
+                }
                 Load::Closed { .. } => None,
             };
             let levels = match (&plan.staged, &plan.load) {
-                (Some(s), Load::Closed { .. }) => {
-                    Some(Levels::new(s.profile.clone(), i, threads as usize))
-                }
+                (Some(s), Load::Closed { .. }) => Some(
+                    Levels::new(s.profile.clone(), i, threads as usize)
+                        .with_segment(plan.segment.as_ref().map(|s| s.segment.clone())),
+                ),
                 _ => None,
             };
             let spec = WorkerSpec {
@@ -312,7 +332,12 @@ fn add_warnings(
             let conns_wanted = match &plan.staged {
                 Some(s) => {
                     let p = &s.profile;
-                    (p.max_level_until(p.end() - 0.25).round() as u64).min(conns_wanted)
+                    let whole = p.max_level_until(p.end() - 0.25).round() as u64;
+                    let mine = plan
+                        .segment
+                        .as_ref()
+                        .map_or(whole, |s| s.segment.scale_int(whole));
+                    mine.min(conns_wanted)
                 }
                 None => conns_wanted,
             };

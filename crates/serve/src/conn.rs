@@ -364,6 +364,10 @@ pub(crate) struct Conn {
     epoch: u64,
     /// No request parsed yet.
     first: bool,
+    /// The peer's address, and the reset epoch in which it was last noted
+    /// as a client (None: not yet).
+    peer: Option<std::net::IpAddr>,
+    peer_noted: Option<u64>,
 }
 
 impl Drop for Conn {
@@ -381,7 +385,10 @@ impl Conn {
         shared.connections.fetch_add(1, Relaxed);
         shared.open.fetch_add(1, Relaxed);
         let epoch = shared.epoch.load(Relaxed);
+        let peer = stream.peer_addr().ok().map(|a| a.ip());
         Conn {
+            peer,
+            peer_noted: None,
             stream,
             shared,
             buf: vec![0; INITIAL_BUF],
@@ -586,6 +593,11 @@ impl Conn {
         }
         if counted {
             self.requests += 1;
+            if let Some(ip) = self.peer {
+                if self.peer_noted != Some(self.shared.epoch()) {
+                    self.peer_noted = Some(self.shared.note_client(ip));
+                }
+            }
         }
         self.consume(req.head_len, counted);
 
@@ -626,8 +638,8 @@ impl Conn {
                 self.publish();
                 let s = self.shared.snapshot();
                 let body = format!(
-                    "{{\"connections\":{},\"requests\":{},\"open_connections\":{},\"bytes_in\":{},\"bytes_out\":{},\"logins\":{},\"sessions_ok\":{},\"sessions_denied\":{}}}",
-                    s.connections, s.requests, s.open_connections, s.bytes_in, s.bytes_out, s.logins, s.sessions_ok, s.sessions_denied
+                    "{{\"connections\":{},\"requests\":{},\"open_connections\":{},\"bytes_in\":{},\"bytes_out\":{},\"logins\":{},\"sessions_ok\":{},\"sessions_denied\":{},\"clients\":{}}}",
+                    s.connections, s.requests, s.open_connections, s.bytes_in, s.bytes_out, s.logins, s.sessions_ok, s.sessions_denied, s.clients
                 );
                 self.simple(
                     200,

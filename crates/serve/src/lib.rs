@@ -32,7 +32,8 @@
 //! Requests to paths starting with `/__` are not counted in the statistics
 //! (and neither are their bytes), so tests can look without disturbing:
 //!
-//! * `/__stats` — JSON `{"connections":N,"requests":N,"open_connections":N,"bytes_in":N,"bytes_out":N}`.
+//! * `/__stats` — JSON `{"connections":N,"requests":N,"open_connections":N,"bytes_in":N,"bytes_out":N,…,"clients":N}`
+//!   (`clients`: distinct client IP addresses that sent a counted request).
 //! * `/__stall?for=D` — hold every response to a counted request until `D`
 //!   from now; answers `ok` immediately.
 //! * `/__reset` — zero the counters (`open_connections` stays truthful).
@@ -116,7 +117,13 @@ pub struct ServerStats {
     pub sessions_ok: u64,
     /// `/__account` requests refused (no or wrong cookie or token).
     pub sessions_denied: u64,
+    /// Distinct client IP addresses that sent a counted request (at most
+    /// [`MAX_CLIENTS`] are told apart).
+    pub clients: u64,
 }
+
+/// Most distinct client addresses `clients` tells apart.
+pub const MAX_CLIENTS: usize = 65_536;
 
 /// A counter on its own cache line, so that counters hammered by different
 /// cores do not share one.
@@ -147,9 +154,25 @@ pub(crate) struct Shared {
     pub(crate) logins: Padded,
     pub(crate) sessions_ok: Padded,
     pub(crate) sessions_denied: Padded,
+    /// Distinct client addresses since start (or the last reset).
+    clients: std::sync::Mutex<std::collections::HashSet<std::net::IpAddr>>,
 }
 
 impl Shared {
+    /// Notes a client address once per connection and reset epoch; returns the epoch noted.
+    pub(crate) fn note_client(&self, ip: std::net::IpAddr) -> u64 {
+        let epoch = self.epoch.load(Relaxed);
+        let mut set = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if set.len() < MAX_CLIENTS {
+            set.insert(ip);
+        }
+        epoch
+    }
+
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Relaxed)
+    }
+
     fn new() -> Shared {
         Shared {
             start: Instant::now(),
@@ -163,6 +186,7 @@ impl Shared {
             logins: Padded::default(),
             sessions_ok: Padded::default(),
             sessions_denied: Padded::default(),
+            clients: Default::default(),
         }
     }
 
@@ -185,6 +209,10 @@ impl Shared {
         self.logins.store(0, Relaxed);
         self.sessions_ok.store(0, Relaxed);
         self.sessions_denied.store(0, Relaxed);
+        self.clients
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     pub(crate) fn snapshot(&self) -> ServerStats {
@@ -197,6 +225,7 @@ impl Shared {
             logins: self.logins.load(Relaxed),
             sessions_ok: self.sessions_ok.load(Relaxed),
             sessions_denied: self.sessions_denied.load(Relaxed),
+            clients: self.clients.lock().map_or(0, |s| s.len() as u64),
         }
     }
 }

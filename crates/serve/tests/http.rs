@@ -385,8 +385,10 @@ fn stats_count_requests_and_connections() {
         logins: 0,
         sessions_ok: 0,
         sessions_denied: 0,
+        clients: 1,
     };
     assert_eq!(server.stats(), expected);
+    assert_eq!(json["clients"], 1);
     // The control connection can keep asking without changing anything.
     for _ in 0..3 {
         let r = ctl.get("/__stats");

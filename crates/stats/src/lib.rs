@@ -12,6 +12,7 @@ pub mod record;
 pub mod recorder;
 pub mod requests;
 pub mod rng;
+pub mod segment;
 pub mod stages;
 pub mod time;
 pub mod watch;
@@ -19,8 +20,8 @@ pub mod watch;
 pub use error::{ErrorCount, ErrorKind, ErrorTally, MalformedKind};
 pub use hist::{Hist, SeriesHist};
 pub use record::{
-    ClientUsage, Counters, Environment, LoadModel, RunConfig, RunRecord, SeriesPoint, ServerInfo,
-    Warning, FORMAT, FORMAT_VERSION,
+    ClientUsage, Counters, Environment, LoadModel, RunConfig, RunRecord, ScheduledStart,
+    SegmentConfig, SeriesPoint, ServerInfo, Warning, FORMAT, FORMAT_VERSION,
 };
 pub use recorder::{Recorder, Timing};
 pub use requests::{CheckCount, RequestStats};

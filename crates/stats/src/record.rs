@@ -138,6 +138,31 @@ pub struct RunConfig {
     /// The `--stages` load plan, when the load level changed over the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<crate::stages::StagePlan>,
+    /// `--segment`: this run was one share of a larger one (its load above is the share).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segment: Option<SegmentConfig>,
+}
+
+/// The share of a whole run a segment ran (`--segment`, `redline agent`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SegmentConfig {
+    /// The segment's bounds, `1/3:2/3`.
+    pub segment: String,
+    /// The whole sequence of bounds, `0,1/3,2/3,1`.
+    pub sequence: String,
+    /// Which segment of the sequence (0-based).
+    pub index: u64,
+    /// How many segments the sequence has.
+    pub count: u64,
+}
+
+/// A run told to start at a set time (`--start-at`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScheduledStart {
+    /// The time asked for (RFC 3339, UTC).
+    pub at: String,
+    /// How late the run actually started, ms (0 or a little above).
+    pub late_ms: f64,
 }
 
 impl RunConfig {
@@ -160,6 +185,7 @@ impl RunConfig {
             insecure: false,
             scenario: None,
             stages: None,
+            segment: None,
         }
     }
 }
@@ -413,6 +439,9 @@ pub struct RunRecord {
     /// Where throughput stopped growing with the load (a `--stages` run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub knee: Option<crate::stages::Knee>,
+    /// `--start-at`: when the run was told to start and how late it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduled_start: Option<ScheduledStart>,
 }
 
 impl RunRecord {
@@ -451,6 +480,7 @@ impl RunRecord {
             requests: Vec::new(),
             stages: Vec::new(),
             knee: None,
+            scheduled_start: None,
         }
     }
 
@@ -554,6 +584,20 @@ impl AddAssign<&RunRecord> for RunRecord {
         }
         self.config.threads += o.config.threads;
         self.config.insecure |= o.config.insecure;
+        // Different segments merged: the result is no longer one segment.
+        if self.config.segment != o.config.segment {
+            self.config.segment = None;
+        }
+        match (&mut self.scheduled_start, &o.scheduled_start) {
+            (Some(a), Some(b)) => {
+                if b.at < a.at {
+                    a.at = b.at.clone();
+                }
+                a.late_ms = a.late_ms.max(b.late_ms);
+            }
+            (None, Some(b)) => self.scheduled_start = Some(b.clone()),
+            _ => {}
+        }
         match (&mut self.config.load, &o.config.load) {
             (
                 LoadModel::Closed {

@@ -245,6 +245,9 @@ pub struct Scenario {
     cum_weights: Vec<u64>,
     http10: bool,
     user_agent: String,
+    /// `--segment`: local virtual-user ids and data rows map to the whole
+    /// run's numbering, so no two segments use the same id or row.
+    pub segment: Option<redline_stats::segment::Segment>,
 }
 
 /// What compiling needs besides the file.
@@ -621,6 +624,7 @@ impl Scenario {
             cum_weights: cum,
             http10: a.http10,
             user_agent: format!("redline/{}", env!("CARGO_PKG_VERSION")),
+            segment: None,
         };
         for i in 0..s.requests.len() {
             let r = &s.requests[i];
@@ -648,6 +652,7 @@ impl Scenario {
 
     /// A virtual user with global id `id` (data row loaded when one per user).
     pub fn new_vu(&self, id: u64) -> Vu {
+        let id = self.global(id);
         let mut vu = Vu::new(id, self.vars.len());
         if let Some(d) = &self.data {
             if !d.per_iteration {
@@ -658,6 +663,11 @@ impl Scenario {
             }
         }
         vu
+    }
+
+    /// The whole run's number of this segment's `local` virtual user or row.
+    fn global(&self, local: u64) -> u64 {
+        self.segment.as_ref().map_or(local, |s| s.position(local))
     }
 
     /// Chooses the request a virtual user sends next. `rr` is the worker's
@@ -696,7 +706,7 @@ impl Scenario {
             }
             if let Some(d) = &self.data {
                 if d.per_iteration {
-                    let row = &d.rows[(*rows % d.rows.len() as u64) as usize];
+                    let row = &d.rows[(self.global(*rows) % d.rows.len() as u64) as usize];
                     *rows += stride;
                     for (c, v) in d.columns.iter().zip(row) {
                         vu.vars[*c] = Some(v.clone());

@@ -247,6 +247,30 @@ impl Stripe {
     pub fn as_pair(&self) -> Option<(u64, u64)> {
         (self.offsets.len() == 1).then(|| (self.offsets[0], self.period))
     }
+
+    /// How many of the worker's ticks are below global tick `total`: its
+    /// share of a run of `total` requests.
+    pub fn count_below(&self, total: u64) -> u64 {
+        (total / self.period) * self.offsets.len() as u64
+            + self.offsets.partition_point(|&x| x < total % self.period) as u64
+    }
+
+    /// The mean distance between the worker's ticks (global ticks per own tick).
+    pub fn spacing(&self) -> f64 {
+        self.period as f64 / self.offsets.len().max(1) as f64
+    }
+}
+
+impl fmt::Display for Sequence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, b) in self.bounds.iter().enumerate() {
+            if i > 0 {
+                write!(f, ",")?;
+            }
+            write!(f, "{b}")?;
+        }
+        Ok(())
+    }
 }
 
 impl Segment {
@@ -333,6 +357,15 @@ impl Segment {
     pub fn scale_rate(&self, rate: f64) -> f64 {
         let (n, d) = self.share();
         rate * n as f64 / d as f64
+    }
+
+    /// The global position of this segment's `j`-th own position (0-based):
+    /// its `j`-th connection, virtual user or data row in the whole run's
+    /// numbering, so no two segments use the same one.
+    pub fn position(&self, j: u64) -> u64 {
+        let own = &self.seq.owned[self.index];
+        let n = own.len() as u64;
+        own[(j % n) as usize] + (j / n) * self.seq.period
     }
 
     /// Whether this segment owns global tick (position) `k`.
@@ -489,6 +522,25 @@ mod tests {
             let parts: Vec<u64> = (0..n as usize).map(|i| q.segment(i).unwrap().scale_int(total)).collect();
             prop_assert_eq!(parts.iter().sum::<u64>(), total);
             prop_assert!(parts.iter().max().unwrap() - parts.iter().min().unwrap() <= 1);
+        }
+
+        #[test]
+        fn positions_partition_and_counts_match(q in arb_sequence(), workers in 1u64..5, total in 0u64..500) {
+            // Own positions are distinct across segments, ascending, owned; the
+            // workers' counts below a total add up to the segment's share.
+            let mut seen = std::collections::BTreeSet::new();
+            for i in 0..q.len() {
+                let s = q.segment(i).unwrap();
+                let share = s.scale_int(total);
+                for j in 0..share {
+                    let p = s.position(j);
+                    prop_assert!(p < total && s.owns(p));
+                    prop_assert!(seen.insert(p));
+                }
+                let counts: u64 = (0..workers).map(|w| s.stripe(w, workers).count_below(total)).sum();
+                prop_assert_eq!(counts, share);
+            }
+            prop_assert_eq!(seen.len() as u64, total);
         }
 
         #[test]
