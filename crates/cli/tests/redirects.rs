@@ -317,3 +317,82 @@ fn bad_flag_combinations() {
         assert!(err.contains(want), "{a:?}: {err}");
     }
 }
+
+#[test]
+fn scenario_cookie_jar_follows_hosts_not_redirects() {
+    // B on [::1]: another host for cookies (two ports of one host share them).
+    let Ok(l6) = std::net::TcpListener::bind("[::1]:0") else {
+        eprintln!("note: no IPv6 loopback here; skipped");
+        return;
+    };
+    l6.set_nonblocking(true).unwrap();
+    let (b, b_seen) = routed_server_on(l6, |_, _| {
+        b"HTTP/1.1 200 OK\r\nSet-Cookie: bsid=from-b\r\nContent-Length: 1\r\n\r\nb".to_vec()
+    });
+    let b_url = format!("http://[::1]:{}", b.addr.port());
+    let (a, a_seen) = routed_server(move |head, _| {
+        match path_of(head) {
+        "/login" => format!(
+            "HTTP/1.1 302 Found\r\nLocation: /home\r\nSet-Cookie: sid=jar-s3cret; Path=/\r\nContent-Length: 0\r\n\r\n"
+        )
+        .into_bytes(),
+        "/home" => redirect(307, &format!("{b_url}/land")),
+        _ => ok("profile"),
+    }
+    });
+    let dir = std::env::temp_dir().join(format!("redline-redir-scn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("s.toml");
+    std::fs::write(
+        &file,
+        "mode = \"session\"\n[[step]]\nname = \"login\"\nmethod = \"POST\"\npath = \"/login\"\nbody = \"u=1\"\ncheck = { status = 200 }\n[[step]]\nname = \"profile\"\npath = \"/profile\"\n",
+    )
+    .unwrap();
+    let v = run_json(&[
+        "--scenario",
+        file.to_str().unwrap(),
+        "-L",
+        "-n",
+        "6",
+        "-c",
+        "1",
+        &a.url(),
+    ]);
+    assert_eq!(counter(&v, "completed"), 6, "{}", v["errors"]);
+    assert_eq!(counter(&v, "redirects"), 6);
+    assert_eq!(v["status_codes"]["200"], 6);
+    let login = v["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "login")
+        .unwrap();
+    assert_eq!(login["completed"], 3);
+    assert_eq!(login["failed_checks"], 0, "checks see the final response");
+    let (ah, bh) = (heads(&a_seen), heads(&b_seen));
+    assert_eq!(ah.len(), 9, "login, home, profile per session");
+    assert_eq!(bh.len(), 3);
+    for h in &ah {
+        match path_of(h) {
+            // The cookie set by the redirect goes on the next hop and after.
+            "/home" | "/profile" => assert!(h.contains("Cookie: sid=jar-s3cret\r\n"), "{h}"),
+            _ => {}
+        }
+        // B's cookie never comes back to A.
+        assert!(!h.contains("bsid"), "{h}");
+    }
+    let homes: Vec<&String> = ah.iter().filter(|h| path_of(h) == "/home").collect();
+    assert!(
+        homes.iter().all(|h| method_of(h) == "GET"),
+        "302 after POST is a GET"
+    );
+    for h in &bh {
+        assert_eq!(
+            method_of(h),
+            "GET",
+            "307 keeps the method of its request: {h}"
+        );
+        assert!(!has_header(h, "cookie"), "A's cookie went to B: {h}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

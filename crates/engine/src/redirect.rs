@@ -158,14 +158,17 @@ pub fn is_redirect(status: u16) -> bool {
 /// The request for a hop to `to` after a `status` redirect, rewritten from the
 /// bytes of the original request (which redline built, so they are
 /// well-formed). `same_origin`: `to` is the original request's origin, so its
-/// credentials and `Host` header go along. `None` when `orig` is not a request.
+/// credentials and `Host` header go along. `was_get`: an earlier hop already
+/// made it a GET without body (a later 307/308 keeps that). Returns the bytes
+/// and whether the hop is such a GET; `None` when `orig` is not a request.
 pub fn hop_request(
     orig: &[u8],
     status: u16,
     to: &url::Url,
     same_origin: bool,
+    was_get: bool,
     cookies: Cookies<'_>,
-) -> Option<Vec<u8>> {
+) -> Option<(Vec<u8>, bool)> {
     let end = orig.windows(4).position(|w| w == b"\r\n\r\n")?;
     let head = std::str::from_utf8(&orig[..end]).ok()?;
     let body = &orig[end + 4..];
@@ -174,11 +177,13 @@ pub fn hop_request(
     let method = first.next()?;
     let _path = first.next()?;
     let version = first.next()?;
-    let to_get = match status {
-        303 => method != "GET" && method != "HEAD",
-        301 | 302 => method == "POST",
-        _ => false,
-    };
+    let to_get = (was_get
+        || match status {
+            303 => method != "GET",
+            301 | 302 => method == "POST",
+            _ => false,
+        })
+        && method != "HEAD";
     let method = if to_get { "GET" } else { method };
     let mut path = to.path().to_string();
     if let Some(q) = to.query() {
@@ -233,7 +238,7 @@ pub fn hop_request(
     if !to_get {
         out.extend_from_slice(body);
     }
-    Some(out)
+    Some((out, to_get))
 }
 
 /// The path of a request's bytes (from its request line).
@@ -282,7 +287,9 @@ mod tests {
             (307, "POST", true),
             (308, "POST", true),
         ] {
-            let r = s(&hop_request(POST, status, &to, true, Cookies::Given).unwrap());
+            let r = s(&hop_request(POST, status, &to, true, false, Cookies::Given)
+                .unwrap()
+                .0);
             assert!(
                 r.starts_with(&format!("{method} /next?x=1 HTTP/1.1\r\n")),
                 "{status}: {r}"
@@ -294,25 +301,45 @@ mod tests {
             assert!(r.contains("Host: a.test:8080\r\n"), "{r}");
         }
         let get = b"GET / HTTP/1.1\r\nHost: a\r\n\r\n";
-        let r = s(&hop_request(get, 301, &to, true, Cookies::Given).unwrap());
+        let r = s(&hop_request(get, 301, &to, true, false, Cookies::Given)
+            .unwrap()
+            .0);
         assert!(r.starts_with("GET /next?x=1 HTTP/1.1\r\n"), "{r}");
         let head = b"HEAD / HTTP/1.1\r\nHost: a\r\n\r\n";
-        let r = s(&hop_request(head, 303, &to, true, Cookies::Given).unwrap());
+        let r = s(&hop_request(head, 303, &to, true, false, Cookies::Given)
+            .unwrap()
+            .0);
         assert!(r.starts_with("HEAD /next"), "{r}");
+        // POST → 302 → GET, then a 307 keeps the GET (not the original POST).
+        let (r, get) = hop_request(POST, 307, &to, true, true, Cookies::Given).unwrap();
+        let r = s(&r);
+        assert!(get && r.starts_with("GET /next"), "{r}");
+        assert!(
+            !r.contains("Content-Length") && r.ends_with("\r\n\r\n"),
+            "{r}"
+        );
     }
 
     #[test]
     fn credentials_stay_home() {
         let to = url::Url::parse("https://b.test/x").unwrap();
-        let r = s(&hop_request(POST, 307, &to, false, Cookies::Given).unwrap());
+        let r = s(&hop_request(POST, 307, &to, false, false, Cookies::Given)
+            .unwrap()
+            .0);
         assert!(!r.contains("dTpw") && !r.contains("s=1"), "{r}");
         assert!(r.contains("Host: b.test\r\n"), "{r}");
         assert!(r.contains("X-Keep: yes\r\n"), "{r}");
         assert!(r.ends_with("\r\n\r\nbody"), "{r}");
         // A jar replaces the request's cookie line with the new host's cookies.
-        let r = s(&hop_request(POST, 302, &to, false, Cookies::Jar("t=2")).unwrap());
+        let r = s(
+            &hop_request(POST, 302, &to, false, false, Cookies::Jar("t=2"))
+                .unwrap()
+                .0,
+        );
         assert!(r.contains("Cookie: t=2\r\n") && !r.contains("s=1"), "{r}");
-        let r = s(&hop_request(POST, 302, &to, false, Cookies::Jar("")).unwrap());
+        let r = s(&hop_request(POST, 302, &to, false, false, Cookies::Jar(""))
+            .unwrap()
+            .0);
         assert!(!r.contains("Cookie"), "{r}");
     }
 

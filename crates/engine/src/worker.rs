@@ -152,6 +152,8 @@ struct Redir {
     bytes: Vec<u8>,
     /// Where the current hop goes when not the request's own origin.
     to: Option<Arc<Origin>>,
+    /// A hop made it a GET without body (301/302 after POST, 303).
+    get: bool,
 }
 
 /// An intrusive doubly-linked FIFO of connection slots ordered by deadline.
@@ -1244,7 +1246,7 @@ impl<'p> Worker<'p> {
         self.in_flight -= 1;
         let c = &mut self.conns[i as usize];
         c.has_request = false;
-        c.redir = None;
+        let redirected = c.redir.take();
         let t = Timing {
             intended: c.intended,
             sent: c.sent,
@@ -1262,6 +1264,9 @@ impl<'p> Worker<'p> {
         if let Some(sc) = self.sc.as_mut() {
             let vu = &mut sc.vus[i as usize];
             if let Some(r) = vu.chosen {
+                vu.redirected_from = redirected
+                    .as_ref()
+                    .map(|d| d.url.host_str().unwrap_or("").to_ascii_lowercase());
                 let st = &mut sc.stats[r];
                 st.completed += 1;
                 if status >= 400 {
@@ -1314,6 +1319,7 @@ impl<'p> Worker<'p> {
         let status = c.reader.status;
         let location = c.reader.location.take().unwrap_or_default();
         let hops = c.redir.as_ref().map_or(0, |r| r.hops);
+        let was_get = c.redir.as_ref().is_some_and(|r| r.get);
         if hops >= f.max {
             let msg = format!("more than {} redirects (--max-redirs)", f.max);
             return self.fail(i, ErrorKind::TooManyRedirects, Cow::Owned(msg), now);
@@ -1379,7 +1385,8 @@ impl<'p> Worker<'p> {
             Some(j) => Cookies::Jar(j),
             None => Cookies::Given,
         };
-        let Some(bytes) = hop_request(&orig, status, &to, same_origin, cookies) else {
+        let Some((bytes, get)) = hop_request(&orig, status, &to, same_origin, was_get, cookies)
+        else {
             return self.fail(
                 i,
                 ErrorKind::BadRedirect,
@@ -1396,6 +1403,7 @@ impl<'p> Worker<'p> {
             orig,
             bytes,
             to: dest,
+            get,
         }));
         if reuse {
             c.st = St::Idle;

@@ -101,7 +101,14 @@ impl ScriptServer {
     where
         F: Fn(TcpStream) + Send + Sync + 'static,
     {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        Self::start_on(TcpListener::bind("127.0.0.1:0").expect("bind"), handler)
+    }
+
+    /// As [`ScriptServer::start`], on a listener the test bound (e.g. `[::1]:0`).
+    pub fn start_on<F>(listener: TcpListener, handler: F) -> ScriptServer
+    where
+        F: Fn(TcpStream) + Send + Sync + 'static,
+    {
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -260,9 +267,17 @@ pub fn routed_server<F>(route: F) -> (ScriptServer, Requests)
 where
     F: Fn(&str, &[u8]) -> Vec<u8> + Send + Sync + 'static,
 {
+    routed_server_on(TcpListener::bind("127.0.0.1:0").expect("bind"), route)
+}
+
+/// As [`routed_server`], on a listener the test bound (e.g. `[::1]:0`).
+pub fn routed_server_on<F>(listener: TcpListener, route: F) -> (ScriptServer, Requests)
+where
+    F: Fn(&str, &[u8]) -> Vec<u8> + Send + Sync + 'static,
+{
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen2 = seen.clone();
-    let srv = ScriptServer::start(move |mut s| {
+    let srv = ScriptServer::start_on(listener, move |mut s| {
         let _ = s.set_nodelay(true);
         let mut pending = Vec::new();
         for _ in 0..1_000_000 {

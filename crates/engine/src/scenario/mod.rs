@@ -797,9 +797,10 @@ impl Scenario {
             v.render(vu, out);
             out.extend_from_slice(b"\r\n");
         }
-        if self.cookies && !vu.jar.is_empty() && !has("cookie") {
+        // The jar's cookies for this host only (a cookie goes where it came from).
+        if self.cookies && vu.jar.iter().any(|c| c.matches(&t.host)) && !has("cookie") {
             out.extend_from_slice(b"Cookie: ");
-            for (i, c) in vu.jar.iter().enumerate() {
+            for (i, c) in vu.jar.iter().filter(|c| c.matches(&t.host)).enumerate() {
                 if i > 0 {
                     out.extend_from_slice(b"; ");
                 }
@@ -850,8 +851,11 @@ impl Scenario {
         let q = &self.requests[r];
         let empty = Capture::default();
         let cap = cap.unwrap_or(&empty);
+        let redirected = vu.redirected_from.take();
         if self.cookies {
-            let host = &self.targets[q.target].host;
+            let host = redirected
+                .as_deref()
+                .unwrap_or(&self.targets[q.target].host);
             for (k, v) in &cap.headers {
                 if k.eq_ignore_ascii_case("set-cookie") {
                     set_cookie(&mut vu.jar, v, host);
@@ -1064,6 +1068,9 @@ pub struct Vu {
     pub think: Option<Duration>,
     /// Sleeping (thinking) now.
     pub sleeping: bool,
+    /// `--follow-redirects`: the host the final response came from, when the
+    /// request was redirected (its cookies belong to that host).
+    pub redirected_from: Option<String>,
     buf: Vec<u8>,
     scratch: Vec<u8>,
 }
@@ -1081,6 +1088,7 @@ impl Vu {
             target: 0,
             think: None,
             sleeping: false,
+            redirected_from: None,
             buf: Vec::new(),
             scratch: Vec::new(),
         }
