@@ -332,10 +332,8 @@ fn scenario_cookie_jar_follows_hosts_not_redirects() {
     let b_url = format!("http://[::1]:{}", b.addr.port());
     let (a, a_seen) = routed_server(move |head, _| {
         match path_of(head) {
-        "/login" => format!(
-            "HTTP/1.1 302 Found\r\nLocation: /home\r\nSet-Cookie: sid=jar-s3cret; Path=/\r\nContent-Length: 0\r\n\r\n"
-        )
-        .into_bytes(),
+        "/login" => b"HTTP/1.1 302 Found\r\nLocation: /home\r\nSet-Cookie: sid=jar-s3cret; Path=/\r\nContent-Length: 0\r\n\r\n"
+            .to_vec(),
         "/home" => redirect(307, &format!("{b_url}/land")),
         _ => ok("profile"),
     }
