@@ -527,7 +527,10 @@ impl<'p> Worker<'p> {
         let mut n = 0;
         for c in &mut self.conns {
             // (A redirect hop connecting is a request already sent: in flight.)
-            if c.has_request && c.st == St::Connecting && c.redir.is_none() {
+            if c.has_request
+                && matches!(c.st, St::Connecting | St::Handshaking)
+                && c.redir.is_none()
+            {
                 c.has_request = false;
                 n += 1;
             }
@@ -554,7 +557,16 @@ impl<'p> Worker<'p> {
             return self.in_flight == 0 || self.drain_until.is_some_and(|d| now >= d);
         }
         if self.open_loop {
-            self.next_intent.is_none() && self.pending.is_empty() && self.in_flight == 0
+            // A request waiting for a connection of its own (a scenario host
+            // switch, or the connection was a redirect's) is not done either.
+            self.next_intent.is_none()
+                && self.pending.is_empty()
+                && self.in_flight == 0
+                && self.restart.is_empty()
+                && !self
+                    .conns
+                    .iter()
+                    .any(|c| c.has_request && matches!(c.st, St::Connecting | St::Handshaking))
         } else {
             // In closed loop every connecting slot carries a request.
             self.budget == Some(0)
@@ -935,12 +947,7 @@ impl<'p> Worker<'p> {
         if self.conns[i as usize].away.is_some() {
             // Open to where the last request was redirected: the next request
             // starts again at its own URL, on a new connection.
-            self.close(i);
-            let c = &mut self.conns[i as usize];
-            c.has_request = true;
-            c.intended = intended;
-            self.restart.push_back(i);
-            return;
+            return self.send_on_new_connection(i, intended);
         }
         let plan = self.plan;
         let mut timeout = plan.timeout;
@@ -950,12 +957,7 @@ impl<'p> Worker<'p> {
             let q = &sc.s.requests[r];
             if sc.vus[i as usize].target != q.target {
                 // The next request goes to another host: replace the connection.
-                self.close(i);
-                let c = &mut self.conns[i as usize];
-                c.has_request = true;
-                c.intended = intended;
-                self.restart.push_back(i);
-                return;
+                return self.send_on_new_connection(i, intended);
             }
             timeout = q.timeout;
             sc.stats[r].sent += 1;
@@ -1291,6 +1293,22 @@ impl<'p> Worker<'p> {
             self.close(i);
         }
         self.after(i, now);
+    }
+
+    /// The request for slot `i` needs another connection: closes this one and
+    /// queues the slot to reconnect, or, once the run is stopping (no more
+    /// connects), counts the request as never sent.
+    fn send_on_new_connection(&mut self, i: u32, intended: Instant) {
+        self.close(i);
+        let c = &mut self.conns[i as usize];
+        if self.stopping {
+            c.has_request = false;
+            self.rec.counters.not_sent += 1;
+            return;
+        }
+        c.has_request = true;
+        c.intended = intended;
+        self.restart.push_back(i);
     }
 
     /// The bytes of the request slot `i` sent (before any redirect).
