@@ -894,3 +894,45 @@ fn https_uses_http2_when_the_server_picks_it_by_alpn() {
     assert_eq!(h1.h1_requests(), 10);
     assert_eq!(h1.streams(), 0);
 }
+
+#[test]
+fn redirect_from_http_to_an_https_origin() {
+    let p = pki();
+    let b = H2Server::start(
+        Some(server_tls(&p, &[b"http/1.1"])),
+        Behaviour::Ok {
+            delay: Duration::ZERO,
+        },
+    );
+    let to = format!("https://127.0.0.1:{}/secure", b.addr.port());
+    let (a, a_seen) = routed_server(move |_, _| {
+        format!("HTTP/1.1 301 Moved\r\nLocation: {to}\r\nContent-Length: 0\r\n\r\n").into_bytes()
+    });
+    let dir = temp_dir("redirect");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &p.ca_pem).unwrap();
+    // The new origin gets its own TLS session, verified with --cacert.
+    let v = run_json(&[
+        "-L",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-n",
+        "10",
+        "-c",
+        "1",
+        &a.url(),
+    ]);
+    assert_eq!(v["status_codes"]["200"], 10, "{}", v["errors"]);
+    assert_eq!(counter(&v, "redirects"), 10);
+    assert_eq!(
+        v["tls"]["count"], 10,
+        "one handshake per hop to the https origin"
+    );
+    assert_eq!(b.h1_requests(), 10);
+    assert_eq!(a_seen.lock().unwrap().len(), 10);
+    // Without the CA the hop fails as a certificate error, counted per request.
+    let v = run_json(&["-L", "-n", "3", "-c", "1", &a.url()]);
+    assert_eq!(error_count(&v, "tls"), 3, "{}", v["errors"]);
+    assert_eq!(b.h1_requests(), 10);
+    let _ = std::fs::remove_dir_all(&dir);
+}
