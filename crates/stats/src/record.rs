@@ -234,7 +234,8 @@ pub struct Counters {
     /// Most connections open at once (summed over workers).
     pub peak_connections: u64,
     /// `--follow-redirects`: redirect responses followed (hops; a request
-    /// redirected twice counts 2). Its final response is the one counted above.
+    /// redirected twice counts 2). Its final response is the one counted in
+    /// `completed`, and `sent` counts the request once, whatever its hops.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub redirects: u64,
 }
