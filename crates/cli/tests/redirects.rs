@@ -83,6 +83,7 @@ fn same_origin_chain_is_followed_on_one_connection() {
     assert_eq!(counter(&v, "redirects"), 20);
     assert_eq!(counter(&v, "body_bytes"), 50, "the final bodies only");
     assert_eq!(v["config"]["follow_redirects"], 10);
+    assert_run_schema(&v);
     // The server agrees: 30 requests on one connection, each chain in order.
     let h = heads(&seen);
     assert_eq!(h.len(), 30);
@@ -258,9 +259,11 @@ fn a_redirect_loop_ends_as_too_many_redirects() {
     assert_eq!(counter(&v, "redirects"), 12);
     assert_eq!(v["config"]["follow_redirects"], 3);
     assert_eq!(heads(&seen).len(), 16, "1 + 3 hops per request");
+    assert_run_schema(&v);
 
     let v = run_json(&["-n", "3", "-c", "1", "-L", &format!("{}bad", srv.url())]);
     assert_eq!(error_count(&v, "bad_redirect"), 3, "{}", v["errors"]);
+    assert_run_schema(&v);
     let v = run_json(&["-n", "2", "-c", "1", "-L", &format!("{}ftp", srv.url())]);
     assert_eq!(error_count(&v, "bad_redirect"), 2, "{}", v["errors"]);
 
