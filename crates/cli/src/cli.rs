@@ -155,9 +155,19 @@ struct RunArgs {
     #[arg(long, value_name = "FILE", requires = "cert")]
     key: Option<std::path::PathBuf>,
     /// HTTP/2 over TLS, negotiated by ALPN; fails if the server does not offer h2
-    /// (without it, https runs speak HTTP/1.1).
+    /// (without it or --http1.1, an https run uses HTTP/2 when the server picks it).
     #[arg(long = "http2", conflicts_with = "h2c")]
     http2: bool,
+    /// https: speak HTTP/1.1 even when the server offers HTTP/2 (curl's flag).
+    #[arg(long = "http1.1", conflicts_with_all = ["http2", "h2c", "http10"])]
+    http11: bool,
+    /// Follow redirects (301, 302, 303, 307, 308) like curl -L: a request's
+    /// latency and status are its final response's; credentials never go to another origin.
+    #[arg(short = 'L', long = "follow-redirects")]
+    follow_redirects: bool,
+    /// With -L: the most redirects per request (default 10); one more is the error too_many_redirects.
+    #[arg(long = "max-redirs", value_name = "N", requires = "follow_redirects")]
+    max_redirs: Option<u32>,
     /// HTTP/2 over cleartext with prior knowledge (http:// URLs).
     #[arg(long = "h2c")]
     h2c: bool,
@@ -407,11 +417,18 @@ fn cmd_run(a: RunArgs) -> i32 {
         http2: a.http2,
         h2c: a.h2c,
         streams: a.streams,
+        http11: a.http11,
+        follow_redirects: a.follow_redirects,
+        max_redirs: a.max_redirs,
     };
-    let plan = match Plan::build(pa) {
+    let mut plan = match Plan::build(pa) {
         Ok(p) => p,
         Err(e) => return fail(EXIT_USAGE, e),
     };
+    // https without --http2/--http1.1: HTTP/2 when the server picks it by ALPN.
+    if let Some(note) = redline_engine::alpn::negotiate(&mut plan) {
+        eprintln!("redline: note: {note}");
+    }
     let mut thresholds = a.thresholds;
     let mut request_thresholds = Vec::new();
     if let Some(sc) = &plan.scenario {

@@ -33,6 +33,8 @@ struct Counts {
     streams: AtomicU64,
     /// Most streams open at once on one connection.
     max_concurrent: AtomicU64,
+    /// HTTP/1.1 requests (TLS connections where ALPN picked http/1.1).
+    h1_requests: AtomicU64,
 }
 
 struct H2Server {
@@ -67,6 +69,11 @@ impl H2Server {
                 .unwrap();
             rt.block_on(async move {
                 let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                // A server that offers http/1.1 by ALPN speaks it to clients
+                // that do not pick h2.
+                let acceptor_alpn_h1 = tls
+                    .as_ref()
+                    .is_some_and(|c| c.alpn_protocols.iter().any(|p| p == b"http/1.1"));
                 let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
                 let lifetime = tokio::time::sleep(Duration::from_secs(60));
                 tokio::pin!(lifetime);
@@ -82,7 +89,12 @@ impl H2Server {
                         match acceptor {
                             Some(a) => {
                                 if let Ok(s) = a.accept(sock).await {
-                                    serve_conn(s, counts, behaviour).await;
+                                    let alpn = s.get_ref().1.alpn_protocol().map(<[u8]>::to_vec);
+                                    if alpn.is_none_or(|p| p != b"h2") && acceptor_alpn_h1 {
+                                        serve_h1(s, counts).await;
+                                    } else {
+                                        serve_conn(s, counts, behaviour).await;
+                                    }
                                 }
                             }
                             None => serve_conn(sock, counts, behaviour).await,
@@ -107,6 +119,37 @@ impl H2Server {
     }
     fn max_concurrent(&self) -> u64 {
         self.counts.max_concurrent.load(Ordering::SeqCst)
+    }
+    fn h1_requests(&self) -> u64 {
+        self.counts.h1_requests.load(Ordering::SeqCst)
+    }
+}
+
+/// HTTP/1.1 keep-alive on a connection where ALPN picked http/1.1: 200 "hello".
+async fn serve_h1<T>(mut io: T, counts: Arc<Counts>)
+where
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    for _ in 0..1_000_000 {
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+            match io.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+            if buf.len() > 65536 {
+                return;
+            }
+        }
+        let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        buf.drain(..end);
+        counts.h1_requests.fetch_add(1, Ordering::SeqCst);
+        let resp = b"HTTP/1.1 200 OK\r\nServer: h1-test\r\nContent-Length: 5\r\n\r\nhello";
+        if io.write_all(resp).await.is_err() || io.flush().await.is_err() {
+            return;
+        }
     }
 }
 
@@ -727,7 +770,7 @@ fn nginx_over_tls_with_http2() {
         .as_str()
         .unwrap()
         .starts_with("nginx"));
-    // Without --http2 the same server is tested over HTTP/1.1.
+    // Without --http2 nginx picks h2 by ALPN, so the run uses HTTP/2 ...
     let v = run_json(&[
         "--cacert",
         ca.to_str().unwrap(),
@@ -737,7 +780,159 @@ fn nginx_over_tls_with_http2() {
         "2",
         &url,
     ]);
-    assert_eq!(counter(&v, "completed"), 20);
+    assert_eq!(counter(&v, "completed"), 20, "{}", v["errors"]);
+    assert_eq!(v["config"]["http_version"], "2");
+    assert_eq!(v["config"]["negotiated"], "HTTP/2 (negotiated by ALPN)");
+    // ... and --http1.1 tests the same server over HTTP/1.1.
+    let v = run_json(&[
+        "--http1.1",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-n",
+        "20",
+        "-c",
+        "2",
+        &url,
+    ]);
+    assert_eq!(counter(&v, "completed"), 20, "{}", v["errors"]);
     assert_eq!(v["config"]["http_version"], "1.1");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn https_uses_http2_when_the_server_picks_it_by_alpn() {
+    let p = pki();
+    let srv = H2Server::start(
+        Some(server_tls(&p, &[b"h2", b"http/1.1"])),
+        Behaviour::Ok {
+            delay: Duration::ZERO,
+        },
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.addr.port());
+    // No flag: one probe handshake, then HTTP/2 (many streams per connection).
+    let v = run_json(&["--insecure", "-n", "200", "-c", "2", &url]);
+    assert_eq!(counter(&v, "completed"), 200, "{}", v["errors"]);
+    assert_eq!(v["config"]["http_version"], "2");
+    assert_eq!(v["config"]["negotiated"], "HTTP/2 (negotiated by ALPN)");
+    assert_eq!(srv.streams(), 200);
+    assert_eq!(srv.h1_requests(), 0);
+    assert_eq!(srv.connections(), 3, "2 connections and the probe");
+    assert!(srv.streams() > srv.connections());
+    assert_schema(&v);
+    let out = redline(&[
+        "run",
+        "-q",
+        "--no-save",
+        "--insecure",
+        "-n",
+        "5",
+        "-c",
+        "1",
+        &url,
+    ]);
+    assert!(out.status.success());
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("HTTP/2 (negotiated by ALPN)"), "{t}");
+
+    // --http1.1: HTTP/1.1 even though h2 is offered, and no probe.
+    let before = srv.connections();
+    let v = run_json(&["--insecure", "--http1.1", "-n", "50", "-c", "2", &url]);
+    assert_eq!(counter(&v, "completed"), 50, "{}", v["errors"]);
+    assert_eq!(v["config"]["http_version"], "1.1");
+    assert_eq!(v["config"].get("negotiated"), None);
+    assert_eq!(srv.h1_requests(), 50);
+    assert_eq!(srv.streams(), 205, "no HTTP/2 stream more");
+    assert_eq!(srv.connections() - before, 2);
+
+    // A mode the HTTP/2 engine does not run (here -L): HTTP/1.1 and one note.
+    let out = redline(&[
+        "run",
+        "-q",
+        "--no-save",
+        "-o",
+        "json",
+        "--insecure",
+        "-L",
+        "-n",
+        "10",
+        "-c",
+        "1",
+        &url,
+    ]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("note:").count(), 1, "{err}");
+    assert!(
+        err.contains("offers HTTP/2") && err.contains("HTTP/1.1"),
+        "{err}"
+    );
+    assert_eq!(srv.h1_requests(), 60);
+
+    // A server that only speaks HTTP/1.1 over TLS: HTTP/1.1, no note.
+    let h1 = H2Server::start(
+        Some(server_tls(&p, &[b"http/1.1"])),
+        Behaviour::Ok {
+            delay: Duration::ZERO,
+        },
+    );
+    let url = format!("https://127.0.0.1:{}/", h1.addr.port());
+    let out = redline(&[
+        "run",
+        "-q",
+        "--no-save",
+        "-o",
+        "json",
+        "--insecure",
+        "-n",
+        "10",
+        &url,
+    ]);
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("note"));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["http_version"], "1.1");
+    assert_eq!(h1.h1_requests(), 10);
+    assert_eq!(h1.streams(), 0);
+}
+
+#[test]
+fn redirect_from_http_to_an_https_origin() {
+    let p = pki();
+    let b = H2Server::start(
+        Some(server_tls(&p, &[b"http/1.1"])),
+        Behaviour::Ok {
+            delay: Duration::ZERO,
+        },
+    );
+    let to = format!("https://127.0.0.1:{}/secure", b.addr.port());
+    let (a, a_seen) = routed_server(move |_, _| {
+        format!("HTTP/1.1 301 Moved\r\nLocation: {to}\r\nContent-Length: 0\r\n\r\n").into_bytes()
+    });
+    let dir = temp_dir("redirect");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &p.ca_pem).unwrap();
+    // The new origin gets its own TLS session, verified with --cacert.
+    let v = run_json(&[
+        "-L",
+        "--cacert",
+        ca.to_str().unwrap(),
+        "-n",
+        "10",
+        "-c",
+        "1",
+        &a.url(),
+    ]);
+    assert_eq!(v["status_codes"]["200"], 10, "{}", v["errors"]);
+    assert_eq!(counter(&v, "redirects"), 10);
+    assert_eq!(
+        v["tls"]["count"], 10,
+        "one handshake per hop to the https origin"
+    );
+    assert_eq!(b.h1_requests(), 10);
+    assert_eq!(a_seen.lock().unwrap().len(), 10);
+    // Without the CA the hop fails as a certificate error, counted per request.
+    let v = run_json(&["-L", "-n", "3", "-c", "1", &a.url()]);
+    assert_eq!(error_count(&v, "tls"), 3, "{}", v["errors"]);
+    assert_eq!(b.h1_requests(), 10);
     let _ = std::fs::remove_dir_all(&dir);
 }

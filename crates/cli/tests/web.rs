@@ -200,3 +200,56 @@ fn refused_is_a_runtime_error_and_secrets_are_not_printed() {
     );
     let _ = Duration::from_secs(1);
 }
+
+#[test]
+fn page_credentials_stay_on_the_page_origin_across_a_redirect() {
+    // Two ports of 127.0.0.1: the same site, two origins.
+    let (b, b_seen) = common::routed_server(|_, _| {
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 13\r\n\r\n<html></html>"
+            .to_vec()
+    });
+    let to = format!("http://127.0.0.1:{}/land", b.addr.port());
+    let (a, a_seen) = common::routed_server(move |_, _| {
+        format!("HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\n\r\n").into_bytes()
+    });
+    let url = format!("http://user:pg-pa55@127.0.0.1:{}/", a.addr.port());
+    let out = redline(&[
+        "page",
+        "-H",
+        "Cookie: k=pg-c00kie",
+        "-H",
+        "X-Trace: 1",
+        &url,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !text.contains("pg-pa55") && !text.contains("pg-c00kie"),
+        "{text}"
+    );
+    let a_heads: Vec<String> = a_seen.lock().unwrap().iter().map(|r| r.0.clone()).collect();
+    let b_heads: Vec<String> = b_seen.lock().unwrap().iter().map(|r| r.0.clone()).collect();
+    assert!(
+        !a_heads.is_empty() && !b_heads.is_empty(),
+        "{a_heads:?} {b_heads:?}"
+    );
+    let has = |h: &str, name: &str| {
+        h.lines()
+            .any(|l| l.to_ascii_lowercase().starts_with(&format!("{name}:")))
+    };
+    assert!(a_heads
+        .iter()
+        .all(|h| has(h, "authorization") && has(h, "cookie")));
+    for h in &b_heads {
+        assert!(!has(h, "authorization") && !has(h, "cookie"), "{h}");
+        assert!(has(h, "x-trace"), "same site: other headers still go: {h}");
+    }
+}

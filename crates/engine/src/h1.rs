@@ -133,6 +133,10 @@ pub struct ResponseReader {
     pub informational: u32,
     /// Scenario runs: what of the response to keep.
     pub capture: Option<Box<Capture>>,
+    /// `--follow-redirects`: keep the `Location` of a 3xx response.
+    pub want_location: bool,
+    /// The `Location` of the last 3xx response (with `want_location`).
+    pub location: Option<String>,
 }
 
 impl Default for ResponseReader {
@@ -155,6 +159,8 @@ impl ResponseReader {
             want_server: false,
             informational: 0,
             capture: None,
+            want_location: false,
+            location: None,
         }
     }
 
@@ -170,6 +176,7 @@ impl ResponseReader {
         self.keep_alive = true;
         self.head_done = false;
         self.informational = 0;
+        self.location = None;
         if let Some(c) = self.capture.as_deref_mut() {
             c.headers.clear();
             c.body.clear();
@@ -348,11 +355,12 @@ impl ResponseReader {
         let mut length: Option<u64> = None;
         let mut chunked = false;
         let mut other_te = false;
+        let want_location = self.want_location && (300..400).contains(&code);
         for h in resp.headers.iter() {
             let name = h.name.as_bytes();
-            // Dispatch on length first: most headers match none of the four
+            // Dispatch on length first: most headers match none of the five
             // names and are skipped without a byte comparison.
-            if !matches!(name.len(), 6 | 10 | 14 | 17) {
+            if !matches!(name.len(), 6 | 8 | 10 | 14 | 17) {
                 continue;
             }
             if name.eq_ignore_ascii_case(b"content-length") {
@@ -391,6 +399,8 @@ impl ResponseReader {
                         keep_alive = true;
                     }
                 }
+            } else if want_location && name.eq_ignore_ascii_case(b"location") {
+                self.location = Some(String::from_utf8_lossy(h.value).trim().to_string());
             } else if self.want_server && name.eq_ignore_ascii_case(b"server") {
                 self.server = Some(String::from_utf8_lossy(h.value).into_owned());
                 self.want_server = false;

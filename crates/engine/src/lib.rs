@@ -6,10 +6,12 @@
 //! [`h2run`] workers, one tokio runtime per thread); the result is one [`redline_stats::RunRecord`].
 #![deny(missing_docs)]
 
+pub mod alpn;
 pub mod h1;
 pub mod h2run;
 pub mod pacer;
 pub mod plan;
+pub mod redirect;
 pub mod run;
 pub mod scenario;
 pub mod tls;

@@ -127,6 +127,12 @@ pub struct PlanArgs {
     pub h2c: bool,
     /// HTTP/2: concurrent streams per connection (`--streams`, default 1).
     pub streams: Option<u32>,
+    /// `--http1.1`: never negotiate HTTP/2 for an https URL.
+    pub http11: bool,
+    /// `-L/--follow-redirects`.
+    pub follow_redirects: bool,
+    /// `--max-redirs` (default [`crate::redirect::DEFAULT_MAX_REDIRS`] with `-L`).
+    pub max_redirs: Option<u32>,
     /// `--segment`: run only this share of the load (see [`SegmentPlan`]).
     pub segment: Option<Segment>,
 }
@@ -195,6 +201,9 @@ impl PlanArgs {
             http2: false,
             h2c: false,
             streams: None,
+            http11: false,
+            follow_redirects: false,
+            max_redirs: None,
             segment: None,
         }
     }
@@ -247,6 +256,8 @@ pub struct Target {
     pub addr: SocketAddr,
     /// Path and query.
     pub path: String,
+    /// `scheme://host:port` ([`crate::redirect::origin_key`]).
+    pub origin: String,
 }
 
 /// A validated run plan.
@@ -292,6 +303,10 @@ pub struct Plan {
     pub h2c: bool,
     /// HTTP/2: concurrent streams per connection.
     pub streams: u32,
+    /// `-L/--follow-redirects` (HTTP/1 runs): the limit and the origins resolved so far.
+    pub follow: Option<std::sync::Arc<crate::redirect::Follow>>,
+    /// `--http1.1` was given: HTTP/2 is not negotiated.
+    pub http11: bool,
     /// `--segment`: this run is one share of a larger one.
     pub segment: Option<SegmentPlan>,
 }
@@ -515,6 +530,22 @@ impl Plan {
             return Err(usage("--requests-per-conn must be at least 1"));
         }
         let streams = check_http2(&a, url.scheme())?;
+        if a.max_redirs.is_some() && !a.follow_redirects {
+            return Err(usage("--max-redirs needs -L/--follow-redirects"));
+        }
+        if a.follow_redirects && (a.http2 || a.h2c) {
+            return Err(usage(
+                "-L/--follow-redirects is for HTTP/1.1 runs: drop --http2/--h2c",
+            ));
+        }
+        if a.http11 && (a.http2 || a.h2c || a.http10) {
+            return Err(usage(
+                "--http1.1 cannot be combined with --http2, --h2c or --http1.0",
+            ));
+        }
+        if a.max_redirs.is_some_and(|n| n > 1000) {
+            return Err(usage("--max-redirs above 1000 is not supported"));
+        }
         if (a.http2 || a.h2c) && (a.scenario.is_some() || a.stages.is_some()) {
             return Err(usage(
                 "--http2/--h2c do not combine with --scenario or --stages yet (HTTP/1.1 only for those)",
@@ -702,6 +733,10 @@ impl Plan {
             insecure: tls.as_ref().is_some_and(|t| t.insecure),
             scenario: None,
             stages: staged.as_ref().map(|s| s.2.clone()),
+            follow_redirects: a
+                .follow_redirects
+                .then(|| u64::from(a.max_redirs.unwrap_or(crate::redirect::DEFAULT_MAX_REDIRS))),
+            negotiated: None,
             segment: a.segment.as_ref().map(|s| redline_stats::SegmentConfig {
                 segment: s.to_string(),
                 sequence: s.sequence().to_string(),
@@ -751,6 +786,7 @@ impl Plan {
                 port,
                 addr,
                 path,
+                origin: crate::redirect::origin_key(&url),
             },
             head_request: method == "HEAD",
             method,
@@ -770,6 +806,13 @@ impl Plan {
             http2: a.http2 || a.h2c,
             h2c: a.h2c,
             streams,
+            follow: a.follow_redirects.then(|| {
+                std::sync::Arc::new(crate::redirect::Follow::new(
+                    a.max_redirs.unwrap_or(crate::redirect::DEFAULT_MAX_REDIRS),
+                    a.tls.clone(),
+                ))
+            }),
+            http11: a.http11,
             segment,
         };
         if plan.http2 {

@@ -85,6 +85,10 @@ pub fn setup(host: &str, a: &TlsArgs) -> Result<TlsSetup, String> {
         (None, None) => builder.with_no_client_auth(),
         _ => return Err("--cert and --key go together".into()),
     };
+    let mut config = config;
+    // The HTTP/1 engine says what it speaks (HTTP/2 runs offer h2 instead):
+    // a server offering both then never answers in HTTP/2.
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(TlsSetup {
         config: Arc::new(config),
         server_name,

@@ -12,6 +12,7 @@
 use crate::h1::{Progress, ResponseReader};
 use crate::pacer::Pacer;
 use crate::plan::Plan;
+use crate::redirect::{Cookies, Origin};
 use crate::scenario::{Scenario, Vu};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token, Waker};
@@ -133,6 +134,26 @@ struct Conn {
     prev: u32,
     next: u32,
     list: List,
+    /// `--follow-redirects`: the redirect chain of the request in progress.
+    redir: Option<Box<Redir>>,
+    /// The socket is open to a redirect's origin, not the request's own: the
+    /// next request replaces the connection.
+    away: Option<Arc<Origin>>,
+}
+
+/// A request being redirected: its hops so far and the request of the next.
+struct Redir {
+    hops: u32,
+    /// The URL the current hop goes to.
+    url: url::Url,
+    /// The original request's bytes (hops are rewritten from them).
+    orig: Vec<u8>,
+    /// The current hop's request.
+    bytes: Vec<u8>,
+    /// Where the current hop goes when not the request's own origin.
+    to: Option<Arc<Origin>>,
+    /// A hop made it a GET without body (301/302 after POST, 303).
+    get: bool,
 }
 
 /// An intrusive doubly-linked FIFO of connection slots ordered by deadline.
@@ -231,6 +252,8 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
             prev: NIL,
             next: NIL,
             list: List::None,
+            redir: None,
+            away: None,
         })
         .collect();
     // Batch sends only when they come closer than 100 µs apart (above 10,000
@@ -245,6 +268,11 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
         None
     };
     let mut conns: Vec<Conn> = conns;
+    if plan.follow.is_some() {
+        for c in &mut conns {
+            c.reader.want_location = true;
+        }
+    }
     let sc = plan.scenario.as_deref().map(|s| {
         for c in &mut conns {
             c.reader.capture = Some(Box::default());
@@ -498,15 +526,27 @@ impl<'p> Worker<'p> {
         // Requests waiting for a connect that never happened were not sent.
         let mut n = 0;
         for c in &mut self.conns {
-            if c.has_request && c.st == St::Connecting {
+            // (A redirect hop connecting is a request already sent: in flight.)
+            if c.has_request
+                && matches!(c.st, St::Connecting | St::Handshaking)
+                && c.redir.is_none()
+            {
                 c.has_request = false;
                 n += 1;
             }
         }
         for i in std::mem::take(&mut self.restart) {
-            if self.conns[i as usize].has_request {
-                self.conns[i as usize].has_request = false;
-                n += 1;
+            let c = &mut self.conns[i as usize];
+            if c.has_request {
+                c.has_request = false;
+                if c.redir.take().is_some() {
+                    // Sent, redirected, and now waiting for a connection to
+                    // the next hop that will not be made: in flight at the end.
+                    self.in_flight -= 1;
+                    self.rec.counters.in_flight_at_end += 1;
+                } else {
+                    n += 1;
+                }
             }
         }
         self.rec.counters.not_sent += n;
@@ -517,7 +557,16 @@ impl<'p> Worker<'p> {
             return self.in_flight == 0 || self.drain_until.is_some_and(|d| now >= d);
         }
         if self.open_loop {
-            self.next_intent.is_none() && self.pending.is_empty() && self.in_flight == 0
+            // A request waiting for a connection of its own (a scenario host
+            // switch, or the connection was a redirect's) is not done either.
+            self.next_intent.is_none()
+                && self.pending.is_empty()
+                && self.in_flight == 0
+                && self.restart.is_empty()
+                && !self
+                    .conns
+                    .iter()
+                    .any(|c| c.has_request && matches!(c.st, St::Connecting | St::Handshaking))
         } else {
             // In closed loop every connecting slot carries a request.
             self.budget == Some(0)
@@ -681,7 +730,13 @@ impl<'p> Worker<'p> {
     }
 
     fn connect(&mut self, i: u32, now: Instant) {
+        // A redirect hop to another origin connects there.
+        let away = self.conns[i as usize]
+            .redir
+            .as_ref()
+            .and_then(|r| r.to.clone());
         let addr = match self.sc.is_some() {
+            _ if away.is_some() => away.as_ref().map_or(self.plan.target.addr, |o| o.addr),
             true => {
                 let r = self.choose(i);
                 let sc = self.sc.as_mut().expect("scenario");
@@ -692,6 +747,7 @@ impl<'p> Worker<'p> {
             false => self.plan.target.addr,
         };
         let c = &mut self.conns[i as usize];
+        c.away = away;
         c.connect_start = now;
         c.on_conn = 0;
         c.reader.reset();
@@ -741,6 +797,7 @@ impl<'p> Worker<'p> {
         let c = &mut self.conns[i as usize];
         let took = now.saturating_duration_since(c.connect_start);
         self.rec.connected(took);
+        let away = c.away.clone();
         let tls = match &mut self.sc {
             Some(sc) => {
                 let vu = &sc.vus[i as usize];
@@ -750,6 +807,10 @@ impl<'p> Worker<'p> {
                 sc.s.targets[vu.target].tls.as_ref()
             }
             None => self.plan.tls.as_ref(),
+        };
+        let tls = match &away {
+            Some(o) => o.tls.as_ref(),
+            None => tls,
         };
         if let Some(t) = tls {
             match rustls::ClientConnection::new(t.config.clone(), t.server_name.clone()) {
@@ -858,6 +919,10 @@ impl<'p> Worker<'p> {
         let c = &mut self.conns[i as usize];
         if c.has_request {
             c.has_request = false;
+            if c.redir.take().is_some() {
+                // A redirect hop: the request was in flight.
+                self.in_flight -= 1;
+            }
             self.rec.error(kind, msg, now);
             self.last_done = now;
             self.request_ended(i, None, now);
@@ -875,6 +940,15 @@ impl<'p> Worker<'p> {
 
     /// Writes a request on connection `i` (connected and idle).
     fn send(&mut self, i: u32, intended: Instant, now: Instant) {
+        if self.conns[i as usize].redir.is_some() {
+            // The connection for the next redirect hop is up.
+            return self.send_hop(i, now);
+        }
+        if self.conns[i as usize].away.is_some() {
+            // Open to where the last request was redirected: the next request
+            // starts again at its own URL, on a new connection.
+            return self.send_on_new_connection(i, intended);
+        }
         let plan = self.plan;
         let mut timeout = plan.timeout;
         if self.sc.is_some() {
@@ -883,12 +957,7 @@ impl<'p> Worker<'p> {
             let q = &sc.s.requests[r];
             if sc.vus[i as usize].target != q.target {
                 // The next request goes to another host: replace the connection.
-                self.close(i);
-                let c = &mut self.conns[i as usize];
-                c.has_request = true;
-                c.intended = intended;
-                self.restart.push_back(i);
-                return;
+                return self.send_on_new_connection(i, intended);
             }
             timeout = q.timeout;
             sc.stats[r].sent += 1;
@@ -927,7 +996,9 @@ impl<'p> Worker<'p> {
     fn write_more(&mut self, i: u32) {
         let plan = self.plan;
         let c = &mut self.conns[i as usize];
-        let bytes: &[u8] = if let Some(sc) = &self.sc {
+        let bytes: &[u8] = if let Some(r) = c.redir.as_deref() {
+            &r.bytes
+        } else if let Some(sc) = &self.sc {
             let vu = &sc.vus[i as usize];
             sc.s.wire(vu.chosen.unwrap_or(0), vu, c.close_after)
         } else if c.close_after {
@@ -1167,10 +1238,17 @@ impl<'p> Worker<'p> {
     }
 
     fn complete(&mut self, i: u32, now: Instant, poisoned: bool) {
+        if let Some(f) = self.plan.follow.as_deref() {
+            let r = &self.conns[i as usize].reader;
+            if crate::redirect::is_redirect(r.status) && r.location.is_some() {
+                return self.follow(i, f, now, poisoned);
+            }
+        }
         self.unlink(i);
         self.in_flight -= 1;
         let c = &mut self.conns[i as usize];
         c.has_request = false;
+        let redirected = c.redir.take();
         let t = Timing {
             intended: c.intended,
             sent: c.sent,
@@ -1188,6 +1266,9 @@ impl<'p> Worker<'p> {
         if let Some(sc) = self.sc.as_mut() {
             let vu = &mut sc.vus[i as usize];
             if let Some(r) = vu.chosen {
+                vu.redirected_from = redirected
+                    .as_ref()
+                    .map(|d| d.url.host_str().unwrap_or("").to_ascii_lowercase());
                 let st = &mut sc.stats[r];
                 st.completed += 1;
                 if status >= 400 {
@@ -1214,12 +1295,173 @@ impl<'p> Worker<'p> {
         self.after(i, now);
     }
 
+    /// The request for slot `i` needs another connection: closes this one and
+    /// queues the slot to reconnect, or, once the run is stopping (no more
+    /// connects), counts the request as never sent.
+    fn send_on_new_connection(&mut self, i: u32, intended: Instant) {
+        self.close(i);
+        let c = &mut self.conns[i as usize];
+        if self.stopping {
+            c.has_request = false;
+            self.rec.counters.not_sent += 1;
+            return;
+        }
+        c.has_request = true;
+        c.intended = intended;
+        self.restart.push_back(i);
+    }
+
+    /// The bytes of the request slot `i` sent (before any redirect).
+    fn request_bytes(&self, i: u32) -> &[u8] {
+        let c = &self.conns[i as usize];
+        match &self.sc {
+            Some(sc) => {
+                let vu = &sc.vus[i as usize];
+                sc.s.wire(vu.chosen.unwrap_or(0), vu, c.close_after)
+            }
+            None if c.close_after => &self.plan.request_close,
+            None => &self.plan.request,
+        }
+    }
+
+    /// `--follow-redirects`: the response just read is a redirect with a
+    /// `Location`. Follows it — on the same connection when it stays on the
+    /// connection's origin and may be reused, else on a new connection to the
+    /// new origin — or ends the request as `too_many_redirects`,
+    /// `bad_redirect` or `resolve`. The request stays in flight throughout;
+    /// its latency runs to the end of the final response.
+    fn follow(&mut self, i: u32, f: &crate::redirect::Follow, now: Instant, poisoned: bool) {
+        use crate::redirect::{hop_request, origin_key, request_path, resolve_location};
+        let plan = self.plan;
+        let c = &mut self.conns[i as usize];
+        let status = c.reader.status;
+        let location = c.reader.location.take().unwrap_or_default();
+        let hops = c.redir.as_ref().map_or(0, |r| r.hops);
+        let was_get = c.redir.as_ref().is_some_and(|r| r.get);
+        if hops >= f.max {
+            let msg = format!("more than {} redirects (--max-redirs)", f.max);
+            return self.fail(i, ErrorKind::TooManyRedirects, Cow::Owned(msg), now);
+        }
+        let own_key = match &self.sc {
+            Some(sc) => sc.s.targets[sc.vus[i as usize].target].origin.clone(),
+            None => plan.target.origin.clone(),
+        };
+        let (orig, base) = match c.redir.as_mut() {
+            Some(r) => (std::mem::take(&mut r.orig), Ok(r.url.clone())),
+            None => {
+                let orig = self.request_bytes(i).to_vec();
+                let path = request_path(&orig).unwrap_or("/");
+                let base = url::Url::parse(&format!("{own_key}{path}"));
+                (orig, base)
+            }
+        };
+        let Ok(base) = base else {
+            return self.fail(
+                i,
+                ErrorKind::BadRedirect,
+                "the redirected request's URL cannot be rebuilt".into(),
+                now,
+            );
+        };
+        let to = match resolve_location(&base, &location) {
+            Ok(u) => u,
+            Err(m) => return self.fail(i, ErrorKind::BadRedirect, Cow::Borrowed(m), now),
+        };
+        let key = origin_key(&to);
+        let same_origin = key == own_key;
+        let dest = if same_origin {
+            None
+        } else {
+            match f.origin(&to) {
+                Ok(o) => Some(o),
+                Err(e) => {
+                    let kind = if e.resolve {
+                        ErrorKind::Resolve
+                    } else {
+                        ErrorKind::BadRedirect
+                    };
+                    return self.fail(i, kind, Cow::Owned(e.message), now);
+                }
+            }
+        };
+        let c = &mut self.conns[i as usize];
+        let jar = match self.sc.as_mut() {
+            Some(sc) => {
+                let vu = &mut sc.vus[i as usize];
+                let r = vu.chosen.unwrap_or(0);
+                sc.s.redirect_cookies(
+                    r,
+                    vu,
+                    c.reader.capture.as_deref(),
+                    base.host_str().unwrap_or(""),
+                    to.host_str().unwrap_or(""),
+                )
+            }
+            None => None,
+        };
+        let cookies = match &jar {
+            Some(j) => Cookies::Jar(j),
+            None => Cookies::Given,
+        };
+        let Some((bytes, get)) = hop_request(&orig, status, &to, same_origin, was_get, cookies)
+        else {
+            return self.fail(
+                i,
+                ErrorKind::BadRedirect,
+                "the redirected request cannot be rewritten".into(),
+                now,
+            );
+        };
+        self.rec.counters.redirects += 1;
+        let on_conn = c.away.as_ref().map_or(own_key.as_str(), |o| o.key.as_str()) == key;
+        let reuse = on_conn && c.reader.keep_alive && !c.close_after && !poisoned && plan.keepalive;
+        c.redir = Some(Box::new(Redir {
+            hops: hops + 1,
+            url: to,
+            orig,
+            bytes,
+            to: dest,
+            get,
+        }));
+        if reuse {
+            c.st = St::Idle;
+            self.send_hop(i, now);
+        } else {
+            // Still the same request (in flight); the next hop needs a new connection.
+            self.close(i);
+            self.restart.push_back(i);
+        }
+    }
+
+    /// Sends the next hop of a redirected request on connection `i` (connected and idle).
+    fn send_hop(&mut self, i: u32, now: Instant) {
+        let timeout = match &self.sc {
+            Some(sc) => sc.vus[i as usize]
+                .chosen
+                .map_or(self.plan.timeout, |r| sc.s.requests[r].timeout),
+            None => self.plan.timeout,
+        };
+        let c = &mut self.conns[i as usize];
+        c.first_byte = None;
+        c.written = 0;
+        c.reader.reset();
+        c.st = St::Writing;
+        c.deadline = now + timeout;
+        if self.sc.is_some() {
+            self.push_sorted(i);
+        } else {
+            self.push(i, List::Requests);
+        }
+        self.write_more(i);
+    }
+
     fn fail(&mut self, i: u32, kind: ErrorKind, msg: Cow<'static, str>, now: Instant) {
         let c = &mut self.conns[i as usize];
         if c.has_request && (c.st == St::Reading || c.st == St::Writing) {
             self.unlink(i);
             self.in_flight -= 1;
             self.conns[i as usize].has_request = false;
+            self.conns[i as usize].redir = None;
             self.rec.error(kind, msg, now);
             self.last_done = now;
             self.request_ended(i, None, now);
@@ -1381,6 +1623,7 @@ impl<'p> Worker<'p> {
             self.open -= 1;
         }
         c.tls = None;
+        c.away = None;
         c.st = St::Closed;
         // Requests reserved for a connection that ended early go back to the budget.
         if c.quota > 0 {

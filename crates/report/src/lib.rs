@@ -267,12 +267,15 @@ pub fn text(rec: &RunRecord) -> String {
             if n == 1 { "" } else { "s" }
         );
     }
+    let protocol = match &cfg.negotiated {
+        Some(n) => n.clone(),
+        None => format!("HTTP/{}", cfg.http_version),
+    };
     let _ = writeln!(
         o,
-        "Load:             {} ({}, HTTP/{}, {} thread{})",
+        "Load:             {} ({}, {protocol}, {} thread{})",
         cfg.load.describe(),
         conn_mode,
-        cfg.http_version,
         cfg.threads,
         if cfg.threads == 1 { "" } else { "s" }
     );
@@ -343,6 +346,13 @@ pub fn text(rec: &RunRecord) -> String {
         count(c.connections_opened),
         count(c.peak_connections)
     );
+    if let Some(max) = cfg.follow_redirects {
+        let _ = writeln!(
+            o,
+            "Redirects:        {} followed (-L, at most {max} per request)",
+            count(c.redirects)
+        );
+    }
     if rec.config.load.is_open() {
         let _ = writeln!(
             o,

@@ -69,6 +69,11 @@ pub enum ErrorKind {
     /// completely) served; the connection is replaced.
     #[serde(rename = "goaway")]
     GoAway,
+    /// `--follow-redirects`: more redirects in a row than `--max-redirs`.
+    TooManyRedirects,
+    /// `--follow-redirects`: a redirect's `Location` is not a usable http(s)
+    /// URL, or its host does not resolve.
+    BadRedirect,
     /// Anything else (the message says what).
     Other,
 }
@@ -89,6 +94,8 @@ impl ErrorKind {
             ErrorKind::Tls => "tls",
             ErrorKind::StreamReset => "stream_reset",
             ErrorKind::GoAway => "goaway",
+            ErrorKind::TooManyRedirects => "too_many_redirects",
+            ErrorKind::BadRedirect => "bad_redirect",
             ErrorKind::Other => "other",
         }
     }

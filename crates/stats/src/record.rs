@@ -138,6 +138,13 @@ pub struct RunConfig {
     /// The `--stages` load plan, when the load level changed over the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<crate::stages::StagePlan>,
+    /// `--follow-redirects`: the most redirects followed per request (`--max-redirs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub follow_redirects: Option<u64>,
+    /// How the protocol was chosen when redline chose it, e.g.
+    /// `HTTP/2 (negotiated by ALPN)` for an https run without `--http2`/`--http1.1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub negotiated: Option<String>,
     /// `--segment`: this run was one share of a larger one (its load above is the share).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment: Option<SegmentConfig>,
@@ -185,6 +192,8 @@ impl RunConfig {
             insecure: false,
             scenario: None,
             stages: None,
+            follow_redirects: None,
+            negotiated: None,
             segment: None,
         }
     }
@@ -250,6 +259,15 @@ pub struct Counters {
     pub connections_opened: u64,
     /// Most connections open at once (summed over workers).
     pub peak_connections: u64,
+    /// `--follow-redirects`: redirect responses followed (hops; a request
+    /// redirected twice counts 2). Its final response is the one counted in
+    /// `completed`, and `sent` counts the request once, whatever its hops.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub redirects: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl AddAssign<&Counters> for Counters {
@@ -267,6 +285,7 @@ impl AddAssign<&Counters> for Counters {
         self.body_bytes += o.body_bytes;
         self.connections_opened += o.connections_opened;
         self.peak_connections += o.peak_connections;
+        self.redirects += o.redirects;
     }
 }
 

@@ -412,6 +412,15 @@ pub fn load(
             let mut copts = opts.client.clone();
             if !own_headers {
                 copts.headers.clear();
+            } else if redline_engine::redirect::origin_key(&job.url)
+                != redline_engine::redirect::origin_key(url)
+            {
+                // Credentials (Authorization, Cookie… from -H or the URL's
+                // user:pass@) go to the page's own origin only: not to another
+                // host, scheme or port of the same site, redirected or not.
+                copts
+                    .headers
+                    .retain(|(n, _)| !redline_engine::redirect::is_credential(n));
             }
             echo(&format!("Getting {}...", display_url(&job.url)));
             let start_ms = ms(t0.elapsed());

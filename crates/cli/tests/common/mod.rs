@@ -103,7 +103,14 @@ impl ScriptServer {
     where
         F: Fn(TcpStream) + Send + Sync + 'static,
     {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        Self::start_on(TcpListener::bind("127.0.0.1:0").expect("bind"), handler)
+    }
+
+    /// As [`ScriptServer::start`], on a listener the test bound (e.g. `[::1]:0`).
+    pub fn start_on<F>(listener: TcpListener, handler: F) -> ScriptServer
+    where
+        F: Fn(TcpStream) + Send + Sync + 'static,
+    {
         listener.set_nonblocking(true).unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -209,4 +216,98 @@ pub fn builtin() -> redline_serve::Server {
         threads: 1,
     })
     .expect("start built-in server")
+}
+
+/// Reads one request (head, then a Content-Length body) from a keep-alive
+/// connection: the head as text and the body; `None` on EOF, error or a
+/// head or body over 64 KiB.
+pub fn read_request(s: &mut TcpStream, pending: &mut Vec<u8>) -> Option<(String, Vec<u8>)> {
+    let mut chunk = [0u8; 4096];
+    let end = loop {
+        if let Some(p) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p + 4;
+        }
+        if pending.len() > 64 * 1024 {
+            return None;
+        }
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => pending.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&pending[..end]).into_owned();
+    let len: usize = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    if len > 64 * 1024 {
+        return None;
+    }
+    while pending.len() < end + len {
+        match s.read(&mut chunk) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => pending.extend_from_slice(&chunk[..n]),
+        }
+    }
+    let body = pending[end..end + len].to_vec();
+    pending.drain(..end + len);
+    Some((head, body))
+}
+
+/// The requests a [`routed_server`] got, as (head, body), in order.
+pub type Requests = Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
+
+/// A keep-alive HTTP/1.1 server whose answers come from `route(head, body)`
+/// (the whole response, bytes); every request is kept, as (head, body), for
+/// the test to inspect. Connections are counted in `server.accepted`.
+pub fn routed_server<F>(route: F) -> (ScriptServer, Requests)
+where
+    F: Fn(&str, &[u8]) -> Vec<u8> + Send + Sync + 'static,
+{
+    routed_server_on(TcpListener::bind("127.0.0.1:0").expect("bind"), route)
+}
+
+/// As [`routed_server`], on a listener the test bound (e.g. `[::1]:0`).
+pub fn routed_server_on<F>(listener: TcpListener, route: F) -> (ScriptServer, Requests)
+where
+    F: Fn(&str, &[u8]) -> Vec<u8> + Send + Sync + 'static,
+{
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    let srv = ScriptServer::start_on(listener, move |mut s| {
+        let _ = s.set_nodelay(true);
+        let mut pending = Vec::new();
+        for _ in 0..1_000_000 {
+            let Some((head, body)) = read_request(&mut s, &mut pending) else {
+                return;
+            };
+            let resp = route(&head, &body);
+            seen2.lock().unwrap().push((head, body));
+            if s.write_all(&resp).is_err() {
+                return;
+            }
+        }
+    });
+    (srv, seen)
+}
+
+/// Asserts that a run record fits the committed `docs/run-record.schema.json`.
+pub fn assert_run_schema(v: &serde_json::Value) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/run-record.schema.json"
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
 }

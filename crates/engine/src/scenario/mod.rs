@@ -85,6 +85,10 @@ pub struct ScTarget {
     pub tls: Option<TlsSetup>,
     /// The credentials of the URL (`user:pass@`), sent as basic auth.
     auth: Option<String>,
+    /// `scheme://host:port` ([`crate::redirect::origin_key`]).
+    pub origin: String,
+    /// The host (as in the URL, lower case), for cookie scopes.
+    host: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -348,6 +352,8 @@ fn target(url: &str, tls: &TlsArgs) -> Result<(ScTarget, String), String> {
             addr,
             tls,
             auth,
+            origin: crate::redirect::origin_key(&u),
+            host: u.host_str().unwrap_or("").to_ascii_lowercase(),
         },
         path,
     ))
@@ -801,15 +807,16 @@ impl Scenario {
             v.render(vu, out);
             out.extend_from_slice(b"\r\n");
         }
-        if self.cookies && !vu.jar.is_empty() && !has("cookie") {
+        // The jar's cookies for this host only (a cookie goes where it came from).
+        if self.cookies && vu.jar.iter().any(|c| c.matches(&t.host)) && !has("cookie") {
             out.extend_from_slice(b"Cookie: ");
-            for (i, (k, v)) in vu.jar.iter().enumerate() {
+            for (i, c) in vu.jar.iter().filter(|c| c.matches(&t.host)).enumerate() {
                 if i > 0 {
                     out.extend_from_slice(b"; ");
                 }
-                out.extend_from_slice(k.as_bytes());
+                out.extend_from_slice(c.name.as_bytes());
                 out.push(b'=');
-                out.extend_from_slice(v.as_bytes());
+                out.extend_from_slice(c.value.as_bytes());
             }
             out.extend_from_slice(b"\r\n");
         }
@@ -854,10 +861,14 @@ impl Scenario {
         let q = &self.requests[r];
         let empty = Capture::default();
         let cap = cap.unwrap_or(&empty);
+        let redirected = vu.redirected_from.take();
         if self.cookies {
+            let host = redirected
+                .as_deref()
+                .unwrap_or(&self.targets[q.target].host);
             for (k, v) in &cap.headers {
                 if k.eq_ignore_ascii_case("set-cookie") {
-                    set_cookie(&mut vu.jar, v);
+                    set_cookie(&mut vu.jar, v, host);
                 }
             }
         }
@@ -920,6 +931,47 @@ impl Scenario {
         }
     }
 
+    /// `--follow-redirects`: the cookies of a hop of request `r` from
+    /// `from_host` (whose redirect response is `cap`) to `to_host`. `None` when
+    /// the request has its own `Cookie` header or no jar is kept (then the
+    /// request's header is a credential, sent to its own origin only);
+    /// otherwise the jar takes the redirect's `Set-Cookie`s and the hop
+    /// carries the jar's cookies for `to_host`, as `name=value; …`.
+    pub fn redirect_cookies(
+        &self,
+        r: usize,
+        vu: &mut Vu,
+        cap: Option<&Capture>,
+        from_host: &str,
+        to_host: &str,
+    ) -> Option<String> {
+        let q = &self.requests[r];
+        if !self.cookies
+            || q.headers
+                .iter()
+                .any(|(k, _)| k.eq_ignore_ascii_case("cookie"))
+        {
+            return None;
+        }
+        if let Some(cap) = cap {
+            for (k, v) in &cap.headers {
+                if k.eq_ignore_ascii_case("set-cookie") {
+                    set_cookie(&mut vu.jar, v, from_host);
+                }
+            }
+        }
+        let mut out = String::new();
+        for c in vu.jar.iter().filter(|c| c.matches(to_host)) {
+            if !out.is_empty() {
+                out.push_str("; ");
+            }
+            out.push_str(&c.name);
+            out.push('=');
+            out.push_str(&c.value);
+        }
+        Some(out)
+    }
+
     /// Empty per-request numbers, one per request, in order.
     pub fn new_stats(&self) -> Vec<RequestStats> {
         self.requests
@@ -936,8 +988,35 @@ fn memfind(hay: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Applies one `Set-Cookie` header to a jar (name=value; Max-Age=0 or an empty value deletes).
-fn set_cookie(jar: &mut Vec<(String, String)>, header: &str) {
+/// A cookie in a virtual user's jar, with the host that set it (or its `Domain`).
+#[derive(Debug, Clone)]
+struct JarCookie {
+    name: String,
+    value: String,
+    /// The host that set it, or the `Domain` attribute (lower case, no leading dot).
+    scope: String,
+    /// `Domain` was given: subdomains of `scope` match too.
+    domain: bool,
+}
+
+impl JarCookie {
+    /// Whether the cookie goes to `host` (RFC 6265 §5.1.3 domain match).
+    fn matches(&self, host: &str) -> bool {
+        let host = host.to_ascii_lowercase();
+        host == self.scope
+            || (self.domain
+                && host.len() > self.scope.len()
+                && host.ends_with(&self.scope)
+                && host.as_bytes()[host.len() - self.scope.len() - 1] == b'.'
+                && host.parse::<std::net::IpAddr>().is_err()
+                && !host.starts_with('['))
+    }
+}
+
+/// Applies one `Set-Cookie` header from `host` to a jar (name=value;
+/// Max-Age=0 or an empty value deletes). A `Domain` that does not cover
+/// `host` is ignored (the cookie is the host's own).
+fn set_cookie(jar: &mut Vec<JarCookie>, header: &str, host: &str) {
     let mut parts = header.split(';');
     let Some((name, value)) = parts.next().and_then(|p| p.split_once('=')) else {
         return;
@@ -946,14 +1025,34 @@ fn set_cookie(jar: &mut Vec<(String, String)>, header: &str) {
     if name.is_empty() {
         return;
     }
-    let delete = value.is_empty()
-        || parts.any(|a| {
-            let a = a.trim().to_ascii_lowercase();
-            a == "max-age=0" || a.starts_with("max-age=-")
-        });
-    jar.retain(|(k, _)| k != name);
+    let host = host.to_ascii_lowercase();
+    let mut delete = value.is_empty();
+    let mut scope = (host.clone(), false);
+    for a in parts {
+        let a = a.trim().to_ascii_lowercase();
+        if a == "max-age=0" || a.starts_with("max-age=-") {
+            delete = true;
+        } else if let Some(d) = a.strip_prefix("domain=") {
+            let d = d.trim().trim_start_matches('.');
+            let c = JarCookie {
+                name: String::new(),
+                value: String::new(),
+                scope: d.to_string(),
+                domain: true,
+            };
+            if !d.is_empty() && c.matches(&host) {
+                scope = (d.to_string(), true);
+            }
+        }
+    }
+    jar.retain(|c| !(c.name == name && c.scope == scope.0));
     if !delete && jar.len() < 100 {
-        jar.push((name.to_string(), value.to_string()));
+        jar.push(JarCookie {
+            name: name.to_string(),
+            value: value.to_string(),
+            scope: scope.0,
+            domain: scope.1,
+        });
     }
 }
 
@@ -970,7 +1069,7 @@ pub struct Vu {
     /// Variable values by id.
     vars: Vec<Option<String>>,
     /// Cookies.
-    jar: Vec<(String, String)>,
+    jar: Vec<JarCookie>,
     /// The request chosen for the slot's current or next send.
     pub chosen: Option<usize>,
     /// The host its connection is open to.
@@ -979,6 +1078,9 @@ pub struct Vu {
     pub think: Option<Duration>,
     /// Sleeping (thinking) now.
     pub sleeping: bool,
+    /// `--follow-redirects`: the host the final response came from, when the
+    /// request was redirected (its cookies belong to that host).
+    pub redirected_from: Option<String>,
     buf: Vec<u8>,
     scratch: Vec<u8>,
 }
@@ -996,6 +1098,7 @@ impl Vu {
             target: 0,
             think: None,
             sleeping: false,
+            redirected_from: None,
             buf: Vec::new(),
             scratch: Vec::new(),
         }
