@@ -229,7 +229,7 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{}: {} requests ({} from cache, {} not modified), {} on the wire ({} decoded), {} connections, {}",
+        "{}: {} requests ({} from cache, {} not modified), {} on the wire ({} decoded), {} connection{}, {}",
         capitalize(l.view.name()),
         l.requests,
         l.from_cache,
@@ -237,6 +237,7 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
         bytes(l.wire_bytes),
         bytes(l.decoded_bytes),
         l.connections,
+        if l.connections == 1 { "" } else { "s" },
         millis(l.elapsed_ms)
     );
     let _ = writeln!(
