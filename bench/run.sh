@@ -22,7 +22,8 @@
 #   PAUSE      seconds to rest between tool runs (default 2)
 #   REPEAT     run each scenario's tools this many times, interleaved
 #              (redline, wrk, ..., redline, wrk, ...), and add the median of
-#              req per CPU-s per tool and its ratio to wrk's (default 1)
+#              req per CPU-s and of req/s per tool, and their ratios to the
+#              REF tool's (default 1; REF default wrk)
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -41,6 +42,7 @@ CLIENT_CPU=${CLIENT_CPU:-1}
 NGINX=${NGINX:-nginx}
 PAUSE=${PAUSE:-2}
 REPEAT=${REPEAT:-1}
+REF=${REF:-wrk}
 if [[ -z ${OHA:-} ]]; then
     OHA=$(command -v oha || echo /opt/oha/bin/oha)
 fi
@@ -641,20 +643,22 @@ run_scenario() {
         cat "$ROWS"
         echo
         if ((REPEAT > 1)); then
-            # Medians over the interleaved repetitions, and the ratio to wrk's.
-            awk -F'|' '{ gsub(/ /, "", $2); gsub(/ /, "", $5); if ($5 != "-") v[$2] = v[$2] " " $5 }
+            # Medians over the interleaved repetitions, and the ratios to REF's.
+            awk -F'|' -v ref="$REF" '{ gsub(/ /, "", $2); gsub(/ /, "", $3); gsub(/ /, "", $5)
+                    if ($5 != "-") { v[$2] = v[$2] " " $5; r[$2] = r[$2] " " $3 } }
                 function median(list,   a, n, i, j, t) {
                     n = split(list, a, " ")
                     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
                     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
                 }
                 END {
-                    print "| tool | runs | median req per CPU-s | vs wrk |"
-                    print "|---|---:|---:|---:|"
-                    w = ("wrk" in v) ? median(v["wrk"]) : 0
+                    print "| tool | runs | median req/s | vs " ref " | median req per CPU-s | vs " ref " |"
+                    print "|---|---:|---:|---:|---:|---:|"
+                    w = (ref in v) ? median(v[ref]) : 0
+                    wr = (ref in r) ? median(r[ref]) : 0
                     for (t in v) {
-                        m = median(v[t]); n = split(v[t], x, " ")
-                        printf "| %s | %d | %.0f | %s |\n", t, n, m, (w > 0 ? sprintf("%.2fx", m / w) : "-")
+                        m = median(v[t]); mr = median(r[t]); n = split(v[t], x, " ")
+                        printf "| %s | %d | %.0f | %s | %.0f | %s |\n", t, n, mr, (wr > 0 ? sprintf("%.2fx", mr / wr) : "-"), m, (w > 0 ? sprintf("%.2fx", m / w) : "-")
                     }
                 }' "$ROWS"
             echo

@@ -87,6 +87,19 @@ fn open_loop_stall_shows_in_latency_not_in_service_time() {
         "service time p90 {svc_p90} µs should stay low"
     );
     assert!(counter(&v, "waited_for_connection") > 50);
+    // The lag came from the server's stall with every connection busy, not
+    // from the client: said in a warning, but the run is not client-limited.
+    assert!(
+        v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["code"] == "scheduler_lag"
+                && w["message"].as_str().unwrap().contains("connections busy")),
+        "{}",
+        v["warnings"]
+    );
+    assert_eq!(v["client_limited"], false, "{}", v["warnings"]);
     let done = counter(&v, "completed");
     assert!((594..=606).contains(&done), "completed {done}");
     // The text report shows all three.
