@@ -67,7 +67,7 @@ fn parse(c: &mut Criterion) {
 
 fn record(c: &mut Criterion) {
     let start = Instant::now();
-    let mut rec = Recorder::new(start, true);
+    let mut rec = Recorder::new(start);
     let mut i = 0u64;
     c.bench_function("recorder_response", |b| {
         b.iter(|| {

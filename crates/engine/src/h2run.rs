@@ -229,7 +229,7 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
         open_loop,
         streams: u64::from(plan.streams.max(1)),
         max_conns: spec.connections,
-        rec: RefCell::new(Recorder::new(spec.start, open_loop)),
+        rec: RefCell::new(Recorder::new(spec.start)),
         budget: Cell::new(spec.budget),
         reserved: Cell::new(0),
         pending: RefCell::new(VecDeque::new()),
@@ -278,7 +278,7 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
         .stop_at
         .get()
         .map_or(w.last_done.get(), |s| s.max(w.last_done.get()));
-    let mut rec = std::mem::replace(&mut *w.rec.borrow_mut(), Recorder::new(w.start, open_loop));
+    let mut rec = std::mem::replace(&mut *w.rec.borrow_mut(), Recorder::new(w.start));
     rec.counters.in_flight_at_end += w.in_flight.get();
     rec.counters.not_sent += w.held.get() + w.pending.borrow().len() as u64;
     rec.counters.peak_connections = w.peak_open.get();
@@ -608,6 +608,7 @@ async fn pace(w: Rc<W>, mut pacer: Pacer, deadline: Option<Instant>) {
         {
             let mut rec = w.rec.borrow_mut();
             rec.counters.scheduled += 1;
+            rec.released(Instant::now().saturating_duration_since(t));
             let mut q = w.pending.borrow_mut();
             if q.len() as u64 >= w.idle.get() {
                 rec.counters.waited_for_connection += 1;

@@ -389,33 +389,30 @@ fn add_warnings(
             };
             let lag99 = rec.scheduler_lag.percentile(99.0) as f64;
             if rec.scheduler_lag.count() > 0 && lag99 > allowed_us {
-                let waited = rec.counters.waited_for_connection;
-                // Lag because every connection was busy is the server's
-                // slowness meeting the -c cap, not the client's: the rate was
-                // kept and latency counts from the planned time, so the run
-                // is not marked client-limited for it.
-                let waited_mostly = waited * 100 > rec.counters.sent.max(1);
-                let why = if waited_mostly {
-                    format!(
-                        "{waited} requests found all {} connections busy and waited for one: \
-                         raise -c, or the server is slowing down",
-                        plan.config.load.connections()
-                    )
-                } else {
-                    "the client did not keep up with the schedule".to_string()
-                };
                 rec.warn(
                     "scheduler_lag",
                     format!(
-                        "scheduler lag p99 {} is above the send interval {}: requests left later than planned; {why} \
-                         (latency still counts from the planned time)",
+                        "scheduler lag p99 {} is above the send interval {}: the client released \
+                         requests later than planned (latency still counts from the planned time)",
                         fmt_us(lag99),
                         fmt_us(allowed_us)
                     ),
                 );
-                if !waited_mostly {
-                    limited = true;
-                }
+                limited = true;
+            }
+            // Every connection busy at a send time: the server slowed down
+            // and -c is the cap. The request waits (its latency counts from
+            // the planned time); said, but not the client's limit.
+            let waited = rec.counters.waited_for_connection;
+            if waited * 100 > rec.counters.sent.max(1) {
+                rec.warn(
+                    "connections_busy",
+                    format!(
+                        "{waited} requests found all {} connections busy at their send time and waited \
+                         for one: the server slowed down, or raise -c",
+                        plan.config.load.connections()
+                    ),
+                );
             }
         }
     }

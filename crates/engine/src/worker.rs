@@ -298,7 +298,7 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
         poll,
         conns,
         buf: vec![0u8; READ_BUF].into_boxed_slice(),
-        rec: Recorder::new(spec.start, open_loop),
+        rec: Recorder::new(spec.start),
         reqs: Fifo {
             head: NIL,
             tail: NIL,
@@ -675,6 +675,7 @@ impl<'p> Worker<'p> {
                 break;
             }
             self.rec.counters.scheduled += 1;
+            self.rec.released(now.saturating_duration_since(t));
             self.next_intent = self
                 .pacer
                 .as_mut()

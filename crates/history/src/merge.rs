@@ -166,7 +166,7 @@ mod tests {
             std::time::UNIX_EPOCH + Duration::from_millis(1_735_689_600_000 + start_ms),
         );
         let mut rec = RunRecord::new(cfg(), Environment::default(), started_at);
-        let mut r = Recorder::new(start, false);
+        let mut r = Recorder::new(start);
         let mut sorted: Vec<_> = samples.to_vec();
         sorted.sort();
         for &(at_ms, lat_us, status) in &sorted {

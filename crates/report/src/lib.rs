@@ -378,7 +378,7 @@ pub fn text(rec: &RunRecord) -> String {
         if rec.config.load.is_open() {
             latency_row(&mut o, "service time", &rec.service_time);
             latency_row(&mut o, "scheduler lag", &rec.scheduler_lag);
-            o.push_str("  (total counts from the intended send time, so queueing and stalls show;\n   service time from the actual send; lag is intended → actual send)\n");
+            o.push_str("  (total counts from the intended send time, so queueing and stalls show;\n   service time from the actual send; lag is intended → released by the client)\n");
         }
     }
     o.push('\n');

@@ -30,7 +30,6 @@ const STATUS_SLOTS: usize = 1000;
 #[derive(Debug)]
 pub struct Recorder {
     start: Instant,
-    open_loop: bool,
     /// Latency from the intended send time.
     pub latency: Hist,
     /// Actual send to done.
@@ -65,10 +64,9 @@ pub struct Recorder {
 
 impl Recorder {
     /// A recorder for a run that started at `start`.
-    pub fn new(start: Instant, open_loop: bool) -> Recorder {
+    pub fn new(start: Instant) -> Recorder {
         Recorder {
             start,
-            open_loop,
             latency: Hist::new(),
             service: Hist::new(),
             lag: Hist::new(),
@@ -101,6 +99,14 @@ impl Recorder {
         &self.series
     }
 
+    /// Open loop: the worker released a request `lag` after its planned send
+    /// time (the scheduler's own delay; waiting for a free connection comes
+    /// after this and shows in latency, not here).
+    #[inline]
+    pub fn released(&mut self, lag: Duration) {
+        self.lag.record(lag);
+    }
+
     /// Records a complete response.
     #[inline]
     pub fn response(&mut self, t: &Timing, status: u16, wire_bytes: u64, body_bytes: u64) {
@@ -109,10 +115,6 @@ impl Recorder {
         self.latency.record(latency);
         self.service
             .record(t.done.saturating_duration_since(t.sent));
-        if self.open_loop {
-            self.lag
-                .record(t.sent.saturating_duration_since(t.intended));
-        }
         self.waiting
             .record(t.first_byte.saturating_duration_since(t.sent));
         self.transfer
@@ -272,16 +274,16 @@ mod tests {
         let end = start + Duration::from_secs(4);
 
         let mut rec_all = RunRecord::new(cfg(), Environment::default(), "t".into());
-        let mut r = Recorder::new(start, false);
+        let mut r = Recorder::new(start);
         feed(&mut r, start, &sorted);
         r.finish_into(&mut rec_all, end);
 
         let mut ra = RunRecord::new(cfg(), Environment::default(), "t".into());
-        let mut r = Recorder::new(start, false);
+        let mut r = Recorder::new(start);
         feed(&mut r, start, &a);
         r.finish_into(&mut ra, end);
         let mut rb = RunRecord::new(cfg(), Environment::default(), "t".into());
-        let mut r = Recorder::new(start, false);
+        let mut r = Recorder::new(start);
         feed(&mut r, start, &b);
         r.finish_into(&mut rb, end);
 
@@ -308,7 +310,7 @@ mod tests {
     #[test]
     fn series_rolls_per_second_with_gaps() {
         let start = Instant::now();
-        let mut r = Recorder::new(start, true);
+        let mut r = Recorder::new(start);
         feed(&mut r, start, &[(100, 1000), (200, 1000), (3500, 2000)]);
         let mut rec = RunRecord::new(cfg(), Environment::default(), "t".into());
         r.finish_into(&mut rec, start + Duration::from_millis(3600));
