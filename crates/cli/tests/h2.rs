@@ -5,9 +5,9 @@
 
 mod common;
 
+use common::nginx::{pki, start_nginx, NginxSite, Pki};
 use common::*;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -205,38 +205,6 @@ where
     }
 }
 
-struct Pki {
-    ca_pem: String,
-    /// Leaf and CA certificates, and the leaf key, as PEM (for nginx).
-    chain_pem: String,
-    key_pem: String,
-    chain: Vec<CertificateDer<'static>>,
-    key: PrivatePkcs8KeyDer<'static>,
-}
-
-fn pki() -> Pki {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca_params, ca_key);
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&leaf_key, &issuer)
-        .unwrap();
-    Pki {
-        ca_pem: ca_cert.pem(),
-        chain_pem: format!("{}{}", leaf.pem(), ca_cert.pem()),
-        key_pem: leaf_key.serialize_pem(),
-        chain: vec![
-            CertificateDer::from(leaf.der().to_vec()),
-            CertificateDer::from(ca_cert.der().to_vec()),
-        ],
-        key: PrivatePkcs8KeyDer::from(leaf_key.serialize_der()),
-    }
-}
-
 fn server_tls(p: &Pki, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
     let mut cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
@@ -244,7 +212,10 @@ fn server_tls(p: &Pki, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
     .with_safe_default_protocol_versions()
     .unwrap()
     .with_no_client_auth()
-    .with_single_cert(p.chain.clone(), PrivateKeyDer::Pkcs8(p.key.clone_key()))
+    .with_single_cert(
+        p.chain.clone(),
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(p.key_der.clone())),
+    )
     .unwrap();
     cfg.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
     Arc::new(cfg)
@@ -661,90 +632,18 @@ fn secrets_stay_out_over_http2() {
 
 // -------------------------------------------------------------------- nginx
 
-/// Debian's nginx with HTTP/2 over TLS on a free loopback port, own config in a temp dir.
-struct Nginx {
-    child: std::process::Child,
-    dir: std::path::PathBuf,
-    port: u16,
-}
-
-impl Nginx {
-    fn start(p: &Pki) -> Option<Nginx> {
-        let bin = ["/usr/sbin/nginx", "/usr/local/sbin/nginx"]
-            .into_iter()
-            .find(|p| std::path::Path::new(p).exists())?;
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .ok()?
-            .local_addr()
-            .ok()?
-            .port();
-        let dir = temp_dir("nginx");
-        std::fs::create_dir_all(dir.join("html")).ok()?;
-        std::fs::create_dir_all(dir.join("tmp")).ok()?;
-        std::fs::write(dir.join("html/index.html"), "x".repeat(1000)).ok()?;
-        std::fs::write(dir.join("cert.pem"), &p.chain_pem).ok()?;
-        std::fs::write(dir.join("key.pem"), &p.key_pem).ok()?;
-        let d = dir.display();
-        // `listen … ssl http2` works on nginx 1.22 (bookworm) and, deprecated but
-        // accepted, on later versions.
-        let conf = format!(
-            "worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\nevents {{ worker_connections 256; }}\nhttp {{\n access_log off;\n client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp; fastcgi_temp_path {d}/tmp; uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp;\n server {{ listen 127.0.0.1:{port} ssl http2; ssl_certificate {d}/cert.pem; ssl_certificate_key {d}/key.pem; root {d}/html; }}\n}}\n"
-        );
-        std::fs::write(dir.join("nginx.conf"), conf).ok()?;
-        let _ = std::process::Command::new("chmod")
-            .args(["-R", "a+rX"])
-            .arg(&dir)
-            .status();
-        let child = std::process::Command::new(bin)
-            .arg("-p")
-            .arg(&dir)
-            .arg("-c")
-            .arg(dir.join("nginx.conf"))
-            .args(["-g", "daemon off;"])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .ok()?;
-        let n = Nginx { child, dir, port };
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(10) {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Some(n);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        None
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        // SIGTERM, so the master stops its workers (SIGKILL would orphan them).
-        // SAFETY: kill() on our own child's PID has no memory-safety preconditions.
-        unsafe {
-            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
-        }
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(10) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
 #[test]
 fn nginx_over_tls_with_http2() {
     let p = pki();
-    let Some(ng) = Nginx::start(&p) else {
-        eprintln!(
-            "note: nginx is not installed or did not start (apt-get install -y nginx); skipped"
-        );
+    let files = [("index.html", vec![b'x'; 1000])];
+    let Some(ng) = start_nginx(&NginxSite {
+        tag: "h2",
+        files: &files,
+        tls: Some(&p),
+        h2: true,
+        http_extra: "",
+        types: "",
+    }) else {
         return;
     };
     let dir = temp_dir("nginx-ca");
