@@ -403,14 +403,16 @@ fn add_warnings(
             // Every connection busy at a send time: the server slowed down
             // and -c is the cap. The request waits (its latency counts from
             // the planned time); said, but not the client's limit.
+            // (Only once every connection was open: a request that waits for
+            // a connection being opened under the cap is not that.)
             let waited = rec.counters.waited_for_connection;
-            if waited * 100 > rec.counters.sent.max(1) {
+            let cap = plan.config.load.connections();
+            if waited * 100 > rec.counters.sent.max(1) && rec.counters.peak_connections >= cap {
                 rec.warn(
                     "connections_busy",
                     format!(
-                        "{waited} requests found all {} connections busy at their send time and waited \
-                         for one: the server slowed down, or raise -c",
-                        plan.config.load.connections()
+                        "{waited} requests found no idle connection at their send time, all {cap} \
+                         being busy, and waited for one: the server slowed down, or raise -c"
                     ),
                 );
             }
