@@ -128,7 +128,12 @@ fn flood_example_posts_form_and_file_bodies_round_robin() {
 #[test]
 fn session_carries_cookie_and_extracted_token_checked_server_side() {
     let srv = builtin();
-    let v = rj(&[
+    // The example's own latency thresholds may fail (exit 4) on a busy
+    // machine; the record is printed all the same, and sessions are the point here.
+    let out = redline(&[
+        "run",
+        "--output",
+        "json",
         "--scenario",
         &example("login-browse.toml"),
         &url(&srv),
@@ -136,8 +141,13 @@ fn session_carries_cookie_and_extracted_token_checked_server_side() {
         "4",
         "-n",
         "80",
-        "-q",
     ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 4)), "{err}");
+    if out.status.code() == Some(4) {
+        assert!(!err.contains("FAIL  errors"), "{err}");
+    }
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the record");
     assert_eq!(counter(&v, "completed"), 80);
     let s = stats(&srv);
     // Each user walks login → account → browse → article again and again; the
@@ -550,9 +560,10 @@ fn examples_and_json_output_follow_their_schemas() {
     assert!(!v.is_valid(&serde_json::to_value(bad).unwrap()));
 
     let srv = builtin();
+    // (An example without latency thresholds, which a busy machine may fail.)
     let rec = rj(&[
         "--scenario",
-        &example("login-browse.toml"),
+        &example("flood-round-robin.toml"),
         &url(&srv),
         "-n",
         "8",
