@@ -104,27 +104,32 @@ impl Coord {
 }
 
 fn agent(i: u64, total: u64, port: u16, run: &[&str]) -> Child {
-    Command::new(bin())
-        .args([
-            "agent",
-            "--index",
-            &i.to_string(),
-            "--total",
-            &total.to_string(),
-        ])
-        .args([
-            "--coordinator",
-            &format!("127.0.0.1:{port}"),
-            "--connect-timeout",
-            "20s",
-            "--",
-        ])
-        .args(run)
-        .stdin(Stdio::null())
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "agent",
+        "--index",
+        &i.to_string(),
+        "--total",
+        &total.to_string(),
+    ])
+    .args([
+        "--coordinator",
+        &format!("127.0.0.1:{port}"),
+        "--connect-timeout",
+        "20s",
+        "--",
+    ])
+    .args(run);
+    spawn_piped(cmd)
+}
+
+/// Starts redline with no stdin and both outputs captured.
+fn spawn_piped(mut cmd: Command) -> Child {
+    cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn agent")
+        .expect("spawn redline")
 }
 
 fn hist_count(v: &serde_json::Value) -> u64 {
@@ -449,22 +454,18 @@ fn kubernetes_manifests_are_well_formed() {
 
 /// Spawns `redline run --segment I/N … -o json -q --no-save` (no coordinator).
 fn segment_run(i: u64, n: u64, args: &[&str]) -> Child {
-    Command::new(bin())
-        .args([
-            "run",
-            "--segment",
-            &format!("{i}/{n}"),
-            "-o",
-            "json",
-            "-q",
-            "--no-save",
-        ])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn run --segment")
+    let mut cmd = Command::new(bin());
+    cmd.args([
+        "run",
+        "--segment",
+        &format!("{i}/{n}"),
+        "-o",
+        "json",
+        "-q",
+        "--no-save",
+    ])
+    .args(args);
+    spawn_piped(cmd)
 }
 
 fn finish_json(c: Child) -> serde_json::Value {
