@@ -351,7 +351,11 @@ async fn control(w: Rc<W>, pacer: Option<Pacer>, deadline: Option<Instant>, live
 
 fn finished(w: &W, now: Instant) -> bool {
     if w.stopping.get() {
-        return w.in_flight.get() == 0 || w.drain_until.get().is_some_and(|d| now >= d);
+        // The pacer must first count the sends that were due before the stop
+        // but never released (a late worker), or `scheduled` comes up short.
+        let counted = !w.open_loop || w.pacer_done.get();
+        return (counted && w.in_flight.get() == 0)
+            || w.drain_until.get().is_some_and(|d| now >= d);
     }
     let idle = w.in_flight.get() == 0 && w.held.get() == 0;
     if w.open_loop {

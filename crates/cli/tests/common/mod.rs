@@ -8,7 +8,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -174,9 +174,16 @@ pub fn read_head(s: &mut TcpStream) -> bool {
 
 /// Serves keep-alive requests with a fixed response, `delay` after each request
 /// head arrived. The delay is kept precisely (sleep, then yield through the last
-/// millisecond), so a test can compare the client's figure with it.
-pub fn fixed_server(response: &'static [u8], delay: Duration) -> ScriptServer {
-    ScriptServer::start(move |mut s| {
+/// millisecond). The server also records, per request, how long it really took
+/// from the complete head to the response written (µs): on a host whose sleeps
+/// overshoot, a test compares the client's figure with that, not with `delay`.
+pub fn fixed_server(
+    response: &'static [u8],
+    delay: Duration,
+) -> (ScriptServer, Arc<Mutex<Vec<u64>>>) {
+    let took = Arc::new(Mutex::new(Vec::new()));
+    let t2 = took.clone();
+    let srv = ScriptServer::start(move |mut s| {
         let _ = s.set_nodelay(true);
         let mut buf = Vec::with_capacity(4096);
         let mut chunk = [0u8; 4096];
@@ -192,7 +199,8 @@ pub fn fixed_server(response: &'static [u8], delay: Duration) -> ScriptServer {
                     return;
                 }
             }
-            let until = Instant::now() + delay;
+            let arrived = Instant::now();
+            let until = arrived + delay;
             if let Some(coarse) = delay.checked_sub(Duration::from_millis(1)) {
                 std::thread::sleep(coarse);
             }
@@ -205,8 +213,10 @@ pub fn fixed_server(response: &'static [u8], delay: Duration) -> ScriptServer {
             if s.write_all(response).is_err() {
                 return;
             }
+            t2.lock().unwrap().push(arrived.elapsed().as_micros() as u64);
         }
-    })
+    });
+    (srv, took)
 }
 
 /// The built-in target in this process.
