@@ -213,7 +213,9 @@ pub fn fixed_server(
             if s.write_all(response).is_err() {
                 return;
             }
-            t2.lock().unwrap().push(arrived.elapsed().as_micros() as u64);
+            t2.lock()
+                .unwrap()
+                .push(arrived.elapsed().as_micros() as u64);
         }
     });
     (srv, took)
