@@ -468,6 +468,9 @@ fn cmd_run(a: RunArgs) -> i32 {
 }
 
 fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
+    // First, while the process has one thread (growing the descriptor table
+    // later waits for an RCU grace period per growth).
+    let _ = redline_engine::run::prepare_fds(plan);
     let watch = match crate::cmd_server::before_run(&hooks.watch) {
         Ok(w) => w,
         Err(e) => return fail(EXIT_USAGE, e),
