@@ -131,6 +131,7 @@ pub fn execute_with_series(
     }
     let started_at = redline_stats::time::rfc3339(SystemTime::now());
     let start = Instant::now();
+    let steal_before = steal_seconds();
     let duration = match &plan.load {
         Load::Closed { duration, .. } | Load::Open { duration, .. } => *duration,
     };
@@ -281,6 +282,10 @@ pub fn execute_with_series(
         threads,
         cpu_share: ((user + sys) / (secs * threads as f64)).min(1.0),
         busiest_thread_share: (busiest.as_secs_f64() / secs).min(1.0),
+        steal_s: match (steal_before, steal_seconds()) {
+            (Some(a), Some(b)) => (b - a).max(0.0),
+            _ => 0.0,
+        },
     };
     add_warnings(&mut rec, plan, conns_total, peak_open, fd_note);
     Ok(rec)
@@ -308,6 +313,20 @@ fn add_warnings(
             ),
         );
         limited = true;
+    }
+    // The host took a noticeable share of the client's CPUs: every figure
+    // of the run is noisy, whatever the client's own load.
+    let capacity = rec.duration_s * rec.environment.cpus.max(1) as f64;
+    if rec.client.steal_s > 0.02 * capacity && rec.duration_s >= 0.5 {
+        rec.warn(
+            "host_steal",
+            format!(
+                "the host took {:.1}% of this virtual machine's CPU time during the run ({:.0} ms \
+                 of steal time): latency and throughput are noisy; run again, or on a dedicated machine",
+                rec.client.steal_s / capacity * 100.0,
+                rec.client.steal_s * 1000.0
+            ),
+        );
     }
     let client_errors: u64 = rec
         .errors
@@ -393,9 +412,10 @@ fn add_warnings(
                     "scheduler_lag",
                     format!(
                         "scheduler lag p99 {} is above the send interval {}: the client released \
-                         requests later than planned (latency still counts from the planned time)",
+                         requests later than planned (latency still counts from the planned time){}",
                         fmt_us(lag99),
-                        fmt_us(allowed_us)
+                        fmt_us(allowed_us),
+                        steal_note(rec)
                     ),
                 );
                 limited = true;
@@ -419,6 +439,68 @@ fn add_warnings(
         }
     }
     rec.client_limited |= limited;
+}
+
+/// Said with the client-limit warnings when the hypervisor took CPU time
+/// from the client's CPUs during the run (the client cannot see such
+/// pauses in its own CPU figures).
+fn steal_note(rec: &RunRecord) -> String {
+    let steal = rec.client.steal_s;
+    if steal < 0.005 {
+        return String::new();
+    }
+    format!(
+        "; the virtual machine lost {:.0} ms of CPU time to its host during the run (steal \
+         time), which stalls the client whatever its own load",
+        steal * 1000.0
+    )
+}
+
+/// CPU time stolen by the hypervisor so far, summed over the CPUs this
+/// process may run on (`/proc/stat`, the 8th field of each `cpuN` line, in
+/// clock ticks); `None` where that is not available.
+fn steal_seconds() -> Option<f64> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a zeroed cpu_set_t filled in by sched_getaffinity; sysconf is pure.
+        let (set, tck) = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+                return None;
+            }
+            (set, libc::sysconf(libc::_SC_CLK_TCK))
+        };
+        if tck <= 0 {
+            return None;
+        }
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let ticks = steal_ticks(&stat, |n| {
+            // SAFETY: CPU_ISSET reads the set we own; n is bounds-checked.
+            n < libc::CPU_SETSIZE as usize && unsafe { libc::CPU_ISSET(n, &set) }
+        });
+        Some(ticks as f64 / tck as f64)
+    }
+    #[cfg(not(target_os = "linux"))]
+    None
+}
+
+/// The steal ticks (the 8th number of a `cpuN` line) of `/proc/stat`,
+/// summed over the CPUs `allowed` says yes to.
+fn steal_ticks(stat: &str, allowed: impl Fn(usize) -> bool) -> u64 {
+    let mut ticks = 0u64;
+    for line in stat.lines() {
+        let Some(rest) = line.strip_prefix("cpu") else {
+            continue;
+        };
+        let mut f = rest.split_ascii_whitespace();
+        let Some(Ok(n)) = f.next().map(str::parse::<usize>) else {
+            continue; // the "cpu" total line
+        };
+        if allowed(n) {
+            ticks += f.nth(7).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        }
+    }
+    ticks
 }
 
 fn fmt_us(us: f64) -> String {
@@ -544,6 +626,28 @@ pub fn environment() -> Environment {
 #[cfg(test)]
 mod tests {
     use super::share;
+
+    #[test]
+    fn steal_is_summed_over_the_allowed_cpus_only() {
+        let stat = "cpu  2152767 129706 510652 1577953 19881 0 132736 320663 0 0\n\
+                    cpu0 1114066 56027 264106 802811 12048 0 68030 162304 0 0\n\
+                    cpu1 1082892 73678 250361 827181 7936 0 65926 159624 0 0\n\
+                    cpu2 1 2 3 4 5 6 7 1000 0 0\n\
+                    intr 123 4 5\nctxt 99\n";
+        assert_eq!(super::steal_ticks(stat, |_| true), 162304 + 159624 + 1000);
+        assert_eq!(super::steal_ticks(stat, |n| n == 1), 159624);
+        assert_eq!(super::steal_ticks(stat, |_| false), 0);
+        // A kernel too old to report steal (fewer fields) counts nothing.
+        assert_eq!(super::steal_ticks("cpu0 1 2 3 4\n", |_| true), 0);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn steal_time_is_read_and_never_goes_back() {
+        let a = super::steal_seconds().expect("/proc/stat has steal time");
+        let b = super::steal_seconds().expect("/proc/stat has steal time");
+        assert!(a >= 0.0 && b >= a, "{a} then {b}");
+    }
 
     #[test]
     fn shares_add_up() {

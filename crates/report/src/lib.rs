@@ -445,6 +445,13 @@ pub fn text(rec: &RunRecord) -> String {
         if cl.threads == 1 { "" } else { "s" },
         cl.busiest_thread_share * 100.0
     );
+    if cl.steal_s >= 0.001 {
+        let _ = writeln!(
+            o,
+            "Host steal:       {:.0} ms of CPU time taken by the hypervisor during the run",
+            cl.steal_s * 1000.0
+        );
+    }
     if let Some(w) = &rec.server_watch {
         o.push('\n');
         o.push_str(&redline_watch::render_text(w));

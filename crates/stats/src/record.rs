@@ -373,6 +373,11 @@ pub struct ClientUsage {
     pub cpu_share: f64,
     /// CPU share of the busiest worker thread, 0–1.
     pub busiest_thread_share: f64,
+    /// CPU seconds the hypervisor took from the CPUs the client may run on
+    /// during the run (Linux "steal" time; 0 on bare metal): time the
+    /// client was ready to run and could not, invisible to its own clock.
+    #[serde(default)]
+    pub steal_s: f64,
 }
 
 /// Something the reader must know to trust (or distrust) the numbers.
@@ -684,6 +689,7 @@ impl AddAssign<&RunRecord> for RunRecord {
         self.client.user_s += o.client.user_s;
         self.client.sys_s += o.client.sys_s;
         self.client.threads += o.client.threads;
+        self.client.steal_s += o.client.steal_s;
         self.client.busiest_thread_share = self
             .client
             .busiest_thread_share
