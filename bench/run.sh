@@ -539,10 +539,13 @@ run_rate_scenario() {
     {
         echo "### Scenario 4: open loop (redline -r), small file, ${DURATION} s per rate"
         echo
-        echo "| tool | target req/s | achieved (sent) req/s | completed req/s | lag p99 | latency p99 | CPU s (user+sys) | peak RSS MB | notes |"
-        echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
+        echo "| tool | target req/s | achieved (sent) req/s | completed req/s | lag p99 | latency p99 | CPU s (user+sys) | host steal ms | peak RSS MB | notes |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     } >>"$BODY"
-    for rate in 20000 50000; do
+    local rates="" k
+    # REPEAT runs each rate that many times, in turn (20k, 50k, 20k, 50k, ...).
+    for ((k = 1; k <= REPEAT; k++)); do rates="$rates 20000 50000"; done
+    for rate in $rates; do
         raw="$OUT/raw/s4-redline-$rate.txt"
         timef="$OUT/raw/s4-redline-$rate.time"
         rc=0
@@ -560,7 +563,7 @@ raw, rate, usr, sys_, rss, rc = sys.argv[1:]
 try:
     v = json.load(open(raw))
 except Exception as e:
-    print(f"| redline | {rate} | - | - | - | - | - | - | unreadable output: {e} |")
+    print(f"| redline | {rate} | - | - | - | - | - | - | - | unreadable output: {e} |")
     sys.exit(0)
 notes = []
 if v.get("client_limited"):
@@ -571,11 +574,12 @@ if rc != "0":
     notes.append(f"exit {rc}")
 lag = v["scheduler_lag"]["percentiles_us"]["p99"]
 lat = v["latency"]["percentiles_us"]["p99"]
+steal = v.get("client", {}).get("steal_s", 0.0) * 1000
 print(f"| redline | {rate} | {v['sent_per_sec']:.0f} | {v['requests_per_sec']:.0f} | {lag} µs | {lat} µs | "
-      f"{float(usr) + float(sys_):.2f} | {int(rss) / 1024:.1f} | {'; '.join(notes)} |")
+      f"{float(usr) + float(sys_):.2f} | {steal:.0f} | {int(rss) / 1024:.1f} | {'; '.join(notes)} |")
 PY
         cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU $REDLINE run -r $rate -c 1000 -d ${DURATION}s -t 1 --output json ${extra[*]} $url"
-        if command -v h2load >/dev/null; then
+        if command -v h2load >/dev/null && [[ -z $TOOLS || " $TOOLS " == *" h2load "* ]]; then
             raw="$OUT/raw/s4-h2load-$rate.txt"
             timef="$OUT/raw/s4-h2load-$rate.time"
             rc=0
@@ -588,7 +592,7 @@ PY
             local got
             got=$(awk '/^finished in/ { for (i = 1; i <= NF; i++) if ($i ~ /req\/s/) { print $(i - 1); exit } }' "$raw" | tr -d ',')
             awk -v rate="$rate" -v got="${got:-0}" -v usr="$usr" -v sys="$sys" -v rss="$rss" 'BEGIN {
-                printf "| h2load --rps | %d | - | %.0f | - | - | %.2f | %.1f | no intended-time latency |\n", rate, got, usr + sys, rss / 1024
+                printf "| h2load --rps | %d | - | %.0f | - | - | %.2f | - | %.1f | no intended-time latency |\n", rate, got, usr + sys, rss / 1024
             }' >>"$BODY"
             cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU h2load --h1 -t1 -c $CONNS --rps $((rate / CONNS)) -D $DURATION $url"
         fi
