@@ -76,6 +76,23 @@ pub enum Load {
     },
 }
 
+impl Load {
+    /// The most connections the run can hold open at once: the connections
+    /// (no more than the requests), or the open loop's cap.
+    pub fn max_connections(&self) -> u64 {
+        match self {
+            Load::Closed {
+                connections,
+                requests,
+                ..
+            } => requests.map_or(*connections, |n| n.min(*connections)),
+            Load::Open {
+                max_connections, ..
+            } => *max_connections,
+        }
+    }
+}
+
 /// Options as given by the user (syntax checked, meaning not yet).
 #[derive(Debug, Clone)]
 pub struct PlanArgs {
@@ -615,16 +632,7 @@ impl Plan {
             }
             None => (load, None),
         };
-        let conns = match &load {
-            Load::Closed {
-                connections,
-                requests,
-                ..
-            } => requests.map_or(*connections, |n| n.min(*connections)),
-            Load::Open {
-                max_connections, ..
-            } => *max_connections,
-        };
+        let conns = load.max_connections();
         if conns > 1_000_000 {
             return Err(usage("-c/--connections above 1,000,000 is not supported"));
         }

@@ -101,18 +101,11 @@ pub fn execute_with_series(
         return Ok(rec);
     }
     let threads = plan.threads as u64;
-    let (conns_total, budget_total) = match &plan.load {
-        Load::Closed {
-            connections,
-            requests,
-            ..
-        } => (
-            requests.map_or(*connections, |n| n.min(*connections)),
-            *requests,
-        ),
-        Load::Open {
-            max_connections, ..
-        } => (*max_connections, None),
+    let conns_total = plan.load.max_connections();
+    // Open loop: the pacer stops at the request count.
+    let budget_total = match &plan.load {
+        Load::Closed { requests, .. } => *requests,
+        Load::Open { .. } => None,
     };
     let fd_note = prepare_fds(plan);
     // HTTP/2 (--http2, --h2c) runs on its own workers (h2run.rs), same specs and results.
@@ -546,16 +539,7 @@ fn raise_fd_limit(needed: u64) -> Option<String> {
 /// call twice: the caller may call it early, while the process has one
 /// thread, where growing the table costs no RCU wait (see below).
 pub fn prepare_fds(plan: &Plan) -> Option<String> {
-    let conns = match &plan.load {
-        Load::Closed {
-            connections,
-            requests,
-            ..
-        } => requests.map_or(*connections, |n| n.min(*connections)),
-        Load::Open {
-            max_connections, ..
-        } => *max_connections,
-    };
+    let conns = plan.load.max_connections();
     let note = raise_fd_limit(conns + 64);
     reserve_fd_table(conns + 64);
     note
