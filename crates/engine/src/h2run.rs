@@ -1021,22 +1021,9 @@ fn tls_error(e: &io::Error) -> Fail {
     }
 }
 
+/// The same words as the HTTP/1 engine for the same socket errors.
 fn io_message(e: &io::Error) -> Cow<'static, str> {
-    use io::ErrorKind as K;
-    Cow::Borrowed(match e.kind() {
-        K::ConnectionRefused => "connection refused",
-        K::ConnectionReset => "connection reset by peer",
-        K::ConnectionAborted => "connection aborted",
-        K::BrokenPipe => "broken pipe",
-        K::TimedOut => "timed out",
-        K::AddrNotAvailable => "no local address available (ports exhausted?)",
-        _ => match e.raw_os_error() {
-            Some(24) => "too many open files (raise ulimit -n)",
-            Some(23) => "too many open files in the system",
-            Some(99) => "no local address available (ports exhausted?)",
-            _ => return Cow::Owned(e.to_string()),
-        },
-    })
+    crate::worker::io_msg(e)
 }
 
 // ------------------------------------------------------------------- plumbing

@@ -1759,7 +1759,7 @@ impl<'p> Worker<'p> {
     }
 }
 
-fn io_msg(e: &std::io::Error) -> Cow<'static, str> {
+pub(crate) fn io_msg(e: &std::io::Error) -> Cow<'static, str> {
     use std::io::ErrorKind as K;
     Cow::Borrowed(match e.kind() {
         K::ConnectionRefused => "connection refused",
