@@ -336,6 +336,31 @@ fn h2c_open_loop_rate_and_text_header() {
 }
 
 #[test]
+fn h2c_client_frozen_past_its_deadline_accounts_for_every_planned_send() {
+    let srv = H2Server::start(
+        None,
+        Behaviour::Ok {
+            delay: Duration::ZERO,
+        },
+    );
+    let url = format!("http://127.0.0.1:{}/", srv.addr.port());
+    // Frozen from 1.5 s to 3 s: the 2 s deadline passes with about 100
+    // sends still to release; they are planned, so scheduled and not sent.
+    let v = run_json_frozen(
+        &["--h2c", "-r", "200", "-d", "2s", &url],
+        Duration::from_millis(1500),
+        Duration::from_millis(1500),
+    );
+    assert_eq!(counter(&v, "scheduled"), 400, "{}", v["counters"]);
+    let ended = counter(&v, "completed")
+        + counter(&v, "failed")
+        + counter(&v, "in_flight_at_end")
+        + counter(&v, "not_sent");
+    assert_eq!(ended, 400, "{}", v["counters"]);
+    assert!(counter(&v, "not_sent") >= 50, "{}", v["counters"]);
+}
+
+#[test]
 fn stream_resets_are_their_own_error_kind() {
     let srv = H2Server::start(None, Behaviour::ResetEvery10th);
     let url = format!("http://127.0.0.1:{}/", srv.addr.port());

@@ -134,3 +134,26 @@ fn open_loop_stall_shows_in_latency_not_in_service_time() {
         );
     });
 }
+
+#[test]
+fn a_client_frozen_past_its_deadline_still_accounts_for_every_planned_send() {
+    let _serial = serial();
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    // Frozen from 1.5 s to 3 s after its start: the 2 s deadline passes
+    // while it cannot run, with about 100 sends still to release.
+    let v = run_json_frozen(
+        &["-r", "200", "-d", "2s", &url],
+        Duration::from_millis(1500),
+        Duration::from_millis(1500),
+    );
+    // Every send planned before the deadline is in the record: the ones the
+    // frozen client never released as not sent, not silently dropped.
+    assert_eq!(counter(&v, "scheduled"), 400, "{}", v["counters"]);
+    let ended = counter(&v, "completed")
+        + counter(&v, "failed")
+        + counter(&v, "in_flight_at_end")
+        + counter(&v, "not_sent");
+    assert_eq!(ended, 400, "{}", v["counters"]);
+    assert!(counter(&v, "not_sent") >= 50, "{}", v["counters"]);
+}

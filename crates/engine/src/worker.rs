@@ -538,9 +538,21 @@ impl<'p> Worker<'p> {
         self.stop_at = Some(now);
         self.drain_until = Some(now + self.plan.grace);
         self.budget = Some(0);
+        // Open loop: sends due before the stop that the worker had not yet
+        // released (it was late: a host stall at the very end) were planned
+        // all the same: scheduled, and never sent.
+        let mut n = 0;
+        let until = self.deadline.map_or(now, |d| d.min(now));
+        while let Some(t) = self.next_intent {
+            if t >= until {
+                break;
+            }
+            self.rec.counters.scheduled += 1;
+            n += 1;
+            self.advance_intent();
+        }
         self.next_intent = None;
         // Requests waiting for a connect that never happened were not sent.
-        let mut n = 0;
         for c in &mut self.conns {
             // (A redirect hop connecting is a request already sent: in flight.)
             if c.has_request
@@ -699,17 +711,7 @@ impl<'p> Worker<'p> {
             }
             self.rec.counters.scheduled += 1;
             self.rec.released(now.saturating_duration_since(t));
-            self.next_intent = self
-                .pacer
-                .as_mut()
-                .and_then(|p| p.next_send())
-                .map(|d| self.rec.start() + d);
-            if self
-                .deadline
-                .is_some_and(|d| self.next_intent.is_some_and(|n| n >= d))
-            {
-                self.next_intent = None;
-            }
+            self.advance_intent();
             if self.pending.is_empty() {
                 if let Some(i) = self.pop_idle() {
                     self.send(i, t, now);
@@ -728,6 +730,21 @@ impl<'p> Worker<'p> {
             let Some(i) = self.free.pop() else { break };
             self.connects_left -= 1;
             self.connect(i, now);
+        }
+    }
+
+    /// Open loop: the next intended send time, none past the deadline.
+    fn advance_intent(&mut self) {
+        self.next_intent = self
+            .pacer
+            .as_mut()
+            .and_then(|p| p.next_send())
+            .map(|d| self.rec.start() + d);
+        if self
+            .deadline
+            .is_some_and(|d| self.next_intent.is_some_and(|n| n >= d))
+        {
+            self.next_intent = None;
         }
     }
 

@@ -58,6 +58,38 @@ pub fn wait_limit(mut child: Child, limit: Duration) -> Output {
     child.wait_with_output().expect("output")
 }
 
+/// Runs `redline run -o json -q --no-save ARGS`, freezing the whole process
+/// (SIGSTOP, as a host stall would) from `at` after its start for `length`;
+/// the parsed record. Panics on a non-zero exit.
+pub fn run_json_frozen(args: &[&str], at: Duration, length: Duration) -> serde_json::Value {
+    let child = Command::new(bin())
+        .args(["run", "-o", "json", "-q", "--no-save"])
+        .args(args)
+        .env(
+            "REDLINE_DB",
+            std::env::temp_dir().join(format!("redline-tests-{}.db", std::process::id())),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn redline");
+    let pid = child.id() as libc::pid_t;
+    std::thread::sleep(at);
+    // SAFETY: signals to our own child process.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    std::thread::sleep(length);
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let out = wait_limit(child, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("a JSON run record")
+}
+
 /// Runs redline with `--output json -q` and parses the record; panics on a non-zero exit.
 pub fn run_json(args: &[&str]) -> serde_json::Value {
     let mut a: Vec<&str> = vec!["run", "--output", "json", "-q"];
