@@ -459,6 +459,36 @@ fn lighttpd_config() {
     let r = analyze(&t.path("lighttpd.conf"), &opts()).unwrap();
     assert!(not_ok(&r).contains("no_compression"));
     assert_eq!(one(&r, "parse_error").line, bad);
+    // Any other include_shell is named (not run, not an error).
+    let shell = t.append(
+        "lighttpd.conf",
+        "include_shell \"/usr/local/bin/gen-vhosts.sh --all\"",
+    );
+    let r = analyze(&t.path("lighttpd.conf"), &opts()).unwrap();
+    let f = one(&r, "include_shell_not_run");
+    assert_eq!((f.line, f.level), (shell, Level::Info));
+    assert!(
+        f.message.contains("\"/usr/local/bin/gen-vhosts.sh --all\""),
+        "{}",
+        f.message
+    );
+}
+
+#[test]
+fn the_stock_debian_lighttpd_config_when_installed_parses_cleanly() {
+    let conf = Path::new("/etc/lighttpd/lighttpd.conf");
+    if !conf.exists() {
+        eprintln!("skipped: lighttpd is not installed");
+        return;
+    }
+    let r = analyze(conf, &opts()).unwrap();
+    assert_eq!(r.server, Server::Lighttpd);
+    let parse: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "parse_error")
+        .collect();
+    assert!(parse.is_empty(), "{parse:#?}");
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! lighttpd configuration: `key = value` / `key += value` assignments (values
 //! may be arrays over several lines), `include "file"` with globs, Debian's
-//! `include_shell ".../include-conf-enabled.pl"` (read as conf-enabled/*.conf),
+//! `include_shell ".../include-conf-enabled.pl"` (read as conf-enabled/*.conf;
+//! its `use-ipv6.pl` and `create-mime.conf.pl` print nothing the checks use,
+//! and any other `include_shell` is named as not run, never executed),
 //! and `$HTTP[...] { }` conditionals (their settings are read too).
 
 use super::{resolve, Finding, Level, Server, TuneOptions, TuneReport};
@@ -28,8 +30,29 @@ struct Reader {
     assigns: Vec<Assign>,
     files: Vec<PathBuf>,
     errors: Vec<(PathBuf, usize, String)>,
+    /// Things not checked (an `include_shell` that was not run).
+    notes: Vec<(PathBuf, usize, String)>,
     base: PathBuf,
     depth: usize,
+}
+
+/// The first double-quoted string in `s` (lighttpd strings escape `\"`).
+fn first_string(s: &str) -> Option<String> {
+    let start = s.find('"')? + 1;
+    let mut out = String::new();
+    let mut esc = false;
+    for c in s[start..].chars() {
+        match (esc, c) {
+            (true, c) => {
+                out.push(c);
+                esc = false;
+            }
+            (false, '\\') => esc = true,
+            (false, '"') => return Some(out),
+            (false, c) => out.push(c),
+        }
+    }
+    None
 }
 
 fn unquote(s: &str) -> String {
@@ -137,15 +160,27 @@ impl Reader {
 
     fn statement(&mut self, file: &Path, t: &str, line: usize) {
         if let Some(rest) = t.strip_prefix("include_shell") {
-            let cmd = unquote(rest);
-            if cmd.ends_with("include-conf-enabled.pl") {
-                self.include("conf-enabled/*.conf", file, line);
-            } else {
-                self.errors.push((
+            // The command is the first string; lighttpd may join more to it
+            // (Debian: `"/usr/share/lighttpd/use-ipv6.pl " + server.port`).
+            let cmd = first_string(rest).unwrap_or_else(|| rest.trim().to_string());
+            let script = cmd.split_whitespace().next().unwrap_or("");
+            let name = Path::new(script)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or("");
+            match name {
+                "include-conf-enabled.pl" => self.include("conf-enabled/*.conf", file, line),
+                // Debian's helpers that print only the IPv6 socket and the
+                // MIME map: nothing the checks look at.
+                "use-ipv6.pl" | "create-mime.conf.pl" | "create-mime.assign.pl" => {}
+                _ => self.notes.push((
                     file.to_path_buf(),
                     line,
-                    format!("include_shell {cmd:?} not run: its settings are not checked"),
-                ));
+                    format!(
+                        "include_shell {:?} was not run: the settings it prints are not checked",
+                        cmd.trim()
+                    ),
+                )),
             }
             return;
         }
@@ -243,6 +278,19 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         f.push(
             Finding::new(Level::Warn, "parse_error", (file, *line), msg.clone())
                 .why("lighttpd would refuse this, or read something other than intended; the rest was still checked"),
+        );
+    }
+    for (file, line, msg) in &r.notes {
+        f.push(
+            Finding::new(
+                Level::Info,
+                "include_shell_not_run",
+                (file, *line),
+                msg.clone(),
+            )
+            .why(
+                "redline does not run commands from a configuration; check what it prints by hand",
+            ),
         );
     }
     let none = (Path::new(""), 0usize);
