@@ -193,6 +193,15 @@ fn variant(code: &str, rel: &str, old: Option<&str>, new: &str) {
         "{new}"
     );
     assert!(!f.why.is_empty() && !f.change.is_empty());
+    pasteable(&f.change);
+}
+
+/// Apache has no comments after a directive: each line of a change must be a
+/// directive or a whole-line comment, to paste as it is.
+fn pasteable(change: &str) {
+    for l in change.lines() {
+        assert!(l.starts_with('#') || !l.contains('#'), "{change}");
+    }
 }
 
 #[test]
@@ -290,6 +299,14 @@ fn missing_deflate_module() {
     std::fs::remove_file(t.path("mods-enabled/deflate.conf")).unwrap();
     let r = apache(&t);
     assert_eq!(not_ok(&r), stock_plus(&["no_compression"]));
+    let f = one(&r, "no_compression");
+    assert!(
+        f.change
+            .contains("LoadModule deflate_module /usr/lib/apache2/modules/mod_deflate.so"),
+        "{}",
+        f.change
+    );
+    pasteable(&f.change);
 }
 
 #[test]
@@ -368,10 +385,11 @@ fn max_request_workers_against_memory() {
     let f = one(&r, "max_request_workers_over_memory");
     assert!(f.file.ends_with("mods-enabled/mpm_event.conf"));
     assert!(
-        f.change.starts_with("MaxRequestWorkers 125"),
+        f.change.starts_with("MaxRequestWorkers 125\n"),
         "{}",
         f.change
     );
+    pasteable(&f.change);
     let r = analyze(&t.path("apache2.conf"), &o(700 * 1024)).unwrap();
     assert!(!not_ok(&r).contains("max_request_workers_over_memory"));
 }
@@ -495,4 +513,196 @@ fn the_stock_debian_lighttpd_config_when_installed_parses_cleanly() {
 fn unreadable_main_file_is_an_error() {
     assert!(analyze(Path::new("/nonexistent/apache2.conf"), &opts()).is_err());
     assert!(analyze(&fixtures(), &opts()).is_err());
+}
+
+#[test]
+fn the_expires_hint_uses_the_modules_path_of_the_config() {
+    let t = Tree::copy("debian-apache2");
+    let r = apache(&t);
+    let f = one(&r, "no_expires");
+    assert!(
+        f.change.contains("a2enmod expires")
+            && f.change
+                .contains("\nLoadModule expires_module /usr/lib/apache2/modules/mod_expires.so\n")
+            && f.change.ends_with("ExpiresActive On"),
+        "{}",
+        f.change
+    );
+    assert!(
+        !f.change.contains(" modules/mod_expires.so"),
+        "{}",
+        f.change
+    );
+    pasteable(&f.change);
+}
+
+#[test]
+fn a_loaded_module_nothing_uses_is_found_at_its_loadmodule_line() {
+    let t = Tree::copy("debian-apache2");
+    let p = t.write(
+        "mods-enabled/rewrite.load",
+        "# Depends: \nLoadModule rewrite_module /usr/lib/apache2/modules/mod_rewrite.so\n",
+    );
+    let r = apache(&t);
+    assert_eq!(
+        not_ok(&r),
+        stock_plus(&["module_unused"]),
+        "{:#?}",
+        r.findings
+    );
+    let f = one(&r, "module_unused");
+    assert_eq!((Path::new(&f.file), f.line), (p.as_path(), 2));
+    assert!(f.message.contains("rewrite_module"), "{}", f.message);
+    assert!(f.change.contains("a2dismod rewrite"), "{}", f.change);
+    // Used by a site: no finding.
+    t.write(
+        "conf-enabled/zz-site.conf",
+        "<Directory /srv/site/>\nRewriteEngine On\nRewriteRule ^old$ /new [R=301]\n</Directory>\n",
+    );
+    let r = apache(&t);
+    assert_eq!(not_ok(&r), stock_plus(&[]), "{:#?}", r.findings);
+}
+
+#[test]
+fn the_old_name_max_requests_per_child() {
+    variant(
+        "max_connections_per_child_low",
+        "apache2.conf",
+        None,
+        "MaxRequestsPerChild 500",
+    );
+    let t = Tree::copy("debian-apache2");
+    t.append("apache2.conf", "MaxRequestsPerChild 500");
+    let r = apache(&t);
+    let f = one(&r, "max_connections_per_child_low");
+    assert!(
+        f.change.starts_with("MaxRequestsPerChild 10000"),
+        "{}",
+        f.change
+    );
+    // 0 (never) and large values are fine.
+    for v in ["0", "5000"] {
+        let t = Tree::copy("debian-apache2");
+        t.append("apache2.conf", &format!("MaxRequestsPerChild {v}"));
+        assert_eq!(not_ok(&apache(&t)), stock_plus(&[]), "{v}");
+    }
+}
+
+fn nginx(t: &Tree) -> TuneReport {
+    analyze(
+        &t.path("nginx.conf"),
+        &TuneOptions {
+            server: Some(Server::Nginx),
+            ..opts()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn nginx_worker_processes_below_the_cpus() {
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    // As many as the CPUs (and auto, the stock value) are fine.
+    let t = Tree::copy("debian-nginx");
+    t.replace_line(
+        "nginx.conf",
+        "worker_processes auto;",
+        &format!("worker_processes {cpus};"),
+    );
+    assert!(!not_ok(&nginx(&t)).contains("worker_processes_low"));
+    if cpus < 2 {
+        eprintln!("note: one CPU, no worker_processes value is below it; rest skipped");
+        return;
+    }
+    let t = Tree::copy("debian-nginx");
+    let line = t.replace_line(
+        "nginx.conf",
+        "worker_processes auto;",
+        &format!("worker_processes {};", cpus - 1),
+    );
+    let r = nginx(&t);
+    let want: BTreeSet<String> = ["no_expires", "worker_processes_low"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(not_ok(&r), want, "{:#?}", r.findings);
+    let f = one(&r, "worker_processes_low");
+    assert_eq!(
+        (Path::new(&f.file), f.line),
+        (t.path("nginx.conf").as_path(), line)
+    );
+    assert_eq!(f.change, "worker_processes auto;");
+}
+
+#[test]
+fn nginx_worker_connections_low() {
+    let t = Tree::copy("debian-nginx");
+    let line = t.replace_line(
+        "nginx.conf",
+        "worker_connections 768;",
+        "worker_connections 128;",
+    );
+    let r = nginx(&t);
+    let want: BTreeSet<String> = ["no_expires", "worker_connections_low"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(not_ok(&r), want, "{:#?}", r.findings);
+    let f = one(&r, "worker_connections_low");
+    assert_eq!(
+        (Path::new(&f.file), f.line),
+        (t.path("nginx.conf").as_path(), line)
+    );
+    assert!(f.message.contains("128"));
+    // 512 and up: none (the stock 768 is covered by the stock test).
+    let t = Tree::copy("debian-nginx");
+    t.replace_line(
+        "nginx.conf",
+        "worker_connections 768;",
+        "worker_connections 512;",
+    );
+    assert!(!not_ok(&nginx(&t)).contains("worker_connections_low"));
+}
+
+#[test]
+fn each_bad_lighttpd_setting_is_found_at_its_line() {
+    for (line_text, code, fine) in [
+        (
+            "server.max-keep-alive-idle = 60",
+            "keepalive_timeout_high",
+            "server.max-keep-alive-idle = 5",
+        ),
+        (
+            "server.network-backend = \"writev\"",
+            "sendfile_off",
+            "server.network-backend = \"sendfile\"",
+        ),
+        (
+            "server.stat-cache-engine = \"disable\"",
+            "stat_cache_off",
+            "server.stat-cache-engine = \"simple\"",
+        ),
+        (
+            "server.max-worker = 4",
+            "max_worker",
+            "server.max-worker = 0",
+        ),
+    ] {
+        let t = Tree::copy("lighttpd");
+        let line = t.append("lighttpd.conf", line_text);
+        let r = analyze(&t.path("lighttpd.conf"), &opts()).unwrap();
+        let want: BTreeSet<String> = ["no_expires", code].iter().map(|s| s.to_string()).collect();
+        assert_eq!(not_ok(&r), want, "{line_text}: {:#?}", r.findings);
+        let f = one(&r, code);
+        assert_eq!(
+            (Path::new(&f.file), f.line),
+            (t.path("lighttpd.conf").as_path(), line),
+            "{line_text}"
+        );
+        assert!(!f.why.is_empty() && !f.change.is_empty());
+        let t = Tree::copy("lighttpd");
+        t.append("lighttpd.conf", fine);
+        let r = analyze(&t.path("lighttpd.conf"), &opts()).unwrap();
+        assert_eq!(not_ok(&r), ["no_expires".to_string()].into(), "{fine}");
+    }
 }

@@ -392,6 +392,42 @@ fn effective<'a>(c: &'a Config, name: &str) -> Vec<&'a Directive> {
     last
 }
 
+/// The directory the configuration loads its modules from: that of an
+/// existing `LoadModule` line, else Debian's when the tree has Debian's
+/// `mods-enabled` layout, else `modules` (relative to ServerRoot, as on
+/// RHEL and in the upstream build).
+fn modules_dir(c: &Config) -> String {
+    if let Some(dir) = c
+        .directives
+        .iter()
+        .filter(|d| d.name == "loadmodule")
+        .filter_map(|d| d.args.get(1))
+        .find_map(|p| p.rsplit_once('/').map(|(dir, _)| dir.to_string()))
+    {
+        return dir;
+    }
+    if c.files
+        .iter()
+        .any(|f| f.components().any(|x| x.as_os_str() == "mods-enabled"))
+    {
+        return "/usr/lib/apache2/modules".into();
+    }
+    "modules".into()
+}
+
+/// The lines that load module `short` (e.g. `expires`), with the path the
+/// other modules use; on Debian's layout `a2enmod` first, as a comment line
+/// (Apache has no comments after a directive).
+fn load_module_hint(c: &Config, short: &str, then: &str) -> String {
+    let dir = modules_dir(c);
+    let load = format!("LoadModule {short}_module {dir}/mod_{short}.so");
+    if dir.starts_with("/usr/lib/apache2/") {
+        format!("# Debian: a2enmod {short}, or:\n{load}{then}")
+    } else {
+        format!("{load}{then}")
+    }
+}
+
 /// The effective server-wide value (outside any section).
 fn global<'a>(c: &'a Config, name: &str) -> Option<&'a Directive> {
     c.directives
@@ -436,7 +472,7 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
             f.push(
                 Finding::new(Level::Warn, "hostname_lookups", at(d), format!("HostnameLookups {}", d.args.join(" ")))
                     .why("a DNS lookup for every request's client address, before the log line is written")
-                    .change("HostnameLookups Off    # resolve names later with logresolve"),
+                    .change("HostnameLookups Off\n# resolve names later with logresolve"),
             );
         }
     }
@@ -464,7 +500,7 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
                     format!("AllowOverride {} in <{dir}>", d.args.join(" ")),
                 )
                 .why("Apache looks for .htaccess in every directory of every requested path, on every request")
-                .change("AllowOverride None    # move the .htaccess rules into this <Directory>"),
+                .change("AllowOverride None\n# move the .htaccess rules into this <Directory>"),
             );
         }
     }
@@ -628,7 +664,7 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
                     f.push(
                         Finding::new(Level::Warn, "max_connections_per_child_low", at(d), format!("{} {v}", d.raw_name))
                             .why("workers exit and are forked again every few hundred connections: fork cost and cold caches")
-                            .change(format!("{} 10000    # 0 = never, unless a module leaks memory", d.raw_name)),
+                            .change(format!("{} 10000\n# 0 = never, unless a module leaks memory", d.raw_name)),
                     );
                 }
             }
@@ -679,9 +715,7 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
                         "EnableSendfile not set: Apache 2.4's default is Off".into(),
                     )
                     .why(why)
-                    .change(
-                        "EnableSendfile On    # unless DocumentRoot is on a network filesystem",
-                    ),
+                    .change("EnableSendfile On\n# unless DocumentRoot is on a network filesystem"),
                 );
             } else {
                 f.push(Finding::new(
@@ -712,9 +746,7 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
                 "mod_deflate is not loaded".into(),
             )
             .why("HTML, CSS and JavaScript go out uncompressed: 3 to 5 times the bytes")
-            .change(
-                "LoadModule deflate_module modules/mod_deflate.so    # Debian: a2enmod deflate",
-            ),
+            .change(load_module_hint(&c, "deflate", "")),
         );
     }
     if c.modules.contains("expires_module") {
@@ -728,7 +760,7 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         f.push(
             Finding::new(Level::Info, "no_expires", main, "mod_expires is not loaded".into())
                 .why("without Expires/Cache-Control max-age, browsers revalidate every image and stylesheet on each page")
-                .change("LoadModule expires_module modules/mod_expires.so    # Debian: a2enmod expires; then ExpiresActive On"),
+                .change(load_module_hint(&c, "expires", "\nExpiresActive On")),
         );
     }
     // Modules loaded that nothing uses.
@@ -802,7 +834,7 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
                             d.raw_name, per, need, budget
                         ))
                         .why("at full load the machine swaps, and every request waits for the disk (the Italian article's test 5)")
-                        .change(format!("{} {allowed}    # budget {budget} KiB / {per} KiB per process", d.raw_name)),
+                        .change(format!("{} {allowed}\n# budget {budget} KiB / {per} KiB per process", d.raw_name)),
                     );
                 } else {
                     f.push(Finding::new(Level::Ok, "max_request_workers_over_memory", at(d), format!(
