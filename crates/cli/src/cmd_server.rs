@@ -81,7 +81,7 @@ pub struct SizeArgs {
     /// Memory the server may use: a share of MemTotal (50%) or a size (4GiB). Default: MemTotal minus the other processes and a 10% reserve.
     #[arg(long = "memory-budget", value_name = "SIZE|PCT")]
     memory_budget: Option<String>,
-    /// Apache error log to search for "reached MaxRequestWorkers" (default: the usual places).
+    /// Apache error log whose "reached MaxRequestWorkers" lines are cited as evidence (default with --watch: the usual places; with --run/--from: none).
     #[arg(long = "error-log", value_name = "FILE")]
     error_log: Option<PathBuf>,
     /// Server config, to read ThreadsPerChild (Apache worker/event).
@@ -378,18 +378,9 @@ fn cmd_size(a: SizeArgs) -> i32 {
         }
     }
     if kind == ServerKind::Apache {
-        let logs: Vec<PathBuf> = match &a.error_log {
-            Some(p) => vec![p.clone()],
-            None => detect::APACHE_ERROR_LOGS
-                .iter()
-                .map(PathBuf::from)
-                .collect(),
-        };
-        let refs: Vec<&std::path::Path> = logs.iter().map(|p| p.as_path()).collect();
-        if let Some((path, n, last)) = detect::apache_limit_evidence(&refs) {
-            evidence.push(format!(
-                "{path}: {n} \"reached MaxRequestWorkers\" lines, the last: {last}"
-            ));
+        match error_log_evidence(a.error_log.as_deref(), true) {
+            Ok(e) => evidence.extend(e),
+            Err(e) => return fail(EXIT_USAGE, e),
         }
     }
     let cpus = std::thread::available_parallelism()
@@ -415,6 +406,32 @@ fn cmd_size(a: SizeArgs) -> i32 {
         Format::Text => print(&size::render(&r)),
         Format::Json => print(&to_json(serde_json::to_value(&r))),
     }
+}
+
+/// The Apache error log's "reached MaxRequestWorkers" lines as evidence: from
+/// `--error-log FILE` (unreadable: an error), else, when `usual`, from the
+/// first of the usual paths that has any.
+fn error_log_evidence(given: Option<&std::path::Path>, usual: bool) -> Result<Vec<String>, String> {
+    let logs: Vec<PathBuf> = match given {
+        Some(p) => {
+            if let Err(e) = std::fs::File::open(p) {
+                return Err(format!("cannot read --error-log {}: {e}", p.display()));
+            }
+            vec![p.to_path_buf()]
+        }
+        None if usual => detect::APACHE_ERROR_LOGS
+            .iter()
+            .map(PathBuf::from)
+            .collect(),
+        None => return Ok(vec![]),
+    };
+    let refs: Vec<&std::path::Path> = logs.iter().map(|p| p.as_path()).collect();
+    Ok(detect::apache_limit_evidence(&refs)
+        .map(|(path, n, last)| {
+            format!("{path}: {n} \"reached MaxRequestWorkers\" lines, the last: {last}")
+        })
+        .into_iter()
+        .collect())
 }
 
 /// Loads the run record named by `--run REF` (history) or `--from FILE`.
@@ -486,6 +503,14 @@ fn size_from_record(a: &SizeArgs, budget: Option<Budget>) -> i32 {
             },
         ) {
             Ok(r) => inp.threads_per_child = r.threads_per_child,
+            Err(e) => return fail(EXIT_USAGE, e),
+        }
+    }
+    // The usual log paths are this machine's, maybe not the watched one's:
+    // only the log named by --error-log is read here.
+    if inp.kind == ServerKind::Apache {
+        match error_log_evidence(a.error_log.as_deref(), false) {
+            Ok(e) => inp.evidence.extend(e),
             Err(e) => return fail(EXIT_USAGE, e),
         }
     }

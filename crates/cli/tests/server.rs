@@ -456,8 +456,7 @@ fn assert_size_arithmetic(r: &serde_json::Value, budget_kib: u64) {
         .map(|d| d.as_str().unwrap())
         .collect();
     assert!(
-        dirs.iter()
-            .any(|d| d.starts_with(&format!("MaxRequestWorkers {n} "))),
+        dirs.iter().any(|d| *d == format!("MaxRequestWorkers {n}")),
         "{dirs:?}"
     );
 }
@@ -747,4 +746,163 @@ fn swap_during_the_run_is_warned_in_report_and_json() {
     let _ = std::fs::remove_dir_all(&root);
     let _ = std::fs::remove_file(&db);
     srv.shutdown();
+}
+
+/// A fake `/proc` with an Apache prefork: a parent and two workers.
+fn fake_apache_proc(root: &Path) {
+    let _ = std::fs::remove_dir_all(root);
+    for (pid, ppid, private) in [(5000, 1, 2048), (5001, 5000, 6144), (5002, 5000, 8192)] {
+        let d = root.join(pid.to_string());
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("stat"),
+            format!("{pid} (apache2) S {ppid} 5000 5000 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 100 1000 200 0\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("smaps_rollup"),
+            format!(
+                "Rss: {} kB\nPss: {} kB\nPrivate_Clean: 0 kB\nPrivate_Dirty: {private} kB\nSwap: 0 kB\n",
+                private + 20_000,
+                private + 4_000
+            ),
+        )
+        .unwrap();
+    }
+    std::fs::write(root.join("loadavg"), "0.50 0.40 0.30 1/100 5002\n").unwrap();
+    std::fs::write(root.join("meminfo"), meminfo(6_000_000)).unwrap();
+    std::fs::write(root.join("vmstat"), "pswpin 10\npswpout 100\n").unwrap();
+}
+
+fn redline_env(args: &[&str], root: &Path) -> std::process::Output {
+    let child = Command::new(bin())
+        .args(args)
+        .env("REDLINE_PROC_ROOT", root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_limit(child, Duration::from_secs(60))
+}
+
+#[test]
+fn size_cites_the_error_logs_reached_max_request_workers_lines() {
+    let root = std::env::temp_dir().join(format!("redline-fakeapache-{}", std::process::id()));
+    fake_apache_proc(&root);
+    let log = fixture("apache-error.log");
+    let log_s = log.to_str().unwrap();
+    let last = "[Sun Nov 22 09:31:42.654321 2026] [mpm_prefork:error] [pid 5000] AH00161: server reached MaxRequestWorkers";
+    let cited = format!("{log_s}: 2 \"reached MaxRequestWorkers\" lines, the last: {last}");
+
+    // Live, text and JSON. Paid once: parent PSS 6048 + shared 2 × 4000 KiB;
+    // (1 GiB - 14048 KiB) / 8192 KiB for the largest worker = 126.
+    let live = [
+        "size",
+        "--watch",
+        "apache2",
+        "--memory-budget",
+        "1GiB",
+        "--error-log",
+        log_s,
+    ];
+    let out = redline_env(&live, &root);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains(&format!("[!!] {cited}")), "{text}");
+    assert!(text.contains("MaxRequestWorkers 126\n"), "{text}");
+    let out = redline_env(&[&live[..], &["-o", "json"]].concat(), &root);
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().starts_with(&cited)),
+        "{r}"
+    );
+    // A log without such lines cites nothing.
+    let quiet = std::env::temp_dir().join(format!("redline-quiet-{}.log", std::process::id()));
+    std::fs::write(
+        &quiet,
+        "[core:notice] AH00094: Command line: '/usr/sbin/apache2'\n",
+    )
+    .unwrap();
+    let out = redline_env(
+        &[
+            "size",
+            "--watch",
+            "apache2",
+            "--error-log",
+            quiet.to_str().unwrap(),
+        ],
+        &root,
+    );
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("reached"));
+    let _ = std::fs::remove_file(&quiet);
+    // An unreadable --error-log: one line, exit 2.
+    let out = redline_env(
+        &[
+            "size",
+            "--watch",
+            "apache2",
+            "--error-log",
+            "/nonexistent/error.log",
+        ],
+        &root,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("--error-log /nonexistent/error.log"), "{err}");
+
+    // From a run record: cited with --error-log, not without.
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let out = redline_env(
+        &[
+            "run",
+            "-d",
+            "1s",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "-o",
+            "json",
+            "-q",
+            "--no-save",
+            "--watch",
+            "apache2",
+            "--watch-interval",
+            "100ms",
+            &url,
+        ],
+        &root,
+    );
+    srv.shutdown();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec = std::env::temp_dir().join(format!("redline-fakeapache-{}.json", std::process::id()));
+    std::fs::write(&rec, &out.stdout).unwrap();
+    let rec_s = rec.to_str().unwrap();
+    let from = ["size", "--from", rec_s, "--memory-budget", "1GiB"];
+    let with = redline(&[&from[..], &["--error-log", log_s]].concat());
+    let without = redline(&from);
+    let _ = std::fs::remove_file(&rec);
+    let _ = std::fs::remove_dir_all(&root);
+    let with = String::from_utf8_lossy(&with.stdout);
+    assert!(with.contains(&format!("[!!] {cited}")), "{with}");
+    assert!(with.contains("MaxRequestWorkers 126\n"), "{with}");
+    let without = String::from_utf8_lossy(&without.stdout);
+    assert!(without.contains("MaxRequestWorkers 126\n"), "{without}");
+    assert!(!without.contains("reached MaxRequestWorkers"), "{without}");
 }

@@ -113,6 +113,9 @@ pub struct SizeReport {
     pub processes: usize,
     /// Worker processes now (the server's processes except its parent).
     pub workers: usize,
+    /// Threads in one worker process (Apache worker/event: ThreadsPerChild).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads_per_process: Option<u64>,
     /// Memory one more worker costs: the largest worker's private memory, KiB.
     pub per_worker_private_kib: u64,
     /// Mean private memory of the workers, KiB.
@@ -229,26 +232,30 @@ pub fn compute(inp: &SizeInput) -> Result<SizeReport, String> {
         n
     ));
     let mut directives = Vec::new();
+    let mut threads_per_process = None;
     let mut notes = inp.evidence.clone();
     let mpm = inp.mpm.as_ref().map(|(m, _)| *m);
     match inp.kind {
         ServerKind::Apache => match mpm.unwrap_or(Mpm::Prefork) {
+            // Apache has no comments after a directive: comments go on their own line.
             Mpm::Prefork => {
-                directives.push(format!(
-                    "MaxRequestWorkers {n}    # MaxClients in Apache 2.2"
-                ));
+                directives.push("# MaxClients in Apache 2.2".into());
+                directives.push(format!("MaxRequestWorkers {n}"));
                 directives.push(format!("ServerLimit       {}", n.max(1)));
             }
             m => {
                 let tpc = inp.threads_per_child.unwrap_or(25).max(1);
-                directives.push(format!("ServerLimit       {n}"));
-                directives.push(format!("ThreadsPerChild   {tpc}"));
+                threads_per_process = Some(tpc);
                 directives.push(format!(
-                    "MaxRequestWorkers {}    # ServerLimit × ThreadsPerChild",
-                    n * tpc
+                    "# {} MPM: {n} processes of {tpc} threads, {} private each",
+                    m.name(),
+                    kib(per_worker as f64)
                 ));
+                directives.push(format!("ServerLimit       {}", n.max(1)));
+                directives.push(format!("ThreadsPerChild   {tpc}"));
+                directives.push(format!("MaxRequestWorkers {}", n * tpc));
                 arithmetic.push(format!(
-                    "MaxRequestWorkers = ServerLimit {n} × ThreadsPerChild {tpc} = {} ({} MPM: {} per process)",
+                    "MaxRequestWorkers = ServerLimit {n} × ThreadsPerChild {tpc} = {} ({} MPM: {} private per process)",
                     n * tpc,
                     m.name(),
                     kib(per_worker as f64)
@@ -300,6 +307,7 @@ pub fn compute(inp: &SizeInput) -> Result<SizeReport, String> {
         budget_source: source,
         processes: inp.server.len(),
         workers: if single { 0 } else { workers.len() },
+        threads_per_process,
         per_worker_private_kib: per_worker,
         mean_worker_private_kib: mean_private,
         per_worker_pss_kib: biggest.pss_kib,
@@ -479,10 +487,20 @@ pub fn render(r: &SizeReport) -> String {
         kib(r.budget_kib as f64),
         r.budget_source
     );
-    let _ = writeln!(
-        o,
-        "-------- One worker ------------------------------------"
-    );
+    match r.threads_per_process {
+        Some(t) => {
+            let _ = writeln!(
+                o,
+                "-------- One worker process ({t} threads) --------------"
+            );
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "-------- One worker ------------------------------------"
+            );
+        }
+    }
     let _ = writeln!(
         o,
         "[--] private {}  (PSS {}, RSS {}; mean private {})",
@@ -616,6 +634,118 @@ mod tests {
             .contains("no process"));
     }
 
+    fn apache_input(mpm: Mpm, tpc: Option<u64>) -> SizeInput {
+        SizeInput {
+            server: vec![
+                p(10, 1, 2000, 4000),
+                p(11, 10, 10_000, 11_000),
+                p(12, 10, 12_000, 12_500),
+            ],
+            others: vec![],
+            machine: MachineInfo {
+                mem_total_kib: 4_000_000,
+                ..Default::default()
+            },
+            budget: Some(Budget::Kib(200_000)),
+            kind: ServerKind::Apache,
+            mpm: Some((mpm, "test".into())),
+            threads_per_child: tpc,
+            cpus: 2,
+            evidence: vec![],
+            source: None,
+        }
+    }
+
+    #[test]
+    fn worker_and_event_give_server_limit_times_threads_per_child() {
+        // fixed = parent PSS 4000 + shared (1000 + 500) = 5500;
+        // processes = (200000 - 5500) / 12000 = 16.
+        for (mpm, tpc, want_tpc) in [(Mpm::Event, Some(64), 64), (Mpm::Worker, None, 25)] {
+            let r = compute(&apache_input(mpm, tpc)).unwrap();
+            assert_eq!((r.fixed_kib, r.max_workers), (5500, 16));
+            assert_eq!(r.threads_per_process, Some(want_tpc));
+            let d: Vec<&str> = r.directives.iter().map(String::as_str).collect();
+            let mrw = format!("MaxRequestWorkers {}", 16 * want_tpc);
+            assert_eq!(
+                &d[1..],
+                &[
+                    "ServerLimit       16",
+                    &format!("ThreadsPerChild   {want_tpc}"),
+                    &mrw
+                ],
+                "{d:?}"
+            );
+            // The memory per process is in the comment and the arithmetic.
+            assert!(
+                d[0].starts_with('#') && d[0].contains("11.7 MiB private each"),
+                "{}",
+                d[0]
+            );
+            assert!(
+                r.arithmetic.iter().any(|a| a.contains(&format!(
+                    "ServerLimit 16 × ThreadsPerChild {want_tpc} = {}",
+                    16 * want_tpc
+                )) && a.contains("per process")),
+                "{:?}",
+                r.arithmetic
+            );
+            let text = render(&r);
+            assert!(
+                text.contains(&format!("One worker process ({want_tpc} threads)"))
+                    && text.contains(&mrw),
+                "{text}"
+            );
+        }
+        // Prefork: one request per process, no ThreadsPerChild.
+        let r = compute(&apache_input(Mpm::Prefork, Some(64))).unwrap();
+        assert_eq!(r.threads_per_process, None);
+        assert!(r.directives.iter().any(|d| d == "MaxRequestWorkers 16"));
+        assert!(!r.directives.iter().any(|d| d.contains("ThreadsPerChild")));
+        // Every directive line pastes into an Apache config (no trailing comment).
+        for d in &r.directives {
+            assert!(d.starts_with('#') || !d.contains('#'), "{d}");
+        }
+    }
+
+    #[test]
+    fn lighttpd_sizing() {
+        let mut inp = apache_input(Mpm::Prefork, None);
+        inp.kind = ServerKind::Lighttpd;
+        inp.mpm = None;
+        inp.server = vec![ProcInfo {
+            pid: 20,
+            ppid: 1,
+            comm: "lighttpd".into(),
+            private_kib: 4000,
+            pss_kib: 5000,
+            rss_kib: 9000,
+            ..Default::default()
+        }];
+        let r = compute(&inp).unwrap();
+        // One process, no workers: all of it per process, nothing paid once.
+        assert_eq!((r.workers, r.fixed_kib, r.max_workers), (0, 0, 50));
+        assert_eq!(
+            r.directives[0].split("    #").next(),
+            Some("server.max-worker = 0")
+        );
+        assert!(r
+            .directives
+            .iter()
+            .any(|d| d.starts_with("server.max-connections = 1024")));
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("memory allows 50 such processes")),
+            "{:?}",
+            r.notes
+        );
+        let text = render(&r);
+        assert!(
+            text.contains("lighttpd") && text.contains("server.max-worker = 0"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn budgets() {
         assert_eq!(parse_budget("50%").unwrap(), Budget::Share(0.5));
@@ -657,7 +787,7 @@ mod tests {
         assert_eq!(r.fixed_kib, 5000);
         assert_eq!(r.per_worker_private_kib, 3000);
         assert_eq!(r.max_workers, (100_000 - 5000) / 3000);
-        assert!(r.directives[0].starts_with("MaxRequestWorkers 31"));
+        assert_eq!(r.directives[1], "MaxRequestWorkers 31");
         let mut d = inp.clone();
         d.budget = None;
         let r = compute(&d).unwrap();
