@@ -92,11 +92,12 @@ fn render_host(o: &mut String, h: &HostWatch) {
     }
 }
 
-/// One line per window (e.g. per stage of a run): `(name, t0_s, t1_s)` in
+/// Two lines per window (e.g. per stage of a run): `(name, t0_s, t1_s)` in
 /// seconds since the run (the local watch) started, each summarized with
-/// [`ServerWatch::window`]: processes (peak/mean), peak total RSS, PSS and
-/// private memory, and CPU (peak/mean, % of one CPU). A window with no sample
-/// says so. Empty when nothing was watched.
+/// [`ServerWatch::window`]: peak/mean of the process count, CPU (% of one
+/// CPU) and load average, the lowest MemAvailable and the pages swapped in
+/// and out; then peak/mean of total RSS, PSS and private memory. A window
+/// with no sample says so. Empty when nothing was watched.
 pub fn render_windows(w: &ServerWatch, windows: &[(&str, f64, f64)]) -> String {
     let mut o = String::new();
     if w.hosts.is_empty() || windows.is_empty() {
@@ -110,25 +111,38 @@ pub fn render_windows(w: &ServerWatch, windows: &[(&str, f64, f64)]) -> String {
         .max(5);
     let _ = writeln!(
         o,
-        "Server per stage ({}):  processes peak/mean, RSS / PSS / private peak, CPU peak/mean",
+        "Server per stage ({}), peak/mean over the stage's samples:",
         w.hosts[0].host
     );
+    let pm = |p: PeakMean| format!("{}/{}", kib(p.peak), kib(p.mean));
     for (name, t0, t1) in windows {
         let s = w.window(*t0, *t1);
+        let head = format!("  {name:<width$} {t0:>6.1}-{t1:<6.1}s");
         if s.samples == 0 {
-            let _ = writeln!(o, "  {name:<width$} {t0:>6.1}-{t1:<6.1}s  no sample");
+            let _ = writeln!(o, "{head}  no sample");
             continue;
         }
         let _ = writeln!(
             o,
-            "  {name:<width$} {t0:>6.1}-{t1:<6.1}s  {:>3.0}/{:<5.1} {} / {} / {}  {:.0}%/{:.0}%",
+            "{head}  processes {:.0}/{:.1}  CPU {:.0}%/{:.0}%  load {:.2}/{:.2}  MemAvailable lowest {}  swap {} in/{} out pages",
             s.processes.peak,
             s.processes.mean,
-            kib(s.rss_kib.peak),
-            kib(s.pss_kib.peak),
-            kib(s.private_kib.peak),
             s.cpu_percent.peak,
-            s.cpu_percent.mean
+            s.cpu_percent.mean,
+            s.load1.peak,
+            s.load1.mean,
+            kib(s.min_mem_available_kib as f64),
+            s.swapped_in_pages,
+            s.swapped_out_pages
+        );
+        let _ = writeln!(
+            o,
+            "  {:<pad$}RSS {}  PSS {}  private {}",
+            "",
+            pm(s.rss_kib),
+            pm(s.pss_kib),
+            pm(s.private_kib),
+            pad = width + 17
         );
     }
     o
@@ -140,7 +154,7 @@ mod tests {
     use redline_stats::watch::{HostWatch, WatchSample};
 
     #[test]
-    fn one_line_per_window() {
+    fn two_lines_per_window_with_peak_and_mean_of_each() {
         let samples = (0..6)
             .map(|i| WatchSample {
                 t: i as f64,
@@ -149,6 +163,9 @@ mod tests {
                 pss_kib: 1024 * (i as u64 + 1),
                 private_kib: 512 * (i as u64 + 1),
                 cpu_percent: 10.0 * i as f64,
+                load1: 0.25 * i as f64,
+                mem_available_kib: 1024 * 1024 * (10 - i as u64),
+                swap_out_per_s: if i == 4 { 30.0 } else { 0.0 },
                 ..Default::default()
             })
             .collect();
@@ -167,20 +184,45 @@ mod tests {
             &[("warm", 0.0, 2.0), ("peak", 3.0, 5.0), ("after", 9.0, 10.0)],
         );
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines.len(), 4, "{t}");
-        assert!(lines[0].contains("web1"));
+        assert_eq!(lines.len(), 6, "{t}");
+        assert!(lines[0].contains("web1") && lines[0].contains("peak/mean"));
+        // warm: samples 0..=2; CPU of the first sample (no interval before it) is not counted.
         assert!(
-            lines[1].contains("warm") && lines[1].contains("4/3.0") && lines[1].contains("1.5 MiB"),
+            lines[1].starts_with("  warm ")
+                && lines[1].contains("processes 4/3.0")
+                && lines[1].contains("CPU 20%/15%")
+                && lines[1].contains("load 0.50/0.25")
+                && lines[1].contains("MemAvailable lowest 8.00 GiB")
+                && lines[1].contains("swap 0 in/0 out pages"),
             "{t}"
         );
         assert!(
-            lines[2].contains("peak")
-                && lines[2].contains("7/6.0")
-                && lines[2].contains("12.0 MiB")
-                && lines[2].contains("50%/40%"),
+            lines[2].contains("RSS 6.0 MiB/4.0 MiB")
+                && lines[2].contains("PSS 3.0 MiB/2.0 MiB")
+                && lines[2].contains("private 1.5 MiB/1.0 MiB"),
             "{t}"
         );
-        assert!(lines[3].contains("no sample"), "{t}");
+        // peak: samples 3..=5, 30 pages/s out during the second before t=4.
+        assert!(
+            lines[3].starts_with("  peak ")
+                && lines[3].contains("processes 7/6.0")
+                && lines[3].contains("CPU 50%/40%")
+                && lines[3].contains("load 1.25/1.00")
+                && lines[3].contains("MemAvailable lowest 5.00 GiB")
+                && lines[3].contains("swap 0 in/30 out pages"),
+            "{t}"
+        );
+        assert!(
+            lines[4].contains("RSS 12.0 MiB/10.0 MiB")
+                && lines[4].contains("private 3.0 MiB/2.5 MiB"),
+            "{t}"
+        );
+        // The memory line lines up under the stage's first figure.
+        assert_eq!(lines[4].find("RSS"), lines[3].find("processes"), "{t}");
+        assert!(
+            lines[5].contains("after") && lines[5].contains("no sample"),
+            "{t}"
+        );
         assert_eq!(
             render_windows(&ServerWatch::default(), &[("x", 0.0, 1.0)]),
             ""
