@@ -401,8 +401,9 @@ fn status_time_chart(runs: &[(&str, &RunRecord)]) -> String {
 /// Reads one memory figure of a watch sample.
 type SampleField = fn(&redline_stats::watch::WatchSample) -> u64;
 
-/// The watched server (`--watch`): memory and CPU of its processes over time,
-/// beside the load's own charts. Empty when no run watched anything.
+/// The watched server (`--watch`): memory, CPU and count of its processes
+/// over time, and the machine's MemAvailable and swap activity, beside the
+/// load's own charts. Empty when no run watched anything.
 fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
     const MEM_COLORS: [&str; 3] = ["#1c5fb8", "#2b8a3e", "#c2255c"];
     let watched: Vec<(usize, &str, &redline_stats::watch::HostWatch)> = runs
@@ -429,6 +430,9 @@ fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
     let mut mem = Vec::new();
     let mut cpu = Vec::new();
     let (mut max_mem, mut max_cpu): (f64, f64) = (0.0, 0.0);
+    let (mut procs, mut avail, mut swap, mut no_swap) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut max_procs, mut max_avail, mut max_swap): (f64, f64, f64) = (0.0, 0.0, 0.0);
     for (i, name, h) in &watched {
         let kinds: [(&str, SampleField); 3] = [
             ("RSS", |p| p.rss_kib),
@@ -457,6 +461,51 @@ fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
             dashed: *i == 1,
             points,
         });
+        let points: Vec<(f64, f64)> = h
+            .samples
+            .iter()
+            .map(|p| (p.t, p.processes as f64))
+            .collect();
+        max_procs = points.iter().map(|p| p.1).fold(max_procs, f64::max);
+        procs.push(Line {
+            name: format!("processes{}", suffix(name)),
+            color: RUN_COLORS[*i % 2],
+            dashed: *i == 1,
+            points,
+        });
+        let points: Vec<(f64, f64)> = h
+            .samples
+            .iter()
+            .map(|p| (p.t, p.mem_available_kib as f64 / 1024.0))
+            .collect();
+        max_avail = points
+            .iter()
+            .map(|p| p.1)
+            .fold(max_avail, f64::max)
+            .max(h.mem_total_kib as f64 / 1024.0);
+        avail.push(Line {
+            name: format!("MemAvailable{}", suffix(name)),
+            color: RUN_COLORS[*i % 2],
+            dashed: *i == 1,
+            points,
+        });
+        let rates: [(&str, &str, fn(&redline_stats::watch::WatchSample) -> f64); 2] = [
+            ("swapped in", MEM_COLORS[1], |p| p.swap_in_per_s),
+            ("swapped out", MEM_COLORS[2], |p| p.swap_out_per_s),
+        ];
+        for (label, color, f) in rates {
+            let points: Vec<(f64, f64)> = h.samples.iter().map(|p| (p.t, f(p))).collect();
+            max_swap = points.iter().map(|p| p.1).fold(max_swap, f64::max);
+            swap.push(Line {
+                name: format!("{label}{}", suffix(name)),
+                color,
+                dashed: *i == 1,
+                points,
+            });
+        }
+        if h.swap_total_kib == 0 {
+            no_swap.push(esc(&h.host));
+        }
     }
     let end = watched
         .iter()
@@ -489,6 +538,33 @@ fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
         &x,
         &linear_axis(max_cpu, "CPU (%)"),
         &cpu,
+    ));
+    out.push_str(&line_chart(
+        "Server processes over time",
+        &x,
+        &linear_axis(max_procs, "processes"),
+        &procs,
+    ));
+    // The axis reaches MemTotal, so the distance to the top is what is in use.
+    out.push_str(&line_chart(
+        "Machine MemAvailable over time (axis up to MemTotal)",
+        &x,
+        &linear_axis(max_avail, "MemAvailable (MiB)"),
+        &avail,
+    ));
+    let swap_title = if no_swap.is_empty() {
+        "Machine swap activity over time".to_string()
+    } else {
+        format!(
+            "Machine swap activity over time (no swap configured on {})",
+            no_swap.join(", ")
+        )
+    };
+    out.push_str(&line_chart(
+        &swap_title,
+        &x,
+        &linear_axis(max_swap, "pages per second"),
+        &swap,
     ));
     out
 }
@@ -973,7 +1049,13 @@ mod tests {
                 pss_kib: 20_000 + k * 100,
                 private_kib: 10_000 + k * 100,
                 cpu_percent: 50.0 + k as f64,
+                mem_available_kib: (1000 - 10 * k) * 1024,
+                swap_out_per_s: if k == 10 { 120.0 } else { 0.0 },
                 ..Default::default()
+            })
+            .map(|mut s| {
+                s.processes = 3 + (s.t as u32) / 2;
+                s
             })
             .collect();
         a.server_watch = Some(ServerWatch {
@@ -981,13 +1063,47 @@ mod tests {
             hosts: vec![HostWatch {
                 host: "web1".into(),
                 targets: vec!["nginx".into()],
+                mem_total_kib: 2000 * 1024,
+                swap_total_kib: 1024 * 1024,
                 samples,
                 ..Default::default()
             }],
         });
         let html = report(&[("run 1", &a)]);
-        assert_eq!(html.matches("<svg class=\"chart\"").count(), 9);
+        assert_eq!(html.matches("<svg class=\"chart\"").count(), 12);
         assert!(html.contains("Server memory over time") && html.contains("nginx on web1"));
+        // Process count, MemAvailable and swap, each sample a point with its value.
+        let chart = |title: &str| {
+            let at = html.find(&format!("<figcaption>{title}")).expect(title);
+            let end = at + html[at..].find("</figure>").unwrap();
+            html[at..end].to_string()
+        };
+        let p = chart("Server processes over time");
+        assert!(
+            p.contains("data-points=\"20\"") && p.contains(">processes<"),
+            "{p}"
+        );
+        assert!(p.contains("<title>processes: 3 at 0</title>"), "{p}");
+        assert!(p.contains("<title>processes: 7 at 9.5</title>"), "{p}");
+        let m = chart("Machine MemAvailable over time");
+        assert!(m.contains(">MemAvailable (MiB)<"), "{m}");
+        assert!(m.contains("<title>MemAvailable: 1000 at 0</title>"), "{m}");
+        assert!(m.contains("<title>MemAvailable: 810 at 9.5</title>"), "{m}");
+        // The axis reaches MemTotal (2000 MiB).
+        assert!(
+            m.contains(">2,000</text>") || m.contains(">2000</text>"),
+            "{m}"
+        );
+        let s = chart("Machine swap activity over time");
+        assert!(!s.contains("no swap configured"), "{s}");
+        assert!(s.contains("data-points=\"40\"") && s.contains(">pages per second<"));
+        assert!(s.contains("<title>swapped out: 120 at 5</title>"), "{s}");
+        assert!(s.contains("<title>swapped in: 0 at 5</title>"), "{s}");
+        if let Some(w) = a.server_watch.as_mut() {
+            w.hosts[0].swap_total_kib = 0;
+        }
+        let html = report(&[("run 1", &a)]);
+        assert!(html.contains("Machine swap activity over time (no swap configured on web1)"));
         let plain = report(&[("run 1", &synth(2000, 1000, 1, 10))]);
         assert!(!plain.contains("Server memory"));
     }
