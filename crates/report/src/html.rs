@@ -401,6 +401,9 @@ fn status_time_chart(runs: &[(&str, &RunRecord)]) -> String {
 /// Reads one memory figure of a watch sample.
 type SampleField = fn(&redline_stats::watch::WatchSample) -> u64;
 
+/// Reads one rate (per second) of a watch sample.
+type RateField = fn(&redline_stats::watch::WatchSample) -> f64;
+
 /// The watched server (`--watch`): memory, CPU and count of its processes
 /// over time, and the machine's MemAvailable and swap activity, beside the
 /// load's own charts. Empty when no run watched anything.
@@ -489,7 +492,7 @@ fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
             dashed: *i == 1,
             points,
         });
-        let rates: [(&str, &str, fn(&redline_stats::watch::WatchSample) -> f64); 2] = [
+        let rates: [(&str, &str, RateField); 2] = [
             ("swapped in", MEM_COLORS[1], |p| p.swap_in_per_s),
             ("swapped out", MEM_COLORS[2], |p| p.swap_out_per_s),
         ];
