@@ -1372,3 +1372,74 @@ fn compile_request(
         thresholds: r.thresholds.clone(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn think_times_parse_in_their_three_forms() {
+        assert_eq!(Think::parse("250ms"), Ok(Think::Fixed(ms(250))));
+        assert_eq!(
+            Think::parse(" 0.5s..2s "),
+            Ok(Think::Uniform(ms(500), ms(2000)))
+        );
+        assert_eq!(Think::parse("exp:1s"), Ok(Think::Exp(ms(1000))));
+        let e = Think::parse("2s..1s").unwrap_err();
+        assert!(e.contains("upper bound is below"), "{e}");
+        assert!(Think::parse("exp:soon").is_err());
+        assert!(Think::parse("1s..").is_err());
+    }
+
+    #[test]
+    fn uniform_think_stays_within_its_bounds_with_the_midpoint_mean() {
+        let t = Think::parse("100ms..300ms").unwrap();
+        let mut rng = SplitMix64(42);
+        let n = 20_000u32;
+        let mut sum = Duration::ZERO;
+        let (mut lo, mut hi) = (Duration::MAX, Duration::ZERO);
+        for _ in 0..n {
+            let d = t.sample(&mut rng);
+            assert!((ms(100)..=ms(300)).contains(&d), "{d:?}");
+            lo = lo.min(d);
+            hi = hi.max(d);
+            sum += d;
+        }
+        let mean = (sum / n).as_secs_f64();
+        assert!((0.195..0.205).contains(&mean), "mean {mean}");
+        // The draws spread over the whole range, not a corner of it.
+        assert!(lo < ms(105) && hi > ms(295), "{lo:?}..{hi:?}");
+        // Equal bounds: always that value.
+        let t = Think::parse("50ms..50ms").unwrap();
+        assert_eq!(t.sample(&mut rng), ms(50));
+    }
+
+    #[test]
+    fn exponential_think_has_its_mean_and_a_capped_tail() {
+        let t = Think::parse("exp:100ms").unwrap();
+        let mut rng = SplitMix64(7);
+        let n = 20_000u32;
+        let mut sum = Duration::ZERO;
+        let mut over_mean = 0u32;
+        for _ in 0..n {
+            let d = t.sample(&mut rng);
+            assert!(d <= ms(2000), "capped at 20 means: {d:?}");
+            if d > ms(100) {
+                over_mean += 1;
+            }
+            sum += d;
+        }
+        let mean = (sum / n).as_secs_f64();
+        assert!((0.095..0.105).contains(&mean), "mean {mean}");
+        // P(X > mean) = 1/e ≈ 0.368 for an exponential (a uniform would give 0.5).
+        let share = over_mean as f64 / n as f64;
+        assert!((0.35..0.39).contains(&share), "share over the mean {share}");
+        // A fixed think time is the same every time.
+        let f = Think::parse("30ms").unwrap();
+        assert_eq!(f.sample(&mut rng), ms(30));
+    }
+}
