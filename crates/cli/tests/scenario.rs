@@ -467,6 +467,39 @@ fn bad_scenarios_name_file_and_line_and_exit_2() {
             "regex.toml",
             "[[request]]\npath = \"/\"\ncheck = { body_regex = \"(\" }\n",
         ),
+        (
+            "timeout.toml",
+            "[[request]]\npath = \"/\"\n\n[[request]]\npath = \"/b\"\n\ntimeout = \"soon\"\n",
+        ),
+        (
+            "check.toml",
+            "[[request]]\nname = \"c\"\npath = \"/\"\ncheck = { status = 200,\n  latency_under = \"fast\" }\n",
+        ),
+        (
+            "extract.toml",
+            "mode = \"session\"\n[[step]]\npath = \"/\"\nextract = [\n  { name = \"a\", header = \"x-a\" },\n  { name = \"b\", regex = \"([a-z\" },\n]\n",
+        ),
+        ("users.csv", "user\nalice\n"),
+        (
+            "data.toml",
+            "[[request]]\npath = \"/\"\n\n[data]\nfile = \"users.csv\"\nper = \"sometimes\"\n",
+        ),
+        (
+            "nodata.toml",
+            "[[request]]\npath = \"/\"\n\n[data]\nfile = \"nobody.csv\"\n",
+        ),
+        (
+            "hosts.toml",
+            "[hosts]\napi = \"http://127.0.0.1:1\"\nbad = \"ftp://127.0.0.1\"\n[[request]]\npath = \"/\"\n",
+        ),
+        (
+            "thresholds.toml",
+            "thresholds = [\n  \"errors<1%\",\n  \"p99 is fast\",\n]\n[[request]]\npath = \"/\"\n",
+        ),
+        (
+            "req-thresholds.toml",
+            "[[request]]\nname = \"a\"\npath = \"/\"\nthresholds = [\"p50<1s\", \"bogus\"]\n",
+        ),
     ]);
     let run = |f: &str, extra: &[&str]| {
         let p = d.join(f);
@@ -486,10 +519,40 @@ fn bad_scenarios_name_file_and_line_and_exit_2() {
     assert!(e.contains("typo.toml:6:") && e.contains("wieght"), "{e}");
     let (code, e) = run("var.toml", &[]);
     assert_eq!(code, Some(2));
+    // The line of the bad key, not of the `[[request]]` above it.
     assert!(
-        e.contains("var.toml:3: request 'b'") && e.contains("nope"),
+        e.contains("var.toml:5: request 'b'") && e.contains("nope"),
         "{e}"
     );
+    // Each error names the line of the offending key or value; an unnamed
+    // request is named by its position.
+    for (f, want) in [
+        ("timeout.toml", "timeout.toml:7: request #2: timeout:"),
+        (
+            "check.toml",
+            "check.toml:5: request 'c': check.latency_under:",
+        ),
+        (
+            "extract.toml",
+            "extract.toml:6: request #1: extract 'b': bad regex",
+        ),
+        ("regex.toml", "regex.toml:3: request #1: check.body_regex:"),
+        ("mode.toml", "mode.toml:1: unknown mode 'chaos'"),
+        ("data.toml", "data.toml:6: [data] unknown per = 'sometimes'"),
+        ("nodata.toml", "nodata.toml:5: [data] cannot read"),
+        (
+            "hosts.toml",
+            "hosts.toml:3: [hosts] bad: unsupported scheme",
+        ),
+        ("thresholds.toml", "thresholds.toml:3: thresholds:"),
+        ("req-thresholds.toml", "req-thresholds.toml:4: request 'a':"),
+    ] {
+        let (code, e) = run(f, &[]);
+        assert_eq!(code, Some(2), "{f}: {e}");
+        assert_eq!(e.lines().count(), 1, "{f}: one line: {e}");
+        assert!(e.contains(want), "{f}: want {want:?} in: {e}");
+        assert!(!e.contains("request '?'"), "{e}");
+    }
     let (code, e) = run("escape.toml", &[]);
     assert_eq!(code, Some(2));
     assert!(
