@@ -432,20 +432,21 @@ fn cmd_run(a: RunArgs) -> i32 {
     let mut thresholds = a.thresholds;
     let mut request_thresholds = Vec::new();
     if let Some(sc) = &plan.scenario {
-        let parse = |t: &String, whose: &str| {
+        // Errors name the file, the line of the entry and whose it is.
+        let parse = |t: &String, request: Option<usize>, i: usize| {
             t.parse::<redline_report::thresholds::Threshold>()
-                .map_err(|e| format!("{}: {whose}: {e}", sc.file))
+                .map_err(|e| format!("{}: {e}", sc.threshold_place(request, i)))
         };
-        for t in &sc.thresholds {
-            match parse(t, "thresholds") {
+        for (i, t) in sc.thresholds.iter().enumerate() {
+            match parse(t, None, i) {
                 Ok(t) => thresholds.push(t),
                 Err(e) => return fail(EXIT_USAGE, e),
             }
         }
-        for r in &sc.requests {
+        for (n, r) in sc.requests.iter().enumerate() {
             let mut v = Vec::new();
-            for t in &r.thresholds {
-                match parse(t, &format!("request '{}'", r.name)) {
+            for (i, t) in r.thresholds.iter().enumerate() {
+                match parse(t, Some(n), i) {
                     Ok(t) => v.push(t),
                     Err(e) => return fail(EXIT_USAGE, e),
                 }

@@ -467,6 +467,39 @@ fn bad_scenarios_name_file_and_line_and_exit_2() {
             "regex.toml",
             "[[request]]\npath = \"/\"\ncheck = { body_regex = \"(\" }\n",
         ),
+        (
+            "timeout.toml",
+            "[[request]]\npath = \"/\"\n\n[[request]]\npath = \"/b\"\n\ntimeout = \"soon\"\n",
+        ),
+        (
+            "check.toml",
+            "[[request]]\nname = \"c\"\npath = \"/\"\ncheck = { status = 200,\n  latency_under = \"fast\" }\n",
+        ),
+        (
+            "extract.toml",
+            "mode = \"session\"\n[[step]]\npath = \"/\"\nextract = [\n  { name = \"a\", header = \"x-a\" },\n  { name = \"b\", regex = \"([a-z\" },\n]\n",
+        ),
+        ("users.csv", "user\nalice\n"),
+        (
+            "data.toml",
+            "[[request]]\npath = \"/\"\n\n[data]\nfile = \"users.csv\"\nper = \"sometimes\"\n",
+        ),
+        (
+            "nodata.toml",
+            "[[request]]\npath = \"/\"\n\n[data]\nfile = \"nobody.csv\"\n",
+        ),
+        (
+            "hosts.toml",
+            "[hosts]\napi = \"http://127.0.0.1:1\"\nbad = \"ftp://127.0.0.1\"\n[[request]]\npath = \"/\"\n",
+        ),
+        (
+            "thresholds.toml",
+            "thresholds = [\n  \"errors<1%\",\n  \"p99 is fast\",\n]\n[[request]]\npath = \"/\"\n",
+        ),
+        (
+            "req-thresholds.toml",
+            "[[request]]\nname = \"a\"\npath = \"/\"\nthresholds = [\"p50<1s\", \"bogus\"]\n",
+        ),
     ]);
     let run = |f: &str, extra: &[&str]| {
         let p = d.join(f);
@@ -486,10 +519,40 @@ fn bad_scenarios_name_file_and_line_and_exit_2() {
     assert!(e.contains("typo.toml:6:") && e.contains("wieght"), "{e}");
     let (code, e) = run("var.toml", &[]);
     assert_eq!(code, Some(2));
+    // The line of the bad key, not of the `[[request]]` above it.
     assert!(
-        e.contains("var.toml:3: request 'b'") && e.contains("nope"),
+        e.contains("var.toml:5: request 'b'") && e.contains("nope"),
         "{e}"
     );
+    // Each error names the line of the offending key or value; an unnamed
+    // request is named by its position.
+    for (f, want) in [
+        ("timeout.toml", "timeout.toml:7: request #2: timeout:"),
+        (
+            "check.toml",
+            "check.toml:5: request 'c': check.latency_under:",
+        ),
+        (
+            "extract.toml",
+            "extract.toml:6: request #1: extract 'b': bad regex",
+        ),
+        ("regex.toml", "regex.toml:3: request #1: check.body_regex:"),
+        ("mode.toml", "mode.toml:1: unknown mode 'chaos'"),
+        ("data.toml", "data.toml:6: [data] unknown per = 'sometimes'"),
+        ("nodata.toml", "nodata.toml:5: [data] cannot read"),
+        (
+            "hosts.toml",
+            "hosts.toml:3: [hosts] bad: unsupported scheme",
+        ),
+        ("thresholds.toml", "thresholds.toml:3: thresholds:"),
+        ("req-thresholds.toml", "req-thresholds.toml:4: request 'a':"),
+    ] {
+        let (code, e) = run(f, &[]);
+        assert_eq!(code, Some(2), "{f}: {e}");
+        assert_eq!(e.lines().count(), 1, "{f}: one line: {e}");
+        assert!(e.contains(want), "{f}: want {want:?} in: {e}");
+        assert!(!e.contains("request '?'"), "{e}");
+    }
     let (code, e) = run("escape.toml", &[]);
     assert_eq!(code, Some(2));
     assert!(
@@ -644,4 +707,205 @@ fn segments_use_global_user_ids_and_rows() {
         .collect();
     bodies.sort();
     assert_eq!(bodies, ["u0", "u1", "u2", "u3", "u4", "u5"], "{lines:?}");
+}
+
+/// Session values taken from a response header, a cookie and a body regex
+/// arrive in the next step's path and header, as the server sees them.
+#[test]
+fn header_cookie_and_regex_extraction_feed_the_next_step() {
+    let (srv, seen) = routed_server(|head, _| {
+        if head.starts_with("GET /login ") {
+            let body = "<input name=\"csrf\" value=\"CSRF-77\">";
+            format!(
+                "HTTP/1.1 200 OK\r\nX-Token: HDR-42\r\nSet-Cookie: sid=CK-9; Path=/\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .into_bytes()
+        } else {
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec()
+        }
+    });
+    let d = dir_with(&[(
+        "x.toml",
+        r#"
+mode = "session"
+cookies = false
+[[step]]
+name = "login"
+path = "/login"
+extract = [
+  { name = "tok", header = "x-token" },
+  { name = "sid", cookie = "sid" },
+  { name = "csrf", regex = 'value="([A-Z]+-[0-9]+)"' },
+]
+[[step]]
+name = "use"
+path = "/use?t={{tok}}&s={{sid}}"
+headers = { X-Csrf = "{{csrf}}" }
+"#,
+    )]);
+    let v = rj(&[
+        "--scenario",
+        d.join("x.toml").to_str().unwrap(),
+        &srv.url(),
+        "-c",
+        "2",
+        "-n",
+        "8",
+        "-q",
+    ]);
+    assert_eq!(counter(&v, "completed"), 8);
+    assert_eq!(n(request(&v, "login"), "failed_extractions"), 0);
+    let reqs = seen.lock().unwrap().clone();
+    let uses: Vec<&String> = reqs
+        .iter()
+        .map(|(h, _)| h)
+        .filter(|h| h.starts_with("GET /use"))
+        .collect();
+    assert_eq!(uses.len(), 4, "{reqs:?}");
+    for h in uses {
+        assert!(h.starts_with("GET /use?t=HDR-42&s=CK-9 "), "{h}");
+        let csrf = h
+            .lines()
+            .find_map(|l| l.strip_prefix("X-Csrf: ").or(l.strip_prefix("x-csrf: ")))
+            .unwrap_or_else(|| panic!("no X-Csrf in {h}"));
+        assert_eq!(csrf.trim(), "CSRF-77");
+        // cookies = false: the extracted value travels, not a jar's cookie.
+        assert!(!h.to_ascii_lowercase().contains("\ncookie:"), "{h}");
+    }
+}
+
+/// Failing header-equals, body-regex and latency-under checks are counted
+/// per step, the run goes on to the end and exits 0.
+#[test]
+fn header_regex_and_latency_checks_fail_per_step_and_the_run_goes_on() {
+    let srv = builtin();
+    let d = dir_with(&[(
+        "c.toml",
+        r#"
+[[request]]
+name = "hdr"
+path = "/?header=X-Env:staging"
+check = { header_equals = { X-Env = "production" } }
+[[request]]
+name = "body"
+path = "/?size=26"
+check = { body_regex = '^abc.*xyz$', status = 200 }
+[[request]]
+name = "nobody"
+path = "/?size=26"
+check = { body_regex = '[0-9]' }
+[[request]]
+name = "slow"
+path = "/?delay=60ms"
+check = { latency_under = "20ms" }
+[[request]]
+name = "good"
+path = "/?header=X-Env:production"
+check = { header_equals = { x-env = "production" }, latency_under = "30s" }
+"#,
+    )]);
+    let out = redline(&[
+        "run",
+        "--scenario",
+        d.join("c.toml").to_str().unwrap(),
+        &url(&srv),
+        "-c",
+        "1",
+        "-n",
+        "10",
+        "-o",
+        "json",
+        "-q",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(counter(&v, "completed"), 10);
+    assert_eq!(stats(&srv).requests, 10);
+    for (name, failed) in [
+        ("hdr", 2),
+        ("body", 0),
+        ("nobody", 2),
+        ("slow", 2),
+        ("good", 0),
+    ] {
+        let r = request(&v, name);
+        assert_eq!(n(r, "completed"), 2, "{r}");
+        assert_eq!(n(r, "failed_checks"), failed, "{name}: {r}");
+        assert_eq!(n(r, "errors"), 0, "{r}");
+    }
+    let checks = request(&v, "body")["checks"].as_array().unwrap().clone();
+    assert_eq!(checks.len(), 2, "{checks:?}");
+    assert!(checks.iter().all(|c| c["passed"] == 2 && c["failed"] == 0));
+}
+
+/// A request given by a full `url` goes to that host and path, not the base.
+#[test]
+fn a_request_by_full_url_goes_to_its_own_host() {
+    let base = builtin();
+    let (other, seen) =
+        routed_server(|_, _| b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec());
+    let d = dir_with(&[(
+        "u.toml",
+        &format!(
+            "[[request]]\nname = \"local\"\npath = \"/\"\n[[request]]\nname = \"remote\"\nurl = \"{}/api/v1?q=1\"\n",
+            other.url().trim_end_matches('/')
+        ),
+    )]);
+    let v = rj(&[
+        "--scenario",
+        d.join("u.toml").to_str().unwrap(),
+        &url(&base),
+        "-c",
+        "1",
+        "-n",
+        "6",
+        "-q",
+    ]);
+    assert_eq!(counter(&v, "completed"), 6);
+    assert_eq!(stats(&base).requests, 3);
+    let reqs = seen.lock().unwrap().clone();
+    assert_eq!(reqs.len(), 3, "{reqs:?}");
+    let host = other
+        .url()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    for (h, _) in &reqs {
+        assert!(h.starts_with("GET /api/v1?q=1 HTTP/1.1\r\n"), "{h}");
+        assert!(h.contains(&format!("\r\nHost: {host}\r\n")), "{h}");
+    }
+    assert_eq!(n(request(&v, "remote"), "completed"), 3);
+}
+
+/// A per-request `timeout` applies to that request only.
+#[test]
+fn per_request_timeout_counts_for_that_request_only() {
+    let srv = builtin();
+    let d = dir_with(&[(
+        "t.toml",
+        "timeout = \"10s\"\n[[request]]\nname = \"hasty\"\npath = \"/?delay=300ms\"\ntimeout = \"100ms\"\n[[request]]\nname = \"patient\"\npath = \"/?delay=300ms\"\n",
+    )]);
+    let v = rj(&[
+        "--scenario",
+        d.join("t.toml").to_str().unwrap(),
+        &url(&srv),
+        "-c",
+        "1",
+        "-n",
+        "4",
+        "-q",
+    ]);
+    let hasty = request(&v, "hasty");
+    let patient = request(&v, "patient");
+    assert_eq!(n(hasty, "errors"), 2, "{hasty}");
+    assert_eq!(n(hasty, "completed"), 0, "{hasty}");
+    assert_eq!(n(patient, "errors"), 0, "{patient}");
+    assert_eq!(n(patient, "completed"), 2, "{patient}");
+    assert_eq!(error_count(&v, "timeout"), 2, "{}", v["errors"]);
 }

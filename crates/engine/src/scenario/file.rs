@@ -201,6 +201,79 @@ pub fn request_line(text: &str, n: usize) -> Option<usize> {
         .map(|(i, _)| i + 1)
 }
 
+/// One step of a key path in a scenario file: a key of a table or an element of an array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seg {
+    /// A key.
+    Key(String),
+    /// An element (0-based).
+    Idx(usize),
+}
+
+/// `Seg::Key`.
+pub fn key(k: &str) -> Seg {
+    Seg::Key(k.to_string())
+}
+
+/// Finds the line of a key or value in a scenario file, for errors found
+/// after parsing (a bad `timeout` is reported at its own line, not at the
+/// `[[request]]` header above it).
+pub struct Lines<'a> {
+    text: &'a str,
+    doc: Option<toml::Spanned<toml::de::DeTable<'a>>>,
+}
+
+impl<'a> Lines<'a> {
+    /// Parses the text once more, keeping the spans.
+    pub fn new(text: &'a str) -> Lines<'a> {
+        Lines {
+            text,
+            doc: toml::de::DeTable::parse(text).ok(),
+        }
+    }
+
+    /// The 1-based line of the deepest part of `path` that the file has: the
+    /// key itself when present, else its table or array element. A leading
+    /// `request` also finds `step` (its alias).
+    pub fn line(&self, path: &[Seg]) -> Option<usize> {
+        let doc = self.doc.as_ref()?;
+        let mut best: Option<usize> = None;
+        let mut table: Option<&toml::de::DeTable<'a>> = Some(doc.get_ref());
+        let mut array: Option<&toml::de::DeArray<'a>> = None;
+        for (i, seg) in path.iter().enumerate() {
+            let next = match seg {
+                Seg::Key(k) => table.and_then(|t| {
+                    t.iter()
+                        .find(|(name, _)| {
+                            let n: &str = name.get_ref();
+                            n == k || (i == 0 && k == "request" && n == "step")
+                        })
+                        .map(|(name, v)| (name.span().start, v))
+                }),
+                Seg::Idx(n) => array.and_then(|a| a.get(*n).map(|v| (v.span().start, v))),
+            };
+            let Some((start, v)) = next else { break };
+            best = Some(start);
+            table = None;
+            array = None;
+            match v.get_ref() {
+                toml::de::DeValue::Table(t) => table = Some(t),
+                toml::de::DeValue::Array(a) => array = Some(a),
+                _ => {}
+            }
+        }
+        best.map(|b| line_col(self.text, b).0)
+    }
+
+    /// `file:line` for a path, or just `file` when the line is unknown.
+    pub fn at(&self, file: &str, path: &[Seg]) -> String {
+        match self.line(path) {
+            Some(l) => format!("{file}:{l}"),
+            None => file.to_string(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,5 +317,32 @@ mod tests {
             vec![200, 302]
         );
         assert_eq!(request_line("[[step]]\na=1\n [[step]]\n", 1), Some(3));
+    }
+
+    #[test]
+    fn lines_find_keys_values_and_elements() {
+        let text = "mode = \"x\"\nthresholds = [\n  \"a\",\n  \"b\",\n]\n[hosts]\napi = \"h\"\n\n[[request]]\npath = \"/\"\n\n[[request]]\nname = \"n\"\n\ntimeout = \"x\"\ncheck = { status = 200,\n  body_regex = \"(\" }\nextract = [\n  { name = \"a\", json = \"/a\" },\n  { name = \"b\", regex = \"(\" },\n]\n";
+        let l = Lines::new(text);
+        let r = |n: usize, rest: &[Seg]| {
+            let mut p = vec![key("request"), Seg::Idx(n)];
+            p.extend_from_slice(rest);
+            l.line(&p)
+        };
+        assert_eq!(l.line(&[key("mode")]), Some(1));
+        assert_eq!(l.line(&[key("thresholds"), Seg::Idx(1)]), Some(4));
+        assert_eq!(l.line(&[key("hosts"), key("api")]), Some(7));
+        assert_eq!(r(1, &[key("timeout")]), Some(15));
+        assert_eq!(r(1, &[key("check"), key("body_regex")]), Some(17));
+        assert_eq!(r(1, &[key("extract"), Seg::Idx(1), key("regex")]), Some(20));
+        // A key the request lacks: the request's own header line.
+        assert_eq!(r(0, &[key("timeout")]), Some(9));
+        assert_eq!(r(1, &[key("weight")]), Some(12));
+        // `[[step]]` is found as `request`.
+        let l = Lines::new("[[step]]\npath = \"/\"\n[[step]]\n\nthink = \"z\"\n");
+        assert_eq!(
+            l.line(&[key("request"), Seg::Idx(1), key("think")]),
+            Some(5)
+        );
+        assert_eq!(l.at("f", &[key("nothing")]), "f");
     }
 }

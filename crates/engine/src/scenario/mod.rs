@@ -14,7 +14,7 @@ pub mod file;
 use crate::h1::Capture;
 use crate::plan::{parse_duration, redact_raw_url, redact_url, PlanError};
 use crate::tls::{TlsArgs, TlsSetup};
-use file::{RequestEntry, ScenarioFile};
+use file::{key, RequestEntry, ScenarioFile, Seg};
 use redline_stats::rng::SplitMix64;
 use redline_stats::RequestStats;
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -217,6 +217,7 @@ pub struct ScRequest {
     pub want_body: bool,
     /// Thresholds on this request's own numbers (parsed by the CLI).
     pub thresholds: Vec<String>,
+    threshold_lines: Vec<Option<usize>>,
 }
 
 /// CSV rows fed to the virtual users.
@@ -246,6 +247,7 @@ pub struct Scenario {
     pub cookies: bool,
     /// Thresholds on the whole run (parsed by the CLI).
     pub thresholds: Vec<String>,
+    threshold_lines: Vec<Option<usize>>,
     cum_weights: Vec<u64>,
     http10: bool,
     user_agent: String,
@@ -469,13 +471,26 @@ impl Scenario {
                 }
             })
             .unwrap_or(Path::new("."));
+        let lines = file::Lines::new(a.text);
         let top = |msg: String| PlanError::Invalid(format!("{fname}: {msg}"));
-        let at = |n: usize, name: &str, msg: String| {
-            let line = file::request_line(a.text, n)
-                .map(|l| format!(":{l}"))
-                .unwrap_or_default();
+        // An error at a key of the file: `file:line: message`.
+        let top_at = |path: &[Seg], msg: String| {
+            PlanError::Invalid(format!("{}: {msg}", lines.at(&fname, path)))
+        };
+        // An error in request `n` at `path` within it.
+        let at = |n: usize, path: Vec<Seg>, msg: String| {
+            let mut full = vec![key("request"), Seg::Idx(n)];
+            full.extend(path);
+            let place = match lines.line(&full).or_else(|| file::request_line(a.text, n)) {
+                Some(l) => format!("{fname}:{l}"),
+                None => fname.clone(),
+            };
+            let who = match &f.request[n].name {
+                Some(name) => format!("request '{name}'"),
+                None => format!("request #{}", n + 1),
+            };
             let msg = msg.split_whitespace().collect::<Vec<_>>().join(" ");
-            PlanError::Invalid(format!("{fname}{line}: request '{name}': {msg}"))
+            PlanError::Invalid(format!("{place}: {who}: {msg}"))
         };
         if f.request.is_empty() {
             return Err(top("no [[request]] (or [[step]]) in the scenario".into()));
@@ -488,36 +503,46 @@ impl Scenario {
             "weighted" | "random" => Mode::Weighted,
             "session" | "sequence" => Mode::Session,
             m => {
-                return Err(top(format!(
-                    "unknown mode '{m}' (expected round-robin, weighted or session)"
-                )))
+                return Err(top_at(
+                    &[key("mode")],
+                    format!("unknown mode '{m}' (expected round-robin, weighted or session)"),
+                ))
             }
         };
         // Variables: built-ins, then data columns, then extracted names.
         let mut vars: Vec<String> = vec!["vu".into(), "iteration".into()];
         let mut data = None;
         if let Some(d) = &f.data {
+            let data_at = |k: &str, msg: String| top_at(&[key("data"), key(k)], msg);
             let p = resolve_path(dir, &d.file, a.allow_paths)
-                .map_err(|e| top(format!("[data] {e}")))?;
-            let text = std::fs::read_to_string(&p)
-                .map_err(|e| top(format!("[data] cannot read '{}': {e}", p.display())))?;
-            let mut rows = parse_csv(&text).map_err(|e| top(format!("[data] {}: {e}", d.file)))?;
+                .map_err(|e| data_at("file", format!("[data] {e}")))?;
+            let text = std::fs::read_to_string(&p).map_err(|e| {
+                data_at("file", format!("[data] cannot read '{}': {e}", p.display()))
+            })?;
+            let mut rows =
+                parse_csv(&text).map_err(|e| data_at("file", format!("[data] {}: {e}", d.file)))?;
             if rows.len() < 2 {
-                return Err(top(format!(
-                    "[data] {}: needs a header line and at least one row",
-                    d.file
-                )));
+                return Err(data_at(
+                    "file",
+                    format!(
+                        "[data] {}: needs a header line and at least one row",
+                        d.file
+                    ),
+                ));
             }
             let header = rows.remove(0);
             for (i, r) in rows.iter().enumerate() {
                 if r.len() != header.len() {
-                    return Err(top(format!(
-                        "[data] {}: row {} has {} fields, the header {}",
-                        d.file,
-                        i + 2,
-                        r.len(),
-                        header.len()
-                    )));
+                    return Err(data_at(
+                        "file",
+                        format!(
+                            "[data] {}: row {} has {} fields, the header {}",
+                            d.file,
+                            i + 2,
+                            r.len(),
+                            header.len()
+                        ),
+                    ));
                 }
             }
             let mut columns = Vec::new();
@@ -532,9 +557,10 @@ impl Scenario {
                 "user" | "vu" => false,
                 "iteration" => true,
                 p => {
-                    return Err(top(format!(
-                        "[data] unknown per = '{p}' (expected user or iteration)"
-                    )))
+                    return Err(data_at(
+                        "per",
+                        format!("[data] unknown per = '{p}' (expected user or iteration)"),
+                    ))
                 }
             };
             data = Some(Data {
@@ -551,27 +577,41 @@ impl Scenario {
             }
         }
         // Hosts.
-        let (base_target, _) = target(a.base, a.tls).map_err(top)?;
+        let (base_target, _) = target(a.base, a.tls).map_err(|e| {
+            if f.base.as_deref().map(str::trim) == Some(a.base.trim()) {
+                top_at(&[key("base")], format!("base: {e}"))
+            } else {
+                top(e)
+            }
+        })?;
         let mut targets = vec![base_target];
         let mut host_index = std::collections::BTreeMap::new();
         for (name, url) in &f.hosts {
-            let (t, _) = target(url, a.tls).map_err(|e| top(format!("[hosts] {name}: {e}")))?;
+            let (t, _) = target(url, a.tls)
+                .map_err(|e| top_at(&[key("hosts"), key(name)], format!("[hosts] {name}: {e}")))?;
             host_index.insert(name.clone(), targets.len());
             targets.push(t);
         }
         let default_timeout = match &f.timeout {
-            Some(t) => parse_duration(t).map_err(|e| top(format!("timeout: {e}")))?,
+            Some(t) => {
+                parse_duration(t).map_err(|e| top_at(&[key("timeout")], format!("timeout: {e}")))?
+            }
             None => a.timeout,
         };
         let default_think = match &f.think {
-            Some(t) => Some(Think::parse(t).map_err(|e| top(format!("think: {e}")))?),
+            Some(t) => {
+                Some(Think::parse(t).map_err(|e| top_at(&[key("think")], format!("think: {e}")))?)
+            }
             None => None,
         };
         let cookies = f.cookies.unwrap_or(mode == Mode::Session);
         let mut global_headers = Vec::new();
         for (k, v) in &f.headers {
             if !header_ok(k, v) {
-                return Err(top(format!("invalid header '{k}'")));
+                return Err(top_at(
+                    &[key("headers"), key(k)],
+                    format!("invalid header '{k}'"),
+                ));
             }
             global_headers.push((k.clone(), v.clone()));
         }
@@ -594,12 +634,16 @@ impl Scenario {
                 },
                 &mut targets,
             )
-            .map_err(|e| at(n, r.name.as_deref().unwrap_or("?"), e))?;
+            .map_err(|(path, e)| match path {
+                // A template in the top-level headers.
+                Where::Top(path) => top_at(&path, format!("headers: {e}")),
+                Where::Request(path) => at(n, path, e),
+            })?;
             if !names.insert(req.name.clone()) {
                 return Err(at(
                     n,
-                    &req.name,
-                    "a request of that name exists already".into(),
+                    vec![key("name")],
+                    format!("a request named '{}' exists already", req.name),
                 ));
             }
             requests.push(req);
@@ -611,7 +655,15 @@ impl Scenario {
             cum.push(total);
         }
         if mode == Mode::Weighted && total == 0 {
-            return Err(top("all weights are 0".into()));
+            return Err(top_at(&[key("mode")], "all weights are 0".into()));
+        }
+        let threshold_lines = (0..f.thresholds.len())
+            .map(|i| lines.line(&[key("thresholds"), Seg::Idx(i)]))
+            .collect();
+        for (n, r) in requests.iter_mut().enumerate() {
+            r.threshold_lines = (0..r.thresholds.len())
+                .map(|i| lines.line(&[key("request"), Seg::Idx(n), key("thresholds"), Seg::Idx(i)]))
+                .collect();
         }
         let mut s = Scenario {
             name: f.name.clone().unwrap_or_else(|| {
@@ -627,6 +679,7 @@ impl Scenario {
             data,
             cookies,
             thresholds: f.thresholds.clone(),
+            threshold_lines,
             cum_weights: cum,
             http10: a.http10,
             user_agent: format!("redline/{}", env!("CARGO_PKG_VERSION")),
@@ -649,6 +702,23 @@ impl Scenario {
             }
         }
         Ok(s)
+    }
+
+    /// Where a threshold of the file is, for the CLI's error about it:
+    /// `file:line: thresholds` for the `i`-th top-level one, `file:line:
+    /// request 'name'` for the `i`-th of request `request`.
+    pub fn threshold_place(&self, request: Option<usize>, i: usize) -> String {
+        let (line, whose) = match request {
+            None => (self.threshold_lines.get(i), "thresholds".to_string()),
+            Some(n) => {
+                let r = &self.requests[n];
+                (r.threshold_lines.get(i), format!("request '{}'", r.name))
+            }
+        };
+        match line.copied().flatten() {
+            Some(l) => format!("{}:{l}: {whose}", self.file),
+            None => format!("{}: {whose}", self.file),
+        }
     }
 
     /// The number of variables a virtual user holds.
@@ -1116,20 +1186,39 @@ struct RequestCtx<'a> {
     global_headers: &'a [(String, String)],
 }
 
+/// Where in the file an error of a request is: a path within the request,
+/// or (for the top-level `headers` every request gets) within the file.
+enum Where {
+    Top(Vec<Seg>),
+    Request(Vec<Seg>),
+}
+
+/// An error at `path` within the request.
+fn rq(path: Vec<Seg>) -> impl FnOnce(String) -> (Where, String) {
+    move |m| (Where::Request(path), m)
+}
+
+/// An error at the request's key `k`.
+fn rk(k: &str) -> impl FnOnce(String) -> (Where, String) {
+    rq(vec![key(k)])
+}
+
 fn compile_request(
     r: &RequestEntry,
     cx: &RequestCtx<'_>,
     targets: &mut Vec<ScTarget>,
-) -> Result<ScRequest, String> {
+) -> Result<ScRequest, (Where, String)> {
     let vars = cx.vars;
     if r.url.is_some() && (r.host.is_some() || r.path.is_some()) {
-        return Err("give either url, or host and path".into());
+        return Err(rk("url")("give either url, or host and path".into()));
     }
     let (target_idx, path_text, url_display) = if let Some(u) = &r.url {
         if u.contains("{{") {
-            return Err("variables are allowed in path, headers and body, not in url".into());
+            return Err(rk("url")(
+                "variables are allowed in path, headers and body, not in url".into(),
+            ));
         }
-        let (t, path) = target(u, cx.tls)?;
+        let (t, path) = target(u, cx.tls).map_err(rk("url"))?;
         let display = t.display.clone();
         // Reuse a host already known by address, name and scheme.
         let idx = match targets.iter().position(|x| {
@@ -1147,42 +1236,55 @@ fn compile_request(
             Some(h) => *cx
                 .host_index
                 .get(h)
-                .ok_or_else(|| format!("unknown host '{h}' (not in [hosts])"))?,
+                .ok_or_else(|| rk("host")(format!("unknown host '{h}' (not in [hosts])")))?,
             None => 0,
         };
         let path = r.path.clone().unwrap_or_else(|| "/".into());
         if !path.starts_with('/') {
-            return Err(format!("path '{path}' must start with '/'"));
+            return Err(rk("path")(format!("path '{path}' must start with '/'")));
         }
         if path.contains(' ') || path.contains('\r') || path.contains('\n') {
-            return Err(format!(
+            return Err(rk("path")(format!(
                 "path '{path}' has spaces or line breaks (percent-encode them)"
-            ));
+            )));
         }
         let d = format!("{}{}", targets[idx].display.trim_end_matches('/'), path);
         (idx, path, d)
     };
-    let path = Template::parse(&path_text, vars)?;
+    let path = Template::parse(&path_text, vars).map_err(rk(if r.url.is_some() {
+        "url"
+    } else {
+        "path"
+    }))?;
     // Body: inline, file or form (one of them).
     let given = [r.body.is_some(), r.body_file.is_some(), r.form.is_some()]
         .iter()
         .filter(|x| **x)
         .count();
     if given > 1 {
-        return Err("give one of body, body_file and form".into());
+        let second = if r.form.is_some() {
+            "form"
+        } else {
+            "body_file"
+        };
+        return Err(rk(second)("give one of body, body_file and form".into()));
     }
     let mut content_type = r.content_type.clone();
     let body = if let Some(b) = &r.body {
-        Some(Template::parse(b, vars)?)
+        Some(Template::parse(b, vars).map_err(rk("body"))?)
     } else if let Some(bf) = &r.body_file {
-        let p = resolve_path(cx.dir, bf, cx.allow_paths)?;
-        let meta = std::fs::metadata(&p).map_err(|e| format!("cannot read '{bf}': {e}"))?;
+        let p = resolve_path(cx.dir, bf, cx.allow_paths).map_err(rk("body_file"))?;
+        let meta = std::fs::metadata(&p)
+            .map_err(|e| rk("body_file")(format!("cannot read '{bf}': {e}")))?;
         if meta.len() > 64 << 20 {
-            return Err(format!("body_file '{bf}' is larger than 64 MiB"));
+            return Err(rk("body_file")(format!(
+                "body_file '{bf}' is larger than 64 MiB"
+            )));
         }
-        let bytes = std::fs::read(&p).map_err(|e| format!("cannot read '{bf}': {e}"))?;
+        let bytes =
+            std::fs::read(&p).map_err(|e| rk("body_file")(format!("cannot read '{bf}': {e}")))?;
         match String::from_utf8(bytes) {
-            Ok(text) => Some(Template::parse(&text, vars)?),
+            Ok(text) => Some(Template::parse(&text, vars).map_err(rk("body_file"))?),
             Err(e) => {
                 // Binary bodies are sent as they are; no variables in them.
                 let bytes = e.into_bytes();
@@ -1203,7 +1305,7 @@ fn compile_request(
             text.push_str(&form_encode(k));
             text.push('=');
             // Variables stay as written; literal parts are encoded.
-            let t = Template::parse(v, vars)?;
+            let t = Template::parse(v, vars).map_err(rq(vec![key("form"), key(k)]))?;
             for p in &t.parts {
                 match p {
                     Part::Lit(s) => text.push_str(&form_encode(&String::from_utf8_lossy(s))),
@@ -1215,7 +1317,7 @@ fn compile_request(
                 }
             }
         }
-        Some(Template::parse(&text, vars)?)
+        Some(Template::parse(&text, vars).map_err(rk("form"))?)
     } else {
         None
     };
@@ -1228,42 +1330,54 @@ fn compile_request(
         .unwrap_or_else(|| if body.is_some() { "POST" } else { "GET" }.into())
         .to_ascii_uppercase();
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic() || b == b'-') {
-        return Err(format!("invalid method '{method}'"));
+        return Err(rk("method")(format!("invalid method '{method}'")));
     }
     let mut headers = Vec::new();
-    for (k, v) in cx
+    for (own, (k, v)) in cx
         .global_headers
         .iter()
-        .map(|(k, v)| (k, v))
-        .chain(r.headers.iter())
+        .map(|(k, v)| (false, (k, v)))
+        .chain(r.headers.iter().map(|kv| (true, kv)))
     {
+        let place = |m: String| {
+            let path = vec![key("headers"), key(k)];
+            if own {
+                (Where::Request(path), m)
+            } else {
+                (Where::Top(path), m)
+            }
+        };
         if !header_ok(k, v) {
-            return Err(format!("invalid header '{k}'"));
+            return Err(place(format!("invalid header '{k}'")));
         }
         if k.eq_ignore_ascii_case("connection") || k.eq_ignore_ascii_case("content-length") {
             continue;
         }
         headers.retain(|(x, _): &(String, Template)| !x.eq_ignore_ascii_case(k));
-        headers.push((k.clone(), Template::parse(v.trim(), vars)?));
+        headers.push((k.clone(), Template::parse(v.trim(), vars).map_err(place)?));
     }
     let timeout = match &r.timeout {
-        Some(t) => parse_duration(t)?,
+        Some(t) => parse_duration(t).map_err(|e| rk("timeout")(format!("timeout: {e}")))?,
         None => cx.default_timeout,
     };
     if timeout.is_zero() {
-        return Err("timeout must be greater than zero".into());
+        return Err(rk("timeout")("timeout must be greater than zero".into()));
     }
     let think = match &r.think {
-        Some(t) => Some(Think::parse(t)?),
+        Some(t) => Some(Think::parse(t).map_err(|e| rk("think")(format!("think: {e}")))?),
         None => cx.default_think,
     };
     let mut extract = Vec::new();
     let mut want_headers = false;
     let mut want_body = false;
-    for e in &r.extract {
+    for (i, e) in r.extract.iter().enumerate() {
+        let ex = |k: &str| rq(vec![key("extract"), Seg::Idx(i), key(k)]);
         let var = vars.iter().position(|v| *v == e.name).unwrap_or(0);
         if var < 2 {
-            return Err(format!("cannot extract into the built-in '{}'", e.name));
+            return Err(ex("name")(format!(
+                "cannot extract into the built-in '{}'",
+                e.name
+            )));
         }
         let n = [
             e.header.is_some(),
@@ -1275,10 +1389,10 @@ fn compile_request(
         .filter(|x| **x)
         .count();
         if n != 1 {
-            return Err(format!(
+            return Err(rq(vec![key("extract"), Seg::Idx(i)])(format!(
                 "extract '{}': give exactly one of header, cookie, regex and json",
                 e.name
-            ));
+            )));
         }
         let from = if let Some(h) = &e.header {
             want_headers = true;
@@ -1290,16 +1404,16 @@ fn compile_request(
             want_body = true;
             From::Regex(
                 regex::Regex::new(re)
-                    .map_err(|x| format!("extract '{}': bad regex: {x}", e.name))?,
+                    .map_err(|x| ex("regex")(format!("extract '{}': bad regex: {x}", e.name)))?,
             )
         } else {
             want_body = true;
             let p = e.json.clone().unwrap_or_default();
             if !p.is_empty() && !p.starts_with('/') {
-                return Err(format!(
+                return Err(ex("json")(format!(
                     "extract '{}': a JSON pointer starts with '/' (e.g. /data/token)",
                     e.name
-                ));
+                )));
             }
             From::Json(p)
         };
@@ -1310,7 +1424,9 @@ fn compile_request(
         if let Some(s) = &c.status {
             let codes = s.codes();
             if codes.is_empty() || codes.iter().any(|c| !(100..=999).contains(c)) {
-                return Err("check.status: codes must be within 100–999".into());
+                return Err(rq(vec![key("check"), key("status")])(
+                    "check.status: codes must be within 100–999".into(),
+                ));
             }
             let label = codes
                 .iter()
@@ -1339,11 +1455,15 @@ fn compile_request(
         }
         if let Some(re) = &c.body_regex {
             want_body = true;
-            let rx = regex::Regex::new(re).map_err(|x| format!("check.body_regex: {x}"))?;
+            let rx = regex::Regex::new(re).map_err(|x| {
+                rq(vec![key("check"), key("body_regex")])(format!("check.body_regex: {x}"))
+            })?;
             checks.push((format!("body matches /{re}/"), CheckKind::BodyRegex(rx)));
         }
         if let Some(l) = &c.latency_under {
-            let d = parse_duration(l).map_err(|e| format!("check.latency_under: {e}"))?;
+            let d = parse_duration(l).map_err(|e| {
+                rq(vec![key("check"), key("latency_under")])(format!("check.latency_under: {e}"))
+            })?;
             checks.push((format!("latency < {l}"), CheckKind::LatencyUnder(d)));
         }
     }
@@ -1370,5 +1490,77 @@ fn compile_request(
         want_headers,
         want_body,
         thresholds: r.thresholds.clone(),
+        threshold_lines: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn think_times_parse_in_their_three_forms() {
+        assert_eq!(Think::parse("250ms"), Ok(Think::Fixed(ms(250))));
+        assert_eq!(
+            Think::parse(" 0.5s..2s "),
+            Ok(Think::Uniform(ms(500), ms(2000)))
+        );
+        assert_eq!(Think::parse("exp:1s"), Ok(Think::Exp(ms(1000))));
+        let e = Think::parse("2s..1s").unwrap_err();
+        assert!(e.contains("upper bound is below"), "{e}");
+        assert!(Think::parse("exp:soon").is_err());
+        assert!(Think::parse("1s..").is_err());
+    }
+
+    #[test]
+    fn uniform_think_stays_within_its_bounds_with_the_midpoint_mean() {
+        let t = Think::parse("100ms..300ms").unwrap();
+        let mut rng = SplitMix64(42);
+        let n = 20_000u32;
+        let mut sum = Duration::ZERO;
+        let (mut lo, mut hi) = (Duration::MAX, Duration::ZERO);
+        for _ in 0..n {
+            let d = t.sample(&mut rng);
+            assert!((ms(100)..=ms(300)).contains(&d), "{d:?}");
+            lo = lo.min(d);
+            hi = hi.max(d);
+            sum += d;
+        }
+        let mean = (sum / n).as_secs_f64();
+        assert!((0.195..0.205).contains(&mean), "mean {mean}");
+        // The draws spread over the whole range, not a corner of it.
+        assert!(lo < ms(105) && hi > ms(295), "{lo:?}..{hi:?}");
+        // Equal bounds: always that value.
+        let t = Think::parse("50ms..50ms").unwrap();
+        assert_eq!(t.sample(&mut rng), ms(50));
+    }
+
+    #[test]
+    fn exponential_think_has_its_mean_and_a_capped_tail() {
+        let t = Think::parse("exp:100ms").unwrap();
+        let mut rng = SplitMix64(7);
+        let n = 20_000u32;
+        let mut sum = Duration::ZERO;
+        let mut over_mean = 0u32;
+        for _ in 0..n {
+            let d = t.sample(&mut rng);
+            assert!(d <= ms(2000), "capped at 20 means: {d:?}");
+            if d > ms(100) {
+                over_mean += 1;
+            }
+            sum += d;
+        }
+        let mean = (sum / n).as_secs_f64();
+        assert!((0.095..0.105).contains(&mean), "mean {mean}");
+        // P(X > mean) = 1/e ≈ 0.368 for an exponential (a uniform would give 0.5).
+        let share = over_mean as f64 / n as f64;
+        assert!((0.35..0.39).contains(&share), "share over the mean {share}");
+        // A fixed think time is the same every time.
+        let f = Think::parse("30ms").unwrap();
+        assert_eq!(f.sample(&mut rng), ms(30));
+    }
 }
