@@ -268,6 +268,74 @@ fn find_text_output_and_bad_input() {
     }
 }
 
+/// A step the client cannot send (300,000 req/s from one thread over 8
+/// connections to a 1 ms server: at most ~8,000 req/s, every connection
+/// busy) is CLIENT-LIMITED, not PASS or FAIL, even though most requests
+/// waited for a connection; the search stops there without taking that
+/// rate (or any) as the server's capacity, and exits 1.
+#[test]
+fn find_reports_a_client_limited_step_as_such() {
+    let _serial = serial();
+    let srv = builtin();
+    let url = format!("http://{}/?delay=1ms", srv.local_addr());
+    let args = [
+        "find",
+        &url,
+        "--slo",
+        "p99<10s",
+        "--start-rate",
+        "300000",
+        "-t",
+        "1",
+        "-c",
+        "8",
+        "--step-duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--no-save",
+    ];
+    let (out, _) = redline_with_limit(&args, Duration::from_secs(30));
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let step = t
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap_or_else(|| panic!("no step line: {t}"));
+    assert!(step.contains("300000"), "{step}");
+    assert!(step.trim_end().ends_with("CLIENT-LIMITED"), "{step}");
+    assert!(!t.contains("PASS") && !t.contains("FAIL"), "{t}");
+    assert!(t.contains("the client was the limit: sent "), "{t}");
+    assert!(!t.contains("max rate meeting SLO"), "{t}");
+    assert!(t.contains("no step completed: no answer"), "{t}");
+    assert!(
+        t.contains("the client, not the server, was the limit"),
+        "{t}"
+    );
+    // The same in JSON: the verdict, no answer, and why the search stopped.
+    let mut json = args.to_vec();
+    json.extend(["-o", "json", "-q"]);
+    let (out, _) = redline_with_limit(&json, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{v}");
+    assert_eq!(steps[0]["verdict"], "client_limited", "{v}");
+    assert!(
+        steps[0]["sent_per_sec"].as_f64().unwrap() < 150_000.0,
+        "{v}"
+    );
+    assert!(
+        steps[0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("requests waited for a free connection"),
+        "{v}"
+    );
+    assert_eq!(v["stopped"], "client_limited");
+    assert!(v["max_rate"].is_null() && v["upper"].is_null(), "{v}");
+}
+
 /// `--abort-on-fail`: a 20 ms server can never meet p99<5ms; the run stops
 /// early, says why, and exits 4.
 #[test]
