@@ -268,6 +268,18 @@ pub fn run(a: FindArgs) -> i32 {
     let warm_s = a.warmup.as_secs_f64().ceil() as u32;
     let measured_s = a.step_duration.as_secs_f64().ceil() as u32;
     let step_len = Duration::from_secs((warm_s + measured_s) as u64);
+    // A step costs its length plus up to the 1 s grace: a budget under one
+    // step could never run any.
+    if step_len + Duration::from_secs(1) > a.time_budget {
+        return fail(
+            EXIT_USAGE,
+            format!(
+                "--time-budget {}s is shorter than one step ({}s: --warmup, --step-duration and 1s to drain)",
+                a.time_budget.as_secs_f64(),
+                step_len.as_secs() + 1
+            ),
+        );
+    }
     let build = |rate: f64| -> Result<Plan, String> {
         let mut pa = PlanArgs::new(a.url.clone());
         pa.rate = Some(rate);
