@@ -9,10 +9,12 @@
 //! doubles from `--start-rate` until a step fails (halves while the first
 //! ones fail), then bisects between the last pass and the first fail until
 //! the gap is under `--precision`, `--max-steps` steps ran, or the next step
-//! would overrun `--time-budget`. A step where the client could not keep the
-//! rate (its own CPU, file descriptors or ports, or lag not explained by the
-//! server holding every connection) is neither pass nor fail: the search
-//! stops there and says so.
+//! would overrun `--time-budget`. A step where the client was the limit (its
+//! own CPU, file descriptors or ports, scheduler lag, or a rate it did not
+//! send: the warnings client_cpu, fd_limit, client_resources, scheduler_lag,
+//! rate_short) is neither pass nor fail, whatever else the record says
+//! (connections_busy alone is the server's doing): the search stops there,
+//! says so, and never takes that rate as the server's capacity.
 //!
 //! Exit codes: 0 an answer (or a lower bound) was found; 4 no step met the
 //! SLO; 1 the client was the limit before any step passed, or a run failed;
@@ -170,6 +172,24 @@ impl Step {
     }
 }
 
+/// The warnings that make a step the client's limit, not the server's: the
+/// client's CPU, its file descriptors or ports, its scheduler lagging behind
+/// the plan, or a rate it did not send (the engine flags the record
+/// `client_limited` for each). `connections_busy` alone (every connection
+/// held by a slow server) is the server's doing and judged by the SLO.
+fn client_limits(rec: &RunRecord) -> Vec<&str> {
+    rec.warnings
+        .iter()
+        .filter(|w| {
+            matches!(
+                w.code.as_str(),
+                "client_cpu" | "fd_limit" | "client_resources" | "scheduler_lag" | "rate_short"
+            )
+        })
+        .map(|w| w.message.as_str())
+        .collect()
+}
+
 /// Judges one step's record: the seconds after the warm-up.
 fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (Step, bool) {
     let mut lat = Hist::with_sigfig(redline_stats::hist::SERIES_SIGFIG);
@@ -195,18 +215,7 @@ fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (S
     m.requests_per_sec = in_window as f64 / measured_s.max(1) as f64;
     let outcomes: Vec<Outcome> = check(&m, slo);
     let ended = completed + failed;
-    let waited_mostly = rec.counters.waited_for_connection * 100 > rec.counters.sent.max(1);
-    let limit: Vec<&str> = rec
-        .warnings
-        .iter()
-        .filter(|w| match w.code.as_str() {
-            "client_cpu" | "fd_limit" | "client_resources" => true,
-            // Lag or a short rate while connections were free: the client's doing.
-            "scheduler_lag" | "rate_short" => !waited_mostly,
-            _ => false,
-        })
-        .map(|w| w.message.as_str())
-        .collect();
+    let limit = client_limits(rec);
     let pass = outcomes.iter().all(|o| o.pass);
     let verdict = if !limit.is_empty() {
         Verdict::ClientLimited
@@ -259,6 +268,18 @@ pub fn run(a: FindArgs) -> i32 {
     let warm_s = a.warmup.as_secs_f64().ceil() as u32;
     let measured_s = a.step_duration.as_secs_f64().ceil() as u32;
     let step_len = Duration::from_secs((warm_s + measured_s) as u64);
+    // A step costs its length plus up to the 1 s grace: a budget under one
+    // step could never run any.
+    if step_len + Duration::from_secs(1) > a.time_budget {
+        return fail(
+            EXIT_USAGE,
+            format!(
+                "--time-budget {}s is shorter than one step ({}s: --warmup, --step-duration and 1s to drain)",
+                a.time_budget.as_secs_f64(),
+                step_len.as_secs() + 1
+            ),
+        );
+    }
     let build = |rate: f64| -> Result<Plan, String> {
         let mut pa = PlanArgs::new(a.url.clone());
         pa.rate = Some(rate);

@@ -97,6 +97,39 @@ fn steps_over_a_serializing_server_find_the_knee_at_one() {
     });
 }
 
+/// The issue's own test: a linear ramp (not steps) from 1 to 50 connections
+/// over a server that serializes requests (20 ms each): throughput stays at
+/// ~50/s however many connections wait, so the knee is at 1 connection.
+#[test]
+fn ramp_to_fifty_over_a_serializing_server_finds_the_knee_at_one() {
+    let _serial = serial();
+    timing_sensitive(3, || {
+        let srv = serializing_server(Duration::from_millis(20));
+        let v = run_json(&["--stages", "1s:1,5s:50", "--no-save", &srv.url()]);
+        schema_check(&v);
+        assert!(v["config"]["stages"].is_object(), "{}", v["config"]);
+        assert_ne!(v["config"]["stages"]["step"], true, "a ramp, not steps");
+        let stages = v["stages"].as_array().unwrap();
+        assert_eq!(stages.len(), 2, "{}", v["stages"]);
+        assert_eq!(stages[1]["level_from"].as_f64(), Some(1.0));
+        assert_eq!(stages[1]["level_to"].as_f64(), Some(50.0));
+        for s in stages {
+            let rps = s["requests_per_sec"].as_f64().unwrap();
+            assert!((35.0..=55.0).contains(&rps), "{s}");
+        }
+        // The ramp really went up: tens of connections were open at once,
+        // and the queue behind the one-at-a-time server shows in p99.
+        let peak = counter(&v, "peak_connections");
+        assert!((30..=50).contains(&peak), "peak {peak}");
+        let p99 = |s: &serde_json::Value| s["p99_us"].as_u64().unwrap();
+        assert!(p99(&stages[1]) > 5 * p99(&stages[0]), "{}", v["stages"]);
+        assert_eq!(v["knee"]["level"].as_f64(), Some(1.0), "{}", v["knee"]);
+        assert_eq!(v["knee"]["unit"], "connections");
+        assert_eq!(v["knee"]["reason"], "throughput", "{}", v["knee"]);
+        assert_eq!(counter(&v, "failed"), 0);
+    });
+}
+
 /// The text report of a staged run: the per-step table and the redline line.
 #[test]
 fn text_report_has_the_stage_table_and_the_knee() {
@@ -266,6 +299,150 @@ fn find_text_output_and_bad_input() {
         let out = redline(&bad);
         assert_eq!(out.status.code(), Some(2), "{bad:?}");
     }
+}
+
+/// A step the client cannot send (300,000 req/s from one thread over 8
+/// connections to a 1 ms server: at most ~8,000 req/s, every connection
+/// busy) is CLIENT-LIMITED, not PASS or FAIL, even though most requests
+/// waited for a connection; the search stops there without taking that
+/// rate (or any) as the server's capacity, and exits 1.
+#[test]
+fn find_reports_a_client_limited_step_as_such() {
+    let _serial = serial();
+    let srv = builtin();
+    let url = format!("http://{}/?delay=1ms", srv.local_addr());
+    let args = [
+        "find",
+        &url,
+        "--slo",
+        "p99<10s",
+        "--start-rate",
+        "300000",
+        "-t",
+        "1",
+        "-c",
+        "8",
+        "--step-duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--no-save",
+    ];
+    let (out, _) = redline_with_limit(&args, Duration::from_secs(30));
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    let step = t
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap_or_else(|| panic!("no step line: {t}"));
+    assert!(step.contains("300000"), "{step}");
+    assert!(step.trim_end().ends_with("CLIENT-LIMITED"), "{step}");
+    assert!(!t.contains("PASS") && !t.contains("FAIL"), "{t}");
+    assert!(t.contains("the client was the limit: sent "), "{t}");
+    assert!(!t.contains("max rate meeting SLO"), "{t}");
+    assert!(t.contains("no step completed: no answer"), "{t}");
+    assert!(
+        t.contains("the client, not the server, was the limit"),
+        "{t}"
+    );
+    // The same in JSON: the verdict, no answer, and why the search stopped.
+    let mut json = args.to_vec();
+    json.extend(["-o", "json", "-q"]);
+    let (out, _) = redline_with_limit(&json, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{v}");
+    assert_eq!(steps[0]["verdict"], "client_limited", "{v}");
+    assert!(
+        steps[0]["sent_per_sec"].as_f64().unwrap() < 150_000.0,
+        "{v}"
+    );
+    assert!(
+        steps[0]["note"]
+            .as_str()
+            .unwrap()
+            .contains("requests waited for a free connection"),
+        "{v}"
+    );
+    assert_eq!(v["stopped"], "client_limited");
+    assert!(v["max_rate"].is_null() && v["upper"].is_null(), "{v}");
+}
+
+/// `--time-budget`: a step starts only if it can end (plus 1 s to drain)
+/// within the budget. Steps of 1 s (2 s with the drain) in a 2.5 s budget:
+/// the first runs; the second could not end in time (the first took at
+/// least the 0.95 s its 20 sends span), so the search stops after one step
+/// with the lower bound it has, says why, and exits 0. A budget under one
+/// step is bad input (exit 2).
+#[test]
+fn find_time_budget_stops_the_search() {
+    let _serial = serial();
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let args = [
+        "find",
+        &url,
+        "--slo",
+        "p99<10s",
+        "--start-rate",
+        "20",
+        "--step-duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--time-budget",
+        "2500ms",
+        "--no-save",
+    ];
+    let (out, took) = redline_with_limit(&args, Duration::from_secs(30));
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let steps: Vec<&str> = t
+        .lines()
+        .filter(|l| l.trim_end().ends_with("PASS"))
+        .collect();
+    assert_eq!(steps.len(), 1, "{t}");
+    assert!(
+        t.contains("max rate meeting SLO: at least 20.0 req/s (no step failed)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("(search stopped: the next step would overrun --time-budget)"),
+        "{t}"
+    );
+    eprintln!("find with a 2.5s budget took {took:?}");
+    let mut json = args.to_vec();
+    json.extend(["-o", "json", "-q"]);
+    let (out, _) = redline_with_limit(&json, Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["stopped"], "time_budget", "{v}");
+    assert_eq!(v["steps"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["max_rate"].as_f64(), Some(20.0), "{v}");
+    assert!(v["upper"].is_null(), "{v}");
+    // No step fits: one clear line, exit 2, no traffic.
+    let out = redline(&[
+        "find",
+        &url,
+        "--slo",
+        "p99<10s",
+        "--step-duration",
+        "2s",
+        "--warmup",
+        "1s",
+        "--time-budget",
+        "3s",
+        "--no-save",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--time-budget 3s is shorter than one step (4s"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
 }
 
 /// `--abort-on-fail`: a 20 ms server can never meet p99<5ms; the run stops
