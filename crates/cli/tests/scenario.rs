@@ -500,6 +500,14 @@ fn bad_scenarios_name_file_and_line_and_exit_2() {
             "req-thresholds.toml",
             "[[request]]\nname = \"a\"\npath = \"/\"\nthresholds = [\"p50<1s\", \"bogus\"]\n",
         ),
+        (
+            "load-rate.toml",
+            "[load]\nconnections = 10\nrate = 0.0\n[[request]]\npath = \"/\"\n",
+        ),
+        (
+            "load-conns.toml",
+            "[[request]]\npath = \"/\"\n\n[load]\nconnections = 0\n",
+        ),
     ]);
     let run = |f: &str, extra: &[&str]| {
         let p = d.join(f);
@@ -546,6 +554,14 @@ fn bad_scenarios_name_file_and_line_and_exit_2() {
         ),
         ("thresholds.toml", "thresholds.toml:3: thresholds:"),
         ("req-thresholds.toml", "req-thresholds.toml:4: request 'a':"),
+        (
+            "load-rate.toml",
+            "load-rate.toml:3: [load] rate must be a positive number",
+        ),
+        (
+            "load-conns.toml",
+            "load-conns.toml:5: [load] connections must be at least 1",
+        ),
     ] {
         let (code, e) = run(f, &[]);
         assert_eq!(code, Some(2), "{f}: {e}");
@@ -553,6 +569,17 @@ fn bad_scenarios_name_file_and_line_and_exit_2() {
         assert!(e.contains(want), "{f}: want {want:?} in: {e}");
         assert!(!e.contains("request '?'"), "{e}");
     }
+    // [load] duration is read only when the command line gives no -n/-d.
+    let p = d.join("load-rate.toml");
+    std::fs::write(
+        &p,
+        "[[request]]\npath = \"/\"\n[load]\nconnections = 2\nduration = \"soon\"\n",
+    )
+    .unwrap();
+    let out = redline(&["run", "--scenario", p.to_str().unwrap(), &url(&srv), "-q"]);
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("load-rate.toml:5: [load] duration:"), "{e}");
     let (code, e) = run("escape.toml", &[]);
     assert_eq!(code, Some(2));
     assert!(

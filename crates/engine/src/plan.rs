@@ -408,6 +408,31 @@ impl Plan {
                     };
                 }
                 if let Some(l) = &f.load {
+                    // Values the command line would refuse are refused here,
+                    // at their own line of the file.
+                    let bad = if l.connections == Some(0) {
+                        Some(("connections", "must be at least 1".to_string()))
+                    } else if l.requests == Some(0) {
+                        Some(("requests", "must be at least 1".to_string()))
+                    } else if l.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+                        Some((
+                            "rate",
+                            "must be a positive number of requests per second".to_string(),
+                        ))
+                    } else {
+                        None
+                    };
+                    if let Some((k, why)) = bad {
+                        let lines = crate::scenario::file::Lines::new(&text);
+                        let at = lines.at(
+                            &path.display().to_string(),
+                            &[
+                                crate::scenario::file::key("load"),
+                                crate::scenario::file::key(k),
+                            ],
+                        );
+                        return Err(usage(format!("{at}: [load] {k} {why}")));
+                    }
                     if a.rate.is_none() && a.connections.is_none() {
                         a.rate = l.rate;
                     }
@@ -418,7 +443,15 @@ impl Plan {
                         a.requests = l.requests;
                         if let Some(d) = &l.duration {
                             a.duration = Some(parse_duration(d).map_err(|e| {
-                                usage(format!("{}: [load] duration: {e}", path.display()))
+                                let lines = crate::scenario::file::Lines::new(&text);
+                                let at = lines.at(
+                                    &path.display().to_string(),
+                                    &[
+                                        crate::scenario::file::key("load"),
+                                        crate::scenario::file::key("duration"),
+                                    ],
+                                );
+                                usage(format!("{at}: [load] duration: {e}"))
                             })?);
                         }
                     }
