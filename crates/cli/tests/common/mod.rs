@@ -16,12 +16,11 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_redline")
 }
 
-/// Runs redline with a hard time limit (kills it past `limit`).
-pub fn redline_with_limit(args: &[&str], limit: Duration) -> (Output, Duration) {
-    let start = Instant::now();
-    let child = Command::new(bin())
+/// Starts redline with `args`, its output captured, its history in a
+/// temporary database (never the user's real one).
+fn spawn_redline(args: &[&str]) -> Child {
+    Command::new(bin())
         .args(args)
-        // Never write into the user's real run history.
         .env(
             "REDLINE_DB",
             std::env::temp_dir().join(format!("redline-tests-{}.db", std::process::id())),
@@ -30,7 +29,13 @@ pub fn redline_with_limit(args: &[&str], limit: Duration) -> (Output, Duration) 
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn redline");
+        .expect("spawn redline")
+}
+
+/// Runs redline with a hard time limit (kills it past `limit`).
+pub fn redline_with_limit(args: &[&str], limit: Duration) -> (Output, Duration) {
+    let start = Instant::now();
+    let child = spawn_redline(args);
     let out = wait_limit(child, limit);
     (out, start.elapsed())
 }
@@ -62,18 +67,9 @@ pub fn wait_limit(mut child: Child, limit: Duration) -> Output {
 /// (SIGSTOP, as a host stall would) from `at` after its start for `length`;
 /// the parsed record. Panics on a non-zero exit.
 pub fn run_json_frozen(args: &[&str], at: Duration, length: Duration) -> serde_json::Value {
-    let child = Command::new(bin())
-        .args(["run", "-o", "json", "-q", "--no-save"])
-        .args(args)
-        .env(
-            "REDLINE_DB",
-            std::env::temp_dir().join(format!("redline-tests-{}.db", std::process::id())),
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn redline");
+    let mut all = vec!["run", "-o", "json", "-q", "--no-save"];
+    all.extend_from_slice(args);
+    let child = spawn_redline(&all);
     let pid = child.id() as libc::pid_t;
     std::thread::sleep(at);
     // SAFETY: signals to our own child process.
@@ -88,6 +84,19 @@ pub fn run_json_frozen(args: &[&str], at: Duration, length: Duration) -> serde_j
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("a JSON run record")
+}
+
+/// The run record accounts for all `planned` sends of a frozen open-loop
+/// run: every one scheduled, each ended exactly once, and at least `min_not_sent`
+/// of them counted as never sent (the ones the frozen client did not release).
+pub fn assert_planned_sends_accounted(v: &serde_json::Value, planned: u64, min_not_sent: u64) {
+    assert_eq!(counter(v, "scheduled"), planned, "{}", v["counters"]);
+    let ended = counter(v, "completed")
+        + counter(v, "failed")
+        + counter(v, "in_flight_at_end")
+        + counter(v, "not_sent");
+    assert_eq!(ended, planned, "{}", v["counters"]);
+    assert!(counter(v, "not_sent") >= min_not_sent, "{}", v["counters"]);
 }
 
 /// Runs redline with `--output json -q` and parses the record; panics on a non-zero exit.
