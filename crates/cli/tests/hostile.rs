@@ -295,12 +295,7 @@ fn too_few_file_descriptors_is_a_client_limit_in_every_output() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!(v["client_limited"], true);
-    let codes: Vec<&str> = v["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["code"].as_str().unwrap())
-        .collect();
+    let codes = warning_codes(&v);
     assert!(codes.contains(&"fd_limit"), "{codes:?}");
     assert!(
         error_count(&v, "too_many_open_files") > 0,

@@ -103,12 +103,7 @@ fn open_loop_stall_shows_in_latency_not_in_service_time() {
         // The wait came from the server's stall with every connection busy, not
         // from the client: said in a warning, but the run is not client-limited,
         // and the wait is not in the scheduler lag.
-        let codes: Vec<&str> = v["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| w["code"].as_str().unwrap())
-            .collect();
+        let codes = warning_codes(&v);
         assert!(codes.contains(&"connections_busy"), "{codes:?}");
         // Only the client's own trouble flags the run (a debug build on a busy
         // machine may really lag behind when the stalled responses flood in).

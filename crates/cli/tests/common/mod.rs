@@ -99,6 +99,14 @@ pub fn assert_planned_sends_accounted(v: &serde_json::Value, planned: u64, min_n
     assert!(counter(v, "not_sent") >= min_not_sent, "{}", v["counters"]);
 }
 
+/// The codes of a run record's warnings, in order.
+pub fn warning_codes(v: &serde_json::Value) -> Vec<&str> {
+    v["warnings"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|w| w["code"].as_str()).collect())
+        .unwrap_or_default()
+}
+
 /// Runs redline with `--output json -q` and parses the record; panics on a non-zero exit.
 pub fn run_json(args: &[&str]) -> serde_json::Value {
     let mut a: Vec<&str> = vec!["run", "--output", "json", "-q"];
