@@ -177,6 +177,9 @@ grab() { awk -v p="$1" -v f="$2" '$0 ~ p { print $f; exit }' "$3"; }
 # busy_ticks: CPU ticks spent busy (not idle, not iowait) on all CPUs so far.
 busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 
+# steal_ticks: CPU ticks the hypervisor took from this VM so far (all CPUs).
+steal_ticks() { awk '$1 == "cpu" { print $9 + 0; exit }' /proc/stat; }
+
 # nginx_ticks: CPU ticks (user + sys) used so far by the nginx master and workers.
 nginx_ticks() {
     local pid total=0 t
@@ -450,9 +453,10 @@ run_tool() {
     log "scenario $SCENARIO: $tool (${DURATION}s, $CONNS conns, CPU $CLIENT_CPU)"
     printf '%s\n' "taskset -c $CLIENT_CPU ${CMD[*]}" >>"$CMDS"
     if [[ " $RAN " != *" $tool "* ]]; then RAN="${RAN:+$RAN }$tool"; fi
-    local busy0 srv0 busy1 srv1
+    local busy0 srv0 busy1 srv1 steal0 steal1
     busy0=$(busy_ticks)
     srv0=$(nginx_ticks)
+    steal0=$(steal_ticks)
     # Connections actually open, counted on the server side half-way through.
     (sleep "$(awk -v d="$DURATION" 'BEGIN { print d / 2 }')"
         ss -Htn state established "( sport = :$PORT )" 2>/dev/null | wc -l >"$raw.open") &
@@ -468,6 +472,7 @@ run_tool() {
     fi
     busy1=$(busy_ticks)
     srv1=$(nginx_ticks)
+    steal1=$(steal_ticks)
     RPS='' REQS='' NOTE=''
     "parse_$tool" "$raw"
     if ((rc != 0)); then NOTE="${NOTE:+$NOTE; }exit status $rc"; fi
@@ -483,7 +488,8 @@ run_tool() {
     awk -v tool="$tool" -v rps="$RPS" -v reqs="${REQS:-}" -v dur="$DURATION" \
         -v usr="$usr" -v sys="$sys" -v rss="$rss" -v bytes="$S_BYTES" \
         -v resp="$RESP_BYTES" -v note="$NOTE" -v hz="$HZ" \
-        -v busy=$((busy1 - busy0)) -v srv=$((srv1 - srv0)) 'BEGIN {
+        -v busy=$((busy1 - busy0)) -v srv=$((srv1 - srv0)) -v steal=$((steal1 - steal0)) \
+        -v ncpu="$ncpu" 'BEGIN {
             if (reqs == "") reqs = rps * dur
             cpu = usr + sys
             per_cpu = cpu > 0 ? sprintf("%.0f", reqs / cpu) : "-"
@@ -495,6 +501,9 @@ run_tool() {
             other = busy / hz - srv / hz - cpu
             note = sprintf("nginx %.1f CPU-s", srv / hz) (note != "" ? "; " note : "")
             if (other > 0.5 + 0.05 * dur) note = note sprintf("; other load %.1f CPU-s", other)
+            # The hypervisor running other guests on our CPUs: the run measured
+            # the host as much as the tools (more than 1 % of the CPU time).
+            if (steal / hz > 0.01 * ncpu * dur) note = note sprintf("; host steal %.1f CPU-s", steal / hz)
             row = row " " note " |"
             print row
         }' >>"$ROWS"
@@ -648,22 +657,39 @@ run_scenario() {
         echo
         if ((REPEAT > 1)); then
             # Medians over the interleaved repetitions, and the ratios to REF's.
+            # A run disturbed by the host (steal) or by other load is left
+            # out of the medians when every tool has at least one clean run.
+            # The per-round ratio pairs each run with the REF run next to it,
+            # which cancels slow drifts of the machine's speed.
             awk -F'|' -v ref="$REF" '{ gsub(/ /, "", $2); gsub(/ /, "", $3); gsub(/ /, "", $5)
-                    if ($5 != "-") { v[$2] = v[$2] " " $5; r[$2] = r[$2] " " $3 } }
+                    if ($5 == "-") next
+                    k = ++round[$2]; pc[$2, k] = $5
+                    bad = ($(NF - 1) ~ /host steal|other load/)
+                    if (!bad) { pc_ok[$2, k] = 1; v[$2] = v[$2] " " $5; r[$2] = r[$2] " " $3 }
+                    va[$2] = va[$2] " " $5; ra[$2] = ra[$2] " " $3 }
                 function median(list,   a, n, i, j, t) {
                     n = split(list, a, " ")
                     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-                    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+                    return n == 0 ? 0 : n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
                 }
                 END {
-                    print "| tool | runs | median req/s | vs " ref " | median req per CPU-s | vs " ref " |"
-                    print "|---|---:|---:|---:|---:|---:|"
+                    clean = 1
+                    for (t in va) if (!(t in v)) clean = 0
+                    if (!clean) for (t in va) { v[t] = va[t]; r[t] = ra[t] }
+                    print "| tool | runs | clean runs | median req/s | vs " ref " | median req per CPU-s | vs " ref " | median of per-round ratios |"
+                    print "|---|---:|---:|---:|---:|---:|---:|---:|"
                     w = (ref in v) ? median(v[ref]) : 0
                     wr = (ref in r) ? median(r[ref]) : 0
-                    for (t in v) {
-                        m = median(v[t]); mr = median(r[t]); n = split(v[t], x, " ")
-                        printf "| %s | %d | %.0f | %s | %.0f | %s |\n", t, n, mr, (wr > 0 ? sprintf("%.2fx", mr / wr) : "-"), m, (w > 0 ? sprintf("%.2fx", m / w) : "-")
+                    for (t in va) {
+                        m = median(v[t]); mr = median(r[t])
+                        n = split(va[t], x, " "); nc = split((t in v) ? v[t] : "", x, " ")
+                        pr = ""
+                        for (k = 1; k <= round[t]; k++)
+                            if (((t, k) in pc) && ((ref, k) in pc) && pc[ref, k] > 0 && (!clean || (((t, k) in pc_ok) && ((ref, k) in pc_ok))))
+                                pr = pr " " pc[t, k] / pc[ref, k]
+                        printf "| %s | %d | %d | %.0f | %s | %.0f | %s | %s |\n", t, n, clean ? nc : 0, mr, (wr > 0 ? sprintf("%.2fx", mr / wr) : "-"), m, (w > 0 ? sprintf("%.2fx", m / w) : "-"), (pr != "" ? sprintf("%.2fx", median(pr)) : "-")
                     }
+                    if (!clean) print "\nEvery run of some tool was disturbed (host steal or other load): the medians are over all runs."
                 }' "$ROWS"
             echo
         fi
