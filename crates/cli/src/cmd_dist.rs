@@ -7,10 +7,17 @@
 //! also prints that record on its own stdout as a fallback. The child dies
 //! with the agent (PR_SET_PDEATHSIG).
 //!
+//! `--abort-on-fail` is judged by the coordinator on the merged live seconds
+//! (the same `thresholds::hopeless` a local run uses); it then sends every
+//! agent `stop`, and each agent stops its child as Ctrl-C would (SIGINT), so
+//! in-flight requests get their grace and the records are merged as usual.
+//! An agent never passes `--abort-on-fail` to its child: its share is not
+//! the run, so its own threshold view must not stop it.
+//!
 //! Exit codes: `coordinate` 0 ok, 1 incomplete (an agent was lost: the record
 //! is still printed, marked `interrupted` with a `dist_incomplete` warning)
 //! or nothing to merge, 2 usage, 4 a `--threshold` failed on the merged
-//! record. `agent` 0 ok, 1 the run or the coordinator failed (its own record
+//! record or `--abort-on-fail` stopped the run. `agent` 0 ok, 1 the run or the coordinator failed (its own record
 //! still printed when there is one), 2 usage.
 
 use crate::cli::{fail, EXIT_OK, EXIT_RUNTIME, EXIT_THRESHOLD, EXIT_USAGE};
@@ -70,6 +77,7 @@ impl SecondsSink {
             t: p.t,
             requests: p.requests,
             errors: p.errors,
+            status_classes: p.status_classes,
             hist: p.hist.to_hist().to_base64(),
         };
         let mut line = serde_json::to_string(&l).unwrap_or_default();
@@ -252,6 +260,10 @@ pub struct CoordinateArgs {
     /// Pass/fail bound evaluated once on the merged record (repeatable), e.g. 'p99<250ms'.
     #[arg(long = "threshold", value_name = "EXPR", value_parser = threshold)]
     thresholds: Vec<redline_report::thresholds::Threshold>,
+    /// With --threshold: judge the merged live seconds and stop every agent
+    /// (gracefully, records kept) once a threshold can no longer pass; exit code 4.
+    #[arg(long = "abort-on-fail", requires = "thresholds")]
+    abort_on_fail: bool,
     /// Report format on stdout: text, or json (the merged run record).
     #[arg(short = 'o', long = "output", default_value = "text")]
     output: RecordFormat,
@@ -380,55 +392,77 @@ fn cmd_coordinate(a: CoordinateArgs) -> i32 {
         start_delay: a.start_delay,
         silence_timeout: a.silence_timeout,
         run_timeout: a.run_timeout,
+        abort_on_fail: a.abort_on_fail,
     };
     let tty = std::io::stderr().is_terminal();
     let quiet = a.quiet;
-    let result = coordinator::coordinate(listener, &cfg, |ev| {
-        use coordinator::Event::*;
-        let line = match ev {
-            Registered(i, h) => format!("agent {i} registered ({h})"),
-            Refused(r) => format!("refused an agent: {r}"),
-            Ready(i, off, rtt) => {
-                format!("agent {i} ready (clock offset {off:+.1} ms, round trip {rtt:.2} ms)")
-            }
-            Starting(_) => format!("all agents ready: starting in {:?}", cfg.start_delay),
-            Progress(t, c, f, n) => {
-                if !tty {
+    let thresholds = a.thresholds.clone();
+    // The same judgement as a local run's --abort-on-fail, on the merged seconds.
+    let judge = |live: &coordinator::Live| {
+        if thresholds.is_empty() {
+            return None;
+        }
+        let so_far = redline_report::thresholds::SoFar {
+            elapsed_s: live.elapsed_s,
+            failed: live.failed,
+            series: live.series,
+            planned_requests: live.planned_requests,
+            planned_duration_s: live.planned_duration_s,
+        };
+        redline_report::thresholds::hopeless(&thresholds, &so_far)
+    };
+    let result = coordinator::coordinate_judged(
+        listener,
+        &cfg,
+        |ev| {
+            use coordinator::Event::*;
+            let line = match ev {
+                Registered(i, h) => format!("agent {i} registered ({h})"),
+                Refused(r) => format!("refused an agent: {r}"),
+                Ready(i, off, rtt) => {
+                    format!("agent {i} ready (clock offset {off:+.1} ms, round trip {rtt:.2} ms)")
+                }
+                Starting(_) => format!("all agents ready: starting in {:?}", cfg.start_delay),
+                Progress(t, c, f, n) => {
+                    if !tty {
+                        return;
+                    }
+                    if !quiet {
+                        eprint!(
+                            "\r\x1b[K[{t:>6.1}s] {} agents, {} done, {} errors",
+                            n,
+                            redline_report::count(*c),
+                            redline_report::count(*f)
+                        );
+                    }
                     return;
                 }
-                if !quiet {
-                    eprint!(
-                        "\r\x1b[K[{t:>6.1}s] {} agents, {} done, {} errors",
-                        n,
-                        redline_report::count(*c),
-                        redline_report::count(*f)
-                    );
+                Second(x) => format!(
+                    "second {}: {} req/s, p99 {}, {} errors ({} agents)",
+                    x.t,
+                    redline_report::count(x.requests),
+                    if x.p99_us >= 1000 {
+                        format!("{:.2} ms", x.p99_us as f64 / 1000.0)
+                    } else {
+                        format!("{} µs", x.p99_us)
+                    },
+                    redline_report::count(x.errors),
+                    x.agents
+                ),
+                Finished(i) => format!("agent {i} sent its record"),
+                Stopping(why) => format!("stopping every agent (--abort-on-fail): {why}"),
+                Lost(i, why) => format!("agent {i} lost: {why}"),
+            };
+            // A lost agent and an early stop are always said, even with -q.
+            if !quiet || matches!(ev, Lost(..) | Stopping(_)) {
+                if tty {
+                    eprint!("\r\x1b[K");
                 }
-                return;
+                eprintln!("redline coordinate: {line}");
             }
-            Second(x) => format!(
-                "second {}: {} req/s, p99 {}, {} errors ({} agents)",
-                x.t,
-                redline_report::count(x.requests),
-                if x.p99_us >= 1000 {
-                    format!("{:.2} ms", x.p99_us as f64 / 1000.0)
-                } else {
-                    format!("{} µs", x.p99_us)
-                },
-                redline_report::count(x.errors),
-                x.agents
-            ),
-            Finished(i) => format!("agent {i} sent its record"),
-            Lost(i, why) => format!("agent {i} lost: {why}"),
-        };
-        // A lost agent is always said, even with -q.
-        if !quiet || matches!(ev, Lost(..)) {
-            if tty {
-                eprint!("\r\x1b[K");
-            }
-            eprintln!("redline coordinate: {line}");
-        }
-    });
+        },
+        judge,
+    );
     let out = match result {
         Ok(o) => o,
         Err(coordinator::Error::NotReady(m)) => return fail(EXIT_RUNTIME, m),
@@ -507,7 +541,7 @@ fn cmd_coordinate(a: CoordinateArgs) -> i32 {
             ),
         );
     }
-    if outcomes.iter().any(|o| !o.pass) {
+    if out.stopped.is_some() || outcomes.iter().any(|o| !o.pass) {
         EXIT_THRESHOLD
     } else {
         EXIT_OK
@@ -558,6 +592,16 @@ fn cmd_agent(a: AgentArgs) -> i32 {
         run.remove(0);
     }
     run.retain(|x| !DROPPED.contains(&x.as_str()));
+    // --abort-on-fail is the coordinator's: a threshold on this agent's share
+    // is not the run's verdict, so the child never stops on its own view.
+    let abort_on_fail = run.iter().any(|x| x == "--abort-on-fail");
+    run.retain(|x| x != "--abort-on-fail");
+    if abort_on_fail {
+        eprintln!(
+            "redline agent {}: --abort-on-fail is judged by the coordinator on the merged run, not by this agent",
+            a.index
+        );
+    }
     let scaled = match agent::scale_run_args(&run, &seg) {
         Ok(s) => s,
         Err(e) => return fail(EXIT_USAGE, e),
@@ -594,10 +638,12 @@ fn cmd_agent(a: AgentArgs) -> i32 {
             .unwrap_or_default(),
         session.offset_ms
     );
-    let start = match session.ready_and_wait(expected_s, a.start_timeout) {
-        Ok(s) => s,
-        Err(e) => return fail(EXIT_RUNTIME, e),
-    };
+    let start =
+        match session.ready_and_wait(expected_s, scaled.requests, abort_on_fail, a.start_timeout) {
+            Ok(s) => s,
+            Err(e) => return fail(EXIT_RUNTIME, e),
+        };
+    let stop = session.listen_for_stop();
     // Sleep to the common start (bounded by the start delay the coordinator chose).
     let wait = start.saturating_duration_since(Instant::now());
     std::thread::sleep(wait.min(Duration::from_secs(600)));
@@ -612,7 +658,7 @@ fn cmd_agent(a: AgentArgs) -> i32 {
         .saturating_duration_since(start)
         .as_secs_f64()
         * 1000.0;
-    let (record, note) = run_child(&scaled.args, &session.progress(), a.index);
+    let (record, note) = run_child(&scaled.args, &session.progress(), &stop, a.index);
     let text = record
         .as_ref()
         .and_then(|r| serde_json::to_string_pretty(r).ok());
@@ -637,6 +683,7 @@ fn cmd_agent(a: AgentArgs) -> i32 {
 fn run_child(
     args: &[String],
     progress: &agent::ProgressSender,
+    stop: &agent::StopRequest,
     index: u64,
 ) -> (Option<serde_json::Value>, Option<String>) {
     use std::os::unix::process::CommandExt;
@@ -693,6 +740,8 @@ fn run_child(
     let mut last = (0u64, 0u64, 0u64);
     let mut tail = SecondsTail::default();
     let mut next_beat = 0u64;
+    let mut running = false;
+    let mut stopped = false;
     let status = loop {
         match child.try_wait() {
             Ok(Some(st)) => break Some(st),
@@ -705,6 +754,23 @@ fn run_child(
                 if let Ok(v) = serde_json::from_str::<serde_json::Value>(&l) {
                     let g = |k: &str| v[k].as_u64().unwrap_or(0);
                     last = (g("completed"), g("failed"), g("open"));
+                    // A live line: the child runs and has its Ctrl-C handler.
+                    running = true;
+                }
+            }
+        }
+        // The coordinator's stop: the child stops as on Ctrl-C (one SIGINT:
+        // sending stops, in-flight requests get their grace, the record follows).
+        if !stopped && running {
+            if let Some(why) = stop.reason() {
+                stopped = true;
+                eprintln!("redline agent {index}: stopping: {why}");
+                if let Ok(pid) = i32::try_from(child.id()) {
+                    // SAFETY: kill(2) on our own child's pid, which has not
+                    // been reaped yet (try_wait above returned None).
+                    unsafe {
+                        libc::kill(pid, libc::SIGINT);
+                    }
                 }
             }
         }
@@ -943,6 +1009,7 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> i32 {
                 Ok(t) => t,
                 Err(e) => return fail(EXIT_USAGE, e),
             },
+            abort_on_fail: run.iter().any(|x| x == "--abort-on-fail"),
             output: RecordFormat::Json,
             record: None,
             quiet: true,

@@ -234,6 +234,124 @@ fn three_agents_merge_exactly_with_one_verdict() {
     srv.shutdown();
 }
 
+/// Each agent's own record (its stdout) and its stderr.
+fn agent_outputs(agents: Vec<Child>) -> Vec<(serde_json::Value, String)> {
+    agents
+        .into_iter()
+        .map(|a| {
+            let out = wait_limit(a, Duration::from_secs(90));
+            let err = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(out.status.success(), "{err}");
+            let rec = serde_json::from_slice(&out.stdout).expect("the agent prints its record");
+            (rec, err)
+        })
+        .collect()
+}
+
+#[test]
+fn abort_on_fail_is_judged_on_the_merged_run_and_stops_every_agent() {
+    // Every response takes 20 ms: 'p99<5ms' can never pass.
+    let srv = builtin();
+    let url = format!("http://{}/?delay=20ms", srv.local_addr());
+    let c = Coord::start(&["--agents", "2", "--threshold", "p99<5ms", "--abort-on-fail"]);
+    let run = [url.as_str(), "-d", "30s", "-c", "4", "-t", "1"];
+    let agents: Vec<Child> = (0..2).map(|i| agent(i, 2, c.port, &run)).collect();
+    let parts = agent_outputs(agents);
+    let (code, stdout, err) = c.finish();
+    assert_eq!(code, Some(4), "{err}");
+    assert!(
+        err.contains(
+            "stopping every agent (--abort-on-fail): threshold 'p99<5ms' can no longer pass"
+        ),
+        "{err}"
+    );
+    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    // Stopped well before its 30 s, and says so and why.
+    let d = m["duration_s"].as_f64().unwrap();
+    assert!(d < 15.0, "the run lasted {d} s");
+    assert_eq!(m["interrupted"], true);
+    let aborted: Vec<&str> = m["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["code"] == "aborted")
+        .map(|w| w["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(aborted.len(), 1, "{}", m["warnings"]);
+    assert!(
+        aborted[0].starts_with("aborted: threshold 'p99<5ms' can no longer pass"),
+        "{}",
+        aborted[0]
+    );
+    // Both agents' requests are in the merge; each stopped gracefully (its
+    // record kept), not on its own view.
+    assert_eq!(m["merged_runs"], 2);
+    let mut sum = 0;
+    for (p, e) in &parts {
+        let n = counter(p, "completed");
+        assert!(n > 0, "{e}");
+        assert_eq!(p["interrupted"], true, "{e}");
+        assert!(e.contains("stopping: threshold 'p99<5ms'"), "{e}");
+        sum += n;
+    }
+    assert_eq!(counter(&m, "completed"), sum);
+    assert_eq!(hist_count(&m), sum);
+    assert!(
+        srv.stats().requests >= sum,
+        "the server saw {} of {sum}",
+        srv.stats().requests
+    );
+    srv.shutdown();
+}
+
+#[test]
+fn abort_on_fail_that_holds_on_the_merge_runs_to_the_end() {
+    // The coordinator's threshold holds. Each agent's run arguments carry a
+    // threshold that fails on its own share and --abort-on-fail: the agent
+    // leaves the judging to the coordinator, so nothing stops early.
+    let srv = builtin();
+    let url = format!("http://{}/?delay=20ms", srv.local_addr());
+    let c = Coord::start(&["--agents", "2", "--threshold", "p99<5s", "--abort-on-fail"]);
+    let run = [
+        url.as_str(),
+        "-d",
+        "4s",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "--threshold",
+        "p99<5ms",
+        "--abort-on-fail",
+    ];
+    let agents: Vec<Child> = (0..2).map(|i| agent(i, 2, c.port, &run)).collect();
+    let parts = agent_outputs(agents);
+    let (code, stdout, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("stopping every agent"), "{err}");
+    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let d = m["duration_s"].as_f64().unwrap();
+    assert!(d >= 3.9, "the run lasted {d} s of 4");
+    assert_eq!(m["interrupted"], false);
+    assert!(!warning_codes(&m).contains(&"aborted"), "{}", m["warnings"]);
+    for (p, e) in &parts {
+        assert!(
+            e.contains("--abort-on-fail is judged by the coordinator"),
+            "{e}"
+        );
+        assert_eq!(p["interrupted"], false, "{e}");
+        assert!(p["duration_s"].as_f64().unwrap() >= 3.9, "{e}");
+    }
+    assert_eq!(
+        counter(&m, "completed"),
+        parts
+            .iter()
+            .map(|(p, _)| counter(p, "completed"))
+            .sum::<u64>()
+    );
+    srv.shutdown();
+}
+
 #[test]
 fn a_killed_agent_is_named_and_the_run_marked_incomplete() {
     let srv = builtin();

@@ -294,3 +294,51 @@ fn streams_in_flight_stay_within_the_servers_limit() {
         }
     }
 }
+
+#[test]
+fn requests_refused_by_goaway_are_retried_on_a_new_connection() {
+    // nginx says GOAWAY after 4 requests on a connection; the streams above
+    // its last stream id were not processed and go again, on a new connection.
+    let Some((n, ca)) = nginx_with("keepalive_requests 4;") else {
+        return;
+    };
+    let url = format!("https://127.0.0.1:{}/", n.port);
+    let all = SUBRESOURCES + 1;
+    let (v, _) = run(&["page", "-o", "json", "-q", "--cacert", &ca, &url]);
+    let log = take_log(&n);
+    let views = v["views"].as_array().unwrap();
+    let first = &views[0];
+    assert_eq!(first["view"], "first");
+    let entries = first["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), all, "{first}");
+    // Every resource loaded, none failed.
+    assert_eq!(first["errors"], 0, "{first}");
+    for e in entries {
+        assert!(e["error"].is_null(), "{e}");
+        assert_eq!(e["status"], 200, "{e}");
+        assert_eq!(e["protocol"], "h2", "{e}");
+    }
+    let retried = entries.iter().filter(|e| e["retried"] == true).count();
+    assert!(retried >= 1, "no request was retried: {first}");
+    assert!(first["connections"].as_u64().unwrap() >= 3, "{first}");
+    for view in views {
+        assert_eq!(view["errors"], 0, "{view}");
+    }
+    // nginx: every request HTTP/2 and answered, over at least 3 connections
+    // in the first view (11 requests, 4 per connection).
+    assert!(log
+        .iter()
+        .all(|l| l.protocol == "HTTP/2.0" && l.status < 400));
+    let first_conns: BTreeSet<u64> = log.iter().take(all).map(|l| l.conn).collect();
+    assert!(first_conns.len() >= 3, "{} connections", first_conns.len());
+    // Each request reached nginx once per view: the retried ones were not
+    // processed the first time.
+    let requested: u64 = views.iter().map(|w| w["requests"].as_u64().unwrap()).sum();
+    assert_eq!(log.len() as u64, requested);
+    eprintln!(
+        "first view: {retried} retried, {} connections (nginx: {}), {} log lines",
+        first["connections"],
+        first_conns.len(),
+        log.len()
+    );
+}

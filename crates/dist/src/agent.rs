@@ -7,12 +7,14 @@ use crate::protocol::{self, Msg};
 use crate::segment::Segment;
 use std::io::BufReader;
 use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A connection to the coordinator.
 pub struct Session {
-    reader: BufReader<TcpStream>,
+    reader: Option<BufReader<TcpStream>>,
+    /// Once the run has started: the coordinator's messages, read on a thread.
+    inbox: Option<mpsc::Receiver<Result<Msg, String>>>,
     writer: Arc<Mutex<TcpStream>>,
     /// Coordinator clock minus this machine's clock, ms.
     pub offset_ms: f64,
@@ -83,7 +85,8 @@ impl Session {
             .map_err(|e| e.to_string())?;
         let writer = Arc::new(Mutex::new(stream.try_clone().map_err(|e| e.to_string())?));
         let mut s = Session {
-            reader: BufReader::new(stream),
+            reader: Some(BufReader::new(stream)),
+            inbox: None,
             writer,
             offset_ms: 0.0,
             rtt_ms: 0.0,
@@ -109,11 +112,64 @@ impl Session {
     }
 
     fn recv(&mut self) -> Result<Msg, String> {
-        match protocol::recv(&mut self.reader) {
-            Ok(Some(m)) => Ok(m),
-            Ok(None) => Err("the coordinator closed the connection".into()),
-            Err(e) => Err(format!("lost the coordinator: {e}")),
+        if let Some(inbox) = &self.inbox {
+            return match inbox.recv_timeout(Duration::from_secs(30)) {
+                Ok(r) => r,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    Err("the coordinator did not answer within 30 s".into())
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    Err("the coordinator closed the connection".into())
+                }
+            };
         }
+        let Some(reader) = self.reader.as_mut() else {
+            return Err("the coordinator closed the connection".into());
+        };
+        read_msg(reader)
+    }
+
+    fn set_read_timeout(&self, t: Option<Duration>) -> Result<(), String> {
+        match &self.reader {
+            Some(r) => r.get_ref().set_read_timeout(t).map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+
+    /// From the start on: reads the coordinator's messages on a thread, so a
+    /// `stop` is seen while the run goes on. The returned flag holds the
+    /// reason once the coordinator said to stop (or gave up: `abort`).
+    pub fn listen_for_stop(&mut self) -> StopRequest {
+        let flag = StopRequest::default();
+        let Some(mut reader) = self.reader.take() else {
+            return flag;
+        };
+        let (tx, rx) = mpsc::channel();
+        self.inbox = Some(rx);
+        let f = flag.clone();
+        // Reads block until a message comes or the connection closes; the
+        // thread ends with the connection (or the process).
+        let _ = reader.get_ref().set_read_timeout(None);
+        let spawned = std::thread::Builder::new()
+            .name("redline-agent-inbox".into())
+            .spawn(move || loop {
+                let m = read_msg(&mut reader);
+                let end = m.is_err();
+                match &m {
+                    Ok(Msg::Stop { reason }) => f.set(reason.clone()),
+                    Ok(Msg::Abort { reason }) => {
+                        f.set(format!("the coordinator aborted: {reason}"))
+                    }
+                    _ => {}
+                }
+                if tx.send(m).is_err() || end {
+                    return;
+                }
+            });
+        if spawned.is_err() {
+            self.inbox = None;
+        }
+        flag
     }
 
     /// Measures the clock offset with `probes` round trips (the fastest wins).
@@ -138,20 +194,24 @@ impl Session {
 
     /// Says it is ready and waits (up to `wait`) for the start; returns the
     /// start as an instant of this machine's monotonic clock.
+    /// `requests` is this agent's share of a count-bounded run;
+    /// `abort_on_fail` says the run arguments asked for `--abort-on-fail`,
+    /// which the coordinator judges on the merged run.
     pub fn ready_and_wait(
         &mut self,
         expected_s: Option<f64>,
+        requests: Option<u64>,
+        abort_on_fail: bool,
         wait: Duration,
     ) -> Result<Instant, String> {
         self.send(&Msg::Ready {
             offset_ms: self.offset_ms,
             rtt_ms: self.rtt_ms,
             expected_s,
+            requests,
+            abort_on_fail,
         })?;
-        self.reader
-            .get_ref()
-            .set_read_timeout(Some(wait.max(Duration::from_millis(1))))
-            .map_err(|e| e.to_string())?;
+        self.set_read_timeout(Some(wait.max(Duration::from_millis(1))))?;
         let at_ms = match self.recv()? {
             Msg::Start { at_ms } => at_ms,
             Msg::Abort { reason } => return Err(format!("the coordinator aborted: {reason}")),
@@ -190,14 +250,40 @@ impl Session {
             record: record.map(Box::new),
             note,
         })?;
-        let _ = self
-            .reader
-            .get_ref()
-            .set_read_timeout(Some(Duration::from_secs(30)));
-        match self.recv()? {
-            Msg::Ack => Ok(()),
-            other => Err(format!("unexpected answer to the record: {other:?}")),
+        let _ = self.set_read_timeout(Some(Duration::from_secs(30)));
+        // A stop that crossed the record on the way is not the answer.
+        for _ in 0..8 {
+            match self.recv()? {
+                Msg::Ack => return Ok(()),
+                Msg::Stop { .. } => continue,
+                other => return Err(format!("unexpected answer to the record: {other:?}")),
+            }
         }
+        Err("no answer to the record".into())
+    }
+}
+
+fn read_msg(reader: &mut BufReader<TcpStream>) -> Result<Msg, String> {
+    match protocol::recv(reader) {
+        Ok(Some(m)) => Ok(m),
+        Ok(None) => Err("the coordinator closed the connection".into()),
+        Err(e) => Err(format!("lost the coordinator: {e}")),
+    }
+}
+
+/// The coordinator's request to stop the run early (cheap to clone).
+#[derive(Clone, Default)]
+pub struct StopRequest(Arc<Mutex<Option<String>>>);
+
+impl StopRequest {
+    fn set(&self, why: String) {
+        let mut g = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        g.get_or_insert(why);
+    }
+
+    /// Why the coordinator asked to stop, once it has.
+    pub fn reason(&self) -> Option<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 

@@ -7,6 +7,14 @@
 //! record is marked incomplete: `interrupted` is set and a `dist_incomplete`
 //! warning says which agents are missing and that the load shown is not the
 //! whole. No field is added to the run record for it.
+//!
+//! `--abort-on-fail` across agents ([`coordinate_judged`]): each time a
+//! second of the whole run has been merged over the agents, the judge sees
+//! the merged seconds so far ([`Live`]); when it says a threshold can no
+//! longer pass, every agent is told to stop (`Msg::Stop`, the graceful path:
+//! in-flight requests get their grace, records are sent and merged as
+//! usual), and the merged record is marked `interrupted` with an `aborted`
+//! warning giving the reason.
 
 use crate::protocol::{self, Msg};
 use redline_stats::RunRecord;
@@ -30,6 +38,9 @@ pub struct Config {
     pub silence_timeout: Duration,
     /// The run ends at the latest this long after the start (bounded even for `-n` runs).
     pub run_timeout: Duration,
+    /// Judge the merged live seconds and stop every agent once a threshold
+    /// can no longer pass (also on when an agent's run arguments ask for it).
+    pub abort_on_fail: bool,
 }
 
 impl Default for Config {
@@ -40,6 +51,7 @@ impl Default for Config {
             start_delay: Duration::from_secs(2),
             silence_timeout: Duration::from_secs(15),
             run_timeout: Duration::from_secs(3600),
+            abort_on_fail: false,
         }
     }
 }
@@ -90,6 +102,22 @@ pub struct Outcome {
     /// The live per-second view: each second merged over the agents that
     /// pushed it (`Msg::Second`), in order.
     pub seconds: Vec<LiveSecond>,
+    /// Why the agents were told to stop early (`--abort-on-fail`), if so.
+    pub stopped: Option<String>,
+}
+
+/// The whole run so far, as the `--abort-on-fail` judge sees it.
+pub struct Live<'a> {
+    /// Seconds since the common start.
+    pub elapsed_s: f64,
+    /// Failed requests so far, all agents (their latest counters).
+    pub failed: u64,
+    /// The seconds merged over the agents so far, in order from 0.
+    pub series: &'a [redline_stats::SeriesPoint],
+    /// The whole run's request count, when every agent's share is bounded by count.
+    pub planned_requests: Option<u64>,
+    /// The run's duration, when bounded by time (the longest agent's).
+    pub planned_duration_s: Option<f64>,
 }
 
 /// One second of the whole run, merged exactly over the agents' pushed
@@ -116,6 +144,7 @@ const SECOND_SHOW_AFTER: Duration = Duration::from_millis(1500);
 struct SecondAcc {
     requests: u64,
     errors: u64,
+    status_classes: [u64; 5],
     hist: Option<redline_stats::Hist>,
     agents: u64,
     p99_us: u64,
@@ -123,12 +152,15 @@ struct SecondAcc {
 }
 
 impl SecondAcc {
-    fn add(&mut self, requests: u64, errors: u64, hist: &str) {
+    fn add(&mut self, requests: u64, errors: u64, classes: &[u64; 5], hist: &str) {
         self.requests += requests;
         self.errors += errors;
         self.agents += 1;
         if self.shown {
             return; // too late for the live view; the final record has it
+        }
+        for (a, b) in self.status_classes.iter_mut().zip(classes) {
+            *a += b;
         }
         if let Ok(h) = redline_stats::Hist::from_base64(hist) {
             match self.hist.as_mut() {
@@ -138,11 +170,24 @@ impl SecondAcc {
         }
     }
 
-    fn show(&mut self, t: u32) -> LiveSecond {
-        if !self.shown {
-            self.shown = true;
-            self.p99_us = self.hist.take().map_or(0, |h| h.percentile(99.0));
+    /// Marks the second shown; the first time, also returns it as a series
+    /// point of the whole run (for the judge).
+    fn settle(&mut self, t: u32) -> Option<redline_stats::SeriesPoint> {
+        if self.shown {
+            return None;
         }
+        self.shown = true;
+        let h = self.hist.take().unwrap_or_else(|| {
+            redline_stats::Hist::with_sigfig(redline_stats::hist::SERIES_SIGFIG)
+        });
+        self.p99_us = h.percentile(99.0);
+        let mut p = redline_stats::SeriesPoint::new(t, self.requests, self.errors, 0, &h);
+        p.status_classes = self.status_classes;
+        Some(p)
+    }
+
+    fn show(&mut self, t: u32) -> LiveSecond {
+        let _ = self.settle(t);
         LiveSecond {
             t,
             requests: self.requests,
@@ -172,6 +217,8 @@ pub enum Event {
     Lost(u64, String),
     /// One second of the whole run, merged over the agents.
     Second(LiveSecond),
+    /// `--abort-on-fail`: every agent is told to stop, for this reason.
+    Stopping(String),
 }
 
 /// Why the coordinated run could not happen at all.
@@ -192,12 +239,22 @@ enum Ev {
         Arc<Mutex<TcpStream>>,
         mpsc::Sender<Result<(), String>>,
     ),
-    Ready(u64, f64, f64, Option<f64>),
+    Ready(u64, ReadyInfo),
     Progress(u64, u64, u64),
-    Second(u64, u32, u64, u64, String),
+    Second(u64, u32, u64, u64, [u64; 5], String),
     Done(u64, f64, Option<Box<serde_json::Value>>, Option<String>),
     Gone(u64, String),
     Unregistered(u64),
+}
+
+/// What an agent said when it was ready.
+#[derive(Debug, Clone, Copy, Default)]
+struct ReadyInfo {
+    offset_ms: f64,
+    rtt_ms: f64,
+    expected_s: Option<f64>,
+    requests: Option<u64>,
+    abort_on_fail: bool,
 }
 
 fn conn_thread(stream: TcpStream, tx: mpsc::Sender<Ev>) {
@@ -271,8 +328,19 @@ fn conn_thread(stream: TcpStream, tx: mpsc::Sender<Ev>) {
                 offset_ms,
                 rtt_ms,
                 expected_s,
+                requests,
+                abort_on_fail,
             })) => {
-                let _ = tx.send(Ev::Ready(index, offset_ms, rtt_ms, expected_s));
+                let _ = tx.send(Ev::Ready(
+                    index,
+                    ReadyInfo {
+                        offset_ms,
+                        rtt_ms,
+                        expected_s,
+                        requests,
+                        abort_on_fail,
+                    },
+                ));
             }
             Ok(Some(Msg::Progress {
                 completed, failed, ..
@@ -283,9 +351,10 @@ fn conn_thread(stream: TcpStream, tx: mpsc::Sender<Ev>) {
                 t,
                 requests,
                 errors,
+                status_classes,
                 hist,
             })) => {
-                let _ = tx.send(Ev::Second(index, t, requests, errors, hist));
+                let _ = tx.send(Ev::Second(index, t, requests, errors, status_classes, hist));
             }
             Ok(Some(Msg::Done {
                 lateness_ms,
@@ -331,7 +400,7 @@ fn conn_thread(stream: TcpStream, tx: mpsc::Sender<Ev>) {
 struct Slot {
     host: String,
     writer: Arc<Mutex<TcpStream>>,
-    ready: Option<(f64, f64, Option<f64>)>,
+    ready: Option<ReadyInfo>,
 }
 
 fn abort_all(slots: &BTreeMap<u64, Slot>, reason: &str) {
@@ -347,13 +416,42 @@ fn abort_all(slots: &BTreeMap<u64, Slot>, reason: &str) {
     }
 }
 
+fn stop_all(slots: &BTreeMap<u64, Slot>, finished: &BTreeMap<u64, bool>, reason: &str) {
+    for (i, s) in slots {
+        if finished.get(i).copied().unwrap_or(true) {
+            continue;
+        }
+        let mut g = s.writer.lock().unwrap_or_else(|p| p.into_inner());
+        // An agent that cannot be told is caught by the silence time-out.
+        let _ = protocol::send(
+            &mut *g,
+            &Msg::Stop {
+                reason: reason.into(),
+            },
+        );
+    }
+}
+
 /// Runs the coordination on a bound listener; `on_event` sees what happens
 /// (for the live display). Returns once every agent has sent its record or
 /// been given up.
 pub fn coordinate(
     listener: TcpListener,
     cfg: &Config,
+    on_event: impl FnMut(&Event),
+) -> Result<Outcome, Error> {
+    coordinate_judged(listener, cfg, on_event, |_| None)
+}
+
+/// [`coordinate`] with `--abort-on-fail`: when it is on (the config or an
+/// agent's run arguments), `judge` sees the whole run each time a merged
+/// second is added and returns why a threshold can no longer pass, if so;
+/// then every agent is told to stop gracefully (once).
+pub fn coordinate_judged(
+    listener: TcpListener,
+    cfg: &Config,
     mut on_event: impl FnMut(&Event),
+    mut judge: impl FnMut(&Live) -> Option<String>,
 ) -> Result<Outcome, Error> {
     let n = cfg.agents;
     let (tx, rx) = mpsc::channel::<Ev>();
@@ -434,10 +532,10 @@ pub fn coordinate(
                     let _ = reply.send(Ok(()));
                 }
             }
-            Ok(Ev::Ready(i, off, rtt, exp)) => {
+            Ok(Ev::Ready(i, info)) => {
                 if let Some(s) = slots.get_mut(&i) {
-                    s.ready = Some((off, rtt, exp));
-                    on_event(&Event::Ready(i, off, rtt));
+                    s.ready = Some(info);
+                    on_event(&Event::Ready(i, info.offset_ms, info.rtt_ms));
                 }
             }
             Ok(Ev::Gone(i, _)) | Ok(Ev::Unregistered(i)) => {
@@ -458,7 +556,9 @@ pub fn coordinate(
     let start_local = Instant::now() + cfg.start_delay;
     let mut agents: BTreeMap<u64, AgentOutcome> = BTreeMap::new();
     for (&i, s) in &slots {
-        let (offset_ms, rtt_ms, _) = s.ready.unwrap_or_default();
+        let ReadyInfo {
+            offset_ms, rtt_ms, ..
+        } = s.ready.unwrap_or_default();
         let mut out = AgentOutcome {
             index: i,
             host: s.host.clone(),
@@ -474,8 +574,19 @@ pub fn coordinate(
     }
     let expected = slots
         .values()
-        .filter_map(|s| s.ready.and_then(|r| r.2))
+        .filter_map(|s| s.ready.and_then(|r| r.expected_s))
         .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+    // The whole run's request count: known when every share is bounded by count.
+    let planned_requests = slots
+        .values()
+        .map(|s| s.ready.and_then(|r| r.requests))
+        .sum::<Option<u64>>();
+    let judging = cfg.abort_on_fail
+        || slots
+            .values()
+            .any(|s| s.ready.is_some_and(|r| r.abort_on_fail));
+    let mut merged_series: Vec<redline_stats::SeriesPoint> = Vec::new();
+    let mut stopped: Option<String> = None;
     let run_deadline = start_local
         + match expected {
             // Time-based runs: their length, the stop grace and some slack.
@@ -496,8 +607,11 @@ pub fn coordinate(
                   on_event: &mut dyn FnMut(&Event)| {
         match ev {
             // Bounded by the run's length: one entry per second of it.
-            Ev::Second(_, t, requests, errors, hist) if t < 10 * 86_400 => {
-                seconds.entry(t).or_default().add(requests, errors, &hist);
+            Ev::Second(_, t, requests, errors, classes, hist) if t < 10 * 86_400 => {
+                seconds
+                    .entry(t)
+                    .or_default()
+                    .add(requests, errors, &classes, &hist);
             }
             Ev::Progress(i, c, f) => {
                 if let Some(a) = agents.get_mut(&i) {
@@ -558,7 +672,7 @@ pub fn coordinate(
                     | Ev::Second(i, ..)
                     | Ev::Done(i, ..)
                     | Ev::Gone(i, _)
-                    | Ev::Ready(i, ..) => Some(*i),
+                    | Ev::Ready(i, _) => Some(*i),
                     _ => None,
                 };
                 if let Some(i) = idx {
@@ -597,11 +711,31 @@ pub fn coordinate(
             }
         }
         // Seconds old enough that every live agent has pushed them.
+        let mut added = false;
         for (&t, acc) in seconds.iter_mut().filter(|(_, a)| !a.shown) {
             if start_local + Duration::from_secs(u64::from(t) + 1) + SECOND_SHOW_AFTER > now {
                 break;
             }
+            if let Some(p) = acc.settle(t) {
+                merged_series.push(p);
+                added = true;
+            }
             on_event(&Event::Second(acc.show(t)));
+        }
+        // --abort-on-fail: judged on the merged seconds, once per new second.
+        if judging && added && stopped.is_none() {
+            let live = Live {
+                elapsed_s: now.saturating_duration_since(start_local).as_secs_f64(),
+                failed: agents.values().map(|a| a.last_progress.1).sum(),
+                series: &merged_series,
+                planned_requests,
+                planned_duration_s: expected,
+            };
+            if let Some(why) = judge(&live) {
+                on_event(&Event::Stopping(why.clone()));
+                stop_all(&slots, &finished, &why);
+                stopped = Some(why);
+            }
         }
         if now.duration_since(last_shown) >= Duration::from_secs(1) && now > start_local {
             last_shown = now;
@@ -631,6 +765,12 @@ pub fn coordinate(
     let agents: Vec<AgentOutcome> = agents.into_values().collect();
     let mut out = merge_outcome(agents, n);
     out.seconds = seconds.iter_mut().map(|(&t, a)| a.show(t)).collect();
+    if let (Some(why), Some(m)) = (&stopped, out.merged.as_mut()) {
+        // As a local run's --abort-on-fail: stopped early, and why.
+        m.interrupted = true;
+        m.warn("aborted", format!("aborted: {why}"));
+    }
+    out.stopped = stopped;
     Ok(out)
 }
 
@@ -691,6 +831,7 @@ pub fn merge_outcome(agents: Vec<AgentOutcome>, total: u64) -> Outcome {
         merged,
         incomplete,
         seconds: Vec::new(),
+        stopped: None,
     }
 }
 

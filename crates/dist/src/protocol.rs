@@ -6,14 +6,21 @@
 //! coordinator → agent   {"type":"registered"}            or {"type":"refused","reason":"…"}
 //! agent → coordinator   {"type":"ping","id":0}          ×8, each answered at once:
 //! coordinator → agent   {"type":"pong","id":0,"now_ms":1767225600123.5}
-//! agent → coordinator   {"type":"ready","offset_ms":-0.4,"rtt_ms":0.1,"expected_s":10.0}
+//! agent → coordinator   {"type":"ready","offset_ms":-0.4,"rtt_ms":0.1,"expected_s":10.0,"requests":null,"abort_on_fail":false}
 //! coordinator → agent   {"type":"start","at_ms":1767225602123.5}   (coordinator clock)
 //! agent → coordinator   {"type":"progress","t":1,"completed":…,"failed":…,"open":…}   every second
-//! agent → coordinator   {"type":"second","t":0,"requests":…,"errors":…,"hist":"HISTFAAA…"}  per second of the run
+//! agent → coordinator   {"type":"second","t":0,"requests":…,"errors":…,"status_classes":[0,…,0],"hist":"HISTFAAA…"}  per second of the run
+//! coordinator → agent   {"type":"stop","reason":"…"}    stop early, as Ctrl-C would; the record follows as usual
 //! agent → coordinator   {"type":"done","lateness_ms":0.3,"record":{…run record…}}
 //! coordinator → agent   {"type":"ack"}
 //! either way            {"type":"abort","reason":"…"}
 //! ```
+//!
+//! `stop` is the graceful path (`--abort-on-fail` on the merged run): the
+//! agent stops sending, in-flight requests get their grace, and it sends its
+//! record. `abort` gives up: no record is expected. Fields added after the
+//! first version (`requests`, `abort_on_fail`, `status_classes`) may be left
+//! out.
 //!
 //! Clock offset: NTP's estimate from the round trip with the smallest delay,
 //! `offset = now_coordinator − (sent + received) / 2` on the agent's clock;
@@ -70,6 +77,12 @@ pub enum Msg {
         rtt_ms: f64,
         /// How long its run should last (None: until its request count is done).
         expected_s: Option<f64>,
+        /// Its share of the requests, when the run is bounded by count.
+        #[serde(default)]
+        requests: Option<u64>,
+        /// The run arguments asked for `--abort-on-fail` (left to the coordinator).
+        #[serde(default)]
+        abort_on_fail: bool,
     },
     /// Start at this instant of the coordinator's clock.
     Start {
@@ -96,6 +109,9 @@ pub enum Msg {
         requests: u64,
         /// Errors in that second.
         errors: u64,
+        /// Responses by status class in that second: 1xx, 2xx, 3xx, 4xx, 5xx.
+        #[serde(default)]
+        status_classes: [u64; 5],
         /// The histogram.
         hist: String,
     },
@@ -110,6 +126,12 @@ pub enum Msg {
     },
     /// The coordinator has the record.
     Ack,
+    /// Stop the run early, gracefully (as Ctrl-C would): stop sending, give
+    /// in-flight requests their grace, then send the record as usual.
+    Stop {
+        /// Why (e.g. a threshold that can no longer pass).
+        reason: String,
+    },
     /// Give up (either side).
     Abort {
         /// Why.
@@ -185,6 +207,9 @@ mod tests {
                 version: VERSION,
             },
             Msg::Pong { id: 2, now_ms: 5.5 },
+            Msg::Stop {
+                reason: "threshold 'p99<5ms' can no longer pass".into(),
+            },
             Msg::Done {
                 lateness_ms: 0.5,
                 record: None,
@@ -205,6 +230,24 @@ mod tests {
         assert!(recv(&mut r).is_err());
         let mut r = std::io::BufReader::new(&b"{\"type\":\"ack\""[..]);
         assert!(recv(&mut r).is_err());
+        // A first-version agent's lines still read (the later fields default).
+        let old = b"{\"type\":\"ready\",\"offset_ms\":1.0,\"rtt_ms\":0.5,\"expected_s\":null}\n{\"type\":\"second\",\"t\":0,\"requests\":3,\"errors\":0,\"hist\":\"x\"}\n";
+        let mut r = std::io::BufReader::new(&old[..]);
+        assert!(matches!(
+            recv(&mut r).unwrap(),
+            Some(Msg::Ready {
+                requests: None,
+                abort_on_fail: false,
+                ..
+            })
+        ));
+        assert!(matches!(
+            recv(&mut r).unwrap(),
+            Some(Msg::Second {
+                status_classes: [0, 0, 0, 0, 0],
+                ..
+            })
+        ));
     }
 
     #[test]

@@ -89,7 +89,11 @@ impl H2Conn {
             reply,
         };
         if self.tx.send(req).is_err() {
-            return Err(FetchError::Io("HTTP/2 connection closed".into()));
+            // Nothing was sent: the connection's thread had ended.
+            return Err(FetchError::Unprocessed {
+                why: "the connection had closed".into(),
+                stream: 0,
+            });
         }
         // The stream times itself out at `timeout`; the slack covers a driver
         // thread that is gone.
@@ -264,14 +268,30 @@ async fn drive(
     alive.store(false, Ordering::Relaxed);
 }
 
+/// An h2 error as a fetch error: what the server says it did not process
+/// (GOAWAY: the stream was above its last stream id, or opened after it;
+/// RST_STREAM with REFUSED_STREAM) is [`FetchError::Unprocessed`], which the
+/// loader sends again once on a new connection; anything else is final.
+fn h2_error(e: h2::Error, stream: u32) -> FetchError {
+    let refused = e.is_remote()
+        && (e.is_go_away() || (e.is_reset() && e.reason() == Some(h2::Reason::REFUSED_STREAM)));
+    if refused {
+        FetchError::Unprocessed {
+            why: format!("{e} (not processed by the server)"),
+            stream,
+        }
+    } else {
+        FetchError::Io(format!("HTTP/2: {e}"))
+    }
+}
+
 /// One request as one stream.
 async fn stream(
     sr: h2::client::SendRequest<Bytes>,
     req: &Req,
     conn_id: u64,
 ) -> Result<Response, FetchError> {
-    let h2e = |e: h2::Error| FetchError::Io(format!("HTTP/2: {e}"));
-    let mut sr = sr.ready().await.map_err(h2e)?;
+    let mut sr = sr.ready().await.map_err(|e| h2_error(e, 0))?;
     let mut authority = req.url.host_str().unwrap_or("").to_string();
     if let Some(p) = req.url.port() {
         authority.push_str(&format!(":{p}"));
@@ -309,8 +329,9 @@ async fn stream(
         r.headers_mut().append(hn, hv);
     }
     let sent = Instant::now();
-    let (resp, _send) = sr.send_request(r, true).map_err(h2e)?;
-    let resp = resp.await.map_err(h2e)?;
+    let (resp, _send) = sr.send_request(r, true).map_err(|e| h2_error(e, 0))?;
+    let id = u32::from(resp.stream_id());
+    let resp = resp.await.map_err(|e| h2_error(e, id))?;
     let first_byte = Instant::now();
     let status = resp.status().as_u16();
     let headers: Vec<(String, String)> = resp
@@ -333,7 +354,8 @@ async fn stream(
     let mut rx = resp.into_body();
     let mut body = Vec::new();
     while let Some(chunk) = rx.data().await {
-        let chunk = chunk.map_err(h2e)?;
+        // The server answered: whatever ends the body now, it processed the request.
+        let chunk = chunk.map_err(|e| FetchError::Io(format!("HTTP/2: {e}")))?;
         let _ = rx.flow_control().release_capacity(chunk.len());
         if body.len() + chunk.len() > MAX_WIRE_BODY {
             return Err(FetchError::TooLarge);

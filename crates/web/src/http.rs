@@ -280,6 +280,18 @@ pub enum FetchError {
     /// The body was larger than the client accepts.
     #[error("response body over {MAX_WIRE_BODY} bytes")]
     TooLarge,
+    /// HTTP/2: the server did not process the request (its stream was above
+    /// a GOAWAY's last stream id, was refused with REFUSED_STREAM, or was
+    /// never sent because the connection had ended): safe to send again on
+    /// a new connection, as a browser does.
+    #[error("HTTP/2: {why}")]
+    Unprocessed {
+        /// What the server said.
+        why: String,
+        /// The refused stream's id (0: none was opened). Streams below it
+        /// on that connection were processed.
+        stream: u32,
+    },
 }
 
 /// The `host:port` key connections are pooled by.

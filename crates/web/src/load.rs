@@ -124,6 +124,9 @@ pub struct Entry {
     pub protocol: Option<String>,
     /// The connection had served a request before.
     pub reused: bool,
+    /// Sent a second time, on a new connection: the server had not processed
+    /// the first (HTTP/2 GOAWAY or REFUSED_STREAM).
+    pub retried: bool,
     /// `Location` of a redirect.
     pub redirect_to: Option<String>,
     /// Width and height the HTML asked for (`<img width height>`).
@@ -228,6 +231,8 @@ struct Job {
     depth: u8,
     redirects: u8,
     size: Option<(Option<u32>, Option<u32>)>,
+    /// Sent again on a new HTTP/2 connection after the server did not process it.
+    retried: bool,
 }
 
 /// How a fetch reaches its host.
@@ -257,6 +262,12 @@ struct Pool {
     busy: usize,
     idle: Vec<Conn>,
     proto: Proto,
+    /// Requests sent on the current HTTP/2 connection.
+    h2_sent: usize,
+    /// Requests an HTTP/2 connection of this host takes before its GOAWAY,
+    /// learnt from the first refused stream (nginx's `keepalive_requests`):
+    /// a connection is not sent more, so a retried request is not refused again.
+    h2_budget: Option<usize>,
 }
 
 /// What a fetch thread tells the loader.
@@ -276,6 +287,8 @@ struct Done {
     new_conn: Option<ConnInfo>,
     conn: Option<Conn>,
     conditional: bool,
+    /// The HTTP/2 connection it was sent on.
+    h2_conn: Option<u64>,
 }
 
 /// Same site: equal hosts, or DNS names sharing their last two labels.
@@ -344,6 +357,7 @@ pub fn load(
         depth: 0,
         redirects: 0,
         size: None,
+        retried: false,
     });
     let wait_limit = opts.client.timeout + opts.client.connect_timeout + Duration::from_secs(5);
     for _round in 0..1_000_000u32 {
@@ -378,8 +392,12 @@ pub fn load(
             }
             let may_h2 = queue[i].url.scheme() == "https" && !opts.client.http1_only;
             let pool = pools.entry(key).or_default();
-            if matches!(&pool.proto, Proto::H2(c) if !c.alive()) {
-                // GOAWAY or a lost connection: the next request negotiates anew.
+            if matches!(&pool.proto, Proto::H2(c) if !c.alive())
+                || (matches!(pool.proto, Proto::H2(_))
+                    && pool.h2_budget.is_some_and(|b| pool.h2_sent >= b))
+            {
+                // GOAWAY, a lost connection, or one that has had what the
+                // server takes per connection: the next request negotiates anew.
                 pool.proto = Proto::Unknown;
             }
             let limit = match &pool.proto {
@@ -395,7 +413,10 @@ pub fn load(
             let job = queue.remove(i).expect("index in range");
             pool.busy += 1;
             let via = match &pool.proto {
-                Proto::H2(c) => Via::H2(c.clone()),
+                Proto::H2(c) => {
+                    pool.h2_sent += 1;
+                    Via::H2(c.clone())
+                }
                 _ => match pool.idle.pop() {
                     Some(c) => Via::Reuse(c),
                     None => {
@@ -422,7 +443,14 @@ pub fn load(
                     .headers
                     .retain(|(n, _)| !redline_engine::redirect::is_credential(n));
             }
-            echo(&format!("Getting {}...", display_url(&job.url)));
+            if job.retried {
+                echo(&format!(
+                    "Retrying {} on a new connection (the server did not process it)...",
+                    display_url(&job.url)
+                ));
+            } else {
+                echo(&format!("Getting {}...", display_url(&job.url)));
+            }
             let start_ms = ms(t0.elapsed());
             let tx = tx.clone();
             in_flight += 1;
@@ -439,7 +467,10 @@ pub fn load(
         };
         let done = match ev {
             Ev::Ready(key, h2) => {
-                pools.entry(key).or_default().proto = match h2 {
+                let pool = pools.entry(key).or_default();
+                // The request that opened it is its first.
+                pool.h2_sent = 1;
+                pool.proto = match h2 {
                     Some(c) => Proto::H2(c),
                     None => Proto::H1,
                 };
@@ -456,6 +487,25 @@ pub fn load(
         }
         if let Some(ci) = done.new_conn {
             conns.push(ci);
+        }
+        // HTTP/2: a request the server did not process (GOAWAY, REFUSED_STREAM)
+        // goes again, once, on a new connection, as a browser does. The host
+        // negotiates one new connection; the others wait for its handshake.
+        if let Err(FetchError::Unprocessed { stream, .. }) = &done.result {
+            // Client streams are 1, 3, 5…: those below the refused one were processed.
+            if *stream > 1 {
+                let took = (*stream as usize - 1) / 2;
+                pool.h2_budget = Some(pool.h2_budget.map_or(took, |b| b.min(took)));
+            }
+        }
+        if matches!(done.result, Err(FetchError::Unprocessed { .. })) && !done.job.retried {
+            if matches!((&pool.proto, done.h2_conn), (Proto::H2(c), Some(id)) if c.id == id) {
+                pool.proto = Proto::Unknown;
+            }
+            let mut job = done.job;
+            job.retried = true;
+            queue.push_front(job);
+            continue;
         }
         let idx = entries.len();
         let job = done.job;
@@ -487,6 +537,7 @@ pub fn load(
             conn: None,
             protocol: None,
             reused: false,
+            retried: job.retried,
             redirect_to: None,
             html_size: job.size,
             intrinsic: None,
@@ -554,6 +605,7 @@ pub fn load(
                                     depth: job.depth,
                                     redirects: job.redirects + 1,
                                     size: job.size,
+                                    retried: false,
                                 });
                             }
                         }
@@ -684,6 +736,7 @@ fn cached_entry(job: &Job, s: &Stored, now: f64, page_host: &str) -> Entry {
         conn: None,
         protocol: None,
         reused: false,
+        retried: false,
         redirect_to: None,
         html_size: job.size,
         intrinsic,
@@ -748,6 +801,7 @@ fn discover(
             },
             redirects: 0,
             size,
+            retried: false,
         });
     }
 }
@@ -765,7 +819,7 @@ fn fetch_one(
     tx: &mpsc::Sender<Ev>,
 ) -> Done {
     let conditional = !extra.is_empty();
-    let done = |job, result, dns_connect, new_conn, conn| Done {
+    let done = |job, result, dns_connect, new_conn, conn, h2_conn| Done {
         job,
         start_ms,
         result,
@@ -773,6 +827,7 @@ fn fetch_one(
         new_conn,
         conn,
         conditional,
+        h2_conn,
     };
     let mut dns_connect = None;
     let mut new_conn = None;
@@ -782,7 +837,7 @@ fn fetch_one(
                 r.reused = true;
                 r
             });
-            return done(job, result, None, None, None);
+            return done(job, result, None, None, None, Some(c.id));
         }
         Via::Reuse(c) => c,
         Via::New(id) => match connect(&job.url, opts, id) {
@@ -790,7 +845,7 @@ fn fetch_one(
                 let _ = tx.send(Ev::Ready(host_key(&job.url), Some(c.clone())));
                 let result = c.get(&job.url, extra, opts);
                 let info = c.info.clone();
-                return done(job, result, Some(t), Some(info), None);
+                return done(job, result, Some(t), Some(info), None, Some(c.id));
             }
             Ok((Connected::H1(c), t)) => {
                 if job.url.scheme() == "https" {
@@ -800,7 +855,7 @@ fn fetch_one(
                 new_conn = Some(c.info.clone());
                 c
             }
-            Err(e) => return done(job, Err(e), None, None, None),
+            Err(e) => return done(job, Err(e), None, None, None, None),
         },
     };
     let reused = dns_connect.is_none();
@@ -826,7 +881,14 @@ fn fetch_one(
         Ok((r, keep)) => (Ok(r), keep),
         Err(e) => (Err(e), false),
     };
-    done(job, result, dns_connect, new_conn, keep.then_some(conn))
+    done(
+        job,
+        result,
+        dns_connect,
+        new_conn,
+        keep.then_some(conn),
+        None,
+    )
 }
 
 #[cfg(test)]

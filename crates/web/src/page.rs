@@ -313,6 +313,9 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
         if e.third_party {
             line.push_str("  [third party]");
         }
+        if e.retried {
+            line.push_str("  [retried: not processed on its first connection]");
+        }
         if let Some(r) = &e.redirect_to {
             let _ = write!(line, "  -> {r}");
         }
