@@ -455,27 +455,27 @@ pub fn text(rec: &RunRecord) -> String {
     if let Some(w) = &rec.server_watch {
         o.push('\n');
         o.push_str(&redline_watch::render_text(w));
-        if !rec.stages.is_empty() {
-            // The server per stage (the Italian article's question: where did memory go as load grew).
-            let names: Vec<String> = rec
-                .stages
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    if s.level_from == s.level_to {
-                        format!("stage {} @{}", i + 1, s.level_to)
-                    } else {
-                        format!("stage {} {}→{}", i + 1, s.level_from, s.level_to)
-                    }
-                })
-                .collect();
-            let windows: Vec<(&str, f64, f64)> = rec
+        // The server per stage (the Italian article's question: where did
+        // memory go as load grew), per host, from the record's `stages[].server`.
+        let names: Vec<String> = rec
+            .stages
+            .iter()
+            .enumerate()
+            .map(|(i, s)| s.name(i))
+            .collect();
+        for (k, h) in w.hosts.iter().enumerate() {
+            let rows: Vec<(&str, f64, f64, &redline_stats::watch::WatchSummary)> = rec
                 .stages
                 .iter()
                 .zip(&names)
-                .map(|(s, n)| (n.as_str(), s.start_s, s.end_s))
+                .filter_map(|(s, n)| {
+                    s.server
+                        .get(k)
+                        .map(|x| (n.as_str(), s.start_s, s.end_s, &x.summary))
+                })
                 .collect();
-            o.push_str(&redline_watch::render_windows(w, &windows));
+            let what = format!("{} on {}", h.targets.join(", "), h.host);
+            o.push_str(&redline_watch::render_windows(&what, &rows));
         }
     }
     if !rec.warnings.is_empty() {
