@@ -280,13 +280,24 @@ pub struct HostWindow {
 
 impl HostWatch {
     /// Seconds from `run_started_at` to this host's `started_at` (both RFC
-    /// 3339); 0 when either is unreadable.
+    /// 3339); 0 when either is unreadable. Watches recorded before their start
+    /// carried milliseconds have a whole-second stamp: within a second of the
+    /// run it is taken as the run's own start (the local `--watch` starts
+    /// just before the load), not as up to a second early.
     pub fn offset_from(&self, run_started_at: &str) -> f64 {
         match (
             crate::time::parse_rfc3339_ms(&self.started_at),
             crate::time::parse_rfc3339_ms(run_started_at),
         ) {
-            (Some(h), Some(r)) => (h - r) as f64 / 1000.0,
+            (Some(h), Some(r)) => {
+                let whole_second =
+                    self.started_at.len() >= 20 && !self.started_at[19..].starts_with('.');
+                if whole_second && (h - r).abs() <= 1000 {
+                    0.0
+                } else {
+                    (h - r) as f64 / 1000.0
+                }
+            }
             _ => 0.0,
         }
     }
@@ -437,6 +448,13 @@ mod tests {
         assert_eq!(ws[1].summary, h.window(0.0, 2.0));
         // An unreadable start time counts as the run's.
         assert_eq!(sw.windows("?", 2.0, 4.0)[1].summary, w);
+        // A whole-second stamp (older watches) within a second of the run is the run's start.
+        let mut old = h.clone();
+        old.started_at = "2026-11-22T10:00:00Z".into();
+        assert_eq!(old.offset_from("2026-11-22T10:00:00.700Z"), 0.0);
+        assert_eq!(old.offset_from("2026-11-22T10:00:03.000Z"), -3.0);
+        old.started_at = "2026-11-22T10:00:00.300Z".into();
+        assert_eq!(old.offset_from("2026-11-22T10:00:00.700Z"), -0.4);
         assert!(ServerWatch::default().windows("?", 0.0, 1.0).is_empty());
     }
 
