@@ -496,6 +496,73 @@ pub fn text(rec: &RunRecord) -> String {
 mod tests {
     use super::*;
 
+    /// Each watched host gets its per-stage block, from `stages[].server`.
+    #[test]
+    fn text_has_server_per_stage_for_every_host() {
+        use redline_stats::stages::{StagePlan, StageSpec};
+        use redline_stats::watch::{HostWatch, ServerWatch, WatchSample};
+        let mut a = crate::compare::tests::synth(2000, 1000, 1, 4);
+        a.started_at = "2026-11-22T10:00:00.000Z".into();
+        a.config.stages = Some(StagePlan {
+            unit: "connections".into(),
+            step: true,
+            stages: vec![
+                StageSpec {
+                    duration_s: 2.0,
+                    level: 1.0,
+                },
+                StageSpec {
+                    duration_s: 2.0,
+                    level: 3.0,
+                },
+            ],
+        });
+        let host = |name: &str, procs: u32| {
+            let mut h = HostWatch {
+                host: name.into(),
+                targets: vec!["nginx".into()],
+                started_at: a.started_at.clone(),
+                samples: (0..=8)
+                    .map(|k| WatchSample {
+                        t: k as f64 * 0.5,
+                        processes: if k < 4 { procs } else { procs + 2 },
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            h.summarize();
+            h
+        };
+        a.server_watch = Some(ServerWatch {
+            targets: vec!["nginx".into()],
+            hosts: vec![host("web1", 2), host("web2", 5)],
+        });
+        redline_stats::stages::analyze(&mut a);
+        let t = text(&a);
+        let block = |h: &str| {
+            let at = t
+                .find(&format!("Server per stage (nginx on {h})"))
+                .unwrap_or_else(|| panic!("{h}: {t}"));
+            t[at..].lines().take(5).collect::<Vec<_>>().join("\n")
+        };
+        // Stage 1 [0, 2]: samples 0..=2 s, the one at 2 s with two more.
+        let b = block("web1");
+        assert!(
+            b.contains("stage 1 @1") && b.contains("processes 4/2.4"),
+            "{b}"
+        );
+        assert!(
+            b.contains("stage 2 @3") && b.contains("processes 4/4.0"),
+            "{b}"
+        );
+        let b = block("web2");
+        assert!(
+            b.contains("processes 7/5.4") && b.contains("processes 7/7.0"),
+            "{b}"
+        );
+    }
+
     #[test]
     fn formats() {
         assert_eq!(count(1234567), "1,234,567");
