@@ -4,7 +4,9 @@
 //! One run, or two overlaid (before/after: the first solid, the second
 //! dashed): a summary table, the latency percentile curve on a log axis,
 //! latency (p50/p90/p99) and throughput over time, errors and status classes
-//! over time with the status codes and errors by kind, and the connect/waiting/transfer phases.
+//! over time with the status codes and errors by kind, the connect/waiting/transfer phases,
+//! and for a watched server (`--watch`) one group per host: its per-stage table and its
+//! memory, CPU, process count, MemAvailable and swap over time.
 
 use crate::{bytes, count, dur_us};
 use redline_stats::stages::StageSummary;
