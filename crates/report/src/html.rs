@@ -439,18 +439,18 @@ fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
     out
 }
 
-/// Peak/mean cell pair of a memory figure.
+/// A memory figure's peak / mean cell.
 fn pm_kib(p: PeakMean) -> String {
     format!(
-        "<td>{}</td><td>{}</td>",
+        "<td>{}/{}</td>",
         esc(&redline_watch::render::kib(p.peak)),
         esc(&redline_watch::render::kib(p.mean))
     )
 }
 
 /// The per-stage table of one watched host of one run, from the record's
-/// `stages[].server` (the same figures as the text report). Empty when the
-/// run had no stages.
+/// `stages[].server` (the same figures as the text report): one row per
+/// stage, each figure as `peak / mean`. Empty when the run had no stages.
 fn stage_server_table(caption: &str, r: &RunRecord, k: usize) -> String {
     let rows: Vec<(String, &StageSummary, &WatchSummary)> = r
         .stages
@@ -464,13 +464,10 @@ fn stage_server_table(caption: &str, r: &RunRecord, k: usize) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        "<table class=\"server-stages\"><caption>{}</caption><thead>\
-         <tr><th rowspan=\"2\">stage</th><th rowspan=\"2\">time (s)</th><th rowspan=\"2\">samples</th>\
-         <th colspan=\"2\">processes</th><th colspan=\"2\">CPU (% of one)</th><th colspan=\"2\">load</th>\
-         <th rowspan=\"2\">MemAvailable lowest</th><th colspan=\"2\">swap (pages)</th>\
-         <th colspan=\"2\">RSS</th><th colspan=\"2\">PSS</th><th colspan=\"2\">private</th></tr>\
-         <tr><th>peak</th><th>mean</th><th>peak</th><th>mean</th><th>peak</th><th>mean</th><th>in</th><th>out</th>\
-         <th>peak</th><th>mean</th><th>peak</th><th>mean</th><th>peak</th><th>mean</th></tr></thead><tbody>",
+        "<div class=\"scroll\"><table class=\"server-stages\"><caption>{}</caption><thead>\
+         <tr><th>stage</th><th>time (s)</th><th>samples</th><th>processes</th><th>CPU (% of one CPU)</th>\
+         <th>load average</th><th>MemAvailable lowest</th><th>swap in/out (pages)</th>\
+         <th>RSS total</th><th>PSS total</th><th>private total</th></tr></thead><tbody>",
         esc(caption)
     );
     for (name, st, w) in rows {
@@ -483,12 +480,12 @@ fn stage_server_table(caption: &str, r: &RunRecord, k: usize) -> String {
             w.samples
         );
         if w.samples == 0 {
-            s.push_str("<td colspan=\"15\">no sample</td></tr>");
+            s.push_str("<td colspan=\"8\">no sample</td></tr>");
             continue;
         }
         let _ = write!(
             s,
-            "<td>{:.0}</td><td>{:.1}</td><td>{:.0}</td><td>{:.0}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td>{}{}{}</tr>",
+            "<td>{:.0}/{:.1}</td><td>{:.0}/{:.0}</td><td>{:.2}/{:.2}</td><td>{}</td><td>{}/{}</td>{}{}{}</tr>",
             w.processes.peak,
             w.processes.mean,
             w.cpu_percent.peak,
@@ -503,7 +500,7 @@ fn stage_server_table(caption: &str, r: &RunRecord, k: usize) -> String {
             pm_kib(w.private_kib)
         );
     }
-    s.push_str("</tbody></table>\n");
+    s.push_str("</tbody></table></div>\n");
     s
 }
 
@@ -560,7 +557,7 @@ fn host_group(n_runs: usize, host: &str, members: &[Member]) -> String {
     for m in members {
         let (_, name, r, k, h) = *m;
         let mut caption = format!(
-            "Per stage: {} on {}, peak and mean over the stage's samples",
+            "Per stage: {} on {}, peak/mean over the stage's samples",
             h.targets.join(", "),
             h.host
         );
@@ -947,6 +944,8 @@ svg.chart{width:100%;height:auto;display:block}
 .warn{background:#fff4e6;border-left:4px solid #e67700;padding:8px 12px;margin:8px 0}
 .cols{display:flex;gap:40px;flex-wrap:wrap}
 .note{color:#495057;font-size:13px}
+.scroll{overflow-x:auto}table.server-stages{font-size:13px}table.server-stages caption{text-align:left;font-weight:600;margin-bottom:4px}
+table.server-stages th,table.server-stages td{padding:2px 10px 2px 0}table.server-stages td{white-space:nowrap}table.server-stages tbody tr:nth-child(odd){background:#f8f9fa}
 ";
 
 /// Response time and throughput against the load level (a `--stages` run),
@@ -1324,7 +1323,7 @@ mod tests {
             assert_eq!(g.matches("<table class=\"server-stages\"").count(), 1);
         }
         assert_eq!(html.matches("<svg class=\"chart\"").count(), 7 + 2 + 10);
-        // Stage rows: name, time, samples, processes peak and mean, …
+        // Stage rows: name, time, samples, processes peak/mean, …
         let row = |g: &str, stage: &str| {
             let at = g.find(&format!("<tr><td>{stage}</td>")).expect(stage);
             g[at..at + g[at..].find("</tr>").unwrap()].to_string()
@@ -1332,17 +1331,15 @@ mod tests {
         // web1: stage 1 [0, 5] holds samples 0..=5 s (the one at 5 s has 8).
         let r = row(groups[0], "stage 1 @1");
         assert!(
-            r.contains("<td>0–5</td><td>11</td><td>8</td><td>3.5</td>"),
+            r.contains("<td>0–5</td><td>11</td><td>8/3.5</td>")
+                && r.contains("<td>8.0 MiB/3.5 MiB</td>"),
             "{r}"
         );
         let r = row(groups[0], "stage 2 @4");
-        assert!(
-            r.contains("<td>5–10</td><td>11</td><td>8</td><td>8.0</td>"),
-            "{r}"
-        );
+        assert!(r.contains("<td>5–10</td><td>11</td><td>8/8.0</td>"), "{r}");
         // web2 started 2 s late: run [0, 5] is its [-2, 3] (7 samples, 5 at 3 s).
         let r = row(groups[1], "stage 1 @1");
-        assert!(r.contains("<td>0–5</td><td>7</td><td>5</td>"), "{r}");
+        assert!(r.contains("<td>0–5</td><td>7</td><td>5/"), "{r}");
         assert!(groups[1].contains("its watch started 2 s after the run"));
     }
 
