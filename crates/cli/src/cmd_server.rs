@@ -213,6 +213,7 @@ pub fn after_run(h: Option<WatchHandle>, rec: &mut RunRecord) {
         Some(existing) => existing.merge(&seen),
         None => rec.server_watch = Some(seen),
     }
+    redline_stats::stages::analyze_server(rec);
 }
 
 /// Runs a server subcommand; returns the exit code.
@@ -320,6 +321,7 @@ fn merge_watch(run: &PathBuf, files: &[PathBuf]) -> i32 {
             None => rec.server_watch = Some(doc),
         }
     }
+    redline_stats::stages::analyze_server(&mut rec);
     let mut buf = Vec::new();
     if let Err(e) = redline_report::write_json(&rec, &mut buf) {
         return fail(EXIT_RUNTIME, format!("cannot write the record: {e}"));

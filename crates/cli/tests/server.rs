@@ -906,3 +906,212 @@ fn size_cites_the_error_logs_reached_max_request_workers_lines() {
     assert!(without.contains("MaxRequestWorkers 126\n"), "{without}");
     assert!(!without.contains("reached MaxRequestWorkers"), "{without}");
 }
+
+/// A fake `/proc` with one "server" process `pid` of 512 KiB private memory.
+fn fake_proc_process(root: &Path, pid: u32) {
+    let d = root.join(pid.to_string());
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("stat"),
+        format!(
+            "{pid} (fakesrv) S 1 {pid} {pid} 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 100 1000 200 0\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("smaps_rollup"),
+        "Rss: 2048 kB\nPss: 1024 kB\nPrivate_Clean: 0 kB\nPrivate_Dirty: 512 kB\nSwap: 0 kB\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn server_per_stage_in_json_and_every_host_in_html() {
+    // A fake /proc with one fakesrv process; a second one appears in stage 2.
+    let root = std::env::temp_dir().join(format!("redline-stageproc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    fake_proc_process(&root, 4300);
+    std::fs::write(root.join("loadavg"), "0.50 0.40 0.30 1/100 4300\n").unwrap();
+    std::fs::write(root.join("meminfo"), meminfo(6_000_000)).unwrap();
+    std::fs::write(root.join("vmstat"), "pswpin 10\npswpout 100\n").unwrap();
+    let live = root.join("live.jsonl");
+
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let child = Command::new(bin())
+        .args(["run", "--stages", "2s:1,2s:2", "--step", "-t", "1"])
+        .args(["-o", "json", "-q", "--no-save", "--watch", "fakesrv"])
+        .args(["--watch-interval", "100ms", "--live-json"])
+        .args([live.to_str().unwrap(), &url])
+        .env("REDLINE_PROC_ROOT", &root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the run's second second is over (stage 2 has begun), a second process.
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(30) {
+        let text = std::fs::read_to_string(&live).unwrap_or_default();
+        if text.lines().count() >= 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    fake_proc_process(&root, 4301);
+    let out = wait_limit(child, Duration::from_secs(60));
+    srv.shutdown();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_run_schema(&v);
+    let host = v["server_watch"]["hosts"][0]["host"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let stages = v["stages"].as_array().unwrap().clone();
+    assert_eq!(stages.len(), 2);
+    let srv_of = |st: &serde_json::Value, k: usize| st["server"][k].clone();
+    for st in &stages {
+        assert_eq!(st["server"].as_array().unwrap().len(), 1, "{st}");
+        assert_eq!(srv_of(st, 0)["host"], host.as_str());
+        assert_eq!(srv_of(st, 0)["targets"][0], "fakesrv");
+        // The watch starts with the load, within milliseconds.
+        let off = srv_of(st, 0)["offset_s"].as_f64().unwrap();
+        assert!(off.abs() <= 0.5, "{off}");
+    }
+    // Stage 1 (0-2 s): one process all along, 512 KiB private; stage 2: two.
+    let s1 = &srv_of(&stages[0], 0)["summary"];
+    let s2 = &srv_of(&stages[1], 0)["summary"];
+    assert!(s1["samples"].as_u64().unwrap() >= 10, "{s1}");
+    assert_eq!(s1["processes"]["peak"], 1.0, "{s1}");
+    assert_eq!(s1["processes"]["mean"], 1.0, "{s1}");
+    assert_eq!(s1["private_kib"]["peak"], 512.0, "{s1}");
+    assert_eq!(s1["min_mem_available_kib"], 6_000_000);
+    assert_eq!(s2["processes"]["peak"], 2.0, "{s2}");
+    assert_eq!(s2["private_kib"]["peak"], 1024.0, "{s2}");
+    let m2 = s2["processes"]["mean"].as_f64().unwrap();
+    assert!(m2 > 1.0 && m2 <= 2.0, "{s2}");
+    // The whole run's summary is not a stage's.
+    assert_eq!(
+        v["server_watch"]["hosts"][0]["summary"]["processes"]["peak"],
+        2.0
+    );
+
+    // A second machine: a `redline watch` record named web2, started 1 s
+    // into the run, merged into it.
+    let w = redline_env(
+        &[
+            "watch",
+            "fakesrv",
+            "-d",
+            "500ms",
+            "--interval",
+            "100ms",
+            "-o",
+            "json",
+        ],
+        &root,
+    );
+    assert!(w.status.success(), "{}", String::from_utf8_lossy(&w.stderr));
+    let mut doc: serde_json::Value = serde_json::from_slice(&w.stdout).unwrap();
+    let run_ms = redline_stats::time::parse_rfc3339_ms(v["started_at"].as_str().unwrap()).unwrap();
+    let web2_start = redline_stats::time::rfc3339(
+        std::time::UNIX_EPOCH + Duration::from_millis(run_ms as u64 + 1000),
+    );
+    doc["hosts"][0]["host"] = "web2".into();
+    doc["hosts"][0]["started_at"] = web2_start.into();
+    let web2_samples = doc["hosts"][0]["samples"].as_array().unwrap().len() as u64;
+    assert!(web2_samples >= 3, "{doc}");
+    // The stale per-stage figures of the run are replaced, not kept.
+    v["stages"][1]["server"][0]["summary"]["processes"]["peak"] = 99.0.into();
+    let run_path = root.join("run.json");
+    let web2_path = root.join("web2.json");
+    std::fs::write(&run_path, serde_json::to_vec(&v).unwrap()).unwrap();
+    std::fs::write(&web2_path, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let merged = redline(&[
+        "watch",
+        "--merge",
+        run_path.to_str().unwrap(),
+        "--",
+        web2_path.to_str().unwrap(),
+    ]);
+    assert!(
+        merged.status.success(),
+        "{}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
+    let m: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
+    assert_run_schema(&m);
+    let ms = m["stages"].as_array().unwrap();
+    for (st, orig) in ms.iter().zip(&stages) {
+        assert_eq!(st["server"].as_array().unwrap().len(), 2, "{st}");
+        // The local host's figures are unchanged (CPU means may differ in the
+        // last bit: JSON floats are read back to the nearest, not always exact).
+        let (a, b) = (&st["server"][0], &orig["server"][0]);
+        assert_eq!(a["host"], b["host"]);
+        assert_eq!(a["offset_s"], b["offset_s"]);
+        for f in ["samples", "processes", "private_kib", "pss_kib", "rss_kib"] {
+            assert_eq!(a["summary"][f], b["summary"][f], "{f}");
+        }
+        assert_eq!(st["server"][1]["host"], "web2");
+        assert_eq!(st["server"][1]["offset_s"], 1.0);
+    }
+    // web2's 0.5 s of samples fall in run time 1-1.5 s: all in stage 1, none in 2.
+    let w1 = &ms[0]["server"][1]["summary"];
+    assert_eq!(w1["samples"], web2_samples, "{w1}");
+    assert_eq!(w1["processes"]["peak"], 2.0, "{w1}");
+    assert_eq!(ms[1]["server"][1]["summary"]["samples"], 0);
+    let merged_path = root.join("merged.json");
+    std::fs::write(&merged_path, &merged.stdout).unwrap();
+
+    // HTML: one group of charts per host, titled with it, each with its table.
+    let page = root.join("report.html");
+    let rep = redline(&[
+        "report",
+        merged_path.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    let groups: Vec<&str> = html
+        .split("<section class=\"server-host\"")
+        .skip(1)
+        .collect();
+    assert_eq!(groups.len(), 2, "one chart group per watched host");
+    for (g, h) in groups.iter().zip([host.as_str(), "web2"]) {
+        assert!(g.contains(&format!("<h3>Server: {h}</h3>")), "{h}");
+        assert_eq!(g.matches("<svg class=\"chart\"").count(), 5, "{h}");
+        assert!(g.contains(&format!(
+            "<figcaption>Server processes over time — {h}</figcaption>"
+        )));
+        assert_eq!(
+            g.matches("<table class=\"server-stages\"").count(),
+            1,
+            "{h}"
+        );
+    }
+    assert!(groups[0].contains("<tr><td>stage 1 @1</td><td>0–2</td>"));
+    assert!(groups[1].contains("its watch started 1 s after the run"));
+    // 7 load charts, 2 against the stage level, 5 per host.
+    let charts = html.matches("<svg class=\"chart\"").count();
+    assert_eq!(charts, 7 + 2 + 10);
+    if let Some((dom, _)) = chromium_dump(&page, &root, None) {
+        assert!(
+            dom.contains(&format!("data-charts=\"{charts}\"")),
+            "{}",
+            &dom[..dom.len().min(400)]
+        );
+        assert_eq!(dom.matches("class=\"server-host\"").count(), 2);
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}

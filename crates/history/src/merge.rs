@@ -19,73 +19,7 @@ pub enum MergeError {
     BadTime(usize, String),
 }
 
-/// Parses an RFC 3339 time (`2025-05-01T12:00:00.123Z`, offsets allowed) into
-/// milliseconds since the Unix epoch.
-pub fn parse_rfc3339_ms(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let t = s.get(r)?;
-        if t.bytes().all(|c| c.is_ascii_digit()) {
-            t.parse().ok()
-        } else {
-            None
-        }
-    };
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
-        return None;
-    }
-    let mut i = 19;
-    let mut ms = 0i64;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        let frac = &s[start..i];
-        if frac.is_empty() {
-            return None;
-        }
-        let f3: String = frac.chars().chain("000".chars()).take(3).collect();
-        ms = f3.parse().ok()?;
-    }
-    let offset_min = match &s[i..] {
-        "Z" | "z" => 0,
-        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) && &o[3..4] == ":" => {
-            let oh: i64 = o[1..3].parse().ok()?;
-            let om: i64 = o[4..6].parse().ok()?;
-            let m = oh * 60 + om;
-            if o.starts_with('-') {
-                -m
-            } else {
-                m
-            }
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(y, mo as u32, d as u32);
-    let secs = days * 86_400 + h * 3600 + mi * 60 + sec - offset_min * 60;
-    Some(secs * 1000 + ms)
-}
-
-// Howard Hinnant's days-from-civil (proleptic Gregorian).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let m = m as i64;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
+pub use redline_stats::time::parse_rfc3339_ms;
 
 /// Shifts a record's series later by `secs` seconds.
 pub fn shift_series(rec: &mut RunRecord, secs: u32) {

@@ -4,9 +4,13 @@
 //! One run, or two overlaid (before/after: the first solid, the second
 //! dashed): a summary table, the latency percentile curve on a log axis,
 //! latency (p50/p90/p99) and throughput over time, errors and status classes
-//! over time with the status codes and errors by kind, and the connect/waiting/transfer phases.
+//! over time with the status codes and errors by kind, the connect/waiting/transfer phases,
+//! and for a watched server (`--watch`) one group per host: its per-stage table and its
+//! memory, CPU, process count, MemAvailable and swap over time.
 
 use crate::{bytes, count, dur_us};
+use redline_stats::stages::StageSummary;
+use redline_stats::watch::{HostWatch, PeakMean, WatchSummary};
 use redline_stats::{Hist, RunRecord};
 use std::fmt::Write as _;
 
@@ -404,45 +408,181 @@ type SampleField = fn(&redline_stats::watch::WatchSample) -> u64;
 /// Reads one rate (per second) of a watch sample.
 type RateField = fn(&redline_stats::watch::WatchSample) -> f64;
 
-/// The watched server (`--watch`): memory, CPU and count of its processes
-/// over time, and the machine's MemAvailable and swap activity, beside the
-/// load's own charts. Empty when no run watched anything.
+/// One watched host of one run: (run index, run name, run, host index in its
+/// `server_watch.hosts`, the host).
+type Member<'a> = (usize, &'a str, &'a RunRecord, usize, &'a HostWatch);
+
+/// The watched server (`--watch`): one group per watched host (by host name,
+/// in order of appearance; two runs that watched the same host share its
+/// group, the second dashed): a per-stage table when the run had stages, then
+/// memory, CPU and count of its processes over time, and the machine's
+/// MemAvailable and swap activity. Empty when no run watched anything.
 fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
-    const MEM_COLORS: [&str; 3] = ["#1c5fb8", "#2b8a3e", "#c2255c"];
-    let watched: Vec<(usize, &str, &redline_stats::watch::HostWatch)> = runs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, (name, r))| {
-            r.server_watch
-                .as_ref()
-                .and_then(|w| w.hosts.first())
-                .map(|h| (i, *name, h))
-        })
-        .collect();
-    if watched.is_empty() {
+    let mut groups: Vec<(&str, Vec<Member>)> = Vec::new();
+    for (i, (name, r)) in runs.iter().enumerate() {
+        let Some(w) = &r.server_watch else { continue };
+        for (k, h) in w.hosts.iter().enumerate() {
+            let m = (i, *name, *r, k, h);
+            match groups.iter_mut().find(|(host, _)| *host == h.host) {
+                Some((_, members)) => members.push(m),
+                None => groups.push((&h.host, vec![m])),
+            }
+        }
+    }
+    if groups.is_empty() {
         return String::new();
     }
-    let mut out = String::from("<h2>Server</h2>\n");
-    let suffix = |name: &str| {
-        if runs.len() > 1 {
-            format!(" — {name}")
-        } else {
+    let mut out = String::from("<h2>Server</h2>\n<p class=\"note\">RSS counts shared pages once per process; PSS shares them out; private is what one more process would cost.</p>\n");
+    for (host, members) in &groups {
+        out.push_str(&host_group(runs.len(), host, members));
+    }
+    out
+}
+
+/// A memory figure's peak / mean cell.
+fn pm_kib(p: PeakMean) -> String {
+    format!(
+        "<td>{}/{}</td>",
+        esc(&redline_watch::render::kib(p.peak)),
+        esc(&redline_watch::render::kib(p.mean))
+    )
+}
+
+/// The per-stage table of one watched host of one run, from the record's
+/// `stages[].server` (the same figures as the text report): one row per
+/// stage, each figure as `peak / mean`. Empty when the run had no stages.
+fn stage_server_table(caption: &str, r: &RunRecord, k: usize) -> String {
+    let rows: Vec<(String, &StageSummary, &WatchSummary)> = r
+        .stages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, st)| st.server.get(k).map(|x| (st.name(i), st, &x.summary)))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<div class=\"scroll\"><table class=\"server-stages\"><caption>{}</caption><thead>\
+         <tr><th>stage</th><th>time (s)</th><th>samples</th><th>processes</th><th>CPU (% of one CPU)</th>\
+         <th>load average</th><th>MemAvailable lowest</th><th>swap in/out (pages)</th>\
+         <th>RSS total</th><th>PSS total</th><th>private total</th></tr></thead><tbody>",
+        esc(caption)
+    );
+    for (name, st, w) in rows {
+        let _ = write!(
+            s,
+            "<tr><td>{}</td><td>{}–{}</td><td>{}</td>",
+            esc(&name),
+            trim(st.start_s),
+            trim(st.end_s),
+            w.samples
+        );
+        if w.samples == 0 {
+            s.push_str("<td colspan=\"8\">no sample</td></tr>");
+            continue;
+        }
+        let _ = write!(
+            s,
+            "<td>{:.0}/{:.1}</td><td>{:.0}/{:.0}</td><td>{:.2}/{:.2}</td><td>{}</td><td>{}/{}</td>{}{}{}</tr>",
+            w.processes.peak,
+            w.processes.mean,
+            w.cpu_percent.peak,
+            w.cpu_percent.mean,
+            w.load1.peak,
+            w.load1.mean,
+            esc(&redline_watch::render::kib(w.min_mem_available_kib as f64)),
+            w.swapped_in_pages,
+            w.swapped_out_pages,
+            pm_kib(w.rss_kib),
+            pm_kib(w.pss_kib),
+            pm_kib(w.private_kib)
+        );
+    }
+    s.push_str("</tbody></table></div>\n");
+    s
+}
+
+/// One watched host's group: heading, per-stage tables, five charts.
+fn host_group(n_runs: usize, host: &str, members: &[Member]) -> String {
+    const MEM_COLORS: [&str; 3] = ["#1c5fb8", "#2b8a3e", "#c2255c"];
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "<section class=\"server-host\" data-host=\"{}\"><h3>Server: {}</h3>",
+        esc(host),
+        esc(host)
+    );
+    // Line names: the run (when two) and the targets (when a run watched this host twice).
+    let label = |m: &Member| {
+        let (i, name, _, _, h) = *m;
+        let mut parts = Vec::new();
+        if n_runs > 1 {
+            parts.push(name.to_string());
+        }
+        if members.iter().filter(|x| x.0 == i).count() > 1 {
+            parts.push(h.targets.join(", "));
+        }
+        if parts.is_empty() {
             String::new()
+        } else {
+            format!(" — {}", parts.join(", "))
         }
     };
+    let watched: Vec<String> = members
+        .iter()
+        .map(|m| {
+            let (_, name, r, _, h) = *m;
+            let mut t = format!("{} on {}", h.targets.join(", "), h.host);
+            if n_runs > 1 {
+                t.push_str(&format!(" ({name})"));
+            }
+            let off = h.offset_from(&r.started_at);
+            if off.abs() >= 0.5 {
+                t.push_str(&format!(
+                    ", its watch started {} s {} the run",
+                    trim(off.abs()),
+                    if off > 0.0 { "after" } else { "before" }
+                ));
+            }
+            t
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">Watched: {}.</p>",
+        esc(&watched.join("; "))
+    );
+    for m in members {
+        let (_, name, r, k, h) = *m;
+        let mut caption = format!(
+            "Per stage: {} on {}, peak/mean over the stage's samples",
+            h.targets.join(", "),
+            h.host
+        );
+        if n_runs > 1 {
+            caption.push_str(&format!(" ({name})"));
+        }
+        out.push_str(&stage_server_table(&caption, r, k));
+    }
     let mut mem = Vec::new();
     let mut cpu = Vec::new();
     let (mut max_mem, mut max_cpu): (f64, f64) = (0.0, 0.0);
-    let (mut procs, mut avail, mut swap, mut no_swap) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut procs, mut avail, mut swap) = (Vec::new(), Vec::new(), Vec::new());
     let (mut max_procs, mut max_avail, mut max_swap): (f64, f64, f64) = (0.0, 0.0, 0.0);
-    for (i, name, h) in &watched {
+    let mut no_swap = false;
+    for (j, m) in members.iter().enumerate() {
+        let h = m.4;
+        let suffix = label(m);
+        let dashed = j % 2 == 1;
+        let color = RUN_COLORS[j % 2];
         let kinds: [(&str, SampleField); 3] = [
             ("RSS", |p| p.rss_kib),
             ("PSS", |p| p.pss_kib),
             ("private", |p| p.private_kib),
         ];
-        for (k, (label, f)) in kinds.iter().enumerate() {
+        for (c, (label, f)) in kinds.iter().enumerate() {
             let points: Vec<(f64, f64)> = h
                 .samples
                 .iter()
@@ -450,18 +590,18 @@ fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
                 .collect();
             max_mem = points.iter().map(|p| p.1).fold(max_mem, f64::max);
             mem.push(Line {
-                name: format!("{label}{}", suffix(name)),
-                color: MEM_COLORS[k],
-                dashed: *i == 1,
+                name: format!("{label}{suffix}"),
+                color: MEM_COLORS[c],
+                dashed,
                 points,
             });
         }
         let points: Vec<(f64, f64)> = h.samples.iter().map(|p| (p.t, p.cpu_percent)).collect();
         max_cpu = points.iter().map(|p| p.1).fold(max_cpu, f64::max);
         cpu.push(Line {
-            name: format!("CPU{}", suffix(name)),
-            color: RUN_COLORS[*i % 2],
-            dashed: *i == 1,
+            name: format!("CPU{suffix}"),
+            color,
+            dashed,
             points,
         });
         let points: Vec<(f64, f64)> = h
@@ -471,9 +611,9 @@ fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
             .collect();
         max_procs = points.iter().map(|p| p.1).fold(max_procs, f64::max);
         procs.push(Line {
-            name: format!("processes{}", suffix(name)),
-            color: RUN_COLORS[*i % 2],
-            dashed: *i == 1,
+            name: format!("processes{suffix}"),
+            color,
+            dashed,
             points,
         });
         let points: Vec<(f64, f64)> = h
@@ -487,9 +627,9 @@ fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
             .fold(max_avail, f64::max)
             .max(h.mem_total_kib as f64 / 1024.0);
         avail.push(Line {
-            name: format!("MemAvailable{}", suffix(name)),
-            color: RUN_COLORS[*i % 2],
-            dashed: *i == 1,
+            name: format!("MemAvailable{suffix}"),
+            color,
+            dashed,
             points,
         });
         let rates: [(&str, &str, RateField); 2] = [
@@ -500,19 +640,17 @@ fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
             let points: Vec<(f64, f64)> = h.samples.iter().map(|p| (p.t, f(p))).collect();
             max_swap = points.iter().map(|p| p.1).fold(max_swap, f64::max);
             swap.push(Line {
-                name: format!("{label}{}", suffix(name)),
+                name: format!("{label}{suffix}"),
                 color,
-                dashed: *i == 1,
+                dashed,
                 points,
             });
         }
-        if h.swap_total_kib == 0 {
-            no_swap.push(esc(&h.host));
-        }
+        no_swap |= h.swap_total_kib == 0;
     }
-    let end = watched
+    let end = members
         .iter()
-        .flat_map(|(_, _, h)| h.samples.last().map(|p| p.t))
+        .flat_map(|m| m.4.samples.last().map(|p| p.t))
         .fold(1.0, f64::max);
     let (top, ticks) = nice_ticks(end, 10);
     let x = Axis {
@@ -521,47 +659,36 @@ fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
         ticks: ticks.into_iter().map(|t| (t, fmt_num(t))).collect(),
         label: "time since the watch started (s)".into(),
     };
-    let names: Vec<String> = watched
-        .iter()
-        .map(|(_, _, h)| format!("{} on {}", h.targets.join(", "), esc(&h.host)))
-        .collect();
-    let _ = writeln!(
-        out,
-        "<p class=\"note\">Watched: {}. RSS counts shared pages once per process; PSS shares them out; private is what one more process would cost.</p>",
-        esc(&names.join("; "))
-    );
+    let on = format!(" — {host}");
     out.push_str(&line_chart(
-        "Server memory over time (all watched processes)",
+        &format!("Server memory over time (all watched processes){on}"),
         &x,
         &linear_axis(max_mem, "memory (MiB)"),
         &mem,
     ));
     out.push_str(&line_chart(
-        "Server CPU over time (100% = one core)",
+        &format!("Server CPU over time (100% = one core){on}"),
         &x,
         &linear_axis(max_cpu, "CPU (%)"),
         &cpu,
     ));
     out.push_str(&line_chart(
-        "Server processes over time",
+        &format!("Server processes over time{on}"),
         &x,
         &linear_axis(max_procs, "processes"),
         &procs,
     ));
     // The axis reaches MemTotal, so the distance to the top is what is in use.
     out.push_str(&line_chart(
-        "Machine MemAvailable over time (axis up to MemTotal)",
+        &format!("Machine MemAvailable over time (axis up to MemTotal){on}"),
         &x,
         &linear_axis(max_avail, "MemAvailable (MiB)"),
         &avail,
     ));
-    let swap_title = if no_swap.is_empty() {
-        "Machine swap activity over time".to_string()
+    let swap_title = if no_swap {
+        format!("Machine swap activity over time{on} (no swap configured)")
     } else {
-        format!(
-            "Machine swap activity over time (no swap configured on {})",
-            no_swap.join(", ")
-        )
+        format!("Machine swap activity over time{on}")
     };
     out.push_str(&line_chart(
         &swap_title,
@@ -569,6 +696,7 @@ fn server_charts(runs: &[(&str, &RunRecord)]) -> String {
         &linear_axis(max_swap, "pages per second"),
         &swap,
     ));
+    out.push_str("</section>\n");
     out
 }
 
@@ -816,6 +944,8 @@ svg.chart{width:100%;height:auto;display:block}
 .warn{background:#fff4e6;border-left:4px solid #e67700;padding:8px 12px;margin:8px 0}
 .cols{display:flex;gap:40px;flex-wrap:wrap}
 .note{color:#495057;font-size:13px}
+.scroll{overflow-x:auto}table.server-stages{font-size:13px}table.server-stages caption{text-align:left;font-weight:600;margin-bottom:4px}
+table.server-stages th,table.server-stages td{padding:2px 10px 2px 0}table.server-stages td{white-space:nowrap}table.server-stages tbody tr:nth-child(odd){background:#f8f9fa}
 ";
 
 /// Response time and throughput against the load level (a `--stages` run),
@@ -1106,9 +1236,111 @@ mod tests {
             w.hosts[0].swap_total_kib = 0;
         }
         let html = report(&[("run 1", &a)]);
-        assert!(html.contains("Machine swap activity over time (no swap configured on web1)"));
+        assert!(html.contains("Machine swap activity over time — web1 (no swap configured)"));
         let plain = report(&[("run 1", &synth(2000, 1000, 1, 10))]);
         assert!(!plain.contains("Server memory"));
+    }
+
+    /// Two watched hosts (a local `--watch` and a merged remote record that
+    /// started 2 s into the run) of a 2-stage run: one group of five charts
+    /// per host, titled with it, each with its per-stage table.
+    #[test]
+    fn every_watched_host_gets_its_group_and_stage_table() {
+        use redline_stats::stages::{StagePlan, StageSpec};
+        use redline_stats::watch::{ServerWatch, WatchSample};
+        let mut a = synth(2000, 1000, 1, 10);
+        a.started_at = "2026-11-22T10:00:00.000Z".into();
+        a.config.stages = Some(StagePlan {
+            unit: "connections".into(),
+            step: true,
+            stages: vec![
+                StageSpec {
+                    duration_s: 5.0,
+                    level: 1.0,
+                },
+                StageSpec {
+                    duration_s: 5.0,
+                    level: 4.0,
+                },
+            ],
+        });
+        let host = |name: &str, start: &str, procs: fn(f64) -> u32| {
+            let mut h = HostWatch {
+                host: name.into(),
+                targets: vec!["apache2".into()],
+                started_at: start.into(),
+                mem_total_kib: 4 << 20,
+                samples: (0..=20)
+                    .map(|k| {
+                        let t = k as f64 * 0.5;
+                        WatchSample {
+                            t,
+                            processes: procs(t),
+                            private_kib: 1024 * procs(t) as u64,
+                            mem_available_kib: 2 << 20,
+                            ..Default::default()
+                        }
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            h.summarize();
+            h
+        };
+        a.server_watch = Some(ServerWatch {
+            targets: vec!["apache2".into()],
+            hosts: vec![
+                host("web1", "2026-11-22T10:00:00.000Z", |t| {
+                    if t < 5.0 {
+                        3
+                    } else {
+                        8
+                    }
+                }),
+                host("<web2>", "2026-11-22T10:00:02.000Z", |t| {
+                    if t < 3.0 {
+                        2
+                    } else {
+                        5
+                    }
+                }),
+            ],
+        });
+        redline_stats::stages::analyze(&mut a);
+        let html = report(&[("run 1", &a)]);
+        let groups: Vec<&str> = html
+            .split("<section class=\"server-host\"")
+            .skip(1)
+            .collect();
+        assert_eq!(groups.len(), 2);
+        assert!(groups[0].starts_with(" data-host=\"web1\"><h3>Server: web1</h3>"));
+        assert!(groups[1].starts_with(" data-host=\"&lt;web2&gt;\"><h3>Server: &lt;web2&gt;</h3>"));
+        for (g, name) in groups.iter().zip(["web1", "&lt;web2&gt;"]) {
+            assert_eq!(g.matches("<svg class=\"chart\"").count(), 5, "{name}");
+            assert!(g.contains(&format!(
+                "<figcaption>Server processes over time — {name}</figcaption>"
+            )));
+            assert_eq!(g.matches("<table class=\"server-stages\"").count(), 1);
+        }
+        assert_eq!(html.matches("<svg class=\"chart\"").count(), 7 + 2 + 10);
+        // Stage rows: name, time, samples, processes peak/mean, …
+        let row = |g: &str, stage: &str| {
+            let at = g.find(&format!("<tr><td>{stage}</td>")).expect(stage);
+            g[at..at + g[at..].find("</tr>").unwrap()].to_string()
+        };
+        // web1: stage 1 [0, 5] holds samples 0..=5 s (the one at 5 s has 8).
+        let r = row(groups[0], "stage 1 @1");
+        assert!(
+            r.contains("<td>0–5</td><td>11</td><td>8/3.5</td>")
+                && r.contains("<td>8.0 MiB/3.5 MiB</td>"),
+            "{r}"
+        );
+        let r = row(groups[0], "stage 2 @4");
+        assert!(r.contains("<td>5–10</td><td>11</td><td>8/8.0</td>"), "{r}");
+        // web2 started 2 s late: run [0, 5] is its [-2, 3] (7 samples, 5 at 3 s).
+        let r = row(groups[1], "stage 1 @1");
+        assert!(r.contains("<td>0–5</td><td>7</td><td>5/"), "{r}");
+        assert!(groups[1].contains("its watch started 2 s after the run"));
     }
 
     #[test]

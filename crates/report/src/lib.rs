@@ -455,27 +455,27 @@ pub fn text(rec: &RunRecord) -> String {
     if let Some(w) = &rec.server_watch {
         o.push('\n');
         o.push_str(&redline_watch::render_text(w));
-        if !rec.stages.is_empty() {
-            // The server per stage (the Italian article's question: where did memory go as load grew).
-            let names: Vec<String> = rec
-                .stages
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    if s.level_from == s.level_to {
-                        format!("stage {} @{}", i + 1, s.level_to)
-                    } else {
-                        format!("stage {} {}→{}", i + 1, s.level_from, s.level_to)
-                    }
-                })
-                .collect();
-            let windows: Vec<(&str, f64, f64)> = rec
+        // The server per stage (the Italian article's question: where did
+        // memory go as load grew), per host, from the record's `stages[].server`.
+        let names: Vec<String> = rec
+            .stages
+            .iter()
+            .enumerate()
+            .map(|(i, s)| s.name(i))
+            .collect();
+        for (k, h) in w.hosts.iter().enumerate() {
+            let rows: Vec<(&str, f64, f64, &redline_stats::watch::WatchSummary)> = rec
                 .stages
                 .iter()
                 .zip(&names)
-                .map(|(s, n)| (n.as_str(), s.start_s, s.end_s))
+                .filter_map(|(s, n)| {
+                    s.server
+                        .get(k)
+                        .map(|x| (n.as_str(), s.start_s, s.end_s, &x.summary))
+                })
                 .collect();
-            o.push_str(&redline_watch::render_windows(w, &windows));
+            let what = format!("{} on {}", h.targets.join(", "), h.host);
+            o.push_str(&redline_watch::render_windows(&what, &rows));
         }
     }
     if !rec.warnings.is_empty() {
@@ -495,6 +495,73 @@ pub fn text(rec: &RunRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each watched host gets its per-stage block, from `stages[].server`.
+    #[test]
+    fn text_has_server_per_stage_for_every_host() {
+        use redline_stats::stages::{StagePlan, StageSpec};
+        use redline_stats::watch::{HostWatch, ServerWatch, WatchSample};
+        let mut a = crate::compare::tests::synth(2000, 1000, 1, 4);
+        a.started_at = "2026-11-22T10:00:00.000Z".into();
+        a.config.stages = Some(StagePlan {
+            unit: "connections".into(),
+            step: true,
+            stages: vec![
+                StageSpec {
+                    duration_s: 2.0,
+                    level: 1.0,
+                },
+                StageSpec {
+                    duration_s: 2.0,
+                    level: 3.0,
+                },
+            ],
+        });
+        let host = |name: &str, procs: u32| {
+            let mut h = HostWatch {
+                host: name.into(),
+                targets: vec!["nginx".into()],
+                started_at: a.started_at.clone(),
+                samples: (0..=8)
+                    .map(|k| WatchSample {
+                        t: k as f64 * 0.5,
+                        processes: if k < 4 { procs } else { procs + 2 },
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            h.summarize();
+            h
+        };
+        a.server_watch = Some(ServerWatch {
+            targets: vec!["nginx".into()],
+            hosts: vec![host("web1", 2), host("web2", 5)],
+        });
+        redline_stats::stages::analyze(&mut a);
+        let t = text(&a);
+        let block = |h: &str| {
+            let at = t
+                .find(&format!("Server per stage (nginx on {h})"))
+                .unwrap_or_else(|| panic!("{h}: {t}"));
+            t[at..].lines().take(5).collect::<Vec<_>>().join("\n")
+        };
+        // Stage 1 [0, 2]: samples 0..=2 s, the one at 2 s with two more.
+        let b = block("web1");
+        assert!(
+            b.contains("stage 1 @1") && b.contains("processes 4/2.4"),
+            "{b}"
+        );
+        assert!(
+            b.contains("stage 2 @3") && b.contains("processes 4/4.0"),
+            "{b}"
+        );
+        let b = block("web2");
+        assert!(
+            b.contains("processes 7/5.4") && b.contains("processes 7/7.0"),
+            "{b}"
+        );
+    }
 
     #[test]
     fn formats() {

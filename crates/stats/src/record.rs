@@ -568,7 +568,12 @@ impl RunRecord {
         if ver > FORMAT_VERSION as u64 {
             return Err(RecordError::NewerVersion(ver));
         }
-        serde_json::from_value(v).map_err(RecordError::Json)
+        let mut rec: RunRecord = serde_json::from_value(v).map_err(RecordError::Json)?;
+        // Records from before `stages[].server` existed get it derived here.
+        if rec.server_watch.is_some() && rec.stages.iter().any(|s| s.server.is_empty()) {
+            crate::stages::analyze_server(&mut rec);
+        }
+        Ok(rec)
     }
 
     /// The sum of the series' histograms (a check: equals `latency` at 2 digits).

@@ -169,6 +169,24 @@ pub struct StageSummary {
     /// Responses with a status outside 2xx.
     #[serde(default)]
     pub non_2xx: u64,
+    /// The watched server (`--watch`) during the stage, one entry per host of
+    /// `server_watch` in its order: derived from the samples by
+    /// [`analyze_server`] (so recomputed after a merge); absent without a watch
+    /// and in older records.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server: Vec<crate::watch::HostWindow>,
+}
+
+impl StageSummary {
+    /// The stage's name in reports: `stage 2 @10` (a step or a hold) or
+    /// `stage 1 0→50` (a ramp); `index` counts from 0.
+    pub fn name(&self, index: usize) -> String {
+        if self.level_from == self.level_to {
+            format!("stage {} @{}", index + 1, self.level_to)
+        } else {
+            format!("stage {} {}→{}", index + 1, self.level_from, self.level_to)
+        }
+    }
 }
 
 /// The load level where the server stopped scaling.
@@ -277,6 +295,7 @@ pub fn summarize(plan: &StagePlan, series: &[SeriesPoint]) -> Vec<StageSummary> 
             },
             errors: a.errors,
             non_2xx: a.non_2xx,
+            server: Vec::new(),
         });
         start = end;
         prev = s.level;
@@ -425,7 +444,8 @@ pub fn find_knee(plan: &StagePlan, series: &[SeriesPoint]) -> Option<Knee> {
 }
 
 /// Fills `rec.stages` and `rec.knee` from its stage plan and series (clears
-/// them when the run had no stages).
+/// them when the run had no stages), and the server per stage
+/// ([`analyze_server`]).
 pub fn analyze(rec: &mut RunRecord) {
     match &rec.config.stages {
         Some(plan) => {
@@ -436,6 +456,21 @@ pub fn analyze(rec: &mut RunRecord) {
             rec.stages.clear();
             rec.knee = None;
         }
+    }
+    analyze_server(rec);
+}
+
+/// Fills each stage's `server` from `rec.server_watch`
+/// ([`ServerWatch::windows`](crate::watch::ServerWatch::windows) over the
+/// stage's `[start_s, end_s]`); empties it without a watch. Called again
+/// whenever the watch data changes (the watch attached after the run, a
+/// remote `redline watch` record merged in).
+pub fn analyze_server(rec: &mut RunRecord) {
+    for s in &mut rec.stages {
+        s.server = match &rec.server_watch {
+            Some(w) => w.windows(&rec.started_at, s.start_s, s.end_s),
+            None => Vec::new(),
+        };
     }
 }
 
@@ -559,5 +594,96 @@ mod tests {
         let back = RunRecord::from_json(&json).unwrap();
         assert_eq!(back.stages, a.stages);
         assert_eq!(back.knee, a.knee);
+    }
+
+    /// A record of a 2-stage run (2 s at 1, 2 s at 2 connections) whose
+    /// watch on `host` started `late_ms` after the run and saw `procs(t)`
+    /// processes at t = 0, 0.5, … 4 s of its own clock.
+    fn watched(host: &str, late_ms: u64, procs: fn(f64) -> u32) -> RunRecord {
+        use crate::watch::{HostWatch, ServerWatch, WatchSample};
+        let cfg = {
+            let mut c = crate::record::RunConfig::get(
+                "http://127.0.0.1:1/",
+                crate::record::LoadModel::Closed {
+                    connections: 2,
+                    requests: None,
+                    duration_s: Some(4.0),
+                },
+            );
+            c.stages = Some(plan(true, &[(2.0, 1.0), (2.0, 2.0)]));
+            c
+        };
+        let mut r = RunRecord::new(cfg, Default::default(), "2026-11-22T10:00:00.000Z".into());
+        r.series = (0..4).map(|t| sec(t, 10, 1000)).collect();
+        r.duration_s = 4.0;
+        let mut h = HostWatch {
+            host: host.into(),
+            targets: vec!["nginx".into()],
+            started_at: format!("2026-11-22T10:00:00.{late_ms:03}Z"),
+            samples: (0..=8)
+                .map(|i| WatchSample {
+                    t: i as f64 * 0.5,
+                    processes: procs(i as f64 * 0.5),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        h.summarize();
+        r.server_watch = Some(ServerWatch {
+            targets: h.targets.clone(),
+            hosts: vec![h],
+        });
+        analyze(&mut r);
+        r
+    }
+
+    #[test]
+    fn server_per_stage_is_derived_and_recomputed_after_a_merge() {
+        let a = watched("web1", 0, |t| if t < 2.0 { 3 } else { 6 });
+        let s = |r: &RunRecord, i: usize, k: usize| r.stages[i].server[k].summary.clone();
+        // Stage 1 [0, 2]: samples 0..=2 s (the one at 2 s already has 6).
+        assert_eq!(a.stages[0].server.len(), 1);
+        assert_eq!(a.stages[0].server[0].host, "web1");
+        assert_eq!(s(&a, 0, 0).samples, 5);
+        assert_eq!(s(&a, 0, 0).processes.peak, 6.0);
+        assert_eq!(s(&a, 0, 0).processes.mean, 3.6);
+        assert_eq!(s(&a, 1, 0).processes.peak, 6.0);
+        assert_eq!(s(&a, 1, 0).processes.mean, 6.0);
+        // A second machine whose watch started 1 s into the run: its
+        // samples move 1 s later, so stage 1 holds its first 1 s only.
+        let b = watched("web2", 0, |t| if t < 1.0 { 1 } else { 9 });
+        let mut b1 = b.clone();
+        b1.server_watch.as_mut().unwrap().hosts[0].started_at = "2026-11-22T10:00:01.000Z".into();
+        analyze_server(&mut b1);
+        assert_eq!(b1.stages[0].server[0].offset_s, 1.0);
+        assert_eq!(s(&b1, 0, 0).samples, 3);
+        assert_eq!(s(&b1, 0, 0).processes.peak, 9.0);
+        assert_eq!(s(&b1, 1, 0).samples, 5, "run 2-4 s is its 1-3 s");
+        let mut m = a.clone();
+        m += &b1;
+        // Both hosts per stage, each as computed alone: nothing stale.
+        for i in 0..2 {
+            assert_eq!(m.stages[i].server.len(), 2);
+            assert_eq!(m.stages[i].server[0], a.stages[i].server[0]);
+            assert_eq!(m.stages[i].server[1], b1.stages[i].server[0]);
+        }
+        // Round trip; a record from before `server` existed gets it on load.
+        let json = serde_json::to_string(&m).unwrap();
+        assert_eq!(RunRecord::from_json(&json).unwrap().stages, m.stages);
+        let mut old: serde_json::Value = serde_json::from_str(&json).unwrap();
+        for st in old["stages"].as_array_mut().unwrap() {
+            st.as_object_mut().unwrap().remove("server");
+        }
+        let back = RunRecord::from_json(&old.to_string()).unwrap();
+        assert_eq!(back.stages, m.stages);
+        // Without a watch, no server entries.
+        let mut plain = m.clone();
+        plain.server_watch = None;
+        analyze(&mut plain);
+        assert!(plain.stages.iter().all(|s| s.server.is_empty()));
+        assert!(!serde_json::to_string(&plain.stages)
+            .unwrap()
+            .contains("\"server\""));
     }
 }

@@ -263,17 +263,65 @@ impl HostWatch {
     }
 }
 
+/// One watched host over one window of a run (a stage): the same figures as
+/// [`HostWatch::summary`], from the samples taken inside the window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct HostWindow {
+    /// The host's name (as in `server_watch.hosts`, same order).
+    pub host: String,
+    /// What was watched there.
+    pub targets: Vec<String>,
+    /// When this host's sampling started, in seconds after the run started
+    /// (negative: before it); its sample times are shifted by this.
+    pub offset_s: f64,
+    /// Peak and mean over the host's samples inside the window.
+    pub summary: WatchSummary,
+}
+
+impl HostWatch {
+    /// Seconds from `run_started_at` to this host's `started_at` (both RFC
+    /// 3339); 0 when either is unreadable. Watches recorded before their start
+    /// carried milliseconds have a whole-second stamp: within a second of the
+    /// run it is taken as the run's own start (the local `--watch` starts
+    /// just before the load), not as up to a second early.
+    pub fn offset_from(&self, run_started_at: &str) -> f64 {
+        match (
+            crate::time::parse_rfc3339_ms(&self.started_at),
+            crate::time::parse_rfc3339_ms(run_started_at),
+        ) {
+            (Some(h), Some(r)) => {
+                let whole_second =
+                    self.started_at.len() >= 20 && !self.started_at[19..].starts_with('.');
+                if whole_second && (h - r).abs() <= 1000 {
+                    0.0
+                } else {
+                    (h - r) as f64 / 1000.0
+                }
+            }
+            _ => 0.0,
+        }
+    }
+}
+
 impl ServerWatch {
-    /// Peak and mean over `[t0_s, t1_s]` on the first host: the local
-    /// `--watch`, whose sampling starts within milliseconds of the run, so
-    /// run-relative stage times (`start_s`/`end_s`) can be passed as they
-    /// are. Use [`HostWatch::window`] for a merged remote host, after
-    /// shifting the times by the difference of the `started_at`s.
-    pub fn window(&self, t0_s: f64, t1_s: f64) -> WatchSummary {
+    /// Every host over `[t0_s, t1_s]` in seconds since the run started
+    /// (`run_started_at`, RFC 3339): each host's samples are placed on the
+    /// run's clock by the difference of the start times, then summarized with
+    /// [`HostWatch::window`]. This is the one per-stage computation: the run
+    /// record's `stages[].server`, the text and the HTML report all use it.
+    pub fn windows(&self, run_started_at: &str, t0_s: f64, t1_s: f64) -> Vec<HostWindow> {
         self.hosts
-            .first()
-            .map(|h| h.window(t0_s, t1_s))
-            .unwrap_or_default()
+            .iter()
+            .map(|h| {
+                let offset_s = h.offset_from(run_started_at);
+                HostWindow {
+                    host: h.host.clone(),
+                    targets: h.targets.clone(),
+                    offset_s,
+                    summary: h.window(t0_s - offset_s, t1_s - offset_s),
+                }
+            })
+            .collect()
     }
 
     /// Merges another watch (e.g. `redline watch` run on the server's machine
@@ -381,16 +429,33 @@ mod tests {
         assert_eq!(h.window(5.0, 1.0), WatchSummary::default());
         assert_eq!(h.window(f64::NAN, 1.0), WatchSummary::default());
         assert_eq!(h.window(20.0, 30.0), WatchSummary::default());
-        // ServerWatch::window is the first host's.
+        // ServerWatch::windows: every host, each on the run's clock.
+        let mut late = h.clone();
+        late.host = "b".into();
+        late.started_at = "2026-11-22T10:00:02.000Z".into();
+        let mut early = h.clone();
+        early.started_at = "2026-11-22T10:00:00.000Z".into();
         let sw = ServerWatch {
             targets: vec![],
-            hosts: vec![h.clone()],
+            hosts: vec![early, late],
         };
-        assert_eq!(sw.window(2.0, 4.0), w);
-        assert_eq!(
-            ServerWatch::default().window(0.0, 1.0),
-            WatchSummary::default()
-        );
+        let ws = sw.windows("2026-11-22T10:00:00.000Z", 2.0, 4.0);
+        assert_eq!(ws.len(), 2);
+        assert_eq!((ws[0].offset_s, &ws[0].summary), (0.0, &w));
+        // The second host started 2 s into the run: run [2, 4] is its [0, 2].
+        assert_eq!(ws[1].host, "b");
+        assert_eq!(ws[1].offset_s, 2.0);
+        assert_eq!(ws[1].summary, h.window(0.0, 2.0));
+        // An unreadable start time counts as the run's.
+        assert_eq!(sw.windows("?", 2.0, 4.0)[1].summary, w);
+        // A whole-second stamp (older watches) within a second of the run is the run's start.
+        let mut old = h.clone();
+        old.started_at = "2026-11-22T10:00:00Z".into();
+        assert_eq!(old.offset_from("2026-11-22T10:00:00.700Z"), 0.0);
+        assert_eq!(old.offset_from("2026-11-22T10:00:03.000Z"), -3.0);
+        old.started_at = "2026-11-22T10:00:00.300Z".into();
+        assert_eq!(old.offset_from("2026-11-22T10:00:00.700Z"), -0.4);
+        assert!(ServerWatch::default().windows("?", 0.0, 1.0).is_empty());
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The text report's server section, and byte formatting shared by the commands.
 
-use redline_stats::watch::{HostWatch, PeakMean, ServerWatch};
+use redline_stats::watch::{HostWatch, PeakMean, ServerWatch, WatchSummary};
 use std::fmt::Write;
 
 /// KiB as a short human size (`512 KiB`, `31.4 MiB`, `3.82 GiB`).
@@ -92,31 +92,33 @@ fn render_host(o: &mut String, h: &HostWatch) {
     }
 }
 
-/// Two lines per window (e.g. per stage of a run): `(name, t0_s, t1_s)` in
-/// seconds since the run (the local watch) started, each summarized with
-/// [`ServerWatch::window`]: peak/mean of the process count, CPU (% of one
-/// CPU) and load average, the lowest MemAvailable and the pages swapped in
-/// and out; then peak/mean of total RSS, PSS and private memory. A window
-/// with no sample says so. Empty when nothing was watched.
-pub fn render_windows(w: &ServerWatch, windows: &[(&str, f64, f64)]) -> String {
+/// Two lines per window (e.g. per stage of a run) of one watched host
+/// (`what`, e.g. `apache2 on web1`):
+/// `(name, t0_s, t1_s, summary)` with the times in seconds since the run
+/// started and the summary from [`ServerWatch::windows`] (stored in the run
+/// record's `stages[].server`): peak/mean of the process count, CPU (% of one
+/// CPU) and load average, the lowest MemAvailable and the pages swapped in and
+/// out; then peak/mean of total RSS, PSS and private memory. A window with no
+/// sample says so. Empty when there is no window.
+///
+/// [`ServerWatch::windows`]: redline_stats::watch::ServerWatch::windows
+pub fn render_windows(what: &str, windows: &[(&str, f64, f64, &WatchSummary)]) -> String {
     let mut o = String::new();
-    if w.hosts.is_empty() || windows.is_empty() {
+    if windows.is_empty() {
         return o;
     }
     let width = windows
         .iter()
-        .map(|(n, _, _)| n.chars().count())
+        .map(|(n, _, _, _)| n.chars().count())
         .max()
         .unwrap_or(0)
         .max(5);
     let _ = writeln!(
         o,
-        "Server per stage ({}), peak/mean over the stage's samples:",
-        w.hosts[0].host
+        "Server per stage ({what}), peak/mean over the stage's samples:"
     );
     let pm = |p: PeakMean| format!("{}/{}", kib(p.peak), kib(p.mean));
-    for (name, t0, t1) in windows {
-        let s = w.window(*t0, *t1);
+    for (name, t0, t1, s) in windows {
         let head = format!("  {name:<width$} {t0:>6.1}-{t1:<6.1}s");
         if s.samples == 0 {
             let _ = writeln!(o, "{head}  no sample");
@@ -175,14 +177,14 @@ mod tests {
             ..Default::default()
         };
         h.summarize();
-        let w = ServerWatch {
-            targets: vec!["apache2".into()],
-            hosts: vec![h],
-        };
-        let t = render_windows(
-            &w,
-            &[("warm", 0.0, 2.0), ("peak", 3.0, 5.0), ("after", 9.0, 10.0)],
-        );
+        let windows: Vec<(&str, f64, f64, WatchSummary)> =
+            [("warm", 0.0, 2.0), ("peak", 3.0, 5.0), ("after", 9.0, 10.0)]
+                .into_iter()
+                .map(|(n, a, b)| (n, a, b, h.window(a, b)))
+                .collect();
+        let rows: Vec<(&str, f64, f64, &WatchSummary)> =
+            windows.iter().map(|(n, a, b, s)| (*n, *a, *b, s)).collect();
+        let t = render_windows("apache2 on web1", &rows);
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(lines.len(), 6, "{t}");
         assert!(lines[0].contains("web1") && lines[0].contains("peak/mean"));
@@ -223,10 +225,7 @@ mod tests {
             lines[5].contains("after") && lines[5].contains("no sample"),
             "{t}"
         );
-        assert_eq!(
-            render_windows(&ServerWatch::default(), &[("x", 0.0, 1.0)]),
-            ""
-        );
+        assert_eq!(render_windows("web1", &[]), "");
     }
 
     #[test]
