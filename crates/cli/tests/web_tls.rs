@@ -366,23 +366,9 @@ fn real_nginx_with_and_without_http2() {
     assert_eq!(v["views"][0]["errors"], 0, "{}", v["views"]);
 }
 
-fn chromium() -> Option<&'static str> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|b| {
-            Command::new(b)
-                .arg("--version")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .map(|s| s.success())
-                .unwrap_or(false)
-        })
-}
-
 /// Renders `page` in headless Chromium; the DOM after the inline script ran.
 fn render(dir: &Path, page: &Path) -> Option<String> {
-    let browser = chromium()?;
+    let browser = common::chromium()?;
     let child = Command::new(browser)
         .args([
             "--headless",
