@@ -249,7 +249,9 @@ http {
     scgi_temp_path $prefix/tmp/scgi;
 
     server {
-        listen 127.0.0.1:$PORT;
+        # A deep accept queue: scenario 2 opens 10,000 connections at once,
+        # and the default (511) drops SYNs (redline: syn_retransmits).
+        listen 127.0.0.1:$PORT backlog=16384;
         server_name localhost;
         root $prefix/html;
     }

@@ -307,3 +307,94 @@ fn too_few_file_descriptors_is_a_client_limit_in_every_output() {
         "the connections it could open still worked"
     );
 }
+
+/// A server whose accept queue is full: it listens with a backlog of 0 and
+/// accepts nothing for its first 1.5 s. The connects beyond the queue lose
+/// their SYN and the kernel sends it again after 1 s (then 3 s): the run
+/// still completes every request, and says why its connects took seconds.
+#[test]
+fn a_full_listen_queue_is_named_as_syn_retransmits() {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain socket calls on a descriptor this test owns; it is handed
+    // to a TcpListener, which closes it.
+    let listener = unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0);
+        let mut a: libc::sockaddr_in = std::mem::zeroed();
+        a.sin_family = libc::AF_INET as libc::sa_family_t;
+        a.sin_addr.s_addr = u32::from_ne_bytes([127, 0, 0, 1]);
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        assert_eq!(
+            libc::bind(fd, &a as *const _ as *const libc::sockaddr, len),
+            0
+        );
+        assert_eq!(libc::listen(fd, 0), 0);
+        std::net::TcpListener::from_raw_fd(fd)
+    };
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        listener.set_nonblocking(true).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let mut served = 0;
+        while served < 8 && std::time::Instant::now() < deadline {
+            match listener.accept() {
+                Ok((mut s, _)) => {
+                    served += 1;
+                    s.set_nonblocking(false).unwrap();
+                    std::thread::spawn(move || {
+                        let mut buf = [0u8; 4096];
+                        let mut head = Vec::new();
+                        // Keep-alive until the client closes (at most 100 requests).
+                        for _ in 0..100 {
+                            loop {
+                                if head.windows(4).any(|w| w == b"\r\n\r\n") {
+                                    break;
+                                }
+                                match s.read(&mut buf) {
+                                    Ok(0) | Err(_) => return,
+                                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                                }
+                            }
+                            let end = head.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                            head.drain(..end);
+                            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                        }
+                    });
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+    });
+    let url = format!("http://127.0.0.1:{port}/");
+    let v = run_json(&["-n", "16", "-c", "8", "--no-save", &url]);
+    server.join().unwrap();
+    assert_eq!(v["counters"]["completed"], 16, "{}", v["counters"]);
+    let retrans = v["client"]["syn_retransmits"].as_u64().unwrap();
+    assert!(retrans >= 1, "no SYN retransmit counted: {}", v["client"]);
+    assert!(
+        v["connect"]["max_us"].as_u64().unwrap() >= 1_000_000,
+        "a retransmitted SYN waits 1 s: {}",
+        v["connect"]
+    );
+    assert!(
+        warning_codes(&v).contains(&"syn_retransmits"),
+        "{}",
+        v["warnings"]
+    );
+    let w = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "syn_retransmits")
+        .unwrap();
+    let msg = w["message"].as_str().unwrap();
+    assert!(msg.contains("backlog"), "{msg}");
+    // The server runs on this host: its accept queue overflowed here.
+    assert!(
+        v["client"]["listen_overflows"].as_u64().unwrap() >= 1,
+        "{}",
+        v["client"]
+    );
+}

@@ -125,6 +125,7 @@ pub fn execute_with_series(
     let started_at = redline_stats::time::rfc3339(SystemTime::now());
     let start = Instant::now();
     let steal_before = steal_seconds();
+    let tcp_before = tcp_counters();
     let duration = match &plan.load {
         Load::Closed { duration, .. } | Load::Open { duration, .. } => *duration,
     };
@@ -279,7 +280,12 @@ pub fn execute_with_series(
             (Some(a), Some(b)) => (b - a).max(0.0),
             _ => 0.0,
         },
+        ..Default::default()
     };
+    if let (Some(a), Some(b)) = (tcp_before, tcp_counters()) {
+        rec.client.syn_retransmits = b.syn_retransmits.saturating_sub(a.syn_retransmits);
+        rec.client.listen_overflows = b.listen_overflows.saturating_sub(a.listen_overflows);
+    }
     add_warnings(&mut rec, plan, conns_total, peak_open, fd_note);
     Ok(rec)
 }
@@ -318,6 +324,53 @@ fn add_warnings(
                  of steal time): latency and throughput are noisy; run again, or on a dedicated machine",
                 rec.client.steal_s / capacity * 100.0,
                 rec.client.steal_s * 1000.0
+            ),
+        );
+    }
+    // Connects that waited for a second SYN: the first was dropped, most
+    // often because the server's accept queue (listen backlog) was full, and
+    // the kernel tries again after 1 s, then 3 s, 7 s... Those seconds are in
+    // the connect times and the latencies of the requests that waited.
+    if rec.client.syn_retransmits > 0 && rec.counters.connections_opened > 0 {
+        let max = rec.connect.max() as f64 / 1e6;
+        let here = if rec.client.listen_overflows > 0 {
+            format!(
+                "; a listening socket on this host overflowed its accept queue {} time{}",
+                rec.client.listen_overflows,
+                if rec.client.listen_overflows == 1 {
+                    ""
+                } else {
+                    "s"
+                }
+            )
+        } else {
+            String::new()
+        };
+        rec.warn(
+            "syn_retransmits",
+            format!(
+                "{} connection attempt{} (SYN{}) went unanswered and {} sent again after 1 s \
+                 or more (slowest connect {max:.2} s){here}: the server's listen queue was \
+                 probably full. Raise its backlog (nginx: listen ... backlog=4096; Apache: \
+                 ListenBacklog; lighttpd: server.listen-backlog) and, on the server, \
+                 net.core.somaxconn and net.ipv4.tcp_max_syn_backlog; or open connections \
+                 more gradually (--stages)",
+                rec.client.syn_retransmits,
+                if rec.client.syn_retransmits == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                if rec.client.syn_retransmits == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                if rec.client.syn_retransmits == 1 {
+                    "was"
+                } else {
+                    "were"
+                },
             ),
         );
     }
@@ -477,6 +530,47 @@ fn steal_seconds() -> Option<f64> {
     None
 }
 
+/// This host's TCP counters that explain slow connects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TcpCounters {
+    syn_retransmits: u64,
+    listen_overflows: u64,
+}
+
+/// Reads [`TcpCounters`] from `/proc/net/netstat`; `None` where unreadable.
+fn tcp_counters() -> Option<TcpCounters> {
+    parse_netstat(&std::fs::read_to_string("/proc/net/netstat").ok()?)
+}
+
+/// `/proc/net/netstat` holds pairs of lines, names then values, each
+/// starting with the group (`TcpExt:`).
+fn parse_netstat(text: &str) -> Option<TcpCounters> {
+    let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let names = lines.next()?;
+    let values = lines.next()?;
+    let mut c = TcpCounters {
+        syn_retransmits: 0,
+        listen_overflows: 0,
+    };
+    let mut found = false;
+    for (n, v) in names
+        .split_ascii_whitespace()
+        .zip(values.split_ascii_whitespace())
+        .skip(1)
+    {
+        let v = v.parse::<u64>().ok()?;
+        match n {
+            "TCPSynRetrans" => {
+                c.syn_retransmits = v;
+                found = true;
+            }
+            "ListenOverflows" => c.listen_overflows = v,
+            _ => {}
+        }
+    }
+    found.then_some(c)
+}
+
 /// The steal ticks (the 8th number of a `cpuN` line) of `/proc/stat`,
 /// summed over the CPUs `allowed` says yes to.
 fn steal_ticks(stat: &str, allowed: impl Fn(usize) -> bool) -> u64 {
@@ -610,6 +704,30 @@ pub fn environment() -> Environment {
 #[cfg(test)]
 mod tests {
     use super::share;
+
+    #[test]
+    fn netstat_counters_are_found_by_name() {
+        let text =
+            "TcpExt: SyncookiesSent ListenOverflows ListenDrops TCPSynRetrans TCPOrigDataSent\n\
+                    TcpExt: 0 17 17 42 9000\n\
+                    IpExt: InNoRoutes InTruncatedPkts\n\
+                    IpExt: 0 0\n";
+        let c = super::parse_netstat(text).expect("counters");
+        assert_eq!(c.syn_retransmits, 42);
+        assert_eq!(c.listen_overflows, 17);
+        // A kernel without the counter, or a garbled file, gives nothing.
+        assert_eq!(
+            super::parse_netstat("TcpExt: ListenOverflows\nTcpExt: 3\n"),
+            None
+        );
+        assert_eq!(
+            super::parse_netstat("TcpExt: TCPSynRetrans\nTcpExt: x\n"),
+            None
+        );
+        assert_eq!(super::parse_netstat(""), None);
+        // The live file has it (Linux).
+        assert!(super::tcp_counters().is_some());
+    }
 
     #[test]
     fn steal_is_summed_over_the_allowed_cpus_only() {

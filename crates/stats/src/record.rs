@@ -378,6 +378,16 @@ pub struct ClientUsage {
     /// client was ready to run and could not, invisible to its own clock.
     #[serde(default)]
     pub steal_s: f64,
+    /// Connection attempts (SYNs) this host's TCP stack sent again during the
+    /// run because no answer came (Linux `TcpExt TCPSynRetrans`, counted for
+    /// the whole network namespace). Each one held a connect for 1 s or more.
+    #[serde(default)]
+    pub syn_retransmits: u64,
+    /// Times a listening socket on this host had its accept queue full
+    /// during the run and dropped a connection attempt (`TcpExt
+    /// ListenOverflows`): counted here when the server runs on this host.
+    #[serde(default)]
+    pub listen_overflows: u64,
 }
 
 /// Something the reader must know to trust (or distrust) the numbers.
@@ -695,6 +705,8 @@ impl AddAssign<&RunRecord> for RunRecord {
         self.client.sys_s += o.client.sys_s;
         self.client.threads += o.client.threads;
         self.client.steal_s += o.client.steal_s;
+        self.client.syn_retransmits += o.client.syn_retransmits;
+        self.client.listen_overflows += o.client.listen_overflows;
         self.client.busiest_thread_share = self
             .client
             .busiest_thread_share
