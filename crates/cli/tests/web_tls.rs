@@ -8,14 +8,12 @@
 mod common;
 
 use common::nginx::{pki, start_nginx, tmpdir, Nginx, NginxSite, Pki};
-use common::{redline, wait_limit, ScriptServer};
+use common::{redline, ScriptServer};
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
 
 fn server_config(p: &Pki, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(p.key_der.clone()));
@@ -368,33 +366,13 @@ fn real_nginx_with_and_without_http2() {
 
 /// Renders `page` in headless Chromium; the DOM after the inline script ran.
 fn render(dir: &Path, page: &Path) -> Option<String> {
-    let browser = common::chromium()?;
-    let child = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-dev-shm-usage",
-            "--enable-logging=stderr",
-            "--v=0",
-            &format!("--user-data-dir={}", dir.join("profile").display()),
-            "--dump-dom",
-            &format!("file://{}", page.display()),
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn chromium");
-    let out = wait_limit(child, Duration::from_secs(90));
-    let log = String::from_utf8_lossy(&out.stderr);
+    let (dom, log) = common::chromium_dump(page, dir, None)?;
     let console: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
         .collect();
     assert!(console.is_empty(), "console errors: {console:?}");
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    Some(dom)
 }
 
 fn attr(dom: &str, name: &str) -> u64 {
