@@ -376,17 +376,47 @@ pub fn assert_run_schema(v: &serde_json::Value) {
 /// Runs a test whose measurements depend on the machine's timing (a 10 ms
 /// delay, a rate, a server's capacity) up to `tries` times: a shared or
 /// virtual host stalls now and then, so one attempt may miss. Every attempt
-/// asserts just as strictly; the last failure is the test's failure.
+/// asserts just as strictly; the last failure is the test's failure. A failed
+/// attempt during which the hypervisor took more than 5 % of the machine's CPU
+/// time (steal, `/proc/stat`) measured the host, not redline: it is not
+/// counted, up to 5 such attempts.
 pub fn timing_sensitive(tries: u32, mut body: impl FnMut()) {
-    for attempt in 1..=tries {
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut body)) {
-            Ok(()) => return,
-            Err(e) if attempt == tries => std::panic::resume_unwind(e),
-            Err(_) => {
-                eprintln!("timing-sensitive test: attempt {attempt} of {tries} missed; again")
-            }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let (mut failed, mut stolen_out) = (0, 0);
+    loop {
+        let (s0, t0) = (steal_s(), std::time::Instant::now());
+        let Err(e) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut body)) else {
+            return;
+        };
+        let share = (steal_s() - s0) / (t0.elapsed().as_secs_f64() * cpus).max(1e-3);
+        if share > 0.05 && stolen_out < 5 {
+            stolen_out += 1;
+            eprintln!(
+                "timing-sensitive test: an attempt missed while the host took {:.0}% of the CPU time; not counted",
+                share * 100.0
+            );
+            continue;
         }
+        failed += 1;
+        if failed == tries {
+            std::panic::resume_unwind(e);
+        }
+        eprintln!("timing-sensitive test: attempt {failed} of {tries} missed; again");
     }
+}
+
+/// CPU seconds stolen by the hypervisor so far, all CPUs (0 where unknown).
+fn steal_s() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks = stat
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .and_then(|l| l.split_ascii_whitespace().nth(8))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    ticks / hz
 }
 
 /// The installed Chromium (or Chrome), if any.
