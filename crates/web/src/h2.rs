@@ -271,7 +271,7 @@ async fn drive(
 /// An h2 error as a fetch error: what the server says it did not process
 /// (GOAWAY: the stream was above its last stream id, or opened after it;
 /// RST_STREAM with REFUSED_STREAM) is [`FetchError::Unprocessed`], which the
-/// loader sends again once on a new connection; anything else is final.
+/// loader sends again on a new connection (up to 3 times); anything else is final.
 fn h2_error(e: h2::Error, stream: u32) -> FetchError {
     let refused = e.is_remote()
         && (e.is_go_away() || (e.is_reset() && e.reason() == Some(h2::Reason::REFUSED_STREAM)));

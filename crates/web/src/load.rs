@@ -233,7 +233,15 @@ struct Job {
     size: Option<(Option<u32>, Option<u32>)>,
     /// Sent again on a new HTTP/2 connection after the server did not process it.
     retried: bool,
+    /// How many times it was sent again (at most [`MAX_SENT_AGAIN`]).
+    sent_again: u8,
 }
+
+/// A request the server did not process goes again at most this often: each
+/// new connection serves at least one request (nginx's `keepalive_requests`,
+/// when the budget could not be learnt from a stream id), so the page still
+/// loads whole, and a server that refuses everything is not asked forever.
+const MAX_SENT_AGAIN: u8 = 3;
 
 /// How a fetch reaches its host.
 enum Via {
@@ -358,6 +366,7 @@ pub fn load(
         redirects: 0,
         size: None,
         retried: false,
+        sent_again: 0,
     });
     let wait_limit = opts.client.timeout + opts.client.connect_timeout + Duration::from_secs(5);
     for _round in 0..1_000_000u32 {
@@ -498,12 +507,15 @@ pub fn load(
                 pool.h2_budget = Some(pool.h2_budget.map_or(took, |b| b.min(took)));
             }
         }
-        if matches!(done.result, Err(FetchError::Unprocessed { .. })) && !done.job.retried {
+        if matches!(done.result, Err(FetchError::Unprocessed { .. }))
+            && done.job.sent_again < MAX_SENT_AGAIN
+        {
             if matches!((&pool.proto, done.h2_conn), (Proto::H2(c), Some(id)) if c.id == id) {
                 pool.proto = Proto::Unknown;
             }
             let mut job = done.job;
             job.retried = true;
+            job.sent_again += 1;
             queue.push_front(job);
             continue;
         }
@@ -606,6 +618,7 @@ pub fn load(
                                     redirects: job.redirects + 1,
                                     size: job.size,
                                     retried: false,
+                                    sent_again: 0,
                                 });
                             }
                         }
@@ -802,6 +815,7 @@ fn discover(
             redirects: 0,
             size,
             retried: false,
+            sent_again: 0,
         });
     }
 }
