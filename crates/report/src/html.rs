@@ -410,6 +410,26 @@ type RateField = fn(&redline_stats::watch::WatchSample) -> f64;
 
 /// One watched host of one run: (run index, run name, run, host index in its
 /// `server_watch.hosts`, the host).
+/// One watched series of a host: `(t, f(sample))` for every sample; its
+/// highest value raises `max` (the chart's axis).
+fn sample_line(
+    h: &HostWatch,
+    name: String,
+    color: &'static str,
+    dashed: bool,
+    max: &mut f64,
+    f: impl Fn(&redline_stats::watch::WatchSample) -> f64,
+) -> Line {
+    let points: Vec<(f64, f64)> = h.samples.iter().map(|p| (p.t, f(p))).collect();
+    *max = points.iter().map(|p| p.1).fold(*max, f64::max);
+    Line {
+        name,
+        color,
+        dashed,
+        points,
+    }
+}
+
 type Member<'a> = (usize, &'a str, &'a RunRecord, usize, &'a HostWatch);
 
 /// The watched server (`--watch`): one group per watched host (by host name,
@@ -583,68 +603,54 @@ fn host_group(n_runs: usize, host: &str, members: &[Member]) -> String {
             ("private", |p| p.private_kib),
         ];
         for (c, (label, f)) in kinds.iter().enumerate() {
-            let points: Vec<(f64, f64)> = h
-                .samples
-                .iter()
-                .map(|p| (p.t, f(p) as f64 / 1024.0))
-                .collect();
-            max_mem = points.iter().map(|p| p.1).fold(max_mem, f64::max);
-            mem.push(Line {
-                name: format!("{label}{suffix}"),
-                color: MEM_COLORS[c],
+            mem.push(sample_line(
+                h,
+                format!("{label}{suffix}"),
+                MEM_COLORS[c],
                 dashed,
-                points,
-            });
+                &mut max_mem,
+                |p| f(p) as f64 / 1024.0,
+            ));
         }
-        let points: Vec<(f64, f64)> = h.samples.iter().map(|p| (p.t, p.cpu_percent)).collect();
-        max_cpu = points.iter().map(|p| p.1).fold(max_cpu, f64::max);
-        cpu.push(Line {
-            name: format!("CPU{suffix}"),
+        cpu.push(sample_line(
+            h,
+            format!("CPU{suffix}"),
             color,
             dashed,
-            points,
-        });
-        let points: Vec<(f64, f64)> = h
-            .samples
-            .iter()
-            .map(|p| (p.t, p.processes as f64))
-            .collect();
-        max_procs = points.iter().map(|p| p.1).fold(max_procs, f64::max);
-        procs.push(Line {
-            name: format!("processes{suffix}"),
+            &mut max_cpu,
+            |p| p.cpu_percent,
+        ));
+        procs.push(sample_line(
+            h,
+            format!("processes{suffix}"),
             color,
             dashed,
-            points,
-        });
-        let points: Vec<(f64, f64)> = h
-            .samples
-            .iter()
-            .map(|p| (p.t, p.mem_available_kib as f64 / 1024.0))
-            .collect();
-        max_avail = points
-            .iter()
-            .map(|p| p.1)
-            .fold(max_avail, f64::max)
-            .max(h.mem_total_kib as f64 / 1024.0);
-        avail.push(Line {
-            name: format!("MemAvailable{suffix}"),
+            &mut max_procs,
+            |p| p.processes as f64,
+        ));
+        avail.push(sample_line(
+            h,
+            format!("MemAvailable{suffix}"),
             color,
             dashed,
-            points,
-        });
+            &mut max_avail,
+            |p| p.mem_available_kib as f64 / 1024.0,
+        ));
+        // The MemAvailable axis reaches MemTotal.
+        max_avail = max_avail.max(h.mem_total_kib as f64 / 1024.0);
         let rates: [(&str, &str, RateField); 2] = [
             ("swapped in", MEM_COLORS[1], |p| p.swap_in_per_s),
             ("swapped out", MEM_COLORS[2], |p| p.swap_out_per_s),
         ];
         for (label, color, f) in rates {
-            let points: Vec<(f64, f64)> = h.samples.iter().map(|p| (p.t, f(p))).collect();
-            max_swap = points.iter().map(|p| p.1).fold(max_swap, f64::max);
-            swap.push(Line {
-                name: format!("{label}{suffix}"),
+            swap.push(sample_line(
+                h,
+                format!("{label}{suffix}"),
                 color,
                 dashed,
-                points,
-            });
+                &mut max_swap,
+                f,
+            ));
         }
         no_swap |= h.swap_total_kib == 0;
     }
