@@ -989,10 +989,15 @@ fn server_per_stage_in_json_and_every_host_in_html() {
     let s2 = &srv_of(&stages[1], 0)["summary"];
     // Every 100 ms over 2 s is about 20 samples; a busy CI host has given 9.
     // What matters is that the stage has its own window's samples, not all.
-    let whole = v["server_watch"]["hosts"][0]["summary"]["samples"].as_u64().unwrap();
+    let whole = v["server_watch"]["hosts"][0]["summary"]["samples"]
+        .as_u64()
+        .unwrap();
     let n1 = s1["samples"].as_u64().unwrap();
     let n2 = s2["samples"].as_u64().unwrap();
-    assert!(n1 >= 4 && n2 >= 4 && n1 + n2 <= whole + 1, "{s1} {s2} whole {whole}");
+    assert!(
+        n1 >= 4 && n2 >= 4 && n1 + n2 <= whole + 1,
+        "{s1} {s2} whole {whole}"
+    );
     assert_eq!(s1["processes"]["peak"], 1.0, "{s1}");
     assert_eq!(s1["processes"]["mean"], 1.0, "{s1}");
     assert_eq!(s1["private_kib"]["peak"], 512.0, "{s1}");
