@@ -268,28 +268,31 @@ fn find_text_output_and_bad_input() {
     let _serial = serial();
     let srv = builtin();
     let url = format!("http://{}/?delay=50ms", srv.local_addr());
-    // Every step fails a 1 ms bound: no rate meets it (exit 4).
-    let out = redline(&[
-        "find",
-        &url,
-        "--slo",
-        "p99<1ms",
-        "--start-rate",
-        "20",
-        "--step-duration",
-        "1s",
-        "--warmup",
-        "0s",
-        "--max-steps",
-        "2",
-        "--no-save",
-    ]);
-    let t = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(4), "{t}");
-    assert!(
-        t.contains("FAIL") && t.contains("no rate met the SLO"),
-        "{t}"
-    );
+    // Every step fails a 1 ms bound: no rate meets it (exit 4). When the host
+    // stalls the client, the step is rightly CLIENT-LIMITED (exit 1) instead.
+    timing_sensitive(3, || {
+        let out = redline(&[
+            "find",
+            &url,
+            "--slo",
+            "p99<1ms",
+            "--start-rate",
+            "20",
+            "--step-duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--max-steps",
+            "2",
+            "--no-save",
+        ]);
+        let t = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(4), "{t}");
+        assert!(
+            t.contains("FAIL") && t.contains("no rate met the SLO"),
+            "{t}"
+        );
+    });
     for bad in [
         vec!["find", &url, "--slo", "p99<abc"],
         vec!["find", &url, "--slo", "p99<1ms", "--precision", "0%"],

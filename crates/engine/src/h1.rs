@@ -1,10 +1,11 @@
 //! An incremental HTTP/1.x response reader that counts bodies instead of storing them.
 //!
-//! The head is parsed in place with `httparse` straight from the worker's read
+//! The head is parsed in place (by [`crate::head`]) straight from the worker's read
 //! buffer; only a head split across reads is copied (into a small per-connection
 //! buffer, bounded by [`MAX_HEAD`]). Bodies are framed by Content-Length, chunked
 //! encoding or connection close, and only counted. 1xx responses are skipped.
 
+use crate::head::{self, HeadError};
 use redline_stats::MalformedKind;
 
 /// The largest response head accepted.
@@ -316,95 +317,113 @@ impl ResponseReader {
 
     /// Parses a complete head from `buf`; `Ok(None)` when more bytes are needed.
     fn parse_head(&mut self, buf: &[u8], head_request: bool) -> Result<Option<usize>, Malformed> {
-        // Uninitialized header slots: zeroing 100 of them cost ~135 instructions
-        // per response (callgrind), a tenth of the whole head parse.
-        let mut headers = [std::mem::MaybeUninit::<httparse::Header>::uninit(); MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut []);
-        let n = match httparse::ParserConfig::default().parse_response_with_uninit_headers(
-            &mut resp,
-            buf,
-            &mut headers,
-        ) {
-            Ok(httparse::Status::Complete(n)) => n,
-            Ok(httparse::Status::Partial) => return Ok(None),
-            Err(httparse::Error::TooManyHeaders) => {
-                return Err(bad(
-                    MalformedKind::HeadTooLarge,
-                    "more than 100 response headers",
-                ))
-            }
-            Err(httparse::Error::Version) => {
-                return Err(bad(MalformedKind::StatusLine, "invalid HTTP version"))
-            }
-            Err(httparse::Error::Status) => {
-                return Err(bad(MalformedKind::StatusLine, "invalid status code"))
-            }
-            Err(httparse::Error::HeaderName)
-            | Err(httparse::Error::HeaderValue)
-            | Err(httparse::Error::NewLine) => {
-                return Err(bad(MalformedKind::Header, "invalid header line"))
-            }
-            Err(_) => return Err(bad(MalformedKind::StatusLine, "invalid status line")),
-        };
-        let code = resp.code.unwrap_or(0);
-        if !(100..=999).contains(&code) {
-            return Err(bad(MalformedKind::StatusLine, "invalid status code"));
-        }
-        let http10 = resp.version == Some(0);
-        let mut keep_alive = !http10;
         let mut length: Option<u64> = None;
         let mut chunked = false;
         let mut other_te = false;
-        let want_location = self.want_location && (300..400).contains(&code);
-        for h in resp.headers.iter() {
-            let name = h.name.as_bytes();
+        // Connection tokens: close, keep-alive (HTTP/1.0 needs the latter).
+        let mut conn_close = false;
+        let mut conn_keep = false;
+        let mut location = None;
+        let mut server = None;
+        let want_server = self.want_server;
+        let want_location = self.want_location;
+        let mut captured = Vec::new();
+        let want_headers = self.capture.as_ref().is_some_and(|c| c.want_headers);
+        let mut on_header = |name: &[u8], value: &[u8]| -> Result<(), Malformed> {
+            if want_headers {
+                captured.push((
+                    String::from_utf8_lossy(name).into_owned(),
+                    String::from_utf8_lossy(value).into_owned(),
+                ));
+            }
             // Dispatch on length first: most headers match none of the five
             // names and are skipped without a byte comparison.
-            if !matches!(name.len(), 6 | 8 | 10 | 14 | 17) {
-                continue;
-            }
-            if name.eq_ignore_ascii_case(b"content-length") {
-                let v = parse_len(h.value)
-                    .ok_or(bad(MalformedKind::ContentLength, "invalid Content-Length"))?;
-                if let Some(prev) = length {
-                    if prev != v {
+            match name.len() {
+                14 if head::name_is(name, b"content-length") => {
+                    let v = parse_len(value)
+                        .ok_or(bad(MalformedKind::ContentLength, "invalid Content-Length"))?;
+                    if length.is_some_and(|prev| prev != v) {
                         return Err(bad(
                             MalformedKind::ContentLength,
                             "conflicting Content-Length headers",
                         ));
                     }
+                    length = Some(v);
                 }
-                length = Some(v);
-            } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-                // The final encoding decides the framing (RFC 9112 §6.3).
-                let last = h
-                    .value
-                    .rsplit(|b| *b == b',')
-                    .next()
-                    .map(trim)
-                    .unwrap_or(b"");
-                if last.eq_ignore_ascii_case(b"chunked") {
-                    chunked = true;
-                    other_te = false;
-                } else if !trim(h.value).is_empty() {
-                    chunked = false;
-                    other_te = true;
-                }
-            } else if name.eq_ignore_ascii_case(b"connection") {
-                for tok in h.value.split(|b| *b == b',') {
-                    let tok = trim(tok);
-                    if tok.eq_ignore_ascii_case(b"close") {
-                        keep_alive = false;
-                    } else if tok.eq_ignore_ascii_case(b"keep-alive") && http10 {
-                        keep_alive = true;
+                17 if head::name_is(name, b"transfer-encoding") => {
+                    // The final encoding decides the framing (RFC 9112 §6.3).
+                    let last = value.rsplit(|b| *b == b',').next().map(trim).unwrap_or(b"");
+                    if last.eq_ignore_ascii_case(b"chunked") {
+                        chunked = true;
+                        other_te = false;
+                    } else if !trim(value).is_empty() {
+                        chunked = false;
+                        other_te = true;
                     }
                 }
-            } else if want_location && name.eq_ignore_ascii_case(b"location") {
-                self.location = Some(String::from_utf8_lossy(h.value).trim().to_string());
-            } else if self.want_server && name.eq_ignore_ascii_case(b"server") {
-                self.server = Some(String::from_utf8_lossy(h.value).into_owned());
-                self.want_server = false;
+                10 if head::name_is(name, b"connection") => {
+                    // `name_is` is exact for values too: they hold no CR.
+                    if head::name_is(value, b"keep-alive") {
+                        conn_keep = true;
+                        return Ok(());
+                    }
+                    for tok in value.split(|b| *b == b',') {
+                        let tok = trim(tok);
+                        if tok.eq_ignore_ascii_case(b"close") {
+                            conn_close = true;
+                        } else if tok.eq_ignore_ascii_case(b"keep-alive") {
+                            conn_keep = true;
+                        }
+                    }
+                }
+                8 if want_location && head::name_is(name, b"location") => {
+                    location = Some(String::from_utf8_lossy(value).trim().to_string());
+                }
+                6 if want_server && server.is_none() && head::name_is(name, b"server") => {
+                    server = Some(String::from_utf8_lossy(value).into_owned());
+                }
+                _ => {}
             }
+            Ok(())
+        };
+        // Most headers are of none of the five lengths: they cost no call.
+        let parsed = head::parse(buf, MAX_HEADERS, |name, value| {
+            if want_headers || matches!(name.len(), 6 | 8 | 10 | 14 | 17) {
+                on_header(name, value)
+            } else {
+                Ok(())
+            }
+        });
+        let line = match parsed {
+            Ok(Some(line)) => line,
+            Ok(None) => return Ok(None),
+            Err(head::Stop::Callback(m)) => return Err(m),
+            Err(head::Stop::Head(e)) => {
+                return Err(match e {
+                    HeadError::TooManyHeaders => bad(
+                        MalformedKind::HeadTooLarge,
+                        "more than 100 response headers",
+                    ),
+                    HeadError::Version => bad(MalformedKind::StatusLine, "invalid HTTP version"),
+                    HeadError::Status => bad(MalformedKind::StatusLine, "invalid status code"),
+                    HeadError::HeaderName | HeadError::HeaderValue | HeadError::NewLine => {
+                        bad(MalformedKind::Header, "invalid header line")
+                    }
+                })
+            }
+        };
+        let (code, n) = (line.code, line.len);
+        if !(100..=999).contains(&code) {
+            return Err(bad(MalformedKind::StatusLine, "invalid status code"));
+        }
+        let http10 = line.minor == 0;
+        let keep_alive = !conn_close && (!http10 || conn_keep);
+        if want_location && (300..400).contains(&code) {
+            self.location = location;
+        }
+        if server.is_some() {
+            self.server = server;
+            self.want_server = false;
         }
         if (100..200).contains(&code) && code != 101 {
             // Informational: skip it, the final response follows.
@@ -414,13 +433,7 @@ impl ResponseReader {
         }
         if let Some(c) = self.capture.as_deref_mut() {
             if c.want_headers {
-                c.headers.clear();
-                for h in resp.headers.iter() {
-                    c.headers.push((
-                        h.name.to_string(),
-                        String::from_utf8_lossy(h.value).into_owned(),
-                    ));
-                }
+                c.headers = captured;
             }
         }
         self.status = code;

@@ -9,6 +9,7 @@
 pub mod alpn;
 pub mod h1;
 pub mod h2run;
+pub mod head;
 pub mod pacer;
 pub mod plan;
 pub mod redirect;
