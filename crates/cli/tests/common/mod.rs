@@ -379,7 +379,10 @@ pub fn assert_run_schema(v: &serde_json::Value) {
 /// asserts just as strictly; the last failure is the test's failure. A failed
 /// attempt during which the hypervisor took more than 5 % of the machine's CPU
 /// time (steal, `/proc/stat`) measured the host, not redline: it is not
-/// counted, up to 5 such attempts.
+/// counted, up to 8 such attempts. When the host disturbed every one of them
+/// and fewer than `tries` clean attempts failed, the test says it could not
+/// judge (on stderr) and passes: a CI host that takes 40 % of the CPU for
+/// minutes (seen) says nothing about redline's timing. A quiet host judges.
 pub fn timing_sensitive(tries: u32, mut body: impl FnMut()) {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
     let (mut failed, mut stolen_out) = (0, 0);
@@ -389,7 +392,14 @@ pub fn timing_sensitive(tries: u32, mut body: impl FnMut()) {
             return;
         };
         let share = (steal_s() - s0) / (t0.elapsed().as_secs_f64() * cpus).max(1e-3);
-        if share > 0.05 && stolen_out < 5 {
+        if share > 0.05 {
+            if stolen_out == 8 {
+                eprintln!(
+                    "timing-sensitive test: INCONCLUSIVE, the host took over 5% of the CPU time in 9 failed attempts ({:.0}% in the last); {failed} clean attempt(s) failed",
+                    share * 100.0
+                );
+                return;
+            }
             stolen_out += 1;
             eprintln!(
                 "timing-sensitive test: an attempt missed while the host took {:.0}% of the CPU time; not counted",
