@@ -82,6 +82,55 @@ pub enum Progress {
     },
 }
 
+/// What a response head says about the response that follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct HeadFacts {
+    code: u16,
+    keep_alive: bool,
+    length: Option<u64>,
+    chunked: bool,
+    other_te: bool,
+}
+
+/// The last plain head a worker parsed, byte for byte, with what it said.
+///
+/// A server answering the same URL sends the same head again and again (nginx's
+/// changes once a second, with its `Date`). Parsing is a function of the head's
+/// bytes alone, and a head ends at its blank line, so a response that *starts
+/// with* exactly these bytes has this head: one comparison replaces the scan
+/// (which was more than half of the client's user-space work per request).
+/// Used only when nothing is captured from the head (no `Server`, `Location`
+/// or scenario headers wanted), and only for final (non-1xx) heads.
+#[derive(Debug, Default)]
+pub struct HeadMemo {
+    bytes: Vec<u8>,
+    facts: Option<HeadFacts>,
+}
+
+impl HeadMemo {
+    /// Longest head kept (a longer one is parsed every time).
+    const MAX: usize = 1024;
+
+    /// An empty memo.
+    pub fn new() -> HeadMemo {
+        HeadMemo::default()
+    }
+
+    fn lookup(&self, data: &[u8]) -> Option<(HeadFacts, usize)> {
+        let f = self.facts?;
+        let n = self.bytes.len();
+        (data.len() >= n && data[..n] == self.bytes[..]).then_some((f, n))
+    }
+
+    fn store(&mut self, head: &[u8], facts: HeadFacts) {
+        if head.len() <= Self::MAX {
+            self.bytes.clear();
+            self.bytes.extend_from_slice(head);
+            self.facts = Some(facts);
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Body {
     Length(u64),
@@ -197,13 +246,31 @@ impl ResponseReader {
 
     /// Feeds bytes read from the connection. `head_request` marks a HEAD request
     /// (its response has no body whatever its headers say).
-    pub fn feed(&mut self, mut data: &[u8], head_request: bool) -> Result<Progress, Malformed> {
+    pub fn feed(&mut self, data: &[u8], head_request: bool) -> Result<Progress, Malformed> {
+        self.feed_memo(data, head_request, None)
+    }
+
+    /// [`feed`](Self::feed) with the worker's [`HeadMemo`]: a head identical to
+    /// the last one parsed is taken from the memo instead of scanned again.
+    pub fn feed_memo(
+        &mut self,
+        mut data: &[u8],
+        head_request: bool,
+        mut memo: Option<&mut HeadMemo>,
+    ) -> Result<Progress, Malformed> {
         let total = data.len();
         loop {
             match self.state {
                 State::Head => {
-                    let used = if self.head.is_empty() {
-                        match self.parse_head(data, head_request)? {
+                    let hit = match memo.as_deref() {
+                        Some(m) if self.head.is_empty() && self.plain() => m.lookup(data),
+                        _ => None,
+                    };
+                    let used = if let Some((facts, n)) = hit {
+                        self.apply(facts, head_request);
+                        n
+                    } else if self.head.is_empty() {
+                        match self.parse_head(data, head_request, memo.as_deref_mut())? {
                             Some(n) => n,
                             None => {
                                 if data.len() > MAX_HEAD {
@@ -234,7 +301,7 @@ impl ResponseReader {
                             return Ok(Progress::NeedMore);
                         }
                         let buf = std::mem::take(&mut self.head);
-                        let r = self.parse_head(&buf, head_request);
+                        let r = self.parse_head(&buf, head_request, None);
                         self.head = buf;
                         match r? {
                             Some(n) => {
@@ -315,8 +382,21 @@ impl ResponseReader {
         self.until_close()
     }
 
+    /// True when nothing is to be taken from the next head beyond its facts,
+    /// so a [`HeadMemo`] may stand in for parsing it.
+    fn plain(&self) -> bool {
+        !self.want_server && !self.want_location && self.capture.is_none()
+    }
+
     /// Parses a complete head from `buf`; `Ok(None)` when more bytes are needed.
-    fn parse_head(&mut self, buf: &[u8], head_request: bool) -> Result<Option<usize>, Malformed> {
+    /// A final head parsed while [`plain`](Self::plain) is kept in `memo`.
+    fn parse_head(
+        &mut self,
+        buf: &[u8],
+        head_request: bool,
+        memo: Option<&mut HeadMemo>,
+    ) -> Result<Option<usize>, Malformed> {
+        let plain = self.plain();
         let mut length: Option<u64> = None;
         let mut chunked = false;
         let mut other_te = false;
@@ -436,24 +516,40 @@ impl ResponseReader {
                 c.headers = captured;
             }
         }
-        self.status = code;
+        let facts = HeadFacts {
+            code,
+            keep_alive,
+            length,
+            chunked,
+            other_te,
+        };
+        if let Some(m) = memo.filter(|_| plain) {
+            m.store(&buf[..n], facts);
+        }
+        self.apply(facts, head_request);
+        Ok(Some(n))
+    }
+
+    /// Takes a final head's facts: status, reuse, and how the body is framed.
+    fn apply(&mut self, f: HeadFacts, head_request: bool) {
+        self.status = f.code;
         self.head_done = true;
-        self.keep_alive = keep_alive;
+        self.keep_alive = f.keep_alive;
+        let code = f.code;
         let no_body = head_request || code == 204 || code == 304 || code == 101;
         self.state = if no_body {
             State::Body(Body::Length(0))
-        } else if chunked {
+        } else if f.chunked {
             State::Body(Body::Chunked(Chunk::Size { size: 0, digits: 0 }))
-        } else if other_te {
+        } else if f.other_te {
             self.keep_alive = false;
             State::Body(Body::UntilClose)
-        } else if let Some(len) = length {
+        } else if let Some(len) = f.length {
             State::Body(Body::Length(len))
         } else {
             self.keep_alive = false;
             State::Body(Body::UntilClose)
         };
-        Ok(Some(n))
     }
 
     /// Advances the chunked decoder; returns the new state, bytes used and whether the body ended.
@@ -599,6 +695,98 @@ fn parse_len(v: &[u8]) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reader's observable outcome after feeding `parts` in turn.
+    fn outcome(
+        r: &mut ResponseReader,
+        parts: &[&[u8]],
+        head: bool,
+        memo: Option<&mut HeadMemo>,
+    ) -> String {
+        let mut memo = memo;
+        let mut out = Vec::new();
+        for p in parts {
+            let res = r.feed_memo(p, head, memo.as_deref_mut());
+            out.push(format!("{res:?}"));
+            if !matches!(res, Ok(Progress::NeedMore)) {
+                break;
+            }
+        }
+        format!(
+            "{out:?} status={} keep_alive={} body={} head_done={} info={} state={:?}",
+            r.status, r.keep_alive, r.body_bytes, r.head_done, r.informational, r.state
+        )
+    }
+
+    /// A response taken from the head memo ends exactly as one parsed: same
+    /// progress, status, reuse, body framing and error, over a stream of
+    /// repeated, changed and broken responses fed whole or split.
+    #[test]
+    fn head_memo_gives_the_verdict_of_a_full_parse() {
+        let mut corpus = crate::head::tests::corpus();
+        corpus.extend(
+            [
+                &b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 200 OK\r\n"[..],
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nxyz",
+                b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+                b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
+                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx",
+                b"HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
+                b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nx",
+            ]
+            .iter()
+            .map(|s| s.to_vec()),
+        );
+        let special = [b'\r', b'\n', 0, b' ', b':', b'0', b'9', b'a'];
+        let mut rng = redline_stats::rng::SplitMix64(11);
+        let mut memo = HeadMemo::new();
+        let (mut hits, mut last) = (0, 0usize);
+        for _ in 0..30_000 {
+            // Mostly the same response again (as from a server under load).
+            let pick = if rng.next_u64() % 3 == 0 {
+                (rng.next_u64() as usize) % corpus.len()
+            } else {
+                last
+            };
+            last = pick;
+            let mut m = corpus[pick].clone();
+            if rng.next_u64() % 4 == 0 && !m.is_empty() {
+                let at = (rng.next_u64() as usize) % m.len();
+                m[at] = special[(rng.next_u64() as usize) % special.len()];
+            }
+            let cut = (rng.next_u64() as usize) % (m.len() + 1);
+            let parts: Vec<&[u8]> = if rng.next_u64() % 2 == 0 {
+                vec![&m[..]]
+            } else {
+                vec![&m[..cut], &m[cut..]]
+            };
+            let head = rng.next_u64() % 8 == 0;
+            if memo.lookup(parts[0]).is_some() {
+                hits += 1;
+            }
+            let plain = outcome(&mut ResponseReader::new(), &parts, head, None);
+            let memoed = outcome(&mut ResponseReader::new(), &parts, head, Some(&mut memo));
+            assert_eq!(plain, memoed, "{:?}", String::from_utf8_lossy(&m));
+        }
+        assert!(hits > 1_000, "the memo was hit only {hits} times");
+    }
+
+    /// Nothing is taken from the memo while something is wanted from the head.
+    #[test]
+    fn head_memo_is_not_used_when_the_head_is_captured() {
+        let msg = b"HTTP/1.1 301 Moved\r\nServer: s1\r\nLocation: /a\r\nContent-Length: 0\r\n\r\n";
+        let mut memo = HeadMemo::new();
+        let mut r = ResponseReader::new();
+        r.feed_memo(msg, false, Some(&mut memo)).unwrap();
+        assert!(memo.lookup(msg).is_some());
+        let mut r = ResponseReader::new();
+        r.want_server = true;
+        r.want_location = true;
+        r.feed_memo(msg, false, Some(&mut memo)).unwrap();
+        assert_eq!(r.server.as_deref(), Some("s1"));
+        assert_eq!(r.location.as_deref(), Some("/a"));
+    }
 
     fn read_all(input: &[u8], split: usize) -> Result<(ResponseReader, usize), Malformed> {
         let mut r = ResponseReader::new();

@@ -280,7 +280,7 @@ pub fn name_is(name: &[u8], lower: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     type Parsed = (u8, u16, usize, Vec<(Vec<u8>, Vec<u8>)>);
@@ -324,7 +324,7 @@ mod tests {
         }
     }
 
-    fn corpus() -> Vec<Vec<u8>> {
+    pub(crate) fn corpus() -> Vec<Vec<u8>> {
         let mut v: Vec<Vec<u8>> = [
             &b"HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sun, 22 Nov 2026 10:00:00 GMT\r\nContent-Type: text/html\r\nContent-Length: 440\r\nLast-Modified: Sun, 22 Nov 2026 09:00:00 GMT\r\nConnection: keep-alive\r\nETag: \"6740-1b8\"\r\nAccept-Ranges: bytes\r\n\r\nbody"[..],
             b"HTTP/1.0 404 Not Found\nContent-Length: 0\n\n",

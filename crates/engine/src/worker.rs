@@ -9,7 +9,7 @@
 //! connects have fixed time-outs, so deadlines arrive in order): O(1) per request,
 //! memory O(connections).
 
-use crate::h1::{Progress, ResponseReader};
+use crate::h1::{HeadMemo, Progress, ResponseReader};
 use crate::pacer::Pacer;
 use crate::plan::Plan;
 use crate::redirect::{Cookies, Origin};
@@ -184,6 +184,8 @@ struct Worker<'p> {
     poll: Poll,
     conns: Vec<Conn>,
     buf: Box<[u8]>,
+    /// The last plain response head parsed, to skip scanning its repeats.
+    memo: HeadMemo,
     rec: Recorder,
     reqs: Fifo,
     connects: Fifo,
@@ -304,6 +306,7 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
         poll,
         conns,
         buf: vec![0u8; READ_BUF].into_boxed_slice(),
+        memo: HeadMemo::new(),
         rec: Recorder::new(spec.start),
         reqs: Fifo {
             head: NIL,
@@ -1058,9 +1061,9 @@ impl<'p> Worker<'p> {
         c.on_conn += 1;
         c.close_after = plan.requests_per_conn.is_some_and(|n| c.on_conn >= n);
         c.reader.reset();
-        if self.want_server {
-            c.reader.want_server = true;
-        }
+        // Only until the first answer named its server: after that a reader that
+        // still wants it (its head had none) would keep the head memo unused.
+        c.reader.want_server = self.want_server;
         c.st = St::Writing;
         c.deadline = now + timeout;
         self.in_flight += 1;
@@ -1190,7 +1193,10 @@ impl<'p> Worker<'p> {
                     .is_some_and(|r| sc.s.requests[r].head_request),
                 None => self.plan.head_request,
             };
-            match c.reader.feed(&self.buf[..n], head) {
+            match c
+                .reader
+                .feed_memo(&self.buf[..n], head, Some(&mut self.memo))
+            {
                 Ok(Progress::NeedMore) => {
                     // Waiting is timed to the final response: after a 100 or 103
                     // the clock for the first byte starts again.
