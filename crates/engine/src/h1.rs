@@ -744,24 +744,24 @@ mod tests {
         let (mut hits, mut last) = (0, 0usize);
         for _ in 0..30_000 {
             // Mostly the same response again (as from a server under load).
-            let pick = if rng.next_u64() % 3 == 0 {
+            let pick = if rng.next_u64().is_multiple_of(3) {
                 (rng.next_u64() as usize) % corpus.len()
             } else {
                 last
             };
             last = pick;
             let mut m = corpus[pick].clone();
-            if rng.next_u64() % 4 == 0 && !m.is_empty() {
+            if rng.next_u64().is_multiple_of(4) && !m.is_empty() {
                 let at = (rng.next_u64() as usize) % m.len();
                 m[at] = special[(rng.next_u64() as usize) % special.len()];
             }
             let cut = (rng.next_u64() as usize) % (m.len() + 1);
-            let parts: Vec<&[u8]> = if rng.next_u64() % 2 == 0 {
+            let parts: Vec<&[u8]> = if rng.next_u64().is_multiple_of(2) {
                 vec![&m[..]]
             } else {
                 vec![&m[..cut], &m[cut..]]
             };
-            let head = rng.next_u64() % 8 == 0;
+            let head = rng.next_u64().is_multiple_of(8);
             if memo.lookup(parts[0]).is_some() {
                 hits += 1;
             }
