@@ -15,6 +15,7 @@ pub mod plan;
 pub mod redirect;
 pub mod run;
 pub mod scenario;
+pub mod sys;
 pub mod tls;
 pub mod worker;
 

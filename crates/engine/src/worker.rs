@@ -14,8 +14,9 @@ use crate::pacer::Pacer;
 use crate::plan::Plan;
 use crate::redirect::{Cookies, Origin};
 use crate::scenario::{Scenario, Vu};
+use crate::sys::{self, Events};
 use mio::net::TcpStream;
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Interest, Poll, Token, Waker};
 use redline_stats::rng::SplitMix64;
 use redline_stats::RequestStats;
 use redline_stats::{ErrorKind, Recorder, Timing};
@@ -24,6 +25,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::collections::VecDeque;
 use std::io::{ErrorKind as IoKind, Read, Write};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -452,7 +454,7 @@ impl<'p> Worker<'p> {
                         self.release(now);
                     }
                 }
-                match ev.token() {
+                match Token(ev.token()) {
                     WAKE => {}
                     TIMER => {
                         if let Some(t) = &self.timer {
@@ -507,7 +509,7 @@ impl<'p> Worker<'p> {
     fn wait(&mut self, events: &mut Events, timeout: Option<Duration>) -> std::io::Result<()> {
         if self.in_flight > 0 && timeout != Some(Duration::ZERO) && self.spin.armed() {
             for _ in 0..self.spin.polls {
-                self.poll.poll(events, Some(Duration::ZERO))?;
+                sys::wait(self.poll.as_raw_fd(), events, Some(Duration::ZERO))?;
                 if !events.is_empty() {
                     self.spin.hit();
                     return Ok(());
@@ -515,7 +517,7 @@ impl<'p> Worker<'p> {
             }
             self.spin.miss();
         }
-        self.poll.poll(events, timeout)
+        sys::wait(self.poll.as_raw_fd(), events, timeout)
     }
 
     fn publish(&mut self) {
@@ -1115,7 +1117,7 @@ impl<'p> Worker<'p> {
             return;
         }
         while c.written < bytes.len() {
-            match s.write(&bytes[c.written..]) {
+            match sys::send(s.as_raw_fd(), &bytes[c.written..]) {
                 Ok(0) => {
                     let now = Instant::now();
                     self.fail(
@@ -1147,7 +1149,7 @@ impl<'p> Worker<'p> {
         loop {
             let c = &mut self.conns[i as usize];
             let Some(s) = c.sock.as_mut() else { return };
-            let n = match s.read(&mut self.buf) {
+            let n = match sys::recv(s.as_raw_fd(), &mut self.buf) {
                 Ok(n) => n,
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
                 Err(e) if e.kind() == IoKind::Interrupted => continue,
