@@ -322,7 +322,15 @@ fn h2c_open_loop_rate_and_text_header() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // 200 req/s for 2 s: exactly 400 sends scheduled, all answered.
     assert_eq!(counter(&v, "scheduled"), 400);
-    assert_eq!(counter(&v, "completed"), srv.streams());
+    // Every stream the server saw is accounted for: answered, failed, or still
+    // out when the drain after the deadline ended (a host stealing the CPU can
+    // hold one past it).
+    assert_eq!(
+        counter(&v, "completed") + counter(&v, "failed") + counter(&v, "in_flight_at_end"),
+        srv.streams(),
+        "{}",
+        v["counters"]
+    );
     assert!(counter(&v, "completed") >= 395, "{}", v["counters"]);
     assert!(took < Duration::from_secs(20), "{took:?}");
     assert!(v["scheduler_lag"]["count"].as_u64().unwrap() > 0);
