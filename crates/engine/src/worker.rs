@@ -1945,12 +1945,16 @@ impl Spin {
     /// Waits without looking, after giving up, before trying again.
     const BACK_OFF: u32 = 512;
 
-    /// Non-blocking polls before a sleeping one. Two (about a microsecond)
-    /// measured best on the benchmark's keep-alive scenario: nginx served
-    /// 4–54 % more requests per second than with none (it no longer wakes a
-    /// sleeping client for most answers) and the client's requests per CPU-s
-    /// were as good or better (docs/benchmarks.md, run H).
-    const POLLS: u32 = 2;
+    /// Non-blocking polls before a sleeping one. Polling at all measured
+    /// better than none on the benchmark's keep-alive scenario: nginx served
+    /// 4–54 % more requests per second (it no longer wakes a sleeping client
+    /// for most answers) and the client's requests per CPU-s were as good or
+    /// better (docs/benchmarks.md, run H). One, not two: counting hits per
+    /// poll (session 7), the first poll found events in about half of the
+    /// rounds (117,000 of 240,000), the second in 2,000 of the 122,000 left,
+    /// so the second was mostly a wasted system call; one poll gave ~4 % more
+    /// requests per CPU-s (median of 10 paired rounds).
+    const POLLS: u32 = 1;
 
     fn new() -> Spin {
         Spin {
