@@ -862,3 +862,42 @@ fn redirect_from_http_to_an_https_origin() {
     assert_eq!(b.h1_requests(), 10);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--abort-on-fail` over HTTP/2: the worker hands its finished seconds to the
+/// judge as the HTTP/1 worker does, so a 20 ms server that can never meet
+/// p99<5ms stops a 20 s h2c run early with exit 4 (before, the run went the
+/// whole 20 s: the HTTP/2 worker never passed a second on).
+#[test]
+fn abort_on_fail_stops_an_http2_run_early() {
+    let srv = H2Server::start(
+        None,
+        Behaviour::Ok {
+            delay: Duration::from_millis(20),
+        },
+    );
+    let url = format!("http://127.0.0.1:{}/", srv.addr.port());
+    let (out, took) = redline_with_limit(
+        &[
+            "run",
+            "-q",
+            "--no-save",
+            "--h2c",
+            "-d",
+            "20s",
+            "-c",
+            "2",
+            "--threshold",
+            "p99<5ms",
+            "--abort-on-fail",
+            &url,
+        ],
+        Duration::from_secs(40),
+    );
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{t}");
+    assert!(
+        t.contains("aborted: threshold 'p99<5ms' can no longer pass"),
+        "{t}"
+    );
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+}

@@ -193,6 +193,8 @@ struct W {
     drain_until: Cell<Option<Instant>>,
     last_done: Cell<Instant>,
     want_server: Cell<bool>,
+    /// Finished seconds already handed to the live view.
+    published_secs: Cell<usize>,
     /// Bytes read but not yet attributed to a response (for the per-second series).
     unattributed: Rc<Cell<u64>>,
     written: Rc<Cell<u64>>,
@@ -246,6 +248,7 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
         drain_until: Cell::new(None),
         last_done: Cell::new(spec.start),
         want_server: Cell::new(true),
+        published_secs: Cell::new(0),
         unattributed: Rc::new(Cell::new(0)),
         written: Rc::new(Cell::new(0)),
         work: Notify::new(),
@@ -284,7 +287,15 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
     rec.counters.peak_connections = w.peak_open.get();
     rec.bytes_read(w.unattributed.get());
     rec.counters.bytes_written += w.written.get();
-    publish(&spec.live, &rec, 0);
+    // Counters only: the record itself carries the seconds from here on (as
+    // the HTTP/1 worker does at its end).
+    spec.live
+        .completed
+        .store(rec.counters.completed, Ordering::Relaxed);
+    spec.live
+        .failed
+        .store(rec.counters.failed, Ordering::Relaxed);
+    spec.live.open.store(0, Ordering::Relaxed);
     let cpu = thread_cpu();
     WorkerResult {
         recorder: rec,
@@ -297,11 +308,20 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
     }
 }
 
-fn publish(live: &Live, rec: &Recorder, open: u64) {
+/// Progress for the live view, and the seconds finished since the last call
+/// (what `--abort-on-fail` judges and agents stream), as the HTTP/1 worker does.
+fn publish(live: &Live, rec: &Recorder, open: u64, published_secs: &Cell<usize>) {
     live.completed
         .store(rec.counters.completed, Ordering::Relaxed);
     live.failed.store(rec.counters.failed, Ordering::Relaxed);
     live.open.store(open, Ordering::Relaxed);
+    let secs = rec.finished_seconds();
+    if secs.len() > published_secs.get() {
+        if let Ok(mut v) = live.seconds.lock() {
+            v.extend_from_slice(&secs[published_secs.get()..]);
+        }
+        published_secs.set(secs.len());
+    }
 }
 
 /// The worker's main task: starts the load, watches the deadline, Ctrl-C and
@@ -329,7 +349,8 @@ async fn control(w: Rc<W>, pacer: Option<Pacer>, deadline: Option<Instant>, live
             break;
         }
         if now.duration_since(last_publish) >= Duration::from_millis(100) {
-            publish(live, &w.rec.borrow(), w.open.get());
+            w.rec.borrow_mut().tick(now);
+            publish(live, &w.rec.borrow(), w.open.get(), &w.published_secs);
             last_publish = now;
         }
         let mut wake = now + Duration::from_millis(100);
