@@ -443,8 +443,7 @@ fn html_reports_render_in_headless_chromium() {
     assert_eq!(out.status.code(), Some(1));
 
     let Some(dom) = render(&dir, &audit_html) else {
-        eprintln!("NOTE: chromium is not installed; skipping the headless render check (apt-get install chromium)");
-        return;
+        return; // chromium_dump said why (and failed in CI)
     };
     assert!(dom.contains("HTTP/2 offered on https (ALPN)"), "{dom}");
     assert!(dom.contains("chose http/1.1"), "{dom}");

@@ -444,6 +444,16 @@ pub fn chromium() -> Option<&'static str> {
         })
 }
 
+/// A real server or browser this test needs is missing: locally a note and a
+/// skip; in CI (`CI=true`, where `.ci/run` installs it) a failure, so a broken
+/// install step cannot turn the suite green by skipping.
+pub fn missing(what: &str) {
+    if std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0") {
+        panic!("{what} is not installed, and CI must run this test (.ci/run installs it)");
+    }
+    eprintln!("NOTE: {what} is not installed; skipped");
+}
+
 /// Renders an HTML file in headless Chromium (profile under `dir`, optional
 /// screenshot) and returns (the DOM after its scripts ran, the browser's log);
 /// None, with a note, when no Chromium is installed.
@@ -453,7 +463,7 @@ pub fn chromium_dump(
     screenshot: Option<&std::path::Path>,
 ) -> Option<(String, String)> {
     let Some(browser) = chromium() else {
-        eprintln!("NOTE: chromium is not installed; skipping the headless render check (apt-get install chromium)");
+        missing("chromium (apt-get install chromium)");
         return None;
     };
     let mut cmd = Command::new(browser);

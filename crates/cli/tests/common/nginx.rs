@@ -120,7 +120,7 @@ pub struct NginxSite<'a> {
 /// is not installed. Panics with the error log when it does not start.
 pub fn start_nginx(site: &NginxSite) -> Option<Nginx> {
     let Some(bin) = nginx_bin() else {
-        eprintln!("NOTE: nginx not installed (apt-get install -y nginx); skipping");
+        super::missing("nginx (apt-get install -y nginx)");
         return None;
     };
     let dir = tmpdir(site.tag);
