@@ -610,12 +610,23 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
             eprintln!("threshold {o}");
         }
     }
+    let c = &rec.counters;
     if aborted.is_some() {
         EXIT_THRESHOLD
     } else if rec.interrupted {
         EXIT_INTERRUPTED
     } else if outcomes.iter().any(|o| !o.pass) {
         EXIT_THRESHOLD
+    } else if c.scheduled > 0 && c.completed == 0 {
+        // The report above says why; a script must not read this as a pass.
+        fail(
+            EXIT_RUNTIME,
+            format!(
+                "no request was answered ({} failed, {} unanswered)",
+                c.failed,
+                c.in_flight_at_end + c.not_sent
+            ),
+        )
     } else {
         EXIT_OK
     }

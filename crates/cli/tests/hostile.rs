@@ -398,3 +398,78 @@ fn a_full_listen_queue_is_named_as_syn_retransmits() {
         v["client"]
     );
 }
+
+/// A server that answers 100 requests and then never again: the unanswered
+/// ones are errors and slower than every answer, so `errors<1%` and
+/// `p99<200ms` fail (before, both passed on the 100 answered: exit 0).
+#[test]
+fn a_server_that_goes_silent_fails_the_thresholds() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let answered = Arc::new(AtomicU64::new(0));
+    let a2 = answered.clone();
+    let srv = ScriptServer::start(move |mut s| {
+        let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
+        for _ in 0..10_000 {
+            if !read_head(&mut s) {
+                return; // the client closed (or 20 s passed)
+            }
+            if a2.fetch_add(1, Ordering::SeqCst) < 100 {
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+            }
+        }
+    });
+    let url = srv.url();
+    let (out, _) = redline_with_limit(
+        &[
+            "run",
+            "-q",
+            "--no-save",
+            "-o",
+            "json",
+            "-r",
+            "100",
+            "-d",
+            "3s",
+            "--threshold",
+            "errors<1%",
+            "--threshold",
+            "p99<200ms",
+            &url,
+        ],
+        Duration::from_secs(60),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let unanswered = counter(&v, "in_flight_at_end") + counter(&v, "not_sent");
+    assert_eq!(counter(&v, "completed"), 100, "{}", v["counters"]);
+    assert_eq!(unanswered, 200, "{}", v["counters"]);
+    assert!(
+        warning_codes(&v).contains(&"unanswered"),
+        "{:?}",
+        v["warnings"]
+    );
+    assert!(err.contains("FAIL  errors<1%"), "{err}");
+    assert!(err.contains("FAIL  p99<200ms"), "{err}");
+    assert!(err.contains("200 requests never answered counted"), "{err}");
+}
+
+/// A run in which no request got an answer exits 1 with one line saying so;
+/// the report is still printed.
+#[test]
+fn a_run_with_no_answer_at_all_exits_1() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}/");
+    let out = redline(&["run", "-q", "--no-save", "-n", "20", "-c", "2", &url]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no request was answered (20 failed, 0 unanswered)"),
+        "{err}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("0 completed, 20 failed"));
+}

@@ -302,6 +302,20 @@ fn add_warnings(
         rec.warn("fd_limit", n);
         limited = true;
     }
+    // Requests that never got an answer: thresholds count them as errors and
+    // as slower than every answer (report::thresholds), so say how many.
+    let c = rec.counters;
+    let unanswered = c.in_flight_at_end.saturating_add(c.not_sent);
+    if unanswered > 0 && !rec.interrupted {
+        rec.warn(
+            "unanswered",
+            format!(
+                "{unanswered} of the {} scheduled requests were never answered ({} in flight at the \
+                 end, {} never sent): thresholds count them as errors and as slower than every answer",
+                c.scheduled, c.in_flight_at_end, c.not_sent
+            ),
+        );
+    }
     if rec.client.busiest_thread_share > 0.9 && rec.duration_s >= 0.5 {
         rec.warn(
             "client_cpu",

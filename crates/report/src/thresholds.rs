@@ -2,6 +2,13 @@
 //! `'rps>1000'`. Parsed once before the run (a bad one is a usage error), then
 //! checked against the run record.
 //!
+//! Every scheduled request counts: one never answered (in flight or never
+//! sent when the run ended) is an error for `errors<X%` and slower than every
+//! answered one for latency bounds, so a server that stops answering cannot
+//! pass `p99<200ms` on the few it did answer. A percentile fails once the
+//! unanswered share exceeds what the percentile leaves above it (p99: 1 %);
+//! `mean` and `max` fail with any unanswered request (its time is unbounded).
+//!
 //! `--abort-on-fail` asks [`hopeless`] during the run, with what the progress
 //! snapshots and the finished seconds of the series show:
 //! - at once, when no later data can save a threshold: `max<X` once a response
@@ -25,7 +32,8 @@ pub enum Metric {
     Max,
     /// Completed responses per second.
     Rps,
-    /// Failed requests plus non-2xx responses, as a share of all that ended.
+    /// Failed requests, non-2xx responses and unanswered requests, as a share
+    /// of all scheduled ones.
     Errors,
 }
 
@@ -64,15 +72,25 @@ pub struct Outcome {
     pub actual: f64,
     /// Whether it held.
     pub pass: bool,
+    /// Requests never answered (in flight or not sent at the end), counted in
+    /// the measure.
+    pub unanswered: u64,
 }
 
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let shown = match self.threshold.metric {
+        let mut shown = match self.threshold.metric {
             Metric::Rps => format!("{:.1} req/s", self.actual),
             Metric::Errors => format!("{:.3}%", self.actual * 100.0),
+            _ if self.actual.is_infinite() => "unbounded".to_string(),
             _ => crate::dur_us(self.actual),
         };
+        if self.unanswered > 0 && self.threshold.metric != Metric::Rps {
+            shown.push_str(&format!(
+                ", {} requests never answered counted",
+                self.unanswered
+            ));
+        }
         write!(
             f,
             "{}  {}  (measured {shown})",
@@ -164,21 +182,40 @@ struct Measured<'a> {
     completed: u64,
     failed: u64,
     non_2xx: u64,
+    /// Scheduled but never answered: in flight or not sent at the end.
+    unanswered: u64,
     rps: f64,
+}
+
+/// Percentile `q` of the answered latencies plus `unanswered` requests that
+/// are slower than all of them: infinite once they reach into the top
+/// `100 - q` %.
+fn percentile_with_unanswered(h: &Hist, q: f64, unanswered: u64) -> f64 {
+    if unanswered == 0 {
+        return h.percentile(q) as f64;
+    }
+    let answered = h.count();
+    let all = answered + unanswered;
+    let rank = ((q / 100.0) * all as f64).ceil().max(1.0) as u64;
+    if rank > answered {
+        return f64::INFINITY;
+    }
+    h.percentile(100.0 * rank as f64 / answered as f64) as f64
 }
 
 fn outcome(t: &Threshold, m: &Measured) -> Outcome {
     let actual = match t.metric {
-        Metric::Percentile(q) => m.latency.percentile(q) as f64,
+        Metric::Percentile(q) => percentile_with_unanswered(m.latency, q, m.unanswered),
+        Metric::Mean | Metric::Max if m.unanswered > 0 => f64::INFINITY,
         Metric::Mean => m.latency.mean(),
         Metric::Max => m.latency.max() as f64,
         Metric::Rps => m.rps,
         Metric::Errors => {
-            let ended = m.completed + m.failed;
-            if ended == 0 {
+            let scheduled = m.completed + m.failed + m.unanswered;
+            if scheduled == 0 {
                 1.0
             } else {
-                (m.failed + m.non_2xx) as f64 / ended as f64
+                (m.failed + m.non_2xx + m.unanswered) as f64 / scheduled as f64
             }
         }
     };
@@ -189,6 +226,7 @@ fn outcome(t: &Threshold, m: &Measured) -> Outcome {
         threshold: t.clone(),
         actual,
         pass,
+        unanswered: m.unanswered,
     }
 }
 
@@ -209,6 +247,7 @@ pub fn check(rec: &RunRecord, thresholds: &[Threshold]) -> Vec<Outcome> {
         completed: c.completed,
         failed: c.failed,
         non_2xx: c.non_2xx,
+        unanswered: c.in_flight_at_end.saturating_add(c.not_sent),
         rps: rec.requests_per_sec,
     };
     thresholds.iter().map(|t| outcome(t, &m)).collect()
@@ -246,6 +285,7 @@ pub fn hopeless(thresholds: &[Threshold], s: &SoFar) -> Option<String> {
         completed,
         failed,
         non_2xx,
+        unanswered: 0,
         rps: if seconds > 0 {
             completed as f64 / seconds as f64
         } else {
@@ -444,6 +484,35 @@ mod tests {
         .collect();
         let pass: Vec<bool> = check(&rec, &ts).iter().map(|o| o.pass).collect();
         assert_eq!(pass, vec![true, false, false, true, true]);
+        // A server that answered 100 and then went silent for 400 more:
+        // unanswered requests are errors and slower than every answer.
+        let mut silent = rec.clone();
+        silent.counters.in_flight_at_end = 150;
+        silent.counters.not_sent = 250;
+        let ts: Vec<Threshold> = ["errors<1%", "p99<250ms", "p10<250ms", "max<1s", "mean<1s"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let o = check(&silent, &ts);
+        assert_eq!(
+            o.iter().map(|o| o.pass).collect::<Vec<_>>(),
+            vec![false, false, true, false, false]
+        );
+        assert!(
+            (o[0].actual - 402.0 / 500.0).abs() < 1e-9,
+            "{}",
+            o[0].actual
+        );
+        assert!(
+            o[1].to_string().contains("400 requests never answered"),
+            "{}",
+            o[1]
+        );
+        // One straggler left in flight does not move p99 past an answered value.
+        let mut one = rec.clone();
+        one.counters.in_flight_at_end = 1;
+        let o = check(&one, &ts[1..2]);
+        assert!(o[0].pass && o[0].actual <= 100_500.0, "{}", o[0]);
         let empty = RunRecord::new(rec.config.clone(), Environment::default(), "t".into());
         assert!(
             !check(&empty, &ts[..1])[0].pass,

@@ -107,19 +107,25 @@ pub fn warning_codes(v: &serde_json::Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
-/// Runs redline with `--output json -q` and parses the record; panics on a non-zero exit.
+/// Runs redline with `--output json -q` and parses the record; panics on a
+/// non-zero exit, except the documented exit 1 of a run that got no answer at
+/// all (its record is still printed).
 pub fn run_json(args: &[&str]) -> serde_json::Value {
     let mut a: Vec<&str> = vec!["run", "--output", "json", "-q"];
     a.extend_from_slice(args);
     let out = redline(&a);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    let no_answer = out.status.code() == Some(1)
+        && counter(&v, "completed") == 0
+        && err.contains("no request was answered");
     assert!(
-        out.status.success(),
-        "redline {a:?} failed: {}\n{}",
+        out.status.success() || no_answer,
+        "redline {a:?} failed: {}\n{err}",
         out.status,
-        String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    v
 }
 
 pub fn counter(v: &serde_json::Value, name: &str) -> u64 {
