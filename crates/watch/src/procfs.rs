@@ -184,13 +184,17 @@ fn basename(s: &str) -> String {
     s.rsplit('/').next().unwrap_or(s).to_string()
 }
 
-/// Reads one process; None when it vanished (also when it exits between the
+/// Reads one process's name, parent, state, threads and CPU from `stat`
+/// (and `exe` or `cmdline`), without its memory: cheap enough for every
+/// process at every sample. None when it is gone.
+///
+/// With [`read_memory`]: None when it vanished (also when it exits between the
 /// reads of its files: such a process is skipped, not estimated). A zombie or
 /// a kernel thread has no memory of its own: it is read with zero memory and
 /// counts as exact. Memory is estimated (and `exact` false) only when
 /// `smaps_rollup` is refused (another user's process, without root) or does
 /// not exist (Linux before 4.14).
-pub fn read_process(root: &Path, pid: u32) -> Option<ProcInfo> {
+pub fn read_identity(root: &Path, pid: u32) -> Option<ProcInfo> {
     let dir = root.join(pid.to_string());
     let st = parse_stat_full(&fs::read_to_string(dir.join("stat")).ok()?)?;
     let exe = match fs::read_link(dir.join("exe")) {
@@ -204,7 +208,7 @@ pub fn read_process(root: &Path, pid: u32) -> Option<ProcInfo> {
             basename(first)
         }
     };
-    let mut p = ProcInfo {
+    Some(ProcInfo {
         pid,
         ppid: st.ppid,
         comm: st.comm,
@@ -215,14 +219,27 @@ pub fn read_process(root: &Path, pid: u32) -> Option<ProcInfo> {
         threads: st.threads,
         exact: true,
         ..Default::default()
-    };
-    if matches!(st.state, 'Z' | 'X') {
+    })
+}
+
+/// Reads one process with its memory ([`read_identity`], then [`read_memory`]).
+pub fn read_process(root: &Path, pid: u32) -> Option<ProcInfo> {
+    let p = read_identity(root, pid)?;
+    read_memory(root, p)
+}
+
+/// Adds a process's memory (from `smaps_rollup`, `status`, `statm`) to what
+/// [`read_identity`] read; None when it exited meanwhile.
+pub fn read_memory(root: &Path, mut p: ProcInfo) -> Option<ProcInfo> {
+    let dir = root.join(p.pid.to_string());
+    if matches!(p.state, 'Z' | 'X') {
         // Exited, not yet reaped: no memory left to read, nothing estimated.
         return Some(p);
     }
+    let st_threads = p.threads;
     let status_text = fs::read_to_string(dir.join("status"));
     let status = parse_kb_table(status_text.as_deref().unwrap_or_default());
-    p.kernel_kib = status.get("VmPTE").copied().unwrap_or(0) + st.threads as u64 * KERNEL_STACK_KIB;
+    p.kernel_kib = status.get("VmPTE").copied().unwrap_or(0) + st_threads as u64 * KERNEL_STACK_KIB;
     match fs::read_to_string(dir.join("smaps_rollup")) {
         Ok(s) => {
             let t = parse_kb_table(&s);
@@ -321,6 +338,15 @@ pub fn all_processes(root: &Path) -> Vec<ProcInfo> {
     pids(root)
         .into_iter()
         .filter_map(|p| read_process(root, p))
+        .collect()
+}
+
+/// Every process under a `/proc` root without its memory ([`read_identity`]):
+/// what a sample lists before reading the memory of the chosen ones only.
+pub fn list_processes(root: &Path) -> Vec<ProcInfo> {
+    pids(root)
+        .into_iter()
+        .filter_map(|p| read_identity(root, p))
         .collect()
 }
 

@@ -34,6 +34,8 @@ pub struct Sampler {
     host: HostWatch,
     names: BTreeSet<String>,
     peak_private_kib: Option<u64>,
+    /// When the other processes' memory was last read (seconds since the start).
+    others_at: Option<f64>,
     /// The processes seen in the latest sample.
     pub last_processes: Vec<ProcInfo>,
     /// The machine as seen in the latest sample.
@@ -131,6 +133,7 @@ impl Sampler {
             },
             names: BTreeSet::new(),
             peak_private_kib: None,
+            others_at: None,
             last_processes: Vec::new(),
             last_machine: MachineInfo::default(),
         }
@@ -144,7 +147,7 @@ impl Sampler {
 
     /// Takes one sample and keeps it.
     pub fn sample(&mut self) -> &WatchSample {
-        let all = procfs::all_processes(&self.root);
+        let all = procfs::list_processes(&self.root);
         let m = procfs::machine(&self.root);
         self.sample_from(&all, m)
     }
@@ -184,8 +187,12 @@ impl Sampler {
         self.host.cgroup = self.cgroup.as_ref().map(|c| c.label.clone());
     }
 
-    /// Takes one sample from a process list and machine read by the caller
-    /// (several samplers share one reading of `/proc`).
+    /// Takes one sample from a process list ([`procfs::list_processes`]: no
+    /// memory read yet) and machine read by the caller (several samplers
+    /// share one listing). Memory is read for the chosen processes only
+    /// (those gone meanwhile are skipped), and for the others when the
+    /// server's memory reaches a new peak (at most every 2 s): a listing
+    /// stays fast on a busy machine, so samples stay on their interval.
     pub fn sample_from(&mut self, all: &[ProcInfo], m: MachineInfo) -> &WatchSample {
         let t = self.start.elapsed().as_secs_f64();
         let targets = if self.targets.iter().any(|t| matches!(t, Target::Unit(_))) {
@@ -193,7 +200,10 @@ impl Sampler {
         } else {
             self.targets.clone()
         };
-        let chosen: Vec<ProcInfo> = procfs::select(all, &targets).into_iter().cloned().collect();
+        let chosen: Vec<ProcInfo> = procfs::select(all, &targets)
+            .into_iter()
+            .filter_map(|p| procfs::read_memory(&self.root, p.clone()))
+            .collect();
         if !self.cgroup_decided && !chosen.is_empty() {
             self.decide_cgroup(&chosen);
         }
@@ -262,7 +272,16 @@ impl Sampler {
         if self.peak_private_kib.is_none_or(|p| s.private_kib > p) && !chosen.is_empty() {
             self.peak_private_kib = Some(s.private_kib);
             self.host.peak_processes = chosen.iter().map(proc_sample).collect();
-            self.host.peak_others = others_by_name(all, &chosen, m.mem_total_kib);
+            if self.others_at.is_none_or(|at| t - at >= 2.0) {
+                self.others_at = Some(t);
+                let mine: HashSet<u32> = chosen.iter().map(|p| p.pid).collect();
+                let others: Vec<ProcInfo> = all
+                    .iter()
+                    .filter(|p| !mine.contains(&p.pid))
+                    .filter_map(|p| procfs::read_memory(&self.root, p.clone()))
+                    .collect();
+                self.host.peak_others = others_by_name(&others, &chosen, m.mem_total_kib);
+            }
         }
         self.last_swap = Some((m.pswpin, m.pswpout));
         self.last_ticks = ticks;
@@ -339,29 +358,35 @@ pub struct Watcher {
 impl Watcher {
     /// Starts sampling now (one sample at once, then every `interval`, at most
     /// `max_samples` kept so memory stays bounded: 24 h at 500 ms is 172,800).
+    /// Returns once the first sample is taken (at most 10 s): it is the
+    /// baseline CPU is counted from, so the load must not start before it.
     /// A name matching several instances is watched as one host entry per
-    /// instance ([`split_instances`]); `/proc` is read once per sample for all.
+    /// instance ([`split_instances`]); `/proc` is listed once per sample for all.
     pub fn start(targets: Vec<Target>, interval: Duration) -> Watcher {
         let (tx, rx) = mpsc::channel();
+        let (ready_tx, ready_rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("redline-watch".into())
             .spawn(move || {
                 let root = procfs::proc_root();
-                let all = procfs::all_processes(&root);
+                let all = procfs::list_processes(&root);
                 let mut samplers: Vec<Sampler> = split_instances(&root, &all, &targets)
                     .into_iter()
                     .map(|(t, labels)| Sampler::with_labels(root.clone(), t, labels, interval))
                     .collect();
                 let tick = |samplers: &mut Vec<Sampler>| {
-                    let all = procfs::all_processes(&root);
+                    let all = procfs::list_processes(&root);
                     let m = procfs::machine(&root);
                     for s in samplers.iter_mut() {
                         s.sample_from(&all, m.clone());
                     }
                 };
                 let max_samples = 200_000;
-                for _ in 0..max_samples {
+                for i in 0..max_samples {
                     tick(&mut samplers);
+                    if i == 0 {
+                        let _ = ready_tx.send(());
+                    }
                     match rx.recv_timeout(interval) {
                         Err(mpsc::RecvTimeoutError::Timeout) => continue,
                         _ => break,
@@ -376,6 +401,7 @@ impl Watcher {
                 w
             })
             .expect("spawn the watch thread");
+        let _ = ready_rx.recv_timeout(Duration::from_secs(10));
         Watcher { stop: tx, thread }
     }
 

@@ -1001,4 +1001,126 @@ mod tests {
         assert_eq!(r.budget_kib, 1_000_000 - 100_000 - 100_000);
         assert_eq!(r.others[0].name, "mysqld");
     }
+
+    #[test]
+    fn safe_to_follow_kernel_margin_and_warnings() {
+        // Workers with 300 KiB of page tables and one 16 KiB kernel stack each.
+        let mut inp = apache_input(Mpm::Prefork, None);
+        for w in inp.server.iter_mut() {
+            w.kernel_kib = 300 + crate::procfs::KERNEL_STACK_KIB;
+            w.threads = 1;
+        }
+        let k = 300 + crate::procfs::KERNEL_STACK_KIB;
+        let r = compute(&inp).unwrap();
+        assert_eq!(r.per_worker_kernel_kib, k);
+        assert_eq!(r.per_worker_cost_kib, with_margin(12_000 + k));
+        // The parent's kernel memory is paid once.
+        assert_eq!(r.fixed_kib, 5500 + k);
+        let n = (200_000 - 5500 - k) / with_margin(12_000 + k);
+        assert_eq!(r.max_workers, n);
+        assert!(r.directives.contains(&format!("MaxRequestWorkers {n}")));
+        assert!(
+            r.arithmetic.iter().any(|a| a.contains("kernel")
+                && a.contains("page tables")
+                && a.contains("10% safety margin")),
+            "{:?}",
+            r.arithmetic
+        );
+        let text = render(&r);
+        assert!(
+            text.contains("[--] kernel") && text.contains("safety margin"),
+            "{text}"
+        );
+        // Nothing to warn about: a busy measurement, a sane count, limits above it.
+        inp.load_cpu_percent = Some(80.0);
+        inp.limits = Some(Limits {
+            open_files: Some(1024),
+            processes: Some(10_000),
+        });
+        let quiet = compute(&inp).unwrap();
+        assert!(quiet.notes.is_empty(), "{:?}", quiet.notes);
+
+        // Idle, absurd for 2 CPUs, above the user's process limit.
+        let mut big = inp.clone();
+        big.load_cpu_percent = Some(0.4);
+        big.budget = Some(Budget::Kib(64 * 1024 * 1024));
+        big.limits = Some(Limits {
+            open_files: Some(1024),
+            processes: Some(1000),
+        });
+        let r = compute(&big).unwrap();
+        let notes = r.notes.join("\n");
+        assert!(
+            notes.contains("idle while measured (peak CPU 0.4%"),
+            "{notes}"
+        );
+        assert!(notes.contains("absurd for this machine"), "{notes}");
+        assert!(notes.contains("Max processes"), "{notes}");
+
+        // Above Apache's compiled ceiling: capped, and said.
+        let mut huge = inp.clone();
+        huge.server = vec![p(10, 1, 10, 10), p(11, 10, 1, 1), p(12, 10, 1, 1)];
+        huge.budget = Some(Budget::Kib(2 * 1024 * 1024 * 1024));
+        let r = compute(&huge).unwrap();
+        assert!(
+            r.directives
+                .contains(&"MaxRequestWorkers 200000".to_string()),
+            "{:?}",
+            r.directives
+        );
+        assert!(
+            r.notes.iter().any(|n| n.contains("compiled ceiling")),
+            "{:?}",
+            r.notes
+        );
+
+        // Event with ThreadsPerChild above the default ThreadLimit: ThreadLimit is set;
+        // nginx with 1024 connections per worker and 512 open files: worker_rlimit_nofile.
+        let r = compute(&apache_input(Mpm::Event, Some(100))).unwrap();
+        assert!(
+            r.directives.contains(&"ThreadLimit       100".to_string()),
+            "{:?}",
+            r.directives
+        );
+        let mut ng = inp.clone();
+        ng.kind = ServerKind::Nginx;
+        ng.mpm = None;
+        ng.limits = Some(Limits {
+            open_files: Some(512),
+            processes: None,
+        });
+        let r = compute(&ng).unwrap();
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("worker_rlimit_nofile 2048")),
+            "{:?}",
+            r.notes
+        );
+    }
+
+    #[test]
+    fn tune_and_size_share_the_arithmetic() {
+        // Prefork: budget / (cost + margin); threaded: processes × ThreadsPerChild.
+        let w = apache_workers(100_000, 5000, 3000, None);
+        assert_eq!(
+            (w.processes, w.max_request_workers, w.server_limit),
+            (28, 28, 28)
+        );
+        let w = apache_workers(100_000, 0, 3000, Some(25));
+        assert_eq!((w.processes, w.max_request_workers), (30, 750));
+        assert_eq!(apache_workers(10, 100, 3000, None).server_limit, 1);
+        let w = apache_workers(u64::MAX / 2, 0, 1, Some(25));
+        assert!(w.capped && w.server_limit == APACHE_THREADED_SERVER_LIMIT_MAX);
+        // tune, given what `size` leaves for the workers, suggests what size prints.
+        let inp = apache_input(Mpm::Prefork, None);
+        let r = compute(&inp).unwrap();
+        let tune_side = apache_workers(
+            r.budget_kib - r.fixed_kib,
+            0,
+            r.per_worker_private_kib + r.per_worker_kernel_kib,
+            None,
+        );
+        assert_eq!(tune_side.max_request_workers, r.max_workers);
+    }
 }
