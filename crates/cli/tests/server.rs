@@ -1216,6 +1216,146 @@ fn size_cites_the_error_logs_reached_max_request_workers_lines() {
     assert!(!without.contains("reached MaxRequestWorkers"), "{without}");
 }
 
+#[test]
+fn tune_and_size_agree_and_instances_are_kept_apart() {
+    let root = std::env::temp_dir().join(format!("redline-instances-{}", std::process::id()));
+    fake_apache_proc(&root);
+    // tune and size on the same measured worker and budget: one answer (113, see above).
+    let conf = root.join("apache2.conf");
+    std::fs::write(
+        &conf,
+        "LoadModule mpm_prefork_module /usr/lib/apache2/modules/mod_mpm_prefork.so\nServerLimit 400\nMaxRequestWorkers 400\n",
+    )
+    .unwrap();
+    let budget = ["--memory-budget", "1GiB"];
+    let size = redline_env(
+        &[&["size", "--watch", "apache2", "-o", "json"][..], &budget].concat(),
+        &root,
+    );
+    assert!(
+        size.status.success(),
+        "{}",
+        String::from_utf8_lossy(&size.stderr)
+    );
+    let size: serde_json::Value = serde_json::from_slice(&size.stdout).unwrap();
+    let tune = redline_env(
+        &[
+            &[
+                "tune",
+                conf.to_str().unwrap(),
+                "--no-tools",
+                "--watch",
+                "apache2",
+                "-o",
+                "json",
+            ][..],
+            &budget,
+        ]
+        .concat(),
+        &root,
+    );
+    assert!(
+        tune.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tune.stderr)
+    );
+    let tune: serde_json::Value = serde_json::from_slice(&tune.stdout).unwrap();
+    let f = tune["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "max_request_workers_over_memory")
+        .unwrap_or_else(|| panic!("{tune}"));
+    assert_eq!(size["max_workers"], 113, "{size}");
+    assert!(
+        f["change"]
+            .as_str()
+            .unwrap()
+            .starts_with("MaxRequestWorkers 113\n"),
+        "{f}"
+    );
+
+    // A second Apache (its own parent) listening elsewhere: two instances.
+    for (pid, ppid) in [(6000, 1), (6001, 6000)] {
+        let d = root.join(pid.to_string());
+        std::fs::create_dir_all(d.join("fd")).unwrap();
+        std::fs::write(
+            d.join("stat"),
+            format!("{pid} (apache2) S {ppid} 6000 6000 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 100 1000 200 0\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("smaps_rollup"),
+            "Rss: 9000 kB\nPss: 5000 kB\nPrivate_Clean: 0 kB\nPrivate_Dirty: 3000 kB\n",
+        )
+        .unwrap();
+    }
+    std::fs::create_dir_all(root.join("5000/fd")).unwrap();
+    std::os::unix::fs::symlink("socket:[9001]", root.join("5000/fd/4")).unwrap();
+    std::os::unix::fs::symlink("socket:[9002]", root.join("6000/fd/4")).unwrap();
+    std::fs::create_dir_all(root.join("net")).unwrap();
+    std::fs::write(
+        root.join("net/tcp"),
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+         \x20  0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 9001 1 0 100 0 0 10 0\n\
+         \x20  1: 00000000:0050 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 9002 1 0 100 0 0 10 0\n",
+    )
+    .unwrap();
+    let out = redline_env(&["size", "--watch", "apache2"], &root);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("matches 2 instances: pid 5000 (parent 1, 127.0.0.1:8080); pid 6000 (parent 1, 0.0.0.0:80)")
+            && err.contains("--pid"),
+        "{err}"
+    );
+    // --pid picks one: the first instance's numbers, as before the second appeared.
+    let one = redline_env(
+        &[&["size", "--pid", "5000", "-o", "json"][..], &budget].concat(),
+        &root,
+    );
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    let one: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    assert_eq!(
+        (one["processes"].as_u64(), one["max_workers"].as_u64()),
+        (Some(3), Some(113))
+    );
+    // watch keeps them apart: one entry per instance, each with its own processes.
+    let w = redline_env(
+        &[
+            "watch",
+            "apache2",
+            "-d",
+            "300ms",
+            "--interval",
+            "100ms",
+            "-o",
+            "json",
+        ],
+        &root,
+    );
+    assert!(w.status.success(), "{}", String::from_utf8_lossy(&w.stderr));
+    let w: serde_json::Value = serde_json::from_slice(&w.stdout).unwrap();
+    let hosts = w["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 2, "{w}");
+    assert_eq!(
+        hosts[0]["targets"][0],
+        "apache2 pid 5000 (parent 1, 127.0.0.1:8080)"
+    );
+    assert_eq!(hosts[0]["summary"]["processes"]["peak"], 3.0);
+    assert_eq!(
+        hosts[1]["targets"][0],
+        "apache2 pid 6000 (parent 1, 0.0.0.0:80)"
+    );
+    assert_eq!(hosts[1]["summary"]["processes"]["peak"], 2.0);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// A fake `/proc` with one "server" process `pid` of 512 KiB private memory.
 fn fake_proc_process(root: &Path, pid: u32, ppid: u32) {
     let d = root.join(pid.to_string());

@@ -824,7 +824,7 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
                 let threaded = matches!(mpm.as_deref(), Some("worker") | Some("event"));
                 let tpc = threads_per_child.unwrap_or(25) as i64;
                 let processes = if threaded { (v + tpc - 1) / tpc } else { v };
-                let need = processes.max(0) as u64 * crate::size::with_margin(per);
+                let need = processes.max(0) as u64 * per;
                 // The one arithmetic `redline size` uses (budget: what the workers may use).
                 let allowed = crate::size::apache_workers(budget, 0, per, threaded.then_some(tpc as u64))
                     .max_request_workers;
