@@ -154,7 +154,7 @@ fn dur(s: &str) -> Result<Duration, String> {
 fn resolve_targets(raw: &[String], flag: &str, one_instance: bool) -> Result<Vec<Target>, String> {
     let mut targets = Vec::new();
     for r in raw {
-        targets.push(Target::parse(r)?);
+        targets.push(Target::parse(r).map_err(|e| e.replacen("--watch", flag, 1))?);
     }
     let root = procfs::proc_root();
     let cg_root = redline_watch::cgroup::cgroup_root();

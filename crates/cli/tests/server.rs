@@ -21,6 +21,10 @@ fn bad_input_is_one_line_and_exit_2() {
         vec!["tune", "/nonexistent/apache2.conf"],
         vec!["watch", "", "-d", "100ms"],
         vec!["watch", "/usr/sbin/nginx", "-d", "100ms"],
+        vec!["watch", "no-such-unit-xyz.service", "-d", "100ms"],
+        vec!["size", "--watch", "no-such-unit-xyz.service"],
+        vec!["size", "--pid", "0"],
+        vec!["size", "--pid", "4000000000"],
         vec![
             "run",
             "-n",
