@@ -78,6 +78,9 @@ pub struct SizeArgs {
     /// With --run/--from: which watched host to size (default: the first).
     #[arg(long = "host", value_name = "HOST")]
     host: Option<String>,
+    /// With --run/--from: which watched instance to size (its main PID), when a name matched several.
+    #[arg(long = "instance", value_name = "PID")]
+    instance: Option<u32>,
     /// History database for --run (default: $REDLINE_DB, else $XDG_DATA_HOME/redline/history.db).
     #[arg(long = "db", value_name = "PATH")]
     db: Option<PathBuf>,
@@ -559,18 +562,51 @@ fn size_from_record(a: &SizeArgs, budget: Option<Budget>) -> i32 {
             format!("{name} has no server watch data: run it with --watch NAME|PID, or merge a `redline watch` record into it"),
         );
     };
-    let host = match &a.host {
-        Some(h) => match w.hosts.iter().find(|x| &x.host == h) {
-            Some(x) => x,
-            None => {
-                let known: Vec<&str> = w.hosts.iter().map(|x| x.host.as_str()).collect();
-                return fail(
-                    EXIT_USAGE,
-                    format!("--host {h}: {name} watched only {}", known.join(", ")),
-                );
+    let host_name = match &a.host {
+        Some(h) if !w.hosts.iter().any(|x| &x.host == h) => {
+            let known: Vec<&str> = w.hosts.iter().map(|x| x.host.as_str()).collect();
+            return fail(
+                EXIT_USAGE,
+                format!("--host {h}: {name} watched only {}", known.join(", ")),
+            );
+        }
+        Some(h) => h.clone(),
+        None => w.hosts[0].host.clone(),
+    };
+    // Entries of that host: one per watched instance when a name matched several.
+    let entries: Vec<&redline_stats::watch::HostWatch> =
+        w.hosts.iter().filter(|x| x.host == host_name).collect();
+    let host = match a.instance {
+        Some(pid) => {
+            let tag = format!(" pid {pid} ");
+            match entries.iter().find(|x| {
+                x.targets
+                    .iter()
+                    .any(|t| t.contains(&tag) || t == &pid.to_string())
+            }) {
+                Some(x) => *x,
+                None => {
+                    return fail(
+                        EXIT_USAGE,
+                        format!(
+                        "--instance {pid}: {name} watched no instance with that PID on {host_name}"
+                    ),
+                    )
+                }
             }
-        },
-        None => &w.hosts[0],
+        }
+        None if entries.len() > 1 => {
+            let list: Vec<String> = entries.iter().map(|x| x.targets.join(", ")).collect();
+            return fail(
+                EXIT_USAGE,
+                format!(
+                    "{name} watched {} instances on {host_name}: {}; give one with --instance PID",
+                    entries.len(),
+                    list.join("; ")
+                ),
+            );
+        }
+        None => entries[0],
     };
     let mut inp = match size::input_from_watch(host, budget) {
         Ok(i) => i,

@@ -1357,6 +1357,61 @@ fn tune_and_size_agree_and_instances_are_kept_apart() {
         "apache2 pid 6000 (parent 1, 0.0.0.0:80)"
     );
     assert_eq!(hosts[1]["summary"]["processes"]["peak"], 2.0);
+    // Sizing from that record asks which instance, or takes --instance.
+    let rec = root.join("watch-as-run.json");
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let run = redline_env(
+        &[
+            "run",
+            "-n",
+            "1",
+            "-o",
+            "json",
+            "-q",
+            "--no-save",
+            "--watch",
+            "apache2",
+            "--watch-interval",
+            "100ms",
+            &url,
+        ],
+        &root,
+    );
+    srv.shutdown();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    std::fs::write(&rec, &run.stdout).unwrap();
+    let rec_s = rec.to_str().unwrap();
+    let out = redline(&["size", "--from", rec_s]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("2 instances") && err.contains("--instance PID"),
+        "{err}"
+    );
+    let r: serde_json::Value = serde_json::from_slice(
+        &redline(
+            &[
+                &["size", "--from", rec_s, "--instance", "5000", "-o", "json"][..],
+                &budget,
+            ]
+            .concat(),
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        (r["processes"].as_u64(), r["max_workers"].as_u64()),
+        (Some(3), Some(113)),
+        "{r}"
+    );
+    let out = redline(&["size", "--from", rec_s, "--instance", "7777"]);
+    assert_eq!(out.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&root);
 }
 
