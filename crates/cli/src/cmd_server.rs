@@ -39,8 +39,8 @@ enum Format {
 /// `redline watch`.
 #[derive(Args, Debug)]
 pub struct WatchArgs {
-    /// PIDs or process names to watch (their children too).
-    #[arg(value_name = "PID|NAME", required_unless_present = "merge")]
+    /// PIDs, process names or systemd units (apache2.service) to watch (their children too; a name with several instances: one entry each).
+    #[arg(value_name = "PID|NAME|UNIT", required_unless_present = "merge")]
     targets: Vec<String>,
     /// How long to watch.
     #[arg(short = 'd', long, default_value = "30s", value_parser = dur)]
@@ -135,8 +135,8 @@ pub struct TuneArgs {
 /// Flags `redline run` takes for watching the server.
 #[derive(Args, Debug, Default, Clone)]
 pub struct RunWatchArgs {
-    /// Watch server processes during the run: a PID or a process name (repeatable), e.g. --watch apache2.
-    #[arg(long = "watch", value_name = "PID|NAME")]
+    /// Watch server processes during the run: a PID, a process name or a systemd unit (repeatable), e.g. --watch apache2.
+    #[arg(long = "watch", value_name = "PID|NAME|UNIT")]
     pub watch: Vec<String>,
     /// Time between --watch samples.
     #[arg(long = "watch-interval", value_name = "DURATION", value_parser = dur)]
