@@ -690,17 +690,18 @@ impl Drop for TestCgroup {
 
 #[test]
 fn watch_reads_the_servers_own_cgroup() {
+    // The cgroup first, so that it is dropped (removed) after the server (stopped).
+    let name = format!("redline-test-{}", std::process::id());
+    let Some(cg) = TestCgroup::new(&name) else {
+        eprintln!("note: cgroup test skipped: not root, or no writable cgroup file system");
+        return;
+    };
     let ap = match Apache::start(CGI_CONF) {
         Ok(a) => a,
         Err(why) => {
             require(&format!("Apache with mod_cgi ({why})"), false);
             return;
         }
-    };
-    let name = format!("redline-test-{}", std::process::id());
-    let Some(cg) = TestCgroup::new(&name) else {
-        eprintln!("note: cgroup test skipped: not root, or no writable cgroup file system");
-        return;
     };
     // The whole tree (the parent and the workers it started) into the cgroup; children follow.
     let pids: Vec<u32> = tree(ap.child.id()).iter().map(|p| p.0).collect();
