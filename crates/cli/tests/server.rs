@@ -1416,6 +1416,92 @@ fn tune_and_size_agree_and_instances_are_kept_apart() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+#[test]
+fn watch_and_size_a_systemd_unit_from_its_cgroup() {
+    // A fake /proc (Apache 5000 with workers 5001, 5002) and a fake cgroup v2
+    // tree with the unit's group holding them.
+    let root = std::env::temp_dir().join(format!("redline-unit-{}", std::process::id()));
+    fake_apache_proc(&root);
+    let cg = root.join("cgroup");
+    let unit = cg.join("system.slice/apache2.service");
+    std::fs::create_dir_all(&unit).unwrap();
+    std::fs::write(cg.join("cgroup.controllers"), "cpu memory pids\n").unwrap();
+    std::fs::write(unit.join("cgroup.procs"), "5000\n5001\n5002\n").unwrap();
+    std::fs::write(unit.join("memory.current"), format!("{}\n", 40 << 20)).unwrap();
+    std::fs::write(unit.join("memory.peak"), format!("{}\n", 64 << 20)).unwrap();
+    std::fs::write(unit.join("cpu.stat"), "usage_usec 5000000\n").unwrap();
+    std::fs::write(unit.join("pids.peak"), "12\n").unwrap();
+    for pid in [5000, 5001, 5002] {
+        std::fs::write(
+            root.join(format!("{pid}/cgroup")),
+            "0::/system.slice/apache2.service\n",
+        )
+        .unwrap();
+    }
+    let run = |args: &[&str]| {
+        Command::new(bin())
+            .args(args)
+            .env("REDLINE_PROC_ROOT", &root)
+            .env("REDLINE_CGROUP_ROOT", &cg)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let w = run(&[
+        "watch",
+        "apache2.service",
+        "-d",
+        "300ms",
+        "--interval",
+        "100ms",
+        "-o",
+        "json",
+    ]);
+    assert!(w.status.success(), "{}", String::from_utf8_lossy(&w.stderr));
+    let w: serde_json::Value = serde_json::from_slice(&w.stdout).unwrap();
+    let h = &w["hosts"][0];
+    assert_eq!(h["cgroup"], "v2 /system.slice/apache2.service", "{h}");
+    assert_eq!(h["cgroup_memory_peak_kib"], 64 * 1024);
+    assert_eq!(h["cgroup_tasks_peak"], 12);
+    assert_eq!(h["summary"]["processes"]["peak"], 3.0);
+    assert_eq!(h["summary"]["cgroup_memory_kib"]["peak"], 40.0 * 1024.0);
+    // The same processes by PID: the cgroup is found from /proc/PID/cgroup.
+    let p = run(&[
+        "watch",
+        "5000",
+        "-d",
+        "200ms",
+        "--interval",
+        "100ms",
+        "-o",
+        "json",
+    ]);
+    let p: serde_json::Value = serde_json::from_slice(&p.stdout).unwrap();
+    assert_eq!(p["hosts"][0]["cgroup"], "v2 /system.slice/apache2.service");
+    // size takes the unit's processes: the same 113 as by name.
+    let r = run(&[
+        "size",
+        "--watch",
+        "apache2.service",
+        "--memory-budget",
+        "1GiB",
+        "-o",
+        "json",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(
+        (r["processes"].as_u64(), r["max_workers"].as_u64()),
+        (Some(3), Some(113))
+    );
+    // A unit with no cgroup: one line, exit 2.
+    let bad = run(&["size", "--watch", "nginx.service"]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// A fake `/proc` with one "server" process `pid` of 512 KiB private memory.
 fn fake_proc_process(root: &Path, pid: u32, ppid: u32) {
     let d = root.join(pid.to_string());
