@@ -39,8 +39,8 @@ enum Format {
 /// `redline watch`.
 #[derive(Args, Debug)]
 pub struct WatchArgs {
-    /// PIDs or process names to watch (their children too).
-    #[arg(value_name = "PID|NAME", required_unless_present = "merge")]
+    /// PIDs, process names or systemd units (apache2.service) to watch (their children too; a name with several instances: one entry each).
+    #[arg(value_name = "PID|NAME|UNIT", required_unless_present = "merge")]
     targets: Vec<String>,
     /// How long to watch.
     #[arg(short = 'd', long, default_value = "30s", value_parser = dur)]
@@ -61,11 +61,14 @@ pub struct WatchArgs {
 
 /// `redline size`.
 #[derive(Args, Debug)]
-#[command(group(clap::ArgGroup::new("source").required(true).args(["watch", "run", "from"])))]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["watch", "pid", "run", "from"])))]
 pub struct SizeArgs {
-    /// The server's processes: a PID or a name (apache2, httpd, nginx, lighttpd, php-fpm).
-    #[arg(long = "watch", value_name = "PID|NAME")]
+    /// The server's processes: a PID, a name (apache2, httpd, nginx, lighttpd, php-fpm) or a systemd unit (apache2.service).
+    #[arg(long = "watch", value_name = "PID|NAME|UNIT")]
     watch: Vec<String>,
+    /// The server's main process (when a name matches several instances, `size` lists them and asks for this).
+    #[arg(long = "pid", value_name = "PID", conflicts_with = "watch")]
+    pid: Option<u32>,
     /// Size from a saved run's watched data (id, label, `last` or `last~N`) instead of sampling now.
     #[arg(long = "run", value_name = "RUN")]
     run: Option<String>,
@@ -75,6 +78,9 @@ pub struct SizeArgs {
     /// With --run/--from: which watched host to size (default: the first).
     #[arg(long = "host", value_name = "HOST")]
     host: Option<String>,
+    /// With --run/--from: which watched instance to size (its main PID), when a name matched several.
+    #[arg(long = "instance", value_name = "PID")]
+    instance: Option<u32>,
     /// History database for --run (default: $REDLINE_DB, else $XDG_DATA_HOME/redline/history.db).
     #[arg(long = "db", value_name = "PATH")]
     db: Option<PathBuf>,
@@ -129,8 +135,8 @@ pub struct TuneArgs {
 /// Flags `redline run` takes for watching the server.
 #[derive(Args, Debug, Default, Clone)]
 pub struct RunWatchArgs {
-    /// Watch server processes during the run: a PID or a process name (repeatable), e.g. --watch apache2.
-    #[arg(long = "watch", value_name = "PID|NAME")]
+    /// Watch server processes during the run: a PID, a process name or a systemd unit (repeatable), e.g. --watch apache2.
+    #[arg(long = "watch", value_name = "PID|NAME|UNIT")]
     pub watch: Vec<String>,
     /// Time between --watch samples.
     #[arg(long = "watch-interval", value_name = "DURATION", value_parser = dur)]
@@ -144,21 +150,46 @@ fn dur(s: &str) -> Result<Duration, String> {
     redline_engine::parse_duration(s)
 }
 
-/// Parses the targets and checks each names something running now.
-fn resolve_targets(raw: &[String], flag: &str) -> Result<Vec<Target>, String> {
+/// Parses the targets and checks each names something running now. With
+/// `one_instance` (`size`, `tune`), a name matching several instances of a
+/// server is refused with one line listing them (their PIDs, parents and
+/// listen addresses), so the user picks one with `--pid`.
+fn resolve_targets(raw: &[String], flag: &str, one_instance: bool) -> Result<Vec<Target>, String> {
     let mut targets = Vec::new();
     for r in raw {
-        targets.push(Target::parse(r)?);
+        targets.push(Target::parse(r).map_err(|e| e.replacen("--watch", flag, 1))?);
     }
-    let all = procfs::all_processes(&procfs::proc_root());
+    let root = procfs::proc_root();
+    let cg_root = redline_watch::cgroup::cgroup_root();
+    let all = procfs::all_processes(&root);
     for t in &targets {
+        if let Target::Unit(u) = t {
+            if redline_watch::cgroup::of_unit(&cg_root, u).is_none() {
+                return Err(format!(
+                    "{flag} {u}: no cgroup for that unit under {} (is it running? give its PID or process name instead)",
+                    cg_root.display()
+                ));
+            }
+            continue;
+        }
         if procfs::select(&all, std::slice::from_ref(t)).is_empty() {
             return Err(match t {
                 Target::Pid(p) => format!("{flag} {p}: no process with that PID on this machine"),
-                Target::Name(n) => format!(
+                Target::Name(n) | Target::Unit(n) => format!(
                     "{flag} {n}: no process of that name on this machine (for a remote server, run `redline watch {n}` there: see docs/server-side.md)"
                 ),
             });
+        }
+        if let (Target::Name(n), true) = (t, one_instance) {
+            let inst = procfs::instances(&root, &all, n);
+            if inst.len() > 1 {
+                let list: Vec<String> = inst.iter().map(|i| i.describe()).collect();
+                return Err(format!(
+                    "{flag} {n} matches {} instances: {}; give one with --pid PID",
+                    inst.len(),
+                    list.join("; ")
+                ));
+            }
         }
     }
     Ok(targets)
@@ -173,7 +204,7 @@ pub fn before_run(a: &RunWatchArgs) -> Result<Option<WatchHandle>, String> {
     if interval < Duration::from_millis(10) {
         return Err("--watch-interval must be at least 10ms".into());
     }
-    let targets = resolve_targets(&a.watch, "--watch")?;
+    let targets = resolve_targets(&a.watch, "--watch", false)?;
     Ok(Some(WatchHandle(Watcher::start(targets, interval))))
 }
 
@@ -275,7 +306,7 @@ fn cmd_watch(a: WatchArgs) -> i32 {
     if a.interval < Duration::from_millis(10) {
         return fail(EXIT_USAGE, "--interval must be at least 10ms");
     }
-    let targets = match resolve_targets(&a.targets, "watch") {
+    let targets = match resolve_targets(&a.targets, "watch", false) {
         Ok(t) => t,
         Err(e) => return fail(EXIT_USAGE, e),
     };
@@ -342,30 +373,11 @@ fn cmd_size(a: SizeArgs) -> i32 {
     if a.run.is_some() || a.from.is_some() {
         return size_from_record(&a, budget);
     }
-    let targets = match resolve_targets(&a.watch, "--watch") {
-        Ok(t) => t,
-        Err(e) => return fail(EXIT_USAGE, e),
+    let raw: Vec<String> = match a.pid {
+        Some(p) => vec![p.to_string()],
+        None => a.watch.clone(),
     };
-    let root = procfs::proc_root();
-    let all = procfs::all_processes(&root);
-    let server: Vec<procfs::ProcInfo> = procfs::select(&all, &targets)
-        .into_iter()
-        .cloned()
-        .collect();
-    let mine: std::collections::HashSet<u32> = server.iter().map(|p| p.pid).collect();
-    let me = std::process::id();
-    let others: Vec<procfs::ProcInfo> = all
-        .iter()
-        .filter(|p| !mine.contains(&p.pid) && p.pid != me)
-        .cloned()
-        .collect();
-    let kind = ServerKind::of_processes(&server);
-    let mpm = if kind == ServerKind::Apache {
-        detect::apache_mpm(&server)
-    } else {
-        None
-    };
-    let mut evidence = Vec::new();
+    let flag = if a.pid.is_some() { "--pid" } else { "--watch" };
     let mut threads_per_child = None;
     if let Some(cfg) = &a.config {
         match tune::analyze(
@@ -379,27 +391,17 @@ fn cmd_size(a: SizeArgs) -> i32 {
             Err(e) => return fail(EXIT_USAGE, e),
         }
     }
-    if kind == ServerKind::Apache {
+    let mut inp = match live_size_input(&raw, flag, budget, true) {
+        Ok(i) => i,
+        Err((code, e)) => return fail(code, e),
+    };
+    inp.threads_per_child = threads_per_child;
+    if inp.kind == ServerKind::Apache {
         match error_log_evidence(a.error_log.as_deref(), true) {
-            Ok(e) => evidence.extend(e),
+            Ok(e) => inp.evidence.extend(e),
             Err(e) => return fail(EXIT_USAGE, e),
         }
     }
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get() as u32)
-        .unwrap_or(1);
-    let inp = size::SizeInput {
-        server,
-        others,
-        machine: procfs::machine(&root),
-        budget,
-        kind,
-        mpm,
-        threads_per_child,
-        cpus,
-        evidence,
-        source: None,
-    };
     let r = match size::compute(&inp) {
         Ok(r) => r,
         Err(e) => return fail(EXIT_RUNTIME, e),
@@ -408,6 +410,88 @@ fn cmd_size(a: SizeArgs) -> i32 {
         Format::Text => print(&size::render(&r)),
         Format::Json => print(&to_json(serde_json::to_value(&r))),
     }
+}
+
+/// How long `size` watches the server's CPU to tell a busy server from an idle one.
+const LOAD_PROBE: Duration = Duration::from_millis(500);
+
+/// The sizing input from `/proc` now: the targets' processes (one instance),
+/// every other process, the machine, Apache's MPM, the workers' limits, and
+/// the server's CPU over [`LOAD_PROBE`] (idle: the sizing says so).
+fn live_size_input(
+    raw: &[String],
+    flag: &str,
+    budget: Option<Budget>,
+    probe_load: bool,
+) -> Result<size::SizeInput, (i32, String)> {
+    let targets = resolve_targets(raw, flag, true).map_err(|e| (EXIT_USAGE, e))?;
+    let root = procfs::proc_root();
+    let cg_root = redline_watch::cgroup::cgroup_root();
+    let targets = redline_watch::cgroup::expand_units(&cg_root, &targets);
+    let pick = |all: &[procfs::ProcInfo]| -> Vec<procfs::ProcInfo> {
+        procfs::select(all, &targets).into_iter().cloned().collect()
+    };
+    let ticks =
+        |v: &[procfs::ProcInfo]| -> u64 { v.iter().map(|p| p.cpu_ticks + p.child_ticks).sum() };
+    let mut load_cpu_percent = None;
+    let all = if probe_load {
+        let before = pick(&procfs::all_processes(&root));
+        let t0 = std::time::Instant::now();
+        std::thread::sleep(LOAD_PROBE);
+        let all = procfs::all_processes(&root);
+        let after = pick(&all);
+        // Processes gone meanwhile took their CPU with them: a lower bound, enough to tell busy from idle.
+        let pids: std::collections::HashSet<u32> = after.iter().map(|p| p.pid).collect();
+        let before_kept: u64 = ticks(
+            &before
+                .into_iter()
+                .filter(|p| pids.contains(&p.pid))
+                .collect::<Vec<_>>(),
+        );
+        let used = ticks(&after).saturating_sub(before_kept);
+        load_cpu_percent =
+            Some(used as f64 / procfs::clock_ticks() as f64 / t0.elapsed().as_secs_f64() * 100.0);
+        all
+    } else {
+        procfs::all_processes(&root)
+    };
+    let server = pick(&all);
+    let mine: std::collections::HashSet<u32> = server.iter().map(|p| p.pid).collect();
+    let me = std::process::id();
+    let others: Vec<procfs::ProcInfo> = all
+        .iter()
+        .filter(|p| !mine.contains(&p.pid) && p.pid != me)
+        .cloned()
+        .collect();
+    let kind = ServerKind::of_processes(&server);
+    let mpm = if kind == ServerKind::Apache {
+        detect::apache_mpm(&server)
+    } else {
+        None
+    };
+    // The workers' limits: those of a worker (a process whose parent is the server's), else the main process.
+    let limits = server
+        .iter()
+        .find(|p| mine.contains(&p.ppid))
+        .or(server.first())
+        .map(|p| procfs::limits(&root, p.pid));
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1);
+    Ok(size::SizeInput {
+        server,
+        others,
+        machine: procfs::machine(&root),
+        budget,
+        kind,
+        mpm,
+        threads_per_child: None,
+        cpus,
+        evidence: Vec::new(),
+        source: None,
+        load_cpu_percent,
+        limits,
+    })
 }
 
 /// The Apache error log's "reached MaxRequestWorkers" lines as evidence: from
@@ -478,18 +562,51 @@ fn size_from_record(a: &SizeArgs, budget: Option<Budget>) -> i32 {
             format!("{name} has no server watch data: run it with --watch NAME|PID, or merge a `redline watch` record into it"),
         );
     };
-    let host = match &a.host {
-        Some(h) => match w.hosts.iter().find(|x| &x.host == h) {
-            Some(x) => x,
-            None => {
-                let known: Vec<&str> = w.hosts.iter().map(|x| x.host.as_str()).collect();
-                return fail(
-                    EXIT_USAGE,
-                    format!("--host {h}: {name} watched only {}", known.join(", ")),
-                );
+    let host_name = match &a.host {
+        Some(h) if !w.hosts.iter().any(|x| &x.host == h) => {
+            let known: Vec<&str> = w.hosts.iter().map(|x| x.host.as_str()).collect();
+            return fail(
+                EXIT_USAGE,
+                format!("--host {h}: {name} watched only {}", known.join(", ")),
+            );
+        }
+        Some(h) => h.clone(),
+        None => w.hosts[0].host.clone(),
+    };
+    // Entries of that host: one per watched instance when a name matched several.
+    let entries: Vec<&redline_stats::watch::HostWatch> =
+        w.hosts.iter().filter(|x| x.host == host_name).collect();
+    let host = match a.instance {
+        Some(pid) => {
+            let tag = format!(" pid {pid} ");
+            match entries.iter().find(|x| {
+                x.targets
+                    .iter()
+                    .any(|t| t.contains(&tag) || t == &pid.to_string())
+            }) {
+                Some(x) => *x,
+                None => {
+                    return fail(
+                        EXIT_USAGE,
+                        format!(
+                        "--instance {pid}: {name} watched no instance with that PID on {host_name}"
+                    ),
+                    )
+                }
             }
-        },
-        None => &w.hosts[0],
+        }
+        None if entries.len() > 1 => {
+            let list: Vec<String> = entries.iter().map(|x| x.targets.join(", ")).collect();
+            return fail(
+                EXIT_USAGE,
+                format!(
+                    "{name} watched {} instances on {host_name}: {}; give one with --instance PID",
+                    entries.len(),
+                    list.join("; ")
+                ),
+            );
+        }
+        None => entries[0],
     };
     let mut inp = match size::input_from_watch(host, budget) {
         Ok(i) => i,
@@ -547,28 +664,19 @@ fn cmd_tune(a: TuneArgs) -> i32 {
         Budget::Kib(k) => k,
     });
     if !a.watch.is_empty() {
-        let targets = match resolve_targets(&a.watch, "--watch") {
-            Ok(t) => t,
-            Err(e) => return fail(EXIT_USAGE, e),
+        // The same sizing as `redline size` (same budget, per-worker cost
+        // and paid-once part); tune compares MaxRequestWorkers with what
+        // remains for the workers, through the same `size::apache_workers`.
+        let inp = match live_size_input(&a.watch, "--watch", budget, false) {
+            Ok(i) => i,
+            Err((code, e)) => return fail(code, e),
         };
-        let all = procfs::all_processes(&procfs::proc_root());
-        let server: Vec<&procfs::ProcInfo> = procfs::select(&all, &targets);
-        let pids: std::collections::HashSet<u32> = server.iter().map(|p| p.pid).collect();
-        opts.worker_private_kib = server
-            .iter()
-            .filter(|p| pids.contains(&p.ppid) || server.len() == 1)
-            .map(|p| p.private_kib)
-            .max();
-        if opts.budget_kib.is_none() {
-            let others: u64 = all
-                .iter()
-                .filter(|p| !pids.contains(&p.pid))
-                .map(|p| p.pss_kib)
-                .sum();
-            opts.budget_kib = Some(
-                m.mem_total_kib
-                    .saturating_sub(others + m.mem_total_kib / 10),
-            );
+        match size::compute(&inp) {
+            Ok(r) => {
+                opts.worker_private_kib = Some(r.per_worker_private_kib + r.per_worker_kernel_kib);
+                opts.budget_kib = Some(r.budget_kib.saturating_sub(r.fixed_kib));
+            }
+            Err(e) => return fail(EXIT_RUNTIME, e),
         }
     }
     let r = match tune::analyze(&a.config, &opts) {

@@ -21,6 +21,10 @@ fn bad_input_is_one_line_and_exit_2() {
         vec!["tune", "/nonexistent/apache2.conf"],
         vec!["watch", "", "-d", "100ms"],
         vec!["watch", "/usr/sbin/nginx", "-d", "100ms"],
+        vec!["watch", "no-such-unit-xyz.service", "-d", "100ms"],
+        vec!["size", "--watch", "no-such-unit-xyz.service"],
+        vec!["size", "--pid", "0"],
+        vec!["size", "--pid", "4000000000"],
         vec![
             "run",
             "-n",
@@ -274,10 +278,12 @@ fn watch_a_real_nginx_under_load_and_size_it() {
     assert_eq!(r["budget_kib"], 256 * 1024);
     let per = r["per_worker_private_kib"].as_u64().unwrap();
     let fixed = r["fixed_kib"].as_u64().unwrap();
+    let cost = r["per_worker_cost_kib"].as_u64().unwrap();
     assert!(per > 0 && per as f64 <= s["rss_kib"]["peak"].as_f64().unwrap());
+    assert!(cost > per, "{r}");
     assert_eq!(
         r["max_workers"].as_u64().unwrap(),
-        (256 * 1024 - fixed) / per
+        (256 * 1024 - fixed) / cost
     );
     let text = redline(&["size", "--watch", &pid, "--memory-budget", "50%"]);
     let text = String::from_utf8_lossy(&text.stdout);
@@ -308,6 +314,18 @@ fn free_port() -> Option<u16> {
     )
 }
 
+/// True when `what` is here; when it is not: a note and false locally, a
+/// failure under CI=true (where every server the tests need is installed).
+fn require(what: &str, present: bool) -> bool {
+    if !present {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{what} is required under CI=true");
+        }
+        eprintln!("note: test skipped: {what} not available");
+    }
+    present
+}
+
 /// Sends SIGTERM to a child (so a server's parent stops its workers), waits
 /// up to 10 s, then kills it.
 fn stop_child(child: &mut Child) {
@@ -336,14 +354,15 @@ struct Apache {
 
 impl Apache {
     /// Err: why it cannot run here (the test skips and prints it).
-    fn start() -> Result<Apache, String> {
+    fn start(extra: &str) -> Result<Apache, String> {
         let bin = "/usr/sbin/apache2";
         let modules = Path::new("/usr/lib/apache2/modules");
         if !Path::new(bin).exists() || !modules.join("mod_mpm_prefork.so").exists() {
             return Err("apache2 is not installed (apt-get install -y apache2)".into());
         }
         let port = free_port().ok_or("no free port")?;
-        let dir = std::env::temp_dir().join(format!("redline-apache-test-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("redline-apache-test-{}-{port}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("html")).map_err(|e| e.to_string())?;
         let page: String = (0..20_000)
@@ -379,8 +398,19 @@ impl Apache {
              {user}\
              StartServers 2\nMinSpareServers 1\nMaxSpareServers 4\nServerLimit 64\nMaxRequestWorkers 64\n\
              KeepAlive On\nMaxKeepAliveRequests 0\n\
-             DocumentRoot {d}/html\n<Directory {d}/html>\n  Require all granted\n</Directory>\n"
+             DocumentRoot {d}/html\n<Directory {d}/html>\n  Require all granted\n</Directory>\n{}",
+            extra.replace("{d}", &d.to_string()).replace("{m}", &m.to_string())
         );
+        if extra.contains("/cgi/") {
+            std::fs::create_dir_all(dir.join("cgi")).map_err(|e| e.to_string())?;
+            std::fs::write(dir.join("cgi/load.cgi"), CGI_SCRIPT).map_err(|e| e.to_string())?;
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                dir.join("cgi/load.cgi"),
+                std::fs::Permissions::from_mode(0o755),
+            )
+            .map_err(|e| e.to_string())?;
+        }
         std::fs::write(dir.join("apache2.conf"), conf).map_err(|e| e.to_string())?;
         let _ = Command::new("chmod")
             .args(["-R", "a+rX"])
@@ -435,6 +465,272 @@ impl Drop for Apache {
     }
 }
 
+/// A CGI program that burns some CPU (a 20,000-step shell loop, about
+/// 10-30 ms) and answers: each request is a short-lived child of a worker.
+const CGI_SCRIPT: &str = "#!/bin/sh\ni=0\nwhile [ $i -lt 20000 ]; do i=$((i+1)); done\nprintf 'Content-Type: text/plain\\r\\n\\r\\nok %s\\n' \"$i\"\n";
+
+/// Apache's config for the CGI load (prefork runs CGI through mod_cgi: the
+/// worker forks the program and reaps it).
+const CGI_CONF: &str =
+    "LoadModule alias_module {m}/mod_alias.so\nLoadModule cgi_module {m}/mod_cgi.so\n\
+    ScriptAlias /cgi-bin/ {d}/cgi/\n<Directory {d}/cgi>\n  Require all granted\n</Directory>\n";
+
+/// A process in /proc: (pid, ppid, comm, own CPU ticks, reaped children's CPU ticks).
+fn proc_stat(pid: u32) -> Option<(u32, u32, String, u64, u64)> {
+    let t = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (open, close) = (t.find('(')?, t.rfind(')')?);
+    let f: Vec<&str> = t[close + 1..].split_whitespace().collect();
+    let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok());
+    Some((
+        pid,
+        n(1)? as u32,
+        t[open + 1..close].to_string(),
+        n(11)? + n(12)?,
+        n(13)? + n(14)?,
+    ))
+}
+
+/// The processes of the tree under `top` now (itself included).
+fn tree(top: u32) -> Vec<(u32, u32, String, u64, u64)> {
+    let all: Vec<_> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(proc_stat)
+        .collect();
+    let mut inside = vec![top];
+    // Bounded: each round adds a generation; a tree is not deeper than 64.
+    for _ in 0..64 {
+        let more: Vec<u32> = all
+            .iter()
+            .filter(|p| inside.contains(&p.1) && !inside.contains(&p.0))
+            .map(|p| p.0)
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        inside.extend(more);
+    }
+    all.into_iter().filter(|p| inside.contains(&p.0)).collect()
+}
+
+/// CPU seconds the tree's processes and the children they reaped have used.
+fn tree_cpu(top: u32) -> (f64, f64) {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let t = tree(top);
+    (
+        t.iter().map(|p| (p.3 + p.4) as f64).sum::<f64>() / hz,
+        t.iter().map(|p| p.4 as f64).sum::<f64>() / hz,
+    )
+}
+
+/// CPU seconds the watch saw: each sample's CPU % over the interval before it.
+fn watched_cpu_s(h: &serde_json::Value) -> f64 {
+    let s = h["samples"].as_array().unwrap();
+    s.windows(2)
+        .map(|w| {
+            w[1]["cpu_percent"].as_f64().unwrap() / 100.0
+                * (w[1]["t"].as_f64().unwrap() - w[0]["t"].as_f64().unwrap())
+        })
+        .sum()
+}
+
+/// Runs a CGI load against `ap` watched by PID, while the test counts the
+/// tree's processes itself (every 20 ms) and its CPU from /proc (before and
+/// after, reaped children included); returns (watch host, the test's CPU
+/// seconds, of which reaped children's, the most processes the test saw).
+fn cgi_load(ap: &Apache) -> (serde_json::Value, f64, f64, usize) {
+    let pid = ap.child.id();
+    let url = format!("http://127.0.0.1:{}/cgi-bin/load.cgi", ap.port);
+    let (cpu0, kids0) = tree_cpu(pid);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let poller = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let (mut most, start) = (0, Instant::now());
+            while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                && start.elapsed() < Duration::from_secs(60)
+            {
+                most = most.max(tree(pid).len());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            most
+        })
+    };
+    let v = run_json(&[
+        "-d",
+        "3s",
+        "-c",
+        "4",
+        "--no-save",
+        "--watch",
+        &pid.to_string(),
+        "--watch-interval",
+        "200ms",
+        &url,
+    ]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let most = poller.join().unwrap();
+    let (cpu1, kids1) = tree_cpu(pid);
+    assert!(counter(&v, "completed") > 0, "{v}");
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    (
+        v["server_watch"]["hosts"][0].clone(),
+        cpu1 - cpu0,
+        kids1 - kids0,
+        most,
+    )
+}
+
+/// What the watch saw of a CGI load agrees with the test's own accounting.
+fn assert_cgi_watch(h: &serde_json::Value, cpu: f64, kids: f64, most: usize) {
+    let seen = watched_cpu_s(h);
+    let peak = h["summary"]["processes"]["peak"].as_f64().unwrap();
+    eprintln!(
+        "CGI load: the test counted {cpu:.2} CPU-s ({kids:.2} in reaped children), at most {most} processes; \
+         the watch {seen:.2} CPU-s, at most {peak} processes (cgroup: {})",
+        h["cgroup"]
+    );
+    // The load is the children's: without their CPU a watch sees a fraction.
+    assert!(kids > 0.5 * cpu && cpu > 0.2, "{kids} of {cpu}");
+    assert!(
+        seen > 0.6 * cpu && seen < 1.5 * cpu + 0.2,
+        "watch {seen} CPU-s, the processes used {cpu}: {h}"
+    );
+    // The short-lived CGI children are among the processes seen.
+    assert!(
+        h["process_names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == "load.cgi"),
+        "{}",
+        h["process_names"]
+    );
+    assert!(
+        peak >= most as f64 / 2.0 && peak >= 3.0,
+        "watch {peak}, test {most}"
+    );
+    // Nothing was estimated (the exited children were skipped, not guessed).
+    assert_eq!(h["pss_exact"], true);
+}
+
+#[test]
+fn watch_counts_a_cgi_loads_short_lived_children() {
+    let ap = match Apache::start(CGI_CONF) {
+        Ok(a) => a,
+        Err(why) => {
+            require(&format!("Apache with mod_cgi ({why})"), false);
+            return;
+        }
+    };
+    let (h, cpu, kids, most) = cgi_load(&ap);
+    assert_cgi_watch(&h, cpu, kids, most);
+}
+
+/// A cgroup made for a test server under this process's own cgroups (v2 if
+/// mounted, and v1 memory, cpuacct, pids), removed at the end.
+struct TestCgroup {
+    dirs: Vec<PathBuf>,
+}
+
+impl TestCgroup {
+    /// None: not root, or no writable cgroup file system here.
+    fn new(name: &str) -> Option<TestCgroup> {
+        // SAFETY: geteuid() has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return None;
+        }
+        let mine = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        let base = Path::new("/sys/fs/cgroup");
+        let mut dirs = Vec::new();
+        for line in mine.lines() {
+            let mut it = line.splitn(3, ':');
+            let (_, ctl, path) = (it.next()?, it.next()?, it.next()?);
+            let path = path.trim_start_matches('/');
+            let mount = match ctl {
+                "" if base.join("unified/cgroup.controllers").exists() => base.join("unified"),
+                "" if base.join("cgroup.controllers").exists() => base.to_path_buf(),
+                "memory" | "pids" => base.join(ctl),
+                c if c.split(',').any(|x| x == "cpuacct") => base.join(c),
+                _ => continue,
+            };
+            let d = mount.join(path).join(name);
+            if std::fs::create_dir(&d).is_ok() {
+                dirs.push(d);
+            }
+        }
+        (!dirs.is_empty()).then_some(TestCgroup { dirs })
+    }
+
+    /// Moves the processes into every directory of the group.
+    fn take(&self, pids: &[u32]) -> bool {
+        self.dirs.iter().all(|d| {
+            pids.iter().all(|p| {
+                std::fs::write(d.join("cgroup.procs"), p.to_string()).is_ok()
+                    || !Path::new(&format!("/proc/{p}")).exists()
+            })
+        })
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        for d in &self.dirs {
+            // Empty once the server has stopped; a few tries while its last processes exit.
+            for _ in 0..50 {
+                if std::fs::remove_dir(d).is_ok() || !d.exists() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+#[test]
+fn watch_reads_the_servers_own_cgroup() {
+    // The cgroup first, so that it is dropped (removed) after the server (stopped).
+    let name = format!("redline-test-{}", std::process::id());
+    let Some(cg) = TestCgroup::new(&name) else {
+        eprintln!("note: cgroup test skipped: not root, or no writable cgroup file system");
+        return;
+    };
+    let ap = match Apache::start(CGI_CONF) {
+        Ok(a) => a,
+        Err(why) => {
+            require(&format!("Apache with mod_cgi ({why})"), false);
+            return;
+        }
+    };
+    // The whole tree (the parent and the workers it started) into the cgroup; children follow.
+    let pids: Vec<u32> = tree(ap.child.id()).iter().map(|p| p.0).collect();
+    assert!(cg.take(&pids), "cannot move {pids:?} into {:?}", cg.dirs);
+    let (h, cpu, kids, most) = cgi_load(&ap);
+    let label = h["cgroup"].as_str().unwrap_or_default();
+    assert!(label.contains(&name), "{h}");
+    // The cgroup's own counters came through.
+    if cg
+        .dirs
+        .iter()
+        .any(|d| d.join("memory.usage_in_bytes").exists() || d.join("memory.current").exists())
+    {
+        assert!(
+            h["summary"]["cgroup_memory_kib"]["peak"].as_f64().unwrap() > 0.0,
+            "{h}"
+        );
+    }
+    if let Some(t) = h["cgroup_tasks_peak"].as_u64() {
+        assert!(
+            t as f64 >= h["summary"]["processes"]["peak"].as_f64().unwrap() / 2.0,
+            "{h}"
+        );
+    }
+    assert_cgi_watch(&h, cpu, kids, most);
+    drop(ap);
+    drop(cg);
+}
+
 /// The size report's arithmetic: workers = (budget − paid once) / private per worker.
 fn assert_size_arithmetic(r: &serde_json::Value, budget_kib: u64) {
     assert_eq!(r["budget_kib"], budget_kib, "{r}");
@@ -442,7 +738,16 @@ fn assert_size_arithmetic(r: &serde_json::Value, budget_kib: u64) {
     let fixed = r["fixed_kib"].as_u64().unwrap();
     let n = r["max_workers"].as_u64().unwrap();
     assert!(per > 0, "{r}");
-    assert_eq!(n, (budget_kib - fixed) / per, "{r}");
+    // One worker costs its private and kernel memory plus the 10 % safety margin.
+    let kernel = r["per_worker_kernel_kib"].as_u64().unwrap();
+    let cost = r["per_worker_cost_kib"].as_u64().unwrap();
+    assert!(kernel > 0, "{r}");
+    assert_eq!(
+        cost,
+        per + kernel + ((per + kernel) * 10).div_ceil(100),
+        "{r}"
+    );
+    assert_eq!(n, (budget_kib - fixed) / cost, "{r}");
     // Private ≤ PSS ≤ RSS for the worker the sizing used.
     let (pss, rss) = (
         r["per_worker_pss_kib"].as_u64().unwrap(),
@@ -463,10 +768,10 @@ fn assert_size_arithmetic(r: &serde_json::Value, budget_kib: u64) {
 
 #[test]
 fn watch_a_real_apache_prefork_under_load_and_size_it() {
-    let ap = match Apache::start() {
+    let ap = match Apache::start("") {
         Ok(a) => a,
         Err(why) => {
-            eprintln!("note: Apache prefork test skipped: {why}");
+            require(&format!("Apache prefork ({why})"), false);
             return;
         }
     };
@@ -488,6 +793,8 @@ fn watch_a_real_apache_prefork_under_load_and_size_it() {
     let idle_cpu = is["cpu_percent"]["mean"].as_f64().unwrap();
     let idle_private = is["private_kib"]["mean"].as_f64().unwrap();
 
+    // By PID, never by name: another Apache on this machine is another
+    // instance, and `--watch apache2` would watch it apart, as another host entry.
     let v = run_json(&[
         "-d",
         "3s",
@@ -495,7 +802,7 @@ fn watch_a_real_apache_prefork_under_load_and_size_it() {
         "16",
         "--no-save",
         "--watch",
-        "apache2",
+        &pid,
         "--watch-interval",
         "200ms",
         &url,
@@ -768,6 +1075,12 @@ fn fake_apache_proc(root: &Path) {
             ),
         )
         .unwrap();
+        // 84 KiB of page tables + one 16 KiB kernel stack: 100 KiB of kernel memory.
+        std::fs::write(
+            d.join("status"),
+            "Name:\tapache2\nVmPTE:\t84 kB\nThreads:\t1\n",
+        )
+        .unwrap();
     }
     std::fs::write(root.join("loadavg"), "0.50 0.40 0.30 1/100 5002\n").unwrap();
     std::fs::write(root.join("meminfo"), meminfo(6_000_000)).unwrap();
@@ -795,8 +1108,9 @@ fn size_cites_the_error_logs_reached_max_request_workers_lines() {
     let last = "[Sun Nov 22 09:31:42.654321 2026] [mpm_prefork:error] [pid 5000] AH00161: server reached MaxRequestWorkers";
     let cited = format!("{log_s}: 2 \"reached MaxRequestWorkers\" lines, the last: {last}");
 
-    // Live, text and JSON. Paid once: parent PSS 6048 + shared 2 × 4000 KiB;
-    // (1 GiB - 14048 KiB) / 8192 KiB for the largest worker = 126.
+    // Live, text and JSON. Paid once: parent PSS 6048 + its kernel 100 +
+    // shared 2 × 4000 KiB = 14148 KiB; the largest worker costs 8192 private
+    // + 100 kernel + 10 % = 9122 KiB; (1 GiB - 14148 KiB) / 9122 KiB = 113.
     let live = [
         "size",
         "--watch",
@@ -814,7 +1128,7 @@ fn size_cites_the_error_logs_reached_max_request_workers_lines() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains(&format!("[!!] {cited}")), "{text}");
-    assert!(text.contains("MaxRequestWorkers 126\n"), "{text}");
+    assert!(text.contains("MaxRequestWorkers 113\n"), "{text}");
     let out = redline_env(&[&live[..], &["-o", "json"]].concat(), &root);
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
@@ -901,20 +1215,301 @@ fn size_cites_the_error_logs_reached_max_request_workers_lines() {
     let _ = std::fs::remove_dir_all(&root);
     let with = String::from_utf8_lossy(&with.stdout);
     assert!(with.contains(&format!("[!!] {cited}")), "{with}");
-    assert!(with.contains("MaxRequestWorkers 126\n"), "{with}");
+    assert!(with.contains("MaxRequestWorkers 113\n"), "{with}");
     let without = String::from_utf8_lossy(&without.stdout);
-    assert!(without.contains("MaxRequestWorkers 126\n"), "{without}");
+    assert!(without.contains("MaxRequestWorkers 113\n"), "{without}");
     assert!(!without.contains("reached MaxRequestWorkers"), "{without}");
 }
 
+#[test]
+fn tune_and_size_agree_and_instances_are_kept_apart() {
+    let root = std::env::temp_dir().join(format!("redline-instances-{}", std::process::id()));
+    fake_apache_proc(&root);
+    // tune and size on the same measured worker and budget: one answer (113, see above).
+    let conf = root.join("apache2.conf");
+    std::fs::write(
+        &conf,
+        "LoadModule mpm_prefork_module /usr/lib/apache2/modules/mod_mpm_prefork.so\nServerLimit 400\nMaxRequestWorkers 400\n",
+    )
+    .unwrap();
+    let budget = ["--memory-budget", "1GiB"];
+    let size = redline_env(
+        &[&["size", "--watch", "apache2", "-o", "json"][..], &budget].concat(),
+        &root,
+    );
+    assert!(
+        size.status.success(),
+        "{}",
+        String::from_utf8_lossy(&size.stderr)
+    );
+    let size: serde_json::Value = serde_json::from_slice(&size.stdout).unwrap();
+    let tune = redline_env(
+        &[
+            &[
+                "tune",
+                conf.to_str().unwrap(),
+                "--no-tools",
+                "--watch",
+                "apache2",
+                "-o",
+                "json",
+            ][..],
+            &budget,
+        ]
+        .concat(),
+        &root,
+    );
+    assert!(
+        tune.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tune.stderr)
+    );
+    let tune: serde_json::Value = serde_json::from_slice(&tune.stdout).unwrap();
+    let f = tune["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "max_request_workers_over_memory")
+        .unwrap_or_else(|| panic!("{tune}"));
+    assert_eq!(size["max_workers"], 113, "{size}");
+    assert!(
+        f["change"]
+            .as_str()
+            .unwrap()
+            .starts_with("MaxRequestWorkers 113\n"),
+        "{f}"
+    );
+
+    // A second Apache (its own parent) listening elsewhere: two instances.
+    for (pid, ppid) in [(6000, 1), (6001, 6000)] {
+        let d = root.join(pid.to_string());
+        std::fs::create_dir_all(d.join("fd")).unwrap();
+        std::fs::write(
+            d.join("stat"),
+            format!("{pid} (apache2) S {ppid} 6000 6000 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 100 1000 200 0\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("smaps_rollup"),
+            "Rss: 9000 kB\nPss: 5000 kB\nPrivate_Clean: 0 kB\nPrivate_Dirty: 3000 kB\n",
+        )
+        .unwrap();
+    }
+    std::fs::create_dir_all(root.join("5000/fd")).unwrap();
+    std::os::unix::fs::symlink("socket:[9001]", root.join("5000/fd/4")).unwrap();
+    std::os::unix::fs::symlink("socket:[9002]", root.join("6000/fd/4")).unwrap();
+    std::fs::create_dir_all(root.join("net")).unwrap();
+    std::fs::write(
+        root.join("net/tcp"),
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+         \x20  0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 9001 1 0 100 0 0 10 0\n\
+         \x20  1: 00000000:0050 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 9002 1 0 100 0 0 10 0\n",
+    )
+    .unwrap();
+    let out = redline_env(&["size", "--watch", "apache2"], &root);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("matches 2 instances: pid 5000 (parent 1, 127.0.0.1:8080); pid 6000 (parent 1, 0.0.0.0:80)")
+            && err.contains("--pid"),
+        "{err}"
+    );
+    // --pid picks one: the first instance's numbers, as before the second appeared.
+    let one = redline_env(
+        &[&["size", "--pid", "5000", "-o", "json"][..], &budget].concat(),
+        &root,
+    );
+    assert!(
+        one.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+    let one: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    assert_eq!(
+        (one["processes"].as_u64(), one["max_workers"].as_u64()),
+        (Some(3), Some(113))
+    );
+    // watch keeps them apart: one entry per instance, each with its own processes.
+    let w = redline_env(
+        &[
+            "watch",
+            "apache2",
+            "-d",
+            "300ms",
+            "--interval",
+            "100ms",
+            "-o",
+            "json",
+        ],
+        &root,
+    );
+    assert!(w.status.success(), "{}", String::from_utf8_lossy(&w.stderr));
+    let w: serde_json::Value = serde_json::from_slice(&w.stdout).unwrap();
+    let hosts = w["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 2, "{w}");
+    assert_eq!(
+        hosts[0]["targets"][0],
+        "apache2 pid 5000 (parent 1, 127.0.0.1:8080)"
+    );
+    assert_eq!(hosts[0]["summary"]["processes"]["peak"], 3.0);
+    assert_eq!(
+        hosts[1]["targets"][0],
+        "apache2 pid 6000 (parent 1, 0.0.0.0:80)"
+    );
+    assert_eq!(hosts[1]["summary"]["processes"]["peak"], 2.0);
+    // Sizing from that record asks which instance, or takes --instance.
+    let rec = root.join("watch-as-run.json");
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let run = redline_env(
+        &[
+            "run",
+            "-n",
+            "1",
+            "-o",
+            "json",
+            "-q",
+            "--no-save",
+            "--watch",
+            "apache2",
+            "--watch-interval",
+            "100ms",
+            &url,
+        ],
+        &root,
+    );
+    srv.shutdown();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    std::fs::write(&rec, &run.stdout).unwrap();
+    let rec_s = rec.to_str().unwrap();
+    let out = redline(&["size", "--from", rec_s]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("2 instances") && err.contains("--instance PID"),
+        "{err}"
+    );
+    let r: serde_json::Value = serde_json::from_slice(
+        &redline(
+            &[
+                &["size", "--from", rec_s, "--instance", "5000", "-o", "json"][..],
+                &budget,
+            ]
+            .concat(),
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        (r["processes"].as_u64(), r["max_workers"].as_u64()),
+        (Some(3), Some(113)),
+        "{r}"
+    );
+    let out = redline(&["size", "--from", rec_s, "--instance", "7777"]);
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn watch_and_size_a_systemd_unit_from_its_cgroup() {
+    // A fake /proc (Apache 5000 with workers 5001, 5002) and a fake cgroup v2
+    // tree with the unit's group holding them.
+    let root = std::env::temp_dir().join(format!("redline-unit-{}", std::process::id()));
+    fake_apache_proc(&root);
+    let cg = root.join("cgroup");
+    let unit = cg.join("system.slice/apache2.service");
+    std::fs::create_dir_all(&unit).unwrap();
+    std::fs::write(cg.join("cgroup.controllers"), "cpu memory pids\n").unwrap();
+    std::fs::write(unit.join("cgroup.procs"), "5000\n5001\n5002\n").unwrap();
+    std::fs::write(unit.join("memory.current"), format!("{}\n", 40 << 20)).unwrap();
+    std::fs::write(unit.join("memory.peak"), format!("{}\n", 64 << 20)).unwrap();
+    std::fs::write(unit.join("cpu.stat"), "usage_usec 5000000\n").unwrap();
+    std::fs::write(unit.join("pids.peak"), "12\n").unwrap();
+    for pid in [5000, 5001, 5002] {
+        std::fs::write(
+            root.join(format!("{pid}/cgroup")),
+            "0::/system.slice/apache2.service\n",
+        )
+        .unwrap();
+    }
+    let run = |args: &[&str]| {
+        Command::new(bin())
+            .args(args)
+            .env("REDLINE_PROC_ROOT", &root)
+            .env("REDLINE_CGROUP_ROOT", &cg)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let w = run(&[
+        "watch",
+        "apache2.service",
+        "-d",
+        "300ms",
+        "--interval",
+        "100ms",
+        "-o",
+        "json",
+    ]);
+    assert!(w.status.success(), "{}", String::from_utf8_lossy(&w.stderr));
+    let w: serde_json::Value = serde_json::from_slice(&w.stdout).unwrap();
+    let h = &w["hosts"][0];
+    assert_eq!(h["cgroup"], "v2 /system.slice/apache2.service", "{h}");
+    assert_eq!(h["cgroup_memory_peak_kib"], 64 * 1024);
+    assert_eq!(h["cgroup_tasks_peak"], 12);
+    assert_eq!(h["summary"]["processes"]["peak"], 3.0);
+    assert_eq!(h["summary"]["cgroup_memory_kib"]["peak"], 40.0 * 1024.0);
+    // The same processes by PID: the cgroup is found from /proc/PID/cgroup.
+    let p = run(&[
+        "watch",
+        "5000",
+        "-d",
+        "200ms",
+        "--interval",
+        "100ms",
+        "-o",
+        "json",
+    ]);
+    let p: serde_json::Value = serde_json::from_slice(&p.stdout).unwrap();
+    assert_eq!(p["hosts"][0]["cgroup"], "v2 /system.slice/apache2.service");
+    // size takes the unit's processes: the same 113 as by name.
+    let r = run(&[
+        "size",
+        "--watch",
+        "apache2.service",
+        "--memory-budget",
+        "1GiB",
+        "-o",
+        "json",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(
+        (r["processes"].as_u64(), r["max_workers"].as_u64()),
+        (Some(3), Some(113))
+    );
+    // A unit with no cgroup: one line, exit 2.
+    let bad = run(&["size", "--watch", "nginx.service"]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// A fake `/proc` with one "server" process `pid` of 512 KiB private memory.
-fn fake_proc_process(root: &Path, pid: u32) {
+fn fake_proc_process(root: &Path, pid: u32, ppid: u32) {
     let d = root.join(pid.to_string());
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(
         d.join("stat"),
         format!(
-            "{pid} (fakesrv) S 1 {pid} {pid} 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 100 1000 200 0\n"
+            "{pid} (fakesrv) S {ppid} {pid} {pid} 0 -1 0 0 0 0 0 10 5 0 0 20 0 1 0 100 1000 200 0\n"
         ),
     )
     .unwrap();
@@ -931,7 +1526,7 @@ fn server_per_stage_in_json_and_every_host_in_html() {
     let root = std::env::temp_dir().join(format!("redline-stageproc-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     std::fs::create_dir_all(&root).unwrap();
-    fake_proc_process(&root, 4300);
+    fake_proc_process(&root, 4300, 1);
     std::fs::write(root.join("loadavg"), "0.50 0.40 0.30 1/100 4300\n").unwrap();
     std::fs::write(root.join("meminfo"), meminfo(6_000_000)).unwrap();
     std::fs::write(root.join("vmstat"), "pswpin 10\npswpout 100\n").unwrap();
@@ -959,7 +1554,8 @@ fn server_per_stage_in_json_and_every_host_in_html() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    fake_proc_process(&root, 4301);
+    // A worker of the first (a second main process would be another instance, watched apart).
+    fake_proc_process(&root, 4301, 4300);
     let out = wait_limit(child, Duration::from_secs(60));
     srv.shutdown();
     assert!(

@@ -54,6 +54,18 @@ pub struct HostWatch {
     /// name, largest first (the big ones, then "(all other processes)").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peak_others: Vec<NamedKib>,
+    /// The server's own cgroup, when it has one (`v2 /system.slice/apache2.service`,
+    /// `v1 pids:/x, …`): the process count, CPU and `cgroup_memory_kib` of the
+    /// samples then come from it, short-lived children included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+    /// The most memory the cgroup ever had charged (`memory.peak`,
+    /// `memory.max_usage_in_bytes`: since it was created), KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_memory_peak_kib: Option<u64>,
+    /// The most tasks (processes and threads) the cgroup ever held (`pids.peak`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_tasks_peak: Option<u64>,
 }
 
 /// One watched process as seen in one sample.
@@ -73,6 +85,14 @@ pub struct ProcSample {
     pub pss_kib: u64,
     /// Private memory, KiB.
     pub private_kib: u64,
+    /// Kernel memory of the process: page tables and kernel stacks, KiB
+    /// (0 in records from before it was measured).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub kernel_kib: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// A name and a size in KiB.
@@ -115,6 +135,9 @@ pub struct WatchSample {
     pub swap_in_per_s: f64,
     /// Pages swapped out per second since the previous sample.
     pub swap_out_per_s: f64,
+    /// Memory charged to the server's own cgroup (page cache included), KiB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_memory_kib: Option<u64>,
 }
 
 /// Peak and mean of one quantity over the samples.
@@ -175,6 +198,9 @@ pub struct WatchSummary {
     pub swapped_in_pages: u64,
     /// Pages swapped out during the watch.
     pub swapped_out_pages: u64,
+    /// Memory charged to the server's cgroup, KiB (when it has one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_memory_kib: Option<PeakMean>,
 }
 
 /// Peak and mean of the quantities in `s`. `cpu_from` is the index from which
@@ -209,6 +235,12 @@ fn summarize_samples(s: &[WatchSample], cpu_from: usize) -> WatchSummary {
         min_mem_available_kib: s.iter().map(|x| x.mem_available_kib).min().unwrap_or(0),
         swapped_in_pages: swapped_in.round() as u64,
         swapped_out_pages: swapped_out.round() as u64,
+        cgroup_memory_kib: s.iter().any(|x| x.cgroup_memory_kib.is_some()).then(|| {
+            PeakMean::of(
+                s.iter()
+                    .filter_map(|x| x.cgroup_memory_kib.map(|k| k as f64)),
+            )
+        }),
     }
 }
 

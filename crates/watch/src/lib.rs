@@ -4,6 +4,7 @@
 //! configurations to say what to tune ([`tune`]).
 #![deny(missing_docs)]
 
+pub mod cgroup;
 pub mod detect;
 pub mod glob;
 pub mod procfs;

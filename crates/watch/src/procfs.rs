@@ -19,6 +19,12 @@ pub struct ProcInfo {
     pub exe: String,
     /// utime + stime, clock ticks.
     pub cpu_ticks: u64,
+    /// cutime + cstime: CPU of the children this process has reaped (waited
+    /// for), clock ticks. A CGI child lives and dies between two samples; its
+    /// CPU shows up here, in its parent, once the parent reaps it.
+    pub child_ticks: u64,
+    /// The state letter from `stat` (`R`, `S`, `Z` for a zombie…).
+    pub state: char,
     /// Threads.
     pub threads: u32,
     /// Resident set size, KiB.
@@ -29,8 +35,41 @@ pub struct ProcInfo {
     pub private_kib: u64,
     /// Swapped-out memory of the process, KiB.
     pub swap_kib: u64,
-    /// True when PSS and private came from `smaps_rollup`.
+    /// Kernel memory the process costs outside its own pages, KiB: page
+    /// tables (`VmPTE` in `status`) plus one kernel stack per thread
+    /// ([`KERNEL_STACK_KIB`]). Not in RSS, PSS or private memory.
+    pub kernel_kib: u64,
+    /// True when PSS and private came from `smaps_rollup`, or when there was
+    /// nothing to read (a zombie or a kernel thread has no memory of its own):
+    /// false only when they had to be estimated because `smaps_rollup` was
+    /// not readable (another user's process, without root).
     pub exact: bool,
+}
+
+/// The kernel stack of one thread, KiB: `THREAD_SIZE`, 16 KiB on x86-64 and
+/// arm64 (since Linux 3.15 and 4.x), 8 KiB on 32-bit x86 and arm. Each
+/// thread has one, in kernel memory that no per-process figure shows.
+pub const KERNEL_STACK_KIB: u64 = if cfg!(target_pointer_width = "64") {
+    16
+} else {
+    8
+};
+
+/// What `/proc/PID/stat` says about a process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    /// `comm`.
+    pub comm: String,
+    /// State letter (field 3).
+    pub state: char,
+    /// Parent PID (field 4).
+    pub ppid: u32,
+    /// utime + stime (fields 14, 15), clock ticks.
+    pub ticks: u64,
+    /// cutime + cstime (fields 16, 17), clock ticks: reaped children's CPU.
+    pub child_ticks: u64,
+    /// Threads (field 20).
+    pub threads: u32,
 }
 
 /// Machine-wide memory, load and swap counters.
@@ -68,16 +107,33 @@ pub fn parse_kb_table(text: &str) -> BTreeMap<String, u64> {
 /// Parses `/proc/PID/stat`: (comm, ppid, utime + stime, threads). The comm is in
 /// parentheses and may itself contain spaces and parentheses.
 pub fn parse_stat(text: &str) -> Option<(String, u32, u64, u32)> {
+    let s = parse_stat_full(text)?;
+    Some((s.comm, s.ppid, s.ticks, s.threads))
+}
+
+/// Parses `/proc/PID/stat` into a [`Stat`].
+pub fn parse_stat_full(text: &str) -> Option<Stat> {
     let open = text.find('(')?;
     let close = text.rfind(')')?;
     let comm = text.get(open + 1..close)?.to_string();
     let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
     // rest[0] = state (field 3), so field n is rest[n - 3].
+    let state = rest.first()?.chars().next()?;
     let ppid = rest.get(1)?.parse().ok()?;
     let utime: u64 = rest.get(11)?.parse().ok()?;
     let stime: u64 = rest.get(12)?.parse().ok()?;
+    // cutime and cstime are signed in the kernel's format; never negative in practice.
+    let cutime: i64 = rest.get(13)?.parse().ok()?;
+    let cstime: i64 = rest.get(14)?.parse().ok()?;
     let threads = rest.get(17)?.parse().ok()?;
-    Some((comm, ppid, utime + stime, threads))
+    Some(Stat {
+        comm,
+        state,
+        ppid,
+        ticks: utime + stime,
+        child_ticks: (cutime.max(0) + cstime.max(0)) as u64,
+        threads,
+    })
 }
 
 /// Parses `/proc/loadavg`.
@@ -128,10 +184,19 @@ fn basename(s: &str) -> String {
     s.rsplit('/').next().unwrap_or(s).to_string()
 }
 
-/// Reads one process; None when it vanished or is unreadable.
-pub fn read_process(root: &Path, pid: u32) -> Option<ProcInfo> {
+/// Reads one process's name, parent, state, threads and CPU from `stat`
+/// (and `exe` or `cmdline`), without its memory: cheap enough for every
+/// process at every sample. None when it is gone.
+///
+/// With [`read_memory`]: None when it vanished (also when it exits between the
+/// reads of its files: such a process is skipped, not estimated). A zombie or
+/// a kernel thread has no memory of its own: it is read with zero memory and
+/// counts as exact. Memory is estimated (and `exact` false) only when
+/// `smaps_rollup` is refused (another user's process, without root) or does
+/// not exist (Linux before 4.14).
+pub fn read_identity(root: &Path, pid: u32) -> Option<ProcInfo> {
     let dir = root.join(pid.to_string());
-    let (comm, ppid, cpu_ticks, threads) = parse_stat(&fs::read_to_string(dir.join("stat")).ok()?)?;
+    let st = parse_stat_full(&fs::read_to_string(dir.join("stat")).ok()?)?;
     let exe = match fs::read_link(dir.join("exe")) {
         Ok(p) => basename(&p.to_string_lossy()),
         Err(_) => {
@@ -143,28 +208,65 @@ pub fn read_process(root: &Path, pid: u32) -> Option<ProcInfo> {
             basename(first)
         }
     };
-    let mut p = ProcInfo {
+    Some(ProcInfo {
         pid,
-        ppid,
-        comm,
+        ppid: st.ppid,
+        comm: st.comm,
         exe,
-        cpu_ticks,
-        threads,
+        cpu_ticks: st.ticks,
+        child_ticks: st.child_ticks,
+        state: st.state,
+        threads: st.threads,
+        exact: true,
         ..Default::default()
-    };
-    if let Ok(s) = fs::read_to_string(dir.join("smaps_rollup")) {
-        let t = parse_kb_table(&s);
-        if let Some(pss) = t.get("Pss") {
-            p.rss_kib = t.get("Rss").copied().unwrap_or(0);
-            p.pss_kib = *pss;
-            p.private_kib = t.get("Private_Clean").copied().unwrap_or(0)
-                + t.get("Private_Dirty").copied().unwrap_or(0);
-            p.swap_kib = t.get("Swap").copied().unwrap_or(0);
-            p.exact = true;
-            return Some(p);
-        }
+    })
+}
+
+/// Reads one process with its memory ([`read_identity`], then [`read_memory`]).
+pub fn read_process(root: &Path, pid: u32) -> Option<ProcInfo> {
+    let p = read_identity(root, pid)?;
+    read_memory(root, p)
+}
+
+/// Adds a process's memory (from `smaps_rollup`, `status`, `statm`) to what
+/// [`read_identity`] read; None when it exited meanwhile.
+pub fn read_memory(root: &Path, mut p: ProcInfo) -> Option<ProcInfo> {
+    let dir = root.join(p.pid.to_string());
+    if matches!(p.state, 'Z' | 'X') {
+        // Exited, not yet reaped: no memory left to read, nothing estimated.
+        return Some(p);
     }
-    let status = parse_kb_table(&fs::read_to_string(dir.join("status")).unwrap_or_default());
+    let st_threads = p.threads;
+    let status_text = fs::read_to_string(dir.join("status"));
+    let status = parse_kb_table(status_text.as_deref().unwrap_or_default());
+    p.kernel_kib = status.get("VmPTE").copied().unwrap_or(0) + st_threads as u64 * KERNEL_STACK_KIB;
+    match fs::read_to_string(dir.join("smaps_rollup")) {
+        Ok(s) => {
+            let t = parse_kb_table(&s);
+            if let Some(pss) = t.get("Pss") {
+                p.rss_kib = t.get("Rss").copied().unwrap_or(0);
+                p.pss_kib = *pss;
+                p.private_kib = t.get("Private_Clean").copied().unwrap_or(0)
+                    + t.get("Private_Dirty").copied().unwrap_or(0);
+                p.swap_kib = t.get("Swap").copied().unwrap_or(0);
+                return Some(p);
+            }
+            // Empty: a kernel thread, or the process exited since its stat was read.
+            return still_there(&dir).then(|| {
+                p.kernel_kib = 0;
+                p
+            });
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {}
+        // Gone (ENOENT, ESRCH) or turned zombie since its stat was read: skipped.
+        // Still there: a kernel without smaps_rollup (before 4.14), estimated below.
+        Err(_) if !still_there(&dir) => return None,
+        Err(_) => {}
+    }
+    if status_text.is_err() {
+        return still_there(&dir).then_some(p);
+    }
+    p.exact = false;
     p.rss_kib = status.get("VmRSS").copied().unwrap_or(0);
     p.swap_kib = status.get("VmSwap").copied().unwrap_or(0);
     p.pss_kib = p.rss_kib;
@@ -184,6 +286,16 @@ pub fn read_process(root: &Path, pid: u32) -> Option<ProcInfo> {
         _ => p.rss_kib,
     };
     Some(p)
+}
+
+/// True when the process behind `dir` still runs (its `stat` reads and it is
+/// not a zombie): a process that exited between two reads is skipped.
+fn still_there(dir: &Path) -> bool {
+    fs::read_to_string(dir.join("stat"))
+        .ok()
+        .as_deref()
+        .and_then(parse_stat_full)
+        .is_some_and(|s| !matches!(s.state, 'Z' | 'X'))
 }
 
 /// The page size in KiB.
@@ -229,6 +341,15 @@ pub fn all_processes(root: &Path) -> Vec<ProcInfo> {
         .collect()
 }
 
+/// Every process under a `/proc` root without its memory ([`read_identity`]):
+/// what a sample lists before reading the memory of the chosen ones only.
+pub fn list_processes(root: &Path) -> Vec<ProcInfo> {
+    pids(root)
+        .into_iter()
+        .filter_map(|p| read_identity(root, p))
+        .collect()
+}
+
 /// True when a process name matches a target name: equal, or the target
 /// followed by a version (`php-fpm` matches `php-fpm8.2`, `httpd` matches
 /// `httpd.worker`), or, for names cut to 15 bytes in `comm`, a prefix.
@@ -248,13 +369,15 @@ pub fn name_matches(target: &str, name: &str) -> bool {
     name.len() == 15 && target.starts_with(name)
 }
 
-/// A watch target: a PID or a process name.
+/// A watch target: a PID, a process name or a systemd unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     /// This process and its descendants.
     Pid(u32),
     /// Processes whose comm or exe name matches, and their descendants.
     Name(String),
+    /// A systemd unit (`apache2.service`): the processes in its cgroup.
+    Unit(String),
 }
 
 impl Target {
@@ -274,17 +397,20 @@ impl Target {
         }
         if s.contains('/') || s.chars().any(|c| c.is_whitespace()) {
             return Err(format!(
-                "--watch {s:?}: give a PID or a process name (e.g. apache2, nginx), not a path"
+                "--watch {s:?}: give a PID, a process name (e.g. apache2, nginx) or a systemd unit (apache2.service), not a path"
             ));
+        }
+        if s.len() > ".service".len() && s.ends_with(".service") {
+            return Ok(Target::Unit(s.to_string()));
         }
         Ok(Target::Name(s.to_string()))
     }
 
-    /// The text form (`1234` or `nginx`).
+    /// The text form (`1234`, `nginx` or `nginx.service`).
     pub fn label(&self) -> String {
         match self {
             Target::Pid(p) => p.to_string(),
-            Target::Name(n) => n.clone(),
+            Target::Name(n) | Target::Unit(n) => n.clone(),
         }
     }
 }
@@ -297,6 +423,8 @@ pub fn select<'a>(all: &'a [ProcInfo], targets: &[Target]) -> Vec<&'a ProcInfo> 
         let hit = targets.iter().any(|t| match t {
             Target::Pid(pid) => p.pid == *pid,
             Target::Name(n) => p.pid != me && (name_matches(n, &p.comm) || name_matches(n, &p.exe)),
+            // Resolved to PIDs by `cgroup::expand_units` before selecting.
+            Target::Unit(_) => false,
         });
         if hit {
             chosen.insert(p.pid, true);
@@ -323,6 +451,152 @@ pub fn select<'a>(all: &'a [ProcInfo], targets: &[Target]) -> Vec<&'a ProcInfo> 
     let mut v: Vec<&ProcInfo> = all.iter().filter(|p| chosen.contains_key(&p.pid)).collect();
     v.sort_by_key(|p| p.pid);
     v
+}
+
+/// One running instance of a server: a process matching the name whose
+/// parent does not (Apache's or nginx's main process), with its children.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instance {
+    /// The main process.
+    pub pid: u32,
+    /// Its parent (1, a shell, a test…).
+    pub ppid: u32,
+    /// Its name (`comm`).
+    pub name: String,
+    /// The TCP addresses it listens on (`127.0.0.1:8080`, `[::]:80`), sorted.
+    pub listen: Vec<String>,
+}
+
+impl Instance {
+    /// `pid 123 (parent 1, 127.0.0.1:8080)` for lists and labels.
+    pub fn describe(&self) -> String {
+        let on = if self.listen.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", self.listen.join(" "))
+        };
+        format!("pid {} (parent {}{on})", self.pid, self.ppid)
+    }
+}
+
+/// The instances of a named server among `all`: the processes matching the
+/// name whose parent does not match it, sorted by PID, with the addresses
+/// each listens on (from `net/tcp`, `net/tcp6` and its `fd` links; empty
+/// when they are unreadable).
+pub fn instances(root: &Path, all: &[ProcInfo], name: &str) -> Vec<Instance> {
+    let me = std::process::id();
+    let hit =
+        |p: &ProcInfo| p.pid != me && (name_matches(name, &p.comm) || name_matches(name, &p.exe));
+    let by_pid: HashMap<u32, &ProcInfo> = all.iter().map(|p| (p.pid, p)).collect();
+    let mut sockets: Option<HashMap<u64, String>> = None;
+    let mut v: Vec<Instance> = all
+        .iter()
+        .filter(|p| hit(p) && !by_pid.get(&p.ppid).is_some_and(|q| hit(q)))
+        .map(|p| {
+            let socks = sockets.get_or_insert_with(|| listening_sockets(root));
+            let mut listen: Vec<String> = socket_inodes(root, p.pid)
+                .into_iter()
+                .filter_map(|i| socks.get(&i).cloned())
+                .collect();
+            listen.sort();
+            listen.dedup();
+            Instance {
+                pid: p.pid,
+                ppid: p.ppid,
+                name: p.comm.clone(),
+                listen,
+            }
+        })
+        .collect();
+    v.sort_by_key(|i| i.pid);
+    v
+}
+
+/// Listening TCP sockets under a `/proc` root: inode → `addr:port`.
+pub fn listening_sockets(root: &Path) -> HashMap<u64, String> {
+    let mut m = HashMap::new();
+    for (file, v6) in [("net/tcp", false), ("net/tcp6", true)] {
+        let text = fs::read_to_string(root.join(file)).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            if f.len() < 10 || f[3] != "0A" {
+                continue;
+            }
+            if let (Some(addr), Ok(inode)) = (parse_net_addr(f[1], v6), f[9].parse::<u64>()) {
+                m.insert(inode, addr);
+            }
+        }
+    }
+    m
+}
+
+/// `0100007F:1F90` → `127.0.0.1:8080`; IPv6 as `[::1]:8080`. The kernel
+/// prints each 32-bit word of the address in host byte order.
+pub fn parse_net_addr(s: &str, v6: bool) -> Option<String> {
+    let (a, port) = s.split_once(':')?;
+    let port = u16::from_str_radix(port, 16).ok()?;
+    let words: Vec<u32> = (0..a.len() / 8)
+        .map(|i| u32::from_str_radix(a.get(i * 8..i * 8 + 8)?, 16).ok())
+        .collect::<Option<_>>()?;
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    match (v6, bytes.len()) {
+        (false, 4) => Some(format!(
+            "{}:{port}",
+            std::net::Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3])
+        )),
+        (true, 16) => {
+            let b: [u8; 16] = bytes.try_into().ok()?;
+            Some(format!("[{}]:{port}", std::net::Ipv6Addr::from(b)))
+        }
+        _ => None,
+    }
+}
+
+/// The socket inodes among a process's open files (`fd/N -> socket:[inode]`).
+pub fn socket_inodes(root: &Path, pid: u32) -> Vec<u64> {
+    let Ok(rd) = fs::read_dir(root.join(pid.to_string()).join("fd")) else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| e.ok())
+        .take(65_536)
+        .filter_map(|e| fs::read_link(e.path()).ok())
+        .filter_map(|l| {
+            l.to_str()?
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
+        .collect()
+}
+
+/// A process's resource limits that bound a worker count (soft limits from
+/// `/proc/PID/limits`; None: unlimited or unreadable).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// `Max open files`: connections (and files) one process may hold.
+    pub open_files: Option<u64>,
+    /// `Max processes`: tasks (processes and threads) its user may run.
+    pub processes: Option<u64>,
+}
+
+/// Parses `/proc/PID/limits`.
+pub fn parse_limits(text: &str) -> Limits {
+    let soft = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+    };
+    Limits {
+        open_files: soft("Max open files"),
+        processes: soft("Max processes"),
+    }
+}
+
+/// Reads a process's limits under a `/proc` root.
+pub fn limits(root: &Path, pid: u32) -> Limits {
+    parse_limits(&fs::read_to_string(root.join(pid.to_string()).join("limits")).unwrap_or_default())
 }
 
 /// Environment variable that replaces `/proc` (for tests only: a fake tree

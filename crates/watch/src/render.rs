@@ -50,11 +50,38 @@ fn render_host(o: &mut String, h: &HostWatch) {
         "  processes       {:>10.0} {:>10.1}",
         s.processes.peak, s.processes.mean
     );
+    // SAFETY: geteuid() has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
     let note = if h.pss_exact {
         ""
+    } else if root {
+        "  (estimated: no smaps_rollup, Linux before 4.14)"
     } else {
         "  (estimated: smaps_rollup unreadable; run as the server's user or root)"
     };
+    if let Some(cg) = &h.cgroup {
+        let _ = writeln!(
+            o,
+            "  cgroup          {cg}: processes, CPU and memory below from it"
+        );
+        if let Some(m) = s.cgroup_memory_kib {
+            let _ = writeln!(o, "  cgroup memory   {}  (page cache included)", pm_kib(m));
+        }
+        let mut ever = Vec::new();
+        if let Some(k) = h.cgroup_memory_peak_kib {
+            ever.push(format!("memory {}", kib(k as f64)));
+        }
+        if let Some(t) = h.cgroup_tasks_peak {
+            ever.push(format!("{t} processes and threads"));
+        }
+        if !ever.is_empty() {
+            let _ = writeln!(
+                o,
+                "  cgroup peak     {} (since the cgroup was created)",
+                ever.join(", ")
+            );
+        }
+    }
     let _ = writeln!(o, "  RSS total       {}", pm_kib(s.rss_kib));
     let _ = writeln!(o, "  PSS total       {}{note}", pm_kib(s.pss_kib));
     let _ = writeln!(o, "  private total   {}", pm_kib(s.private_kib));

@@ -1,6 +1,14 @@
 //! Sampling the watched processes and the machine over time, on the caller's
 //! thread ([`Sampler`]) or on a thread of its own beside a run ([`Watcher`]).
+//!
+//! The process list is re-read at every sample. CPU counts what each process
+//! used since the previous sample plus what its reaped children used
+//! (`cutime`/`cstime`), so a CGI child that lived and died between two
+//! samples is counted once its parent reaps it. When the server has a cgroup
+//! of its own ([`crate::cgroup`]) the process count, CPU and cgroup memory
+//! come from the kernel's counters for the whole group instead.
 
+use crate::cgroup::{self, Cgroup};
 use crate::procfs::{self, MachineInfo, ProcInfo, Target};
 use redline_stats::watch::{HostWatch, NamedKib, ProcSample, ServerWatch, WatchSample};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -12,15 +20,22 @@ use std::time::{Duration, Instant};
 /// Takes samples of the targets' processes and the machine.
 pub struct Sampler {
     root: PathBuf,
+    cg_root: PathBuf,
     targets: Vec<Target>,
     start: Instant,
     last_t: f64,
-    last_ticks: HashMap<u32, u64>,
+    /// PID → (CPU ticks of it and its reaped children, parent PID) at the last sample.
+    last_ticks: HashMap<u32, (u64, u32)>,
+    last_cpu_usec: Option<u64>,
+    cgroup: Option<Cgroup>,
+    cgroup_decided: bool,
     last_swap: Option<(u64, u64)>,
     ticks_per_s: f64,
     host: HostWatch,
     names: BTreeSet<String>,
     peak_private_kib: Option<u64>,
+    /// When the other processes' memory was last read (seconds since the start).
+    others_at: Option<f64>,
     /// The processes seen in the latest sample.
     pub last_processes: Vec<ProcInfo>,
     /// The machine as seen in the latest sample.
@@ -38,6 +53,41 @@ pub fn hostname() -> String {
 /// samples up with the run's clock, see `ServerWatch::windows`).
 pub use redline_stats::time::now_rfc3339;
 
+/// Splits targets into what is watched apart: a name matching several
+/// instances ([`procfs::instances`]: main processes whose parent is not the
+/// same server) gives one group per instance, labelled with its PID, parent
+/// and listen addresses; every other target stays in one first group.
+pub fn split_instances(
+    root: &std::path::Path,
+    all: &[ProcInfo],
+    targets: &[Target],
+) -> Vec<(Vec<Target>, Vec<String>)> {
+    let mut common = Vec::new();
+    let mut apart = Vec::new();
+    for t in targets {
+        if let Target::Name(n) = t {
+            let inst = procfs::instances(root, all, n);
+            if inst.len() > 1 {
+                for i in inst {
+                    apart.push((
+                        vec![Target::Pid(i.pid)],
+                        vec![format!("{n} {}", i.describe())],
+                    ));
+                }
+                continue;
+            }
+        }
+        common.push(t.clone());
+    }
+    let mut v = Vec::new();
+    if !common.is_empty() || apart.is_empty() {
+        let labels = common.iter().map(Target::label).collect();
+        v.push((common, labels));
+    }
+    v.extend(apart);
+    v
+}
+
 impl Sampler {
     /// A sampler over `/proc` for these targets.
     pub fn new(targets: Vec<Target>, interval: Duration) -> Sampler {
@@ -47,15 +97,29 @@ impl Sampler {
     /// A sampler over another `/proc` root (tests).
     pub fn with_root(root: PathBuf, targets: Vec<Target>, interval: Duration) -> Sampler {
         let labels: Vec<String> = targets.iter().map(Target::label).collect();
+        Sampler::with_labels(root, targets, labels, interval)
+    }
+
+    /// A sampler whose record names its targets with `labels`.
+    pub fn with_labels(
+        root: PathBuf,
+        targets: Vec<Target>,
+        labels: Vec<String>,
+        interval: Duration,
+    ) -> Sampler {
         let cpus = std::thread::available_parallelism()
             .map(|n| n.get() as u32)
             .unwrap_or(1);
         Sampler {
             root,
+            cg_root: cgroup::cgroup_root(),
             targets,
             start: Instant::now(),
             last_t: 0.0,
             last_ticks: HashMap::new(),
+            last_cpu_usec: None,
+            cgroup: None,
+            cgroup_decided: false,
             last_swap: None,
             ticks_per_s: procfs::clock_ticks() as f64,
             host: HostWatch {
@@ -69,27 +133,90 @@ impl Sampler {
             },
             names: BTreeSet::new(),
             peak_private_kib: None,
+            others_at: None,
             last_processes: Vec::new(),
             last_machine: MachineInfo::default(),
         }
     }
 
+    /// Reads cgroups under another root than `/sys/fs/cgroup` (tests).
+    pub fn with_cgroup_root(mut self, root: PathBuf) -> Sampler {
+        self.cg_root = root;
+        self
+    }
+
     /// Takes one sample and keeps it.
     pub fn sample(&mut self) -> &WatchSample {
-        let t = self.start.elapsed().as_secs_f64();
-        let all = procfs::all_processes(&self.root);
-        let chosen: Vec<ProcInfo> = procfs::select(&all, &self.targets)
-            .into_iter()
-            .cloned()
-            .collect();
+        let all = procfs::list_processes(&self.root);
         let m = procfs::machine(&self.root);
+        self.sample_from(&all, m)
+    }
+
+    /// The server's own cgroup, decided at the first sample that finds its
+    /// processes: a systemd unit's, or the cgroup of its main process when
+    /// every process in it is the server's.
+    fn decide_cgroup(&mut self, chosen: &[ProcInfo]) {
+        self.cgroup_decided = true;
+        if let Some(Target::Unit(u)) = self.targets.iter().find(|t| matches!(t, Target::Unit(_))) {
+            self.cgroup = cgroup::of_unit(&self.cg_root, u);
+        } else {
+            let pids: HashSet<u32> = chosen.iter().map(|p| p.pid).collect();
+            let tops: Vec<u32> = chosen
+                .iter()
+                .filter(|p| !pids.contains(&p.ppid))
+                .map(|p| p.pid)
+                .collect();
+            let read = |pid: u32| {
+                std::fs::read_to_string(self.root.join(pid.to_string()).join("cgroup"))
+                    .unwrap_or_default()
+            };
+            let Some(top) = tops.first() else {
+                return;
+            };
+            let first = read(*top);
+            if first.is_empty() || tops.iter().any(|t| read(*t) != first) {
+                return;
+            }
+            let mut c = Cgroup::of(&self.cg_root, &cgroup::parse_membership(&first));
+            let root = self.root.clone();
+            c.keep_own(&pids, &|p| cgroup::ppid_of(&root, p));
+            if !c.is_empty() {
+                self.cgroup = Some(c);
+            }
+        }
+        self.host.cgroup = self.cgroup.as_ref().map(|c| c.label.clone());
+    }
+
+    /// Takes one sample from a process list ([`procfs::list_processes`]: no
+    /// memory read yet) and machine read by the caller (several samplers
+    /// share one listing). Memory is read for the chosen processes only
+    /// (those gone meanwhile are skipped), and for the others when the
+    /// server's memory reaches a new peak (at most every 2 s): a listing
+    /// stays fast on a busy machine, so samples stay on their interval.
+    pub fn sample_from(&mut self, all: &[ProcInfo], m: MachineInfo) -> &WatchSample {
+        let t = self.start.elapsed().as_secs_f64();
+        let targets = if self.targets.iter().any(|t| matches!(t, Target::Unit(_))) {
+            cgroup::expand_units(&self.cg_root, &self.targets)
+        } else {
+            self.targets.clone()
+        };
+        let chosen: Vec<ProcInfo> = procfs::select(all, &targets)
+            .into_iter()
+            .filter_map(|p| procfs::read_memory(&self.root, p.clone()))
+            .collect();
+        if !self.cgroup_decided && !chosen.is_empty() {
+            self.decide_cgroup(&chosen);
+        }
+        let reading = self.cgroup.as_ref().map(Cgroup::read).unwrap_or_default();
         let dt = t - self.last_t;
+        let first = self.host.samples.is_empty();
         let mut s = WatchSample {
             t,
-            processes: chosen.len() as u32,
+            processes: reading.processes.unwrap_or(chosen.len() as u64) as u32,
             load1: m.load[0],
             mem_available_kib: m.mem_available_kib,
             swap_free_kib: m.swap_free_kib,
+            cgroup_memory_kib: reading.memory_kib,
             ..Default::default()
         };
         let mut ticks = HashMap::new();
@@ -106,30 +233,55 @@ impl Sampler {
             }
             // A process new since the last sample counts from zero: its CPU
             // before we saw it is unknown, so only the first sample is 0.
-            let before =
-                self.last_ticks
-                    .get(&p.pid)
-                    .copied()
-                    .unwrap_or(if self.host.samples.is_empty() {
-                        p.cpu_ticks
-                    } else {
-                        0
-                    });
-            used_ticks += p.cpu_ticks.saturating_sub(before);
-            ticks.insert(p.pid, p.cpu_ticks);
+            let total = p.cpu_ticks + p.child_ticks;
+            let before = match self.last_ticks.get(&p.pid) {
+                Some((b, _)) => *b,
+                None if first => total,
+                None => 0,
+            };
+            used_ticks += total.saturating_sub(before);
+            ticks.insert(p.pid, (total, p.ppid));
             self.names.insert(p.comm.clone());
         }
-        if !self.host.samples.is_empty() && dt > 0.0 {
-            s.cpu_percent = used_ticks as f64 / self.ticks_per_s / dt * 100.0;
+        // A process gone since the last sample was reaped by its parent,
+        // whose children's CPU now holds all of it: what was already counted
+        // for it is not counted twice.
+        for (pid, (seen, ppid)) in &self.last_ticks {
+            if !ticks.contains_key(pid) && ticks.contains_key(ppid) {
+                used_ticks = used_ticks.saturating_sub(*seen);
+            }
+        }
+        if !first && dt > 0.0 {
+            s.cpu_percent = match (reading.cpu_usec, self.last_cpu_usec) {
+                (Some(now), Some(before)) => now.saturating_sub(before) as f64 / 1e6 / dt * 100.0,
+                _ => used_ticks as f64 / self.ticks_per_s / dt * 100.0,
+            };
             if let Some((i, o)) = self.last_swap {
                 s.swap_in_per_s = m.pswpin.saturating_sub(i) as f64 / dt;
                 s.swap_out_per_s = m.pswpout.saturating_sub(o) as f64 / dt;
             }
         }
+        self.last_cpu_usec = reading.cpu_usec;
+        if let Some(pk) = reading.memory_peak_kib {
+            self.host.cgroup_memory_peak_kib =
+                Some(pk.max(self.host.cgroup_memory_peak_kib.unwrap_or(0)));
+        }
+        if let Some(pk) = reading.tasks_peak {
+            self.host.cgroup_tasks_peak = Some(pk.max(self.host.cgroup_tasks_peak.unwrap_or(0)));
+        }
         if self.peak_private_kib.is_none_or(|p| s.private_kib > p) && !chosen.is_empty() {
             self.peak_private_kib = Some(s.private_kib);
             self.host.peak_processes = chosen.iter().map(proc_sample).collect();
-            self.host.peak_others = others_by_name(&all, &chosen, m.mem_total_kib);
+            if self.others_at.is_none_or(|at| t - at >= 2.0) {
+                self.others_at = Some(t);
+                let mine: HashSet<u32> = chosen.iter().map(|p| p.pid).collect();
+                let others: Vec<ProcInfo> = all
+                    .iter()
+                    .filter(|p| !mine.contains(&p.pid))
+                    .filter_map(|p| procfs::read_memory(&self.root, p.clone()))
+                    .collect();
+                self.host.peak_others = others_by_name(&others, &chosen, m.mem_total_kib);
+            }
         }
         self.last_swap = Some((m.pswpin, m.pswpout));
         self.last_ticks = ticks;
@@ -162,6 +314,7 @@ fn proc_sample(p: &ProcInfo) -> ProcSample {
         rss_kib: p.rss_kib,
         pss_kib: p.pss_kib,
         private_kib: p.private_kib,
+        kernel_kib: p.kernel_kib,
     }
 }
 
@@ -205,25 +358,50 @@ pub struct Watcher {
 impl Watcher {
     /// Starts sampling now (one sample at once, then every `interval`, at most
     /// `max_samples` kept so memory stays bounded: 24 h at 500 ms is 172,800).
+    /// Returns once the first sample is taken (at most 10 s): it is the
+    /// baseline CPU is counted from, so the load must not start before it.
+    /// A name matching several instances is watched as one host entry per
+    /// instance ([`split_instances`]); `/proc` is listed once per sample for all.
     pub fn start(targets: Vec<Target>, interval: Duration) -> Watcher {
         let (tx, rx) = mpsc::channel();
+        let (ready_tx, ready_rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("redline-watch".into())
             .spawn(move || {
-                let mut s = Sampler::new(targets, interval);
+                let root = procfs::proc_root();
+                let all = procfs::list_processes(&root);
+                let mut samplers: Vec<Sampler> = split_instances(&root, &all, &targets)
+                    .into_iter()
+                    .map(|(t, labels)| Sampler::with_labels(root.clone(), t, labels, interval))
+                    .collect();
+                let tick = |samplers: &mut Vec<Sampler>| {
+                    let all = procfs::list_processes(&root);
+                    let m = procfs::machine(&root);
+                    for s in samplers.iter_mut() {
+                        s.sample_from(&all, m.clone());
+                    }
+                };
                 let max_samples = 200_000;
-                for _ in 0..max_samples {
-                    s.sample();
+                for i in 0..max_samples {
+                    tick(&mut samplers);
+                    if i == 0 {
+                        let _ = ready_tx.send(());
+                    }
                     match rx.recv_timeout(interval) {
                         Err(mpsc::RecvTimeoutError::Timeout) => continue,
                         _ => break,
                     }
                 }
                 // The last sample marks the end of the run.
-                s.sample();
-                s.finish()
+                tick(&mut samplers);
+                let mut w = ServerWatch::default();
+                for s in samplers {
+                    w.merge(&s.finish());
+                }
+                w
             })
             .expect("spawn the watch thread");
+        let _ = ready_rx.recv_timeout(Duration::from_secs(10));
         Watcher { stop: tx, thread }
     }
 

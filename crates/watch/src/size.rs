@@ -2,13 +2,93 @@
 //! worker costs, as the Italian article does with htop's RES column, but with
 //! private memory (what another worker really adds) instead of RSS (which
 //! counts shared pages in every process), and the shared part counted once.
+//!
+//! Safe to follow: one worker costs its private memory plus its kernel
+//! memory (page tables and kernel stacks, which no per-process figure
+//! shows), raised by a [`SAFETY_MARGIN_PERCENT`] margin; the answer is
+//! checked against the server's hard limits (Apache's compiled `ServerLimit`
+//! ceiling, the open-file and process limits) and the CPU count, and a
+//! measurement taken at idle says so. `tune` sizes MaxRequestWorkers with the
+//! same function ([`apache_workers`]).
 
 use crate::detect::{Mpm, ServerKind};
-use crate::procfs::{MachineInfo, ProcInfo};
+use crate::procfs::{Limits, MachineInfo, ProcInfo};
 use crate::render::kib;
 use redline_stats::watch::HostWatch;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
+
+/// The margin added to one worker's measured cost, %: a worker touches more
+/// pages over its life than at the moment it was measured (a larger request,
+/// a fuller cache, a heap that grew and did not shrink), and the kernel's
+/// own caches grow with the process count. 10 % keeps the machine off swap
+/// when every worker is busy at once.
+pub const SAFETY_MARGIN_PERCENT: u64 = 10;
+
+/// Below this peak CPU (% of one CPU) during the measurement the server is
+/// taken as idle: its workers had not yet grown to their working size.
+pub const IDLE_CPU_PERCENT: f64 = 5.0;
+
+/// More request workers than this per CPU is flagged: memory allows them, but
+/// each would get under 0.4 % of a CPU; the queue, not the worker count,
+/// then sets the latency (find the real limit with a load test).
+pub const MAX_WORKERS_PER_CPU: u64 = 256;
+
+/// Apache's compiled ceiling on `ServerLimit` for prefork (its docs: "a hard
+/// limit of ServerLimit 200000 compiled into the server" for prefork).
+pub const APACHE_PREFORK_SERVER_LIMIT_MAX: u64 = 200_000;
+
+/// Apache's compiled ceiling on `ServerLimit` for worker and event (20000),
+/// also the ceiling on `ThreadLimit`.
+pub const APACHE_THREADED_SERVER_LIMIT_MAX: u64 = 20_000;
+
+/// Apache's default `ThreadLimit` (worker, event): `ThreadsPerChild` above it
+/// needs `ThreadLimit` set too.
+pub const APACHE_DEFAULT_THREAD_LIMIT: u64 = 64;
+
+/// A cost in KiB with the safety margin added (rounded up).
+pub fn with_margin(kib: u64) -> u64 {
+    kib + (kib * SAFETY_MARGIN_PERCENT).div_ceil(100)
+}
+
+/// Apache's worker directives for a memory budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApacheWorkers {
+    /// Worker processes the budget allows (before any hard-limit cap).
+    pub processes: u64,
+    /// `ServerLimit` to set (at least 1, at most the compiled ceiling).
+    pub server_limit: u64,
+    /// `MaxRequestWorkers`: processes × ThreadsPerChild (prefork: processes),
+    /// within the ceiling.
+    pub max_request_workers: u64,
+    /// True when the budget allowed more than Apache's compiled ceiling.
+    pub capped: bool,
+}
+
+/// The one MaxRequestWorkers arithmetic (`size` and `tune` both call it):
+/// processes = (budget − paid once) / (cost of one process + safety margin);
+/// prefork serves one request per process, worker/event `threads_per_child`
+/// per process; `ServerLimit` must be at least the process count and is
+/// capped at Apache's compiled ceiling.
+pub fn apache_workers(
+    budget_kib: u64,
+    fixed_kib: u64,
+    per_process_kib: u64,
+    threads_per_child: Option<u64>,
+) -> ApacheWorkers {
+    let processes = budget_kib.saturating_sub(fixed_kib) / with_margin(per_process_kib.max(1));
+    let ceiling = match threads_per_child {
+        None => APACHE_PREFORK_SERVER_LIMIT_MAX,
+        Some(_) => APACHE_THREADED_SERVER_LIMIT_MAX,
+    };
+    let procs = processes.min(ceiling);
+    ApacheWorkers {
+        processes,
+        server_limit: procs.max(1),
+        max_request_workers: procs * threads_per_child.unwrap_or(1).max(1),
+        capped: processes > ceiling,
+    }
+}
 
 /// How much memory the web server may use.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -79,6 +159,11 @@ pub struct SizeInput {
     pub evidence: Vec<String>,
     /// Where the measurements come from when not from `/proc` now (a run record).
     pub source: Option<String>,
+    /// The server's peak CPU (% of one CPU) while it was measured, when known:
+    /// below [`IDLE_CPU_PERCENT`] the per-worker figure is an idle figure.
+    pub load_cpu_percent: Option<f64>,
+    /// The workers' resource limits (open files, processes), when known.
+    pub limits: Option<Limits>,
 }
 
 /// One line of the budget: a name and KiB.
@@ -116,8 +201,14 @@ pub struct SizeReport {
     /// Threads in one worker process (Apache worker/event: ThreadsPerChild).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads_per_process: Option<u64>,
-    /// Memory one more worker costs: the largest worker's private memory, KiB.
+    /// The largest worker's private memory, KiB.
     pub per_worker_private_kib: u64,
+    /// Its kernel memory (page tables, kernel stacks), KiB.
+    pub per_worker_kernel_kib: u64,
+    /// What one more worker costs: private + kernel + the safety margin, KiB.
+    pub per_worker_cost_kib: u64,
+    /// The safety margin in that cost, %.
+    pub safety_margin_percent: u64,
     /// Mean private memory of the workers, KiB.
     pub mean_worker_private_kib: u64,
     /// The same worker's PSS, KiB.
@@ -155,16 +246,21 @@ pub fn compute(inp: &SizeInput) -> Result<SizeReport, String> {
     }
     let biggest = workers
         .iter()
-        .max_by_key(|p| (p.private_kib, p.pid))
+        .max_by_key(|p| (p.private_kib + p.kernel_kib, p.pid))
         .copied()
         .expect("non-empty");
     let per_worker = biggest.private_kib.max(1);
+    let kernel = biggest.kernel_kib;
+    let cost = with_margin(per_worker + kernel);
     let mean_private =
         workers.iter().map(|p| p.private_kib).sum::<u64>() / workers.len().max(1) as u64;
     let fixed = if single {
         0
     } else {
-        parents.iter().map(|p| p.pss_kib).sum::<u64>()
+        parents
+            .iter()
+            .map(|p| p.pss_kib + p.kernel_kib)
+            .sum::<u64>()
             + workers
                 .iter()
                 .map(|p| p.pss_kib.saturating_sub(p.private_kib))
@@ -222,48 +318,99 @@ pub fn compute(inp: &SizeInput) -> Result<SizeReport, String> {
         }
         v
     };
-    let avail = budget.saturating_sub(fixed);
-    let n = avail / per_worker;
+    let kernel_note = if kernel > 0 {
+        format!(
+            "kernel {} (page tables and {} kernel stack{} of {} KiB)",
+            kib(kernel as f64),
+            biggest.threads.max(1),
+            if biggest.threads > 1 { "s" } else { "" },
+            crate::procfs::KERNEL_STACK_KIB
+        )
+    } else {
+        "kernel not measured".to_string()
+    };
     arithmetic.push(format!(
-        "workers = (budget {} - paid once {} (parent and shared pages)) / {} private per worker = {}",
+        "one worker = private {} + {kernel_note} = {}; with the {SAFETY_MARGIN_PERCENT}% safety margin {}",
+        kib(per_worker as f64),
+        kib((per_worker + kernel) as f64),
+        kib(cost as f64)
+    ));
+    let n = budget.saturating_sub(fixed) / cost;
+    arithmetic.push(format!(
+        "workers = (budget {} - paid once {} (parent and shared pages)) / {} per worker = {}",
         kib(budget as f64),
         kib(fixed as f64),
-        kib(per_worker as f64),
+        kib(cost as f64),
         n
     ));
     let mut directives = Vec::new();
     let mut threads_per_process = None;
+    // Requests served at once, tasks the user runs, connections per process.
+    let mut in_flight = n;
+    let mut tasks = n + 1;
+    let mut per_process_connections: Option<u64> = None;
     let mut notes = inp.evidence.clone();
     let mpm = inp.mpm.as_ref().map(|(m, _)| *m);
     match inp.kind {
         ServerKind::Apache => match mpm.unwrap_or(Mpm::Prefork) {
             // Apache has no comments after a directive: comments go on their own line.
             Mpm::Prefork => {
+                let w = apache_workers(budget, fixed, per_worker + kernel, None);
+                in_flight = w.max_request_workers;
+                tasks = w.server_limit + 1;
+                if w.capped {
+                    notes.push(format!(
+                        "memory allows {n} processes, above Apache's compiled ceiling for prefork (ServerLimit {APACHE_PREFORK_SERVER_LIMIT_MAX}): capped there"
+                    ));
+                }
                 directives.push("# MaxClients in Apache 2.2".into());
-                directives.push(format!("MaxRequestWorkers {n}"));
-                directives.push(format!("ServerLimit       {}", n.max(1)));
+                directives.push(format!("MaxRequestWorkers {}", w.max_request_workers));
+                directives.push(format!("ServerLimit       {}", w.server_limit));
             }
             m => {
                 let tpc = inp.threads_per_child.unwrap_or(25).max(1);
+                let w = apache_workers(budget, fixed, per_worker + kernel, Some(tpc));
+                in_flight = w.max_request_workers;
+                tasks = w.server_limit * (tpc + 2) + 1;
+                per_process_connections = Some(tpc);
                 threads_per_process = Some(tpc);
+                if w.capped {
+                    notes.push(format!(
+                        "memory allows {n} processes, above Apache's compiled ceiling for {} (ServerLimit {APACHE_THREADED_SERVER_LIMIT_MAX}): capped there",
+                        m.name()
+                    ));
+                }
                 directives.push(format!(
-                    "# {} MPM: {n} processes of {tpc} threads, {} private each",
+                    "# {} MPM: {} processes of {tpc} threads, {} each with margin",
                     m.name(),
-                    kib(per_worker as f64)
+                    w.server_limit,
+                    kib(cost as f64)
                 ));
-                directives.push(format!("ServerLimit       {}", n.max(1)));
+                directives.push(format!("ServerLimit       {}", w.server_limit));
+                if tpc > APACHE_DEFAULT_THREAD_LIMIT {
+                    directives.push(format!("ThreadLimit       {tpc}"));
+                }
+                if tpc > APACHE_THREADED_SERVER_LIMIT_MAX {
+                    notes.push(format!(
+                        "ThreadsPerChild {tpc} is above Apache's compiled ThreadLimit ceiling {APACHE_THREADED_SERVER_LIMIT_MAX}: Apache lowers it"
+                    ));
+                }
                 directives.push(format!("ThreadsPerChild   {tpc}"));
-                directives.push(format!("MaxRequestWorkers {}", n * tpc));
+                directives.push(format!("MaxRequestWorkers {}", w.max_request_workers));
                 arithmetic.push(format!(
-                    "MaxRequestWorkers = ServerLimit {n} × ThreadsPerChild {tpc} = {} ({} MPM: {} private per process)",
-                    n * tpc,
+                    "MaxRequestWorkers = ServerLimit {} × ThreadsPerChild {tpc} = {} ({} MPM: {} per process)",
+                    w.server_limit,
+                    w.max_request_workers,
                     m.name(),
-                    kib(per_worker as f64)
+                    kib(cost as f64)
                 ));
             }
         },
         ServerKind::Nginx => {
             let wp = n.min(inp.cpus as u64).max(1);
+            in_flight = 0;
+            tasks = wp + 1;
+            per_process_connections = Some(1024);
             directives.push(format!(
                 "worker_processes  {wp};    # one per CPU ({} CPUs); memory allows {n}",
                 inp.cpus
@@ -275,6 +422,8 @@ pub fn compute(inp: &SizeInput) -> Result<SizeReport, String> {
             );
         }
         ServerKind::Lighttpd => {
+            in_flight = 0;
+            tasks = 1;
             directives.push(
                 "server.max-worker = 0    # one event-loop process serves all connections".into(),
             );
@@ -294,6 +443,40 @@ pub fn compute(inp: &SizeInput) -> Result<SizeReport, String> {
     if n == 0 {
         notes.push("the budget does not cover even one more worker: give more memory or lower the per-worker cost".into());
     }
+    if kernel == 0 {
+        notes.push("kernel memory per process (page tables, kernel stacks) is not in this measurement (a record from an older redline): the answer is too high by that much per worker".into());
+    }
+    if let Some(c) = inp.load_cpu_percent.filter(|c| *c < IDLE_CPU_PERCENT) {
+        notes.push(format!(
+            "the server was idle while measured (peak CPU {c:.1}% of one CPU): the per-worker figure is an idle figure and a busy worker is larger; size from a run under load (redline run --watch PID …, then redline size --run last)"
+        ));
+    }
+    let cpus = inp.cpus.max(1) as u64;
+    if in_flight > MAX_WORKERS_PER_CPU * cpus {
+        notes.push(format!(
+            "{in_flight} workers for {cpus} CPUs ({} per CPU) is absurd for this machine: memory is not the limit here, CPU is; find where latency turns with a load test (redline find) and set the lower figure",
+            in_flight / cpus
+        ));
+    }
+    if let Some(l) = inp.limits {
+        if let Some(max) = l.processes.filter(|m| tasks > *m) {
+            notes.push(format!(
+                "{tasks} processes and threads exceed the workers' user limit of {max} (Max processes, ulimit -u): raise it (LimitNPROC= in the systemd unit) or the server cannot fork them"
+            ));
+        }
+        if let (Some(max), Some(c)) = (l.open_files, per_process_connections) {
+            if c > max {
+                let how = if inp.kind == ServerKind::Nginx {
+                    format!("set worker_rlimit_nofile {} (at least twice worker_connections when proxying)", 2 * c)
+                } else {
+                    "raise LimitNOFILE= in the systemd unit".to_string()
+                };
+                notes.push(format!(
+                    "{c} connections per process exceed its open-file limit of {max} (Max open files): {how}"
+                ));
+            }
+        }
+    }
     Ok(SizeReport {
         server: inp.kind.name().into(),
         source: inp.source.clone(),
@@ -309,6 +492,9 @@ pub fn compute(inp: &SizeInput) -> Result<SizeReport, String> {
         workers: if single { 0 } else { workers.len() },
         threads_per_process,
         per_worker_private_kib: per_worker,
+        per_worker_kernel_kib: kernel,
+        per_worker_cost_kib: cost,
+        safety_margin_percent: SAFETY_MARGIN_PERCENT,
         mean_worker_private_kib: mean_private,
         per_worker_pss_kib: biggest.pss_kib,
         per_worker_rss_kib: biggest.rss_kib,
@@ -363,6 +549,7 @@ pub fn input_from_watch(h: &HostWatch, budget: Option<Budget>) -> Result<SizeInp
                 rss_kib: p.rss_kib,
                 pss_kib: p.pss_kib,
                 private_kib: p.private_kib,
+                kernel_kib: p.kernel_kib,
                 exact: h.pss_exact,
                 ..Default::default()
             })
@@ -406,6 +593,8 @@ pub fn input_from_watch(h: &HostWatch, budget: Option<Budget>) -> Result<SizeInp
         mpm,
         threads_per_child: None,
         cpus: h.cpus.max(1),
+        load_cpu_percent: (h.samples.len() > 1).then_some(h.summary.cpu_percent.peak),
+        limits: None,
         evidence,
         source: Some(format!(
             "{} on {}, watched from {}: the processes at the sample with the most private memory (t={:.1}s)",
@@ -511,6 +700,17 @@ pub fn render(r: &SizeReport) -> String {
     );
     let _ = writeln!(
         o,
+        "[--] kernel  {}  (page tables and kernel stacks: in no per-process figure, added)",
+        kib(r.per_worker_kernel_kib as f64)
+    );
+    let _ = writeln!(
+        o,
+        "[--] cost    {}  (private + kernel + {}% safety margin)",
+        kib(r.per_worker_cost_kib as f64),
+        r.safety_margin_percent
+    );
+    let _ = writeln!(
+        o,
         "     RSS counts shared pages in every process; private memory is what one more worker adds."
     );
     let _ = writeln!(
@@ -587,6 +787,7 @@ mod tests {
                     rss_kib: x.rss_kib,
                     pss_kib: x.pss_kib,
                     private_kib: x.private_kib,
+                    kernel_kib: x.kernel_kib,
                 })
                 .collect(),
             peak_others: vec![NamedKib {
@@ -599,7 +800,9 @@ mod tests {
         let r = compute(&inp).unwrap();
         assert_eq!(r.fixed_kib, 5000);
         assert_eq!(r.per_worker_private_kib, 3000);
-        assert_eq!(r.max_workers, 31);
+        // 3000 KiB + 10 % margin = 3300 KiB per worker.
+        assert_eq!(r.per_worker_cost_kib, 3300);
+        assert_eq!(r.max_workers, 28);
         assert!(
             r.mpm.as_deref().unwrap().starts_with("prefork"),
             "{:?}",
@@ -623,7 +826,7 @@ mod tests {
         let r = compute(&inp).unwrap();
         assert_eq!(r.per_worker_private_kib, 3000);
         assert_eq!(r.fixed_kib, 3000);
-        assert_eq!(r.max_workers, (100_000 - 3000) / 3000);
+        assert_eq!(r.max_workers, (100_000 - 3000) / with_margin(3000));
         assert!(r.notes.iter().any(|n| n.contains("per-sample totals")));
 
         // Nothing seen: a clear error.
@@ -653,23 +856,25 @@ mod tests {
             cpus: 2,
             evidence: vec![],
             source: None,
+            load_cpu_percent: None,
+            limits: None,
         }
     }
 
     #[test]
     fn worker_and_event_give_server_limit_times_threads_per_child() {
         // fixed = parent PSS 4000 + shared (1000 + 500) = 5500;
-        // processes = (200000 - 5500) / 12000 = 16.
+        // processes = (200000 - 5500) / (12000 + 10 %) = 14.
         for (mpm, tpc, want_tpc) in [(Mpm::Event, Some(64), 64), (Mpm::Worker, None, 25)] {
             let r = compute(&apache_input(mpm, tpc)).unwrap();
-            assert_eq!((r.fixed_kib, r.max_workers), (5500, 16));
+            assert_eq!((r.fixed_kib, r.max_workers), (5500, 14));
             assert_eq!(r.threads_per_process, Some(want_tpc));
             let d: Vec<&str> = r.directives.iter().map(String::as_str).collect();
-            let mrw = format!("MaxRequestWorkers {}", 16 * want_tpc);
+            let mrw = format!("MaxRequestWorkers {}", 14 * want_tpc);
             assert_eq!(
                 &d[1..],
                 &[
-                    "ServerLimit       16",
+                    "ServerLimit       14",
                     &format!("ThreadsPerChild   {want_tpc}"),
                     &mrw
                 ],
@@ -677,14 +882,14 @@ mod tests {
             );
             // The memory per process is in the comment and the arithmetic.
             assert!(
-                d[0].starts_with('#') && d[0].contains("11.7 MiB private each"),
+                d[0].starts_with('#') && d[0].contains("12.9 MiB each with margin"),
                 "{}",
                 d[0]
             );
             assert!(
                 r.arithmetic.iter().any(|a| a.contains(&format!(
-                    "ServerLimit 16 × ThreadsPerChild {want_tpc} = {}",
-                    16 * want_tpc
+                    "ServerLimit 14 × ThreadsPerChild {want_tpc} = {}",
+                    14 * want_tpc
                 )) && a.contains("per process")),
                 "{:?}",
                 r.arithmetic
@@ -699,7 +904,7 @@ mod tests {
         // Prefork: one request per process, no ThreadsPerChild.
         let r = compute(&apache_input(Mpm::Prefork, Some(64))).unwrap();
         assert_eq!(r.threads_per_process, None);
-        assert!(r.directives.iter().any(|d| d == "MaxRequestWorkers 16"));
+        assert!(r.directives.iter().any(|d| d == "MaxRequestWorkers 14"));
         assert!(!r.directives.iter().any(|d| d.contains("ThreadsPerChild")));
         // Every directive line pastes into an Apache config (no trailing comment).
         for d in &r.directives {
@@ -723,7 +928,7 @@ mod tests {
         }];
         let r = compute(&inp).unwrap();
         // One process, no workers: all of it per process, nothing paid once.
-        assert_eq!((r.workers, r.fixed_kib, r.max_workers), (0, 0, 50));
+        assert_eq!((r.workers, r.fixed_kib, r.max_workers), (0, 0, 45));
         assert_eq!(
             r.directives[0].split("    #").next(),
             Some("server.max-worker = 0")
@@ -735,7 +940,7 @@ mod tests {
         assert!(
             r.notes
                 .iter()
-                .any(|n| n.contains("memory allows 50 such processes")),
+                .any(|n| n.contains("memory allows 45 such processes")),
             "{:?}",
             r.notes
         );
@@ -781,17 +986,141 @@ mod tests {
             cpus: 2,
             evidence: vec![],
             source: None,
+            load_cpu_percent: None,
+            limits: None,
         };
         let r = compute(&inp).unwrap();
         // fixed = parent PSS 4000 + shared of workers (500 + 500) = 5000
         assert_eq!(r.fixed_kib, 5000);
         assert_eq!(r.per_worker_private_kib, 3000);
-        assert_eq!(r.max_workers, (100_000 - 5000) / 3000);
-        assert_eq!(r.directives[1], "MaxRequestWorkers 31");
+        assert_eq!(r.max_workers, (100_000 - 5000) / 3300);
+        assert_eq!(r.directives[1], "MaxRequestWorkers 28");
         let mut d = inp.clone();
         d.budget = None;
         let r = compute(&d).unwrap();
         assert_eq!(r.budget_kib, 1_000_000 - 100_000 - 100_000);
         assert_eq!(r.others[0].name, "mysqld");
+    }
+
+    #[test]
+    fn safe_to_follow_kernel_margin_and_warnings() {
+        // Workers with 300 KiB of page tables and one 16 KiB kernel stack each.
+        let mut inp = apache_input(Mpm::Prefork, None);
+        for w in inp.server.iter_mut() {
+            w.kernel_kib = 300 + crate::procfs::KERNEL_STACK_KIB;
+            w.threads = 1;
+        }
+        let k = 300 + crate::procfs::KERNEL_STACK_KIB;
+        let r = compute(&inp).unwrap();
+        assert_eq!(r.per_worker_kernel_kib, k);
+        assert_eq!(r.per_worker_cost_kib, with_margin(12_000 + k));
+        // The parent's kernel memory is paid once.
+        assert_eq!(r.fixed_kib, 5500 + k);
+        let n = (200_000 - 5500 - k) / with_margin(12_000 + k);
+        assert_eq!(r.max_workers, n);
+        assert!(r.directives.contains(&format!("MaxRequestWorkers {n}")));
+        assert!(
+            r.arithmetic.iter().any(|a| a.contains("kernel")
+                && a.contains("page tables")
+                && a.contains("10% safety margin")),
+            "{:?}",
+            r.arithmetic
+        );
+        let text = render(&r);
+        assert!(
+            text.contains("[--] kernel") && text.contains("safety margin"),
+            "{text}"
+        );
+        // Nothing to warn about: a busy measurement, a sane count, limits above it.
+        inp.load_cpu_percent = Some(80.0);
+        inp.limits = Some(Limits {
+            open_files: Some(1024),
+            processes: Some(10_000),
+        });
+        let quiet = compute(&inp).unwrap();
+        assert!(quiet.notes.is_empty(), "{:?}", quiet.notes);
+
+        // Idle, absurd for 2 CPUs, above the user's process limit.
+        let mut big = inp.clone();
+        big.load_cpu_percent = Some(0.4);
+        big.budget = Some(Budget::Kib(64 * 1024 * 1024));
+        big.limits = Some(Limits {
+            open_files: Some(1024),
+            processes: Some(1000),
+        });
+        let r = compute(&big).unwrap();
+        let notes = r.notes.join("\n");
+        assert!(
+            notes.contains("idle while measured (peak CPU 0.4%"),
+            "{notes}"
+        );
+        assert!(notes.contains("absurd for this machine"), "{notes}");
+        assert!(notes.contains("Max processes"), "{notes}");
+
+        // Above Apache's compiled ceiling: capped, and said.
+        let mut huge = inp.clone();
+        huge.server = vec![p(10, 1, 10, 10), p(11, 10, 1, 1), p(12, 10, 1, 1)];
+        huge.budget = Some(Budget::Kib(2 * 1024 * 1024 * 1024));
+        let r = compute(&huge).unwrap();
+        assert!(
+            r.directives
+                .contains(&"MaxRequestWorkers 200000".to_string()),
+            "{:?}",
+            r.directives
+        );
+        assert!(
+            r.notes.iter().any(|n| n.contains("compiled ceiling")),
+            "{:?}",
+            r.notes
+        );
+
+        // Event with ThreadsPerChild above the default ThreadLimit: ThreadLimit is set;
+        // nginx with 1024 connections per worker and 512 open files: worker_rlimit_nofile.
+        let r = compute(&apache_input(Mpm::Event, Some(100))).unwrap();
+        assert!(
+            r.directives.contains(&"ThreadLimit       100".to_string()),
+            "{:?}",
+            r.directives
+        );
+        let mut ng = inp.clone();
+        ng.kind = ServerKind::Nginx;
+        ng.mpm = None;
+        ng.limits = Some(Limits {
+            open_files: Some(512),
+            processes: None,
+        });
+        let r = compute(&ng).unwrap();
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.contains("worker_rlimit_nofile 2048")),
+            "{:?}",
+            r.notes
+        );
+    }
+
+    #[test]
+    fn tune_and_size_share_the_arithmetic() {
+        // Prefork: budget / (cost + margin); threaded: processes × ThreadsPerChild.
+        let w = apache_workers(100_000, 5000, 3000, None);
+        assert_eq!(
+            (w.processes, w.max_request_workers, w.server_limit),
+            (28, 28, 28)
+        );
+        let w = apache_workers(100_000, 0, 3000, Some(25));
+        assert_eq!((w.processes, w.max_request_workers), (30, 750));
+        assert_eq!(apache_workers(10, 100, 3000, None).server_limit, 1);
+        let w = apache_workers(u64::MAX / 2, 0, 1, Some(25));
+        assert!(w.capped && w.server_limit == APACHE_THREADED_SERVER_LIMIT_MAX);
+        // tune, given what `size` leaves for the workers, suggests what size prints.
+        let inp = apache_input(Mpm::Prefork, None);
+        let r = compute(&inp).unwrap();
+        let tune_side = apache_workers(
+            r.budget_kib - r.fixed_kib,
+            0,
+            r.per_worker_private_kib + r.per_worker_kernel_kib,
+            None,
+        );
+        assert_eq!(tune_side.max_request_workers, r.max_workers);
     }
 }

@@ -385,7 +385,7 @@ fn max_request_workers_against_memory() {
     let f = one(&r, "max_request_workers_over_memory");
     assert!(f.file.ends_with("mods-enabled/mpm_event.conf"));
     assert!(
-        f.change.starts_with("MaxRequestWorkers 125\n"),
+        f.change.starts_with("MaxRequestWorkers 100\n"),
         "{}",
         f.change
     );

@@ -825,8 +825,9 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
                 let tpc = threads_per_child.unwrap_or(25) as i64;
                 let processes = if threaded { (v + tpc - 1) / tpc } else { v };
                 let need = processes.max(0) as u64 * per;
-                let allowed_procs = budget / per.max(1);
-                let allowed = if threaded { allowed_procs * tpc as u64 } else { allowed_procs };
+                // The one arithmetic `redline size` uses (budget: what the workers may use).
+                let allowed = crate::size::apache_workers(budget, 0, per, threaded.then_some(tpc as u64))
+                    .max_request_workers;
                 if need > budget {
                     f.push(
                         Finding::new(Level::Warn, "max_request_workers_over_memory", at(d), format!(
