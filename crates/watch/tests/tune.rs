@@ -725,3 +725,656 @@ fn each_bad_lighttpd_setting_is_found_at_its_line() {
         assert_eq!(not_ok(&r), ["no_expires".to_string()].into(), "{fine}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// The servers as oracles: each fixture under fixtures/grammar/SERVER/ is one
+// construct; `ok-*` ones the server's own config test accepts, `bad-*` ones
+// it refuses. `tune` must agree: no parse_error where the server accepts, a
+// parse_error where it refuses. Then every fix `tune` prints is pasted where
+// it says and the server's config test must still accept the file.
+
+/// True when `what` is present; without it, a note locally and a failure under CI=true.
+fn require(what: &str, present: bool) -> bool {
+    if !present {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{what} is required under CI=true"
+        );
+        eprintln!("note: {what} is not installed; skipped");
+    }
+    present
+}
+
+fn binary(name: &str) -> Option<PathBuf> {
+    ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]
+        .iter()
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
+/// Runs a config test with a time limit; (accepted, what it printed).
+fn run_bounded(mut cmd: std::process::Command) -> (bool, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the config test");
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if t0.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let mut out = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        let _ = o.read_to_string(&mut out);
+    }
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut out);
+    }
+    (status.is_some_and(|s| s.success()), out)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Oracle {
+    Nginx,
+    Apache,
+    Lighttpd,
+}
+
+impl Oracle {
+    fn dir(self) -> &'static str {
+        match self {
+            Oracle::Nginx => "nginx",
+            Oracle::Apache => "apache",
+            Oracle::Lighttpd => "lighttpd",
+        }
+    }
+    fn main(self) -> &'static str {
+        match self {
+            Oracle::Nginx => "nginx.conf",
+            Oracle::Apache => "httpd.conf",
+            Oracle::Lighttpd => "lighttpd.conf",
+        }
+    }
+    fn bin(self) -> Option<PathBuf> {
+        binary(match self {
+            Oracle::Nginx => "nginx",
+            Oracle::Apache => "apache2",
+            Oracle::Lighttpd => "lighttpd",
+        })
+    }
+    fn server(self) -> Server {
+        match self {
+            Oracle::Nginx => Server::Nginx,
+            Oracle::Apache => Server::Apache,
+            Oracle::Lighttpd => Server::Lighttpd,
+        }
+    }
+    /// The server's own config test on `conf` (a copy in a temp tree at `root`).
+    fn test(self, root: &Path, conf: &Path) -> (bool, String) {
+        let bin = self.bin().expect("checked by require");
+        let logs = root.join("logs");
+        std::fs::create_dir_all(&logs).unwrap();
+        let mut cmd = std::process::Command::new(bin);
+        match self {
+            Oracle::Nginx => {
+                cmd.arg("-t")
+                    .arg("-q")
+                    .arg("-p")
+                    .arg(root)
+                    .arg("-c")
+                    .arg(conf)
+                    .arg("-e")
+                    .arg(logs.join("error.log"));
+            }
+            Oracle::Apache => {
+                cmd.arg("-t")
+                    .arg("-d")
+                    .arg(conf.parent().unwrap())
+                    .arg("-f")
+                    .arg(conf)
+                    // Debian's tree reads these from the environment.
+                    .env("APACHE_RUN_USER", "www-data")
+                    .env("APACHE_RUN_GROUP", "www-data")
+                    .env("APACHE_PID_FILE", logs.join("apache2.pid"))
+                    .env("APACHE_RUN_DIR", &logs)
+                    .env("APACHE_LOCK_DIR", &logs)
+                    .env("APACHE_LOG_DIR", &logs);
+            }
+            Oracle::Lighttpd => {
+                cmd.arg("-tt").arg("-f").arg(conf).current_dir(root);
+            }
+        }
+        run_bounded(cmd)
+    }
+}
+
+/// The lua module's files, when installed (Debian: libnginx-mod-http-lua).
+fn nginx_lua_modules() -> Option<Vec<PathBuf>> {
+    let dir = Path::new("/usr/lib/nginx/modules");
+    let ndk = dir.join("ndk_http_module.so");
+    let lua = dir.join("ngx_http_lua_module.so");
+    (ndk.is_file() && lua.is_file()).then(|| vec![ndk, lua])
+}
+
+/// The fixture names for one server, sorted.
+fn grammar_fixtures(o: Oracle) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(fixtures().join("grammar").join(o.dir()))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+/// A fixture copied to a temp tree; the lua fixture gets the module loaded when installed.
+fn grammar_tree(o: Oracle, name: &str) -> Option<Tree> {
+    let t = Tree::copy(&format!("grammar/{}/{name}", o.dir()));
+    if name == "ok-lua-block" {
+        let mods = nginx_lua_modules()?;
+        let conf = t.path(o.main());
+        let text = std::fs::read_to_string(&conf).unwrap();
+        let loads: String = mods
+            .iter()
+            .map(|m| format!("load_module {};\n", m.display()))
+            .collect();
+        std::fs::write(&conf, loads + &text).unwrap();
+    }
+    Some(t)
+}
+
+fn analyze_as(o: Oracle, conf: &Path) -> TuneReport {
+    analyze(
+        conf,
+        &TuneOptions {
+            server: Some(o.server()),
+            ..opts()
+        },
+    )
+    .unwrap()
+}
+
+fn parse_errors(r: &TuneReport) -> Vec<&Finding> {
+    r.findings
+        .iter()
+        .filter(|f| f.code == "parse_error")
+        .collect()
+}
+
+#[test]
+fn grammar_fixtures_agree_with_each_servers_config_test() {
+    for o in [Oracle::Nginx, Oracle::Apache, Oracle::Lighttpd] {
+        if !require(o.dir(), o.bin().is_some()) {
+            continue;
+        }
+        let names = grammar_fixtures(o);
+        assert!(names.len() >= 10, "{o:?}: {names:?}");
+        let (mut ok, mut bad) = (0, 0);
+        for name in names {
+            let Some(t) = grammar_tree(o, &name) else {
+                // Without the module nginx refuses the directive, so only tune is asked.
+                eprintln!("note: nginx lua module not installed: {name} checked by tune only");
+                let t = Tree::copy(&format!("grammar/{}/{name}", o.dir()));
+                let r = analyze_as(o, &t.path(o.main()));
+                assert!(parse_errors(&r).is_empty(), "{name}: {:#?}", r.findings);
+                continue;
+            };
+            let conf = t.path(o.main());
+            let (accepted, out) = o.test(&t.0, &conf);
+            let r = analyze_as(o, &conf);
+            let errs = parse_errors(&r);
+            if name.starts_with("ok-") {
+                assert!(
+                    accepted,
+                    "{o:?} {name}: the server refuses the fixture: {out}"
+                );
+                assert!(
+                    errs.is_empty(),
+                    "{o:?} {name}: the server accepts it, tune reports {errs:#?}"
+                );
+                ok += 1;
+            } else {
+                assert!(
+                    !accepted,
+                    "{o:?} {name}: the server accepts the fixture: {out}"
+                );
+                assert!(
+                    !errs.is_empty(),
+                    "{o:?} {name}: the server refuses it ({out}), tune reports no parse error: {:#?}",
+                    r.findings
+                );
+                bad += 1;
+            }
+        }
+        assert!(ok >= 5 && bad >= 4, "{o:?}: {ok} accepted, {bad} refused");
+    }
+}
+
+/// Every fix of every finding for one tree, each pasted on a fresh copy;
+/// returns how many were pasted.
+fn paste_every_fix(o: Oracle, tree: &str, main: &str, min: usize) -> usize {
+    let t = Tree::copy(tree);
+    let conf = t.path(main);
+    let r = analyze_as(o, &conf);
+    let mut n = 0;
+    for f in r.findings.iter().filter(|f| f.level != Level::Ok) {
+        if f.change.is_empty() {
+            continue;
+        }
+        let fix = f
+            .fix
+            .as_ref()
+            .unwrap_or_else(|| panic!("{tree}: {} has a change but no place: {f:#?}", f.code));
+        // Paste it in a fresh copy: the fix names a file of `t`; the same file in `u`.
+        let u = Tree::copy(tree);
+        let rel = Path::new(&fix.file)
+            .strip_prefix(&t.0)
+            .unwrap_or_else(|_| panic!("{tree}: fix outside the tree: {fix:#?}"));
+        let target = u.0.join(rel);
+        let text = std::fs::read_to_string(&target).unwrap();
+        let pasted = fix
+            .apply(&text)
+            .unwrap_or_else(|| panic!("{tree}: {} does not apply: {fix:#?}", f.code));
+        std::fs::write(&target, &pasted).unwrap();
+        let (accepted, out) = o.test(&u.0, &u.path(main));
+        assert!(
+            accepted,
+            "{tree}: after pasting the fix for {} ({}), the server refuses the config: {out}\n{pasted}",
+            f.code,
+            redline_watch::tune::placement(fix)
+        );
+        // The finding itself is gone after its fix (parse errors have no fix).
+        let after = analyze_as(o, &u.path(main));
+        assert!(
+            !after.findings.iter().any(|g| g.level != Level::Ok
+                && g.code == f.code
+                && g.file
+                    == f.file
+                        .replace(&t.0.display().to_string(), &u.0.display().to_string())
+                && g.line == f.line
+                && fix.action == redline_watch::tune::FixAction::Replace),
+            "{tree}: {} is still there after its fix: {:#?}",
+            f.code,
+            after.findings
+        );
+        n += 1;
+    }
+    assert!(n >= min, "{tree}: only {n} fixes pasted: {:#?}", r.findings);
+    n
+}
+
+#[test]
+fn every_fix_pastes_where_it_says_and_the_server_accepts_it() {
+    let mut total = 0;
+    for o in [Oracle::Nginx, Oracle::Apache, Oracle::Lighttpd] {
+        if !require(o.dir(), o.bin().is_some()) {
+            continue;
+        }
+        for name in grammar_fixtures(o) {
+            if !name.starts_with("ok-") || name == "ok-lua-block" {
+                continue;
+            }
+            total += paste_every_fix(o, &format!("grammar/{}/{name}", o.dir()), o.main(), 0);
+        }
+    }
+    if require("apache2", Oracle::Apache.bin().is_some()) {
+        total += paste_every_fix(Oracle::Apache, "debian-apache2", "apache2.conf", 3);
+    }
+    if require("nginx", Oracle::Nginx.bin().is_some()) {
+        total += paste_every_fix(Oracle::Nginx, "debian-nginx", "nginx.conf", 2);
+    }
+    if require("lighttpd", Oracle::Lighttpd.bin().is_some()) {
+        total += paste_every_fix(Oracle::Lighttpd, "lighttpd", "lighttpd.conf", 1);
+    }
+    eprintln!("{total} fixes pasted and accepted");
+    assert!(total >= 25, "{total}");
+}
+
+// ---------------------------------------------------------------------------
+// What each construct means, on the same fixtures.
+
+fn grammar(o: Oracle, name: &str) -> (Tree, TuneReport) {
+    let t = Tree::copy(&format!("grammar/{}/{name}", o.dir()));
+    let r = analyze_as(o, &t.path(o.main()));
+    (t, r)
+}
+
+fn codes(r: &TuneReport) -> Vec<&str> {
+    r.findings
+        .iter()
+        .filter(|f| f.level != Level::Ok)
+        .map(|f| f.code.as_str())
+        .collect()
+}
+
+#[test]
+fn nginx_include_loop_is_reported_once() {
+    let (t, r) = grammar(Oracle::Nginx, "bad-include-loop");
+    let errs = parse_errors(&r);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert!(errs[0].message.contains("include loop"), "{errs:#?}");
+    assert_eq!(
+        (Path::new(&errs[0].file), errs[0].line),
+        (t.path("loop.conf").as_path(), 1)
+    );
+}
+
+#[test]
+fn nginx_globs_read_in_order_and_time_units() {
+    let (t, r) = grammar(Oracle::Nginx, "ok-include-globs");
+    let files: Vec<&str> = r.files.iter().map(|s| s.as_str()).collect();
+    let p = |s: &str| t.path(s).display().to_string();
+    assert_eq!(
+        files,
+        [
+            p("nginx.conf"),
+            p("conf.d/a.conf"),
+            p("conf.d/b.conf"),
+            p("server.inc")
+        ]
+    );
+    // keepalive_timeout 2m is 120 s; keepalive_requests 50 is low; both in http.
+    let f = one(&r, "keepalive_timeout_high");
+    assert!(f.message.contains("120"), "{}", f.message);
+    assert_eq!(f.context, "http");
+    assert_eq!(one(&r, "keepalive_requests_low").context, "http");
+    assert!(!codes(&r).contains(&"sendfile_off"));
+}
+
+#[test]
+fn nginx_lua_block_bodies_are_not_directives() {
+    let (_t, r) = grammar(Oracle::Nginx, "ok-lua-block");
+    assert!(parse_errors(&r).is_empty(), "{:#?}", r.findings);
+    // The Lua body's `ngx.say(...)` is not read as a directive.
+    let text = redline_watch::tune::render_text(&r);
+    assert!(!text.contains("ngx.say"), "{text}");
+}
+
+#[test]
+fn nginx_location_fix_goes_inside_a_server_block() {
+    let (t, r) = grammar(Oracle::Nginx, "ok-fix-placement");
+    let f = one(&r, "no_expires");
+    let fix = f.fix.as_ref().unwrap();
+    assert!(fix.text.starts_with("location "), "{fix:#?}");
+    assert!(fix.context.starts_with("http > server ("), "{fix:#?}");
+    // Line 10 is `server {` (the first server block), not line 8 (`http {`).
+    assert_eq!(
+        (Path::new(&fix.file), fix.line),
+        (t.path("nginx.conf").as_path(), 10)
+    );
+    // The sendfile off inside a location says so, and is replaced there.
+    let f = one(&r, "sendfile_off");
+    assert_eq!(
+        f.context,
+        "http > server (127.0.0.1:8080 a.example) > location /"
+    );
+    assert_eq!(f.fix.as_ref().unwrap().old, "sendfile off;");
+}
+
+#[test]
+fn nginx_gzip_without_types_is_html_only() {
+    let (_t, r) = grammar(Oracle::Nginx, "ok-gzip-on-default-types");
+    assert_eq!(codes(&r), ["gzip_types_default"], "{:#?}", r.findings);
+}
+
+#[test]
+fn apache_include_wildcard_that_matches_nothing_is_an_error_only_for_include() {
+    let (_t, r) = grammar(Oracle::Apache, "bad-include-wildcard-no-match");
+    let e = parse_errors(&r);
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert_eq!(e[0].line, 8);
+    assert!(
+        e[0].message
+            .contains("no matches for the wildcard '*.none'"),
+        "{}",
+        e[0].message
+    );
+    let (_t, r) = grammar(Oracle::Apache, "ok-include-optional");
+    assert!(parse_errors(&r).is_empty());
+    assert!(r.files.iter().any(|f| f.ends_with("extra/b.conf")));
+    let (_t, r) = grammar(Oracle::Apache, "bad-include-loop");
+    assert_eq!(parse_errors(&r).len(), 1, "{:#?}", r.findings);
+}
+
+#[test]
+fn apache_ifmodule_by_either_name_and_ifdefine() {
+    let (_t, r) = grammar(Oracle::Apache, "ok-ifmodule-both-names");
+    // The rewrite block is skipped (not loaded): no HostnameLookups On.
+    assert!(
+        !codes(&r).contains(&"hostname_lookups"),
+        "{:#?}",
+        r.findings
+    );
+    assert_eq!(r.threads_per_child, Some(25));
+    let (_t, r) = grammar(Oracle::Apache, "ok-ifdefine-define");
+    let f = one(&r, "hostname_lookups");
+    assert_eq!(f.line, 12);
+    assert_eq!(f.context, "<IfDefine SLOW> > <IfDefine !FAST>");
+    assert!(f.message.contains("Double"), "{}", f.message);
+}
+
+#[test]
+fn apache_a_statically_built_mpm_makes_its_ifmodule_blocks_count() {
+    let t = Tree::copy("grammar/apache/ok-prefork-limits");
+    let conf = t.path("httpd.conf");
+    // The same config without the LoadModule line, against an httpd with prefork built in.
+    let text = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(
+        &conf,
+        text.replace(
+            "LoadModule mpm_prefork_module",
+            "# LoadModule mpm_prefork_module",
+        ),
+    )
+    .unwrap();
+    let o = |statics: Vec<String>| TuneOptions {
+        server: Some(Server::Apache),
+        static_modules: Some(statics),
+        ..opts()
+    };
+    let r = analyze(&conf, &o(vec![])).unwrap();
+    assert_eq!(r.mpm, None);
+    assert!(!codes(&r).contains(&"max_connections_per_child_low"));
+    let r = analyze(&conf, &o(vec!["core.c".into(), "prefork.c".into()])).unwrap();
+    assert_eq!(r.mpm.as_deref(), Some("prefork"));
+    assert!(
+        codes(&r).contains(&"max_connections_per_child_low"),
+        "{:#?}",
+        r.findings
+    );
+    assert!(codes(&r).contains(&"max_request_workers_over_limit"));
+}
+
+#[test]
+fn apache_vhosts_on_one_address_stay_apart() {
+    let (_t, r) = grammar(Oracle::Apache, "ok-vhosts-on-one-address");
+    let f = one(&r, "hostname_lookups");
+    assert_eq!(f.line, 11);
+    assert_eq!(
+        f.context,
+        "<VirtualHost 127.0.0.1:8080> (ServerName a.example)"
+    );
+}
+
+#[test]
+fn apache_options_merge_plus_and_minus() {
+    let (_t, r) = grammar(Oracle::Apache, "ok-options-merging");
+    // /srv/a: SymLinksIfOwnerMatch added by the second line; /srv/b: removed again.
+    let f = one(&r, "symlinks_if_owner_match");
+    assert_eq!(f.line, 10);
+    assert_eq!(f.change, "Options +FollowSymLinks -Indexes");
+    let (_t, r) = grammar(Oracle::Apache, "bad-options-mixed-signs");
+    assert!(parse_errors(&r)[0].message.contains("either all Options"));
+}
+
+#[test]
+fn apache_mpm_limits_name_the_server_limit_needed() {
+    let (_t, r) = grammar(Oracle::Apache, "ok-prefork-limits");
+    let f = one(&r, "max_request_workers_over_limit");
+    assert!(f.message.contains("above ServerLimit 256"), "{}", f.message);
+    assert_eq!(f.change, "ServerLimit 400\nMaxRequestWorkers 400");
+    assert_eq!(f.context, "<IfModule mpm_prefork_module>");
+    assert!(one(&r, "spare_servers")
+        .message
+        .contains("MaxSpareServers 500"));
+    assert!(codes(&r).contains(&"max_connections_per_child_low"));
+    let (_t, r) = grammar(Oracle::Apache, "ok-event-limits");
+    let f = one(&r, "max_request_workers_over_limit");
+    assert!(
+        f.message
+            .contains("ServerLimit 4 × ThreadsPerChild 25 = 100"),
+        "{}",
+        f.message
+    );
+    // ServerLimit is set: the fix raises it where it is (1000 / 25 = 40).
+    assert_eq!(f.fix.as_ref().unwrap().old, "ServerLimit 4");
+    assert_eq!(f.change, "ServerLimit 40");
+    assert!(one(&r, "spare_threads")
+        .message
+        .contains("MinSpareThreads 2000"));
+}
+
+#[test]
+fn apache_loaded_is_not_configured() {
+    let (_t, r) = grammar(Oracle::Apache, "ok-deflate-not-applied");
+    let f = one(&r, "no_compression");
+    assert!(f.message.contains("no filter applies it"), "{}", f.message);
+    assert!(f.change.contains("AddOutputFilterByType DEFLATE text/html"));
+    let f = one(&r, "no_expires");
+    assert!(
+        f.message.contains("loaded but no ExpiresActive On"),
+        "{}",
+        f.message
+    );
+}
+
+#[test]
+fn apache_rewrite_is_never_unused_under_allowoverride_all() {
+    let (_t, r) = grammar(Oracle::Apache, "ok-rewrite-via-allowoverride");
+    let unused: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "module_unused" && f.level != Level::Ok)
+        .collect();
+    assert_eq!(unused.len(), 1, "{unused:#?}");
+    assert!(unused[0].message.contains("userdir_module"));
+    assert!(r.findings.iter().any(|f| f.code == "module_unused"
+        && f.level == Level::Ok
+        && f.message.contains("rewrite_module")));
+}
+
+#[test]
+fn apache_htaccess_by_name_or_flag() {
+    let t = Tree::copy("lighttpd");
+    let text = "<IfModule mod_rewrite.c>\nRewriteEngine On\nRewriteRule ^x$ /y [L]\n</IfModule>\nOptions +SymLinksIfOwnerMatch\nKeepAlive Off\n<Directory /x>\n</Directory>\n";
+    let by_name = t.write("site/.htaccess", text);
+    let other = t.write("site/rules.txt", text);
+    for (p, flag) in [(&by_name, false), (&other, true)] {
+        let r = analyze(
+            p,
+            &TuneOptions {
+                server: Some(Server::Apache),
+                htaccess: flag,
+                ..opts()
+            },
+        )
+        .unwrap();
+        let e: Vec<(usize, &str)> = parse_errors(&r)
+            .iter()
+            .map(|f| (f.line, f.message.as_str()))
+            .collect();
+        assert_eq!(e.len(), 2, "{e:?}");
+        assert!(e[0].1.starts_with("KeepAlive is not allowed in .htaccess") && e[0].0 == 6);
+        assert!(e[1].1.starts_with("<Directory> is not allowed") && e[1].0 == 7);
+        // <IfModule mod_rewrite.c> is read (an .htaccess cannot know), no LoadModule advice.
+        assert!(
+            r.findings.iter().all(|f| !f.change.contains("LoadModule")),
+            "{:#?}",
+            r.findings
+        );
+        assert_eq!(one(&r, "symlinks_if_owner_match").line, 5);
+        assert!(
+            !codes(&r).contains(&"timeout_high") && !codes(&r).contains(&"sendfile_default_off")
+        );
+    }
+}
+
+#[test]
+fn lighttpd_variables_concatenation_and_conditionals() {
+    let (t, r) = grammar(Oracle::Lighttpd, "ok-variables-and-concatenation");
+    assert!(r
+        .files
+        .iter()
+        .any(|f| Path::new(f) == t.path("conf/modules.conf")));
+    assert!(r.modules.contains(&"mod_deflate".to_string()));
+    assert!(!codes(&r).contains(&"no_compression"), "{:#?}", r.findings);
+    assert_eq!(one(&r, "keepalive_timeout_high").line, 1);
+    let (_t, r) = grammar(Oracle::Lighttpd, "ok-conditionals");
+    // Settings in conditionals are theirs, never server-wide.
+    let ka: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "keepalive_off" && f.level != Level::Ok)
+        .collect();
+    assert_eq!(ka.len(), 1);
+    assert_eq!(ka[0].context, "$HTTP[\"host\"] == \"a.example\"");
+    let idle: BTreeSet<(usize, String)> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "keepalive_timeout_high")
+        .map(|f| (f.line, f.context.clone()))
+        .collect();
+    assert_eq!(
+        idle,
+        [
+            (9, "$HTTP[\"host\"] == \"b.example\"".to_string()),
+            (15, "$HTTP[\"host\"] == \"c.example\"".to_string()),
+            (18, "$HTTP[\"host\"] == \"d.example\"".to_string()),
+        ]
+        .into()
+    );
+    let (_t, r) = grammar(Oracle::Lighttpd, "ok-else-without-condition");
+    assert!(codes(&r).contains(&"unusual_syntax"));
+}
+
+#[test]
+fn special_and_binary_files_are_refused_without_blocking() {
+    let t = Tree::copy("lighttpd");
+    let fifo = t.path("fifo.conf");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string path; mkfifo only creates the node.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let bin = t.path("bin.conf");
+    std::fs::write(&bin, b"server.port = 80\n\0\x01\x02").unwrap();
+    for (p, word) in [(&fifo, "not a regular file"), (&bin, "binary")] {
+        let e = analyze(p, &opts()).unwrap_err();
+        assert!(e.contains(word) && !e.contains('\n'), "{e}");
+    }
+    assert!(analyze(&t.0, &opts())
+        .unwrap_err()
+        .contains("is a directory"));
+    // Included: one finding each, the rest still read.
+    let main = t.write(
+        "n/nginx.conf",
+        &format!(
+            "events {{}}\nhttp {{\n include {};\n include {};\n include {};\n sendfile off;\n}}\n",
+            fifo.display(),
+            bin.display(),
+            t.0.display()
+        ),
+    );
+    let r = analyze_as(Oracle::Nginx, &main);
+    let e: Vec<usize> = parse_errors(&r).iter().map(|f| f.line).collect();
+    assert_eq!(e, [3, 4, 5], "{:#?}", r.findings);
+    assert_eq!(one(&r, "sendfile_off").line, 6);
+}

@@ -380,7 +380,10 @@ impl Config {
                     self.errors.push((
                         path.to_path_buf(),
                         lineno,
-                        format!("<{name}> is not allowed in .htaccess (Apache answers 500)"),
+                        format!(
+                            "<{}> is not allowed in .htaccess (Apache answers 500)",
+                            section_name(&name)
+                        ),
                     ));
                 }
                 let on = !active || self.cond(&name, &arg);
@@ -818,7 +821,9 @@ fn options_check(c: &Config, f: &mut Vec<Finding>) {
     }
     let mut bad = false;
     for (_, set, enabler) in &state {
-        if !set.contains("symlinksifownermatch") || set.contains("followsymlinks") {
+        // The owner check costs an lstat() per path component even with
+        // FollowSymLinks also on: only FollowSymLinks alone skips it.
+        if !set.contains("symlinksifownermatch") {
             continue;
         }
         let Some(d) = enabler else {
@@ -1442,7 +1447,9 @@ fn attach_fixes(c: &Config, path: &Path, f: &mut [Finding]) {
                 x.context = ctx.clone();
                 Fix::replace(&d.file, &ctx, (d.line, d.end_line), &d.source, &x.change)
             }
-            None if c.htaccess => Fix::insert_after(path, "", c.main_lines, &x.change),
+            None if c.htaccess => {
+                Fix::insert_after(path, ".htaccess, top level", c.main_lines, &x.change)
+            }
             None if x.change.contains("LoadModule ") => {
                 match c
                     .directives

@@ -402,6 +402,17 @@ impl Reader {
                 self.block(p, cond, true)?;
                 Self::end_of_statement(p)
             }
+            T::Key(k) if (k == "else" || k == "elif") && p.peek() == Some(&T::Punct('{')) => {
+                // lighttpd reads a stray else block's settings as server-wide.
+                self.notes.push((
+                    p.file.to_path_buf(),
+                    first.line,
+                    format!("`{k} {{` without a condition before it: lighttpd reads its settings as server-wide"),
+                ));
+                p.i += 1;
+                self.block(p, cond, true)?;
+                Self::end_of_statement(p)
+            }
             T::Key(k) if k == "include" || k == "include_shell" => {
                 let v = self.expr(p)?;
                 Self::end_of_statement(p)?;
@@ -691,16 +702,23 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         );
     }
     for (file, line, msg) in &r.notes {
+        let code = if msg.starts_with("include_shell") {
+            "include_shell_not_run"
+        } else {
+            "unusual_syntax"
+        };
         f.push(
             Finding::new(
                 Level::Info,
-                "include_shell_not_run",
+                code,
                 (file, *line),
                 msg.clone(),
             )
-            .why(
-                "redline does not run commands from a configuration; check what it prints by hand",
-            ),
+            .why(if code == "include_shell_not_run" {
+                "redline does not run commands from a configuration; check what it prints by hand"
+            } else {
+                "the server accepts it, but it may not mean what it looks like"
+            }),
         );
     }
     let none = (Path::new(""), 0usize);

@@ -213,6 +213,9 @@ impl Finding {
     /// With the change and where it goes (the change's text is the fix's).
     pub fn fix(mut self, fix: Fix) -> Finding {
         self.change = fix.text.clone();
+        if self.context.is_empty() {
+            self.context = fix.context.clone();
+        }
         self.fix = Some(fix);
         self
     }
@@ -419,7 +422,11 @@ pub fn render_text(r: &TuneReport) -> String {
                 let _ = writeln!(o, "       why: {}", f.why);
             }
             if !f.change.is_empty() {
-                let _ = writeln!(o, "       change: {}", f.change);
+                let _ = writeln!(
+                    o,
+                    "       change: {}",
+                    f.change.replace('\n', "\n               ")
+                );
             }
             if let Some(x) = &f.fix {
                 let _ = writeln!(o, "       where: {}", placement(x));
@@ -464,9 +471,9 @@ pub fn render_text(r: &TuneReport) -> String {
 /// Where a fix goes, in words: `FILE, in CONTEXT: replace line N \`old\``.
 pub fn placement(x: &Fix) -> String {
     let ctx = if x.context.is_empty() {
-        "server-wide"
+        "server-wide (top level)".to_string()
     } else {
-        x.context.as_str()
+        format!("in {}", x.context)
     };
     match x.action {
         FixAction::Replace => {
@@ -476,12 +483,12 @@ pub fn placement(x: &Fix) -> String {
                 format!("line {}", x.line)
             };
             let old: String = x.old.split_whitespace().collect::<Vec<_>>().join(" ");
-            format!("{}, in {ctx}: replace `{old}` on {lines}", x.file)
+            format!("{}, {ctx}: replace `{old}` on {lines}", x.file)
         }
         FixAction::InsertAfter if x.line == 0 => {
-            format!("{}, in {ctx}: at the top of the file", x.file)
+            format!("{}, {ctx}: at the top of the file", x.file)
         }
-        FixAction::InsertAfter => format!("{}, in {ctx}: after line {}", x.file, x.line),
+        FixAction::InsertAfter => format!("{}, {ctx}: after line {}", x.file, x.line),
     }
 }
 
