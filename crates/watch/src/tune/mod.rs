@@ -352,7 +352,14 @@ pub fn guess_server(path: &Path, text: &str) -> Server {
 /// Reads a configuration and checks it; Err when the main file cannot be read.
 pub fn analyze(path: &Path, opts: &TuneOptions) -> Result<TuneReport, String> {
     let text = read_config(path)?;
-    let server = opts.server.unwrap_or_else(|| guess_server(path, &text));
+    let server = match opts.server {
+        Some(s) => s,
+        None if opts.htaccess => Server::Apache,
+        None => guess_server(path, &text),
+    };
+    if opts.htaccess && server != Server::Apache {
+        return Err("--htaccess is for Apache configurations".into());
+    }
     let mut r = match server {
         Server::Apache => apache::analyze(path, opts),
         Server::Nginx => nginx::analyze(path, &text, opts),
