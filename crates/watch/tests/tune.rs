@@ -1378,3 +1378,139 @@ fn special_and_binary_files_are_refused_without_blocking() {
     assert_eq!(e, [3, 4, 5], "{:#?}", r.findings);
     assert_eq!(one(&r, "sendfile_off").line, 6);
 }
+
+// ---------------------------------------------------------------------------
+// .htaccess: Apache reads it per request, so the oracle is a real Apache
+// (its own config, a loopback port picked by binding 0, AllowOverride All)
+// answering 200 or 500 for a page under the .htaccess.
+
+/// An Apache started by the test, watched by its PID and killed at the end.
+struct Httpd {
+    child: std::process::Child,
+    port: u16,
+    tree: Tree,
+}
+
+impl Drop for Httpd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Httpd {
+    fn start() -> Option<Httpd> {
+        let bin = Oracle::Apache.bin()?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .ok()?
+            .local_addr()
+            .ok()?
+            .port();
+        let tree = Tree::copy("grammar/htaccess/ok-site");
+        let root = tree.0.clone();
+        // Only the site's .htaccess is read.
+        std::fs::remove_file(root.join(".htaccess")).unwrap();
+        let m = "/usr/lib/apache2/modules";
+        std::fs::create_dir_all(root.join("logs")).unwrap();
+        std::fs::create_dir_all(root.join("www")).unwrap();
+        std::fs::write(root.join("www/index.html"), "hello\n").unwrap();
+        let conf = format!(
+            "LoadModule mpm_event_module {m}/mod_mpm_event.so\nLoadModule authz_core_module {m}/mod_authz_core.so\nLoadModule rewrite_module {m}/mod_rewrite.so\nLoadModule expires_module {m}/mod_expires.so\nLoadModule headers_module {m}/mod_headers.so\nLoadModule filter_module {m}/mod_filter.so\nLoadModule deflate_module {m}/mod_deflate.so\nServerName localhost\nListen 127.0.0.1:{port}\nErrorLog logs/error.log\nPidFile logs/httpd.pid\nUser nobody\nGroup nogroup\nDocumentRoot {r}/www\n<Directory />\nAllowOverride None\n</Directory>\n<Directory {r}/www>\nAllowOverride All\nRequire all granted\n</Directory>\n",
+            r = root.display()
+        );
+        std::fs::write(root.join("httpd.conf"), conf).unwrap();
+        let _ = std::process::Command::new("chmod")
+            .args(["-R", "a+rX"])
+            .arg(&root)
+            .status();
+        let child = std::process::Command::new(bin)
+            .arg("-X")
+            .arg("-d")
+            .arg(&root)
+            .arg("-f")
+            .arg(root.join("httpd.conf"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok()?;
+        let mut h = Httpd { child, port, tree };
+        for _ in 0..200 {
+            if let Ok(Some(_)) = h.child.try_wait() {
+                return None;
+            }
+            if h.status().is_some() {
+                return Some(h);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+
+    /// The status code for /index.html, None when nothing answers.
+    fn status(&self) -> Option<u16> {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .ok()?;
+        s.write_all(b"GET /index.html HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            .ok()?;
+        let mut buf = Vec::new();
+        let _ = s.take(64 * 1024).read_to_end(&mut buf);
+        let head = String::from_utf8_lossy(&buf);
+        head.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// Puts `text` as the site's .htaccess and asks for the page.
+    fn with_htaccess(&self, text: &str) -> u16 {
+        let p = self.tree.0.join("www/.htaccess");
+        std::fs::write(&p, text).unwrap();
+        let _ = std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o644));
+        self.status().expect("apache answers")
+    }
+}
+
+#[test]
+fn htaccess_verdicts_agree_with_a_real_apache_and_fixes_keep_it_serving() {
+    if !require("apache2", Oracle::Apache.bin().is_some()) {
+        return;
+    }
+    let Some(h) = Httpd::start() else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "apache2 did not start"
+        );
+        eprintln!("note: apache2 did not start; skipped");
+        return;
+    };
+    let mut n = 0;
+    for name in [
+        "ok-site",
+        "bad-server-directive",
+        "bad-directory-section",
+        "bad-loadmodule",
+    ] {
+        let t = Tree::copy(&format!("grammar/htaccess/{name}"));
+        let p = t.path(".htaccess");
+        let text = std::fs::read_to_string(&p).unwrap();
+        let code = h.with_htaccess(&text);
+        let r = analyze(&p, &opts()).unwrap();
+        let errs = parse_errors(&r);
+        let log = || std::fs::read_to_string(h.tree.0.join("logs/error.log")).unwrap_or_default();
+        if name.starts_with("ok-") {
+            assert_eq!(code, 200, "{name}: {}", log());
+            assert!(errs.is_empty(), "{name}: {errs:#?}");
+            // Each fix pasted where it says: Apache still serves the page.
+            for f in r.findings.iter().filter(|f| f.fix.is_some()) {
+                let fix = f.fix.as_ref().unwrap();
+                let pasted = fix.apply(&text).unwrap();
+                assert_eq!(h.with_htaccess(&pasted), 200, "{}: {pasted}", f.code);
+                n += 1;
+            }
+        } else {
+            assert_eq!(code, 500, "{name}");
+            assert_eq!(errs.len(), 1, "{name}: {:#?}", r.findings);
+        }
+    }
+    assert!(n >= 2, "{n} fixes pasted");
+}
