@@ -650,11 +650,16 @@ fn describe(stmts: &[Stmt], blocks: &[Block], mut b: Option<usize>) -> String {
         let bl = &blocks[i];
         let mut s = bl.name.clone();
         if bl.name == "server" {
-            let names: Vec<&str> = stmts
-                .iter()
-                .filter(|x| x.parent == Some(i) && (x.name == "server_name" || x.name == "listen"))
-                .filter_map(|x| x.args.first().map(|a| a.as_str()))
-                .take(2)
+            // Its first server_name, then its first listen.
+            let first = |n: &str| {
+                stmts
+                    .iter()
+                    .find(|x| x.parent == Some(i) && x.name == n)
+                    .and_then(|x| x.args.first().map(|a| a.as_str()))
+            };
+            let names: Vec<&str> = [first("server_name"), first("listen")]
+                .into_iter()
+                .flatten()
                 .collect();
             if !names.is_empty() {
                 s = format!("server ({})", names.join(" "));
