@@ -282,7 +282,8 @@ impl Config {
             ));
             return;
         }
-        if self.open.len() >= 32 {
+        // Apache's own limit on include nesting.
+        if self.open.len() >= 128 {
             self.errors.push((
                 ff,
                 fl,

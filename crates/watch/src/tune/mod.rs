@@ -543,3 +543,36 @@ pub fn split_args(s: &str) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixes_apply_where_they_say() {
+        let text = "a 1;\nb {\n  c 2; d 3;\n}\n";
+        let p = Path::new("x.conf");
+        let ins = Fix::insert_after(p, "b", 2, "e 4;");
+        assert_eq!(
+            ins.apply(text).unwrap(),
+            "a 1;\nb {\ne 4;\n  c 2; d 3;\n}\n"
+        );
+        let top = Fix::insert_after(p, "", 0, "z;");
+        assert_eq!(top.apply(text).unwrap(), "z;\na 1;\nb {\n  c 2; d 3;\n}\n");
+        let end = Fix::insert_after(p, "", 4, "y;");
+        assert_eq!(end.apply("a;\nb {\n}\nc;").unwrap(), "a;\nb {\n}\nc;\ny;\n");
+        // Only `d 3;` is replaced, not the rest of its line.
+        let rep = Fix::replace(p, "b", (3, 3), "d 3;", "d 4;");
+        assert_eq!(rep.apply(text).unwrap(), "a 1;\nb {\n  c 2; d 4;\n}\n");
+        // A statement over two lines.
+        let rep = Fix::replace(p, "", (1, 2), "a 1;\nb", "a 2;\nb");
+        assert!(rep.apply(text).unwrap().starts_with("a 2;\nb {"));
+        // Not where it says: None.
+        assert!(Fix::replace(p, "", (1, 1), "c 2;", "c 3;")
+            .apply(text)
+            .is_none());
+        assert!(Fix::insert_after(p, "", 9, "q").apply(text).is_none());
+        assert!(placement(&rep).contains("replace `a 1; b` on lines 1-2"));
+        assert!(placement(&ins).contains("in b: after line 2"));
+    }
+}

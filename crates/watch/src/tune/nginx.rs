@@ -932,7 +932,8 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
         let server = blocks
             .iter()
             .enumerate()
-            .find(|(_, b)| b.name == "server" && b.parent == http_idx && http_idx.is_some())
+            .filter(|(_, b)| b.name == "server" && b.parent == http_idx && http_idx.is_some())
+            .min_by_key(|(_, b)| b.insert_after.is_none())
             .map(|(i, _)| i);
         let text = "location ~* \\.(css|js|png|jpg|svg|woff2)$ { expires 7d; }";
         let at_ = server
