@@ -1568,3 +1568,74 @@ fn cut_and_corrupted_configs_never_panic() {
     eprintln!("{n} variants read");
     assert!(n > 500, "{n}");
 }
+
+/// Directives by context: those `tune` calls not allowed in an .htaccess
+/// make a real Apache answer 500 there; the allowed ones leave it at 200.
+#[test]
+fn htaccess_directive_contexts_agree_with_a_real_apache() {
+    if !require("apache2", Oracle::Apache.bin().is_some()) {
+        return;
+    }
+    let Some(h) = Httpd::start() else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "apache2 did not start"
+        );
+        eprintln!("note: apache2 did not start; skipped");
+        return;
+    };
+    let refused = [
+        "Timeout 30",
+        "KeepAlive On",
+        "KeepAliveTimeout 5",
+        "MaxKeepAliveRequests 100",
+        "HostnameLookups Off",
+        "ServerName example.org",
+        "ServerAlias www.example.org",
+        "ServerAdmin root@example.org",
+        "DocumentRoot /tmp",
+        "ErrorLog /tmp/x.log",
+        "LogLevel warn",
+        "Listen 127.0.0.1:9",
+        "Define X",
+        "UseCanonicalName Off",
+        "LimitRequestFields 100",
+        "AllowOverride None",
+        "AccessFileName .ht",
+        "TraceEnable Off",
+        "ServerTokens Prod",
+        "MaxRequestWorkers 10",
+        "LoadModule status_module /usr/lib/apache2/modules/mod_status.so",
+        "Include /dev/null",
+    ];
+    let allowed = [
+        "Options -Indexes",
+        "ErrorDocument 404 /missing.html",
+        "AddDefaultCharset utf-8",
+        "FileETag None",
+        "EnableSendfile On",
+        "EnableMMAP On",
+        "ServerSignature Off",
+        "ExpiresActive On",
+        "Header set X-Test 1",
+        "RewriteEngine On",
+        "<IfModule mod_deflate.c>\nSetOutputFilter DEFLATE\n</IfModule>",
+        "<Files \"x\">\nRequire all denied\n</Files>",
+    ];
+    let t = Tree::copy("grammar/htaccess/ok-site");
+    let p = t.path(".htaccess");
+    for (lines, want) in [(&refused[..], 500), (&allowed[..], 200)] {
+        for line in lines {
+            let text = format!("{line}\n");
+            assert_eq!(h.with_htaccess(&text), want, "{line}");
+            std::fs::write(&p, &text).unwrap();
+            let r = analyze(&p, &opts()).unwrap();
+            assert_eq!(
+                parse_errors(&r).len(),
+                usize::from(want == 500),
+                "{line}: {:#?}",
+                r.findings
+            );
+        }
+    }
+}
