@@ -1639,3 +1639,12 @@ fn htaccess_directive_contexts_agree_with_a_real_apache() {
         }
     }
 }
+
+#[test]
+fn apache_server_limit_far_above_the_need() {
+    let (_t, r) = grammar(Oracle::Apache, "ok-server-limit-high");
+    let f = one(&r, "server_limit_high");
+    assert_eq!(f.line, 9);
+    assert!(f.message.contains("needs 6"), "{}", f.message);
+    assert_eq!(f.change, "ServerLimit 16");
+}

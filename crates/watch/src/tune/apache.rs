@@ -1644,6 +1644,28 @@ fn mpm_checks(c: &Config, mpm: Option<&str>, f: &mut Vec<Finding>) {
             );
         }
     }
+    // ServerLimit far above what MaxRequestWorkers needs: scoreboard memory
+    // for processes that can never start (the MPM docs' warning).
+    if let (Some(d), Some(sl)) = (sl_d, v("serverlimit")) {
+        let tpc = if threaded {
+            v("threadsperchild")
+                .unwrap_or(25)
+                .min(v("threadlimit").unwrap_or(64))
+                .max(1)
+        } else {
+            1
+        };
+        let need = (mrw + tpc - 1) / tpc;
+        let default = if threaded { 16 } else { 256 };
+        if sl > (2 * need).max(default) {
+            f.push(
+                Finding::new(Level::Info, "server_limit_high", at(d), format!("ServerLimit {sl}, but {} {mrw} needs {need}", mrw_d.raw_name))
+                    .why("Apache allocates shared scoreboard memory for every process ServerLimit allows, used or not")
+                    .context(ctx(d))
+                    .fix(place(Some(d), &format!("ServerLimit {}", need.max(default)))),
+            );
+        }
+    }
     if f.len() == n0 {
         f.push(Finding::new(
             Level::Ok,
