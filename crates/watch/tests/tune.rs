@@ -970,6 +970,7 @@ fn paste_every_fix(o: Oracle, tree: &str, main: &str, min: usize) -> usize {
     let t = Tree::copy(tree);
     let conf = t.path(main);
     let r = analyze_as(o, &conf);
+    let (_, baseline) = o.test(&t.0, &conf);
     let mut n = 0;
     for f in r.findings.iter().filter(|f| f.level != Level::Ok) {
         if f.change.is_empty() {
@@ -997,6 +998,35 @@ fn paste_every_fix(o: Oracle, tree: &str, main: &str, min: usize) -> usize {
             f.code,
             redline_watch::tune::placement(fix)
         );
+        // lighttpd -tt accepts an unknown key with a warning: a fix may add
+        // none, except the keys of a module not installed here (dlopen failed).
+        if o == Oracle::Lighttpd {
+            let unknown = |s: &str| -> BTreeSet<String> {
+                s.lines()
+                    .filter_map(|l| l.split("unknown config-key: ").nth(1))
+                    .filter_map(|k| k.split_whitespace().next())
+                    .map(str::to_string)
+                    .collect()
+            };
+            let missing: Vec<String> = out
+                .lines()
+                .filter_map(|l| l.split("dlopen() failed for: ").nth(1))
+                .filter_map(|p| p.split_whitespace().next())
+                .filter_map(|p| {
+                    Path::new(p)
+                        .file_stem()
+                        .map(|s| s.to_string_lossy().to_string())
+                })
+                .filter_map(|m| m.strip_prefix("mod_").map(|x| format!("{x}.")))
+                .collect();
+            for k in unknown(&out).difference(&unknown(&baseline)) {
+                assert!(
+                    missing.iter().any(|m| k.starts_with(m.as_str())),
+                    "{tree}: the fix for {} adds a key lighttpd does not know: {k}\n{out}",
+                    f.code
+                );
+            }
+        }
         // The finding itself is gone after its fix.
         let after = analyze_as(o, &u.path(main));
         let moved = |g: &Finding| {
