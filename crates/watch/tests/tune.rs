@@ -998,6 +998,25 @@ fn paste_every_fix(o: Oracle, tree: &str, main: &str, min: usize) -> usize {
             f.code,
             redline_watch::tune::placement(fix)
         );
+        // No new warning from nginx or Apache either (e.g. AH00515, a
+        // MaxRequestWorkers Apache lowers at start).
+        if o != Oracle::Lighttpd {
+            let warns = |s: &str, root: &Path| -> BTreeSet<String> {
+                s.lines()
+                    .filter(|l| l.contains("WARNING") || l.contains("[warn]"))
+                    .map(|l| l.replace(&root.display().to_string(), "ROOT"))
+                    .collect()
+            };
+            let new: Vec<String> = warns(&out, &u.0)
+                .difference(&warns(&baseline, &t.0))
+                .cloned()
+                .collect();
+            assert!(
+                new.is_empty(),
+                "{tree}: the fix for {} adds warnings: {new:?}",
+                f.code
+            );
+        }
         // lighttpd -tt accepts an unknown key with a warning: a fix may add
         // none, except the keys of a module not installed here (dlopen failed).
         if o == Oracle::Lighttpd {
