@@ -641,14 +641,11 @@ fn unmatched_component(p: &Path) -> Option<String> {
         if k + 1 == comps.len() {
             return None;
         }
-        // Later components are checked under each match by Apache; the first will do.
+        // Apache reads the rest under every match: each must have it.
         let rest: PathBuf = comps[k + 1..].iter().map(|c| c.as_os_str()).collect();
         return matches
             .iter()
-            .filter(|m| m.is_dir())
-            .map(|m| unmatched_component(&m.join(&rest)))
-            .find(|r| r.is_none())
-            .unwrap_or_else(|| Some(format!("no match for {}", p.display())));
+            .find_map(|m| unmatched_component(&m.join(&rest)));
     }
     if !cur.exists() {
         return Some(format!("could not open {}", cur.display()));
