@@ -1342,15 +1342,17 @@ fn apache_htaccess_by_name_or_flag() {
     let by_name = t.write("site/.htaccess", text);
     let other = t.write("site/rules.txt", text);
     for (p, flag) in [(&by_name, false), (&other, true)] {
+        // By name, the server and the kind of file are guessed; else both are given.
         let r = analyze(
             p,
             &TuneOptions {
-                server: Some(Server::Apache),
+                server: flag.then_some(Server::Apache),
                 htaccess: flag,
                 ..opts()
             },
         )
         .unwrap();
+        assert_eq!(r.server, Server::Apache);
         let e: Vec<(usize, &str)> = parse_errors(&r)
             .iter()
             .map(|f| (f.line, f.message.as_str()))
@@ -1696,4 +1698,39 @@ fn apache_server_limit_far_above_the_need() {
     assert_eq!(f.line, 9);
     assert!(f.message.contains("needs 6"), "{}", f.message);
     assert_eq!(f.change, "ServerLimit 16");
+}
+
+#[test]
+fn compiled_in_modules_are_what_apache2_l_lists() {
+    let Some(bin) = Oracle::Apache.bin() else {
+        require("apache2", false);
+        return;
+    };
+    let out = std::process::Command::new(bin).arg("-l").output().unwrap();
+    let listed: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.ends_with(".c"))
+        .map(str::to_string)
+        .collect();
+    let got = redline_watch::tune::apache::compiled_in().unwrap();
+    assert_eq!(got, listed);
+    assert!(got.iter().any(|m| m == "core.c"));
+    // Each is a module id <IfModule> matches: core.c is core_module.
+    assert_eq!(
+        redline_watch::tune::apache::module_id("core.c"),
+        "core_module"
+    );
+    assert_eq!(
+        redline_watch::tune::apache::module_id("prefork.c"),
+        "mpm_prefork_module"
+    );
+    assert_eq!(
+        redline_watch::tune::apache::module_id("mod_rewrite.c"),
+        "rewrite_module"
+    );
+    assert_eq!(
+        redline_watch::tune::apache::module_id("http_core.c"),
+        "http_module"
+    );
 }
