@@ -1734,3 +1734,21 @@ fn compiled_in_modules_are_what_apache2_l_lists() {
         "http_module"
     );
 }
+
+#[test]
+fn nginx_fix_into_a_one_line_block_goes_right_after_its_brace() {
+    let (_t, r) = grammar(Oracle::Nginx, "ok-one-line-blocks");
+    let fix = one(&r, "sendfile_off").fix.clone().unwrap();
+    assert_eq!(
+        (fix.old.as_str(), fix.text.as_str()),
+        ("http {", "http {\nsendfile on;")
+    );
+    let fix = one(&r, "no_expires").fix.clone().unwrap();
+    assert_eq!(fix.old, "server {");
+    assert!(
+        fix.text.starts_with("server {\nlocation ~* "),
+        "{}",
+        fix.text
+    );
+    assert_eq!(fix.context, "http > server (127.0.0.1:8080)");
+}

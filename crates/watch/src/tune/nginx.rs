@@ -720,10 +720,23 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
     let http = http_idx.and_then(|i| s.iter().find(|x| x.opens == Some(i)));
     let http_at = http.map(at).unwrap_or((path, 0));
     // Insert a line into a block: its file, its context and the line.
+    // Into a block: after a line that ends inside it; when none does (a
+    // block on one line), right after its `{`, by replacing the opening.
     let into = |b: usize, text: &str| -> Option<Fix> {
         let bl = &blocks[b];
-        bl.insert_after
-            .map(|l| Fix::insert_after(&bl.file, &describe(s, blocks, Some(b)), l, text))
+        let ctx = describe(s, blocks, Some(b));
+        match bl.insert_after {
+            Some(l) => Some(Fix::insert_after(&bl.file, &ctx, l, text)),
+            None => s.iter().find(|x| x.opens == Some(b)).map(|x| {
+                Fix::replace(
+                    &x.file,
+                    &ctx,
+                    (x.line, x.end_line),
+                    &x.source,
+                    &format!("{}\n{text}", x.source),
+                )
+            }),
+        }
     };
     let replace = |x: &Stmt, text: &str| -> Fix {
         Fix::replace(&x.file, &ctx_of(x), (x.line, x.end_line), &x.source, text)
