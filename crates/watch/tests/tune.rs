@@ -1752,3 +1752,31 @@ fn nginx_fix_into_a_one_line_block_goes_right_after_its_brace() {
     );
     assert_eq!(fix.context, "http > server (127.0.0.1:8080)");
 }
+
+#[test]
+fn lighttpd_newer_conditional_words_are_read_and_named() {
+    let (_t, r) = grammar(Oracle::Lighttpd, "ok-conditional-words-of-1.4.74");
+    let notes: Vec<usize> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "unusual_syntax")
+        .map(|f| f.line)
+        .collect();
+    assert_eq!(notes, [6, 9, 12], "{:#?}", r.findings);
+    let idle: Vec<String> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "keepalive_timeout_high")
+        .map(|f| f.context.clone())
+        .collect();
+    assert_eq!(idle.len(), 3, "{idle:?}");
+    assert!(idle[2].contains("c.example"), "{idle:?}");
+    let (_t, r) = grammar(Oracle::Lighttpd, "ok-conditional-else-if");
+    assert_eq!(one(&r, "unusual_syntax").line, 7);
+    let f: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "keepalive_timeout_high")
+        .collect();
+    assert_eq!(f[1].context, "$HTTP[\"host\"] == \"d.example\"");
+}

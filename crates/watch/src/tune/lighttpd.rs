@@ -238,6 +238,9 @@ fn tokenize(text: &str) -> Result<Vec<Tk>, (usize, String)> {
     Ok(out)
 }
 
+/// The words that chain a conditional (`else`; lighttpd 1.4.74 also takes the others).
+const ELSE_WORDS: &[&str] = &["else", "elif", "elsif", "elseif"];
+
 #[derive(Default)]
 struct Reader {
     assigns: Vec<Assign>,
@@ -397,12 +400,17 @@ impl Reader {
         let first = p.bump().cloned().expect("peeked");
         match &first.t {
             T::Dollar(_) => self.conditional(p, first, cond),
+            T::Key(k) if k == "if" && matches!(p.peek(), Some(T::Dollar(_))) => {
+                self.newer_syntax(p.file, first.line, "if");
+                let head = p.bump().cloned().expect("peeked");
+                self.conditional(p, head, cond)
+            }
             T::Key(k) if k == "global" && p.peek() == Some(&T::Punct('{')) => {
                 p.i += 1;
                 self.block(p, cond, true)?;
                 Self::end_of_statement(p)
             }
-            T::Key(k) if (k == "else" || k == "elif") && p.peek() == Some(&T::Punct('{')) => {
+            T::Key(k) if ELSE_WORDS.contains(&k.as_str()) && p.peek() == Some(&T::Punct('{')) => {
                 // lighttpd reads a stray else block's settings as server-wide.
                 self.notes.push((
                     p.file.to_path_buf(),
@@ -517,12 +525,23 @@ impl Reader {
             // An else / elif may follow on the same or a later line.
             let save = p.i;
             p.skip_eols();
-            let is_else = matches!(p.peek(), Some(T::Key(k)) if k == "else" || k == "elif");
-            if !is_else {
-                p.i = save;
-                return Self::end_of_statement(p);
-            }
+            let kw = match p.peek() {
+                Some(T::Key(k)) if ELSE_WORDS.contains(&k.as_str()) => k.clone(),
+                _ => {
+                    p.i = save;
+                    return Self::end_of_statement(p);
+                }
+            };
+            let kw_line = p.line();
             p.i += 1;
+            let mut spelled = kw.clone();
+            if kw == "else" && matches!(p.peek(), Some(T::Key(k)) if k == "if") {
+                p.i += 1;
+                spelled = "else if".into();
+            }
+            if spelled != "else" {
+                self.newer_syntax(p.file, kw_line, &spelled);
+            }
             p.skip_eols();
             match p.peek() {
                 Some(T::Dollar(_)) => {
@@ -597,6 +616,18 @@ impl Reader {
             Some(t) => Err((line, format!("expected a value, found {t:?}"))),
             None => Err((line, "expected a value at the end of the file".into())),
         }
+    }
+
+    /// `if`, `elif`, `elsif`, `elseif`, `else if`: lighttpd 1.4.74's words;
+    /// read as documented there, and named, since older lighttpd accepts
+    /// the line but reads something else (1.4.69's `lighttpd -p` shows an
+    /// `elif` block as a `var.elif` setting).
+    fn newer_syntax(&mut self, file: &Path, line: usize, word: &str) {
+        self.notes.push((
+            file.to_path_buf(),
+            line,
+            format!("`{word}` in a conditional needs lighttpd 1.4.74 or later; older versions accept the line but misread it (use `else $COND {{`)"),
+        ));
     }
 
     fn include_shell(&mut self, cmd: &str, cond: &[String], file: &Path, line: usize) {
