@@ -1780,3 +1780,76 @@ fn lighttpd_newer_conditional_words_are_read_and_named() {
         .collect();
     assert_eq!(f[1].context, "$HTTP[\"host\"] == \"d.example\"");
 }
+
+/// `lighttpd -p` prints the configuration as lighttpd read it: each setting
+/// in its conditional block. tune must put every setting in the same block
+/// (the innermost condition; "" for server-wide).
+#[test]
+fn lighttpd_settings_sit_in_the_blocks_lighttpd_p_prints() {
+    let Some(bin) = Oracle::Lighttpd.bin() else {
+        require("lighttpd", false);
+        return;
+    };
+    let mut compared = 0;
+    for name in grammar_fixtures(Oracle::Lighttpd) {
+        if !name.starts_with("ok-") {
+            continue;
+        }
+        let t = Tree::copy(&format!("grammar/lighttpd/{name}"));
+        let conf = t.path("lighttpd.conf");
+        if codes(&analyze_as(Oracle::Lighttpd, &conf)).contains(&"unusual_syntax") {
+            continue; // 1.4.74 syntax: this lighttpd reads it otherwise, as tune says.
+        }
+        let mut cmd = std::process::Command::new(&bin);
+        cmd.arg("-p").arg("-f").arg(&conf).current_dir(&t.0);
+        let (ok, out) = run_bounded(cmd);
+        assert!(ok, "{name}: {out}");
+        // (key, innermost condition) from -p's blocks.
+        let mut stack: Vec<String> = Vec::new();
+        let mut printed: BTreeSet<(String, String)> = BTreeSet::new();
+        for l in out.lines().map(str::trim) {
+            if l == "config {" {
+                continue;
+            }
+            if let Some(head) = l.strip_suffix(" {") {
+                if !head.contains(" = ") {
+                    let head = head.strip_prefix("else ").unwrap_or(head);
+                    stack.push(if head == "else" {
+                        "else".into()
+                    } else {
+                        head.to_string()
+                    });
+                    continue;
+                }
+            }
+            if l.starts_with('}') {
+                stack.pop();
+                continue;
+            }
+            let Some((k, _)) = l.split_once(" = ") else {
+                continue;
+            };
+            let k = k.trim();
+            if k.contains('.') && !k.contains(' ') && !k.starts_with("var.") && !k.starts_with('"')
+            {
+                printed.insert((k.to_string(), stack.last().cloned().unwrap_or_default()));
+            }
+        }
+        let read: BTreeSet<(String, String)> = redline_watch::tune::lighttpd::assignments(&conf)
+            .into_iter()
+            .filter(|a| !a.key.starts_with("var."))
+            .map(|a| {
+                let c = a.cond.last().cloned().unwrap_or_default();
+                let c = if c.starts_with("else (not ") {
+                    "else".into()
+                } else {
+                    c
+                };
+                (a.key, c)
+            })
+            .collect();
+        assert_eq!(read, printed, "{name}: lighttpd -p printed\n{out}");
+        compared += 1;
+    }
+    assert!(compared >= 6, "{compared}");
+}

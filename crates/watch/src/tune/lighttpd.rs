@@ -673,9 +673,7 @@ fn string(a: &Assign) -> String {
     }
 }
 
-/// Reads and checks a lighttpd configuration.
-pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
-    let _ = opts;
+fn reader(path: &Path) -> Reader {
     let mut r = Reader {
         base: path.parent().map(Path::to_path_buf).unwrap_or_default(),
         ..Default::default()
@@ -687,6 +685,19 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
     }
     r.vars.insert("var.PID".into(), Val::Int(0));
     r.read(path, &[], None);
+    r
+}
+
+/// Every assignment of a configuration, in order, each with the
+/// conditionals it is in (what `lighttpd -p` prints, before merging).
+pub fn assignments(path: &Path) -> Vec<Assign> {
+    reader(path).assigns
+}
+
+/// Reads and checks a lighttpd configuration.
+pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
+    let _ = opts;
+    let r = reader(path);
     let mut modules = BTreeSet::new();
     for a in r.assigns.iter().filter(|a| a.key == "server.modules") {
         if !a.append {
