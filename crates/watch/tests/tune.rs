@@ -1853,3 +1853,108 @@ fn lighttpd_settings_sit_in_the_blocks_lighttpd_p_prints() {
     }
     assert!(compared >= 6, "{compared}");
 }
+
+/// `apache2 -t -D DUMP_CONFIG` (mod_info) prints every directive Apache
+/// keeps after evaluating <IfModule>, <IfDefine> and the includes, each
+/// with its file and line, inside its sections. tune must keep exactly
+/// those, in the same sections.
+#[test]
+fn apache_directives_kept_are_those_apache2_dump_config_prints() {
+    if !require("apache2", Oracle::Apache.bin().is_some()) {
+        return;
+    }
+    let info = Path::new("/usr/lib/apache2/modules/mod_info.so");
+    if !require("mod_info (apache2)", info.is_file()) {
+        return;
+    }
+    let mut trees: Vec<(String, &str)> = grammar_fixtures(Oracle::Apache)
+        .into_iter()
+        .filter(|n| n.starts_with("ok-"))
+        .map(|n| (format!("grammar/apache/{n}"), "httpd.conf"))
+        .collect();
+    trees.push(("debian-apache2".into(), "apache2.conf"));
+    // Not in the dump: what Apache acts on while reading.
+    let reading = [
+        "defaultruntimedir",
+        "serverroot",
+        "loadmodule",
+        "define",
+        "undefine",
+        "include",
+        "includeoptional",
+    ];
+    for (tree, main) in &trees {
+        let t = Tree::copy(tree);
+        let conf = t.path(main);
+        // mod_info, loaded after everything (the lines above keep their numbers).
+        let mut text = std::fs::read_to_string(&conf).unwrap();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("LoadModule info_module {}\n", info.display()));
+        std::fs::write(&conf, &text).unwrap();
+        let logs = t.path("logs");
+        std::fs::create_dir_all(&logs).unwrap();
+        let mut cmd = std::process::Command::new(Oracle::Apache.bin().unwrap());
+        cmd.args(["-t", "-D", "DUMP_CONFIG", "-d"])
+            .arg(&t.0)
+            .arg("-f")
+            .arg(&conf)
+            .env("APACHE_RUN_USER", "www-data")
+            .env("APACHE_RUN_GROUP", "www-data")
+            .env("APACHE_PID_FILE", logs.join("apache2.pid"))
+            .env("APACHE_RUN_DIR", &logs)
+            .env("APACHE_LOCK_DIR", &logs)
+            .env("APACHE_LOG_DIR", &logs);
+        let (ok, out) = run_bounded(cmd);
+        assert!(ok, "{tree}: {out}");
+        // (file, line, the sections it is in: `virtualhost/directory`).
+        let mut dumped: BTreeSet<(String, usize, String)> = BTreeSet::new();
+        let (mut file, mut line) = (String::new(), 0usize);
+        let mut sections: Vec<String> = Vec::new();
+        for l in out.lines() {
+            let l = l.trim();
+            if let Some(f) = l.strip_prefix("# In file: ") {
+                file = f.to_string();
+            } else if let Some(n) = l.strip_prefix('#').and_then(|r| r.trim().strip_suffix(':')) {
+                line = n.trim().parse().unwrap_or(0);
+            } else if l.starts_with("</") {
+                sections.pop();
+            } else if let Some(open) = l.strip_prefix('<') {
+                let kind = open
+                    .split(|c: char| c.is_whitespace() || c == '>')
+                    .next()
+                    .unwrap_or("")
+                    .to_ascii_lowercase();
+                sections.push(kind);
+                line = 0;
+            } else if !l.is_empty() && line > 0 && !l.starts_with("Syntax OK") {
+                dumped.insert((file.clone(), line, sections.join("/")));
+                line = 0;
+            }
+        }
+        let c = redline_watch::tune::apache::read(&conf);
+        let kept: BTreeSet<(String, usize, String)> = c
+            .directives
+            .iter()
+            .filter(|d| !reading.contains(&d.name.as_str()))
+            // Apache numbers a continued directive by its last line.
+            .map(|d| {
+                let kinds: Vec<&str> = d
+                    .path
+                    .iter()
+                    .map(|&i| &c.sections[i])
+                    .filter(|s| !s.conditional)
+                    .map(|s| s.kind.as_str())
+                    .collect();
+                (d.file.display().to_string(), d.end_line, kinds.join("/"))
+            })
+            .collect();
+        let only_tune: Vec<_> = kept.difference(&dumped).collect();
+        let only_apache: Vec<_> = dumped.difference(&kept).collect();
+        assert!(
+            only_tune.is_empty() && only_apache.is_empty(),
+            "{tree}: kept by tune only: {only_tune:?}; printed by apache2 -D DUMP_CONFIG only: {only_apache:?}"
+        );
+    }
+}
