@@ -1958,3 +1958,53 @@ fn apache_directives_kept_are_those_apache2_dump_config_prints() {
         );
     }
 }
+
+/// `apache2 -t -D DUMP_VHOSTS` names each virtual host by its ServerName and
+/// the file and line of its <VirtualHost>: tune keys the same hosts by the
+/// same names (so name-based hosts on one address stay apart).
+#[test]
+fn apache_virtual_hosts_are_those_apache2_dump_vhosts_names() {
+    if !require("apache2", Oracle::Apache.bin().is_some()) {
+        return;
+    }
+    let mut compared = 0;
+    for name in ["ok-vhosts-on-one-address", "ok-common-site-snippets"] {
+        let t = Tree::copy(&format!("grammar/apache/{name}"));
+        let conf = t.path("httpd.conf");
+        std::fs::create_dir_all(t.path("logs")).unwrap();
+        let mut cmd = std::process::Command::new(Oracle::Apache.bin().unwrap());
+        cmd.args(["-t", "-D", "DUMP_VHOSTS", "-d"])
+            .arg(&t.0)
+            .arg("-f")
+            .arg(&conf);
+        let (ok, out) = run_bounded(cmd);
+        assert!(ok, "{name}: {out}");
+        let dumped: BTreeSet<(String, String, usize)> = out
+            .lines()
+            // `... namevhost NAME (FILE:LINE)`, `default server NAME (...)`, `ADDR NAME (...)`
+            .filter_map(|l| {
+                let (head, at) = l.trim().rsplit_once(" (")?;
+                let host = head.split_whitespace().last()?;
+                let (file, line) = at.strip_suffix(')')?.rsplit_once(':')?;
+                Some((host.to_string(), file.to_string(), line.parse().ok()?))
+            })
+            .collect();
+        let c = redline_watch::tune::apache::read(&conf);
+        let vhosts: BTreeSet<(String, String, usize)> = c
+            .sections
+            .iter()
+            .filter(|s| s.kind == "virtualhost")
+            .map(|s| {
+                (
+                    s.server_name.clone().unwrap_or_default(),
+                    s.file.display().to_string(),
+                    s.line,
+                )
+            })
+            .collect();
+        assert!(!dumped.is_empty(), "{name}: {out}");
+        assert_eq!(vhosts, dumped, "{name}: {out}");
+        compared += dumped.len();
+    }
+    assert!(compared >= 3, "{compared}");
+}
