@@ -130,6 +130,9 @@ pub struct TuneArgs {
     /// Do not run apache2ctl/nginx to confirm included files and modules.
     #[arg(long = "no-tools")]
     no_tools: bool,
+    /// Read CONFIG as an Apache .htaccess (automatic when it is named .htaccess).
+    #[arg(long = "htaccess")]
+    htaccess: bool,
 }
 
 /// Flags `redline run` takes for watching the server.
@@ -656,6 +659,7 @@ fn cmd_tune(a: TuneArgs) -> i32 {
     let mut opts = TuneOptions {
         server: a.server,
         use_tools: !a.no_tools,
+        htaccess: a.htaccess,
         ..Default::default()
     };
     let m = procfs::machine(&procfs::proc_root());

@@ -1,29 +1,245 @@
-//! lighttpd configuration: `key = value` / `key += value` assignments (values
-//! may be arrays over several lines), `include "file"` with globs, Debian's
+//! lighttpd configuration, read with lighttpd's grammar (its configuration
+//! docs): `key = value`, `key += value`, `key := value`, one per line (`;` is
+//! not a separator); values are strings, integers, arrays `( ... )` over any
+//! number of lines (`"a" => "b"` pairs too), variables (`var.name`, an earlier
+//! setting's key, `env.NAME` from the environment) and their `+`
+//! concatenation; `include EXPR` with globs (relative to the main file's
+//! directory; a plain path must exist, a glob may match nothing); Debian's
 //! `include_shell ".../include-conf-enabled.pl"` (read as conf-enabled/*.conf;
 //! its `use-ipv6.pl` and `create-mime.conf.pl` print nothing the checks use,
-//! and any other `include_shell` is named as not run, never executed),
-//! and `$HTTP[...] { }` conditionals (their settings are read too).
+//! and any other `include_shell` is named as not run, never executed);
+//! `$HTTP["host"] == "x" { ... }` conditionals, nested, chained with `else`
+//! / `elif` / `else $COND`, the `{` on the same line or the next, a whole
+//! block on one line; `global { }`. Settings inside a conditional keep it as
+//! their context and are never taken as server-wide.
 
-use super::{resolve, Finding, Level, Server, TuneOptions, TuneReport};
+use super::{read_config, resolve, Finding, Fix, Level, Server, TuneOptions, TuneReport};
 use crate::glob;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+
+/// A value as lighttpd evaluates it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Val {
+    /// A string.
+    Str(String),
+    /// An integer.
+    Int(i64),
+    /// An array: (key for `"k" => v` entries, value).
+    Arr(Vec<(Option<String>, Val)>),
+    /// Not known here (an `env.` variable not set in this environment).
+    Unknown,
+}
+
+impl Val {
+    fn plus(self, o: Val) -> Result<Val, String> {
+        Ok(match (self, o) {
+            (Val::Str(a), Val::Str(b)) => Val::Str(a + &b),
+            (Val::Str(a), Val::Int(b)) => Val::Str(format!("{a}{b}")),
+            (Val::Int(a), Val::Str(b)) => Val::Str(format!("{a}{b}")),
+            (Val::Int(a), Val::Int(b)) => Val::Int(a.saturating_add(b)),
+            (Val::Arr(mut a), Val::Arr(b)) => {
+                a.extend(b);
+                Val::Arr(a)
+            }
+            (Val::Unknown, _) | (_, Val::Unknown) => Val::Unknown,
+            _ => return Err("cannot add these values (a string or integer and an array)".into()),
+        })
+    }
+
+    /// The strings in it (a string: itself; an array: its string values).
+    pub fn strings(&self) -> Vec<String> {
+        match self {
+            Val::Str(s) => vec![s.clone()],
+            Val::Arr(v) => v.iter().flat_map(|(_, x)| x.strings()).collect(),
+            _ => vec![],
+        }
+    }
+}
 
 /// One assignment.
 #[derive(Debug, Clone)]
 pub struct Assign {
     /// Key, e.g. `server.modules`.
     pub key: String,
-    /// `=` or `+=`.
+    /// `+=`.
     pub append: bool,
-    /// The value as written (quotes kept).
+    /// The value as written.
     pub value: String,
+    /// The value evaluated.
+    pub val: Val,
     /// File.
     pub file: PathBuf,
     /// Line.
     pub line: usize,
+    /// Last line of the assignment.
+    pub end_line: usize,
+    /// The whole assignment as written.
+    pub source: String,
+    /// The conditionals it is inside (`$HTTP["host"] == "a"`), outermost first.
+    pub cond: Vec<String>,
 }
+
+#[derive(Debug, Clone, PartialEq)]
+enum T {
+    Str(String),
+    Int(i64),
+    Key(String),
+    /// `$HTTP` etc.
+    Dollar(String),
+    /// `=`, `+=`, `:=`, `==`, `!=`, `=~`, `!~`, `=^`, `=$`, `=>`, `+`.
+    Op(&'static str),
+    Punct(char),
+    Eol,
+}
+
+/// A token with its line and byte span.
+#[derive(Debug, Clone)]
+struct Tk {
+    t: T,
+    line: usize,
+    start: usize,
+    end: usize,
+}
+
+fn tokenize(text: &str) -> Result<Vec<Tk>, (usize, String)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let (mut i, mut line, mut parens) = (0usize, 1usize, 0i32);
+    while i < b.len() {
+        let c = b[i];
+        let start = i;
+        let push = |out: &mut Vec<Tk>, t: T, end: usize| {
+            out.push(Tk {
+                t,
+                line,
+                start,
+                end,
+            })
+        };
+        match c {
+            b' ' | b'\t' | b'\r' => i += 1,
+            b'\n' => {
+                if parens == 0 {
+                    push(&mut out, T::Eol, i + 1);
+                }
+                line += 1;
+                i += 1;
+            }
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'"' => {
+                let mut s = Vec::new();
+                i += 1;
+                let sl = line;
+                loop {
+                    if i >= b.len() {
+                        return Err((sl, "a string is never closed".into()));
+                    }
+                    match b[i] {
+                        b'\\' if i + 1 < b.len() => {
+                            if b[i + 1] != b'"' && b[i + 1] != b'\\' {
+                                s.push(b'\\');
+                            }
+                            s.push(b[i + 1]);
+                            i += 2;
+                        }
+                        b'"' => {
+                            i += 1;
+                            break;
+                        }
+                        b'\n' => {
+                            line += 1;
+                            s.push(b'\n');
+                            i += 1;
+                        }
+                        x => {
+                            s.push(x);
+                            i += 1;
+                        }
+                    }
+                }
+                out.push(Tk {
+                    t: T::Str(String::from_utf8_lossy(&s).into_owned()),
+                    line: sl,
+                    start,
+                    end: i,
+                });
+            }
+            b'(' => {
+                parens += 1;
+                i += 1;
+                push(&mut out, T::Punct('('), i);
+            }
+            b')' => {
+                parens -= 1;
+                if parens < 0 {
+                    return Err((line, "unexpected ')'".into()));
+                }
+                i += 1;
+                push(&mut out, T::Punct(')'), i);
+            }
+            b'[' | b']' | b'{' | b'}' | b',' => {
+                i += 1;
+                push(&mut out, T::Punct(c as char), i);
+            }
+            b'=' | b'!' | b'+' | b':' => {
+                let n = b.get(i + 1).copied();
+                let op: &'static str = match (c, n) {
+                    (b'=', Some(b'=')) => "==",
+                    (b'=', Some(b'~')) => "=~",
+                    (b'=', Some(b'^')) => "=^",
+                    (b'=', Some(b'$')) => "=$",
+                    (b'=', Some(b'>')) => "=>",
+                    (b'=', _) => "=",
+                    (b'!', Some(b'=')) => "!=",
+                    (b'!', Some(b'~')) => "!~",
+                    (b'+', Some(b'=')) => "+=",
+                    (b'+', _) => "+",
+                    (b':', Some(b'=')) => ":=",
+                    _ => return Err((line, format!("unexpected {:?}", c as char))),
+                };
+                i += op.len();
+                push(&mut out, T::Op(op), i);
+            }
+            b'$' => {
+                i += 1;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+                push(&mut out, T::Dollar(text[start + 1..i].to_string()), i);
+            }
+            b'0'..=b'9' => {
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                let v = text[start..i]
+                    .parse()
+                    .map_err(|_| (line, format!("integer {} too large", &text[start..i])))?;
+                push(&mut out, T::Int(v), i);
+            }
+            x if x.is_ascii_alphabetic() || x == b'_' => {
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b"._-".contains(&b[i])) {
+                    i += 1;
+                }
+                push(&mut out, T::Key(text[start..i].to_string()), i);
+            }
+            x => {
+                return Err((
+                    line,
+                    format!("invalid character {:?} (lighttpd has no ';' or other separators: one setting per line)", x as char),
+                ))
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The words that chain a conditional (`else`; lighttpd 1.4.74 also takes the others).
+const ELSE_WORDS: &[&str] = &["else", "elif", "elsif", "elseif"];
 
 #[derive(Default)]
 struct Reader {
@@ -33,54 +249,90 @@ struct Reader {
     /// Things not checked (an `include_shell` that was not run).
     notes: Vec<(PathBuf, usize, String)>,
     base: PathBuf,
-    depth: usize,
+    vars: HashMap<String, Val>,
+    open: Vec<PathBuf>,
+    /// The main file's last line (where a server-wide setting may be added).
+    main_lines: usize,
 }
 
-/// The first double-quoted string in `s` (lighttpd strings escape `\"`).
-fn first_string(s: &str) -> Option<String> {
-    let start = s.find('"')? + 1;
-    let mut out = String::new();
-    let mut esc = false;
-    for c in s[start..].chars() {
-        match (esc, c) {
-            (true, c) => {
-                out.push(c);
-                esc = false;
-            }
-            (false, '\\') => esc = true,
-            (false, '"') => return Some(out),
-            (false, c) => out.push(c),
+/// A parse position in one file's tokens.
+struct P<'a> {
+    tk: &'a [Tk],
+    i: usize,
+    text: &'a str,
+    file: &'a Path,
+}
+
+type PErr = (usize, String);
+
+impl P<'_> {
+    fn peek(&self) -> Option<&T> {
+        self.tk.get(self.i).map(|t| &t.t)
+    }
+    fn line(&self) -> usize {
+        self.tk
+            .get(self.i)
+            .or_else(|| self.tk.last())
+            .map(|t| t.line)
+            .unwrap_or(1)
+    }
+    fn bump(&mut self) -> Option<&Tk> {
+        let t = self.tk.get(self.i);
+        self.i += 1;
+        t
+    }
+    fn skip_eols(&mut self) {
+        while self.peek() == Some(&T::Eol) {
+            self.i += 1;
         }
     }
-    None
-}
-
-fn unquote(s: &str) -> String {
-    s.trim().trim_matches('"').to_string()
+    fn expect(&mut self, t: T, what: &str) -> Result<(), PErr> {
+        if self.peek() == Some(&t) {
+            self.i += 1;
+            Ok(())
+        } else {
+            Err((self.line(), format!("expected {what}")))
+        }
+    }
 }
 
 impl Reader {
-    fn read(&mut self, p: &Path, from: Option<(&Path, usize)>) {
-        self.depth += 1;
-        if self.depth > 32 {
-            self.depth -= 1;
+    fn read(&mut self, p: &Path, cond: &[String], from: Option<(&Path, usize)>) {
+        let key = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let (ff, fl) = from
+            .map(|(f, l)| (f.to_path_buf(), l))
+            .unwrap_or_else(|| (p.to_path_buf(), 0));
+        if self.open.contains(&key) {
+            self.errors.push((
+                ff,
+                fl,
+                format!("include loop: {} includes itself", p.display()),
+            ));
             return;
         }
-        match std::fs::read(p) {
-            Ok(b) => {
-                self.files.push(p.to_path_buf());
-                self.parse(p, &String::from_utf8_lossy(&b));
-            }
-            Err(e) => {
-                let (f, l) = from.map(|(f, l)| (f.to_path_buf(), l)).unwrap_or_default();
-                self.errors
-                    .push((f, l, format!("cannot read {}: {e}", p.display())));
-            }
+        if self.open.len() >= 32 {
+            self.errors.push((
+                ff,
+                fl,
+                format!("includes nested too deep at {}", p.display()),
+            ));
+            return;
         }
-        self.depth -= 1;
+        match read_config(p) {
+            Ok(t) => {
+                self.files.push(p.to_path_buf());
+                if self.open.is_empty() {
+                    self.main_lines = t.lines().count();
+                }
+                self.open.push(key);
+                self.parse(p, &t, cond);
+                self.open.pop();
+            }
+            Err(e) => self.errors.push((ff, fl, e)),
+        }
     }
 
-    fn include(&mut self, pat: &str, file: &Path, line: usize) {
+    fn include(&mut self, pat: &str, cond: &[String], file: &Path, line: usize) {
         let p = resolve(&self.base, pat);
         let found = if glob::has_wildcard(pat) {
             glob::expand(&p)
@@ -88,191 +340,402 @@ impl Reader {
             vec![p]
         };
         for f in found {
-            self.read(&f, Some((file, line)));
+            self.read(&f, cond, Some((file, line)));
         }
     }
 
-    fn parse(&mut self, file: &Path, text: &str) {
-        let mut pending: Option<(String, usize)> = None;
-        let mut depth = 0i32;
-        for (i, raw) in text.lines().enumerate() {
-            let lineno = i + 1;
-            let line = strip_comment(raw);
-            let t = line.trim();
-            if let Some((mut acc, start)) = pending.take() {
-                acc.push(' ');
-                acc.push_str(t);
-                if balanced(&acc) {
-                    self.statement(file, &acc, start);
-                } else {
-                    pending = Some((acc, start));
-                }
-                continue;
+    fn parse(&mut self, file: &Path, text: &str, cond: &[String]) {
+        let tk = match tokenize(text) {
+            Ok(t) => t,
+            Err((l, m)) => {
+                self.errors.push((file.to_path_buf(), l, m));
+                return;
             }
-            if t.is_empty() {
-                continue;
-            }
-            if t == "}" || t.starts_with("} else") || t.starts_with("}else") {
-                depth -= 1;
-                if t.ends_with('{') {
-                    depth += 1;
-                }
-                if depth < 0 {
-                    self.errors
-                        .push((file.to_path_buf(), lineno, "unexpected '}'".into()));
-                    depth = 0;
-                }
-                continue;
-            }
-            if t.starts_with('$') || t.starts_with("else") {
-                if t.ends_with('{') {
-                    depth += 1;
-                } else {
-                    self.errors.push((
-                        file.to_path_buf(),
-                        lineno,
-                        format!("condition {t:?} without '{{'"),
-                    ));
-                }
-                continue;
-            }
-            if balanced(t) {
-                self.statement(file, t, lineno);
-            } else {
-                pending = Some((t.to_string(), lineno));
-            }
-        }
-        if let Some((acc, start)) = pending {
-            self.errors.push((
-                file.to_path_buf(),
-                start,
-                format!("unterminated value: {acc:?}"),
-            ));
-        }
-        if depth > 0 {
-            self.errors.push((
-                file.to_path_buf(),
-                text.lines().count(),
-                "a conditional block is never closed".into(),
-            ));
-        }
-    }
-
-    fn statement(&mut self, file: &Path, t: &str, line: usize) {
-        if let Some(rest) = t.strip_prefix("include_shell") {
-            // The command is the first string; lighttpd may join more to it
-            // (Debian: `"/usr/share/lighttpd/use-ipv6.pl " + server.port`).
-            let cmd = first_string(rest).unwrap_or_else(|| rest.trim().to_string());
-            let script = cmd.split_whitespace().next().unwrap_or("");
-            let name = Path::new(script)
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or("");
-            match name {
-                "include-conf-enabled.pl" => self.include("conf-enabled/*.conf", file, line),
-                // Debian's helpers that print only the IPv6 socket and the
-                // MIME map: nothing the checks look at.
-                "use-ipv6.pl" | "create-mime.conf.pl" | "create-mime.assign.pl" => {}
-                _ => self.notes.push((
-                    file.to_path_buf(),
-                    line,
-                    format!(
-                        "include_shell {:?} was not run: the settings it prints are not checked",
-                        cmd.trim()
-                    ),
-                )),
-            }
-            return;
-        }
-        if let Some(rest) = t
-            .strip_prefix("include ")
-            .or_else(|| t.strip_prefix("include\t"))
-        {
-            let pat = unquote(rest);
-            self.include(&pat, file, line);
-            return;
-        }
-        let (key, append, value) = if let Some((k, v)) = t.split_once("+=") {
-            (k, true, v)
-        } else if let Some((k, v)) = t.split_once(":=") {
-            (k, false, v)
-        } else if let Some((k, v)) = t.split_once('=') {
-            (k, false, v)
-        } else {
-            self.errors
-                .push((file.to_path_buf(), line, format!("cannot parse {t:?}")));
-            return;
         };
-        let key = key.trim().to_string();
-        if key.is_empty() || key.contains(char::is_whitespace) {
-            self.errors
-                .push((file.to_path_buf(), line, format!("cannot parse {t:?}")));
-            return;
+        let mut p = P {
+            tk: &tk,
+            i: 0,
+            text,
+            file,
+        };
+        if let Err((l, m)) = self.block(&mut p, cond, false) {
+            // lighttpd stops at the first error; so does the reading of this file.
+            self.errors.push((file.to_path_buf(), l, m));
         }
-        self.assigns.push(Assign {
-            key,
-            append,
-            value: value.trim().to_string(),
-            file: file.to_path_buf(),
+    }
+
+    /// Statements until `}` (inside a block) or the end.
+    fn block(&mut self, p: &mut P, cond: &[String], inner: bool) -> Result<(), PErr> {
+        loop {
+            p.skip_eols();
+            match p.peek() {
+                None if inner => return Err((p.line(), "a '{' block is never closed".into())),
+                None => return Ok(()),
+                Some(T::Punct('}')) if inner => {
+                    p.i += 1;
+                    return Ok(());
+                }
+                Some(T::Punct('}')) => return Err((p.line(), "unexpected '}'".into())),
+                _ => self.statement(p, cond)?,
+            }
+        }
+    }
+
+    /// After a statement: the end of its line, a `}` (left for the block) or the end.
+    fn end_of_statement(p: &mut P) -> Result<(), PErr> {
+        match p.peek() {
+            None | Some(T::Punct('}')) => Ok(()),
+            Some(T::Eol) => {
+                p.i += 1;
+                Ok(())
+            }
+            Some(t) => Err((
+                p.line(),
+                format!("unexpected {t:?} after a complete setting (one setting per line)"),
+            )),
+        }
+    }
+
+    fn statement(&mut self, p: &mut P, cond: &[String]) -> Result<(), PErr> {
+        let first = p.bump().cloned().expect("peeked");
+        match &first.t {
+            T::Dollar(_) => self.conditional(p, first, cond),
+            T::Key(k) if k == "if" && matches!(p.peek(), Some(T::Dollar(_))) => {
+                self.newer_syntax(p.file, first.line, "if");
+                let head = p.bump().cloned().expect("peeked");
+                self.conditional(p, head, cond)
+            }
+            T::Key(k) if k == "global" && p.peek() == Some(&T::Punct('{')) => {
+                p.i += 1;
+                self.block(p, cond, true)?;
+                Self::end_of_statement(p)
+            }
+            T::Key(k) if ELSE_WORDS.contains(&k.as_str()) && p.peek() == Some(&T::Punct('{')) => {
+                // lighttpd reads a stray else block's settings as server-wide.
+                self.notes.push((
+                    p.file.to_path_buf(),
+                    first.line,
+                    format!("`{k} {{` without a condition before it: lighttpd reads its settings as server-wide"),
+                ));
+                p.i += 1;
+                self.block(p, cond, true)?;
+                Self::end_of_statement(p)
+            }
+            T::Key(k) if k == "include" || k == "include_shell" => {
+                let v = self.expr(p)?;
+                Self::end_of_statement(p)?;
+                let line = first.line;
+                let s = match v {
+                    Val::Str(s) => s,
+                    Val::Unknown => {
+                        self.notes.push((
+                            p.file.to_path_buf(),
+                            line,
+                            format!("{k} with a value not known here (an unset env. variable): not read"),
+                        ));
+                        return Ok(());
+                    }
+                    _ => return Err((line, format!("{k} needs a string"))),
+                };
+                if k == "include" {
+                    self.include(&s, cond, p.file, line);
+                } else {
+                    self.include_shell(&s, cond, p.file, line);
+                }
+                Ok(())
+            }
+            T::Key(k) => {
+                let key = k.clone();
+                let op = match p.bump().map(|t| &t.t) {
+                    Some(T::Op(o @ ("=" | "+=" | ":="))) => *o,
+                    _ => {
+                        return Err((
+                            first.line,
+                            format!("{key}: expected '=', '+=' or ':=' after the name"),
+                        ))
+                    }
+                };
+                let vstart = p.tk.get(p.i).map(|t| t.start).unwrap_or(p.text.len());
+                let val = self.expr(p)?;
+                let last = &p.tk[p.i - 1];
+                let value = p.text[vstart..last.end].to_string();
+                let source = p.text[first.start..last.end].to_string();
+                let end_line = last.line + p.text[last.start..last.end].matches('\n').count();
+                Self::end_of_statement(p)?;
+                let val = if op == "+=" {
+                    match self.vars.get(&key) {
+                        Some(old) => old.clone().plus(val).map_err(|e| (first.line, e))?,
+                        None => val,
+                    }
+                } else {
+                    val
+                };
+                self.vars.insert(key.clone(), val.clone());
+                self.assigns.push(Assign {
+                    key,
+                    append: op == "+=",
+                    value,
+                    val,
+                    file: p.file.to_path_buf(),
+                    line: first.line,
+                    end_line,
+                    source,
+                    cond: cond.to_vec(),
+                });
+                Ok(())
+            }
+            t => Err((
+                first.line,
+                format!("unexpected {t:?} at the start of a line"),
+            )),
+        }
+    }
+
+    /// `$NAME["field"] OP value { ... }` and its `else`/`elif` chain.
+    fn conditional(&mut self, p: &mut P, first: Tk, cond: &[String]) -> Result<(), PErr> {
+        let mut head = first;
+        loop {
+            let start = head.start;
+            p.expect(T::Punct('['), "'[' after the condition's $NAME")?;
+            match p.bump().map(|t| &t.t) {
+                Some(T::Str(_)) => {}
+                _ => return Err((head.line, "expected a \"string\" in $NAME[...]".into())),
+            }
+            p.expect(T::Punct(']'), "']'")?;
+            match p.bump().map(|t| &t.t) {
+                Some(T::Op("==" | "!=" | "=~" | "!~" | "=^" | "=$")) => {}
+                _ => {
+                    return Err((
+                        head.line,
+                        "expected ==, !=, =~, !~, =^ or =$ in the condition".into(),
+                    ))
+                }
+            }
+            self.expr(p)?;
+            let end = p.tk[p.i - 1].end;
+            let label = p.text[start..end]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            p.skip_eols();
+            p.expect(T::Punct('{'), "'{' after the condition")?;
+            let mut inner = cond.to_vec();
+            inner.push(label.clone());
+            self.block(p, &inner, true)?;
+            // An else / elif may follow on the same or a later line.
+            let save = p.i;
+            p.skip_eols();
+            let kw = match p.peek() {
+                Some(T::Key(k)) if ELSE_WORDS.contains(&k.as_str()) => k.clone(),
+                _ => {
+                    p.i = save;
+                    return Self::end_of_statement(p);
+                }
+            };
+            let kw_line = p.line();
+            p.i += 1;
+            let mut spelled = kw.clone();
+            if kw == "else" && matches!(p.peek(), Some(T::Key(k)) if k == "if") {
+                p.i += 1;
+                spelled = "else if".into();
+            }
+            if spelled != "else" {
+                self.newer_syntax(p.file, kw_line, &spelled);
+            }
+            p.skip_eols();
+            match p.peek() {
+                Some(T::Dollar(_)) => {
+                    head = p.bump().cloned().expect("peeked");
+                }
+                Some(T::Punct('{')) => {
+                    p.i += 1;
+                    let mut inner = cond.to_vec();
+                    inner.push(format!("else (not {label})"));
+                    self.block(p, &inner, true)?;
+                    return Self::end_of_statement(p);
+                }
+                _ => return Err((p.line(), "expected a condition or '{' after else".into())),
+            }
+        }
+    }
+
+    fn expr(&mut self, p: &mut P) -> Result<Val, PErr> {
+        let mut v = self.value(p)?;
+        while p.peek() == Some(&T::Op("+")) {
+            p.i += 1;
+            let line = p.line();
+            let w = self.value(p)?;
+            v = v.plus(w).map_err(|e| (line, e))?;
+        }
+        Ok(v)
+    }
+
+    fn value(&mut self, p: &mut P) -> Result<Val, PErr> {
+        let line = p.line();
+        match p.bump().map(|t| t.t.clone()) {
+            Some(T::Str(s)) => Ok(Val::Str(s)),
+            Some(T::Int(n)) => Ok(Val::Int(n)),
+            Some(T::Key(k)) => {
+                if let Some(name) = k.strip_prefix("env.") {
+                    return Ok(std::env::var(name).map(Val::Str).unwrap_or(Val::Unknown));
+                }
+                match self.vars.get(&k) {
+                    Some(v) => Ok(v.clone()),
+                    None => Err((
+                        line,
+                        format!("unknown variable {k} (set it before it is used)"),
+                    )),
+                }
+            }
+            Some(T::Punct('(')) => {
+                let mut items = Vec::new();
+                loop {
+                    if p.peek() == Some(&T::Punct(')')) {
+                        p.i += 1;
+                        return Ok(Val::Arr(items));
+                    }
+                    let v = self.expr(p)?;
+                    if p.peek() == Some(&T::Op("=>")) {
+                        p.i += 1;
+                        let w = self.expr(p)?;
+                        let k = match v {
+                            Val::Str(s) => s,
+                            _ => return Err((line, "an array key must be a string".into())),
+                        };
+                        items.push((Some(k), w));
+                    } else {
+                        items.push((None, v));
+                    }
+                    match p.peek() {
+                        Some(T::Punct(',')) => p.i += 1,
+                        Some(T::Punct(')')) => {}
+                        _ => return Err((p.line(), "expected ',' or ')' in an array".into())),
+                    }
+                }
+            }
+            Some(t) => Err((line, format!("expected a value, found {t:?}"))),
+            None => Err((line, "expected a value at the end of the file".into())),
+        }
+    }
+
+    /// `if`, `elif`, `elsif`, `elseif`, `else if`: lighttpd 1.4.74's words;
+    /// read as documented there, and named, since older lighttpd accepts
+    /// the line but reads something else (1.4.69's `lighttpd -p` shows an
+    /// `elif` block as a `var.elif` setting).
+    fn newer_syntax(&mut self, file: &Path, line: usize, word: &str) {
+        self.notes.push((
+            file.to_path_buf(),
             line,
-        });
+            format!("`{word}` in a conditional needs lighttpd 1.4.74 or later; older versions accept the line but misread it (use `else $COND {{`)"),
+        ));
     }
-}
 
-fn strip_comment(l: &str) -> String {
-    let mut out = String::new();
-    let mut q = false;
-    for c in l.chars() {
-        if c == '"' {
-            q = !q;
-        }
-        if c == '#' && !q {
-            break;
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn balanced(s: &str) -> bool {
-    let mut d = 0i32;
-    let mut q = false;
-    for c in s.chars() {
-        match c {
-            '"' => q = !q,
-            '(' if !q => d += 1,
-            ')' if !q => d -= 1,
-            _ => {}
+    fn include_shell(&mut self, cmd: &str, cond: &[String], file: &Path, line: usize) {
+        let script = cmd.split_whitespace().next().unwrap_or("");
+        let name = Path::new(script)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
+        match name {
+            "include-conf-enabled.pl" => self.include("conf-enabled/*.conf", cond, file, line),
+            // Debian's helpers that print only the IPv6 socket and the
+            // MIME map: nothing the checks look at.
+            "use-ipv6.pl" | "create-mime.conf.pl" | "create-mime.assign.pl" => {}
+            _ => self.notes.push((
+                file.to_path_buf(),
+                line,
+                format!(
+                    "include_shell {:?} was not run: the settings it prints are not checked",
+                    cmd.trim()
+                ),
+            )),
         }
     }
-    d <= 0 && !q
 }
 
 fn at(a: &Assign) -> (&Path, usize) {
     (a.file.as_path(), a.line)
 }
 
-/// Reads and checks a lighttpd configuration.
-pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
-    let _ = opts;
+fn num(a: &Assign) -> Option<i64> {
+    match &a.val {
+        Val::Int(n) => Some(*n),
+        Val::Str(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn string(a: &Assign) -> String {
+    match &a.val {
+        Val::Str(s) => s.clone(),
+        Val::Int(n) => n.to_string(),
+        _ => a.value.clone(),
+    }
+}
+
+fn reader(path: &Path) -> Reader {
     let mut r = Reader {
         base: path.parent().map(Path::to_path_buf).unwrap_or_default(),
         ..Default::default()
     };
-    r.read(path, None);
+    // lighttpd's own variables: var.CWD and var.PID.
+    if let Ok(cwd) = std::env::current_dir() {
+        r.vars
+            .insert("var.CWD".into(), Val::Str(cwd.display().to_string()));
+    }
+    r.vars.insert("var.PID".into(), Val::Int(0));
+    r.read(path, &[], None);
+    r
+}
+
+/// Every assignment of a configuration, in order, each with the
+/// conditionals it is in (what `lighttpd -p` prints, before merging).
+pub fn assignments(path: &Path) -> Vec<Assign> {
+    reader(path).assigns
+}
+
+/// Reads and checks a lighttpd configuration.
+pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
+    let _ = opts;
+    let r = reader(path);
     let mut modules = BTreeSet::new();
     for a in r.assigns.iter().filter(|a| a.key == "server.modules") {
         if !a.append {
             modules.clear();
         }
-        for m in a.value.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-            if m.starts_with("mod_") {
-                modules.insert(m.to_string());
-            }
-        }
+        modules.extend(
+            a.val
+                .strings()
+                .into_iter()
+                .filter(|m| m.starts_with("mod_")),
+        );
     }
-    let last = |k: &str| r.assigns.iter().rev().find(|a| a.key == k);
-    let num = |a: &Assign| unquote(&a.value).parse::<i64>().ok();
+    let global = |k: &str| {
+        r.assigns
+            .iter()
+            .rev()
+            .find(|a| a.key == k && a.cond.is_empty())
+    };
+    // Each setting of a key: the server-wide one in effect, and each inside a conditional.
+    let each = |k: &str| -> Vec<&Assign> {
+        let mut v: Vec<&Assign> = r
+            .assigns
+            .iter()
+            .filter(|a| a.key == k && !a.cond.is_empty())
+            .collect();
+        v.extend(global(k));
+        v
+    };
+    let ctx = |a: &Assign| a.cond.join(" > ");
+    let replace = |a: &Assign, text: &str| {
+        let c = if a.cond.is_empty() {
+            String::new()
+        } else {
+            ctx(a)
+        };
+        Fix::replace(&a.file, &c, (a.line, a.end_line), &a.source, text)
+    };
+    let add = |text: &str| Fix::insert_after(path, "", r.main_lines, text);
     let mut f = Vec::new();
     for (file, line, msg) in &r.errors {
         f.push(
@@ -281,58 +744,96 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         );
     }
     for (file, line, msg) in &r.notes {
+        let code = if msg.starts_with("include_shell") {
+            "include_shell_not_run"
+        } else {
+            "unusual_syntax"
+        };
         f.push(
             Finding::new(
                 Level::Info,
-                "include_shell_not_run",
+                code,
                 (file, *line),
                 msg.clone(),
             )
-            .why(
-                "redline does not run commands from a configuration; check what it prints by hand",
-            ),
+            .why(if code == "include_shell_not_run" {
+                "redline does not run commands from a configuration; check what it prints by hand"
+            } else {
+                "the server accepts it, but it may not mean what it looks like"
+            }),
         );
     }
     let none = (Path::new(""), 0usize);
     let main = (path, 0usize);
-    match last("server.max-keep-alive-requests") {
-        Some(a) if num(a) == Some(0) => f.push(
-            Finding::new(
-                Level::Warn,
-                "keepalive_off",
-                at(a),
-                "server.max-keep-alive-requests = 0 (keep-alive off)".into(),
-            )
-            .why("a new TCP connection (and TLS handshake) for every resource of a page")
-            .change("server.max-keep-alive-requests = 1000"),
-        ),
-        _ => f.push(Finding::new(
+    let mut bad = false;
+    for a in each("server.max-keep-alive-requests") {
+        match num(a) {
+            Some(0) => {
+                bad = true;
+                f.push(
+                    Finding::new(
+                        Level::Warn,
+                        "keepalive_off",
+                        at(a),
+                        "server.max-keep-alive-requests = 0 (keep-alive off)".into(),
+                    )
+                    .why("a new TCP connection (and TLS handshake) for every resource of a page")
+                    .context(ctx(a))
+                    .fix(replace(a, "server.max-keep-alive-requests = 1000")),
+                )
+            }
+            Some(n) if n < 100 => {
+                bad = true;
+                f.push(
+                    Finding::new(
+                        Level::Warn,
+                        "keepalive_requests_low",
+                        at(a),
+                        format!("server.max-keep-alive-requests = {n}"),
+                    )
+                    .why("a keep-alive connection is closed after this many requests, so a page with many resources reconnects (lighttpd's default is 1000)")
+                    .context(ctx(a))
+                    .fix(replace(a, "server.max-keep-alive-requests = 1000")),
+                )
+            }
+            _ => {}
+        }
+    }
+    if !bad {
+        f.push(Finding::new(
             Level::Ok,
             "keepalive_off",
             none,
             "keep-alive on".into(),
-        )),
+        ));
     }
-    match last("server.max-keep-alive-idle") {
-        Some(a) if num(a).is_some_and(|v| v > 15) => f.push(
-            Finding::new(
-                Level::Warn,
-                "keepalive_timeout_high",
-                at(a),
-                format!("server.max-keep-alive-idle = {}", a.value),
-            )
-            .why("idle connections are kept long after a visitor has gone")
-            .change("server.max-keep-alive-idle = 5"),
-        ),
-        _ => f.push(Finding::new(
+    let mut bad = false;
+    for a in each("server.max-keep-alive-idle") {
+        if num(a).is_some_and(|v| v > 15) {
+            bad = true;
+            f.push(
+                Finding::new(
+                    Level::Warn,
+                    "keepalive_timeout_high",
+                    at(a),
+                    format!("server.max-keep-alive-idle = {}", a.value),
+                )
+                .why("idle connections are kept long after a visitor has gone")
+                .context(ctx(a))
+                .fix(replace(a, "server.max-keep-alive-idle = 5")),
+            );
+        }
+    }
+    if !bad {
+        f.push(Finding::new(
             Level::Ok,
             "keepalive_timeout_high",
             none,
             "keep-alive idle time at most 15 s".into(),
-        )),
+        ));
     }
-    match last("server.network-backend") {
-        Some(a) if matches!(unquote(&a.value).as_str(), "write" | "writev") => f.push(
+    match global("server.network-backend") {
+        Some(a) if matches!(string(a).as_str(), "write" | "writev") => f.push(
             Finding::new(
                 Level::Warn,
                 "sendfile_off",
@@ -340,7 +841,7 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
                 format!("server.network-backend = {}", a.value),
             )
             .why("static files are copied through user space instead of sent by the kernel")
-            .change("server.network-backend = \"sendfile\""),
+            .fix(replace(a, "server.network-backend = \"sendfile\"")),
         ),
         _ => f.push(Finding::new(
             Level::Ok,
@@ -349,47 +850,75 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
             "sendfile network backend (default)".into(),
         )),
     }
-    match last("server.stat-cache-engine") {
-        Some(a) if unquote(&a.value) == "disable" => f.push(
-            Finding::new(
-                Level::Warn,
-                "stat_cache_off",
-                at(a),
-                "server.stat-cache-engine = \"disable\"".into(),
-            )
-            .why("a stat() of the file on every request")
-            .change("server.stat-cache-engine = \"simple\""),
-        ),
-        _ => {}
+    if let Some(a) = global("server.stat-cache-engine") {
+        if string(a) == "disable" {
+            f.push(
+                Finding::new(
+                    Level::Warn,
+                    "stat_cache_off",
+                    at(a),
+                    "server.stat-cache-engine = \"disable\"".into(),
+                )
+                .why("a stat() of the file on every request")
+                .fix(replace(a, "server.stat-cache-engine = \"simple\"")),
+            );
+        }
     }
-    if let Some(a) = last("server.max-worker") {
+    if let Some(a) = global("server.max-worker") {
         if num(a).is_some_and(|v| v > 0) {
             f.push(
                 Finding::new(Level::Info, "max_worker", at(a), format!("server.max-worker = {}", a.value))
                     .why("several lighttpd processes: more memory, and per-process caches and limits split")
-                    .change("server.max-worker = 0"),
+                    .fix(replace(a, "server.max-worker = 0")),
             );
         }
     }
-    if modules.contains("mod_deflate") || modules.contains("mod_compress") {
+    let deflate = modules.contains("mod_deflate");
+    let types_set = r
+        .assigns
+        .iter()
+        .any(|a| a.key == "deflate.mimetypes" && !a.val.strings().is_empty());
+    if deflate && types_set || modules.contains("mod_compress") {
         f.push(Finding::new(
             Level::Ok,
             "no_compression",
             none,
-            "mod_deflate loaded".into(),
+            "mod_deflate loaded and deflate.mimetypes set".into(),
         ));
-    } else {
+    } else if deflate {
+        let text = "deflate.mimetypes = ( \"text/\", \"application/javascript\", \"application/json\", \"image/svg+xml\" )";
         f.push(
-            Finding::new(Level::Warn, "no_compression", main, "mod_deflate is not in server.modules".into())
-                .why("HTML, CSS and JavaScript go out uncompressed: 3 to 5 times the bytes")
-                .change("server.modules += ( \"mod_deflate\" )\ndeflate.mimetypes = ( \"text/\", \"application/javascript\", \"image/svg+xml\" )"),
+            Finding::new(
+                Level::Warn,
+                "no_compression",
+                main,
+                "mod_deflate is loaded but deflate.mimetypes is not set: nothing is compressed"
+                    .into(),
+            )
+            .why("HTML, CSS and JavaScript go out uncompressed: 3 to 5 times the bytes")
+            .fix(add(text)),
+        );
+    } else {
+        let mut text = String::from("server.modules += ( \"mod_deflate\" )");
+        if !types_set {
+            text.push_str("\ndeflate.mimetypes = ( \"text/\", \"application/javascript\", \"application/json\", \"image/svg+xml\" )");
+        }
+        f.push(
+            Finding::new(
+                Level::Warn,
+                "no_compression",
+                main,
+                "mod_deflate is not in server.modules".into(),
+            )
+            .why("HTML, CSS and JavaScript go out uncompressed: 3 to 5 times the bytes")
+            .fix(add(&text)),
         );
     }
     if !modules.contains("mod_expire") {
         f.push(
             Finding::new(Level::Info, "no_expires", main, "mod_expire is not in server.modules".into())
                 .why("browsers revalidate every image and stylesheet on each page view")
-                .change("server.modules += ( \"mod_expire\" )\nexpire.url = ( \"/static/\" => \"access plus 7 days\" )"),
+                .fix(add("server.modules += ( \"mod_expire\" )\nexpire.mimetypes = ( \"image/\" => \"access plus 7 days\", \"text/css\" => \"access plus 7 days\", \"application/javascript\" => \"access plus 7 days\" )")),
         );
     } else {
         f.push(Finding::new(

@@ -76,6 +76,112 @@ pub struct Finding {
     /// The line to paste instead.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub change: String,
+    /// The block or section the finding is in (`http > server (server_name a)`,
+    /// `<VirtualHost *:80> www.example.com`, `$HTTP["host"] == "a"`); "" when server-wide.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub context: String,
+    /// Where the change goes: the file, the block, and the line to replace or put it after.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<Fix>,
+}
+
+/// How a fix is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FixAction {
+    /// Replace `old` (found on lines `line..=end_line`) with the text.
+    Replace,
+    /// Put the text on new lines after line `line` (0: at the top of the file).
+    InsertAfter,
+}
+
+/// Where a change goes, exactly enough to paste it: the server's config test
+/// accepts the file with the text put there (tests check this with `nginx -t`,
+/// `apache2 -t`, `lighttpd -tt`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fix {
+    /// The file to edit.
+    pub file: String,
+    /// The block the text goes in ("server-wide" at the top level).
+    pub context: String,
+    /// Replace or insert.
+    pub action: FixAction,
+    /// Replace: the first line of `old`; insert: the line to put the text after.
+    pub line: usize,
+    /// Replace: the last line of `old`; insert: the same as `line`.
+    pub end_line: usize,
+    /// Replace: the text replaced, exactly as in the file.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub old: String,
+    /// The text to paste.
+    pub text: String,
+}
+
+impl Fix {
+    /// Replaces `old` (on lines `line..=end_line` of `file`) with `text`.
+    pub fn replace(
+        file: &Path,
+        context: &str,
+        lines: (usize, usize),
+        old: &str,
+        text: &str,
+    ) -> Fix {
+        Fix {
+            file: file.display().to_string(),
+            context: context.into(),
+            action: FixAction::Replace,
+            line: lines.0,
+            end_line: lines.1,
+            old: old.into(),
+            text: text.into(),
+        }
+    }
+
+    /// Puts `text` after line `line` of `file`, inside `context`.
+    pub fn insert_after(file: &Path, context: &str, line: usize, text: &str) -> Fix {
+        Fix {
+            file: file.display().to_string(),
+            context: context.into(),
+            action: FixAction::InsertAfter,
+            line,
+            end_line: line,
+            old: String::new(),
+            text: text.into(),
+        }
+    }
+
+    /// Applies the fix to a file's text; None when `old` is not where the fix says.
+    pub fn apply(&self, text: &str) -> Option<String> {
+        let lines: Vec<&str> = text.split_inclusive('\n').collect();
+        match self.action {
+            FixAction::InsertAfter => {
+                if self.line > lines.len() {
+                    return None;
+                }
+                let mut out: String = lines[..self.line].concat();
+                if !out.is_empty() && !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(&self.text);
+                out.push('\n');
+                out.push_str(&lines[self.line..].concat());
+                Some(out)
+            }
+            FixAction::Replace => {
+                if self.line == 0 || self.end_line > lines.len() || self.line > self.end_line {
+                    return None;
+                }
+                let region = lines[self.line - 1..self.end_line].concat();
+                let i = region.find(&self.old)?;
+                let mut out: String = lines[..self.line - 1].concat();
+                out.push_str(&region[..i]);
+                out.push_str(&self.text);
+                out.push_str(&region[i + self.old.len()..]);
+                out.push_str(&lines[self.end_line..].concat());
+                Some(out)
+            }
+        }
+    }
 }
 
 impl Finding {
@@ -93,7 +199,25 @@ impl Finding {
             message,
             why: String::new(),
             change: String::new(),
+            context: String::new(),
+            fix: None,
         }
+    }
+
+    /// In this block or section.
+    pub fn context(mut self, s: impl Into<String>) -> Finding {
+        self.context = s.into();
+        self
+    }
+
+    /// With the change and where it goes (the change's text is the fix's).
+    pub fn fix(mut self, fix: Fix) -> Finding {
+        self.change = fix.text.clone();
+        if self.context.is_empty() {
+            self.context = fix.context.clone();
+        }
+        self.fix = Some(fix);
+        self
     }
 
     /// With the reason.
@@ -120,6 +244,60 @@ pub struct TuneOptions {
     pub budget_kib: Option<u64>,
     /// Measured private memory of one worker process, KiB.
     pub worker_private_kib: Option<u64>,
+    /// Read the file as an Apache `.htaccess` (also when it is named `.htaccess`).
+    pub htaccess: bool,
+    /// Modules compiled into httpd (`apache2 -l`: `core.c`, `prefork.c`, ...);
+    /// None: asked from `apache2 -l` / `httpd -l` when `use_tools`, else the usual built-ins.
+    pub static_modules: Option<Vec<String>>,
+}
+
+/// The largest configuration file read (16 MiB): a wrong path to a big file is
+/// refused instead of read into memory.
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// Reads one configuration file as text: only a regular file (a directory, a
+/// FIFO or a device is refused without blocking on it), at most
+/// [`MAX_CONFIG_BYTES`], and not binary (a NUL byte). Err is one line that
+/// names the file.
+pub fn read_config(p: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let shown = p.display();
+    // O_NONBLOCK: opening a FIFO for reading would wait for a writer.
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(p)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let md = f
+        .metadata()
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if md.is_dir() {
+        return Err(format!("{shown} is a directory, not a configuration file"));
+    }
+    if !md.is_file() {
+        return Err(format!(
+            "{shown} is not a regular file (a FIFO, socket or device): not read"
+        ));
+    }
+    if md.len() > MAX_CONFIG_BYTES {
+        return Err(format!(
+            "{shown} is {} bytes, more than a configuration file ({} MiB at most): not read",
+            md.len(),
+            MAX_CONFIG_BYTES >> 20
+        ));
+    }
+    let mut b = Vec::with_capacity(md.len() as usize);
+    (&mut f)
+        .take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut b)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if b.contains(&0) {
+        return Err(format!(
+            "{shown} is a binary file (it has NUL bytes), not a configuration"
+        ));
+    }
+    Ok(String::from_utf8_lossy(&b).into_owned())
 }
 
 /// The result of reading a configuration.
@@ -148,6 +326,9 @@ pub struct TuneReport {
 /// Guesses the server from the file name and contents.
 pub fn guess_server(path: &Path, text: &str) -> Server {
     let name = path.to_string_lossy().to_ascii_lowercase();
+    if path.file_name().is_some_and(|n| n == ".htaccess") {
+        return Server::Apache;
+    }
     if name.contains("nginx") || text.contains("# configuration file ") && text.contains("nginx") {
         return Server::Nginx;
     }
@@ -170,15 +351,15 @@ pub fn guess_server(path: &Path, text: &str) -> Server {
 
 /// Reads a configuration and checks it; Err when the main file cannot be read.
 pub fn analyze(path: &Path, opts: &TuneOptions) -> Result<TuneReport, String> {
-    let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if path.is_dir() {
-        return Err(format!(
-            "{} is a directory: give the main config file",
-            path.display()
-        ));
+    let text = read_config(path)?;
+    let server = match opts.server {
+        Some(s) => s,
+        None if opts.htaccess => Server::Apache,
+        None => guess_server(path, &text),
+    };
+    if opts.htaccess && server != Server::Apache {
+        return Err("--htaccess is for Apache configurations".into());
     }
-    let text = String::from_utf8_lossy(&text).to_string();
-    let server = opts.server.unwrap_or_else(|| guess_server(path, &text));
     let mut r = match server {
         Server::Apache => apache::analyze(path, opts),
         Server::Nginx => nginx::analyze(path, &text, opts),
@@ -241,11 +422,21 @@ pub fn render_text(r: &TuneReport) -> String {
             let _ = writeln!(o, "{} {loc}: {}", f.level.marker(), f.message);
         }
         if f.level != Level::Ok {
+            if !f.context.is_empty() {
+                let _ = writeln!(o, "       in: {}", f.context);
+            }
             if !f.why.is_empty() {
                 let _ = writeln!(o, "       why: {}", f.why);
             }
             if !f.change.is_empty() {
-                let _ = writeln!(o, "       change: {}", f.change);
+                let _ = writeln!(
+                    o,
+                    "       change: {}",
+                    f.change.replace('\n', "\n               ")
+                );
+            }
+            if let Some(x) = &f.fix {
+                let _ = writeln!(o, "       where: {}", placement(x));
             }
         }
     }
@@ -265,16 +456,47 @@ pub fn render_text(r: &TuneReport) -> String {
     if !to_change.is_empty() {
         section(&mut o, "Directives to change");
         for f in to_change {
-            let loc = location(f);
-            if loc.is_empty() {
-                let _ = writeln!(o, "# {} (add)", f.code);
-            } else {
-                let _ = writeln!(o, "# {loc} ({})", f.code);
+            match &f.fix {
+                Some(x) => {
+                    let _ = writeln!(o, "# ({}) {}", f.code, placement(x));
+                }
+                None => {
+                    let loc = location(f);
+                    if loc.is_empty() {
+                        let _ = writeln!(o, "# {} (add)", f.code);
+                    } else {
+                        let _ = writeln!(o, "# {loc} ({})", f.code);
+                    }
+                }
             }
             let _ = writeln!(o, "{}", f.change);
         }
     }
     o
+}
+
+/// Where a fix goes, in words: `FILE, in CONTEXT: replace line N \`old\``.
+pub fn placement(x: &Fix) -> String {
+    let ctx = if x.context.is_empty() {
+        "server-wide (top level)".to_string()
+    } else {
+        format!("in {}", x.context)
+    };
+    match x.action {
+        FixAction::Replace => {
+            let lines = if x.end_line > x.line {
+                format!("lines {}-{}", x.line, x.end_line)
+            } else {
+                format!("line {}", x.line)
+            };
+            let old: String = x.old.split_whitespace().collect::<Vec<_>>().join(" ");
+            format!("{}, {ctx}: replace `{old}` on {lines}", x.file)
+        }
+        FixAction::InsertAfter if x.line == 0 => {
+            format!("{}, {ctx}: at the top of the file", x.file)
+        }
+        FixAction::InsertAfter => format!("{}, {ctx}: after line {}", x.file, x.line),
+    }
 }
 
 /// A path relative to a base directory unless absolute.
@@ -320,4 +542,37 @@ pub fn split_args(s: &str) -> Vec<String> {
         out.push(cur);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixes_apply_where_they_say() {
+        let text = "a 1;\nb {\n  c 2; d 3;\n}\n";
+        let p = Path::new("x.conf");
+        let ins = Fix::insert_after(p, "b", 2, "e 4;");
+        assert_eq!(
+            ins.apply(text).unwrap(),
+            "a 1;\nb {\ne 4;\n  c 2; d 3;\n}\n"
+        );
+        let top = Fix::insert_after(p, "", 0, "z;");
+        assert_eq!(top.apply(text).unwrap(), "z;\na 1;\nb {\n  c 2; d 3;\n}\n");
+        let end = Fix::insert_after(p, "", 4, "y;");
+        assert_eq!(end.apply("a;\nb {\n}\nc;").unwrap(), "a;\nb {\n}\nc;\ny;\n");
+        // Only `d 3;` is replaced, not the rest of its line.
+        let rep = Fix::replace(p, "b", (3, 3), "d 3;", "d 4;");
+        assert_eq!(rep.apply(text).unwrap(), "a 1;\nb {\n  c 2; d 4;\n}\n");
+        // A statement over two lines.
+        let rep = Fix::replace(p, "", (1, 2), "a 1;\nb", "a 2;\nb");
+        assert!(rep.apply(text).unwrap().starts_with("a 2;\nb {"));
+        // Not where it says: None.
+        assert!(Fix::replace(p, "", (1, 1), "c 2;", "c 3;")
+            .apply(text)
+            .is_none());
+        assert!(Fix::insert_after(p, "", 9, "q").apply(text).is_none());
+        assert!(placement(&rep).contains("replace `a 1; b` on lines 1-2"));
+        assert!(placement(&ins).contains("in b: after line 2"));
+    }
 }

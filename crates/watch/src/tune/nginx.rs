@@ -1,11 +1,19 @@
-//! nginx configuration: statements ending in `;`, blocks in `{}`, `#`
-//! comments, quotes; `include` with globs relative to the main file's
-//! directory; or the output of `nginx -T` (files marked `# configuration file
-//! PATH:`), read as those files.
+//! nginx configuration, read with nginx's own token rules (as documented for
+//! `ngx_conf_read_token`): words separated by blanks, a statement ends at `;`
+//! and a block opens at `{`; `#` starts a comment only where a word could
+//! start (inside a word, as in a regex `(?:#.*#)`, it is part of the word);
+//! `"double"` and `'single'` quotes, where a closing quote must be followed
+//! by a blank, `;`, `{` or `)`; `\` escapes the next character anywhere;
+//! `${var}` keeps its braces in the word. `*_by_lua_block { ... }` bodies are
+//! Lua (strings, long brackets and comments skipped), kept raw and never
+//! parsed as directives. `include` with globs relative to the main file's
+//! directory (a glob may match nothing; a plain path must exist), an include
+//! loop reported once. Or the output of `nginx -T` (files marked
+//! `# configuration file PATH:`), read as those files.
 
-use super::{resolve, split_args, Finding, Level, Server, TuneOptions, TuneReport};
+use super::{read_config, resolve, Finding, Fix, Level, Server, TuneOptions, TuneReport};
 use crate::glob;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// One directive with its block path (e.g. `http server location`).
@@ -13,34 +21,378 @@ use std::path::{Path, PathBuf};
 pub struct Stmt {
     /// Name.
     pub name: String,
-    /// Arguments.
+    /// Arguments (quotes removed, escapes resolved as nginx does).
     pub args: Vec<String>,
     /// File.
     pub file: PathBuf,
-    /// Line.
+    /// Line of its first word.
     pub line: usize,
+    /// Line of its `;` or `{`.
+    pub end_line: usize,
+    /// The statement as written, from its first word to its `;` (or `{`).
+    pub source: String,
     /// Enclosing blocks (names).
     pub ctx: Vec<String>,
+    /// Enclosing block (index into the blocks), None at the top level.
+    pub parent: Option<usize>,
+    /// The block this statement opens (index), for block statements.
+    pub opens: Option<usize>,
+}
+
+/// One `{ }` block.
+#[derive(Debug, Clone)]
+pub struct Block {
+    /// The directive that opened it (`http`, `server`, `location`).
+    pub name: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The file it is in.
+    pub file: PathBuf,
+    /// The enclosing block.
+    pub parent: Option<usize>,
+    /// A line of this file after which text lands inside the block: the
+    /// line of its `{` when nothing follows it there, else the line of a
+    /// statement in it that ends its line. None when no such line exists.
+    pub insert_after: Option<usize>,
+}
+
+/// Lexer state over one file, following `ngx_conf_read_token`.
+struct Lexer<'a> {
+    b: &'a [u8],
+    pos: usize,
+    line: usize,
+}
+
+/// What the lexer found next.
+enum Tok {
+    /// Words then `;`: (words, first line, `;` line, start byte, end byte, line clear after).
+    Stmt(Vec<String>, usize, usize, usize, usize, bool),
+    /// Words then `{`.
+    Open(Vec<String>, usize, usize, usize, usize, bool),
+    /// `}`.
+    Close,
+    /// End of the file.
+    End,
+}
+
+fn blank(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+/// nginx's unescaping of a word: `\"`, `\'`, `\\` lose the backslash; `\t`,
+/// `\r`, `\n` become the control characters; any other `\x` stays as written.
+fn unescape(w: &[u8]) -> String {
+    let mut out = Vec::with_capacity(w.len());
+    let mut i = 0;
+    while i < w.len() {
+        if w[i] == b'\\' && i + 1 < w.len() {
+            match w[i + 1] {
+                b'"' | b'\'' | b'\\' => {
+                    out.push(w[i + 1]);
+                    i += 2;
+                    continue;
+                }
+                b't' => {
+                    out.push(b'\t');
+                    i += 2;
+                    continue;
+                }
+                b'r' => {
+                    out.push(b'\r');
+                    i += 2;
+                    continue;
+                }
+                b'n' => {
+                    out.push(b'\n');
+                    i += 2;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        out.push(w[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl<'a> Lexer<'a> {
+    /// True when only blanks or a comment follow `pos` on its line.
+    fn line_clear(&self) -> bool {
+        let mut i = self.pos;
+        while i < self.b.len() && matches!(self.b[i], b' ' | b'\t' | b'\r') {
+            i += 1;
+        }
+        i >= self.b.len() || self.b[i] == b'\n' || self.b[i] == b'#'
+    }
+
+    /// The next statement, block start or block end; Err (line, message) as nginx words it.
+    fn next(&mut self) -> Result<Tok, (usize, String)> {
+        let mut words: Vec<String> = Vec::new();
+        let (mut last_space, mut need_space, mut sharp, mut quoted) = (true, false, false, false);
+        let (mut dq, mut sq, mut variable) = (false, false, false);
+        let mut start = self.pos;
+        let mut first: Option<(usize, usize)> = None; // (line, byte) of the first word
+        loop {
+            if self.pos >= self.b.len() {
+                if !words.is_empty() || !last_space {
+                    return Err((
+                        self.line,
+                        "unexpected end of file, expecting \";\" or \"}\"".into(),
+                    ));
+                }
+                return Ok(Tok::End);
+            }
+            let ch = self.b[self.pos];
+            self.pos += 1;
+            if ch == b'\n' {
+                self.line += 1;
+                sharp = false;
+            }
+            if sharp {
+                continue;
+            }
+            if quoted {
+                quoted = false;
+                continue;
+            }
+            let done = |s: &Self, words: Vec<String>, first: Option<(usize, usize)>, open: bool| {
+                let (l, b0) = first.unwrap_or((s.line, s.pos - 1));
+                let clear = s.line_clear();
+                if open {
+                    Tok::Open(words, l, s.line, b0, s.pos, clear)
+                } else {
+                    Tok::Stmt(words, l, s.line, b0, s.pos, clear)
+                }
+            };
+            if need_space {
+                if blank(ch) {
+                    last_space = true;
+                    need_space = false;
+                    continue;
+                }
+                if ch == b';' {
+                    return Ok(done(self, words, first, false));
+                }
+                if ch == b'{' {
+                    return Ok(done(self, words, first, true));
+                }
+                if ch == b')' {
+                    last_space = true;
+                    need_space = false;
+                } else {
+                    return Err((self.line, format!("unexpected \"{}\"", ch as char)));
+                }
+            }
+            if last_space {
+                start = self.pos - 1;
+                if blank(ch) {
+                    continue;
+                }
+                match ch {
+                    b';' | b'{' => {
+                        if words.is_empty() {
+                            return Err((self.line, format!("unexpected \"{}\"", ch as char)));
+                        }
+                        return Ok(done(self, words, first, ch == b'{'));
+                    }
+                    b'}' => {
+                        if !words.is_empty() {
+                            return Err((self.line, "unexpected \"}\"".into()));
+                        }
+                        return Ok(Tok::Close);
+                    }
+                    b'#' => {
+                        sharp = true;
+                        continue;
+                    }
+                    _ => {}
+                }
+                if first.is_none() {
+                    first = Some((self.line, self.pos - 1));
+                }
+                last_space = false;
+                match ch {
+                    b'\\' => quoted = true,
+                    b'"' => {
+                        start += 1;
+                        dq = true;
+                    }
+                    b'\'' => {
+                        start += 1;
+                        sq = true;
+                    }
+                    b'$' => variable = true,
+                    _ => {}
+                }
+                continue;
+            }
+            if ch == b'{' && variable {
+                continue;
+            }
+            variable = false;
+            if ch == b'\\' {
+                quoted = true;
+                continue;
+            }
+            if ch == b'$' {
+                variable = true;
+                continue;
+            }
+            let mut found = false;
+            if dq {
+                if ch == b'"' {
+                    dq = false;
+                    need_space = true;
+                    found = true;
+                }
+            } else if sq {
+                if ch == b'\'' {
+                    sq = false;
+                    need_space = true;
+                    found = true;
+                }
+            } else if blank(ch) || ch == b';' || ch == b'{' {
+                last_space = true;
+                found = true;
+            }
+            if found {
+                words.push(unescape(&self.b[start..self.pos - 1]));
+                if ch == b';' {
+                    return Ok(done(self, words, first, false));
+                }
+                if ch == b'{' {
+                    return Ok(done(self, words, first, true));
+                }
+            }
+        }
+    }
+
+    /// Skips a Lua block body up to its closing `}` (the `{` already read):
+    /// Lua strings, long brackets `[[ ]]`/`[==[ ]==]` and `--` comments are
+    /// not searched for braces. Returns the line of the `}`.
+    fn skip_lua(&mut self) -> Result<usize, (usize, String)> {
+        let mut depth = 1usize;
+        let start_line = self.line;
+        while self.pos < self.b.len() {
+            let ch = self.b[self.pos];
+            self.pos += 1;
+            match ch {
+                b'\n' => self.line += 1,
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Ok(self.line);
+                    }
+                }
+                b'"' | b'\'' => {
+                    while self.pos < self.b.len() {
+                        let c = self.b[self.pos];
+                        self.pos += 1;
+                        if c == b'\\' && self.pos < self.b.len() {
+                            if self.b[self.pos] == b'\n' {
+                                self.line += 1;
+                            }
+                            self.pos += 1;
+                        } else if c == ch {
+                            break;
+                        } else if c == b'\n' {
+                            self.line += 1;
+                        }
+                    }
+                }
+                b'[' => {
+                    if let Some(level) = self.long_bracket() {
+                        self.skip_long(level);
+                    }
+                }
+                b'-' if self.b.get(self.pos) == Some(&b'-') => {
+                    self.pos += 1;
+                    if self.b.get(self.pos) == Some(&b'[') {
+                        self.pos += 1;
+                        if let Some(level) = self.long_bracket() {
+                            self.skip_long(level);
+                            continue;
+                        }
+                    }
+                    while self.pos < self.b.len() && self.b[self.pos] != b'\n' {
+                        self.pos += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Err((
+            start_line,
+            "a *_by_lua_block is never closed (unexpected end of file)".into(),
+        ))
+    }
+
+    /// After a `[`: `=`* then `[` opens a long bracket of that level.
+    fn long_bracket(&mut self) -> Option<usize> {
+        let mut i = self.pos;
+        while i < self.b.len() && self.b[i] == b'=' {
+            i += 1;
+        }
+        if i < self.b.len() && self.b[i] == b'[' {
+            let level = i - self.pos;
+            self.pos = i + 1;
+            Some(level)
+        } else {
+            None
+        }
+    }
+
+    fn skip_long(&mut self, level: usize) {
+        while self.pos < self.b.len() {
+            let c = self.b[self.pos];
+            self.pos += 1;
+            if c == b'\n' {
+                self.line += 1;
+            } else if c == b']' {
+                let mut i = self.pos;
+                while i < self.b.len() && self.b[i] == b'=' {
+                    i += 1;
+                }
+                if i - self.pos == level && self.b.get(i) == Some(&b']') {
+                    self.pos = i + 1;
+                    return;
+                }
+            }
+        }
+    }
 }
 
 #[derive(Default)]
 struct Reader {
     stmts: Vec<Stmt>,
+    blocks: Vec<Block>,
     files: Vec<PathBuf>,
     errors: Vec<(PathBuf, usize, String)>,
+    reported: BTreeSet<(PathBuf, usize, String)>,
     /// `nginx -T` output split into files.
     dumped: Option<BTreeMap<PathBuf, String>>,
     base: PathBuf,
-    depth: usize,
+    /// The files being read, outermost first (include loop detection).
+    open: Vec<PathBuf>,
 }
 
 impl Reader {
-    fn text_of(&self, p: &Path) -> Option<String> {
+    fn error(&mut self, file: &Path, line: usize, msg: String) {
+        let k = (file.to_path_buf(), line, msg);
+        if self.reported.insert(k.clone()) {
+            self.errors.push(k);
+        }
+    }
+
+    fn text_of(&self, p: &Path) -> Result<String, String> {
         match &self.dumped {
-            Some(m) => m.get(p).cloned(),
-            None => std::fs::read(p)
-                .ok()
-                .map(|b| String::from_utf8_lossy(&b).to_string()),
+            Some(m) => m
+                .get(p)
+                .cloned()
+                .ok_or_else(|| format!("{} is not in the `nginx -T` output", p.display())),
+            None => read_config(p),
         }
     }
 
@@ -70,147 +422,162 @@ impl Reader {
         }
     }
 
-    fn read(&mut self, p: &Path, ctx: &[String], from: Option<(&Path, usize)>) {
-        self.depth += 1;
-        if self.depth > 32 {
-            self.depth -= 1;
+    fn read(
+        &mut self,
+        p: &Path,
+        ctx: &[String],
+        parent: Option<usize>,
+        from: Option<(&Path, usize)>,
+    ) {
+        let key = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let (ff, fl) = from
+            .map(|(f, l)| (f.to_path_buf(), l))
+            .unwrap_or_else(|| (p.to_path_buf(), 0));
+        if self.open.contains(&key) {
+            self.error(
+                &ff,
+                fl,
+                format!(
+                    "include loop: {} includes itself (nginx recurses until it crashes)",
+                    p.display()
+                ),
+            );
+            return;
+        }
+        if self.open.len() >= 64 {
+            self.error(
+                &ff,
+                fl,
+                format!("includes nested too deep at {}", p.display()),
+            );
             return;
         }
         match self.text_of(p) {
-            Some(t) => {
+            Ok(t) => {
                 self.files.push(p.to_path_buf());
-                self.parse(p, &t, ctx);
+                self.open.push(key);
+                self.parse(p, &t, ctx, parent);
+                self.open.pop();
             }
-            None => {
-                let (f, l) = from.map(|(f, l)| (f.to_path_buf(), l)).unwrap_or_default();
-                self.errors
-                    .push((f, l, format!("cannot read {}", p.display())));
-            }
+            Err(e) => self.error(&ff, fl, e),
         }
-        self.depth -= 1;
     }
 
-    fn parse(&mut self, file: &Path, text: &str, outer: &[String]) {
+    fn parse(&mut self, file: &Path, text: &str, outer: &[String], outer_parent: Option<usize>) {
+        let mut lx = Lexer {
+            b: text.as_bytes(),
+            pos: 0,
+            line: 1,
+        };
         let mut ctx: Vec<String> = outer.to_vec();
-        let base_len = ctx.len();
-        let mut opened: Vec<usize> = Vec::new();
-        let mut cur = String::new();
-        let mut cur_line = 0usize;
-        let mut quote: Option<char> = None;
-        for (i, line) in text.lines().enumerate() {
-            let lineno = i + 1;
-            let mut chars = line.chars().peekable();
-            while let Some(ch) = chars.next() {
-                if let Some(q) = quote {
-                    cur.push(ch);
-                    if ch == '\\' {
-                        if let Some(n) = chars.next() {
-                            cur.push(n);
-                        }
-                    } else if ch == q {
-                        quote = None;
-                    }
-                    continue;
+        // (block index, open line)
+        let mut opened: Vec<(usize, usize)> = Vec::new();
+        loop {
+            let tok = match lx.next() {
+                Ok(t) => t,
+                Err((line, msg)) => {
+                    // nginx stops at the first error; so does the reading of this file.
+                    self.error(file, line, msg);
+                    return;
                 }
-                match ch {
-                    '#' => break,
-                    '"' | '\'' => {
-                        if cur.trim().is_empty() {
-                            cur_line = lineno;
-                        }
-                        quote = Some(ch);
-                        cur.push(ch);
-                    }
-                    ';' | '{' => {
-                        let words = split_args(&cur);
-                        cur.clear();
-                        let Some((name, args)) = words.split_first() else {
-                            if ch == ';' {
-                                continue;
-                            }
-                            self.errors.push((
-                                file.to_path_buf(),
-                                lineno,
-                                "a block without a name".into(),
-                            ));
-                            ctx.push(String::new());
-                            opened.push(lineno);
-                            continue;
-                        };
-                        let st = Stmt {
-                            name: name.clone(),
-                            args: args.to_vec(),
-                            file: file.to_path_buf(),
-                            line: cur_line,
-                            ctx: ctx.clone(),
-                        };
-                        if ch == '{' {
-                            ctx.push(name.clone());
-                            opened.push(cur_line);
-                            self.stmts.push(st);
-                        } else if name == "include" {
-                            let pats = args.to_vec();
-                            let here = ctx.clone();
-                            self.stmts.push(st);
-                            for pat in pats {
-                                let p = resolve(&self.base, &pat);
-                                let found = self.expand(&p);
-                                if found.is_empty() && !glob::has_wildcard(&pat) {
-                                    self.errors.push((
-                                        file.to_path_buf(),
-                                        cur_line,
-                                        format!("include {pat}: no such file"),
-                                    ));
-                                }
-                                for f in found {
-                                    self.read(&f, &here, Some((file, cur_line)));
-                                }
-                            }
-                        } else {
-                            self.stmts.push(st);
-                        }
-                    }
-                    '}' => {
-                        if !cur.trim().is_empty() {
-                            self.errors.push((
-                                file.to_path_buf(),
-                                cur_line,
-                                format!("{:?} is missing its ';'", cur.trim()),
-                            ));
-                            cur.clear();
-                        }
-                        if ctx.len() > base_len {
-                            ctx.pop();
-                            opened.pop();
-                        } else {
-                            self.errors
-                                .push((file.to_path_buf(), lineno, "unexpected '}'".into()));
-                        }
-                    }
-                    c => {
-                        if cur.trim().is_empty() && !c.is_whitespace() {
-                            cur_line = lineno;
-                        }
-                        cur.push(c);
+            };
+            let parent = opened.last().map(|o| o.0).or(outer_parent);
+            match tok {
+                Tok::End => break,
+                Tok::Close => {
+                    if opened.pop().is_some() {
+                        ctx.pop();
+                    } else {
+                        self.error(file, lx.line, "unexpected \"}\"".into());
+                        return;
                     }
                 }
-            }
-            if quote.is_some() {
-                cur.push('\n');
-            } else {
-                cur.push(' ');
+                Tok::Stmt(words, line, end_line, b0, b1, clear) => {
+                    let (name, args) = words.split_first().expect("a statement has a word");
+                    let st = Stmt {
+                        name: name.clone(),
+                        args: args.to_vec(),
+                        file: file.to_path_buf(),
+                        line,
+                        end_line,
+                        source: text[b0..b1].to_string(),
+                        ctx: ctx.clone(),
+                        parent,
+                        opens: None,
+                    };
+                    self.stmts.push(st);
+                    if clear {
+                        if let Some(b) = parent.filter(|_| !opened.is_empty()) {
+                            self.blocks[b].insert_after.get_or_insert(end_line);
+                        }
+                    }
+                    if name == "include" {
+                        for pat in args {
+                            let p = resolve(&self.base, pat);
+                            let found = self.expand(&p);
+                            if found.is_empty() && !glob::has_wildcard(pat) {
+                                self.error(
+                                    file,
+                                    line,
+                                    format!("include {pat}: open() failed: no such file"),
+                                );
+                            }
+                            for f in found {
+                                self.read(&f, &ctx, parent, Some((file, line)));
+                            }
+                        }
+                    }
+                }
+                Tok::Open(words, line, end_line, b0, b1, clear) => {
+                    let (name, args) = words.split_first().expect("a block has a word");
+                    let idx = self.blocks.len();
+                    self.blocks.push(Block {
+                        name: name.clone(),
+                        args: args.to_vec(),
+                        file: file.to_path_buf(),
+                        parent,
+                        insert_after: clear.then_some(end_line),
+                    });
+                    self.stmts.push(Stmt {
+                        name: name.clone(),
+                        args: args.to_vec(),
+                        file: file.to_path_buf(),
+                        line,
+                        end_line,
+                        source: text[b0..b1].to_string(),
+                        ctx: ctx.clone(),
+                        parent,
+                        opens: Some(idx),
+                    });
+                    if name.ends_with("_by_lua_block") {
+                        // The body is Lua, read by the lua module's own lexer.
+                        match lx.skip_lua() {
+                            Ok(end) => {
+                                if lx.line_clear() {
+                                    if let Some(b) = parent.filter(|_| !opened.is_empty()) {
+                                        self.blocks[b].insert_after.get_or_insert(end);
+                                    }
+                                }
+                            }
+                            Err((l, m)) => {
+                                self.error(file, l, m);
+                                return;
+                            }
+                        }
+                        continue;
+                    }
+                    ctx.push(name.clone());
+                    opened.push((idx, line));
+                }
             }
         }
-        if !cur.trim().is_empty() {
-            self.errors.push((
-                file.to_path_buf(),
-                cur_line,
-                format!("{:?} is missing its ';'", cur.trim()),
-            ));
-        }
-        for l in opened {
-            self.errors
-                .push((file.to_path_buf(), l, "block is never closed".into()));
+        if let Some((_, l)) = opened.first() {
+            let l = *l;
+            self.error(
+                file,
+                l,
+                "unexpected end of file, expecting \"}\" (this block is never closed)".into(),
+            );
         }
     }
 }
@@ -238,8 +605,73 @@ pub fn split_dump(text: &str) -> Option<BTreeMap<PathBuf, String>> {
     (!m.is_empty()).then_some(m)
 }
 
-fn at(s: &Stmt) -> (&Path, usize) {
-    (s.file.as_path(), s.line)
+/// nginx's time syntax (`75`, `75s`, `1m30s`, `500ms`, `1h`) in seconds.
+pub fn parse_time(v: &str) -> Option<f64> {
+    let mut total = 0.0;
+    let mut num = String::new();
+    let b: Vec<char> = v.chars().collect();
+    let mut i = 0;
+    let mut any = false;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_digit() {
+            num.push(c);
+            i += 1;
+            continue;
+        }
+        let n: f64 = num.parse().ok()?;
+        num.clear();
+        let (mult, step) = match (c, b.get(i + 1)) {
+            ('m', Some('s')) => (0.001, 2),
+            ('s', _) => (1.0, 1),
+            ('m', _) => (60.0, 1),
+            ('h', _) => (3600.0, 1),
+            ('d', _) => (86400.0, 1),
+            ('w', _) => (7.0 * 86400.0, 1),
+            ('M', _) => (30.0 * 86400.0, 1),
+            ('y', _) => (365.0 * 86400.0, 1),
+            _ => return None,
+        };
+        total += n * mult;
+        any = true;
+        i += step;
+    }
+    if !num.is_empty() {
+        total += num.parse::<f64>().ok()?;
+        any = true;
+    }
+    any.then_some(total)
+}
+
+/// The context of a block in words: `http > server (server_name a.example) > location /`.
+fn describe(stmts: &[Stmt], blocks: &[Block], mut b: Option<usize>) -> String {
+    let mut parts = Vec::new();
+    while let Some(i) = b {
+        let bl = &blocks[i];
+        let mut s = bl.name.clone();
+        if bl.name == "server" {
+            // Its first server_name, then its first listen.
+            let first = |n: &str| {
+                stmts
+                    .iter()
+                    .find(|x| x.parent == Some(i) && x.name == n)
+                    .and_then(|x| x.args.first().map(|a| a.as_str()))
+            };
+            let names: Vec<&str> = [first("server_name"), first("listen")]
+                .into_iter()
+                .flatten()
+                .collect();
+            if !names.is_empty() {
+                s = format!("server ({})", names.join(" "));
+            }
+        } else if !bl.args.is_empty() {
+            s = format!("{} {}", bl.name, bl.args.join(" "));
+        }
+        parts.push(s);
+        b = bl.parent;
+    }
+    parts.reverse();
+    parts.join(" > ")
 }
 
 /// Reads and checks an nginx configuration (or `nginx -T` output).
@@ -266,12 +698,14 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
         tools.push(format!("read as `nginx -T` output: {} files", files.len()));
         r.base = first.parent().map(Path::to_path_buf).unwrap_or_default();
         r.dumped = Some(files);
-        r.read(&first, &[], None);
+        r.read(&first, &[], None, None);
     } else {
         r.base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        r.read(path, &[], None);
+        r.read(path, &[], None, None);
     }
     let s = &r.stmts;
+    let blocks = &r.blocks;
+    let ctx_of = |x: &Stmt| describe(s, blocks, x.parent);
     let mut f = Vec::new();
     for (file, line, msg) in &r.errors {
         f.push(
@@ -280,9 +714,40 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
         );
     }
     let none = (Path::new(""), 0usize);
-    let http = s.iter().find(|x| x.name == "http" && x.ctx.is_empty());
+    let http_idx = blocks
+        .iter()
+        .position(|b| b.name == "http" && b.parent.is_none());
+    let http = http_idx.and_then(|i| s.iter().find(|x| x.opens == Some(i)));
     let http_at = http.map(at).unwrap_or((path, 0));
+    // Insert a line into a block: its file, its context and the line.
+    // Into a block: after a line that ends inside it; when none does (a
+    // block on one line), right after its `{`, by replacing the opening.
+    let into = |b: usize, text: &str| -> Option<Fix> {
+        let bl = &blocks[b];
+        let ctx = describe(s, blocks, Some(b));
+        match bl.insert_after {
+            Some(l) => Some(Fix::insert_after(&bl.file, &ctx, l, text)),
+            None => s.iter().find(|x| x.opens == Some(b)).map(|x| {
+                Fix::replace(
+                    &x.file,
+                    &ctx,
+                    (x.line, x.end_line),
+                    &x.source,
+                    &format!("{}\n{text}", x.source),
+                )
+            }),
+        }
+    };
+    let replace = |x: &Stmt, text: &str| -> Fix {
+        Fix::replace(&x.file, &ctx_of(x), (x.line, x.end_line), &x.source, text)
+    };
     let find = |name: &str| -> Vec<&Stmt> { s.iter().filter(|x| x.name == name).collect() };
+    let with_fix = |mut fi: Finding, fix: Option<Fix>| -> Finding {
+        if let Some(x) = fix {
+            fi = fi.fix(x);
+        }
+        fi
+    };
 
     // sendfile
     let sf = find("sendfile");
@@ -294,11 +759,12 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
         f.push(
             Finding::new(Level::Warn, "sendfile_off", at(x), "sendfile off".into())
                 .why("static files are copied through user space instead of sent by the kernel")
-                .change("sendfile on;"),
+                .context(ctx_of(x))
+                .fix(replace(x, "sendfile on;")),
         );
     }
     if sf.is_empty() {
-        f.push(
+        f.push(with_fix(
             Finding::new(
                 Level::Warn,
                 "sendfile_off",
@@ -306,8 +772,9 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
                 "sendfile not set: nginx's default is off".into(),
             )
             .why("static files are copied through user space instead of sent by the kernel")
-            .change("sendfile on;    # in http {}"),
-        );
+            .change("sendfile on;"),
+            http_idx.and_then(|b| into(b, "sendfile on;")),
+        ));
     } else if off.is_empty() {
         f.push(Finding::new(
             Level::Ok,
@@ -317,11 +784,13 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
         ));
     }
 
-    // keepalive_timeout
+    // keepalive_timeout (nginx time units) and keepalive_requests
     let mut bad = false;
     for x in find("keepalive_timeout") {
         let v = x.args.first().map(String::as_str).unwrap_or("");
-        let secs: f64 = v.trim_end_matches('s').parse().unwrap_or(-1.0);
+        let Some(secs) = parse_time(v) else {
+            continue;
+        };
         if secs == 0.0 {
             bad = true;
             f.push(
@@ -329,17 +798,19 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
                     Level::Warn,
                     "keepalive_off",
                     at(x),
-                    "keepalive_timeout 0 (keep-alive off)".into(),
+                    format!("keepalive_timeout {v} (keep-alive off)"),
                 )
                 .why("a new TCP connection (and TLS handshake) for every resource of a page")
-                .change("keepalive_timeout 65;"),
+                .context(ctx_of(x))
+                .fix(replace(x, "keepalive_timeout 65s;")),
             );
         } else if secs > 75.0 {
             bad = true;
             f.push(
-                Finding::new(Level::Info, "keepalive_timeout_high", at(x), format!("keepalive_timeout {v}"))
+                Finding::new(Level::Info, "keepalive_timeout_high", at(x), format!("keepalive_timeout {v} ({secs} s)"))
                     .why("idle connections are kept (a file descriptor and buffers each) long after a visitor has gone")
-                    .change("keepalive_timeout 65;"),
+                    .context(ctx_of(x))
+                    .fix(replace(x, "keepalive_timeout 65s;")),
             );
         }
     }
@@ -351,23 +822,71 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
             "keep-alive on".into(),
         ));
     }
+    for x in find("keepalive_requests") {
+        if x.ctx.last().is_some_and(|c| c == "upstream") {
+            continue;
+        }
+        if let Some(n) = x.args.first().and_then(|a| a.parse::<u64>().ok()) {
+            if n < 100 {
+                f.push(
+                    Finding::new(Level::Warn, "keepalive_requests_low", at(x), format!("keepalive_requests {n}"))
+                        .why("a keep-alive connection is closed after this many requests, so a page with many resources reconnects (nginx's default is 1000)")
+                        .context(ctx_of(x))
+                        .fix(replace(x, "keepalive_requests 1000;")),
+                );
+            }
+        }
+    }
 
-    // gzip
+    // gzip: on, and for which types (text/html only unless gzip_types says more).
     let gz = find("gzip");
-    if gz.iter().any(|x| x.args.first().is_some_and(|a| a == "on")) {
-        f.push(Finding::new(
-            Level::Ok,
-            "no_compression",
-            none,
-            "gzip on".into(),
-        ));
+    let gzip_on: Vec<&&Stmt> = gz
+        .iter()
+        .filter(|x| x.args.first().is_some_and(|a| a == "on"))
+        .collect();
+    if let Some(on) = gzip_on.first() {
+        let types = find("gzip_types");
+        if types.is_empty() {
+            let fix = on.parent.and_then(|b| {
+                into(
+                    b,
+                    "gzip_types text/css application/javascript application/json image/svg+xml;",
+                )
+            });
+            f.push(with_fix(
+                Finding::new(Level::Info, "gzip_types_default", at(on), "gzip on, but only for text/html: no gzip_types".into())
+                    .why("CSS, JavaScript and JSON go out uncompressed: gzip compresses only text/html unless gzip_types names more")
+                    .context(ctx_of(on))
+                    .change("gzip_types text/css application/javascript application/json image/svg+xml;"),
+                fix,
+            ));
+        } else {
+            f.push(Finding::new(
+                Level::Ok,
+                "no_compression",
+                none,
+                format!("gzip on for {}", types[0].args.join(" ")),
+            ));
+        }
     } else {
-        let loc = gz.first().map(|x| at(x)).unwrap_or(http_at);
-        f.push(
-            Finding::new(Level::Warn, "no_compression", loc, "gzip is not on".into())
-                .why("HTML, CSS and JavaScript go out uncompressed: 3 to 5 times the bytes")
-                .change("gzip on; gzip_types text/css application/javascript application/json image/svg+xml;"),
-        );
+        let has_types = !find("gzip_types").is_empty();
+        let text = if has_types {
+            "gzip on;"
+        } else {
+            "gzip on;\ngzip_types text/css application/javascript application/json image/svg+xml;"
+        };
+        let fi = Finding::new(
+            Level::Warn,
+            "no_compression",
+            gz.first().map(|x| at(x)).unwrap_or(http_at),
+            "gzip is not on".into(),
+        )
+        .why("HTML, CSS and JavaScript go out uncompressed: 3 to 5 times the bytes")
+        .change(text);
+        f.push(match gz.first() {
+            Some(x) => fi.context(ctx_of(x)).fix(replace(x, text)),
+            None => with_fix(fi, http_idx.and_then(|b| into(b, text))),
+        });
     }
 
     // worker_processes
@@ -388,7 +907,7 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
                     f.push(
                         Finding::new(Level::Warn, "worker_processes_low", at(x), format!("worker_processes {v} on a machine with {cpus} CPUs"))
                             .why("nginx uses one CPU per worker process; the other CPUs stay idle under load")
-                            .change("worker_processes auto;"),
+                            .fix(replace(x, "worker_processes auto;")),
                     );
                 } else {
                     f.push(Finding::new(
@@ -408,7 +927,8 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
                 f.push(
                     Finding::new(Level::Info, "worker_connections_low", at(x), format!("worker_connections {n}"))
                         .why("each worker accepts at most this many connections, clients and upstreams together")
-                        .change("worker_connections 1024;"),
+                        .context(ctx_of(x))
+                        .fix(replace(x, "worker_connections 1024;")),
                 );
             }
         }
@@ -421,16 +941,29 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
                     .is_some_and(|a| a.eq_ignore_ascii_case("cache-control"))
         })
     {
-        f.push(
+        // A location goes inside a server block, never at the http level.
+        let server = blocks
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.name == "server" && b.parent == http_idx && http_idx.is_some())
+            .min_by_key(|(_, b)| b.insert_after.is_none())
+            .map(|(i, _)| i);
+        let text = "location ~* \\.(css|js|png|jpg|svg|woff2)$ { expires 7d; }";
+        let at_ = server
+            .and_then(|i| s.iter().find(|x| x.opens == Some(i)))
+            .map(at)
+            .unwrap_or(http_at);
+        f.push(with_fix(
             Finding::new(
                 Level::Info,
                 "no_expires",
-                http_at,
+                at_,
                 "no expires or Cache-Control anywhere".into(),
             )
             .why("browsers revalidate every image and stylesheet on each page view")
-            .change("location ~* \\.(css|js|png|jpg|svg|woff2)$ { expires 7d; }"),
-        );
+            .change(format!("{text}    # in a server {{}} block")),
+            server.and_then(|b| into(b, text)),
+        ));
     }
 
     TuneReport {
@@ -442,5 +975,63 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
         threads_per_child: None,
         tools,
         findings: f,
+    }
+}
+
+fn at(s: &Stmt) -> (&Path, usize) {
+    (s.file.as_path(), s.line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(src: &str) -> Result<Vec<Vec<String>>, (usize, String)> {
+        let mut lx = Lexer {
+            b: src.as_bytes(),
+            pos: 0,
+            line: 1,
+        };
+        let mut out = Vec::new();
+        loop {
+            match lx.next()? {
+                Tok::Stmt(w, ..) | Tok::Open(w, ..) => out.push(w),
+                Tok::Close => out.push(vec!["}".into()]),
+                Tok::End => return Ok(out),
+            }
+        }
+    }
+
+    #[test]
+    fn tokens_follow_nginx() {
+        assert_eq!(
+            words("a b#c d; # note\n").unwrap(),
+            vec![vec!["a", "b#c", "d"]]
+        );
+        assert_eq!(
+            words("set $x ${a}b;").unwrap(),
+            vec![vec!["set", "$x", "${a}b"]]
+        );
+        assert_eq!(
+            words(r#"set $x "a\"b" 'c d' e\ f;"#).unwrap(),
+            vec![vec!["set", "$x", "a\"b", "c d", "e\\ f"]]
+        );
+        assert_eq!(
+            words("if ($a) { }").unwrap(),
+            vec![vec!["if", "($a)"], vec!["}"]]
+        );
+        assert!(words("a \"b\"c;").is_err());
+        assert!(words("a b").is_err());
+        assert!(words("; a;").is_err());
+    }
+
+    #[test]
+    fn time_units() {
+        assert_eq!(parse_time("75"), Some(75.0));
+        assert_eq!(parse_time("75s"), Some(75.0));
+        assert_eq!(parse_time("1m30s"), Some(90.0));
+        assert_eq!(parse_time("500ms"), Some(0.5));
+        assert_eq!(parse_time("2h"), Some(7200.0));
+        assert_eq!(parse_time("x"), None);
     }
 }
