@@ -8,7 +8,8 @@
 //! and is marked TRUNCATED (exit 0, a warning on stderr).
 //!
 //! Exit codes: 0 ok; 1 the page could not be loaded (refused, timed out, not
-//! HTTP, TLS handshake or certificate refused, not an HTML page) or a report
+//! HTTP, TLS handshake or certificate refused; for `page`, not an HTML page:
+//! `audit` also checks a single resource) or a report
 //! (`--html`, `--har`) could not be written; 2 usage error (bad flag, URL,
 //! header, size, unresolvable host, unreadable `--cacert`);
 //! [`EXIT_FINDINGS`] (3) `audit --fail-on` found something that bad.
@@ -282,12 +283,14 @@ fn redact(raw: &str) -> String {
     }
 }
 
-/// Loads the views; Err(exit code) when the page itself did not load.
+/// Loads the views; Err(exit code) when the page itself did not load, or
+/// (`html_only`, for `page`) answered with something other than HTML.
 fn load_views(
     c: &CommonArgs,
     u: &redline_web::url::Url,
     runs: usize,
     opts: &LoadOpts,
+    html_only: bool,
 ) -> Result<page::PageReport, i32> {
     let to_stdout = c.output == Output::Text;
     let quiet = c.quiet;
@@ -328,7 +331,7 @@ fn load_views(
         .entries
         .iter()
         .rfind(|e| e.kind == redline_web::discover::Kind::Document);
-    if let Some(d) = last_doc {
+    if let Some(d) = last_doc.filter(|_| html_only) {
         let ok_status = d.status.is_some_and(|s| (200..300).contains(&s));
         let html = matches!(
             d.content_type.as_str(),
@@ -439,7 +442,7 @@ fn cmd_page(a: PageArgs) -> i32 {
             }
         }
     }
-    let rep = match load_views(&a.common, &u, a.runs as usize, &opts) {
+    let rep = match load_views(&a.common, &u, a.runs as usize, &opts, true) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -476,7 +479,7 @@ fn cmd_audit(a: AuditArgs) -> i32 {
         Ok(x) => x,
         Err(e) => return crate::cli::fail(crate::cli::EXIT_USAGE, e),
     };
-    let rep = match load_views(&a.common, &u, 1, &opts) {
+    let rep = match load_views(&a.common, &u, 1, &opts, false) {
         Ok(r) => r,
         Err(code) => return code,
     };

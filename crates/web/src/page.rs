@@ -253,9 +253,8 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{} ({}):\n  {} requests ({} from cache, {} not modified), {} on the wire ({} decoded), {} connection{} opened, {}",
+        "{}: {} requests ({} from cache, {} not modified), {} on the wire ({} decoded), {} connection{} opened, {}\n  ({})",
         capitalize(l.view.name()),
-        l.view.describe(),
         l.requests,
         l.from_cache,
         l.not_modified,
@@ -263,7 +262,8 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
         bytes(l.decoded_bytes),
         l.connections,
         if l.connections == 1 { "" } else { "s" },
-        millis(l.elapsed_ms)
+        millis(l.elapsed_ms),
+        l.view.describe()
     );
     let _ = writeln!(
         s,
