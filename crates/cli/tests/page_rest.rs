@@ -538,6 +538,54 @@ fn page_loads_are_saved_listed_and_compared() {
     }
 }
 
+/// Runs redline to its end (at most 120 s), watching its peak resident
+/// size (VmHWM, KiB) by PID while it runs.
+fn with_peak_rss(args: &[&str]) -> (std::process::Output, u64) {
+    let out_path = tmpdir("rss").join("stdout");
+    let mut child = std::process::Command::new(common::bin())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn redline");
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak = 0u64;
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if start.elapsed() > Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("redline {args:?} ran over 120 s");
+        }
+        if let Ok(s) = std::fs::read_to_string(&status_path) {
+            if let Some(kib) = s
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kib);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut stderr = Vec::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_end(&mut stderr);
+    }
+    let stdout = std::fs::read(&out_path).unwrap_or_default();
+    (
+        std::process::Output {
+            status,
+            stdout,
+            stderr,
+        },
+        peak,
+    )
+}
+
 #[test]
 fn a_page_of_huge_stylesheets_stops_at_the_byte_budget() {
     const SHEETS: usize = 500;
@@ -574,21 +622,26 @@ fn a_page_of_huge_stylesheets_stops_at_the_byte_budget() {
         }
     });
     let budget: u64 = 24 * 1024 * 1024;
-    let (out, _) = redline_with_limit(
-        &[
-            "page",
-            "-q",
-            "--no-save",
-            "-o",
-            "json",
-            "--max-bytes",
-            "24MiB",
-            &srv.url(),
-        ],
-        Duration::from_secs(120),
-    );
+    let url = srv.url();
+    let (out, peak_kib) = with_peak_rss(&[
+        "page",
+        "-q",
+        "--no-save",
+        "-o",
+        "json",
+        "--max-bytes",
+        "24MiB",
+        &url,
+    ]);
     let err = String::from_utf8_lossy(&out.stderr).to_string();
     let v = json_of(&out);
+    // Memory stays near the budget (the page links 5 GB): peak resident
+    // size under 4 budgets plus 100 MiB for the program itself.
+    assert!(
+        peak_kib * 1024 < 4 * budget + 100 * 1024 * 1024,
+        "peak RSS {peak_kib} KiB"
+    );
+    eprintln!("peak RSS {peak_kib} KiB");
     assert!(err.contains("TRUNCATED"), "{err}");
     for view in v["views"].as_array().unwrap() {
         assert_eq!(view["budget_exhausted"], true, "{}", view["view"]);

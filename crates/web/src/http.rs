@@ -814,6 +814,13 @@ impl Conn {
             if n > MAX_WIRE_BODY {
                 return Err(FetchError::TooLarge);
             }
+            // Room for the body at once (no doubling past its length),
+            // within what the budget still allows.
+            let room = opts.budget.as_ref().map_or(n as u64, |b| {
+                (n as u64).min(b.limit().saturating_sub(b.used()) + 65536)
+            });
+            self.buf
+                .reserve((room as usize).saturating_sub(self.avail().len()));
             while self.avail().len() < n {
                 if Instant::now() > deadline {
                     return Err(FetchError::Io("timed out".into()));
@@ -822,8 +829,12 @@ impl Conn {
                     return Err(FetchError::Io("connection closed in the body".into()));
                 }
             }
-            body.extend_from_slice(&self.avail()[..n]);
-            self.pos += n;
+            // Move the body out of the read buffer rather than copy it: a
+            // large body is held once, not twice.
+            let mut rest = self.buf.split_off(self.pos);
+            self.buf = rest.split_off(n);
+            self.pos = 0;
+            body = rest;
             wire += n as u64;
         } else {
             keep = false;

@@ -267,6 +267,49 @@ impl Cache {
         }
         Cache { stored }
     }
+
+    /// As [`Cache::from_load`], moving the kept bodies out of `load` into
+    /// the cache instead of copying them (one copy in memory); give them
+    /// back with [`Cache::restore`].
+    pub fn take_from(load: &mut Load) -> Cache {
+        let mut bodies: HashMap<String, Vec<u8>> = HashMap::new();
+        for e in &mut load.entries {
+            if let Some(b) = e.body.take() {
+                bodies.entry(e.url.clone()).or_insert(b);
+            }
+        }
+        let mut c = Cache::from_load(load);
+        for (url, s) in &mut c.stored {
+            s.body = bodies.remove(url);
+        }
+        // Bodies of entries the cache does not store go back at once.
+        for e in &mut load.entries {
+            if let Some(b) = bodies.remove(&e.url) {
+                e.body = Some(b);
+            }
+        }
+        c
+    }
+
+    /// Gives the bodies taken by [`Cache::take_from`] back to `load`.
+    pub fn restore(self, load: &mut Load) {
+        let mut stored = self.stored;
+        for e in &mut load.entries {
+            if e.body.is_none() {
+                if let Some(s) = stored.get_mut(&e.url) {
+                    e.body = s.body.take();
+                }
+            }
+        }
+    }
+
+    /// Bytes of bodies the cache holds (charged to a later view's budget).
+    pub fn held_bytes(&self) -> u64 {
+        self.stored
+            .values()
+            .map(|s| s.body.as_ref().map_or(0, |b| b.len() as u64))
+            .sum()
+    }
 }
 
 struct Job {
@@ -397,6 +440,8 @@ pub fn load(
     let t0 = Instant::now();
     let started_at = redline_stats::time::rfc3339(SystemTime::now());
     let budget = Budget::new(opts.max_bytes);
+    // What the cache of an earlier view holds is memory this view keeps too.
+    budget.charge(cache.map_or(0, Cache::held_bytes));
     let page_host = url.host_str().unwrap_or("").to_string();
     let mut entries: Vec<Entry> = Vec::new();
     let mut queue: VecDeque<Job> = VecDeque::new();
