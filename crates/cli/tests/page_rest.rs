@@ -236,6 +236,15 @@ fn a_view_whose_page_failed_is_not_compared() {
         "{text}"
     );
     assert!(text.contains("failed"), "{text}");
+    // Each view says what it is.
+    for what in [
+        "First view: ",
+        "(empty cache: everything requested)",
+        "(every resource revalidated: all requested again with the first view's validators",
+        "(navigating again: fresh responses taken from the cache unrequested, stale ones revalidated)",
+    ] {
+        assert!(text.contains(what), "{what}: {text}");
+    }
     served.store(0, Ordering::SeqCst);
     let v = json_of(&redline(&[
         "page",

@@ -1099,6 +1099,16 @@ mod tests {
     }
 
     #[test]
+    fn the_budget_refuses_past_its_limit() {
+        let b = Budget::new(100);
+        assert!(b.charge(60) && b.charge(40));
+        assert!(!b.exhausted());
+        assert!(!b.charge(1));
+        assert!(b.exhausted());
+        assert_eq!(b.used(), 101);
+    }
+
+    #[test]
     fn display_url_hides_credentials() {
         let u = Url::parse("http://user:secret@example.test/x").unwrap();
         assert_eq!(display_url(&u), "http://example.test/x");
