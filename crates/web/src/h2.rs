@@ -374,7 +374,7 @@ async fn stream(
     Ok(finish(
         status,
         headers,
-        &body,
+        body,
         wire,
         (sent, first_byte, done),
         conn_id,

@@ -859,7 +859,7 @@ impl Conn {
         let resp = finish(
             status,
             headers,
-            &body,
+            body,
             wire,
             timing,
             self.id,
@@ -933,7 +933,7 @@ impl Conn {
 pub(crate) fn finish(
     status: u16,
     headers: Vec<(String, String)>,
-    body: &[u8],
+    body: Vec<u8>,
     wire: u64,
     (sent, first_byte, done): (Instant, Instant, Instant),
     conn_id: u64,
@@ -960,12 +960,23 @@ pub(crate) fn finish(
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
-    let dec = decode(&coding, body, keep_cap);
+    let body_len = body.len() as u64;
+    let dec = if matches!(coding.as_str(), "" | "identity") && body.len() <= keep_cap {
+        // Kept whole and not encoded: the body itself, moved, not copied.
+        Decoded {
+            total: body_len,
+            kept: body,
+            capped: false,
+            error: None,
+        }
+    } else {
+        decode(&coding, &body, keep_cap)
+    };
     Response {
         status,
         headers,
         wire_bytes: wire,
-        body_wire_bytes: body.len() as u64,
+        body_wire_bytes: body_len,
         decoded_bytes: dec.total,
         body: if keep_cap > 0 { Some(dec.kept) } else { None },
         decode_capped: dec.capped,
