@@ -7,8 +7,10 @@
 //! record a waterfall. Like a browser, the first connection to an https host
 //! is opened alone: only when its handshake has said `h2` or `http/1.1` does
 //! the host get more requests. Three views: first (empty cache), repeat
-//! (every stored validator sent), cached (fresh responses not requested at
-//! all).
+//! (every resource revalidated: all requested again, every stored validator
+//! sent, as measure.pl did), cached (navigating again: fresh responses not
+//! requested at all, stale ones revalidated). A failed fetch keeps the time
+//! it took; each view is bounded by a byte budget ([`crate::http::Budget`]).
 
 use crate::cache;
 use crate::discover::{scan_css, scan_html, Embed, Kind};

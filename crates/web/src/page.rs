@@ -1,6 +1,7 @@
 //! `redline page`: the three views of a page (first, repeat, cached), repeated
 //! `-n` times with medians, and their text rendering (waterfall, totals and
-//! the side-by-side summary).
+//! the side-by-side summary). A view whose page did not load is left out of
+//! the medians and never compared with another (no speed-up from a failure).
 
 use crate::load::{load, Cache, Entry, Load, LoadOpts, View};
 use std::fmt::Write as _;
