@@ -376,7 +376,7 @@ impl Loader {
     }
     fn saved(&mut self, r: &str) -> Result<(i64, RunRecord), (i32, String)> {
         let s = self.store()?;
-        let id = s.resolve(r).map_err(history_err)?;
+        let id = s.resolve_run(r).map_err(history_err)?;
         let rec = s.get(id).map_err(history_err)?;
         Ok((id, rec))
     }
@@ -589,14 +589,16 @@ fn cmd_show(a: OneRun) -> CmdResult {
     let mut l = Loader::new(&a.db);
     let s = l.store()?;
     let id = s.resolve(&a.run).map_err(history_err)?;
-    if let Saved::Page(json) = s.get_saved(id).map_err(history_err)? {
-        let p = page_of(&json, &format!("saved page load {id}"))?;
-        return print(&format!(
-            "Page load {id}\n\n{}",
-            redline_report::page_compare::show(&p)
-        ));
-    }
-    let (id, rec) = l.saved(&a.run)?;
+    let rec = match s.get_saved(id).map_err(history_err)? {
+        Saved::Page(json) => {
+            let p = page_of(&json, &format!("saved page load {id}"))?;
+            return print(&format!(
+                "Page load {id}\n\n{}",
+                redline_report::page_compare::show(&p)
+            ));
+        }
+        Saved::Run(rec) => rec,
+    };
     let mut o = format!("Run {id}");
     if let Some(lb) = &rec.label {
         o.push_str(&format!(" ({lb})"));

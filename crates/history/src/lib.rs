@@ -580,8 +580,18 @@ impl Store {
     }
 
     /// Resolves a run reference: an id, `last`, `last~N` (N runs before the
-    /// newest) or a label (the newest run with it).
+    /// newest) or a label (the newest run with it). Runs and page loads alike.
     pub fn resolve(&self, r: &str) -> Result<i64, HistoryError> {
+        self.resolve_in(r, None)
+    }
+
+    /// As [`Store::resolve`] for commands that take runs only: `last`,
+    /// `last~N` and labels skip page loads (an explicit id is taken as is).
+    pub fn resolve_run(&self, r: &str) -> Result<i64, HistoryError> {
+        self.resolve_in(r, Some(KIND_RUN))
+    }
+
+    fn resolve_in(&self, r: &str, kind: Option<&str>) -> Result<i64, HistoryError> {
         let r = r.trim();
         if r.is_empty() {
             return Err(HistoryError::BadRef(r.into()));
@@ -593,12 +603,13 @@ impl Store {
                     .parse::<u32>()
                     .map_err(|_| HistoryError::BadRef(r.into()))?
                     .into(),
-                None => return self.resolve_label(r),
+                None => return self.resolve_label(r, kind),
             };
             self.conn
                 .query_row(
-                    "SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1",
-                    [back],
+                    "SELECT id FROM runs WHERE ?2 IS NULL OR kind = ?2
+                     ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                    params![back, kind],
                     |row| row.get(0),
                 )
                 .optional()
@@ -609,16 +620,17 @@ impl Store {
                 .optional()
                 .map_err(|e| classify(&self.path, e))?
         } else {
-            return self.resolve_label(r);
+            return self.resolve_label(r, kind);
         };
         found.ok_or_else(|| HistoryError::NotFound(r.into()))
     }
 
-    fn resolve_label(&self, label: &str) -> Result<i64, HistoryError> {
+    fn resolve_label(&self, label: &str, kind: Option<&str>) -> Result<i64, HistoryError> {
         self.conn
             .query_row(
-                "SELECT id FROM runs WHERE label = ?1 ORDER BY id DESC LIMIT 1",
-                [label],
+                "SELECT id FROM runs WHERE label = ?1 AND (?2 IS NULL OR kind = ?2)
+                 ORDER BY id DESC LIMIT 1",
+                params![label, kind],
                 |row| row.get(0),
             )
             .optional()
@@ -906,6 +918,13 @@ mod tests {
             "{e}"
         );
         assert!(matches!(s.get_saved(a).unwrap(), Saved::Run(_)));
+        // Run-only commands: `last` and labels skip page loads.
+        assert_eq!(s.resolve("last").unwrap(), b);
+        assert_eq!(s.resolve_run("last").unwrap(), a);
+        assert!(matches!(
+            s.resolve_run("before"),
+            Err(HistoryError::NotFound(_))
+        ));
     }
 
     #[test]
