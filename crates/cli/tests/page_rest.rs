@@ -434,6 +434,10 @@ fn har_export_is_valid_har_1_2_with_consistent_timings_and_no_secrets() {
         })
         .expect("Set-Cookie listed");
     assert_eq!(sc["value"], "[redacted]");
+    // The cached view took the fresh stylesheet from the cache.
+    assert!(entries
+        .iter()
+        .any(|h| h["pageref"] == "cached" && h["_fromCache"] == "disk"));
     // The repeat view revalidates: its request carries the stored ETag.
     let gif = entries
         .iter()
