@@ -789,3 +789,40 @@ fn waterfall_labels_fit_and_carry_the_full_url() {
         shot.display()
     );
 }
+
+#[test]
+fn a_view_with_more_failed_requests_is_not_compared() {
+    let css = Arc::new(AtomicU64::new(0));
+    let c2 = css.clone();
+    let srv = ScriptServer::start(move |mut s| {
+        for _ in 0..10 {
+            let Some(path) = read_path(&mut s) else {
+                return;
+            };
+            if path == "/s.css" && c2.fetch_add(1, Ordering::SeqCst) > 0 {
+                return reset(s);
+            }
+            let ok = if path == "/s.css" {
+                respond(&mut s, "text/css", "", b"a{}")
+            } else {
+                respond(
+                    &mut s,
+                    "text/html",
+                    "",
+                    b"<html><link rel=stylesheet href=/s.css></html>",
+                )
+            };
+            if !ok {
+                return;
+            }
+        }
+    });
+    let text = ok(&redline(&["page", "-q", "--no-save", &srv.url()]));
+    assert!(!text.contains("x the speed"), "{text}");
+    assert!(
+        text.contains(
+            "repeat view: not compared with the first view (1 failed requests against 0)"
+        ),
+        "{text}"
+    );
+}

@@ -473,6 +473,13 @@ fn compared(f: &ViewSummary, v: &ViewSummary) -> String {
             "{name}: not compared with the first view (the page did not load {which} in every run)"
         );
     }
+    if v.errors > f.errors {
+        // Failed fetches end fast: a speed-up made of errors is none.
+        return format!(
+            "{name}: not compared with the first view ({} failed requests against {})",
+            v.errors, f.errors
+        );
+    }
     if v.elapsed_ms > 0.0 && f.elapsed_ms > 0.0 {
         format!(
             "{name}: {:.1}x the speed of the first view, {} of {} on the wire",
