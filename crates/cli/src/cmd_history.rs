@@ -4,11 +4,15 @@
 //! `RUN` arguments name a saved run (an id, a label — the newest run with it —,
 //! `last` or `last~N`) or, for `compare`, `report` and `merge`, a run-record
 //! JSON file (`redline run -o json > run.json`): an existing file wins.
+//! Page loads (`redline page`) are saved in the same history and id
+//! sequence: `history` lists them, `show` and `export` print them, `compare`
+//! takes two of them (saved or `page -o json` files); `report` and `merge`
+//! take runs only (exit 2 for a page load).
 
 use crate::cli::{fail, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE};
 use clap::{Args, Subcommand};
 use redline_engine::Snapshot;
-use redline_history::{Filter, HistoryError, Store};
+use redline_history::{Filter, HistoryError, Saved, Store};
 use redline_stats::RunRecord;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -323,6 +327,27 @@ pub fn after_run(a: &RunSaveArgs, rec: &mut RunRecord) -> Result<Vec<String>, St
     }
 }
 
+/// Saves a page load (`redline page`); returns its id. Err: why not.
+pub fn save_page(db: Option<&Path>, p: &redline_history::PageSave) -> Result<i64, String> {
+    let mut s = open_store(db, true).map_err(|(_, e)| e)?;
+    s.save_page(p).map_err(|e| e.to_string())
+}
+
+/// What `compare` and `show` got: a run or a page load.
+enum Loaded {
+    Run(Box<RunRecord>),
+    Page(redline_report::page_compare::PageLoad),
+}
+
+fn page_of(
+    json: &str,
+    what: &str,
+) -> Result<redline_report::page_compare::PageLoad, (i32, String)> {
+    let v: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| (EXIT_USAGE, format!("{what}: {e}")))?;
+    redline_report::page_compare::parse(&v).map_err(|e| (EXIT_USAGE, format!("{what}: {e}")))
+}
+
 fn run_name(id: i64, rec: &RunRecord) -> String {
     match &rec.label {
         Some(l) => format!("run {id} ({l})"),
@@ -351,7 +376,7 @@ impl Loader {
     }
     fn saved(&mut self, r: &str) -> Result<(i64, RunRecord), (i32, String)> {
         let s = self.store()?;
-        let id = s.resolve(r).map_err(history_err)?;
+        let id = s.resolve_run(r).map_err(history_err)?;
         let rec = s.get(id).map_err(history_err)?;
         Ok((id, rec))
     }
@@ -371,6 +396,46 @@ impl Loader {
         }
         let (id, rec) = self.saved(r)?;
         Ok((run_name(id, &rec), rec))
+    }
+    /// A saved run or page load, or a run-record or page-report file.
+    fn run_or_page(&mut self, r: &str) -> Result<(String, Loaded), (i32, String)> {
+        let p = Path::new(r);
+        let looks_like_file = p.is_file() || r.ends_with(".json") || r.contains('/');
+        if looks_like_file {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| (EXIT_USAGE, format!("cannot read {r}: {e}")))?;
+            let is_page = serde_json::from_str::<serde_json::Value>(&text)
+                .is_ok_and(|v| redline_report::page_compare::is_page(&v));
+            if is_page {
+                let name = p
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| r.to_string());
+                return Ok((name, Loaded::Page(page_of(&text, r)?)));
+            }
+            let (name, rec) = self.any(r)?;
+            return Ok((name, Loaded::Run(Box::new(rec))));
+        }
+        let s = self.store()?;
+        let id = s.resolve(r).map_err(history_err)?;
+        match s.get_saved(id).map_err(history_err)? {
+            Saved::Run(rec) => Ok((run_name(id, &rec), Loaded::Run(rec))),
+            Saved::Page(json) => {
+                let name = match s
+                    .list(&Filter::default())
+                    .ok()
+                    .and_then(|rows| rows.into_iter().find(|x| x.id == id))
+                    .and_then(|x| x.label)
+                {
+                    Some(l) => format!("page load {id} ({l})"),
+                    None => format!("page load {id}"),
+                };
+                Ok((
+                    name,
+                    Loaded::Page(page_of(&json, &format!("saved page load {id}"))?),
+                ))
+            }
+        }
     }
 }
 
@@ -468,6 +533,28 @@ fn cmd_list(a: ListArgs) -> CmdResult {
     );
     for r in &rows {
         let started: String = r.started_at.replace('T', " ").chars().take(19).collect();
+        if r.kind == redline_history::KIND_PAGE {
+            o.push_str(&format!(
+                "{:>5}{} {:<19}  {:<16}  {:<26}  {:>11}  {:>8}  {:>8}  {:>7}  PAGE {}\n",
+                r.id,
+                if r.interrupted { "~" } else { " " },
+                short(&started, 19),
+                short(r.label.as_deref().unwrap_or("-"), 16),
+                short(
+                    &format!(
+                        "page, first view {}",
+                        redline_report::dur_us(r.p50_us as f64)
+                    ),
+                    26
+                ),
+                "-",
+                "-",
+                "-",
+                redline_report::count(r.failed),
+                r.url
+            ));
+            continue;
+        }
         let flag = if r.interrupted {
             "*"
         } else if r.client_limited {
@@ -490,14 +577,28 @@ fn cmd_list(a: ListArgs) -> CmdResult {
         ));
     }
     if rows.iter().any(|r| r.client_limited || r.interrupted) {
-        o.push_str("(! client-limited, * interrupted)\n");
+        o.push_str("(! client-limited, * interrupted, ~ page load truncated at its budget)\n");
+    }
+    if rows.iter().any(|r| r.kind == redline_history::KIND_PAGE) {
+        o.push_str("(PAGE: a page load of `redline page`; errors: the first view's)\n");
     }
     print(&o)
 }
 
 fn cmd_show(a: OneRun) -> CmdResult {
     let mut l = Loader::new(&a.db);
-    let (id, rec) = l.saved(&a.run)?;
+    let s = l.store()?;
+    let id = s.resolve(&a.run).map_err(history_err)?;
+    let rec = match s.get_saved(id).map_err(history_err)? {
+        Saved::Page(json) => {
+            let p = page_of(&json, &format!("saved page load {id}"))?;
+            return print(&format!(
+                "Page load {id}\n\n{}",
+                redline_report::page_compare::show(&p)
+            ));
+        }
+        Saved::Run(rec) => rec,
+    };
     let mut o = format!("Run {id}");
     if let Some(lb) = &rec.label {
         o.push_str(&format!(" ({lb})"));
@@ -513,8 +614,12 @@ fn cmd_show(a: OneRun) -> CmdResult {
 
 fn cmd_export(a: ExportArgs) -> CmdResult {
     let mut l = Loader::new(&a.db);
-    let (_, rec) = l.saved(&a.run)?;
-    let json = redline_report::json(&rec);
+    let s = l.store()?;
+    let id = s.resolve(&a.run).map_err(history_err)?;
+    let json = match s.get_saved(id).map_err(history_err)? {
+        Saved::Page(json) => json + "\n",
+        Saved::Run(rec) => redline_report::json(&rec),
+    };
     match &a.output {
         Some(p) => write_out(p, "the run record", &json),
         None => print(&json),
@@ -541,10 +646,21 @@ fn cmd_rm(a: RmArgs) -> CmdResult {
 
 fn cmd_compare(a: CompareArgs) -> CmdResult {
     let mut l = Loader::new(&a.db);
-    let (na, ra) = l.any(&a.a)?;
-    let (nb, rb) = l.any(&a.b)?;
-    let c = redline_report::compare::compare(&ra, &rb);
-    print(&redline_report::compare::text(&c, &ra, &rb, &na, &nb))
+    let (na, ra) = l.run_or_page(&a.a)?;
+    let (nb, rb) = l.run_or_page(&a.b)?;
+    match (ra, rb) {
+        (Loaded::Run(ra), Loaded::Run(rb)) => {
+            let c = redline_report::compare::compare(&ra, &rb);
+            print(&redline_report::compare::text(&c, &ra, &rb, &na, &nb))
+        }
+        (Loaded::Page(pa), Loaded::Page(pb)) => {
+            print(&redline_report::page_compare::text(&pa, &pb, &na, &nb))
+        }
+        _ => Err((
+            EXIT_USAGE,
+            format!("cannot compare {na} with {nb}: one is a run, the other a page load"),
+        )),
+    }
 }
 
 fn cmd_report(a: ReportArgs) -> CmdResult {

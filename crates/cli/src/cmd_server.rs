@@ -547,7 +547,7 @@ fn load_record(a: &SizeArgs) -> Result<(String, RunRecord), (i32, String)> {
     };
     let path = redline_history::resolve_path(a.db.as_deref()).map_err(herr)?;
     let store = redline_history::Store::open_existing(&path).map_err(herr)?;
-    let id = store.resolve(r).map_err(herr)?;
+    let id = store.resolve_run(r).map_err(herr)?;
     let rec = store.get(id).map_err(herr)?;
     Ok((format!("run {id}"), rec))
 }

@@ -2,10 +2,16 @@
 //! job: the page and everything it embeds, in first, repeat and cached views)
 //! and the HTTP tuning audit with fixes for Apache, nginx and lighttpd.
 //!
+//! `page` also saves the load in the history (as `run` does; `--no-save`,
+//! `--label`), writes HAR 1.2 (`--har FILE`), and bounds each view with a
+//! byte budget (`--max-bytes`, default 256 MiB): a view that reaches it stops
+//! and is marked TRUNCATED (exit 0, a warning on stderr).
+//!
 //! Exit codes: 0 ok; 1 the page could not be loaded (refused, timed out, not
-//! HTTP, TLS handshake or certificate refused) or the report could not be
-//! written; 2 usage error (bad flag, URL, header, unresolvable host,
-//! unreadable `--cacert`);
+//! HTTP, TLS handshake or certificate refused; for `page`, not an HTML page:
+//! `audit` also checks a single resource) or a report
+//! (`--html`, `--har`) could not be written; 2 usage error (bad flag, URL,
+//! header, size, unresolvable host, unreadable `--cacert`);
 //! [`EXIT_FINDINGS`] (3) `audit --fail-on` found something that bad.
 
 use clap::{Args, Subcommand, ValueEnum};
@@ -82,6 +88,10 @@ pub struct CommonArgs {
     /// Also write a self-contained HTML report (waterfall; for audit the grades, findings and fixes) to FILE.
     #[arg(long, value_name = "FILE")]
     html: Option<std::path::PathBuf>,
+    /// Byte budget of each view: bytes read plus decoded bytes kept (e.g. 64MiB, 1GiB; K/M/G are binary).
+    /// A view that reaches it stops, marked TRUNCATED.
+    #[arg(long = "max-bytes", value_name = "SIZE", default_value = "256MiB", value_parser = size)]
+    max_bytes: u64,
 }
 
 /// `redline page`.
@@ -92,6 +102,21 @@ pub struct PageArgs {
     /// Load the views N times and report medians.
     #[arg(short = 'n', long = "runs", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     runs: u32,
+    /// Also write the views as HAR 1.2 (HTTP Archive: DevTools and HAR viewers open it) to FILE.
+    #[arg(long, value_name = "FILE")]
+    har: Option<std::path::PathBuf>,
+    /// Do not save this page load in the history.
+    #[arg(long = "no-save")]
+    no_save: bool,
+    /// A label for the saved page load (`redline compare before after`).
+    #[arg(long, value_name = "LABEL")]
+    label: Option<String>,
+    /// A free note kept with the saved page load.
+    #[arg(long, value_name = "TEXT")]
+    note: Option<String>,
+    /// History database (default: $REDLINE_DB, else $XDG_DATA_HOME/redline/history.db).
+    #[arg(long = "db", value_name = "PATH")]
+    db: Option<std::path::PathBuf>,
 }
 
 /// `redline audit`.
@@ -106,6 +131,29 @@ pub struct AuditArgs {
 
 fn dur(s: &str) -> Result<Duration, String> {
     redline_engine::parse_duration(s)
+}
+
+/// A size: bytes, or with K/KiB/KB, M/MiB/MB, G/GiB/GB (all binary: 1K = 1024).
+fn size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || format!("bad size {s:?}: use bytes or a number with K, M or G (64MiB, 1G)");
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(bad()),
+    };
+    let v = n * mult as f64;
+    if !v.is_finite() || v < 1024.0 || v > (1u64 << 50) as f64 {
+        return Err(format!("bad size {s:?}: between 1KiB and 1PiB"));
+    }
+    Ok(v as u64)
 }
 
 /// Runs a web subcommand; returns the exit code.
@@ -162,6 +210,7 @@ fn prepare(c: &CommonArgs) -> Result<(redline_web::url::Url, LoadOpts), String> 
     opts.per_host = usize::from(c.per_host);
     opts.client.http1_only = c.http11;
     opts.max_resources = c.max_resources.max(1);
+    opts.max_bytes = c.max_bytes;
     if c.insecure || c.cacert.is_some() {
         let args = redline_web::http::TlsArgs {
             insecure: c.insecure,
@@ -234,12 +283,14 @@ fn redact(raw: &str) -> String {
     }
 }
 
-/// Loads the views; Err(exit code) when the page itself did not load.
+/// Loads the views; Err(exit code) when the page itself did not load, or
+/// (`html_only`, for `page`) answered with something other than HTML.
 fn load_views(
     c: &CommonArgs,
     u: &redline_web::url::Url,
     runs: usize,
     opts: &LoadOpts,
+    html_only: bool,
 ) -> Result<page::PageReport, i32> {
     let to_stdout = c.output == Output::Text;
     let quiet = c.quiet;
@@ -257,10 +308,7 @@ fn load_views(
     };
     let rep = page::run(u, runs, opts, &mut echo);
     let first = &rep.views[0];
-    let doc_ok = first
-        .entries
-        .iter()
-        .any(|e| e.kind == redline_web::discover::Kind::Document && e.status.is_some());
+    let doc_ok = first.page_loaded();
     if !doc_ok {
         let err = first
             .entries
@@ -276,6 +324,37 @@ fn load_views(
             code,
             format!("cannot load {}: {err}", rep.url),
         ));
+    }
+    // The page must be a page: the last document answer (after redirects)
+    // with a body should be HTML.
+    let last_doc = first
+        .entries
+        .iter()
+        .rfind(|e| e.kind == redline_web::discover::Kind::Document);
+    if let Some(d) = last_doc.filter(|_| html_only) {
+        let ok_status = d.status.is_some_and(|s| (200..300).contains(&s));
+        let html = matches!(
+            d.content_type.as_str(),
+            "" | "text/html" | "application/xhtml+xml"
+        );
+        if ok_status && !html {
+            return Err(crate::cli::fail(
+                crate::cli::EXIT_RUNTIME,
+                format!(
+                    "{} is not an HTML page (Content-Type {}): give the URL of a page",
+                    d.url, d.content_type
+                ),
+            ));
+        }
+    }
+    for l in &rep.views {
+        if l.budget_exhausted {
+            eprintln!(
+                "redline: warning: the {} stopped at the byte budget ({} bytes, --max-bytes): its result is TRUNCATED",
+                l.view.name(),
+                opts.max_bytes
+            );
+        }
     }
     Ok(rep)
 }
@@ -298,25 +377,99 @@ fn write_html(path: &std::path::Path, html: &str) -> Result<(), i32> {
     })
 }
 
+/// Checks that `path` can be written before the load (so a typo does not
+/// cost a whole page load); a file that did not exist is removed again.
+fn check_writable(path: &std::path::Path, flag: &str) -> Result<(), i32> {
+    let existed = path.exists();
+    let r = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path);
+    match r {
+        Ok(_) => {
+            if !existed {
+                let _ = std::fs::remove_file(path);
+            }
+            Ok(())
+        }
+        Err(e) => Err(crate::cli::fail(
+            crate::cli::EXIT_RUNTIME,
+            format!("cannot write {flag} {}: {e}", path.display()),
+        )),
+    }
+}
+
+/// Saves the page load in the history; one line on stderr either way.
+fn save_page(a: &PageArgs, rep: &page::PageReport, json: &str) {
+    let first = &rep.summary[0];
+    let save = redline_history::PageSave {
+        started_at: rep
+            .views
+            .first()
+            .map(|l| l.started_at.as_str())
+            .unwrap_or(""),
+        url: &rep.url,
+        label: a.label.as_deref(),
+        note: a.note.as_deref(),
+        runs: rep.runs as u64,
+        first_view_ms: first.elapsed_ms,
+        requests: first.requests as u64,
+        errors: first.errors as u64,
+        truncated: rep.views.iter().any(|l| l.truncated),
+        record: json,
+    };
+    match crate::cmd_history::save_page(a.db.as_deref(), &save) {
+        Ok(id) => {
+            let mut l = format!("redline: saved as page load {id}");
+            if let Some(lb) = &a.label {
+                l.push_str(&format!(" (label {lb})"));
+            }
+            eprintln!("{l}");
+        }
+        Err(e) => eprintln!("redline: warning: the page load was not saved: {e}"),
+    }
+}
+
 fn cmd_page(a: PageArgs) -> i32 {
     let (u, opts) = match prepare(&a.common) {
         Ok(x) => x,
         Err(e) => return crate::cli::fail(crate::cli::EXIT_USAGE, e),
     };
-    let rep = match load_views(&a.common, &u, a.runs as usize, &opts) {
+    for (p, flag) in [(&a.har, "--har"), (&a.common.html, "--html")] {
+        if let Some(p) = p {
+            if let Err(code) = check_writable(p, flag) {
+                return code;
+            }
+        }
+    }
+    let rep = match load_views(&a.common, &u, a.runs as usize, &opts, true) {
         Ok(r) => r,
         Err(code) => return code,
     };
+    let json = match serde_json::to_string_pretty(&rep) {
+        Ok(s) => s,
+        Err(e) => return crate::cli::fail(crate::cli::EXIT_RUNTIME, e),
+    };
+    if !a.no_save {
+        save_page(&a, &rep, &json);
+    }
     if let Some(p) = &a.common.html {
         if let Err(code) = write_html(p, &redline_report::audit_html::page_report(&rep)) {
             return code;
         }
     }
+    if let Some(p) = &a.har {
+        let har = redline_web::har::har(&rep);
+        let text = serde_json::to_string_pretty(&har).unwrap_or_default() + "\n";
+        if let Err(e) = std::fs::write(p, text) {
+            return crate::cli::fail(
+                crate::cli::EXIT_RUNTIME,
+                format!("cannot write --har {}: {e}", p.display()),
+            );
+        }
+    }
     match a.common.output {
-        Output::Json => match serde_json::to_string_pretty(&rep) {
-            Ok(s) => print(&(s + "\n")),
-            Err(e) => crate::cli::fail(crate::cli::EXIT_RUNTIME, e),
-        },
+        Output::Json => print(&(json + "\n")),
         Output::Text => print(&page::render_text(&rep, &u)),
     }
 }
@@ -326,7 +479,7 @@ fn cmd_audit(a: AuditArgs) -> i32 {
         Ok(x) => x,
         Err(e) => return crate::cli::fail(crate::cli::EXIT_USAGE, e),
     };
-    let rep = match load_views(&a.common, &u, 1, &opts) {
+    let rep = match load_views(&a.common, &u, 1, &opts, false) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -372,5 +525,17 @@ mod tests {
         assert_eq!(b64(b"ab"), "YWI=");
         assert_eq!(redact("http://u:secret@h/x"), "http://[redacted]@h/x");
         assert_eq!(percent_decode("p%40ss"), "p@ss");
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(size("256MiB").unwrap(), 256 << 20);
+        assert_eq!(size("64m").unwrap(), 64 << 20);
+        assert_eq!(size("1G").unwrap(), 1 << 30);
+        assert_eq!(size("2048").unwrap(), 2048);
+        assert_eq!(size("1.5K").unwrap(), 1536);
+        for bad in ["", "abc", "10X", "-5M", "12", "NaNM"] {
+            assert!(size(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -143,6 +143,7 @@ fn page_over_https_checks_the_certificate_and_times_the_handshake() {
 
     // --cacert: trusted; every resource over TLS, a TLS phase for each new
     // connection, the connection's TLS version and ALPN recorded.
+    let har_path = dir.join("page.har");
     let v = json(&[
         "page",
         "-o",
@@ -150,9 +151,35 @@ fn page_over_https_checks_the_certificate_and_times_the_handshake() {
         "-q",
         "--cacert",
         ca.to_str().unwrap(),
+        "--har",
+        har_path.to_str().unwrap(),
         &url,
     ]);
     assert_schema("page.schema.json", &v);
+    // HAR: ssl on each request that opened a connection, inside connect.
+    let har: Value = serde_json::from_str(&std::fs::read_to_string(&har_path).unwrap()).unwrap();
+    let har_first: Vec<&Value> = har["log"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["pageref"] == "first")
+        .collect();
+    let opened: Vec<&&Value> = har_first
+        .iter()
+        .filter(|e| e["timings"]["ssl"].as_f64().is_some_and(|t| t > 0.0))
+        .collect();
+    assert_eq!(
+        opened.len(),
+        v["views"][0]["conns"].as_array().unwrap().len()
+    );
+    for e in opened {
+        let t = &e["timings"];
+        assert!(
+            t["connect"].as_f64().unwrap() >= t["ssl"].as_f64().unwrap(),
+            "{t}"
+        );
+        assert_eq!(e["request"]["httpVersion"], "HTTP/1.1");
+    }
     let first = &v["views"][0];
     assert_eq!(first["requests"], 3, "{first}");
     assert_eq!(first["errors"], 0, "{first}");

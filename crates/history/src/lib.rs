@@ -1,5 +1,8 @@
 //! Run history: every run record in an embedded SQLite database, so runs can be
-//! listed, re-reported, compared and merged later.
+//! listed, re-reported, compared and merged later. Page loads (`redline
+//! page`) are kept in the same table and id sequence, marked `kind = 'page'`,
+//! with the page report's JSON as their record: they can be listed, shown,
+//! exported and compared with each other, not merged or drawn as runs.
 //!
 //! The database lives at `$XDG_DATA_HOME/redline/history.db` (else
 //! `~/.local/share/redline/history.db`), or where `--db` / `REDLINE_DB` say.
@@ -18,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The schema version this build writes (SQLite `user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The environment variable that overrides the database path.
 pub const DB_ENV: &str = "REDLINE_DB";
@@ -56,7 +59,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX runs_started_at ON runs(started_at);
     CREATE INDEX runs_label ON runs(label, id);
     CREATE INDEX runs_url ON runs(url, id);",
+    // 1 → 2: page loads share the table: `kind` is 'run' or 'page'.
+    "ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'run';",
 ];
+
+/// What a saved entry is.
+pub const KIND_RUN: &str = "run";
+/// A saved page load (`redline page`).
+pub const KIND_PAGE: &str = "page";
 
 /// What can go wrong with the history.
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +115,18 @@ pub enum HistoryError {
         /// Why.
         msg: String,
     },
+    /// A page load was named where a run record is needed, or the reverse.
+    #[error("saved {id} is a {found}, not a {wanted}: {hint}")]
+    WrongKind {
+        /// The id.
+        id: i64,
+        /// What it is (`run`, `page load`).
+        found: &'static str,
+        /// What the command needs.
+        wanted: &'static str,
+        /// What to do instead.
+        hint: &'static str,
+    },
     /// Any other SQLite failure (disk full, locked for too long…).
     #[error("run history: {0}")]
     Sqlite(#[from] rusqlite::Error),
@@ -118,6 +140,7 @@ impl HistoryError {
             self,
             HistoryError::NotFound(_)
                 | HistoryError::BadRef(_)
+                | HistoryError::WrongKind { .. }
                 | HistoryError::Missing(_)
                 | HistoryError::Corrupt { .. }
                 | HistoryError::Newer { .. }
@@ -188,6 +211,42 @@ pub struct RunSummary {
     pub client_limited: bool,
     /// Stopped early.
     pub interrupted: bool,
+    /// [`KIND_RUN`] or [`KIND_PAGE`].
+    pub kind: String,
+}
+
+/// The columns of a saved page load (the record is the page report's JSON).
+#[derive(Debug, Clone)]
+pub struct PageSave<'a> {
+    /// When the first view started (RFC 3339).
+    pub started_at: &'a str,
+    /// The page (credentials removed).
+    pub url: &'a str,
+    /// `--label`.
+    pub label: Option<&'a str>,
+    /// `--note`.
+    pub note: Option<&'a str>,
+    /// How many times the views were loaded (`-n`).
+    pub runs: u64,
+    /// The first view's median time (ms).
+    pub first_view_ms: f64,
+    /// The first view's requests.
+    pub requests: u64,
+    /// The first view's errors.
+    pub errors: u64,
+    /// The first view stopped at the byte budget or resource cap.
+    pub truncated: bool,
+    /// The page report (JSON, secrets already removed).
+    pub record: &'a str,
+}
+
+/// A saved entry: a run record, or a page load's report (JSON).
+#[derive(Debug, Clone)]
+pub enum Saved {
+    /// A run (`redline run`, `merge --save`).
+    Run(Box<RunRecord>),
+    /// A page load (`redline page`): its JSON report.
+    Page(String),
 }
 
 /// Filters for [`Store::list`].
@@ -425,12 +484,51 @@ impl Store {
         Ok(id)
     }
 
+    /// Saves a page load; returns its id (in the runs' sequence).
+    pub fn save_page(&mut self, p: &PageSave) -> Result<i64, HistoryError> {
+        let path = self.path.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| classify(&path, e))?;
+        let load = format!(
+            "page, {} load{} of 3 views",
+            p.runs,
+            if p.runs == 1 { "" } else { "s" }
+        );
+        tx.execute(
+            "INSERT INTO runs (saved_at, started_at, url, method, load_model, load, label, note,
+                duration_s, requests_per_sec, completed, failed, non_2xx, p50_us, p99_us,
+                client_limited, interrupted, merged_runs, record, kind)
+             VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?1, ?2, 'GET', 'page', ?3, ?4, ?5,
+                ?6, 0, ?7, ?8, 0, ?9, ?9, 0, ?10, ?11, ?12, 'page')",
+            params![
+                p.started_at,
+                p.url,
+                load,
+                p.label,
+                p.note,
+                finite(p.first_view_ms / 1000.0),
+                p.requests as i64,
+                p.errors as i64,
+                finite(p.first_view_ms * 1000.0) as i64,
+                p.truncated,
+                p.runs as i64,
+                p.record,
+            ],
+        )
+        .map_err(|e| classify(&path, e))?;
+        let id = tx.last_insert_rowid();
+        tx.commit().map_err(|e| classify(&path, e))?;
+        Ok(id)
+    }
+
     /// Runs matching `f`, newest first.
     pub fn list(&self, f: &Filter) -> Result<Vec<RunSummary>, HistoryError> {
         let mut sql = String::from(
             "SELECT id, started_at, url, method, load_model, load, label, note, duration_s,
                 requests_per_sec, completed, failed, non_2xx, p50_us, p99_us, client_limited,
-                interrupted FROM runs WHERE 1 = 1",
+                interrupted, kind FROM runs WHERE 1 = 1",
         );
         let mut args: Vec<String> = Vec::new();
         if let Some(u) = &f.url {
@@ -473,6 +571,7 @@ impl Store {
                     p99_us: r.get::<_, i64>(14)? as u64,
                     client_limited: r.get(15)?,
                     interrupted: r.get(16)?,
+                    kind: r.get(17)?,
                 })
             })
             .map_err(|e| classify(&self.path, e))?;
@@ -481,8 +580,18 @@ impl Store {
     }
 
     /// Resolves a run reference: an id, `last`, `last~N` (N runs before the
-    /// newest) or a label (the newest run with it).
+    /// newest) or a label (the newest run with it). Runs and page loads alike.
     pub fn resolve(&self, r: &str) -> Result<i64, HistoryError> {
+        self.resolve_in(r, None)
+    }
+
+    /// As [`Store::resolve`] for commands that take runs only: `last`,
+    /// `last~N` and labels skip page loads (an explicit id is taken as is).
+    pub fn resolve_run(&self, r: &str) -> Result<i64, HistoryError> {
+        self.resolve_in(r, Some(KIND_RUN))
+    }
+
+    fn resolve_in(&self, r: &str, kind: Option<&str>) -> Result<i64, HistoryError> {
         let r = r.trim();
         if r.is_empty() {
             return Err(HistoryError::BadRef(r.into()));
@@ -494,12 +603,13 @@ impl Store {
                     .parse::<u32>()
                     .map_err(|_| HistoryError::BadRef(r.into()))?
                     .into(),
-                None => return self.resolve_label(r),
+                None => return self.resolve_label(r, kind),
             };
             self.conn
                 .query_row(
-                    "SELECT id FROM runs ORDER BY id DESC LIMIT 1 OFFSET ?1",
-                    [back],
+                    "SELECT id FROM runs WHERE ?2 IS NULL OR kind = ?2
+                     ORDER BY id DESC LIMIT 1 OFFSET ?1",
+                    params![back, kind],
                     |row| row.get(0),
                 )
                 .optional()
@@ -510,16 +620,17 @@ impl Store {
                 .optional()
                 .map_err(|e| classify(&self.path, e))?
         } else {
-            return self.resolve_label(r);
+            return self.resolve_label(r, kind);
         };
         found.ok_or_else(|| HistoryError::NotFound(r.into()))
     }
 
-    fn resolve_label(&self, label: &str) -> Result<i64, HistoryError> {
+    fn resolve_label(&self, label: &str, kind: Option<&str>) -> Result<i64, HistoryError> {
         self.conn
             .query_row(
-                "SELECT id FROM runs WHERE label = ?1 ORDER BY id DESC LIMIT 1",
-                [label],
+                "SELECT id FROM runs WHERE label = ?1 AND (?2 IS NULL OR kind = ?2)
+                 ORDER BY id DESC LIMIT 1",
+                params![label, kind],
                 |row| row.get(0),
             )
             .optional()
@@ -527,18 +638,39 @@ impl Store {
             .ok_or_else(|| HistoryError::NotFound(label.into()))
     }
 
-    /// The stored run record of run `id`.
+    /// The stored run record of run `id` ([`HistoryError::WrongKind`] for a
+    /// page load).
     pub fn get(&self, id: i64) -> Result<RunRecord, HistoryError> {
-        let json: String = self
+        match self.get_saved(id)? {
+            Saved::Run(r) => Ok(*r),
+            Saved::Page(_) => Err(HistoryError::WrongKind {
+                id,
+                found: "page load",
+                wanted: "run",
+                hint: "show, export and compare take page loads; report and merge take runs",
+            }),
+        }
+    }
+
+    /// What is saved under `id`: a run record or a page load's JSON.
+    pub fn get_saved(&self, id: i64) -> Result<Saved, HistoryError> {
+        let (json, kind): (String, String) = self
             .conn
-            .query_row("SELECT record FROM runs WHERE id = ?1", [id], |r| r.get(0))
+            .query_row("SELECT record, kind FROM runs WHERE id = ?1", [id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()
             .map_err(|e| classify(&self.path, e))?
             .ok_or_else(|| HistoryError::NotFound(id.to_string()))?;
-        RunRecord::from_json(&json).map_err(|e| HistoryError::BadRecord {
-            id,
-            msg: e.to_string(),
-        })
+        if kind == KIND_PAGE {
+            return Ok(Saved::Page(json));
+        }
+        RunRecord::from_json(&json)
+            .map(|r| Saved::Run(Box::new(r)))
+            .map_err(|e| HistoryError::BadRecord {
+                id,
+                msg: e.to_string(),
+            })
     }
 
     /// Deletes run `id`; false when there was none.
@@ -748,6 +880,78 @@ mod tests {
         }
         let s = Store::open(&p).unwrap();
         assert_eq!(s.list(&Filter::default()).unwrap().len(), 100);
+    }
+
+    #[test]
+    fn page_loads_share_the_ids_and_are_kept_apart_from_runs() {
+        let p = tmp("pages");
+        let mut s = Store::open(&p).unwrap();
+        let a = s
+            .save(&rec("http://a/", None, "2025-01-01T00:00:00.000Z"))
+            .unwrap();
+        let json = r#"{"format":"redline.page","url":"http://a/"}"#;
+        let b = s
+            .save_page(&PageSave {
+                started_at: "2025-01-02T00:00:00.000Z",
+                url: "http://a/",
+                label: Some("before"),
+                note: None,
+                runs: 1,
+                first_view_ms: 123.4,
+                requests: 7,
+                errors: 1,
+                truncated: false,
+                record: json,
+            })
+            .unwrap();
+        assert_eq!((a, b), (1, 2));
+        assert_eq!(s.resolve("before").unwrap(), b);
+        let rows = s.list(&Filter::default()).unwrap();
+        assert_eq!(rows[0].kind, KIND_PAGE);
+        assert_eq!(rows[0].completed, 7);
+        assert_eq!(rows[0].p50_us, 123_400);
+        assert_eq!(rows[1].kind, KIND_RUN);
+        assert!(matches!(s.get_saved(b).unwrap(), Saved::Page(j) if j == json));
+        let e = s.get(b).unwrap_err();
+        assert!(
+            matches!(e, HistoryError::WrongKind { .. }) && e.is_usage(),
+            "{e}"
+        );
+        assert!(matches!(s.get_saved(a).unwrap(), Saved::Run(_)));
+        // Run-only commands: `last` and labels skip page loads.
+        assert_eq!(s.resolve("last").unwrap(), b);
+        assert_eq!(s.resolve_run("last").unwrap(), a);
+        assert!(matches!(
+            s.resolve_run("before"),
+            Err(HistoryError::NotFound(_))
+        ));
+    }
+
+    #[test]
+    fn a_version_1_history_is_migrated_and_keeps_its_runs() {
+        let p = tmp("v1");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        {
+            let c = Connection::open(&p).unwrap();
+            c.execute_batch(MIGRATIONS[0]).unwrap();
+            c.pragma_update(None, "user_version", 1).unwrap();
+            let json = serde_json::to_string(&rec("http://old/", None, "2024")).unwrap();
+            c.execute(
+                "INSERT INTO runs (saved_at, started_at, url, method, load_model, load,
+                    duration_s, requests_per_sec, completed, failed, non_2xx, p50_us, p99_us,
+                    client_limited, interrupted, merged_runs, record)
+                 VALUES ('x', '2024', 'http://old/', 'GET', 'closed', 'l', 1, 1, 1, 0, 0, 1, 1,
+                    0, 0, 1, ?1)",
+                [json],
+            )
+            .unwrap();
+        }
+        let s = Store::open(&p).unwrap();
+        assert_eq!(s.user_version().unwrap(), SCHEMA_VERSION);
+        let rows = s.list(&Filter::default()).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].kind, KIND_RUN);
+        assert_eq!(s.get(1).unwrap().config.url, "http://old/");
     }
 
     #[test]

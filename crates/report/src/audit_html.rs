@@ -58,7 +58,7 @@ fn head(title: &str) -> String {
 fn tail(s: &mut String) {
     // The only script: marks the page as rendered with the counts the
     // headless-browser test reads; the page works without it.
-    s.push_str("<script>(function(){var d=document.documentElement;d.setAttribute('data-findings',document.querySelectorAll('li.finding').length);d.setAttribute('data-checks',document.querySelectorAll('tr.check').length);d.setAttribute('data-waterfall-rows',document.querySelectorAll('g.wf-row').length);d.setAttribute('data-tls-bars',document.querySelectorAll('rect.ph-tls').length);})();</script>\n");
+    s.push_str("<script>(function(){var d=document.documentElement;d.setAttribute('data-findings',document.querySelectorAll('li.finding').length);d.setAttribute('data-checks',document.querySelectorAll('tr.check').length);d.setAttribute('data-waterfall-rows',document.querySelectorAll('g.wf-row').length);d.setAttribute('data-tls-bars',document.querySelectorAll('rect.ph-tls').length);var c=0;document.querySelectorAll('svg.chart').forEach(function(g){var w=g.viewBox.baseVal.width;g.querySelectorAll('text').forEach(function(t){var b=t.getBBox();if(b.x<-0.5||b.x+b.width>w+0.5)c++;});});d.setAttribute('data-clipped-labels',c);})();</script>\n");
     let _ = writeln!(
         s,
         "<p class=\"note\">Made by redline {}.</p></body></html>",
@@ -101,7 +101,11 @@ fn views_table(r: &PageReport) -> String {
             s,
             "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
             esc(v.view.name()),
-            ms(v.elapsed_ms),
+            if v.failed == r.runs {
+                "failed".to_string()
+            } else {
+                ms(v.elapsed_ms)
+            },
             v.requests,
             v.from_cache,
             v.not_modified,
@@ -111,7 +115,19 @@ fn views_table(r: &PageReport) -> String {
             v.errors
         );
     }
-    s.push_str("</tbody></table>\n");
+    s.push_str("</tbody></table>\n<p class=\"note\">");
+    for v in &r.summary {
+        let _ = write!(
+            s,
+            "<b>{}</b>: {}. ",
+            esc(v.view.name()),
+            esc(v.view.describe())
+        );
+    }
+    s.push_str("</p>\n");
+    if r.views.iter().any(|l| l.budget_exhausted) {
+        s.push_str("<p class=\"warn\">TRUNCATED: a view stopped at its byte budget (--max-bytes); its numbers are a floor.</p>\n");
+    }
     if r.runs > 1 {
         let _ = writeln!(s, "<p class=\"note\">Medians of {} runs.</p>", r.runs);
     }
@@ -173,6 +189,9 @@ fn check_section(c: &Check) -> String {
     s
 }
 
+/// A URL as the waterfall labels it: without the page's own origin, and
+/// shortened in the middle (`/assets/…/app.css`) to fit `max_w` SVG units of
+/// the 12 px label font, so neither its start nor its file name is cut off.
 fn short(url: &str, page: &str) -> String {
     let origin = |u: &str| {
         u.find("://")
@@ -184,12 +203,54 @@ fn short(url: &str, page: &str) -> String {
     } else {
         url.to_string()
     };
-    if s.chars().count() > 48 {
-        let t: String = s.chars().take(46).collect();
-        format!("{t}…")
-    } else {
-        s
+    fit_middle(&s, LABEL_W)
+}
+
+/// Room for a row's URL label, left of the bars (SVG units).
+const LABEL_W: f64 = LM - 14.0;
+/// The chart's width and its left and right margins (SVG units).
+const W: f64 = 960.0;
+const LM: f64 = 300.0;
+const RM: f64 = 200.0;
+
+/// A generous estimate of the width of `s` in the 12 px sans-serif label
+/// font (SVG units): per-character widths above those of DejaVu Sans,
+/// Liberation Sans and Segoe UI, so an estimate that fits renders inside.
+pub fn text_width(s: &str) -> f64 {
+    s.chars()
+        .map(|c| match c {
+            'i' | 'j' | 'l' | '.' | ',' | ':' | ';' | '|' | '!' | '\'' | 'I' => 4.0,
+            'f' | 't' | 'r' | '/' | '(' | ')' | '[' | ']' | ' ' | '-' => 5.0,
+            'm' | 'w' | 'M' | 'W' | '@' | '%' | '…' => 11.5,
+            c if c.is_ascii_uppercase() => 9.0,
+            c if c.is_ascii() => 7.8,
+            _ => 12.0,
+        })
+        .sum()
+}
+
+/// `s`, or its start and end joined by `…`, whichever fits `max_w`.
+pub fn fit_middle(s: &str, max_w: f64) -> String {
+    if text_width(s) <= max_w {
+        return s.to_string();
     }
+    let chars: Vec<char> = s.chars().collect();
+    // Keep a little more of the end (the file name) than of the start.
+    let (mut head, mut tail) = (chars.len() * 2 / 5, chars.len() - chars.len() * 2 / 5);
+    for _ in 0..chars.len() {
+        let t: String = chars[..head].iter().collect::<String>()
+            + "…"
+            + &chars[chars.len() - tail..].iter().collect::<String>();
+        if text_width(&t) <= max_w || head + tail <= 1 {
+            return t;
+        }
+        if head * 3 >= tail * 2 && head > 0 {
+            head -= 1;
+        } else {
+            tail -= 1;
+        }
+    }
+    "…".into()
 }
 
 fn entry_phases(e: &Entry) -> [f64; 4] {
@@ -205,9 +266,6 @@ fn entry_phases(e: &Entry) -> [f64; 4] {
 /// One view's waterfall as an inline SVG chart: a row per resource with its
 /// connect, TLS, waiting and transfer bars from the load's start.
 pub fn waterfall(l: &Load, page_url: &str) -> String {
-    const W: f64 = 960.0;
-    const LM: f64 = 300.0;
-    const RM: f64 = 150.0;
     const ROW: f64 = 18.0;
     const TOP: f64 = 8.0;
     const BOTTOM: f64 = 40.0;
@@ -249,7 +307,7 @@ pub fn waterfall(l: &Load, page_url: &str) -> String {
         };
         let _ = write!(
             s,
-            "<g class=\"wf-row\"><text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\"{}>{}</text>",
+            "<g class=\"wf-row\"><text class=\"tick wf-url\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\"{}><title>{}</title>{}</text>",
             LM - 8.0,
             y + ROW - 5.0,
             if e.error.is_some() || e.status.is_some_and(|v| v >= 400) {
@@ -257,6 +315,10 @@ pub fn waterfall(l: &Load, page_url: &str) -> String {
             } else {
                 ""
             },
+            esc(&match &e.error {
+                Some(err) => format!("{} ({err})", e.url),
+                None => e.url.clone(),
+            }),
             esc(&short(&e.url, page_url))
         );
         let mut x = e.start_ms - t0;
@@ -286,21 +348,24 @@ pub fn waterfall(l: &Load, page_url: &str) -> String {
                 x += d;
             }
         }
-        let _ = write!(
-            s,
-            "<text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\">{} {}{}</text></g>",
-            W - RM + 6.0,
-            y + ROW - 5.0,
-            esc(&status),
+        let right = format!(
+            "{status} {}{}",
             if e.from_cache {
                 String::new()
             } else {
                 by(e.wire_bytes)
             },
             match (&e.protocol, e.conn) {
-                (Some(p), Some(c)) => format!(" {}#{c}", esc(p)),
+                (Some(p), Some(c)) => format!(" {p}#{c}"),
                 _ => String::new(),
             }
+        );
+        let _ = write!(
+            s,
+            "<text class=\"tick wf-info\" x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
+            W - RM + 6.0,
+            y + ROW - 5.0,
+            esc(&fit_middle(&right, RM - 10.0))
         );
     }
     let _ = write!(
@@ -469,20 +534,28 @@ pub fn page_report(r: &PageReport) -> String {
     for l in &r.views {
         let _ = writeln!(
             s,
-            "<h2>{}</h2>",
+            "<h2>{}</h2><p class=\"sub\">{}</p>",
             esc(&{
                 let n = l.view.name();
                 let mut c = n.chars();
                 c.next()
                     .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
                     .unwrap_or_default()
-            })
+            }),
+            esc(&capital(l.view.describe()))
         );
         s.push_str(&waterfall(l, &r.url));
         s.push_str(&connections(l));
     }
     tail(&mut s);
     s
+}
+
+fn capital(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -497,6 +570,23 @@ mod tests {
         assert_eq!(*t.last().unwrap(), top);
         let (top, _) = ticks(0.4);
         assert!(top >= 0.4);
+    }
+
+    #[test]
+    fn long_labels_are_shortened_in_the_middle_and_fit() {
+        let long = format!(
+            "/assets/{}/bundle.min.css?v=12345",
+            "very-long-directory-name/".repeat(8)
+        );
+        let l = short(&format!("http://a.test{long}"), "http://a.test/");
+        assert!(text_width(&l) <= LABEL_W, "{l}");
+        assert!(l.starts_with("/assets/") && l.contains('…'), "{l}");
+        assert!(l.ends_with("min.css?v=12345"), "{l}");
+        let wide = "W".repeat(100);
+        assert!(text_width(&fit_middle(&wide, 50.0)) <= 50.0);
+        assert_eq!(fit_middle("/a.css", LABEL_W), "/a.css");
+        // The right-hand label's widest case fits its margin.
+        assert!(text_width("error 123.4 KiB http/1.1#123") <= RM - 10.0);
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod audit_html;
 pub mod compare;
 pub mod csv;
 pub mod html;
+pub mod page_compare;
 pub mod requests;
 pub mod thresholds;
 

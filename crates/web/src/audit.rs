@@ -1404,6 +1404,9 @@ mod tests {
             hosts: Vec::new(),
             errors: 0,
             truncated: false,
+            started_at: String::new(),
+            budget_exhausted: false,
+            budget_used: 0,
         };
         let run = |url: &str, p: &[crate::http::AlpnProbe]| {
             let a = audit(url, &empty, None, Vec::new(), p);

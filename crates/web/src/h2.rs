@@ -38,6 +38,7 @@ struct Req {
     url: Url,
     headers: Vec<(String, String)>,
     timeout: Duration,
+    budget: Option<Arc<crate::http::Budget>>,
     reply: mpsc::SyncSender<Result<Response, FetchError>>,
 }
 
@@ -86,6 +87,7 @@ impl H2Conn {
             url: u.clone(),
             headers,
             timeout: opts.timeout,
+            budget: opts.budget.clone(),
             reply,
         };
         if self.tx.send(req).is_err() {
@@ -360,6 +362,11 @@ async fn stream(
         if body.len() + chunk.len() > MAX_WIRE_BODY {
             return Err(FetchError::TooLarge);
         }
+        if let Some(b) = &req.budget {
+            if !b.charge(chunk.len() as u64) {
+                return Err(FetchError::Io(crate::http::BUDGET_STOP.into()));
+            }
+        }
         body.extend_from_slice(&chunk);
     }
     let done = Instant::now();
@@ -367,7 +374,7 @@ async fn stream(
     Ok(finish(
         status,
         headers,
-        &body,
+        body,
         wire,
         (sent, first_byte, done),
         conn_id,

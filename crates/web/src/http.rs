@@ -13,6 +13,7 @@
 use rustls::pki_types::ServerName;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use url::Url;
@@ -66,6 +67,48 @@ pub const KEEP_TEXT: usize = 10 * 1024 * 1024;
 /// Images: this many leading bytes are kept to read the intrinsic size.
 pub const KEEP_IMAGE: usize = 256 * 1024;
 const MAX_HEAD: usize = 64 * 1024;
+/// The default byte budget of one view of a page load (`--max-bytes`).
+pub const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The byte budget of one view of a page load: every byte read from the
+/// network, and every decoded byte kept for parsing, is charged to it; once
+/// it is used up, reads fail and no more requests start, so a page linking
+/// gigabytes ends with a truncated, marked result instead of growing memory.
+#[derive(Debug)]
+pub struct Budget {
+    limit: u64,
+    used: AtomicU64,
+}
+
+/// The message of a read stopped by the [`Budget`].
+pub const BUDGET_STOP: &str = "stopped: the view's byte budget (--max-bytes) is used up";
+
+impl Budget {
+    /// A budget of `limit` bytes.
+    pub fn new(limit: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            limit,
+            used: AtomicU64::new(0),
+        })
+    }
+    /// Charges `n` bytes; false when the budget is (now) exceeded.
+    pub fn charge(&self, n: u64) -> bool {
+        let before = self.used.fetch_add(n, Ordering::Relaxed);
+        before.saturating_add(n) <= self.limit
+    }
+    /// Bytes charged so far.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+    /// The limit.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+    /// More than the limit was asked for.
+    pub fn exhausted(&self) -> bool {
+        self.used() > self.limit
+    }
+}
 
 /// Options for every request of a load.
 #[derive(Clone, Debug)]
@@ -82,6 +125,9 @@ pub struct ClientOpts {
     pub tls: Option<Tls>,
     /// Offer only `http/1.1` in ALPN (`--http1.1`): no HTTP/2 even where offered.
     pub http1_only: bool,
+    /// The byte budget reads are charged to (none: unbounded but for the
+    /// per-response caps).
+    pub budget: Option<Arc<Budget>>,
 }
 
 impl Default for ClientOpts {
@@ -93,6 +139,7 @@ impl Default for ClientOpts {
             user_agent: concat!("redline/", env!("CARGO_PKG_VERSION")).to_string(),
             tls: None,
             http1_only: false,
+            budget: None,
         }
     }
 }
@@ -179,6 +226,8 @@ pub struct Conn {
     pub served: u32,
     /// What it is (origin, protocol, TLS).
     pub info: ConnInfo,
+    /// The budget the current request's reads are charged to.
+    budget: Option<Arc<Budget>>,
 }
 
 /// What one fetch measured, in milliseconds from its own start.
@@ -316,18 +365,29 @@ pub fn display_url(u: &Url) -> String {
 }
 
 pub(crate) fn tcp(u: &Url, opts: &ClientOpts) -> Result<(TcpStream, f64, f64), FetchError> {
+    tcp_timed(u, opts, &mut ConnectTimes::default())
+}
+
+/// [`tcp`], writing each phase's time into `times` as it ends, so a failed
+/// lookup or connect still tells how long it took.
+fn tcp_timed(
+    u: &Url,
+    opts: &ClientOpts,
+    times: &mut ConnectTimes,
+) -> Result<(TcpStream, f64, f64), FetchError> {
     let host = u.host_str().unwrap_or("").to_string();
     let port = u.port_or_known_default().unwrap_or(80);
     let t = Instant::now();
     let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let addrs: Vec<SocketAddr> = (bare, port)
-        .to_socket_addrs()
+    let resolved = (bare, port).to_socket_addrs();
+    times.dns = ms(t.elapsed());
+    let addrs: Vec<SocketAddr> = resolved
         .map_err(|_| FetchError::Dns(host.clone()))?
         .collect();
     if addrs.is_empty() {
         return Err(FetchError::Dns(host));
     }
-    let dns = ms(t.elapsed());
+    let dns = times.dns;
     let t = Instant::now();
     let mut last = None;
     for a in &addrs {
@@ -341,6 +401,7 @@ pub(crate) fn tcp(u: &Url, opts: &ClientOpts) -> Result<(TcpStream, f64, f64), F
             Err(e) => last = Some(e),
         }
     }
+    times.connect = ms(t.elapsed());
     let why = last.map(|e| e.to_string()).unwrap_or_default();
     Err(FetchError::Connect(format!("{host}:{port} ({why})")))
 }
@@ -481,17 +542,45 @@ pub fn connect(
     opts: &ClientOpts,
     id: u64,
 ) -> Result<(Connected, ConnectTimes), FetchError> {
+    connect_timed(u, opts, id, &mut ConnectTimes::default())
+}
+
+/// [`connect`], writing each phase's time into `spent` as it ends: when the
+/// connection fails, `spent` holds how long the lookup, the TCP connect and
+/// the TLS handshake took up to the failure (the waterfall shows it).
+pub fn connect_timed(
+    u: &Url,
+    opts: &ClientOpts,
+    id: u64,
+    spent: &mut ConnectTimes,
+) -> Result<(Connected, ConnectTimes), FetchError> {
     let https = match u.scheme() {
         "http" => false,
         "https" => true,
         s => return Err(FetchError::Scheme(s.to_string())),
     };
-    let (sock, dns, connect) = tcp(u, opts)?;
+    let (sock, dns, connect) = tcp_timed(u, opts, spent)?;
     let mut times = ConnectTimes {
         dns,
         connect,
         tls: None,
     };
+    let t_tls = Instant::now();
+    let r = connect_tls_part(u, opts, id, sock, https, &mut times);
+    if r.is_err() && https {
+        spent.tls = Some(ms(t_tls.elapsed()));
+    }
+    r.map(|c| (c, times))
+}
+
+fn connect_tls_part(
+    u: &Url,
+    opts: &ClientOpts,
+    id: u64,
+    sock: TcpStream,
+    https: bool,
+    times: &mut ConnectTimes,
+) -> Result<Connected, FetchError> {
     let mut info = ConnInfo {
         id,
         origin: host_key(u),
@@ -504,7 +593,7 @@ pub fn connect(
         info.alpn_offered = vec!["h2".into(), "http/1.1".into()];
         let (c, tls_ms) = crate::h2::connect_tls(u, opts, tls.probe, sock, info)?;
         times.tls = Some(tls_ms);
-        return Ok((c, times));
+        return Ok(c);
     } else if https {
         let tls = tls_of(opts)?;
         let t = Instant::now();
@@ -519,7 +608,7 @@ pub fn connect(
     } else {
         Stream::Plain(sock)
     };
-    Ok((Connected::H1(Conn::new(stream, id, info)), times))
+    Ok(Connected::H1(Conn::new(stream, id, info)))
 }
 
 /// What an https origin answered to a browser-like ALPN offer (`h2, http/1.1`).
@@ -613,6 +702,7 @@ impl Conn {
             id,
             served: 0,
             info,
+            budget: None,
         }
     }
 
@@ -623,6 +713,11 @@ impl Conn {
         }
         let mut tmp = [0u8; 64 * 1024];
         let n = self.stream.read(&mut tmp)?;
+        if let Some(b) = &self.budget {
+            if !b.charge(n as u64) {
+                return Err(std::io::Error::other(BUDGET_STOP));
+            }
+        }
         self.buf.extend_from_slice(&tmp[..n]);
         Ok(n)
     }
@@ -640,6 +735,7 @@ impl Conn {
         opts: &ClientOpts,
     ) -> Result<(Response, bool), FetchError> {
         let req = request_bytes(u, extra, opts);
+        self.budget = opts.budget.clone();
         let io = |e: std::io::Error| FetchError::Io(e.to_string());
         let sent = Instant::now();
         self.stream.write_all(&req).map_err(io)?;
@@ -718,6 +814,13 @@ impl Conn {
             if n > MAX_WIRE_BODY {
                 return Err(FetchError::TooLarge);
             }
+            // Room for the body at once (no doubling past its length),
+            // within what the budget still allows.
+            let room = opts.budget.as_ref().map_or(n as u64, |b| {
+                (n as u64).min(b.limit().saturating_sub(b.used()) + 65536)
+            });
+            self.buf
+                .reserve((room as usize).saturating_sub(self.avail().len()));
             while self.avail().len() < n {
                 if Instant::now() > deadline {
                     return Err(FetchError::Io("timed out".into()));
@@ -726,8 +829,12 @@ impl Conn {
                     return Err(FetchError::Io("connection closed in the body".into()));
                 }
             }
-            body.extend_from_slice(&self.avail()[..n]);
-            self.pos += n;
+            // Move the body out of the read buffer rather than copy it: a
+            // large body is held once, not twice.
+            let mut rest = self.buf.split_off(self.pos);
+            self.buf = rest.split_off(n);
+            self.pos = 0;
+            body = rest;
             wire += n as u64;
         } else {
             keep = false;
@@ -752,7 +859,7 @@ impl Conn {
         let resp = finish(
             status,
             headers,
-            &body,
+            body,
             wire,
             timing,
             self.id,
@@ -826,7 +933,7 @@ impl Conn {
 pub(crate) fn finish(
     status: u16,
     headers: Vec<(String, String)>,
-    body: &[u8],
+    body: Vec<u8>,
     wire: u64,
     (sent, first_byte, done): (Instant, Instant, Instant),
     conn_id: u64,
@@ -853,12 +960,23 @@ pub(crate) fn finish(
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
-    let dec = decode(&coding, body, keep_cap);
+    let body_len = body.len() as u64;
+    let dec = if matches!(coding.as_str(), "" | "identity") && body.len() <= keep_cap {
+        // Kept whole and not encoded: the body itself, moved, not copied.
+        Decoded {
+            total: body_len,
+            kept: body,
+            capped: false,
+            error: None,
+        }
+    } else {
+        decode(&coding, &body, keep_cap)
+    };
     Response {
         status,
         headers,
         wire_bytes: wire,
-        body_wire_bytes: body.len() as u64,
+        body_wire_bytes: body_len,
         decoded_bytes: dec.total,
         body: if keep_cap > 0 { Some(dec.kept) } else { None },
         decode_capped: dec.capped,
@@ -989,6 +1107,16 @@ mod tests {
             10,
         );
         assert!(d.error.is_none(), "{:?}", d.error);
+    }
+
+    #[test]
+    fn the_budget_refuses_past_its_limit() {
+        let b = Budget::new(100);
+        assert!(b.charge(60) && b.charge(40));
+        assert!(!b.exhausted());
+        assert!(!b.charge(1));
+        assert!(b.exhausted());
+        assert_eq!(b.used(), 101);
     }
 
     #[test]

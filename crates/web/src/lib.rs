@@ -9,6 +9,7 @@ pub mod audit;
 pub mod cache;
 pub mod discover;
 pub mod h2;
+pub mod har;
 pub mod http;
 pub mod load;
 pub mod page;

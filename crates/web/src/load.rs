@@ -7,18 +7,21 @@
 //! record a waterfall. Like a browser, the first connection to an https host
 //! is opened alone: only when its handshake has said `h2` or `http/1.1` does
 //! the host get more requests. Three views: first (empty cache), repeat
-//! (every stored validator sent), cached (fresh responses not requested at
-//! all).
+//! (every resource revalidated: all requested again, every stored validator
+//! sent, as measure.pl did), cached (navigating again: fresh responses not
+//! requested at all, stale ones revalidated). A failed fetch keeps the time
+//! it took; each view is bounded by a byte budget ([`crate::http::Budget`]).
 
 use crate::cache;
 use crate::discover::{scan_css, scan_html, Embed, Kind};
 use crate::h2::H2Conn;
 use crate::http::{
-    connect, display_url, host_key, ClientOpts, Conn, ConnInfo, ConnectTimes, Connected,
-    FetchError, Response,
+    connect_timed, display_url, host_key, Budget, ClientOpts, Conn, ConnInfo, ConnectTimes,
+    Connected, FetchError, Response,
 };
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime};
 use url::Url;
 
@@ -43,6 +46,33 @@ impl View {
             View::Cached => "cached view",
         }
     }
+
+    /// What the view is, in words, for report headings.
+    pub fn describe(self) -> &'static str {
+        match self {
+            View::First => "empty cache: everything requested",
+            View::Repeat => {
+                "every resource revalidated: all requested again with the first view's validators (measure.pl's second load)"
+            }
+            View::Cached => {
+                "navigating again: fresh responses taken from the cache unrequested, stale ones revalidated"
+            }
+        }
+    }
+}
+
+impl Load {
+    /// The page itself loaded in this view: the document and each redirect
+    /// leading to it got an answer (a view whose page failed has no time to
+    /// compare).
+    pub fn page_loaded(&self) -> bool {
+        let mut docs = self
+            .entries
+            .iter()
+            .filter(|e| e.kind == Kind::Document)
+            .peekable();
+        docs.peek().is_some() && docs.all(|e| e.status.is_some())
+    }
 }
 
 /// Options of a load.
@@ -56,6 +86,10 @@ pub struct LoadOpts {
     pub max_resources: usize,
     /// Redirects followed per resource.
     pub max_redirects: u8,
+    /// The byte budget of each view (`--max-bytes`): bytes read from the
+    /// network plus decoded bytes kept. When it is used up, the reads in
+    /// flight stop, no more requests start and the view is marked.
+    pub max_bytes: u64,
 }
 
 impl Default for LoadOpts {
@@ -65,6 +99,7 @@ impl Default for LoadOpts {
             per_host: 6,
             max_resources: 500,
             max_redirects: 5,
+            max_bytes: crate::http::DEFAULT_MAX_BYTES,
         }
     }
 }
@@ -136,6 +171,10 @@ pub struct Entry {
     /// The response headers (Set-Cookie redacted).
     #[serde(skip)]
     pub headers: Vec<(String, String)>,
+    /// The request headers sent, in order (credential values redacted);
+    /// empty for a cache hit.
+    #[serde(skip)]
+    pub request_headers: Vec<(String, String)>,
     /// The decoded body where kept (text; first bytes of images).
     #[serde(skip)]
     pub body: Option<Vec<u8>>,
@@ -146,6 +185,8 @@ pub struct Entry {
 pub struct Load {
     /// Which view.
     pub view: View,
+    /// When the load started (RFC 3339, UTC).
+    pub started_at: String,
     /// The waterfall, in start order.
     pub entries: Vec<Entry>,
     /// From the first request to the last byte (ms).
@@ -160,7 +201,7 @@ pub struct Load {
     pub wire_bytes: u64,
     /// Bytes decoded.
     pub decoded_bytes: u64,
-    /// Connections opened.
+    /// Connections opened (a lookup or connect that failed opened none).
     pub connections: u64,
     /// Each connection opened: origin, protocol, TLS version and ALPN result.
     pub conns: Vec<ConnInfo>,
@@ -168,8 +209,14 @@ pub struct Load {
     pub hosts: Vec<HostConns>,
     /// Failed fetches or 4xx/5xx.
     pub errors: usize,
-    /// The resource cap was hit: more was referenced than fetched.
+    /// The resource cap or the byte budget was hit: more was referenced
+    /// than fetched.
     pub truncated: bool,
+    /// The byte budget (`--max-bytes`) was used up: reads in flight stopped
+    /// and no more requests started.
+    pub budget_exhausted: bool,
+    /// Bytes charged to the budget: read from the network plus decoded bytes kept.
+    pub budget_used: u64,
 }
 
 /// How one origin was reached in a load.
@@ -221,6 +268,49 @@ impl Cache {
             );
         }
         Cache { stored }
+    }
+
+    /// As [`Cache::from_load`], moving the kept bodies out of `load` into
+    /// the cache instead of copying them (one copy in memory); give them
+    /// back with [`Cache::restore`].
+    pub fn take_from(load: &mut Load) -> Cache {
+        let mut bodies: HashMap<String, Vec<u8>> = HashMap::new();
+        for e in &mut load.entries {
+            if let Some(b) = e.body.take() {
+                bodies.entry(e.url.clone()).or_insert(b);
+            }
+        }
+        let mut c = Cache::from_load(load);
+        for (url, s) in &mut c.stored {
+            s.body = bodies.remove(url);
+        }
+        // Bodies of entries the cache does not store go back at once.
+        for e in &mut load.entries {
+            if let Some(b) = bodies.remove(&e.url) {
+                e.body = Some(b);
+            }
+        }
+        c
+    }
+
+    /// Gives the bodies taken by [`Cache::take_from`] back to `load`.
+    pub fn restore(self, load: &mut Load) {
+        let mut stored = self.stored;
+        for e in &mut load.entries {
+            if e.body.is_none() {
+                if let Some(s) = stored.get_mut(&e.url) {
+                    e.body = s.body.take();
+                }
+            }
+        }
+    }
+
+    /// Bytes of bodies the cache holds (charged to a later view's budget).
+    pub fn held_bytes(&self) -> u64 {
+        self.stored
+            .values()
+            .map(|s| s.body.as_ref().map_or(0, |b| b.len() as u64))
+            .sum()
     }
 }
 
@@ -290,6 +380,10 @@ enum Ev {
 struct Done {
     job: Job,
     start_ms: f64,
+    /// The fetch's own duration, from its thread's start to its end (ms).
+    elapsed_ms: f64,
+    /// The request headers sent (credentials redacted).
+    sent_headers: Vec<(String, String)>,
     result: Result<Response, FetchError>,
     dns_connect: Option<ConnectTimes>,
     new_conn: Option<ConnInfo>,
@@ -346,12 +440,17 @@ pub fn load(
     echo: &mut dyn FnMut(&str),
 ) -> Load {
     let t0 = Instant::now();
+    let started_at = redline_stats::time::rfc3339(SystemTime::now());
+    let budget = Budget::new(opts.max_bytes);
+    // What the cache of an earlier view holds is memory this view keeps too.
+    budget.charge(cache.map_or(0, Cache::held_bytes));
     let page_host = url.host_str().unwrap_or("").to_string();
     let mut entries: Vec<Entry> = Vec::new();
     let mut queue: VecDeque<Job> = VecDeque::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut pools: HashMap<String, Pool> = HashMap::new();
-    let mut next_conn: u64 = 0;
+    // Connection numbers; a connect that fails leaves a gap, not a count.
+    let next_conn = Arc::new(AtomicU64::new(0));
     let mut in_flight = 0usize;
     let mut truncated = false;
     let mut conns: Vec<ConnInfo> = Vec::new();
@@ -372,7 +471,7 @@ pub fn load(
     for _round in 0..1_000_000u32 {
         // Dispatch what the per-host limit allows.
         let mut i = 0;
-        while i < queue.len() {
+        while i < queue.len() && !budget.exhausted() {
             let key = host_key(&queue[i].url);
             let stored = cache.and_then(|c| c.stored.get(&display_url(&queue[i].url)));
             if view == View::Cached {
@@ -428,10 +527,7 @@ pub fn load(
                 }
                 _ => match pool.idle.pop() {
                     Some(c) => Via::Reuse(c),
-                    None => {
-                        next_conn += 1;
-                        Via::New(next_conn)
-                    }
+                    None => Via::New(next_conn.fetch_add(1, Ordering::Relaxed) + 1),
                 },
             };
             let extra = match (view, stored) {
@@ -440,6 +536,7 @@ pub fn load(
             };
             let own_headers = same_site(job.url.host_str().unwrap_or(""), &page_host);
             let mut copts = opts.client.clone();
+            copts.budget = Some(budget.clone());
             if !own_headers {
                 copts.headers.clear();
             } else if redline_engine::redirect::origin_key(&job.url)
@@ -462,9 +559,10 @@ pub fn load(
             }
             let start_ms = ms(t0.elapsed());
             let tx = tx.clone();
+            let ids = next_conn.clone();
             in_flight += 1;
             std::thread::spawn(move || {
-                let done = fetch_one(job, via, &extra, &copts, start_ms, &tx);
+                let done = fetch_one(job, via, &extra, &copts, start_ms, &tx, &ids);
                 let _ = tx.send(Ev::Done(Box::new(done)));
             });
         }
@@ -554,10 +652,39 @@ pub fn load(
             html_size: job.size,
             intrinsic: None,
             headers: Vec::new(),
+            request_headers: done.sent_headers,
             body: None,
         };
         match done.result {
-            Err(err) => e.error = Some(err.to_string()),
+            Err(err) => {
+                // A failed fetch shows the time it really took: the lookup,
+                // connect and handshake as far as they went, then the wait
+                // for an answer that did not come.
+                let mut p = crate::http::Phases::default();
+                let mut setup = 0.0;
+                if let Some(t) = done.dns_connect {
+                    p.dns_ms = Some(t.dns);
+                    setup += t.dns;
+                    if !matches!(err, FetchError::Dns(_)) {
+                        p.connect_ms = Some(t.connect);
+                        p.tls_ms = t.tls;
+                        setup += t.connect + t.tls.unwrap_or(0.0);
+                    }
+                }
+                let connecting = matches!(
+                    err,
+                    FetchError::Dns(_) | FetchError::Connect(_) | FetchError::Tls(_)
+                ) && done.dns_connect.is_some();
+                p.waiting_ms = if connecting {
+                    0.0
+                } else {
+                    (done.elapsed_ms - setup).max(0.0)
+                };
+                p.total_ms = setup + p.waiting_ms;
+                e.end_ms = e.start_ms + p.total_ms;
+                e.phases = p;
+                e.error = Some(err.to_string());
+            }
             Ok(r) => {
                 let mut phases = r.phases.clone();
                 if let Some(t) = done.dns_connect {
@@ -596,6 +723,11 @@ pub fn load(
                         e.body = s.body.clone();
                         e.content_type = s.content_type.clone();
                     }
+                }
+                if let Some(b) = &e.body {
+                    // What is kept counts too: decoded text can be far
+                    // larger than the bytes that carried it.
+                    budget.charge(b.len() as u64);
                 }
                 if e.kind == Kind::Image || e.content_type.starts_with("image/") {
                     if let Some(b) = &e.body {
@@ -645,16 +777,15 @@ pub fn load(
     }
     entries.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
     conns.sort_by_key(|c| c.id);
-    summarize(view, entries, next_conn, conns, truncated)
+    let exhausted = budget.exhausted();
+    let mut l = summarize(view, entries, conns, truncated || exhausted);
+    l.started_at = started_at;
+    l.budget_exhausted = exhausted;
+    l.budget_used = budget.used();
+    l
 }
 
-fn summarize(
-    view: View,
-    entries: Vec<Entry>,
-    connections: u64,
-    conns: Vec<ConnInfo>,
-    truncated: bool,
-) -> Load {
+fn summarize(view: View, entries: Vec<Entry>, conns: Vec<ConnInfo>, truncated: bool) -> Load {
     let requested: Vec<&Entry> = entries.iter().filter(|e| !e.from_cache).collect();
     let start = requested
         .iter()
@@ -691,6 +822,7 @@ fn summarize(
     Load {
         hosts,
         view,
+        started_at: String::new(),
         elapsed_ms: if requested.is_empty() {
             0.0
         } else {
@@ -704,13 +836,15 @@ fn summarize(
             .count(),
         wire_bytes: requested.iter().map(|e| e.wire_bytes).sum(),
         decoded_bytes: requested.iter().map(|e| e.decoded_bytes).sum(),
-        connections,
+        connections: conns.len() as u64,
         conns,
         errors: requested
             .iter()
             .filter(|e| e.error.is_some() || e.status.is_some_and(|s| s >= 400))
             .count(),
         truncated,
+        budget_exhausted: false,
+        budget_used: 0,
         entries,
     }
 }
@@ -754,6 +888,7 @@ fn cached_entry(job: &Job, s: &Stored, now: f64, page_host: &str) -> Entry {
         html_size: job.size,
         intrinsic,
         headers: s.headers.clone(),
+        request_headers: Vec::new(),
         body: s.body.clone(),
     }
 }
@@ -824,6 +959,31 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// The request headers a fetch sends, as [`crate::http::request_bytes`]
+/// writes them (HTTP/2 sends the same fields, lower case), with the values
+/// of credentials redacted.
+fn sent_headers(u: &Url, extra: &[(String, String)], opts: &ClientOpts) -> Vec<(String, String)> {
+    let host = match u.port() {
+        Some(p) => format!("{}:{p}", u.host_str().unwrap_or("")),
+        None => u.host_str().unwrap_or("").to_string(),
+    };
+    let mut h = vec![
+        ("Host".to_string(), host),
+        ("User-Agent".to_string(), opts.user_agent.clone()),
+        ("Accept".to_string(), "*/*".to_string()),
+        ("Accept-Encoding".to_string(), "gzip, br".to_string()),
+    ];
+    for (n, v) in opts.headers.iter().chain(extra.iter()) {
+        let v = if redline_engine::redirect::is_credential(n) {
+            "[redacted]".to_string()
+        } else {
+            v.clone()
+        };
+        h.push((n.clone(), v));
+    }
+    h
+}
+
 fn fetch_one(
     job: Job,
     via: Via,
@@ -831,11 +991,16 @@ fn fetch_one(
     opts: &ClientOpts,
     start_ms: f64,
     tx: &mpsc::Sender<Ev>,
+    ids: &AtomicU64,
 ) -> Done {
     let conditional = !extra.is_empty();
+    let began = Instant::now();
+    let sent = sent_headers(&job.url, extra, opts);
     let done = |job, result, dns_connect, new_conn, conn, h2_conn| Done {
         job,
         start_ms,
+        elapsed_ms: ms(began.elapsed()),
+        sent_headers: sent.clone(),
         result,
         dns_connect,
         new_conn,
@@ -845,6 +1010,7 @@ fn fetch_one(
     };
     let mut dns_connect = None;
     let mut new_conn = None;
+    let mut spent = ConnectTimes::default();
     let mut conn = match via {
         Via::H2(c) => {
             let result = c.get(&job.url, extra, opts).map(|mut r| {
@@ -854,7 +1020,7 @@ fn fetch_one(
             return done(job, result, None, None, None, Some(c.id));
         }
         Via::Reuse(c) => c,
-        Via::New(id) => match connect(&job.url, opts, id) {
+        Via::New(id) => match connect_timed(&job.url, opts, id, &mut spent) {
             Ok((Connected::H2(c), t)) => {
                 let _ = tx.send(Ev::Ready(host_key(&job.url), Some(c.clone())));
                 let result = c.get(&job.url, extra, opts);
@@ -869,26 +1035,32 @@ fn fetch_one(
                 new_conn = Some(c.info.clone());
                 c
             }
-            Err(e) => return done(job, Err(e), None, None, None, None),
+            Err(e) => return done(job, Err(e), Some(spent), None, None, None),
         },
     };
     let reused = dns_connect.is_none();
     let mut result = conn.get(&job.url, extra, opts);
     if reused && matches!(&result, Err(FetchError::Io(_))) {
-        // The server closed an idle keep-alive connection: retry once on a new one.
-        let id = conn.id;
-        match connect(&job.url, opts, id) {
+        // The server closed an idle keep-alive connection: retry once on a
+        // new one (a new number: it is another connection).
+        let id = ids.fetch_add(1, Ordering::Relaxed) + 1;
+        match connect_timed(&job.url, opts, id, &mut spent) {
             Ok((Connected::H1(c), t)) => {
                 dns_connect = Some(t);
+                new_conn = Some(c.info.clone());
                 conn = c;
                 result = conn.get(&job.url, extra, opts);
             }
             Ok((Connected::H2(c), t)) => {
                 // The host now picks h2: this request only; the pool stays HTTP/1.1.
                 dns_connect = Some(t);
+                new_conn = Some(c.info.clone());
                 result = c.get(&job.url, extra, opts).map(|r| (r, false));
             }
-            Err(e) => result = Err(e),
+            Err(e) => {
+                dns_connect = Some(spent);
+                result = Err(e);
+            }
         }
     }
     let (result, keep) = match result {

@@ -1,6 +1,7 @@
 //! `redline page`: the three views of a page (first, repeat, cached), repeated
 //! `-n` times with medians, and their text rendering (waterfall, totals and
-//! the side-by-side summary).
+//! the side-by-side summary). A view whose page did not load is left out of
+//! the medians and never compared with another (no speed-up from a failure).
 
 use crate::load::{load, Cache, Entry, Load, LoadOpts, View};
 use std::fmt::Write as _;
@@ -34,6 +35,10 @@ pub struct ViewSummary {
     pub connections: u64,
     /// Median errors.
     pub errors: usize,
+    /// Runs in which the page itself did not load in this view (its time is
+    /// then left out of the median, and the view is not compared with
+    /// another: a failure is fast, not a speed-up).
+    pub failed: usize,
 }
 
 /// The result of `redline page`.
@@ -112,12 +117,23 @@ pub fn run(url: &Url, runs: usize, opts: &LoadOpts, echo: &mut dyn FnMut(&str)) 
             echo(&format!("Run {} of {runs}", r + 1));
         }
         echo("First view (empty cache):");
-        let first = load(url, View::First, None, opts, echo);
-        let cache = Cache::from_load(&first);
-        echo("Repeat view (validators sent):");
-        let repeat = load(url, View::Repeat, Some(&cache), opts, echo);
-        echo("Cached view (fresh responses not requested):");
-        let cached = load(url, View::Cached, Some(&cache), opts, echo);
+        let mut first = load(url, View::First, None, opts, echo);
+        // The cache holds the first view's bodies (moved, not copied); the
+        // later views charge them to their byte budget, and drop their own
+        // bodies when done (the audit reads the first view's only).
+        let cache = Cache::take_from(&mut first);
+        echo("Repeat view (every resource revalidated):");
+        let mut repeat = load(url, View::Repeat, Some(&cache), opts, echo);
+        strip_bodies(&mut repeat);
+        echo("Cached view (navigating again: fresh from the cache, stale revalidated):");
+        let mut cached = load(url, View::Cached, Some(&cache), opts, echo);
+        strip_bodies(&mut cached);
+        cache.restore(&mut first);
+        if runs > 1 {
+            // Only the numbers of each run are needed: the bodies (kept for
+            // the audit, which loads once) would multiply memory by -n.
+            strip_bodies(&mut first);
+        }
         all.push([first, repeat, cached]);
     }
     let summary = (0..3)
@@ -140,16 +156,32 @@ pub fn run(url: &Url, runs: usize, opts: &LoadOpts, echo: &mut dyn FnMut(&str)) 
     }
 }
 
+fn strip_bodies(l: &mut Load) {
+    for e in &mut l.entries {
+        e.body = None;
+    }
+}
+
 fn median<T: Copy + PartialOrd>(mut v: Vec<T>) -> T {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     v[(v.len() - 1) / 2]
 }
 
-fn summarize(loads: &[&Load]) -> ViewSummary {
+fn summarize(all: &[&Load]) -> ViewSummary {
+    // Medians over the runs whose page loaded: a refused or unresolved page
+    // "loads" in a millisecond, which is no time to report.
+    let ok: Vec<&Load> = all.iter().copied().filter(|l| l.page_loaded()).collect();
+    let failed = all.len() - ok.len();
+    let loads: &[&Load] = if ok.is_empty() { all } else { &ok };
     let m = |f: &dyn Fn(&Load) -> u64| median(loads.iter().map(|l| f(l)).collect());
     ViewSummary {
         view: loads[0].view,
-        elapsed_ms: median(loads.iter().map(|l| l.elapsed_ms).collect()),
+        failed,
+        elapsed_ms: if ok.is_empty() {
+            0.0
+        } else {
+            median(loads.iter().map(|l| l.elapsed_ms).collect())
+        },
         runs_ms: loads.iter().map(|l| l.elapsed_ms).collect(),
         requests: m(&|l| l.requests as u64) as usize,
         from_cache: m(&|l| l.from_cache as u64) as usize,
@@ -229,7 +261,7 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{}: {} requests ({} from cache, {} not modified), {} on the wire ({} decoded), {} connection{}, {}",
+        "{}: {} requests ({} from cache, {} not modified), {} on the wire ({} decoded), {} connection{} opened, {}\n  ({})",
         capitalize(l.view.name()),
         l.requests,
         l.from_cache,
@@ -238,7 +270,8 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
         bytes(l.decoded_bytes),
         l.connections,
         if l.connections == 1 { "" } else { "s" },
-        millis(l.elapsed_ms)
+        millis(l.elapsed_ms),
+        l.view.describe()
     );
     let _ = writeln!(
         s,
@@ -266,6 +299,7 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
         };
         let connect = match (e.phases.dns_ms, e.phases.connect_ms) {
             (Some(d), Some(c)) => format!("{:.1}", d + c),
+            (Some(d), None) => format!("{d:.1}"),
             _ if e.from_cache => "".into(),
             _ => "reuse".into(),
         };
@@ -352,11 +386,20 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
             );
         }
     }
-    if l.truncated {
+    if l.budget_exhausted {
+        let _ = writeln!(
+            s,
+            "  TRUNCATED: stopped at the byte budget ({} read or kept; --max-bytes): the page references more, these numbers are a floor",
+            bytes(l.budget_used)
+        );
+    } else if l.truncated {
         let _ = writeln!(
             s,
             "  (stopped at the resource limit: the page references more)"
         );
+    }
+    if !l.page_loaded() {
+        let _ = writeln!(s, "  (the page itself did not load in this view)");
     }
     s
 }
@@ -387,11 +430,16 @@ pub fn summary_table(r: &PageReport) -> String {
         "view", "time", "requests", "from cache", "304s", "wire", "decoded", "errors"
     );
     for v in &r.summary {
+        let time = if v.failed == r.runs {
+            "failed".to_string()
+        } else {
+            millis(v.elapsed_ms)
+        };
         let _ = writeln!(
             s,
             "  {:<12} {:>10} {:>9} {:>10} {:>6} {:>12} {:>12} {:>6}",
             v.view.name(),
-            millis(v.elapsed_ms),
+            time,
             v.requests,
             v.from_cache,
             v.not_modified,
@@ -400,18 +448,52 @@ pub fn summary_table(r: &PageReport) -> String {
             v.errors
         );
     }
-    if let (Some(f), Some(rp)) = (r.summary.first(), r.summary.get(1)) {
-        if rp.elapsed_ms > 0.0 && f.elapsed_ms > 0.0 {
-            let _ = writeln!(
-                s,
-                "  repeat view: {:.1}x the speed of the first view, {} of {} on the wire",
-                f.elapsed_ms / rp.elapsed_ms,
-                bytes(rp.wire_bytes),
-                bytes(f.wire_bytes)
-            );
-        }
+    let Some(f) = r.summary.first() else {
+        return s;
+    };
+    for v in r.summary.iter().skip(1) {
+        let _ = writeln!(s, "  {}", compared(f, v));
     }
     s
+}
+
+/// One view against the first, in words; never a ratio with a view whose
+/// page failed (a failure is fast, not a speed-up).
+fn compared(f: &ViewSummary, v: &ViewSummary) -> String {
+    let name = v.view.name();
+    if f.failed > 0 || v.failed > 0 {
+        let which = if f.failed > 0 && v.failed > 0 {
+            "in both views"
+        } else if f.failed > 0 {
+            "in the first view"
+        } else {
+            "in this view"
+        };
+        return format!(
+            "{name}: not compared with the first view (the page did not load {which} in every run)"
+        );
+    }
+    if v.errors > f.errors {
+        // Failed fetches end fast: a speed-up made of errors is none.
+        return format!(
+            "{name}: not compared with the first view ({} failed requests against {})",
+            v.errors, f.errors
+        );
+    }
+    if v.elapsed_ms > 0.0 && f.elapsed_ms > 0.0 {
+        format!(
+            "{name}: {:.1}x the speed of the first view, {} of {} on the wire",
+            f.elapsed_ms / v.elapsed_ms,
+            bytes(v.wire_bytes),
+            bytes(f.wire_bytes)
+        )
+    } else {
+        format!(
+            "{name}: nothing was requested; {} of {} on the wire",
+            bytes(v.wire_bytes),
+            bytes(f.wire_bytes)
+        )
+    }
 }
 
 /// The whole text report: every view's waterfall, then the summary.
