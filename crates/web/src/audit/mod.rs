@@ -1,20 +1,34 @@
-//! `redline audit`: the HTTP- and HTML-level checks of the tuning articles,
-//! each with a severity, the evidence, a grade A–F and the fix for Apache,
-//! nginx and lighttpd. Thresholds follow WebPageTest and Lighthouse, and each
-//! check says which it follows. Findings on third-party hosts are listed
-//! apart and do not count toward the grade.
+//! `redline audit`: the HTTP- and HTML-level checks of the tuning articles
+//! and the security and transport checks admins expect, each with its
+//! evidence, one grade A–F and one severity (both from [`rate`], so they
+//! cannot disagree) and the fix for Apache, nginx and lighttpd. The page's
+//! own status comes first: a page that is not 2xx fails the audit. Checks
+//! with nothing to judge are "not applicable" and stay out of the score.
+//! Thresholds follow WebPageTest, Lighthouse and Mozilla Observatory, and
+//! each check says which. Findings on third-party hosts are listed apart
+//! and do not count toward the grade. docs/audit.md has the scale and weights.
+//!
+//! Modules: `minify` (the minifiers and wire-size estimates), `revalidate`
+//! (why a conditional GET did not get 304), `security` (response headers,
+//! cookies, HTTP→HTTPS), `transport` (the TLS probe and its checks).
+
+mod minify;
+mod revalidate;
+mod security;
+pub mod transport;
+
+pub use minify::{minified_code, minified_code_len, minified_html, minified_html_len, wire_size};
 
 use crate::cache::human_secs;
 use crate::discover::{scan_html, Kind};
 use crate::load::{Entry, Load};
 use crate::page::{bytes, millis};
 use std::fmt::Write as _;
-use std::io::Write as _;
 
 /// Format name of the JSON output.
 pub const FORMAT: &str = "redline.audit";
 /// Version of the JSON output.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// Compression findings only when gzip would save at least this (WebPageTest, Lighthouse).
 pub const GZIP_MIN_SAVING: u64 = 1400;
@@ -92,14 +106,17 @@ pub struct Check {
     pub id: &'static str,
     /// What it checks.
     pub title: &'static str,
-    /// False when it could not be checked (then no grade).
+    /// False when there was nothing to judge: then no grade, severity `ok`,
+    /// and the check stays out of the overall score.
     pub applicable: bool,
     /// 0–100.
     pub score: u32,
-    /// A–F (`-` when not applicable).
+    /// A–F (`-` when not applicable): [`rate`] of the score.
     pub grade: String,
-    /// The worst severity among the site's own findings.
+    /// [`rate`] of the score: the same scale as the grade.
     pub severity: Severity,
+    /// Weight in the overall score (docs/audit.md).
+    pub weight: u32,
     /// One line.
     pub summary: String,
     /// The convention the thresholds follow.
@@ -108,9 +125,21 @@ pub struct Check {
     pub findings: Vec<Finding>,
     /// Findings on third-party hosts (not graded; the user may not control them).
     pub third_party: Vec<Finding>,
-    /// How to fix it, when there is something to fix.
+    /// How to fix it, when there is something to fix (grade below A:
+    /// severity info, warning or error).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fix: Option<Fix>,
+}
+
+/// What the page itself answered, after redirects.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PageStatus {
+    /// The URL that finally answered (after redirects).
+    pub url: String,
+    /// Its status code (none: no answer).
+    pub status: Option<u16>,
+    /// 2xx: the page loaded. Otherwise the audit fails (grade F).
+    pub ok: bool,
 }
 
 /// The result of `redline audit`.
@@ -122,11 +151,14 @@ pub struct Audit {
     pub version: u32,
     /// The page.
     pub url: String,
-    /// Overall grade A–F: the mean score of the applicable checks.
+    /// What the page itself answered.
+    pub page: PageStatus,
+    /// Overall grade A–F: [`rate`] of the score (F when the page is not 2xx).
     pub grade: String,
-    /// Overall score 0–100.
+    /// Overall score 0–100: the weighted mean of the applicable checks (0
+    /// when the page is not 2xx).
     pub score: u32,
-    /// The worst severity of the site's own findings.
+    /// The worst severity of the applicable checks.
     pub severity: Severity,
     /// The checks.
     pub checks: Vec<Check>,
@@ -136,19 +168,36 @@ pub struct Audit {
     pub insecure: bool,
 }
 
-/// A–F from 0–100 (90 A, 80 B, 70 C, 60 D, 50 E, below F).
-pub fn grade(score: u32) -> String {
+/// The one scale: a score 0–100 gives both the grade and the severity.
+/// A (90+) ok, B (80+) info, C (70+) and D (60+) warning, E (50+) and F
+/// (below 50) error. Every check's grade and severity come from here.
+pub fn rate(score: u32) -> (&'static str, Severity) {
     match score {
-        90.. => "A",
-        80..=89 => "B",
-        70..=79 => "C",
-        60..=69 => "D",
-        50..=59 => "E",
-        _ => "F",
+        90.. => ("A", Severity::Ok),
+        80..=89 => ("B", Severity::Info),
+        70..=79 => ("C", Severity::Warning),
+        60..=69 => ("D", Severity::Warning),
+        50..=59 => ("E", Severity::Error),
+        _ => ("F", Severity::Error),
     }
-    .to_string()
 }
 
+/// A–F from 0–100 (90 A, 80 B, 70 C, 60 D, 50 E, below F): [`rate`]'s grade.
+pub fn grade(score: u32) -> String {
+    rate(score).0.to_string()
+}
+
+/// The highest score a check with a finding of this severity can have: a
+/// check that found an error is at most E, a warning at most C (so one
+/// broken resource among fifty still fails its check); notes cap nothing.
+pub fn cap(worst: Severity) -> u32 {
+    match worst {
+        Severity::Ok => 100,
+        Severity::Info => 100,
+        Severity::Warning => 79,
+        Severity::Error => 59,
+    }
+}
 fn is_static(e: &Entry) -> bool {
     matches!(
         e.kind,
@@ -189,133 +238,13 @@ fn is_precompressed(ct: &str) -> bool {
     )
 }
 
-fn gzip_size(b: &[u8]) -> u64 {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
-    let _ = e.write_all(b);
-    e.finish().map(|v| v.len() as u64).unwrap_or(b.len() as u64)
-}
-
-/// Size after removing comments and collapsing whitespace (outside `<pre>`,
-/// `<textarea>`, `<script>`, `<style>`): what minifying HTML would give, roughly.
-pub fn minified_html_len(html: &[u8]) -> usize {
-    let mut n = 0usize;
-    let mut i = 0;
-    let mut ws = false;
-    let mut raw: Option<&'static [u8]> = None;
-    while i < html.len() {
-        if let Some(end) = raw {
-            if html[i..].len() >= end.len() && html[i..i + end.len()].eq_ignore_ascii_case(end) {
-                raw = None;
-            } else {
-                n += 1;
-                i += 1;
-                continue;
-            }
-        }
-        if html[i..].starts_with(b"<!--") && !html[i..].starts_with(b"<!--[if") {
-            match html[i + 4..].windows(3).position(|w| w == b"-->") {
-                Some(p) => i += 4 + p + 3,
-                None => i = html.len(),
-            }
-            continue;
-        }
-        for (open, close) in [
-            (&b"<pre"[..], &b"</pre"[..]),
-            (b"<textarea", b"</textarea"),
-            (b"<script", b"</script"),
-            (b"<style", b"</style"),
-        ] {
-            if html[i..].len() >= open.len() && html[i..i + open.len()].eq_ignore_ascii_case(open) {
-                raw = Some(close);
-            }
-        }
-        let b = html[i];
-        if b.is_ascii_whitespace() {
-            if !ws {
-                n += 1;
-            }
-            ws = true;
-        } else {
-            ws = false;
-            n += 1;
-        }
-        i += 1;
-    }
-    n
-}
-
-/// Size after removing comments and needless whitespace of CSS or JS (a
-/// conservative estimate: strings are kept, whitespace runs become one byte or none).
-pub fn minified_code_len(src: &[u8], css: bool) -> usize {
-    let mut n = 0usize;
-    let mut i = 0;
-    let mut pending_ws = false;
-    let mut last: u8 = b';';
-    let punct = |b: u8| b"{}();,:>+~=<[]!&|?*".contains(&b) || (css && b == b'/');
-    while i < src.len() {
-        let b = src[i];
-        if src[i..].starts_with(b"/*") {
-            i = src[i + 2..]
-                .windows(2)
-                .position(|w| w == b"*/")
-                .map_or(src.len(), |p| i + 2 + p + 2);
-            pending_ws = true;
-            continue;
-        }
-        if !css
-            && src[i..].starts_with(b"//")
-            && (i == 0
-                || src[i - 1] == b'\n'
-                || src[i - 1] == b' '
-                || src[i - 1] == b'\t'
-                || src[i - 1] == b';')
-        {
-            i = src[i..]
-                .iter()
-                .position(|&c| c == b'\n')
-                .map_or(src.len(), |p| i + p);
-            pending_ws = true;
-            continue;
-        }
-        if b == b'"' || b == b'\'' || (!css && b == b'`') {
-            if pending_ws && !punct(last) {
-                n += 1;
-            }
-            pending_ws = false;
-            let mut j = i + 1;
-            while j < src.len() && src[j] != b {
-                if src[j] == b'\\' {
-                    j += 1;
-                }
-                j += 1;
-            }
-            let end = (j + 1).min(src.len());
-            n += end - i;
-            last = b;
-            i = end;
-            continue;
-        }
-        if b.is_ascii_whitespace() {
-            pending_ws = true;
-            i += 1;
-            continue;
-        }
-        if pending_ws && !punct(last) && !punct(b) {
-            n += 1;
-        }
-        pending_ws = false;
-        n += 1;
-        last = b;
-        i += 1;
-    }
-    n
-}
-
 struct Ctx<'a> {
     first: &'a Load,
     repeat: Option<&'a Load>,
     https: bool,
     alpn: &'a [crate::http::AlpnProbe],
+    probes: &'a Probes,
+    page: &'a PageStatus,
 }
 
 impl Ctx<'_> {
@@ -327,6 +256,55 @@ impl Ctx<'_> {
     }
     fn ok(&self) -> impl Iterator<Item = &Entry> {
         self.fetched().filter(|e| e.status == Some(200))
+    }
+    /// The page's own final response (after redirects), when it is 2xx.
+    fn doc(&self) -> Option<&Entry> {
+        if !self.page.ok {
+            return None;
+        }
+        final_document(self.first).map(|i| &self.first.entries[i])
+    }
+}
+
+/// Index of the entry that finally answered for the page: the first entry,
+/// then each redirect's target in turn.
+fn final_document(l: &Load) -> Option<usize> {
+    let mut i = 0;
+    l.entries.first()?;
+    for _ in 0..16 {
+        let e = &l.entries[i];
+        let Some(to) = &e.redirect_to else {
+            return Some(i);
+        };
+        match l
+            .entries
+            .iter()
+            .position(|n| n.parent == Some(i) && n.kind == e.kind && &n.url == to)
+        {
+            Some(j) => i = j,
+            None => return Some(i),
+        }
+    }
+    Some(i)
+}
+
+/// The URL that finally answered for the page in a load (after redirects).
+pub fn final_url(l: &Load) -> Option<String> {
+    final_document(l).map(|i| l.entries[i].url.clone())
+}
+
+fn page_status(l: &Load) -> PageStatus {
+    match final_document(l).map(|i| &l.entries[i]) {
+        Some(e) => PageStatus {
+            url: e.url.clone(),
+            status: e.status,
+            ok: e.status.is_some_and(|s| (200..300).contains(&s)),
+        },
+        None => PageStatus {
+            url: String::new(),
+            status: None,
+            ok: false,
+        },
     }
 }
 
@@ -343,6 +321,38 @@ fn finding(sev: Severity, e: &Entry, evidence: String) -> (bool, Finding) {
     )
 }
 
+/// A finding not about one resource.
+fn note(sev: Severity, evidence: String) -> (bool, Finding) {
+    (
+        false,
+        Finding {
+            severity: sev,
+            url: None,
+            evidence,
+            saving_bytes: None,
+            saving_ms: None,
+        },
+    )
+}
+
+/// Weight of a check in the overall score (docs/audit.md lists them).
+fn weight(id: &str) -> u32 {
+    match id {
+        "broken" | "cache-static" | "compression" | "https" | "tls-certificate" => 3,
+        "conditional-get" | "ttfb" | "hsts" | "tls-protocol" | "tls-chain" | "http2" => 2,
+        "alt-svc-h3" => 0,
+        _ => 1,
+    }
+}
+
+/// The summary of a check about the page's own response when there is none.
+fn security_na() -> String {
+    "not applicable: the page did not answer 2xx".into()
+}
+
+/// Builds a check: the grade and severity both come from [`rate`] of the
+/// score, capped by the worst own finding ([`cap`]). `score: None`: not
+/// applicable (nothing to judge).
 #[allow(clippy::too_many_arguments)]
 fn check(
     id: &'static str,
@@ -356,49 +366,78 @@ fn check(
     let (third, own): (Vec<_>, Vec<_>) = found.into_iter().partition(|(t, _)| *t);
     let own: Vec<Finding> = own.into_iter().map(|(_, f)| f).collect();
     let third: Vec<Finding> = third.into_iter().map(|(_, f)| f).collect();
-    let severity = own.iter().map(|f| f.severity).max().unwrap_or(Severity::Ok);
-    let needs_fix = severity >= Severity::Warning;
+    let worst = own.iter().map(|f| f.severity).max().unwrap_or(Severity::Ok);
+    let score = score.map(|s| s.min(100).min(cap(worst)));
+    let (grade, severity) = match score {
+        Some(s) => {
+            let (g, sev) = rate(s);
+            (g.to_string(), sev)
+        }
+        None => ("-".to_string(), Severity::Ok),
+    };
     Check {
         id,
         title,
         applicable: score.is_some(),
         score: score.unwrap_or(0),
-        grade: score.map_or("-".to_string(), grade),
+        grade,
         severity,
+        weight: weight(id),
         summary,
         threshold,
         findings: own,
         third_party: third,
-        fix: needs_fix.then_some(fix),
+        fix: (severity >= Severity::Info).then_some(fix),
     }
 }
 
+/// What the audit learns by connecting itself, beyond the page's load: the
+/// TLS probe of the page's https origin and the plain-http redirect probe.
+#[derive(Clone, Debug, Default)]
+pub struct Probes {
+    /// The TLS handshakes with the page's origin (https pages).
+    pub tls: Option<transport::TlsProbe>,
+    /// What `http://host/` answered (https pages), or the page's own
+    /// answer followed for http pages.
+    pub http: Option<transport::HttpProbe>,
+}
+
 /// Audits a page loaded by [`crate::page::run`]: its first view, its repeat
-/// view and the ALPN probes of its https origins.
+/// view and the ALPN probes of its https origins (no probes of its own).
 pub fn audit_page(r: &crate::page::PageReport) -> Audit {
+    audit_page_with(r, &Probes::default())
+}
+
+/// As [`audit_page`], with the TLS and http→https probes ([`transport::probe`]).
+pub fn audit_page_with(r: &crate::page::PageReport, probes: &Probes) -> Audit {
     let first = &r.views[0];
     let repeat = r.views.iter().find(|l| l.view == crate::load::View::Repeat);
-    let mut a = audit(&r.url, first, repeat, r.summary.clone(), &r.alpn);
+    let mut a = audit(&r.url, first, repeat, r.summary.clone(), &r.alpn, probes);
     a.insecure = r.insecure;
     a
 }
 
-/// Audits a page from its first view, its repeat view when loaded, and the
-/// ALPN probes of its https origins.
+/// Audits a page from its first view, its repeat view when loaded, the
+/// ALPN probes of its https origins and the audit's own probes.
 pub fn audit(
     url: &str,
     first: &Load,
     repeat: Option<&Load>,
     views: Vec<crate::page::ViewSummary>,
     alpn: &[crate::http::AlpnProbe],
+    probes: &Probes,
 ) -> Audit {
+    let page = page_status(first);
     let cx = Ctx {
         first,
         repeat,
         https: url.starts_with("https:"),
         alpn,
+        probes,
+        page: &page,
     };
-    let checks = vec![
+    let mut checks = vec![page_check(&cx)];
+    checks.extend([
         keep_alive(&cx),
         http2(&cx),
         compression(&cx),
@@ -407,7 +446,7 @@ pub fn audit(
         cache_static(&cx),
         cache_html(&cx),
         validators(&cx),
-        conditional_get(&cx),
+        revalidate::conditional_get(&cx),
         html_weight(&cx),
         minify(&cx),
         images_scaled(&cx),
@@ -415,14 +454,17 @@ pub fn audit(
         redirects(&cx),
         broken(&cx),
         ttfb(&cx),
-    ];
+    ]);
+    checks.extend(security::checks(&cx));
+    checks.extend(transport::checks(&cx));
     let applicable: Vec<&Check> = checks.iter().filter(|c| c.applicable).collect();
-    let score = if applicable.is_empty() {
+    let total_w: u32 = applicable.iter().map(|c| c.weight).sum();
+    let score = if !page.ok || total_w == 0 {
         0
     } else {
-        applicable.iter().map(|c| c.score).sum::<u32>() / applicable.len() as u32
+        applicable.iter().map(|c| c.score * c.weight).sum::<u32>() / total_w
     };
-    let severity = checks
+    let severity = applicable
         .iter()
         .map(|c| c.severity)
         .max()
@@ -434,16 +476,46 @@ pub fn audit(
         grade: grade(score),
         score,
         severity,
+        page,
         checks,
         views,
         insecure: false,
     }
 }
 
-fn pct(ok: usize, all: usize) -> Option<u32> {
-    Some((100 * ok).checked_div(all).map_or(100, |v| v as u32))
+fn page_check(cx: &Ctx) -> Check {
+    let p = cx.page;
+    let (score, summary, f) = match p.status {
+        Some(s) if p.ok => (Some(100), format!("the page answered {s}"), Vec::new()),
+        Some(s) => (
+            Some(0),
+            format!("the page answered {s}, not 2xx: nothing else here is about the page a visitor should get"),
+            vec![note(Severity::Error, format!("{} answered {s}", p.url))],
+        ),
+        None => (
+            Some(0),
+            "the page did not answer".to_string(),
+            vec![note(Severity::Error, "no response".into())],
+        ),
+    };
+    check(
+        "page",
+        "The page itself answers 2xx",
+        "the page's own response, after redirects, must be 2xx; otherwise the audit fails",
+        score,
+        summary,
+        f,
+        Fix {
+            apache: "# serve the page (check DocumentRoot, Alias, Require and the error log), or audit the URL visitors get",
+            nginx: "# serve the page (check root, location, try_files, allow/deny and the error log), or audit the URL visitors get",
+            lighttpd: "# serve the page (check server.document-root, url.access-deny and the error log), or audit the URL visitors get",
+        },
+    )
 }
 
+fn pct(ok: usize, all: usize) -> Option<u32> {
+    (100 * ok).checked_div(all).map(|v| v as u32)
+}
 fn keep_alive(cx: &Ctx) -> Check {
     // HTTP/2 multiplexes every request on one connection: keep-alive is an
     // HTTP/1.1 matter, so only HTTP/1.1 fetches are judged.
@@ -482,7 +554,9 @@ fn keep_alive(cx: &Ctx) -> Check {
         })
         .count();
     let mut f = Vec::new();
-    let score = if own.len() > 1 && reused == 0 {
+    let score = if own.len() < 2 {
+        None
+    } else if reused == 0 {
         let ev = format!(
             "{} requests needed {} connections: none was reused{}",
             own.len(),
@@ -503,15 +577,15 @@ fn keep_alive(cx: &Ctx) -> Check {
                 saving_ms: None,
             },
         ));
-        0
+        Some(0)
     } else {
-        100
+        Some(100)
     };
     check(
         "keep-alive",
         "Keep-alive: connections reused",
         "every request after the first on a host should reuse a connection",
-        Some(score),
+        score,
         format!(
             "{} HTTP/1.1 requests over {} connections, {} on a reused connection{}",
             own.len(),
@@ -634,7 +708,7 @@ fn compression(cx: &Ctx) -> Check {
             }
             continue;
         }
-        let gz = gzip_size(body);
+        let gz = minify::gzip_size(body);
         let save = e.decoded_bytes.saturating_sub(gz);
         if save < GZIP_MIN_SAVING {
             continue;
@@ -809,7 +883,7 @@ fn cache_static(cx: &Ctx) -> Check {
         "cache-static",
         "Static assets cacheable for a long time",
         "under 7 days graded down, under 1 hour failed (WebPageTest); Lighthouse expects much longer (up to a year)",
-        Some(pts.checked_div(n).unwrap_or(100)),
+        pts.checked_div(n),
         format!("{n} static responses checked"),
         f,
         Fix {
@@ -888,80 +962,21 @@ fn validators(cx: &Ctx) -> Check {
     )
 }
 
-fn conditional_get(cx: &Ctx) -> Check {
-    let Some(rep) = cx.repeat else {
-        return check(
-            "conditional-get",
-            "Conditional GET answered with 304",
-            "a request with If-None-Match/If-Modified-Since should get 304",
-            None,
-            "not checked (no repeat view)".into(),
-            Vec::new(),
-            FIX_304,
-        );
-    };
-    let mut f = Vec::new();
-    let (mut n, mut ok, mut waste) = (0, 0, 0u64);
-    for e in rep
-        .entries
-        .iter()
-        .filter(|e| e.conditional && !e.from_cache)
-    {
-        let got304 = e.status == Some(304);
-        if !e.third_party {
-            n += 1;
-            ok += usize::from(got304);
-        }
-        if !got304 {
-            if let Some(s) = e.status {
-                if s == 200 {
-                    if !e.third_party {
-                        waste += e.body_wire_bytes;
-                    }
-                    let (t, mut fi) = finding(
-                        Severity::Error,
-                        e,
-                        format!(
-                            "sent {} and got {s} with the whole body again",
-                            [
-                                e.etag.as_ref().map(|_| "If-None-Match"),
-                                e.last_modified.as_ref().map(|_| "If-Modified-Since")
-                            ]
-                            .into_iter()
-                            .flatten()
-                            .collect::<Vec<_>>()
-                            .join(" and ")
-                        ),
-                    );
-                    fi.saving_bytes = Some(e.body_wire_bytes);
-                    f.push((t, fi));
-                }
-            }
-        }
-    }
-    check(
-        "conditional-get",
-        "Conditional GET answered with 304",
-        "a request with If-None-Match/If-Modified-Since should get 304 (checked by sending them)",
-        pct(ok, n),
-        if waste > 0 {
-            format!(
-                "{ok} of {n} revalidations got 304; {} sent again for nothing",
-                bytes(waste)
-            )
-        } else {
-            format!("{ok} of {n} revalidations got 304")
-        },
-        f,
-        FIX_304,
-    )
+/// (bytes saved on the wire, the body's size on the wire) for sending
+/// `small` instead of the response's body, both with its content coding.
+fn wire_figures(e: &Entry, body: &[u8], small: &[u8]) -> (u64, u64) {
+    let coding = e.content_encoding.as_deref();
+    let save = minify::wire_saving(body, small, coding, e.body_wire_bytes, e.decoded_bytes);
+    let of = minify::wire_size(body, coding).unwrap_or(e.body_wire_bytes);
+    (save, of)
 }
 
-const FIX_304: Fix = Fix {
-    apache: "# static files get 304 by default; CGI/PHP must compare If-None-Match and If-Modified-Since\n# with their ETag/Last-Modified and answer 304 themselves\nFileETag MTime Size",
-    nginx: "etag on;\nif_modified_since exact;",
-    lighttpd: "static-file.etags = \"enable\"\netag.use-mtime = \"enable\"",
-};
+fn coding_name(e: &Entry) -> String {
+    match e.content_encoding.as_deref() {
+        Some(c) if c != "identity" => format!("{c} as sent"),
+        _ => "uncompressed as sent".to_string(),
+    }
+}
 
 const FIX_BUILD: Fix = Fix {
     apache: "# not a server setting: minify at build time (html-minifier, csso, terser) and serve the result",
@@ -975,19 +990,19 @@ fn html_weight(cx: &Ctx) -> Check {
     for e in cx.ok().filter(|e| is_html(e)) {
         let Some(body) = &e.body else { continue };
         n += 1;
-        let min = minified_html_len(body) as u64;
-        let save = (body.len() as u64).saturating_sub(min);
+        let (save, of) = wire_figures(e, body, &minified_html(body));
         let mut flagged = false;
-        if save > MINIFY_MIN_BYTES && save * 10 > body.len() as u64 {
+        if save > MINIFY_MIN_BYTES && save * 10 > of {
             flagged = true;
             let (t, mut fi) = finding(
                 Severity::Warning,
                 e,
                 format!(
-                    "{} of HTML; removing comments and whitespace would save {} ({:.0} %)",
-                    bytes(body.len() as u64),
+                    "{} of HTML on the wire ({}); removing comments and whitespace would save {} there ({:.0} %)",
+                    bytes(of),
+                    coding_name(e),
                     bytes(save),
-                    100.0 * save as f64 / body.len() as f64
+                    100.0 * save as f64 / of.max(1) as f64
                 ),
             );
             fi.saving_bytes = Some(save);
@@ -1010,7 +1025,7 @@ fn html_weight(cx: &Ctx) -> Check {
     check(
         "html-weight",
         "Lean HTML",
-        "a finding above 2 KB and 10 % saved; inline style and script above 10 KB",
+        "a finding above 2 KB and 10 % saved on the wire, both versions compressed as the server does; inline style and script above 10 KB",
         pct(n - bad, n),
         format!("{} of {} HTML documents lean", n - bad, n),
         f,
@@ -1031,9 +1046,9 @@ fn minify(cx: &Ctx) -> Check {
         if !e.third_party {
             n += 1;
         }
-        let save = (body.len() as u64).saturating_sub(minified_code_len(body, css) as u64);
+        let (save, of) = wire_figures(e, body, &minified_code(body, css));
         let min_pct = if css { 5 } else { 10 };
-        if save > MINIFY_MIN_BYTES && save * 100 > body.len() as u64 * min_pct {
+        if save > MINIFY_MIN_BYTES && save * 100 > of * min_pct {
             if !e.third_party {
                 bad += 1;
             }
@@ -1041,11 +1056,12 @@ fn minify(cx: &Ctx) -> Check {
                 Severity::Warning,
                 e,
                 format!(
-                    "{} {}: minifying would save about {} ({:.0} %)",
-                    bytes(body.len() as u64),
+                    "{} {} on the wire ({}): minifying would save about {} there ({:.0} %)",
+                    bytes(of),
                     if css { "CSS" } else { "JavaScript" },
+                    coding_name(e),
                     bytes(save),
-                    100.0 * save as f64 / body.len() as f64
+                    100.0 * save as f64 / of.max(1) as f64
                 ),
             );
             fi.saving_bytes = Some(save);
@@ -1055,7 +1071,7 @@ fn minify(cx: &Ctx) -> Check {
     check(
         "minify",
         "Minified CSS and JavaScript",
-        "a finding above 2 KB and 5 % (CSS) / 10 % (JS) saved (Lighthouse)",
+        "a finding above 2 KB and 5 % (CSS) / 10 % (JS) saved on the wire, both versions compressed as the server does (Lighthouse)",
         pct(n - bad, n),
         format!("{} of {} stylesheets and scripts minified", n - bad, n),
         f,
@@ -1092,7 +1108,7 @@ fn images_scaled(cx: &Ctx) -> Check {
         if iw > 2 * dw.max(1) || ih > 2 * dh.max(1) {
             let shown = (u64::from(dw) * u64::from(dh)) as f64;
             let real = (u64::from(iw) * u64::from(ih)) as f64;
-            let waste = (e.decoded_bytes as f64 * (1.0 - (shown / real).min(1.0))) as u64;
+            let waste = (e.body_wire_bytes as f64 * (1.0 - (shown / real).min(1.0))) as u64;
             if waste > IMAGE_MIN_WASTE {
                 if !e.third_party {
                     bad += 1;
@@ -1142,17 +1158,17 @@ fn images_format(cx: &Ctx) -> Check {
         let jpeg_est = px / 4; // ~2 bits per pixel: a JPEG photograph at quality ~80
         if truecolor
             && px >= 40_000
-            && e.decoded_bytes > px
-            && e.decoded_bytes > jpeg_est + IMAGE_MIN_WASTE
+            && e.body_wire_bytes > px
+            && e.body_wire_bytes > jpeg_est + IMAGE_MIN_WASTE
         {
             if !e.third_party {
                 bad += 1;
             }
-            let save = e.decoded_bytes - jpeg_est;
+            let save = e.body_wire_bytes - jpeg_est;
             let (t, mut fi) = finding(
                 Severity::Warning,
                 e,
-                format!("{w}×{h} true-colour PNG of {} ({:.1} bytes per pixel): likely a photograph; as JPEG about {}", bytes(e.decoded_bytes), e.decoded_bytes as f64 / px as f64, bytes(jpeg_est)),
+                format!("{w}×{h} true-colour PNG of {} ({:.1} bytes per pixel): likely a photograph; as JPEG about {}", bytes(e.body_wire_bytes), e.body_wire_bytes as f64 / px as f64, bytes(jpeg_est)),
             );
             fi.saving_bytes = Some(save);
             f.push((t, fi));
@@ -1239,13 +1255,8 @@ fn broken(cx: &Ctx) -> Check {
 }
 
 fn ttfb(cx: &Ctx) -> Check {
-    // The document that finally answered 200 (after redirects).
-    let doc = cx
-        .first
-        .entries
-        .iter()
-        .find(|e| e.kind == Kind::Document && e.status.is_some_and(|s| s < 300))
-        .or_else(|| cx.first.entries.first());
+    // The document that finally answered 2xx (after redirects).
+    let doc = cx.doc();
     let mut f = Vec::new();
     let score = match doc {
         Some(e) if e.status.is_some() => {
@@ -1255,7 +1266,7 @@ fn ttfb(cx: &Ctx) -> Check {
             } else if w <= TTFB_BAD_MS {
                 (Severity::Info, 80)
             } else {
-                (Severity::Warning, 40)
+                (Severity::Warning, 65)
             };
             if sev > Severity::Ok {
                 let (t, mut fi) = finding(sev, e, format!("time to first byte {}", millis(w)));
@@ -1274,7 +1285,7 @@ fn ttfb(cx: &Ctx) -> Check {
                 millis(e.phases.waiting_ms)
             )
         })
-        .unwrap_or_else(|| "the page did not load".into());
+        .unwrap_or_else(|| "not applicable: the page did not answer 2xx".into());
     check(
         "ttfb",
         "Time to first byte",
@@ -1290,14 +1301,30 @@ fn ttfb(cx: &Ctx) -> Check {
     )
 }
 
-/// Renders the audit as text.
+/// Renders the audit as text: the page's own status first, then the
+/// checks that apply, then (apart) the ones with nothing to judge.
 pub fn render_text(a: &Audit) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\nAudit of {}: grade {} ({}/100)\n",
+        "\nAudit of {}: grade {} ({}/100)",
         a.url, a.grade, a.score
     );
+    if !a.page.ok {
+        let _ = writeln!(
+            s,
+            "THE PAGE ITSELF FAILED: {} answered {}; the audit fails (grade F)",
+            if a.page.url.is_empty() {
+                &a.url
+            } else {
+                &a.page.url
+            },
+            a.page
+                .status
+                .map_or("nothing".to_string(), |c| c.to_string())
+        );
+    }
+    let _ = writeln!(s);
     if a.insecure {
         let _ = writeln!(
             s,
@@ -1317,7 +1344,7 @@ pub fn render_text(a: &Audit) -> String {
         );
     }
     let _ = writeln!(s);
-    for c in &a.checks {
+    for c in a.checks.iter().filter(|c| c.applicable) {
         let _ = writeln!(
             s,
             "[{}] {:<8} {:<48} {}",
@@ -1368,6 +1395,13 @@ pub fn render_text(a: &Audit) -> String {
             }
         }
     }
+    let na: Vec<&Check> = a.checks.iter().filter(|c| !c.applicable).collect();
+    if !na.is_empty() {
+        let _ = writeln!(s, "\nNot applicable (nothing to judge; not in the score):");
+        for c in na {
+            let _ = writeln!(s, "[-] {:<57} {}", c.title, c.summary);
+        }
+    }
     s
 }
 
@@ -1406,7 +1440,7 @@ mod tests {
             truncated: false,
         };
         let run = |url: &str, p: &[crate::http::AlpnProbe]| {
-            let a = audit(url, &empty, None, Vec::new(), p);
+            let a = audit(url, &empty, None, Vec::new(), p, &Probes::default());
             a.checks.into_iter().find(|c| c.id == "http2").unwrap()
         };
         let c = run("http://a.test/", &[]);
@@ -1429,9 +1463,54 @@ mod tests {
                 probe("https://img.a.test:443", false, Some("h2")),
             ],
         );
-        assert_eq!((c.score, c.severity), (50, Severity::Warning));
+        assert_eq!((c.score, c.severity), (50, Severity::Error));
         assert!(c.findings[0].evidence.contains("ignored ALPN"));
         assert!(c.fix.unwrap().nginx.contains("http2 on;"));
+    }
+
+    #[test]
+    fn one_scale_grade_and_severity_agree_for_every_score() {
+        let mut last = Severity::Ok;
+        for score in (0..=100u32).rev() {
+            let (g, sev) = rate(score);
+            assert_eq!(g, grade(score));
+            let want = match g {
+                "A" => Severity::Ok,
+                "B" => Severity::Info,
+                "C" | "D" => Severity::Warning,
+                _ => Severity::Error,
+            };
+            assert_eq!(sev, want, "{score}");
+            assert!(sev >= last, "severity falls as the score falls: {score}");
+            last = sev;
+        }
+        // A check's severity is the scale's, whatever its findings say: a
+        // finding's severity caps the score, so the two cannot disagree.
+        for worst in [
+            Severity::Ok,
+            Severity::Info,
+            Severity::Warning,
+            Severity::Error,
+        ] {
+            for score in [0, 49, 50, 65, 75, 85, 95, 100] {
+                let f = if worst > Severity::Ok {
+                    vec![note(worst, "x".into())]
+                } else {
+                    Vec::new()
+                };
+                let c = check("t", "t", "t", Some(score), String::new(), f, FIX_BUILD);
+                assert_eq!(rate(c.score), (c.grade.as_str(), c.severity));
+                if worst >= Severity::Warning {
+                    assert!(c.severity >= worst, "{worst:?} {score}: {c:?}");
+                }
+                assert_eq!(c.fix.is_some(), c.severity >= Severity::Info);
+            }
+        }
+        let na = check("t", "t", "t", None, String::new(), Vec::new(), FIX_BUILD);
+        assert_eq!(
+            (na.grade.as_str(), na.severity, na.applicable),
+            ("-", Severity::Ok, false)
+        );
     }
 
     #[test]
