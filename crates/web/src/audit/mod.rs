@@ -335,6 +335,18 @@ fn note(sev: Severity, evidence: String) -> (bool, Finding) {
     )
 }
 
+/// A check's score given its worst own finding: a warning puts it in the
+/// warning band (60–79, C or D), an error in the error band (below 60),
+/// wherever the share of good resources alone would put it; notes cap
+/// nothing. So the finding's severity and the check's agree.
+pub fn band(score: u32, worst: Severity) -> u32 {
+    match worst {
+        Severity::Ok | Severity::Info => score,
+        Severity::Warning => score.clamp(60, cap(worst)),
+        Severity::Error => score.min(cap(worst)),
+    }
+}
+
 /// Weight of a check in the overall score (docs/audit.md lists them).
 fn weight(id: &str) -> u32 {
     match id {
@@ -351,7 +363,7 @@ fn security_na() -> String {
 }
 
 /// Builds a check: the grade and severity both come from [`rate`] of the
-/// score, capped by the worst own finding ([`cap`]). `score: None`: not
+/// score, put in the band of the worst own finding ([`band`]). `score: None`: not
 /// applicable (nothing to judge).
 #[allow(clippy::too_many_arguments)]
 fn check(
@@ -367,7 +379,7 @@ fn check(
     let own: Vec<Finding> = own.into_iter().map(|(_, f)| f).collect();
     let third: Vec<Finding> = third.into_iter().map(|(_, f)| f).collect();
     let worst = own.iter().map(|f| f.severity).max().unwrap_or(Severity::Ok);
-    let score = score.map(|s| s.min(100).min(cap(worst)));
+    let score = score.map(|s| band(s.min(100), worst));
     let (grade, severity) = match score {
         Some(s) => {
             let (g, sev) = rate(s);
@@ -1501,7 +1513,7 @@ mod tests {
                 let c = check("t", "t", "t", Some(score), String::new(), f, FIX_BUILD);
                 assert_eq!(rate(c.score), (c.grade.as_str(), c.severity));
                 if worst >= Severity::Warning {
-                    assert!(c.severity >= worst, "{worst:?} {score}: {c:?}");
+                    assert_eq!(c.severity, worst, "{worst:?} {score}: {c:?}");
                 }
                 assert_eq!(c.fix.is_some(), c.severity >= Severity::Info);
             }

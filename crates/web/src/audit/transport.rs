@@ -414,6 +414,23 @@ fn https(cx: &Ctx) -> Check {
             FIX_HTTPS,
         );
     }
+    let loopback = Url::parse(&cx.page.url).is_ok_and(|u| match u.host() {
+        Some(url::Host::Domain(d)) => d == "localhost" || d.ends_with(".localhost"),
+        Some(url::Host::Ipv4(a)) => a.is_loopback(),
+        Some(url::Host::Ipv6(a)) => a.is_loopback(),
+        None => false,
+    });
+    if cx.page.url.starts_with("http:") && loopback {
+        return check(
+            "https",
+            T,
+            TH,
+            None,
+            "not applicable: a loopback address over http (browsers treat it as secure; Lighthouse too)".into(),
+            Vec::new(),
+            FIX_HTTPS,
+        );
+    }
     if cx.page.url.starts_with("http:") {
         return check(
             "https",
