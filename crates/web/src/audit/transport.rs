@@ -46,10 +46,12 @@ pub struct TlsProbe {
     pub error: Option<String>,
     /// Certificates the server sent (leaf first).
     pub certs_sent: usize,
-    /// The chain verified against the trusted roots (none: `--insecure`).
+    /// The chain verified against the trusted roots and `--cacert` (also under `--insecure`; none: not probed).
     pub verified: Option<bool>,
     /// Why verification failed.
     pub verify_error: Option<String>,
+    /// The leaf certificate is self-signed (issuer = subject).
+    pub self_signed: bool,
     /// Days until the leaf certificate expires (negative: expired).
     pub days_left: Option<i64>,
     /// The leaf certificate names an OCSP responder.
@@ -288,9 +290,9 @@ pub fn probe_tls(u: &Url, args: &TlsArgs, timeout: Duration) -> TlsProbe {
         ..Default::default()
     };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let inner = if args.insecure {
-        None
-    } else {
+    // Verified even under --insecure: the probe only reports (it sends
+    // nothing secret), and whether the chain holds is what the check is for.
+    let inner = {
         let roots = match roots(args) {
             Ok(r) => r,
             Err(e) => {
@@ -361,6 +363,7 @@ pub fn probe_tls(u: &Url, args: &TlsArgs, timeout: Duration) -> TlsProbe {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64);
+            p.self_signed = cert.issuer() == cert.subject();
             p.days_left = Some((cert.validity().not_after.timestamp() - now).div_euclid(86_400));
             p.ocsp_responder = cert.extensions().iter().any(|e| {
                 matches!(e.parsed_extension(),
@@ -625,11 +628,6 @@ fn tls_checks(cx: &Ctx) -> Vec<Check> {
     } else {
         Vec::new()
     };
-    let why = if p.verified.is_none() {
-        format!("{why} (not verified: --insecure)")
-    } else {
-        why
-    };
     out.push(check(
         "tls-certificate",
         TC,
@@ -645,7 +643,7 @@ fn tls_checks(cx: &Ctx) -> Vec<Check> {
             "tls-chain",
             TH,
             THT,
-            "not applicable: certificate verification off (--insecure)",
+            "not applicable: the chain was not checked",
             FIX_CHAIN,
         ),
         Some(true) => check(
@@ -658,7 +656,9 @@ fn tls_checks(cx: &Ctx) -> Vec<Check> {
             FIX_CHAIN,
         ),
         Some(false) if chain_err => {
-            let why = if p.certs_sent <= 1 {
+            let why = if p.self_signed {
+                "a self-signed certificate: no browser trusts it".to_string()
+            } else if p.certs_sent <= 1 {
                 "the server sends only its own certificate, no intermediate: the chain does not reach a trusted root (browsers that have not cached the intermediate refuse the site)".to_string()
             } else {
                 format!(
