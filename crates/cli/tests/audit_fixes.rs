@@ -1,0 +1,448 @@
+//! Every fix `redline audit` prints is valid where it is pasted, and makes
+//! the finding go away: for Debian's Apache, nginx and lighttpd, an untuned
+//! minimal site is started on a free loopback port and audited; each check
+//! that prints a fix gets that server's fix pasted into the config (Apache
+//! and lighttpd: the end of the main config; nginx: the `server` block), the
+//! server's own config test runs (`apache2 -t`, `nginx -t`, `lighttpd -tt`),
+//! the server starts with it, and `redline audit` must now find that check
+//! `ok`. Fixes that are only advice (comments: "minify at build time") must
+//! pass the config test. Apache with mod_deflate reproduces the `-gzip`
+//! ETag case: revalidations get 200 until `DeflateAlterETag NoChange`.
+//! A missing server skips with a note, and fails under CI=true.
+
+mod common;
+
+use common::nginx::{free_port, tmpdir};
+use common::redline;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Skips (false, with a note) when `what` is missing; panics under CI=true.
+fn require(what: &str, present: bool) -> bool {
+    if !present {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{what} is required under CI=true");
+        }
+        eprintln!("NOTE: {what} is not installed; skipping");
+    }
+    present
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Server {
+    Apache,
+    Nginx,
+    Lighttpd,
+}
+
+impl Server {
+    fn key(self) -> &'static str {
+        match self {
+            Server::Apache => "apache",
+            Server::Nginx => "nginx",
+            Server::Lighttpd => "lighttpd",
+        }
+    }
+}
+
+/// The site: HTML and CSS with plenty of whitespace (worth compressing).
+fn write_site(dir: &Path) {
+    let site = dir.join("site");
+    std::fs::create_dir_all(&site).unwrap();
+    let para =
+        "<p>\n    Lorem ipsum dolor sit amet, consectetur adipiscing elit.\n</p>\n".repeat(80);
+    std::fs::write(
+        site.join("index.html"),
+        format!("<!DOCTYPE html>\n<html>\n<head>\n<link rel=stylesheet href=s.css>\n</head>\n<body>\n{para}</body>\n</html>\n"),
+    )
+    .unwrap();
+    let css = (0..300)
+        .map(|i| {
+            format!(
+                ".c{i} {{\n    color : #{:06x} ;\n    margin : {i}px ;\n}}\n",
+                i * 997
+            )
+        })
+        .collect::<String>();
+    std::fs::write(site.join("s.css"), css).unwrap();
+}
+
+fn apache_user() -> &'static str {
+    // SAFETY: geteuid() has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return "";
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    if passwd.lines().any(|l| l.starts_with("www-data:")) {
+        "User www-data\nGroup www-data\n"
+    } else {
+        "User nobody\nGroup nogroup\n"
+    }
+}
+
+/// The config of an untuned site with `fix` pasted in; `deflate`: Apache
+/// compresses CSS and HTML (the `-gzip` ETag case).
+fn config(s: Server, d: &Path, port: u16, fix: &str, deflate: bool) -> String {
+    let d = d.display();
+    match s {
+        Server::Apache => {
+            let m = "/usr/lib/apache2/modules";
+            let mods = [
+                ("mpm_event", "mod_mpm_event"),
+                ("authz_core", "mod_authz_core"),
+                ("mime", "mod_mime"),
+                ("dir", "mod_dir"),
+                ("filter", "mod_filter"),
+                ("deflate", "mod_deflate"),
+                ("headers", "mod_headers"),
+                ("expires", "mod_expires"),
+                ("setenvif", "mod_setenvif"),
+                ("rewrite", "mod_rewrite"),
+            ]
+            .iter()
+            .map(|(n, f)| format!("LoadModule {n}_module {m}/{f}.so\n"))
+            .collect::<String>();
+            let (etag, compress) = if deflate {
+                ("", "AddOutputFilterByType DEFLATE text/html text/css\n")
+            } else {
+                ("FileETag None\nHeader unset Last-Modified\n", "")
+            };
+            format!(
+                "ServerRoot {d}\nServerName 127.0.0.1\nListen 127.0.0.1:{port}\nPidFile {d}/apache2.pid\n\
+                 ErrorLog {d}/error.log\nLogLevel warn\nDefaultRuntimeDir {d}\nMutex file:{d} default\n\
+                 {mods}{user}TypesConfig /etc/mime.types\nDirectoryIndex index.html\n\
+                 DocumentRoot {d}/site\n<Directory {d}/site>\n  Require all granted\n</Directory>\n\
+                 {etag}{compress}Header set Set-Cookie \"sid=1; Path=/\"\n{fix}\n",
+                user = apache_user()
+            )
+        }
+        Server::Nginx => format!(
+            "daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid; error_log {d}/error.log;
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  client_body_temp_path {d}/tmp/body; proxy_temp_path {d}/tmp/proxy; fastcgi_temp_path {d}/tmp/fcgi;
+  uwsgi_temp_path {d}/tmp/uwsgi; scgi_temp_path {d}/tmp/scgi;
+  types {{ text/html html; text/css css; }}
+  # no ETag, and If-Modified-Since ignored: revalidations get 200
+  etag off;
+  if_modified_since off;
+  server {{
+    listen 127.0.0.1:{port};
+    root {d}/site;
+    index index.html;
+    add_header Set-Cookie \"sid=1; Path=/\";
+{fix}
+  }}
+}}
+"
+        ),
+        Server::Lighttpd => format!(
+            "server.document-root = \"{d}/site\"
+server.bind = \"127.0.0.1\"
+server.port = {port}
+server.errorlog = \"{d}/error.log\"
+index-file.names = ( \"index.html\" )
+mimetype.assign = ( \".html\" => \"text/html\", \".css\" => \"text/css\" )
+static-file.etags = \"disable\"
+{fix}
+"
+        ),
+    }
+}
+
+fn bin(s: Server) -> &'static str {
+    match s {
+        Server::Apache => "/usr/sbin/apache2",
+        Server::Nginx => "/usr/sbin/nginx",
+        Server::Lighttpd => "/usr/sbin/lighttpd",
+    }
+}
+
+/// Runs the server's own config test; Err: its output.
+fn config_test(s: Server, conf: &Path) -> Result<(), String> {
+    let mut c = Command::new(bin(s));
+    match s {
+        Server::Apache => c.arg("-t").arg("-f").arg(conf),
+        Server::Nginx => c.arg("-t").arg("-c").arg(conf),
+        Server::Lighttpd => c.arg("-tt").arg("-f").arg(conf),
+    };
+    let out = c.output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// A running server: stopped (SIGTERM to its PID, then kill) and its
+/// directory removed on drop.
+struct Running {
+    child: Child,
+    port: u16,
+    dir: PathBuf,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // SAFETY: kill() on our own child's PID has no memory-safety preconditions.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Writes the config with `fix`, config-tests it (panics with the output
+/// when the fix is not valid there), starts the server.
+fn start(s: Server, fix: &str, deflate: bool, tag: &str) -> Running {
+    let dir = tmpdir(&format!("fix-{}-{tag}", s.key()));
+    write_site(&dir);
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    let port = free_port();
+    let conf = dir.join("server.conf");
+    std::fs::write(&conf, config(s, &dir, port, fix, deflate)).unwrap();
+    let _ = Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(&dir)
+        .status();
+    if let Err(e) = config_test(s, &conf) {
+        let _ = std::fs::remove_dir_all(&dir);
+        panic!("{:?}: the fix is not valid where pasted:\n{fix}\n{e}", s);
+    }
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(bin(s));
+    match s {
+        Server::Apache => c
+            .process_group(0)
+            .args(["-D", "FOREGROUND", "-f"])
+            .arg(&conf),
+        Server::Nginx => c.arg("-p").arg(&dir).arg("-c").arg(&conf),
+        Server::Lighttpd => c.arg("-D").arg("-f").arg(&conf),
+    };
+    let child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the server");
+    let mut r = Running { child, port, dir };
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return r;
+        }
+        if let Ok(Some(st)) = r.child.try_wait() {
+            let log = std::fs::read_to_string(r.dir.join("error.log")).unwrap_or_default();
+            panic!("{s:?} exited ({st}) with fix:\n{fix}\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = std::fs::read_to_string(r.dir.join("error.log")).unwrap_or_default();
+    panic!("{s:?} did not listen on {port}: {log}");
+}
+
+fn audit(r: &Running) -> Value {
+    let url = format!("http://127.0.0.1:{}/index.html", r.port);
+    let out = redline(&["audit", "-o", "json", "-q", "--no-probes", &url]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn check<'a>(v: &'a Value, id: &str) -> &'a Value {
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}"))
+}
+
+/// Only comments: advice, not configuration.
+fn advice_only(fix: &str) -> bool {
+    fix.lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+}
+
+/// Audits the untuned site, then applies every printed fix one at a time;
+/// returns the checks whose finding the fix made go away.
+fn every_fix(s: Server, deflate: bool, skip: &[(&str, &str)]) -> Vec<String> {
+    let base = start(s, "", deflate, "base");
+    let v = audit(&base);
+    drop(base);
+    let mut fixed = Vec::new();
+    for c in v["checks"].as_array().unwrap() {
+        let Some(fix) = c["fix"][s.key()].as_str() else {
+            continue;
+        };
+        let id = c["id"].as_str().unwrap();
+        if advice_only(fix) {
+            // Still valid where pasted.
+            drop(start(s, fix, deflate, id));
+            continue;
+        }
+        if let Some((_, why)) = skip.iter().find(|(k, _)| *k == id) {
+            eprintln!("NOTE: {s:?} {id}: not applied here: {why}");
+            continue;
+        }
+        let srv = start(s, fix, deflate, id);
+        let after = audit(&srv);
+        let now = check(&after, id);
+        assert_eq!(
+            now["severity"], "ok",
+            "{s:?}: after pasting the fix for {id}:\n{fix}\nthe check says {now:#}"
+        );
+        fixed.push(id.to_string());
+    }
+    eprintln!("{s:?}: fixes that made their finding go away: {fixed:?}");
+    fixed
+}
+
+fn has_all(fixed: &[String], want: &[&str]) {
+    for w in want {
+        assert!(fixed.iter().any(|f| f == w), "{w} not fixed: {fixed:?}");
+    }
+}
+
+#[test]
+fn apache_fixes_are_valid_and_work() {
+    if !require(
+        "apache2 (apt-get install apache2)",
+        Path::new(bin(Server::Apache)).exists(),
+    ) {
+        return;
+    }
+    let fixed = every_fix(Server::Apache, false, &[]);
+    has_all(
+        &fixed,
+        &[
+            "compression",
+            "cache-static",
+            "validators",
+            "conditional-get",
+            "x-content-type-options",
+            "clickjacking",
+            "referrer-policy",
+            "csp",
+            "cookies",
+            "server-version",
+        ],
+    );
+}
+
+#[test]
+fn apache_deflate_etag_suffix_is_named_and_fixed() {
+    if !require(
+        "apache2 (apt-get install apache2)",
+        Path::new(bin(Server::Apache)).exists(),
+    ) {
+        return;
+    }
+    let base = start(Server::Apache, "", true, "gzip-base");
+    let v = audit(&base);
+    drop(base);
+    let c = check(&v, "conditional-get");
+    assert_eq!(c["severity"], "error", "{c:#}");
+    let ev = c["findings"][0]["evidence"].as_str().unwrap();
+    assert!(
+        ev.contains("-gzip") && ev.contains("mod_deflate"),
+        "the cause is named: {ev}"
+    );
+    let fix = c["fix"]["apache"].as_str().unwrap();
+    assert!(fix.contains("DeflateAlterETag NoChange"), "{fix}");
+    assert!(
+        !fix.contains("FileETag"),
+        "not the old, wrong advice: {fix}"
+    );
+    // Applied, revalidation answers 304.
+    let srv = start(Server::Apache, fix, true, "gzip-fixed");
+    let v = audit(&srv);
+    assert_eq!(check(&v, "conditional-get")["severity"], "ok", "{v:#}");
+    let views = &v["views"];
+    assert_eq!(views[1]["not_modified"], 2, "index.html and s.css: 304");
+    // And the generic loop over every fix holds with compression on too.
+    drop(srv);
+    let fixed = every_fix(Server::Apache, true, &[]);
+    has_all(&fixed, &["conditional-get"]);
+}
+
+#[test]
+fn nginx_fixes_are_valid_and_work() {
+    if !require(
+        "nginx (apt-get install nginx)",
+        Path::new(bin(Server::Nginx)).exists(),
+    ) {
+        return;
+    }
+    let fixed = every_fix(
+        Server::Nginx,
+        false,
+        &[(
+            "cookies",
+            "nginx edits cookies of proxied responses only (proxy_cookie_flags); this site sets its own",
+        )],
+    );
+    has_all(
+        &fixed,
+        &[
+            "compression",
+            "cache-static",
+            "conditional-get",
+            "x-content-type-options",
+            "clickjacking",
+            "referrer-policy",
+            "csp",
+            "server-version",
+        ],
+    );
+}
+
+#[test]
+fn lighttpd_fixes_are_valid_and_work() {
+    if !require(
+        "lighttpd (apt-get install lighttpd)",
+        Path::new(bin(Server::Lighttpd)).exists(),
+    ) {
+        return;
+    }
+    let deflate = require(
+        "lighttpd's mod_deflate (apt-get install lighttpd-mod-deflate)",
+        Path::new("/usr/lib/lighttpd/mod_deflate.so").exists(),
+    );
+    let mut skip = Vec::new();
+    if !deflate {
+        skip.push(("compression", "mod_deflate is not installed"));
+    }
+    let fixed = every_fix(Server::Lighttpd, false, &skip);
+    let mut want = vec![
+        "cache-static",
+        "x-content-type-options",
+        "clickjacking",
+        "referrer-policy",
+        "csp",
+        "server-version",
+    ];
+    if deflate {
+        want.push("compression");
+    }
+    has_all(&fixed, &want);
+}
