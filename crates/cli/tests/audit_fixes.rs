@@ -446,3 +446,226 @@ fn lighttpd_fixes_are_valid_and_work() {
     }
     has_all(&fixed, &want);
 }
+
+// ---- https: HSTS, http->https and TLS fixes on real nginx and Apache ----
+
+/// An https site on `port` and its plain-http twin on `http_port`; `fix`
+/// goes where the fix's comment says (the https server, or the server
+/// config for Apache), `http_fix` into the plain-http server.
+fn config_tls(s: Server, d: &Path, port: u16, http_port: u16, fix: &str, http_fix: &str) -> String {
+    let dd = d.display();
+    match s {
+        Server::Apache => {
+            let m = "/usr/lib/apache2/modules";
+            let mods = [
+                ("mpm_event", "mod_mpm_event"),
+                ("authz_core", "mod_authz_core"),
+                ("mime", "mod_mime"),
+                ("dir", "mod_dir"),
+                ("headers", "mod_headers"),
+                ("rewrite", "mod_rewrite"),
+                ("socache_shmcb", "mod_socache_shmcb"),
+                ("ssl", "mod_ssl"),
+            ]
+            .iter()
+            .map(|(n, f)| format!("LoadModule {n}_module {m}/{f}.so\n"))
+            .collect::<String>();
+            format!(
+                "ServerRoot {dd}\nServerName 127.0.0.1\nListen 127.0.0.1:{port}\nListen 127.0.0.1:{http_port}\n\
+                 PidFile {dd}/apache2.pid\nErrorLog {dd}/error.log\nLogLevel warn\nDefaultRuntimeDir {dd}\n\
+                 Mutex file:{dd} default\n{mods}{user}TypesConfig /etc/mime.types\nDirectoryIndex index.html\n\
+                 DocumentRoot {dd}/site\n<Directory {dd}/site>\n  Require all granted\n</Directory>\n\
+                 SSLSessionTickets Off\n\
+                 <VirtualHost 127.0.0.1:{port}>\n  SSLEngine on\n  SSLCertificateFile {dd}/cert.pem\n  SSLCertificateKeyFile {dd}/key.pem\n</VirtualHost>\n\
+                 <VirtualHost 127.0.0.1:{http_port}>\n{http_fix}\n</VirtualHost>\n{fix}\n",
+                user = apache_user()
+            )
+        }
+        Server::Nginx => format!(
+            "daemon off; master_process off; worker_processes 1; pid {dd}/nginx.pid; error_log {dd}/error.log;
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  client_body_temp_path {dd}/tmp/body; proxy_temp_path {dd}/tmp/proxy; fastcgi_temp_path {dd}/tmp/fcgi;
+  uwsgi_temp_path {dd}/tmp/uwsgi; scgi_temp_path {dd}/tmp/scgi;
+  types {{ text/html html; text/css css; }}
+  # untuned: no TLS session resumption
+  ssl_session_tickets off;
+  ssl_session_cache off;
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {dd}/cert.pem;
+    ssl_certificate_key {dd}/key.pem;
+    root {dd}/site;
+    index index.html;
+{fix}
+  }}
+  server {{
+    listen 127.0.0.1:{http_port};
+    root {dd}/site;
+    index index.html;
+{http_fix}
+  }}
+}}
+"
+        ),
+        Server::Lighttpd => unreachable!("no TLS module for lighttpd here"),
+    }
+}
+
+struct RunningTls {
+    srv: Running,
+    http_port: u16,
+    ca: PathBuf,
+}
+
+fn start_tls(
+    s: Server,
+    pki: &common::nginx::Pki,
+    fix: &str,
+    http_fix: &str,
+    tag: &str,
+) -> RunningTls {
+    let dir = tmpdir(&format!("fixtls-{}-{tag}", s.key()));
+    write_site(&dir);
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    std::fs::write(dir.join("cert.pem"), &pki.leaf_pem).unwrap();
+    std::fs::write(dir.join("key.pem"), &pki.key_pem).unwrap();
+    let ca = std::env::temp_dir().join(format!(
+        "redline-fixtls-ca-{}-{}.pem",
+        std::process::id(),
+        free_port()
+    ));
+    std::fs::write(&ca, &pki.ca_pem).unwrap();
+    let (port, http_port) = (free_port(), free_port());
+    let conf = dir.join("server.conf");
+    std::fs::write(&conf, config_tls(s, &dir, port, http_port, fix, http_fix)).unwrap();
+    let _ = Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(&dir)
+        .status();
+    let test = {
+        let mut c = Command::new(bin(s));
+        match s {
+            Server::Apache => c.arg("-t").arg("-f").arg(&conf).env("APACHE_RUN_DIR", &dir),
+            _ => c.arg("-t").arg("-c").arg(&conf),
+        };
+        c.output().expect("config test")
+    };
+    if !test.status.success() {
+        let _ = std::fs::remove_dir_all(&dir);
+        panic!(
+            "{s:?}: the fix is not valid where pasted:\n{fix}{http_fix}\n{}",
+            String::from_utf8_lossy(&test.stderr)
+        );
+    }
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(bin(s));
+    match s {
+        Server::Apache => c
+            .process_group(0)
+            .args(["-D", "FOREGROUND", "-f"])
+            .arg(&conf)
+            .env("APACHE_RUN_DIR", &dir),
+        _ => c.arg("-p").arg(&dir).arg("-c").arg(&conf),
+    };
+    let child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the server");
+    let mut srv = Running { child, port, dir };
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end {
+        let up = |p| std::net::TcpStream::connect(("127.0.0.1", p)).is_ok();
+        if up(port) && up(http_port) {
+            return RunningTls { srv, http_port, ca };
+        }
+        if let Ok(Some(st)) = srv.child.try_wait() {
+            let log = std::fs::read_to_string(srv.dir.join("error.log")).unwrap_or_default();
+            panic!("{s:?} exited ({st}) with fix:\n{fix}{http_fix}\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("{s:?} did not listen on {port} and {http_port}");
+}
+
+impl Drop for RunningTls {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.ca);
+    }
+}
+
+fn audit_tls(r: &RunningTls) -> Value {
+    let url = format!("https://127.0.0.1:{}/index.html", r.srv.port);
+    let out = redline(&[
+        "audit",
+        "-o",
+        "json",
+        "-q",
+        "--cacert",
+        r.ca.to_str().unwrap(),
+        "--http-port",
+        &r.http_port.to_string(),
+        &url,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The https fixes (HSTS, http->https, TLS): each pasted, tested, started,
+/// and the check `ok` after.
+fn every_tls_fix(s: Server) -> Vec<String> {
+    let pki = common::nginx::pki();
+    let base = start_tls(s, &pki, "", "", "base");
+    let v = audit_tls(&base);
+    drop(base);
+    let mut fixed = Vec::new();
+    for id in ["hsts", "https", "tls-resumption", "tls-protocol"] {
+        let c = check(&v, id);
+        let Some(fix) = c["fix"][s.key()].as_str() else {
+            continue;
+        };
+        let (main, http) = if id == "https" { ("", fix) } else { (fix, "") };
+        let srv = start_tls(s, &pki, main, http, id);
+        let after = audit_tls(&srv);
+        let now = check(&after, id);
+        assert_eq!(
+            now["severity"], "ok",
+            "{s:?}: after pasting the fix for {id}:\n{fix}\nthe check says {now:#}"
+        );
+        fixed.push(id.to_string());
+    }
+    eprintln!("{s:?} https: fixes that made their finding go away: {fixed:?}");
+    fixed
+}
+
+#[test]
+fn nginx_https_fixes_are_valid_and_work() {
+    if !require(
+        "nginx (apt-get install nginx)",
+        Path::new(bin(Server::Nginx)).exists(),
+    ) {
+        return;
+    }
+    let fixed = every_tls_fix(Server::Nginx);
+    has_all(&fixed, &["hsts", "https", "tls-resumption"]);
+}
+
+#[test]
+fn apache_https_fixes_are_valid_and_work() {
+    if !require(
+        "apache2 with mod_ssl (apt-get install apache2)",
+        Path::new(bin(Server::Apache)).exists()
+            && Path::new("/usr/lib/apache2/modules/mod_ssl.so").exists(),
+    ) {
+        return;
+    }
+    let fixed = every_tls_fix(Server::Apache);
+    has_all(&fixed, &["hsts", "https", "tls-resumption"]);
+}

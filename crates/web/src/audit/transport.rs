@@ -520,13 +520,13 @@ const FIX_CHAIN: Fix = Fix {
 };
 
 const FIX_OCSP: Fix = Fix {
-    apache: "# mod_ssl; SSLStaplingCache in the server config, not a virtual host\nSSLUseStapling On\nSSLStaplingCache \"shmcb:/var/run/apache2/ocsp(128000)\"",
+    apache: "# mod_ssl and mod_socache_shmcb, in the server config (not a virtual host);\n# ${APACHE_RUN_DIR} is Debian's (elsewhere e.g. shmcb:/run/httpd/ocsp(128000))\nSSLUseStapling On\nSSLStaplingCache \"shmcb:${APACHE_RUN_DIR}/ocsp(128000)\"",
     nginx: "ssl_stapling on;\nssl_stapling_verify on;\nresolver 127.0.0.53;",
     lighttpd: "# lighttpd staples a response fetched by cron (openssl ocsp … -respout)\nssl.stapling-file = \"/etc/lighttpd/ocsp.der\"",
 };
 
 const FIX_RESUME: Fix = Fix {
-    apache: "# mod_ssl; in the server config\nSSLSessionCache \"shmcb:/var/run/apache2/ssl_scache(512000)\"\nSSLSessionCacheTimeout 300",
+    apache: "# mod_ssl and mod_socache_shmcb, in the server config (not a virtual host);\n# ${APACHE_RUN_DIR} is Debian's (elsewhere e.g. shmcb:/run/httpd/sslcache(512000))\nSSLSessionCache \"shmcb:${APACHE_RUN_DIR}/ssl_scache(512000)\"\nSSLSessionCacheTimeout 300",
     nginx: "ssl_session_cache shared:SSL:10m;\nssl_session_timeout 1d;\nssl_session_tickets on;",
     lighttpd: "# session tickets are on by default (lighttpd 1.4.56+); do not turn them off:\nssl.openssl.ssl-conf-cmd = ( \"Options\" => \"SessionTicket\" )",
 };
