@@ -8,10 +8,12 @@
 //! each check says which. Findings on third-party hosts are listed apart
 //! and do not count toward the grade. docs/audit.md has the scale and weights.
 //!
-//! Modules: `minify` (the minifiers and wire-size estimates), `revalidate`
+//! Modules: `images` (size at the device pixel ratio, format), `minify`
+//! (the minifiers and wire-size estimates), `revalidate`
 //! (why a conditional GET did not get 304), `security` (response headers,
 //! cookies, HTTP→HTTPS), `transport` (the TLS probe and its checks).
 
+mod images;
 mod minify;
 mod revalidate;
 mod security;
@@ -403,8 +405,9 @@ fn check(
     }
 }
 
-/// What the audit learns by connecting itself, beyond the page's load: the
-/// TLS probe of the page's https origin and the plain-http redirect probe.
+/// What the audit learns by connecting itself, beyond the page's load (the
+/// TLS probe of the page's https origin and the plain-http redirect probe),
+/// and the device pixel ratio images are judged at.
 #[derive(Clone, Debug, Default)]
 pub struct Probes {
     /// The TLS handshakes with the page's origin (https pages).
@@ -412,6 +415,9 @@ pub struct Probes {
     /// What `http://host/` answered (https pages), or the page's own
     /// answer followed for http pages.
     pub http: Option<transport::HttpProbe>,
+    /// Device pixel ratio the images are judged at (none: 1, a desktop
+    /// screen; Lighthouse's mobile run uses 1.75).
+    pub dpr: Option<f64>,
 }
 
 /// Audits a page loaded by [`crate::page::run`]: its first view, its repeat
@@ -461,8 +467,8 @@ pub fn audit(
         revalidate::conditional_get(&cx),
         html_weight(&cx),
         minify(&cx),
-        images_scaled(&cx),
-        images_format(&cx),
+        images::scaled(&cx),
+        images::format(&cx),
         redirects(&cx),
         broken(&cx),
         ttfb(&cx),
@@ -1091,112 +1097,6 @@ fn minify(cx: &Ctx) -> Check {
     )
 }
 
-const FIX_IMAGES: Fix = Fix {
-    apache: "# not a server setting: resize images to the size shown (or offer srcset) and serve photographs as JPEG/WebP",
-    nginx: "# not a server setting: resize images to the size shown (or offer srcset) and serve photographs as JPEG/WebP",
-    lighttpd: "# not a server setting: resize images to the size shown (or offer srcset) and serve photographs as JPEG/WebP",
-};
-
-fn images_scaled(cx: &Ctx) -> Check {
-    let mut f = Vec::new();
-    let (mut n, mut bad) = (0, 0);
-    for e in cx.ok() {
-        let (Some((iw, ih)), Some((w, h))) = (e.intrinsic, e.html_size) else {
-            continue;
-        };
-        if iw == 0 || ih == 0 {
-            continue;
-        }
-        // A missing dimension scales with the other (aspect ratio kept).
-        let (dw, dh) = match (w, h) {
-            (Some(w), Some(h)) => (w, h),
-            (Some(w), None) => (w, (u64::from(ih) * u64::from(w) / u64::from(iw)) as u32),
-            (None, Some(h)) => ((u64::from(iw) * u64::from(h) / u64::from(ih)) as u32, h),
-            (None, None) => continue,
-        };
-        if !e.third_party {
-            n += 1;
-        }
-        if iw > 2 * dw.max(1) || ih > 2 * dh.max(1) {
-            let shown = (u64::from(dw) * u64::from(dh)) as f64;
-            let real = (u64::from(iw) * u64::from(ih)) as f64;
-            let waste = (e.body_wire_bytes as f64 * (1.0 - (shown / real).min(1.0))) as u64;
-            if waste > IMAGE_MIN_WASTE {
-                if !e.third_party {
-                    bad += 1;
-                }
-                let (t, mut fi) = finding(
-                    Severity::Warning,
-                    e,
-                    format!(
-                        "{iw}×{ih} image shown at {dw}×{dh} ({:.1}× too large); about {} wasted",
-                        (iw as f64 / dw.max(1) as f64).max(ih as f64 / dh.max(1) as f64),
-                        bytes(waste)
-                    ),
-                );
-                fi.saving_bytes = Some(waste);
-                f.push((t, fi));
-            }
-        }
-    }
-    check(
-        "images-scaled",
-        "Images served at the size shown",
-        "a finding when scaled down more than 2× and over 4 KB wasted (Lighthouse)",
-        pct(n - bad, n),
-        format!(
-            "{} of {} images with a size in the HTML are served at about that size",
-            n - bad,
-            n
-        ),
-        f,
-        FIX_IMAGES,
-    )
-}
-
-fn images_format(cx: &Ctx) -> Check {
-    let mut f = Vec::new();
-    let (mut n, mut bad) = (0, 0);
-    for e in cx.ok().filter(|e| e.content_type == "image/png") {
-        let (Some((w, h)), Some(body)) = (e.intrinsic, &e.body) else {
-            continue;
-        };
-        if !e.third_party {
-            n += 1;
-        }
-        // IHDR colour type 2 (RGB) or 6 (RGBA), many bytes per pixel, large.
-        let truecolor = body.len() > 25 && matches!(body[25], 2 | 6);
-        let px = u64::from(w) * u64::from(h);
-        let jpeg_est = px / 4; // ~2 bits per pixel: a JPEG photograph at quality ~80
-        if truecolor
-            && px >= 40_000
-            && e.body_wire_bytes > px
-            && e.body_wire_bytes > jpeg_est + IMAGE_MIN_WASTE
-        {
-            if !e.third_party {
-                bad += 1;
-            }
-            let save = e.body_wire_bytes - jpeg_est;
-            let (t, mut fi) = finding(
-                Severity::Warning,
-                e,
-                format!("{w}×{h} true-colour PNG of {} ({:.1} bytes per pixel): likely a photograph; as JPEG about {}", bytes(e.body_wire_bytes), e.body_wire_bytes as f64 / px as f64, bytes(jpeg_est)),
-            );
-            fi.saving_bytes = Some(save);
-            f.push((t, fi));
-        }
-    }
-    check(
-        "images-format",
-        "Photographs not served as PNG",
-        "a true-colour PNG over 1 byte per pixel is likely a photograph; a finding above 4 KB saved",
-        pct(n - bad, n),
-        format!("{} of {} PNG images look like graphics, not photographs", n - bad, n),
-        f,
-        FIX_IMAGES,
-    )
-}
-
 fn redirects(cx: &Ctx) -> Check {
     let mut f = Vec::new();
     let mut doc_hops = 0;
@@ -1475,7 +1375,7 @@ mod tests {
                 probe("https://img.a.test:443", false, Some("h2")),
             ],
         );
-        assert_eq!((c.score, c.severity), (50, Severity::Error));
+        assert_eq!((c.score, c.severity), (60, Severity::Warning));
         assert!(c.findings[0].evidence.contains("ignored ALPN"));
         assert!(c.fix.unwrap().nginx.contains("http2 on;"));
     }

@@ -83,6 +83,7 @@ pub fn probe(url: &str, opts: &ClientOpts, tls: &TlsArgs, http_port: u16) -> sup
     super::Probes {
         tls: Some(probe_tls(&u, tls, opts.connect_timeout)),
         http: Some(probe_http(&plain, opts)),
+        dpr: None,
     }
 }
 
