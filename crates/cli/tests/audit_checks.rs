@@ -541,3 +541,63 @@ fn tls_chain_expiry_stapling_and_resumption() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&dir2);
 }
+
+fn dom_attr(dom: &str, name: &str) -> usize {
+    dom.split(&format!("{name}=\""))
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no {name}"))
+}
+
+#[test]
+fn html_report_shows_the_new_checks_and_the_not_applicable_ones_apart() {
+    let (srv, _) = routed_server(|head, _| {
+        if head.starts_with("GET /gone") {
+            resp("404 Not Found", "", "<html>gone</html>")
+        } else {
+            resp(
+                "200 OK",
+                "Server: Apache/2.4.62 (Debian)\r\nSet-Cookie: sid=SECRET-COOKIE-VALUE; Path=/\r\n",
+                "<html><p>hello</p></html>",
+            )
+        }
+    });
+    let dir = tmpdir("audit-html");
+    for (path, failed) in [("/", false), ("/gone", true)] {
+        let html = dir.join(if failed { "gone.html" } else { "ok.html" });
+        let url = format!("{}{}", srv.url(), path.trim_start_matches('/'));
+        let out = redline(&["audit", "-q", "--html", html.to_str().unwrap(), &url]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = std::fs::read_to_string(&html).unwrap();
+        assert!(!text.contains("SECRET-COOKIE-VALUE"));
+        assert_eq!(text.contains("id=\"page-failed\""), failed);
+        let Some((dom, _)) = common::chromium_dump(&html, &dir, None) else {
+            return;
+        };
+        assert!(dom_attr(&dom, "data-na-checks") >= 5, "not-applicable rows");
+        assert!(dom.contains("Not applicable"));
+        if failed {
+            assert!(dom.contains("The page itself failed"), "{dom}");
+            assert!(dom.contains("answered 404"));
+            assert!(dom.contains("big\">F</span>"));
+        } else {
+            // The security checks are graded rows with their fixes.
+            assert!(dom_attr(&dom, "data-checks") >= 8);
+            for s in [
+                "Content-Security-Policy",
+                "X-Content-Type-Options: nosniff",
+                "ServerTokens Prod",
+                "server_tokens off;",
+                "Secure, HttpOnly, SameSite",
+            ] {
+                assert!(dom.contains(s), "{s}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

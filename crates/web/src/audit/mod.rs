@@ -389,6 +389,11 @@ fn check(
         }
         None => ("-".to_string(), Severity::Ok),
     };
+    let summary = if score.is_none() && !summary.starts_with("not applicable") {
+        "not applicable: nothing to judge on this page".to_string()
+    } else {
+        summary
+    };
     Check {
         id,
         title,
@@ -604,17 +609,21 @@ fn keep_alive(cx: &Ctx) -> Check {
         "Keep-alive: connections reused",
         "every request after the first on a host should reuse a connection",
         score,
-        format!(
-            "{} HTTP/1.1 requests over {} connections, {} on a reused connection{}",
-            own.len(),
-            conns.len(),
-            reused,
-            if h2.is_empty() {
-                String::new()
-            } else {
-                format!(" (and {h2_note})")
-            }
-        ),
+        if score.is_none() {
+            "not applicable: fewer than two HTTP/1.1 requests, nothing to reuse".to_string()
+        } else {
+            format!(
+                "{} HTTP/1.1 requests over {} connections, {} on a reused connection{}",
+                own.len(),
+                conns.len(),
+                reused,
+                if h2.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (and {h2_note})")
+                }
+            )
+        },
         f,
         FIX_KEEPALIVE,
     )
