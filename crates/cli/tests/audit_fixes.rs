@@ -82,9 +82,17 @@ fn apache_user() -> &'static str {
     }
 }
 
-/// The config of an untuned site with `fix` pasted in; `deflate`: Apache
-/// compresses CSS and HTML (the `-gzip` ETag case).
-fn config(s: Server, d: &Path, port: u16, fix: &str, deflate: bool) -> String {
+/// Apache compressing CSS and HTML: none, mod_deflate (the `-gzip` ETag
+/// case) or mod_brotli (`-br`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Compress {
+    Off,
+    Gzip,
+    Br,
+}
+
+/// The config of an untuned site with `fix` pasted in.
+fn config(s: Server, d: &Path, port: u16, fix: &str, compress: Compress) -> String {
     let d = d.display();
     match s {
         Server::Apache => {
@@ -96,6 +104,7 @@ fn config(s: Server, d: &Path, port: u16, fix: &str, deflate: bool) -> String {
                 ("dir", "mod_dir"),
                 ("filter", "mod_filter"),
                 ("deflate", "mod_deflate"),
+                ("brotli", "mod_brotli"),
                 ("headers", "mod_headers"),
                 ("expires", "mod_expires"),
                 ("setenvif", "mod_setenvif"),
@@ -104,10 +113,13 @@ fn config(s: Server, d: &Path, port: u16, fix: &str, deflate: bool) -> String {
             .iter()
             .map(|(n, f)| format!("LoadModule {n}_module {m}/{f}.so\n"))
             .collect::<String>();
-            let (etag, compress) = if deflate {
-                ("", "AddOutputFilterByType DEFLATE text/html text/css\n")
-            } else {
-                ("FileETag None\nHeader unset Last-Modified\n", "")
+            let (etag, compress) = match compress {
+                Compress::Gzip => ("", "AddOutputFilterByType DEFLATE text/html text/css\n"),
+                Compress::Br => (
+                    "",
+                    "AddOutputFilterByType BROTLI_COMPRESS text/html text/css\n",
+                ),
+                Compress::Off => ("FileETag None\nHeader unset Last-Modified\n", ""),
             };
             format!(
                 "ServerRoot {d}\nServerName 127.0.0.1\nListen 127.0.0.1:{port}\nPidFile {d}/apache2.pid\n\
@@ -210,13 +222,13 @@ impl Drop for Running {
 
 /// Writes the config with `fix`, config-tests it (panics with the output
 /// when the fix is not valid there), starts the server.
-fn start(s: Server, fix: &str, deflate: bool, tag: &str) -> Running {
+fn start(s: Server, fix: &str, compress: Compress, tag: &str) -> Running {
     let dir = tmpdir(&format!("fix-{}-{tag}", s.key()));
     write_site(&dir);
     std::fs::create_dir_all(dir.join("tmp")).unwrap();
     let port = free_port();
     let conf = dir.join("server.conf");
-    std::fs::write(&conf, config(s, &dir, port, fix, deflate)).unwrap();
+    std::fs::write(&conf, config(s, &dir, port, fix, compress)).unwrap();
     let _ = Command::new("chmod")
         .args(["-R", "a+rX"])
         .arg(&dir)
@@ -285,8 +297,8 @@ fn advice_only(fix: &str) -> bool {
 
 /// Audits the untuned site, then applies every printed fix one at a time;
 /// returns the checks whose finding the fix made go away.
-fn every_fix(s: Server, deflate: bool, skip: &[(&str, &str)]) -> Vec<String> {
-    let base = start(s, "", deflate, "base");
+fn every_fix(s: Server, compress: Compress, skip: &[(&str, &str)]) -> Vec<String> {
+    let base = start(s, "", compress, "base");
     let v = audit(&base);
     drop(base);
     let mut fixed = Vec::new();
@@ -297,14 +309,14 @@ fn every_fix(s: Server, deflate: bool, skip: &[(&str, &str)]) -> Vec<String> {
         let id = c["id"].as_str().unwrap();
         if advice_only(fix) {
             // Still valid where pasted.
-            drop(start(s, fix, deflate, id));
+            drop(start(s, fix, compress, id));
             continue;
         }
         if let Some((_, why)) = skip.iter().find(|(k, _)| *k == id) {
             eprintln!("NOTE: {s:?} {id}: not applied here: {why}");
             continue;
         }
-        let srv = start(s, fix, deflate, id);
+        let srv = start(s, fix, compress, id);
         let after = audit(&srv);
         let now = check(&after, id);
         assert_eq!(
@@ -331,7 +343,7 @@ fn apache_fixes_are_valid_and_work() {
     ) {
         return;
     }
-    let fixed = every_fix(Server::Apache, false, &[]);
+    let fixed = every_fix(Server::Apache, Compress::Off, &[]);
     has_all(
         &fixed,
         &[
@@ -357,7 +369,7 @@ fn apache_deflate_etag_suffix_is_named_and_fixed() {
     ) {
         return;
     }
-    let base = start(Server::Apache, "", true, "gzip-base");
+    let base = start(Server::Apache, "", Compress::Gzip, "gzip-base");
     let v = audit(&base);
     drop(base);
     let c = check(&v, "conditional-get");
@@ -374,15 +386,39 @@ fn apache_deflate_etag_suffix_is_named_and_fixed() {
         "not the old, wrong advice: {fix}"
     );
     // Applied, revalidation answers 304.
-    let srv = start(Server::Apache, fix, true, "gzip-fixed");
+    let srv = start(Server::Apache, fix, Compress::Gzip, "gzip-fixed");
     let v = audit(&srv);
     assert_eq!(check(&v, "conditional-get")["severity"], "ok", "{v:#}");
     let views = &v["views"];
     assert_eq!(views[1]["not_modified"], 2, "index.html and s.css: 304");
     // And the generic loop over every fix holds with compression on too.
     drop(srv);
-    let fixed = every_fix(Server::Apache, true, &[]);
+    let fixed = every_fix(Server::Apache, Compress::Gzip, &[]);
     has_all(&fixed, &["conditional-get"]);
+}
+
+#[test]
+fn apache_brotli_etag_suffix_is_named_and_fixed() {
+    if !require(
+        "apache2 with mod_brotli (apt-get install apache2)",
+        Path::new(bin(Server::Apache)).exists()
+            && Path::new("/usr/lib/apache2/modules/mod_brotli.so").exists(),
+    ) {
+        return;
+    }
+    let base = start(Server::Apache, "", Compress::Br, "br-base");
+    let v = audit(&base);
+    drop(base);
+    let c = check(&v, "conditional-get");
+    assert_eq!(c["severity"], "error", "{c:#}");
+    let ev = c["findings"][0]["evidence"].as_str().unwrap();
+    assert!(ev.contains("-br") && ev.contains("mod_brotli"), "{ev}");
+    let fix = c["fix"]["apache"].as_str().unwrap();
+    assert!(fix.contains("BrotliAlterETag NoChange"), "{fix}");
+    let srv = start(Server::Apache, fix, Compress::Br, "br-fixed");
+    let v = audit(&srv);
+    assert_eq!(check(&v, "conditional-get")["severity"], "ok", "{v:#}");
+    assert_eq!(v["views"][1]["not_modified"], 2);
 }
 
 #[test]
@@ -395,7 +431,7 @@ fn nginx_fixes_are_valid_and_work() {
     }
     let fixed = every_fix(
         Server::Nginx,
-        false,
+        Compress::Off,
         &[(
             "cookies",
             "nginx edits cookies of proxied responses only (proxy_cookie_flags); this site sets its own",
@@ -432,7 +468,7 @@ fn lighttpd_fixes_are_valid_and_work() {
     if !deflate {
         skip.push(("compression", "mod_deflate is not installed"));
     }
-    let fixed = every_fix(Server::Lighttpd, false, &skip);
+    let fixed = every_fix(Server::Lighttpd, Compress::Off, &skip);
     let mut want = vec![
         "cache-static",
         "x-content-type-options",
