@@ -243,3 +243,57 @@ mod tests {
         assert_eq!(coding_suffix("\"abc-gzipx\""), None);
     }
 }
+
+#[cfg(test)]
+mod cause_tests {
+    use super::super::fixtures::entry;
+    use super::*;
+    use crate::discover::Kind;
+
+    fn css(etag: Option<&str>, lm: Option<&str>, coding: Option<&str>) -> Entry {
+        let mut e = entry("http://a.test/s.css", Kind::Stylesheet, "text/css", 5000);
+        e.etag = etag.map(str::to_string);
+        e.last_modified = lm.map(str::to_string);
+        e.content_encoding = coding.map(str::to_string);
+        e
+    }
+
+    #[test]
+    fn each_cause_from_the_two_answers() {
+        let lm = Some("Tue, 24 Nov 2026 08:00:00 GMT");
+        let lm2 = Some("Tue, 24 Nov 2026 08:00:01 GMT");
+        let gz = css(Some("\"2905-66-gzip\""), lm, Some("gzip"));
+        assert_eq!(cause(&gz, &gz.clone()), Cause::CodingSuffix("gzip"));
+        let br = css(Some("\"2905-66-br\""), lm, Some("br"));
+        assert_eq!(cause(&br, &br.clone()), Cause::CodingSuffix("br"));
+        // A -gzip suffix on an uncompressed response is just an ETag.
+        let odd = css(Some("\"abc-gzip\""), lm, None);
+        assert_eq!(cause(&odd, &odd.clone()), Cause::Ignored);
+        assert_eq!(
+            cause(&css(Some("\"1\""), lm, None), &css(Some("\"2\""), lm, None)),
+            Cause::EtagChanged
+        );
+        assert_eq!(
+            cause(&css(None, lm, None), &css(None, lm2, None)),
+            Cause::LastModifiedChanges
+        );
+        assert_eq!(
+            cause(&css(None, lm, None), &css(None, lm, None)),
+            Cause::Ignored
+        );
+        assert_eq!(
+            cause(&css(None, None, None), &css(None, None, None)),
+            Cause::NoValidator
+        );
+        // Each cause its own fix.
+        assert!(Cause::CodingSuffix("gzip")
+            .fix()
+            .apache
+            .contains("DeflateAlterETag NoChange"));
+        assert!(Cause::CodingSuffix("br")
+            .fix()
+            .apache
+            .contains("BrotliAlterETag NoChange"));
+        assert!(Cause::EtagChanged.fix().lighttpd.contains("etag.use-inode"));
+    }
+}
