@@ -10,6 +10,7 @@
 use super::{check, finding, note, Check, Ctx, Fix, Severity};
 use crate::http::header;
 use crate::load::Entry;
+use std::fmt::Write as _;
 
 /// HSTS max-age at least this (180 days: Mozilla Observatory's bar).
 pub const HSTS_MIN_S: u64 = 180 * 86_400;
@@ -365,7 +366,9 @@ fn cookies(cx: &Ctx, https: bool) -> Check {
     const T: &str = "Cookies: Secure, HttpOnly, SameSite";
     const TH: &str =
         "every cookie of the site with Secure (https), HttpOnly and SameSite (Mozilla Observatory)";
-    let mut f = Vec::new();
+    let mut f: Vec<(bool, super::Finding)> = Vec::new();
+    // The same cookie on every response is one finding, with a count.
+    let mut seen: Vec<(String, usize, usize)> = Vec::new(); // (key, finding index, times)
     let (mut n, mut bad) = (0usize, 0usize);
     for e in cx.fetched() {
         for v in all(&e.headers, "set-cookie") {
@@ -390,6 +393,17 @@ fn cookies(cx: &Ctx, https: bool) -> Check {
             if !e.third_party {
                 bad += 1;
             }
+            let key = format!(
+                "{}|{}|{}",
+                e.third_party,
+                attrs.join(";"),
+                missing.join(",")
+            );
+            if let Some(s) = seen.iter_mut().find(|s| s.0 == key) {
+                s.2 += 1;
+                continue;
+            }
+            seen.push((key, f.len(), 1));
             f.push(finding(
                 Severity::Warning,
                 e,
@@ -404,6 +418,9 @@ fn cookies(cx: &Ctx, https: bool) -> Check {
                 ),
             ));
         }
+    }
+    for (_, i, times) in seen.into_iter().filter(|s| s.2 > 1) {
+        let _ = write!(f[i].1.evidence, " (the same on {times} responses)");
     }
     check(
         "cookies",
