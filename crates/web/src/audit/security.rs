@@ -343,7 +343,7 @@ fn csp(doc: Option<&Entry>) -> Check {
 }
 
 const FIX_COOKIES: Fix = Fix {
-    apache: "# best where the application sets the cookie; else mod_headers:\nHeader edit Set-Cookie \"^(.*)$\" \"$1; Secure; HttpOnly; SameSite=Lax\"",
+    apache: "# best where the application sets the cookie; else mod_headers (each attribute added only when missing):\nHeader edit Set-Cookie \"(?i)^((?!.*;\\s*secure\\b).*)$\" \"$1; Secure\"\nHeader edit Set-Cookie \"(?i)^((?!.*;\\s*httponly\\b).*)$\" \"$1; HttpOnly\"\nHeader edit Set-Cookie \"(?i)^((?!.*;\\s*samesite=).*)$\" \"$1; SameSite=Lax\"",
     nginx: "# best where the application sets the cookie; for proxied apps (nginx 1.19.3+), in the location:\nproxy_cookie_flags ~ secure httponly samesite=lax;",
     lighttpd: "# lighttpd cannot edit cookies: set Secure; HttpOnly; SameSite=Lax where the application sets them",
 };
