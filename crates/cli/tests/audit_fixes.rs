@@ -760,3 +760,76 @@ fn lighttpd_https_fixes_are_valid_and_work() {
     let fixed = every_tls_fix(Server::Lighttpd);
     has_all(&fixed, &["hsts", "https", "tls-resumption"]);
 }
+
+/// nginx edits cookies only on proxied responses: its fix is checked on
+/// nginx in front of a scripted application that sets a bare cookie.
+#[test]
+fn nginx_cookie_fix_works_on_a_proxied_application() {
+    if !require(
+        "nginx (apt-get install nginx)",
+        Path::new(bin(Server::Nginx)).exists(),
+    ) {
+        return;
+    }
+    let (app, _) = common::routed_server(|_, _| {
+        let body = "<html><p>app</p></html>";
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nSet-Cookie: sid=SECRET-SID; Path=/\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    });
+    let run = |fix: &str, tag: &str| -> Value {
+        let dir = tmpdir(&format!("fix-nginx-proxy-{tag}"));
+        std::fs::create_dir_all(dir.join("tmp")).unwrap();
+        let port = free_port();
+        let d = dir.display();
+        let conf = format!(
+            "daemon off; master_process off; worker_processes 1; pid {d}/nginx.pid; error_log {d}/error.log;
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  client_body_temp_path {d}/tmp/body; proxy_temp_path {d}/tmp/proxy; fastcgi_temp_path {d}/tmp/fcgi;
+  uwsgi_temp_path {d}/tmp/uwsgi; scgi_temp_path {d}/tmp/scgi;
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{
+      proxy_pass http://{};
+{fix}
+    }}
+  }}
+}}
+",
+            app.addr
+        );
+        let path = dir.join("nginx.conf");
+        std::fs::write(&path, conf).unwrap();
+        if let Err(e) = config_test(Server::Nginx, &path) {
+            panic!("the fix is not valid where pasted:\n{fix}\n{e}");
+        }
+        let child = Command::new(bin(Server::Nginx))
+            .arg("-p")
+            .arg(&dir)
+            .arg("-c")
+            .arg(&path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let srv = Running { child, port, dir };
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end && std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        audit(&srv)
+    };
+    let v = run("", "base");
+    let c = check(&v, "cookies");
+    assert_eq!(c["severity"], "warning", "{c:#}");
+    assert!(!v.to_string().contains("SECRET-SID"));
+    let fix = c["fix"]["nginx"].as_str().unwrap().to_string();
+    assert!(fix.contains("proxy_cookie_flags"), "{fix}");
+    let v = run(&fix, "fixed");
+    assert_eq!(check(&v, "cookies")["severity"], "ok", "{v:#}");
+}
