@@ -109,6 +109,8 @@ fn config(s: Server, d: &Path, port: u16, fix: &str, compress: Compress) -> Stri
                 ("expires", "mod_expires"),
                 ("setenvif", "mod_setenvif"),
                 ("rewrite", "mod_rewrite"),
+                ("socache_shmcb", "mod_socache_shmcb"),
+                ("ssl", "mod_ssl"),
             ]
             .iter()
             .map(|(n, f)| format!("LoadModule {n}_module {m}/{f}.so\n"))
@@ -176,6 +178,10 @@ fn bin(s: Server) -> &'static str {
 /// Runs the server's own config test; Err: its output.
 fn config_test(s: Server, conf: &Path) -> Result<(), String> {
     let mut c = Command::new(bin(s));
+    // Debian's envvars: the fixes may name ${APACHE_RUN_DIR}.
+    if let Some(d) = conf.parent() {
+        c.env("APACHE_RUN_DIR", d);
+    }
     match s {
         Server::Apache => c.arg("-t").arg("-f").arg(conf),
         Server::Nginx => c.arg("-t").arg("-c").arg(conf),
@@ -243,7 +249,8 @@ fn start(s: Server, fix: &str, compress: Compress, tag: &str) -> Running {
         Server::Apache => c
             .process_group(0)
             .args(["-D", "FOREGROUND", "-f"])
-            .arg(&conf),
+            .arg(&conf)
+            .env("APACHE_RUN_DIR", &dir),
         Server::Nginx => c.arg("-p").arg(&dir).arg("-c").arg(&conf),
         Server::Lighttpd => c.arg("-D").arg("-f").arg(&conf),
     };
@@ -832,4 +839,53 @@ http {{
     assert!(fix.contains("proxy_cookie_flags"), "{fix}");
     let v = run(&fix, "fixed");
     assert_eq!(check(&v, "cookies")["severity"], "ok", "{v:#}");
+}
+
+/// Every fix the audit can print (`audit::all_fixes`, whatever page would
+/// make it print them), pasted alone into each server's untuned config:
+/// the server's config test passes and it starts. Not pasted: fixes that
+/// name the admin's certificate or OCSP files (their paths are examples).
+#[test]
+fn every_printable_fix_passes_the_config_test_and_starts() {
+    let mut tested = 0;
+    for s in [Server::Apache, Server::Nginx, Server::Lighttpd] {
+        if !require(&format!("{s:?}"), Path::new(bin(s)).exists()) {
+            continue;
+        }
+        for (i, (id, fix)) in redline_web::audit::all_fixes().into_iter().enumerate() {
+            let text = match s {
+                Server::Apache => fix.apache,
+                Server::Nginx => fix.nginx,
+                Server::Lighttpd => fix.lighttpd,
+            };
+            let names_files = matches!(id, "tls-certificate" | "tls-chain")
+                || (id == "ocsp-stapling" && s == Server::Lighttpd);
+            if names_files {
+                assert!(text.contains(".pem") || text.contains(".der"), "{s:?} {id}");
+                continue;
+            }
+            if s == Server::Lighttpd
+                && text.contains("ssl.")
+                && !require(
+                    "lighttpd's mod_openssl (apt-get install lighttpd-mod-openssl)",
+                    Path::new("/usr/lib/lighttpd/mod_openssl.so").exists(),
+                )
+            {
+                continue;
+            }
+            if s == Server::Lighttpd
+                && text.contains("mod_deflate")
+                && !require(
+                    "lighttpd's mod_deflate (apt-get install lighttpd-mod-deflate)",
+                    Path::new("/usr/lib/lighttpd/mod_deflate.so").exists(),
+                )
+            {
+                continue;
+            }
+            // Config test, start, stop.
+            drop(start(s, text, Compress::Off, &format!("all-{i}")));
+            tested += 1;
+        }
+    }
+    eprintln!("{tested} fixes pasted, config-tested and started");
 }

@@ -9,7 +9,7 @@
 use super::{check, finding, pct, Check, Ctx, Fix, Severity, IMAGE_MIN_WASTE};
 use crate::page::bytes;
 
-const FIX_IMAGES: Fix = Fix {
+pub(super) const FIX_IMAGES: Fix = Fix {
     apache: "# not a server setting: resize images to the size shown times the device pixel ratio (or offer srcset)\n# and serve photographs as JPEG, WebP or AVIF",
     nginx: "# not a server setting: resize images to the size shown times the device pixel ratio (or offer srcset)\n# and serve photographs as JPEG, WebP or AVIF",
     lighttpd: "# not a server setting: resize images to the size shown times the device pixel ratio (or offer srcset)\n# and serve photographs as JPEG, WebP or AVIF",

@@ -528,11 +528,7 @@ fn page_check(cx: &Ctx) -> Check {
         score,
         summary,
         f,
-        Fix {
-            apache: "# serve the page (check DocumentRoot, Alias, Require and the error log), or audit the URL visitors get",
-            nginx: "# serve the page (check root, location, try_files, allow/deny and the error log), or audit the URL visitors get",
-            lighttpd: "# serve the page (check server.document-root, url.access-deny and the error log), or audit the URL visitors get",
-        },
+        FIX_PAGE,
     )
 }
 
@@ -632,7 +628,7 @@ fn keep_alive(cx: &Ctx) -> Check {
 const FIX_KEEPALIVE: Fix = Fix {
     apache: "KeepAlive On\nMaxKeepAliveRequests 100\nKeepAliveTimeout 5",
     nginx: "keepalive_timeout 65;\nkeepalive_requests 1000;",
-    lighttpd: "server.max-keep-alive-requests = 100\nserver.max-keep-alive-idle = 5",
+    lighttpd: "server.max-keep-alive-requests := 100\nserver.max-keep-alive-idle := 5",
 };
 
 fn http2(cx: &Ctx) -> Check {
@@ -703,18 +699,14 @@ fn http2(cx: &Ctx) -> Check {
         score,
         summary,
         f,
-        Fix {
-            apache: "# a2enmod http2 (mod_http2; with the event or worker MPM, not prefork)\nProtocols h2 http/1.1",
-            nginx: "# nginx 1.25.1 and newer:\nlisten 443 ssl;\nhttp2 on;\n# older nginx:\nlisten 443 ssl http2;",
-            lighttpd: "# lighttpd 1.4.56 and newer (on by default since 1.4.59)\nserver.feature-flags += (\"server.h2proto\" => \"enable\")",
-        },
+        FIX_HTTP2,
     )
 }
 
 const FIX_GZIP: Fix = Fix {
     apache: "# mod_deflate (sets Vary: Accept-Encoding itself)\nAddOutputFilterByType DEFLATE text/html text/plain text/css text/xml application/javascript application/json image/svg+xml",
     nginx: "gzip on;\ngzip_vary on;\ngzip_min_length 1024;\ngzip_types text/plain text/css text/xml application/javascript application/json image/svg+xml;",
-    lighttpd: "server.modules += ( \"mod_deflate\" )\ndeflate.allowed-encodings = ( \"br\", \"gzip\", \"deflate\" )\ndeflate.mimetypes = ( \"text/html\", \"text/plain\", \"text/css\", \"text/xml\", \"application/javascript\", \"application/json\", \"image/svg+xml\" )",
+    lighttpd: "server.modules += ( \"mod_deflate\" )\ndeflate.allowed-encodings := ( \"br\", \"gzip\", \"deflate\" )\ndeflate.mimetypes := ( \"text/html\", \"text/plain\", \"text/css\", \"text/xml\", \"application/javascript\", \"application/json\", \"image/svg+xml\" )",
 };
 
 fn compression(cx: &Ctx) -> Check {
@@ -804,11 +796,7 @@ fn compression_binary(cx: &Ctx) -> Check {
         pct(n - bad, n),
         format!("{bad} of {n} already-compressed responses compressed again"),
         f,
-        Fix {
-            apache: "SetEnvIfNoCase Request_URI \\.(?:gif|jpe?g|png|webp|woff2?|zip|gz)$ no-gzip dont-vary",
-            nginx: "# list only text types in gzip_types (never image/jpeg, image/png, font/woff2)",
-            lighttpd: "# list only text types in deflate.mimetypes",
-        },
+        FIX_BINARY,
     )
 }
 
@@ -845,13 +833,13 @@ fn vary(cx: &Ctx) -> Check {
         "Vary: Accept-Encoding on compressed responses",
         "shared caches must not hand gzip to clients that did not ask for it",
         pct(n - bad, n),
-        format!("{} of {} compressed responses carry Vary: Accept-Encoding", n - bad, n),
+        format!(
+            "{} of {} compressed responses carry Vary: Accept-Encoding",
+            n - bad,
+            n
+        ),
         f,
-        Fix {
-            apache: "Header append Vary Accept-Encoding   # mod_headers",
-            nginx: "gzip_vary on;",
-            lighttpd: "# mod_deflate adds Vary itself; for pre-compressed files:\nsetenv.add-response-header += ( \"Vary\" => \"Accept-Encoding\" )",
-        },
+        FIX_VARY,
     )
 }
 
@@ -913,11 +901,7 @@ fn cache_static(cx: &Ctx) -> Check {
         pts.checked_div(n),
         format!("{n} static responses checked"),
         f,
-        Fix {
-            apache: "# mod_expires + mod_headers\nExpiresActive On\nExpiresByType text/css \"access plus 1 year\"\nExpiresByType application/javascript \"access plus 1 year\"\nExpiresByType image/png \"access plus 1 year\"\nExpiresByType image/jpeg \"access plus 1 year\"\nExpiresByType image/gif \"access plus 1 year\"\nExpiresByType font/woff2 \"access plus 1 year\"\n<FilesMatch \"\\.(css|js|png|jpe?g|gif|webp|svg|woff2?)$\">\n  Header append Cache-Control \"public\"\n</FilesMatch>",
-            nginx: "location ~* \\.(css|js|png|jpe?g|gif|webp|svg|woff2?)$ {\n    expires 1y;\n    add_header Cache-Control \"public\";\n}",
-            lighttpd: "server.modules += ( \"mod_expire\", \"mod_setenv\" )\n$HTTP[\"url\"] =~ \"\\.(css|js|png|jpe?g|gif|webp|svg|woff2?)$\" {\n    expire.url = ( \"\" => \"access plus 1 years\" )\n    setenv.add-response-header = ( \"Cache-Control\" => \"public\" )\n}",
-        },
+        FIX_CACHE_STATIC,
     )
 }
 
@@ -947,13 +931,13 @@ fn cache_html(cx: &Ctx) -> Check {
         "HTML not cached for long",
         "HTML fresh for more than a day, or immutable, hides updates",
         pct(n - bad, n),
-        format!("{} of {} HTML documents revalidate within a day", n - bad, n),
+        format!(
+            "{} of {} HTML documents revalidate within a day",
+            n - bad,
+            n
+        ),
         f,
-        Fix {
-            apache: "ExpiresByType text/html \"access plus 0 seconds\"",
-            nginx: "location ~* \\.html?$ {\n    add_header Cache-Control \"no-cache\";\n}",
-            lighttpd: "$HTTP[\"url\"] =~ \"\\.html?$\" {\n    setenv.add-response-header = ( \"Cache-Control\" => \"no-cache\" )\n}",
-        },
+        FIX_CACHE_HTML,
     )
 }
 
@@ -981,11 +965,7 @@ fn validators(cx: &Ctx) -> Check {
         pct(ok, n),
         format!("{ok} of {n} responses carry ETag or Last-Modified"),
         f,
-        Fix {
-            apache: "FileETag MTime Size\n# dynamic pages (CGI, PHP) must send ETag or Last-Modified themselves",
-            nginx: "etag on;   # the default for static files; proxied apps must send their own",
-            lighttpd: "static-file.etags = \"enable\"\netag.use-mtime = \"enable\"\netag.use-size = \"enable\"\netag.use-inode = \"disable\"",
-        },
+        FIX_VALIDATORS,
     )
 }
 
@@ -1134,11 +1114,7 @@ fn redirects(cx: &Ctx) -> Check {
         Some(score),
         format!("{doc_hops} redirects before the page, {other} on its resources"),
         f,
-        Fix {
-            apache: "# link to the final URL; one hop at most:\nRedirect permanent /old https://example.org/new",
-            nginx: "# link to the final URL; one hop at most:\nreturn 301 https://example.org$request_uri;",
-            lighttpd: "# link to the final URL; one hop at most:\nurl.redirect = ( \"^/old$\" => \"/new\" )",
-        },
+        FIX_REDIRECTS,
     )
 }
 
@@ -1167,11 +1143,7 @@ fn broken(cx: &Ctx) -> Check {
         pct(n - own_bad, n),
         format!("{own_bad} of {n} requests failed"),
         f,
-        Fix {
-            apache: "# fix or remove the references (see the error log)",
-            nginx: "# fix or remove the references (see the error log)",
-            lighttpd: "# fix or remove the references (see the error log)",
-        },
+        FIX_BROKEN,
     )
 }
 
@@ -1214,12 +1186,111 @@ fn ttfb(cx: &Ctx) -> Check {
         score,
         summary,
         f,
-        Fix {
-            apache: "# cache generated pages (mod_cache, a PHP opcode cache), HostnameLookups Off, fewer modules",
-            nginx: "# cache generated pages (proxy_cache / fastcgi_cache), keep upstream connections alive",
-            lighttpd: "# cache generated pages; keep FastCGI back ends warm (fastcgi.server min-procs)",
-        },
+        FIX_TTFB,
     )
+}
+
+const FIX_PAGE: Fix = Fix {
+    apache: "# serve the page (check DocumentRoot, Alias, Require and the error log), or audit the URL visitors get",
+    nginx: "# serve the page (check root, location, try_files, allow/deny and the error log), or audit the URL visitors get",
+    lighttpd: "# serve the page (check server.document-root, url.access-deny and the error log), or audit the URL visitors get",
+};
+
+const FIX_HTTP2: Fix = Fix {
+    apache: "# a2enmod http2 (mod_http2; with the event or worker MPM, not prefork)\nProtocols h2 http/1.1",
+    nginx: "# in the https server block; nginx 1.25.1 and newer:\n#     http2 on;\n# older nginx (see nginx -v): add http2 to the existing listen line:\n#     listen 443 ssl http2;",
+    lighttpd: "# lighttpd 1.4.56 and newer (on by default since 1.4.59)\nserver.feature-flags += (\"server.h2proto\" => \"enable\")",
+};
+
+const FIX_BINARY: Fix = Fix {
+    apache: "SetEnvIfNoCase Request_URI \\.(?:gif|jpe?g|png|webp|woff2?|zip|gz)$ no-gzip dont-vary",
+    nginx: "# list only text types in gzip_types (never image/jpeg, image/png, font/woff2)",
+    lighttpd: "# list only text types in deflate.mimetypes",
+};
+
+const FIX_VARY: Fix = Fix {
+    apache: "# mod_headers\nHeader append Vary Accept-Encoding",
+    nginx: "gzip_vary on;",
+    lighttpd: "# mod_deflate adds Vary itself; for pre-compressed files:\nsetenv.add-response-header += ( \"Vary\" => \"Accept-Encoding\" )",
+};
+
+const FIX_CACHE_STATIC: Fix = Fix {
+    apache: "# mod_expires + mod_headers\nExpiresActive On\nExpiresByType text/css \"access plus 1 year\"\nExpiresByType application/javascript \"access plus 1 year\"\nExpiresByType image/png \"access plus 1 year\"\nExpiresByType image/jpeg \"access plus 1 year\"\nExpiresByType image/gif \"access plus 1 year\"\nExpiresByType font/woff2 \"access plus 1 year\"\n<FilesMatch \"\\.(css|js|png|jpe?g|gif|webp|svg|woff2?)$\">\n  Header append Cache-Control \"public\"\n</FilesMatch>",
+    nginx: "location ~* \\.(css|js|png|jpe?g|gif|webp|svg|woff2?)$ {\n    expires 1y;\n    add_header Cache-Control \"public\";\n}",
+    lighttpd: "server.modules += ( \"mod_expire\", \"mod_setenv\" )\n$HTTP[\"url\"] =~ \"\\.(css|js|png|jpe?g|gif|webp|svg|woff2?)$\" {\n    expire.url = ( \"\" => \"access plus 1 years\" )\n    setenv.add-response-header = ( \"Cache-Control\" => \"public\" )\n}",
+};
+
+const FIX_CACHE_HTML: Fix = Fix {
+    apache: "# mod_expires\nExpiresActive On\nExpiresByType text/html \"access plus 0 seconds\"",
+    nginx: "location ~* \\.html?$ {\n    add_header Cache-Control \"no-cache\";\n}",
+    lighttpd: "$HTTP[\"url\"] =~ \"\\.html?$\" {\n    setenv.add-response-header = ( \"Cache-Control\" => \"no-cache\" )\n}",
+};
+
+const FIX_VALIDATORS: Fix = Fix {
+    apache: "FileETag MTime Size\n# dynamic pages (CGI, PHP) must send ETag or Last-Modified themselves",
+    nginx: "etag on;   # the default for static files; proxied apps must send their own",
+    lighttpd: "static-file.etags := \"enable\"\netag.use-mtime := \"enable\"\netag.use-size := \"enable\"\netag.use-inode := \"disable\"",
+};
+
+const FIX_REDIRECTS: Fix = Fix {
+    apache: "# link to the final URL; where a redirect must stay, one hop straight to it, e.g.:\n#     Redirect permanent /old https://example.org/new",
+    nginx: "# link to the final URL; where a redirect must stay, one hop straight to it, e.g.:\n#     location = /old { return 301 https://example.org/new; }",
+    lighttpd: "# link to the final URL; where a redirect must stay, one hop straight to it, e.g.:\n#     url.redirect = ( \"^/old$\" => \"https://example.org/new\" )",
+};
+
+const FIX_BROKEN: Fix = Fix {
+    apache: "# fix or remove the references (see the error log)",
+    nginx: "# fix or remove the references (see the error log)",
+    lighttpd: "# fix or remove the references (see the error log)",
+};
+
+const FIX_TTFB: Fix = Fix {
+    apache: "# cache generated pages (mod_cache, a PHP opcode cache), HostnameLookups Off, fewer modules",
+    nginx: "# cache generated pages (proxy_cache / fastcgi_cache), keep upstream connections alive",
+    lighttpd: "# cache generated pages; keep FastCGI back ends warm (fastcgi.server min-procs)",
+};
+
+/// Every fix the audit can print, with the id of its check (a check with
+/// several causes lists each): what the tests paste into real servers.
+pub fn all_fixes() -> Vec<(&'static str, Fix)> {
+    vec![
+        ("page", FIX_PAGE),
+        ("keep-alive", FIX_KEEPALIVE),
+        ("http2", FIX_HTTP2),
+        ("compression", FIX_GZIP),
+        ("compression-binary", FIX_BINARY),
+        ("vary", FIX_VARY),
+        ("cache-static", FIX_CACHE_STATIC),
+        ("cache-html", FIX_CACHE_HTML),
+        ("validators", FIX_VALIDATORS),
+        ("conditional-get", revalidate::FIX_DEFLATE_SUFFIX),
+        ("conditional-get", revalidate::FIX_BROTLI_SUFFIX),
+        ("conditional-get", revalidate::FIX_ETAG_CHANGED),
+        ("conditional-get", revalidate::FIX_LM_CHANGES),
+        ("conditional-get", revalidate::FIX_NO_VALIDATOR),
+        ("conditional-get", revalidate::FIX_IGNORED),
+        ("html-weight", FIX_BUILD),
+        ("minify", FIX_BUILD),
+        ("images-scaled", images::FIX_IMAGES),
+        ("images-format", images::FIX_IMAGES),
+        ("redirects", FIX_REDIRECTS),
+        ("broken", FIX_BROKEN),
+        ("ttfb", FIX_TTFB),
+        ("hsts", security::FIX_HSTS),
+        ("x-content-type-options", security::FIX_NOSNIFF),
+        ("clickjacking", security::FIX_FRAMES),
+        ("referrer-policy", security::FIX_REFERRER),
+        ("csp", security::FIX_CSP),
+        ("cookies", security::FIX_COOKIES),
+        ("server-version", security::FIX_TOKENS),
+        ("https", transport::FIX_HTTPS),
+        ("tls-protocol", transport::FIX_TLS_PROTO),
+        ("tls-certificate", transport::FIX_CERT),
+        ("tls-chain", transport::FIX_CHAIN),
+        ("ocsp-stapling", transport::FIX_OCSP),
+        ("tls-resumption", transport::FIX_RESUME),
+        ("alt-svc-h3", transport::FIX_ALT_SVC),
+    ]
 }
 
 /// Renders the audit as text: the page's own status first, then the

@@ -92,7 +92,7 @@ impl Cause {
 pub(crate) const FIX_DEFLATE_SUFFIX: Fix = Fix {
     apache: "# Apache 2.4.58 and newer: keep the ETag when mod_deflate compresses\nDeflateAlterETag NoChange",
     nginx: "# nginx's gzip makes strong ETags weak (W/\"...\") and still answers If-None-Match with 304:\n# nothing to change in nginx; a proxy in front that adds a suffix must keep the ETag\netag on;",
-    lighttpd: "# lighttpd's mod_deflate matches its own suffixed ETags: nothing to change in lighttpd\nstatic-file.etags = \"enable\"",
+    lighttpd: "# lighttpd's mod_deflate matches its own suffixed ETags: nothing to change in lighttpd\nstatic-file.etags := \"enable\"",
 };
 
 /// As [`FIX_DEFLATE_SUFFIX`], for mod_brotli (`BrotliAlterETag`, 2.4.26+).
@@ -105,7 +105,7 @@ pub(crate) const FIX_BROTLI_SUFFIX: Fix = Fix {
 pub(crate) const FIX_ETAG_CHANGED: Fix = Fix {
     apache: "# the same file must get the same ETag on every server: no inode in it\nFileETag MTime Size",
     nginx: "# nginx's ETag is the file's mtime and size: deploy with the same mtimes on every server\n# (rsync -t, tar), or leave revalidation to Last-Modified:\netag off;",
-    lighttpd: "# the same file must get the same ETag on every server: no inode in it\netag.use-inode = \"disable\"",
+    lighttpd: "# the same file must get the same ETag on every server: no inode in it\netag.use-inode := \"disable\"",
 };
 
 pub(crate) const FIX_LM_CHANGES: Fix = Fix {
@@ -117,13 +117,13 @@ pub(crate) const FIX_LM_CHANGES: Fix = Fix {
 pub(crate) const FIX_NO_VALIDATOR: Fix = Fix {
     apache: "FileETag MTime Size\n# dynamic pages (CGI, PHP) must send ETag or Last-Modified themselves",
     nginx: "etag on;   # the default for static files; proxied apps must send their own",
-    lighttpd: "static-file.etags = \"enable\"\netag.use-mtime = \"enable\"\netag.use-size = \"enable\"\netag.use-inode = \"disable\"",
+    lighttpd: "static-file.etags := \"enable\"\netag.use-mtime := \"enable\"\netag.use-size := \"enable\"\netag.use-inode := \"disable\"",
 };
 
 pub(crate) const FIX_IGNORED: Fix = Fix {
     apache: "# static files get 304 by default; CGI/PHP must compare If-None-Match and If-Modified-Since\n# with their ETag/Last-Modified and answer 304 themselves",
     nginx: "# static files get 304 by default; proxied apps must answer 304 themselves, or let nginx cache them:\nif_modified_since exact;",
-    lighttpd: "# static files get 304 by default; FastCGI/CGI apps must answer 304 themselves\nstatic-file.etags = \"enable\"",
+    lighttpd: "# static files get 304 by default; FastCGI/CGI apps must answer 304 themselves\nstatic-file.etags := \"enable\"",
 };
 
 /// The conditional-GET check over the repeat view.

@@ -40,7 +40,7 @@ pub(crate) fn checks(cx: &Ctx) -> Vec<Check> {
 
 const NA: &str = "not applicable: the page did not answer 2xx";
 
-const FIX_HSTS: Fix = Fix {
+pub(super) const FIX_HSTS: Fix = Fix {
     apache: "# mod_headers, in the https virtual host\nHeader always set Strict-Transport-Security \"max-age=31536000\"",
     nginx: "# in the https server block\nadd_header Strict-Transport-Security \"max-age=31536000\" always;",
     lighttpd: "server.modules += ( \"mod_setenv\" )\nsetenv.add-response-header += ( \"Strict-Transport-Security\" => \"max-age=31536000\" )",
@@ -109,7 +109,7 @@ fn hsts(doc: Option<&Entry>, https: bool) -> Check {
     )
 }
 
-const FIX_NOSNIFF: Fix = Fix {
+pub(super) const FIX_NOSNIFF: Fix = Fix {
     apache: "# mod_headers\nHeader always set X-Content-Type-Options \"nosniff\"",
     nginx: "add_header X-Content-Type-Options \"nosniff\" always;",
     lighttpd: "server.modules += ( \"mod_setenv\" )\nsetenv.add-response-header += ( \"X-Content-Type-Options\" => \"nosniff\" )",
@@ -154,7 +154,7 @@ fn nosniff(doc: Option<&Entry>) -> Check {
     )
 }
 
-const FIX_FRAMES: Fix = Fix {
+pub(super) const FIX_FRAMES: Fix = Fix {
     apache: "# mod_headers (or CSP frame-ancestors 'self')\nHeader always set X-Frame-Options \"SAMEORIGIN\"",
     nginx: "add_header X-Frame-Options \"SAMEORIGIN\" always;   # or CSP frame-ancestors 'self'",
     lighttpd: "server.modules += ( \"mod_setenv\" )\nsetenv.add-response-header += ( \"X-Frame-Options\" => \"SAMEORIGIN\" )",
@@ -222,7 +222,7 @@ fn clickjacking(doc: Option<&Entry>) -> Check {
     )
 }
 
-const FIX_REFERRER: Fix = Fix {
+pub(super) const FIX_REFERRER: Fix = Fix {
     apache: "# mod_headers\nHeader always set Referrer-Policy \"strict-origin-when-cross-origin\"",
     nginx: "add_header Referrer-Policy \"strict-origin-when-cross-origin\" always;",
     lighttpd: "server.modules += ( \"mod_setenv\" )\nsetenv.add-response-header += ( \"Referrer-Policy\" => \"strict-origin-when-cross-origin\" )",
@@ -277,7 +277,7 @@ fn referrer(doc: Option<&Entry>) -> Check {
     )
 }
 
-const FIX_CSP: Fix = Fix {
+pub(super) const FIX_CSP: Fix = Fix {
     apache: "# mod_headers; try it first as Content-Security-Policy-Report-Only, then allow what the page needs\nHeader always set Content-Security-Policy \"default-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'self'\"",
     nginx: "# try it first as Content-Security-Policy-Report-Only, then allow what the page needs\nadd_header Content-Security-Policy \"default-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'self'\" always;",
     lighttpd: "# try it first as Content-Security-Policy-Report-Only, then allow what the page needs\nserver.modules += ( \"mod_setenv\" )\nsetenv.add-response-header += ( \"Content-Security-Policy\" => \"default-src 'self'; object-src 'none'; base-uri 'self'; frame-ancestors 'self'\" )",
@@ -342,7 +342,7 @@ fn csp(doc: Option<&Entry>) -> Check {
     )
 }
 
-const FIX_COOKIES: Fix = Fix {
+pub(super) const FIX_COOKIES: Fix = Fix {
     apache: "# best where the application sets the cookie; else mod_headers (each attribute added only when missing):\nHeader edit Set-Cookie \"(?i)^((?!.*;\\s*secure\\b).*)$\" \"$1; Secure\"\nHeader edit Set-Cookie \"(?i)^((?!.*;\\s*httponly\\b).*)$\" \"$1; HttpOnly\"\nHeader edit Set-Cookie \"(?i)^((?!.*;\\s*samesite=).*)$\" \"$1; SameSite=Lax\"",
     nginx: "# best where the application sets the cookie; for proxied apps (nginx 1.19.3+), in the location:\nproxy_cookie_flags ~ secure httponly samesite=lax;",
     lighttpd: "# lighttpd cannot edit cookies: set Secure; HttpOnly; SameSite=Lax where the application sets them",
@@ -437,10 +437,10 @@ fn cookies(cx: &Ctx, https: bool) -> Check {
     )
 }
 
-const FIX_TOKENS: Fix = Fix {
+pub(super) const FIX_TOKENS: Fix = Fix {
     apache: "# server config (not a virtual host)\nServerTokens Prod\nServerSignature Off",
     nginx: "server_tokens off;",
-    lighttpd: "server.tag = \"lighttpd\"",
+    lighttpd: "server.tag := \"lighttpd\"",
 };
 
 /// A product token with a version (`Apache/2.4.62`, `nginx/1.22.1`, `PHP/8.2`).

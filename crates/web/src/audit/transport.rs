@@ -398,7 +398,7 @@ fn same_host(a: &str, b: &str) -> bool {
     }
 }
 
-const FIX_HTTPS: Fix = Fix {
+pub(super) const FIX_HTTPS: Fix = Fix {
     apache: "# mod_rewrite, in the port-80 virtual host\nRewriteEngine On\nRewriteRule ^ https://%{HTTP_HOST}%{REQUEST_URI} [R=301,L]",
     nginx: "# the port-80 server block\nreturn 301 https://$host$request_uri;",
     lighttpd: "server.modules += ( \"mod_redirect\" )\n$HTTP[\"scheme\"] == \"http\" {\n    url.redirect = ( \"\" => \"https://${url.authority}${url.path}${qsa}\" )\n}",
@@ -502,34 +502,34 @@ fn https(cx: &Ctx) -> Check {
     check("https", T, TH, Some(score), why, f, FIX_HTTPS)
 }
 
-const FIX_TLS_PROTO: Fix = Fix {
+pub(super) const FIX_TLS_PROTO: Fix = Fix {
     apache: "# mod_ssl\nSSLProtocol -all +TLSv1.2 +TLSv1.3",
     nginx: "ssl_protocols TLSv1.2 TLSv1.3;",
-    lighttpd: "ssl.openssl.ssl-conf-cmd = ( \"MinProtocol\" => \"TLSv1.2\" )",
+    lighttpd: "# := replaces an existing ssl.openssl.ssl-conf-cmd: merge its other entries in\nssl.openssl.ssl-conf-cmd := ( \"MinProtocol\" => \"TLSv1.2\" )",
 };
 
-const FIX_CERT: Fix = Fix {
+pub(super) const FIX_CERT: Fix = Fix {
     apache: "# renew the certificate (certbot renew, or your CA), then: apachectl graceful\nSSLCertificateFile /etc/ssl/certs/site-fullchain.pem\nSSLCertificateKeyFile /etc/ssl/private/site.key",
     nginx: "# renew the certificate (certbot renew, or your CA), then: nginx -s reload\nssl_certificate /etc/ssl/certs/site-fullchain.pem;\nssl_certificate_key /etc/ssl/private/site.key;",
-    lighttpd: "# renew the certificate (certbot renew, or your CA), then restart lighttpd\nssl.pemfile = \"/etc/ssl/certs/site-fullchain.pem\"\nssl.privkey = \"/etc/ssl/private/site.key\"",
+    lighttpd: "# renew the certificate (certbot renew, or your CA), then restart lighttpd\nssl.pemfile := \"/etc/ssl/certs/site-fullchain.pem\"\nssl.privkey := \"/etc/ssl/private/site.key\"",
 };
 
-const FIX_CHAIN: Fix = Fix {
+pub(super) const FIX_CHAIN: Fix = Fix {
     apache: "# send the intermediates too: the full chain file (leaf first), Apache 2.4.8+\nSSLCertificateFile /etc/ssl/certs/site-fullchain.pem",
     nginx: "# send the intermediates too: the full chain file (leaf first)\nssl_certificate /etc/ssl/certs/site-fullchain.pem;",
-    lighttpd: "# send the intermediates too\nssl.ca-file = \"/etc/ssl/certs/site-chain.pem\"",
+    lighttpd: "# send the intermediates too\nssl.ca-file := \"/etc/ssl/certs/site-chain.pem\"",
 };
 
-const FIX_OCSP: Fix = Fix {
+pub(super) const FIX_OCSP: Fix = Fix {
     apache: "# mod_ssl and mod_socache_shmcb, in the server config (not a virtual host);\n# ${APACHE_RUN_DIR} is Debian's (elsewhere e.g. shmcb:/run/httpd/ocsp(128000))\nSSLUseStapling On\nSSLStaplingCache \"shmcb:${APACHE_RUN_DIR}/ocsp(128000)\"",
     nginx: "ssl_stapling on;\nssl_stapling_verify on;\nresolver 127.0.0.53;",
-    lighttpd: "# lighttpd staples a response fetched by cron (openssl ocsp … -respout)\nssl.stapling-file = \"/etc/lighttpd/ocsp.der\"",
+    lighttpd: "# lighttpd staples a response fetched by cron (openssl ocsp … -respout)\nssl.stapling-file := \"/etc/lighttpd/ocsp.der\"",
 };
 
-const FIX_RESUME: Fix = Fix {
+pub(super) const FIX_RESUME: Fix = Fix {
     apache: "# mod_ssl and mod_socache_shmcb, in the server config (not a virtual host);\n# ${APACHE_RUN_DIR} is Debian's (elsewhere e.g. shmcb:/run/httpd/sslcache(512000))\nSSLSessionCache \"shmcb:${APACHE_RUN_DIR}/ssl_scache(512000)\"\nSSLSessionCacheTimeout 300",
     nginx: "ssl_session_cache shared:SSL:10m;\nssl_session_timeout 1d;\nssl_session_tickets on;",
-    lighttpd: "# session tickets are on by default (lighttpd 1.4.56+); do not turn them off:\nssl.openssl.ssl-conf-cmd = ( \"Options\" => \"SessionTicket\" )",
+    lighttpd: "# session tickets are on by default (lighttpd 1.4.56+); do not turn them off\n# (:= replaces an existing ssl.openssl.ssl-conf-cmd: merge its other entries in)\nssl.openssl.ssl-conf-cmd := ( \"Options\" => \"SessionTicket\" )",
 };
 
 fn tls_checks(cx: &Ctx) -> Vec<Check> {
@@ -750,7 +750,7 @@ fn tls_checks(cx: &Ctx) -> Vec<Check> {
     out
 }
 
-const FIX_ALT_SVC: Fix = Fix {
+pub(super) const FIX_ALT_SVC: Fix = Fix {
     apache: "# Apache httpd has no HTTP/3; a CDN or a proxy in front (nginx 1.25+, Caddy) can offer it",
     nginx: "# nginx 1.25.0 and newer, built with http_v3:\n# listen 443 quic reuseport;\n# add_header Alt-Svc 'h3=\":443\"; ma=86400';",
     lighttpd: "# lighttpd has no HTTP/3; a CDN or a proxy in front can offer it",
