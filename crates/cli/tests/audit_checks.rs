@@ -159,32 +159,35 @@ fn fail_on_takes_the_same_level_names_in_audit_and_tune() {
     }
     let out = redline(&["audit", "-q", "--fail-on", "fatal", &url]);
     assert_eq!(out.status.code(), Some(2));
-    let dir = tmpdir("failon");
-    let conf = dir.join("nginx.conf");
-    std::fs::write(
-        &conf,
-        "events { worker_connections 1024; }\nhttp { keepalive_timeout 0; server { listen 8080; } }\n",
-    )
-    .unwrap();
-    for level in ["info", "warn", "warning", "error"] {
-        let out = redline(&[
-            "tune",
-            "--no-tools",
-            "--server",
-            "nginx",
-            "--fail-on",
-            level,
-            conf.to_str().unwrap(),
-        ]);
-        assert!(
-            matches!(out.status.code(), Some(0) | Some(3)),
-            "tune --fail-on {level}: {}",
+    // tune: the same names, and the same meaning (its worst level is
+    // warning, so `error` fires on warnings there).
+    let fixture = |rel: &str| {
+        format!(
+            "{}/../watch/tests/fixtures/{rel}",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    };
+    let apache = fixture("debian-apache2/apache2.conf"); // has [!!] findings
+    let lighttpd = fixture("lighttpd/lighttpd.conf"); // notes only
+    for (conf, level, code) in [
+        (&apache, "warn", 3),
+        (&apache, "warning", 3),
+        (&apache, "error", 3),
+        (&lighttpd, "warning", 0),
+        (&lighttpd, "warn", 0),
+        (&lighttpd, "error", 0),
+        (&lighttpd, "info", 3),
+    ] {
+        let out = redline(&["tune", "--no-tools", "--fail-on", level, conf]);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "tune --fail-on {level} {conf}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let out = redline(&["tune", "--fail-on", "fatal", conf.to_str().unwrap()]);
+    let out = redline(&["tune", "--fail-on", "fatal", &apache]);
     assert_eq!(out.status.code(), Some(2));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ---- https: a rustls site with headers chosen by the test ----
