@@ -604,3 +604,67 @@ fn html_report_shows_the_new_checks_and_the_not_applicable_ones_apart() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_plain_http_port_that_never_answers_does_not_hold_the_audit() {
+    let c = chain(365);
+    let (dir, ca) = write_ca(&c, "mute");
+    let srv = tls_site(
+        server_config(
+            &c,
+            Tls {
+                full_chain: true,
+                resumption: true,
+                ocsp: None,
+            },
+        ),
+        Site {
+            headers: String::new(),
+            body: "<html>x</html>".into(),
+        },
+    );
+    // Accepts, reads, never answers (until the client goes away).
+    let mute = ScriptServer::start(|mut s| {
+        let mut b = [0u8; 1024];
+        for _ in 0..1000 {
+            if matches!(s.read(&mut b), Ok(0) | Err(_)) {
+                return;
+            }
+        }
+    });
+    let url = format!("https://127.0.0.1:{}/", srv.addr.port());
+    let port = mute.addr.port().to_string();
+    // The page's own requests may take 60 s; the probe is bounded by the
+    // 1 s connect time-out, so the audit ends well inside the harness's limit.
+    let (out, _) = common::redline_with_limit(
+        &[
+            "audit",
+            "-o",
+            "json",
+            "-q",
+            "--timeout",
+            "60s",
+            "--connect-timeout",
+            "1s",
+            "--cacert",
+            &ca,
+            "--http-port",
+            &port,
+            &url,
+        ],
+        std::time::Duration::from_secs(40),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let h = check(&v, "https");
+    assert!(
+        h["summary"].as_str().unwrap().contains("nothing answered"),
+        "{h}"
+    );
+    assert_eq!(h["severity"], "ok");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -224,6 +224,25 @@ mod tests {
     }
 
     #[test]
+    fn arbitrary_bytes_never_panic_and_never_grow() {
+        // xorshift: a fixed stream of inputs rich in the minifiers' special bytes.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let alphabet = b"/*\"'`\\<>!-[] \n\tapre";
+        for len in 0..400usize {
+            let mut v = Vec::with_capacity(len);
+            for _ in 0..len {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                v.push(alphabet[(x % alphabet.len() as u64) as usize]);
+            }
+            assert!(minified_html(&v).len() <= v.len());
+            assert!(minified_code(&v, true).len() <= v.len());
+            assert!(minified_code(&v, false).len() <= v.len());
+        }
+    }
+
+    #[test]
     fn brotli_output_decodes() {
         let src = b"hello hello hello hello".repeat(100);
         let mut out = Vec::new();

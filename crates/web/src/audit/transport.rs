@@ -95,6 +95,8 @@ pub fn probe_http(u: &Url, opts: &ClientOpts) -> HttpProbe {
     };
     let mut o = opts.clone();
     o.headers.clear();
+    // One small answer: the connect time-out bounds it too.
+    o.timeout = o.timeout.min(o.connect_timeout);
     match crate::http::connect(u, &o, 1) {
         Ok((crate::http::Connected::H1(mut c), _)) => match c.get(u, &[], &o) {
             Ok((r, _)) => {
