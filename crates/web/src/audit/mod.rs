@@ -774,7 +774,8 @@ fn compression_binary(cx: &Ctx) -> Check {
     let mut n = 0;
     let mut bad = 0;
     for e in cx.ok().filter(|e| is_precompressed(&e.content_type)) {
-        n += 1;
+        // Only the page's own site is graded.
+        n += usize::from(!e.third_party);
         if let Some(c) = e.content_encoding.as_deref().filter(|c| *c != "identity") {
             if !e.third_party {
                 bad += 1;
@@ -808,7 +809,8 @@ fn vary(cx: &Ctx) -> Check {
             .as_deref()
             .is_some_and(|c| c != "identity")
     }) {
-        n += 1;
+        // Only the page's own site is graded.
+        n += usize::from(!e.third_party);
         let ok = e.vary.as_deref().is_some_and(|v| {
             v.split(',')
                 .any(|p| p.trim().eq_ignore_ascii_case("accept-encoding") || p.trim() == "*")
@@ -909,7 +911,8 @@ fn cache_html(cx: &Ctx) -> Check {
     let mut f = Vec::new();
     let (mut n, mut bad) = (0, 0);
     for e in cx.ok().filter(|e| is_html(e)) {
-        n += 1;
+        // Only the page's own site is graded.
+        n += usize::from(!e.third_party);
         let fr = e.freshness.clone();
         if let Some(fr) = fr.filter(|fr| fr.immutable || fr.lifetime_s > 86_400) {
             if !e.third_party {
@@ -996,7 +999,8 @@ fn html_weight(cx: &Ctx) -> Check {
     let (mut n, mut bad) = (0, 0);
     for e in cx.ok().filter(|e| is_html(e)) {
         let Some(body) = &e.body else { continue };
-        n += 1;
+        // Only the page's own site is graded.
+        n += usize::from(!e.third_party);
         let (save, of) = wire_figures(e, body, &minified_html(body));
         let mut flagged = false;
         if save > MINIFY_MIN_BYTES && save * 10 > of {
