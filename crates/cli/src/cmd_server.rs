@@ -8,7 +8,7 @@ use redline_stats::watch::ServerWatch;
 use redline_stats::RunRecord;
 use redline_watch::detect::{self, ServerKind};
 use redline_watch::size::{self, Budget};
-use redline_watch::tune::{self, Level, TuneOptions};
+use redline_watch::tune::{self, TuneOptions};
 use redline_watch::{procfs, Target, Watcher};
 use std::io::Write;
 use std::path::PathBuf;
@@ -98,14 +98,6 @@ pub struct SizeArgs {
     output: Format,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-enum FailOn {
-    /// Any [!!] finding.
-    Warn,
-    /// Any finding, including [--] notes.
-    Info,
-}
-
 /// `redline tune`.
 #[derive(Args, Debug)]
 pub struct TuneArgs {
@@ -124,9 +116,9 @@ pub struct TuneArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", default_value = "text")]
     output: Format,
-    /// Exit with code 3 when a finding at this level or above is found (for CI).
+    /// Exit with code 3 when a finding at this level or above is found (for CI): info ([--] too), warning ([!!]; also: warn), error (tune's worst is [!!]: as warning).
     #[arg(long = "fail-on", value_name = "LEVEL")]
-    fail_on: Option<FailOn>,
+    fail_on: Option<crate::fail_on::FailOn>,
     /// Do not run apache2ctl/nginx to confirm included files and modules.
     #[arg(long = "no-tools")]
     no_tools: bool,
@@ -694,10 +686,8 @@ fn cmd_tune(a: TuneArgs) -> i32 {
     if code != EXIT_OK {
         return code;
     }
-    let threshold = match a.fail_on {
-        None => return EXIT_OK,
-        Some(FailOn::Warn) => Level::Warn,
-        Some(FailOn::Info) => Level::Info,
+    let Some(threshold) = a.fail_on.map(|f| f.tune()) else {
+        return EXIT_OK;
     };
     if r.findings.iter().any(|f| f.level >= threshold) {
         EXIT_FINDINGS

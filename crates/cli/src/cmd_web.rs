@@ -38,12 +38,6 @@ enum Output {
     Json,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-enum FailOn {
-    Warning,
-    Error,
-}
-
 /// Flags both commands share.
 #[derive(Args, Debug)]
 pub struct CommonArgs {
@@ -124,9 +118,15 @@ pub struct PageArgs {
 pub struct AuditArgs {
     #[command(flatten)]
     common: CommonArgs,
-    /// Exit with code 3 when a finding on the page's own site is at least this bad (for CI).
+    /// Exit with code 3 when a check on the page's own site is at least this bad (for CI): info, warning (also: warn), error. A page that is not 2xx is an error.
     #[arg(long = "fail-on", value_name = "LEVEL")]
-    fail_on: Option<FailOn>,
+    fail_on: Option<crate::fail_on::FailOn>,
+    /// https pages: the port plain http is checked on (does it redirect to https?).
+    #[arg(long = "http-port", value_name = "PORT", default_value_t = 80, value_parser = clap::value_parser!(u16).range(1..))]
+    http_port: u16,
+    /// Do not probe TLS (second connection, certificate) or plain http: only what the page's load saw.
+    #[arg(long = "no-probes")]
+    no_probes: bool,
 }
 
 fn dur(s: &str) -> Result<Duration, String> {
@@ -483,7 +483,18 @@ fn cmd_audit(a: AuditArgs) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let result = audit::audit_page(&rep);
+    let probes = if a.no_probes {
+        audit::Probes::default()
+    } else {
+        let tls = redline_web::http::TlsArgs {
+            insecure: a.common.insecure,
+            cacert: a.common.cacert.clone(),
+            ..Default::default()
+        };
+        let last = audit::final_url(&rep.views[0]).unwrap_or_else(|| rep.url.clone());
+        audit::transport::probe(&last, &opts.client, &tls, a.http_port)
+    };
+    let result = audit::audit_page_with(&rep, &probes);
     if let Some(p) = &a.common.html {
         if let Err(code) = write_html(p, &redline_report::audit_html::audit_report(&result, &rep)) {
             return code;
@@ -499,16 +510,19 @@ fn cmd_audit(a: AuditArgs) -> i32 {
     if code != crate::cli::EXIT_OK {
         return code;
     }
-    let limit = match a.fail_on {
-        None => return code,
-        Some(FailOn::Warning) => audit::Severity::Warning,
-        Some(FailOn::Error) => audit::Severity::Error,
+    let Some(limit) = a.fail_on.map(|f| f.audit()) else {
+        return code;
     };
     if result.severity >= limit {
-        eprintln!(
-            "redline: audit: findings at or above {} (exit {EXIT_FINDINGS})",
-            limit.name()
-        );
+        match result.page.status.filter(|_| !result.page.ok) {
+            Some(st) => {
+                eprintln!("redline: audit: the page answered {st}, not 2xx (exit {EXIT_FINDINGS})")
+            }
+            None => eprintln!(
+                "redline: audit: findings at or above {} (exit {EXIT_FINDINGS})",
+                limit.name()
+            ),
+        }
         EXIT_FINDINGS
     } else {
         code

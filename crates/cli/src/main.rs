@@ -6,6 +6,7 @@ mod cmd_find;
 mod cmd_history;
 mod cmd_server;
 mod cmd_web;
+mod fail_on;
 
 fn main() {
     std::process::exit(cli::main());

@@ -58,7 +58,7 @@ fn head(title: &str) -> String {
 fn tail(s: &mut String) {
     // The only script: marks the page as rendered with the counts the
     // headless-browser test reads; the page works without it.
-    s.push_str("<script>(function(){var d=document.documentElement;d.setAttribute('data-findings',document.querySelectorAll('li.finding').length);d.setAttribute('data-checks',document.querySelectorAll('tr.check').length);d.setAttribute('data-waterfall-rows',document.querySelectorAll('g.wf-row').length);d.setAttribute('data-tls-bars',document.querySelectorAll('rect.ph-tls').length);var c=0;document.querySelectorAll('svg.chart').forEach(function(g){var w=g.viewBox.baseVal.width;g.querySelectorAll('text').forEach(function(t){var b=t.getBBox();if(b.x<-0.5||b.x+b.width>w+0.5)c++;});});d.setAttribute('data-clipped-labels',c);})();</script>\n");
+    s.push_str("<script>(function(){var d=document.documentElement;d.setAttribute('data-findings',document.querySelectorAll('li.finding').length);d.setAttribute('data-checks',document.querySelectorAll('tr.check').length);d.setAttribute('data-na-checks',document.querySelectorAll('tr.na-check').length);d.setAttribute('data-waterfall-rows',document.querySelectorAll('g.wf-row').length);d.setAttribute('data-tls-bars',document.querySelectorAll('rect.ph-tls').length);var c=0;document.querySelectorAll('svg.chart').forEach(function(g){var w=g.viewBox.baseVal.width;g.querySelectorAll('text').forEach(function(t){var b=t.getBBox();if(b.x<-0.5||b.x+b.width>w+0.5)c++;});});d.setAttribute('data-clipped-labels',c);})();</script>\n");
     let _ = writeln!(
         s,
         "<p class=\"note\">Made by redline {}.</p></body></html>",
@@ -486,26 +486,50 @@ pub fn audit_report(a: &Audit, page: &PageReport) -> String {
         sev(a.severity),
         own
     );
-    s.push_str(insecure_note(a.insecure));
-    s.push_str("<h2>Checks</h2>\n<table class=\"summary\"><thead><tr><th>grade</th><th>check</th><th>severity</th><th>result</th></tr></thead><tbody>\n");
-    for c in &a.checks {
+    if !a.page.ok {
         let _ = writeln!(
             s,
-            "<tr class=\"check\"><td>{}</td><td><a href=\"#check-{}\">{}</a></td><td>{}</td><td>{}</td></tr>",
+            "<p class=\"warn\" id=\"page-failed\"><b>The page itself failed:</b> {} answered {}, not 2xx. The audit fails (grade F); the checks below are about what was served instead.</p>",
+            esc(if a.page.url.is_empty() { &a.url } else { &a.page.url }),
+            a.page.status.map_or("nothing".to_string(), |c| c.to_string())
+        );
+    }
+    s.push_str(insecure_note(a.insecure));
+    s.push_str("<h2>Checks</h2>\n<table class=\"summary\"><thead><tr><th>grade</th><th>check</th><th>severity</th><th>weight</th><th>result</th></tr></thead><tbody>\n");
+    for c in a.checks.iter().filter(|c| c.applicable) {
+        let _ = writeln!(
+            s,
+            "<tr class=\"check\"><td>{}</td><td><a href=\"#check-{}\">{}</a></td><td>{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
             grade_badge(&c.grade, false),
             esc(c.id),
             esc(c.title),
             sev(c.severity),
+            c.weight,
             esc(&c.summary)
         );
     }
-    s.push_str("</tbody></table>\n<p class=\"note\">Overall grade: the mean score of the checks that apply (A 90+, B 80+, C 70+, D 60+, E 50+, F below). Third-party hosts are listed but not graded.</p>\n");
+    s.push_str("</tbody></table>\n<p class=\"note\">One scale for grade and severity: A 90+ ok, B 80+ info, C 70+ and D 60+ warning, E 50+ and F below error. Overall: the weighted mean of the checks that apply (F when the page itself is not 2xx). Third-party hosts are listed but not graded.</p>\n");
+    let na: Vec<&Check> = a.checks.iter().filter(|c| !c.applicable).collect();
+    if !na.is_empty() {
+        s.push_str("<h2>Not applicable</h2>\n<p class=\"note\">Nothing to judge on this page: left out of the score.</p>\n<table class=\"summary na\"><tbody>\n");
+        for c in na {
+            let _ = writeln!(
+                s,
+                "<tr class=\"na-check\" id=\"check-{}\"><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(c.id),
+                grade_badge(&c.grade, false),
+                esc(c.title),
+                esc(&c.summary)
+            );
+        }
+        s.push_str("</tbody></table>\n");
+    }
     s.push_str("<h2>Findings and fixes</h2>\n");
     let mut any = false;
     for c in a
         .checks
         .iter()
-        .filter(|c| !c.findings.is_empty() || !c.third_party.is_empty())
+        .filter(|c| c.applicable && (!c.findings.is_empty() || !c.third_party.is_empty()))
     {
         any = true;
         s.push_str(&check_section(c));

@@ -417,7 +417,11 @@ fn redact_headers(h: &[(String, String)]) -> Vec<(String, String)> {
     h.iter()
         .map(|(n, v)| {
             if n.eq_ignore_ascii_case("set-cookie") {
-                (n.clone(), "[redacted]".to_string())
+                // The name and value go; the attributes (Secure, HttpOnly,
+                // SameSite, Path…) stay for the audit's cookie check.
+                let attrs = v.split_once(';').map_or("", |(_, a)| a);
+                let sep = if attrs.is_empty() { "" } else { ";" };
+                (n.clone(), format!("[redacted]{sep}{attrs}"))
             } else {
                 (n.clone(), v.clone())
             }

@@ -1,20 +1,36 @@
-//! `redline audit`: the HTTP- and HTML-level checks of the tuning articles,
-//! each with a severity, the evidence, a grade A–F and the fix for Apache,
-//! nginx and lighttpd. Thresholds follow WebPageTest and Lighthouse, and each
-//! check says which it follows. Findings on third-party hosts are listed
-//! apart and do not count toward the grade.
+//! `redline audit`: the HTTP- and HTML-level checks of the tuning articles
+//! and the security and transport checks admins expect, each with its
+//! evidence, one grade A–F and one severity (both from [`rate`], so they
+//! cannot disagree) and the fix for Apache, nginx and lighttpd. The page's
+//! own status comes first: a page that is not 2xx fails the audit. Checks
+//! with nothing to judge are "not applicable" and stay out of the score.
+//! Thresholds follow WebPageTest, Lighthouse and Mozilla Observatory, and
+//! each check says which. Findings on third-party hosts are listed apart
+//! and do not count toward the grade. docs/audit.md has the scale and weights.
+//!
+//! Modules: `images` (size at the device pixel ratio, format), `minify`
+//! (the minifiers and wire-size estimates), `revalidate`
+//! (why a conditional GET did not get 304), `security` (response headers,
+//! cookies, HTTP→HTTPS), `transport` (the TLS probe and its checks).
+
+mod images;
+mod minify;
+mod revalidate;
+mod security;
+pub mod transport;
+
+pub use minify::{minified_code, minified_code_len, minified_html, minified_html_len, wire_size};
 
 use crate::cache::human_secs;
 use crate::discover::{scan_html, Kind};
 use crate::load::{Entry, Load};
 use crate::page::{bytes, millis};
 use std::fmt::Write as _;
-use std::io::Write as _;
 
 /// Format name of the JSON output.
 pub const FORMAT: &str = "redline.audit";
 /// Version of the JSON output.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// Compression findings only when gzip would save at least this (WebPageTest, Lighthouse).
 pub const GZIP_MIN_SAVING: u64 = 1400;
@@ -92,14 +108,17 @@ pub struct Check {
     pub id: &'static str,
     /// What it checks.
     pub title: &'static str,
-    /// False when it could not be checked (then no grade).
+    /// False when there was nothing to judge: then no grade, severity `ok`,
+    /// and the check stays out of the overall score.
     pub applicable: bool,
     /// 0–100.
     pub score: u32,
-    /// A–F (`-` when not applicable).
+    /// A–F (`-` when not applicable): [`rate`] of the score.
     pub grade: String,
-    /// The worst severity among the site's own findings.
+    /// [`rate`] of the score: the same scale as the grade.
     pub severity: Severity,
+    /// Weight in the overall score (docs/audit.md).
+    pub weight: u32,
     /// One line.
     pub summary: String,
     /// The convention the thresholds follow.
@@ -108,9 +127,21 @@ pub struct Check {
     pub findings: Vec<Finding>,
     /// Findings on third-party hosts (not graded; the user may not control them).
     pub third_party: Vec<Finding>,
-    /// How to fix it, when there is something to fix.
+    /// How to fix it, when there is something to fix (grade below A:
+    /// severity info, warning or error).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fix: Option<Fix>,
+}
+
+/// What the page itself answered, after redirects.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PageStatus {
+    /// The URL that finally answered (after redirects).
+    pub url: String,
+    /// Its status code (none: no answer).
+    pub status: Option<u16>,
+    /// 2xx: the page loaded. Otherwise the audit fails (grade F).
+    pub ok: bool,
 }
 
 /// The result of `redline audit`.
@@ -122,11 +153,14 @@ pub struct Audit {
     pub version: u32,
     /// The page.
     pub url: String,
-    /// Overall grade A–F: the mean score of the applicable checks.
+    /// What the page itself answered.
+    pub page: PageStatus,
+    /// Overall grade A–F: [`rate`] of the score (F when the page is not 2xx).
     pub grade: String,
-    /// Overall score 0–100.
+    /// Overall score 0–100: the weighted mean of the applicable checks (0
+    /// when the page is not 2xx).
     pub score: u32,
-    /// The worst severity of the site's own findings.
+    /// The worst severity of the applicable checks.
     pub severity: Severity,
     /// The checks.
     pub checks: Vec<Check>,
@@ -136,19 +170,36 @@ pub struct Audit {
     pub insecure: bool,
 }
 
-/// A–F from 0–100 (90 A, 80 B, 70 C, 60 D, 50 E, below F).
-pub fn grade(score: u32) -> String {
+/// The one scale: a score 0–100 gives both the grade and the severity.
+/// A (90+) ok, B (80+) info, C (70+) and D (60+) warning, E (50+) and F
+/// (below 50) error. Every check's grade and severity come from here.
+pub fn rate(score: u32) -> (&'static str, Severity) {
     match score {
-        90.. => "A",
-        80..=89 => "B",
-        70..=79 => "C",
-        60..=69 => "D",
-        50..=59 => "E",
-        _ => "F",
+        90.. => ("A", Severity::Ok),
+        80..=89 => ("B", Severity::Info),
+        70..=79 => ("C", Severity::Warning),
+        60..=69 => ("D", Severity::Warning),
+        50..=59 => ("E", Severity::Error),
+        _ => ("F", Severity::Error),
     }
-    .to_string()
 }
 
+/// A–F from 0–100 (90 A, 80 B, 70 C, 60 D, 50 E, below F): [`rate`]'s grade.
+pub fn grade(score: u32) -> String {
+    rate(score).0.to_string()
+}
+
+/// The highest score a check with a finding of this severity can have: a
+/// check that found an error is at most E, a warning at most C (so one
+/// broken resource among fifty still fails its check); notes cap nothing.
+pub fn cap(worst: Severity) -> u32 {
+    match worst {
+        Severity::Ok => 100,
+        Severity::Info => 100,
+        Severity::Warning => 79,
+        Severity::Error => 59,
+    }
+}
 fn is_static(e: &Entry) -> bool {
     matches!(
         e.kind,
@@ -189,133 +240,13 @@ fn is_precompressed(ct: &str) -> bool {
     )
 }
 
-fn gzip_size(b: &[u8]) -> u64 {
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
-    let _ = e.write_all(b);
-    e.finish().map(|v| v.len() as u64).unwrap_or(b.len() as u64)
-}
-
-/// Size after removing comments and collapsing whitespace (outside `<pre>`,
-/// `<textarea>`, `<script>`, `<style>`): what minifying HTML would give, roughly.
-pub fn minified_html_len(html: &[u8]) -> usize {
-    let mut n = 0usize;
-    let mut i = 0;
-    let mut ws = false;
-    let mut raw: Option<&'static [u8]> = None;
-    while i < html.len() {
-        if let Some(end) = raw {
-            if html[i..].len() >= end.len() && html[i..i + end.len()].eq_ignore_ascii_case(end) {
-                raw = None;
-            } else {
-                n += 1;
-                i += 1;
-                continue;
-            }
-        }
-        if html[i..].starts_with(b"<!--") && !html[i..].starts_with(b"<!--[if") {
-            match html[i + 4..].windows(3).position(|w| w == b"-->") {
-                Some(p) => i += 4 + p + 3,
-                None => i = html.len(),
-            }
-            continue;
-        }
-        for (open, close) in [
-            (&b"<pre"[..], &b"</pre"[..]),
-            (b"<textarea", b"</textarea"),
-            (b"<script", b"</script"),
-            (b"<style", b"</style"),
-        ] {
-            if html[i..].len() >= open.len() && html[i..i + open.len()].eq_ignore_ascii_case(open) {
-                raw = Some(close);
-            }
-        }
-        let b = html[i];
-        if b.is_ascii_whitespace() {
-            if !ws {
-                n += 1;
-            }
-            ws = true;
-        } else {
-            ws = false;
-            n += 1;
-        }
-        i += 1;
-    }
-    n
-}
-
-/// Size after removing comments and needless whitespace of CSS or JS (a
-/// conservative estimate: strings are kept, whitespace runs become one byte or none).
-pub fn minified_code_len(src: &[u8], css: bool) -> usize {
-    let mut n = 0usize;
-    let mut i = 0;
-    let mut pending_ws = false;
-    let mut last: u8 = b';';
-    let punct = |b: u8| b"{}();,:>+~=<[]!&|?*".contains(&b) || (css && b == b'/');
-    while i < src.len() {
-        let b = src[i];
-        if src[i..].starts_with(b"/*") {
-            i = src[i + 2..]
-                .windows(2)
-                .position(|w| w == b"*/")
-                .map_or(src.len(), |p| i + 2 + p + 2);
-            pending_ws = true;
-            continue;
-        }
-        if !css
-            && src[i..].starts_with(b"//")
-            && (i == 0
-                || src[i - 1] == b'\n'
-                || src[i - 1] == b' '
-                || src[i - 1] == b'\t'
-                || src[i - 1] == b';')
-        {
-            i = src[i..]
-                .iter()
-                .position(|&c| c == b'\n')
-                .map_or(src.len(), |p| i + p);
-            pending_ws = true;
-            continue;
-        }
-        if b == b'"' || b == b'\'' || (!css && b == b'`') {
-            if pending_ws && !punct(last) {
-                n += 1;
-            }
-            pending_ws = false;
-            let mut j = i + 1;
-            while j < src.len() && src[j] != b {
-                if src[j] == b'\\' {
-                    j += 1;
-                }
-                j += 1;
-            }
-            let end = (j + 1).min(src.len());
-            n += end - i;
-            last = b;
-            i = end;
-            continue;
-        }
-        if b.is_ascii_whitespace() {
-            pending_ws = true;
-            i += 1;
-            continue;
-        }
-        if pending_ws && !punct(last) && !punct(b) {
-            n += 1;
-        }
-        pending_ws = false;
-        n += 1;
-        last = b;
-        i += 1;
-    }
-    n
-}
-
 struct Ctx<'a> {
     first: &'a Load,
     repeat: Option<&'a Load>,
     https: bool,
     alpn: &'a [crate::http::AlpnProbe],
+    probes: &'a Probes,
+    page: &'a PageStatus,
 }
 
 impl Ctx<'_> {
@@ -327,6 +258,55 @@ impl Ctx<'_> {
     }
     fn ok(&self) -> impl Iterator<Item = &Entry> {
         self.fetched().filter(|e| e.status == Some(200))
+    }
+    /// The page's own final response (after redirects), when it is 2xx.
+    fn doc(&self) -> Option<&Entry> {
+        if !self.page.ok {
+            return None;
+        }
+        final_document(self.first).map(|i| &self.first.entries[i])
+    }
+}
+
+/// Index of the entry that finally answered for the page: the first entry,
+/// then each redirect's target in turn.
+fn final_document(l: &Load) -> Option<usize> {
+    let mut i = 0;
+    l.entries.first()?;
+    for _ in 0..16 {
+        let e = &l.entries[i];
+        let Some(to) = &e.redirect_to else {
+            return Some(i);
+        };
+        match l
+            .entries
+            .iter()
+            .position(|n| n.parent == Some(i) && n.kind == e.kind && &n.url == to)
+        {
+            Some(j) => i = j,
+            None => return Some(i),
+        }
+    }
+    Some(i)
+}
+
+/// The URL that finally answered for the page in a load (after redirects).
+pub fn final_url(l: &Load) -> Option<String> {
+    final_document(l).map(|i| l.entries[i].url.clone())
+}
+
+fn page_status(l: &Load) -> PageStatus {
+    match final_document(l).map(|i| &l.entries[i]) {
+        Some(e) => PageStatus {
+            url: e.url.clone(),
+            status: e.status,
+            ok: e.status.is_some_and(|s| (200..300).contains(&s)),
+        },
+        None => PageStatus {
+            url: String::new(),
+            status: None,
+            ok: false,
+        },
     }
 }
 
@@ -343,6 +323,50 @@ fn finding(sev: Severity, e: &Entry, evidence: String) -> (bool, Finding) {
     )
 }
 
+/// A finding not about one resource.
+fn note(sev: Severity, evidence: String) -> (bool, Finding) {
+    (
+        false,
+        Finding {
+            severity: sev,
+            url: None,
+            evidence,
+            saving_bytes: None,
+            saving_ms: None,
+        },
+    )
+}
+
+/// A check's score given its worst own finding: a warning puts it in the
+/// warning band (60–79, C or D), an error in the error band (below 60),
+/// wherever the share of good resources alone would put it; notes cap
+/// nothing. So the finding's severity and the check's agree.
+pub fn band(score: u32, worst: Severity) -> u32 {
+    match worst {
+        Severity::Ok | Severity::Info => score,
+        Severity::Warning => score.clamp(60, cap(worst)),
+        Severity::Error => score.min(cap(worst)),
+    }
+}
+
+/// Weight of a check in the overall score (docs/audit.md lists them).
+fn weight(id: &str) -> u32 {
+    match id {
+        "broken" | "cache-static" | "compression" | "https" | "tls-certificate" => 3,
+        "conditional-get" | "ttfb" | "hsts" | "tls-protocol" | "tls-chain" | "http2" => 2,
+        "alt-svc-h3" => 0,
+        _ => 1,
+    }
+}
+
+/// The summary of a check about the page's own response when there is none.
+fn security_na() -> String {
+    "not applicable: the page did not answer 2xx".into()
+}
+
+/// Builds a check: the grade and severity both come from [`rate`] of the
+/// score, put in the band of the worst own finding ([`band`]). `score: None`: not
+/// applicable (nothing to judge).
 #[allow(clippy::too_many_arguments)]
 fn check(
     id: &'static str,
@@ -356,49 +380,87 @@ fn check(
     let (third, own): (Vec<_>, Vec<_>) = found.into_iter().partition(|(t, _)| *t);
     let own: Vec<Finding> = own.into_iter().map(|(_, f)| f).collect();
     let third: Vec<Finding> = third.into_iter().map(|(_, f)| f).collect();
-    let severity = own.iter().map(|f| f.severity).max().unwrap_or(Severity::Ok);
-    let needs_fix = severity >= Severity::Warning;
+    let worst = own.iter().map(|f| f.severity).max().unwrap_or(Severity::Ok);
+    let score = score.map(|s| band(s.min(100), worst));
+    let (grade, severity) = match score {
+        Some(s) => {
+            let (g, sev) = rate(s);
+            (g.to_string(), sev)
+        }
+        None => ("-".to_string(), Severity::Ok),
+    };
+    let summary = if score.is_none() && !summary.starts_with("not applicable") {
+        "not applicable: nothing to judge on this page".to_string()
+    } else {
+        summary
+    };
     Check {
         id,
         title,
         applicable: score.is_some(),
         score: score.unwrap_or(0),
-        grade: score.map_or("-".to_string(), grade),
+        grade,
         severity,
+        weight: weight(id),
         summary,
         threshold,
         findings: own,
         third_party: third,
-        fix: needs_fix.then_some(fix),
+        fix: (severity >= Severity::Info).then_some(fix),
     }
 }
 
+/// What the audit learns by connecting itself, beyond the page's load (the
+/// TLS probe of the page's https origin and the plain-http redirect probe),
+/// and the device pixel ratio images are judged at.
+#[derive(Clone, Debug, Default)]
+pub struct Probes {
+    /// The TLS handshakes with the page's origin (https pages).
+    pub tls: Option<transport::TlsProbe>,
+    /// What `http://host/` answered (https pages), or the page's own
+    /// answer followed for http pages.
+    pub http: Option<transport::HttpProbe>,
+    /// Device pixel ratio the images are judged at (none: 1, a desktop
+    /// screen; Lighthouse's mobile run uses 1.75).
+    pub dpr: Option<f64>,
+}
+
 /// Audits a page loaded by [`crate::page::run`]: its first view, its repeat
-/// view and the ALPN probes of its https origins.
+/// view and the ALPN probes of its https origins (no probes of its own).
 pub fn audit_page(r: &crate::page::PageReport) -> Audit {
+    audit_page_with(r, &Probes::default())
+}
+
+/// As [`audit_page`], with the TLS and http→https probes ([`transport::probe`]).
+pub fn audit_page_with(r: &crate::page::PageReport, probes: &Probes) -> Audit {
     let first = &r.views[0];
     let repeat = r.views.iter().find(|l| l.view == crate::load::View::Repeat);
-    let mut a = audit(&r.url, first, repeat, r.summary.clone(), &r.alpn);
+    let mut a = audit(&r.url, first, repeat, r.summary.clone(), &r.alpn, probes);
     a.insecure = r.insecure;
     a
 }
 
-/// Audits a page from its first view, its repeat view when loaded, and the
-/// ALPN probes of its https origins.
+/// Audits a page from its first view, its repeat view when loaded, the
+/// ALPN probes of its https origins and the audit's own probes.
 pub fn audit(
     url: &str,
     first: &Load,
     repeat: Option<&Load>,
     views: Vec<crate::page::ViewSummary>,
     alpn: &[crate::http::AlpnProbe],
+    probes: &Probes,
 ) -> Audit {
+    let page = page_status(first);
     let cx = Ctx {
         first,
         repeat,
         https: url.starts_with("https:"),
         alpn,
+        probes,
+        page: &page,
     };
-    let checks = vec![
+    let mut checks = vec![page_check(&cx)];
+    checks.extend([
         keep_alive(&cx),
         http2(&cx),
         compression(&cx),
@@ -407,22 +469,25 @@ pub fn audit(
         cache_static(&cx),
         cache_html(&cx),
         validators(&cx),
-        conditional_get(&cx),
+        revalidate::conditional_get(&cx),
         html_weight(&cx),
         minify(&cx),
-        images_scaled(&cx),
-        images_format(&cx),
+        images::scaled(&cx),
+        images::format(&cx),
         redirects(&cx),
         broken(&cx),
         ttfb(&cx),
-    ];
+    ]);
+    checks.extend(security::checks(&cx));
+    checks.extend(transport::checks(&cx));
     let applicable: Vec<&Check> = checks.iter().filter(|c| c.applicable).collect();
-    let score = if applicable.is_empty() {
+    let total_w: u32 = applicable.iter().map(|c| c.weight).sum();
+    let score = if !page.ok || total_w == 0 {
         0
     } else {
-        applicable.iter().map(|c| c.score).sum::<u32>() / applicable.len() as u32
+        applicable.iter().map(|c| c.score * c.weight).sum::<u32>() / total_w
     };
-    let severity = checks
+    let severity = applicable
         .iter()
         .map(|c| c.severity)
         .max()
@@ -434,16 +499,42 @@ pub fn audit(
         grade: grade(score),
         score,
         severity,
+        page,
         checks,
         views,
         insecure: false,
     }
 }
 
-fn pct(ok: usize, all: usize) -> Option<u32> {
-    Some((100 * ok).checked_div(all).map_or(100, |v| v as u32))
+fn page_check(cx: &Ctx) -> Check {
+    let p = cx.page;
+    let (score, summary, f) = match p.status {
+        Some(s) if p.ok => (Some(100), format!("the page answered {s}"), Vec::new()),
+        Some(s) => (
+            Some(0),
+            format!("the page answered {s}, not 2xx: nothing else here is about the page a visitor should get"),
+            vec![note(Severity::Error, format!("{} answered {s}", p.url))],
+        ),
+        None => (
+            Some(0),
+            "the page did not answer".to_string(),
+            vec![note(Severity::Error, "no response".into())],
+        ),
+    };
+    check(
+        "page",
+        "The page itself answers 2xx",
+        "the page's own response, after redirects, must be 2xx; otherwise the audit fails",
+        score,
+        summary,
+        f,
+        FIX_PAGE,
+    )
 }
 
+fn pct(ok: usize, all: usize) -> Option<u32> {
+    (100 * ok).checked_div(all).map(|v| v as u32)
+}
 fn keep_alive(cx: &Ctx) -> Check {
     // HTTP/2 multiplexes every request on one connection: keep-alive is an
     // HTTP/1.1 matter, so only HTTP/1.1 fetches are judged.
@@ -482,7 +573,9 @@ fn keep_alive(cx: &Ctx) -> Check {
         })
         .count();
     let mut f = Vec::new();
-    let score = if own.len() > 1 && reused == 0 {
+    let score = if own.len() < 2 {
+        None
+    } else if reused == 0 {
         let ev = format!(
             "{} requests needed {} connections: none was reused{}",
             own.len(),
@@ -503,26 +596,30 @@ fn keep_alive(cx: &Ctx) -> Check {
                 saving_ms: None,
             },
         ));
-        0
+        Some(0)
     } else {
-        100
+        Some(100)
     };
     check(
         "keep-alive",
         "Keep-alive: connections reused",
         "every request after the first on a host should reuse a connection",
-        Some(score),
-        format!(
-            "{} HTTP/1.1 requests over {} connections, {} on a reused connection{}",
-            own.len(),
-            conns.len(),
-            reused,
-            if h2.is_empty() {
-                String::new()
-            } else {
-                format!(" (and {h2_note})")
-            }
-        ),
+        score,
+        if score.is_none() {
+            "not applicable: fewer than two HTTP/1.1 requests, nothing to reuse".to_string()
+        } else {
+            format!(
+                "{} HTTP/1.1 requests over {} connections, {} on a reused connection{}",
+                own.len(),
+                conns.len(),
+                reused,
+                if h2.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (and {h2_note})")
+                }
+            )
+        },
         f,
         FIX_KEEPALIVE,
     )
@@ -531,7 +628,7 @@ fn keep_alive(cx: &Ctx) -> Check {
 const FIX_KEEPALIVE: Fix = Fix {
     apache: "KeepAlive On\nMaxKeepAliveRequests 100\nKeepAliveTimeout 5",
     nginx: "keepalive_timeout 65;\nkeepalive_requests 1000;",
-    lighttpd: "server.max-keep-alive-requests = 100\nserver.max-keep-alive-idle = 5",
+    lighttpd: "server.max-keep-alive-requests := 100\nserver.max-keep-alive-idle := 5",
 };
 
 fn http2(cx: &Ctx) -> Check {
@@ -602,18 +699,14 @@ fn http2(cx: &Ctx) -> Check {
         score,
         summary,
         f,
-        Fix {
-            apache: "# a2enmod http2 (mod_http2; with the event or worker MPM, not prefork)\nProtocols h2 http/1.1",
-            nginx: "# nginx 1.25.1 and newer:\nlisten 443 ssl;\nhttp2 on;\n# older nginx:\nlisten 443 ssl http2;",
-            lighttpd: "# lighttpd 1.4.56 and newer (on by default since 1.4.59)\nserver.feature-flags += (\"server.h2proto\" => \"enable\")",
-        },
+        FIX_HTTP2,
     )
 }
 
 const FIX_GZIP: Fix = Fix {
     apache: "# mod_deflate (sets Vary: Accept-Encoding itself)\nAddOutputFilterByType DEFLATE text/html text/plain text/css text/xml application/javascript application/json image/svg+xml",
     nginx: "gzip on;\ngzip_vary on;\ngzip_min_length 1024;\ngzip_types text/plain text/css text/xml application/javascript application/json image/svg+xml;",
-    lighttpd: "server.modules += ( \"mod_deflate\" )\ndeflate.allowed-encodings = ( \"br\", \"gzip\", \"deflate\" )\ndeflate.mimetypes = ( \"text/html\", \"text/plain\", \"text/css\", \"text/xml\", \"application/javascript\", \"application/json\", \"image/svg+xml\" )",
+    lighttpd: "server.modules += ( \"mod_deflate\" )\ndeflate.allowed-encodings := ( \"br\", \"gzip\", \"deflate\" )\ndeflate.mimetypes := ( \"text/html\", \"text/plain\", \"text/css\", \"text/xml\", \"application/javascript\", \"application/json\", \"image/svg+xml\" )",
 };
 
 fn compression(cx: &Ctx) -> Check {
@@ -634,7 +727,7 @@ fn compression(cx: &Ctx) -> Check {
             }
             continue;
         }
-        let gz = gzip_size(body);
+        let gz = minify::gzip_size(body);
         let save = e.decoded_bytes.saturating_sub(gz);
         if save < GZIP_MIN_SAVING {
             continue;
@@ -681,7 +774,8 @@ fn compression_binary(cx: &Ctx) -> Check {
     let mut n = 0;
     let mut bad = 0;
     for e in cx.ok().filter(|e| is_precompressed(&e.content_type)) {
-        n += 1;
+        // Only the page's own site is graded.
+        n += usize::from(!e.third_party);
         if let Some(c) = e.content_encoding.as_deref().filter(|c| *c != "identity") {
             if !e.third_party {
                 bad += 1;
@@ -703,11 +797,7 @@ fn compression_binary(cx: &Ctx) -> Check {
         pct(n - bad, n),
         format!("{bad} of {n} already-compressed responses compressed again"),
         f,
-        Fix {
-            apache: "SetEnvIfNoCase Request_URI \\.(?:gif|jpe?g|png|webp|woff2?|zip|gz)$ no-gzip dont-vary",
-            nginx: "# list only text types in gzip_types (never image/jpeg, image/png, font/woff2)",
-            lighttpd: "# list only text types in deflate.mimetypes",
-        },
+        FIX_BINARY,
     )
 }
 
@@ -719,7 +809,8 @@ fn vary(cx: &Ctx) -> Check {
             .as_deref()
             .is_some_and(|c| c != "identity")
     }) {
-        n += 1;
+        // Only the page's own site is graded.
+        n += usize::from(!e.third_party);
         let ok = e.vary.as_deref().is_some_and(|v| {
             v.split(',')
                 .any(|p| p.trim().eq_ignore_ascii_case("accept-encoding") || p.trim() == "*")
@@ -744,13 +835,13 @@ fn vary(cx: &Ctx) -> Check {
         "Vary: Accept-Encoding on compressed responses",
         "shared caches must not hand gzip to clients that did not ask for it",
         pct(n - bad, n),
-        format!("{} of {} compressed responses carry Vary: Accept-Encoding", n - bad, n),
+        format!(
+            "{} of {} compressed responses carry Vary: Accept-Encoding",
+            n - bad,
+            n
+        ),
         f,
-        Fix {
-            apache: "Header append Vary Accept-Encoding   # mod_headers",
-            nginx: "gzip_vary on;",
-            lighttpd: "# mod_deflate adds Vary itself; for pre-compressed files:\nsetenv.add-response-header += ( \"Vary\" => \"Accept-Encoding\" )",
-        },
+        FIX_VARY,
     )
 }
 
@@ -809,14 +900,10 @@ fn cache_static(cx: &Ctx) -> Check {
         "cache-static",
         "Static assets cacheable for a long time",
         "under 7 days graded down, under 1 hour failed (WebPageTest); Lighthouse expects much longer (up to a year)",
-        Some(pts.checked_div(n).unwrap_or(100)),
+        pts.checked_div(n),
         format!("{n} static responses checked"),
         f,
-        Fix {
-            apache: "# mod_expires + mod_headers\nExpiresActive On\nExpiresByType text/css \"access plus 1 year\"\nExpiresByType application/javascript \"access plus 1 year\"\nExpiresByType image/png \"access plus 1 year\"\nExpiresByType image/jpeg \"access plus 1 year\"\nExpiresByType image/gif \"access plus 1 year\"\nExpiresByType font/woff2 \"access plus 1 year\"\n<FilesMatch \"\\.(css|js|png|jpe?g|gif|webp|svg|woff2?)$\">\n  Header append Cache-Control \"public\"\n</FilesMatch>",
-            nginx: "location ~* \\.(css|js|png|jpe?g|gif|webp|svg|woff2?)$ {\n    expires 1y;\n    add_header Cache-Control \"public\";\n}",
-            lighttpd: "server.modules += ( \"mod_expire\", \"mod_setenv\" )\n$HTTP[\"url\"] =~ \"\\.(css|js|png|jpe?g|gif|webp|svg|woff2?)$\" {\n    expire.url = ( \"\" => \"access plus 1 years\" )\n    setenv.add-response-header = ( \"Cache-Control\" => \"public\" )\n}",
-        },
+        FIX_CACHE_STATIC,
     )
 }
 
@@ -824,7 +911,8 @@ fn cache_html(cx: &Ctx) -> Check {
     let mut f = Vec::new();
     let (mut n, mut bad) = (0, 0);
     for e in cx.ok().filter(|e| is_html(e)) {
-        n += 1;
+        // Only the page's own site is graded.
+        n += usize::from(!e.third_party);
         let fr = e.freshness.clone();
         if let Some(fr) = fr.filter(|fr| fr.immutable || fr.lifetime_s > 86_400) {
             if !e.third_party {
@@ -846,13 +934,13 @@ fn cache_html(cx: &Ctx) -> Check {
         "HTML not cached for long",
         "HTML fresh for more than a day, or immutable, hides updates",
         pct(n - bad, n),
-        format!("{} of {} HTML documents revalidate within a day", n - bad, n),
+        format!(
+            "{} of {} HTML documents revalidate within a day",
+            n - bad,
+            n
+        ),
         f,
-        Fix {
-            apache: "ExpiresByType text/html \"access plus 0 seconds\"",
-            nginx: "location ~* \\.html?$ {\n    add_header Cache-Control \"no-cache\";\n}",
-            lighttpd: "$HTTP[\"url\"] =~ \"\\.html?$\" {\n    setenv.add-response-header = ( \"Cache-Control\" => \"no-cache\" )\n}",
-        },
+        FIX_CACHE_HTML,
     )
 }
 
@@ -880,88 +968,25 @@ fn validators(cx: &Ctx) -> Check {
         pct(ok, n),
         format!("{ok} of {n} responses carry ETag or Last-Modified"),
         f,
-        Fix {
-            apache: "FileETag MTime Size\n# dynamic pages (CGI, PHP) must send ETag or Last-Modified themselves",
-            nginx: "etag on;   # the default for static files; proxied apps must send their own",
-            lighttpd: "static-file.etags = \"enable\"\netag.use-mtime = \"enable\"\netag.use-size = \"enable\"\netag.use-inode = \"disable\"",
-        },
+        FIX_VALIDATORS,
     )
 }
 
-fn conditional_get(cx: &Ctx) -> Check {
-    let Some(rep) = cx.repeat else {
-        return check(
-            "conditional-get",
-            "Conditional GET answered with 304",
-            "a request with If-None-Match/If-Modified-Since should get 304",
-            None,
-            "not checked (no repeat view)".into(),
-            Vec::new(),
-            FIX_304,
-        );
-    };
-    let mut f = Vec::new();
-    let (mut n, mut ok, mut waste) = (0, 0, 0u64);
-    for e in rep
-        .entries
-        .iter()
-        .filter(|e| e.conditional && !e.from_cache)
-    {
-        let got304 = e.status == Some(304);
-        if !e.third_party {
-            n += 1;
-            ok += usize::from(got304);
-        }
-        if !got304 {
-            if let Some(s) = e.status {
-                if s == 200 {
-                    if !e.third_party {
-                        waste += e.body_wire_bytes;
-                    }
-                    let (t, mut fi) = finding(
-                        Severity::Error,
-                        e,
-                        format!(
-                            "sent {} and got {s} with the whole body again",
-                            [
-                                e.etag.as_ref().map(|_| "If-None-Match"),
-                                e.last_modified.as_ref().map(|_| "If-Modified-Since")
-                            ]
-                            .into_iter()
-                            .flatten()
-                            .collect::<Vec<_>>()
-                            .join(" and ")
-                        ),
-                    );
-                    fi.saving_bytes = Some(e.body_wire_bytes);
-                    f.push((t, fi));
-                }
-            }
-        }
+/// (bytes saved on the wire, the body's size on the wire) for sending
+/// `small` instead of the response's body, both with its content coding.
+fn wire_figures(e: &Entry, body: &[u8], small: &[u8]) -> (u64, u64) {
+    let coding = e.content_encoding.as_deref();
+    let save = minify::wire_saving(body, small, coding, e.body_wire_bytes, e.decoded_bytes);
+    let of = minify::wire_size(body, coding).unwrap_or(e.body_wire_bytes);
+    (save, of)
+}
+
+fn coding_name(e: &Entry) -> String {
+    match e.content_encoding.as_deref() {
+        Some(c) if c != "identity" => format!("{c} as sent"),
+        _ => "uncompressed as sent".to_string(),
     }
-    check(
-        "conditional-get",
-        "Conditional GET answered with 304",
-        "a request with If-None-Match/If-Modified-Since should get 304 (checked by sending them)",
-        pct(ok, n),
-        if waste > 0 {
-            format!(
-                "{ok} of {n} revalidations got 304; {} sent again for nothing",
-                bytes(waste)
-            )
-        } else {
-            format!("{ok} of {n} revalidations got 304")
-        },
-        f,
-        FIX_304,
-    )
 }
-
-const FIX_304: Fix = Fix {
-    apache: "# static files get 304 by default; CGI/PHP must compare If-None-Match and If-Modified-Since\n# with their ETag/Last-Modified and answer 304 themselves\nFileETag MTime Size",
-    nginx: "etag on;\nif_modified_since exact;",
-    lighttpd: "static-file.etags = \"enable\"\netag.use-mtime = \"enable\"",
-};
 
 const FIX_BUILD: Fix = Fix {
     apache: "# not a server setting: minify at build time (html-minifier, csso, terser) and serve the result",
@@ -974,20 +999,21 @@ fn html_weight(cx: &Ctx) -> Check {
     let (mut n, mut bad) = (0, 0);
     for e in cx.ok().filter(|e| is_html(e)) {
         let Some(body) = &e.body else { continue };
-        n += 1;
-        let min = minified_html_len(body) as u64;
-        let save = (body.len() as u64).saturating_sub(min);
+        // Only the page's own site is graded.
+        n += usize::from(!e.third_party);
+        let (save, of) = wire_figures(e, body, &minified_html(body));
         let mut flagged = false;
-        if save > MINIFY_MIN_BYTES && save * 10 > body.len() as u64 {
+        if save > MINIFY_MIN_BYTES && save * 10 > of {
             flagged = true;
             let (t, mut fi) = finding(
                 Severity::Warning,
                 e,
                 format!(
-                    "{} of HTML; removing comments and whitespace would save {} ({:.0} %)",
-                    bytes(body.len() as u64),
+                    "{} of HTML on the wire ({}); removing comments and whitespace would save {} there ({:.0} %)",
+                    bytes(of),
+                    coding_name(e),
                     bytes(save),
-                    100.0 * save as f64 / body.len() as f64
+                    100.0 * save as f64 / of.max(1) as f64
                 ),
             );
             fi.saving_bytes = Some(save);
@@ -1010,7 +1036,7 @@ fn html_weight(cx: &Ctx) -> Check {
     check(
         "html-weight",
         "Lean HTML",
-        "a finding above 2 KB and 10 % saved; inline style and script above 10 KB",
+        "a finding above 2 KB and 10 % saved on the wire, both versions compressed as the server does; inline style and script above 10 KB",
         pct(n - bad, n),
         format!("{} of {} HTML documents lean", n - bad, n),
         f,
@@ -1031,9 +1057,9 @@ fn minify(cx: &Ctx) -> Check {
         if !e.third_party {
             n += 1;
         }
-        let save = (body.len() as u64).saturating_sub(minified_code_len(body, css) as u64);
+        let (save, of) = wire_figures(e, body, &minified_code(body, css));
         let min_pct = if css { 5 } else { 10 };
-        if save > MINIFY_MIN_BYTES && save * 100 > body.len() as u64 * min_pct {
+        if save > MINIFY_MIN_BYTES && save * 100 > of * min_pct {
             if !e.third_party {
                 bad += 1;
             }
@@ -1041,11 +1067,12 @@ fn minify(cx: &Ctx) -> Check {
                 Severity::Warning,
                 e,
                 format!(
-                    "{} {}: minifying would save about {} ({:.0} %)",
-                    bytes(body.len() as u64),
+                    "{} {} on the wire ({}): minifying would save about {} there ({:.0} %)",
+                    bytes(of),
                     if css { "CSS" } else { "JavaScript" },
+                    coding_name(e),
                     bytes(save),
-                    100.0 * save as f64 / body.len() as f64
+                    100.0 * save as f64 / of.max(1) as f64
                 ),
             );
             fi.saving_bytes = Some(save);
@@ -1055,117 +1082,11 @@ fn minify(cx: &Ctx) -> Check {
     check(
         "minify",
         "Minified CSS and JavaScript",
-        "a finding above 2 KB and 5 % (CSS) / 10 % (JS) saved (Lighthouse)",
+        "a finding above 2 KB and 5 % (CSS) / 10 % (JS) saved on the wire, both versions compressed as the server does (Lighthouse)",
         pct(n - bad, n),
         format!("{} of {} stylesheets and scripts minified", n - bad, n),
         f,
         FIX_BUILD,
-    )
-}
-
-const FIX_IMAGES: Fix = Fix {
-    apache: "# not a server setting: resize images to the size shown (or offer srcset) and serve photographs as JPEG/WebP",
-    nginx: "# not a server setting: resize images to the size shown (or offer srcset) and serve photographs as JPEG/WebP",
-    lighttpd: "# not a server setting: resize images to the size shown (or offer srcset) and serve photographs as JPEG/WebP",
-};
-
-fn images_scaled(cx: &Ctx) -> Check {
-    let mut f = Vec::new();
-    let (mut n, mut bad) = (0, 0);
-    for e in cx.ok() {
-        let (Some((iw, ih)), Some((w, h))) = (e.intrinsic, e.html_size) else {
-            continue;
-        };
-        if iw == 0 || ih == 0 {
-            continue;
-        }
-        // A missing dimension scales with the other (aspect ratio kept).
-        let (dw, dh) = match (w, h) {
-            (Some(w), Some(h)) => (w, h),
-            (Some(w), None) => (w, (u64::from(ih) * u64::from(w) / u64::from(iw)) as u32),
-            (None, Some(h)) => ((u64::from(iw) * u64::from(h) / u64::from(ih)) as u32, h),
-            (None, None) => continue,
-        };
-        if !e.third_party {
-            n += 1;
-        }
-        if iw > 2 * dw.max(1) || ih > 2 * dh.max(1) {
-            let shown = (u64::from(dw) * u64::from(dh)) as f64;
-            let real = (u64::from(iw) * u64::from(ih)) as f64;
-            let waste = (e.decoded_bytes as f64 * (1.0 - (shown / real).min(1.0))) as u64;
-            if waste > IMAGE_MIN_WASTE {
-                if !e.third_party {
-                    bad += 1;
-                }
-                let (t, mut fi) = finding(
-                    Severity::Warning,
-                    e,
-                    format!(
-                        "{iw}×{ih} image shown at {dw}×{dh} ({:.1}× too large); about {} wasted",
-                        (iw as f64 / dw.max(1) as f64).max(ih as f64 / dh.max(1) as f64),
-                        bytes(waste)
-                    ),
-                );
-                fi.saving_bytes = Some(waste);
-                f.push((t, fi));
-            }
-        }
-    }
-    check(
-        "images-scaled",
-        "Images served at the size shown",
-        "a finding when scaled down more than 2× and over 4 KB wasted (Lighthouse)",
-        pct(n - bad, n),
-        format!(
-            "{} of {} images with a size in the HTML are served at about that size",
-            n - bad,
-            n
-        ),
-        f,
-        FIX_IMAGES,
-    )
-}
-
-fn images_format(cx: &Ctx) -> Check {
-    let mut f = Vec::new();
-    let (mut n, mut bad) = (0, 0);
-    for e in cx.ok().filter(|e| e.content_type == "image/png") {
-        let (Some((w, h)), Some(body)) = (e.intrinsic, &e.body) else {
-            continue;
-        };
-        if !e.third_party {
-            n += 1;
-        }
-        // IHDR colour type 2 (RGB) or 6 (RGBA), many bytes per pixel, large.
-        let truecolor = body.len() > 25 && matches!(body[25], 2 | 6);
-        let px = u64::from(w) * u64::from(h);
-        let jpeg_est = px / 4; // ~2 bits per pixel: a JPEG photograph at quality ~80
-        if truecolor
-            && px >= 40_000
-            && e.decoded_bytes > px
-            && e.decoded_bytes > jpeg_est + IMAGE_MIN_WASTE
-        {
-            if !e.third_party {
-                bad += 1;
-            }
-            let save = e.decoded_bytes - jpeg_est;
-            let (t, mut fi) = finding(
-                Severity::Warning,
-                e,
-                format!("{w}×{h} true-colour PNG of {} ({:.1} bytes per pixel): likely a photograph; as JPEG about {}", bytes(e.decoded_bytes), e.decoded_bytes as f64 / px as f64, bytes(jpeg_est)),
-            );
-            fi.saving_bytes = Some(save);
-            f.push((t, fi));
-        }
-    }
-    check(
-        "images-format",
-        "Photographs not served as PNG",
-        "a true-colour PNG over 1 byte per pixel is likely a photograph; a finding above 4 KB saved",
-        pct(n - bad, n),
-        format!("{} of {} PNG images look like graphics, not photographs", n - bad, n),
-        f,
-        FIX_IMAGES,
     )
 }
 
@@ -1197,11 +1118,7 @@ fn redirects(cx: &Ctx) -> Check {
         Some(score),
         format!("{doc_hops} redirects before the page, {other} on its resources"),
         f,
-        Fix {
-            apache: "# link to the final URL; one hop at most:\nRedirect permanent /old https://example.org/new",
-            nginx: "# link to the final URL; one hop at most:\nreturn 301 https://example.org$request_uri;",
-            lighttpd: "# link to the final URL; one hop at most:\nurl.redirect = ( \"^/old$\" => \"/new\" )",
-        },
+        FIX_REDIRECTS,
     )
 }
 
@@ -1230,22 +1147,13 @@ fn broken(cx: &Ctx) -> Check {
         pct(n - own_bad, n),
         format!("{own_bad} of {n} requests failed"),
         f,
-        Fix {
-            apache: "# fix or remove the references (see the error log)",
-            nginx: "# fix or remove the references (see the error log)",
-            lighttpd: "# fix or remove the references (see the error log)",
-        },
+        FIX_BROKEN,
     )
 }
 
 fn ttfb(cx: &Ctx) -> Check {
-    // The document that finally answered 200 (after redirects).
-    let doc = cx
-        .first
-        .entries
-        .iter()
-        .find(|e| e.kind == Kind::Document && e.status.is_some_and(|s| s < 300))
-        .or_else(|| cx.first.entries.first());
+    // The document that finally answered 2xx (after redirects).
+    let doc = cx.doc();
     let mut f = Vec::new();
     let score = match doc {
         Some(e) if e.status.is_some() => {
@@ -1255,7 +1163,7 @@ fn ttfb(cx: &Ctx) -> Check {
             } else if w <= TTFB_BAD_MS {
                 (Severity::Info, 80)
             } else {
-                (Severity::Warning, 40)
+                (Severity::Warning, 65)
             };
             if sev > Severity::Ok {
                 let (t, mut fi) = finding(sev, e, format!("time to first byte {}", millis(w)));
@@ -1274,7 +1182,7 @@ fn ttfb(cx: &Ctx) -> Check {
                 millis(e.phases.waiting_ms)
             )
         })
-        .unwrap_or_else(|| "the page did not load".into());
+        .unwrap_or_else(|| "not applicable: the page did not answer 2xx".into());
     check(
         "ttfb",
         "Time to first byte",
@@ -1282,22 +1190,137 @@ fn ttfb(cx: &Ctx) -> Check {
         score,
         summary,
         f,
-        Fix {
-            apache: "# cache generated pages (mod_cache, a PHP opcode cache), HostnameLookups Off, fewer modules",
-            nginx: "# cache generated pages (proxy_cache / fastcgi_cache), keep upstream connections alive",
-            lighttpd: "# cache generated pages; keep FastCGI back ends warm (fastcgi.server min-procs)",
-        },
+        FIX_TTFB,
     )
 }
 
-/// Renders the audit as text.
+const FIX_PAGE: Fix = Fix {
+    apache: "# serve the page (check DocumentRoot, Alias, Require and the error log), or audit the URL visitors get",
+    nginx: "# serve the page (check root, location, try_files, allow/deny and the error log), or audit the URL visitors get",
+    lighttpd: "# serve the page (check server.document-root, url.access-deny and the error log), or audit the URL visitors get",
+};
+
+const FIX_HTTP2: Fix = Fix {
+    apache: "# a2enmod http2 (mod_http2; with the event or worker MPM, not prefork)\nProtocols h2 http/1.1",
+    nginx: "# in the https server block; nginx 1.25.1 and newer:\n#     http2 on;\n# older nginx (see nginx -v): add http2 to the existing listen line:\n#     listen 443 ssl http2;",
+    lighttpd: "# lighttpd 1.4.56 and newer (on by default since 1.4.59)\nserver.feature-flags += (\"server.h2proto\" => \"enable\")",
+};
+
+const FIX_BINARY: Fix = Fix {
+    apache: "SetEnvIfNoCase Request_URI \\.(?:gif|jpe?g|png|webp|woff2?|zip|gz)$ no-gzip dont-vary",
+    nginx: "# list only text types in gzip_types (never image/jpeg, image/png, font/woff2)",
+    lighttpd: "# list only text types in deflate.mimetypes",
+};
+
+const FIX_VARY: Fix = Fix {
+    apache: "# mod_headers\nHeader append Vary Accept-Encoding",
+    nginx: "gzip_vary on;",
+    lighttpd: "# mod_deflate adds Vary itself; for pre-compressed files:\nsetenv.add-response-header += ( \"Vary\" => \"Accept-Encoding\" )",
+};
+
+const FIX_CACHE_STATIC: Fix = Fix {
+    apache: "# mod_expires + mod_headers\nExpiresActive On\nExpiresByType text/css \"access plus 1 year\"\nExpiresByType application/javascript \"access plus 1 year\"\nExpiresByType image/png \"access plus 1 year\"\nExpiresByType image/jpeg \"access plus 1 year\"\nExpiresByType image/gif \"access plus 1 year\"\nExpiresByType font/woff2 \"access plus 1 year\"\n<FilesMatch \"\\.(css|js|png|jpe?g|gif|webp|svg|woff2?)$\">\n  Header append Cache-Control \"public\"\n</FilesMatch>",
+    nginx: "location ~* \\.(css|js|png|jpe?g|gif|webp|svg|woff2?)$ {\n    expires 1y;\n    add_header Cache-Control \"public\";\n}",
+    lighttpd: "server.modules += ( \"mod_expire\", \"mod_setenv\" )\n$HTTP[\"url\"] =~ \"\\.(css|js|png|jpe?g|gif|webp|svg|woff2?)$\" {\n    expire.url = ( \"\" => \"access plus 1 years\" )\n    setenv.add-response-header = ( \"Cache-Control\" => \"public\" )\n}",
+};
+
+const FIX_CACHE_HTML: Fix = Fix {
+    apache: "# mod_expires\nExpiresActive On\nExpiresByType text/html \"access plus 0 seconds\"",
+    nginx: "location ~* \\.html?$ {\n    add_header Cache-Control \"no-cache\";\n}",
+    lighttpd: "$HTTP[\"url\"] =~ \"\\.html?$\" {\n    setenv.add-response-header = ( \"Cache-Control\" => \"no-cache\" )\n}",
+};
+
+const FIX_VALIDATORS: Fix = Fix {
+    apache: "FileETag MTime Size\n# dynamic pages (CGI, PHP) must send ETag or Last-Modified themselves",
+    nginx: "etag on;   # the default for static files; proxied apps must send their own",
+    lighttpd: "static-file.etags := \"enable\"\netag.use-mtime := \"enable\"\netag.use-size := \"enable\"\netag.use-inode := \"disable\"",
+};
+
+const FIX_REDIRECTS: Fix = Fix {
+    apache: "# link to the final URL; where a redirect must stay, one hop straight to it, e.g.:\n#     Redirect permanent /old https://example.org/new",
+    nginx: "# link to the final URL; where a redirect must stay, one hop straight to it, e.g.:\n#     location = /old { return 301 https://example.org/new; }",
+    lighttpd: "# link to the final URL; where a redirect must stay, one hop straight to it, e.g.:\n#     url.redirect = ( \"^/old$\" => \"https://example.org/new\" )",
+};
+
+const FIX_BROKEN: Fix = Fix {
+    apache: "# fix or remove the references (see the error log)",
+    nginx: "# fix or remove the references (see the error log)",
+    lighttpd: "# fix or remove the references (see the error log)",
+};
+
+const FIX_TTFB: Fix = Fix {
+    apache: "# cache generated pages (mod_cache, a PHP opcode cache), HostnameLookups Off, fewer modules",
+    nginx: "# cache generated pages (proxy_cache / fastcgi_cache), keep upstream connections alive",
+    lighttpd: "# cache generated pages; keep FastCGI back ends warm (fastcgi.server min-procs)",
+};
+
+/// Every fix the audit can print, with the id of its check (a check with
+/// several causes lists each): what the tests paste into real servers.
+pub fn all_fixes() -> Vec<(&'static str, Fix)> {
+    vec![
+        ("page", FIX_PAGE),
+        ("keep-alive", FIX_KEEPALIVE),
+        ("http2", FIX_HTTP2),
+        ("compression", FIX_GZIP),
+        ("compression-binary", FIX_BINARY),
+        ("vary", FIX_VARY),
+        ("cache-static", FIX_CACHE_STATIC),
+        ("cache-html", FIX_CACHE_HTML),
+        ("validators", FIX_VALIDATORS),
+        ("conditional-get", revalidate::FIX_DEFLATE_SUFFIX),
+        ("conditional-get", revalidate::FIX_BROTLI_SUFFIX),
+        ("conditional-get", revalidate::FIX_ETAG_CHANGED),
+        ("conditional-get", revalidate::FIX_LM_CHANGES),
+        ("conditional-get", revalidate::FIX_NO_VALIDATOR),
+        ("conditional-get", revalidate::FIX_IGNORED),
+        ("html-weight", FIX_BUILD),
+        ("minify", FIX_BUILD),
+        ("images-scaled", images::FIX_IMAGES),
+        ("images-format", images::FIX_IMAGES),
+        ("redirects", FIX_REDIRECTS),
+        ("broken", FIX_BROKEN),
+        ("ttfb", FIX_TTFB),
+        ("hsts", security::FIX_HSTS),
+        ("x-content-type-options", security::FIX_NOSNIFF),
+        ("clickjacking", security::FIX_FRAMES),
+        ("referrer-policy", security::FIX_REFERRER),
+        ("csp", security::FIX_CSP),
+        ("cookies", security::FIX_COOKIES),
+        ("server-version", security::FIX_TOKENS),
+        ("https", transport::FIX_HTTPS),
+        ("tls-protocol", transport::FIX_TLS_PROTO),
+        ("tls-certificate", transport::FIX_CERT),
+        ("tls-chain", transport::FIX_CHAIN),
+        ("ocsp-stapling", transport::FIX_OCSP),
+        ("tls-resumption", transport::FIX_RESUME),
+        ("alt-svc-h3", transport::FIX_ALT_SVC),
+    ]
+}
+
+/// Renders the audit as text: the page's own status first, then the
+/// checks that apply, then (apart) the ones with nothing to judge.
 pub fn render_text(a: &Audit) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\nAudit of {}: grade {} ({}/100)\n",
+        "\nAudit of {}: grade {} ({}/100)",
         a.url, a.grade, a.score
     );
+    if !a.page.ok {
+        let _ = writeln!(
+            s,
+            "THE PAGE ITSELF FAILED: {} answered {}; the audit fails (grade F)",
+            if a.page.url.is_empty() {
+                &a.url
+            } else {
+                &a.page.url
+            },
+            a.page
+                .status
+                .map_or("nothing".to_string(), |c| c.to_string())
+        );
+    }
+    let _ = writeln!(s);
     if a.insecure {
         let _ = writeln!(
             s,
@@ -1317,7 +1340,7 @@ pub fn render_text(a: &Audit) -> String {
         );
     }
     let _ = writeln!(s);
-    for c in &a.checks {
+    for c in a.checks.iter().filter(|c| c.applicable) {
         let _ = writeln!(
             s,
             "[{}] {:<8} {:<48} {}",
@@ -1368,7 +1391,79 @@ pub fn render_text(a: &Audit) -> String {
             }
         }
     }
+    let na: Vec<&Check> = a.checks.iter().filter(|c| !c.applicable).collect();
+    if !na.is_empty() {
+        let _ = writeln!(s, "\nNot applicable (nothing to judge; not in the score):");
+        for c in na {
+            let _ = writeln!(s, "[-] {:<57} {}", c.title, c.summary);
+        }
+    }
     s
+}
+
+/// Hand-made loads for the unit tests.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use crate::discover::Kind;
+    use crate::load::{Entry, Load, View};
+
+    pub(crate) fn entry(url: &str, kind: Kind, ct: &str, wire: u64) -> Entry {
+        Entry {
+            url: url.into(),
+            kind,
+            parent: None,
+            third_party: false,
+            from_cache: false,
+            conditional: false,
+            start_ms: 0.0,
+            phases: Default::default(),
+            end_ms: 0.0,
+            status: Some(200),
+            error: None,
+            wire_bytes: wire + 200,
+            body_wire_bytes: wire,
+            decoded_bytes: wire,
+            decode_capped: false,
+            content_type: ct.into(),
+            content_encoding: None,
+            cache_control: None,
+            expires: None,
+            etag: None,
+            last_modified: None,
+            vary: None,
+            freshness: None,
+            conn: Some(1),
+            protocol: Some("http/1.1".into()),
+            reused: false,
+            retried: false,
+            redirect_to: None,
+            html_size: None,
+            intrinsic: None,
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
+    pub(crate) fn page(img: Entry) -> Load {
+        Load {
+            view: View::First,
+            entries: vec![
+                entry("http://a.test/", Kind::Document, "text/html", 500),
+                img,
+            ],
+            elapsed_ms: 1.0,
+            requests: 2,
+            from_cache: 0,
+            not_modified: 0,
+            wire_bytes: 0,
+            decoded_bytes: 0,
+            connections: 1,
+            conns: Vec::new(),
+            hosts: Vec::new(),
+            errors: 0,
+            truncated: false,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -1409,7 +1504,7 @@ mod tests {
             budget_used: 0,
         };
         let run = |url: &str, p: &[crate::http::AlpnProbe]| {
-            let a = audit(url, &empty, None, Vec::new(), p);
+            let a = audit(url, &empty, None, Vec::new(), p, &Probes::default());
             a.checks.into_iter().find(|c| c.id == "http2").unwrap()
         };
         let c = run("http://a.test/", &[]);
@@ -1432,9 +1527,54 @@ mod tests {
                 probe("https://img.a.test:443", false, Some("h2")),
             ],
         );
-        assert_eq!((c.score, c.severity), (50, Severity::Warning));
+        assert_eq!((c.score, c.severity), (60, Severity::Warning));
         assert!(c.findings[0].evidence.contains("ignored ALPN"));
         assert!(c.fix.unwrap().nginx.contains("http2 on;"));
+    }
+
+    #[test]
+    fn one_scale_grade_and_severity_agree_for_every_score() {
+        let mut last = Severity::Ok;
+        for score in (0..=100u32).rev() {
+            let (g, sev) = rate(score);
+            assert_eq!(g, grade(score));
+            let want = match g {
+                "A" => Severity::Ok,
+                "B" => Severity::Info,
+                "C" | "D" => Severity::Warning,
+                _ => Severity::Error,
+            };
+            assert_eq!(sev, want, "{score}");
+            assert!(sev >= last, "severity falls as the score falls: {score}");
+            last = sev;
+        }
+        // A check's severity is the scale's, whatever its findings say: a
+        // finding's severity caps the score, so the two cannot disagree.
+        for worst in [
+            Severity::Ok,
+            Severity::Info,
+            Severity::Warning,
+            Severity::Error,
+        ] {
+            for score in [0, 49, 50, 65, 75, 85, 95, 100] {
+                let f = if worst > Severity::Ok {
+                    vec![note(worst, "x".into())]
+                } else {
+                    Vec::new()
+                };
+                let c = check("t", "t", "t", Some(score), String::new(), f, FIX_BUILD);
+                assert_eq!(rate(c.score), (c.grade.as_str(), c.severity));
+                if worst >= Severity::Warning {
+                    assert_eq!(c.severity, worst, "{worst:?} {score}: {c:?}");
+                }
+                assert_eq!(c.fix.is_some(), c.severity >= Severity::Info);
+            }
+        }
+        let na = check("t", "t", "t", None, String::new(), Vec::new(), FIX_BUILD);
+        assert_eq!(
+            (na.grade.as_str(), na.severity, na.applicable),
+            ("-", Severity::Ok, false)
+        );
     }
 
     #[test]
