@@ -1440,6 +1440,7 @@ pub(crate) mod fixtures {
             html_size: None,
             intrinsic: None,
             headers: Vec::new(),
+            request_headers: Vec::new(),
             body: None,
         }
     }
@@ -1462,6 +1463,9 @@ pub(crate) mod fixtures {
             hosts: Vec::new(),
             errors: 0,
             truncated: false,
+            started_at: String::new(),
+            budget_exhausted: false,
+            budget_used: 0,
         }
     }
 }
