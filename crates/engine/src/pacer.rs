@@ -399,6 +399,14 @@ impl Levels {
         crate::run::share(mine, self.workers, self.index)
     }
 
+    /// The most connections (HTTP/2: streams) [`Levels::active_at`] gives
+    /// this worker over the whole profile.
+    pub fn peak(&self) -> u64 {
+        let whole = self.profile.max_level().round().max(0.0) as u64;
+        let mine = self.segment.as_ref().map_or(whole, |s| s.scale_int(whole));
+        crate::run::share(mine, self.workers, self.index)
+    }
+
     /// When to check again (seconds), see [`Profile::next_check`].
     pub fn next_check(&self, t: f64) -> Option<f64> {
         self.profile.next_check(t)

@@ -170,10 +170,10 @@ fn stage_table(o: &mut String, rec: &RunRecord) {
         "{:<8}{:>14}{:>14}{:>11}{:>10}{:>10}{:>10}{:>10}{:>8}",
         if plan.step { "Step" } else { "Stage" },
         "time (s)",
-        if plan.unit == "rps" {
-            "target req/s"
-        } else {
-            "connections"
+        match plan.unit.as_str() {
+            "rps" => "target req/s",
+            "streams" => "streams",
+            _ => "connections",
         },
         "req/s",
         "p50",
