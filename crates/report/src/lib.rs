@@ -128,12 +128,10 @@ fn trim_num(x: f64) -> String {
 pub fn knee_line(rec: &RunRecord) -> Option<String> {
     let plan = rec.config.stages.as_ref()?;
     let unit = plan.unit_name();
-    let one = |l: f64| {
-        if unit == "connections" && (l - 1.0).abs() < 1e-9 {
-            "connection"
-        } else {
-            unit
-        }
+    let one = |l: f64| match unit {
+        "connections" if (l - 1.0).abs() < 1e-9 => "connection",
+        "streams" if (l - 1.0).abs() < 1e-9 => "stream",
+        _ => unit,
     };
     Some(match &rec.knee {
         Some(k) => format!(
