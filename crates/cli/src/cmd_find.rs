@@ -16,6 +16,10 @@
 //! (connections_busy alone is the server's doing): the search stops there,
 //! says so, and never takes that rate as the server's capacity.
 //!
+//! Protocol flags as `run`'s (`--http2`, `--h2c`, `--streams`, `--http1.1`,
+//! `--cacert`); an https search without `--http2`/`--http1.1` probes ALPN once
+//! before the first step and every step keeps the answer.
+//!
 //! Exit codes: 0 an answer (or a lower bound) was found; 4 no step met the
 //! SLO; 1 the client was the limit before any step passed, or a run failed;
 //! 2 bad input; 130 interrupted.

@@ -9,6 +9,9 @@
 //! loop: the pacer pushes intended send times onto a queue; an idle stream takes
 //! each, and a connection is opened (up to the cap) only when the queue is longer
 //! than the idle streams and the connections already being opened can take.
+//! `--stages` (closed loop): a level counts streams (see `adjust_level`);
+//! `--rate-stages` is the open loop with the staged pacer; `-L` follows
+//! redirects with the HTTP/1 worker's rules (see `follow`).
 //! Everything of a worker lives on one thread, so the shared state is plain
 //! `Cell`s and the recorder a `RefCell` never borrowed across an `.await`.
 //!

@@ -320,7 +320,7 @@ pub struct Plan {
     pub h2c: bool,
     /// HTTP/2: concurrent streams per connection.
     pub streams: u32,
-    /// `-L/--follow-redirects` (HTTP/1 runs): the limit and the origins resolved so far.
+    /// `-L/--follow-redirects`: the limit and the origins resolved so far.
     pub follow: Option<std::sync::Arc<crate::redirect::Follow>>,
     /// `--http1.1` was given: HTTP/2 is not negotiated.
     pub http11: bool,
