@@ -1060,6 +1060,14 @@ fn h2_listen(port: u16) -> String {
 #[test]
 fn nginx_h2c_runs_stages_rate_stages_redirects_and_find() {
     let files = [("index.html", vec![b'x'; 100])];
+    // An https origin that speaks only HTTP/1.1.
+    let h1_only = H2Server::start(
+        Some(server_tls(&pki(), &[b"http/1.1"])),
+        Behaviour::Ok {
+            delay: Duration::ZERO,
+        },
+    );
+    let p4 = h1_only.addr.port();
     // A second server (redirects) and a third (another origin).
     let (p2, p3) = (common::nginx::free_port(), common::nginx::free_port());
     let extra = format!(
@@ -1068,7 +1076,8 @@ fn nginx_h2c_runs_stages_rate_stages_redirects_and_find() {
          location = /b {{ return 307 /index.html; }}\n    \
          location = /k {{ return 307 /index.html; }}\n    \
          location = /loop {{ return 302 /loop; }}\n    \
-         location = /away {{ return 301 http://127.0.0.1:{p3}/index.html; }}\n  }}\n  \
+         location = /away {{ return 301 http://127.0.0.1:{p3}/index.html; }}\n    \
+         location = /h1only {{ return 302 https://127.0.0.1:{p4}/; }}\n  }}\n  \
          server {{ {} root {{d}}/site; }}",
         h2_listen(p2),
         h2_listen(p3)
@@ -1252,6 +1261,30 @@ fn nginx_h2c_runs_stages_rate_stages_redirects_and_find() {
         }
     }
     assert_eq!(distinct_conns(seen.iter().filter(|s| s.port == p3)), 1);
+    // Open loop follows the same way.
+    let v = run_json(&["--h2c", "-L", "-r", "50", "-n", "10", &redir("/a")]);
+    assert_eq!(v["status_codes"]["200"], 10, "{}", v["errors"]);
+    assert_eq!(counter(&v, "redirects"), 20);
+    assert_eq!(take_nginx_log(&ng.dir).len(), 30);
+    // A hop to an origin without h2 fails the request, saying why.
+    let v = run_json(&[
+        "--h2c",
+        "-L",
+        "--insecure",
+        "-n",
+        "3",
+        "-c",
+        "1",
+        &redir("/h1only"),
+    ]);
+    assert_eq!(error_count(&v, "other"), 3, "{}", v["errors"]);
+    assert!(
+        v["errors"].to_string().contains("does not offer HTTP/2"),
+        "{}",
+        v["errors"]
+    );
+    assert_eq!(h1_only.h1_requests(), 0);
+    take_nginx_log(&ng.dir);
 
     // find over h2c: its steps are HTTP/2 runs.
     let out = redline(&[

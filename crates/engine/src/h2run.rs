@@ -922,10 +922,12 @@ async fn connect_inner(
     let plan = w.plan();
     let t0 = Instant::now();
     let addr = away.map_or(plan.target.addr, |o| o.addr);
-    // A redirect's https origin: its own TLS setup, offering h2 only.
+    // A redirect's https origin: its own TLS setup. It offers http/1.1 too,
+    // so that a server without h2 picks it (rather than failing the
+    // handshake) and the request fails with a message that says so.
     let away_tls = away.and_then(|o| o.tls.as_ref()).map(|t| {
         let mut cfg = (*t.config).clone();
-        cfg.alpn_protocols = vec![b"h2".to_vec()];
+        cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         (
             tokio_rustls::TlsConnector::from(Arc::new(cfg)),
             t.server_name.clone(),
