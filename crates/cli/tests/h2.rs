@@ -997,9 +997,9 @@ fn staged_h2c_text_report_speaks_of_streams() {
 }
 
 /// nginx's access log: port, protocol, connection serial, method, URI,
-/// status, time, Authorization.
+/// status, time, Authorization, Cookie.
 const NGINX_LOG: &str = "log_format h2t '$server_port $server_protocol $connection \
-     $request_method $request_uri $status $msec \"$http_authorization\"';\n  \
+     $request_method $request_uri $status $msec \"$http_authorization\" \"$http_cookie\"';\n  \
      access_log {d}/access.log h2t;\n  keepalive_requests 100000;";
 
 /// One line of [`NGINX_LOG`].
@@ -1012,6 +1012,7 @@ struct Seen {
     status: u16,
     auth: String,
     msec: f64,
+    cookie: String,
 }
 
 /// The access log, emptied so the next command starts from nothing.
@@ -1021,7 +1022,9 @@ fn take_nginx_log(dir: &std::path::Path) -> Vec<Seen> {
     std::fs::write(&path, "").unwrap();
     text.lines()
         .map(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
+            let (head, quoted) = l.split_once(" \"").unwrap();
+            let q: Vec<&str> = quoted.split('"').collect();
+            let f: Vec<&str> = head.split(' ').collect();
             Seen {
                 port: f[0].parse().unwrap(),
                 protocol: f[1].to_string(),
@@ -1030,7 +1033,8 @@ fn take_nginx_log(dir: &std::path::Path) -> Vec<Seen> {
                 uri: f[4].to_string(),
                 status: f[5].parse().unwrap(),
                 msec: f[6].parse().unwrap(),
-                auth: f[7..].join(" ").trim_matches('"').to_string(),
+                auth: q[0].to_string(),
+                cookie: q[2].to_string(),
             }
         })
         .collect()
@@ -1316,8 +1320,7 @@ fn nginx_h2c_runs_stages_rate_stages_redirects_and_find() {
 
 /// nginx over TLS: an https `--stages` run (and a `find`) takes HTTP/2 by
 /// ALPN as a fixed-load run does; with one stream per connection a level is
-/// connections, as over HTTP/1.1. `--scenario` still stays on HTTP/1.1, with
-/// the note.
+/// connections, as over HTTP/1.1. So does a scenario whose host picks h2.
 #[test]
 fn nginx_tls_stages_and_find_use_http2_by_alpn() {
     let p = pki();
@@ -1416,7 +1419,7 @@ fn nginx_tls_stages_and_find_use_http2_by_alpn() {
     assert!(seen.len() >= 2 * 20 - 2, "{} requests: {t}", seen.len());
     assert!(seen.iter().all(|s| s.protocol == "HTTP/2.0"));
 
-    // A scenario is the mode HTTP/2 does not run yet: HTTP/1.1 and one note.
+    // A scenario whose only host picks h2 runs over HTTP/2 too, no note.
     let dir = temp_dir("tls-scenario");
     let file = dir.join("s.toml");
     std::fs::write(&file, "name = \"s\"\n[[request]]\npath = \"/index.html\"\n").unwrap();
@@ -1442,28 +1445,196 @@ fn nginx_tls_stages_and_find_use_http2_by_alpn() {
         String::from_utf8_lossy(&out.stderr)
     );
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.matches("note:").count(), 1, "{err}");
-    assert!(err.contains("--scenario runs speak HTTP/1.1"), "{err}");
+    assert!(!err.contains("note:"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["negotiated"], "HTTP/2 (negotiated by ALPN)");
+    assert_eq!(v["requests"][0]["completed"], 4);
     let seen = take_nginx_log(&ng.dir);
     assert_eq!(seen.len(), 4);
-    assert!(seen.iter().all(|s| s.protocol == "HTTP/1.1"));
-    // ... and asking for HTTP/2 with a scenario is a usage error naming it.
+    assert!(seen.iter().all(|s| s.protocol == "HTTP/2.0"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--scenario` over h2c against nginx: sessions (a user per stream, a CSV
+/// row each), the cookie jar, JSON extraction, checks, a second host over the
+/// stream's own connection there, `-L` inside a step, think time. nginx's
+/// log shows what each request carried.
+#[test]
+fn nginx_h2c_runs_a_scenario() {
+    let files = [("index.html", vec![b'x'; 100])];
+    let (p2, p3) = (common::nginx::free_port(), common::nginx::free_port());
+    let extra = format!(
+        "{NGINX_LOG}\n  server {{ {} root {{d}}/site;\n    \
+         location = /login {{ add_header Set-Cookie \"sid=s-$arg_user; Path=/\"; \
+         default_type application/json; return 200 '{{\"token\":\"t-$arg_user\"}}'; }}\n    \
+         location = /account {{ default_type text/plain; \
+         if ($cookie_sid = \"\") {{ return 403 \"no session\"; }} \
+         return 200 \"welcome $cookie_sid $arg_token\"; }}\n    \
+         location = /a {{ return 302 /index.html; }}\n  }}\n  \
+         server {{ {} root {{d}}/site; }}",
+        h2_listen(p2),
+        h2_listen(p3)
+    );
+    let Some(ng) = start_nginx(&NginxSite {
+        tag: "h2-scenario",
+        files: &files,
+        tls: None,
+        h2: true,
+        http_extra: &extra,
+        types: "",
+    }) else {
+        return;
+    };
+    let dir = temp_dir("h2c-scenario");
+    std::fs::write(dir.join("users.csv"), "user\nalice\nbob\n").unwrap();
+    let file = dir.join("s.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"h2 session\"\nmode = \"session\"\nthink = \"5ms\"\n\
+             [hosts]\napp = \"http://127.0.0.1:{p2}\"\nstatic = \"http://127.0.0.1:{p3}\"\n\
+             [data]\nfile = \"users.csv\"\nper = \"user\"\n\
+             [[step]]\nname = \"login\"\nhost = \"app\"\npath = \"/login?user={{{{user}}}}\"\n\
+             extract = [{{ name = \"token\", json = \"/token\" }}]\n\
+             check = {{ status = 200, header = [\"Set-Cookie\"] }}\n\
+             [[step]]\nname = \"account\"\nhost = \"app\"\npath = \"/account?token={{{{token}}}}\"\n\
+             check = {{ status = 200, body_regex = \"^welcome s-(alice|bob) t-(alice|bob)$\" }}\n\
+             [[step]]\nname = \"asset\"\nhost = \"static\"\npath = \"/index.html\"\n\
+             check = {{ status = 200 }}\n\
+             [[step]]\nname = \"moved\"\nhost = \"app\"\npath = \"/a\"\ncheck = {{ status = 200 }}\n"
+        ),
+    )
+    .unwrap();
+    let v = run_json(&[
+        "--h2c",
+        "-L",
+        "--scenario",
+        file.to_str().unwrap(),
+        "-n",
+        "16",
+        "-c",
+        "1",
+        "--streams",
+        "2",
+        "-t",
+        "1",
+        "--no-save",
+    ]);
+    assert_eq!(v["config"]["http_version"], "2");
+    assert_eq!(counter(&v, "completed"), 16, "{}", v["errors"]);
+    assert_eq!(counter(&v, "redirects"), 4);
+    let reqs = v["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), 4);
+    for r in reqs {
+        assert_eq!(r["completed"], 4, "{r}");
+        assert_eq!(r["failed_checks"], 0, "{r}");
+        assert_eq!(r["failed_extractions"], 0, "{r}");
+    }
+    let seen = take_nginx_log(&ng.dir);
+    assert_eq!(seen.len(), 20, "16 requests and 4 hops");
+    assert!(seen.iter().all(|s| s.protocol == "HTTP/2.0"));
+    // Each stream is one user with its CSV row, its cookie and its token.
+    let mut users = std::collections::BTreeSet::new();
+    for s in seen.iter().filter(|s| s.uri.starts_with("/account")) {
+        let user = s.uri.trim_start_matches("/account?token=t-");
+        assert_eq!(s.cookie, format!("sid=s-{user}"), "{}", s.uri);
+        users.insert(user.to_string());
+    }
+    assert_eq!(users.len(), 2, "{users:?}");
+    assert!(
+        seen.iter()
+            .filter(|s| s.uri.starts_with("/login"))
+            .all(|s| s.cookie == "-"),
+        "a new session starts without cookies"
+    );
+    // The run's host: one connection for both streams (hops included);
+    // the other host: a connection per stream.
+    assert_eq!(distinct_conns(seen.iter().filter(|s| s.port == p2)), 1);
+    assert_eq!(distinct_conns(seen.iter().filter(|s| s.port == p3)), 2);
+    assert_eq!(counter(&v, "connections_opened"), 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An https scenario takes HTTP/2 by ALPN only when every one of its hosts
+/// picks h2: one that speaks only HTTP/1.1 keeps the whole run on HTTP/1.1,
+/// with one note naming it.
+#[test]
+fn https_scenario_uses_http2_only_when_every_host_picks_it() {
+    let p = pki();
+    let ok = Behaviour::Ok {
+        delay: Duration::ZERO,
+    };
+    let both = H2Server::start(Some(server_tls(&p, &[b"h2", b"http/1.1"])), ok);
+    let h1 = H2Server::start(Some(server_tls(&p, &[b"http/1.1"])), ok);
+    let dir = temp_dir("alpn-scenario");
+    let two = dir.join("two.toml");
+    std::fs::write(
+        &two,
+        format!(
+            "name = \"two\"\n[hosts]\na = \"https://127.0.0.1:{}\"\nb = \"https://127.0.0.1:{}\"\n\
+             [[request]]\nname = \"a\"\nhost = \"a\"\npath = \"/\"\n[[request]]\nname = \"b\"\nhost = \"b\"\npath = \"/\"\n",
+            both.addr.port(),
+            h1.addr.port()
+        ),
+    )
+    .unwrap();
     let out = redline(&[
         "run",
         "-q",
         "--no-save",
-        "--http2",
-        "--cacert",
-        &ca,
+        "-o",
+        "json",
+        "--insecure",
         "--scenario",
-        file.to_str().unwrap(),
-        &url,
+        two.to_str().unwrap(),
+        "-n",
+        "6",
+        "-c",
+        "1",
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("--scenario does not run over HTTP/2 yet"),
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("note:").count(), 1, "{err}");
+    assert!(
+        err.contains("scenario's host") && err.contains("HTTP/1.1"),
         "{err}"
     );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["http_version"], "1.1");
+    assert_eq!(both.streams(), 0);
+    assert_eq!(both.h1_requests() + h1.h1_requests(), 6);
+    // The same scenario with only the h2 host: HTTP/2, streams, no note.
+    let one = dir.join("one.toml");
+    std::fs::write(
+        &one,
+        format!(
+            "name = \"one\"\nbase = \"https://127.0.0.1:{}\"\n[[request]]\npath = \"/\"\n",
+            both.addr.port()
+        ),
+    )
+    .unwrap();
+    let out = redline(&[
+        "run",
+        "-q",
+        "--no-save",
+        "-o",
+        "json",
+        "--insecure",
+        "--scenario",
+        one.to_str().unwrap(),
+        "-n",
+        "6",
+        "-c",
+        "1",
+    ]);
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("note:"));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["http_version"], "2");
+    assert_eq!(both.streams(), 6);
     let _ = std::fs::remove_dir_all(&dir);
 }

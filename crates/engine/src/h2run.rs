@@ -25,7 +25,9 @@
 //! splits them. Redirect following is in `h2run/follow.rs`.)
 
 mod follow;
+mod scenario;
 
+use crate::h1::Capture;
 use crate::pacer::Pacer;
 use crate::plan::Plan;
 use crate::worker::{thread_cpu, Live, WorkerResult, WorkerSpec};
@@ -233,6 +235,8 @@ struct W {
     level_check: Cell<Option<Instant>>,
     /// The level changed: parked streams and connections look again.
     level_n: Notify,
+    /// `--scenario` runs: the virtual users and per-request numbers.
+    sc: Option<Rc<scenario::ScWorker>>,
 }
 
 /// One connection, as its stream tasks see it.
@@ -329,6 +333,15 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
         target: Cell::new(u64::MAX),
         level_check: Cell::new(None),
         level_n: Notify::new(),
+        sc: plan.scenario.clone().map(|s| {
+            Rc::new(scenario::ScWorker::new(
+                s,
+                spec.index,
+                plan.threads,
+                plan.seed,
+                !open_loop,
+            ))
+        }),
     });
     let mut interrupted = false;
     match tokio::runtime::Builder::new_current_thread()
@@ -379,7 +392,7 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
         cpu_sys: cpu.1,
         peak_open: w.peak_open.get(),
         interrupted,
-        requests: Vec::new(),
+        requests: w.sc.as_ref().map(|s| s.take_stats()).unwrap_or_default(),
     }
 }
 
@@ -711,6 +724,7 @@ async fn closed_stream(
     slot: u64,
 ) {
     let mut away = None;
+    let mut vu = w.sc.as_ref().map(|sc| sc.take_vu());
     let ci = slot / w.streams;
     let mut running = Some(Running::new(ctx.clone()));
     loop {
@@ -757,7 +771,19 @@ async fn closed_stream(
         if w.stopping.get() {
             return; // held: not sent
         }
-        exchange(&w, &mut sr, intended, &mut away).await;
+        match vu.as_mut() {
+            None => exchange(&w, &mut sr, intended, &mut away).await,
+            Some(user) => {
+                let think = scenario::exchange(&w, &mut sr, intended, user, &mut away).await;
+                // The virtual user thinks; its next request is due when it is done.
+                if let Some(d) = think.filter(|d| !d.is_zero()) {
+                    tokio::select! {
+                        _ = tokio::time::sleep(d) => {}
+                        _ = w.stop_n.notified() => return,
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -856,6 +882,7 @@ async fn open_conn(w: Rc<W>) {
 
 async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
     let mut away = None;
+    let mut vu = w.sc.as_ref().map(|sc| sc.take_vu());
     loop {
         if ctx.quota.get() == Some(0) {
             return; // --requests-per-conn reached: the connection closes
@@ -889,7 +916,12 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
         if w.stopping.get() {
             return;
         }
-        exchange(&w, &mut sr, t, &mut away).await;
+        match vu.as_mut() {
+            None => exchange(&w, &mut sr, t, &mut away).await,
+            Some(user) => {
+                scenario::exchange(&w, &mut sr, t, user, &mut away).await;
+            }
+        }
     }
 }
 
@@ -1086,13 +1118,28 @@ async fn exchange(
     let follow_on = w.plan().follow.as_deref();
     let r = tokio::time::timeout_at(
         deadline.into(),
-        fetch(resp, tx, body, w.want_server.get(), follow_on.is_some()),
+        fetch(
+            resp,
+            tx,
+            body,
+            w.want_server.get(),
+            follow_on.is_some(),
+            None,
+        ),
     )
     .await
     .unwrap_or_else(|_| Err(timed_out()));
     let r = match (r, follow_on) {
         (Ok(f), Some(fo)) if crate::redirect::is_redirect(f.status) && f.location.is_some() => {
-            follow(w, sr, fo, f, away).await
+            let plan = w.plan();
+            let req = follow::Redirected {
+                orig: &plan.request,
+                own: &plan.target.origin,
+                timeout: plan.timeout,
+                capture: None,
+                jar: None,
+            };
+            follow(w, sr, fo, f, away, req).await
         }
         (r, _) => r,
     };
@@ -1137,6 +1184,8 @@ struct Fetched {
     server: Option<String>,
     /// The `Location` of a 3xx (with `-L`).
     location: Option<String>,
+    /// Scenario runs: the response's headers and body, as asked.
+    capture: Option<Box<Capture>>,
 }
 
 async fn fetch(
@@ -1145,6 +1194,7 @@ async fn fetch(
     body: Option<Bytes>,
     want_server: bool,
     want_location: bool,
+    want_capture: Option<(bool, bool)>,
 ) -> Result<Fetched, Fail> {
     if let Some(mut data) = body {
         // Flow control: send what the peer's window allows, as it opens.
@@ -1188,11 +1238,34 @@ async fn fetch(
     } else {
         None
     };
+    // Scenario runs: what the checks, extractions and cookie jar read
+    // (headers; the body up to `h1::MAX_CAPTURE`, as over HTTP/1).
+    let mut capture = want_capture.map(|(headers, body)| {
+        let mut c = Box::new(Capture {
+            want_headers: headers,
+            want_body: body,
+            ..Capture::default()
+        });
+        if headers {
+            for (k, v) in resp.headers() {
+                c.headers.push((
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                ));
+            }
+        }
+        c
+    });
     let mut rx = resp.into_body();
     let mut body_bytes = 0u64;
     while let Some(chunk) = rx.data().await {
         let chunk = chunk.map_err(|e| classify(&e))?;
         body_bytes += chunk.len() as u64;
+        if let Some(c) = capture.as_deref_mut().filter(|c| c.want_body) {
+            let room = crate::h1::MAX_CAPTURE.saturating_sub(c.body.len());
+            c.truncated |= chunk.len() > room;
+            c.body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
         let _ = rx.flow_control().release_capacity(chunk.len());
     }
     rx.trailers().await.map_err(|e| classify(&e))?;
@@ -1202,6 +1275,7 @@ async fn fetch(
         body_bytes,
         server,
         location,
+        capture,
     })
 }
 

@@ -988,8 +988,7 @@ impl Protocol {
     pub fn supports(self, mode: Mode) -> bool {
         match (self, mode) {
             (Protocol::Http1, _) => true,
-            (Protocol::Http2, Mode::Stages | Mode::RateStages | Mode::FollowRedirects) => true,
-            (Protocol::Http2, Mode::Scenario) => false,
+            (Protocol::Http2, _) => true,
         }
     }
 
@@ -1314,7 +1313,8 @@ mod tests {
         for m in [Mode::Stages, Mode::RateStages, Mode::FollowRedirects] {
             assert!(Protocol::Http2.supports(m), "{m:?}");
         }
-        assert!(!Protocol::Http2.supports(Mode::Scenario));
+        assert_eq!(Protocol::Http2.first_unsupported(&[Mode::Scenario]), None);
+        assert!(Protocol::Http2.supports(Mode::Scenario));
         let stages = |rate: bool| StageArgs {
             stages: parse_stages("2s:5,2s:10").unwrap(),
             rate,
@@ -1346,7 +1346,7 @@ mod tests {
         let p = Plan::build(a).unwrap();
         assert_eq!(p.modes(), vec![Mode::RateStages, Mode::FollowRedirects]);
         assert_eq!(p.config.stages.as_ref().unwrap().unit, "rps");
-        // A scenario does not (yet): one usage error naming the flag.
+        // A scenario too.
         let dir = std::env::temp_dir().join(format!("redline-plan-h2-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("s.toml");
@@ -1354,8 +1354,9 @@ mod tests {
         let mut a = PlanArgs::new("http://127.0.0.1:1/");
         a.h2c = true;
         a.scenario = Some((file, false));
-        let e = Plan::build(a).unwrap_err().to_string();
-        assert!(e.contains("--scenario does not run over HTTP/2 yet"), "{e}");
+        let p = Plan::build(a).unwrap();
+        assert_eq!(p.modes(), vec![Mode::Scenario]);
+        assert_eq!(p.protocol(), Protocol::Http2);
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(h2_connections(0, 4), 0);
         assert_eq!(h2_connections(1, 4), 1);

@@ -37,11 +37,12 @@ pub(super) async fn follow(
     f: &crate::redirect::Follow,
     first: Fetched,
     away: &mut Option<Away>,
+    mut req: Redirected<'_>,
 ) -> Result<Fetched, Fail> {
     use crate::redirect::{hop_request, is_redirect, origin_key, resolve_location, Cookies};
-    let plan = w.plan();
-    let own = &plan.target.origin;
-    let mut base = url::Url::parse(&format!("{own}{}", plan.target.path)).map_err(|_| {
+    let own = req.own;
+    let path = crate::redirect::request_path(req.orig).unwrap_or("/");
+    let mut base = url::Url::parse(&format!("{own}{path}")).map_err(|_| {
         (
             ErrorKind::BadRedirect,
             Cow::Borrowed("the redirected request's URL cannot be rebuilt"),
@@ -61,20 +62,28 @@ pub(super) async fn follow(
         let to = resolve_location(&base, &location)
             .map_err(|m| (ErrorKind::BadRedirect, Cow::Borrowed(m)))?;
         let key = origin_key(&to);
-        let same_origin = key == *own;
-        let rewritten = hop_request(
-            &plan.request,
-            cur.status,
-            &to,
-            same_origin,
-            was_get,
-            Cookies::Given,
-        )
-        .and_then(|(bytes, get)| {
-            to_h2(&bytes, to.scheme(), to.host_str().unwrap_or(""))
-                .ok()
-                .map(|t| (t, get))
+        let same_origin = key == own;
+        // A scenario's cookie jar takes the redirect's cookies and gives the
+        // new host its own.
+        let jar = req.jar.as_mut().and_then(|(s, r, vu)| {
+            s.redirect_cookies(
+                *r,
+                vu,
+                cur.capture.as_deref(),
+                base.host_str().unwrap_or(""),
+                to.host_str().unwrap_or(""),
+            )
         });
+        let cookies = match &jar {
+            Some(j) => Cookies::Jar(j),
+            None => Cookies::Given,
+        };
+        let rewritten = hop_request(req.orig, cur.status, &to, same_origin, was_get, cookies)
+            .and_then(|(bytes, get)| {
+                to_h2(&bytes, to.scheme(), to.host_str().unwrap_or(""))
+                    .ok()
+                    .map(|t| (t, get))
+            });
         let Some((tpl, get)) = rewritten else {
             return Err((
                 ErrorKind::BadRedirect,
@@ -85,10 +94,21 @@ pub(super) async fn follow(
         let hop_sr = if same_origin {
             &mut *sr
         } else {
-            away_conn(w, f, &to, key, away).await?
+            let resolve = || {
+                f.origin(&to).map_err(|e| {
+                    let kind = if e.resolve {
+                        ErrorKind::Resolve
+                    } else {
+                        ErrorKind::BadRedirect
+                    };
+                    (kind, Cow::Owned(e.message))
+                })
+            };
+            away_conn(w, key, resolve, away).await?
         };
         let sent = Instant::now();
-        let deadline = sent + plan.timeout;
+        let deadline = sent + req.timeout;
+        let capture = req.capture;
         let hop = async {
             poll_fn(|cx| hop_sr.poll_ready(cx))
                 .await
@@ -98,7 +118,7 @@ pub(super) async fn follow(
                 .send_request(tpl.request(), end_of_stream)
                 .map_err(|e| classify(&e))?;
             let body = (!end_of_stream).then(|| tpl.body.clone());
-            fetch(resp, tx, body, false, true).await
+            fetch(resp, tx, body, false, true, capture).await
         };
         cur = tokio::time::timeout_at(deadline.into(), hop)
             .await
@@ -107,16 +127,39 @@ pub(super) async fn follow(
         was_get = get;
         base = to;
     }
+    if let (Some((_, _, vu)), true) = (req.jar.as_mut(), hops > 0) {
+        // The final response's cookies belong to the host it came from.
+        vu.redirected_from = Some(base.host_str().unwrap_or("").to_ascii_lowercase());
+    }
     Ok(cur)
 }
 
-/// This stream's connection to the redirect origin `key` of `to`, made (or
-/// made again) when it has none there or it died.
-async fn away_conn<'a>(
+/// A request being redirected: what it was sent as and where, and what a
+/// hop needs of it.
+pub(super) struct Redirected<'a> {
+    /// The original request's HTTP/1 bytes (hops are rewritten from them).
+    pub orig: &'a [u8],
+    /// Its origin ([`crate::redirect::origin_key`]).
+    pub own: &'a str,
+    /// Each hop's `--timeout` (a scenario request's own).
+    pub timeout: std::time::Duration,
+    /// Scenario runs: what of each response to keep (headers, body).
+    pub capture: Option<(bool, bool)>,
+    /// Scenario runs: the request and the virtual user whose jar is used.
+    pub jar: Option<(
+        &'a crate::scenario::Scenario,
+        usize,
+        &'a mut crate::scenario::Vu,
+    )>,
+}
+
+/// This stream's connection to the origin `key` (a redirect's, or a
+/// scenario host other than the run's), made (or made again, with the
+/// `Origin` from `resolve`) when it has none there or it died.
+pub(super) async fn away_conn<'a>(
     w: &Rc<W>,
-    f: &crate::redirect::Follow,
-    to: &url::Url,
     key: String,
+    resolve: impl FnOnce() -> Result<std::sync::Arc<crate::redirect::Origin>, Fail>,
     away: &'a mut Option<Away>,
 ) -> Result<&'a mut SendRequest<Bytes>, Fail> {
     if away
@@ -126,14 +169,7 @@ async fn away_conn<'a>(
         *away = None;
     }
     if away.is_none() {
-        let origin = f.origin(to).map_err(|e| {
-            let kind = if e.resolve {
-                ErrorKind::Resolve
-            } else {
-                ErrorKind::BadRedirect
-            };
-            (kind, Cow::Owned(e.message))
-        })?;
+        let origin = resolve()?;
         let ctx = ConnCtx::new(None);
         let sr = match connect_to(w, &ctx, Some(&origin)).await {
             Ok(sr) => sr,
