@@ -1552,6 +1552,12 @@ fn nginx_h2c_runs_a_scenario() {
     assert_eq!(distinct_conns(seen.iter().filter(|s| s.port == p2)), 1);
     assert_eq!(distinct_conns(seen.iter().filter(|s| s.port == p3)), 2);
     assert_eq!(counter(&v, "connections_opened"), 3);
+    // A connection's connect time counts for the request it was made for.
+    assert_eq!(
+        reqs[0]["connect"]["count"], 1,
+        "login: the shared connection"
+    );
+    assert_eq!(reqs[2]["connect"]["count"], 2, "asset: one per stream");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -247,6 +247,9 @@ struct ConnCtx {
     quota: Cell<Option<u64>>,
     /// Closed loop: its streams neither parked (`--stages`) nor ended.
     running: Cell<u64>,
+    /// Scenario runs: its TCP connect time, until the first request on it
+    /// counts it in its own numbers (as the HTTP/1 worker does).
+    connect_took: Cell<Option<Duration>>,
 }
 
 impl ConnCtx {
@@ -256,6 +259,7 @@ impl ConnCtx {
             closed: Notify::new(),
             quota: Cell::new(quota),
             running: Cell::new(0),
+            connect_took: Cell::new(None),
         })
     }
 }
@@ -774,7 +778,7 @@ async fn closed_stream(
         match vu.as_mut() {
             None => exchange(&w, &mut sr, intended, &mut away).await,
             Some(user) => {
-                let think = scenario::exchange(&w, &mut sr, intended, user, &mut away).await;
+                let think = scenario::exchange(&w, &mut sr, &ctx, intended, user, &mut away).await;
                 // The virtual user thinks; its next request is due when it is done.
                 if let Some(d) = think.filter(|d| !d.is_zero()) {
                     tokio::select! {
@@ -919,7 +923,7 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
         match vu.as_mut() {
             None => exchange(&w, &mut sr, t, &mut away).await,
             Some(user) => {
-                scenario::exchange(&w, &mut sr, t, user, &mut away).await;
+                scenario::exchange(&w, &mut sr, &ctx, t, user, &mut away).await;
             }
         }
     }
@@ -991,6 +995,10 @@ async fn connect_inner(
     w.rec
         .borrow_mut()
         .connected(now.saturating_duration_since(t0));
+    if w.sc.is_some() {
+        ctx.connect_took
+            .set(Some(now.saturating_duration_since(t0)));
+    }
     let guard = OpenGuard::new(w.clone());
     let http1_reply = Rc::new(Cell::new(false));
     let counted = Counted {

@@ -21,7 +21,7 @@ use std::time::Instant;
 pub(super) struct Away {
     key: String,
     sr: SendRequest<Bytes>,
-    ctx: Rc<ConnCtx>,
+    pub(super) ctx: Rc<ConnCtx>,
 }
 
 /// `-L/--follow-redirects`: follows the redirect `first` with the HTTP/1

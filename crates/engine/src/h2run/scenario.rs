@@ -14,7 +14,7 @@
 //! share one (data rows per user stay distinct).
 
 use super::follow::{away_conn, follow, Away, Redirected};
-use super::{classify, fetch, timed_out, to_h2, Fail, W};
+use super::{classify, fetch, timed_out, to_h2, ConnCtx, Fail, W};
 use crate::h1::Capture;
 use crate::scenario::{Scenario, Vu};
 use bytes::Bytes;
@@ -112,6 +112,7 @@ impl Drop for VuSlot {
 pub(super) async fn exchange(
     w: &Rc<W>,
     sr: &mut SendRequest<Bytes>,
+    ctx: &ConnCtx,
     intended: Instant,
     slot: &mut VuSlot,
     away: &mut Option<Away>,
@@ -133,7 +134,16 @@ pub(super) async fn exchange(
     let t = &s.targets[q.target];
     let plan = w.plan();
     let own = t.origin == plan.target.origin;
-    let result = send(w, sr, s, r, vu, intended, own, away).await;
+    let result = send(w, sr, s, r, vu, own, away).await;
+    // The connection this request went over was made for it: its connect time.
+    let made = match (own, away.as_ref()) {
+        (true, _) => ctx.connect_took.take(),
+        (false, Some(a)) => a.ctx.connect_took.take(),
+        (false, None) => None,
+    };
+    if let Some(d) = made {
+        sc.stats.borrow_mut()[r].connect.record(d);
+    }
     vu.chosen = None;
     match result {
         Err(Unsent(kind, msg)) => {
@@ -194,18 +204,15 @@ struct Unsent(ErrorKind, Cow<'static, str>);
 
 /// Sends request `r` and reads its answer (and its redirects): when it was
 /// sent and how it ended, or why it could not be sent.
-#[allow(clippy::too_many_arguments)]
 async fn send(
     w: &Rc<W>,
     sr: &mut SendRequest<Bytes>,
     s: &Scenario,
     r: usize,
     vu: &mut Vu,
-    intended: Instant,
     own: bool,
     away: &mut Option<Away>,
 ) -> Result<(Instant, Result<super::Fetched, Fail>), Unsent> {
-    let _ = intended;
     let q = &s.requests[r];
     let t = &s.targets[q.target];
     s.prepare(r, vu, false);
