@@ -11,7 +11,8 @@
 //! than the idle streams and the connections already being opened can take.
 //! `--stages` (closed loop): a level counts streams (see `adjust_level`);
 //! `--rate-stages` is the open loop with the staged pacer; `-L` follows
-//! redirects with the HTTP/1 worker's rules (`h2run/follow.rs`).
+//! redirects with the HTTP/1 worker's rules (`h2run/follow.rs`); `--scenario`
+//! runs a virtual user per stream (`h2run/scenario.rs`).
 //! Everything of a worker lives on one thread, so the shared state is plain
 //! `Cell`s and the recorder a `RefCell` never borrowed across an `.await`.
 //!
@@ -22,7 +23,7 @@
 //!
 //! (Over 800 lines: closed loop, stages, open loop, connections and the
 //! accounting all work on one worker state `W`; the protocol seam of issue 18
-//! splits them. Redirect following is in `h2run/follow.rs`.)
+//! splits them.)
 
 mod follow;
 mod scenario;
