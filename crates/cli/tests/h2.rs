@@ -1552,6 +1552,31 @@ fn nginx_h2c_runs_a_scenario() {
     assert_eq!(distinct_conns(seen.iter().filter(|s| s.port == p2)), 1);
     assert_eq!(distinct_conns(seen.iter().filter(|s| s.port == p3)), 2);
     assert_eq!(counter(&v, "connections_opened"), 3);
+    // Open loop: each idle stream's user sends the next step.
+    let v = run_json(&[
+        "--h2c",
+        "-L",
+        "--scenario",
+        file.to_str().unwrap(),
+        "-r",
+        "40",
+        "-n",
+        "8",
+        "-c",
+        "1",
+        "--streams",
+        "2",
+        "-t",
+        "1",
+        "--no-save",
+    ]);
+    assert_eq!(counter(&v, "completed"), 8, "{}", v["errors"]);
+    for r in v["requests"].as_array().unwrap() {
+        assert_eq!(r["failed_checks"], 0, "{r}");
+    }
+    assert!(take_nginx_log(&ng.dir)
+        .iter()
+        .all(|s| s.protocol == "HTTP/2.0"));
     // A connection's connect time counts for the request it was made for.
     assert_eq!(
         reqs[0]["connect"]["count"], 1,
@@ -1642,5 +1667,45 @@ fn https_scenario_uses_http2_only_when_every_host_picks_it() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["config"]["http_version"], "2");
     assert_eq!(both.streams(), 6);
+    // Two hosts that both pick h2: HTTP/2 to each, over TLS.
+    let other = H2Server::start(Some(server_tls(&p, &[b"h2"])), ok);
+    let both_h2 = dir.join("both.toml");
+    std::fs::write(
+        &both_h2,
+        format!(
+            "name = \"both\"\n[hosts]\na = \"https://127.0.0.1:{}\"\nb = \"https://127.0.0.1:{}\"\n\
+             [[request]]\nname = \"a\"\nhost = \"a\"\npath = \"/\"\n\
+             [[request]]\nname = \"b\"\nhost = \"b\"\npath = \"/\"\n",
+            both.addr.port(),
+            other.addr.port()
+        ),
+    )
+    .unwrap();
+    let out = redline(&[
+        "run",
+        "-q",
+        "--no-save",
+        "-o",
+        "json",
+        "--insecure",
+        "--scenario",
+        both_h2.to_str().unwrap(),
+        "-n",
+        "6",
+        "-c",
+        "1",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("note:"));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["http_version"], "2");
+    assert_eq!(counter(&v, "completed"), 6, "{}", v["errors"]);
+    assert_eq!(both.streams(), 9);
+    assert_eq!(other.streams(), 3);
+    assert_eq!(other.h1_requests(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
