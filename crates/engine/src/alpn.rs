@@ -1,8 +1,7 @@
 //! Automatic HTTP/2 for https runs: without `--http2` or `--http1.1`, one TLS
 //! handshake before the run offers `h2` and `http/1.1` by ALPN. If the server
 //! picks `h2` and the run's modes are ones the HTTP/2 engine runs
-//! ([`Protocol::supports`]; a scenario's other hosts must pick `h2` too), the
-//! plan becomes an HTTP/2 plan and its
+//! ([`Protocol::supports`]), the plan becomes an HTTP/2 plan and its
 //! config says `HTTP/2 (negotiated by ALPN)`; otherwise it stays HTTP/1.1,
 //! with a note when h2 was offered but could not be used.
 
@@ -22,15 +21,8 @@ const PROBE_LIMIT: Duration = Duration::from_secs(5);
 /// protocol the server picked, or `None` (none picked, or the handshake failed:
 /// the run then shows why, request by request).
 pub fn probe(plan: &Plan) -> Option<Vec<u8>> {
-    probe_to(plan, plan.tls.as_ref()?, &plan.target.addr)
-}
-
-/// [`probe`] to `addr` with `tls` (another host of a scenario).
-fn probe_to(
-    plan: &Plan,
-    tls: &crate::tls::TlsSetup,
-    addr: &std::net::SocketAddr,
-) -> Option<Vec<u8>> {
+    let tls = plan.tls.as_ref()?;
+    let addr = &plan.target.addr;
     let limit = plan.connect_timeout.min(plan.timeout).min(PROBE_LIMIT);
     let deadline = Instant::now() + limit;
     let mut cfg = (*tls.config).clone();
@@ -76,23 +68,6 @@ pub fn negotiate(plan: &mut Plan) -> Option<String> {
             "the server offers HTTP/2, but {} runs speak HTTP/1.1 for now: this run uses HTTP/1.1",
             mode.flag()
         ));
-    }
-    // A scenario speaks HTTP/2 to each of its hosts: every other host must
-    // be https and pick h2 too (else the whole run stays on HTTP/1.1).
-    if let Some(sc) = plan.scenario.clone() {
-        for t in sc.targets.iter().filter(|t| t.origin != plan.target.origin) {
-            let h2 = match &t.tls {
-                Some(tls) => probe_to(plan, tls, &t.addr).as_deref() == Some(b"h2"),
-                None => false,
-            };
-            if !h2 {
-                return Some(format!(
-                    "the server offers HTTP/2, but the scenario's host {} does not: this run \
-                     uses HTTP/1.1",
-                    t.display
-                ));
-            }
-        }
     }
     match use_negotiated_h2(plan) {
         Ok(()) => None,

@@ -934,15 +934,31 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
 
 /// Connects (TCP, TLS with ALPN h2, HTTP/2 preface) and starts the connection's driver task.
 async fn connect(w: &Rc<W>, ctx: &Rc<ConnCtx>) -> Result<SendRequest<Bytes>, ConnectFail> {
-    connect_to(w, ctx, None).await
+    match connect_to(w, ctx, None).await? {
+        Connected::H2(sr) => Ok(sr),
+        // (The run's own target never falls back to HTTP/1.1.)
+        Connected::H1(..) => Err(ConnectFail::Failed(
+            ErrorKind::Other,
+            "the server did not offer HTTP/2".into(),
+        )),
+    }
 }
 
-/// As [`connect`], to the run's target or (`away`) to a redirect's origin.
+/// A connection made: HTTP/2, or (only to another origin than the run's, whose
+/// server did not pick h2 by ALPN, or a cleartext one in a TLS run) the socket
+/// for HTTP/1.1, counted open while it lives.
+enum Connected {
+    H2(SendRequest<Bytes>),
+    H1(Box<dyn Io>, OpenGuard),
+}
+
+/// As [`connect`], to the run's target or (`away`) to another origin: a
+/// redirect's, or another host of a scenario.
 async fn connect_to(
     w: &Rc<W>,
     ctx: &Rc<ConnCtx>,
     away: Option<&crate::redirect::Origin>,
-) -> Result<SendRequest<Bytes>, ConnectFail> {
+) -> Result<Connected, ConnectFail> {
     if w.stopping.get() {
         return Err(ConnectFail::Stopped);
     }
@@ -962,13 +978,12 @@ async fn connect_inner(
     w: &Rc<W>,
     ctx: &Rc<ConnCtx>,
     away: Option<&crate::redirect::Origin>,
-) -> Result<SendRequest<Bytes>, Fail> {
+) -> Result<Connected, Fail> {
     let plan = w.plan();
     let t0 = Instant::now();
     let addr = away.map_or(plan.target.addr, |o| o.addr);
-    // A redirect's https origin: its own TLS setup. It offers http/1.1 too,
-    // so that a server without h2 picks it (rather than failing the
-    // handshake) and the request fails with a message that says so.
+    // Another https origin: its own TLS setup, offering h2 and http/1.1 (as
+    // browsers do: the protocol is the server's pick, per connection).
     let away_tls = away.and_then(|o| o.tls.as_ref()).map(|t| {
         let mut cfg = (*t.config).clone();
         cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
@@ -1009,6 +1024,8 @@ async fn connect_inner(
         sniff: (tls_to.is_none() && away.is_none()).then(|| http1_reply.clone()),
     };
     let io: Box<dyn Io> = match tls_to {
+        // Another cleartext origin: prior knowledge in an h2c run, else HTTP/1.1.
+        None if away.is_some() && !plan.h2c => return Ok(Connected::H1(Box::new(counted), guard)),
         None => Box::new(counted),
         Some((connector, name)) => {
             let t1 = Instant::now();
@@ -1020,15 +1037,8 @@ async fn connect_inner(
                 .borrow_mut()
                 .tls
                 .record(Instant::now().saturating_duration_since(t1));
-            if let (Some(o), false) = (away, tls.get_ref().1.alpn_protocol() == Some(b"h2")) {
-                return Err((
-                    ErrorKind::Other,
-                    Cow::Owned(format!(
-                        "the redirect target {} does not offer HTTP/2 (ALPN h2); an HTTP/2 run \
-                         follows redirects over HTTP/2 only",
-                        o.key
-                    )),
-                ));
+            if away.is_some() && tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+                return Ok(Connected::H1(Box::new(tls), guard));
             }
             if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
                 let msg = format!(
@@ -1069,7 +1079,7 @@ async fn connect_inner(
         ctx.dead.set(true);
         ctx.closed.notify_waiters();
     });
-    Ok(sr)
+    Ok(Connected::H2(sr))
 }
 
 /// Ends the whole run with an error (exit code 1): HTTP/2 cannot be used.
@@ -1148,7 +1158,7 @@ async fn exchange(
                 capture: None,
                 jar: None,
             };
-            follow(w, sr, fo, f, away, req).await
+            follow(w, Some(sr), fo, f, away, req).await
         }
         (r, _) => r,
     };

@@ -13,7 +13,7 @@
 //! worker's index plus multiples of the worker count, so no two workers
 //! share one (data rows per user stay distinct).
 
-use super::follow::{away_conn, follow, Away, Redirected};
+use super::follow::{away_conn, away_exchange, follow, Away, Outgoing, Redirected};
 use super::{classify, fetch, timed_out, to_h2, ConnCtx, Fail, W};
 use crate::h1::Capture;
 use crate::scenario::{Scenario, Vu};
@@ -23,7 +23,6 @@ use redline_stats::rng::SplitMix64;
 use redline_stats::{ErrorKind, RequestStats, Timing};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
-use std::future::poll_fn;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -217,13 +216,46 @@ async fn send(
     let t = &s.targets[q.target];
     s.prepare(r, vu, false);
     let scheme = if t.tls.is_some() { "https" } else { "http" };
-    let tpl = to_h2(s.wire(r, vu, false), scheme, &t.host_header)
-        .map_err(|e| Unsent(ErrorKind::Other, Cow::Owned(e)))?;
-    // Another host of the scenario: this stream's connection there.
-    let mut other;
-    let conn: &mut SendRequest<Bytes> = if own {
-        sr
+    let mut cap = Capture::default();
+    s.prepare_capture(r, &mut cap);
+    let want = Some((cap.want_headers, cap.want_body));
+    let follow_on = w.plan().follow.as_deref();
+    let counted_sent = || {
+        w.held.set(w.held.get() - 1);
+        w.in_flight.set(w.in_flight.get() + 1);
+        w.rec.borrow_mut().counters.sent += 1;
+        if let Some(sc) = w.sc.as_ref() {
+            sc.stats.borrow_mut()[r].sent += 1;
+        }
+    };
+    let (sent, got) = if own {
+        let tpl = to_h2(s.wire(r, vu, false), scheme, &t.host_header)
+            .map_err(|e| Unsent(ErrorKind::Other, Cow::Owned(e)))?;
+        let end_of_stream = tpl.body.is_empty();
+        let sent = Instant::now();
+        let (resp, tx) = sr.send_request(tpl.request(), end_of_stream).map_err(|e| {
+            let (k, m) = classify(&e);
+            Unsent(k, m)
+        })?;
+        counted_sent();
+        let body = (!end_of_stream).then(|| tpl.body.clone());
+        let got = tokio::time::timeout_at(
+            (sent + q.timeout).into(),
+            fetch(
+                resp,
+                tx,
+                body,
+                w.want_server.get(),
+                follow_on.is_some(),
+                want,
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| Err(timed_out()));
+        (sent, got)
     } else {
+        // Another host of the scenario: this stream's connection there, in
+        // the protocol that server picked.
         let resolve = || -> Result<Arc<crate::redirect::Origin>, Fail> {
             Ok(Arc::new(crate::redirect::Origin {
                 key: t.origin.clone(),
@@ -232,48 +264,24 @@ async fn send(
                 tls: t.tls.clone(),
             }))
         };
-        other = away_conn(w, t.origin.clone(), resolve, away)
+        away_conn(w, t.origin.clone(), resolve, away)
             .await
-            .map_err(|(k, m)| Unsent(k, m))?
-            .clone();
-        poll_fn(|cx| other.poll_ready(cx)).await.map_err(|e| {
-            let (k, m) = classify(&e);
-            Unsent(k, m)
-        })?;
-        &mut other
+            .map_err(|(k, m)| Unsent(k, m))?;
+        let host = t.host_header.clone();
+        let out = Outgoing {
+            h1: s.wire(r, vu, false),
+            scheme,
+            host: &host,
+            timeout: q.timeout,
+            capture: want,
+        };
+        let r = away_exchange(w, away, out, counted_sent).await;
+        match r {
+            Ok((sent, f)) => (sent, Ok(f)),
+            Err(Ok((k, m))) => return Err(Unsent(k, m)),
+            Err(Err(e)) => (Instant::now(), Err(e)),
+        }
     };
-    let end_of_stream = tpl.body.is_empty();
-    let sent = Instant::now();
-    let (resp, tx) = conn
-        .send_request(tpl.request(), end_of_stream)
-        .map_err(|e| {
-            let (k, m) = classify(&e);
-            Unsent(k, m)
-        })?;
-    w.held.set(w.held.get() - 1);
-    w.in_flight.set(w.in_flight.get() + 1);
-    w.rec.borrow_mut().counters.sent += 1;
-    if let Some(sc) = w.sc.as_ref() {
-        sc.stats.borrow_mut()[r].sent += 1;
-    }
-    let mut cap = Capture::default();
-    s.prepare_capture(r, &mut cap);
-    let want = Some((cap.want_headers, cap.want_body));
-    let body = (!end_of_stream).then(|| tpl.body.clone());
-    let follow_on = w.plan().follow.as_deref();
-    let got = tokio::time::timeout_at(
-        (sent + q.timeout).into(),
-        fetch(
-            resp,
-            tx,
-            body,
-            w.want_server.get(),
-            follow_on.is_some(),
-            want,
-        ),
-    )
-    .await
-    .unwrap_or_else(|_| Err(timed_out()));
     let got = match (got, follow_on) {
         (Ok(f), Some(fo)) if crate::redirect::is_redirect(f.status) && f.location.is_some() => {
             let orig = s.wire(r, vu, false).to_vec();
@@ -284,7 +292,7 @@ async fn send(
                 capture: want,
                 jar: Some((s, r, vu)),
             };
-            follow(w, conn, fo, f, away, req).await
+            follow(w, own.then_some(sr), fo, f, away, req).await
         }
         (got, _) => got,
     };
