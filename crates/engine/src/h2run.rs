@@ -782,6 +782,9 @@ async fn closed_stream(
                 let think = scenario::exchange(&w, &mut sr, &ctx, intended, user, &mut away).await;
                 // The virtual user thinks; its next request is due when it is done.
                 if let Some(d) = think.filter(|d| !d.is_zero()) {
+                    if w.stopping.get() {
+                        return;
+                    }
                     tokio::select! {
                         _ = tokio::time::sleep(d) => {}
                         _ = w.stop_n.notified() => return,
