@@ -16,6 +16,10 @@
 //! (connections_busy alone is the server's doing): the search stops there,
 //! says so, and never takes that rate as the server's capacity.
 //!
+//! Protocol flags as `run`'s (`--http2`, `--h2c`, `--streams`, `--http1.1`,
+//! `--cacert`); an https search without `--http2`/`--http1.1` probes ALPN once
+//! before the first step and every step keeps the answer.
+//!
 //! Exit codes: 0 an answer (or a lower bound) was found; 4 no step met the
 //! SLO; 1 the client was the limit before any step passed, or a run failed;
 //! 2 bad input; 130 interrupted.
@@ -78,6 +82,22 @@ pub struct FindArgs {
     /// https: do not verify the server's certificate.
     #[arg(long)]
     insecure: bool,
+    /// https: extra CA certificates (PEM) to trust.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<std::path::PathBuf>,
+    /// HTTP/2 over TLS, negotiated by ALPN; fails if the server does not offer h2
+    /// (without it or --http1.1, an https search uses HTTP/2 when the server picks it).
+    #[arg(long = "http2", conflicts_with = "h2c")]
+    http2: bool,
+    /// https: speak HTTP/1.1 even when the server offers HTTP/2.
+    #[arg(long = "http1.1", conflicts_with_all = ["http2", "h2c"])]
+    http11: bool,
+    /// HTTP/2 over cleartext with prior knowledge (http:// URLs).
+    #[arg(long = "h2c")]
+    h2c: bool,
+    /// HTTP/2: concurrent streams per connection (default 1, like h2load -m).
+    #[arg(long = "streams", value_name = "N")]
+    streams: Option<u32>,
     /// Report format: text (a line per step) or json.
     #[arg(
         short = 'o',
@@ -290,12 +310,32 @@ pub fn run(a: FindArgs) -> i32 {
         pa.headers = a.headers.clone();
         pa.timeout = a.timeout;
         pa.tls.insecure = a.insecure;
+        pa.tls.cacert = a.cacert.clone();
+        pa.http2 = a.http2;
+        pa.h2c = a.h2c;
+        pa.http11 = a.http11;
+        pa.streams = a.streams;
         Plan::build(pa).map_err(|e| e.to_string())
     };
-    // Check the input once before any traffic.
-    let url = match build(a.start_rate) {
-        Ok(p) => p.target.display,
+    // Check the input once before any traffic; an https search without
+    // --http2/--http1.1 asks the server once (ALPN) and keeps its answer.
+    let negotiated = match build(a.start_rate) {
+        Ok(mut p) => {
+            if let Some(note) = redline_engine::alpn::negotiate(&mut p) {
+                eprintln!("redline: note: {note}");
+            }
+            p
+        }
         Err(e) => return fail(EXIT_USAGE, e),
+    };
+    let url = negotiated.target.display.clone();
+    let build = |rate: f64| -> Result<Plan, String> {
+        let mut p = build(rate)?;
+        if negotiated.config.negotiated.is_some() {
+            // ALPN picked h2 for the first step: every step uses it.
+            redline_engine::alpn::use_negotiated_h2(&mut p)?;
+        }
+        Ok(p)
     };
     crate::cli::install_ctrlc();
     let stop = crate::cli::stop_handle();

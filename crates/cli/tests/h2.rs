@@ -25,6 +25,9 @@ enum Behaviour {
     Hang,
     /// 200 with a header value this long (the client's header-list limit is 256 KiB).
     HugeHeaders(usize),
+    /// 200 after `service`, one stream at a time server-wide (a lock shared by
+    /// all connections): about 1/service responses per second at any concurrency.
+    Serialized(Duration),
 }
 
 #[derive(Default)]
@@ -35,6 +38,11 @@ struct Counts {
     max_concurrent: AtomicU64,
     /// HTTP/1.1 requests (TLS connections where ALPN picked http/1.1).
     h1_requests: AtomicU64,
+    /// Streams open now, over all connections, and the most at once.
+    open_total: AtomicU64,
+    max_total: AtomicU64,
+    /// `Behaviour::Serialized`'s one-at-a-time lock.
+    gate: tokio::sync::Mutex<()>,
 }
 
 struct H2Server {
@@ -123,6 +131,10 @@ impl H2Server {
     fn h1_requests(&self) -> u64 {
         self.counts.h1_requests.load(Ordering::SeqCst)
     }
+    /// Most streams open at once over all connections.
+    fn max_total(&self) -> u64 {
+        self.counts.max_total.load(Ordering::SeqCst)
+    }
 }
 
 /// HTTP/1.1 keep-alive on a connection where ALPN picked http/1.1: 200 "hello".
@@ -165,7 +177,10 @@ where
         let n = counts.streams.fetch_add(1, Ordering::SeqCst) + 1;
         let now_open = open.fetch_add(1, Ordering::SeqCst) + 1;
         counts.max_concurrent.fetch_max(now_open, Ordering::SeqCst);
+        let total = counts.open_total.fetch_add(1, Ordering::SeqCst) + 1;
+        counts.max_total.fetch_max(total, Ordering::SeqCst);
         let open = open.clone();
+        let counts = counts.clone();
         tokio::spawn(async move {
             drop(req);
             match behaviour {
@@ -184,11 +199,15 @@ where
                 Behaviour::ResetEvery10th if n.is_multiple_of(10) => {
                     respond.send_reset(h2::Reason::REFUSED_STREAM);
                 }
-                Behaviour::Ok { .. } | Behaviour::ResetEvery10th => {
+                Behaviour::Ok { .. } | Behaviour::ResetEvery10th | Behaviour::Serialized(_) => {
                     if let Behaviour::Ok { delay } = behaviour {
                         if !delay.is_zero() {
                             tokio::time::sleep(delay).await;
                         }
+                    }
+                    if let Behaviour::Serialized(service) = behaviour {
+                        let _one_at_a_time = counts.gate.lock().await;
+                        tokio::time::sleep(service).await;
                     }
                     let resp = http::Response::builder()
                         .status(200)
@@ -201,6 +220,7 @@ where
                 }
             }
             open.fetch_sub(1, Ordering::SeqCst);
+            counts.open_total.fetch_sub(1, Ordering::SeqCst);
         });
     }
 }
@@ -769,7 +789,7 @@ fn https_uses_http2_when_the_server_picks_it_by_alpn() {
     assert_eq!(srv.streams(), 205, "no HTTP/2 stream more");
     assert_eq!(srv.connections() - before, 2);
 
-    // A mode the HTTP/2 engine does not run (here -L): HTTP/1.1 and one note.
+    // -L runs over HTTP/2 now: no note, streams, not HTTP/1.1 requests.
     let out = redline(&[
         "run",
         "-q",
@@ -786,12 +806,11 @@ fn https_uses_http2_when_the_server_picks_it_by_alpn() {
     ]);
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.matches("note:").count(), 1, "{err}");
-    assert!(
-        err.contains("offers HTTP/2") && err.contains("HTTP/1.1"),
-        "{err}"
-    );
-    assert_eq!(srv.h1_requests(), 60);
+    assert!(!err.contains("note:"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["negotiated"], "HTTP/2 (negotiated by ALPN)");
+    assert_eq!(srv.h1_requests(), 50);
+    assert_eq!(srv.streams(), 215);
 
     // A server that only speaks HTTP/1.1 over TLS: HTTP/1.1, no note.
     let h1 = H2Server::start(
@@ -899,4 +918,789 @@ fn abort_on_fail_stops_an_http2_run_early() {
         "{t}"
     );
     assert!(took < Duration::from_secs(15), "took {took:?}");
+}
+
+// ------------------------------------------- stages, rate stages, -L, find
+
+/// `--stages` over h2c with `--streams 4`: a level counts concurrent streams
+/// (h2load's -c × -m), on ⌈level/4⌉ connections. Steps of 1, 2, 4 and 8
+/// streams over a server that answers one stream at a time (20 ms each):
+/// throughput stays at ~50/s, so the knee is at 1 stream; the server saw 8
+/// streams at once on 2 connections.
+#[test]
+fn stages_over_h2c_count_streams_and_find_the_knee() {
+    timing_sensitive(3, || {
+        let srv = H2Server::start(None, Behaviour::Serialized(Duration::from_millis(20)));
+        let url = format!("http://127.0.0.1:{}/", srv.addr.port());
+        let v = run_json(&[
+            "--h2c",
+            "--streams",
+            "4",
+            "-t",
+            "1",
+            "--stages",
+            "1s:1,1s:2,1s:4,1s:8",
+            "--step",
+            "--no-save",
+            &url,
+        ]);
+        assert_schema(&v);
+        assert_eq!(v["config"]["http_version"], "2");
+        assert_eq!(v["config"]["stages"]["unit"], "streams");
+        assert_eq!(v["config"]["load"]["connections"], 2);
+        let stages = v["stages"].as_array().unwrap();
+        assert_eq!(stages.len(), 4, "{}", v["stages"]);
+        for (s, level) in stages.iter().zip([1.0, 2.0, 4.0, 8.0]) {
+            assert_eq!(s["level_to"].as_f64(), Some(level));
+            let rps = s["requests_per_sec"].as_f64().unwrap();
+            assert!((35.0..=55.0).contains(&rps), "{level}: {rps} req/s");
+        }
+        assert_eq!(srv.max_total(), 8, "8 streams in flight at the top step");
+        assert_eq!(srv.connections(), 2, "⌈8/4⌉ connections");
+        assert_eq!(counter(&v, "peak_connections"), 2);
+        assert_eq!(v["knee"]["level"].as_f64(), Some(1.0), "{}", v["knee"]);
+        assert_eq!(v["knee"]["unit"], "streams");
+        assert_eq!(v["knee"]["reason"], "throughput");
+        assert_eq!(counter(&v, "failed"), 0, "parked streams are no errors");
+    });
+}
+
+/// The text report of an HTTP/2 staged run says streams, and the knee line too.
+#[test]
+fn staged_h2c_text_report_speaks_of_streams() {
+    let srv = H2Server::start(None, Behaviour::Serialized(Duration::from_millis(20)));
+    let url = format!("http://127.0.0.1:{}/", srv.addr.port());
+    let out = redline(&[
+        "run",
+        "-q",
+        "--no-save",
+        "--h2c",
+        "--streams",
+        "2",
+        "-t",
+        "1",
+        "--stages",
+        "1s:1,1s:3",
+        "--step",
+        &url,
+    ]);
+    assert!(out.status.success());
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("streams"), "{t}");
+    assert!(
+        t.contains("redline: the server stops scaling at 1 stream "),
+        "{t}"
+    );
+    assert_eq!(srv.connections(), 2, "⌈3/2⌉ connections");
+    assert_eq!(srv.max_total(), 3);
+}
+
+/// nginx's access log: port, protocol, connection serial, method, URI,
+/// status, time, Authorization, Cookie.
+const NGINX_LOG: &str = "log_format h2t '$server_port $server_protocol $connection \
+     $request_method $request_uri $status $msec \"$http_authorization\" \"$http_cookie\"';\n  \
+     access_log {d}/access.log h2t;\n  keepalive_requests 100000;";
+
+/// One line of [`NGINX_LOG`].
+struct Seen {
+    port: u16,
+    protocol: String,
+    conn: u64,
+    method: String,
+    uri: String,
+    status: u16,
+    auth: String,
+    msec: f64,
+    cookie: String,
+}
+
+/// The access log, emptied so the next command starts from nothing.
+fn take_nginx_log(dir: &std::path::Path) -> Vec<Seen> {
+    let path = dir.join("access.log");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    std::fs::write(&path, "").unwrap();
+    text.lines()
+        .map(|l| {
+            let (head, quoted) = l.split_once(" \"").unwrap();
+            let q: Vec<&str> = quoted.split('"').collect();
+            let f: Vec<&str> = head.split(' ').collect();
+            Seen {
+                port: f[0].parse().unwrap(),
+                protocol: f[1].to_string(),
+                conn: f[2].parse().unwrap(),
+                method: f[3].to_string(),
+                uri: f[4].to_string(),
+                status: f[5].parse().unwrap(),
+                msec: f[6].parse().unwrap(),
+                auth: q[0].to_string(),
+                cookie: q[2].to_string(),
+            }
+        })
+        .collect()
+}
+
+fn distinct_conns<'a>(seen: impl Iterator<Item = &'a Seen>) -> usize {
+    seen.map(|s| s.conn)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+}
+
+/// `listen` for an nginx server speaking HTTP/2 (`listen … http2` before
+/// nginx 1.25.1, `http2 on;` after).
+fn h2_listen(port: u16) -> String {
+    let new =
+        common::nginx::nginx_bin().is_some_and(|b| common::nginx::nginx_version(&b) >= (1, 25, 1));
+    if new {
+        format!("listen 127.0.0.1:{port}; http2 on;")
+    } else {
+        format!("listen 127.0.0.1:{port} http2;")
+    }
+}
+
+/// nginx over h2c (prior knowledge) as the oracle for `--stages`,
+/// `--rate-stages`, `-L` and `find`: its access log shows every request came
+/// as HTTP/2.0, on which connection, and what a redirect hop carried.
+#[test]
+fn nginx_h2c_runs_stages_rate_stages_redirects_and_find() {
+    let files = [("index.html", vec![b'x'; 100])];
+    // An https origin that speaks only HTTP/1.1.
+    let h1_only = H2Server::start(
+        Some(server_tls(&pki(), &[b"http/1.1"])),
+        Behaviour::Ok {
+            delay: Duration::ZERO,
+        },
+    );
+    let p4 = h1_only.addr.port();
+    // A second server (redirects) and a third (another origin).
+    let (p2, p3) = (common::nginx::free_port(), common::nginx::free_port());
+    let extra = format!(
+        "{NGINX_LOG}\n  server {{ {} root {{d}}/site;\n    \
+         location = /a {{ return 302 /b; }}\n    \
+         location = /b {{ return 307 /index.html; }}\n    \
+         location = /k {{ return 307 /index.html; }}\n    \
+         location = /loop {{ return 302 /loop; }}\n    \
+         location = /away {{ return 301 http://127.0.0.1:{p3}/index.html; }}\n    \
+         location = /h1only {{ return 302 https://127.0.0.1:{p4}/; }}\n  }}\n  \
+         server {{ {} root {{d}}/site; }}",
+        h2_listen(p2),
+        h2_listen(p3)
+    );
+    let Some(ng) = start_nginx(&NginxSite {
+        tag: "h2-modes",
+        files: &files,
+        tls: None,
+        h2: true,
+        http_extra: &extra,
+        types: "",
+    }) else {
+        return;
+    };
+    let main = format!("http://127.0.0.1:{}/index.html", ng.port);
+    let redir = |path: &str| format!("http://127.0.0.1:{p2}{path}");
+
+    // --stages: steps of 4 then 1 streams, 2 per connection.
+    timing_sensitive(3, || {
+        take_nginx_log(&ng.dir);
+        let v = run_json(&[
+            "--h2c",
+            "--streams",
+            "2",
+            "-t",
+            "1",
+            "--stages",
+            "1s:4,1s:1",
+            "--step",
+            "--no-save",
+            &main,
+        ]);
+        let seen = take_nginx_log(&ng.dir);
+        assert_eq!(seen.len() as u64, counter(&v, "completed"));
+        assert!(seen
+            .iter()
+            .all(|s| s.protocol == "HTTP/2.0" && s.status == 200));
+        assert_eq!(distinct_conns(seen.iter()), 2, "⌈4/2⌉ connections");
+        assert_eq!(counter(&v, "peak_connections"), 2);
+        assert_eq!(v["config"]["stages"]["unit"], "streams");
+        let stages = v["stages"].as_array().unwrap();
+        assert_eq!(stages.len(), 2);
+        assert_eq!(stages[0]["level_to"].as_f64(), Some(4.0));
+        assert_eq!(stages[1]["level_to"].as_f64(), Some(1.0));
+        assert!(stages.iter().all(|s| s["requests"].as_u64() > Some(0)));
+        // After the fall to 1 stream, one connection carries the requests.
+        let t0 = seen.iter().map(|s| s.msec).fold(f64::MAX, f64::min);
+        let late = seen
+            .iter()
+            .filter(|s| s.msec >= t0 + 1.3 && s.msec <= t0 + 1.9);
+        assert_eq!(distinct_conns(late), 1, "the second connection closed");
+        assert!(v["knee"].is_object() || v["knee"].is_null());
+    });
+
+    // --rate-stages: 50 then 100 req/s, open loop, all over HTTP/2.
+    timing_sensitive(3, || {
+        take_nginx_log(&ng.dir);
+        let v = run_json(&[
+            "--h2c",
+            "-t",
+            "1",
+            "--rate-stages",
+            "--stages",
+            "1s:50,1s:100",
+            "--step",
+            "--no-save",
+            &main,
+        ]);
+        let seen = take_nginx_log(&ng.dir);
+        let c = |n: &str| counter(&v, n);
+        assert!((149..=151).contains(&c("scheduled")), "{}", v["counters"]);
+        assert_eq!(c("completed"), c("scheduled"), "{}", v["counters"]);
+        assert_eq!(seen.len() as u64, c("completed"));
+        assert!(seen.iter().all(|s| s.protocol == "HTTP/2.0"));
+        assert_eq!(v["config"]["stages"]["unit"], "rps");
+        assert_eq!(v["stages"].as_array().unwrap().len(), 2);
+    });
+
+    // -L: POST /a → 302 (a GET now) → /b → 307 (stays GET) → 200, one connection.
+    take_nginx_log(&ng.dir);
+    let v = run_json(&[
+        "--h2c",
+        "-L",
+        "-n",
+        "5",
+        "-c",
+        "1",
+        "-m",
+        "POST",
+        "--body",
+        "x",
+        &redir("/a"),
+    ]);
+    assert_eq!(v["status_codes"]["200"], 5, "{}", v["errors"]);
+    assert_eq!(counter(&v, "redirects"), 10);
+    let seen = take_nginx_log(&ng.dir);
+    let walk: Vec<(&str, &str, u16)> = seen
+        .iter()
+        .map(|s| (s.method.as_str(), s.uri.as_str(), s.status))
+        .collect();
+    assert_eq!(
+        walk[..3],
+        [
+            ("POST", "/a", 302),
+            ("GET", "/b", 307),
+            ("GET", "/index.html", 200)
+        ]
+    );
+    assert_eq!(seen.len(), 15);
+    assert!(seen
+        .iter()
+        .all(|s| s.protocol == "HTTP/2.0" && s.port == p2));
+    assert_eq!(
+        distinct_conns(seen.iter()),
+        1,
+        "same-origin hops: same connection"
+    );
+    // 307 keeps the method (nginx answers a POST for a file with 405).
+    let v = run_json(&[
+        "--h2c",
+        "-L",
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "-m",
+        "POST",
+        "--body",
+        "x",
+        &redir("/k"),
+    ]);
+    assert_eq!(v["status_codes"]["405"], 2, "{}", v["status_codes"]);
+    let seen = take_nginx_log(&ng.dir);
+    assert_eq!(seen[1].method, "POST");
+    assert_eq!(seen[1].uri, "/index.html");
+    // A loop ends as too_many_redirects after --max-redirs hops.
+    let v = run_json(&[
+        "--h2c",
+        "-L",
+        "--max-redirs",
+        "3",
+        "-n",
+        "2",
+        "-c",
+        "1",
+        &redir("/loop"),
+    ]);
+    assert_eq!(error_count(&v, "too_many_redirects"), 2, "{}", v["errors"]);
+    assert_eq!(
+        take_nginx_log(&ng.dir).len(),
+        8,
+        "the request and 3 hops, twice"
+    );
+    // Another origin: its own HTTP/2 connection, kept for the next hops there;
+    // the Authorization header stays home.
+    let v = run_json(&[
+        "--h2c",
+        "-L",
+        "-H",
+        "Authorization: Bearer s3cret-h2",
+        "-n",
+        "4",
+        "-c",
+        "1",
+        &redir("/away"),
+    ]);
+    assert_eq!(v["status_codes"]["200"], 4, "{}", v["errors"]);
+    assert_eq!(counter(&v, "connections_opened"), 2);
+    assert!(!v.to_string().contains("s3cret-h2"));
+    let seen = take_nginx_log(&ng.dir);
+    assert_eq!(seen.len(), 8);
+    for s in &seen {
+        assert_eq!(s.protocol, "HTTP/2.0");
+        if s.port == p2 {
+            assert_eq!(s.auth, "Bearer s3cret-h2");
+        } else {
+            assert_eq!(
+                (s.port, s.uri.as_str(), s.auth.as_str()),
+                (p3, "/index.html", "-")
+            );
+        }
+    }
+    assert_eq!(distinct_conns(seen.iter().filter(|s| s.port == p3)), 1);
+    // Open loop follows the same way.
+    let v = run_json(&["--h2c", "-L", "-r", "50", "-n", "10", &redir("/a")]);
+    assert_eq!(v["status_codes"]["200"], 10, "{}", v["errors"]);
+    assert_eq!(counter(&v, "redirects"), 20);
+    assert_eq!(take_nginx_log(&ng.dir).len(), 30);
+    // A hop to an https origin that does not pick h2 takes HTTP/1.1 there
+    // (the server's pick, as in a browser), on one kept-alive connection.
+    let v = run_json(&[
+        "--h2c",
+        "-L",
+        "--insecure",
+        "-n",
+        "3",
+        "-c",
+        "1",
+        &redir("/h1only"),
+    ]);
+    assert_eq!(v["status_codes"]["200"], 3, "{}", v["errors"]);
+    assert_eq!(h1_only.h1_requests(), 3);
+    assert_eq!(h1_only.connections(), 1);
+    assert_eq!(h1_only.streams(), 0);
+    take_nginx_log(&ng.dir);
+
+    // find over h2c: its steps are HTTP/2 runs.
+    let out = redline(&[
+        "find",
+        "--h2c",
+        "--slo",
+        "errors<1%",
+        "--start-rate",
+        "20",
+        "--max-steps",
+        "2",
+        "--warmup",
+        "1s",
+        "--step-duration",
+        "1s",
+        "-t",
+        "1",
+        "--no-save",
+        &main,
+    ]);
+    // (A loaded host may make a step CLIENT-LIMITED: what matters here is
+    // that every step's requests reached nginx as HTTP/2.)
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("PASS") || t.contains("CLIENT-LIMITED"), "{t}");
+    let seen = take_nginx_log(&ng.dir);
+    assert!(seen.len() >= 2 * 20 - 2, "{} requests: {t}", seen.len());
+    assert!(seen.iter().all(|s| s.protocol == "HTTP/2.0"));
+}
+
+/// nginx over TLS: an https `--stages` run (and a `find`) takes HTTP/2 by
+/// ALPN as a fixed-load run does; with one stream per connection a level is
+/// connections, as over HTTP/1.1. So does a scenario whose host picks h2.
+#[test]
+fn nginx_tls_stages_and_find_use_http2_by_alpn() {
+    let p = pki();
+    let files = [("index.html", vec![b'x'; 100])];
+    let extra = NGINX_LOG.to_string();
+    let Some(ng) = start_nginx(&NginxSite {
+        tag: "h2-tls-stages",
+        files: &files,
+        tls: Some(&p),
+        h2: true,
+        http_extra: &extra,
+        types: "",
+    }) else {
+        return;
+    };
+    let ca = ng.dir.join("ca.pem");
+    std::fs::write(&ca, &p.ca_pem).unwrap();
+    let ca = ca.to_str().unwrap().to_string();
+    let url = format!("https://127.0.0.1:{}/index.html", ng.port);
+    let out = redline(&[
+        "run",
+        "-q",
+        "--no-save",
+        "-o",
+        "json",
+        "--cacert",
+        &ca,
+        "-t",
+        "1",
+        "--stages",
+        "1s:1,1s:3",
+        "--step",
+        &url,
+    ]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("note:"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_schema(&v);
+    assert_eq!(v["config"]["http_version"], "2");
+    assert_eq!(v["config"]["negotiated"], "HTTP/2 (negotiated by ALPN)");
+    assert_eq!(v["config"]["stages"]["unit"], "connections");
+    assert_eq!(counter(&v, "peak_connections"), 3);
+    let stages = v["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 2);
+    assert_eq!(stages[1]["level_to"].as_f64(), Some(3.0));
+    let seen = take_nginx_log(&ng.dir);
+    assert_eq!(seen.len() as u64, counter(&v, "completed"));
+    assert!(seen.iter().all(|s| s.protocol == "HTTP/2.0"));
+    assert_eq!(distinct_conns(seen.iter()), 3, "the probe sends no request");
+
+    // --http2 with --rate-stages over TLS.
+    let v = run_json(&[
+        "--http2",
+        "--cacert",
+        &ca,
+        "-t",
+        "1",
+        "--rate-stages",
+        "--step",
+        "--stages",
+        "1s:30",
+        "--no-save",
+        &url,
+    ]);
+    assert_eq!(counter(&v, "completed"), counter(&v, "scheduled"));
+    assert!(counter(&v, "completed") >= 29, "{}", v["counters"]);
+    assert!(take_nginx_log(&ng.dir)
+        .iter()
+        .all(|s| s.protocol == "HTTP/2.0"));
+
+    // find: the first step's probe decides for every step.
+    let out = redline(&[
+        "find",
+        "--cacert",
+        &ca,
+        "--slo",
+        "errors<1%",
+        "--start-rate",
+        "20",
+        "--max-steps",
+        "1",
+        "--warmup",
+        "1s",
+        "--step-duration",
+        "1s",
+        "-t",
+        "1",
+        "--no-save",
+        &url,
+    ]);
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("PASS") || t.contains("CLIENT-LIMITED"), "{t}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("note:"));
+    let seen = take_nginx_log(&ng.dir);
+    assert!(seen.len() >= 2 * 20 - 2, "{} requests: {t}", seen.len());
+    assert!(seen.iter().all(|s| s.protocol == "HTTP/2.0"));
+
+    // A scenario whose only host picks h2 runs over HTTP/2 too, no note.
+    let dir = temp_dir("tls-scenario");
+    let file = dir.join("s.toml");
+    std::fs::write(&file, "name = \"s\"\n[[request]]\npath = \"/index.html\"\n").unwrap();
+    let out = redline(&[
+        "run",
+        "-q",
+        "--no-save",
+        "-o",
+        "json",
+        "--cacert",
+        &ca,
+        "--scenario",
+        file.to_str().unwrap(),
+        "-n",
+        "4",
+        "-c",
+        "1",
+        &url,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("note:"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["negotiated"], "HTTP/2 (negotiated by ALPN)");
+    assert_eq!(v["requests"][0]["completed"], 4);
+    let seen = take_nginx_log(&ng.dir);
+    assert_eq!(seen.len(), 4);
+    assert!(seen.iter().all(|s| s.protocol == "HTTP/2.0"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--scenario` over h2c against nginx: sessions (a user per stream, a CSV
+/// row each), the cookie jar, JSON extraction, checks, a second host over the
+/// stream's own connection there, `-L` inside a step, think time. nginx's
+/// log shows what each request carried.
+#[test]
+fn nginx_h2c_runs_a_scenario() {
+    let files = [("index.html", vec![b'x'; 100])];
+    let (p2, p3) = (common::nginx::free_port(), common::nginx::free_port());
+    let extra = format!(
+        "{NGINX_LOG}\n  server {{ {} root {{d}}/site;\n    \
+         location = /login {{ add_header Set-Cookie \"sid=s-$arg_user; Path=/\"; \
+         default_type application/json; return 200 '{{\"token\":\"t-$arg_user\"}}'; }}\n    \
+         location = /account {{ default_type text/plain; \
+         if ($cookie_sid = \"\") {{ return 403 \"no session\"; }} \
+         return 200 \"welcome $cookie_sid $arg_token\"; }}\n    \
+         location = /a {{ return 302 /index.html; }}\n  }}\n  \
+         server {{ {} root {{d}}/site; }}",
+        h2_listen(p2),
+        h2_listen(p3)
+    );
+    let Some(ng) = start_nginx(&NginxSite {
+        tag: "h2-scenario",
+        files: &files,
+        tls: None,
+        h2: true,
+        http_extra: &extra,
+        types: "",
+    }) else {
+        return;
+    };
+    let dir = temp_dir("h2c-scenario");
+    std::fs::write(dir.join("users.csv"), "user\nalice\nbob\n").unwrap();
+    let file = dir.join("s.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"h2 session\"\nmode = \"session\"\nthink = \"5ms\"\n\
+             [hosts]\napp = \"http://127.0.0.1:{p2}\"\nstatic = \"http://127.0.0.1:{p3}\"\n\
+             [data]\nfile = \"users.csv\"\nper = \"user\"\n\
+             [[step]]\nname = \"login\"\nhost = \"app\"\npath = \"/login?user={{{{user}}}}\"\n\
+             extract = [{{ name = \"token\", json = \"/token\" }}]\n\
+             check = {{ status = 200, header = [\"Set-Cookie\"] }}\n\
+             [[step]]\nname = \"account\"\nhost = \"app\"\npath = \"/account?token={{{{token}}}}\"\n\
+             check = {{ status = 200, body_regex = \"^welcome s-(alice|bob) t-(alice|bob)$\" }}\n\
+             [[step]]\nname = \"asset\"\nhost = \"static\"\npath = \"/index.html\"\n\
+             check = {{ status = 200 }}\n\
+             [[step]]\nname = \"moved\"\nhost = \"app\"\npath = \"/a\"\ncheck = {{ status = 200 }}\n"
+        ),
+    )
+    .unwrap();
+    let v = run_json(&[
+        "--h2c",
+        "-L",
+        "--scenario",
+        file.to_str().unwrap(),
+        "-n",
+        "16",
+        "-c",
+        "1",
+        "--streams",
+        "2",
+        "-t",
+        "1",
+        "--no-save",
+    ]);
+    assert_eq!(v["config"]["http_version"], "2");
+    assert_eq!(counter(&v, "completed"), 16, "{}", v["errors"]);
+    assert_eq!(counter(&v, "redirects"), 4);
+    let reqs = v["requests"].as_array().unwrap();
+    assert_eq!(reqs.len(), 4);
+    for r in reqs {
+        assert_eq!(r["completed"], 4, "{r}");
+        assert_eq!(r["failed_checks"], 0, "{r}");
+        assert_eq!(r["failed_extractions"], 0, "{r}");
+    }
+    let seen = take_nginx_log(&ng.dir);
+    assert_eq!(seen.len(), 20, "16 requests and 4 hops");
+    assert!(seen.iter().all(|s| s.protocol == "HTTP/2.0"));
+    // Each stream is one user with its CSV row, its cookie and its token.
+    let mut users = std::collections::BTreeSet::new();
+    for s in seen.iter().filter(|s| s.uri.starts_with("/account")) {
+        let user = s.uri.trim_start_matches("/account?token=t-");
+        assert_eq!(s.cookie, format!("sid=s-{user}"), "{}", s.uri);
+        users.insert(user.to_string());
+    }
+    assert_eq!(users.len(), 2, "{users:?}");
+    assert!(
+        seen.iter()
+            .filter(|s| s.uri.starts_with("/login"))
+            .all(|s| s.cookie == "-"),
+        "a new session starts without cookies"
+    );
+    // The run's host: one connection for both streams (hops included);
+    // the other host: a connection per stream.
+    assert_eq!(distinct_conns(seen.iter().filter(|s| s.port == p2)), 1);
+    assert_eq!(distinct_conns(seen.iter().filter(|s| s.port == p3)), 2);
+    assert_eq!(counter(&v, "connections_opened"), 3);
+    // Open loop: each idle stream's user sends the next step.
+    let v = run_json(&[
+        "--h2c",
+        "-L",
+        "--scenario",
+        file.to_str().unwrap(),
+        "-r",
+        "40",
+        "-n",
+        "8",
+        "-c",
+        "1",
+        "--streams",
+        "2",
+        "-t",
+        "1",
+        "--no-save",
+    ]);
+    assert_eq!(counter(&v, "completed"), 8, "{}", v["errors"]);
+    for r in v["requests"].as_array().unwrap() {
+        assert_eq!(r["failed_checks"], 0, "{r}");
+    }
+    assert!(take_nginx_log(&ng.dir)
+        .iter()
+        .all(|s| s.protocol == "HTTP/2.0"));
+    // A connection's connect time counts for the request it was made for.
+    assert_eq!(
+        reqs[0]["connect"]["count"], 1,
+        "login: the shared connection"
+    );
+    assert_eq!(reqs[2]["connect"]["count"], 2, "asset: one per stream");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An https scenario takes HTTP/2 by ALPN when its first host picks h2; each
+/// other host gets the protocol it picks, per connection, as in a browser:
+/// HTTP/1.1 from one that speaks only that, HTTP/2 from one that picks h2.
+#[test]
+fn https_scenario_speaks_to_each_host_in_the_protocol_it_picks() {
+    let p = pki();
+    let ok = Behaviour::Ok {
+        delay: Duration::ZERO,
+    };
+    let both = H2Server::start(Some(server_tls(&p, &[b"h2", b"http/1.1"])), ok);
+    let h1 = H2Server::start(Some(server_tls(&p, &[b"http/1.1"])), ok);
+    let dir = temp_dir("alpn-scenario");
+    let two = dir.join("two.toml");
+    std::fs::write(
+        &two,
+        format!(
+            "name = \"two\"\n[hosts]\na = \"https://127.0.0.1:{}\"\nb = \"https://127.0.0.1:{}\"\n\
+             [[request]]\nname = \"a\"\nhost = \"a\"\npath = \"/\"\n[[request]]\nname = \"b\"\nhost = \"b\"\npath = \"/\"\n",
+            both.addr.port(),
+            h1.addr.port()
+        ),
+    )
+    .unwrap();
+    let out = redline(&[
+        "run",
+        "-q",
+        "--no-save",
+        "-o",
+        "json",
+        "--insecure",
+        "--scenario",
+        two.to_str().unwrap(),
+        "-n",
+        "6",
+        "-c",
+        "1",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("note:"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["http_version"], "2");
+    assert_eq!(counter(&v, "completed"), 6, "{}", v["errors"]);
+    assert_eq!((both.streams(), both.h1_requests()), (3, 0));
+    assert_eq!((h1.streams(), h1.h1_requests()), (0, 3));
+    assert_eq!(h1.connections(), 1, "one kept-alive HTTP/1.1 connection");
+    // The same scenario with only the h2 host: HTTP/2, streams, no note.
+    let one = dir.join("one.toml");
+    std::fs::write(
+        &one,
+        format!(
+            "name = \"one\"\nbase = \"https://127.0.0.1:{}\"\n[[request]]\npath = \"/\"\n",
+            both.addr.port()
+        ),
+    )
+    .unwrap();
+    let out = redline(&[
+        "run",
+        "-q",
+        "--no-save",
+        "-o",
+        "json",
+        "--insecure",
+        "--scenario",
+        one.to_str().unwrap(),
+        "-n",
+        "6",
+        "-c",
+        "1",
+    ]);
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("note:"));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["http_version"], "2");
+    assert_eq!(both.streams(), 9);
+    // Two hosts that both pick h2: HTTP/2 to each, over TLS.
+    let other = H2Server::start(Some(server_tls(&p, &[b"h2"])), ok);
+    let both_h2 = dir.join("both.toml");
+    std::fs::write(
+        &both_h2,
+        format!(
+            "name = \"both\"\n[hosts]\na = \"https://127.0.0.1:{}\"\nb = \"https://127.0.0.1:{}\"\n\
+             [[request]]\nname = \"a\"\nhost = \"a\"\npath = \"/\"\n\
+             [[request]]\nname = \"b\"\nhost = \"b\"\npath = \"/\"\n",
+            both.addr.port(),
+            other.addr.port()
+        ),
+    )
+    .unwrap();
+    let out = redline(&[
+        "run",
+        "-q",
+        "--no-save",
+        "-o",
+        "json",
+        "--insecure",
+        "--scenario",
+        both_h2.to_str().unwrap(),
+        "-n",
+        "6",
+        "-c",
+        "1",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("note:"));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["config"]["http_version"], "2");
+    assert_eq!(counter(&v, "completed"), 6, "{}", v["errors"]);
+    assert_eq!(both.streams(), 12);
+    assert_eq!(other.streams(), 3);
+    assert_eq!(other.h1_requests(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -306,10 +306,6 @@ fn open_loop_and_closed_connections_follow_too() {
 fn bad_flag_combinations() {
     for (args, want) in [
         (vec!["--max-redirs", "3", "http://127.0.0.1:1/"], "follow"),
-        (
-            vec!["-L", "--h2c", "http://127.0.0.1:1/"],
-            "--follow-redirects",
-        ),
         (vec!["--http1.1", "--http2", "https://127.0.0.1:1/"], "http"),
     ] {
         let mut a = vec!["run", "-n", "1"];

@@ -1,11 +1,11 @@
 //! Automatic HTTP/2 for https runs: without `--http2` or `--http1.1`, one TLS
 //! handshake before the run offers `h2` and `http/1.1` by ALPN. If the server
-//! picks `h2` and the run's mode is one the HTTP/2 engine runs (not scenarios,
-//! stages or `--follow-redirects` yet), the plan becomes an HTTP/2 plan and its
+//! picks `h2` and the run's modes are ones the HTTP/2 engine runs
+//! ([`Protocol::supports`]), the plan becomes an HTTP/2 plan and its
 //! config says `HTTP/2 (negotiated by ALPN)`; otherwise it stays HTTP/1.1,
 //! with a note when h2 was offered but could not be used.
 
-use crate::plan::Plan;
+use crate::plan::{Plan, Protocol};
 use std::io::Write;
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -22,12 +22,13 @@ const PROBE_LIMIT: Duration = Duration::from_secs(5);
 /// the run then shows why, request by request).
 pub fn probe(plan: &Plan) -> Option<Vec<u8>> {
     let tls = plan.tls.as_ref()?;
+    let addr = &plan.target.addr;
     let limit = plan.connect_timeout.min(plan.timeout).min(PROBE_LIMIT);
     let deadline = Instant::now() + limit;
     let mut cfg = (*tls.config).clone();
     cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let mut conn = rustls::ClientConnection::new(Arc::new(cfg), tls.server_name.clone()).ok()?;
-    let mut sock = TcpStream::connect_timeout(&plan.target.addr, limit).ok()?;
+    let mut sock = TcpStream::connect_timeout(addr, limit).ok()?;
     for _ in 0..1000 {
         let left = deadline.checked_duration_since(Instant::now())?;
         if left.is_zero() {
@@ -52,19 +53,6 @@ pub fn probe(plan: &Plan) -> Option<Vec<u8>> {
     alpn
 }
 
-/// Why this plan cannot run on the HTTP/2 engine, if it cannot.
-fn h2_blocker(plan: &Plan) -> Option<&'static str> {
-    if plan.scenario.is_some() {
-        Some("--scenario runs")
-    } else if plan.staged.is_some() {
-        Some("--stages runs")
-    } else if plan.follow.is_some() {
-        Some("-L/--follow-redirects runs")
-    } else {
-        None
-    }
-}
-
 /// Negotiates the protocol of an https run that did not force one: switches
 /// the plan to HTTP/2 when the server picks `h2` and the mode allows it.
 /// Returns a note for the user when h2 was offered but is not used.
@@ -75,23 +63,31 @@ pub fn negotiate(plan: &mut Plan) -> Option<String> {
     if probe(plan).as_deref() != Some(b"h2") {
         return None;
     }
-    if let Some(mode) = h2_blocker(plan) {
+    if let Some(mode) = Protocol::Http2.first_unsupported(&plan.modes()) {
         return Some(format!(
-            "the server offers HTTP/2, but {mode} speak HTTP/1.1 for now: this run uses HTTP/1.1"
+            "the server offers HTTP/2, but {} runs speak HTTP/1.1 for now: this run uses HTTP/1.1",
+            mode.flag()
         ));
     }
+    match use_negotiated_h2(plan) {
+        Ok(()) => None,
+        Err(e) => Some(format!(
+            "the server offers HTTP/2, but this request cannot be sent over it ({e}): this run uses HTTP/1.1"
+        )),
+    }
+}
+
+/// Switches `plan` to the HTTP/2 that ALPN chose ([`negotiate`] after its
+/// probe; also for later plans of the same target, e.g. each step of
+/// `redline find`, without probing again). Unchanged when the request
+/// cannot be sent over HTTP/2.
+pub fn use_negotiated_h2(plan: &mut Plan) -> Result<(), String> {
     let mut h2 = plan.clone();
     h2.http2 = true;
     h2.config.http_version = "2".into();
     h2.config.streams = Some(u64::from(h2.streams));
     h2.config.negotiated = Some(NEGOTIATED_H2.into());
-    match crate::h2run::prepare(&h2) {
-        Ok(_) => {
-            *plan = h2;
-            None
-        }
-        Err(e) => Some(format!(
-            "the server offers HTTP/2, but this request cannot be sent over it ({e}): this run uses HTTP/1.1"
-        )),
-    }
+    crate::h2run::prepare(&h2)?;
+    *plan = h2;
+    Ok(())
 }

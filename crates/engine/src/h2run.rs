@@ -9,6 +9,10 @@
 //! loop: the pacer pushes intended send times onto a queue; an idle stream takes
 //! each, and a connection is opened (up to the cap) only when the queue is longer
 //! than the idle streams and the connections already being opened can take.
+//! `--stages` (closed loop): a level counts streams (see `adjust_level`);
+//! `--rate-stages` is the open loop with the staged pacer; `-L` follows
+//! redirects with the HTTP/1 worker's rules (`h2run/follow.rs`); `--scenario`
+//! runs a virtual user per stream (`h2run/scenario.rs`).
 //! Everything of a worker lives on one thread, so the shared state is plain
 //! `Cell`s and the recorder a `RefCell` never borrowed across an `.await`.
 //!
@@ -16,11 +20,20 @@
 //! (open loop), held (taken by a stream or a connect attempt, not yet written),
 //! in flight, or ended (completed or failed). At the end, queued and held ones
 //! count as `not_sent` and in-flight ones as `in_flight_at_end`.
+//!
+//! (Over 800 lines: closed loop, stages, open loop, connections and the
+//! accounting all work on one worker state `W`; the protocol seam of issue 18
+//! splits them.)
 
+mod follow;
+mod scenario;
+
+use crate::h1::Capture;
 use crate::pacer::Pacer;
 use crate::plan::Plan;
 use crate::worker::{thread_cpu, Live, WorkerResult, WorkerSpec};
 use bytes::Bytes;
+use follow::{follow, Away};
 use h2::client::SendRequest;
 use redline_stats::{ErrorKind, Recorder, Timing};
 use std::borrow::Cow;
@@ -87,18 +100,26 @@ fn dropped_header(name: &str) -> bool {
 
 /// Converts the plan's request (built once as HTTP/1.1 bytes) to HTTP/2 form.
 fn template(plan: &Plan) -> Result<Template, String> {
+    let scheme = if plan.tls.is_some() { "https" } else { "http" };
+    to_h2(&plan.request, scheme, &plan.target.host)
+}
+
+/// Converts an HTTP/1.1 request redline built (the plan's, or a redirect
+/// hop's rewritten by [`crate::redirect::hop_request`]) to HTTP/2 form: the
+/// request line gives `:method` and `:path`, `Host` becomes `:authority`
+/// (`host` when there is none), connection-specific headers go.
+fn to_h2(request: &[u8], scheme: &str, host: &str) -> Result<Template, String> {
     let bad = |why: String| format!("cannot express the request in HTTP/2: {why}");
-    let lines = plan.request.windows(2).filter(|w| w == b"\r\n").count();
+    let lines = request.windows(2).filter(|w| w == b"\r\n").count();
     let mut hs = vec![httparse::EMPTY_HEADER; lines];
     let mut req = httparse::Request::new(&mut hs);
-    let head_len = match req.parse(&plan.request) {
+    let head_len = match req.parse(request) {
         Ok(httparse::Status::Complete(n)) => n,
         // The plan refuses CR and LF; other control characters pass for HTTP/1
         // but not here. Name the header, never its value.
         _ => {
             let ctl = |c: &u8| (*c < 0x20 && *c != b'\t' && *c != b'\r') || *c == 0x7f;
-            let name = plan
-                .request
+            let name = request
                 .split(|&b| b == b'\n')
                 .skip(1)
                 .take_while(|l| l.len() > 1)
@@ -129,18 +150,19 @@ fn template(plan: &Plan) -> Result<Template, String> {
             .map_err(|_| bad(format!("value of header '{name}'")))?;
         headers.append(n, v);
     }
-    let scheme = if plan.tls.is_some() { "https" } else { "http" };
-    let authority = authority.unwrap_or_else(|| plan.target.host.clone());
-    let uri: http::Uri = format!("{scheme}://{authority}{}", plan.target.path)
+    let authority = authority.unwrap_or_else(|| host.to_string());
+    let path = req.path.unwrap_or("/");
+    let uri: http::Uri = format!("{scheme}://{authority}{path}")
         .parse()
         .map_err(|e| bad(format!("URL: {e}")))?;
-    let method = http::Method::from_bytes(plan.method.as_bytes())
-        .map_err(|_| bad(format!("method '{}'", plan.method)))?;
+    let method = req.method.unwrap_or("GET");
+    let method = http::Method::from_bytes(method.as_bytes())
+        .map_err(|_| bad(format!("method '{method}'")))?;
     Ok(Template {
         method,
         uri,
         headers,
-        body: Bytes::copy_from_slice(&plan.request[head_len..]),
+        body: Bytes::copy_from_slice(&request[head_len..]),
     })
 }
 
@@ -204,6 +226,18 @@ struct W {
     stop_n: Notify,
     /// Something the control loop waits for may have changed.
     changed: Notify,
+    /// Closed loop with `--stages`: this worker's streams over time.
+    levels: Option<crate::pacer::Levels>,
+    /// Closed loop: stream slots `0..target` run (slot `k` is stream
+    /// `k % streams` of connection `k / streams`); the others are parked.
+    /// `u64::MAX` without `--stages`.
+    target: Cell<u64>,
+    /// When the level is next looked at.
+    level_check: Cell<Option<Instant>>,
+    /// The level changed: parked streams and connections look again.
+    level_n: Notify,
+    /// `--scenario` runs: the virtual users and per-request numbers.
+    sc: Option<Rc<scenario::ScWorker>>,
 }
 
 /// One connection, as its stream tasks see it.
@@ -212,6 +246,44 @@ struct ConnCtx {
     closed: Notify,
     /// Requests this connection may still take (`--requests-per-conn`; None: no limit).
     quota: Cell<Option<u64>>,
+    /// Closed loop: its streams neither parked (`--stages`) nor ended.
+    running: Cell<u64>,
+    /// Scenario runs: its TCP connect time, until the first request on it
+    /// counts it in its own numbers (as the HTTP/1 worker does).
+    connect_took: Cell<Option<Duration>>,
+}
+
+impl ConnCtx {
+    fn new(quota: Option<u64>) -> Rc<ConnCtx> {
+        Rc::new(ConnCtx {
+            dead: Cell::new(false),
+            closed: Notify::new(),
+            quota: Cell::new(quota),
+            running: Cell::new(0),
+            connect_took: Cell::new(None),
+        })
+    }
+}
+
+/// Counts a closed-loop stream as running on its connection while it is
+/// neither parked nor ended; the last one to stop wakes the parked ones (they
+/// may have to end, so that the connection closes).
+struct Running(Rc<ConnCtx>);
+
+impl Running {
+    fn new(ctx: Rc<ConnCtx>) -> Running {
+        ctx.running.set(ctx.running.get() + 1);
+        Running(ctx)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.running.set(self.0.running.get() - 1);
+        if self.0.running.get() == 0 {
+            self.0.closed.notify_waiters();
+        }
+    }
 }
 
 enum ConnectFail {
@@ -224,13 +296,21 @@ enum ConnectFail {
 pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
     let open_loop = spec.pacer.is_some();
     let plan = &setup.plan;
+    let streams = u64::from(plan.streams.max(1));
+    let levels = if open_loop { None } else { spec.levels };
+    // With --stages a level counts streams: the most this worker runs decides
+    // its connection slots (see `plan::h2_connections`).
+    let max_conns = match &levels {
+        Some(l) => crate::plan::h2_connections(l.peak(), plan.streams),
+        None => spec.connections,
+    };
     let w = Rc::new(W {
         s: setup.clone(),
         spec_stop: spec.stop.clone(),
         start: spec.start,
         open_loop,
-        streams: u64::from(plan.streams.max(1)),
-        max_conns: spec.connections,
+        streams,
+        max_conns,
         rec: RefCell::new(Recorder::new(spec.start)),
         budget: Cell::new(spec.budget),
         reserved: Cell::new(0),
@@ -254,6 +334,19 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
         work: Notify::new(),
         stop_n: Notify::new(),
         changed: Notify::new(),
+        levels,
+        target: Cell::new(u64::MAX),
+        level_check: Cell::new(None),
+        level_n: Notify::new(),
+        sc: plan.scenario.clone().map(|s| {
+            Rc::new(scenario::ScWorker::new(
+                s,
+                spec.index,
+                plan.threads,
+                plan.seed,
+                !open_loop,
+            ))
+        }),
     });
     let mut interrupted = false;
     match tokio::runtime::Builder::new_current_thread()
@@ -304,7 +397,7 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
         cpu_sys: cpu.1,
         peak_open: w.peak_open.get(),
         interrupted,
-        requests: Vec::new(),
+        requests: w.sc.as_ref().map(|s| s.take_stats()).unwrap_or_default(),
     }
 }
 
@@ -345,6 +438,9 @@ async fn control(w: Rc<W>, pacer: Option<Pacer>, deadline: Option<Instant>, live
                 begin_stop(&w, now);
             }
         }
+        if !w.stopping.get() && w.level_check.get().is_some_and(|t| now >= t) {
+            adjust_level(&w, now);
+        }
         if finished(&w, now) {
             break;
         }
@@ -361,6 +457,9 @@ async fn control(w: Rc<W>, pacer: Option<Pacer>, deadline: Option<Instant>, live
         };
         if let Some(u) = until {
             wake = wake.min(u);
+        }
+        if let (Some(t), false) = (w.level_check.get(), w.stopping.get()) {
+            wake = wake.min(t);
         }
         tokio::select! {
             _ = w.changed.notified() => {}
@@ -386,17 +485,51 @@ fn finished(w: &W, now: Instant) -> bool {
     }
 }
 
+/// Closed loop with `--stages`: the level at `now` (this worker's share of
+/// the stage level, in streams) and when to look again. A rise wakes parked
+/// streams and connections; after a fall, streams above the level park as
+/// their requests end, and a connection none of whose streams is wanted
+/// closes (as the HTTP/1 worker's `adjust_level` and `after` do with
+/// connections).
+fn adjust_level(w: &W, now: Instant) {
+    let Some(l) = &w.levels else { return };
+    let el = now.saturating_duration_since(w.start).as_secs_f64();
+    let target = l.active_at(el);
+    w.level_check.set(
+        l.next_check(el)
+            .map(|s| w.start + Duration::from_secs_f64(s)),
+    );
+    if target != w.target.get() {
+        w.target.set(target);
+        w.level_n.notify_waiters();
+    }
+}
+
 fn begin_stop(w: &W, now: Instant) {
     w.stopping.set(true);
     w.stop_at.set(Some(now));
     w.drain_until.set(Some(now + w.s.plan.grace));
     w.stop_n.notify_waiters();
     w.work.notify_waiters();
+    w.level_n.notify_waiters();
 }
 
 impl W {
     fn plan(&self) -> &Plan {
         &self.s.plan
+    }
+
+    /// Closed loop: the streams connection slot `ci` runs at the current level.
+    fn wanted(&self, ci: u64) -> u64 {
+        self.target
+            .get()
+            .saturating_sub(ci.saturating_mul(self.streams))
+            .min(self.streams)
+    }
+
+    /// Closed loop: stream slot `slot` is above the level and must not take work.
+    fn parked(&self, slot: u64) -> bool {
+        slot >= self.target.get()
     }
 
     /// Counts a failed request that was held (taken but not yet sent).
@@ -450,8 +583,8 @@ impl W {
 
     /// Closed loop with `--requests-per-conn K`: a new connection reserves a
     /// block of K requests (fewer at the end of `-n`), so `-n N` makes ⌈N/K⌉
-    /// connections; then takes the first `--streams` of them.
-    fn reserve_block(&self, k: u64) -> (Option<u64>, u64) {
+    /// connections; then takes the first `want` (the streams it runs) of them.
+    fn reserve_block(&self, k: u64, want: u64) -> (Option<u64>, u64) {
         if self.stopping.get() {
             return (Some(0), 0);
         }
@@ -463,7 +596,7 @@ impl W {
             }
             None => k,
         };
-        let first = r.min(self.streams);
+        let first = r.min(want);
         self.reserved.set(self.reserved.get() + r - first);
         self.rec.borrow_mut().counters.scheduled += first;
         self.held.set(self.held.get() + first);
@@ -486,42 +619,63 @@ impl W {
 
 fn start_closed(w: &Rc<W>) {
     let c = w.max_conns;
+    if w.levels.is_some() {
+        adjust_level(w, w.start);
+    }
     let mut holds = Vec::with_capacity(c as usize);
     match w.plan().requests_per_conn {
         Some(k) => {
-            for _ in 0..c {
-                holds.push(w.reserve_block(k));
+            for ci in 0..c {
+                let want = w.wanted(ci);
+                holds.push(if want > 0 {
+                    w.reserve_block(k, want)
+                } else {
+                    (None, 0)
+                });
             }
         }
         None => {
             // Spread the first requests so every connection gets one before any
             // gets a second: `-n 5 -c 4 --streams 10` opens 4 connections.
             let b = w.budget.get();
-            for i in 0..c {
+            for ci in 0..c {
                 let n = match b {
-                    Some(b) => crate::run::share(b, c, i).min(w.streams),
-                    None => w.streams,
+                    Some(b) => crate::run::share(b, c, ci).min(w.streams),
+                    None => w.wanted(ci),
                 };
                 holds.push((None, w.take_n(n)));
             }
         }
     }
-    for (quota, held) in holds {
-        if held > 0 {
-            tokio::task::spawn_local(closed_conn(w.clone(), quota, held));
+    for (ci, (quota, held)) in holds.into_iter().enumerate() {
+        // With --stages a slot above the starting level waits for its rise.
+        if held > 0 || w.levels.is_some() {
+            tokio::task::spawn_local(closed_conn(w.clone(), ci as u64, quota, held));
         }
     }
 }
 
 /// One closed-loop connection slot: connects, runs its streams, and reconnects
 /// while there is work (after GOAWAY, a failure, or `--requests-per-conn`).
-async fn closed_conn(w: Rc<W>, mut quota: Option<u64>, mut held: u64) {
+async fn closed_conn(w: Rc<W>, ci: u64, mut quota: Option<u64>, mut held: u64) {
     let mut intended = w.start;
     loop {
         if held == 0 {
+            let want = w.wanted(ci);
+            if want == 0 {
+                // --stages: the level is below this connection; wait for a rise.
+                if w.stopping.get() {
+                    return;
+                }
+                tokio::select! {
+                    _ = w.level_n.notified() => {}
+                    _ = w.stop_n.notified() => {}
+                }
+                continue;
+            }
             match w.plan().requests_per_conn {
-                Some(k) => (quota, held) = w.reserve_block(k),
-                None => held = w.take_n(w.streams),
+                Some(k) => (quota, held) = w.reserve_block(k, want),
+                None => held = w.take_n(want),
             }
             if held == 0 {
                 w.changed.notify_one();
@@ -529,11 +683,7 @@ async fn closed_conn(w: Rc<W>, mut quota: Option<u64>, mut held: u64) {
             }
             intended = Instant::now();
         }
-        let ctx = Rc::new(ConnCtx {
-            dead: Cell::new(false),
-            closed: Notify::new(),
-            quota: Cell::new(quota),
-        });
+        let ctx = ConnCtx::new(quota);
         match connect(&w, &ctx).await {
             Err(ConnectFail::Stopped) => return, // held requests count as not sent
             Err(ConnectFail::Failed(kind, msg)) => {
@@ -549,7 +699,14 @@ async fn closed_conn(w: Rc<W>, mut quota: Option<u64>, mut held: u64) {
                 let mut set = JoinSet::new();
                 for j in 0..w.streams {
                     let first = (j < held).then_some(intended);
-                    set.spawn_local(closed_stream(w.clone(), ctx.clone(), sr.clone(), first));
+                    let slot = ci * w.streams + j;
+                    set.spawn_local(closed_stream(
+                        w.clone(),
+                        ctx.clone(),
+                        sr.clone(),
+                        first,
+                        slot,
+                    ));
                 }
                 drop(sr);
                 held = 0;
@@ -569,8 +726,37 @@ async fn closed_stream(
     ctx: Rc<ConnCtx>,
     mut sr: SendRequest<Bytes>,
     mut first: Option<Instant>,
+    slot: u64,
 ) {
+    let mut away = None;
+    let mut vu = w.sc.as_ref().map(|sc| sc.take_vu());
+    let ci = slot / w.streams;
+    let mut running = Some(Running::new(ctx.clone()));
     loop {
+        if first.is_none() && w.parked(slot) {
+            // --stages: above the level this stream parks. The connection
+            // closes once none of its streams runs and none is wanted (or it
+            // may take no more requests); a rise wakes the stream again.
+            drop(running.take());
+            loop {
+                if w.stopping.get() || ctx.dead.get() {
+                    return;
+                }
+                if !w.parked(slot) {
+                    running = Some(Running::new(ctx.clone()));
+                    break;
+                }
+                if ctx.running.get() == 0 && (w.wanted(ci) == 0 || ctx.quota.get() == Some(0)) {
+                    ctx.closed.notify_waiters();
+                    return;
+                }
+                tokio::select! {
+                    _ = w.level_n.notified() => {}
+                    _ = ctx.closed.notified() => {}
+                    _ = w.stop_n.notified() => {}
+                }
+            }
+        }
         let free_at = Instant::now();
         let ready = poll_fn(|cx| sr.poll_ready(cx)).await;
         let intended = match (first.take(), ready) {
@@ -590,7 +776,22 @@ async fn closed_stream(
         if w.stopping.get() {
             return; // held: not sent
         }
-        exchange(&w, &mut sr, intended).await;
+        match vu.as_mut() {
+            None => exchange(&w, &mut sr, intended, &mut away).await,
+            Some(user) => {
+                let think = scenario::exchange(&w, &mut sr, &ctx, intended, user, &mut away).await;
+                // The virtual user thinks; its next request is due when it is done.
+                if let Some(d) = think.filter(|d| !d.is_zero()) {
+                    if w.stopping.get() {
+                        return;
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(d) => {}
+                        _ = w.stop_n.notified() => return,
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -662,11 +863,7 @@ fn maybe_connect(w: &Rc<W>) {
 }
 
 async fn open_conn(w: Rc<W>) {
-    let ctx = Rc::new(ConnCtx {
-        dead: Cell::new(false),
-        closed: Notify::new(),
-        quota: Cell::new(w.plan().requests_per_conn),
-    });
+    let ctx = ConnCtx::new(w.plan().requests_per_conn);
     let r = connect(&w, &ctx).await;
     w.connecting.set(w.connecting.get() - 1);
     match r {
@@ -692,6 +889,8 @@ async fn open_conn(w: Rc<W>) {
 }
 
 async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
+    let mut away = None;
+    let mut vu = w.sc.as_ref().map(|sc| sc.take_vu());
     loop {
         if ctx.quota.get() == Some(0) {
             return; // --requests-per-conn reached: the connection closes
@@ -725,7 +924,12 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
         if w.stopping.get() {
             return;
         }
-        exchange(&w, &mut sr, t).await;
+        match vu.as_mut() {
+            None => exchange(&w, &mut sr, t, &mut away).await,
+            Some(user) => {
+                scenario::exchange(&w, &mut sr, &ctx, t, user, &mut away).await;
+            }
+        }
     }
 }
 
@@ -733,12 +937,37 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
 
 /// Connects (TCP, TLS with ALPN h2, HTTP/2 preface) and starts the connection's driver task.
 async fn connect(w: &Rc<W>, ctx: &Rc<ConnCtx>) -> Result<SendRequest<Bytes>, ConnectFail> {
+    match connect_to(w, ctx, None).await? {
+        Connected::H2(sr) => Ok(sr),
+        // (The run's own target never falls back to HTTP/1.1.)
+        Connected::H1(..) => Err(ConnectFail::Failed(
+            ErrorKind::Other,
+            "the server did not offer HTTP/2".into(),
+        )),
+    }
+}
+
+/// A connection made: HTTP/2, or (only to another origin than the run's, whose
+/// server did not pick h2 by ALPN, or a cleartext one in a TLS run) the socket
+/// for HTTP/1.1, counted open while it lives.
+enum Connected {
+    H2(SendRequest<Bytes>),
+    H1(Box<dyn Io>, OpenGuard),
+}
+
+/// As [`connect`], to the run's target or (`away`) to another origin: a
+/// redirect's, or another host of a scenario.
+async fn connect_to(
+    w: &Rc<W>,
+    ctx: &Rc<ConnCtx>,
+    away: Option<&crate::redirect::Origin>,
+) -> Result<Connected, ConnectFail> {
     if w.stopping.get() {
         return Err(ConnectFail::Stopped);
     }
     let deadline = Instant::now() + w.plan().connect_timeout;
     tokio::select! {
-        r = tokio::time::timeout_at(deadline.into(), connect_inner(w, ctx)) => match r {
+        r = tokio::time::timeout_at(deadline.into(), connect_inner(w, ctx, away)) => match r {
             Ok(r) => r.map_err(|(k, m)| ConnectFail::Failed(k, m)),
             Err(_) => Err(ConnectFail::Failed(ErrorKind::ConnectTimeout, "connect timed out".into())),
         },
@@ -748,10 +977,28 @@ async fn connect(w: &Rc<W>, ctx: &Rc<ConnCtx>) -> Result<SendRequest<Bytes>, Con
 
 type Fail = (ErrorKind, Cow<'static, str>);
 
-async fn connect_inner(w: &Rc<W>, ctx: &Rc<ConnCtx>) -> Result<SendRequest<Bytes>, Fail> {
+async fn connect_inner(
+    w: &Rc<W>,
+    ctx: &Rc<ConnCtx>,
+    away: Option<&crate::redirect::Origin>,
+) -> Result<Connected, Fail> {
     let plan = w.plan();
     let t0 = Instant::now();
-    let addr = plan.target.addr;
+    let addr = away.map_or(plan.target.addr, |o| o.addr);
+    // Another https origin: its own TLS setup, offering h2 and http/1.1 (as
+    // browsers do: the protocol is the server's pick, per connection).
+    let away_tls = away.and_then(|o| o.tls.as_ref()).map(|t| {
+        let mut cfg = (*t.config).clone();
+        cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        (
+            tokio_rustls::TlsConnector::from(Arc::new(cfg)),
+            t.server_name.clone(),
+        )
+    });
+    let tls_to = match away {
+        Some(_) => away_tls.as_ref(),
+        None => w.s.tls.as_ref(),
+    };
     let sock = if addr.is_ipv4() {
         tokio::net::TcpSocket::new_v4()
     } else {
@@ -767,15 +1014,21 @@ async fn connect_inner(w: &Rc<W>, ctx: &Rc<ConnCtx>) -> Result<SendRequest<Bytes
     w.rec
         .borrow_mut()
         .connected(now.saturating_duration_since(t0));
+    if w.sc.is_some() {
+        ctx.connect_took
+            .set(Some(now.saturating_duration_since(t0)));
+    }
     let guard = OpenGuard::new(w.clone());
     let http1_reply = Rc::new(Cell::new(false));
     let counted = Counted {
         inner: tcp,
         read: w.unattributed.clone(),
         written: w.written.clone(),
-        sniff: w.s.tls.is_none().then(|| http1_reply.clone()),
+        sniff: (tls_to.is_none() && away.is_none()).then(|| http1_reply.clone()),
     };
-    let io: Box<dyn Io> = match &w.s.tls {
+    let io: Box<dyn Io> = match tls_to {
+        // Another cleartext origin: prior knowledge in an h2c run, else HTTP/1.1.
+        None if away.is_some() && !plan.h2c => return Ok(Connected::H1(Box::new(counted), guard)),
         None => Box::new(counted),
         Some((connector, name)) => {
             let t1 = Instant::now();
@@ -787,6 +1040,9 @@ async fn connect_inner(w: &Rc<W>, ctx: &Rc<ConnCtx>) -> Result<SendRequest<Bytes
                 .borrow_mut()
                 .tls
                 .record(Instant::now().saturating_duration_since(t1));
+            if away.is_some() && tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+                return Ok(Connected::H1(Box::new(tls), guard));
+            }
             if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
                 let msg = format!(
                     "the server at {} did not offer HTTP/2 (ALPN h2) over TLS; \
@@ -826,7 +1082,7 @@ async fn connect_inner(w: &Rc<W>, ctx: &Rc<ConnCtx>) -> Result<SendRequest<Bytes
         ctx.dead.set(true);
         ctx.closed.notify_waiters();
     });
-    Ok(sr)
+    Ok(Connected::H2(sr))
 }
 
 /// Ends the whole run with an error (exit code 1): HTTP/2 cannot be used.
@@ -858,8 +1114,14 @@ impl Drop for OpenGuard {
     }
 }
 
-/// Sends one request (held by the caller) and reads its response to the end.
-async fn exchange(w: &Rc<W>, sr: &mut SendRequest<Bytes>, intended: Instant) {
+/// Sends one request (held by the caller) and reads its response to the end;
+/// with `-L` follows its redirects (see [`follow`]).
+async fn exchange(
+    w: &Rc<W>,
+    sr: &mut SendRequest<Bytes>,
+    intended: Instant,
+    away: &mut Option<Away>,
+) {
     let tpl = &w.s.template;
     let end_of_stream = tpl.body.is_empty();
     let sent = Instant::now();
@@ -875,12 +1137,38 @@ async fn exchange(w: &Rc<W>, sr: &mut SendRequest<Bytes>, intended: Instant) {
     w.rec.borrow_mut().counters.sent += 1;
     let body = (!end_of_stream).then(|| tpl.body.clone());
     let deadline = sent + w.plan().timeout;
-    let r =
-        tokio::time::timeout_at(deadline.into(), fetch(resp, tx, body, w.want_server.get())).await;
+    let follow_on = w.plan().follow.as_deref();
+    let r = tokio::time::timeout_at(
+        deadline.into(),
+        fetch(
+            resp,
+            tx,
+            body,
+            w.want_server.get(),
+            follow_on.is_some(),
+            None,
+        ),
+    )
+    .await
+    .unwrap_or_else(|_| Err(timed_out()));
+    let r = match (r, follow_on) {
+        (Ok(f), Some(fo)) if crate::redirect::is_redirect(f.status) && f.location.is_some() => {
+            let plan = w.plan();
+            let req = follow::Redirected {
+                orig: &plan.request,
+                own: &plan.target.origin,
+                timeout: plan.timeout,
+                capture: None,
+                jar: None,
+            };
+            follow(w, Some(sr), fo, f, away, req).await
+        }
+        (r, _) => r,
+    };
     w.in_flight.set(w.in_flight.get() - 1);
     let now = Instant::now();
     match r {
-        Ok(Ok(f)) => {
+        Ok(f) => {
             let wire = w.unattributed.replace(0);
             let mut rec = w.rec.borrow_mut();
             if let Some(s) = f.server {
@@ -899,13 +1187,16 @@ async fn exchange(w: &Rc<W>, sr: &mut SendRequest<Bytes>, intended: Instant) {
             w.last_done.set(now);
             w.changed.notify_one();
         }
-        Ok(Err(e)) => w.failed(e.0, e.1),
-        // Dropping the stream's handles resets it (CANCEL); the connection stays.
-        Err(_) => w.failed(
-            ErrorKind::Timeout,
-            "no complete response within --timeout".into(),
-        ),
+        Err(e) => w.failed(e.0, e.1),
     }
+}
+
+/// Dropping a stream's handles resets it (CANCEL); the connection stays.
+fn timed_out() -> Fail {
+    (
+        ErrorKind::Timeout,
+        "no complete response within --timeout".into(),
+    )
 }
 
 struct Fetched {
@@ -913,6 +1204,10 @@ struct Fetched {
     status: u16,
     body_bytes: u64,
     server: Option<String>,
+    /// The `Location` of a 3xx (with `-L`).
+    location: Option<String>,
+    /// Scenario runs: the response's headers and body, as asked.
+    capture: Option<Box<Capture>>,
 }
 
 async fn fetch(
@@ -920,6 +1215,8 @@ async fn fetch(
     mut tx: h2::SendStream<Bytes>,
     body: Option<Bytes>,
     want_server: bool,
+    want_location: bool,
+    want_capture: Option<(bool, bool)>,
 ) -> Result<Fetched, Fail> {
     if let Some(mut data) = body {
         // Flow control: send what the peer's window allows, as it opens.
@@ -956,11 +1253,41 @@ async fn fetch(
     } else {
         None
     };
+    let location = if want_location && (300..400).contains(&status) {
+        resp.headers()
+            .get(http::header::LOCATION)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    } else {
+        None
+    };
+    // Scenario runs: what the checks, extractions and cookie jar read
+    // (headers; the body up to `h1::MAX_CAPTURE`, as over HTTP/1).
+    let mut capture = want_capture.map(|(headers, body)| {
+        let mut c = Box::new(Capture {
+            want_headers: headers,
+            want_body: body,
+            ..Capture::default()
+        });
+        if headers {
+            for (k, v) in resp.headers() {
+                c.headers.push((
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                ));
+            }
+        }
+        c
+    });
     let mut rx = resp.into_body();
     let mut body_bytes = 0u64;
     while let Some(chunk) = rx.data().await {
         let chunk = chunk.map_err(|e| classify(&e))?;
         body_bytes += chunk.len() as u64;
+        if let Some(c) = capture.as_deref_mut().filter(|c| c.want_body) {
+            let room = crate::h1::MAX_CAPTURE.saturating_sub(c.body.len());
+            c.truncated |= chunk.len() > room;
+            c.body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        }
         let _ = rx.flow_control().release_capacity(chunk.len());
     }
     rx.trailers().await.map_err(|e| classify(&e))?;
@@ -969,6 +1296,8 @@ async fn fetch(
         status,
         body_bytes,
         server,
+        location,
+        capture,
     })
 }
 

@@ -19,5 +19,5 @@ pub mod sys;
 pub mod tls;
 pub mod worker;
 
-pub use plan::{parse_duration, Arrival, Load, Plan, PlanArgs, PlanError};
+pub use plan::{parse_duration, Arrival, Load, Mode, Plan, PlanArgs, PlanError, Protocol};
 pub use run::{execute, execute_with_series, EngineError, Snapshot, StopHandle};

@@ -399,6 +399,14 @@ impl Levels {
         crate::run::share(mine, self.workers, self.index)
     }
 
+    /// The most connections (HTTP/2: streams) [`Levels::active_at`] gives
+    /// this worker over the whole profile.
+    pub fn peak(&self) -> u64 {
+        let whole = self.profile.max_level().round().max(0.0) as u64;
+        let mine = self.segment.as_ref().map_or(whole, |s| s.scale_int(whole));
+        crate::run::share(mine, self.workers, self.index)
+    }
+
     /// When to check again (seconds), see [`Profile::next_check`].
     pub fn next_check(&self, t: f64) -> Option<f64> {
         self.profile.next_check(t)
@@ -562,6 +570,26 @@ mod tests {
         );
         assert_eq!(s.next_check(0.5), Some(1.0));
         assert_eq!(p.next_check(0.5), Some(0.51));
+    }
+
+    /// A worker's peak is the most its share of the level ever is, and the
+    /// workers' peaks add up to the profile's top level.
+    #[test]
+    fn level_peaks_bound_every_share() {
+        let prof = Profile::from_stages(&stages("2s:7,1s:2,2s:11,1s:0"), false);
+        for workers in [1usize, 2, 3, 5] {
+            let mut sum = 0;
+            for i in 0..workers {
+                let l = Levels::new(prof.clone(), i, workers);
+                let most = (0..=600)
+                    .map(|k| l.active_at(k as f64 / 100.0))
+                    .max()
+                    .unwrap();
+                assert_eq!(l.peak(), most, "worker {i} of {workers}");
+                sum += l.peak();
+            }
+            assert_eq!(sum, 11);
+        }
     }
 
     /// The n-th send of the global schedule is where the cumulative reaches n,

@@ -320,7 +320,7 @@ pub struct Plan {
     pub h2c: bool,
     /// HTTP/2: concurrent streams per connection.
     pub streams: u32,
-    /// `-L/--follow-redirects` (HTTP/1 runs): the limit and the origins resolved so far.
+    /// `-L/--follow-redirects`: the limit and the origins resolved so far.
     pub follow: Option<std::sync::Arc<crate::redirect::Follow>>,
     /// `--http1.1` was given: HTTP/2 is not negotiated.
     pub http11: bool,
@@ -583,11 +583,6 @@ impl Plan {
         if a.max_redirs.is_some() && !a.follow_redirects {
             return Err(usage("--max-redirs needs -L/--follow-redirects"));
         }
-        if a.follow_redirects && (a.http2 || a.h2c) {
-            return Err(usage(
-                "-L/--follow-redirects is for HTTP/1.1 runs: drop --http2/--h2c",
-            ));
-        }
         if a.http11 && (a.http2 || a.h2c || a.http10) {
             return Err(usage(
                 "--http1.1 cannot be combined with --http2, --h2c or --http1.0",
@@ -596,10 +591,13 @@ impl Plan {
         if a.max_redirs.is_some_and(|n| n > 1000) {
             return Err(usage("--max-redirs above 1000 is not supported"));
         }
-        if (a.http2 || a.h2c) && (a.scenario.is_some() || a.stages.is_some()) {
-            return Err(usage(
-                "--http2/--h2c do not combine with --scenario or --stages yet (HTTP/1.1 only for those)",
-            ));
+        if a.http2 || a.h2c {
+            if let Some(m) = Protocol::Http2.first_unsupported(&a.modes()) {
+                return Err(usage(format!(
+                    "{} does not run over HTTP/2 yet: drop --http2/--h2c (HTTP/1.1 runs it)",
+                    m.flag()
+                )));
+            }
         }
         if let Some(d) = a.duration {
             if d.is_zero() {
@@ -617,7 +615,7 @@ impl Plan {
             return Err(usage("-t/--threads must be at least 1"));
         }
         let staged = match &a.stages {
-            Some(sa) => Some(staged_load(&a, sa)?),
+            Some(sa) => Some(staged_load(&a, sa, (a.http2 || a.h2c).then_some(streams))?),
             None => None,
         };
         let load = match (&staged, a.rate) {
@@ -943,6 +941,110 @@ fn segment_load(load: Load, seg: &Segment) -> (Load, SegmentPlan) {
 /// Most concurrent streams per HTTP/2 connection `--streams` accepts.
 pub const MAX_STREAMS: u32 = 100_000;
 
+/// The connections an HTTP/2 stage level of `level` concurrent streams needs
+/// at `streams` per connection: ⌈level / streams⌉.
+pub fn h2_connections(level: u64, streams: u32) -> u64 {
+    level.div_ceil(u64::from(streams.max(1)))
+}
+
+/// The protocol a run speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.1 (and 1.0): the mio worker (`worker.rs`).
+    Http1,
+    /// HTTP/2, over TLS (ALPN) or cleartext (h2c): `h2run.rs`.
+    Http2,
+}
+
+/// A load mode (or request behaviour) that a protocol may or may not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `--scenario`: virtual users, cookies, extraction, checks, CSV.
+    Scenario,
+    /// `--stages`: closed-loop ramps, the knee.
+    Stages,
+    /// `--rate-stages`: open-loop ramps.
+    RateStages,
+    /// `-L/--follow-redirects`.
+    FollowRedirects,
+}
+
+impl Mode {
+    /// The flag that asks for the mode.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Mode::Scenario => "--scenario",
+            Mode::Stages => "--stages",
+            Mode::RateStages => "--rate-stages",
+            Mode::FollowRedirects => "-L/--follow-redirects",
+        }
+    }
+}
+
+impl Protocol {
+    /// Whether this protocol's engine runs `mode`: the one feature matrix.
+    /// The plan's refusals (`--http2`/`--h2c` with a mode HTTP/2 does not run)
+    /// and the automatic ALPN upgrade of https runs ([`crate::alpn`]) both ask it.
+    pub fn supports(self, mode: Mode) -> bool {
+        match (self, mode) {
+            (Protocol::Http1, _) => true,
+            (Protocol::Http2, _) => true,
+        }
+    }
+
+    /// The first of `modes` this protocol does not run.
+    pub fn first_unsupported(self, modes: &[Mode]) -> Option<Mode> {
+        modes.iter().copied().find(|m| !self.supports(*m))
+    }
+}
+
+impl PlanArgs {
+    /// The modes these options ask for.
+    pub fn modes(&self) -> Vec<Mode> {
+        let mut m = Vec::new();
+        if self.scenario.is_some() {
+            m.push(Mode::Scenario);
+        }
+        match &self.stages {
+            Some(s) if s.rate => m.push(Mode::RateStages),
+            Some(_) => m.push(Mode::Stages),
+            None => {}
+        }
+        if self.follow_redirects {
+            m.push(Mode::FollowRedirects);
+        }
+        m
+    }
+}
+
+impl Plan {
+    /// The protocol this plan speaks.
+    pub fn protocol(&self) -> Protocol {
+        if self.http2 {
+            Protocol::Http2
+        } else {
+            Protocol::Http1
+        }
+    }
+
+    /// The modes this plan runs.
+    pub fn modes(&self) -> Vec<Mode> {
+        let mut m = Vec::new();
+        if self.scenario.is_some() {
+            m.push(Mode::Scenario);
+        }
+        match &self.staged {
+            Some(s) if s.rate => m.push(Mode::RateStages),
+            Some(_) => m.push(Mode::Stages),
+            None => {}
+        }
+        if self.follow.is_some() {
+            m.push(Mode::FollowRedirects);
+        }
+        m
+    }
+}
+
 /// Checks the HTTP/2 options against each other and the URL; the streams per connection.
 fn check_http2(a: &PlanArgs, scheme: &str) -> Result<u32, PlanError> {
     if a.http2 && a.h2c {
@@ -977,9 +1079,16 @@ fn check_http2(a: &PlanArgs, scheme: &str) -> Result<u32, PlanError> {
 /// Checks `--stages` against the other load flags and makes its load model:
 /// closed loop with the highest level as the connections, or open loop
 /// (`--rate-stages`) with the mean rate; the run time is the stages' sum.
+///
+/// Over HTTP/2 (`h2_streams`: the streams per connection) a closed-loop level
+/// counts concurrent streams, h2load's `-c × -m`: level N keeps N requests in
+/// flight on ⌈N/streams⌉ connections (see [`h2_connections`]); with one stream
+/// per connection that is N connections, as over HTTP/1.1, and the record's
+/// unit stays `connections`; with more it is `streams`.
 fn staged_load(
     a: &PlanArgs,
     sa: &StageArgs,
+    h2_streams: Option<u32>,
 ) -> Result<(Load, Staged, redline_stats::stages::StagePlan), PlanError> {
     use crate::pacer::Profile;
     if sa.stages.is_empty() {
@@ -1037,13 +1146,21 @@ fn staged_load(
             ));
         }
         Load::Closed {
-            connections: max as u64,
+            connections: match h2_streams {
+                Some(m) => h2_connections(max as u64, m),
+                None => max as u64,
+            },
             requests: None,
             duration,
         }
     };
+    let unit = match (sa.rate, h2_streams) {
+        (true, _) => "rps",
+        (false, Some(m)) if m > 1 => "streams",
+        (false, _) => "connections",
+    };
     let plan = redline_stats::stages::StagePlan {
-        unit: if sa.rate { "rps" } else { "connections" }.into(),
+        unit: unit.into(),
         step: sa.step,
         stages: sa
             .stages
@@ -1187,6 +1304,64 @@ mod tests {
         let e = Plan::build(a).unwrap_err().to_string();
         assert!(!e.contains('\n') && !e.contains('\u{1}'), "{e}");
         assert!(e.len() < 120, "{e}");
+    }
+
+    #[test]
+    fn one_feature_matrix_decides_what_http2_runs() {
+        use crate::pacer::parse_stages;
+        assert!(Protocol::Http1.supports(Mode::Scenario));
+        for m in [Mode::Stages, Mode::RateStages, Mode::FollowRedirects] {
+            assert!(Protocol::Http2.supports(m), "{m:?}");
+        }
+        assert_eq!(Protocol::Http2.first_unsupported(&[Mode::Scenario]), None);
+        assert!(Protocol::Http2.supports(Mode::Scenario));
+        let stages = |rate: bool| StageArgs {
+            stages: parse_stages("2s:5,2s:10").unwrap(),
+            rate,
+            step: false,
+        };
+        // --stages over h2c: the level counts streams, ⌈level/streams⌉ connections.
+        let mut a = PlanArgs::new("http://127.0.0.1:1/");
+        a.h2c = true;
+        a.streams = Some(4);
+        a.stages = Some(stages(false));
+        let p = Plan::build(a).unwrap();
+        assert_eq!(p.modes(), vec![Mode::Stages]);
+        assert_eq!(p.protocol(), Protocol::Http2);
+        assert_eq!(p.load.max_connections(), 3);
+        assert_eq!(p.config.stages.as_ref().unwrap().unit, "streams");
+        assert_eq!(p.threads, p.threads.min(3));
+        // One stream per connection: a level is connections, as over HTTP/1.1.
+        let mut a = PlanArgs::new("http://127.0.0.1:1/");
+        a.h2c = true;
+        a.stages = Some(stages(false));
+        let p = Plan::build(a).unwrap();
+        assert_eq!(p.load.max_connections(), 10);
+        assert_eq!(p.config.stages.as_ref().unwrap().unit, "connections");
+        // --rate-stages and -L run over HTTP/2 too.
+        let mut a = PlanArgs::new("http://127.0.0.1:1/");
+        a.h2c = true;
+        a.stages = Some(stages(true));
+        a.follow_redirects = true;
+        let p = Plan::build(a).unwrap();
+        assert_eq!(p.modes(), vec![Mode::RateStages, Mode::FollowRedirects]);
+        assert_eq!(p.config.stages.as_ref().unwrap().unit, "rps");
+        // A scenario too.
+        let dir = std::env::temp_dir().join(format!("redline-plan-h2-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("s.toml");
+        std::fs::write(&file, "name = \"s\"\n[[request]]\npath = \"/\"\n").unwrap();
+        let mut a = PlanArgs::new("http://127.0.0.1:1/");
+        a.h2c = true;
+        a.scenario = Some((file, false));
+        let p = Plan::build(a).unwrap();
+        assert_eq!(p.modes(), vec![Mode::Scenario]);
+        assert_eq!(p.protocol(), Protocol::Http2);
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(h2_connections(0, 4), 0);
+        assert_eq!(h2_connections(1, 4), 1);
+        assert_eq!(h2_connections(8, 4), 2);
+        assert_eq!(h2_connections(9, 4), 3);
     }
 
     #[test]

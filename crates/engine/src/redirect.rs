@@ -1,6 +1,7 @@
-//! `-L/--follow-redirects` for the HTTP/1 worker: origins (resolved once and
-//! cached), and the request of each hop, rewritten from the original request's
-//! bytes.
+//! `-L/--follow-redirects` for the HTTP/1 worker and the HTTP/2 one
+//! (`h2run::follow`, which turns each hop's bytes into HTTP/2): origins
+//! (resolved once and cached), and the request of each hop, rewritten from the
+//! original request's bytes.
 //!
 //! Rules (as curl and browsers): 303, and 301/302 after a POST, become a GET
 //! without body; 307 and 308 keep method and body. Credentials —

@@ -416,6 +416,11 @@ fn add_warnings(
                         .segment
                         .as_ref()
                         .map_or(whole, |s| s.segment.scale_int(whole));
+                    // Over HTTP/2 the level counts streams, `--streams` per connection.
+                    let mine = match plan.http2 {
+                        true => crate::plan::h2_connections(mine, plan.streams),
+                        false => mine,
+                    };
                     mine.min(conns_wanted)
                 }
                 None => conns_wanted,

@@ -129,12 +129,10 @@ fn trim_num(x: f64) -> String {
 pub fn knee_line(rec: &RunRecord) -> Option<String> {
     let plan = rec.config.stages.as_ref()?;
     let unit = plan.unit_name();
-    let one = |l: f64| {
-        if unit == "connections" && (l - 1.0).abs() < 1e-9 {
-            "connection"
-        } else {
-            unit
-        }
+    let one = |l: f64| match unit {
+        "connections" if (l - 1.0).abs() < 1e-9 => "connection",
+        "streams" if (l - 1.0).abs() < 1e-9 => "stream",
+        _ => unit,
     };
     Some(match &rec.knee {
         Some(k) => format!(
@@ -171,10 +169,10 @@ fn stage_table(o: &mut String, rec: &RunRecord) {
         "{:<8}{:>14}{:>14}{:>11}{:>10}{:>10}{:>10}{:>10}{:>8}",
         if plan.step { "Step" } else { "Stage" },
         "time (s)",
-        if plan.unit == "rps" {
-            "target req/s"
-        } else {
-            "connections"
+        match plan.unit.as_str() {
+            "rps" => "target req/s",
+            "streams" => "streams",
+            _ => "connections",
         },
         "req/s",
         "p50",

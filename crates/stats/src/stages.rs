@@ -44,7 +44,8 @@ pub struct StageSpec {
 /// The `--stages` plan as recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StagePlan {
-    /// `connections` (closed loop) or `rps` (open loop, `--rate-stages`).
+    /// `connections` (closed loop), `streams` (closed loop over HTTP/2 with
+    /// `--streams` above 1: concurrent streams) or `rps` (open loop, `--rate-stages`).
     pub unit: String,
     /// Stair steps (`--step`): the level jumps at each stage's start and holds.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -111,12 +112,13 @@ impl StagePlan {
         self.stages.iter().map(|s| s.duration_s).sum()
     }
 
-    /// The unit for people: `connections` or `req/s`.
+    /// The unit for people: `connections`, `streams` (HTTP/2 with several
+    /// streams per connection) or `req/s`.
     pub fn unit_name(&self) -> &'static str {
-        if self.unit == "rps" {
-            "req/s"
-        } else {
-            "connections"
+        match self.unit.as_str() {
+            "rps" => "req/s",
+            "streams" => "streams",
+            _ => "connections",
         }
     }
 

@@ -1,0 +1,362 @@
+//! `-L/--follow-redirects` over HTTP/2, and the connections a stream keeps to
+//! other origins ([`Away`]: a redirect's, or another host of a scenario).
+//!
+//! Redirects follow the HTTP/1 worker's rules ([`crate::redirect`]: curl's
+//! method rules, credentials only to the original origin, `--max-redirs`);
+//! each hop's HTTP/1 bytes come from [`crate::redirect::hop_request`]. A hop on
+//! the request's own origin is a new stream on the stream's own connection; a
+//! hop to another origin goes over the stream's [`Away`] connection there,
+//! whose protocol is that server's pick, as in a browser: HTTP/2 when it picks
+//! `h2` by ALPN (or, in an h2c run, a cleartext origin by prior knowledge),
+//! else HTTP/1.1 on the same bytes, read by the engine's [`ResponseReader`].
+
+use super::{
+    classify, connect_to, fetch, io_message, timed_out, to_h2, ConnCtx, ConnectFail, Connected,
+    Fail, Fetched, Io, OpenGuard, W,
+};
+use crate::h1::{Capture, Progress, ResponseReader};
+use bytes::Bytes;
+use h2::client::SendRequest;
+use redline_stats::ErrorKind;
+use std::borrow::Cow;
+use std::future::poll_fn;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A connection a stream keeps to another origin, reused while its
+/// requests or redirects go there.
+pub(super) struct Away {
+    key: String,
+    pub(super) conn: AwayConn,
+    pub(super) ctx: Rc<ConnCtx>,
+}
+
+/// The protocol the other origin's server picked.
+pub(super) enum AwayConn {
+    /// HTTP/2: a stream per request.
+    H2(SendRequest<Bytes>),
+    /// HTTP/1.1: one request at a time on the socket.
+    H1(Box<H1Conn>),
+}
+
+/// An HTTP/1.1 connection to another origin.
+pub(super) struct H1Conn {
+    io: Box<dyn Io>,
+    reader: ResponseReader,
+    buf: Box<[u8]>,
+    _open: OpenGuard,
+}
+
+/// Sends `bytes` (an HTTP/1.1 request redline built) and reads the response
+/// to its end; `capture`: what of it to keep (scenario runs). The caller drops
+/// the connection when the response says it closes (`keep_alive` false).
+pub(super) async fn h1_exchange(
+    h: &mut H1Conn,
+    bytes: &[u8],
+    capture: Option<(bool, bool)>,
+) -> Result<(Fetched, bool), Fail> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let io_fail = |e: std::io::Error| (ErrorKind::from_io(&e, false), io_message(&e));
+    let head_request = bytes.starts_with(b"HEAD ");
+    h.reader.reset();
+    h.reader.want_location = true;
+    h.reader.capture = capture.map(|(headers, body)| {
+        Box::new(Capture {
+            want_headers: headers,
+            want_body: body,
+            ..Capture::default()
+        })
+    });
+    h.io.write_all(bytes).await.map_err(io_fail)?;
+    h.io.flush().await.map_err(io_fail)?;
+    let mut first_byte = None;
+    // Each read makes progress or ends the response; the time-out bounds it.
+    loop {
+        let n = h.io.read(&mut h.buf).await.map_err(io_fail)?;
+        if n == 0 {
+            if h.reader.eof() {
+                break;
+            }
+            return Err((
+                ErrorKind::Closed,
+                "connection closed before the response was complete".into(),
+            ));
+        }
+        first_byte.get_or_insert_with(Instant::now);
+        match h.reader.feed(&h.buf[..n], head_request) {
+            Ok(Progress::Done { .. }) => break,
+            Ok(Progress::NeedMore) => {}
+            Err(m) => return Err((ErrorKind::Malformed(m.kind), Cow::Borrowed(m.message))),
+        }
+    }
+    let fetched = Fetched {
+        first_byte: first_byte.unwrap_or_else(Instant::now),
+        status: h.reader.status,
+        body_bytes: h.reader.body_bytes,
+        server: None,
+        location: h.reader.location.take(),
+        capture: h.reader.capture.take(),
+    };
+    Ok((fetched, h.reader.keep_alive))
+}
+
+/// A request for another origin: its HTTP/1.1 bytes, and what turning them
+/// into HTTP/2 and reading the answer need.
+pub(super) struct Outgoing<'a> {
+    /// The request as HTTP/1.1 bytes.
+    pub h1: &'a [u8],
+    /// `http` or `https` (`:scheme`).
+    pub scheme: &'a str,
+    /// The host, when the bytes carry no `Host`.
+    pub host: &'a str,
+    /// Its time-out.
+    pub timeout: Duration,
+    /// What of the response to keep (headers, body).
+    pub capture: Option<(bool, bool)>,
+}
+
+/// Sends `out` over the stream's [`Away`] connection: as HTTP/1.1 or as
+/// HTTP/2, the server's pick; drops the connection when it may not carry
+/// another request. `on_sent` runs when the request leaves.
+/// `Err(Ok(fail))`: it failed before it was sent; `Err(Err(fail))` after.
+pub(super) async fn away_exchange(
+    w: &Rc<W>,
+    away: &mut Option<Away>,
+    out: Outgoing<'_>,
+    mut on_sent: impl FnMut(),
+) -> Result<(Instant, Fetched), Result<Fail, Fail>> {
+    let Outgoing {
+        h1,
+        scheme,
+        host,
+        timeout,
+        capture,
+    } = out;
+    let Some(a) = away.as_mut() else {
+        return Err(Ok((ErrorKind::Other, "no connection to that host".into())));
+    };
+    let r = match &mut a.conn {
+        AwayConn::H2(sr) => {
+            let tpl = to_h2(h1, scheme, host).map_err(|e| Ok((ErrorKind::Other, e.into())))?;
+            poll_fn(|cx| sr.poll_ready(cx))
+                .await
+                .map_err(|e| Ok(classify(&e)))?;
+            let end_of_stream = tpl.body.is_empty();
+            let sent = Instant::now();
+            let (resp, tx) = sr
+                .send_request(tpl.request(), end_of_stream)
+                .map_err(|e| Ok(classify(&e)))?;
+            on_sent();
+            let body = (!end_of_stream).then(|| tpl.body.clone());
+            let want_location = w.plan().follow.is_some();
+            tokio::time::timeout_at(
+                (sent + timeout).into(),
+                fetch(resp, tx, body, false, want_location, capture),
+            )
+            .await
+            .unwrap_or_else(|_| Err(timed_out()))
+            .map(|f| (sent, f))
+            .map_err(Err)
+        }
+        AwayConn::H1(h) => {
+            let sent = Instant::now();
+            on_sent();
+            let r = tokio::time::timeout_at((sent + timeout).into(), h1_exchange(h, h1, capture))
+                .await
+                .unwrap_or_else(|_| Err(timed_out()));
+            match r {
+                Ok((f, true)) => Ok((sent, f)),
+                Ok((f, false)) => {
+                    *away = None;
+                    Ok((sent, f))
+                }
+                Err(e) => {
+                    // Mid-response or broken: this socket carries nothing more.
+                    *away = None;
+                    Err(Err(e))
+                }
+            }
+        }
+    };
+    r
+}
+
+/// `-L/--follow-redirects`: follows the redirect `first` (see the module
+/// text). `own`: the stream's connection to the request's own origin, when
+/// it has one (else that origin is reached through `away` too). Each hop
+/// gets its own time-out; the final response is the request's.
+pub(super) async fn follow(
+    w: &Rc<W>,
+    mut own_sr: Option<&mut SendRequest<Bytes>>,
+    f: &crate::redirect::Follow,
+    first: Fetched,
+    away: &mut Option<Away>,
+    mut req: Redirected<'_>,
+) -> Result<Fetched, Fail> {
+    use crate::redirect::{hop_request, is_redirect, origin_key, resolve_location, Cookies};
+    let own = req.own;
+    let path = crate::redirect::request_path(req.orig).unwrap_or("/");
+    let mut base = url::Url::parse(&format!("{own}{path}")).map_err(|_| {
+        (
+            ErrorKind::BadRedirect,
+            Cow::Borrowed("the redirected request's URL cannot be rebuilt"),
+        )
+    })?;
+    let mut cur = first;
+    let mut hops = 0u32;
+    let mut was_get = false;
+    while is_redirect(cur.status) {
+        let Some(location) = cur.location.take() else {
+            break;
+        };
+        if hops >= f.max {
+            let msg = format!("more than {} redirects (--max-redirs)", f.max);
+            return Err((ErrorKind::TooManyRedirects, Cow::Owned(msg)));
+        }
+        let to = resolve_location(&base, &location)
+            .map_err(|m| (ErrorKind::BadRedirect, Cow::Borrowed(m)))?;
+        let key = origin_key(&to);
+        let same_origin = key == own;
+        // A scenario's cookie jar takes the redirect's cookies and gives the
+        // new host its own.
+        let jar = req.jar.as_mut().and_then(|(s, r, vu)| {
+            s.redirect_cookies(
+                *r,
+                vu,
+                cur.capture.as_deref(),
+                base.host_str().unwrap_or(""),
+                to.host_str().unwrap_or(""),
+            )
+        });
+        let cookies = match &jar {
+            Some(j) => Cookies::Jar(j),
+            None => Cookies::Given,
+        };
+        let Some((bytes, get)) =
+            hop_request(req.orig, cur.status, &to, same_origin, was_get, cookies)
+        else {
+            return Err((
+                ErrorKind::BadRedirect,
+                "the redirected request cannot be rewritten".into(),
+            ));
+        };
+        w.rec.borrow_mut().counters.redirects += 1;
+        let host = to.host_str().unwrap_or("").to_string();
+        let deadline_after = req.timeout;
+        cur = match own_sr.as_deref_mut().filter(|_| same_origin) {
+            Some(sr) => {
+                let tpl = to_h2(&bytes, to.scheme(), &host).map_err(|_| {
+                    (
+                        ErrorKind::BadRedirect,
+                        Cow::Borrowed("the redirected request cannot be rewritten"),
+                    )
+                })?;
+                let sent = Instant::now();
+                let capture = req.capture;
+                let hop = async {
+                    poll_fn(|cx| sr.poll_ready(cx))
+                        .await
+                        .map_err(|e| classify(&e))?;
+                    let end_of_stream = tpl.body.is_empty();
+                    let (resp, tx) = sr
+                        .send_request(tpl.request(), end_of_stream)
+                        .map_err(|e| classify(&e))?;
+                    let body = (!end_of_stream).then(|| tpl.body.clone());
+                    fetch(resp, tx, body, false, true, capture).await
+                };
+                tokio::time::timeout_at((sent + deadline_after).into(), hop)
+                    .await
+                    .unwrap_or_else(|_| Err(timed_out()))?
+            }
+            None => {
+                let resolve = || {
+                    f.origin(&to).map_err(|e| {
+                        let kind = if e.resolve {
+                            ErrorKind::Resolve
+                        } else {
+                            ErrorKind::BadRedirect
+                        };
+                        (kind, Cow::Owned(e.message))
+                    })
+                };
+                away_conn(w, key, resolve, away).await?;
+                let out = Outgoing {
+                    h1: &bytes,
+                    scheme: to.scheme(),
+                    host: &host,
+                    timeout: deadline_after,
+                    capture: req.capture,
+                };
+                let r = away_exchange(w, away, out, || {}).await;
+                match r {
+                    Ok((_, f)) => f,
+                    Err(Ok(e)) | Err(Err(e)) => return Err(e),
+                }
+            }
+        };
+        hops += 1;
+        was_get = get;
+        base = to;
+    }
+    if let (Some((_, _, vu)), true) = (req.jar.as_mut(), hops > 0) {
+        // The final response's cookies belong to the host it came from.
+        vu.redirected_from = Some(base.host_str().unwrap_or("").to_ascii_lowercase());
+    }
+    Ok(cur)
+}
+
+/// A request being redirected: what it was sent as and where, and what a
+/// hop needs of it.
+pub(super) struct Redirected<'a> {
+    /// The original request's HTTP/1 bytes (hops are rewritten from them).
+    pub orig: &'a [u8],
+    /// Its origin ([`crate::redirect::origin_key`]).
+    pub own: &'a str,
+    /// Each hop's `--timeout` (a scenario request's own).
+    pub timeout: Duration,
+    /// Scenario runs: what of each response to keep (headers, body).
+    pub capture: Option<(bool, bool)>,
+    /// Scenario runs: the request and the virtual user whose jar is used.
+    pub jar: Option<(
+        &'a crate::scenario::Scenario,
+        usize,
+        &'a mut crate::scenario::Vu,
+    )>,
+}
+
+/// Makes sure the stream has a live connection to the origin `key` (made,
+/// or made again with the `Origin` from `resolve`, when it has none there or
+/// it died).
+pub(super) async fn away_conn(
+    w: &Rc<W>,
+    key: String,
+    resolve: impl FnOnce() -> Result<Arc<crate::redirect::Origin>, Fail>,
+    away: &mut Option<Away>,
+) -> Result<(), Fail> {
+    if away
+        .as_ref()
+        .is_some_and(|a| a.key != key || a.ctx.dead.get())
+    {
+        *away = None;
+    }
+    if away.is_none() {
+        let origin = resolve()?;
+        let ctx = ConnCtx::new(None);
+        let conn = match connect_to(w, &ctx, Some(&origin)).await {
+            Ok(Connected::H2(sr)) => AwayConn::H2(sr),
+            Ok(Connected::H1(io, open)) => AwayConn::H1(Box::new(H1Conn {
+                io,
+                reader: ResponseReader::new(),
+                buf: vec![0u8; 16 * 1024].into_boxed_slice(),
+                _open: open,
+            })),
+            Err(ConnectFail::Failed(k, m)) => return Err((k, m)),
+            // The run is stopping: the request stays in flight until the
+            // worker drops it (counted as in flight at the end).
+            Err(ConnectFail::Stopped) => return std::future::pending().await,
+        };
+        *away = Some(Away { key, conn, ctx });
+    }
+    Ok(())
+}
