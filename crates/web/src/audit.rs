@@ -993,7 +993,7 @@ fn html_weight(cx: &Ctx) -> Check {
             fi.saving_bytes = Some(save);
             f.push((t, fi));
         }
-        let scan = scan_html(body);
+        let scan = scan_html(body, &crate::viewport::Viewport::default());
         let inline = (scan.inline_script_bytes + scan.inline_style_bytes) as u64;
         if inline > 10 * 1024 {
             flagged = true;
@@ -1404,6 +1404,7 @@ mod tests {
             hosts: Vec::new(),
             errors: 0,
             truncated: false,
+            discovery: Default::default(),
         };
         let run = |url: &str, p: &[crate::http::AlpnProbe]| {
             let a = audit(url, &empty, None, Vec::new(), p);

@@ -46,10 +46,11 @@ pub struct FontFace {
 pub struct Rule {
     /// The selector list as written.
     pub selectors: String,
-    /// Image URLs its declarations load (`background`, `list-style`,
-    /// `border-image`, `content`, `cursor`, `mask`; one `image-set()`
-    /// candidate for the DPR).
-    pub urls: Vec<String>,
+    /// Per image property group ([`image_group`]): the URLs its last
+    /// declaration loads (one `image-set()` candidate for the DPR); `Some`
+    /// and empty when it sets the property without an image (`background:
+    /// #fff` hides an earlier rule's image).
+    pub images: Vec<Option<Vec<String>>>,
     /// `font-family` (or the `font` shorthand's families), lower case.
     pub families: Vec<String>,
     /// `font-weight` it sets.
@@ -361,7 +362,9 @@ fn font_face(body: &str) -> FontFace {
 pub fn font_src(v: &str) -> Option<String> {
     for item in split_top(v, ',') {
         let item = item.trim();
-        let Some(r) = strip_ci(item, "url(") else { continue };
+        let Some(r) = strip_ci(item, "url(") else {
+            continue;
+        };
         let e = find_top(r.as_bytes(), 0, b")");
         let url = unquote(&r[..e.min(r.len())]);
         let rest = r[(e + 1).min(r.len())..].to_ascii_lowercase();
@@ -393,25 +396,29 @@ pub fn font_src(v: &str) -> Option<String> {
     None
 }
 
-/// Properties whose `url()` values a browser fetches as images.
-fn loads_images(prop: &str) -> bool {
-    matches!(
-        prop,
-        "background"
-            | "background-image"
-            | "list-style"
-            | "list-style-image"
-            | "border-image"
-            | "border-image-source"
-            | "content"
-            | "cursor"
-            | "mask"
-            | "mask-image"
-            | "-webkit-mask"
-            | "-webkit-mask-image"
-            | "-webkit-mask-box-image"
-            | "-webkit-border-image"
-    )
+/// Image property groups: a declaration of any property in a group sets
+/// that group's image (a shorthand sets its longhand).
+pub const IMAGE_GROUPS: usize = 7;
+
+/// The group of a property whose `url()` values a browser fetches as images.
+pub fn image_group(prop: &str) -> Option<usize> {
+    Some(match prop {
+        "background" | "background-image" => 0,
+        "list-style" | "list-style-image" => 1,
+        "border-image" | "border-image-source" | "-webkit-border-image" => 2,
+        "content" => 3,
+        "cursor" => 4,
+        "mask" | "mask-image" | "-webkit-mask" | "-webkit-mask-image" => 5,
+        "-webkit-mask-box-image" => 6,
+        _ => return None,
+    })
+}
+
+impl Rule {
+    /// Every image URL of the rule.
+    pub fn urls(&self) -> Vec<String> {
+        self.images.iter().flatten().flatten().cloned().collect()
+    }
 }
 
 fn rule(selectors: &str, body: &str, vp: &Viewport) -> Rule {
@@ -419,9 +426,10 @@ fn rule(selectors: &str, body: &str, vp: &Viewport) -> Rule {
         selectors: selectors.to_string(),
         ..Rule::default()
     };
+    r.images = vec![None; IMAGE_GROUPS];
     for (n, v) in decls(body) {
-        if loads_images(&n) {
-            r.urls.extend(value_urls(&v, vp));
+        if let Some(g) = image_group(&n) {
+            r.images[g] = Some(value_urls(&v, vp));
         }
         match n.as_str() {
             "font-family" => r.families = families(&v),
@@ -474,11 +482,17 @@ pub fn value_urls(v: &str, vp: &Viewport) -> Vec<String> {
                     let item = item.trim();
                     let (u, rest) = if let Some(r) = strip_ci(item, "url(") {
                         let e = r.find(')').unwrap_or(r.len());
-                        (unquote(&r[..e]), r[(e + 1).min(r.len())..].trim().to_string())
+                        (
+                            unquote(&r[..e]),
+                            r[(e + 1).min(r.len())..].trim().to_string(),
+                        )
                     } else if item.starts_with('"') || item.starts_with('\'') {
                         let q = item.as_bytes()[0] as char;
                         let e = item[1..].find(q).map_or(item.len(), |e| e + 1);
-                        (item[1..e].to_string(), item[(e + 1).min(item.len())..].trim().to_string())
+                        (
+                            item[1..e].to_string(),
+                            item[(e + 1).min(item.len())..].trim().to_string(),
+                        )
                     } else {
                         continue;
                     };
@@ -646,20 +660,31 @@ body { font: italic bold 16px/1.5 "Brand Sans", sans-serif; background: url(bg.p
 a:hover { background: url(hover.png) }
 "#;
         let s = parse(css, &DESKTOP);
-        let imports: Vec<(&str, &str)> = s.imports.iter().map(|i| (i.url.as_str(), i.media.as_str())).collect();
-        assert_eq!(imports, [("a.css", ""), ("p.css", "print"), ("l.css", "screen and (min-width: 900px)")]);
+        let imports: Vec<(&str, &str)> = s
+            .imports
+            .iter()
+            .map(|i| (i.url.as_str(), i.media.as_str()))
+            .collect();
+        assert_eq!(
+            imports,
+            [
+                ("a.css", ""),
+                ("p.css", "print"),
+                ("l.css", "screen and (min-width: 900px)")
+            ]
+        );
         assert_eq!(s.faces.len(), 2);
         assert_eq!(s.faces[0].family, "brand sans");
         assert_eq!(s.faces[0].src.as_deref(), Some("b.woff2"));
         assert_eq!(s.faces[0].weight, (700, 700));
         assert_eq!(s.faces[1].src.as_deref(), Some("i.ttf"));
-        let urls: Vec<&str> = s.rules.iter().flat_map(|r| r.urls.iter().map(String::as_str)).collect();
+        let urls: Vec<String> = s.rules.iter().flat_map(|r| r.urls()).collect();
         assert_eq!(urls, ["bg.png", "h1.jpg", "hover.png"]);
         assert_eq!(s.rules[0].families, ["brand sans", "sans-serif"]);
         assert_eq!(s.rules[0].weight, Some(700));
         assert!(s.rules[0].italic);
         let m = parse(css, &MOBILE);
-        let urls: Vec<&str> = m.rules.iter().flat_map(|r| r.urls.iter().map(String::as_str)).collect();
+        let urls: Vec<String> = m.rules.iter().flat_map(|r| r.urls()).collect();
         assert_eq!(urls, ["bg.png", "mobile.png", "h2.jpg", "hover.png"]);
     }
 
@@ -683,7 +708,18 @@ a:hover { background: url(hover.png) }
 
     #[test]
     fn hostile_input_does_not_panic() {
-        for s in ["{", "}", "@media {", "a{b:url(", "@import url(", "@font-face{src:url(x", "a{background:image-set(", "@import 'x", ":(", "#"] {
+        for s in [
+            "{",
+            "}",
+            "@media {",
+            "a{b:url(",
+            "@import url(",
+            "@font-face{src:url(x",
+            "a{background:image-set(",
+            "@import 'x",
+            ":(",
+            "#",
+        ] {
             let _ = parse(s.as_bytes(), &DESKTOP);
             let _ = could_match(s, &Presence::default());
         }

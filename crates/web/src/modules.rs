@@ -25,7 +25,10 @@ fn skip_ws(b: &[u8], mut i: usize) -> usize {
             i += 1;
         }
         if b[i..].starts_with(b"//") {
-            i = b[i..].iter().position(|&c| c == b'\n').map_or(b.len(), |p| i + p);
+            i = b[i..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |p| i + p);
         } else if b[i..].starts_with(b"/*") {
             i = find(b, i + 2, b"*/").map_or(b.len(), |p| p + 2);
         } else {
@@ -99,7 +102,10 @@ fn from_clause(b: &[u8], mut i: usize) -> Option<(String, usize)> {
         if b[i] == b';' {
             return None;
         }
-        if b[i..].starts_with(b"from") && (i == 0 || !ident(b[i - 1])) && !b.get(i + 4).is_some_and(|&c| ident(c)) {
+        if b[i..].starts_with(b"from")
+            && (i == 0 || !ident(b[i - 1]))
+            && !b.get(i + 4).is_some_and(|&c| ident(c))
+        {
             let j = skip_ws(b, i + 4);
             return string_at(b, j);
         }
@@ -215,7 +221,10 @@ impl ImportMap {
 /// A specifier a browser resolves without an import map: a URL or a path
 /// starting `/`, `./` or `../`.
 pub fn is_relative_or_url(spec: &str) -> bool {
-    spec.starts_with('/') || spec.starts_with("./") || spec.starts_with("../") || url::Url::parse(spec).is_ok()
+    spec.starts_with('/')
+        || spec.starts_with("./")
+        || spec.starts_with("../")
+        || url::Url::parse(spec).is_ok()
 }
 
 #[cfg(test)]
@@ -242,13 +251,25 @@ obj.import("./method.js");
 import def, { y } from "../up.js";
 "#;
         let s = scan(js);
-        assert_eq!(s.static_, ["./a.js", "./b.js", "./c.js", "./side.js", "./re.js", "./rx.js", "../up.js"]);
+        assert_eq!(
+            s.static_,
+            [
+                "./a.js",
+                "./b.js",
+                "./c.js",
+                "./side.js",
+                "./re.js",
+                "./rx.js",
+                "../up.js"
+            ]
+        );
         assert_eq!(s.dynamic, ["./lazy.js"]);
     }
 
     #[test]
     fn import_maps() {
-        let m = ImportMap::parse(br#"{"imports": {"lib": "/vendor/lib.js", "lib/": "/vendor/lib/"}}"#);
+        let m =
+            ImportMap::parse(br#"{"imports": {"lib": "/vendor/lib.js", "lib/": "/vendor/lib/"}}"#);
         assert_eq!(m.map("lib").as_deref(), Some("/vendor/lib.js"));
         assert_eq!(m.map("lib/x.js").as_deref(), Some("/vendor/lib/x.js"));
         assert_eq!(m.map("other"), None);
@@ -259,7 +280,16 @@ import def, { y } from "../up.js";
 
     #[test]
     fn garbage_does_not_panic() {
-        for s in ["import", "import(", "export {", "'", "`", "/*", "import x from", "import '"] {
+        for s in [
+            "import",
+            "import(",
+            "export {",
+            "'",
+            "`",
+            "/*",
+            "import x from",
+            "import '",
+        ] {
             let _ = scan(s.as_bytes());
         }
     }

@@ -2,10 +2,9 @@
 //! `x` descriptors, `sizes` (the first entry whose media condition matches,
 //! default `100vw`), `<img src>` as the 1x candidate in density mode, and
 //! the choice among candidates sorted by density: the HTML standard leaves
-//! it to the browser; Blink (HTMLSrcsetParser's selection logic) takes the
-//! first candidate whose density reaches the device pixel ratio, but keeps
-//! the one just below when the ratio is under the two densities' geometric
-//! mean (and, at DPR <= 1, never goes below the ratio when it can go above).
+//! it to the browser; Chromium takes the smallest density that reaches the
+//! device pixel ratio, else the largest (checked against Chromium 156 by
+//! tests/browser.rs: at DPR 2 among 1.71x and 3.41x it fetches 3.41x).
 
 use crate::viewport::{length_px, Viewport};
 
@@ -73,7 +72,11 @@ pub fn parse_srcset(s: &str) -> Vec<Candidate> {
                     }
                 }
                 "x" if c.width.is_none() && c.density.is_none() => {
-                    match num.parse::<f64>().ok().filter(|x| *x >= 0.0 && x.is_finite()) {
+                    match num
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|x| *x >= 0.0 && x.is_finite())
+                    {
                         Some(x) => c.density = Some(x),
                         None => ok = false,
                     }
@@ -128,7 +131,12 @@ pub fn source_size(sizes: Option<&str>, vp: &Viewport) -> f64 {
 
 /// The URL Chromium fetches for an image with this `srcset`, `sizes` and
 /// `src` on a screen `vp`. None: nothing to fetch.
-pub fn pick(srcset: Option<&str>, sizes: Option<&str>, src: Option<&str>, vp: &Viewport) -> Option<String> {
+pub fn pick(
+    srcset: Option<&str>,
+    sizes: Option<&str>,
+    src: Option<&str>,
+    vp: &Viewport,
+) -> Option<String> {
     let mut cands = srcset.map(parse_srcset).unwrap_or_default();
     let width_mode = cands.iter().any(|c| c.width.is_some());
     if !width_mode {
@@ -160,21 +168,12 @@ pub fn pick(srcset: Option<&str>, sizes: Option<&str>, src: Option<&str>, vp: &V
     // Stable: among equal densities the first written wins.
     dens.sort_by(|a, b| a.0.total_cmp(&b.0));
     dens.dedup_by(|b, a| a.0 == b.0);
-    let dpr = vp.dpr;
-    let mut i = 0;
-    while i + 1 < dens.len() {
-        let next = dens[i + 1].0;
-        if next < dpr {
-            i += 1;
-            continue;
-        }
-        let cur = dens[i].0;
-        let mean = (cur * next).sqrt();
-        if (dpr <= 1.0 && dpr > cur) || dpr >= mean {
-            i += 1;
-        }
-        break;
-    }
+    // The smallest density that reaches the DPR, else the largest (what
+    // Chromium 156 fetched for every fixture in tests/browser.rs).
+    let i = dens
+        .iter()
+        .position(|(d, _)| *d >= vp.dpr - 1e-9)
+        .unwrap_or(dens.len() - 1);
     Some(dens[i].1.clone())
 }
 
@@ -206,14 +205,28 @@ mod tests {
         assert_eq!(pick(s, None, None, &vp(1000, 1.0)).unwrap(), "a-1x.jpg");
         assert_eq!(pick(s, None, None, &vp(1000, 2.0)).unwrap(), "a-2x.jpg");
         assert_eq!(pick(s, None, None, &vp(1000, 2.625)).unwrap(), "a-3x.jpg");
-        // 1.75 against 1x and 2x: the mean is 1.41, so 2x.
+        // 1.75: the first density >= 1.75 is 2x.
         assert_eq!(pick(s, None, None, &MOBILE).unwrap(), "a-2x.jpg");
         // src is the 1x candidate when none is written.
-        assert_eq!(pick(Some("b.jpg 2x"), None, Some("a.jpg"), &DESKTOP).unwrap(), "a.jpg");
-        assert_eq!(pick(Some("b.jpg 2x"), None, Some("a.jpg"), &vp(1, 2.0)).unwrap(), "b.jpg");
+        assert_eq!(
+            pick(Some("b.jpg 2x"), None, Some("a.jpg"), &DESKTOP).unwrap(),
+            "a.jpg"
+        );
+        assert_eq!(
+            pick(Some("b.jpg 2x"), None, Some("a.jpg"), &vp(1, 2.0)).unwrap(),
+            "b.jpg"
+        );
         assert_eq!(pick(None, None, Some("a.jpg"), &DESKTOP).unwrap(), "a.jpg");
-        // Just below the ratio and under the mean: the smaller one.
-        assert_eq!(pick(Some("a.jpg 1.8x, b.jpg 2.5x"), None, None, &vp(1, 2.0)).unwrap(), "a.jpg");
+        // Just below the ratio does not do: the next one up.
+        assert_eq!(
+            pick(Some("a.jpg 1.8x, b.jpg 2.5x"), None, None, &vp(1, 2.0)).unwrap(),
+            "b.jpg"
+        );
+        // None reaches it: the largest.
+        assert_eq!(
+            pick(Some("a.jpg 1x, b.jpg 1.5x"), None, None, &vp(1, 3.0)).unwrap(),
+            "b.jpg"
+        );
     }
 
     #[test]
@@ -222,12 +235,28 @@ mod tests {
         // 100vw at 1350 px: densities 0.30, 0.59, 1.19 -> l.
         assert_eq!(pick(s, None, Some("src.jpg"), &DESKTOP).unwrap(), "l.jpg");
         // 400px slot: 1, 2, 4.
+        assert_eq!(
+            pick(
+                Some("a.jpg 600w, b.jpg 1024w, c.jpg 2048w"),
+                Some("600px"),
+                None,
+                &vp(1350, 2.0)
+            )
+            .unwrap(),
+            "c.jpg"
+        );
         let sz = Some("(max-width: 600px) 100vw, 400px");
         assert_eq!(pick(s, sz, None, &DESKTOP).unwrap(), "s.jpg");
         assert_eq!(pick(s, sz, None, &vp(1350, 2.0)).unwrap(), "m.jpg");
-        // Mobile: 412px slot at 1.75 -> 0.97, 1.94, 3.88; 1.75 >= sqrt(0.97*1.94)=1.37 -> m.
+        // Mobile: 412px slot at 1.75 -> 0.97, 1.94, 3.88 -> m.
         assert_eq!(pick(s, sz, None, &MOBILE).unwrap(), "m.jpg");
-        assert_eq!(source_size(Some("(min-width: 1000px) 50vw, 90vw"), &DESKTOP), 675.0);
-        assert_eq!(source_size(Some("calc(100vw - 2em), 300px"), &DESKTOP), 300.0);
+        assert_eq!(
+            source_size(Some("(min-width: 1000px) 50vw, 90vw"), &DESKTOP),
+            675.0
+        );
+        assert_eq!(
+            source_size(Some("calc(100vw - 2em), 300px"), &DESKTOP),
+            300.0
+        );
     }
 }

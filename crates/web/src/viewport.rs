@@ -44,7 +44,8 @@ impl Default for Viewport {
 
 /// Parses `WxH` (CSS pixels, each 1..=16384).
 pub fn parse_size(s: &str) -> Result<(u32, u32), String> {
-    let bad = || format!("invalid viewport {s:?}: expected WIDTHxHEIGHT in CSS pixels, e.g. 1350x940");
+    let bad =
+        || format!("invalid viewport {s:?}: expected WIDTHxHEIGHT in CSS pixels, e.g. 1350x940");
     let (w, h) = s.trim().split_once(['x', 'X']).ok_or_else(bad)?;
     let n = |v: &str| {
         v.trim()
@@ -290,10 +291,7 @@ impl Viewport {
             }
             [a, op1, name, op2, b] if is_op(op1) && is_op(op2) => {
                 let n = num_of(name)?;
-                Some(
-                    cmp(self.parse_num(name, a)?, op1, n)
-                        && cmp(n, op2, self.parse_num(name, b)?),
-                )
+                Some(cmp(self.parse_num(name, a)?, op1, n) && cmp(n, op2, self.parse_num(name, b)?))
             }
             _ => None,
         }
