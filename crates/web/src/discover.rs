@@ -37,6 +37,9 @@
 //!   `font-family`, for weight 400 (700 too when the document has headings,
 //!   `b`, `strong` or `th`; italic when it has `i`, `em`, `cite`…), nearest
 //!   weight first, one `src` each ([`crate::css::font_src`]).
+//! - Not modelled: `display: none` (an image in a hidden subtree is
+//!   fetched here, not by Chromium), specificity between different
+//!   selectors, `unicode-range`, scripts that fetch or insert elements.
 //! - Scope: never link-local addresses (169.254.0.0/16, fe80::/10) or cloud
 //!   metadata names unless the page itself is there; `--same-origin` keeps
 //!   every fetch on the page's origin. Skipped fetches are noted.
@@ -754,6 +757,20 @@ impl Session {
     ) {
         let k = key_str(&u);
         if let Some(c) = ctx {
+            if let (
+                Some(Ctx::Module {
+                    preload_only: true, ..
+                }),
+                Ctx::Module {
+                    preload_only: false,
+                    ..
+                },
+            ) = (self.ctx.get(&k), &c)
+            {
+                // A modulepreload'ed module is also run: its imports count.
+                self.ctx.insert(k, c);
+                return;
+            }
             if !self.ctx.contains_key(&k) {
                 if let Ctx::Sheet { doc, .. } = &c {
                     self.docs[*doc].pending += 1;
