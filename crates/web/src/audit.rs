@@ -134,6 +134,11 @@ pub struct Audit {
     pub views: Vec<crate::page::ViewSummary>,
     /// Certificate verification was off (`--insecure`).
     pub insecure: bool,
+    /// Origins of another site than the page's (first view).
+    pub third_party: Vec<crate::page::ThirdParty>,
+    /// `loading=lazy` resources below the first screen, not in the first
+    /// view (URLs; their bytes are unknown).
+    pub deferred: Vec<String>,
 }
 
 /// A–F from 0–100 (90 A, 80 B, 70 C, 60 D, 50 E, below F).
@@ -380,6 +385,13 @@ pub fn audit_page(r: &crate::page::PageReport) -> Audit {
     let repeat = r.views.iter().find(|l| l.view == crate::load::View::Repeat);
     let mut a = audit(&r.url, first, repeat, r.summary.clone(), &r.alpn);
     a.insecure = r.insecure;
+    a.third_party = r.third_party.clone();
+    a.deferred = first
+        .discovery
+        .deferred
+        .iter()
+        .map(|d| d.url.clone())
+        .collect();
     a
 }
 
@@ -437,6 +449,8 @@ pub fn audit(
         checks,
         views,
         insecure: false,
+        third_party: crate::page::third_parties(first),
+        deferred: Vec::new(),
     }
 }
 
@@ -1314,6 +1328,18 @@ pub fn render_text(a: &Audit) -> String {
             v.from_cache,
             v.not_modified,
             bytes(v.wire_bytes)
+        );
+    }
+    if !a.third_party.is_empty() {
+        let origins: Vec<&str> = a.third_party.iter().map(|t| t.origin.as_str()).collect();
+        let _ = writeln!(s, "  third-party origins: {}", origins.join(", "));
+    }
+    if !a.deferred.is_empty() {
+        let _ = writeln!(
+            s,
+            "  {} loading=lazy resource{} below the first screen not counted in the first view",
+            a.deferred.len(),
+            if a.deferred.len() == 1 { "" } else { "s" }
         );
     }
     let _ = writeln!(s);

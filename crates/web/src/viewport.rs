@@ -44,8 +44,9 @@ impl Default for Viewport {
 
 /// Parses `WxH` (CSS pixels, each 1..=16384).
 pub fn parse_size(s: &str) -> Result<(u32, u32), String> {
-    let bad =
-        || format!("invalid viewport {s:?}: expected WIDTHxHEIGHT in CSS pixels, e.g. 1350x940");
+    let bad = || {
+        format!("invalid --viewport {s:?}: expected WIDTHxHEIGHT in CSS pixels (1 to 16384 each), e.g. 1350x940")
+    };
     let (w, h) = s.trim().split_once(['x', 'X']).ok_or_else(bad)?;
     let n = |v: &str| {
         v.trim()
