@@ -57,7 +57,7 @@ use std::collections::{HashMap, HashSet};
 use url::Url;
 
 /// What an embedded reference is, which decides how it is fetched and parsed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// The page itself, or an iframe's document.
@@ -73,6 +73,7 @@ pub enum Kind {
     /// A font (`preload as=font`, CSS `url()` of a font file).
     Font,
     /// `link rel=preload` of another type, `<video>`/`<audio>` sources.
+    #[default]
     Other,
 }
 
@@ -94,12 +95,6 @@ pub struct Embed {
     /// A stylesheet: its place among the document's sheets (cascade order)
     /// and whether it applies (media matches, not alternate).
     pub sheet: Option<(u32, bool)>,
-}
-
-impl Default for Kind {
-    fn default() -> Self {
-        Kind::Other
-    }
 }
 
 /// What the HTML scanner found.
@@ -374,20 +369,21 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
         }
         let below = |margin: f64| top > f64::from(out.layout.height) + margin;
         match name.as_str() {
-            "meta" if vp.mobile => {
-                if attr(&attrs, "name").is_some_and(|v| v.eq_ignore_ascii_case("viewport")) {
-                    let content = attr(&attrs, "content").unwrap_or("").to_ascii_lowercase();
-                    for kv in content.split([',', ';']) {
-                        if let Some((k, v)) = kv.split_once('=') {
-                            if k.trim() == "width" {
-                                let v = v.trim();
-                                out.layout.width = if v == "device-width" {
-                                    vp.width
-                                } else {
-                                    v.parse::<f64>()
-                                        .map_or(vp.width, |w| w.clamp(1.0, 10000.0) as u32)
-                                };
-                            }
+            "meta"
+                if vp.mobile
+                    && attr(&attrs, "name").is_some_and(|v| v.eq_ignore_ascii_case("viewport")) =>
+            {
+                let content = attr(&attrs, "content").unwrap_or("").to_ascii_lowercase();
+                for kv in content.split([',', ';']) {
+                    if let Some((k, v)) = kv.split_once('=') {
+                        if k.trim() == "width" {
+                            let v = v.trim();
+                            out.layout.width = if v == "device-width" {
+                                vp.width
+                            } else {
+                                v.parse::<f64>()
+                                    .map_or(vp.width, |w| w.clamp(1.0, 10000.0) as u32)
+                            };
                         }
                     }
                 }

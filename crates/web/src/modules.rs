@@ -191,14 +191,14 @@ impl ImportMap {
             }
         }
         // Longest key first: the most specific prefix wins.
-        entries.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        entries.sort_by_key(|e| std::cmp::Reverse(e.0.len()));
         ImportMap { entries }
     }
 
     /// Adds another map's entries (a page may have several).
     pub fn extend(&mut self, other: ImportMap) {
         self.entries.extend(other.entries);
-        self.entries.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        self.entries.sort_by_key(|e| std::cmp::Reverse(e.0.len()));
     }
 
     /// The address a specifier maps to, as written in the map (resolved

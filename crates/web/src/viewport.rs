@@ -197,7 +197,7 @@ impl Viewport {
                 (Some(a), _) => a && v,
             });
         }
-        if parts.len() % 2 == 0 {
+        if parts.len().is_multiple_of(2) {
             return None;
         }
         acc
