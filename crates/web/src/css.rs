@@ -207,7 +207,13 @@ fn block(s: &str, vp: &Viewport, out: &mut Sheet, depth: u8, budget: &mut usize)
             continue;
         }
         let close = block_end(b, end);
-        let body = &s[end + 1..close.saturating_sub(1).max(end + 1)];
+        // Up to the closing brace; an unterminated block runs to the end.
+        let body_end = if close < b.len() || b.last() == Some(&b'}') {
+            close - 1
+        } else {
+            close
+        };
+        let body = &s[end + 1..body_end.max(end + 1)];
         i = close;
         if let Some(at) = prelude.strip_prefix('@') {
             let name_end = at
@@ -232,7 +238,8 @@ fn block(s: &str, vp: &Viewport, out: &mut Sheet, depth: u8, budget: &mut usize)
 }
 
 fn strip_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-    (s.len() >= prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix))
+    let head = s.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
         .then(|| &s[prefix.len()..])
 }
 

@@ -1179,7 +1179,11 @@ pub fn decode_entities(s: &str) -> String {
     while let Some(i) = rest.find('&') {
         out.push_str(&rest[..i]);
         rest = &rest[i..];
-        let end = rest[..rest.len().min(12)].find(';');
+        let lim = (0..=rest.len().min(12))
+            .rev()
+            .find(|&k| rest.is_char_boundary(k))
+            .unwrap_or(0);
+        let end = rest[..lim].find(';');
         let rep = end.and_then(|e| {
             let ent = &rest[1..e];
             let c = match ent {
@@ -1414,5 +1418,98 @@ mod tests {
             let _ = scan_html(s, &MOBILE);
         }
         assert_eq!(decode_entities("a&#x41;&bogus;&amp;"), "aA&bogus;&");
+    }
+
+    /// Every parser on many small inputs mixing markup, CSS, JS and
+    /// multi-byte characters: no panic, bounded output.
+    #[test]
+    fn mixed_garbage_never_panics() {
+        let parts = [
+            "<",
+            ">",
+            "/",
+            "=",
+            "\"",
+            "'",
+            "(",
+            ")",
+            "{",
+            "}",
+            ";",
+            ",",
+            ":",
+            "@",
+            "#",
+            ".",
+            " ",
+            "\n",
+            "url(",
+            "image-set(",
+            "@import",
+            "@media",
+            "@font-face",
+            "src:",
+            "format(",
+            "srcset=",
+            "sizes=",
+            "1x",
+            "2×",
+            "100w",
+            "\u{3000}",
+            "é",
+            "😀",
+            "import",
+            "export",
+            "from",
+            "*",
+            "<img",
+            "<picture>",
+            "<source",
+            "<template>",
+            "</template>",
+            "<noscript>",
+            "<script",
+            "<style>",
+            "<link rel=stylesheet href=",
+            "(min-width:",
+            "px)",
+            "calc(",
+            "vw",
+            "!important",
+            "/*",
+            "*/",
+            "//",
+            "`",
+            "${",
+            "&amp;",
+            "&#x",
+            "type=module",
+            "loading=lazy",
+            "media=",
+        ];
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        for _ in 0..3000 {
+            let mut s = String::new();
+            for _ in 0..(x % 24) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                s.push_str(parts[(x % parts.len() as u64) as usize]);
+            }
+            x = x.wrapping_add(0x9E37_79B9);
+            for vp in [DESKTOP, MOBILE] {
+                let _ = scan_html(s.as_bytes(), &vp);
+                let _ = crate::css::parse(s.as_bytes(), &vp);
+                let _ = crate::css::value_urls(&s, &vp);
+                let _ = crate::css::font_src(&s);
+                let _ = crate::srcset::pick(Some(&s), Some(&s), Some(&s), &vp);
+                let _ = vp.matches_media(&s);
+                let _ = crate::viewport::length_px(&s, &vp);
+            }
+            let _ = crate::modules::scan(s.as_bytes());
+            let _ = crate::css::could_match(&s, &Presence::default());
+            let _ = crate::viewport::parse_size(&s);
+            let _ = crate::viewport::parse_dpr(&s);
+        }
     }
 }

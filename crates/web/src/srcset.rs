@@ -63,7 +63,8 @@ pub fn parse_srcset(s: &str) -> Vec<Candidate> {
         };
         let mut ok = !url.is_empty();
         for d in descs.split_whitespace() {
-            let (num, unit) = d.split_at(d.len().saturating_sub(1));
+            let last = d.char_indices().last().map_or(0, |(i, _)| i);
+            let (num, unit) = d.split_at(last);
             match unit {
                 "w" if c.width.is_none() && c.density.is_none() => {
                     match num.parse::<u32>().ok().filter(|&w| w > 0) {
@@ -105,7 +106,7 @@ pub fn source_size(sizes: Option<&str>, vp: &Viewport) -> f64 {
             continue;
         }
         // The length is the last component; a condition precedes it.
-        let (cond, len) = match entry.rfind(|c: char| c.is_whitespace() || c == ')') {
+        let (cond, len) = match entry.rfind(|c: char| c.is_ascii_whitespace() || c == ')') {
             Some(p) if entry[..=p].trim_end().ends_with(')') => {
                 (Some(entry[..=p].trim()), entry[p + 1..].trim())
             }
