@@ -300,8 +300,23 @@ impl Browser {
         panic!("no answer to {method}");
     }
 
-    /// Opens `url` in a new tab emulating `vp`, waits until the server is
-    /// quiet, and closes the tab.
+    /// Reads messages until the event `method` of session `sid` (at most
+    /// `limit`); false when it did not come.
+    fn wait_event(&mut self, sid: &str, method: &str, limit: Duration) -> bool {
+        let end = Instant::now() + limit;
+        while Instant::now() < end {
+            let Ok(m) = self.ws.read() else { return false };
+            let Ok(text) = m.to_text() else { continue };
+            let v: Value = serde_json::from_str(text).unwrap_or_default();
+            if v["method"] == json!(method) && v["sessionId"] == json!(sid) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Opens `url` in a new tab emulating `vp`, waits for its load event and
+    /// then until the server is quiet, and closes the tab.
     fn visit(&mut self, url: &str, vp: &Viewport, srv: &Server) {
         let target = self.call(None, "Target.createTarget", json!({"url": "about:blank"}));
         let tid = target["targetId"].as_str().expect("targetId").to_string();
@@ -332,6 +347,12 @@ impl Browser {
         }
         self.call(s, "Page.enable", json!({}));
         self.call(s, "Page.navigate", json!({"url": url}));
+        // The favicon is asked for after the load event: wait for it, then
+        // for the server to be quiet.
+        assert!(
+            self.wait_event(&sid, "Page.loadEventFired", Duration::from_secs(30)),
+            "{url}: no load event within 30 s"
+        );
         srv.settle(Duration::from_millis(1500), Duration::from_secs(20));
         self.call(None, "Target.closeTarget", json!({"targetId": tid}));
     }
@@ -442,4 +463,56 @@ fn discovery_matches_chromium() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+fn load_fixture(fixture: &str, vp: &Viewport) -> redline_web::load::Load {
+    let font = Arc::new(b"not a font".to_vec());
+    let srv = Server::start(font);
+    let url = url::Url::parse(&srv.url(&format!("/{fixture}"))).expect("url");
+    let opts = LoadOpts {
+        viewport: *vp,
+        ..LoadOpts::default()
+    };
+    load(&url, View::First, None, &opts, &mut |_| {})
+}
+
+fn tail(u: &str) -> String {
+    url::Url::parse(u).expect("url").path().to_string()
+}
+
+#[test]
+fn lazy_resources_below_the_first_screen_are_listed_as_deferred() {
+    let l = load_fixture("lazy.html", &DESKTOP);
+    let deferred: Vec<String> = l.discovery.deferred.iter().map(|d| tail(&d.url)).collect();
+    assert_eq!(
+        deferred,
+        [
+            "/img/far-lazy.jpg",
+            "/img/far-lazy-set.jpg",
+            "/_frame-lazy.html"
+        ]
+    );
+    assert!(l.discovery.deferred.iter().all(|d| d.reason == "lazy"));
+    let fetched: Vec<String> = l.entries.iter().map(|e| tail(&e.url)).collect();
+    assert!(
+        fetched.contains(&"/img/top-lazy.jpg".to_string()),
+        "{fetched:?}"
+    );
+    assert!(
+        !fetched.iter().any(|f| f.contains("far-lazy")),
+        "{fetched:?}"
+    );
+}
+
+#[test]
+fn dynamic_imports_are_listed_as_not_followed() {
+    let l = load_fixture("modules.html", &DESKTOP);
+    let nf: Vec<(String, &str)> = l
+        .discovery
+        .not_followed
+        .iter()
+        .map(|d| (tail(&d.url), d.reason.as_str()))
+        .collect();
+    assert_eq!(nf, [("/js/mod/on-click.js".to_string(), "dynamic-import")]);
+    assert_eq!(l.discovery.viewport, DESKTOP);
 }
