@@ -36,10 +36,14 @@ fn server_on(
                 Some((_, ct, body)) => ("200 OK", *ct, body.clone()),
                 None => ("404 Not Found", "text/plain", "nope".to_string()),
             };
-            let resp = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n{body}",
-                body.len()
-            );
+            let resp = if ct == "redirect" {
+                format!("HTTP/1.1 302 Found\r\nLocation: {body}\r\nContent-Length: 0\r\n\r\n")
+            } else {
+                format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                )
+            };
             if s.write_all(resp.as_bytes()).is_err() {
                 return;
             }
@@ -159,11 +163,19 @@ fn scope_third_parties_link_local_and_same_origin() {
 <img src="http://169.254.169.254/latest/meta-data/iam.png" alt="">
 <script src="http://[fe80::1]/x.js"></script>
 <link rel="stylesheet" href="http://metadata.google.internal/computeMetadata/v1/s.css">
-<img src="/own.png" alt="">{third_script}"#
+<img src="/own.png" alt=""><img src="/go" alt="">{third_script}"#
     );
     let (srv, _log) = server_on(
         std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
-        vec![("/", "text/html", page)],
+        vec![
+            ("/", "text/html", page),
+            // A redirect into the metadata service is not followed either.
+            (
+                "/go",
+                "redirect",
+                "http://169.254.169.254/latest/meta-data/".into(),
+            ),
+        ],
     );
     let url = format!("http://{}/", srv.addr);
 
@@ -186,7 +198,13 @@ fn scope_third_parties_link_local_and_same_origin() {
         .iter()
         .map(|b| (b["url"].as_str().unwrap(), b["reason"].as_str().unwrap()))
         .collect();
-    assert_eq!(blocked.len(), 3, "{blocked:?}");
+    assert_eq!(blocked.len(), 4, "{blocked:?}");
+    assert!(
+        blocked
+            .iter()
+            .any(|(u, _)| u.ends_with("/latest/meta-data/")),
+        "{blocked:?}"
+    );
     assert!(
         blocked.iter().all(|(_, r)| *r == "link-local"),
         "{blocked:?}"
