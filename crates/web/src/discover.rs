@@ -15,6 +15,9 @@
 //!   text/css), every `icon` (else `/favicon.ico`), `manifest`, `preload`,
 //!   `modulepreload`; not `apple-touch-icon`, `mask-icon`, `prefetch`,
 //!   `dns-prefetch`, `preconnect` and the rest.
+//! - `<video>`/`<audio>`: `src`, else the first `<source>` whose `type`
+//!   plays (none with `preload=none`); `poster`. (A source that fails makes
+//!   the browser try the next: not modelled.)
 //! - Images: one `srcset`/`sizes` candidate ([`crate::srcset`]); in
 //!   `<picture>`, the first `<source>` whose `type` Chromium decodes and whose
 //!   `media` matches. On a mobile screen a page without `<meta
@@ -143,6 +146,22 @@ const IMAGE_TYPES: [&str; 12] = [
     "image/vnd.microsoft.icon",
 ];
 
+/// Media types Chromium plays (a `<source type>` outside this list is skipped).
+const PLAYABLE: [&str; 12] = [
+    "video/mp4",
+    "video/webm",
+    "video/ogg",
+    "audio/mpeg",
+    "audio/mp3",
+    "audio/ogg",
+    "audio/wav",
+    "audio/webm",
+    "audio/mp4",
+    "audio/aac",
+    "audio/flac",
+    "application/ogg",
+];
+
 /// Script `type`s that are JavaScript (the HTML standard's list) or a module.
 fn script_kind(t: Option<&str>) -> Option<bool> {
     let t = t.unwrap_or("").trim().to_ascii_lowercase();
@@ -216,6 +235,8 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
     let mut i = 0;
     let mut template = 0u32;
     let mut picture: Option<Picture> = None;
+    // Inside <video>/<audio>: (preload=none, a source was taken).
+    let mut media: Option<(bool, bool)> = None;
     let mut y = 0.0f64;
     let mut sheet_no = 0u32;
     while i < n {
@@ -240,6 +261,7 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
             match name.as_str() {
                 "template" => template = template.saturating_sub(1),
                 "picture" => picture = None,
+                "video" | "audio" => media = None,
                 _ => {}
             }
             i = html[i..]
@@ -403,8 +425,23 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
                                 Some((ss.to_string(), attr(&attrs, "sizes").map(str::to_string)));
                         }
                     }
-                } else if let Some(s) = attr(&attrs, "src") {
-                    push(&mut out.embeds, s, Kind::Other);
+                } else if let Some((none, taken)) = media.as_mut() {
+                    // The first source whose type plays; none with preload=none.
+                    let playable = attr(&attrs, "type").is_none_or(|t| {
+                        let t = t
+                            .split(';')
+                            .next()
+                            .unwrap_or("")
+                            .trim()
+                            .to_ascii_lowercase();
+                        PLAYABLE.contains(&t.as_str())
+                    });
+                    if !*none && !*taken && playable {
+                        if let Some(s) = attr(&attrs, "src") {
+                            push(&mut out.embeds, s, Kind::Other);
+                            *taken = true;
+                        }
+                    }
                 }
             }
             "img" => {
@@ -436,10 +473,16 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
                     }
                 }
             }
-            "video" => {
-                if let Some(s) = attr(&attrs, "poster") {
+            "video" | "audio" => {
+                if let Some(s) = attr(&attrs, "poster").filter(|_| name == "video") {
                     push(&mut out.embeds, s, Kind::Image);
                 }
+                let none = attr(&attrs, "preload").is_some_and(|p| p.eq_ignore_ascii_case("none"));
+                let src = attr(&attrs, "src");
+                if let (Some(s), false) = (src, none) {
+                    push(&mut out.embeds, s, Kind::Other);
+                }
+                media = Some((none, src.is_some()));
             }
             "input" if attr(&attrs, "type").is_some_and(|t| t.eq_ignore_ascii_case("image")) => {
                 if let Some(s) = attr(&attrs, "src") {
