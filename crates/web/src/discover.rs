@@ -65,7 +65,7 @@ use url::Url;
 pub enum Kind {
     /// The page itself, or an iframe's document.
     Document,
-    /// `<iframe src>` (one level).
+    /// `<iframe src>` (nested up to [`MAX_FRAME_DEPTH`]).
     Iframe,
     /// A stylesheet (`link rel=stylesheet`, CSS `@import`).
     Stylesheet,
@@ -117,6 +117,8 @@ pub struct HtmlScan {
     pub styles: Vec<(u32, String)>,
     /// `style` attributes (outside template/noscript).
     pub style_attrs: Vec<String>,
+    /// `<iframe srcdoc>` documents.
+    pub srcdocs: Vec<String>,
     /// Inline `<script type=module>` sources.
     pub inline_modules: Vec<String>,
     /// `<script type=importmap>` sources.
@@ -191,6 +193,9 @@ fn script_kind(t: Option<&str>) -> Option<bool> {
         );
     js.then_some(false)
 }
+
+/// Iframes inside iframes are followed this deep (a bound; Chromium has none).
+pub const MAX_FRAME_DEPTH: u8 = 4;
 
 /// Chromium's lazy-load margins below the viewport (px).
 const LAZY_IMAGE_MARGIN: f64 = 1250.0;
@@ -489,6 +494,16 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
                     push(&mut out.embeds, s, Kind::Image);
                 }
             }
+            // srcdoc wins over src; a lazy one far below waits.
+            "iframe"
+                if attr(&attrs, "srcdoc").is_some()
+                    && !(lazy && below(LAZY_FRAME_MARGIN))
+                    && out.srcdocs.len() < 16 =>
+            {
+                out.srcdocs
+                    .push(attr(&attrs, "srcdoc").unwrap_or("").to_string());
+            }
+            "iframe" if attr(&attrs, "srcdoc").is_some() => {}
             "iframe" | "frame" => {
                 if let Some(s) = attr(&attrs, "src") {
                     if !s.starts_with("about:") && !s.starts_with("javascript:") {
@@ -908,6 +923,10 @@ impl Session {
             pending: 0,
             styled: false,
         });
+        // srcdoc frames: documents of their own, on the parent's base URL.
+        for sd in &scan.srcdocs {
+            self.document(&base, sd.as_bytes(), out);
+        }
         for e in &scan.embeds {
             let Some(u) = self.resolve(&base, &e.url, e.kind) else {
                 continue;

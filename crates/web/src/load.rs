@@ -789,7 +789,7 @@ fn enqueue(
     opts: &LoadOpts,
 ) {
     for f in found {
-        if f.kind == Kind::Iframe && depth >= 1 {
+        if f.kind == Kind::Iframe && depth >= crate::discover::MAX_FRAME_DEPTH {
             continue;
         }
         if seen.len() >= opts.max_resources {
