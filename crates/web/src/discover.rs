@@ -42,7 +42,11 @@
 //!   weight first, one `src` each ([`crate::css::font_src`]).
 //! - Not modelled: `display: none` (an image in a hidden subtree is
 //!   fetched here, not by Chromium), specificity between different
-//!   selectors, `unicode-range`, scripts that fetch or insert elements.
+//!   selectors, `unicode-range`, scripts that fetch or insert elements, a
+//!   failing `<source>` making the browser try the next, and Chromium's
+//!   preload scanner on a mobile page without a device-width viewport (it
+//!   picks a `w`-descriptor candidate for the 412 px screen before layout
+//!   widens it to 980 px, so Chromium fetches two candidates; here: one).
 //! - Scope: never link-local addresses (169.254.0.0/16, fe80::/10) or cloud
 //!   metadata names unless the page itself is there; `--same-origin` keeps
 //!   every fetch on the page's origin. Skipped fetches are noted.

@@ -190,20 +190,27 @@ fn serve(mut s: TcpStream, log: &Mutex<Vec<String>>, font: &[u8]) {
     }
 }
 
-/// Headless Chromium, killed (by PID, through its handle) when dropped.
-struct Browser {
+/// The Chromium process (killed through its handle, i.e. by PID, and its
+/// profile removed when dropped, also when the test panics).
+struct ChildGuard {
     child: Child,
-    ws: tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<TcpStream>>,
-    next_id: u64,
     profile: PathBuf,
 }
 
-impl Drop for Browser {
+impl Drop for ChildGuard {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.profile);
     }
+}
+
+/// Headless Chromium and its DevTools connection.
+struct Browser {
+    ws: tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<TcpStream>>,
+    next_id: u64,
+    // Dropped last: the websocket closes before the process is killed.
+    _child: ChildGuard,
 }
 
 fn chromium_binary() -> Option<&'static str> {
@@ -223,7 +230,7 @@ impl Browser {
     fn start(bin: &str) -> Browser {
         let profile = std::env::temp_dir().join(format!("redline-browser-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&profile);
-        let mut child = Command::new(bin)
+        let child = Command::new(bin)
             .args([
                 "--headless",
                 "--no-sandbox",
@@ -240,9 +247,10 @@ impl Browser {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn chromium");
+        let mut guard = ChildGuard { child, profile };
         // "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID"
         let (tx, rx) = std::sync::mpsc::channel();
-        let stderr = child.stderr.take().expect("stderr");
+        let stderr = guard.child.stderr.take().expect("stderr");
         std::thread::spawn(move || {
             for line in BufReader::new(stderr)
                 .lines()
@@ -254,24 +262,18 @@ impl Browser {
                 }
             }
         });
-        let ws_url = match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(u) => u,
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("chromium did not print its DevTools address within 60 s");
-            }
-        };
+        let ws_url = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("chromium did not print its DevTools address within 60 s");
         let (ws, _) = tungstenite::connect(ws_url.as_str()).expect("DevTools websocket");
         if let tungstenite::stream::MaybeTlsStream::Plain(s) = ws.get_ref() {
             s.set_read_timeout(Some(Duration::from_secs(30)))
                 .expect("timeout");
         }
         Browser {
-            child,
             ws,
             next_id: 0,
-            profile,
+            _child: guard,
         }
     }
 
@@ -286,7 +288,8 @@ impl Browser {
         self.ws
             .send(tungstenite::Message::text(msg.to_string()))
             .expect("send to DevTools");
-        for _ in 0..100_000 {
+        let end = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < end {
             let m = self.ws.read().expect("read from DevTools");
             let Ok(text) = m.to_text() else { continue };
             let v: Value = serde_json::from_str(text).unwrap_or_default();
@@ -297,7 +300,7 @@ impl Browser {
                 return v["result"].clone();
             }
         }
-        panic!("no answer to {method}");
+        panic!("no answer to {method} within 60 s");
     }
 
     /// Reads messages until the event `method` of session `sid` (at most
