@@ -57,6 +57,15 @@ pub struct Rule {
     pub weight: Option<u16>,
     /// `font-style` it sets to italic/oblique.
     pub italic: bool,
+    /// `font-style` (or the `font` shorthand) it sets: italic/oblique or not.
+    pub font_style: Option<bool>,
+    /// `display` it sets: `none` or another value.
+    pub display_none: Option<bool>,
+    /// `content` it sets: Some(true) when it generates a box (not `none` or
+    /// `normal`).
+    pub content: Option<bool>,
+    /// Its `content` holds a string (text drawn in the element's font).
+    pub content_text: bool,
 }
 
 /// What a stylesheet holds.
@@ -448,12 +457,16 @@ fn rule(selectors: &str, body: &str, vp: &Viewport) -> Rule {
                         && !w.chars().all(|c| c.is_ascii_digit())
                 }) {
                     r.families = families(&words[p + 1..].join(" "));
+                    // The shorthand resets what it does not name.
+                    r.weight = Some(400);
+                    r.font_style = Some(false);
                     for w in &words[..p] {
                         if let Some(x) = weight_of(w).filter(|_| *w != "normal") {
                             r.weight = Some(x);
                         }
                         if w.eq_ignore_ascii_case("italic") || w.eq_ignore_ascii_case("oblique") {
                             r.italic = true;
+                            r.font_style = Some(true);
                         }
                     }
                 }
@@ -462,6 +475,13 @@ fn rule(selectors: &str, body: &str, vp: &Viewport) -> Rule {
             "font-style" => {
                 let l = v.to_ascii_lowercase();
                 r.italic = l.starts_with("italic") || l.starts_with("oblique");
+                r.font_style = Some(r.italic);
+            }
+            "display" => r.display_none = Some(v.trim().eq_ignore_ascii_case("none")),
+            "content" => {
+                let l = v.trim().to_ascii_lowercase();
+                r.content = Some(l != "none" && l != "normal");
+                r.content_text = v.contains(['"', '\'']);
             }
             _ => {}
         }
@@ -548,7 +568,7 @@ pub fn value_urls(v: &str, vp: &Viewport) -> Vec<String> {
 }
 
 /// Pseudo-classes that need the user to act before they match.
-const USER_ACTION: [&str; 8] = [
+pub const USER_ACTION: [&str; 8] = [
     "hover",
     "active",
     "focus",

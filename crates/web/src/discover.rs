@@ -33,20 +33,28 @@
 //! - Stylesheets are fetched whatever their media (as Chromium does, imports
 //!   too), but only those that apply (media matching, not alternate) load
 //!   images and fonts, and only once every stylesheet of the document has
-//!   arrived: then for each selector (as written) and image property the
-//!   last declaration in cascade order wins; a rule counts only when its
-//!   selector could match ([`crate::css::could_match`]).
-//! - Fonts: the faces of the first declared family of each matching rule's
-//!   `font-family`, for weight 400 (700 too when the document has headings,
-//!   `b`, `strong` or `th`; italic when it has `i`, `em`, `cite`…), nearest
-//!   weight first, one `src` each ([`crate::css::font_src`]).
-//! - Not modelled: `display: none` (an image in a hidden subtree is
-//!   fetched here, not by Chromium), specificity between different
-//!   selectors, `unicode-range`, scripts that fetch or insert elements, a
-//!   failing `<source>` making the browser try the next, and Chromium's
-//!   preload scanner on a mobile page without a device-width viewport (it
-//!   picks a `w`-descriptor candidate for the 412 px screen before layout
-//!   widens it to 980 px, so Chromium fetches two candidates; here: one).
+//!   arrived: then the cascade runs on the element tree ([`crate::dom`]):
+//!   each element's and `::before`/`::after` box's image properties go to
+//!   the winning declaration (specificity, then order; `style` attributes
+//!   last), nothing is loaded for boxes that `display: none`, `hidden` or
+//!   the UA stylesheet take out, and a pseudo-element exists only with
+//!   `content`. (Past [`crate::dom::MAX_NODES`] elements: the presence test
+//!   [`crate::css::could_match`] and a cascade by selector text instead.)
+//! - Fonts: for every rendered box (Chromium loads the primary font of an
+//!   empty box too), the first family of its computed `font-family` that has
+//!   an `@font-face`, at its computed weight and style (inherited; `h1`…`h6`,
+//!   `b`, `strong`, `th` bold, `i`, `em`, `cite`… italic), the face CSS font
+//!   matching picks, one `src` each ([`crate::css::font_src`]).
+//! - Not modelled: layout (a box off-screen or of zero size still loads
+//!   its background), `:not()`/`:is()` contents and attribute selectors
+//!   (taken as matching), `unicode-range`, scripts that fetch or insert
+//!   elements, a failing `<source>` making the browser try the next; an
+//!   image a later stylesheet overrides (Chromium sometimes fetches it
+//!   anyway when a style pass ran before that sheet arrived: timing); and
+//!   Chromium's preload scanner on a mobile page without a device-width
+//!   viewport (it picks a `w`-descriptor candidate for the 412 px screen
+//!   before layout widens it to 980 px, so Chromium fetches two candidates;
+//!   here: one).
 //! - Scope: never link-local addresses (169.254.0.0/16, fe80::/10) or cloud
 //!   metadata names unless the page itself is there; `--same-origin` keeps
 //!   every fetch on the page's origin. Skipped fetches are noted.
@@ -129,6 +137,8 @@ pub struct HtmlScan {
     pub import_maps: Vec<String>,
     /// Elements, ids and classes present.
     pub presence: Presence,
+    /// The element tree (for the cascade).
+    pub tree: crate::dom::Tree,
     /// A `<link rel=icon>` was declared.
     pub has_icon: bool,
     /// The screen the document is laid out on (mobile without a
@@ -240,6 +250,7 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
     for t in ["html", "head", "body"] {
         out.presence.tags.insert(t.to_string());
     }
+    out.tree = crate::dom::Tree::new();
     let n = html.len();
     let mut i = 0;
     let mut template = 0u32;
@@ -250,6 +261,9 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
     let mut sheet_no = 0u32;
     while i < n {
         if html[i] != b'<' {
+            if template == 0 && !html[i].is_ascii_whitespace() {
+                out.tree.text();
+            }
             i += 1;
             continue;
         }
@@ -267,6 +281,9 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
                 ne += 1;
             }
             let name = String::from_utf8_lossy(&html[ns..ne]).to_ascii_lowercase();
+            if template == 0 {
+                out.tree.close(&name);
+            }
             match name.as_str() {
                 "template" => template = template.saturating_sub(1),
                 "picture" => picture = None,
@@ -330,6 +347,9 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
         }
         if name == "noscript" {
             // Scripting on: raw text, nothing in it is loaded.
+            if template == 0 {
+                out.tree.open(&name, &attrs, true);
+            }
             i = skip_past(raw_end(i, "noscript"));
             continue;
         }
@@ -347,6 +367,11 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
             if let Some(st) = attr(&attrs, "style") {
                 out.style_attrs.push(st.to_string());
             }
+            let raw = matches!(
+                name.as_str(),
+                "script" | "style" | "textarea" | "title" | "xmp"
+            );
+            out.tree.open(&name, &attrs, raw);
         }
         if matches!(
             name.as_str(),
@@ -731,6 +756,8 @@ struct Doc {
     sheets: Vec<(Vec<u32>, Url, Sheet)>,
     /// `style` attributes, as one rule each.
     attr_rules: Vec<css::Rule>,
+    /// The element tree; the cascade runs on it unless it overflowed.
+    tree: crate::dom::Tree,
     /// Stylesheets requested and not yet answered.
     pending: usize,
     /// Images and fonts of the stylesheets were handed out.
@@ -924,6 +951,7 @@ impl Session {
             map,
             sheets: Vec::new(),
             attr_rules: attr_rules.clone(),
+            tree: scan.tree.clone(),
             pending: 0,
             styled: false,
         });
@@ -957,8 +985,14 @@ impl Session {
             let sheet = css::parse(text.as_bytes(), &scan.layout);
             self.add_sheet(doc, vec![*no], true, &base, sheet, out);
         }
-        // style="" attributes apply to their element: their images load.
-        for r in &attr_rules {
+        // style="" attributes apply to their element: their images load
+        // (through the cascade when there is a tree).
+        let eager = if scan.tree.overflow {
+            attr_rules.as_slice()
+        } else {
+            &[]
+        };
+        for r in eager {
             for u in r.urls() {
                 if let Some(u) = self.resolve(&base, &u, Kind::Image) {
                     self.found(out, u, Kind::Image, None, None);
@@ -1092,6 +1126,10 @@ impl Session {
         let d = &mut self.docs[doc];
         d.styled = true;
         d.sheets.sort_by(|a, b| a.0.cmp(&b.0));
+        if !d.tree.overflow {
+            self.style_tree(doc, out);
+            return;
+        }
         let bold = ["h1", "h2", "h3", "h4", "h5", "h6", "b", "strong", "th"]
             .iter()
             .any(|t| d.presence.tags.contains(*t));
@@ -1187,6 +1225,90 @@ impl Session {
             }
         }
     }
+}
+
+impl Session {
+    /// [`Session::style`] on the element tree: the cascade decides.
+    fn style_tree(&mut self, doc: usize, out: &mut Vec<Found>) {
+        let d = &self.docs[doc];
+        let mut bases: Vec<Url> = Vec::new();
+        let mut rules: Vec<(&css::Rule, usize)> = Vec::new();
+        let mut faces: Vec<(css::FontFace, Url)> = Vec::new();
+        for (_, base, sheet) in &d.sheets {
+            bases.push(base.clone());
+            for r in &sheet.rules {
+                rules.push((r, bases.len() - 1));
+            }
+            for f in &sheet.faces {
+                faces.push((f.clone(), base.clone()));
+            }
+        }
+        bases.push(d.base.clone());
+        let inline_src = bases.len() - 1;
+        let inline: Vec<(usize, css::Rule)> = d
+            .tree
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| {
+                let st = n.style.as_ref()?;
+                let sheet = css::parse(format!("*{{{st}}}").as_bytes(), &d.layout);
+                sheet.rules.into_iter().next().map(|r| (i, r))
+            })
+            .collect();
+        let styled = crate::dom::cascade(&d.tree, &rules, &inline, inline_src);
+        let mut fetch: Vec<(Url, String, Kind)> = Vec::new();
+        for (u, src) in styled.images {
+            fetch.push((bases[src].clone(), u, Kind::Image));
+        }
+        let mut asked: HashSet<(String, u16, bool)> = HashSet::new();
+        for (families, weight, italic) in styled.text {
+            let Some(fam) = first_declared(&families, &faces) else {
+                continue;
+            };
+            if !asked.insert((fam.clone(), weight, italic)) {
+                continue;
+            }
+            if let Some((face, base)) = best_face(&faces, &fam, weight, italic) {
+                if let Some(src) = &face.src {
+                    fetch.push((base.clone(), src.clone(), Kind::Font));
+                }
+            }
+        }
+        for (base, raw, kind) in fetch {
+            if let Some(u) = self.resolve(&base, &raw, kind) {
+                if !self.handed.contains(&key_str(&u)) {
+                    self.found(out, u, kind, None, None);
+                }
+            }
+        }
+    }
+}
+
+/// The first family of a `font-family` list that has an `@font-face`
+/// (a generic family ends the search: the browser has it).
+fn first_declared(families: &[String], faces: &[(css::FontFace, Url)]) -> Option<String> {
+    const GENERIC: [&str; 12] = [
+        "serif",
+        "sans-serif",
+        "monospace",
+        "cursive",
+        "fantasy",
+        "system-ui",
+        "math",
+        "emoji",
+        "fangsong",
+        "ui-serif",
+        "ui-sans-serif",
+        "ui-monospace",
+    ];
+    families
+        .iter()
+        .take_while(|f| {
+            !GENERIC.contains(&f.as_str()) && !f.starts_with("-apple") && *f != "inherit"
+        })
+        .find(|f| faces.iter().any(|(ff, _)| &ff.family == *f))
+        .cloned()
 }
 
 /// The face CSS font matching picks for `family` at weight `w` (italic or

@@ -9,6 +9,7 @@ pub mod audit;
 pub mod cache;
 pub mod css;
 pub mod discover;
+pub mod dom;
 pub mod h2;
 pub mod http;
 pub mod load;
