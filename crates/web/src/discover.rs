@@ -1695,6 +1695,12 @@ mod tests {
                 let _ = crate::viewport::length_px(&s, &vp);
             }
             let _ = crate::modules::scan(s.as_bytes());
+            let doc = scan_html(s.as_bytes(), &DESKTOP);
+            let sheet = crate::css::parse(s.as_bytes(), &DESKTOP);
+            let rules: Vec<(&crate::css::Rule, usize)> =
+                sheet.rules.iter().map(|r| (r, 0)).collect();
+            let _ = crate::dom::cascade(&doc.tree, &rules, &[], 0);
+            let _ = crate::dom::parse_selector(&s);
             let _ = crate::css::could_match(&s, &Presence::default());
             let _ = crate::viewport::parse_size(&s);
             let _ = crate::viewport::parse_dpr(&s);

@@ -133,6 +133,10 @@ impl Tree {
         {
             self.stack.pop();
         }
+        // A <tr> straight in a <table> gets the <tbody> the parser inserts.
+        if tag == "tr" && self.nodes[self.top()].tag == "table" {
+            self.open("tbody", &[], false);
+        }
         if self.nodes.len() >= MAX_NODES {
             self.overflow = true;
             return None;
@@ -621,5 +625,21 @@ mod tests {
         assert!(!m("li li", "second"));
         assert!(!m(".toggler:hover .icon", "icon"));
         assert_eq!(parse_selector("#a .b > c::before").unwrap().spec, (1, 1, 2));
+        let t = tree(&[
+            ("table", "t", "open"),
+            ("tr", "r", "open"),
+            ("td", "c", "open"),
+        ]);
+        let find = |c: &str| {
+            t.nodes
+                .iter()
+                .position(|n| n.classes.iter().any(|k| k == c))
+                .unwrap()
+        };
+        assert!(matches(
+            &parse_selector(".t > tbody > tr > td").unwrap(),
+            &t,
+            find("c")
+        ));
     }
 }
