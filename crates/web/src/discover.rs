@@ -51,10 +51,11 @@
 //!   elements, a failing `<source>` making the browser try the next; an
 //!   image a later stylesheet overrides (Chromium sometimes fetches it
 //!   anyway when a style pass ran before that sheet arrived: timing); and
-//!   Chromium's preload scanner on a mobile page without a device-width
-//!   viewport (it picks a `w`-descriptor candidate for the 412 px screen
-//!   before layout widens it to 980 px, so Chromium fetches two candidates;
-//!   here: one).
+//!   whatever decides Chromium's preload scanner beyond what is below.
+//! - On a phone, a page without a device-width viewport `<meta>` (before
+//!   its images) gets two candidates per responsive image when they differ:
+//!   Chromium's preload scanner picks for the device width, layout for
+//!   980 px, and both are fetched.
 //! - Scope: never link-local addresses (169.254.0.0/16, fe80::/10) or cloud
 //!   metadata names unless the page itself is there; `--same-origin` keeps
 //!   every fetch on the page's origin. Skipped fetches are noted.
@@ -235,6 +236,8 @@ fn style_height(style: &str, vp: &Viewport) -> f64 {
 struct Picture {
     /// The chosen `<source>`'s srcset and sizes.
     chosen: Option<(String, Option<String>)>,
+    /// The same choice by Chromium's preload scanner (device width).
+    chosen_pre: Option<(String, Option<String>)>,
 }
 
 /// Scans HTML for what a browser with screen `vp` fetches.
@@ -444,7 +447,12 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
                     }
                 }
             }
-            "picture" => picture = Some(Picture { chosen: None }),
+            "picture" => {
+                picture = Some(Picture {
+                    chosen: None,
+                    chosen_pre: None,
+                })
+            }
             "source" => {
                 if let Some(p) = picture.as_mut() {
                     let type_ok = attr(&attrs, "type").is_none_or(|t| {
@@ -453,10 +461,14 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
                     let media_ok = out
                         .layout
                         .matches_media(attr(&attrs, "media").unwrap_or(""));
-                    if p.chosen.is_none() && type_ok && media_ok {
-                        if let Some(ss) = attr(&attrs, "srcset") {
-                            p.chosen =
-                                Some((ss.to_string(), attr(&attrs, "sizes").map(str::to_string)));
+                    let media_pre = vp.matches_media(attr(&attrs, "media").unwrap_or(""));
+                    if let Some(ss) = attr(&attrs, "srcset").filter(|_| type_ok) {
+                        let c = Some((ss.to_string(), attr(&attrs, "sizes").map(str::to_string)));
+                        if p.chosen.is_none() && media_ok {
+                            p.chosen = c.clone();
+                        }
+                        if p.chosen_pre.is_none() && media_pre {
+                            p.chosen_pre = c;
                         }
                     }
                 } else if let Some((none, taken)) = media.as_mut() {
@@ -481,17 +493,25 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
             "img" => {
                 let (w, h) = (dim(attr(&attrs, "width")), dim(attr(&attrs, "height")));
                 let chosen = picture.as_mut().and_then(|p| p.chosen.take());
-                let url = match &chosen {
-                    Some((ss, sz)) => {
-                        crate::srcset::pick(Some(ss), sz.as_deref(), None, &out.layout)
-                    }
+                let chosen_pre = picture.as_mut().and_then(|p| p.chosen_pre.take());
+                let pick = |chosen: &Option<(String, Option<String>)>, on: &Viewport| match chosen {
+                    Some((ss, sz)) => crate::srcset::pick(Some(ss), sz.as_deref(), None, on),
                     None => crate::srcset::pick(
                         attr(&attrs, "srcset"),
                         attr(&attrs, "sizes"),
                         attr(&attrs, "src"),
-                        &out.layout,
+                        on,
                     ),
                 };
+                let url = pick(&chosen, &out.layout);
+                // On a phone, before a viewport <meta> says otherwise, Chromium's
+                // preload scanner picks for the device width, then layout picks
+                // for 980 px: both are fetched when they differ.
+                if vp.mobile && out.layout.width != vp.width && !lazy {
+                    if let Some(u) = pick(&chosen_pre, vp).filter(|u| Some(u) != url.as_ref()) {
+                        push(&mut out.embeds, &u, Kind::Image);
+                    }
+                }
                 if let Some(u) = url {
                     let e = Embed {
                         url: u.trim().to_string(),
@@ -1552,7 +1572,9 @@ mod tests {
             &MOBILE,
         );
         assert_eq!(m.layout.width, 980);
-        assert_eq!(m.embeds[0].url, "c.jpg");
+        // The preload scanner's pick (412 px) and layout's (980 px).
+        let got: Vec<&str> = m.embeds.iter().map(|e| e.url.as_str()).collect();
+        assert_eq!(got, ["b.jpg", "c.jpg"]);
         let m = scan_html(b"<meta name=viewport content='width=device-width, initial-scale=1'><img srcset='a.jpg 500w, b.jpg 1000w, c.jpg 2000w'>", &MOBILE);
         assert_eq!(m.layout.width, 412);
         assert_eq!(m.embeds[0].url, "b.jpg");
