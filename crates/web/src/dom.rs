@@ -228,7 +228,11 @@ fn skip_parens(b: &[u8], mut i: usize) -> usize {
     b.len()
 }
 
-/// Parses one complex selector (no commas). None: empty or unusable.
+/// Compounds per selector at most (real ones have a handful).
+const MAX_COMPOUNDS: usize = 32;
+
+/// Parses one complex selector (no commas). None: empty, unusable or
+/// longer than 32 compounds.
 pub fn parse_selector(sel: &str) -> Option<Selector> {
     let b = sel.trim().as_bytes();
     let sel = sel.trim();
@@ -261,6 +265,10 @@ pub fn parse_selector(sel: &str) -> Option<Selector> {
         }
         if let Some(p) = pending.take() {
             if started {
+                // A bound: matching recurses once per compound.
+                if out.compounds.len() >= MAX_COMPOUNDS {
+                    return None;
+                }
                 out.combs.push(p);
                 out.compounds.push(Compound::default());
             }
@@ -625,6 +633,7 @@ mod tests {
         assert!(!m("li li", "second"));
         assert!(!m(".toggler:hover .icon", "icon"));
         assert_eq!(parse_selector("#a .b > c::before").unwrap().spec, (1, 1, 2));
+        assert!(parse_selector(&"a + ".repeat(10_000)).is_none());
         let t = tree(&[
             ("table", "t", "open"),
             ("tr", "r", "open"),
