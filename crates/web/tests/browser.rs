@@ -356,7 +356,7 @@ impl Browser {
             self.wait_event(&sid, "Page.loadEventFired", Duration::from_secs(30)),
             "{url}: no load event within 30 s"
         );
-        srv.settle(Duration::from_millis(1500), Duration::from_secs(20));
+        srv.settle(Duration::from_millis(2000), Duration::from_secs(20));
         self.call(None, "Target.closeTarget", json!({"targetId": tid}));
     }
 }
