@@ -12,8 +12,9 @@
 //!   dynamic `import()` is noted as not followed.
 //! - `<link>`: `stylesheet` (also `alternate stylesheet`, which Chromium
 //!   fetches but does not apply; not `disabled` ones or a `type` other than
-//!   text/css), every `icon` (else `/favicon.ico`), `manifest`, `preload`,
-//!   `modulepreload`; not `apple-touch-icon`, `mask-icon`, `prefetch`,
+//!   text/css), every `icon` (else `/favicon.ico`), `manifest`, `preload`
+//!   (with a valid `as`; `imagesrcset` chosen like `srcset`), `prefetch`,
+//!   `modulepreload`; not `apple-touch-icon`, `mask-icon`, `prerender`,
 //!   `dns-prefetch`, `preconnect` and the rest.
 //! - `<video>`/`<audio>`: `src`, else the first `<source>` whose `type`
 //!   plays (none with `preload=none`); `poster`. (A source that fails makes
@@ -654,7 +655,8 @@ fn handle_link(a: &[(String, String)], out: &mut HtmlScan, sheet_no: &mut u32) {
     } else if rels.contains(&"icon") {
         out.has_icon = true;
         e.kind = Kind::Image;
-    } else if rels.contains(&"manifest") {
+    } else if rels.contains(&"manifest") || rels.contains(&"prefetch") {
+        // Chromium fetches prefetches too (at idle priority): checked.
         e.kind = Kind::Other;
     } else if rels.contains(&"modulepreload") {
         e.kind = Kind::Script;

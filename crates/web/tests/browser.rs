@@ -139,6 +139,7 @@ fn content_type(path: &str) -> Option<&'static str> {
         "css" => "text/css",
         "js" | "mjs" => "text/javascript",
         "json" | "webmanifest" => "application/manifest+json",
+        "bin" => "application/octet-stream",
         "png" | "jpg" | "jpeg" | "gif" | "webp" | "avif" | "ico" | "svg" | "jxl" => "image/gif",
         "woff2" | "woff" | "ttf" | "otf" | "eot" => "font/ttf",
         _ => return None,
