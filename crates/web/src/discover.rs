@@ -19,6 +19,8 @@
 //! - `<video>`/`<audio>`: `src`, else the first `<source>` whose `type`
 //!   plays (none with `preload=none`); `poster`. (A source that fails makes
 //!   the browser try the next: not modelled.)
+//! - `<object data>`, `<embed src>`, SVG `<image href>` and external `<use
+//!   href>`, `<input type=image>`, `background` attributes.
 //! - Images: one `srcset`/`sizes` candidate ([`crate::srcset`]); in
 //!   `<picture>`, the first `<source>` whose `type` Chromium decodes and whose
 //!   `media` matches. On a mobile screen a page without `<meta
@@ -538,6 +540,22 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
                     push(&mut out.embeds, s, Kind::Other);
                 }
                 media = Some((none, src.is_some()));
+            }
+            "object" => {
+                if let Some(d) = attr(&attrs, "data") {
+                    push(&mut out.embeds, d, Kind::Other);
+                }
+            }
+            "embed" => {
+                if let Some(d) = attr(&attrs, "src") {
+                    push(&mut out.embeds, d, Kind::Other);
+                }
+            }
+            // SVG: <image href> and an external <use href="sprite.svg#id">.
+            "image" | "use" => {
+                if let Some(h) = attr(&attrs, "href").or_else(|| attr(&attrs, "xlink:href")) {
+                    push(&mut out.embeds, h, Kind::Image);
+                }
             }
             "input" if attr(&attrs, "type").is_some_and(|t| t.eq_ignore_ascii_case("image")) => {
                 if let Some(s) = attr(&attrs, "src") {

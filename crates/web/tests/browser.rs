@@ -132,7 +132,7 @@ impl Server {
     }
 }
 
-fn content_type(path: &str) -> Option<&'static str> {
+fn content_type(path: &str, file_exists: bool) -> Option<&'static str> {
     let ext = path.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
     Some(match ext.as_str() {
         "html" => "text/html; charset=utf-8",
@@ -140,6 +140,7 @@ fn content_type(path: &str) -> Option<&'static str> {
         "js" | "mjs" => "text/javascript",
         "json" | "webmanifest" => "application/manifest+json",
         "bin" => "application/octet-stream",
+        "svg" if file_exists => "image/svg+xml",
         "png" | "jpg" | "jpeg" | "gif" | "webp" | "avif" | "ico" | "svg" | "jxl" => "image/gif",
         "woff2" | "woff" | "ttf" | "otf" | "eot" => "font/ttf",
         _ => return None,
@@ -166,7 +167,7 @@ fn serve(mut s: TcpStream, log: &Mutex<Vec<String>>, font: &[u8]) {
         log.lock().expect("log").push(target.clone());
         let path = target.split(['?', '#']).next().unwrap_or("/");
         let file = fixtures().join(path.trim_start_matches('/'));
-        let ct = content_type(path);
+        let ct = content_type(path, file.is_file());
         let body: Option<Vec<u8>> = match ct {
             _ if path.contains("..") => None,
             Some(t) if t.starts_with("image/") && !file.is_file() => Some(GIF.to_vec()),
