@@ -39,6 +39,8 @@ pub struct FontFace {
     /// truetype, opentype, collection; not embedded-opentype or svg); a URL
     /// without `format()` counts as supported, as the browser tries it.
     pub src: Option<String>,
+    /// `unicode-range` (inclusive code point ranges); empty: every character.
+    pub ranges: Vec<(u32, u32)>,
 }
 
 /// A style rule.
@@ -66,6 +68,8 @@ pub struct Rule {
     pub content: Option<bool>,
     /// Its `content` holds a string (text drawn in the element's font).
     pub content_text: bool,
+    /// The characters of that string.
+    pub content_chars: String,
 }
 
 /// What a stylesheet holds.
@@ -351,6 +355,7 @@ fn font_face(body: &str) -> FontFace {
         weight: (400, 400),
         italic: false,
         src: None,
+        ranges: Vec::new(),
     };
     for (n, v) in decls(body) {
         match n.as_str() {
@@ -368,10 +373,76 @@ fn font_face(body: &str) -> FontFace {
             // The last src declaration wins (the "bulletproof" syntax
             // repeats it); its first supported entry is fetched.
             "src" => f.src = font_src(&v),
+            "unicode-range" => f.ranges = unicode_ranges(&v),
             _ => {}
         }
     }
     f
+}
+
+/// Parses `unicode-range`: `U+0000-00FF, U+0131, U+4??`.
+pub fn unicode_ranges(v: &str) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    for item in v.split(',').take(1000) {
+        let item = item.trim();
+        let Some(r) = item.strip_prefix("U+").or_else(|| item.strip_prefix("u+")) else {
+            continue;
+        };
+        let (lo, hi) = match r.split_once('-') {
+            Some((a, b)) => (
+                u32::from_str_radix(a.trim(), 16),
+                u32::from_str_radix(b.trim(), 16),
+            ),
+            None if r.contains('?') => (
+                u32::from_str_radix(&r.replace('?', "0"), 16),
+                u32::from_str_radix(&r.replace('?', "F"), 16),
+            ),
+            None => (u32::from_str_radix(r, 16), u32::from_str_radix(r, 16)),
+        };
+        if let (Ok(lo), Ok(hi)) = (lo, hi) {
+            if lo <= hi {
+                out.push((lo, hi.min(0x10FFFF)));
+            }
+        }
+    }
+    out
+}
+
+/// The characters of a CSS string value (`"\f588"`, `"→ "`): escapes decoded.
+pub fn string_chars(v: &str) -> String {
+    let mut out = String::new();
+    let mut chars = v.chars().peekable();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), '\\') => {
+                let mut hex = String::new();
+                while hex.len() < 6 && chars.peek().is_some_and(|c| c.is_ascii_hexdigit()) {
+                    hex.push(chars.next().unwrap_or('0'));
+                }
+                if hex.is_empty() {
+                    if let Some(n) = chars.next() {
+                        out.push(n);
+                    }
+                } else {
+                    if chars.peek() == Some(&' ') {
+                        chars.next();
+                    }
+                    if let Some(ch) = u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                        out.push(ch);
+                    }
+                }
+            }
+            (Some(_), c) => out.push(c),
+            (None, _) => {}
+        }
+        if out.len() > 1000 {
+            break;
+        }
+    }
+    out
 }
 
 /// The entry of a `src` list Chromium fetches first.
@@ -482,6 +553,7 @@ fn rule(selectors: &str, body: &str, vp: &Viewport) -> Rule {
                 let l = v.trim().to_ascii_lowercase();
                 r.content = Some(l != "none" && l != "normal");
                 r.content_text = v.contains(['"', '\'']);
+                r.content_chars = string_chars(&v);
             }
             _ => {}
         }
@@ -731,6 +803,16 @@ a:hover { background: url(hover.png) }
         assert!(could_match("a:not(.x)::before", &d));
         assert!(could_match("[data-x] p:nth-child(2n+1)", &d));
         assert!(could_match("*", &d));
+    }
+
+    #[test]
+    fn unicode_range_and_content_strings() {
+        assert_eq!(
+            unicode_ranges("U+0000-00FF, U+0131, u+4??, U+zz, U+200-100"),
+            [(0, 0xff), (0x131, 0x131), (0x400, 0x4ff)]
+        );
+        assert_eq!(string_chars(r#""\e900""#), "\u{e900}");
+        assert_eq!(string_chars(r#"'→ ' attr(x) "a\"b""#), "→ a\"b");
     }
 
     #[test]

@@ -47,10 +47,12 @@
 //!   empty box too), the first family of its computed `font-family` that has
 //!   an `@font-face`, at its computed weight and style (inherited; `h1`…`h6`,
 //!   `b`, `strong`, `th` bold, `i`, `em`, `cite`… italic), the face CSS font
-//!   matching picks, one `src` each ([`crate::css::font_src`]).
+//!   matching picks, one `src` each ([`crate::css::font_src`]); of a
+//!   family split by `unicode-range`, the segments that cover the box's
+//!   characters (and U+0020, which picks the first available font).
 //! - Not modelled: layout (a box off-screen or of zero size still loads
 //!   its background), `:not()`/`:is()` contents and attribute selectors
-//!   (taken as matching), `unicode-range`, scripts that fetch or insert
+//!   (taken as matching), `local()` fonts, scripts that fetch or insert
 //!   elements, a failing `<source>` making the browser try the next; an
 //!   image a later stylesheet overrides (Chromium sometimes fetches it
 //!   anyway when a style pass ran before that sheet arrived: timing); and
@@ -267,10 +269,15 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
     let mut sheet_no = 0u32;
     while i < n {
         if html[i] != b'<' {
-            if template == 0 && !html[i].is_ascii_whitespace() {
-                out.tree.text();
+            let end = html[i..]
+                .iter()
+                .position(|&b| b == b'<')
+                .map_or(n, |p| i + p);
+            let seg = &html[i..end];
+            if template == 0 && !seg.iter().all(u8::is_ascii_whitespace) {
+                out.tree.text(&String::from_utf8_lossy(seg));
             }
-            i += 1;
+            i = end;
             continue;
         }
         if html[i..].starts_with(b"<!--") {
@@ -1301,16 +1308,48 @@ impl Session {
         for (u, src) in styled.images {
             fetch.push((bases[src].clone(), u, Kind::Image));
         }
-        let mut asked: HashSet<(String, u16, bool)> = HashSet::new();
-        for (families, weight, italic) in styled.text {
+        // (family, weight, italic) -> the characters drawn with it.
+        let mut wants: Vec<((String, u16, bool), std::collections::BTreeSet<u32>)> = Vec::new();
+        for (families, weight, italic, text) in styled.text {
             let Some(fam) = first_declared(&families, &faces) else {
                 continue;
             };
-            if !asked.insert((fam.clone(), weight, italic)) {
-                continue;
+            let key = (fam, weight, italic);
+            let i = match wants.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => {
+                    wants.push((key, Default::default()));
+                    wants.len() - 1
+                }
+            };
+            let set = &mut wants[i].1;
+            // The first available font is the one covering U+0020.
+            set.insert(0x20);
+            if set.len() < 20_000 {
+                set.extend(
+                    text.chars()
+                        .filter(|c| !c.is_whitespace())
+                        .map(|c| c as u32),
+                );
             }
-            if let Some((face, base)) = best_face(&faces, &fam, weight, italic) {
-                if let Some(src) = &face.src {
+        }
+        for ((fam, weight, italic), chars) in wants {
+            // The best descriptors, then every unicode-range segment of them
+            // that the text drawn with them needs.
+            let Some((best, _)) = best_face(&faces, &fam, weight, italic) else {
+                continue;
+            };
+            let (w, it) = (best.weight, best.italic);
+            for (face, base) in faces
+                .iter()
+                .filter(|(f, _)| f.family == fam && f.weight == w && f.italic == it)
+            {
+                let needed = face.ranges.is_empty()
+                    || face
+                        .ranges
+                        .iter()
+                        .any(|&(lo, hi)| chars.range(lo..=hi).next().is_some());
+                if let (true, Some(src)) = (needed, &face.src) {
                     fetch.push((base.clone(), src.clone(), Kind::Font));
                 }
             }

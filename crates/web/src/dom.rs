@@ -30,6 +30,8 @@ pub struct Node {
     pub prev: Option<usize>,
     /// Holds non-blank text directly.
     pub text: bool,
+    /// That text (the first 4,096 bytes).
+    pub chars: String,
     /// `hidden` attribute.
     pub hidden: bool,
     /// `style` attribute.
@@ -168,13 +170,15 @@ impl Tree {
     }
 
     /// Non-blank text inside the current element.
-    pub fn text(&mut self) {
-        let t = self.top();
-        if t != 0 && t != 1 {
-            self.nodes[t].text = true;
-        } else {
+    pub fn text(&mut self, text: &str) {
+        if matches!(self.top(), 0 | 1) {
             self.stack = vec![0, 2];
-            self.nodes[2].text = true;
+        }
+        let top = self.top();
+        let n = &mut self.nodes[top];
+        n.text = true;
+        if n.chars.len() < 4096 {
+            n.chars.extend(text.chars().take(4096));
         }
     }
 }
@@ -409,6 +413,7 @@ struct Box_ {
     italic: Option<(Key, bool)>,
     content: Option<(Key, bool)>,
     content_text: Option<(Key, bool)>,
+    content_chars: Option<(Key, String)>,
 }
 
 fn set<T: Clone>(slot: &mut Option<(Key, T)>, key: Key, v: T) {
@@ -444,6 +449,7 @@ impl Box_ {
         if let Some(c) = r.content {
             set(&mut self.content, key, c);
             set(&mut self.content_text, key, r.content_text);
+            set(&mut self.content_chars, key, r.content_chars.clone());
         }
     }
 }
@@ -453,8 +459,8 @@ impl Box_ {
 pub struct Styled {
     /// Image URLs with the index of the rule source (sheet) they came from.
     pub images: Vec<(String, usize)>,
-    /// (font-family list, weight, italic) of each rendered box.
-    pub text: Vec<(Vec<String>, u16, bool)>,
+    /// (font-family list, weight, italic, text) of each rendered box.
+    pub text: Vec<(Vec<String>, u16, bool, String)>,
 }
 
 /// Elements the UA stylesheet does not render.
@@ -554,7 +560,8 @@ pub fn cascade(
         }
         // Chromium loads the primary font of every rendered box, text or
         // not (an empty span with a web font fetches it: checked).
-        out.text.push(font[i].clone());
+        out.text
+            .push((font[i].0.clone(), font[i].1, font[i].2, node.chars.clone()));
         for (slot, bx) in boxes[i].iter().enumerate() {
             if slot > 0 {
                 // A pseudo-element exists only with content.
@@ -564,13 +571,18 @@ pub fn cascade(
                     continue;
                 }
                 {
+                    let chars = bx
+                        .content_chars
+                        .as_ref()
+                        .map(|(_, c)| c.clone())
+                        .unwrap_or_default();
                     let family = bx
                         .family
                         .as_ref()
                         .map_or(font[i].0.clone(), |(_, f)| f.clone());
                     let weight = bx.weight.as_ref().map_or(font[i].1, |(_, w)| *w);
                     let italic = bx.italic.as_ref().map_or(font[i].2, |(_, v)| *v);
-                    out.text.push((family, weight, italic));
+                    out.text.push((family, weight, italic, chars));
                 }
             }
             for (_, urls, src) in bx.images.iter().flatten() {
@@ -593,7 +605,7 @@ mod tests {
         for (tag, class, what) in html {
             match *what {
                 "close" => t.close(tag),
-                "text" => t.text(),
+                "text" => t.text("x"),
                 _ => {
                     let attrs = vec![("class".to_string(), class.to_string())];
                     t.open(tag, &attrs, *what == "void");
