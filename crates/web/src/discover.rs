@@ -819,6 +819,8 @@ pub struct Session {
     docs: Vec<Doc>,
     ctx: HashMap<String, Ctx>,
     handed: HashSet<String>,
+    /// Stylesheets fetched by `preload` alone.
+    preloads: HashSet<String>,
     /// What was left out.
     pub notes: Notes,
 }
@@ -839,6 +841,7 @@ impl Session {
             docs: Vec::new(),
             ctx: HashMap::new(),
             handed: HashSet::new(),
+            preloads: HashSet::new(),
             notes: Notes {
                 viewport: vp,
                 ..Notes::default()
@@ -912,6 +915,10 @@ impl Session {
                 return;
             }
         }
+        if kind == Kind::Stylesheet && !self.ctx.contains_key(&k) && self.preloads.len() < 10_000 {
+            // `preload as=style`: fetched, applied only if a link uses it.
+            self.preloads.insert(k.clone());
+        }
         if self.handed.len() < 100_000 {
             self.handed.insert(k);
         }
@@ -944,7 +951,11 @@ impl Session {
             (None, Some(body)) => {
                 if is_html && matches!(kind, Kind::Document | Kind::Iframe) {
                     self.document(url, body, &mut out);
-                } else if kind == Kind::Stylesheet && !is_html && !self.docs.is_empty() {
+                } else if kind == Kind::Stylesheet
+                    && !is_html
+                    && !self.docs.is_empty()
+                    && !self.preloads.contains(&k)
+                {
                     // Reached through a redirect: part of the first document.
                     let sheet = css::parse(body, &self.docs[0].layout);
                     self.add_sheet(0, vec![u32::MAX], true, url, sheet, &mut out);
