@@ -131,8 +131,9 @@ pub struct HtmlScan {
     pub inline_style_bytes: usize,
     /// Bytes inside `<script>` elements without `src`.
     pub inline_script_bytes: usize,
-    /// `<style>` contents with their place among the sheets.
-    pub styles: Vec<(u32, String)>,
+    /// `<style>` contents with their place among the sheets and whether
+    /// their `media` matches (their imports are fetched either way).
+    pub styles: Vec<(u32, String, bool)>,
     /// `style` attributes (outside template/noscript).
     pub style_attrs: Vec<String>,
     /// `<iframe srcdoc>` documents.
@@ -398,10 +399,11 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
                     let media_ok = out
                         .layout
                         .matches_media(attr(&attrs, "media").unwrap_or(""));
-                    if media_ok {
-                        out.styles
-                            .push((sheet_no, String::from_utf8_lossy(content).into_owned()));
-                    }
+                    out.styles.push((
+                        sheet_no,
+                        String::from_utf8_lossy(content).into_owned(),
+                        media_ok,
+                    ));
                     sheet_no += 1;
                 } else if name == "script" {
                     handle_script(&attrs, content, &mut out);
@@ -1039,9 +1041,9 @@ impl Session {
             self.found(out, u, e.kind, size, ctx);
         }
         // Inline styles: their imports are fetched now, their rules wait.
-        for (no, text) in &scan.styles {
+        for (no, text, applies) in &scan.styles {
             let sheet = css::parse(text.as_bytes(), &scan.layout);
-            self.add_sheet(doc, vec![*no], true, &base, sheet, out);
+            self.add_sheet(doc, vec![*no], *applies, &base, sheet, out);
         }
         // style="" attributes apply to their element: their images load
         // (through the cascade when there is a tree).
@@ -1619,6 +1621,7 @@ mod tests {
         assert!(s.inline_script_bytes > 10);
         assert!(s.inline_style_bytes > 10);
         assert_eq!(s.styles.len(), 1);
+        assert!(s.styles[0].2);
         assert_eq!(s.style_attrs, ["background-image:url(div.gif)"]);
         assert!(s.has_icon);
         assert!(s.presence.tags.contains("picture") && !s.presence.tags.contains("template"));
