@@ -70,6 +70,8 @@ pub struct Rule {
     pub content_text: bool,
     /// The characters of that string.
     pub content_chars: String,
+    /// Custom properties it sets (`--name`, raw value).
+    pub custom: Vec<(String, String)>,
 }
 
 /// What a stylesheet holds.
@@ -341,7 +343,8 @@ fn weight_of(v: &str) -> Option<u16> {
     }
 }
 
-fn families(v: &str) -> Vec<String> {
+/// A `font-family` list, unquoted and lower case (`var(…)` kept whole).
+pub fn families(v: &str) -> Vec<String> {
     split_top(v, ',')
         .into_iter()
         .map(|f| unquote(f).to_ascii_lowercase())
@@ -515,6 +518,12 @@ fn rule(selectors: &str, body: &str, vp: &Viewport) -> Rule {
     };
     r.images = vec![None; IMAGE_GROUPS];
     for (n, v) in decls(body) {
+        if n.starts_with("--") {
+            if r.custom.len() < 256 {
+                r.custom.push((n, v));
+            }
+            continue;
+        }
         if let Some(g) = image_group(&n) {
             r.images[g] = Some(value_urls(&v, vp));
         }

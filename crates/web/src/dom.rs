@@ -4,10 +4,13 @@
 //! ends up with (specificity, then order), which subtrees `display: none`
 //! (or the UA stylesheet, or `hidden`) takes out of rendering, and which
 //! font family, weight and style each piece of rendered text asks for
-//! (inherited). Selectors match right to left on the tree; attribute
+//! (inherited, `var(--x)` in `font-family` resolved from inherited custom
+//! properties). Selectors match right to left on the tree; attribute
 //! selectors and pseudo-classes other than the user-action ones (`:hover`,
 //! `:focus`…, which never match on a page nobody touches) are taken as
-//! matching, and `:not()`/`:is()` contents are not looked into.
+//! matching, and `:not()`/`:is()` contents are not looked into; such an
+//! approximate match loads images and fonts but never hides anything
+//! (normalize.css's `[hidden] { display: none }` would hide the page).
 
 use crate::css::{Rule, IMAGE_GROUPS, USER_ACTION};
 
@@ -208,6 +211,9 @@ pub struct Selector {
     pub spec: (u32, u32, u32),
     /// `before` or `after` (other pseudo-elements: `never`).
     pub pseudo: Option<String>,
+    /// It has parts taken as matching (attribute selectors, pseudo-classes):
+    /// it may match more than the browser's, so it never hides anything.
+    pub approx: bool,
 }
 
 fn ident_byte(c: u8) -> bool {
@@ -245,6 +251,7 @@ pub fn parse_selector(sel: &str) -> Option<Selector> {
         combs: Vec::new(),
         spec: (0, 0, 0),
         pseudo: None,
+        approx: false,
     };
     let mut pending: Option<Comb> = None;
     let mut started = false;
@@ -302,6 +309,7 @@ pub fn parse_selector(sel: &str) -> Option<Selector> {
                 }
                 i += 1;
                 out.spec.1 += 1;
+                out.approx = true;
             }
             b':' => {
                 let element = b.get(i + 1) == Some(&b':');
@@ -330,6 +338,7 @@ pub fn parse_selector(sel: &str) -> Option<Selector> {
                     if USER_ACTION.contains(&name.as_str()) {
                         cur.never = true;
                     }
+                    out.approx = true;
                     if name != "where" {
                         out.spec.1 += 1;
                     }
@@ -414,6 +423,8 @@ struct Box_ {
     content: Option<(Key, bool)>,
     content_text: Option<(Key, bool)>,
     content_chars: Option<(Key, String)>,
+    /// Custom properties that some `font-family: var(--x)` reads.
+    vars: Vec<(String, (Key, String))>,
 }
 
 fn set<T: Clone>(slot: &mut Option<(Key, T)>, key: Key, v: T) {
@@ -422,8 +433,17 @@ fn set<T: Clone>(slot: &mut Option<(Key, T)>, key: Key, v: T) {
     }
 }
 
+thread_local! {
+    /// The custom property names `font-family` values read (set per cascade).
+    static TRACKED: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn tracked(name: &str) -> bool {
+    TRACKED.with(|t| t.borrow().iter().any(|n| n == name))
+}
+
 impl Box_ {
-    fn apply(&mut self, r: &Rule, key: Key, src: usize) {
+    fn apply(&mut self, r: &Rule, key: Key, src: usize, approx: bool) {
         if self.images.is_empty() {
             self.images = vec![None; IMAGE_GROUPS];
         }
@@ -434,7 +454,9 @@ impl Box_ {
                 }
             }
         }
-        if let Some(d) = r.display_none {
+        // An approximate match may show (display: block wins over an
+        // earlier none) but never hides.
+        if let Some(d) = r.display_none.filter(|d| !(*d && approx)) {
             set(&mut self.display_none, key, d);
         }
         if !r.families.is_empty() {
@@ -445,6 +467,16 @@ impl Box_ {
         }
         if let Some(it) = r.font_style {
             set(&mut self.italic, key, it);
+        }
+        for (name, v) in &r.custom {
+            if !tracked(name) {
+                continue;
+            }
+            match self.vars.iter_mut().find(|(n, _)| n == name) {
+                Some((_, slot)) if slot.0 <= key => *slot = (key, v.clone()),
+                Some(_) => {}
+                None => self.vars.push((name.clone(), (key, v.clone()))),
+            }
         }
         if let Some(c) = r.content {
             set(&mut self.content, key, c);
@@ -481,6 +513,28 @@ pub fn cascade(
     inline_src: usize,
 ) -> Styled {
     let n = t.nodes.len();
+    let mut names: Vec<String> = Vec::new();
+    for r in rules
+        .iter()
+        .map(|(r, _)| *r)
+        .chain(inline.iter().map(|(_, r)| r))
+    {
+        for f in &r.families {
+            let mut rest = f.as_str();
+            while let Some(p) = rest.find("var(") {
+                rest = &rest[p + 4..];
+                let name: String = rest
+                    .trim_start()
+                    .chars()
+                    .take_while(|c| !matches!(c, ',' | ')') && !c.is_whitespace())
+                    .collect();
+                if !names.contains(&name) && names.len() < 64 {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    TRACKED.with(|t| *t.borrow_mut() = names.clone());
     // Element, ::before, ::after.
     let mut boxes: Vec<[Box_; 3]> = vec![Default::default(); n];
     let mut budget: u64 = 20_000_000;
@@ -490,7 +544,8 @@ pub fn cascade(
             || !r.families.is_empty()
             || r.weight.is_some()
             || r.font_style.is_some()
-            || r.content.is_some();
+            || r.content.is_some()
+            || r.custom.iter().any(|(name, _)| tracked(name));
         if !relevant {
             continue;
         }
@@ -512,19 +567,21 @@ pub fn cascade(
                 if !compound_matches(last, &t.nodes[i]) || !matches(&sel, t, i) {
                     continue;
                 }
-                bx[slot].apply(r, (sel.spec, order as u32), *src);
+                bx[slot].apply(r, (sel.spec, order as u32), *src, sel.approx);
             }
         }
     }
     for (i, r) in inline {
         if *i < n {
-            boxes[*i][0].apply(r, ((1000, 0, 0), u32::MAX), inline_src);
+            boxes[*i][0].apply(r, ((1000, 0, 0), u32::MAX), inline_src, false);
         }
     }
     let mut out = Styled::default();
     let mut hidden = vec![false; n];
     // Computed (family, weight, italic), inherited down the tree.
     let mut font: Vec<(Vec<String>, u16, bool)> = vec![(Vec::new(), 400, false); n];
+    // Computed custom properties in `names`, inherited.
+    let mut vars: Vec<Vec<Option<String>>> = vec![Vec::new(); n];
     for i in 0..n {
         let node = &t.nodes[i];
         let parent = node.parent;
@@ -536,10 +593,18 @@ pub fn cascade(
             .map(|p| font[p].clone())
             .unwrap_or((Vec::new(), 400, false));
         let b = &boxes[i][0];
-        let family = b
-            .family
-            .as_ref()
-            .map_or(inherited.0.clone(), |(_, f)| f.clone());
+        let mut own: Vec<Option<String>> = parent
+            .map(|p| vars[p].clone())
+            .unwrap_or_else(|| vec![None; names.len()]);
+        for (name, (_, v)) in &b.vars {
+            if let Some(k) = names.iter().position(|t| t == name) {
+                own[k] = Some(v.clone());
+            }
+        }
+        vars[i] = own;
+        let family = b.family.as_ref().map_or(inherited.0.clone(), |(_, f)| {
+            resolve_vars(f, &names, &vars[i])
+        });
         let weight =
             b.weight
                 .as_ref()
@@ -576,10 +641,9 @@ pub fn cascade(
                         .as_ref()
                         .map(|(_, c)| c.clone())
                         .unwrap_or_default();
-                    let family = bx
-                        .family
-                        .as_ref()
-                        .map_or(font[i].0.clone(), |(_, f)| f.clone());
+                    let family = bx.family.as_ref().map_or(font[i].0.clone(), |(_, f)| {
+                        resolve_vars(f, &names, &vars[i])
+                    });
                     let weight = bx.weight.as_ref().map_or(font[i].1, |(_, w)| *w);
                     let italic = bx.italic.as_ref().map_or(font[i].2, |(_, v)| *v);
                     out.text.push((family, weight, italic, chars));
@@ -590,6 +654,31 @@ pub fn cascade(
                     out.images.push((u.clone(), *src));
                 }
             }
+        }
+    }
+    out
+}
+
+/// A `font-family` list with its `var(--x[, fallback])` items replaced by
+/// the element's custom property values.
+fn resolve_vars(list: &[String], names: &[String], values: &[Option<String>]) -> Vec<String> {
+    let mut out = Vec::new();
+    for f in list {
+        let Some(inner) = f.strip_prefix("var(").and_then(|x| x.strip_suffix(')')) else {
+            out.push(f.clone());
+            continue;
+        };
+        let (name, fallback) = match inner.split_once(',') {
+            Some((n, fb)) => (n.trim(), Some(fb.trim())),
+            None => (inner.trim(), None),
+        };
+        let value = names
+            .iter()
+            .position(|n| n == name)
+            .and_then(|k| values.get(k).cloned().flatten())
+            .or(fallback.map(str::to_string));
+        if let Some(v) = value {
+            out.extend(crate::css::families(&v));
         }
     }
     out
@@ -646,6 +735,9 @@ mod tests {
         assert!(!m(".toggler:hover .icon", "icon"));
         assert_eq!(parse_selector("#a .b > c::before").unwrap().spec, (1, 1, 2));
         assert!(parse_selector(&"a + ".repeat(10_000)).is_none());
+        assert!(parse_selector("[hidden]").unwrap().approx);
+        assert!(parse_selector("li:first-child").unwrap().approx);
+        assert!(!parse_selector("nav > .a::before").unwrap().approx);
         let t = tree(&[
             ("table", "t", "open"),
             ("tr", "r", "open"),

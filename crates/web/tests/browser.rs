@@ -3,7 +3,7 @@
 //! composite pages) is served by a recording HTTP server on 127.0.0.1:0 and
 //! loaded twice: by headless Chromium, driven over the DevTools protocol
 //! (`--remote-debugging-port=0`, `Emulation.setDeviceMetricsOverride` for the
-//! viewport and DPR, the cache disabled, waiting until the server has seen
+//! viewport and DPR, a fresh profile and port, waiting until the server has seen
 //! no request for a while, bounded in time), and by the page loader with the
 //! same viewport. The two servers' request lists (path and query, as a
 //! multiset) must be equal. Chromium missing: a note locally, a failure
@@ -32,8 +32,13 @@ fn require(what: &str, present: bool) -> bool {
     present
 }
 
+/// The fixture folder (REDLINE_BROWSER_ROOT: another folder, to compare a
+/// saved real site locally; REDLINE_BROWSER_PAGE: one page of it).
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/browser")
+    match std::env::var("REDLINE_BROWSER_ROOT") {
+        Ok(r) => PathBuf::from(r),
+        Err(_) => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/browser"),
+    }
 }
 
 /// A real font file (browsers drop fonts that do not parse and then try the
@@ -171,7 +176,7 @@ fn serve(mut s: TcpStream, log: &Mutex<Vec<String>>, font: &[u8]) {
         let body: Option<Vec<u8>> = match ct {
             _ if path.contains("..") => None,
             Some(t) if t.starts_with("image/") && !file.is_file() => Some(GIF.to_vec()),
-            Some(t) if t.starts_with("font/") => Some(font.to_vec()),
+            Some(t) if t.starts_with("font/") && !file.is_file() => Some(font.to_vec()),
             Some(_) => std::fs::read(&file).ok(),
             None => None,
         };
@@ -333,11 +338,8 @@ impl Browser {
         let sid = att["sessionId"].as_str().expect("sessionId").to_string();
         let s = Some(sid.as_str());
         self.call(s, "Network.enable", json!({}));
-        self.call(
-            s,
-            "Network.setCacheDisabled",
-            json!({"cacheDisabled": true}),
-        );
+        // The cache stays on (a fresh profile and a new port per visit keep
+        // it empty): with it off, Chromium fetches a preloaded resource again.
         self.call(
             s,
             "Emulation.setDeviceMetricsOverride",
@@ -406,6 +408,9 @@ fn cases() -> Vec<(String, Vec<(&'static str, Viewport)>)> {
         .filter(|n| n.ends_with(".html") && !n.starts_with('_'))
         .collect();
     names.sort();
+    if let Ok(p) = std::env::var("REDLINE_BROWSER_PAGE") {
+        names = vec![p];
+    }
     if let Ok(only) = std::env::var("REDLINE_BROWSER_ONLY") {
         names.retain(|n| n.contains(&only));
     }
@@ -459,7 +464,9 @@ fn discovery_matches_chromium() {
             }
         }
     }
-    if std::env::var("REDLINE_BROWSER_ONLY").is_err() {
+    if std::env::var("REDLINE_BROWSER_ONLY").is_err()
+        && std::env::var("REDLINE_BROWSER_PAGE").is_err()
+    {
         assert!(compared >= 20, "only {compared} comparisons ran");
     }
     assert!(
