@@ -82,6 +82,18 @@ pub struct CommonArgs {
     /// Also write a self-contained HTML report (waterfall; for audit the grades, findings and fixes) to FILE.
     #[arg(long, value_name = "FILE")]
     html: Option<std::path::PathBuf>,
+    /// Discover for this screen: WIDTHxHEIGHT in CSS pixels (default 1350x940, a desktop).
+    #[arg(long, value_name = "WxH", allow_hyphen_values = true)]
+    viewport: Option<String>,
+    /// Discover for a phone: Lighthouse's Moto G Power, 412x823 at DPR 1.75 (--viewport and --dpr override its parts).
+    #[arg(long)]
+    mobile: bool,
+    /// Device pixel ratio for srcset, image-set() and resolution queries (default 1; 1.75 with --mobile).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    dpr: Option<String>,
+    /// Fetch only from the page's own origin (scheme, host and port); the rest is listed as not fetched.
+    #[arg(long = "same-origin")]
+    same_origin: bool,
     /// Byte budget of each view: bytes read plus decoded bytes kept (e.g. 64MiB, 1GiB; K/M/G are binary).
     /// A view that reaches it stops, marked TRUNCATED.
     #[arg(long = "max-bytes", value_name = "SIZE", default_value = "256MiB", value_parser = size)]
@@ -210,6 +222,19 @@ fn prepare(c: &CommonArgs) -> Result<(redline_web::url::Url, LoadOpts), String> 
     opts.per_host = usize::from(c.per_host);
     opts.client.http1_only = c.http11;
     opts.max_resources = c.max_resources.max(1);
+    let mut vp = if c.mobile {
+        redline_web::viewport::MOBILE
+    } else {
+        redline_web::viewport::DESKTOP
+    };
+    if let Some(v) = &c.viewport {
+        (vp.width, vp.height) = redline_web::viewport::parse_size(v)?;
+    }
+    if let Some(d) = &c.dpr {
+        vp.dpr = redline_web::viewport::parse_dpr(d)?;
+    }
+    opts.viewport = vp;
+    opts.same_origin = c.same_origin;
     opts.max_bytes = c.max_bytes;
     if c.insecure || c.cacert.is_some() {
         let args = redline_web::http::TlsArgs {

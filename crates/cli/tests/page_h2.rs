@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 const SUBRESOURCES: usize = 10;
 
 fn site() -> Vec<(&'static str, Vec<u8>)> {
-    let mut html = String::from("<html><head>\n");
+    let mut html = String::from("<html><head>\n<link rel=icon href=/i0.gif>\n");
     let css = ".rule { color: #123456; margin: 0 auto; padding: 4px 8px; }\n".repeat(60);
     let js = "function f(a, b) { return a + b * 2 - 1; }\n".repeat(60);
     let gif = b"GIF89a\x02\x00\x03\x00\x00\x00\x00".to_vec();

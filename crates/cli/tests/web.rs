@@ -68,7 +68,8 @@ fn page_prints_getting_lines_a_waterfall_and_the_summary() {
         text.contains(&format!("Getting {}s.css...", srv.url())),
         "{text}"
     );
-    assert!(text.contains("First view: 3 requests"), "{text}");
+    // The page, its stylesheet and image, and /favicon.ico (no icon declared).
+    assert!(text.contains("First view: 4 requests"), "{text}");
     assert!(text.contains("Summary:"), "{text}");
     assert!(text.contains("cached view"), "{text}");
 }
@@ -86,8 +87,9 @@ fn page_json_has_three_views() {
     assert_eq!(v["format"], "redline.page");
     assert_eq!(v["runs"], 2);
     assert_eq!(v["summary"].as_array().unwrap().len(), 3);
-    assert_eq!(v["summary"][0]["requests"], 3);
-    assert_eq!(v["views"][0]["entries"].as_array().unwrap().len(), 3);
+    // The page, its stylesheet and image, and /favicon.ico (no icon declared).
+    assert_eq!(v["summary"][0]["requests"], 4);
+    assert_eq!(v["views"][0]["entries"].as_array().unwrap().len(), 4);
 }
 
 #[test]

@@ -29,7 +29,7 @@ fn server_config(p: &Pki, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
     Arc::new(cfg)
 }
 
-const PAGE: &str = "<html><head><link rel=stylesheet href=s.css></head><body><img src=i.gif width=1 height=1><p>hello over TLS</p></body></html>";
+const PAGE: &str = "<html><head><link rel=icon href=i.gif><link rel=stylesheet href=s.css></head><body><img src=i.gif width=1 height=1><p>hello over TLS</p></body></html>";
 const CSS: &str = ".a{color:red}\n";
 const GIF: &[u8] = b"GIF89a\x01\x00\x01\x00\x00\x00\x00";
 

@@ -7,12 +7,17 @@
 
 pub mod audit;
 pub mod cache;
+pub mod css;
 pub mod discover;
+pub mod dom;
 pub mod h2;
 pub mod har;
 pub mod http;
 pub mod load;
+pub mod modules;
 pub mod page;
+pub mod srcset;
+pub mod viewport;
 
 /// The `url` crate, re-exported so callers use the same `Url` type.
 pub use url;

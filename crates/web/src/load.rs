@@ -13,7 +13,7 @@
 //! it took; each view is bounded by a byte budget ([`crate::http::Budget`]).
 
 use crate::cache;
-use crate::discover::{scan_css, scan_html, Embed, Kind};
+use crate::discover::{Found, Kind, Session};
 use crate::h2::H2Conn;
 use crate::http::{
     connect_timed, display_url, host_key, Budget, ClientOpts, Conn, ConnInfo, ConnectTimes,
@@ -86,6 +86,10 @@ pub struct LoadOpts {
     pub max_resources: usize,
     /// Redirects followed per resource.
     pub max_redirects: u8,
+    /// The screen discovery follows (media queries, srcset, lazy loading).
+    pub viewport: crate::viewport::Viewport,
+    /// Fetch only from the page's own origin (`--same-origin`).
+    pub same_origin: bool,
     /// The byte budget of each view (`--max-bytes`): bytes read from the
     /// network plus decoded bytes kept. When it is used up, the reads in
     /// flight stop, no more requests start and the view is marked.
@@ -99,6 +103,8 @@ impl Default for LoadOpts {
             per_host: 6,
             max_resources: 500,
             max_redirects: 5,
+            viewport: crate::viewport::Viewport::default(),
+            same_origin: false,
             max_bytes: crate::http::DEFAULT_MAX_BYTES,
         }
     }
@@ -212,6 +218,9 @@ pub struct Load {
     /// The resource cap or the byte budget was hit: more was referenced
     /// than fetched.
     pub truncated: bool,
+    /// What discovery left out: lazy (deferred) resources, imports not
+    /// followed, fetches refused by scope; and the screen it followed.
+    pub discovery: crate::discover::Notes,
     /// The byte budget (`--max-bytes`) was used up: reads in flight stopped
     /// and no more requests started.
     pub budget_exhausted: bool,
@@ -459,6 +468,7 @@ pub fn load(
     let mut truncated = false;
     let mut conns: Vec<ConnInfo> = Vec::new();
     let (tx, rx) = mpsc::channel::<Ev>();
+    let mut session = Session::new(url, opts.viewport, opts.same_origin);
     let first = strip_fragment(url.clone());
     seen.insert(first.to_string());
     queue.push_back(Job {
@@ -488,11 +498,11 @@ pub fn load(
                         entries.push(cached_entry(&job, s, now, &page_host));
                         let body = s.body.clone();
                         let ct = s.content_type.clone();
-                        discover(
-                            &job,
+                        let found = session.done(&job.url, job.kind, body.as_deref(), &ct);
+                        enqueue(
+                            found,
                             idx,
-                            body.as_deref(),
-                            &ct,
+                            job.depth,
                             &mut queue,
                             &mut seen,
                             &mut truncated,
@@ -571,7 +581,16 @@ pub fn load(
             });
         }
         if in_flight == 0 {
-            break;
+            // Idle: what waited for stylesheets that never answered.
+            let found = session.flush();
+            if found.is_empty() {
+                break;
+            }
+            enqueue(found, 0, 0, &mut queue, &mut seen, &mut truncated, opts);
+            if queue.is_empty() {
+                break;
+            }
+            continue;
         }
         let Ok(ev) = rx.recv_timeout(wait_limit) else {
             break;
@@ -743,7 +762,7 @@ pub fn load(
                 if (300..400).contains(&r.status) && r.status != 304 {
                     if let Some(loc) = r.header("location").and_then(|l| job.url.join(l).ok()) {
                         e.redirect_to = Some(display_url(&loc));
-                        if job.redirects < opts.max_redirects {
+                        if job.redirects < opts.max_redirects && session.allowed(&loc, job.kind) {
                             let loc = strip_fragment(loc);
                             if seen.insert(loc.to_string()) {
                                 queue.push_back(Job {
@@ -766,23 +785,22 @@ pub fn load(
         let ct = e.content_type.clone();
         let ok = e.status.is_some_and(|s| s == 200 || s == 304);
         entries.push(e);
-        if ok {
-            discover(
-                &job,
-                idx,
-                body.as_deref(),
-                &ct,
-                &mut queue,
-                &mut seen,
-                &mut truncated,
-                opts,
-            );
-        }
+        let found = session.done(&job.url, job.kind, body.as_deref().filter(|_| ok), &ct);
+        enqueue(
+            found,
+            idx,
+            job.depth,
+            &mut queue,
+            &mut seen,
+            &mut truncated,
+            opts,
+        );
     }
     entries.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
     conns.sort_by_key(|c| c.id);
     let exhausted = budget.exhausted();
     let mut l = summarize(view, entries, conns, truncated || exhausted);
+    l.discovery = session.notes;
     l.started_at = started_at;
     l.budget_exhausted = exhausted;
     l.budget_used = budget.used();
@@ -850,6 +868,7 @@ fn summarize(view: View, entries: Vec<Entry>, conns: Vec<ConnInfo>, truncated: b
         budget_exhausted: false,
         budget_used: 0,
         entries,
+        discovery: Default::default(),
     }
 }
 
@@ -897,62 +916,38 @@ fn cached_entry(job: &Job, s: &Stored, now: f64, page_host: &str) -> Entry {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn discover(
-    job: &Job,
+/// Queues what discovery found in entry `idx` (at iframe depth `depth`).
+fn enqueue(
+    found: Vec<Found>,
     idx: usize,
-    body: Option<&[u8]>,
-    ctype: &str,
+    depth: u8,
     queue: &mut VecDeque<Job>,
     seen: &mut HashSet<String>,
     truncated: &mut bool,
     opts: &LoadOpts,
 ) {
-    let Some(body) = body else { return };
-    let is_html = ctype == "text/html" || ctype == "application/xhtml+xml";
-    let is_css = ctype == "text/css" || (job.kind == Kind::Stylesheet && !is_html);
-    let (embeds, base): (Vec<Embed>, Url) =
-        if is_html && matches!(job.kind, Kind::Document | Kind::Iframe) {
-            let scan = scan_html(body);
-            let base = scan
-                .base
-                .as_deref()
-                .and_then(|b| job.url.join(b).ok())
-                .unwrap_or_else(|| job.url.clone());
-            (scan.embeds, base)
-        } else if is_css {
-            (scan_css(body).0, job.url.clone())
-        } else {
-            return;
-        };
-    for em in embeds {
-        if em.kind == Kind::Iframe && job.depth >= 1 {
+    for f in found {
+        if f.kind == Kind::Iframe && depth >= crate::discover::MAX_FRAME_DEPTH {
             continue;
         }
-        let Ok(u) = base.join(&em.url) else { continue };
-        if !matches!(u.scheme(), "http" | "https") {
-            continue;
-        }
-        let u = strip_fragment(u);
         if seen.len() >= opts.max_resources {
             *truncated = true;
             return;
         }
-        if !seen.insert(u.to_string()) {
+        if !seen.insert(f.url.to_string()) {
             continue;
         }
-        let size = (em.width.is_some() || em.height.is_some()).then_some((em.width, em.height));
         queue.push_back(Job {
-            url: u,
-            kind: em.kind,
+            url: f.url,
+            kind: f.kind,
             parent: Some(idx),
-            depth: if em.kind == Kind::Iframe {
-                job.depth + 1
+            depth: if f.kind == Kind::Iframe {
+                depth + 1
             } else {
-                job.depth
+                depth
             },
             redirects: 0,
-            size,
+            size: f.size,
             retried: false,
             sent_again: 0,
         });

@@ -63,6 +63,43 @@ pub struct PageReport {
     /// (`--http1.1`, whose connections offer only `http/1.1`) from one probe
     /// connection per origin.
     pub alpn: Vec<crate::http::AlpnProbe>,
+    /// The screen discovery followed (`--viewport`, `--mobile`, `--dpr`).
+    pub viewport: crate::viewport::Viewport,
+    /// Origins of another site than the page's that the first view fetched
+    /// from, first contacted first.
+    pub third_party: Vec<ThirdParty>,
+}
+
+/// An origin of another site than the page's.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ThirdParty {
+    /// `scheme://host:port`.
+    pub origin: String,
+    /// Requests it answered in the first view (errors included).
+    pub requests: usize,
+    /// Bytes on the wire from it in the first view.
+    pub wire_bytes: u64,
+}
+
+/// The third-party origins of a load, first contacted first.
+pub fn third_parties(l: &Load) -> Vec<ThirdParty> {
+    let mut out: Vec<ThirdParty> = Vec::new();
+    for e in l.entries.iter().filter(|e| e.third_party && !e.from_cache) {
+        let Ok(u) = Url::parse(&e.url) else { continue };
+        let origin = crate::http::host_key(&u);
+        match out.iter_mut().find(|t| t.origin == origin) {
+            Some(t) => {
+                t.requests += 1;
+                t.wire_bytes += e.wire_bytes;
+            }
+            None => out.push(ThirdParty {
+                origin,
+                requests: 1,
+                wire_bytes: e.wire_bytes,
+            }),
+        }
+    }
+    out
 }
 
 /// Origins probed for HTTP/2 at most (a bound for pages with many hosts).
@@ -144,6 +181,7 @@ pub fn run(url: &Url, runs: usize, opts: &LoadOpts, echo: &mut dyn FnMut(&str)) 
     let pick = order[(order.len() - 1) / 2];
     let views: Vec<Load> = all.swap_remove(pick).into();
     let alpn = probe_origins(&views[0], url, opts);
+    let third_party = third_parties(&views[0]);
     PageReport {
         format: FORMAT,
         version: VERSION,
@@ -153,6 +191,8 @@ pub fn run(url: &Url, runs: usize, opts: &LoadOpts, echo: &mut dyn FnMut(&str)) 
         views,
         insecure: opts.client.tls.as_ref().is_some_and(|t| t.insecure),
         alpn,
+        viewport: opts.viewport,
+        third_party,
     }
 }
 
@@ -523,7 +563,73 @@ pub fn render_text(r: &PageReport, page: &Url) -> String {
             let _ = writeln!(s, "  {}: {what}{probe}", p.origin);
         }
     }
+    s.push_str(&discovery_text(r));
     let _ = writeln!(s);
     s.push_str(&summary_table(r));
+    s
+}
+
+/// The screen followed, third-party origins, and what discovery left out.
+pub fn discovery_text(r: &PageReport) -> String {
+    let mut s = String::new();
+    let v = &r.viewport;
+    let _ = writeln!(
+        s,
+        "\nDiscovered for a {}x{} {} screen at DPR {}.",
+        v.width,
+        v.height,
+        if v.mobile { "mobile" } else { "desktop" },
+        v.dpr
+    );
+    if r.third_party.is_empty() {
+        let _ = writeln!(s, "Third-party origins: none.");
+    } else {
+        let _ = writeln!(s, "Third-party origins (another site than the page's):");
+        for t in &r.third_party {
+            let _ = writeln!(
+                s,
+                "  {}: {} request{}, {}",
+                t.origin,
+                t.requests,
+                if t.requests == 1 { "" } else { "s" },
+                bytes(t.wire_bytes)
+            );
+        }
+    }
+    let Some(first) = r.views.first() else {
+        return s;
+    };
+    let d = &first.discovery;
+    let list = |s: &mut String, title: String, items: &[crate::discover::Skipped]| {
+        if items.is_empty() {
+            return;
+        }
+        let _ = writeln!(s, "{title}");
+        for it in items.iter().take(20) {
+            let _ = writeln!(s, "  {} ({})", it.url, it.reason);
+        }
+        if items.len() > 20 {
+            let _ = writeln!(s, "  … and {} more", items.len() - 20);
+        }
+    };
+    list(
+        &mut s,
+        format!(
+            "Deferred: {} loading=lazy resource{} below the first screen, not in the first view (bytes unknown: not fetched):",
+            d.deferred.len(),
+            if d.deferred.len() == 1 { "" } else { "s" }
+        ),
+        &d.deferred,
+    );
+    list(
+        &mut s,
+        "Module imports not followed:".to_string(),
+        &d.not_followed,
+    );
+    list(
+        &mut s,
+        "Not fetched (scope: link-local/metadata addresses, --same-origin):".to_string(),
+        &d.blocked,
+    );
     s
 }

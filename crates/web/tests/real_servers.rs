@@ -220,10 +220,15 @@ fn check_on(srv: Running, name: &str) {
         .filter(|e| !e.from_cache)
         .map(|e| url::Url::parse(&e.url).unwrap().path().to_string())
         .collect();
-    let want: BTreeSet<String> = ["/index.html", "/frame.html", "/img/missing.png"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let want: BTreeSet<String> = [
+        "/index.html",
+        "/frame.html",
+        "/nested.html",
+        "/img/missing.png",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     assert_eq!(requested, want, "{name}: cached view");
 }
 

@@ -168,6 +168,11 @@ pub struct Audit {
     pub views: Vec<crate::page::ViewSummary>,
     /// Certificate verification was off (`--insecure`).
     pub insecure: bool,
+    /// Origins of another site than the page's (first view).
+    pub third_party: Vec<crate::page::ThirdParty>,
+    /// `loading=lazy` resources below the first screen, not in the first
+    /// view (URLs; their bytes are unknown).
+    pub deferred: Vec<String>,
 }
 
 /// The one scale: a score 0–100 gives both the grade and the severity.
@@ -437,6 +442,13 @@ pub fn audit_page_with(r: &crate::page::PageReport, probes: &Probes) -> Audit {
     let repeat = r.views.iter().find(|l| l.view == crate::load::View::Repeat);
     let mut a = audit(&r.url, first, repeat, r.summary.clone(), &r.alpn, probes);
     a.insecure = r.insecure;
+    a.third_party = r.third_party.clone();
+    a.deferred = first
+        .discovery
+        .deferred
+        .iter()
+        .map(|d| d.url.clone())
+        .collect();
     a
 }
 
@@ -503,6 +515,8 @@ pub fn audit(
         checks,
         views,
         insecure: false,
+        third_party: crate::page::third_parties(first),
+        deferred: Vec::new(),
     }
 }
 
@@ -1019,7 +1033,7 @@ fn html_weight(cx: &Ctx) -> Check {
             fi.saving_bytes = Some(save);
             f.push((t, fi));
         }
-        let scan = scan_html(body);
+        let scan = scan_html(body, &crate::viewport::Viewport::default());
         let inline = (scan.inline_script_bytes + scan.inline_style_bytes) as u64;
         if inline > 10 * 1024 {
             flagged = true;
@@ -1339,6 +1353,18 @@ pub fn render_text(a: &Audit) -> String {
             bytes(v.wire_bytes)
         );
     }
+    if !a.third_party.is_empty() {
+        let origins: Vec<&str> = a.third_party.iter().map(|t| t.origin.as_str()).collect();
+        let _ = writeln!(s, "  third-party origins: {}", origins.join(", "));
+    }
+    if !a.deferred.is_empty() {
+        let _ = writeln!(
+            s,
+            "  {} loading=lazy resource{} below the first screen not counted in the first view",
+            a.deferred.len(),
+            if a.deferred.len() == 1 { "" } else { "s" }
+        );
+    }
     let _ = writeln!(s);
     for c in a.checks.iter().filter(|c| c.applicable) {
         let _ = writeln!(
@@ -1503,6 +1529,7 @@ mod tests {
             hosts: Vec::new(),
             errors: 0,
             truncated: false,
+            discovery: Default::default(),
             started_at: String::new(),
             budget_exhausted: false,
             budget_used: 0,

@@ -180,6 +180,7 @@ pub const FIRST_VIEW: &[&str] = &[
     "/img/set-1x.gif",
     "/img/missing.png",
     "/frame.html",
+    "/nested.html",
     "/css/more.css",
     "/img/bg.gif",
     "/fonts/f.woff2",

@@ -1,0 +1,530 @@
+//! Discovery against a real browser: every fixture page under
+//! tests/fixtures/browser (one per construct discovery follows, plus two
+//! composite pages) is served by a recording HTTP server on 127.0.0.1:0 and
+//! loaded twice: by headless Chromium, driven over the DevTools protocol
+//! (`--remote-debugging-port=0`, `Emulation.setDeviceMetricsOverride` for the
+//! viewport and DPR, a fresh profile and port, waiting until the server has seen
+//! no request for a while, bounded in time), and by the page loader with the
+//! same viewport. The two servers' request lists (path and query, as a
+//! multiset) must be equal. Chromium missing: a note locally, a failure
+//! under CI=true.
+
+use redline_web::load::{load, LoadOpts, View};
+use redline_web::viewport::{Viewport, DESKTOP, MOBILE};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Panics under CI=true when `what` is missing; otherwise a note and false.
+fn require(what: &str, present: bool) -> bool {
+    if !present {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{what} is required under CI=true but missing");
+        }
+        eprintln!("NOTE: {what} is missing; skipping the real-browser comparison");
+    }
+    present
+}
+
+/// The fixture folder (REDLINE_BROWSER_ROOT: another folder, to compare a
+/// saved real site locally; REDLINE_BROWSER_PAGE: one page of it).
+fn fixtures() -> PathBuf {
+    match std::env::var("REDLINE_BROWSER_ROOT") {
+        Ok(r) => PathBuf::from(r),
+        Err(_) => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/browser"),
+    }
+}
+
+/// A real font file (browsers drop fonts that do not parse and then try the
+/// next `src`, so the fonts served must be real): the first TrueType font
+/// under /usr/share/fonts.
+fn system_font() -> Option<Vec<u8>> {
+    fn walk(d: &Path, depth: u8) -> Option<PathBuf> {
+        if depth > 4 {
+            return None;
+        }
+        let mut entries: Vec<_> = std::fs::read_dir(d)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for p in &entries {
+            if p.extension().is_some_and(|e| e == "ttf") {
+                return Some(p.clone());
+            }
+        }
+        entries
+            .iter()
+            .filter(|p| p.is_dir())
+            .find_map(|p| walk(p, depth + 1))
+    }
+    std::fs::read(walk(Path::new("/usr/share/fonts"), 0)?).ok()
+}
+
+/// 1×1 GIF: served for every image path.
+const GIF: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
+
+/// The recording server: files from the fixture folder; any image path gets
+/// a GIF, any font path the system font; the rest 404. `no-store`, so
+/// neither client reuses anything.
+struct Server {
+    addr: SocketAddr,
+    log: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Server {
+    fn start(font: Arc<Vec<u8>>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let addr = listener.local_addr().expect("addr");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (l2, s2) = (log.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let end = Instant::now() + Duration::from_secs(300);
+            while !s2.load(Ordering::SeqCst) && Instant::now() < end {
+                match listener.accept() {
+                    Ok((sock, _)) => {
+                        let _ = sock.set_nonblocking(false);
+                        let _ = sock.set_read_timeout(Some(Duration::from_secs(10)));
+                        let (l, f) = (l2.clone(), font.clone());
+                        std::thread::spawn(move || serve(sock, &l, &f));
+                    }
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Server { addr, log, stop }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.log.lock().expect("log").clone()
+    }
+
+    /// Waits until no request arrived for `quiet` (at most `limit`).
+    fn settle(&self, quiet: Duration, limit: Duration) {
+        let end = Instant::now() + limit;
+        let mut n = self.seen().len();
+        let mut since = Instant::now();
+        while Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(100));
+            let m = self.seen().len();
+            if m != n {
+                n = m;
+                since = Instant::now();
+            } else if since.elapsed() >= quiet {
+                return;
+            }
+        }
+    }
+}
+
+fn content_type(path: &str, file_exists: bool) -> Option<&'static str> {
+    let ext = path.rsplit('.').next().unwrap_or("").to_ascii_lowercase();
+    Some(match ext.as_str() {
+        "html" => "text/html; charset=utf-8",
+        "css" => "text/css",
+        "js" | "mjs" => "text/javascript",
+        "json" | "webmanifest" => "application/manifest+json",
+        "bin" => "application/octet-stream",
+        "svg" if file_exists => "image/svg+xml",
+        "png" | "jpg" | "jpeg" | "gif" | "webp" | "avif" | "ico" | "svg" | "jxl" => "image/gif",
+        "woff2" | "woff" | "ttf" | "otf" | "eot" => "font/ttf",
+        _ => return None,
+    })
+}
+
+fn serve(mut s: TcpStream, log: &Mutex<Vec<String>>, font: &[u8]) {
+    let mut r = BufReader::new(s.try_clone().expect("clone"));
+    for _ in 0..1000 {
+        let mut line = String::new();
+        if r.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        loop {
+            let mut h = String::new();
+            if r.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            if h == "\r\n" || h == "\n" {
+                break;
+            }
+        }
+        let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+        log.lock().expect("log").push(target.clone());
+        let path = target.split(['?', '#']).next().unwrap_or("/");
+        let file = fixtures().join(path.trim_start_matches('/'));
+        let ct = content_type(path, file.is_file());
+        let body: Option<Vec<u8>> = match ct {
+            _ if path.contains("..") => None,
+            Some(t) if t.starts_with("image/") && !file.is_file() => Some(GIF.to_vec()),
+            Some(t) if t.starts_with("font/") && !file.is_file() => Some(font.to_vec()),
+            Some(_) => std::fs::read(&file).ok(),
+            None => None,
+        };
+        let (status, ct, body) = match body {
+            Some(b) => ("200 OK", ct.unwrap_or("application/octet-stream"), b),
+            None => ("404 Not Found", "text/plain", b"not found".to_vec()),
+        };
+        let head = format!(
+            "HTTP/1.1 {status}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nAccess-Control-Allow-Origin: *\r\n\r\n",
+            body.len()
+        );
+        if s.write_all(head.as_bytes())
+            .and_then(|_| s.write_all(&body))
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// The Chromium process (killed through its handle, i.e. by PID, and its
+/// profile removed when dropped, also when the test panics).
+struct ChildGuard {
+    child: Child,
+    profile: PathBuf,
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// Headless Chromium and its DevTools connection.
+struct Browser {
+    ws: tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<TcpStream>>,
+    next_id: u64,
+    // Dropped last: the websocket closes before the process is killed.
+    _child: ChildGuard,
+}
+
+fn chromium_binary() -> Option<&'static str> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+}
+
+impl Browser {
+    fn start(bin: &str) -> Browser {
+        let profile = std::env::temp_dir().join(format!("redline-browser-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&profile);
+        let child = Command::new(bin)
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--remote-debugging-port=0",
+                &format!("--user-data-dir={}", profile.display()),
+                "about:blank",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn chromium");
+        let mut guard = ChildGuard { child, profile };
+        // "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID"
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stderr = guard.child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr)
+                .lines()
+                .take(10_000)
+                .map_while(Result::ok)
+            {
+                if let Some(p) = line.find("ws://") {
+                    let _ = tx.send(line[p..].trim().to_string());
+                }
+            }
+        });
+        let ws_url = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("chromium did not print its DevTools address within 60 s");
+        let (ws, _) = tungstenite::connect(ws_url.as_str()).expect("DevTools websocket");
+        if let tungstenite::stream::MaybeTlsStream::Plain(s) = ws.get_ref() {
+            s.set_read_timeout(Some(Duration::from_secs(30)))
+                .expect("timeout");
+        }
+        Browser {
+            ws,
+            next_id: 0,
+            _child: guard,
+        }
+    }
+
+    /// Sends a command and waits for its answer (events in between dropped).
+    fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut msg = json!({"id": id, "method": method, "params": params});
+        if let Some(s) = session {
+            msg["sessionId"] = json!(s);
+        }
+        self.ws
+            .send(tungstenite::Message::text(msg.to_string()))
+            .expect("send to DevTools");
+        let end = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < end {
+            let m = self.ws.read().expect("read from DevTools");
+            let Ok(text) = m.to_text() else { continue };
+            let v: Value = serde_json::from_str(text).unwrap_or_default();
+            if v["id"] == json!(id) {
+                if let Some(e) = v.get("error") {
+                    panic!("DevTools {method}: {e}");
+                }
+                return v["result"].clone();
+            }
+        }
+        panic!("no answer to {method} within 60 s");
+    }
+
+    /// Reads messages until the event `method` of session `sid` (at most
+    /// `limit`); false when it did not come.
+    fn wait_event(&mut self, sid: &str, method: &str, limit: Duration) -> bool {
+        let end = Instant::now() + limit;
+        while Instant::now() < end {
+            let Ok(m) = self.ws.read() else { return false };
+            let Ok(text) = m.to_text() else { continue };
+            let v: Value = serde_json::from_str(text).unwrap_or_default();
+            if v["method"] == json!(method) && v["sessionId"] == json!(sid) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Opens `url` in a new tab emulating `vp`, waits for its load event and
+    /// then until the server is quiet, and closes the tab.
+    fn visit(&mut self, url: &str, vp: &Viewport, srv: &Server) {
+        let target = self.call(None, "Target.createTarget", json!({"url": "about:blank"}));
+        let tid = target["targetId"].as_str().expect("targetId").to_string();
+        let att = self.call(
+            None,
+            "Target.attachToTarget",
+            json!({"targetId": tid, "flatten": true}),
+        );
+        let sid = att["sessionId"].as_str().expect("sessionId").to_string();
+        let s = Some(sid.as_str());
+        self.call(s, "Network.enable", json!({}));
+        // The cache stays on (a fresh profile and a new port per visit keep
+        // it empty): with it off, Chromium fetches a preloaded resource again.
+        self.call(
+            s,
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": vp.width, "height": vp.height, "deviceScaleFactor": vp.dpr, "mobile": vp.mobile}),
+        );
+        if vp.mobile {
+            self.call(
+                s,
+                "Emulation.setTouchEmulationEnabled",
+                json!({"enabled": true, "maxTouchPoints": 5}),
+            );
+        }
+        self.call(s, "Page.enable", json!({}));
+        self.call(s, "Page.navigate", json!({"url": url}));
+        // The favicon is asked for after the load event: wait for it, then
+        // for the server to be quiet.
+        assert!(
+            self.wait_event(&sid, "Page.loadEventFired", Duration::from_secs(30)),
+            "{url}: no load event within 30 s"
+        );
+        srv.settle(Duration::from_millis(2000), Duration::from_secs(20));
+        self.call(None, "Target.closeTarget", json!({"targetId": tid}));
+    }
+}
+
+fn multiset(v: &[String]) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for p in v {
+        *m.entry(p.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+fn redline_requests(fixture: &str, vp: &Viewport, font: &Arc<Vec<u8>>) -> Vec<String> {
+    let srv = Server::start(font.clone());
+    let url = url::Url::parse(&srv.url(&format!("/{fixture}"))).expect("url");
+    let opts = LoadOpts {
+        viewport: *vp,
+        ..LoadOpts::default()
+    };
+    let _ = load(&url, View::First, None, &opts, &mut |_| {});
+    srv.seen()
+}
+
+fn chromium_requests(
+    b: &mut Browser,
+    fixture: &str,
+    vp: &Viewport,
+    font: &Arc<Vec<u8>>,
+) -> Vec<String> {
+    let srv = Server::start(font.clone());
+    b.visit(&srv.url(&format!("/{fixture}")), vp, &srv);
+    srv.seen()
+}
+
+/// Each fixture with the screens it is compared on.
+fn cases() -> Vec<(String, Vec<(&'static str, Viewport)>)> {
+    let dpr2 = Viewport {
+        dpr: 2.0,
+        ..DESKTOP
+    };
+    let mut names: Vec<String> = std::fs::read_dir(fixtures())
+        .expect("fixture folder")
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".html") && !n.starts_with('_'))
+        .collect();
+    names.sort();
+    if let Ok(p) = std::env::var("REDLINE_BROWSER_PAGE") {
+        names = vec![p];
+    }
+    if let Ok(only) = std::env::var("REDLINE_BROWSER_ONLY") {
+        names.retain(|n| n.contains(&only));
+    }
+    names
+        .into_iter()
+        .map(|n| {
+            let screens = if n.contains("srcset")
+                || n.contains("picture")
+                || n.starts_with("site-")
+                || n.contains("media")
+            {
+                vec![("desktop", DESKTOP), ("mobile", MOBILE), ("dpr 2", dpr2)]
+            } else {
+                vec![("desktop", DESKTOP)]
+            };
+            (n, screens)
+        })
+        .collect()
+}
+
+#[test]
+fn discovery_matches_chromium() {
+    let bin = chromium_binary();
+    if !require("chromium (apt-get install chromium)", bin.is_some()) {
+        return;
+    }
+    let font = system_font();
+    if !require(
+        "a TrueType font under /usr/share/fonts (fonts-dejavu-core)",
+        font.is_some(),
+    ) {
+        return;
+    }
+    let font = Arc::new(font.expect("checked"));
+    let mut browser = Browser::start(bin.expect("checked"));
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for (fixture, screens) in cases() {
+        for (label, vp) in screens {
+            let want = chromium_requests(&mut browser, &fixture, &vp, &font);
+            let got = redline_requests(&fixture, &vp, &font);
+            compared += 1;
+            let (w, g) = (multiset(&want), multiset(&got));
+            if w != g {
+                failures.push(format!(
+                    "{fixture} ({label}):\n  chromium: {:?}\n  redline:  {:?}",
+                    w, g
+                ));
+            } else {
+                eprintln!("{fixture} ({label}): {} requests, equal", want.len());
+            }
+        }
+    }
+    if std::env::var("REDLINE_BROWSER_ONLY").is_err()
+        && std::env::var("REDLINE_BROWSER_PAGE").is_err()
+    {
+        assert!(compared >= 20, "only {compared} comparisons ran");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {compared} differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+fn load_fixture(fixture: &str, vp: &Viewport) -> redline_web::load::Load {
+    let font = Arc::new(b"not a font".to_vec());
+    let srv = Server::start(font);
+    let url = url::Url::parse(&srv.url(&format!("/{fixture}"))).expect("url");
+    let opts = LoadOpts {
+        viewport: *vp,
+        ..LoadOpts::default()
+    };
+    load(&url, View::First, None, &opts, &mut |_| {})
+}
+
+fn tail(u: &str) -> String {
+    url::Url::parse(u).expect("url").path().to_string()
+}
+
+#[test]
+fn lazy_resources_below_the_first_screen_are_listed_as_deferred() {
+    let l = load_fixture("lazy.html", &DESKTOP);
+    let deferred: Vec<String> = l.discovery.deferred.iter().map(|d| tail(&d.url)).collect();
+    assert_eq!(
+        deferred,
+        [
+            "/img/far-lazy.jpg",
+            "/img/far-lazy-set.jpg",
+            "/_frame-lazy.html"
+        ]
+    );
+    assert!(l.discovery.deferred.iter().all(|d| d.reason == "lazy"));
+    let fetched: Vec<String> = l.entries.iter().map(|e| tail(&e.url)).collect();
+    assert!(
+        fetched.contains(&"/img/top-lazy.jpg".to_string()),
+        "{fetched:?}"
+    );
+    assert!(
+        !fetched.iter().any(|f| f.contains("far-lazy")),
+        "{fetched:?}"
+    );
+}
+
+#[test]
+fn dynamic_imports_are_listed_as_not_followed() {
+    let l = load_fixture("modules.html", &DESKTOP);
+    let nf: Vec<(String, &str)> = l
+        .discovery
+        .not_followed
+        .iter()
+        .map(|d| (tail(&d.url), d.reason.as_str()))
+        .collect();
+    assert_eq!(nf, [("/js/mod/on-click.js".to_string(), "dynamic-import")]);
+    assert_eq!(l.discovery.viewport, DESKTOP);
+}
