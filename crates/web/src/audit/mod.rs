@@ -1489,6 +1489,7 @@ pub(crate) mod fixtures {
             hosts: Vec::new(),
             errors: 0,
             truncated: false,
+            discovery: Default::default(),
             started_at: String::new(),
             budget_exhausted: false,
             budget_used: 0,
