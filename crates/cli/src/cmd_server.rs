@@ -236,19 +236,32 @@ fn discover_status(
     let root = procfs::proc_root();
     let all = procfs::all_processes(&root);
     for t in targets {
-        let Target::Name(n) = t else { continue };
-        let kind = ServerKind::of_name(n);
-        for i in procfs::instances(&root, &all, n) {
-            let kind = if kind == ServerKind::Other {
-                ServerKind::of_name(&i.name)
-            } else {
-                kind
-            };
-            if let Some(found) =
-                redline_watch::status::discover(kind, &i.listen, Duration::from_millis(500))
-            {
-                return Some(found);
+        // A name matching several instances is ambiguous: another server's
+        // status page must not be read as this one's.
+        let inst = match t {
+            Target::Name(n) => match procfs::instances(&root, &all, n).as_slice() {
+                [one] => one.clone(),
+                _ => continue,
+            },
+            Target::Pid(p) => {
+                let Some(comm) = all.iter().find(|x| x.pid == *p).map(|x| x.comm.clone()) else {
+                    continue;
+                };
+                match procfs::instances(&root, &all, &comm)
+                    .into_iter()
+                    .find(|i| i.pid == *p)
+                {
+                    Some(i) => i,
+                    None => continue,
+                }
             }
+            Target::Unit(_) => continue,
+        };
+        let kind = ServerKind::of_name(&inst.name);
+        if let Some(found) =
+            redline_watch::status::discover(kind, &inst.listen, Duration::from_millis(500))
+        {
+            return Some(found);
         }
     }
     None

@@ -467,6 +467,9 @@ pub struct RunRecord {
     /// The server's own status page as read during the run (`--server-status`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_status: Option<crate::watch::StatusWatch>,
+    /// Why a staged run stopped scaling ([`crate::watch::diagnose`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<crate::watch::Diagnosis>,
     /// Scenario runs: the numbers of each named request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requests: Vec<crate::requests::RequestStats>,
@@ -515,6 +518,7 @@ impl RunRecord {
             note: None,
             server_watch: None,
             server_status: None,
+            diagnosis: None,
             requests: Vec::new(),
             stages: Vec::new(),
             knee: None,

@@ -480,6 +480,7 @@ pub fn analyze_server(rec: &mut RunRecord) {
             .as_ref()
             .and_then(|w| w.window(&rec.started_at, s.start_s, s.end_s));
     }
+    rec.diagnosis = crate::watch::diagnose(rec);
 }
 
 #[cfg(test)]

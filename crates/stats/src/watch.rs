@@ -531,6 +531,287 @@ impl StatusWatch {
     }
 }
 
+/// Why a staged run stopped scaling: the resource that gave out first, the
+/// evidence, and the directive to change (or, without the evidence, what to
+/// add to the run to know).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Diagnosis {
+    /// `worker_pool` (every worker busy), `keepalive` (workers held by idle
+    /// keep-alive connections), `cpu` (the server's CPU saturated), `memory`
+    /// (the machine swapped) or `unknown` (no evidence: see `advice`).
+    pub resource: String,
+    /// The directive(s) that set the limit, e.g. `MaxRequestWorkers`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub directive: String,
+    /// The limit seen (busy workers at the plateau), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    /// The load level (connections or req/s) at which the limit was first reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_level: Option<f64>,
+    /// The numbers behind it, one fact per entry.
+    pub evidence: Vec<String>,
+    /// What to change (or to add, to know).
+    pub advice: String,
+}
+
+/// A status read placed on the run's clock, with the load level then.
+struct Placed<'a> {
+    s: &'a StatusSample,
+    level: f64,
+}
+
+/// The load level at `t` seconds into the run, from the stages (ramps interpolate).
+fn level_at(stages: &[crate::stages::StageSummary], t: f64) -> Option<f64> {
+    let st = stages
+        .iter()
+        .find(|s| t >= s.start_s && t <= s.end_s)
+        .or_else(|| stages.last().filter(|s| t > s.end_s))?;
+    let span = st.end_s - st.start_s;
+    if span <= 0.0 || st.level_from == st.level_to || t > st.end_s {
+        return Some(st.level_to);
+    }
+    Some(st.level_from + (st.level_to - st.level_from) * (t - st.start_s) / span)
+}
+
+/// Share of the busy workers that Apache's scoreboard shows in keep-alive
+/// (`K`) above which the pool is said to be held by keep-alive.
+pub const KEEPALIVE_SHARE: f64 = 0.3;
+
+/// The diagnosis of a staged run (`None` for a run without stages): from the
+/// status page when there is one (the worker pool is exhausted when the
+/// busy count reaches its plateau, idle falls to 0, stays there in at least
+/// 80 % of the later reads, and the load goes beyond it), else from `--watch`
+/// (CPU at 90 % of the machine, swapping), else what to add to know.
+pub fn diagnose(rec: &crate::RunRecord) -> Option<Diagnosis> {
+    if rec.stages.is_empty() {
+        return None;
+    }
+    let unit = rec.knee.as_ref().map(|k| k.unit.as_str()).unwrap_or(
+        rec.config
+            .stages
+            .as_ref()
+            .map(|p| p.unit.as_str())
+            .unwrap_or("connections"),
+    );
+    let max_level = rec.stages.iter().map(|s| s.level_to).fold(0.0, f64::max);
+    if let Some(w) = &rec.server_status {
+        if let Some(d) = diagnose_status(rec, w, max_level, unit) {
+            return Some(d);
+        }
+    }
+    if let Some(d) = rec.server_watch.as_ref().and_then(diagnose_watch) {
+        return Some(d);
+    }
+    let mut add = Vec::new();
+    if rec.server_status.is_none() {
+        add.push("--server-status URL (Apache /server-status?auto, nginx stub_status, php-fpm's status page) to see the worker pool");
+    }
+    if rec.server_watch.is_none() {
+        add.push("--watch NAME|PID (on the server's machine) to see its CPU and memory");
+    }
+    let evidence = match &rec.server_status {
+        Some(w) if !w.samples.is_empty() => vec![format!(
+            "the status page ({}) never showed every worker busy",
+            w.server
+        )],
+        Some(w) => vec![format!(
+            "the status page gave no read ({} failed)",
+            w.failed
+        )],
+        None => vec!["no server-side evidence was recorded".into()],
+    };
+    Some(Diagnosis {
+        resource: "unknown".into(),
+        evidence,
+        advice: if add.is_empty() {
+            "neither the worker pool, the CPU nor memory ran out: look at the application (slow queries, locks) and the network".into()
+        } else {
+            format!("to know why, run again with {}", add.join(" and "))
+        },
+        ..Default::default()
+    })
+}
+
+fn diagnose_status(
+    rec: &crate::RunRecord,
+    w: &StatusWatch,
+    max_level: f64,
+    unit: &str,
+) -> Option<Diagnosis> {
+    let off = match (
+        crate::time::parse_rfc3339_ms(&w.started_at),
+        crate::time::parse_rfc3339_ms(&rec.started_at),
+    ) {
+        (Some(h), Some(r)) => (h - r) as f64 / 1000.0,
+        _ => 0.0,
+    };
+    // nginx: a connection is a worker_connections slot, busy or waiting.
+    let nginx = w.server == "nginx";
+    let measure = |s: &StatusSample| if nginx { s.active } else { s.busy };
+    let placed: Vec<Placed> = w
+        .samples
+        .iter()
+        .filter_map(|s| {
+            let level = level_at(&rec.stages, s.t + off)?;
+            measure(s)?;
+            Some(Placed { s, level })
+        })
+        .collect();
+    let limit = placed.iter().filter_map(|p| measure(p.s)).max()?;
+    if limit == 0 {
+        return None;
+    }
+    // nginx counts the status request's own connection; Apache its worker.
+    let full = |p: &Placed| measure(p.s).unwrap_or(0) >= limit && p.s.idle.is_none_or(|i| i == 0);
+    let first = placed.iter().position(full)?;
+    let after = &placed[first..];
+    let full_share = after.iter().filter(|p| full(p)).count() as f64 / after.len() as f64;
+    if full_share < 0.8 || max_level <= limit as f64 || after.len() < 2 {
+        return None;
+    }
+    let at_level = placed[first].level.round();
+    let mut evidence = Vec::new();
+    let what = if nginx {
+        "open connections"
+    } else {
+        "busy workers"
+    };
+    let slots = w
+        .slots
+        .filter(|s| *s == limit)
+        .map(|s| format!(" (all {s} scoreboard slots)"))
+        .unwrap_or_default();
+    evidence.push(format!(
+        "{what} reached {limit}{slots} at {at_level:.0} {unit} and stayed there in {:.0}% of the {} later reads, while the load rose to {max_level:.0} {unit}",
+        full_share * 100.0,
+        after.len()
+    ));
+    if after.iter().any(|p| p.s.idle.is_some()) {
+        evidence.push("no idle worker was left".into());
+    }
+    // Throughput: the stages past the limit against the one that reached it.
+    let reached = rec
+        .stages
+        .iter()
+        .find(|s| s.level_to >= at_level)
+        .map(|s| s.requests_per_sec);
+    let last = rec.stages.last().map(|s| (s.requests_per_sec, s.p99_us));
+    if let (Some(r0), Some((r1, p99))) = (reached, last) {
+        evidence.push(format!(
+            "throughput went from {r0:.1} to {r1:.1} req/s past it while p99 reached {:.0} ms: requests queued for a worker",
+            p99 as f64 / 1000.0
+        ));
+    }
+    let q = after.iter().filter_map(|p| p.s.listen_queue).max();
+    if let Some(q) = q.filter(|q| *q > 0) {
+        evidence.push(format!(
+            "up to {q} requests waited in php-fpm's listen queue"
+        ));
+    }
+    let reached_n = match (
+        after.first().and_then(|p| p.s.max_children_reached),
+        after.last().and_then(|p| p.s.max_children_reached),
+    ) {
+        (Some(a), Some(b)) if b > a => Some(b - a),
+        _ => None,
+    };
+    if let Some(n) = reached_n {
+        evidence.push(format!("php-fpm reached pm.max_children {n} more times"));
+    }
+    let dropped = match (
+        placed.first().and_then(|p| p.s.accepts.zip(p.s.handled)),
+        placed.last().and_then(|p| p.s.accepts.zip(p.s.handled)),
+    ) {
+        (Some((a0, h0)), Some((a1, h1))) => (a1 - a0.min(a1)).saturating_sub(h1 - h0.min(h1)),
+        _ => 0,
+    };
+    if dropped > 0 {
+        evidence.push(format!(
+            "nginx accepted {dropped} connections it could not handle"
+        ));
+    }
+    // Keep-alive: Apache counts K slots as busy.
+    let (k, b): (u64, u64) = after
+        .iter()
+        .filter(|p| full(p))
+        .map(|p| (p.s.keepalive.unwrap_or(0), p.s.busy.unwrap_or(0)))
+        .fold((0, 0), |a, x| (a.0 + x.0, a.1 + x.1));
+    let k_share = if b > 0 { k as f64 / b as f64 } else { 0.0 };
+    if w.server == "apache" && k_share >= KEEPALIVE_SHARE {
+        evidence.push(format!(
+            "{:.0}% of the busy workers were in keep-alive (scoreboard K): waiting for a client's next request, not serving",
+            k_share * 100.0
+        ));
+        return Some(Diagnosis {
+            resource: "keepalive".into(),
+            directive: "KeepAliveTimeout, MaxKeepAliveRequests".into(),
+            limit: Some(limit),
+            at_level: Some(at_level),
+            evidence,
+            advice: format!(
+                "workers are held by idle keep-alive connections: lower KeepAliveTimeout (to 1-5 s) so they return to the pool sooner, or raise MaxRequestWorkers above {limit} if memory allows (redline size)"
+            ),
+        });
+    }
+    let (directive, advice) = match w.server.as_str() {
+        "apache" => (
+            "MaxRequestWorkers (ServerLimit)",
+            format!("the worker pool is exhausted at {limit}: raise MaxRequestWorkers (and ServerLimit) if memory allows (redline size says how far), or make each request shorter"),
+        ),
+        "php-fpm" => (
+            "pm.max_children",
+            format!("the php-fpm pool is exhausted at {limit} processes: raise pm.max_children if memory allows (redline size --watch php-fpm), or make the scripts faster"),
+        ),
+        "nginx" => (
+            "worker_connections (× worker_processes)",
+            format!("nginx holds at most {limit} connections: raise worker_connections (and the open-files limit, worker_rlimit_nofile)"),
+        ),
+        _ => (
+            "server.max-connections",
+            format!("lighttpd's connections are exhausted at {limit}: raise server.max-connections"),
+        ),
+    };
+    Some(Diagnosis {
+        resource: "worker_pool".into(),
+        directive: directive.into(),
+        limit: Some(limit),
+        at_level: Some(at_level),
+        evidence,
+        advice,
+    })
+}
+
+fn diagnose_watch(w: &ServerWatch) -> Option<Diagnosis> {
+    for h in &w.hosts {
+        if h.swapped() {
+            return Some(Diagnosis {
+                resource: "memory".into(),
+                directive: "MaxRequestWorkers / pm.max_children / worker_processes".into(),
+                evidence: vec![format!(
+                    "{} swapped: {} pages in, {} out",
+                    h.host, h.summary.swapped_in_pages, h.summary.swapped_out_pages
+                )],
+                advice: "the machine ran out of memory: lower the worker count to what fits (redline size)".into(),
+                ..Default::default()
+            });
+        }
+        let cap = h.cpus.max(1) as f64 * 100.0;
+        if h.summary.cpu_percent.peak >= 0.9 * cap {
+            return Some(Diagnosis {
+                resource: "cpu".into(),
+                evidence: vec![format!(
+                    "the server's processes on {} used up to {:.0}% CPU of {:.0}% ({} CPUs)",
+                    h.host, h.summary.cpu_percent.peak, cap, h.cpus
+                )],
+                advice: "the server's CPU is saturated: more workers will not help; make each request cheaper (caching, compression level) or add CPUs".into(),
+                ..Default::default()
+            });
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

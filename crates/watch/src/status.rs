@@ -443,6 +443,7 @@ pub fn render_text(rec: &redline_stats::RunRecord) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     let Some(w) = &rec.server_status else {
+        o.push_str(&render_diagnosis(rec));
         return o;
     };
     let slots = w
@@ -505,6 +506,38 @@ pub fn render_text(rec: &redline_stats::RunRecord) -> String {
             }
         }
     }
+    o.push_str(&render_diagnosis(rec));
+    o
+}
+
+/// The diagnosis in the text report: what gave out, the evidence, the change.
+pub fn render_diagnosis(rec: &redline_stats::RunRecord) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let Some(d) = &rec.diagnosis else {
+        return o;
+    };
+    let what = match d.resource.as_str() {
+        "worker_pool" => "the worker pool ran out",
+        "keepalive" => "workers were held by idle keep-alive connections",
+        "cpu" => "the server's CPU saturated",
+        "memory" => "the server's machine ran out of memory",
+        _ => "not known from this run",
+    };
+    let at = match (d.limit, d.at_level) {
+        (Some(l), Some(a)) => format!(" at {l} (reached at {a:.0})"),
+        _ => String::new(),
+    };
+    let dir = if d.directive.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", d.directive)
+    };
+    let _ = writeln!(o, "\nDiagnosis: {what}{at}{dir}");
+    for e in &d.evidence {
+        let _ = writeln!(o, "  - {e}");
+    }
+    let _ = writeln!(o, "  => {}", d.advice);
     o
 }
 
