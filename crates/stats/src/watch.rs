@@ -612,8 +612,12 @@ pub fn diagnose(rec: &crate::RunRecord) -> Option<Diagnosis> {
     }
     let evidence = match &rec.server_status {
         Some(w) if !w.samples.is_empty() => vec![format!(
-            "the status page ({}) never showed every worker busy",
-            w.server
+            "the status page ({}) showed no exhausted pool: busy peaked at {}{}",
+            w.server,
+            w.samples.iter().filter_map(|s| s.busy).max().unwrap_or(0),
+            w.slots
+                .map(|n| format!(" of {n} slots"))
+                .unwrap_or_default()
         )],
         Some(w) => vec![format!(
             "the status page gave no read ({} failed)",
@@ -670,6 +674,20 @@ fn diagnose_status(
     if full_share < 0.8 || max_level <= limit as f64 || after.len() < 2 {
         return None;
     }
+    // A plateau is a limit when the server says so (every scoreboard slot
+    // busy, requests in php-fpm's listen queue, connections nginx could
+    // not handle), or when throughput stopped scaling (the knee): an idle
+    // count of 0 alone is a pool that has not grown yet.
+    let queued = after
+        .iter()
+        .any(|p| p.s.listen_queue.is_some_and(|q| q > 0));
+    let dropped_any = placed
+        .iter()
+        .any(|p| p.s.accepts.zip(p.s.handled).is_some_and(|(a, h)| a > h));
+    let all_slots = w.slots.is_some_and(|s| limit >= s);
+    if !(all_slots || queued || dropped_any || rec.knee.is_some()) {
+        return None;
+    }
     let at_level = placed[first].level.round();
     let mut evidence = Vec::new();
     let what = if nginx {
@@ -699,7 +717,7 @@ fn diagnose_status(
     let last = rec.stages.last().map(|s| (s.requests_per_sec, s.p99_us));
     if let (Some(r0), Some((r1, p99))) = (reached, last) {
         evidence.push(format!(
-            "throughput went from {r0:.1} to {r1:.1} req/s past it while p99 reached {:.0} ms: requests queued for a worker",
+            "throughput went from {r0:.1} to {r1:.1} req/s past it while p99 reached {:.1} ms: requests queued for a worker",
             p99 as f64 / 1000.0
         ));
     }
@@ -964,5 +982,133 @@ mod tests {
         let j = serde_json::to_string(&a).unwrap();
         let back: ServerWatch = serde_json::from_str(&j).unwrap();
         assert_eq!(back, a);
+    }
+
+    fn empty_record() -> crate::RunRecord {
+        crate::RunRecord::new(
+            crate::record::RunConfig::get(
+                "http://127.0.0.1:1/",
+                crate::record::LoadModel::Closed {
+                    connections: 1,
+                    requests: Some(10),
+                    duration_s: None,
+                },
+            ),
+            crate::record::Environment::default(),
+            "2026-11-24T08:00:00.000Z".into(),
+        )
+    }
+
+    fn staged(levels: &[f64], rps: &[f64]) -> crate::RunRecord {
+        let mut rec = empty_record();
+        rec.stages = levels
+            .iter()
+            .zip(rps)
+            .enumerate()
+            .map(|(i, (l, r))| crate::stages::StageSummary {
+                start_s: i as f64 * 2.0,
+                end_s: i as f64 * 2.0 + 2.0,
+                level_from: *l,
+                level_to: *l,
+                seconds: 2,
+                requests: (*r * 2.0) as u64,
+                requests_per_sec: *r,
+                p50_us: 1000,
+                p95_us: 1000,
+                p99_us: 1000,
+                bytes_per_sec: 0.0,
+                errors: 0,
+                non_2xx: 0,
+                server: Vec::new(),
+                status: None,
+            })
+            .collect();
+        rec
+    }
+
+    fn status(server: &str, slots: Option<u64>, reads: &[(f64, u64, u64, u64)]) -> StatusWatch {
+        StatusWatch {
+            url: "http://127.0.0.1:1/s".into(),
+            server: server.into(),
+            started_at: "2026-11-24T08:00:00.000Z".into(),
+            interval_s: 0.5,
+            slots,
+            samples: reads
+                .iter()
+                .map(|(t, busy, idle, k)| StatusSample {
+                    t: *t,
+                    busy: Some(*busy),
+                    idle: Some(*idle),
+                    keepalive: Some(*k),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Busy reaches all 10 slots at 10 connections and stays: the worker pool.
+    #[test]
+    fn diagnosis_worker_pool_from_a_full_scoreboard() {
+        let mut rec = staged(&[5.0, 10.0, 20.0, 40.0], &[25.0, 48.0, 50.0, 50.0]);
+        let reads: Vec<(f64, u64, u64, u64)> = (0..16)
+            .map(|i| {
+                let t = i as f64 * 0.5 + 0.25;
+                if t < 2.0 {
+                    (t, 6, 2, 0)
+                } else {
+                    (t, 10, 0, 0)
+                }
+            })
+            .collect();
+        rec.server_status = Some(status("apache", Some(10), &reads));
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "worker_pool");
+        assert!(d.directive.contains("MaxRequestWorkers"));
+        assert_eq!(d.limit, Some(10));
+        assert_eq!(d.at_level, Some(10.0));
+        // The same with most busy workers in K: keep-alive holds the pool.
+        let held: Vec<_> = reads
+            .iter()
+            .map(|(t, b, i, _)| (*t, *b, *i, b / 2))
+            .collect();
+        rec.server_status = Some(status("apache", Some(10), &held));
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "keepalive");
+        assert!(d.directive.contains("KeepAliveTimeout"));
+    }
+
+    /// An idle count of 0 on a pool that can still grow, with throughput
+    /// scaling (no knee): not a limit.
+    #[test]
+    fn diagnosis_needs_a_real_limit() {
+        let mut rec = staged(&[5.0, 20.0], &[5.0, 20.0]);
+        rec.server_status = Some(status(
+            "apache",
+            Some(10),
+            &[
+                (0.5, 2, 0, 1),
+                (1.5, 2, 0, 1),
+                (2.5, 2, 0, 1),
+                (3.5, 2, 0, 1),
+            ],
+        ));
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "unknown");
+        assert!(
+            d.evidence[0].contains("busy peaked at 2 of 10 slots"),
+            "{d:?}"
+        );
+        assert!(d.advice.contains("--watch"));
+        assert!(!d.advice.contains("--server-status"));
+    }
+
+    #[test]
+    fn diagnosis_without_evidence_says_what_to_add() {
+        let rec = staged(&[5.0, 20.0], &[5.0, 6.0]);
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "unknown");
+        assert!(d.advice.contains("--server-status") && d.advice.contains("--watch"));
+        assert!(diagnose(&empty_record()).is_none());
     }
 }
