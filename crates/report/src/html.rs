@@ -1051,6 +1051,9 @@ fn stage_charts(runs: &[(&str, &RunRecord)]) -> String {
     s
 }
 
+/// Reads one count of a status page read.
+type StatusField = fn(&redline_stats::watch::StatusSample) -> Option<u64>;
+
 /// The server's status page (`--server-status`) over time: busy, idle and
 /// keep-alive workers on the run's clock (the second run dashed), and each
 /// run's diagnosis. Empty when no run has either.
@@ -1100,7 +1103,7 @@ fn status_section(runs: &[(&str, &RunRecord)]) -> String {
         } else {
             String::new()
         };
-        let kinds: [(&str, fn(&redline_stats::watch::StatusSample) -> Option<u64>); 3] = [
+        let kinds: [(&str, StatusField); 3] = [
             ("busy", |x| x.busy),
             ("idle", |x| x.idle),
             ("keep-alive", |x| x.keepalive),
