@@ -89,7 +89,7 @@ fn spawn(mut cmd: Command, dir: PathBuf, port: u16) -> Result<Server, String> {
 
 /// Apache prefork, MaxRequestWorkers 10, KeepAlive Off, mod_status at
 /// /server-status and a CGI that sleeps 0.2 s at /cgi-bin/slow.cgi.
-fn start_apache() -> Option<Server> {
+fn start_apache(keepalive: bool) -> Option<Server> {
     let m = Path::new("/usr/lib/apache2/modules");
     let present = Path::new("/usr/sbin/apache2").exists()
         && ["mod_mpm_prefork.so", "mod_status.so", "mod_cgi.so"]
@@ -118,6 +118,11 @@ fn start_apache() -> Option<Server> {
         ""
     };
     let (d, m) = (dir.display(), m.display());
+    let ka = if keepalive {
+        "KeepAlive On\nKeepAliveTimeout 15\nMaxKeepAliveRequests 0"
+    } else {
+        "KeepAlive Off"
+    };
     let conf = format!(
         "ServerRoot {d}\nServerName 127.0.0.1\nListen 127.0.0.1:{port}\nPidFile {d}/apache2.pid\n\
          ErrorLog {d}/error.log\nDefaultRuntimeDir {d}\nMutex file:{d} default\n\
@@ -125,7 +130,7 @@ fn start_apache() -> Option<Server> {
          LoadModule authz_core_module {m}/mod_authz_core.so\n\
          LoadModule status_module {m}/mod_status.so\n\
          LoadModule alias_module {m}/mod_alias.so\nLoadModule cgi_module {m}/mod_cgi.so\n{user}\
-         StartServers 2\nMinSpareServers 1\nMaxSpareServers 4\nMaxRequestWorkers 10\nKeepAlive Off\n\
+         StartServers 2\nMinSpareServers 1\nMaxSpareServers 4\nMaxRequestWorkers 10\n{ka}\n\
          DocumentRoot {d}\n<Location /server-status>\n  SetHandler server-status\n</Location>\n\
          ScriptAlias /cgi-bin/ {d}/cgi/\n<Directory {d}>\n  Require all granted\n</Directory>\n"
     );
@@ -205,7 +210,9 @@ fn max_of(v: &serde_json::Value, field: &str) -> u64 {
 /// MaxRequestWorkers at ~10, from mod_status read during the ramp.
 #[test]
 fn apache_worker_pool_exhausted_at_max_request_workers() {
-    let Some(ap) = start_apache() else { return };
+    let Some(ap) = start_apache(false) else {
+        return;
+    };
     let url = format!("http://127.0.0.1:{}/cgi-bin/slow.cgi", ap.port);
     let status = format!("http://127.0.0.1:{}/server-status?auto", ap.port);
     let v = run_json(
@@ -505,4 +512,68 @@ fn bad_server_status_is_one_line_and_exit_2() {
         assert!(err.contains("--server-status"), "{err}");
         assert!(!err.contains("s3cret"), "{err}");
     }
+}
+
+/// Clients that idle between requests hold Apache's workers in keep-alive
+/// (`KeepAlive On`, `KeepAliveTimeout 15`): six connections that each sent
+/// one request and wait, then a ramp to 20 connections on the slow CGI. The
+/// pool of 10 fills with 6 idle K slots: the diagnosis names keep-alive.
+#[test]
+fn apache_workers_held_by_keepalive() {
+    use std::io::{Read, Write};
+    let Some(ap) = start_apache(true) else {
+        return;
+    };
+    std::fs::write(ap.dir.join("idx.html"), "hi\n").unwrap();
+    let _ = Command::new("chmod")
+        .args(["a+r"])
+        .arg(ap.dir.join("idx.html"))
+        .status();
+    let mut idle = Vec::new();
+    for _ in 0..6 {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", ap.port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(b"GET /idx.html HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        let n = c.read(&mut buf).unwrap();
+        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+        idle.push(c); // kept open, idle: a worker waits in K for 15 s
+    }
+    let url = format!("http://127.0.0.1:{}/cgi-bin/slow.cgi", ap.port);
+    let status = format!("http://127.0.0.1:{}/server-status?auto", ap.port);
+    let v = run_json(
+        &[
+            "run",
+            &url,
+            "--stages",
+            "2s:1,2s:4,2s:10,2s:20",
+            "--step",
+            "-t",
+            "1",
+            "--no-keepalive",
+            "--server-status",
+            &status,
+            "--watch-interval",
+            "250ms",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(60),
+    );
+    drop(idle);
+    assert!(
+        max_of(&v, "keepalive") >= 6,
+        "the idle clients' workers in K"
+    );
+    let d = &v["diagnosis"];
+    assert_eq!(d["resource"], "keepalive", "{d}");
+    assert!(
+        d["directive"]
+            .as_str()
+            .unwrap()
+            .contains("KeepAliveTimeout"),
+        "{d}"
+    );
+    assert_eq!(d["limit"], 10, "{d}");
 }
