@@ -577,3 +577,46 @@ fn apache_workers_held_by_keepalive() {
     );
     assert_eq!(d["limit"], 10, "{d}");
 }
+
+/// nginx with `worker_connections 64` (one worker) ramped past it: the open
+/// connections plateau under 64 and the diagnosis names worker_connections.
+#[test]
+fn nginx_worker_connections_exhausted() {
+    let Some(ng) = start_nginx(64, "") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", ng.port);
+    let status = format!("http://127.0.0.1:{}/nginx_status", ng.port);
+    let v = run_json(
+        &[
+            "run",
+            &url,
+            "--stages",
+            "2s:10,2s:30,2s:100,2s:100",
+            "--step",
+            "-t",
+            "1",
+            "--server-status",
+            &status,
+            "--watch-interval",
+            "250ms",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(60),
+    );
+    let most = max_of(&v, "active");
+    assert!(
+        (40..=64).contains(&most),
+        "open connections peaked at {most}"
+    );
+    let d = &v["diagnosis"];
+    assert_eq!(d["resource"], "worker_pool", "{d}");
+    assert!(
+        d["directive"]
+            .as_str()
+            .unwrap()
+            .contains("worker_connections"),
+        "{d}"
+    );
+}
