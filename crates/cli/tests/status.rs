@@ -261,6 +261,40 @@ fn apache_worker_pool_exhausted_at_max_request_workers() {
     assert!((5.0..=15.0).contains(&at), "{d}");
 }
 
+/// The same server on a linear ramp 0 -> 40 connections (where the knee
+/// from throughput alone lands far below 10): the status reads, placed on
+/// the ramp, put the limit at 10 reached at about 10 connections.
+#[test]
+fn apache_worker_pool_on_a_linear_ramp() {
+    let Some(ap) = start_apache(false) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/cgi-bin/slow.cgi", ap.port);
+    let status = format!("http://127.0.0.1:{}/server-status?auto", ap.port);
+    let v = run_json(
+        &[
+            "run",
+            &url,
+            "--stages",
+            "16s:40",
+            "-t",
+            "1",
+            "--server-status",
+            &status,
+            "--watch-interval",
+            "250ms",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(90),
+    );
+    let d = &v["diagnosis"];
+    assert_eq!(d["resource"], "worker_pool", "{d}");
+    assert_eq!(d["limit"], 10, "{d}");
+    let at = d["at_level"].as_f64().unwrap();
+    assert!((7.0..=13.0).contains(&at), "{d}");
+}
+
 /// Without status or watch, a staged run's diagnosis says what to add.
 #[test]
 fn staged_run_without_evidence_says_what_to_add() {

@@ -720,7 +720,22 @@ fn diagnose_status(
         .find(|s| s.level_to >= at_level)
         .map(|s| s.requests_per_sec);
     let last = rec.stages.last().map(|s| (s.requests_per_sec, s.p99_us));
-    if let (Some(r0), Some((r1, p99))) = (reached, last) {
+    let served = match (
+        after.first().and_then(|p| p.s.requests.map(|n| (n, p.s.t))),
+        after.last().and_then(|p| p.s.requests.map(|n| (n, p.s.t))),
+    ) {
+        (Some((n0, t0)), Some((n1, t1))) if t1 - t0 >= 1.0 => {
+            Some(n1.saturating_sub(n0) as f64 / (t1 - t0))
+        }
+        _ => None,
+    };
+    let one_stage = rec.stages.len() == 1;
+    if let (Some(rps), Some((_, p99))) = (served, last) {
+        evidence.push(format!(
+            "from then on the server served {rps:.1} req/s by its own count while p99 reached {:.1} ms: requests queued for a worker",
+            p99 as f64 / 1000.0
+        ));
+    } else if let (Some(r0), Some((r1, p99)), false) = (reached, last, one_stage) {
         evidence.push(format!(
             "throughput went from {r0:.1} to {r1:.1} req/s past it while p99 reached {:.1} ms: requests queued for a worker",
             p99 as f64 / 1000.0
