@@ -654,3 +654,41 @@ fn nginx_worker_connections_exhausted() {
         "{d}"
     );
 }
+
+/// Without --server-status, `--watch PID` of a server listening on loopback
+/// finds its status page at the usual path and reads it.
+#[test]
+fn watch_finds_the_status_page_by_itself() {
+    let Some(ap) = start_apache(false) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/cgi-bin/slow.cgi", ap.port);
+    let pid = ap.child.id().to_string();
+    let v = run_json(
+        &[
+            "run",
+            &url,
+            "-d",
+            "1s",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--watch",
+            &pid,
+            "--watch-interval",
+            "250ms",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(30),
+    );
+    let st = &v["server_status"];
+    assert_eq!(st["server"], "apache", "{st}");
+    assert_eq!(
+        st["url"],
+        format!("http://127.0.0.1:{}/server-status?auto", ap.port)
+    );
+    assert!(samples(&v).len() >= 3);
+    assert!(max_of(&v, "busy") >= 2, "two clients and the read itself");
+}
