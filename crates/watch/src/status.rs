@@ -259,8 +259,8 @@ impl StatusUrl {
 /// The most of a status page read (Apache's with a large scoreboard is a few KiB).
 const MAX_BODY: u64 = 1 << 20;
 
-/// GETs the page (HTTP/1.0, `Connection: close`, at most 1 MiB, each step
-/// bounded by `timeout`); Err: one line.
+/// GETs the page (HTTP/1.0, `Connection: close`, at most 1 MiB, the whole
+/// exchange bounded by about `timeout` after connecting); Err: one line.
 pub fn fetch(url: &StatusUrl, timeout: Duration) -> Result<String, String> {
     let addr = (url.host.as_str(), url.port)
         .to_socket_addrs()
@@ -281,10 +281,37 @@ pub fn fetch(url: &StatusUrl, timeout: Duration) -> Result<String, String> {
     );
     s.write_all(req.as_bytes())
         .map_err(|e| format!("{addr}: {e}"))?;
+    // One deadline for the whole answer: a server trickling bytes must not
+    // hold the reader (and the run's end) past it.
+    let deadline = Instant::now() + timeout;
     let mut buf = Vec::new();
-    s.take(MAX_BODY)
-        .read_to_end(&mut buf)
-        .map_err(|e| format!("{addr}: {e}"))?;
+    let mut chunk = [0u8; 8192];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!("{addr}: no full answer within {timeout:?}"));
+        }
+        let _ = s.set_read_timeout(Some(left));
+        match s.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                if buf.len() as u64 > MAX_BODY {
+                    return Err(format!("{addr}: the answer is over 1 MiB"));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(format!("{addr}: no full answer within {timeout:?}"))
+            }
+            Err(e) => return Err(format!("{addr}: {e}")),
+        }
+    }
     let text = String::from_utf8_lossy(&buf);
     let (head, body) = text
         .split_once("\r\n\r\n")
@@ -611,6 +638,53 @@ mod tests {
         assert_eq!(s.requests, Some(16));
         let s = parse_php_fpm(FPM_IDLE).unwrap();
         assert_eq!((s.busy, s.idle), (Some(0), Some(3)));
+    }
+
+    /// A one-shot local server answering `answer` (in pieces `gap` apart).
+    fn serve(answer: &'static [u8], gap: Duration) -> StatusUrl {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            if let Ok((mut c, _)) = l.accept() {
+                let mut req = [0u8; 1024];
+                let _ = c.read(&mut req);
+                for piece in answer.chunks(8) {
+                    if c.write_all(piece).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(gap);
+                }
+            }
+        });
+        StatusUrl {
+            host: "127.0.0.1".into(),
+            port,
+            path: "/nginx_status".into(),
+        }
+    }
+
+    #[test]
+    fn fetch_answers_and_refusals() {
+        let ok: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nActive connections: 1 \nserver accepts handled requests\n 1 1 1 \nReading: 0 Writing: 1 Waiting: 0 \n";
+        let u = serve(ok, Duration::ZERO);
+        assert_eq!(probe(&u, Duration::from_secs(5)), Ok(StatusKind::Nginx));
+        let u = serve(b"HTTP/1.1 403 Forbidden\r\n\r\nno", Duration::ZERO);
+        assert!(fetch(&u, Duration::from_secs(5))
+            .unwrap_err()
+            .contains("HTTP 403"));
+        let u = serve(
+            b"HTTP/1.1 200 OK\r\n\r\n<html>It works</html>",
+            Duration::ZERO,
+        );
+        assert!(probe(&u, Duration::from_secs(5))
+            .unwrap_err()
+            .contains("not a status page"));
+        // A server trickling its answer is cut at the deadline.
+        let u = serve(ok, Duration::from_millis(200));
+        let t0 = Instant::now();
+        let e = fetch(&u, Duration::from_millis(500)).unwrap_err();
+        assert!(e.contains("no full answer"), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(3));
     }
 
     #[test]
