@@ -295,25 +295,33 @@ fn apache_worker_pool_on_a_linear_ramp() {
     assert!((7.0..=13.0).contains(&at), "{d}");
 }
 
-/// Without status or watch, a staged run's diagnosis says what to add.
+/// Without status or watch, a staged run that stopped scaling (the slow CGI
+/// behind 10 workers, stepped 2 -> 20 connections) gets a diagnosis that says
+/// what to add to know why.
 #[test]
 fn staged_run_without_evidence_says_what_to_add() {
-    let Some(ng) = start_nginx(64, "") else {
+    let Some(ap) = start_apache(false) else {
         return;
     };
-    let url = format!("http://127.0.0.1:{}/", ng.port);
+    let url = format!("http://127.0.0.1:{}/cgi-bin/slow.cgi", ap.port);
     let v = run_json(
         &[
             "run",
             &url,
             "--stages",
-            "1s:1,1s:2",
+            "2s:2,2s:20",
+            "--step",
             "-t",
             "1",
             "-o",
             "json",
         ],
         Duration::from_secs(30),
+    );
+    assert!(
+        v["knee"].is_object(),
+        "throughput flattened at 10: {}",
+        v["knee"]
     );
     let d = &v["diagnosis"];
     assert_eq!(d["resource"], "unknown", "{d}");

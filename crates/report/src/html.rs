@@ -1249,7 +1249,7 @@ mod tests {
         let html = report(&[("run 1", &a)]);
         assert!(html.contains("data-resource=\"worker_pool\""));
         assert!(html.contains("busy workers reached &lt;10&gt;"));
-        assert!(html.contains("the worker pool ran out at 10"));
+        assert!(html.contains("the worker pool ran out at 10 (first reached at 10 connections)"));
         let chart = html
             .split("<figcaption>Workers over time")
             .nth(1)

@@ -580,7 +580,8 @@ pub const KEEPALIVE_SHARE: f64 = 0.3;
 /// status page when there is one (the worker pool is exhausted when the
 /// busy count reaches its plateau, idle falls to 0, stays there in at least
 /// 80 % of the later reads, and the load goes beyond it), else from `--watch`
-/// (CPU at 90 % of the machine, swapping), else what to add to know.
+/// (CPU at 90 % of the machine, swapping), else, when the run stopped
+/// scaling (a knee), what to add to know; `None` when nothing gave out.
 pub fn diagnose(rec: &crate::RunRecord) -> Option<Diagnosis> {
     if rec.stages.is_empty() {
         return None;
@@ -601,6 +602,8 @@ pub fn diagnose(rec: &crate::RunRecord) -> Option<Diagnosis> {
     if let Some(d) = rec.server_watch.as_ref().and_then(diagnose_watch) {
         return Some(d);
     }
+    // Nothing gave out: no knee, no exhausted pool, no saturated CPU or memory.
+    rec.knee.as_ref()?;
     let mut add = Vec::new();
     if rec.server_status.is_none() {
         add.push("--server-status URL (Apache /server-status?auto, nginx stub_status, php-fpm's status page) to see the worker pool");
@@ -1004,6 +1007,15 @@ mod tests {
         assert_eq!(back, a);
     }
 
+    fn knee() -> crate::stages::Knee {
+        crate::stages::Knee {
+            level: 5.0,
+            unit: "connections".into(),
+            reason: "throughput".into(),
+            evidence: String::new(),
+        }
+    }
+
     fn empty_record() -> crate::RunRecord {
         crate::RunRecord::new(
             crate::record::RunConfig::get(
@@ -1113,10 +1125,26 @@ mod tests {
                 (3.5, 2, 0, 1),
             ],
         ));
+        assert!(
+            diagnose(&rec).is_none(),
+            "no knee, no limit: nothing to say"
+        );
+        // Busy never holds at its peak: with a knee, the pool is not why.
+        rec.server_status = Some(status(
+            "apache",
+            Some(10),
+            &[
+                (0.5, 2, 0, 1),
+                (1.5, 5, 0, 1),
+                (2.5, 3, 0, 1),
+                (3.5, 4, 0, 1),
+            ],
+        ));
+        rec.knee = Some(knee());
         let d = diagnose(&rec).unwrap();
         assert_eq!(d.resource, "unknown");
         assert!(
-            d.evidence[0].contains("busy peaked at 2 of 10 slots"),
+            d.evidence[0].contains("busy peaked at 5 of 10 slots"),
             "{d:?}"
         );
         assert!(d.advice.contains("--watch"));
@@ -1125,7 +1153,9 @@ mod tests {
 
     #[test]
     fn diagnosis_without_evidence_says_what_to_add() {
-        let rec = staged(&[5.0, 20.0], &[5.0, 6.0]);
+        let mut rec = staged(&[5.0, 20.0], &[5.0, 6.0]);
+        assert!(diagnose(&rec).is_none(), "no knee: nothing gave out");
+        rec.knee = Some(knee());
         let d = diagnose(&rec).unwrap();
         assert_eq!(d.resource, "unknown");
         assert!(d.advice.contains("--server-status") && d.advice.contains("--watch"));

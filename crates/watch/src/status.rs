@@ -411,8 +411,10 @@ pub struct StatusWatcher {
 impl StatusWatcher {
     /// Starts reading now (one read at once, then every `interval`, at most
     /// 200,000 kept). Each read is bounded by the interval (at least 1 s).
+    /// Returns once the first read is done (the baseline).
     pub fn start(url: StatusUrl, kind: StatusKind, interval: Duration) -> StatusWatcher {
         let (tx, rx) = mpsc::channel();
+        let (ready_tx, ready_rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("redline-status".into())
             .spawn(move || {
@@ -441,9 +443,12 @@ impl StatusWatcher {
                         }
                     }
                 };
-                for _ in 0..200_000 {
+                for i in 0..200_000 {
                     let began = Instant::now();
                     read(&mut w);
+                    if i == 0 {
+                        let _ = ready_tx.send(());
+                    }
                     let wait = interval.saturating_sub(began.elapsed());
                     match rx.recv_timeout(wait) {
                         Err(mpsc::RecvTimeoutError::Timeout) => continue,
@@ -454,6 +459,10 @@ impl StatusWatcher {
                 w
             })
             .expect("spawn the status thread");
+        // The first read is the baseline (the server's request count before
+        // the load): the load starts after it.
+        let _ =
+            ready_rx.recv_timeout(interval.max(Duration::from_secs(1)) + Duration::from_secs(1));
         StatusWatcher { stop: tx, thread }
     }
 
@@ -551,8 +560,12 @@ pub fn render_diagnosis(rec: &redline_stats::RunRecord) -> String {
         "memory" => "the server's machine ran out of memory",
         _ => "not known from this run",
     };
+    let unit = match rec.config.stages.as_ref().map(|p| p.unit.as_str()) {
+        Some("rps") => "req/s",
+        _ => "connections",
+    };
     let at = match (d.limit, d.at_level) {
-        (Some(l), Some(a)) => format!(" at {l} (reached at {a:.0})"),
+        (Some(l), Some(a)) => format!(" at {l} (first reached at {a:.0} {unit})"),
         _ => String::new(),
     };
     let dir = if d.directive.is_empty() {
