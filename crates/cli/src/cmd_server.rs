@@ -136,10 +136,16 @@ pub struct RunWatchArgs {
     /// Time between --watch samples.
     #[arg(long = "watch-interval", value_name = "DURATION", value_parser = dur)]
     pub watch_interval: Option<Duration>,
+    /// Read the server's status page during the run (Apache /server-status?auto, nginx stub_status, lighttpd /server-status?auto, php-fpm's status page through the web server); found by itself on loopback when --watch names the server.
+    #[arg(long = "server-status", value_name = "URL")]
+    pub server_status: Option<String>,
 }
 
-/// A watcher running beside the load.
-pub struct WatchHandle(Watcher);
+/// A watcher running beside the load, and the status page reader.
+pub struct WatchHandle(
+    Option<Watcher>,
+    Option<redline_watch::status::StatusWatcher>,
+);
 
 fn dur(s: &str) -> Result<Duration, String> {
     redline_engine::parse_duration(s)
@@ -192,7 +198,7 @@ fn resolve_targets(raw: &[String], flag: &str, one_instance: bool) -> Result<Vec
 
 /// Starts watching before the load starts (Err: a usage error message).
 pub fn before_run(a: &RunWatchArgs) -> Result<Option<WatchHandle>, String> {
-    if a.watch.is_empty() {
+    if a.watch.is_empty() && a.server_status.is_none() {
         return Ok(None);
     }
     let interval = a.watch_interval.unwrap_or(Duration::from_millis(500));
@@ -200,7 +206,60 @@ pub fn before_run(a: &RunWatchArgs) -> Result<Option<WatchHandle>, String> {
         return Err("--watch-interval must be at least 10ms".into());
     }
     let targets = resolve_targets(&a.watch, "--watch", false)?;
-    Ok(Some(WatchHandle(Watcher::start(targets, interval))))
+    let status = match &a.server_status {
+        Some(u) => {
+            let url = redline_watch::status::StatusUrl::parse(u)?;
+            let kind = redline_watch::status::probe(&url, Duration::from_secs(5))
+                .map_err(|e| format!("--server-status: {e}"))?;
+            Some((url, kind))
+        }
+        None => discover_status(&targets),
+    };
+    let status =
+        status.map(|(url, kind)| redline_watch::status::StatusWatcher::start(url, kind, interval));
+    let watcher = (!targets.is_empty()).then(|| Watcher::start(targets, interval));
+    Ok(Some(WatchHandle(watcher, status)))
+}
+
+/// The status page of a server `--watch` names by name, on its loopback listen addresses.
+fn discover_status(
+    targets: &[Target],
+) -> Option<(
+    redline_watch::status::StatusUrl,
+    redline_watch::status::StatusKind,
+)> {
+    let root = procfs::proc_root();
+    let all = procfs::all_processes(&root);
+    for t in targets {
+        // A name matching several instances is ambiguous: another server's
+        // status page must not be read as this one's.
+        let inst = match t {
+            Target::Name(n) => match procfs::instances(&root, &all, n).as_slice() {
+                [one] => one.clone(),
+                _ => continue,
+            },
+            Target::Pid(p) => {
+                let Some(comm) = all.iter().find(|x| x.pid == *p).map(|x| x.comm.clone()) else {
+                    continue;
+                };
+                match procfs::instances(&root, &all, &comm)
+                    .into_iter()
+                    .find(|i| i.pid == *p)
+                {
+                    Some(i) => i,
+                    None => continue,
+                }
+            }
+            Target::Unit(_) => continue,
+        };
+        let kind = ServerKind::of_name(&inst.name);
+        if let Some(found) =
+            redline_watch::status::discover(kind, &inst.listen, Duration::from_millis(500))
+        {
+            return Some(found);
+        }
+    }
+    None
 }
 
 /// Warns (`server_swap`) when a watched machine swapped or ran low on memory.
@@ -230,7 +289,14 @@ fn add_watch_warnings(w: &ServerWatch, rec: &mut RunRecord) {
 
 /// Stops watching and puts what was seen into the record.
 pub fn after_run(h: Option<WatchHandle>, rec: &mut RunRecord) {
-    let Some(WatchHandle(w)) = h else {
+    let Some(WatchHandle(w, status)) = h else {
+        return;
+    };
+    if let Some(st) = status {
+        rec.server_status = Some(st.stop());
+    }
+    let Some(w) = w else {
+        redline_stats::stages::analyze_server(rec);
         return;
     };
     let seen = w.stop();

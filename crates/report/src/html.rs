@@ -1051,6 +1051,92 @@ fn stage_charts(runs: &[(&str, &RunRecord)]) -> String {
     s
 }
 
+/// Reads one count of a status page read.
+type StatusField = fn(&redline_stats::watch::StatusSample) -> Option<u64>;
+
+/// The server's status page (`--server-status`) over time: busy, idle and
+/// keep-alive workers on the run's clock (the second run dashed), and each
+/// run's diagnosis. Empty when no run has either.
+fn status_section(runs: &[(&str, &RunRecord)]) -> String {
+    if runs
+        .iter()
+        .all(|(_, r)| r.server_status.is_none() && r.diagnosis.is_none())
+    {
+        return String::new();
+    }
+    let mut out = String::from("<h2>Server status and diagnosis</h2>\n");
+    for (name, r) in runs {
+        if let Some(d) = &r.diagnosis {
+            let head = redline_watch::status::render_diagnosis(r);
+            let first = head.trim().lines().next().unwrap_or("").to_string();
+            let _ = write!(
+                out,
+                "<div class=\"diagnosis\" data-resource=\"{}\"><p><b>{}</b>{}</p><ul>",
+                esc(&d.resource),
+                esc(&first),
+                if runs.len() > 1 {
+                    format!(" ({})", esc(name))
+                } else {
+                    String::new()
+                }
+            );
+            for e in &d.evidence {
+                let _ = write!(out, "<li>{}</li>", esc(e));
+            }
+            let _ = writeln!(out, "</ul><p>{}</p></div>", esc(&d.advice));
+        }
+    }
+    let mut lines = Vec::new();
+    let mut max: f64 = 0.0;
+    const COLORS: [&str; 3] = ["#c92a2a", "#2b8a3e", "#e67700"];
+    for (j, (name, r)) in runs.iter().enumerate() {
+        let Some(w) = &r.server_status else { continue };
+        let off = match (
+            redline_stats::time::parse_rfc3339_ms(&w.started_at),
+            redline_stats::time::parse_rfc3339_ms(&r.started_at),
+        ) {
+            (Some(a), Some(b)) => (a - b) as f64 / 1000.0,
+            _ => 0.0,
+        };
+        let suffix = if runs.len() > 1 {
+            format!(" — {name}")
+        } else {
+            String::new()
+        };
+        let kinds: [(&str, StatusField); 3] = [
+            ("busy", |x| x.busy),
+            ("idle", |x| x.idle),
+            ("keep-alive", |x| x.keepalive),
+        ];
+        for (c, (label, f)) in kinds.iter().enumerate() {
+            let points: Vec<(f64, f64)> = w
+                .samples
+                .iter()
+                .filter_map(|x| f(x).map(|v| ((x.t + off).max(0.0), v as f64)))
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            max = points.iter().map(|p| p.1).fold(max, f64::max);
+            lines.push(Line {
+                name: format!("{label}{suffix}"),
+                color: COLORS[c],
+                dashed: j % 2 == 1,
+                points,
+            });
+        }
+    }
+    if !lines.is_empty() {
+        out.push_str(&line_chart(
+            "Workers over time (the server's status page)",
+            &time_axis(runs),
+            &linear_axis(max, "workers (nginx: connections)"),
+            &lines,
+        ));
+    }
+    out
+}
+
 /// The HTML report of one run, or of two (the second overlaid, dashed).
 pub fn report(runs: &[(&str, &RunRecord)]) -> String {
     let runs = &runs[..runs.len().min(2)];
@@ -1114,6 +1200,7 @@ pub fn report(runs: &[(&str, &RunRecord)]) -> String {
     s.push_str("<h2>Phases</h2>\n");
     s.push_str(&phase_chart(runs));
     s.push_str(&server_charts(runs));
+    s.push_str(&status_section(runs));
     // The only script: marks the page as rendered with its chart and point
     // counts (the headless-browser test reads them); the report works without it.
     s.push_str("<script>(function(){var c=document.querySelectorAll('svg.chart'),n=0;for(var i=0;i<c.length;i++){n+=parseInt(c[i].getAttribute('data-points')||'0',10);}document.documentElement.setAttribute('data-charts',c.length);document.documentElement.setAttribute('data-chart-points',n);})();</script>\n");
@@ -1129,6 +1216,49 @@ pub fn report(runs: &[(&str, &RunRecord)]) -> String {
 mod tests {
     use super::*;
     use crate::compare::tests::synth;
+
+    /// The status page's workers are charted and the diagnosis shown.
+    #[test]
+    fn status_page_chart_and_diagnosis() {
+        let mut a = synth(2000, 1000, 1, 10);
+        assert!(!report(&[("run 1", &a)]).contains("Server status and diagnosis"));
+        a.server_status = Some(redline_stats::watch::StatusWatch {
+            url: "http://127.0.0.1:1/server-status?auto".into(),
+            server: "apache".into(),
+            started_at: a.started_at.clone(),
+            interval_s: 0.5,
+            samples: (0..6)
+                .map(|i| redline_stats::watch::StatusSample {
+                    t: i as f64 * 0.5,
+                    busy: Some(10),
+                    idle: Some(0),
+                    keepalive: Some(i),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        });
+        a.diagnosis = Some(redline_stats::watch::Diagnosis {
+            resource: "worker_pool".into(),
+            directive: "MaxRequestWorkers (ServerLimit)".into(),
+            limit: Some(10),
+            at_level: Some(10.0),
+            evidence: vec!["busy workers reached <10>".into()],
+            advice: "raise MaxRequestWorkers".into(),
+        });
+        let html = report(&[("run 1", &a)]);
+        assert!(html.contains("data-resource=\"worker_pool\""));
+        assert!(html.contains("busy workers reached &lt;10&gt;"));
+        assert!(html.contains("the worker pool ran out at 10 (first reached at 10 connections)"));
+        let chart = html
+            .split("<figcaption>Workers over time")
+            .nth(1)
+            .expect("the workers chart");
+        assert!(
+            chart.contains("data-points=\"18\""),
+            "busy, idle, keep-alive: 6 reads each"
+        );
+    }
 
     #[test]
     fn one_and_two_runs_render_every_chart() {

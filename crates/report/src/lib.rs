@@ -477,6 +477,7 @@ pub fn text(rec: &RunRecord) -> String {
             o.push_str(&redline_watch::render_windows(&what, &rows));
         }
     }
+    o.push_str(&redline_watch::status::render_text(rec));
     if !rec.warnings.is_empty() {
         o.push('\n');
         if rec.client_limited {

@@ -464,6 +464,12 @@ pub struct RunRecord {
     /// The server's processes and machine as watched during the run (`--watch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_watch: Option<crate::watch::ServerWatch>,
+    /// The server's own status page as read during the run (`--server-status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_status: Option<crate::watch::StatusWatch>,
+    /// Why a staged run stopped scaling ([`crate::watch::diagnose`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<crate::watch::Diagnosis>,
     /// Scenario runs: the numbers of each named request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requests: Vec<crate::requests::RequestStats>,
@@ -511,6 +517,8 @@ impl RunRecord {
             label: None,
             note: None,
             server_watch: None,
+            server_status: None,
+            diagnosis: None,
             requests: Vec::new(),
             stages: Vec::new(),
             knee: None,
@@ -720,6 +728,9 @@ impl AddAssign<&RunRecord> for RunRecord {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.server_watch = Some(b.clone()),
             _ => {}
+        }
+        if self.server_status.is_none() {
+            self.server_status = o.server_status.clone();
         }
         crate::requests::merge_requests(&mut self.requests, &o.requests);
         // Stage plans add up like the load; summaries and the knee are then

@@ -177,6 +177,9 @@ pub struct StageSummary {
     /// and in older records.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server: Vec<crate::watch::HostWindow>,
+    /// The server's status page during the stage (`--server-status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<crate::watch::StatusWindow>,
 }
 
 impl StageSummary {
@@ -298,6 +301,7 @@ pub fn summarize(plan: &StagePlan, series: &[SeriesPoint]) -> Vec<StageSummary> 
             errors: a.errors,
             non_2xx: a.non_2xx,
             server: Vec::new(),
+            status: None,
         });
         start = end;
         prev = s.level;
@@ -473,7 +477,12 @@ pub fn analyze_server(rec: &mut RunRecord) {
             Some(w) => w.windows(&rec.started_at, s.start_s, s.end_s),
             None => Vec::new(),
         };
+        s.status = rec
+            .server_status
+            .as_ref()
+            .and_then(|w| w.window(&rec.started_at, s.start_s, s.end_s));
     }
+    rec.diagnosis = crate::watch::diagnose(rec);
 }
 
 #[cfg(test)]

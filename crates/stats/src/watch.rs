@@ -376,6 +376,483 @@ impl ServerWatch {
     }
 }
 
+/// What the server's own status page said during a run (`--server-status`):
+/// Apache mod_status `?auto`, nginx stub_status, lighttpd mod_status `?auto`
+/// or php-fpm's status page, read at the watch interval. Unlike `--watch`,
+/// it counts what the server's workers are doing (busy, idle, held by an
+/// idle keep-alive connection), which is what tells a full worker pool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct StatusWatch {
+    /// The status page read (credentials never kept).
+    pub url: String,
+    /// Which status format it spoke: `apache`, `nginx`, `lighttpd` or `php-fpm`.
+    pub server: String,
+    /// When reading started (RFC 3339, UTC, milliseconds).
+    pub started_at: String,
+    /// Seconds between reads.
+    pub interval_s: f64,
+    /// Apache: the scoreboard's slots (prefork: MaxRequestWorkers; threaded
+    /// MPMs: ServerLimit × ThreadsPerChild); lighttpd: its connection slots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<u64>,
+    /// Reads that failed (no answer, not a status page).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed: u64,
+    /// Why the last failed read failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// The reads, oldest first.
+    pub samples: Vec<StatusSample>,
+}
+
+/// One read of a status page. A field the server's page does not give is absent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct StatusSample {
+    /// Seconds since reading started.
+    pub t: f64,
+    /// Workers (connections for nginx) serving a request now: Apache
+    /// BusyWorkers, nginx Reading + Writing, lighttpd BusyServers, php-fpm
+    /// active processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy: Option<u64>,
+    /// Workers ready for a request: Apache IdleWorkers, lighttpd
+    /// IdleServers, php-fpm idle processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<u64>,
+    /// Workers (nginx: connections) held by an idle keep-alive connection:
+    /// Apache scoreboard `K`, nginx Waiting. Apache counts them in `busy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keepalive: Option<u64>,
+    /// Requests served since the server started: Apache/lighttpd Total
+    /// Accesses, nginx requests, php-fpm accepted conn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    /// nginx: open client connections (Active connections).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<u64>,
+    /// nginx: connections accepted since start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepts: Option<u64>,
+    /// nginx: connections handled since start (below `accepts`: dropped at a
+    /// resource limit such as worker_connections).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handled: Option<u64>,
+    /// php-fpm: processes in the pool (total processes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u64>,
+    /// php-fpm: times the pool hit pm.max_children since start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_children_reached: Option<u64>,
+    /// php-fpm: requests waiting for a free process (listen queue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen_queue: Option<u64>,
+    /// Apache/lighttpd: workers per scoreboard state (`W` sending, `K`
+    /// keep-alive, `R` reading, `_` waiting, `.` open slot, ...).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub states: std::collections::BTreeMap<String, u64>,
+}
+
+/// The status page over one window of a run (a stage).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct StatusWindow {
+    /// Reads inside the window.
+    pub samples: u32,
+    /// Busy workers.
+    pub busy: PeakMean,
+    /// Idle workers (lowest seen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_idle: Option<u64>,
+    /// Workers held by keep-alive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keepalive: Option<PeakMean>,
+    /// Requests per second by the server's own count (between the window's first and last read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_s: Option<f64>,
+    /// php-fpm: the longest listen queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_listen_queue: Option<u64>,
+    /// php-fpm: times pm.max_children was reached inside the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_children_reached: Option<u64>,
+    /// nginx: connections accepted but not handled inside the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_handled: Option<u64>,
+}
+
+impl StatusWatch {
+    /// The reads in `[t0_s, t1_s]` seconds since the run started
+    /// (`run_started_at`, RFC 3339), summarized; `None` without any read there.
+    pub fn window(&self, run_started_at: &str, t0_s: f64, t1_s: f64) -> Option<StatusWindow> {
+        let off = match (
+            crate::time::parse_rfc3339_ms(&self.started_at),
+            crate::time::parse_rfc3339_ms(run_started_at),
+        ) {
+            (Some(h), Some(r)) => (h - r) as f64 / 1000.0,
+            _ => 0.0,
+        };
+        if t0_s.is_nan() || t1_s.is_nan() || t1_s < t0_s {
+            return None;
+        }
+        let s: Vec<&StatusSample> = self
+            .samples
+            .iter()
+            .filter(|x| x.t + off >= t0_s && x.t + off <= t1_s)
+            .collect();
+        if s.is_empty() {
+            return None;
+        }
+        let opt_peak = |f: fn(&StatusSample) -> Option<u64>| -> Option<PeakMean> {
+            s.iter()
+                .any(|x| f(x).is_some())
+                .then(|| PeakMean::of(s.iter().filter_map(|x| f(x).map(|v| v as f64))))
+        };
+        let delta = |f: fn(&StatusSample) -> Option<u64>| -> Option<(u64, f64)> {
+            let v: Vec<(u64, f64)> = s.iter().filter_map(|x| f(x).map(|v| (v, x.t))).collect();
+            match (v.first(), v.last()) {
+                (Some(a), Some(b)) if v.len() > 1 => Some((b.0.saturating_sub(a.0), b.1 - a.1)),
+                _ => None,
+            }
+        };
+        Some(StatusWindow {
+            samples: s.len() as u32,
+            busy: PeakMean::of(s.iter().filter_map(|x| x.busy.map(|v| v as f64))),
+            min_idle: s.iter().filter_map(|x| x.idle).min(),
+            keepalive: opt_peak(|x| x.keepalive),
+            requests_per_s: delta(|x| x.requests)
+                .filter(|(_, dt)| *dt > 0.0)
+                .map(|(n, dt)| n as f64 / dt),
+            max_listen_queue: s.iter().filter_map(|x| x.listen_queue).max(),
+            max_children_reached: delta(|x| x.max_children_reached).map(|(n, _)| n),
+            not_handled: match (delta(|x| x.accepts), delta(|x| x.handled)) {
+                (Some((a, _)), Some((h, _))) => Some(a.saturating_sub(h)),
+                _ => None,
+            },
+        })
+    }
+}
+
+/// Why a staged run stopped scaling: the resource that gave out first, the
+/// evidence, and the directive to change (or, without the evidence, what to
+/// add to the run to know).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Diagnosis {
+    /// `worker_pool` (every worker busy), `keepalive` (workers held by idle
+    /// keep-alive connections), `cpu` (the server's CPU saturated), `memory`
+    /// (the machine swapped) or `unknown` (no evidence: see `advice`).
+    pub resource: String,
+    /// The directive(s) that set the limit, e.g. `MaxRequestWorkers`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub directive: String,
+    /// The limit seen (busy workers at the plateau), when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    /// The load level (connections or req/s) at which the limit was first reached.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_level: Option<f64>,
+    /// The numbers behind it, one fact per entry.
+    pub evidence: Vec<String>,
+    /// What to change (or to add, to know).
+    pub advice: String,
+}
+
+/// A status read placed on the run's clock, with the load level then.
+struct Placed<'a> {
+    s: &'a StatusSample,
+    level: f64,
+}
+
+/// The load level at `t` seconds into the run, from the stages (ramps
+/// interpolate); `None` outside them (the reads after the load ended).
+fn level_at(stages: &[crate::stages::StageSummary], t: f64) -> Option<f64> {
+    let st = stages.iter().find(|s| t >= s.start_s && t <= s.end_s)?;
+    let span = st.end_s - st.start_s;
+    if span <= 0.0 || st.level_from == st.level_to {
+        return Some(st.level_to);
+    }
+    Some(st.level_from + (st.level_to - st.level_from) * (t - st.start_s) / span)
+}
+
+/// Share of the busy workers that Apache's scoreboard shows in keep-alive
+/// (`K`) above which the pool is said to be held by keep-alive.
+pub const KEEPALIVE_SHARE: f64 = 0.3;
+
+/// The diagnosis of a staged run (`None` for a run without stages): from the
+/// status page when there is one (the worker pool is exhausted when the
+/// busy count reaches its plateau, idle falls to 0, stays there in at least
+/// 80 % of the later reads, and the load goes beyond it), else from `--watch`
+/// (CPU at 90 % of the machine, swapping), else, when the run stopped
+/// scaling (a knee), what to add to know; `None` when nothing gave out.
+pub fn diagnose(rec: &crate::RunRecord) -> Option<Diagnosis> {
+    if rec.stages.is_empty() {
+        return None;
+    }
+    let unit = rec.knee.as_ref().map(|k| k.unit.as_str()).unwrap_or(
+        rec.config
+            .stages
+            .as_ref()
+            .map(|p| p.unit.as_str())
+            .unwrap_or("connections"),
+    );
+    let max_level = rec.stages.iter().map(|s| s.level_to).fold(0.0, f64::max);
+    if let Some(w) = &rec.server_status {
+        if let Some(d) = diagnose_status(rec, w, max_level, unit) {
+            return Some(d);
+        }
+    }
+    if let Some(d) = rec.server_watch.as_ref().and_then(diagnose_watch) {
+        return Some(d);
+    }
+    // Nothing gave out: no knee, no exhausted pool, no saturated CPU or memory.
+    rec.knee.as_ref()?;
+    let mut add = Vec::new();
+    if rec.server_status.is_none() {
+        add.push("--server-status URL (Apache /server-status?auto, nginx stub_status, php-fpm's status page) to see the worker pool");
+    }
+    if rec.server_watch.is_none() {
+        add.push("--watch NAME|PID (on the server's machine) to see its CPU and memory");
+    }
+    let evidence = match &rec.server_status {
+        Some(w) if !w.samples.is_empty() => vec![format!(
+            "the status page ({}) showed no exhausted pool: busy peaked at {}{}",
+            w.server,
+            w.samples.iter().filter_map(|s| s.busy).max().unwrap_or(0),
+            w.slots
+                .map(|n| format!(" of {n} slots"))
+                .unwrap_or_default()
+        )],
+        Some(w) => vec![format!(
+            "the status page gave no read ({} failed)",
+            w.failed
+        )],
+        None => vec!["no server-side evidence was recorded".into()],
+    };
+    Some(Diagnosis {
+        resource: "unknown".into(),
+        evidence,
+        advice: if add.is_empty() {
+            "neither the worker pool, the CPU nor memory ran out: look at the application (slow queries, locks) and the network".into()
+        } else {
+            format!("to know why, run again with {}", add.join(" and "))
+        },
+        ..Default::default()
+    })
+}
+
+fn diagnose_status(
+    rec: &crate::RunRecord,
+    w: &StatusWatch,
+    max_level: f64,
+    unit: &str,
+) -> Option<Diagnosis> {
+    let off = match (
+        crate::time::parse_rfc3339_ms(&w.started_at),
+        crate::time::parse_rfc3339_ms(&rec.started_at),
+    ) {
+        (Some(h), Some(r)) => (h - r) as f64 / 1000.0,
+        _ => 0.0,
+    };
+    // nginx: a connection is a worker_connections slot, busy or waiting.
+    let nginx = w.server == "nginx";
+    let measure = |s: &StatusSample| if nginx { s.active } else { s.busy };
+    let placed: Vec<Placed> = w
+        .samples
+        .iter()
+        .filter_map(|s| {
+            let level = level_at(&rec.stages, s.t + off)?;
+            measure(s)?;
+            Some(Placed { s, level })
+        })
+        .collect();
+    let limit = placed.iter().filter_map(|p| measure(p.s)).max()?;
+    if limit == 0 {
+        return None;
+    }
+    // nginx counts the status request's own connection; Apache its worker.
+    // nginx's open connections churn (closed and reopened between reads):
+    // within 15 % of the most seen counts as full.
+    let floor = if nginx {
+        limit - limit * 15 / 100
+    } else {
+        limit
+    };
+    let full = |p: &Placed| measure(p.s).unwrap_or(0) >= floor && p.s.idle.is_none_or(|i| i == 0);
+    let first = placed.iter().position(full)?;
+    let after = &placed[first..];
+    let full_share = after.iter().filter(|p| full(p)).count() as f64 / after.len() as f64;
+    if full_share < 0.8 || max_level <= limit as f64 || after.len() < 2 {
+        return None;
+    }
+    // A plateau is a limit when the server says so (every scoreboard slot
+    // busy, requests in php-fpm's listen queue, connections nginx could
+    // not handle), or when throughput stopped scaling (the knee): an idle
+    // count of 0 alone is a pool that has not grown yet.
+    let queued = after
+        .iter()
+        .any(|p| p.s.listen_queue.is_some_and(|q| q > 0));
+    let dropped_any = placed
+        .iter()
+        .any(|p| p.s.accepts.zip(p.s.handled).is_some_and(|(a, h)| a > h));
+    let all_slots = w.slots.is_some_and(|s| limit >= s);
+    if !(all_slots || queued || dropped_any || rec.knee.is_some()) {
+        return None;
+    }
+    let at_level = placed[first].level.round();
+    let mut evidence = Vec::new();
+    let what = if nginx {
+        "open connections"
+    } else {
+        "busy workers"
+    };
+    let slots = w
+        .slots
+        .filter(|s| *s == limit)
+        .map(|s| format!(" (all {s} scoreboard slots)"))
+        .unwrap_or_default();
+    evidence.push(format!(
+        "{what} reached {limit}{slots} at {at_level:.0} {unit} and stayed there in {:.0}% of the {} later reads, while the load rose to {max_level:.0} {unit}",
+        full_share * 100.0,
+        after.len()
+    ));
+    if after.iter().any(|p| p.s.idle.is_some()) {
+        evidence.push("no idle worker was left".into());
+    }
+    // Throughput: the stages past the limit against the one that reached it.
+    let reached = rec
+        .stages
+        .iter()
+        .find(|s| s.level_to >= at_level)
+        .map(|s| s.requests_per_sec);
+    let last = rec.stages.last().map(|s| (s.requests_per_sec, s.p99_us));
+    let served = match (
+        after.first().and_then(|p| p.s.requests.map(|n| (n, p.s.t))),
+        after.last().and_then(|p| p.s.requests.map(|n| (n, p.s.t))),
+    ) {
+        (Some((n0, t0)), Some((n1, t1))) if t1 - t0 >= 1.0 => {
+            Some(n1.saturating_sub(n0) as f64 / (t1 - t0))
+        }
+        _ => None,
+    };
+    let one_stage = rec.stages.len() == 1;
+    if let (Some(rps), Some((_, p99))) = (served, last) {
+        evidence.push(format!(
+            "from then on the server served {rps:.1} req/s by its own count while p99 reached {:.1} ms: requests queued for a worker",
+            p99 as f64 / 1000.0
+        ));
+    } else if let (Some(r0), Some((r1, p99)), false) = (reached, last, one_stage) {
+        evidence.push(format!(
+            "throughput went from {r0:.1} to {r1:.1} req/s past it while p99 reached {:.1} ms: requests queued for a worker",
+            p99 as f64 / 1000.0
+        ));
+    }
+    let q = after.iter().filter_map(|p| p.s.listen_queue).max();
+    if let Some(q) = q.filter(|q| *q > 0) {
+        evidence.push(format!(
+            "up to {q} requests waited in php-fpm's listen queue"
+        ));
+    }
+    let reached_n = match (
+        after.first().and_then(|p| p.s.max_children_reached),
+        after.last().and_then(|p| p.s.max_children_reached),
+    ) {
+        (Some(a), Some(b)) if b > a => Some(b - a),
+        _ => None,
+    };
+    if let Some(n) = reached_n {
+        evidence.push(format!("php-fpm reached pm.max_children {n} more times"));
+    }
+    let dropped = match (
+        placed.first().and_then(|p| p.s.accepts.zip(p.s.handled)),
+        placed.last().and_then(|p| p.s.accepts.zip(p.s.handled)),
+    ) {
+        (Some((a0, h0)), Some((a1, h1))) => (a1 - a0.min(a1)).saturating_sub(h1 - h0.min(h1)),
+        _ => 0,
+    };
+    if dropped > 0 {
+        evidence.push(format!(
+            "nginx accepted {dropped} connections it could not handle"
+        ));
+    }
+    // Keep-alive: Apache counts K slots as busy.
+    let (k, b): (u64, u64) = after
+        .iter()
+        .filter(|p| full(p))
+        .map(|p| (p.s.keepalive.unwrap_or(0), p.s.busy.unwrap_or(0)))
+        .fold((0, 0), |a, x| (a.0 + x.0, a.1 + x.1));
+    let k_share = if b > 0 { k as f64 / b as f64 } else { 0.0 };
+    if w.server == "apache" && k_share >= KEEPALIVE_SHARE {
+        evidence.push(format!(
+            "{:.0}% of the busy workers were in keep-alive (scoreboard K): waiting for a client's next request, not serving",
+            k_share * 100.0
+        ));
+        return Some(Diagnosis {
+            resource: "keepalive".into(),
+            directive: "KeepAliveTimeout, MaxKeepAliveRequests".into(),
+            limit: Some(limit),
+            at_level: Some(at_level),
+            evidence,
+            advice: format!(
+                "workers are held by idle keep-alive connections: lower KeepAliveTimeout (to 1-5 s) so they return to the pool sooner, or raise MaxRequestWorkers above {limit} if memory allows (redline size)"
+            ),
+        });
+    }
+    let (directive, advice) = match w.server.as_str() {
+        "apache" => (
+            "MaxRequestWorkers (ServerLimit)",
+            format!("the worker pool is exhausted at {limit}: raise MaxRequestWorkers (and ServerLimit) if memory allows (redline size says how far), or make each request shorter"),
+        ),
+        "php-fpm" => (
+            "pm.max_children",
+            format!("the php-fpm pool is exhausted at {limit} processes: raise pm.max_children if memory allows (redline size --watch php-fpm), or make the scripts faster"),
+        ),
+        "nginx" => (
+            "worker_connections (× worker_processes)",
+            format!("nginx holds at most {limit} connections: raise worker_connections (and the open-files limit, worker_rlimit_nofile)"),
+        ),
+        _ => (
+            "server.max-connections",
+            format!("lighttpd's connections are exhausted at {limit}: raise server.max-connections"),
+        ),
+    };
+    Some(Diagnosis {
+        resource: "worker_pool".into(),
+        directive: directive.into(),
+        limit: Some(limit),
+        at_level: Some(at_level),
+        evidence,
+        advice,
+    })
+}
+
+fn diagnose_watch(w: &ServerWatch) -> Option<Diagnosis> {
+    for h in &w.hosts {
+        if h.swapped() {
+            return Some(Diagnosis {
+                resource: "memory".into(),
+                directive: "MaxRequestWorkers / pm.max_children / worker_processes".into(),
+                evidence: vec![format!(
+                    "{} swapped: {} pages in, {} out",
+                    h.host, h.summary.swapped_in_pages, h.summary.swapped_out_pages
+                )],
+                advice: "the machine ran out of memory: lower the worker count to what fits (redline size)".into(),
+                ..Default::default()
+            });
+        }
+        let cap = h.cpus.max(1) as f64 * 100.0;
+        if h.summary.cpu_percent.peak >= 0.9 * cap {
+            return Some(Diagnosis {
+                resource: "cpu".into(),
+                evidence: vec![format!(
+                    "the server's processes on {} used up to {:.0}% CPU of {:.0}% ({} CPUs)",
+                    h.host, h.summary.cpu_percent.peak, cap, h.cpus
+                )],
+                advice: "the server's CPU is saturated: more workers will not help; make each request cheaper (caching, compression level) or add CPUs".into(),
+                ..Default::default()
+            });
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -528,5 +1005,160 @@ mod tests {
         let j = serde_json::to_string(&a).unwrap();
         let back: ServerWatch = serde_json::from_str(&j).unwrap();
         assert_eq!(back, a);
+    }
+
+    fn knee() -> crate::stages::Knee {
+        crate::stages::Knee {
+            level: 5.0,
+            unit: "connections".into(),
+            reason: "throughput".into(),
+            evidence: String::new(),
+        }
+    }
+
+    fn empty_record() -> crate::RunRecord {
+        crate::RunRecord::new(
+            crate::record::RunConfig::get(
+                "http://127.0.0.1:1/",
+                crate::record::LoadModel::Closed {
+                    connections: 1,
+                    requests: Some(10),
+                    duration_s: None,
+                },
+            ),
+            crate::record::Environment::default(),
+            "2026-11-24T08:00:00.000Z".into(),
+        )
+    }
+
+    fn staged(levels: &[f64], rps: &[f64]) -> crate::RunRecord {
+        let mut rec = empty_record();
+        rec.stages = levels
+            .iter()
+            .zip(rps)
+            .enumerate()
+            .map(|(i, (l, r))| crate::stages::StageSummary {
+                start_s: i as f64 * 2.0,
+                end_s: i as f64 * 2.0 + 2.0,
+                level_from: *l,
+                level_to: *l,
+                seconds: 2,
+                requests: (*r * 2.0) as u64,
+                requests_per_sec: *r,
+                p50_us: 1000,
+                p95_us: 1000,
+                p99_us: 1000,
+                bytes_per_sec: 0.0,
+                errors: 0,
+                non_2xx: 0,
+                server: Vec::new(),
+                status: None,
+            })
+            .collect();
+        rec
+    }
+
+    fn status(server: &str, slots: Option<u64>, reads: &[(f64, u64, u64, u64)]) -> StatusWatch {
+        StatusWatch {
+            url: "http://127.0.0.1:1/s".into(),
+            server: server.into(),
+            started_at: "2026-11-24T08:00:00.000Z".into(),
+            interval_s: 0.5,
+            slots,
+            samples: reads
+                .iter()
+                .map(|(t, busy, idle, k)| StatusSample {
+                    t: *t,
+                    busy: Some(*busy),
+                    idle: Some(*idle),
+                    keepalive: Some(*k),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    /// Busy reaches all 10 slots at 10 connections and stays: the worker pool.
+    #[test]
+    fn diagnosis_worker_pool_from_a_full_scoreboard() {
+        let mut rec = staged(&[5.0, 10.0, 20.0, 40.0], &[25.0, 48.0, 50.0, 50.0]);
+        let reads: Vec<(f64, u64, u64, u64)> = (0..16)
+            .map(|i| {
+                let t = i as f64 * 0.5 + 0.25;
+                if t < 2.0 {
+                    (t, 6, 2, 0)
+                } else {
+                    (t, 10, 0, 0)
+                }
+            })
+            .collect();
+        rec.server_status = Some(status("apache", Some(10), &reads));
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "worker_pool");
+        assert!(d.directive.contains("MaxRequestWorkers"));
+        assert_eq!(d.limit, Some(10));
+        assert_eq!(d.at_level, Some(10.0));
+        // The same with most busy workers in K: keep-alive holds the pool.
+        let held: Vec<_> = reads
+            .iter()
+            .map(|(t, b, i, _)| (*t, *b, *i, b / 2))
+            .collect();
+        rec.server_status = Some(status("apache", Some(10), &held));
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "keepalive");
+        assert!(d.directive.contains("KeepAliveTimeout"));
+    }
+
+    /// An idle count of 0 on a pool that can still grow, with throughput
+    /// scaling (no knee): not a limit.
+    #[test]
+    fn diagnosis_needs_a_real_limit() {
+        let mut rec = staged(&[5.0, 20.0], &[5.0, 20.0]);
+        rec.server_status = Some(status(
+            "apache",
+            Some(10),
+            &[
+                (0.5, 2, 0, 1),
+                (1.5, 2, 0, 1),
+                (2.5, 2, 0, 1),
+                (3.5, 2, 0, 1),
+            ],
+        ));
+        assert!(
+            diagnose(&rec).is_none(),
+            "no knee, no limit: nothing to say"
+        );
+        // Busy never holds at its peak: with a knee, the pool is not why.
+        rec.server_status = Some(status(
+            "apache",
+            Some(10),
+            &[
+                (0.5, 2, 0, 1),
+                (1.5, 5, 0, 1),
+                (2.5, 3, 0, 1),
+                (3.5, 4, 0, 1),
+            ],
+        ));
+        rec.knee = Some(knee());
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "unknown");
+        assert!(
+            d.evidence[0].contains("busy peaked at 5 of 10 slots"),
+            "{d:?}"
+        );
+        assert!(d.advice.contains("--watch"));
+        assert!(!d.advice.contains("--server-status"));
+    }
+
+    #[test]
+    fn diagnosis_without_evidence_says_what_to_add() {
+        let mut rec = staged(&[5.0, 20.0], &[5.0, 6.0]);
+        assert!(diagnose(&rec).is_none(), "no knee: nothing gave out");
+        rec.knee = Some(knee());
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "unknown");
+        assert!(d.advice.contains("--server-status") && d.advice.contains("--watch"));
+        assert!(diagnose(&empty_record()).is_none());
     }
 }

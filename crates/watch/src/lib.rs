@@ -11,6 +11,7 @@ pub mod procfs;
 pub mod render;
 pub mod sampler;
 pub mod size;
+pub mod status;
 pub mod tune;
 
 pub use procfs::Target;

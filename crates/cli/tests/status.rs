@@ -1,0 +1,702 @@
+//! `--server-status` against the real servers, started by the tests on free
+//! loopback ports with their own configs in temp dirs and watched by PID:
+//! Apache mod_status (the seed experiment: prefork with MaxRequestWorkers 10,
+//! a 0.2 s CGI, ramped 1 -> 40 connections: the diagnosis names the worker
+//! pool and MaxRequestWorkers at 10), nginx stub_status, lighttpd mod_status,
+//! and php-fpm's status page through nginx (FastCGI). A missing server skips
+//! the test with a note, and fails it under CI=true.
+
+mod common;
+
+use common::nginx::{free_port, tmpdir};
+use common::{assert_run_schema, redline, redline_with_limit};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// True when `what` is here; when it is not: a note and false locally, a
+/// failure under CI=true.
+fn require(what: &str, present: bool) -> bool {
+    if !present {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{what} is required under CI=true");
+        }
+        eprintln!("note: test skipped: {what} not available");
+    }
+    present
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid() has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A server started by a test: stopped by PID (SIGTERM, then SIGKILL after
+/// 10 s) and its directory removed on drop.
+struct Server {
+    child: Child,
+    dir: PathBuf,
+    port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SAFETY: kill() on our own child's PID has no memory-safety preconditions.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Spawns `cmd` in its own process group (a prefork parent signals its whole
+/// group when it stops) and waits until `port` accepts (10 s at most).
+fn spawn(mut cmd: Command, dir: PathBuf, port: u16) -> Result<Server, String> {
+    let _ = Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(&dir)
+        .status();
+    let child = cmd
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start: {e}"))?;
+    let mut s = Server { child, dir, port };
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(10) {
+        if let Ok(Some(st)) = s.child.try_wait() {
+            return Err(format!("exited at once ({st})"));
+        }
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(s);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err("did not listen within 10 s".into())
+}
+
+/// Apache prefork, MaxRequestWorkers 10, KeepAlive Off, mod_status at
+/// /server-status and a CGI that sleeps 0.2 s at /cgi-bin/slow.cgi.
+fn start_apache(keepalive: bool) -> Option<Server> {
+    let m = Path::new("/usr/lib/apache2/modules");
+    let present = Path::new("/usr/sbin/apache2").exists()
+        && ["mod_mpm_prefork.so", "mod_status.so", "mod_cgi.so"]
+            .iter()
+            .all(|x| m.join(x).exists());
+    if !require("apache2 with mod_status and mod_cgi", present) {
+        return None;
+    }
+    let dir = tmpdir("status-apache");
+    let port = free_port();
+    std::fs::create_dir_all(dir.join("cgi")).unwrap();
+    std::fs::write(
+        dir.join("cgi/slow.cgi"),
+        "#!/bin/sh\nsleep 0.2\nprintf 'Content-Type: text/plain\\r\\n\\r\\nok\\n'\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        dir.join("cgi/slow.cgi"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let user = if is_root() {
+        "User www-data\nGroup www-data\n"
+    } else {
+        ""
+    };
+    let (d, m) = (dir.display(), m.display());
+    let ka = if keepalive {
+        "KeepAlive On\nKeepAliveTimeout 15\nMaxKeepAliveRequests 0"
+    } else {
+        "KeepAlive Off"
+    };
+    let conf = format!(
+        "ServerRoot {d}\nServerName 127.0.0.1\nListen 127.0.0.1:{port}\nPidFile {d}/apache2.pid\n\
+         ErrorLog {d}/error.log\nDefaultRuntimeDir {d}\nMutex file:{d} default\n\
+         LoadModule mpm_prefork_module {m}/mod_mpm_prefork.so\n\
+         LoadModule authz_core_module {m}/mod_authz_core.so\n\
+         LoadModule status_module {m}/mod_status.so\n\
+         LoadModule alias_module {m}/mod_alias.so\nLoadModule cgi_module {m}/mod_cgi.so\n{user}\
+         StartServers 2\nMinSpareServers 1\nMaxSpareServers 4\nMaxRequestWorkers 10\n{ka}\n\
+         DocumentRoot {d}\n<Location /server-status>\n  SetHandler server-status\n</Location>\n\
+         ScriptAlias /cgi-bin/ {d}/cgi/\n<Directory {d}>\n  Require all granted\n</Directory>\n"
+    );
+    std::fs::write(dir.join("apache2.conf"), conf).unwrap();
+    let mut cmd = Command::new("/usr/sbin/apache2");
+    cmd.args(["-D", "FOREGROUND", "-f"])
+        .arg(dir.join("apache2.conf"))
+        .env("APACHE_RUN_DIR", &dir)
+        .env("APACHE_LOCK_DIR", &dir)
+        .env("APACHE_LOG_DIR", &dir);
+    match spawn(cmd, dir, port) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            require(&format!("a runnable apache2 ({e})"), false);
+            None
+        }
+    }
+}
+
+/// nginx, one worker, stub_status at /nginx_status; `extra` goes in the server block.
+fn start_nginx(worker_connections: u32, extra: &str) -> Option<Server> {
+    if !require("nginx", Path::new("/usr/sbin/nginx").exists()) {
+        return None;
+    }
+    let dir = tmpdir("status-nginx");
+    std::fs::create_dir_all(dir.join("tmp")).unwrap();
+    std::fs::write(dir.join("index.html"), "hello\n").unwrap();
+    let port = free_port();
+    let d = dir.display();
+    let conf = format!(
+        "worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+         events {{ worker_connections {worker_connections}; }}\n\
+         http {{\n access_log off;\n client_body_temp_path {d}/tmp; proxy_temp_path {d}/tmp; fastcgi_temp_path {d}/tmp; uwsgi_temp_path {d}/tmp; scgi_temp_path {d}/tmp;\n\
+         server {{ listen 127.0.0.1:{port}; root {d};\n location = /nginx_status {{ stub_status; }}\n{extra}\n }}\n}}\n"
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let mut cmd = Command::new("/usr/sbin/nginx");
+    cmd.arg("-p")
+        .arg(&dir)
+        .arg("-c")
+        .arg(dir.join("nginx.conf"))
+        .args(["-g", "daemon off;"]);
+    match spawn(cmd, dir, port) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            require(&format!("a runnable nginx ({e})"), false);
+            None
+        }
+    }
+}
+
+fn run_json(args: &[&str], limit: Duration) -> serde_json::Value {
+    let (out, _) = redline_with_limit(args, limit);
+    assert!(
+        out.status.success(),
+        "redline {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    assert_run_schema(&v);
+    v
+}
+
+fn samples(v: &serde_json::Value) -> &Vec<serde_json::Value> {
+    v["server_status"]["samples"].as_array().expect("samples")
+}
+
+fn max_of(v: &serde_json::Value, field: &str) -> u64 {
+    samples(v)
+        .iter()
+        .filter_map(|s| s[field].as_u64())
+        .max()
+        .unwrap_or(0)
+}
+
+/// The seed experiment: the diagnosis names the worker pool and
+/// MaxRequestWorkers at ~10, from mod_status read during the ramp.
+#[test]
+fn apache_worker_pool_exhausted_at_max_request_workers() {
+    let Some(ap) = start_apache(false) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/cgi-bin/slow.cgi", ap.port);
+    let status = format!("http://127.0.0.1:{}/server-status?auto", ap.port);
+    let v = run_json(
+        &[
+            "run",
+            &url,
+            "--stages",
+            "2s:1,2s:5,2s:10,2s:15,2s:20,2s:30,2s:40",
+            "--step",
+            "-t",
+            "1",
+            "--server-status",
+            &status,
+            "--watch-interval",
+            "250ms",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(90),
+    );
+    let st = &v["server_status"];
+    assert_eq!(st["server"], "apache");
+    assert_eq!(st["slots"], 10, "prefork's scoreboard: MaxRequestWorkers");
+    assert!(samples(&v).len() >= 20, "{}", samples(&v).len());
+    assert_eq!(max_of(&v, "busy"), 10);
+    // Every stage has its status summary; the last ones are full.
+    let stages = v["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 7);
+    for s in stages {
+        assert!(s["status"]["samples"].as_u64().unwrap() >= 1, "{s}");
+    }
+    assert_eq!(stages[6]["status"]["busy"]["peak"], 10.0);
+    assert_eq!(stages[6]["status"]["min_idle"], 0);
+    let d = &v["diagnosis"];
+    assert_eq!(d["resource"], "worker_pool", "{d}");
+    assert!(
+        d["directive"]
+            .as_str()
+            .unwrap()
+            .contains("MaxRequestWorkers"),
+        "{d}"
+    );
+    let limit = d["limit"].as_u64().unwrap();
+    assert!((9..=11).contains(&limit), "{d}");
+    let at = d["at_level"].as_f64().unwrap();
+    assert!((5.0..=15.0).contains(&at), "{d}");
+}
+
+/// The same server on a linear ramp 0 -> 40 connections (where the knee
+/// from throughput alone lands far below 10): the status reads, placed on
+/// the ramp, put the limit at 10 reached at about 10 connections.
+#[test]
+fn apache_worker_pool_on_a_linear_ramp() {
+    let Some(ap) = start_apache(false) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/cgi-bin/slow.cgi", ap.port);
+    let status = format!("http://127.0.0.1:{}/server-status?auto", ap.port);
+    let v = run_json(
+        &[
+            "run",
+            &url,
+            "--stages",
+            "16s:40",
+            "-t",
+            "1",
+            "--server-status",
+            &status,
+            "--watch-interval",
+            "250ms",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(90),
+    );
+    let d = &v["diagnosis"];
+    assert_eq!(d["resource"], "worker_pool", "{d}");
+    assert_eq!(d["limit"], 10, "{d}");
+    let at = d["at_level"].as_f64().unwrap();
+    assert!((7.0..=13.0).contains(&at), "{d}");
+}
+
+/// Without status or watch, a staged run that stopped scaling (the slow CGI
+/// behind 10 workers, stepped 2 -> 20 connections) gets a diagnosis that says
+/// what to add to know why.
+#[test]
+fn staged_run_without_evidence_says_what_to_add() {
+    let Some(ap) = start_apache(false) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/cgi-bin/slow.cgi", ap.port);
+    let v = run_json(
+        &[
+            "run",
+            &url,
+            "--stages",
+            "2s:2,2s:20",
+            "--step",
+            "-t",
+            "1",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(
+        v["knee"].is_object(),
+        "throughput flattened at 10: {}",
+        v["knee"]
+    );
+    let d = &v["diagnosis"];
+    assert_eq!(d["resource"], "unknown", "{d}");
+    let advice = d["advice"].as_str().unwrap();
+    assert!(
+        advice.contains("--server-status") && advice.contains("--watch"),
+        "{advice}"
+    );
+}
+
+/// nginx stub_status: its request counter follows the load, accepts ==
+/// handled, and the text report has the status block.
+#[test]
+fn nginx_stub_status_during_a_run() {
+    let Some(ng) = start_nginx(64, "") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/", ng.port);
+    let status = format!("http://127.0.0.1:{}/nginx_status", ng.port);
+    let v = run_json(
+        &[
+            "run",
+            &url,
+            "-d",
+            "2s",
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "--server-status",
+            &status,
+            "--watch-interval",
+            "200ms",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(v["server_status"]["server"], "nginx");
+    let s = samples(&v);
+    assert!(s.len() >= 5, "{}", s.len());
+    let first = s.first().unwrap()["requests"].as_u64().unwrap();
+    let last = s.last().unwrap()["requests"].as_u64().unwrap();
+    let completed = v["counters"]["completed"]
+        .as_u64()
+        .or_else(|| v["completed"].as_u64())
+        .unwrap_or(0);
+    // The server counted at least the responses redline completed (and its own status reads).
+    assert!(
+        last - first + 5 >= completed,
+        "{first}..{last} vs {completed}"
+    );
+    assert!(completed > 0);
+    for x in s {
+        assert_eq!(x["accepts"], x["handled"], "{x}");
+    }
+    assert!(max_of(&v, "active") >= 4, "4 connections were open");
+    // The text report.
+    let out = redline(&[
+        "run",
+        &url,
+        "-d",
+        "1s",
+        "-c",
+        "2",
+        "-t",
+        "1",
+        "--server-status",
+        &status,
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Server status (nginx, "), "{text}");
+}
+
+/// lighttpd mod_status `?auto`: busy/idle and its connection slots.
+#[test]
+fn lighttpd_mod_status_during_a_run() {
+    if !require("lighttpd", Path::new("/usr/sbin/lighttpd").exists()) {
+        return;
+    }
+    let dir = tmpdir("status-lighttpd");
+    std::fs::write(dir.join("index.html"), "hello\n").unwrap();
+    let port = free_port();
+    let conf = format!(
+        "server.document-root = \"{}\"\nserver.bind = \"127.0.0.1\"\nserver.port = {port}\n\
+         server.max-connections = 64\nserver.modules = (\"mod_status\")\nstatus.status-url = \"/server-status\"\n",
+        dir.display()
+    );
+    std::fs::write(dir.join("lighttpd.conf"), conf).unwrap();
+    let mut cmd = Command::new("/usr/sbin/lighttpd");
+    cmd.arg("-D").arg("-f").arg(dir.join("lighttpd.conf"));
+    let lt = match spawn(cmd, dir, port) {
+        Ok(s) => s,
+        Err(e) => {
+            require(&format!("a runnable lighttpd ({e})"), false);
+            return;
+        }
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", lt.port);
+    let status = format!("http://127.0.0.1:{}/server-status?auto", lt.port);
+    let v = run_json(
+        &[
+            "run",
+            &url,
+            "-d",
+            "1s",
+            "-c",
+            "3",
+            "-t",
+            "1",
+            "--server-status",
+            &status,
+            "--watch-interval",
+            "200ms",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(30),
+    );
+    let st = &v["server_status"];
+    assert_eq!(st["server"], "lighttpd");
+    assert!(st["slots"].as_u64().unwrap() > 0, "{st}");
+    let s = samples(&v);
+    assert!(s.len() >= 3);
+    assert!(max_of(&v, "busy") >= 1, "its status request is one");
+    assert!(s.iter().all(|x| x["idle"].as_u64().is_some()));
+    let last = s.last().unwrap()["requests"].as_u64().unwrap();
+    assert!(last > 10, "the server counted the load: {last}");
+}
+
+/// php-fpm (pm static, 2 children) behind nginx: 6 clients of a 0.2 s
+/// script fill the pool and queue in its listen queue; the diagnosis names
+/// pm.max_children at 2.
+#[test]
+fn php_fpm_status_through_nginx() {
+    let fpm_bin = ["/usr/sbin/php-fpm8.2", "/usr/sbin/php-fpm"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    if !require("php-fpm", fpm_bin.is_some()) {
+        return;
+    }
+    let dir = tmpdir("status-fpm");
+    std::fs::write(dir.join("slow.php"), "<?php usleep(200000); echo \"ok\";\n").unwrap();
+    let (app, stat) = (free_port(), free_port());
+    let user = if is_root() {
+        "user = www-data\ngroup = www-data\n"
+    } else {
+        ""
+    };
+    let d = dir.display();
+    std::fs::write(
+        dir.join("fpm.conf"),
+        format!(
+            "[global]\npid = {d}/fpm.pid\nerror_log = {d}/fpm.log\ndaemonize = no\n[www]\n{user}\
+             listen = 127.0.0.1:{app}\npm = static\npm.max_children = 2\n\
+             pm.status_path = /status\npm.status_listen = 127.0.0.1:{stat}\n"
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(fpm_bin.unwrap());
+    cmd.arg("-y").arg(dir.join("fpm.conf")).arg("-F");
+    let _fpm = match spawn(cmd, dir.clone(), app) {
+        Ok(s) => s,
+        Err(e) => {
+            require(&format!("a runnable php-fpm ({e})"), false);
+            return;
+        }
+    };
+    let extra = format!(
+        " location = /status {{ fastcgi_pass 127.0.0.1:{stat}; fastcgi_param SCRIPT_NAME /status; fastcgi_param SCRIPT_FILENAME /status; fastcgi_param REQUEST_METHOD GET; fastcgi_param QUERY_STRING $query_string; }}\n\
+          location ~ \\.php$ {{ fastcgi_pass 127.0.0.1:{app}; fastcgi_param SCRIPT_FILENAME {d}$fastcgi_script_name; fastcgi_param REQUEST_METHOD GET; fastcgi_param SCRIPT_NAME $fastcgi_script_name; }}"
+    );
+    let Some(ng) = start_nginx(64, &extra) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/slow.php", ng.port);
+    let status = format!("http://127.0.0.1:{}/status", ng.port);
+    let v = run_json(
+        &[
+            "run",
+            &url,
+            "--stages",
+            "2s:1,2s:6",
+            "--step",
+            "-t",
+            "1",
+            "--server-status",
+            &status,
+            "--watch-interval",
+            "200ms",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(v["server_status"]["server"], "php-fpm");
+    assert_eq!(max_of(&v, "processes"), 2);
+    assert_eq!(max_of(&v, "busy"), 2);
+    assert!(
+        max_of(&v, "listen_queue") >= 1,
+        "requests waited for a child"
+    );
+    let d = &v["diagnosis"];
+    assert_eq!(d["resource"], "worker_pool", "{d}");
+    assert_eq!(d["directive"], "pm.max_children", "{d}");
+    assert_eq!(d["limit"], 2, "{d}");
+}
+
+/// Bad `--server-status` values: one line on stderr, exit 2, no secret echoed.
+#[test]
+fn bad_server_status_is_one_line_and_exit_2() {
+    let port = free_port();
+    for bad in [
+        "https://127.0.0.1/server-status".to_string(),
+        "http://user:s3cret@127.0.0.1/server-status".to_string(),
+        "nonsense".to_string(),
+        format!("http://127.0.0.1:{port}/server-status?auto"),
+    ] {
+        let out = redline(&[
+            "run",
+            &format!("http://127.0.0.1:{port}/"),
+            "-d",
+            "1s",
+            "--server-status",
+            &bad,
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{bad}: {err}");
+        assert!(err.contains("--server-status"), "{err}");
+        assert!(!err.contains("s3cret"), "{err}");
+    }
+}
+
+/// Clients that idle between requests hold Apache's workers in keep-alive
+/// (`KeepAlive On`, `KeepAliveTimeout 15`): six connections that each sent
+/// one request and wait, then a ramp to 20 connections on the slow CGI. The
+/// pool of 10 fills with 6 idle K slots: the diagnosis names keep-alive.
+#[test]
+fn apache_workers_held_by_keepalive() {
+    use std::io::{Read, Write};
+    let Some(ap) = start_apache(true) else {
+        return;
+    };
+    std::fs::write(ap.dir.join("idx.html"), "hi\n").unwrap();
+    let _ = Command::new("chmod")
+        .args(["a+r"])
+        .arg(ap.dir.join("idx.html"))
+        .status();
+    let mut idle = Vec::new();
+    for _ in 0..6 {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", ap.port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(b"GET /idx.html HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        let n = c.read(&mut buf).unwrap();
+        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+        idle.push(c); // kept open, idle: a worker waits in K for 15 s
+    }
+    let url = format!("http://127.0.0.1:{}/cgi-bin/slow.cgi", ap.port);
+    let status = format!("http://127.0.0.1:{}/server-status?auto", ap.port);
+    let v = run_json(
+        &[
+            "run",
+            &url,
+            "--stages",
+            "2s:1,2s:4,2s:10,2s:20",
+            "--step",
+            "-t",
+            "1",
+            "--no-keepalive",
+            "--server-status",
+            &status,
+            "--watch-interval",
+            "250ms",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(60),
+    );
+    drop(idle);
+    assert!(
+        max_of(&v, "keepalive") >= 6,
+        "the idle clients' workers in K"
+    );
+    let d = &v["diagnosis"];
+    assert_eq!(d["resource"], "keepalive", "{d}");
+    assert!(
+        d["directive"]
+            .as_str()
+            .unwrap()
+            .contains("KeepAliveTimeout"),
+        "{d}"
+    );
+    assert_eq!(d["limit"], 10, "{d}");
+}
+
+/// nginx with `worker_connections 64` (one worker) ramped past it: the open
+/// connections plateau under 64 and the diagnosis names worker_connections.
+#[test]
+fn nginx_worker_connections_exhausted() {
+    let Some(ng) = start_nginx(64, "") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", ng.port);
+    let status = format!("http://127.0.0.1:{}/nginx_status", ng.port);
+    let v = run_json(
+        &[
+            "run",
+            &url,
+            "--stages",
+            "2s:10,2s:30,2s:100,2s:100",
+            "--step",
+            "-t",
+            "1",
+            "--server-status",
+            &status,
+            "--watch-interval",
+            "250ms",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(60),
+    );
+    let most = max_of(&v, "active");
+    assert!(
+        (40..=64).contains(&most),
+        "open connections peaked at {most}"
+    );
+    let d = &v["diagnosis"];
+    assert_eq!(d["resource"], "worker_pool", "{d}");
+    assert!(
+        d["directive"]
+            .as_str()
+            .unwrap()
+            .contains("worker_connections"),
+        "{d}"
+    );
+}
+
+/// Without --server-status, `--watch PID` of a server listening on loopback
+/// finds its status page at the usual path and reads it.
+#[test]
+fn watch_finds_the_status_page_by_itself() {
+    let Some(ap) = start_apache(false) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/cgi-bin/slow.cgi", ap.port);
+    let pid = ap.child.id().to_string();
+    let v = run_json(
+        &[
+            "run",
+            &url,
+            "-d",
+            "1s",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--watch",
+            &pid,
+            "--watch-interval",
+            "250ms",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(30),
+    );
+    let st = &v["server_status"];
+    assert_eq!(st["server"], "apache", "{st}");
+    assert_eq!(
+        st["url"],
+        format!("http://127.0.0.1:{}/server-status?auto", ap.port)
+    );
+    assert!(samples(&v).len() >= 3);
+    assert!(max_of(&v, "busy") >= 2, "two clients and the read itself");
+}
