@@ -485,6 +485,23 @@ pub(super) fn shown(
     map
 }
 
+/// The images-scaled check's view of a page: for each image URL the HTML
+/// shows on `screen`, its width in CSS px (none: its intrinsic width over
+/// the density) and the `x` density it was picked for; sorted by URL.
+pub fn shown_widths(
+    html: &[u8],
+    page_url: &str,
+    screen: &Viewport,
+    sheets: &[&str],
+) -> Vec<(String, Option<f64>, f64)> {
+    let mut v: Vec<_> = shown(html, page_url, screen, sheets)
+        .into_iter()
+        .map(|(u, s)| (u, s.width, s.density))
+        .collect();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
 fn dim(v: &str) -> Option<f64> {
     let v = v.trim().trim_end_matches("px");
     v.parse::<u32>().ok().filter(|&x| x > 0).map(f64::from)

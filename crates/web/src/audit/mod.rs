@@ -19,6 +19,7 @@ mod revalidate;
 mod security;
 pub mod transport;
 
+pub use images::shown_widths;
 pub use minify::{minified_code, minified_code_len, minified_html, minified_html_len, wire_size};
 
 use crate::cache::human_secs;
