@@ -861,4 +861,18 @@ mod tests {
         assert_eq!(m["http://a.test/x/m.jpg"].width, Some(50.0));
         assert_eq!(m.len(), 1);
     }
+
+    #[test]
+    fn malformed_markup_and_css_do_not_panic() {
+        for html in [
+            "", "<", "<img", "<img srcset=", "<img src='é.jpg", "<img src=\"x.jpg\" width=é",
+            "<style>@media {", "<style>img { width: 10px", "<style>}}}{{{", "<!--", "<picture><source",
+            "<img class=a style=\"width:\"><style>.a.{width:5px} #{width:1px} img..b{width:2px}</style>",
+            "<base href=\"::\"><img src=a.jpg>", "é<ïmg src=a.jpg>ü", "<script>",
+        ] {
+            let _ = shown(html.as_bytes(), "http://a.test/", &DESKTOP, &["@media (", "/*", "a{width:1px"]);
+        }
+        let d = shown(b"<img src=a.jpg width=5>", "not a url", &DESKTOP, &[]);
+        assert!(d.is_empty());
+    }
 }
