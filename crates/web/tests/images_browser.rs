@@ -2,8 +2,9 @@
 //! a page of the constructs the model reads (`sizes` with `w` candidates,
 //! a stylesheet width overriding the `width` attribute, `max-width`
 //! capping an `em` width, an `x` candidate without width), real PNGs of
-//! known sizes served from 127.0.0.1:0, and `chromium --dump-dom` at DPR 1
-//! and 2 writing each image's `currentSrc` and layout width into the page.
+//! known sizes served from 127.0.0.1:0, and `chromium --dump-dom` (a
+//! 1350 px window at DPR 1 and 2, a 560 px one at 2) writing each
+//! image's `currentSrc` and layout width into the page.
 //! Skipped with a note when Chromium is missing, failed under CI=true.
 
 use redline_web::audit::shown_widths;
@@ -175,9 +176,9 @@ impl Drop for TmpDir {
     }
 }
 
-/// (file, layout width) of each image as Chromium shows it on a 1350×940
-/// window at `dpr`.
-fn chromium_widths(bin: &str, url: &str, dpr: f64, profile: &Path) -> Vec<(String, f64)> {
+/// (file, layout width) of each image as Chromium shows it on a window of
+/// `vp`'s size at its DPR.
+fn chromium_widths(bin: &str, url: &str, vp: &Viewport, profile: &Path) -> Vec<(String, f64)> {
     let mut child = Command::new(bin)
         .args([
             "--headless",
@@ -187,8 +188,8 @@ fn chromium_widths(bin: &str, url: &str, dpr: f64, profile: &Path) -> Vec<(Strin
             "--disable-dev-shm-usage",
             "--no-first-run",
             "--hide-scrollbars",
-            "--window-size=1350,940",
-            &format!("--force-device-scale-factor={dpr}"),
+            &format!("--window-size={},{}", vp.width, vp.height),
+            &format!("--force-device-scale-factor={}", vp.dpr),
             &format!("--user-data-dir={}", profile.display()),
             "--dump-dom",
             url,
@@ -245,10 +246,26 @@ fn displayed_widths_match_chromium() {
     let srv = Server::start(dir.0.clone());
     let url = format!("http://127.0.0.1:{}/index.html", srv.port);
     let intrinsic = |f: &str| IMAGES.iter().find(|i| i.0 == f).map(|i| f64::from(i.1));
-    for dpr in [1.0, 2.0] {
-        let profile = dir.0.join(format!("profile-{dpr}"));
-        let want = chromium_widths(bin.expect("checked"), &url, dpr, &profile);
-        let vp = Viewport { dpr, ..DESKTOP };
+    // A desktop at DPR 1 and 2, and a narrow window (560 px: headless
+    // windows are not narrower than 500) at DPR 2 (at a fractional DPR such
+    // as 1.75 headless Chromium's window is 562.29 CSS px wide, not 560).
+    let narrow = Viewport {
+        width: 560,
+        height: 823,
+        dpr: 2.0,
+        mobile: false,
+    };
+    for vp in [
+        DESKTOP,
+        Viewport {
+            dpr: 2.0,
+            ..DESKTOP
+        },
+        narrow,
+    ] {
+        let dpr = vp.dpr;
+        let profile = dir.0.join(format!("profile-{}-{dpr}", vp.width));
+        let want = chromium_widths(bin.expect("checked"), &url, &vp, &profile);
         let model = shown_widths(PAGE.as_bytes(), &url, &vp, &[SHEET]);
         let got: Vec<(String, f64)> = model
             .iter()
@@ -273,6 +290,9 @@ fn displayed_widths_match_chromium() {
             want.len(),
             "DPR {dpr}: chromium {want:?}, redline {got:?}"
         );
-        eprintln!("DPR {dpr}: chromium and redline agree: {got:?}");
+        eprintln!(
+            "{} px at DPR {dpr}: chromium and redline agree: {got:?}",
+            vp.width
+        );
     }
 }
