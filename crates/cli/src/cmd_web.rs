@@ -508,7 +508,7 @@ fn cmd_audit(a: AuditArgs) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let probes = if a.no_probes {
+    let mut probes = if a.no_probes {
         audit::Probes::default()
     } else {
         let tls = redline_web::http::TlsArgs {
@@ -519,6 +519,8 @@ fn cmd_audit(a: AuditArgs) -> i32 {
         let last = audit::final_url(&rep.views[0]).unwrap_or_else(|| rep.url.clone());
         audit::transport::probe(&last, &opts.client, &tls, a.http_port)
     };
+    // Images are judged at the screen the page was discovered for.
+    probes.dpr = Some(opts.viewport.dpr);
     let result = audit::audit_page_with(&rep, &probes);
     if let Some(p) = &a.common.html {
         if let Err(code) = write_html(p, &redline_report::audit_html::audit_report(&result, &rep)) {

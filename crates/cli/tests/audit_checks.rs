@@ -668,3 +668,83 @@ fn a_plain_http_port_that_never_answers_does_not_hold_the_audit() {
     assert_eq!(h["severity"], "ok");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A PNG header (signature + IHDR, palette colours) of `w`×`h`, padded to `len` bytes.
+fn png(w: u32, h: u32, len: usize) -> Vec<u8> {
+    let mut v = b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR".to_vec();
+    v.extend_from_slice(&w.to_be_bytes());
+    v.extend_from_slice(&h.to_be_bytes());
+    v.extend_from_slice(&[8, 3, 0, 0, 0, 0, 0, 0, 0]);
+    v.resize(len, 0);
+    v
+}
+
+#[test]
+fn image_sizes_follow_the_viewport_model_of_the_screen() {
+    // p.png: 720×540, its only srcset candidate, 200 px wide on a desktop
+    // and 100vw on a phone (sizes). h.png: 720×480, 360 px wide by a
+    // stylesheet rule, 100 px under 600 px.
+    let (srv, _) = routed_server(|head, _| {
+        let path = head.split_whitespace().nth(1).unwrap_or("/");
+        let raw = |ct: &str, body: Vec<u8>| {
+            let mut r = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nCache-Control: max-age=86400\r\n\r\n",
+                body.len()
+            )
+            .into_bytes();
+            r.extend_from_slice(&body);
+            r
+        };
+        match path {
+            "/" => resp(
+                "200 OK",
+                "",
+                "<!doctype html><html><head><meta name=viewport content=\"width=device-width\">\
+                 <link rel=stylesheet href=/s.css></head><body>\
+                 <img srcset=\"/p.png 720w\" sizes=\"(max-width: 500px) 100vw, 200px\" alt=p>\
+                 <img class=hero src=/h.png alt=h></body></html>",
+            ),
+            "/s.css" => raw(
+                "text/css",
+                b"img.hero { width: 360px }\n@media (max-width: 600px) { img.hero { width: 100px } }\n"
+                    .to_vec(),
+            ),
+            "/p.png" => raw("image/png", png(720, 540, 100_000)),
+            "/h.png" => raw("image/png", png(720, 480, 30_000)),
+            _ => resp("404 Not Found", "", "nope"),
+        }
+    });
+    let url = format!("http://{}/", srv.addr);
+    let flagged = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec!["--no-probes"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let (v, out) = audit_json(&args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let c = check(&v, "images-scaled");
+        let mut urls: Vec<String> = c["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                let u = f["url"].as_str().unwrap_or_default();
+                u.rsplit('/').next().unwrap_or_default().to_string()
+            })
+            .collect();
+        urls.sort();
+        urls
+    };
+    // Desktop, DPR 1: p.png needs 200×150 and h.png 360×240: both too large.
+    assert_eq!(flagged(&["--dpr", "1"]), ["h.png", "p.png"]);
+    // DPR 4 on a desktop: p.png needs 800 px wide, h.png 1440: neither.
+    assert_eq!(flagged(&["--dpr", "4"]), Vec::<String>::new());
+    // Phone (412 px at 1.75): p.png at 100vw needs 721 px, more than its 720;
+    // h.png at 100 px needs 175: still too large.
+    assert_eq!(flagged(&["--mobile"]), ["h.png"]);
+    // The same phone at DPR 1: p.png needs only 412 px again.
+    assert_eq!(flagged(&["--mobile", "--dpr", "1"]), ["h.png", "p.png"]);
+}

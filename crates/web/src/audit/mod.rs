@@ -19,6 +19,7 @@ mod revalidate;
 mod security;
 pub mod transport;
 
+pub use images::shown_widths;
 pub use minify::{minified_code, minified_code_len, minified_html, minified_html_len, wire_size};
 
 use crate::cache::human_secs;
@@ -425,8 +426,9 @@ pub struct Probes {
     /// What `http://host/` answered (https pages), or the page's own
     /// answer followed for http pages.
     pub http: Option<transport::HttpProbe>,
-    /// Device pixel ratio the images are judged at (none: 1, a desktop
-    /// screen; Lighthouse's mobile run uses 1.75).
+    /// Device pixel ratio the images are judged at (none: the DPR of the
+    /// screen the load was discovered for; `redline audit` sets its
+    /// `--dpr`/`--mobile` one).
     pub dpr: Option<f64>,
 }
 

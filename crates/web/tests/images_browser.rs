@@ -1,0 +1,298 @@
+//! The size the images check says an image is shown at, against Chromium:
+//! a page of the constructs the model reads (`sizes` with `w` candidates,
+//! a stylesheet width overriding the `width` attribute, `max-width`
+//! capping an `em` width, an `x` candidate without width), real PNGs of
+//! known sizes served from 127.0.0.1:0, and `chromium --dump-dom` (a
+//! 1350 px window at DPR 1 and 2, a 560 px one at 2) writing each
+//! image's `currentSrc` and layout width into the page.
+//! Skipped with a note when Chromium is missing, failed under CI=true.
+
+use redline_web::audit::shown_widths;
+use redline_web::viewport::{Viewport, DESKTOP};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn require(what: &str, present: bool) -> bool {
+    if !present {
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{what} is required under CI=true");
+        }
+        eprintln!("skipped: {what} not found");
+    }
+    present
+}
+
+/// A true-colour PNG of `w`×`h` (one flat colour, stored compressed).
+fn png(w: u32, h: u32) -> Vec<u8> {
+    fn chunk(out: &mut Vec<u8>, t: &[u8], d: &[u8]) {
+        out.extend_from_slice(&(d.len() as u32).to_be_bytes());
+        let start = out.len();
+        out.extend_from_slice(t);
+        out.extend_from_slice(d);
+        let crc = crc32(&out[start..]);
+        out.extend_from_slice(&crc.to_be_bytes());
+    }
+    fn crc32(b: &[u8]) -> u32 {
+        let mut c = 0xffff_ffffu32;
+        for &x in b {
+            c ^= u32::from(x);
+            for _ in 0..8 {
+                c = if c & 1 != 0 {
+                    0xedb8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+            }
+        }
+        !c
+    }
+    // Each row: filter byte 0, then RGB pixels.
+    let mut row = vec![0u8];
+    row.extend([0x80u8, 0x40, 0x20].repeat(w as usize));
+    let raw = row.repeat(h as usize);
+    let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+    z.write_all(&raw).expect("deflate");
+    let idat = z.finish().expect("deflate");
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&w.to_be_bytes());
+    ihdr.extend_from_slice(&h.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]);
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    chunk(&mut out, b"IHDR", &ihdr);
+    chunk(&mut out, b"IDAT", &idat);
+    chunk(&mut out, b"IEND", &[]);
+    out
+}
+
+const PAGE: &str = r#"<!doctype html><html><head>
+<meta name=viewport content="width=device-width"><link rel=stylesheet href=s.css>
+<style>.cap { width: 10em; max-width: 120px }</style></head><body>
+<img id=lone srcset="p.png 720w" sizes="(max-width: 500px) 100vw, 200px">
+<img id=hero class=hero src=h.png width=50>
+<img id=pair srcset="s.png 400w, l.png 1600w" sizes="(max-width: 600px) 100vw, 300px" src=l.png>
+<img id=dense src=a.png srcset="a2.png 2x">
+<img id=cap class=cap src=c.png width=700>
+<script>onload = () => document.body.insertAdjacentHTML('beforeend', '<pre id=out>' +
+  [...document.images].map(i => i.currentSrc.split('/').pop() + ' ' +
+  i.getBoundingClientRect().width).join(';') + '</pre>')</script>
+</body></html>"#;
+const SHEET: &str =
+    "img.hero { width: 360px }\n@media (max-width: 600px) { img.hero { width: 100px } }\n";
+const IMAGES: [(&str, u32, u32); 7] = [
+    ("p.png", 720, 540),
+    ("h.png", 720, 480),
+    ("s.png", 400, 300),
+    ("l.png", 1600, 1200),
+    ("a.png", 400, 400),
+    ("a2.png", 800, 800),
+    ("c.png", 400, 300),
+];
+
+/// Serves `dir` on 127.0.0.1:0 (one request per connection) until dropped.
+struct Server {
+    port: u16,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    fn start(dir: PathBuf) -> Server {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.set_nonblocking(true).expect("nonblocking");
+        let port = l.local_addr().expect("addr").port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let end = Instant::now() + Duration::from_secs(120);
+            while !flag.load(Ordering::Relaxed) && Instant::now() < end {
+                let Ok((s, _)) = l.accept() else {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                };
+                let _ = s.set_nonblocking(false);
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut r = BufReader::new(&s);
+                let mut line = String::new();
+                if r.read_line(&mut line).is_err() {
+                    continue;
+                }
+                for _ in 0..100 {
+                    let mut h = String::new();
+                    if r.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+                        break;
+                    }
+                }
+                let path = line.split_whitespace().nth(1).unwrap_or("/");
+                let name = path.trim_start_matches('/');
+                let file = dir.join(name);
+                let body = (!name.contains("..") && !name.is_empty())
+                    .then(|| std::fs::read(&file).ok())
+                    .flatten();
+                let ct = match name.rsplit('.').next() {
+                    Some("html") => "text/html",
+                    Some("css") => "text/css",
+                    _ => "image/png",
+                };
+                let (status, body) = match body {
+                    Some(b) => ("200 OK", b),
+                    None => ("404 Not Found", Vec::new()),
+                };
+                let mut w = &s;
+                let _ = w.write_all(
+                    format!("HTTP/1.1 {status}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len())
+                        .as_bytes(),
+                );
+                let _ = w.write_all(&body);
+            }
+        });
+        Server {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Removes the temporary folder, also when the test panics.
+struct TmpDir(PathBuf);
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// (file, layout width) of each image as Chromium shows it on a window of
+/// `vp`'s size at its DPR.
+fn chromium_widths(bin: &str, url: &str, vp: &Viewport, profile: &Path) -> Vec<(String, f64)> {
+    let mut child = Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--hide-scrollbars",
+            &format!("--window-size={},{}", vp.width, vp.height),
+            &format!("--force-device-scale-factor={}", vp.dpr),
+            &format!("--user-data-dir={}", profile.display()),
+            "--dump-dom",
+            url,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn chromium");
+    let end = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium --dump-dom did not finish within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().expect("output");
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let start = dom.find("<pre id=\"out\">").expect("no result in the DOM") + 14;
+    let end = dom[start..].find("</pre>").expect("end") + start;
+    dom[start..end]
+        .split(';')
+        .map(|p| {
+            let (f, w) = p.split_once(' ').expect("pair");
+            (f.to_string(), w.parse::<f64>().expect("width"))
+        })
+        .collect()
+}
+
+#[test]
+fn displayed_widths_match_chromium() {
+    let bin = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|b| {
+            Command::new(b)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+    if !require("chromium (apt-get install chromium)", bin.is_some()) {
+        return;
+    }
+    let dir = TmpDir(std::env::temp_dir().join(format!("redline-images-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).expect("tmp dir");
+    std::fs::write(dir.0.join("index.html"), PAGE).expect("write");
+    std::fs::write(dir.0.join("s.css"), SHEET).expect("write");
+    for (name, w, h) in IMAGES {
+        std::fs::write(dir.0.join(name), png(w, h)).expect("write");
+    }
+    let srv = Server::start(dir.0.clone());
+    let url = format!("http://127.0.0.1:{}/index.html", srv.port);
+    let intrinsic = |f: &str| IMAGES.iter().find(|i| i.0 == f).map(|i| f64::from(i.1));
+    // A desktop at DPR 1 and 2, and a narrow window (560 px: headless
+    // windows are not narrower than 500) at DPR 2 (at a fractional DPR such
+    // as 1.75 headless Chromium's window is 562.29 CSS px wide, not 560).
+    let narrow = Viewport {
+        width: 560,
+        height: 823,
+        dpr: 2.0,
+        mobile: false,
+    };
+    for vp in [
+        DESKTOP,
+        Viewport {
+            dpr: 2.0,
+            ..DESKTOP
+        },
+        narrow,
+    ] {
+        let dpr = vp.dpr;
+        let profile = dir.0.join(format!("profile-{}-{dpr}", vp.width));
+        let want = chromium_widths(bin.expect("checked"), &url, &vp, &profile);
+        let model = shown_widths(PAGE.as_bytes(), &url, &vp, &[SHEET]);
+        let got: Vec<(String, f64)> = model
+            .iter()
+            .map(|(u, w, d)| {
+                let f = u.rsplit('/').next().unwrap_or_default().to_string();
+                let w = w.unwrap_or_else(|| intrinsic(&f).expect("known image") / d);
+                (f, w)
+            })
+            .collect();
+        let mut want = want;
+        want.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(want.len(), 5, "DPR {dpr}: {want:?}");
+        for ((wf, ww), (gf, gw)) in want.iter().zip(&got) {
+            assert_eq!(wf, gf, "DPR {dpr}: chromium {want:?}, redline {got:?}");
+            assert!(
+                (ww - gw).abs() < 0.5,
+                "DPR {dpr}: chromium {want:?}, redline {got:?}"
+            );
+        }
+        assert_eq!(
+            got.len(),
+            want.len(),
+            "DPR {dpr}: chromium {want:?}, redline {got:?}"
+        );
+        eprintln!(
+            "{} px at DPR {dpr}: chromium and redline agree: {got:?}",
+            vp.width
+        );
+    }
+}
