@@ -235,6 +235,10 @@ pub fn text(rec: &RunRecord) -> String {
             "*** INTERRUPTED: the run was stopped early; the numbers cover only what ran ***\n\n",
         );
     }
+    // The server went away mid-run: said first, it explains every error after it.
+    if let Some(w) = rec.warnings.iter().find(|w| w.code == "server_gone") {
+        let _ = writeln!(o, "*** {} ***\n", w.message);
+    }
     let _ = writeln!(o, "Target:           {} {}", cfg.method, cfg.url);
     if cfg.insecure {
         o.push_str("TLS:              certificate verification OFF (--insecure)\n");
@@ -495,6 +499,19 @@ pub fn text(rec: &RunRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server that went away is said first, above the target line.
+    #[test]
+    fn text_names_a_server_that_went_away_at_the_top() {
+        let mut a = crate::compare::tests::synth(2000, 1000, 1, 4);
+        let msg = "the server went away at 3.0 s: 30,670 connects refused after it";
+        a.warn("server_gone", msg.into());
+        let t = text(&a);
+        let said = t.find(msg).expect("said");
+        assert!(said < t.find("Target:").unwrap(), "{t}");
+        let h = crate::html::report(&[("run", &a)]);
+        assert!(h.contains(msg), "in the HTML banner");
+    }
 
     /// Each watched host gets its per-stage block, from `stages[].server`.
     #[test]
