@@ -465,8 +465,8 @@ fn add_warnings(
                         "rate_short",
                         format!(
                             "sent {achieved:.1} req/s, {:.1}% under the target of {rate} req/s: the \
-                             server held all {cap} connections ({waited} requests waited for one): it \
-                             answered slower than the rate needs; raise -c or look at the server's \
+                             server held all {cap} connections ({waited} requests waited for a free connection): \
+                             it answered slower than the rate needs; raise -c or look at the server's \
                              worker limit",
                             (1.0 - achieved / rate) * 100.0,
                         ),

@@ -135,13 +135,24 @@ pub fn knee_line(rec: &RunRecord) -> Option<String> {
         _ => unit,
     };
     Some(match &rec.knee {
-        Some(k) => format!(
-            "redline: the server stops scaling at {} {} (next level: {} gave out; {})",
-            stages::fmt_level(k.level),
-            one(k.level),
-            k.reason,
-            k.evidence
-        ),
+        Some(k) => match (k.low, k.high) {
+            (Some(lo), Some(hi)) => format!(
+                "redline: the server stops scaling between {} and {} {} (best fit {}; {} gave out; {})",
+                stages::fmt_level(lo),
+                stages::fmt_level(hi),
+                unit,
+                stages::fmt_level(k.level),
+                k.reason,
+                k.evidence
+            ),
+            _ => format!(
+                "redline: the server stops scaling at {} {} (next level: {} gave out; {})",
+                stages::fmt_level(k.level),
+                one(k.level),
+                k.reason,
+                k.evidence
+            ),
+        },
         None => {
             let pts = stages::by_level(plan, &rec.series);
             match pts.last() {
