@@ -511,6 +511,41 @@ pub fn text(rec: &RunRecord) -> String {
 mod tests {
     use super::*;
 
+    /// A knee the data cannot pin is said as a range of whole levels.
+    #[test]
+    fn knee_line_says_a_range() {
+        use redline_stats::stages::{Knee, StagePlan, StageSpec};
+        let mut a = crate::compare::tests::synth(2000, 1000, 1, 4);
+        a.config.stages = Some(StagePlan {
+            unit: "connections".into(),
+            step: false,
+            stages: vec![StageSpec {
+                duration_s: 70.0,
+                level: 70.0,
+            }],
+        });
+        a.knee = Some(Knee {
+            level: 10.0,
+            unit: "connections".into(),
+            reason: "throughput".into(),
+            evidence: "fit".into(),
+            low: Some(9.0),
+            high: Some(11.0),
+        });
+        let l = knee_line(&a).unwrap();
+        assert!(
+            l.starts_with("redline: the server stops scaling between 9 and 11 connections"),
+            "{l}"
+        );
+        a.knee.as_mut().unwrap().low = None;
+        a.knee.as_mut().unwrap().high = None;
+        let l = knee_line(&a).unwrap();
+        assert!(
+            l.starts_with("redline: the server stops scaling at 10 connections"),
+            "{l}"
+        );
+    }
+
     /// A server that went away is said first, above the target line.
     #[test]
     fn text_names_a_server_that_went_away_at_the_top() {
