@@ -473,3 +473,156 @@ fn a_run_with_no_answer_at_all_exits_1() {
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("0 completed, 20 failed"));
 }
+
+/// A server that answers for 1 s and then goes away: it closes its listener
+/// (later connects are refused) and every connection it held. The run says
+/// so, with the instant, in the JSON and at the top of the HTML report; the
+/// refused connects are not taken for a full listen queue.
+#[test]
+fn a_server_that_goes_away_is_named_with_the_instant() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let gone = Arc::new(AtomicBool::new(false));
+    let g2 = gone.clone();
+    let server = std::thread::spawn(move || {
+        let until = std::time::Instant::now() + Duration::from_millis(1000);
+        let mut conns = Vec::new();
+        while std::time::Instant::now() < until {
+            match listener.accept() {
+                Ok((s, _)) => {
+                    s.set_nonblocking(false).unwrap();
+                    let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+                    let g3 = g2.clone();
+                    conns.push(std::thread::spawn(move || {
+                        let mut s = s;
+                        for _ in 0..100_000 {
+                            if g3.load(Ordering::SeqCst) {
+                                break;
+                            }
+                            if !read_head(&mut s) {
+                                break;
+                            }
+                            if g3.load(Ordering::SeqCst) {
+                                break;
+                            }
+                            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+                        }
+                        // Dropped with a request unread: the client sees a reset.
+                    }));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+        drop(listener);
+        g2.store(true, Ordering::SeqCst);
+        for c in conns {
+            let _ = c.join();
+        }
+    });
+    let dir = std::env::temp_dir().join(format!("redline-gone-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let html = dir.join("run.html");
+    let url = format!("http://127.0.0.1:{port}/");
+    let v = run_json(&[
+        "-c",
+        "4",
+        "-d",
+        "3s",
+        "--no-save",
+        "--html",
+        html.to_str().unwrap(),
+        &url,
+    ]);
+    server.join().unwrap();
+    let page = std::fs::read_to_string(&html).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(counter(&v, "completed") > 0, "{}", v["counters"]);
+    assert!(error_count(&v, "refused") > 0, "{}", v["errors"]);
+    let codes = warning_codes(&v);
+    assert!(codes.contains(&"server_gone"), "{}", v["warnings"]);
+    assert!(
+        !codes.contains(&"syn_retransmits"),
+        "refused connects are no full listen queue: {}",
+        v["warnings"]
+    );
+    let msg = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "server_gone")
+        .unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The server stopped 1 s after it started, which was just before the run:
+    // the last answers came in the first or the second second.
+    assert!(
+        msg.starts_with("the server went away at 1.0 s")
+            || msg.starts_with("the server went away at 2.0 s"),
+        "{msg}"
+    );
+    assert!(msg.contains("refused after it"), "{msg}");
+    // The HTML banner says it first, before the list.
+    let banner = page.find("<div class=\"warn\">").expect("a warning banner");
+    let said = page
+        .find("the server went away at")
+        .expect("named in the HTML");
+    let list = page[banner..].find("<ul>").unwrap() + banner;
+    assert!(banner < said && said < list, "not at the top of the banner");
+}
+
+/// Open loop above a slow server's capacity (4 connections × 5 answers/s
+/// against 40 req/s): every connection is busy with the server and requests
+/// wait for one. `rate_short` names the server's concurrency, and the client
+/// is not called the limit.
+#[test]
+fn open_loop_above_a_slow_servers_capacity_blames_the_server() {
+    let srv = builtin();
+    let url = format!("http://{}/?delay=200ms", srv.local_addr());
+    let v = run_json(&[
+        "-r",
+        "40",
+        "-d",
+        "2s",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "--no-save",
+        &url,
+    ]);
+    srv.shutdown();
+    assert!(
+        counter(&v, "waited_for_connection") > 0,
+        "{}",
+        v["counters"]
+    );
+    let w = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "rate_short")
+        .unwrap_or_else(|| panic!("no rate_short: {}", v["warnings"]));
+    let msg = w["message"].as_str().unwrap();
+    assert!(msg.contains("the server held all 4 connections"), "{msg}");
+    assert!(msg.contains("worker limit"), "{msg}");
+    // Not the client's limit: only a client warning of its own (CPU, lag on
+    // this loaded machine, descriptors) may say so.
+    let codes = warning_codes(&v);
+    let client_says = [
+        "client_cpu",
+        "scheduler_lag",
+        "fd_limit",
+        "client_resources",
+    ]
+    .iter()
+    .any(|c| codes.contains(c));
+    assert!(
+        v["client_limited"] == false || client_says,
+        "{}",
+        v["warnings"]
+    );
+}

@@ -550,3 +550,60 @@ fn bad_stage_flags_are_usage_errors() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// A server with a pool of `workers`: a request takes a worker for `service`
+/// (requests beyond the pool wait for one, like Apache's MaxRequestWorkers),
+/// so throughput grows with the connections up to `workers` and stays flat.
+fn pool_server(workers: u32, service: Duration) -> ScriptServer {
+    let pool = Arc::new((Mutex::new(0u32), std::sync::Condvar::new()));
+    ScriptServer::start(move |mut s| {
+        let _ = s.set_nodelay(true);
+        for _ in 0..1_000_000 {
+            if !read_head(&mut s) {
+                return;
+            }
+            let (busy, freed) = &*pool;
+            {
+                let mut b = busy.lock().unwrap();
+                let until = Instant::now() + Duration::from_secs(20);
+                while *b >= workers && Instant::now() < until {
+                    b = freed.wait_timeout(b, Duration::from_millis(50)).unwrap().0;
+                }
+                *b += 1;
+            }
+            std::thread::sleep(service);
+            *busy.lock().unwrap() -= 1;
+            freed.notify_one();
+            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .is_err()
+            {
+                return;
+            }
+        }
+    })
+}
+
+/// The seed case on a linear ramp (`--stages 20s:20`) over a pool of 10
+/// workers of 50 ms each (200 req/s at most): the knee is at 10 connections
+/// within ±1 (before, the band rule said the last good band's mean, "4.1"),
+/// a whole number, or a range around 10 when the seconds are noisy.
+#[test]
+fn linear_ramp_over_a_pool_of_ten_finds_the_knee_at_ten() {
+    let _serial = serial();
+    timing_sensitive(3, || {
+        let srv = pool_server(10, Duration::from_millis(50));
+        let v = run_json(&["--stages", "20s:20", "-t", "1", "--no-save", &srv.url()]);
+        schema_check(&v);
+        let k = &v["knee"];
+        eprintln!("knee: {k}");
+        let level = k["level"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("no knee: {v}"));
+        assert_eq!(level, level.round(), "{k}");
+        assert!((9.0..=11.0).contains(&level), "{k}");
+        assert_eq!(k["reason"], "throughput", "{k}");
+        if let (Some(lo), Some(hi)) = (k["low"].as_f64(), k["high"].as_f64()) {
+            assert!(lo <= 10.0 && 10.0 <= hi && hi - lo <= 4.0, "{k}");
+        }
+    });
+}

@@ -345,7 +345,17 @@ fn add_warnings(
     // often because the server's accept queue (listen backlog) was full, and
     // the kernel tries again after 1 s, then 3 s, 7 s... Those seconds are in
     // the connect times and the latencies of the requests that waited.
-    if rec.client.syn_retransmits > 0 && rec.counters.connections_opened > 0 {
+    // Only when answered connects show the delay: the host-wide counter also
+    // counts SYNs other programs sent again, and a server that went away
+    // refuses connects at once (no SYN waits).
+    let gone = server_gone(rec);
+    if let Some(g) = &gone {
+        rec.warn("server_gone", g.clone());
+    }
+    if rec.client.syn_retransmits > 0
+        && rec.counters.connections_opened > 0
+        && rec.connect.max() >= SYN_DELAY_US
+    {
         let max = rec.connect.max() as f64 / 1e6;
         let here = if rec.client.listen_overflows > 0 {
             format!(
@@ -444,16 +454,33 @@ fn add_warnings(
             let _ = (duration, requests);
             if rec.send_window_s() > 0.0 && !rec.interrupted {
                 let achieved = rec.sent_per_sec;
-                if achieved < rate * 0.99 {
+                // Every connection was open and busy with the server while
+                // requests waited for one: the server's concurrency set the
+                // pace, not the client.
+                let waited = rec.counters.waited_for_connection;
+                let cap = plan.config.load.connections();
+                let server_held = waited > 0 && rec.counters.peak_connections >= cap;
+                if achieved < rate * 0.99 && server_held {
+                    rec.warn(
+                        "rate_short",
+                        format!(
+                            "sent {achieved:.1} req/s, {:.1}% under the target of {rate} req/s: the \
+                             server held all {cap} connections ({waited} requests waited for a free connection): \
+                             it answered slower than the rate needs; raise -c or look at the server's \
+                             worker limit",
+                            (1.0 - achieved / rate) * 100.0,
+                        ),
+                    );
+                } else if achieved < rate * 0.99 {
                     rec.warn(
                         "rate_short",
                         format!(
                             "sent {achieved:.1} req/s, {:.1}% under the target of {rate} req/s{}",
                             (1.0 - achieved / rate) * 100.0,
-                            if rec.counters.waited_for_connection > 0 {
+                            if waited > 0 {
                                 format!(
-                                    "; {} requests waited for a free connection (raise -c?)",
-                                    rec.counters.waited_for_connection
+                                    "; {waited} requests waited for a connection being opened \
+                                     (raise -c?)"
                                 )
                             } else {
                                 String::new()
@@ -504,6 +531,75 @@ fn add_warnings(
         }
     }
     rec.client_limited |= limited;
+}
+
+/// A connect slower than this (µs) waited for a second SYN (the kernel's
+/// first retransmit comes after 1 s).
+const SYN_DELAY_US: u64 = 1_000_000;
+
+/// "The server went away at 3.0 s: …" when every second from an instant on
+/// had errors and no answer, after answers before it, and most errors were
+/// refused or reset connections (the server stopped listening or died).
+/// The instant is the end of the last second with an answer.
+fn server_gone(rec: &RunRecord) -> Option<String> {
+    let last = rec.series.iter().rposition(|p| p.requests > 0)?;
+    let after = &rec.series[last + 1..];
+    let errors_after: u64 = after.iter().map(|p| p.errors).sum();
+    // A second or more of failures after it: a run ending as answers stop is not that.
+    if after.is_empty() || errors_after == 0 {
+        return None;
+    }
+    let (mut refused, mut reset) = (0u64, 0u64);
+    for e in &rec.errors {
+        match e.kind {
+            redline_stats::ErrorKind::Refused => refused += e.count,
+            redline_stats::ErrorKind::Reset => reset += e.count,
+            _ => {}
+        }
+    }
+    // Most of what failed after the instant was refused or reset.
+    if (refused + reset) * 2 < errors_after {
+        return None;
+    }
+    let at = rec.series[last].t as f64 + 1.0;
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
+    let what = match (refused, reset) {
+        (0, _) => format!(
+            "{} connection{} reset after it",
+            group(reset),
+            plural(reset)
+        ),
+        (_, 0) => format!(
+            "{} connect{} refused after it",
+            group(refused),
+            plural(refused)
+        ),
+        _ => format!(
+            "{} connect{} refused after it (and {} connection{} reset)",
+            group(refused),
+            plural(refused),
+            group(reset),
+            plural(reset)
+        ),
+    };
+    Some(format!(
+        "the server went away at {at:.1} s: {what}, no answer in the {} s that followed; it \
+         stopped listening, crashed or was stopped: see its error log",
+        after.len()
+    ))
+}
+
+/// `30670` as `30,670`.
+fn group(n: u64) -> String {
+    let s = n.to_string();
+    let mut o = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            o.push(',');
+        }
+        o.push(ch);
+    }
+    o
 }
 
 /// Said with the client-limit warnings when the hypervisor took CPU time

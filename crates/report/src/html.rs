@@ -922,6 +922,10 @@ fn warnings(runs: &[(&str, &RunRecord)]) -> String {
         if r.interrupted {
             s.push_str("the run was interrupted; the numbers cover only what ran. ");
         }
+        // The server went away: said first, it explains every error after it.
+        if let Some(w) = r.warnings.iter().find(|w| w.code == "server_gone") {
+            let _ = write!(s, "<strong>{}.</strong> ", esc(&w.message));
+        }
         if r.client_limited {
             s.push_str("the client may have been the limit; treat these numbers with care.");
         }

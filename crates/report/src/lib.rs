@@ -135,13 +135,24 @@ pub fn knee_line(rec: &RunRecord) -> Option<String> {
         _ => unit,
     };
     Some(match &rec.knee {
-        Some(k) => format!(
-            "redline: the server stops scaling at {} {} (next level: {} gave out; {})",
-            stages::fmt_level(k.level),
-            one(k.level),
-            k.reason,
-            k.evidence
-        ),
+        Some(k) => match (k.low, k.high) {
+            (Some(lo), Some(hi)) => format!(
+                "redline: the server stops scaling between {} and {} {} (best fit {}; {} gave out; {})",
+                stages::fmt_level(lo),
+                stages::fmt_level(hi),
+                unit,
+                stages::fmt_level(k.level),
+                k.reason,
+                k.evidence
+            ),
+            _ => format!(
+                "redline: the server stops scaling at {} {} (next level: {} gave out; {})",
+                stages::fmt_level(k.level),
+                one(k.level),
+                k.reason,
+                k.evidence
+            ),
+        },
         None => {
             let pts = stages::by_level(plan, &rec.series);
             match pts.last() {
@@ -234,6 +245,10 @@ pub fn text(rec: &RunRecord) -> String {
         o.push_str(
             "*** INTERRUPTED: the run was stopped early; the numbers cover only what ran ***\n\n",
         );
+    }
+    // The server went away mid-run: said first, it explains every error after it.
+    if let Some(w) = rec.warnings.iter().find(|w| w.code == "server_gone") {
+        let _ = writeln!(o, "*** {} ***\n", w.message);
     }
     let _ = writeln!(o, "Target:           {} {}", cfg.method, cfg.url);
     if cfg.insecure {
@@ -495,6 +510,54 @@ pub fn text(rec: &RunRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A knee the data cannot pin is said as a range of whole levels.
+    #[test]
+    fn knee_line_says_a_range() {
+        use redline_stats::stages::{Knee, StagePlan, StageSpec};
+        let mut a = crate::compare::tests::synth(2000, 1000, 1, 4);
+        a.config.stages = Some(StagePlan {
+            unit: "connections".into(),
+            step: false,
+            stages: vec![StageSpec {
+                duration_s: 70.0,
+                level: 70.0,
+            }],
+        });
+        a.knee = Some(Knee {
+            level: 10.0,
+            unit: "connections".into(),
+            reason: "throughput".into(),
+            evidence: "fit".into(),
+            low: Some(9.0),
+            high: Some(11.0),
+        });
+        let l = knee_line(&a).unwrap();
+        assert!(
+            l.starts_with("redline: the server stops scaling between 9 and 11 connections"),
+            "{l}"
+        );
+        a.knee.as_mut().unwrap().low = None;
+        a.knee.as_mut().unwrap().high = None;
+        let l = knee_line(&a).unwrap();
+        assert!(
+            l.starts_with("redline: the server stops scaling at 10 connections"),
+            "{l}"
+        );
+    }
+
+    /// A server that went away is said first, above the target line.
+    #[test]
+    fn text_names_a_server_that_went_away_at_the_top() {
+        let mut a = crate::compare::tests::synth(2000, 1000, 1, 4);
+        let msg = "the server went away at 3.0 s: 30,670 connects refused after it";
+        a.warn("server_gone", msg.into());
+        let t = text(&a);
+        let said = t.find(msg).expect("said");
+        assert!(said < t.find("Target:").unwrap(), "{t}");
+        let h = crate::html::report(&[("run", &a)]);
+        assert!(h.contains(msg), "in the HTML banner");
+    }
 
     /// Each watched host gets its per-stage block, from `stages[].server`.
     #[test]

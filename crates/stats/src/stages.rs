@@ -205,6 +205,13 @@ pub struct Knee {
     pub reason: String,
     /// The numbers behind it, in words.
     pub evidence: String,
+    /// The lowest level the data cannot tell from `level` (linear ramps:
+    /// the range of the fit, see [`ramp_knee`]); absent when pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<f64>,
+    /// The highest level the data cannot tell from `level`; absent when pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high: Option<f64>,
 }
 
 /// Throughput and latency of the seconds run at one load level (or band).
@@ -383,9 +390,9 @@ fn fmt_us(us: u64) -> String {
     }
 }
 
-/// The knee of a staged run: None when there are fewer than two loaded levels
+/// The knee by load levels: None when there are fewer than two loaded levels
 /// or when every level scaled (see the module text for the rule).
-pub fn find_knee(plan: &StagePlan, series: &[SeriesPoint]) -> Option<Knee> {
+pub fn band_knee(plan: &StagePlan, series: &[SeriesPoint]) -> Option<Knee> {
     let pts = by_level(plan, series);
     let base_i = pts.iter().position(|p| p.requests_per_sec > 0.0)?;
     let base = &pts[base_i];
@@ -444,9 +451,147 @@ pub fn find_knee(plan: &StagePlan, series: &[SeriesPoint]) -> Option<Knee> {
             unit: plan.unit.clone(),
             reason: reason.into(),
             evidence,
+            low: None,
+            high: None,
         });
     }
     None
+}
+
+/// The knee of a staged run: on a linear ramp of connections or streams
+/// (more than 12 distinct per-second levels, not `--step`), the throughput
+/// knee is [`ramp_knee`]'s fit of the per-second series, and a p99 or errors
+/// knee of the level bands counts only when it comes before that fit's
+/// range; band levels are said as whole numbers. Otherwise the level rule
+/// ([`band_knee`]). None when every level scaled.
+pub fn find_knee(plan: &StagePlan, series: &[SeriesPoint]) -> Option<Knee> {
+    let band = band_knee(plan, series);
+    if plan.step || plan.unit == "rps" {
+        return band;
+    }
+    let mut distinct: Vec<f64> = series
+        .iter()
+        .filter(|p| p.t as f64 + 1.0 <= plan.total_s() + 1e-9)
+        .map(|p| plan.second_level(p.t))
+        .filter(|l| *l > 0.0)
+        .collect();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup_by(|a, b| (*a - *b).abs() < 1e-6);
+    if distinct.len() <= 12 {
+        return band;
+    }
+    let band = band.map(|mut k| {
+        k.level = k.level.round().max(1.0);
+        k
+    });
+    let fit = ramp_knee(plan, series);
+    match (band, fit) {
+        (Some(b), Some(f)) if b.reason != "throughput" && b.level < f.low.unwrap_or(f.level) => {
+            Some(b)
+        }
+        (_, Some(f)) => Some(f),
+        (Some(b), None) if b.reason != "throughput" => Some(b),
+        _ => None,
+    }
+}
+
+/// The throughput knee of a linear ramp, from the per-second series: the
+/// whole number of connections `K` whose model "throughput = a × min(level,
+/// K)" (the level taken every 0.1 s inside each second) fits the seconds
+/// best (least squares). The range is every `K` whose misfit is within
+/// 4 σ² of the best (σ² the best fit's residual variance: about two standard
+/// errors), so noisy data gives "between 9 and 11". A knee only when no
+/// knee (`K` = the top level) is outside that range, the data goes past the
+/// range, and the top level's throughput is under [`SCALING`] × proportional
+/// (`K`/top < 0.8).
+pub fn ramp_knee(plan: &StagePlan, series: &[SeriesPoint]) -> Option<Knee> {
+    let end = plan.total_s();
+    let secs: Vec<([f64; 10], f64)> = series
+        .iter()
+        .filter(|p| p.t as f64 + 1.0 <= end + 1e-9)
+        .map(|p| {
+            let mut ls = [0.0; 10];
+            for (k, l) in ls.iter_mut().enumerate() {
+                *l = plan.effective_at(p.t as f64 + 0.05 + k as f64 * 0.1);
+            }
+            (ls, p.requests as f64)
+        })
+        .filter(|(ls, _)| ls.iter().any(|l| *l > 0.0))
+        .collect();
+    let top = secs
+        .iter()
+        .flat_map(|(ls, _)| ls.iter().copied())
+        .fold(0.0f64, f64::max)
+        .round() as u64;
+    if secs.len() < 8 || !(3..=100_000).contains(&top) {
+        return None;
+    }
+    // Misfit and slope for each candidate K (1..=top); K = top is "no knee".
+    let fit = |k: f64| {
+        let (mut sxy, mut sxx) = (0.0, 0.0);
+        let xs: Vec<f64> = secs
+            .iter()
+            .map(|(ls, y)| {
+                let x = ls.iter().map(|l| l.min(k)).sum::<f64>() / 10.0;
+                sxy += x * y;
+                sxx += x * x;
+                x
+            })
+            .collect();
+        let a = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+        let sse: f64 = xs
+            .iter()
+            .zip(&secs)
+            .map(|(x, (_, y))| (y - a * x).powi(2))
+            .sum();
+        (sse, a)
+    };
+    // Bounded: at most 2,000 candidates, evenly spread over 1..=top.
+    let stride = top.div_ceil(2000).max(1);
+    let cands: Vec<(u64, f64, f64)> = (1..=top)
+        .filter(|k| k.is_multiple_of(stride) || *k == 1 || *k == top)
+        .map(|k| {
+            let (sse, a) = fit(k as f64);
+            (k, sse, a)
+        })
+        .collect();
+    let best = cands.iter().min_by(|x, y| x.1.total_cmp(&y.1)).copied()?;
+    let (k, sse, a) = best;
+    if a <= 0.0 || k >= top {
+        return None;
+    }
+    let var = (sse / (secs.len() as f64 - 2.0)).max(1e-9);
+    let within: Vec<u64> = cands
+        .iter()
+        .filter(|c| c.1 - sse <= 4.0 * var)
+        .map(|c| c.0)
+        .collect();
+    let (low, high) = (within[0], within[within.len() - 1]);
+    let (_, linear_sse, _) = cands[cands.len() - 1];
+    if high >= top || linear_sse - sse <= 4.0 * var || (k as f64) / (top as f64) >= SCALING {
+        return None;
+    }
+    let unit = plan.unit_name();
+    let flat = a * k as f64;
+    let range = if low == high {
+        String::new()
+    } else {
+        format!("; the data fits any knee between {low} and {high} {unit} as well")
+    };
+    Some(Knee {
+        level: k as f64,
+        unit: plan.unit.clone(),
+        reason: "throughput".into(),
+        evidence: format!(
+            "over the ramp to {top} {unit}, throughput grew by {a:.1} req/s per {} up to {k} \
+             and stayed near {flat:.1} req/s above it (least-squares fit of {} one-second \
+             samples{range})",
+            unit.trim_end_matches('s'),
+            secs.len()
+        ),
+        low: (low != high).then_some(low as f64),
+        high: (low != high).then_some(high as f64),
+    })
 }
 
 /// Fills `rec.stages` and `rec.knee` from its stage plan and series (clears
@@ -547,6 +692,72 @@ mod tests {
             "{}",
             st[3].p99_us
         );
+    }
+
+    /// Per-second throughput on a linear ramp 0 -> 70 over 70 s against a
+    /// server of 10 workers at 5 req/s each: min(level, 10) × 5 plus noise of
+    /// up to ±`noise` req/s (a fixed pseudo-random sequence), latency growing
+    /// with the queue past 10.
+    fn ramp_series(p: &StagePlan, noise: f64) -> Vec<SeriesPoint> {
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        (0..70u32)
+            .map(|t| {
+                let level = p.second_level(t);
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let u = (x % 10_000) as f64 / 10_000.0 * 2.0 - 1.0;
+                let n = (level.min(10.0) * 5.0 + u * noise).round().max(0.0) as u64;
+                sec(t, n, 200_000 * (level / 10.0).max(1.0) as u64)
+            })
+            .collect()
+    }
+
+    /// The seed case: `--stages 70s:70` over 10 workers. Throughput flattens
+    /// at 10; the knee is said at 10 (±1), a whole number, and not at the
+    /// last good band (the old "4.1 connections").
+    #[test]
+    fn linear_ramp_finds_the_knee_at_ten() {
+        let p = plan(false, &[(70.0, 70.0)]);
+        for noise in [0.0, 2.0, 5.0] {
+            let k = find_knee(&p, &ramp_series(&p, noise)).expect("a knee");
+            eprintln!("noise ±{noise}: {k:?}");
+            assert!((9.0..=11.0).contains(&k.level), "noise {noise}: {k:?}");
+            assert_eq!(k.level, k.level.round(), "{k:?}");
+            assert_eq!(k.reason, "throughput", "{k:?}");
+            if let (Some(lo), Some(hi)) = (k.low, k.high) {
+                assert!(lo <= k.level && k.level <= hi && hi - lo <= 4.0, "{k:?}");
+            }
+        }
+        // Without noise the data pins it: no range.
+        let k = find_knee(&p, &ramp_series(&p, 0.0)).unwrap();
+        assert_eq!((k.level, k.low, k.high), (10.0, None, None), "{k:?}");
+    }
+
+    /// Noisy data cannot pin the knee to one level: a range is given, and
+    /// it holds the true knee.
+    #[test]
+    fn noisy_ramp_gives_a_range_around_the_knee() {
+        let p = plan(false, &[(70.0, 70.0)]);
+        let k = find_knee(&p, &ramp_series(&p, 20.0)).expect("a knee");
+        eprintln!("noise ±20: {k:?}");
+        let (lo, hi) = (k.low.expect("a range"), k.high.expect("a range"));
+        assert!(lo <= 10.0 && 10.0 <= hi, "{k:?}");
+        assert!(lo < hi && hi < 20.0, "{k:?}");
+        assert!(k.evidence.contains("between"), "{}", k.evidence);
+    }
+
+    /// A ramp the server keeps up with: no knee.
+    #[test]
+    fn linear_ramp_that_scales_has_no_knee() {
+        let p = plan(false, &[(40.0, 40.0)]);
+        let series: Vec<SeriesPoint> = (0..40u32)
+            .map(|t| {
+                let n = (p.second_level(t) * 5.0).round() as u64 + (t % 3) as u64;
+                sec(t, n, 200_000)
+            })
+            .collect();
+        assert!(find_knee(&p, &series).is_none());
     }
 
     /// A server that scales to 4 and then only its latency grows.

@@ -1013,6 +1013,8 @@ mod tests {
             unit: "connections".into(),
             reason: "throughput".into(),
             evidence: String::new(),
+            low: None,
+            high: None,
         }
     }
 
