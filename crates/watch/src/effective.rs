@@ -244,11 +244,7 @@ fn read_nginx(path: &Path, base: &Path) -> BTreeMap<String, ConfigValue> {
         let Some(top) = found.iter().map(|s| depth(s.parent)).min() else {
             continue;
         };
-        let s = found
-            .iter()
-            .filter(|s| depth(s.parent) == top)
-            .last()
-            .copied();
+        let s = found.iter().rfind(|s| depth(s.parent) == top).copied();
         let Some(s) = s else { continue };
         let outer = s.ctx.iter().all(|c| c == "events" || c == "http");
         let mut place = at(&s.file, s.line, base);
