@@ -643,9 +643,13 @@ pub fn config_changes(c: &Comparison, a: &RunRecord, b: &RunRecord) -> String {
         c.rows
             .iter()
             .find(|r| r.metric == m)
-            .and_then(|r| r.change_pct)
-            .filter(|x| x.is_finite())
-            .map(|x| format!("{x:+.0} %"))
+            .and_then(|r| {
+                let x = r.change_pct.filter(|x| x.is_finite())?;
+                Some(match r.verdict {
+                    Verdict::Better | Verdict::Worse => format!("{x:+.0} %"),
+                    v => format!("{x:+.0} % ({})", v.words()),
+                })
+            })
             .unwrap_or_else(|| "-".into())
     };
     let w = ch.iter().map(|x| x.0.len()).max().unwrap_or(0).max(9) + 2;
@@ -935,12 +939,11 @@ pub(crate) mod tests {
                 .change_pct
                 .unwrap()
         };
-        let want = format!(
-            "p99 {:+.0} %, req/s {:+.0} %",
-            pct("Latency p99"),
-            pct("Requests/sec")
+        let (p99, rps) = (
+            format!("p99 {:+.0} %", pct("Latency p99")),
+            format!("req/s {:+.0} %", pct("Requests/sec")),
         );
-        assert!(line.ends_with(&want), "{line} / {want}");
+        assert!(line.contains(&p99) && line.contains(&rps), "{line}");
         assert!(pct("Requests/sec") > 10.0);
         assert!(!t.contains("Timeout 60"), "{t}");
         let (cfg_at, table_at) = (
@@ -950,6 +953,60 @@ pub(crate) mod tests {
         assert!(cfg_at < table_at, "{t}");
         b.server_config = None;
         assert!(text(&compare(&a, &b), &a, &b, "a", "b").contains("recorded for A only"));
+    }
+
+    #[test]
+    fn staged_runs_show_knee_and_diagnosis_side_by_side() {
+        use redline_stats::stages::{Knee, StagePlan};
+        use redline_stats::watch::Diagnosis;
+        let mut a = synth(100, 2000, 1, 5);
+        let mut b = synth(118, 1200, 2, 5);
+        assert_eq!(knees(&a, &b), "", "plain runs: nothing");
+        let plan = StagePlan {
+            unit: "connections".into(),
+            step: true,
+            stages: vec![redline_stats::stages::StageSpec {
+                duration_s: 5.0,
+                level: 40.0,
+            }],
+        };
+        for (r, level, limit) in [(&mut a, 10.0, 10), (&mut b, 33.0, 33)] {
+            r.config.stages = Some(plan.clone());
+            r.knee = Some(Knee {
+                level,
+                unit: "connections".into(),
+                reason: "throughput".into(),
+                evidence: String::new(),
+            });
+            r.diagnosis = Some(Diagnosis {
+                resource: "worker_pool".into(),
+                directive: "MaxRequestWorkers".into(),
+                limit: Some(limit),
+                at_level: Some(level),
+                evidence: vec![],
+                advice: format!("raise MaxRequestWorkers above {limit}"),
+            });
+        }
+        let t = knees(&a, &b);
+        let knee = t.lines().find(|l| l.starts_with("Knee")).unwrap();
+        assert!(
+            knee.contains("10 connections") && knee.contains("33 connections"),
+            "{t}"
+        );
+        assert!(knee.find("10 conn").unwrap() < knee.find("33 conn").unwrap());
+        let d = t.lines().find(|l| l.starts_with("Diagnosis")).unwrap();
+        assert!(
+            d.contains("worker_pool (MaxRequestWorkers = 10)")
+                && d.contains("(MaxRequestWorkers = 33)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("A: raise MaxRequestWorkers above 10")
+                && t.contains("B: raise MaxRequestWorkers above 33"),
+            "{t}"
+        );
+        let full = text(&compare(&a, &b), &a, &b, "a", "b");
+        assert!(full.find("Knee").unwrap() < full.find("Requests/sec").unwrap());
     }
 
     #[test]
