@@ -445,4 +445,51 @@ mod tests {
         assert_eq!(c.directives["MaxKeepAliveRequests"].at, "default");
         std::fs::remove_dir_all(&d).unwrap();
     }
+
+    #[test]
+    fn nginx_and_lighttpd_values() {
+        let d = std::env::temp_dir().join(format!("redline-eff2-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let n = d.join("nginx.conf");
+        std::fs::write(
+            &n,
+            "worker_processes 2;\nevents { worker_connections 64; }\nhttp {\n  keepalive_timeout 10s;\n  \
+             access_log /var/log/nginx/a.log;\n  server { listen 8080; location /s { expires 30d; } }\n}\n",
+        )
+        .unwrap();
+        let c = read(&n, None).unwrap();
+        assert_eq!(c.server, "nginx");
+        let v = |k: &str| c.directives[k].value.clone();
+        assert_eq!(v("worker_processes"), "2");
+        assert_eq!(v("worker_connections"), "64");
+        assert_eq!(c.directives["worker_connections"].at, "nginx.conf:2");
+        assert_eq!(v("keepalive_timeout"), "10s");
+        assert_eq!(v("keepalive_requests"), "1000");
+        assert_eq!(c.directives["keepalive_requests"].at, "default");
+        assert_eq!(v("access_log"), OUTSIDE);
+        assert_eq!(v("expires"), "30d");
+        assert!(
+            c.directives["expires"].at.contains("location"),
+            "{:?}",
+            c.directives["expires"]
+        );
+
+        let l = d.join("lighttpd.conf");
+        std::fs::write(
+            &l,
+            "server.modules = (\"mod_deflate\")\nserver.max-keep-alive-requests = 4\n\
+             $HTTP[\"host\"] == \"x\" { server.max-keep-alive-idle = 1 }\n",
+        )
+        .unwrap();
+        let c = read(&l, None).unwrap();
+        assert_eq!(c.server, "lighttpd");
+        assert_eq!(c.directives["server.max-keep-alive-requests"].value, "4");
+        assert_eq!(
+            c.directives["server.max-keep-alive-idle"].value, "5",
+            "a conditional is not server-wide"
+        );
+        assert_eq!(c.directives["deflate"].value, "on");
+        assert_eq!(c.directives["expire"].value, "off");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 }
