@@ -200,7 +200,6 @@ fn compare_shows_the_changed_directives_above_the_deltas() {
     let o = redline(&["compare", a_rec.to_str().unwrap(), b_rec.to_str().unwrap()]);
     assert!(o.status.success());
     let t = String::from_utf8_lossy(&o.stdout).to_string();
-    eprintln!("{t}");
     let changes = t
         .find("KeepAliveTimeout 15 -> 5, MaxRequestWorkers 150 -> 33: p99 ")
         .unwrap_or_else(|| panic!("no change line: {t}"));
