@@ -683,7 +683,14 @@ fn knee_words(r: &RunRecord) -> String {
             plan.unit_name(),
             k.reason
         ),
-        None => "no knee".into(),
+        None => match redline_stats::stages::by_level(plan, &r.series).last() {
+            Some(p) => format!(
+                "no knee up to {} {}",
+                redline_stats::stages::fmt_level(p.level),
+                plan.unit_name()
+            ),
+            None => "no knee".into(),
+        },
     }
 }
 
