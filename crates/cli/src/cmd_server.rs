@@ -139,12 +139,16 @@ pub struct RunWatchArgs {
     /// Read the server's status page during the run (Apache /server-status?auto, nginx stub_status, lighttpd /server-status?auto, php-fpm's status page through the web server); found by itself on loopback when --watch names the server.
     #[arg(long = "server-status", value_name = "URL")]
     pub server_status: Option<String>,
+    /// Record the effective tuning directives of this server configuration in the run (found by itself from the process --watch names); `compare` shows what changed.
+    #[arg(long = "server-config", value_name = "FILE")]
+    pub server_config: Option<PathBuf>,
 }
 
 /// A watcher running beside the load, and the status page reader.
 pub struct WatchHandle(
     Option<Watcher>,
     Option<redline_watch::status::StatusWatcher>,
+    Option<redline_stats::ServerConfig>,
 );
 
 fn dur(s: &str) -> Result<Duration, String> {
@@ -198,7 +202,7 @@ fn resolve_targets(raw: &[String], flag: &str, one_instance: bool) -> Result<Vec
 
 /// Starts watching before the load starts (Err: a usage error message).
 pub fn before_run(a: &RunWatchArgs) -> Result<Option<WatchHandle>, String> {
-    if a.watch.is_empty() && a.server_status.is_none() {
+    if a.watch.is_empty() && a.server_status.is_none() && a.server_config.is_none() {
         return Ok(None);
     }
     let interval = a.watch_interval.unwrap_or(Duration::from_millis(500));
@@ -206,6 +210,12 @@ pub fn before_run(a: &RunWatchArgs) -> Result<Option<WatchHandle>, String> {
         return Err("--watch-interval must be at least 10ms".into());
     }
     let targets = resolve_targets(&a.watch, "--watch", false)?;
+    let config = match &a.server_config {
+        Some(p) => Some(
+            redline_watch::effective::read(p, None).map_err(|e| format!("--server-config: {e}"))?,
+        ),
+        None => discover_config(&targets),
+    };
     let status = match &a.server_status {
         Some(u) => {
             let url = redline_watch::status::StatusUrl::parse(u)?;
@@ -218,7 +228,41 @@ pub fn before_run(a: &RunWatchArgs) -> Result<Option<WatchHandle>, String> {
     let status =
         status.map(|(url, kind)| redline_watch::status::StatusWatcher::start(url, kind, interval));
     let watcher = (!targets.is_empty()).then(|| Watcher::start(targets, interval));
-    Ok(Some(WatchHandle(watcher, status)))
+    Ok(Some(WatchHandle(watcher, status, config)))
+}
+
+/// The configuration of the server `--watch` names (one instance), read from
+/// its command line; None when it cannot be told or read.
+fn discover_config(targets: &[Target]) -> Option<redline_stats::ServerConfig> {
+    let root = procfs::proc_root();
+    let all = procfs::all_processes(&root);
+    for t in targets {
+        let (pid, name) = match t {
+            Target::Name(n) => match procfs::instances(&root, &all, n).as_slice() {
+                [one] => (one.pid, one.name.clone()),
+                _ => continue,
+            },
+            Target::Pid(p) => match all.iter().find(|x| x.pid == *p) {
+                Some(x) => (x.pid, x.exe.clone()),
+                None => continue,
+            },
+            Target::Unit(_) => continue,
+        };
+        let kind = ServerKind::of_name(&name);
+        let server = match kind {
+            ServerKind::Apache => tune::Server::Apache,
+            ServerKind::Nginx => tune::Server::Nginx,
+            ServerKind::Lighttpd => tune::Server::Lighttpd,
+            _ => continue,
+        };
+        let Some(file) = redline_watch::effective::config_of_pid(&root, pid, kind) else {
+            continue;
+        };
+        if let Ok(c) = redline_watch::effective::read(&file, Some(server)) {
+            return Some(c);
+        }
+    }
+    None
 }
 
 /// The status page of a server `--watch` names by name, on its loopback listen addresses.
@@ -289,9 +333,12 @@ fn add_watch_warnings(w: &ServerWatch, rec: &mut RunRecord) {
 
 /// Stops watching and puts what was seen into the record.
 pub fn after_run(h: Option<WatchHandle>, rec: &mut RunRecord) {
-    let Some(WatchHandle(w, status)) = h else {
+    let Some(WatchHandle(w, status, config)) = h else {
         return;
     };
+    if config.is_some() {
+        rec.server_config = config;
+    }
     if let Some(st) = status {
         rec.server_status = Some(st.stop());
     }

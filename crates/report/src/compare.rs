@@ -604,6 +604,137 @@ fn show(unit: Unit, v: f64, r: &RunRecord) -> String {
     }
 }
 
+/// The server directives that changed between A and B above the effect on
+/// p99 and req/s, as one table; what is missing when a side has no recorded
+/// configuration; empty when neither has one.
+pub fn config_changes(c: &Comparison, a: &RunRecord, b: &RunRecord) -> String {
+    let mut o = String::new();
+    let (ca, cb) = match (&a.server_config, &b.server_config) {
+        (None, None) => return o,
+        (Some(_), None) | (None, Some(_)) => {
+            let side = if a.server_config.is_some() { "A" } else { "B" };
+            let _ = writeln!(
+                o,
+                "Server configuration: recorded for {side} only (run the other with --server-config FILE to see what changed)\n"
+            );
+            return o;
+        }
+        (Some(x), Some(y)) => (x, y),
+    };
+    if ca.server != cb.server {
+        let _ = writeln!(
+            o,
+            "Server configuration: A is {}, B is {}: directives not compared\n",
+            ca.server, cb.server
+        );
+        return o;
+    }
+    let ch = ca.changes(cb);
+    if ch.is_empty() {
+        let _ = writeln!(
+            o,
+            "Server configuration: no tuning directive changed ({}, {} directives recorded)\n",
+            ca.server,
+            ca.directives.len()
+        );
+        return o;
+    }
+    let pct = |m: &str| {
+        c.rows
+            .iter()
+            .find(|r| r.metric == m)
+            .and_then(|r| {
+                let x = r.change_pct.filter(|x| x.is_finite())?;
+                Some(match r.verdict {
+                    Verdict::Better | Verdict::Worse => format!("{x:+.0} %"),
+                    v => format!("{x:+.0} % ({})", v.words()),
+                })
+            })
+            .unwrap_or_else(|| "-".into())
+    };
+    let w = ch.iter().map(|x| x.0.len()).max().unwrap_or(0).max(9) + 2;
+    let _ = writeln!(o, "Server configuration changed ({}):", ca.server);
+    let _ = writeln!(o, "  {:<w$}{:>16}    B", "directive", "A");
+    for (n, x, y) in &ch {
+        let _ = writeln!(o, "  {n:<w$}{x:>16} -> {y}");
+    }
+    let list: Vec<String> = ch
+        .iter()
+        .map(|(n, x, y)| format!("{n} {x} -> {y}"))
+        .collect();
+    let _ = writeln!(
+        o,
+        "  {}: p99 {}, req/s {}\n",
+        list.join(", "),
+        pct("Latency p99"),
+        pct("Requests/sec")
+    );
+    o
+}
+
+fn knee_words(r: &RunRecord) -> String {
+    let Some(plan) = r.config.stages.as_ref() else {
+        return "not a staged run".into();
+    };
+    match &r.knee {
+        Some(k) => format!(
+            "{} {} ({} gave out next)",
+            redline_stats::stages::fmt_level(k.level),
+            plan.unit_name(),
+            k.reason
+        ),
+        None => match redline_stats::stages::by_level(plan, &r.series).last() {
+            Some(p) => format!(
+                "no knee up to {} {}",
+                redline_stats::stages::fmt_level(p.level),
+                plan.unit_name()
+            ),
+            None => "no knee".into(),
+        },
+    }
+}
+
+fn diagnosis_words(r: &RunRecord) -> String {
+    let Some(d) = &r.diagnosis else {
+        return "none".into();
+    };
+    let mut s = d.resource.clone();
+    if !d.directive.is_empty() {
+        s.push_str(&format!(" ({}", d.directive));
+        if let Some(l) = d.limit {
+            s.push_str(&format!(" = {l}"));
+        }
+        s.push(')');
+    }
+    if let Some(l) = d.at_level {
+        s.push_str(&format!(" at {}", redline_stats::stages::fmt_level(l)));
+    }
+    s
+}
+
+/// The knee and the diagnosis of each run side by side, when either is a staged run.
+pub fn knees(a: &RunRecord, b: &RunRecord) -> String {
+    let mut o = String::new();
+    if a.config.stages.is_none() && b.config.stages.is_none() {
+        return o;
+    }
+    let (ka, kb) = (knee_words(a), knee_words(b));
+    let (da, db) = (diagnosis_words(a), diagnosis_words(b));
+    let w = ka.len().max(da.len()).max(1) + 4;
+    let _ = writeln!(o, "{:<11}{:<w$}B", "", "A");
+    let _ = writeln!(o, "{:<11}{ka:<w$}{kb}", "Knee");
+    let _ = writeln!(o, "{:<11}{da:<w$}{db}", "Diagnosis");
+    for (side, r) in [("A", a), ("B", b)] {
+        if let Some(d) = &r.diagnosis {
+            if !d.advice.is_empty() {
+                let _ = writeln!(o, "  {side}: {}", d.advice);
+            }
+        }
+    }
+    o.push('\n');
+    o
+}
+
 /// The comparison as a text table; `name_a`/`name_b` say what A and B are.
 pub fn text(c: &Comparison, a: &RunRecord, b: &RunRecord, name_a: &str, name_b: &str) -> String {
     let mut o = String::new();
@@ -618,6 +749,8 @@ pub fn text(c: &Comparison, a: &RunRecord, b: &RunRecord, name_a: &str, name_b: 
         b.started_at, b.config.url
     );
     o.push('\n');
+    o.push_str(&config_changes(c, a, b));
+    o.push_str(&knees(a, b));
     let _ = writeln!(
         o,
         "{:<14}{:>16}{:>16}{:>10}  {:<22}{:>11}  test",
@@ -768,6 +901,119 @@ pub(crate) mod tests {
         let c = compare(&a, &a);
         let p50 = c.rows.iter().find(|r| r.metric == "Latency p50").unwrap();
         assert_eq!(p50.verdict, Verdict::NoChange);
+    }
+
+    #[test]
+    fn changed_directives_sit_above_the_deltas() {
+        use redline_stats::{ConfigValue, ServerConfig};
+        let cfg = |kat: &str, mrw: &str| {
+            let mut d = std::collections::BTreeMap::new();
+            for (n, v) in [
+                ("KeepAliveTimeout", kat),
+                ("MaxRequestWorkers", mrw),
+                ("Timeout", "60"),
+            ] {
+                d.insert(
+                    n.to_string(),
+                    ConfigValue {
+                        value: v.into(),
+                        at: "default".into(),
+                    },
+                );
+            }
+            ServerConfig {
+                server: "apache".into(),
+                file: "/x/httpd.conf".into(),
+                directives: d,
+            }
+        };
+        let mut a = synth(100, 2000, 1, 5);
+        let mut b = synth(118, 1200, 2, 5);
+        a.server_config = Some(cfg("15", "150"));
+        b.server_config = Some(cfg("5", "33"));
+        let c = compare(&a, &b);
+        let t = text(&c, &a, &b, "a", "b");
+        let line = t
+            .lines()
+            .find(|l| l.contains("KeepAliveTimeout 15 -> 5, MaxRequestWorkers 150 -> 33: p99 "))
+            .unwrap_or_else(|| panic!("{t}"));
+        // The effect is the table's own p99 and req/s changes, rounded.
+        let pct = |m: &str| {
+            c.rows
+                .iter()
+                .find(|r| r.metric == m)
+                .unwrap()
+                .change_pct
+                .unwrap()
+        };
+        let (p99, rps) = (
+            format!("p99 {:+.0} %", pct("Latency p99")),
+            format!("req/s {:+.0} %", pct("Requests/sec")),
+        );
+        assert!(line.contains(&p99) && line.contains(&rps), "{line}");
+        assert!(pct("Requests/sec") > 10.0);
+        assert!(!t.contains("Timeout 60"), "{t}");
+        let (cfg_at, table_at) = (
+            t.find("Server configuration changed").unwrap(),
+            t.find("Requests/sec").unwrap(),
+        );
+        assert!(cfg_at < table_at, "{t}");
+        b.server_config = None;
+        assert!(text(&compare(&a, &b), &a, &b, "a", "b").contains("recorded for A only"));
+    }
+
+    #[test]
+    fn staged_runs_show_knee_and_diagnosis_side_by_side() {
+        use redline_stats::stages::{Knee, StagePlan};
+        use redline_stats::watch::Diagnosis;
+        let mut a = synth(100, 2000, 1, 5);
+        let mut b = synth(118, 1200, 2, 5);
+        assert_eq!(knees(&a, &b), "", "plain runs: nothing");
+        let plan = StagePlan {
+            unit: "connections".into(),
+            step: true,
+            stages: vec![redline_stats::stages::StageSpec {
+                duration_s: 5.0,
+                level: 40.0,
+            }],
+        };
+        for (r, level, limit) in [(&mut a, 10.0, 10), (&mut b, 33.0, 33)] {
+            r.config.stages = Some(plan.clone());
+            r.knee = Some(Knee {
+                level,
+                unit: "connections".into(),
+                reason: "throughput".into(),
+                evidence: String::new(),
+            });
+            r.diagnosis = Some(Diagnosis {
+                resource: "worker_pool".into(),
+                directive: "MaxRequestWorkers".into(),
+                limit: Some(limit),
+                at_level: Some(level),
+                evidence: vec![],
+                advice: format!("raise MaxRequestWorkers above {limit}"),
+            });
+        }
+        let t = knees(&a, &b);
+        let knee = t.lines().find(|l| l.starts_with("Knee")).unwrap();
+        assert!(
+            knee.contains("10 connections") && knee.contains("33 connections"),
+            "{t}"
+        );
+        assert!(knee.find("10 conn").unwrap() < knee.find("33 conn").unwrap());
+        let d = t.lines().find(|l| l.starts_with("Diagnosis")).unwrap();
+        assert!(
+            d.contains("worker_pool (MaxRequestWorkers = 10)")
+                && d.contains("(MaxRequestWorkers = 33)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("A: raise MaxRequestWorkers above 10")
+                && t.contains("B: raise MaxRequestWorkers above 33"),
+            "{t}"
+        );
+        let full = text(&compare(&a, &b), &a, &b, "a", "b");
+        assert!(full.find("Knee").unwrap() < full.find("Requests/sec").unwrap());
     }
 
     #[test]

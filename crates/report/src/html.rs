@@ -1141,6 +1141,53 @@ fn status_section(runs: &[(&str, &RunRecord)]) -> String {
     out
 }
 
+/// Before/after: the server directives that changed, next to the change in
+/// p99 and req/s (empty unless both runs recorded a configuration).
+fn config_changes(runs: &[(&str, &RunRecord)]) -> String {
+    let [(_, a), (_, b)] = runs else {
+        return String::new();
+    };
+    let (Some(ca), Some(cb)) = (&a.server_config, &b.server_config) else {
+        return String::new();
+    };
+    let ch = ca.changes(cb);
+    if ch.is_empty() {
+        return String::new();
+    }
+    let pct = |x: f64, y: f64| {
+        if x > 0.0 {
+            format!("{:+.0} %", (y - x) * 100.0 / x)
+        } else {
+            "-".into()
+        }
+    };
+    let p99 = pct(
+        a.latency.percentile(99.0) as f64,
+        b.latency.percentile(99.0) as f64,
+    );
+    let rps = pct(a.requests_per_sec, b.requests_per_sec);
+    let mut s = String::from("<h2>What changed</h2>\n<table class=\"changes\"><tr><th>directive</th><th>first</th><th>second</th></tr>\n");
+    for (n, x, y) in &ch {
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(n),
+            esc(x),
+            esc(y)
+        );
+    }
+    let list: Vec<String> = ch
+        .iter()
+        .map(|(n, x, y)| format!("{n} {x} -> {y}"))
+        .collect();
+    let _ = writeln!(
+        s,
+        "<tr><td colspan=\"3\">{}: p99 {p99}, req/s {rps}</td></tr></table>",
+        esc(&list.join(", "))
+    );
+    s
+}
+
 /// The HTML report of one run, or of two (the second overlaid, dashed).
 pub fn report(runs: &[(&str, &RunRecord)]) -> String {
     let runs = &runs[..runs.len().min(2)];
@@ -1172,6 +1219,7 @@ pub fn report(runs: &[(&str, &RunRecord)]) -> String {
         s.push_str("<p class=\"note\">Before/after: the first run is drawn solid, the second dashed.</p>\n");
     }
     s.push_str(&warnings(runs));
+    s.push_str(&config_changes(runs));
     s.push_str("<h2>Summary</h2>\n");
     s.push_str(&summary_table(runs));
     s.push_str("<p class=\"note\">Latency counts from the intended send time, so queueing and stalls show.</p>\n");

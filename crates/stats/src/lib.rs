@@ -20,8 +20,9 @@ pub mod watch;
 pub use error::{ErrorCount, ErrorKind, ErrorTally, MalformedKind};
 pub use hist::{Hist, SeriesHist};
 pub use record::{
-    ClientUsage, Counters, Environment, LoadModel, RunConfig, RunRecord, ScheduledStart,
-    SegmentConfig, SeriesPoint, ServerInfo, Warning, FORMAT, FORMAT_VERSION,
+    ClientUsage, ConfigValue, Counters, Environment, LoadModel, RunConfig, RunRecord,
+    ScheduledStart, SegmentConfig, SeriesPoint, ServerConfig, ServerInfo, Warning, FORMAT,
+    FORMAT_VERSION,
 };
 pub use recorder::{Recorder, Timing};
 pub use requests::{CheckCount, RequestStats};

@@ -482,6 +482,54 @@ pub struct RunRecord {
     /// `--start-at`: when the run was told to start and how late it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduled_start: Option<ScheduledStart>,
+    /// The server's tuning directives in effect for this run (`--server-config`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_config: Option<ServerConfig>,
+}
+
+/// The effective values of the directives `tune` knows, read from the
+/// server's configuration when the run started (`run --server-config`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerConfig {
+    /// `apache`, `nginx` or `lighttpd`.
+    pub server: String,
+    /// The main configuration file read.
+    pub file: String,
+    /// Directive (as the server's documentation spells it) to its value.
+    pub directives: BTreeMap<String, ConfigValue>,
+}
+
+impl ServerConfig {
+    /// The directives whose values differ from `b`'s: (name, this value, b's
+    /// value), `-` for a side without it. Empty for two different servers.
+    pub fn changes(&self, b: &ServerConfig) -> Vec<(String, String, String)> {
+        if self.server != b.server {
+            return Vec::new();
+        }
+        let names: std::collections::BTreeSet<&String> =
+            self.directives.keys().chain(b.directives.keys()).collect();
+        let val = |c: &ServerConfig, n: &str| {
+            c.directives
+                .get(n)
+                .map(|v| v.value.clone())
+                .unwrap_or_else(|| "-".into())
+        };
+        names
+            .into_iter()
+            .map(|n| (n.clone(), val(self, n), val(b, n)))
+            .filter(|(_, x, y)| x != y)
+            .collect()
+    }
+}
+
+/// One directive's effective value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigValue {
+    /// The value as written (secrets and paths outside the config redacted).
+    pub value: String,
+    /// Where it is set (`FILE:LINE`, relative to the config's directory), or
+    /// `default` when the server's documented default applies.
+    pub at: String,
 }
 
 impl RunRecord {
@@ -518,6 +566,7 @@ impl RunRecord {
             note: None,
             server_watch: None,
             server_status: None,
+            server_config: None,
             diagnosis: None,
             requests: Vec::new(),
             stages: Vec::new(),
@@ -644,6 +693,9 @@ impl AddAssign<&RunRecord> for RunRecord {
             }
             (None, Some(b)) => self.scheduled_start = Some(b.clone()),
             _ => {}
+        }
+        if self.server_config.is_none() {
+            self.server_config = o.server_config.clone();
         }
         match (&mut self.config.load, &o.config.load) {
             (

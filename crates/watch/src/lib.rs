@@ -6,6 +6,7 @@
 
 pub mod cgroup;
 pub mod detect;
+pub mod effective;
 pub mod glob;
 pub mod procfs;
 pub mod render;

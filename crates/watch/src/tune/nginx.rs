@@ -674,6 +674,17 @@ fn describe(stmts: &[Stmt], blocks: &[Block], mut b: Option<usize>) -> String {
     parts.join(" > ")
 }
 
+/// Every statement and block of a configuration file (includes followed),
+/// as `analyze` reads it; for the effective values a run records.
+pub fn statements(path: &Path) -> (Vec<Stmt>, Vec<Block>) {
+    let mut r = Reader {
+        base: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+        ..Default::default()
+    };
+    r.read(path, &[], None, None);
+    (r.stmts, r.blocks)
+}
+
 /// Reads and checks an nginx configuration (or `nginx -T` output).
 pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
     let _ = opts;
