@@ -259,9 +259,15 @@ pub fn read_memory(root: &Path, mut p: ProcInfo) -> Option<ProcInfo> {
         }
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {}
         // Gone (ENOENT, ESRCH) or turned zombie since its stat was read: skipped.
-        // Still there: a kernel without smaps_rollup (before 4.14), estimated below.
         Err(_) if !still_there(&dir) => return None,
-        Err(_) => {}
+        // Still there without the file: a kernel without smaps_rollup
+        // (before 4.14), estimated below.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        // Still there, but its memory could not be read just now (a CGI
+        // child between fork, exec and exit, on a busy machine): skipped for
+        // this sample, not guessed (its CPU is counted at the next sample or
+        // through its parent's reaped children).
+        Err(_) => return None,
     }
     if status_text.is_err() {
         return still_there(&dir).then_some(p);
