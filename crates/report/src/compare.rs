@@ -984,6 +984,8 @@ pub(crate) mod tests {
                 unit: "connections".into(),
                 reason: "throughput".into(),
                 evidence: String::new(),
+                low: None,
+                high: None,
             });
             r.diagnosis = Some(Diagnosis {
                 resource: "worker_pool".into(),
