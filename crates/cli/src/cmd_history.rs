@@ -336,16 +336,16 @@ pub fn save_page(db: Option<&Path>, p: &redline_history::PageSave) -> Result<i64
 /// What `compare` and `show` got: a run or a page load.
 enum Loaded {
     Run(Box<RunRecord>),
-    Page(redline_report::page_compare::PageLoad),
+    Page(redline_web::render::page_compare::PageLoad),
 }
 
 fn page_of(
     json: &str,
     what: &str,
-) -> Result<redline_report::page_compare::PageLoad, (i32, String)> {
+) -> Result<redline_web::render::page_compare::PageLoad, (i32, String)> {
     let v: serde_json::Value =
         serde_json::from_str(json).map_err(|e| (EXIT_USAGE, format!("{what}: {e}")))?;
-    redline_report::page_compare::parse(&v).map_err(|e| (EXIT_USAGE, format!("{what}: {e}")))
+    redline_web::render::page_compare::parse(&v).map_err(|e| (EXIT_USAGE, format!("{what}: {e}")))
 }
 
 fn run_name(id: i64, rec: &RunRecord) -> String {
@@ -405,7 +405,7 @@ impl Loader {
             let text = std::fs::read_to_string(p)
                 .map_err(|e| (EXIT_USAGE, format!("cannot read {r}: {e}")))?;
             let is_page = serde_json::from_str::<serde_json::Value>(&text)
-                .is_ok_and(|v| redline_report::page_compare::is_page(&v));
+                .is_ok_and(|v| redline_web::render::page_compare::is_page(&v));
             if is_page {
                 let name = p
                     .file_name()
@@ -594,7 +594,7 @@ fn cmd_show(a: OneRun) -> CmdResult {
             let p = page_of(&json, &format!("saved page load {id}"))?;
             return print(&format!(
                 "Page load {id}\n\n{}",
-                redline_report::page_compare::show(&p)
+                redline_web::render::page_compare::show(&p)
             ));
         }
         Saved::Run(rec) => rec,
@@ -654,7 +654,7 @@ fn cmd_compare(a: CompareArgs) -> CmdResult {
             print(&redline_report::compare::text(&c, &ra, &rb, &na, &nb))
         }
         (Loaded::Page(pa), Loaded::Page(pb)) => {
-            print(&redline_report::page_compare::text(&pa, &pb, &na, &nb))
+            print(&redline_web::render::page_compare::text(&pa, &pb, &na, &nb))
         }
         _ => Err((
             EXIT_USAGE,

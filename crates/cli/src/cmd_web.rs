@@ -479,7 +479,7 @@ fn cmd_page(a: PageArgs) -> i32 {
         save_page(&a, &rep, &json);
     }
     if let Some(p) = &a.common.html {
-        if let Err(code) = write_html(p, &redline_report::audit_html::page_report(&rep)) {
+        if let Err(code) = write_html(p, &redline_web::render::audit_html::page_report(&rep)) {
             return code;
         }
     }
@@ -523,7 +523,10 @@ fn cmd_audit(a: AuditArgs) -> i32 {
     probes.dpr = Some(opts.viewport.dpr);
     let result = audit::audit_page_with(&rep, &probes);
     if let Some(p) = &a.common.html {
-        if let Err(code) = write_html(p, &redline_report::audit_html::audit_report(&result, &rep)) {
+        if let Err(code) = write_html(
+            p,
+            &redline_web::render::audit_html::audit_report(&result, &rep),
+        ) {
             return code;
         }
     }

@@ -16,6 +16,7 @@ pub mod http;
 pub mod load;
 pub mod modules;
 pub mod page;
+pub mod render;
 pub mod srcset;
 pub mod viewport;
 

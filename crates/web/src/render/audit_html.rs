@@ -4,10 +4,10 @@
 //! waterfall drawn as inline SVG (connect / TLS / waiting / transfer per
 //! resource). One file that opens offline: inline CSS, nothing fetched.
 
-use crate::html::esc;
-use redline_web::audit::{Audit, Check, Finding, Severity};
-use redline_web::load::{Entry, Load};
-use redline_web::page::PageReport;
+use crate::audit::{Audit, Check, Finding, Severity};
+use crate::load::{Entry, Load};
+use crate::page::PageReport;
+use redline_report::html::esc;
 use std::fmt::Write as _;
 
 const STYLE: &str = "
@@ -91,7 +91,7 @@ fn ms(v: f64) -> String {
 }
 
 fn by(n: u64) -> String {
-    crate::bytes(n as f64)
+    redline_report::bytes(n as f64)
 }
 
 fn views_table(r: &PageReport) -> String {

@@ -4,13 +4,13 @@
 //! comparisons. Times are a sample: a verdict needs at least
 //! [`MIN_LOADS`] loads on each side (`page -n`), tested with the two-sided
 //! Mann-Whitney U test on the per-load times at 95 % with a minimum effect
-//! of [`crate::compare::MIN_EFFECT_PCT`] %; with fewer the row says "not
+//! of [`redline_report::compare::MIN_EFFECT_PCT`] %; with fewer the row says "not
 //! tested (single load each)" or how many there were. Requests and bytes
 //! are counts, shown as changes without a verdict. A view whose page failed
 //! to load is not compared (a failure is fast, not a speed-up).
 
-use crate::compare::{mann_whitney, LEVEL, MIN_EFFECT_PCT};
-use crate::{bytes, count};
+use redline_report::compare::{mann_whitney, LEVEL, MIN_EFFECT_PCT};
+use redline_report::{bytes, count};
 use serde_json::Value;
 use std::fmt::Write as _;
 
