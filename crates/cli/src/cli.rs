@@ -1,10 +1,8 @@
 //! Command-line parsing (syntax only) and the commands that drive the library crates.
 //!
-//! Exit codes: 0 success; 1 runtime failure (the engine could not run, output
-//! could not be written); 2 usage error (bad flag, URL, header, unreadable
-//! file, unresolvable host); 3 findings at `--fail-on` (audit, tune); 4 a
-//! `--threshold` failed; 130 interrupted (Ctrl-C; the report is still printed).
+//! Exit codes: the [`Exit`] enum (crates/cli/src/exit.rs).
 
+use crate::exit::{fail, Exit};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use redline_engine::{
     execute_with_series, parse_duration, Arrival, Plan, PlanArgs, Snapshot, StopHandle,
@@ -14,28 +12,20 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-/// Exit code: success.
-pub const EXIT_OK: i32 = 0;
-/// Exit code: runtime failure.
-pub const EXIT_RUNTIME: i32 = 1;
-/// Exit code: usage error.
-pub const EXIT_USAGE: i32 = 2;
-/// Exit code: a `--threshold` did not hold.
-pub const EXIT_THRESHOLD: i32 = 4;
-/// Exit code: interrupted by Ctrl-C.
-pub const EXIT_INTERRUPTED: i32 = 130;
-
-const AFTER_HELP: &str = "\
-Exit codes: 0 ok, 1 runtime failure, 2 usage error, 3 findings (audit/tune --fail-on),
-4 a --threshold failed, 130 interrupted (report still printed).
-Aim redline only at servers you own or are allowed to test.";
+/// The text under `--help`: the exit codes (from [`Exit`]) and the one rule.
+fn after_help() -> String {
+    format!(
+        "{}\nAim redline only at servers you own or are allowed to test.",
+        Exit::help_line()
+    )
+}
 
 #[derive(Parser, Debug)]
 #[command(
     name = "redline",
     version,
     about = "Load-test a web server honestly: how much it takes, where it breaks, and whether tuning helped.",
-    after_help = AFTER_HELP,
+    after_help = after_help(),
     args_conflicts_with_subcommands = true
 )]
 struct Cli {
@@ -324,24 +314,22 @@ pub(crate) fn install_ctrlc() {
             eprintln!("\nredline: stopping (in-flight requests get up to 1 s); Ctrl-C again to quit at once");
             stop.stop();
         } else {
-            std::process::exit(EXIT_INTERRUPTED);
+            std::process::exit(Exit::Interrupted.code());
         }
     });
 }
 
-/// Prints a one-line error and returns the exit code.
-pub fn fail(code: i32, msg: impl std::fmt::Display) -> i32 {
-    eprintln!("redline: error: {msg}");
-    code
-}
-
 /// Entry point; returns the process exit code.
-pub fn main() -> i32 {
+pub fn main() -> Exit {
     let args = normalize_args(std::env::args().collect());
     let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let code = if e.use_stderr() {
+                Exit::Usage
+            } else {
+                Exit::Ok
+            };
             let _ = e.print();
             return code;
         }
@@ -358,14 +346,14 @@ pub fn main() -> i32 {
     }
 }
 
-fn cmd_run(a: RunArgs) -> i32 {
+fn cmd_run(a: RunArgs) -> Exit {
     let body = match (&a.body, &a.body_file) {
         (Some(b), _) => Some(b.clone().into_bytes()),
         (None, Some(p)) => match std::fs::read(p) {
             Ok(b) => Some(b),
             Err(e) => {
                 return fail(
-                    EXIT_USAGE,
+                    Exit::Usage,
                     format!("cannot read --body-file {}: {e}", p.display()),
                 )
             }
@@ -374,17 +362,17 @@ fn cmd_run(a: RunArgs) -> i32 {
     };
     if a.scenario.is_some() && (a.body.is_some() || a.body_file.is_some() || a.method.is_some()) {
         return fail(
-            EXIT_USAGE,
+            Exit::Usage,
             "-m/-b/--body-file do not go with --scenario: give method and body per request in the file",
         );
     }
     let stages = match a.stages.plan_args() {
         Ok(s) => s,
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     let (segment, start_at) = match a.dist.resolve() {
         Ok(x) => x,
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     let pa = PlanArgs {
         segment,
@@ -423,7 +411,7 @@ fn cmd_run(a: RunArgs) -> i32 {
     };
     let mut plan = match Plan::build(pa) {
         Ok(p) => p,
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     // https without --http2/--http1.1: HTTP/2 when the server picks it by ALPN.
     if let Some(note) = redline_engine::alpn::negotiate(&mut plan) {
@@ -440,7 +428,7 @@ fn cmd_run(a: RunArgs) -> i32 {
         for (i, t) in sc.thresholds.iter().enumerate() {
             match parse(t, None, i) {
                 Ok(t) => thresholds.push(t),
-                Err(e) => return fail(EXIT_USAGE, e),
+                Err(e) => return fail(Exit::Usage, e),
             }
         }
         for (n, r) in sc.requests.iter().enumerate() {
@@ -448,7 +436,7 @@ fn cmd_run(a: RunArgs) -> i32 {
             for (i, t) in r.thresholds.iter().enumerate() {
                 match parse(t, Some(n), i) {
                     Ok(t) => v.push(t),
-                    Err(e) => return fail(EXIT_USAGE, e),
+                    Err(e) => return fail(Exit::Usage, e),
                 }
             }
             if !v.is_empty() {
@@ -468,17 +456,17 @@ fn cmd_run(a: RunArgs) -> i32 {
     run_plan(&plan, &a.out, &hooks)
 }
 
-fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
+fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
     // First, while the process has one thread (growing the descriptor table
     // later waits for an RCU grace period per growth).
     let _ = redline_engine::run::prepare_fds(plan);
     let watch = match crate::cmd_server::before_run(&hooks.watch) {
         Ok(w) => w,
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     let mut live = match crate::cmd_history::LiveSink::open(&hooks.save) {
         Ok(l) => l,
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     let mut seconds = match hooks
         .live_seconds
@@ -487,14 +475,14 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
         .transpose()
     {
         Ok(s) => s,
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     install_ctrlc();
     let stop = stop_handle();
     let scheduled = match hooks.start_at {
         Some(at) => match crate::cmd_dist::wait_for_start(at, &stop, out.quiet) {
             Some(s) => Some(s),
-            None => return EXIT_INTERRUPTED,
+            None => return Exit::Interrupted,
         },
         None => None,
     };
@@ -556,7 +544,7 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
     }
     let mut rec = match result {
         Ok(r) => r,
-        Err(e) => return fail(EXIT_RUNTIME, e),
+        Err(e) => return fail(Exit::Failure, e),
     };
     if let Some(why) = &aborted {
         rec.warn("aborted", format!("aborted: {why}"));
@@ -600,7 +588,7 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
     };
     if let Err(e) = written.and_then(|_| stdout.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return fail(EXIT_RUNTIME, format!("cannot write the report: {e}"));
+            return fail(Exit::Failure, format!("cannot write the report: {e}"));
         }
     }
     drop(stdout);
@@ -612,15 +600,15 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
     }
     let c = &rec.counters;
     if aborted.is_some() {
-        EXIT_THRESHOLD
+        Exit::Threshold
     } else if rec.interrupted {
-        EXIT_INTERRUPTED
+        Exit::Interrupted
     } else if outcomes.iter().any(|o| !o.pass) {
-        EXIT_THRESHOLD
+        Exit::Threshold
     } else if c.scheduled > 0 && c.completed == 0 {
         // The report above says why; a script must not read this as a pass.
         fail(
-            EXIT_RUNTIME,
+            Exit::Failure,
             format!(
                 "no request was answered ({} failed, {} unanswered)",
                 c.failed,
@@ -628,11 +616,11 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
             ),
         )
     } else {
-        EXIT_OK
+        Exit::Ok
     }
 }
 
-fn cmd_serve(a: ServeArgs) -> i32 {
+fn cmd_serve(a: ServeArgs) -> Exit {
     let cfg = redline_serve::ServeConfig {
         addr: std::net::SocketAddr::new(a.host, a.port),
         threads: a.threads,
@@ -643,19 +631,19 @@ fn cmd_serve(a: ServeArgs) -> i32 {
         let _ = std::io::stdout().flush();
     });
     match r {
-        Ok(()) => EXIT_OK,
+        Ok(()) => Exit::Ok,
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => fail(
-            EXIT_USAGE,
+            Exit::Usage,
             format!(
                 "cannot listen on {}:{}: address in use (try --port 0)",
                 a.host, a.port
             ),
         ),
-        Err(e) => fail(EXIT_RUNTIME, format!("cannot serve: {e}")),
+        Err(e) => fail(Exit::Failure, format!("cannot serve: {e}")),
     }
 }
 
-fn cmd_demo(a: DemoArgs) -> i32 {
+fn cmd_demo(a: DemoArgs) -> Exit {
     let server = match redline_serve::Server::start(redline_serve::ServeConfig {
         addr: "127.0.0.1:0".parse().expect("literal address"),
         threads: 1,
@@ -663,7 +651,7 @@ fn cmd_demo(a: DemoArgs) -> i32 {
         Ok(s) => s,
         Err(e) => {
             return fail(
-                EXIT_RUNTIME,
+                Exit::Failure,
                 format!("cannot start the built-in target: {e}"),
             )
         }
@@ -682,7 +670,7 @@ fn cmd_demo(a: DemoArgs) -> i32 {
     pa.threads = Some(1);
     let plan = match Plan::build(pa) {
         Ok(p) => p,
-        Err(e) => return fail(EXIT_RUNTIME, e),
+        Err(e) => return fail(Exit::Failure, e),
     };
     let code = run_plan(&plan, &a.out, &Hooks::default());
     if a.out.output == Output::Text {

@@ -20,7 +20,7 @@
 //! record or `--abort-on-fail` stopped the run. `agent` 0 ok, 1 the run or the coordinator failed (its own record
 //! still printed when there is one), 2 usage.
 
-use crate::cli::{fail, EXIT_OK, EXIT_RUNTIME, EXIT_THRESHOLD, EXIT_USAGE};
+use crate::exit::{fail, Exit};
 use clap::{Args, Subcommand, ValueEnum};
 use redline_dist::{agent, coordinator, k8s, segment};
 use std::io::{BufRead, IsTerminal, Write};
@@ -352,7 +352,7 @@ pub struct K8sPodArgs {
 }
 
 /// Runs a distributed subcommand; returns the exit code.
-pub fn dispatch(cmd: DistCmd) -> i32 {
+pub fn dispatch(cmd: DistCmd) -> Exit {
     match cmd {
         DistCmd::Coordinate(a) => cmd_coordinate(a),
         DistCmd::Agent(a) => cmd_agent(a),
@@ -361,22 +361,22 @@ pub fn dispatch(cmd: DistCmd) -> i32 {
     }
 }
 
-fn print_out(s: &str) -> i32 {
+fn print_out(s: &str) -> Exit {
     let mut out = std::io::stdout().lock();
     match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
-        Ok(()) => EXIT_OK,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
-        Err(e) => fail(EXIT_RUNTIME, format!("cannot write the output: {e}")),
+        Ok(()) => Exit::Ok,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Ok,
+        Err(e) => fail(Exit::Failure, format!("cannot write the output: {e}")),
     }
 }
 
-fn cmd_coordinate(a: CoordinateArgs) -> i32 {
+fn cmd_coordinate(a: CoordinateArgs) -> Exit {
     if a.agents == 0 || a.agents > 10_000 {
-        return fail(EXIT_USAGE, "--agents must be between 1 and 10000");
+        return fail(Exit::Usage, "--agents must be between 1 and 10000");
     }
     let listener = match std::net::TcpListener::bind(&a.listen) {
         Ok(l) => l,
-        Err(e) => return fail(EXIT_USAGE, format!("cannot listen on {}: {e}", a.listen)),
+        Err(e) => return fail(Exit::Usage, format!("cannot listen on {}: {e}", a.listen)),
     };
     let addr = listener
         .local_addr()
@@ -465,8 +465,8 @@ fn cmd_coordinate(a: CoordinateArgs) -> i32 {
     );
     let out = match result {
         Ok(o) => o,
-        Err(coordinator::Error::NotReady(m)) => return fail(EXIT_RUNTIME, m),
-        Err(e) => return fail(EXIT_RUNTIME, e),
+        Err(coordinator::Error::NotReady(m)) => return fail(Exit::Failure, m),
+        Err(e) => return fail(Exit::Failure, e),
     };
     if !quiet {
         for ag in &out.agents {
@@ -491,14 +491,14 @@ fn cmd_coordinate(a: CoordinateArgs) -> i32 {
     }
     let Some(rec) = out.merged else {
         return fail(
-            EXIT_RUNTIME,
+            Exit::Failure,
             "no agent sent a run record: nothing to report",
         );
     };
     if let Some(p) = &a.record {
         if let Err(e) = std::fs::write(p, redline_report::json(&rec)) {
             return fail(
-                EXIT_RUNTIME,
+                Exit::Failure,
                 format!("cannot write --record {}: {e}", p.display()),
             );
         }
@@ -523,7 +523,7 @@ fn cmd_coordinate(a: CoordinateArgs) -> i32 {
             print_out(&t)
         }
     };
-    if code != EXIT_OK {
+    if code != Exit::Ok {
         return code;
     }
     if out.incomplete {
@@ -534,7 +534,7 @@ fn cmd_coordinate(a: CoordinateArgs) -> i32 {
             .map(|x| x.name())
             .collect();
         return fail(
-            EXIT_RUNTIME,
+            Exit::Failure,
             format!(
                 "incomplete run: lost {}; the record holds only the other agents' load",
                 lost.join(", ")
@@ -542,9 +542,9 @@ fn cmd_coordinate(a: CoordinateArgs) -> i32 {
         );
     }
     if out.stopped.is_some() || outcomes.iter().any(|o| !o.pass) {
-        EXIT_THRESHOLD
+        Exit::Threshold
     } else {
-        EXIT_OK
+        Exit::Ok
     }
 }
 
@@ -557,10 +557,10 @@ fn hostname() -> String {
 /// Flags of `run` the agent sets itself and drops when the user gave them too.
 const DROPPED: &[&str] = &["--no-save"];
 
-fn cmd_agent(a: AgentArgs) -> i32 {
+fn cmd_agent(a: AgentArgs) -> Exit {
     if a.total == 0 || a.index >= a.total {
         return fail(
-            EXIT_USAGE,
+            Exit::Usage,
             format!(
                 "--index {} --total {}: the index must be below the total",
                 a.index, a.total
@@ -572,7 +572,7 @@ fn cmd_agent(a: AgentArgs) -> i32 {
             Ok(s) if s.len() as u64 == a.total => s.segment(a.index as usize).expect("index < len"),
             Ok(s) => {
                 return fail(
-                    EXIT_USAGE,
+                    Exit::Usage,
                     format!(
                         "--segment-sequence {q} has {} segments for --total {}",
                         s.len(),
@@ -580,11 +580,11 @@ fn cmd_agent(a: AgentArgs) -> i32 {
                     ),
                 )
             }
-            Err(e) => return fail(EXIT_USAGE, e),
+            Err(e) => return fail(Exit::Usage, e),
         },
         None => match segment::Sequence::equal(a.total) {
             Ok(s) => s.segment(a.index as usize).expect("index < total"),
-            Err(e) => return fail(EXIT_USAGE, e),
+            Err(e) => return fail(Exit::Usage, e),
         },
     };
     let mut run = a.run.clone();
@@ -604,11 +604,11 @@ fn cmd_agent(a: AgentArgs) -> i32 {
     }
     let scaled = match agent::scale_run_args(&run, &seg) {
         Ok(s) => s,
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     let expected_s = match scaled.duration.as_deref().map(dur).transpose() {
         Ok(d) => d.map(|d| d.as_secs_f64()),
-        Err(e) => return fail(EXIT_USAGE, format!("-d: {e}")),
+        Err(e) => return fail(Exit::Usage, format!("-d: {e}")),
     };
     let host = hostname();
     let mut session = match agent::Session::register(
@@ -619,10 +619,10 @@ fn cmd_agent(a: AgentArgs) -> i32 {
         a.connect_timeout,
     ) {
         Ok(s) => s,
-        Err(e) => return fail(EXIT_RUNTIME, e),
+        Err(e) => return fail(Exit::Failure, e),
     };
     if let Err(e) = session.sync_clock(8) {
-        return fail(EXIT_RUNTIME, e);
+        return fail(Exit::Failure, e);
     }
     eprintln!(
         "redline agent {}: segment {seg}, {} connections{}{}; clock offset {:+.1} ms",
@@ -641,7 +641,7 @@ fn cmd_agent(a: AgentArgs) -> i32 {
     let start =
         match session.ready_and_wait(expected_s, scaled.requests, abort_on_fail, a.start_timeout) {
             Ok(s) => s,
-            Err(e) => return fail(EXIT_RUNTIME, e),
+            Err(e) => return fail(Exit::Failure, e),
         };
     let stop = session.listen_for_stop();
     // Sleep to the common start (bounded by the start delay the coordinator chose).
@@ -650,8 +650,8 @@ fn cmd_agent(a: AgentArgs) -> i32 {
     if let Some(why) = &scaled.empty {
         eprintln!("redline agent {}: nothing to run: {why}", a.index);
         return match session.done(0.0, None, Some(why.clone())) {
-            Ok(()) => EXIT_OK,
-            Err(e) => fail(EXIT_RUNTIME, e),
+            Ok(()) => Exit::Ok,
+            Err(e) => fail(Exit::Failure, e),
         };
     }
     let late_ms = Instant::now()
@@ -668,12 +668,12 @@ fn cmd_agent(a: AgentArgs) -> i32 {
     }
     let sent = session.done(late_ms, record.clone(), note.clone());
     match (sent, record) {
-        (Ok(()), Some(_)) => EXIT_OK,
+        (Ok(()), Some(_)) => Exit::Ok,
         (Ok(()), None) => fail(
-            EXIT_RUNTIME,
+            Exit::Failure,
             note.unwrap_or_else(|| "the run failed".into()),
         ),
-        (Err(e), _) => fail(EXIT_RUNTIME, e),
+        (Err(e), _) => fail(Exit::Failure, e),
     }
 }
 
@@ -881,28 +881,28 @@ fn refuse_secrets(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn cmd_k8s(a: K8sArgs) -> i32 {
+fn cmd_k8s(a: K8sArgs) -> Exit {
     let mut run = a.run.clone();
     if run.first().map(String::as_str) != Some("run") {
         return fail(
-            EXIT_USAGE,
+            Exit::Usage,
             "k8s: give the run after `--`: redline k8s --parallel 4 -- run URL -d 60s",
         );
     }
     run.remove(0);
     if let Err(e) = refuse_secrets(&run) {
-        return fail(EXIT_USAGE, e);
+        return fail(Exit::Usage, e);
     }
     // The arguments must make a valid share for every agent.
     let seq = match segment::Sequence::equal(a.parallel.max(1) as u64) {
         Ok(s) => s,
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     let mut duration = None;
     for i in 0..seq.len() {
         match agent::scale_run_args(&run, &seq.segment(i).expect("i < len")) {
             Ok(s) => duration = s.duration,
-            Err(e) => return fail(EXIT_USAGE, e),
+            Err(e) => return fail(Exit::Usage, e),
         }
     }
     let deadline = match a.deadline {
@@ -910,7 +910,7 @@ fn cmd_k8s(a: K8sArgs) -> i32 {
         None => match duration.as_deref().map(dur).transpose() {
             Ok(Some(d)) => d + Duration::from_secs(600),
             Ok(None) => Duration::from_secs(3600),
-            Err(e) => return fail(EXIT_USAGE, format!("-d: {e}")),
+            Err(e) => return fail(Exit::Usage, format!("-d: {e}")),
         },
     };
     let opts = k8s::Options {
@@ -926,12 +926,12 @@ fn cmd_k8s(a: K8sArgs) -> i32 {
     };
     let docs = match k8s::manifests(&opts) {
         Ok(d) => d,
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     let problems = k8s::check(&docs, opts.parallel);
     if !problems.is_empty() {
         return fail(
-            EXIT_RUNTIME,
+            Exit::Failure,
             format!("generated manifests break: {}", problems.join("; ")),
         );
     }
@@ -964,14 +964,14 @@ fn run_thresholds(run: &[String]) -> Result<Vec<redline_report::thresholds::Thre
     Ok(v)
 }
 
-fn cmd_k8s_pod(a: K8sPodArgs) -> i32 {
+fn cmd_k8s_pod(a: K8sPodArgs) -> Exit {
     let index: u64 = match std::env::var("JOB_COMPLETION_INDEX")
         .ok()
         .and_then(|v| v.trim().parse().ok())
     {
         Some(i) => i,
         None => return fail(
-            EXIT_USAGE,
+            Exit::Usage,
             "k8s-pod runs inside the Job `redline k8s` prints (JOB_COMPLETION_INDEX is not set)",
         ),
     };
@@ -979,7 +979,7 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> i32 {
         Ok(t) => t,
         Err(e) => {
             return fail(
-                EXIT_USAGE,
+                Exit::Usage,
                 format!("cannot read {}: {e}", a.args_file.display()),
             )
         }
@@ -988,7 +988,7 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> i32 {
         Ok(r) => r,
         Err(e) => {
             return fail(
-                EXIT_USAGE,
+                Exit::Usage,
                 format!(
                     "{}: not a JSON array of strings: {e}",
                     a.args_file.display()
@@ -1007,7 +1007,7 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> i32 {
             run_timeout: Duration::from_secs(24 * 3600),
             thresholds: match run_thresholds(&run) {
                 Ok(t) => t,
-                Err(e) => return fail(EXIT_USAGE, e),
+                Err(e) => return fail(Exit::Usage, e),
             },
             abort_on_fail: run.iter().any(|x| x == "--abort-on-fail"),
             output: RecordFormat::Json,

@@ -24,7 +24,7 @@
 //! SLO; 1 the client was the limit before any step passed, or a run failed;
 //! 2 bad input; 130 interrupted.
 
-use crate::cli::{fail, EXIT_INTERRUPTED, EXIT_OK, EXIT_RUNTIME, EXIT_THRESHOLD, EXIT_USAGE};
+use crate::exit::{fail, Exit};
 use clap::{Args, ValueEnum};
 use redline_engine::{execute, parse_duration, Plan, PlanArgs};
 use redline_report::thresholds::{check, Outcome, Threshold};
@@ -272,18 +272,18 @@ fn fmt_rate(r: f64) -> String {
 }
 
 /// Runs `redline find`; returns the exit code.
-pub fn run(a: FindArgs) -> i32 {
+pub fn run(a: FindArgs) -> Exit {
     if !(a.start_rate.is_finite() && a.start_rate > 0.0 && a.start_rate <= 10_000_000.0) {
         return fail(
-            EXIT_USAGE,
+            Exit::Usage,
             "--start-rate must be above 0 and at most 10,000,000 req/s",
         );
     }
     if a.step_duration < Duration::from_secs(1) {
-        return fail(EXIT_USAGE, "--step-duration must be at least 1s");
+        return fail(Exit::Usage, "--step-duration must be at least 1s");
     }
     if a.max_steps == 0 {
-        return fail(EXIT_USAGE, "--max-steps must be at least 1");
+        return fail(Exit::Usage, "--max-steps must be at least 1");
     }
     let warm_s = a.warmup.as_secs_f64().ceil() as u32;
     let measured_s = a.step_duration.as_secs_f64().ceil() as u32;
@@ -292,7 +292,7 @@ pub fn run(a: FindArgs) -> i32 {
     // step could never run any.
     if step_len + Duration::from_secs(1) > a.time_budget {
         return fail(
-            EXIT_USAGE,
+            Exit::Usage,
             format!(
                 "--time-budget {}s is shorter than one step ({}s: --warmup, --step-duration and 1s to drain)",
                 a.time_budget.as_secs_f64(),
@@ -326,7 +326,7 @@ pub fn run(a: FindArgs) -> i32 {
             }
             p
         }
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     let url = negotiated.target.display.clone();
     let build = |rate: f64| -> Result<Plan, String> {
@@ -373,11 +373,11 @@ pub fn run(a: FindArgs) -> i32 {
         }
         let plan = match build(rate) {
             Ok(p) => p,
-            Err(e) => return fail(EXIT_USAGE, e),
+            Err(e) => return fail(Exit::Usage, e),
         };
         let mut rec = match execute(&plan, &stop, |_| {}) {
             Ok(r) => r,
-            Err(e) => return fail(EXIT_RUNTIME, e),
+            Err(e) => return fail(Exit::Failure, e),
         };
         let n = steps.len() as u32 + 1;
         rec.note = Some(format!("redline find: step {n}, {} req/s", fmt_rate(rate)));
@@ -499,9 +499,9 @@ pub fn run(a: FindArgs) -> i32 {
         }
     }
     match (stopped, pass) {
-        ("interrupted", _) => EXIT_INTERRUPTED,
-        (_, Some(_)) => EXIT_OK,
-        ("client_limited", None) => EXIT_RUNTIME,
-        (_, None) => EXIT_THRESHOLD,
+        ("interrupted", _) => Exit::Interrupted,
+        (_, Some(_)) => Exit::Ok,
+        ("client_limited", None) => Exit::Failure,
+        (_, None) => Exit::Threshold,
     }
 }

@@ -9,7 +9,7 @@
 //! takes two of them (saved or `page -o json` files); `report` and `merge`
 //! take runs only (exit 2 for a page load).
 
-use crate::cli::{fail, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE};
+use crate::exit::{fail, Exit};
 use clap::{Args, Subcommand};
 use redline_engine::Snapshot;
 use redline_history::{Filter, HistoryError, Saved, Store};
@@ -262,16 +262,16 @@ impl Drop for LiveSink {
     }
 }
 
-fn history_err(e: HistoryError) -> (i32, String) {
+fn history_err(e: HistoryError) -> (Exit, String) {
     let code = if e.is_usage() {
-        EXIT_USAGE
+        Exit::Usage
     } else {
-        EXIT_RUNTIME
+        Exit::Failure
     };
     (code, e.to_string())
 }
 
-fn open_store(db: Option<&Path>, create: bool) -> Result<Store, (i32, String)> {
+fn open_store(db: Option<&Path>, create: bool) -> Result<Store, (Exit, String)> {
     let path = redline_history::resolve_path(db).map_err(history_err)?;
     let s = if create {
         Store::open(&path)
@@ -342,10 +342,10 @@ enum Loaded {
 fn page_of(
     json: &str,
     what: &str,
-) -> Result<redline_web::render::page_compare::PageLoad, (i32, String)> {
+) -> Result<redline_web::render::page_compare::PageLoad, (Exit, String)> {
     let v: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| (EXIT_USAGE, format!("{what}: {e}")))?;
-    redline_web::render::page_compare::parse(&v).map_err(|e| (EXIT_USAGE, format!("{what}: {e}")))
+        serde_json::from_str(json).map_err(|e| (Exit::Usage, format!("{what}: {e}")))?;
+    redline_web::render::page_compare::parse(&v).map_err(|e| (Exit::Usage, format!("{what}: {e}")))
 }
 
 fn run_name(id: i64, rec: &RunRecord) -> String {
@@ -368,26 +368,27 @@ impl Loader {
             store: None,
         }
     }
-    fn store(&mut self) -> Result<&mut Store, (i32, String)> {
+    fn store(&mut self) -> Result<&mut Store, (Exit, String)> {
         if self.store.is_none() {
             self.store = Some(open_store(self.db.as_deref(), false)?);
         }
         Ok(self.store.as_mut().expect("just set"))
     }
-    fn saved(&mut self, r: &str) -> Result<(i64, RunRecord), (i32, String)> {
+    fn saved(&mut self, r: &str) -> Result<(i64, RunRecord), (Exit, String)> {
         let s = self.store()?;
         let id = s.resolve_run(r).map_err(history_err)?;
         let rec = s.get(id).map_err(history_err)?;
         Ok((id, rec))
     }
     /// A saved run or a run-record file; with its name for reports.
-    fn any(&mut self, r: &str) -> Result<(String, RunRecord), (i32, String)> {
+    fn any(&mut self, r: &str) -> Result<(String, RunRecord), (Exit, String)> {
         let p = Path::new(r);
         let looks_like_file = p.is_file() || r.ends_with(".json") || r.contains('/');
         if looks_like_file {
             let text = std::fs::read_to_string(p)
-                .map_err(|e| (EXIT_USAGE, format!("cannot read run record {r}: {e}")))?;
-            let rec = RunRecord::from_json(&text).map_err(|e| (EXIT_USAGE, format!("{r}: {e}")))?;
+                .map_err(|e| (Exit::Usage, format!("cannot read run record {r}: {e}")))?;
+            let rec =
+                RunRecord::from_json(&text).map_err(|e| (Exit::Usage, format!("{r}: {e}")))?;
             let name = p
                 .file_name()
                 .map(|f| f.to_string_lossy().into_owned())
@@ -398,12 +399,12 @@ impl Loader {
         Ok((run_name(id, &rec), rec))
     }
     /// A saved run or page load, or a run-record or page-report file.
-    fn run_or_page(&mut self, r: &str) -> Result<(String, Loaded), (i32, String)> {
+    fn run_or_page(&mut self, r: &str) -> Result<(String, Loaded), (Exit, String)> {
         let p = Path::new(r);
         let looks_like_file = p.is_file() || r.ends_with(".json") || r.contains('/');
         if looks_like_file {
             let text = std::fs::read_to_string(p)
-                .map_err(|e| (EXIT_USAGE, format!("cannot read {r}: {e}")))?;
+                .map_err(|e| (Exit::Usage, format!("cannot read {r}: {e}")))?;
             let is_page = serde_json::from_str::<serde_json::Value>(&text)
                 .is_ok_and(|v| redline_web::render::page_compare::is_page(&v));
             if is_page {
@@ -440,7 +441,7 @@ impl Loader {
 }
 
 /// Runs a history subcommand; returns the exit code.
-pub fn dispatch(cmd: HistoryCmd) -> i32 {
+pub fn dispatch(cmd: HistoryCmd) -> Exit {
     let r = match cmd {
         HistoryCmd::History(a) => cmd_list(a),
         HistoryCmd::Show(a) => cmd_show(a),
@@ -451,19 +452,19 @@ pub fn dispatch(cmd: HistoryCmd) -> i32 {
         HistoryCmd::Merge(a) => cmd_merge(a),
     };
     match r {
-        Ok(()) => EXIT_OK,
+        Ok(()) => Exit::Ok,
         Err((code, msg)) => fail(code, msg),
     }
 }
 
-type CmdResult = Result<(), (i32, String)>;
+type CmdResult = Result<(), (Exit, String)>;
 
 fn print(s: &str) -> CmdResult {
     let mut out = std::io::stdout().lock();
     match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err((EXIT_RUNTIME, format!("cannot write the output: {e}"))),
+        Err(e) => Err((Exit::Failure, format!("cannot write the output: {e}"))),
     }
 }
 
@@ -473,7 +474,7 @@ fn write_out(path: &Path, what: &str, s: &str) -> CmdResult {
     }
     std::fs::write(path, s).map_err(|e| {
         (
-            EXIT_RUNTIME,
+            Exit::Failure,
             format!("cannot write {what} {}: {e}", path.display()),
         )
     })
@@ -504,7 +505,7 @@ fn cmd_list(a: ListArgs) -> CmdResult {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.as_secs() as i64)
                 .unwrap_or(0);
-            Some(redline_history::since_bound(s, now).map_err(|e| (EXIT_USAGE, e))?)
+            Some(redline_history::since_bound(s, now).map_err(|e| (Exit::Usage, e))?)
         }
         None => None,
     };
@@ -657,7 +658,7 @@ fn cmd_compare(a: CompareArgs) -> CmdResult {
             print(&redline_web::render::page_compare::text(&pa, &pb, &na, &nb))
         }
         _ => Err((
-            EXIT_USAGE,
+            Exit::Usage,
             format!("cannot compare {na} with {nb}: one is a run, the other a page load"),
         )),
     }
@@ -694,7 +695,7 @@ fn cmd_merge(a: MergeArgs) -> CmdResult {
         recs.push(l.any(r)?.1);
     }
     let mut merged =
-        redline_history::merge::merge(&recs).map_err(|e| (EXIT_USAGE, e.to_string()))?;
+        redline_history::merge::merge(&recs).map_err(|e| (Exit::Usage, e.to_string()))?;
     if let Some(lb) = &a.label {
         merged.label = Some(lb.clone());
     }

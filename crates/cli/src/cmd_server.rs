@@ -1,6 +1,6 @@
 //! Server-side commands (issue 8): `--watch` during a run, `watch`, `size`, `tune`.
 //!
-//! Exit codes beyond the common ones: [`EXIT_FINDINGS`] (3) when `tune
+//! Exit codes beyond the common ones: [`Exit::Findings`] (3) when `tune
 //! --fail-on` found something at or above the given level.
 
 use clap::{Args, Subcommand, ValueEnum};
@@ -14,10 +14,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::cli::{fail, EXIT_OK, EXIT_RUNTIME, EXIT_USAGE};
-
-/// Exit code of `redline tune --fail-on LEVEL` when a finding at or above LEVEL was found.
-pub const EXIT_FINDINGS: i32 = 3;
+use crate::exit::{fail, Exit};
 
 /// The server-side subcommands.
 #[derive(Subcommand, Debug)]
@@ -356,7 +353,7 @@ pub fn after_run(h: Option<WatchHandle>, rec: &mut RunRecord) {
 }
 
 /// Runs a server subcommand; returns the exit code.
-pub fn dispatch(cmd: ServerCmd) -> i32 {
+pub fn dispatch(cmd: ServerCmd) -> Exit {
     match cmd {
         ServerCmd::Watch(a) => cmd_watch(a),
         ServerCmd::Size(a) => cmd_size(a),
@@ -364,12 +361,12 @@ pub fn dispatch(cmd: ServerCmd) -> i32 {
     }
 }
 
-fn print(s: &str) -> i32 {
+fn print(s: &str) -> Exit {
     let mut out = std::io::stdout().lock();
     match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
-        Ok(()) => EXIT_OK,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
-        Err(e) => fail(EXIT_RUNTIME, format!("cannot write the output: {e}")),
+        Ok(()) => Exit::Ok,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Ok,
+        Err(e) => fail(Exit::Failure, format!("cannot write the output: {e}")),
     }
 }
 
@@ -407,16 +404,16 @@ fn read_watch_doc(text: &str) -> Result<ServerWatch, String> {
 
 const WATCH_FORMAT: &str = "redline.watch";
 
-fn cmd_watch(a: WatchArgs) -> i32 {
+fn cmd_watch(a: WatchArgs) -> Exit {
     if let Some(run) = a.merge {
         return merge_watch(&run, &a.files);
     }
     if a.interval < Duration::from_millis(10) {
-        return fail(EXIT_USAGE, "--interval must be at least 10ms");
+        return fail(Exit::Usage, "--interval must be at least 10ms");
     }
     let targets = match resolve_targets(&a.targets, "watch", false) {
         Ok(t) => t,
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     let w = Watcher::start(targets, a.interval);
     std::thread::sleep(a.duration);
@@ -427,32 +424,32 @@ fn cmd_watch(a: WatchArgs) -> i32 {
     }
 }
 
-fn merge_watch(run: &PathBuf, files: &[PathBuf]) -> i32 {
+fn merge_watch(run: &PathBuf, files: &[PathBuf]) -> Exit {
     let read = |p: &PathBuf| {
         std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
     };
     let text = match read(run) {
         Ok(t) => t,
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     let mut rec = match RunRecord::from_json(&text) {
         Ok(r) => r,
-        Err(e) => return fail(EXIT_USAGE, format!("{}: {e}", run.display())),
+        Err(e) => return fail(Exit::Usage, format!("{}: {e}", run.display())),
     };
     if files.is_empty() {
         return fail(
-            EXIT_USAGE,
+            Exit::Usage,
             "--merge needs watch records after `--`: redline watch --merge run.json -- watch.json",
         );
     }
     for f in files {
         let t = match read(f) {
             Ok(t) => t,
-            Err(e) => return fail(EXIT_USAGE, e),
+            Err(e) => return fail(Exit::Usage, e),
         };
         let doc = match read_watch_doc(&t) {
             Ok(d) => d,
-            Err(e) => return fail(EXIT_USAGE, format!("{}: {e}", f.display())),
+            Err(e) => return fail(Exit::Usage, format!("{}: {e}", f.display())),
         };
         add_watch_warnings(&doc, &mut rec);
         match rec.server_watch.as_mut() {
@@ -463,12 +460,12 @@ fn merge_watch(run: &PathBuf, files: &[PathBuf]) -> i32 {
     redline_stats::stages::analyze_server(&mut rec);
     let mut buf = Vec::new();
     if let Err(e) = redline_report::write_json(&rec, &mut buf) {
-        return fail(EXIT_RUNTIME, format!("cannot write the record: {e}"));
+        return fail(Exit::Failure, format!("cannot write the record: {e}"));
     }
     print(&String::from_utf8_lossy(&buf))
 }
 
-fn cmd_size(a: SizeArgs) -> i32 {
+fn cmd_size(a: SizeArgs) -> Exit {
     let budget = match a
         .memory_budget
         .as_deref()
@@ -476,7 +473,7 @@ fn cmd_size(a: SizeArgs) -> i32 {
         .transpose()
     {
         Ok(b) => b,
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     if a.run.is_some() || a.from.is_some() {
         return size_from_record(&a, budget);
@@ -496,7 +493,7 @@ fn cmd_size(a: SizeArgs) -> i32 {
             },
         ) {
             Ok(r) => threads_per_child = r.threads_per_child,
-            Err(e) => return fail(EXIT_USAGE, e),
+            Err(e) => return fail(Exit::Usage, e),
         }
     }
     let mut inp = match live_size_input(&raw, flag, budget, true) {
@@ -507,12 +504,12 @@ fn cmd_size(a: SizeArgs) -> i32 {
     if inp.kind == ServerKind::Apache {
         match error_log_evidence(a.error_log.as_deref(), true) {
             Ok(e) => inp.evidence.extend(e),
-            Err(e) => return fail(EXIT_USAGE, e),
+            Err(e) => return fail(Exit::Usage, e),
         }
     }
     let r = match size::compute(&inp) {
         Ok(r) => r,
-        Err(e) => return fail(EXIT_RUNTIME, e),
+        Err(e) => return fail(Exit::Failure, e),
     };
     match a.output {
         Format::Text => print(&size::render(&r)),
@@ -531,8 +528,8 @@ fn live_size_input(
     flag: &str,
     budget: Option<Budget>,
     probe_load: bool,
-) -> Result<size::SizeInput, (i32, String)> {
-    let targets = resolve_targets(raw, flag, true).map_err(|e| (EXIT_USAGE, e))?;
+) -> Result<size::SizeInput, (Exit, String)> {
+    let targets = resolve_targets(raw, flag, true).map_err(|e| (Exit::Usage, e))?;
     let root = procfs::proc_root();
     let cg_root = redline_watch::cgroup::cgroup_root();
     let targets = redline_watch::cgroup::expand_units(&cg_root, &targets);
@@ -629,24 +626,24 @@ fn error_log_evidence(given: Option<&std::path::Path>, usual: bool) -> Result<Ve
 }
 
 /// Loads the run record named by `--run REF` (history) or `--from FILE`.
-fn load_record(a: &SizeArgs) -> Result<(String, RunRecord), (i32, String)> {
+fn load_record(a: &SizeArgs) -> Result<(String, RunRecord), (Exit, String)> {
     if let Some(p) = &a.from {
         let text = std::fs::read_to_string(p).map_err(|e| {
             (
-                EXIT_USAGE,
+                Exit::Usage,
                 format!("cannot read --from {}: {e}", p.display()),
             )
         })?;
         let rec = RunRecord::from_json(&text)
-            .map_err(|e| (EXIT_USAGE, format!("{}: {e}", p.display())))?;
+            .map_err(|e| (Exit::Usage, format!("{}: {e}", p.display())))?;
         return Ok((p.display().to_string(), rec));
     }
     let r = a.run.as_deref().unwrap_or("last");
     let herr = |e: redline_history::HistoryError| {
         let code = if e.is_usage() {
-            EXIT_USAGE
+            Exit::Usage
         } else {
-            EXIT_RUNTIME
+            Exit::Failure
         };
         (code, e.to_string())
     };
@@ -659,14 +656,14 @@ fn load_record(a: &SizeArgs) -> Result<(String, RunRecord), (i32, String)> {
 
 /// `redline size --run REF` / `--from FILE`: the same arithmetic as live
 /// sizing, from the processes the run's `--watch` saw at its memory peak.
-fn size_from_record(a: &SizeArgs, budget: Option<Budget>) -> i32 {
+fn size_from_record(a: &SizeArgs, budget: Option<Budget>) -> Exit {
     let (name, rec) = match load_record(a) {
         Ok(x) => x,
         Err((code, e)) => return fail(code, e),
     };
     let Some(w) = rec.server_watch.as_ref().filter(|w| !w.hosts.is_empty()) else {
         return fail(
-            EXIT_USAGE,
+            Exit::Usage,
             format!("{name} has no server watch data: run it with --watch NAME|PID, or merge a `redline watch` record into it"),
         );
     };
@@ -674,7 +671,7 @@ fn size_from_record(a: &SizeArgs, budget: Option<Budget>) -> i32 {
         Some(h) if !w.hosts.iter().any(|x| &x.host == h) => {
             let known: Vec<&str> = w.hosts.iter().map(|x| x.host.as_str()).collect();
             return fail(
-                EXIT_USAGE,
+                Exit::Usage,
                 format!("--host {h}: {name} watched only {}", known.join(", ")),
             );
         }
@@ -695,7 +692,7 @@ fn size_from_record(a: &SizeArgs, budget: Option<Budget>) -> i32 {
                 Some(x) => *x,
                 None => {
                     return fail(
-                        EXIT_USAGE,
+                        Exit::Usage,
                         format!(
                         "--instance {pid}: {name} watched no instance with that PID on {host_name}"
                     ),
@@ -706,7 +703,7 @@ fn size_from_record(a: &SizeArgs, budget: Option<Budget>) -> i32 {
         None if entries.len() > 1 => {
             let list: Vec<String> = entries.iter().map(|x| x.targets.join(", ")).collect();
             return fail(
-                EXIT_USAGE,
+                Exit::Usage,
                 format!(
                     "{name} watched {} instances on {host_name}: {}; give one with --instance PID",
                     entries.len(),
@@ -718,7 +715,7 @@ fn size_from_record(a: &SizeArgs, budget: Option<Budget>) -> i32 {
     };
     let mut inp = match size::input_from_watch(host, budget) {
         Ok(i) => i,
-        Err(e) => return fail(EXIT_USAGE, format!("{name}: {e}")),
+        Err(e) => return fail(Exit::Usage, format!("{name}: {e}")),
     };
     inp.source = inp.source.map(|s| format!("{name}: {s}"));
     if let Some(cfg) = &a.config {
@@ -730,7 +727,7 @@ fn size_from_record(a: &SizeArgs, budget: Option<Budget>) -> i32 {
             },
         ) {
             Ok(r) => inp.threads_per_child = r.threads_per_child,
-            Err(e) => return fail(EXIT_USAGE, e),
+            Err(e) => return fail(Exit::Usage, e),
         }
     }
     // The usual log paths are this machine's, maybe not the watched one's:
@@ -738,12 +735,12 @@ fn size_from_record(a: &SizeArgs, budget: Option<Budget>) -> i32 {
     if inp.kind == ServerKind::Apache {
         match error_log_evidence(a.error_log.as_deref(), false) {
             Ok(e) => inp.evidence.extend(e),
-            Err(e) => return fail(EXIT_USAGE, e),
+            Err(e) => return fail(Exit::Usage, e),
         }
     }
     let r = match size::compute(&inp) {
         Ok(r) => r,
-        Err(e) => return fail(EXIT_USAGE, format!("{name}: {e}")),
+        Err(e) => return fail(Exit::Usage, format!("{name}: {e}")),
     };
     match a.output {
         Format::Text => print(&size::render(&r)),
@@ -751,7 +748,7 @@ fn size_from_record(a: &SizeArgs, budget: Option<Budget>) -> i32 {
     }
 }
 
-fn cmd_tune(a: TuneArgs) -> i32 {
+fn cmd_tune(a: TuneArgs) -> Exit {
     let budget: Option<Budget> = match a
         .memory_budget
         .as_deref()
@@ -759,7 +756,7 @@ fn cmd_tune(a: TuneArgs) -> i32 {
         .transpose()
     {
         Ok(b) => b,
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     let mut opts = TuneOptions {
         server: a.server,
@@ -785,26 +782,26 @@ fn cmd_tune(a: TuneArgs) -> i32 {
                 opts.worker_private_kib = Some(r.per_worker_private_kib + r.per_worker_kernel_kib);
                 opts.budget_kib = Some(r.budget_kib.saturating_sub(r.fixed_kib));
             }
-            Err(e) => return fail(EXIT_RUNTIME, e),
+            Err(e) => return fail(Exit::Failure, e),
         }
     }
     let r = match tune::analyze(&a.config, &opts) {
         Ok(r) => r,
-        Err(e) => return fail(EXIT_USAGE, e),
+        Err(e) => return fail(Exit::Usage, e),
     };
     let code = match a.output {
         Format::Text => print(&tune::render_text(&r)),
         Format::Json => print(&to_json(serde_json::to_value(&r))),
     };
-    if code != EXIT_OK {
+    if code != Exit::Ok {
         return code;
     }
     let Some(threshold) = a.fail_on.map(|f| f.tune()) else {
-        return EXIT_OK;
+        return Exit::Ok;
     };
     if r.findings.iter().any(|f| f.level >= threshold) {
-        EXIT_FINDINGS
+        Exit::Findings
     } else {
-        EXIT_OK
+        Exit::Ok
     }
 }

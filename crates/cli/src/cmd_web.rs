@@ -12,16 +12,14 @@
 //! `audit` also checks a single resource) or a report
 //! (`--html`, `--har`) could not be written; 2 usage error (bad flag, URL,
 //! header, size, unresolvable host, unreadable `--cacert`);
-//! [`EXIT_FINDINGS`] (3) `audit --fail-on` found something that bad.
+//! [`Exit::Findings`] (3) `audit --fail-on` found something that bad.
 
+use crate::exit::Exit;
 use clap::{Args, Subcommand, ValueEnum};
 use redline_web::load::LoadOpts;
 use redline_web::{audit, page};
 use std::io::Write;
 use std::time::Duration;
-
-/// Exit code: `redline audit --fail-on LEVEL` found a finding at or above LEVEL.
-pub const EXIT_FINDINGS: i32 = 3;
 
 /// The web subcommands.
 #[derive(Subcommand, Debug)]
@@ -169,7 +167,7 @@ fn size(s: &str) -> Result<u64, String> {
 }
 
 /// Runs a web subcommand; returns the exit code.
-pub fn dispatch(cmd: WebCmd) -> i32 {
+pub fn dispatch(cmd: WebCmd) -> Exit {
     match cmd {
         WebCmd::Page(a) => cmd_page(a),
         WebCmd::Audit(a) => cmd_audit(a),
@@ -316,7 +314,7 @@ fn load_views(
     runs: usize,
     opts: &LoadOpts,
     html_only: bool,
-) -> Result<page::PageReport, i32> {
+) -> Result<page::PageReport, Exit> {
     let to_stdout = c.output == Output::Text;
     let quiet = c.quiet;
     let mut echo = |line: &str| {
@@ -341,11 +339,11 @@ fn load_views(
             .and_then(|e| e.error.clone())
             .unwrap_or_else(|| "no response".into());
         let code = if err.starts_with("cannot resolve") {
-            crate::cli::EXIT_USAGE
+            crate::exit::Exit::Usage
         } else {
-            crate::cli::EXIT_RUNTIME
+            crate::exit::Exit::Failure
         };
-        return Err(crate::cli::fail(
+        return Err(crate::exit::fail(
             code,
             format!("cannot load {}: {err}", rep.url),
         ));
@@ -363,8 +361,8 @@ fn load_views(
             "" | "text/html" | "application/xhtml+xml"
         );
         if ok_status && !html {
-            return Err(crate::cli::fail(
-                crate::cli::EXIT_RUNTIME,
+            return Err(crate::exit::fail(
+                crate::exit::Exit::Failure,
                 format!(
                     "{} is not an HTML page (Content-Type {}): give the URL of a page",
                     d.url, d.content_type
@@ -384,19 +382,19 @@ fn load_views(
     Ok(rep)
 }
 
-fn print(s: &str) -> i32 {
+fn print(s: &str) -> Exit {
     let mut o = std::io::stdout().lock();
     if o.write_all(s.as_bytes()).and_then(|_| o.flush()).is_err() {
-        return crate::cli::fail(crate::cli::EXIT_RUNTIME, "cannot write the report");
+        return crate::exit::fail(crate::exit::Exit::Failure, "cannot write the report");
     }
-    crate::cli::EXIT_OK
+    crate::exit::Exit::Ok
 }
 
 /// Writes the HTML report; Err: the exit code after the one error line.
-fn write_html(path: &std::path::Path, html: &str) -> Result<(), i32> {
+fn write_html(path: &std::path::Path, html: &str) -> Result<(), Exit> {
     std::fs::write(path, html).map_err(|e| {
-        crate::cli::fail(
-            crate::cli::EXIT_RUNTIME,
+        crate::exit::fail(
+            crate::exit::Exit::Failure,
             format!("cannot write {}: {e}", path.display()),
         )
     })
@@ -404,7 +402,7 @@ fn write_html(path: &std::path::Path, html: &str) -> Result<(), i32> {
 
 /// Checks that `path` can be written before the load (so a typo does not
 /// cost a whole page load); a file that did not exist is removed again.
-fn check_writable(path: &std::path::Path, flag: &str) -> Result<(), i32> {
+fn check_writable(path: &std::path::Path, flag: &str) -> Result<(), Exit> {
     let existed = path.exists();
     let r = std::fs::OpenOptions::new()
         .append(true)
@@ -417,8 +415,8 @@ fn check_writable(path: &std::path::Path, flag: &str) -> Result<(), i32> {
             }
             Ok(())
         }
-        Err(e) => Err(crate::cli::fail(
-            crate::cli::EXIT_RUNTIME,
+        Err(e) => Err(crate::exit::fail(
+            crate::exit::Exit::Failure,
             format!("cannot write {flag} {}: {e}", path.display()),
         )),
     }
@@ -455,10 +453,10 @@ fn save_page(a: &PageArgs, rep: &page::PageReport, json: &str) {
     }
 }
 
-fn cmd_page(a: PageArgs) -> i32 {
+fn cmd_page(a: PageArgs) -> Exit {
     let (u, opts) = match prepare(&a.common) {
         Ok(x) => x,
-        Err(e) => return crate::cli::fail(crate::cli::EXIT_USAGE, e),
+        Err(e) => return crate::exit::fail(crate::exit::Exit::Usage, e),
     };
     for (p, flag) in [(&a.har, "--har"), (&a.common.html, "--html")] {
         if let Some(p) = p {
@@ -473,7 +471,7 @@ fn cmd_page(a: PageArgs) -> i32 {
     };
     let json = match serde_json::to_string_pretty(&rep) {
         Ok(s) => s,
-        Err(e) => return crate::cli::fail(crate::cli::EXIT_RUNTIME, e),
+        Err(e) => return crate::exit::fail(crate::exit::Exit::Failure, e),
     };
     if !a.no_save {
         save_page(&a, &rep, &json);
@@ -487,8 +485,8 @@ fn cmd_page(a: PageArgs) -> i32 {
         let har = redline_web::har::har(&rep);
         let text = serde_json::to_string_pretty(&har).unwrap_or_default() + "\n";
         if let Err(e) = std::fs::write(p, text) {
-            return crate::cli::fail(
-                crate::cli::EXIT_RUNTIME,
+            return crate::exit::fail(
+                crate::exit::Exit::Failure,
                 format!("cannot write --har {}: {e}", p.display()),
             );
         }
@@ -499,10 +497,10 @@ fn cmd_page(a: PageArgs) -> i32 {
     }
 }
 
-fn cmd_audit(a: AuditArgs) -> i32 {
+fn cmd_audit(a: AuditArgs) -> Exit {
     let (u, opts) = match prepare(&a.common) {
         Ok(x) => x,
-        Err(e) => return crate::cli::fail(crate::cli::EXIT_USAGE, e),
+        Err(e) => return crate::exit::fail(crate::exit::Exit::Usage, e),
     };
     let rep = match load_views(&a.common, &u, 1, &opts, false) {
         Ok(r) => r,
@@ -533,11 +531,11 @@ fn cmd_audit(a: AuditArgs) -> i32 {
     let code = match a.common.output {
         Output::Json => match serde_json::to_string_pretty(&result) {
             Ok(s) => print(&(s + "\n")),
-            Err(e) => crate::cli::fail(crate::cli::EXIT_RUNTIME, e),
+            Err(e) => crate::exit::fail(crate::exit::Exit::Failure, e),
         },
         Output::Text => print(&audit::render_text(&result)),
     };
-    if code != crate::cli::EXIT_OK {
+    if code != crate::exit::Exit::Ok {
         return code;
     }
     let Some(limit) = a.fail_on.map(|f| f.audit()) else {
@@ -546,14 +544,18 @@ fn cmd_audit(a: AuditArgs) -> i32 {
     if result.severity >= limit {
         match result.page.status.filter(|_| !result.page.ok) {
             Some(st) => {
-                eprintln!("redline: audit: the page answered {st}, not 2xx (exit {EXIT_FINDINGS})")
+                eprintln!(
+                    "redline: audit: the page answered {st}, not 2xx (exit {})",
+                    Exit::Findings.code()
+                )
             }
             None => eprintln!(
-                "redline: audit: findings at or above {} (exit {EXIT_FINDINGS})",
-                limit.name()
+                "redline: audit: findings at or above {} (exit {})",
+                limit.name(),
+                Exit::Findings.code()
             ),
         }
-        EXIT_FINDINGS
+        Exit::Findings
     } else {
         code
     }

@@ -6,8 +6,9 @@ mod cmd_find;
 mod cmd_history;
 mod cmd_server;
 mod cmd_web;
+mod exit;
 mod fail_on;
 
 fn main() {
-    std::process::exit(cli::main());
+    std::process::exit(cli::main().code());
 }
