@@ -3,10 +3,11 @@
 //! Exit codes: the [`Exit`] enum (crates/cli/src/exit.rs).
 
 use crate::exit::{fail, Exit};
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use redline_engine::{
-    execute_with_series, parse_duration, Arrival, Plan, PlanArgs, Snapshot, StopHandle,
+use crate::flags::{
+    ConnectionArgs, LoadArgs, OutArgs, Output, ProtocolArgs, RequestArgs, ThresholdArgs,
 };
+use clap::{Args, Parser, Subcommand};
+use redline_engine::{execute_with_series, parse_duration, Plan, PlanArgs, Snapshot, StopHandle};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -53,15 +54,9 @@ enum Command {
     Dist(crate::cmd_dist::DistCmd),
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-enum Output {
-    Text,
-    Json,
-    Csv,
-}
-
-#[derive(Args, Debug)]
-struct RunArgs {
+/// `redline run`: the target, then the shared flag groups (crate::flags).
+#[derive(Args, Debug, Clone)]
+pub(crate) struct RunArgs {
     /// Target URL (http://host[:port]/path); the scheme may be left out. With
     /// --scenario it replaces the scenario's base URL.
     #[arg(required_unless_present = "scenario")]
@@ -73,106 +68,16 @@ struct RunArgs {
     /// Let a scenario read body and data files outside its own folder.
     #[arg(long = "allow-paths", requires = "scenario")]
     allow_paths: bool,
-    /// Connections (closed loop; default 50) or the connection cap (open loop; default 1000).
-    #[arg(short = 'c', long = "connections", value_name = "N")]
-    connections: Option<u64>,
-    /// Total requests to send.
-    #[arg(short = 'n', long = "requests", value_name = "N")]
-    requests: Option<u64>,
-    /// How long to send, e.g. 30s, 2m (default 10s when -n is not given).
-    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = dur)]
-    duration: Option<Duration>,
-    /// Worker threads (default: the number of cores).
-    #[arg(short = 't', long = "threads", value_name = "N")]
-    threads: Option<usize>,
-    /// Open loop: requests per second, sent on schedule whatever the server does.
-    #[arg(short = 'r', long = "rate", value_name = "REQ/S")]
-    rate: Option<f64>,
-    /// Open loop: spacing of send times.
-    #[arg(long, value_name = "MODEL", default_value = "constant", value_parser = arrival)]
-    arrival: Arrival,
-    /// Open a new connection for every request (ab without -k).
-    #[arg(long = "no-keepalive")]
-    no_keepalive: bool,
-    /// Accepted for ab users: keep-alive is already the default.
-    #[arg(short = 'k', long = "keepalive", hide = true)]
-    _keepalive: bool,
-    /// Close and reopen a connection after N requests (httperf --num-calls).
-    #[arg(long = "requests-per-conn", value_name = "N")]
-    requests_per_conn: Option<u64>,
-    /// HTTP method (default GET, or POST when a body is given).
-    #[arg(short = 'm', long = "method", value_name = "METHOD")]
-    method: Option<String>,
-    /// Extra request header, 'Name: value' (repeatable).
-    #[arg(short = 'H', long = "header", value_name = "HEADER")]
-    headers: Vec<String>,
-    /// Request body.
-    #[arg(
-        short = 'b',
-        long = "body",
-        value_name = "STRING",
-        conflicts_with = "body_file"
-    )]
-    body: Option<String>,
-    /// Request body read from a file.
-    #[arg(long = "body-file", value_name = "FILE")]
-    body_file: Option<std::path::PathBuf>,
-    /// Content-Type of the body.
-    #[arg(short = 'T', long = "content-type", value_name = "TYPE")]
-    content_type: Option<String>,
-    /// Basic authentication, user:password (never printed).
-    #[arg(short = 'a', long = "basic-auth", value_name = "USER:PASS")]
-    basic_auth: Option<String>,
-    /// Per-request timeout.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = dur)]
-    timeout: Duration,
-    /// Connect timeout.
-    #[arg(long = "connect-timeout", value_name = "DURATION", default_value = "10s", value_parser = dur)]
-    connect_timeout: Duration,
-    /// Speak HTTP/1.0 (keep-alive via Connection: keep-alive, as ab does).
-    #[arg(long = "http1.0")]
-    http10: bool,
-    /// https: do not verify the server's certificate (the report says so).
-    #[arg(long)]
-    insecure: bool,
-    /// https: also trust the CA certificates in this PEM file.
-    #[arg(long, value_name = "FILE")]
-    cacert: Option<std::path::PathBuf>,
-    /// https: client certificate chain (PEM), with --key.
-    #[arg(long, value_name = "FILE", requires = "key")]
-    cert: Option<std::path::PathBuf>,
-    /// https: client private key (PEM), with --cert.
-    #[arg(long, value_name = "FILE", requires = "cert")]
-    key: Option<std::path::PathBuf>,
-    /// HTTP/2 over TLS, negotiated by ALPN; fails if the server does not offer h2
-    /// (without it or --http1.1, an https run uses HTTP/2 when the server picks it).
-    #[arg(long = "http2", conflicts_with = "h2c")]
-    http2: bool,
-    /// https: speak HTTP/1.1 even when the server offers HTTP/2 (curl's flag).
-    #[arg(long = "http1.1", conflicts_with_all = ["http2", "h2c", "http10"])]
-    http11: bool,
-    /// Follow redirects (301, 302, 303, 307, 308) like curl -L: a request's
-    /// latency and status are its final response's; credentials never go to another origin.
-    #[arg(short = 'L', long = "follow-redirects")]
-    follow_redirects: bool,
-    /// With -L: the most redirects per request (default 10); one more is the error too_many_redirects.
-    #[arg(long = "max-redirs", value_name = "N", requires = "follow_redirects")]
-    max_redirs: Option<u32>,
-    /// HTTP/2 over cleartext with prior knowledge (http:// URLs).
-    #[arg(long = "h2c")]
-    h2c: bool,
-    /// HTTP/2: concurrent streams per connection (default 1, like h2load -m).
-    #[arg(long = "streams", value_name = "N")]
-    streams: Option<u32>,
-    /// Seed for poisson/uniform arrivals (repeatable schedules).
-    #[arg(long, value_name = "N")]
-    seed: Option<u64>,
-    /// Pass/fail bound checked at the end, e.g. 'p99<250ms', 'errors<0.1%', 'rps>1000'
-    /// (repeatable); any failure exits with code 4.
-    #[arg(long = "threshold", value_name = "EXPR", value_parser = threshold)]
-    thresholds: Vec<redline_report::thresholds::Threshold>,
     #[command(flatten)]
-    stages: StageFlags,
+    request: RequestArgs,
+    #[command(flatten)]
+    protocol: ProtocolArgs,
+    #[command(flatten)]
+    conn: ConnectionArgs,
+    #[command(flatten)]
+    load: LoadArgs,
+    #[command(flatten)]
+    thresholds: ThresholdArgs,
     #[command(flatten)]
     dist: crate::cmd_dist::RunDistArgs,
     #[command(flatten)]
@@ -183,36 +88,87 @@ struct RunArgs {
     watch: crate::cmd_server::RunWatchArgs,
 }
 
-/// Load stages and early abort (see the README section "Load stages").
-#[derive(Args, Debug)]
-struct StageFlags {
-    /// Load stages, DURATION:LEVEL pairs, e.g. 30s:10,60s:10,30s:70: the level
-    /// (connections; req/s with --rate-stages) ramps linearly from the previous
-    /// stage's (0 at the start); the run lasts the stages' sum.
-    #[arg(long, value_name = "STAGES")]
-    stages: Option<String>,
-    /// With --stages: the levels are requests/s, sent in open loop.
-    #[arg(long = "rate-stages", requires = "stages")]
-    rate_stages: bool,
-    /// With --stages: stair steps (the level jumps at each stage's start and holds).
-    #[arg(long, requires = "stages")]
-    step: bool,
-    /// With --threshold: stop the run early, exit code 4, once a threshold can no longer pass.
-    #[arg(long = "abort-on-fail", requires = "thresholds")]
-    abort_on_fail: bool,
+impl RunArgs {
+    /// The plan's arguments, without the `--segment` (Err: a usage error).
+    fn plan_args(&self) -> Result<PlanArgs, String> {
+        let r = &self.request;
+        if self.scenario.is_some()
+            && (r.body.is_some() || r.body_file.is_some() || r.method.is_some())
+        {
+            return Err("-m/-b/--body-file do not go with --scenario: give method and body per request in the file".into());
+        }
+        let mut pa = crate::flags::plan_args(
+            self.url.clone().unwrap_or_default(),
+            r,
+            &self.protocol,
+            &self.conn,
+        )?;
+        self.load.apply(&mut pa)?;
+        pa.scenario = self.scenario.clone().map(|p| (p, self.allow_paths));
+        Ok(pa)
+    }
 }
 
-impl StageFlags {
-    fn plan_args(&self) -> Result<Option<redline_engine::plan::StageArgs>, String> {
-        let Some(s) = &self.stages else {
-            return Ok(None);
-        };
-        Ok(Some(redline_engine::plan::StageArgs {
-            stages: redline_engine::pacer::parse_stages(s)?,
-            rate: self.rate_stages,
-            step: self.step,
-        }))
+/// The flags of the hidden `run` parser the agent uses: `run`'s own.
+#[derive(Parser, Debug)]
+#[command(name = "redline run", no_binary_name = true)]
+struct RunOnly {
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// The arguments of `run` the agent sets itself, refused in its run arguments
+/// (clap ids).
+const AGENT_OWN: &[(&str, &str)] = &[
+    ("output", "-o/--output"),
+    ("quiet", "-q/--quiet"),
+    ("html", "--html"),
+    ("live_json", "--live-json"),
+    ("live_seconds", "--live-seconds"),
+    ("segment", "--segment"),
+    ("segment_sequence", "--segment-sequence"),
+    ("start_at", "--start-at"),
+];
+
+/// What the agent learns from the run's arguments: the plan of its share,
+/// built by the same parser and plan builder as `run` (so a scenario's
+/// `[load]` and `--stages` count), and whether `--abort-on-fail` was given.
+pub(crate) struct AgentRun {
+    /// This agent's share of the run.
+    pub plan: Plan,
+    /// `--abort-on-fail` was among the run arguments.
+    pub abort_on_fail: bool,
+}
+
+/// Parses `redline run` arguments as `run` does and builds the plan of
+/// `segment` (Err: a usage error, one line).
+pub(crate) fn agent_run(
+    args: &[String],
+    segment: redline_stats::segment::Segment,
+) -> Result<AgentRun, String> {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = RunOnly::command().try_get_matches_from(args).map_err(|e| {
+        let text = e.to_string();
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        format!("run arguments: {}", first.trim_start_matches("error: "))
+    })?;
+    for (id, flag) in AGENT_OWN {
+        if matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
+            return Err(format!(
+                "{flag}: the agent sets it itself; leave it out of the run arguments"
+            ));
+        }
     }
+    let run = RunOnly::from_arg_matches(&matches)
+        .map_err(|e| format!("run arguments: {e}"))?
+        .run;
+    let mut pa = run.plan_args()?;
+    pa.segment = Some(segment);
+    let plan = Plan::build(pa).map_err(|e| e.to_string())?;
+    Ok(AgentRun {
+        plan,
+        abort_on_fail: run.thresholds.abort_on_fail,
+    })
 }
 
 /// What `run` does around the engine: watching the server, saving the run.
@@ -228,21 +184,6 @@ struct Hooks {
     start_at: Option<std::time::SystemTime>,
     /// `--live-seconds FILE` (agents): each finished second's histogram.
     live_seconds: Option<std::path::PathBuf>,
-}
-
-#[derive(Args, Debug)]
-struct OutArgs {
-    /// Report format: text, json (the versioned run record), or csv (the per-second series).
-    #[arg(
-        short = 'o',
-        long = "output",
-        value_name = "FORMAT",
-        default_value = "text"
-    )]
-    output: Output,
-    /// No progress line.
-    #[arg(short = 'q', long = "quiet")]
-    quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -272,14 +213,6 @@ struct DemoArgs {
 
 fn dur(s: &str) -> Result<Duration, String> {
     parse_duration(s)
-}
-
-fn arrival(s: &str) -> Result<Arrival, String> {
-    s.parse()
-}
-
-fn threshold(s: &str) -> Result<redline_report::thresholds::Threshold, String> {
-    s.parse()
 }
 
 /// `redline URL …` and `redline -c 10 URL` mean `redline run …`.
@@ -347,68 +280,15 @@ pub fn main() -> Exit {
 }
 
 fn cmd_run(a: RunArgs) -> Exit {
-    let body = match (&a.body, &a.body_file) {
-        (Some(b), _) => Some(b.clone().into_bytes()),
-        (None, Some(p)) => match std::fs::read(p) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                return fail(
-                    Exit::Usage,
-                    format!("cannot read --body-file {}: {e}", p.display()),
-                )
-            }
-        },
-        (None, None) => None,
-    };
-    if a.scenario.is_some() && (a.body.is_some() || a.body_file.is_some() || a.method.is_some()) {
-        return fail(
-            Exit::Usage,
-            "-m/-b/--body-file do not go with --scenario: give method and body per request in the file",
-        );
-    }
-    let stages = match a.stages.plan_args() {
-        Ok(s) => s,
+    let mut pa = match a.plan_args() {
+        Ok(p) => p,
         Err(e) => return fail(Exit::Usage, e),
     };
     let (segment, start_at) = match a.dist.resolve() {
         Ok(x) => x,
         Err(e) => return fail(Exit::Usage, e),
     };
-    let pa = PlanArgs {
-        segment,
-        url: a.url.unwrap_or_default(),
-        scenario: a.scenario.map(|p| (p, a.allow_paths)),
-        method: a.method,
-        headers: a.headers,
-        body,
-        content_type: a.content_type,
-        basic_auth: a.basic_auth,
-        connections: a.connections,
-        requests: a.requests,
-        duration: a.duration,
-        rate: a.rate,
-        arrival: a.arrival,
-        threads: a.threads,
-        keepalive: !a.no_keepalive,
-        requests_per_conn: a.requests_per_conn,
-        timeout: a.timeout,
-        connect_timeout: a.connect_timeout,
-        http10: a.http10,
-        seed: a.seed,
-        tls: redline_engine::tls::TlsArgs {
-            insecure: a.insecure,
-            cacert: a.cacert,
-            cert: a.cert,
-            key: a.key,
-        },
-        stages,
-        http2: a.http2,
-        h2c: a.h2c,
-        streams: a.streams,
-        http11: a.http11,
-        follow_redirects: a.follow_redirects,
-        max_redirs: a.max_redirs,
-    };
+    pa.segment = segment;
     let mut plan = match Plan::build(pa) {
         Ok(p) => p,
         Err(e) => return fail(Exit::Usage, e),
@@ -417,7 +297,7 @@ fn cmd_run(a: RunArgs) -> Exit {
     if let Some(note) = redline_engine::alpn::negotiate(&mut plan) {
         eprintln!("redline: note: {note}");
     }
-    let mut thresholds = a.thresholds;
+    let mut thresholds = a.thresholds.thresholds;
     let mut request_thresholds = Vec::new();
     if let Some(sc) = &plan.scenario {
         // Errors name the file, the line of the entry and whose it is.
@@ -449,7 +329,7 @@ fn cmd_run(a: RunArgs) -> Exit {
         watch: a.watch,
         thresholds,
         request_thresholds,
-        abort_on_fail: a.stages.abort_on_fail,
+        abort_on_fail: a.thresholds.abort_on_fail,
         start_at,
         live_seconds: a.dist.live_seconds.clone(),
     };
@@ -572,20 +452,15 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         }
     }
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    let written = match out.output {
-        Output::Text => {
-            let mut t = redline_report::text(&rec);
-            if !outcomes.is_empty() {
-                t.push_str("\nThresholds:\n");
-                for o in &outcomes {
-                    t.push_str(&format!("  {o}\n"));
-                }
-            }
-            stdout.write_all(t.as_bytes())
+    // The sink only reads the record; with text the PASS/FAIL lines follow it.
+    let mut written = redline_report::write(out.output.format(), &rec, &mut stdout);
+    if out.output == Output::Text && !outcomes.is_empty() {
+        let mut t = String::from("\nThresholds:\n");
+        for o in &outcomes {
+            t.push_str(&format!("  {o}\n"));
         }
-        Output::Json => redline_report::write_json(&rec, &mut stdout),
-        Output::Csv => stdout.write_all(redline_report::csv::series(&rec).as_bytes()),
-    };
+        written = written.and_then(|_| stdout.write_all(t.as_bytes()));
+    }
     if let Err(e) = written.and_then(|_| stdout.flush()) {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             return fail(Exit::Failure, format!("cannot write the report: {e}"));

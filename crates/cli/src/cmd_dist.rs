@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 /// `run` flags for distributed runs without a coordinator (docs/distributed.md).
 #[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Distributed")]
 pub struct RunDistArgs {
     /// Run one exact share of the load: I/N is the I-th (from 0) of N equal
     /// shares; A:B (e.g. 0:1/3) a segment of --segment-sequence.
@@ -592,9 +593,15 @@ fn cmd_agent(a: AgentArgs) -> Exit {
         run.remove(0);
     }
     run.retain(|x| !DROPPED.contains(&x.as_str()));
+    // The run's own parser and plan builder: this agent's share as `run
+    // --segment` will run it (a scenario's [load] and --stages included).
+    let share = match crate::cli::agent_run(&run, seg.clone()) {
+        Ok(s) => s,
+        Err(e) => return fail(Exit::Usage, e),
+    };
     // --abort-on-fail is the coordinator's: a threshold on this agent's share
     // is not the run's verdict, so the child never stops on its own view.
-    let abort_on_fail = run.iter().any(|x| x == "--abort-on-fail");
+    let abort_on_fail = share.abort_on_fail;
     run.retain(|x| x != "--abort-on-fail");
     if abort_on_fail {
         eprintln!(
@@ -602,14 +609,28 @@ fn cmd_agent(a: AgentArgs) -> Exit {
             a.index
         );
     }
-    let scaled = match agent::scale_run_args(&run, &seg) {
-        Ok(s) => s,
-        Err(e) => return fail(Exit::Usage, e),
+    let (connections, requests, rate, duration) = match &share.plan.load {
+        redline_engine::Load::Closed {
+            connections,
+            requests,
+            duration,
+        } => (*connections, *requests, None, *duration),
+        redline_engine::Load::Open {
+            rate,
+            max_connections,
+            requests,
+            duration,
+            ..
+        } => (*max_connections, *requests, Some(*rate), *duration),
     };
-    let expected_s = match scaled.duration.as_deref().map(dur).transpose() {
-        Ok(d) => d.map(|d| d.as_secs_f64()),
-        Err(e) => return fail(Exit::Usage, format!("-d: {e}")),
-    };
+    let expected_s = duration.map(|d| d.as_secs_f64());
+    let mut child_args = vec![
+        "--segment".to_string(),
+        seg.to_string(),
+        "--segment-sequence".to_string(),
+        seg.sequence().to_string(),
+    ];
+    child_args.extend(run);
     let host = hostname();
     let mut session = match agent::Session::register(
         &a.coordinator,
@@ -627,29 +648,24 @@ fn cmd_agent(a: AgentArgs) -> Exit {
     eprintln!(
         "redline agent {}: segment {seg}, {} connections{}{}; clock offset {:+.1} ms",
         a.index,
-        scaled.connections,
-        scaled
-            .requests
+        connections,
+        requests
             .map(|n| format!(", {n} requests"))
             .unwrap_or_default(),
-        scaled
-            .rate
-            .map(|r| format!(", {r} req/s"))
-            .unwrap_or_default(),
+        rate.map(|r| format!(", {r} req/s")).unwrap_or_default(),
         session.offset_ms
     );
-    let start =
-        match session.ready_and_wait(expected_s, scaled.requests, abort_on_fail, a.start_timeout) {
-            Ok(s) => s,
-            Err(e) => return fail(Exit::Failure, e),
-        };
+    let start = match session.ready_and_wait(expected_s, requests, abort_on_fail, a.start_timeout) {
+        Ok(s) => s,
+        Err(e) => return fail(Exit::Failure, e),
+    };
     let stop = session.listen_for_stop();
     // Sleep to the common start (bounded by the start delay the coordinator chose).
     let wait = start.saturating_duration_since(Instant::now());
     std::thread::sleep(wait.min(Duration::from_secs(600)));
-    if let Some(why) = &scaled.empty {
+    if let Some(why) = share.plan.empty_share() {
         eprintln!("redline agent {}: nothing to run: {why}", a.index);
-        return match session.done(0.0, None, Some(why.clone())) {
+        return match session.done(0.0, None, Some(why.to_string())) {
             Ok(()) => Exit::Ok,
             Err(e) => fail(Exit::Failure, e),
         };
@@ -658,7 +674,7 @@ fn cmd_agent(a: AgentArgs) -> Exit {
         .saturating_duration_since(start)
         .as_secs_f64()
         * 1000.0;
-    let (record, note) = run_child(&scaled.args, &session.progress(), &stop, a.index);
+    let (record, note) = run_child(&child_args, &session.progress(), &stop, a.index);
     let text = record
         .as_ref()
         .and_then(|r| serde_json::to_string_pretty(r).ok());

@@ -16,8 +16,9 @@
 //! (connections_busy alone is the server's doing): the search stops there,
 //! says so, and never takes that rate as the server's capacity.
 //!
-//! Protocol flags as `run`'s (`--http2`, `--h2c`, `--streams`, `--http1.1`,
-//! `--cacert`); an https search without `--http2`/`--http1.1` probes ALPN once
+//! Request, protocol/TLS and connection flags are `run`'s own groups
+//! (crate::flags: `-m -H -b -a -L`, `--http2 --h2c --cacert --cert --key`,
+//! `-c -t --timeout`, …); an https search without `--http2`/`--http1.1` probes ALPN once
 //! before the first step and every step keeps the answer.
 //!
 //! Exit codes: 0 an answer (or a lower bound) was found; 4 no step met the
@@ -25,8 +26,9 @@
 //! 2 bad input; 130 interrupted.
 
 use crate::exit::{fail, Exit};
+use crate::flags::{plan_args, ConnectionArgs, ProtocolArgs, RequestArgs};
 use clap::{Args, ValueEnum};
-use redline_engine::{execute, parse_duration, Plan, PlanArgs};
+use redline_engine::{execute, parse_duration, Plan};
 use redline_report::thresholds::{check, Outcome, Threshold};
 use redline_stats::{Hist, RunRecord};
 use std::io::Write;
@@ -64,50 +66,23 @@ pub struct FindArgs {
     /// Unmeasured time at the start of each step.
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
     warmup: Duration,
-    /// Connection cap (open loop; default 1000).
-    #[arg(short = 'c', long = "connections", value_name = "N")]
-    connections: Option<u64>,
-    /// Worker threads (default: the number of cores).
-    #[arg(short = 't', long = "threads", value_name = "N")]
-    threads: Option<usize>,
-    /// HTTP method.
-    #[arg(short = 'm', long = "method", value_name = "METHOD")]
-    method: Option<String>,
-    /// Extra request header, 'Name: value' (repeatable).
-    #[arg(short = 'H', long = "header", value_name = "HEADER")]
-    headers: Vec<String>,
-    /// Per-request timeout.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
-    timeout: Duration,
-    /// https: do not verify the server's certificate.
-    #[arg(long)]
-    insecure: bool,
-    /// https: extra CA certificates (PEM) to trust.
-    #[arg(long, value_name = "FILE")]
-    cacert: Option<std::path::PathBuf>,
-    /// HTTP/2 over TLS, negotiated by ALPN; fails if the server does not offer h2
-    /// (without it or --http1.1, an https search uses HTTP/2 when the server picks it).
-    #[arg(long = "http2", conflicts_with = "h2c")]
-    http2: bool,
-    /// https: speak HTTP/1.1 even when the server offers HTTP/2.
-    #[arg(long = "http1.1", conflicts_with_all = ["http2", "h2c"])]
-    http11: bool,
-    /// HTTP/2 over cleartext with prior knowledge (http:// URLs).
-    #[arg(long = "h2c")]
-    h2c: bool,
-    /// HTTP/2: concurrent streams per connection (default 1, like h2load -m).
-    #[arg(long = "streams", value_name = "N")]
-    streams: Option<u32>,
+    #[command(flatten)]
+    request: RequestArgs,
+    #[command(flatten)]
+    protocol: ProtocolArgs,
+    #[command(flatten)]
+    conn: ConnectionArgs,
     /// Report format: text (a line per step) or json.
     #[arg(
         short = 'o',
         long = "output",
         value_name = "FORMAT",
-        default_value = "text"
+        default_value = "text",
+        help_heading = "Output"
     )]
     output: FindOutput,
     /// No step lines on stderr with --output json.
-    #[arg(short = 'q', long = "quiet")]
+    #[arg(short = 'q', long = "quiet", help_heading = "Output")]
     quiet: bool,
     #[command(flatten)]
     save: crate::cmd_history::RunSaveArgs,
@@ -301,20 +276,10 @@ pub fn run(a: FindArgs) -> Exit {
         );
     }
     let build = |rate: f64| -> Result<Plan, String> {
-        let mut pa = PlanArgs::new(a.url.clone());
+        // The same groups and builder as `run`; the load is this step's.
+        let mut pa = plan_args(a.url.clone(), &a.request, &a.protocol, &a.conn)?;
         pa.rate = Some(rate);
         pa.duration = Some(step_len);
-        pa.connections = a.connections;
-        pa.threads = a.threads;
-        pa.method = a.method.clone();
-        pa.headers = a.headers.clone();
-        pa.timeout = a.timeout;
-        pa.tls.insecure = a.insecure;
-        pa.tls.cacert = a.cacert.clone();
-        pa.http2 = a.http2;
-        pa.h2c = a.h2c;
-        pa.http11 = a.http11;
-        pa.streams = a.streams;
         Plan::build(pa).map_err(|e| e.to_string())
     };
     // Check the input once before any traffic; an https search without

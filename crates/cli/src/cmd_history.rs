@@ -140,6 +140,7 @@ pub struct MergeArgs {
 
 /// Flags `redline run` takes for saving and reporting a run.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "History and report files")]
 pub struct RunSaveArgs {
     /// Do not save this run in the history.
     #[arg(long = "no-save")]

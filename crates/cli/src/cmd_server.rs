@@ -126,6 +126,7 @@ pub struct TuneArgs {
 
 /// Flags `redline run` takes for watching the server.
 #[derive(Args, Debug, Default, Clone)]
+#[command(next_help_heading = "Server watching")]
 pub struct RunWatchArgs {
     /// Watch server processes during the run: a PID, a process name or a systemd unit (repeatable), e.g. --watch apache2.
     #[arg(long = "watch", value_name = "PID|NAME|UNIT")]

@@ -8,6 +8,7 @@ mod cmd_server;
 mod cmd_web;
 mod exit;
 mod fail_on;
+mod flags;
 
 fn main() {
     std::process::exit(cli::main().code());
