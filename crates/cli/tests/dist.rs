@@ -248,6 +248,94 @@ fn agent_outputs(agents: Vec<Child>) -> Vec<(serde_json::Value, String)> {
         .collect()
 }
 
+/// The agent reads its run arguments with `run`'s own parser and plan
+/// builder: a scenario's `[load]` sets its share (not the defaults a hand
+/// parser would assume), `--stages` sets the run's length, and a flag the
+/// agent sets itself is one usage line.
+#[test]
+fn agents_take_a_scenarios_load_and_stages_from_the_run_parser() {
+    let srv = builtin();
+    let d = common::nginx::tmpdir("agent-scenario");
+    let file = d.join("s.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "base = \"http://{}\"\n\n[load]\nconnections = 4\nrequests = 40\n\n[[request]]\npath = \"/?size=10\"\n",
+            srv.local_addr()
+        ),
+    )
+    .unwrap();
+    let c = Coord::start(&["--agents", "2"]);
+    let run = ["--scenario", file.to_str().unwrap(), "-t", "1"];
+    let agents: Vec<Child> = (0..2).map(|i| agent(i, 2, c.port, &run)).collect();
+    let outs = agent_outputs(agents);
+    for (rec, err) in &outs {
+        // Each agent's share of the file's load: 2 connections, 20 requests.
+        assert!(err.contains("2 connections, 20 requests"), "{err}");
+        assert_eq!(counter(rec, "completed"), 20);
+    }
+    let (code, stdout, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(counter(&m, "completed"), 40);
+    assert_eq!(srv.stats().requests, 40);
+
+    // --stages: the agents announce their share of the peak level; the run
+    // lasts the stages' sum and both shares add up.
+    let url = format!("http://{}/?size=10", srv.local_addr());
+    let c = Coord::start(&["--agents", "2"]);
+    let run = [url.as_str(), "--stages", "1s:4", "-t", "1"];
+    let agents: Vec<Child> = (0..2).map(|i| agent(i, 2, c.port, &run)).collect();
+    for (rec, err) in agent_outputs(agents) {
+        // Half of the peak of 4 (a hand parser saw no -c: 25 of 50).
+        assert!(err.contains(", 2 connections;"), "{err}");
+        assert_eq!(rec["config"]["stages"]["stages"][0]["level"], 2.0, "{rec}");
+        assert_eq!(rec["config"]["load"]["duration_s"], 1.0, "{rec}");
+    }
+    let (code, stdout, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(counter(&m, "completed") > 0, "{stdout}");
+
+    // A flag the agent sets itself: exit 2, one line naming it, before any
+    // coordinator is contacted.
+    let out = redline(&[
+        "agent",
+        "--index",
+        "0",
+        "--total",
+        "1",
+        "--coordinator",
+        "127.0.0.1:9",
+        "--",
+        url.as_str(),
+        "-o",
+        "json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("-o/--output"), "{err}");
+    // Bad run arguments are run's own usage error.
+    let out = redline(&[
+        "agent",
+        "--index",
+        "0",
+        "--total",
+        "1",
+        "--coordinator",
+        "127.0.0.1:9",
+        "--",
+        url.as_str(),
+        "--rate-stages",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    srv.shutdown();
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn abort_on_fail_is_judged_on_the_merged_run_and_stops_every_agent() {
     // Every response takes 20 ms: 'p99<5ms' can never pass.
