@@ -304,6 +304,79 @@ fn find_text_output_and_bad_input() {
     }
 }
 
+/// `find` takes `run`'s request, protocol and connection flag groups: the
+/// method, body, headers and basic auth reach the server as `run` sends
+/// them, and the groups' own rules (`-b` or `--body-file`) hold.
+#[test]
+fn find_sends_runs_request_flags() {
+    let (srv, seen) =
+        routed_server(|_, _| b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec());
+    let url = srv.url();
+    let out = redline(&[
+        "find",
+        &url,
+        "--slo",
+        "p99<10s",
+        "--start-rate",
+        "20",
+        "--step-duration",
+        "1s",
+        "--warmup",
+        "0s",
+        "--max-steps",
+        "1",
+        "--no-save",
+        "-c",
+        "2",
+        "-m",
+        "PUT",
+        "-b",
+        "hello",
+        "-T",
+        "text/plain",
+        "-H",
+        "X-Find: 1",
+        "-a",
+        "user:secret",
+    ]);
+    let t = String::from_utf8_lossy(&out.stdout);
+    // 0: the step passed; 1 only if a stalled host made it client-limited.
+    assert!(matches!(out.status.code(), Some(0) | Some(1)), "{t}");
+    assert!(!t.contains("secret"), "{t}");
+    let seen = seen.lock().unwrap();
+    assert!(!seen.is_empty(), "no request reached the server: {t}");
+    for (head, body) in seen.iter() {
+        let lower = head.to_ascii_lowercase();
+        assert!(head.starts_with("PUT "), "{head}");
+        assert_eq!(body, b"hello", "{head}");
+        assert!(lower.contains("x-find: 1"), "{head}");
+        assert!(lower.contains("content-type: text/plain"), "{head}");
+        // user:secret in base64.
+        assert!(head.contains("Basic dXNlcjpzZWNyZXQ="), "{head}");
+    }
+    let out = redline(&[
+        "find",
+        &url,
+        "--slo",
+        "p99<1s",
+        "-b",
+        "x",
+        "--body-file",
+        "/dev/null",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = redline(&[
+        "find",
+        &url,
+        "--slo",
+        "p99<1s",
+        "--cert",
+        "/nonexistent.pem",
+    ]);
+    // --cert needs --key: the group's rule, a usage error.
+    assert_eq!(out.status.code(), Some(2));
+}
+
 /// A step the client cannot send (300,000 req/s from one thread over 8
 /// connections to a 1 ms server: at most ~8,000 req/s, every connection
 /// busy) is CLIENT-LIMITED, not PASS or FAIL, even though most requests
