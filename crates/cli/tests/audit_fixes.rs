@@ -14,21 +14,11 @@ mod common;
 
 use common::nginx::{free_port, tmpdir};
 use common::redline;
+use redline_testkit::need::require;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// Skips (false, with a note) when `what` is missing; panics under CI=true.
-fn require(what: &str, present: bool) -> bool {
-    if !present {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{what} is required under CI=true");
-        }
-        eprintln!("NOTE: {what} is not installed; skipping");
-    }
-    present
-}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Server {

@@ -8,6 +8,7 @@
 mod common;
 
 use common::{redline, redline_with_limit, ScriptServer};
+use redline_testkit::need::require;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -15,17 +16,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Fails under CI=true when `what` is missing; otherwise says so and skips.
-fn require(what: &str, present: bool) -> bool {
-    if !present {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{what} is required under CI=true");
-        }
-        eprintln!("NOTE: {what} is not installed; skipping");
-    }
-    present
-}
 
 fn tmpdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("redline-page-rest-{}-{name}", std::process::id()));

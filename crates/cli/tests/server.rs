@@ -8,6 +8,7 @@
 mod common;
 
 use common::*;
+use redline_testkit::need::require;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -312,18 +313,6 @@ fn free_port() -> Option<u16> {
             .ok()?
             .port(),
     )
-}
-
-/// True when `what` is here; when it is not: a note and false locally, a
-/// failure under CI=true (where every server the tests need is installed).
-fn require(what: &str, present: bool) -> bool {
-    if !present {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{what} is required under CI=true");
-        }
-        eprintln!("note: test skipped: {what} not available");
-    }
-    present
 }
 
 /// Sends SIGTERM to a child (so a server's parent stops its workers), waits

@@ -10,22 +10,11 @@ mod common;
 
 use common::nginx::{free_port, tmpdir};
 use common::{assert_run_schema, redline, redline_with_limit};
+use redline_testkit::need::require;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// True when `what` is here; when it is not: a note and false locally, a
-/// failure under CI=true.
-fn require(what: &str, present: bool) -> bool {
-    if !present {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{what} is required under CI=true");
-        }
-        eprintln!("note: test skipped: {what} not available");
-    }
-    present
-}
 
 fn is_root() -> bool {
     // SAFETY: geteuid() has no preconditions.

@@ -2,6 +2,7 @@
 //! (copied from the packages), and one variant per bad setting. Each finding
 //! must appear exactly when its setting is there, at the right file and line.
 
+use redline_testkit::need::require;
 use redline_watch::tune::{analyze, Finding, Level, Server, TuneOptions, TuneReport};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -732,18 +733,6 @@ fn each_bad_lighttpd_setting_is_found_at_its_line() {
 // it refuses. `tune` must agree: no parse_error where the server accepts, a
 // parse_error where it refuses. Then every fix `tune` prints is pasted where
 // it says and the server's config test must still accept the file.
-
-/// True when `what` is present; without it, a note locally and a failure under CI=true.
-fn require(what: &str, present: bool) -> bool {
-    if !present {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{what} is required under CI=true"
-        );
-        eprintln!("note: {what} is not installed; skipped");
-    }
-    present
-}
 
 fn binary(name: &str) -> Option<PathBuf> {
     ["/usr/sbin", "/usr/bin", "/sbin", "/bin"]

@@ -7,6 +7,8 @@
 //! decoded), and be far below the decoded difference. Skipped
 //! with a note when nginx is missing; fails under CI=true.
 
+use redline_testkit::free_port;
+use redline_testkit::need::require;
 use redline_web::audit::{audit_page, minified_code};
 use redline_web::load::LoadOpts;
 use redline_web::page;
@@ -26,24 +28,6 @@ impl Drop for Nginx {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn require(what: &str, present: bool) -> bool {
-    if !present {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{what} is required under CI=true");
-        }
-        eprintln!("NOTE: {what} is not installed; skipping");
-    }
-    present
 }
 
 fn start(files: &[(&str, Vec<u8>)]) -> Option<Nginx> {

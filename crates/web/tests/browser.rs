@@ -9,6 +9,7 @@
 //! multiset) must be equal. Chromium missing: a note locally, a failure
 //! under CI=true.
 
+use redline_testkit::need::require;
 use redline_web::load::{load, LoadOpts, View};
 use redline_web::viewport::{Viewport, DESKTOP, MOBILE};
 use serde_json::{json, Value};
@@ -20,17 +21,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Panics under CI=true when `what` is missing; otherwise a note and false.
-fn require(what: &str, present: bool) -> bool {
-    if !present {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{what} is required under CI=true but missing");
-        }
-        eprintln!("NOTE: {what} is missing; skipping the real-browser comparison");
-    }
-    present
-}
 
 /// The fixture folder (REDLINE_BROWSER_ROOT: another folder, to compare a
 /// saved real site locally; REDLINE_BROWSER_PAGE: one page of it).

@@ -7,6 +7,7 @@
 //! image's `currentSrc` and layout width into the page.
 //! Skipped with a note when Chromium is missing, failed under CI=true.
 
+use redline_testkit::need::require;
 use redline_web::audit::shown_widths;
 use redline_web::viewport::{Viewport, DESKTOP};
 use std::io::{BufRead, BufReader, Write};
@@ -16,16 +17,6 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn require(what: &str, present: bool) -> bool {
-    if !present {
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{what} is required under CI=true");
-        }
-        eprintln!("skipped: {what} not found");
-    }
-    present
-}
 
 /// A true-colour PNG of `w`×`h` (one flat colour, stored compressed).
 fn png(w: u32, h: u32) -> Vec<u8> {

@@ -5,6 +5,7 @@
 
 mod common;
 
+use redline_testkit::free_port;
 use redline_web::audit::{audit_page, Audit, Severity};
 use redline_web::load::LoadOpts;
 use redline_web::page;
@@ -32,11 +33,6 @@ fn find(bin: &str) -> Option<PathBuf> {
         .iter()
         .map(|d| Path::new(d).join(bin))
         .find(|p| p.exists())
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 fn temp_site(tag: &str) -> PathBuf {

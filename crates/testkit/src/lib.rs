@@ -1,0 +1,42 @@
+//! Test support shared by the crates' integration tests (a dev-dependency
+//! only, never published): one copy of what the test binaries used to carry
+//! each on their own.
+//!
+//! - [`need`]: a real server or browser a test needs is missing: a note and
+//!   a skip locally, a failure under `CI=true` ([`need::missing`], [`need::require`]);
+//! - [`proc`]: run a binary with a hard time limit, its history in a
+//!   temporary database, and parse its `-o json` run record;
+//! - [`script`]: scripted TCP/HTTP servers on 127.0.0.1:0 whose every loop is bounded;
+//! - [`pki`]: a test CA and a leaf for `localhost`/`127.0.0.1` (rcgen);
+//! - [`nginx`]: Debian's nginx on a free loopback port with its own prefix;
+//! - [`timing`]: retrying a test whose numbers depend on the host's timing;
+//! - [`chromium`]: headless Chromium for the HTML reports.
+//!
+//! Every loop here is bounded in count and time; servers are watched by PID.
+#![warn(missing_docs)]
+
+pub mod chromium;
+pub mod need;
+pub mod nginx;
+pub mod pki;
+pub mod proc;
+pub mod script;
+pub mod timing;
+
+/// A loopback port that was free a moment ago (for servers that cannot bind port 0).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+    l.local_addr().expect("local address").port()
+}
+
+/// A fresh temporary directory for one test's files.
+pub fn tmpdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "redline-test-{tag}-{}-{}",
+        std::process::id(),
+        free_port()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("create the test directory");
+    d
+}

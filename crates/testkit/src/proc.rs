@@ -1,0 +1,139 @@
+//! Running a binary under test: with a hard time limit (killed past it), its
+//! history in a temporary database (never the user's real one), and its
+//! `run -o json` record parsed, with the counters a test reads.
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Starts `bin` with `args`, its output captured, `REDLINE_DB` in the
+/// temporary directory.
+pub fn spawn(bin: &str, args: &[&str]) -> Child {
+    Command::new(bin)
+        .args(args)
+        .env(
+            "REDLINE_DB",
+            std::env::temp_dir().join(format!("redline-tests-{}.db", std::process::id())),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn redline")
+}
+
+/// Runs `bin` with a hard time limit: its output and how long it took.
+pub fn run_with_limit(bin: &str, args: &[&str], limit: Duration) -> (Output, Duration) {
+    let start = Instant::now();
+    let child = spawn(bin, args);
+    let out = wait_limit(child, limit);
+    (out, start.elapsed())
+}
+
+/// Waits for `child` at most `limit` (polling every 10 ms); past it, kills
+/// the child and panics with its stderr.
+pub fn wait_limit(mut child: Child, limit: Duration) -> Output {
+    let start = Instant::now();
+    loop {
+        match child.try_wait().expect("wait") {
+            Some(_) => break,
+            None if start.elapsed() > limit => {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("output");
+                panic!(
+                    "redline did not finish within {limit:?}; stderr: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    child.wait_with_output().expect("output")
+}
+
+/// Runs `bin run --output json -q ARGS` (60 s at most) and parses the
+/// record; panics on a non-zero exit, except the documented exit 1 of a run
+/// that got no answer at all (its record is still printed).
+pub fn run_json(bin: &str, args: &[&str]) -> serde_json::Value {
+    let mut a: Vec<&str> = vec!["run", "--output", "json", "-q"];
+    a.extend_from_slice(args);
+    let (out, _) = run_with_limit(bin, &a, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    let no_answer = out.status.code() == Some(1)
+        && counter(&v, "completed") == 0
+        && err.contains("no request was answered");
+    assert!(
+        out.status.success() || no_answer,
+        "redline {a:?} failed: {}\n{err}",
+        out.status,
+    );
+    v
+}
+
+/// Runs `bin run -o json -q --no-save ARGS`, freezing the whole process
+/// (SIGSTOP, as a host stall would) from `at` after its start for `length`;
+/// the parsed record. Panics on a non-zero exit.
+pub fn run_json_frozen(
+    bin: &str,
+    args: &[&str],
+    at: Duration,
+    length: Duration,
+) -> serde_json::Value {
+    let mut all = vec!["run", "-o", "json", "-q", "--no-save"];
+    all.extend_from_slice(args);
+    let child = spawn(bin, &all);
+    let pid = child.id() as libc::pid_t;
+    std::thread::sleep(at);
+    // SAFETY: signals to our own child process.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    std::thread::sleep(length);
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let out = wait_limit(child, Duration::from_secs(60));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("a JSON run record")
+}
+
+/// A run record's counter.
+pub fn counter(v: &serde_json::Value, name: &str) -> u64 {
+    v["counters"][name]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no counter {name}"))
+}
+
+/// A run record's count of errors of `kind`.
+pub fn error_count(v: &serde_json::Value, kind: &str) -> u64 {
+    v["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == kind)
+        .map(|e| e["count"].as_u64().unwrap())
+        .sum()
+}
+
+/// The codes of a run record's warnings, in order.
+pub fn warning_codes(v: &serde_json::Value) -> Vec<&str> {
+    v["warnings"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|w| w["code"].as_str()).collect())
+        .unwrap_or_default()
+}
+
+/// The run record accounts for all `planned` sends of a frozen open-loop
+/// run: every one scheduled, each ended exactly once, and at least `min_not_sent`
+/// of them counted as never sent (the ones the frozen client did not release).
+pub fn assert_planned_sends_accounted(v: &serde_json::Value, planned: u64, min_not_sent: u64) {
+    assert_eq!(counter(v, "scheduled"), planned, "{}", v["counters"]);
+    let ended = counter(v, "completed")
+        + counter(v, "failed")
+        + counter(v, "in_flight_at_end")
+        + counter(v, "not_sent");
+    assert_eq!(ended, planned, "{}", v["counters"]);
+    assert!(counter(v, "not_sent") >= min_not_sent, "{}", v["counters"]);
+}
