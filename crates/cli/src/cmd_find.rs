@@ -88,6 +88,13 @@ pub struct FindArgs {
     save: crate::cmd_history::RunSaveArgs,
 }
 
+impl FindArgs {
+    /// The plan's arguments from `run`'s groups; each step sets its rate and length.
+    pub fn plan_args(&self) -> Result<redline_engine::PlanArgs, String> {
+        plan_args(self.url.clone(), &self.request, &self.protocol, &self.conn)
+    }
+}
+
 /// The SLO: thresholds that must all hold.
 #[derive(Debug, Clone)]
 pub struct Slo(Vec<Threshold>);
@@ -277,7 +284,7 @@ pub fn run(a: FindArgs) -> Exit {
     }
     let build = |rate: f64| -> Result<Plan, String> {
         // The same groups and builder as `run`; the load is this step's.
-        let mut pa = plan_args(a.url.clone(), &a.request, &a.protocol, &a.conn)?;
+        let mut pa = a.plan_args()?;
         pa.rate = Some(rate);
         pa.duration = Some(step_len);
         Plan::build(pa).map_err(|e| e.to_string())
