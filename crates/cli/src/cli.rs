@@ -361,15 +361,12 @@ pub fn main() -> i32 {
 fn cmd_run(a: RunArgs) -> i32 {
     let body = match (&a.body, &a.body_file) {
         (Some(b), _) => Some(b.clone().into_bytes()),
-        (None, Some(p)) => match std::fs::read(p) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                return fail(
-                    EXIT_USAGE,
-                    format!("cannot read --body-file {}: {e}", p.display()),
-                )
+        (None, Some(p)) => {
+            match redline_stats::files::read(p, redline_stats::files::Kind::Body, "--body-file") {
+                Ok(b) => Some(b),
+                Err(e) => return fail(EXIT_USAGE, e),
             }
-        },
+        }
         (None, None) => None,
     };
     if a.scenario.is_some() && (a.body.is_some() || a.body_file.is_some() || a.method.is_some()) {

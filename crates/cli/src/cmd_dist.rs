@@ -975,15 +975,11 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> i32 {
             "k8s-pod runs inside the Job `redline k8s` prints (JOB_COMPLETION_INDEX is not set)",
         ),
     };
-    let text = match std::fs::read_to_string(&a.args_file) {
-        Ok(t) => t,
-        Err(e) => {
-            return fail(
-                EXIT_USAGE,
-                format!("cannot read {}: {e}", a.args_file.display()),
-            )
-        }
-    };
+    let text =
+        match redline_stats::files::read_text(&a.args_file, redline_stats::files::Kind::Text, "") {
+            Ok(t) => t,
+            Err(e) => return fail(EXIT_USAGE, e),
+        };
     let run: Vec<String> = match serde_json::from_str(&text) {
         Ok(r) => r,
         Err(e) => {

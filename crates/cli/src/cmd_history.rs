@@ -385,8 +385,12 @@ impl Loader {
         let p = Path::new(r);
         let looks_like_file = p.is_file() || r.ends_with(".json") || r.contains('/');
         if looks_like_file {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| (EXIT_USAGE, format!("cannot read run record {r}: {e}")))?;
+            let text = redline_stats::files::read_text(
+                p,
+                redline_stats::files::Kind::Record,
+                "run record",
+            )
+            .map_err(|e| (EXIT_USAGE, e))?;
             let rec = RunRecord::from_json(&text).map_err(|e| (EXIT_USAGE, format!("{r}: {e}")))?;
             let name = p
                 .file_name()
@@ -402,8 +406,8 @@ impl Loader {
         let p = Path::new(r);
         let looks_like_file = p.is_file() || r.ends_with(".json") || r.contains('/');
         if looks_like_file {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| (EXIT_USAGE, format!("cannot read {r}: {e}")))?;
+            let text = redline_stats::files::read_text(p, redline_stats::files::Kind::Record, "")
+                .map_err(|e| (EXIT_USAGE, e))?;
             let is_page = serde_json::from_str::<serde_json::Value>(&text)
                 .is_ok_and(|v| redline_report::page_compare::is_page(&v));
             if is_page {

@@ -428,9 +428,8 @@ fn cmd_watch(a: WatchArgs) -> i32 {
 }
 
 fn merge_watch(run: &PathBuf, files: &[PathBuf]) -> i32 {
-    let read = |p: &PathBuf| {
-        std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
-    };
+    let read =
+        |p: &PathBuf| redline_stats::files::read_text(p, redline_stats::files::Kind::Record, "");
     let text = match read(run) {
         Ok(t) => t,
         Err(e) => return fail(EXIT_USAGE, e),
@@ -631,12 +630,8 @@ fn error_log_evidence(given: Option<&std::path::Path>, usual: bool) -> Result<Ve
 /// Loads the run record named by `--run REF` (history) or `--from FILE`.
 fn load_record(a: &SizeArgs) -> Result<(String, RunRecord), (i32, String)> {
     if let Some(p) = &a.from {
-        let text = std::fs::read_to_string(p).map_err(|e| {
-            (
-                EXIT_USAGE,
-                format!("cannot read --from {}: {e}", p.display()),
-            )
-        })?;
+        let text = redline_stats::files::read_text(p, redline_stats::files::Kind::Record, "--from")
+            .map_err(|e| (EXIT_USAGE, e))?;
         let rec = RunRecord::from_json(&text)
             .map_err(|e| (EXIT_USAGE, format!("{}: {e}", p.display())))?;
         return Ok((p.display().to_string(), rec));

@@ -119,3 +119,85 @@ fn port_exhaustion_is_a_client_limit() {
         "{text}"
     );
 }
+
+/// Every file redline reads goes through one reader that refuses what is not a
+/// regular file: `/dev/zero` (which would grow memory until killed), a FIFO
+/// (which would block) and a directory each end with one line on stderr and
+/// exit code 2, at once.
+#[test]
+fn devices_fifos_and_directories_are_refused_as_input_files() {
+    let dir = nginx::tmpdir("limits-files");
+    let fifo = dir.join("fifo");
+    let ok = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(ok.success());
+    let scen = dir.join("s.toml");
+    std::fs::write(
+        &scen,
+        "[[request]]\npath = \"/\"\n\n[data]\nfile = \"/dev/zero\"\n",
+    )
+    .unwrap();
+    let fifo_s = fifo.to_str().unwrap().to_string();
+    let dir_s = dir.to_str().unwrap().to_string();
+    let out_s = dir.join("merged.json").to_str().unwrap().to_string();
+    let url = "http://127.0.0.1:9/";
+    let https = "https://127.0.0.1:9/";
+    for bad in ["/dev/zero", fifo_s.as_str(), dir_s.as_str()] {
+        let cases: Vec<Vec<&str>> = vec![
+            vec!["run", "--no-save", "-n", "1", "--body-file", bad, url],
+            vec!["run", "--no-save", "-n", "1", "--scenario", bad],
+            vec!["run", "--no-save", "-n", "1", "--cacert", bad, https],
+            vec![
+                "run",
+                "--no-save",
+                "-n",
+                "1",
+                "--cert",
+                bad,
+                "--key",
+                bad,
+                https,
+            ],
+            vec!["tune", bad],
+            vec!["size", "--from", bad],
+            vec!["compare", bad, bad],
+            vec!["report", bad],
+            vec!["merge", "-o", out_s.as_str(), bad, bad],
+        ];
+        for args in cases {
+            let (out, _) = redline_with_limit(&args, Duration::from_secs(20));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(
+                err.contains("not a regular file") || err.contains("is a directory"),
+                "{args:?}: {err}"
+            );
+            assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        }
+    }
+    // A scenario's data file and body file.
+    let body = dir.join("b.toml");
+    std::fs::write(
+        &body,
+        "[[request]]\npath = \"/\"\nmethod = \"POST\"\nbody_file = \"/dev/zero\"\n",
+    )
+    .unwrap();
+    for f in [&scen, &body] {
+        let (out, _) = redline_with_limit(
+            &[
+                "run",
+                "--no-save",
+                "-n",
+                "1",
+                "--allow-paths",
+                "--scenario",
+                f.to_str().unwrap(),
+                url,
+            ],
+            Duration::from_secs(20),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("/dev/zero is not a regular file"), "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
