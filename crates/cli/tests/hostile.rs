@@ -626,3 +626,111 @@ fn open_loop_above_a_slow_servers_capacity_blames_the_server() {
         v["warnings"]
     );
 }
+
+/// A raw HTTP/2 server that allows no stream at all
+/// (`SETTINGS_MAX_CONCURRENT_STREAMS = 0`): it acknowledges settings and
+/// pings and never answers anything else; each connection ends on EOF or
+/// after 30 s.
+fn no_streams_h2_server() -> ScriptServer {
+    use std::io::Read;
+    ScriptServer::start(|mut s| {
+        let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+        // SETTINGS: MAX_CONCURRENT_STREAMS (0x3) = 0.
+        let settings = [0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0];
+        if s.write_all(&settings).is_err() {
+            return;
+        }
+        let until = std::time::Instant::now() + Duration::from_secs(30);
+        let mut buf: Vec<u8> = Vec::new();
+        let mut preface = false;
+        let mut chunk = [0u8; 4096];
+        while std::time::Instant::now() < until {
+            match s.read(&mut chunk) {
+                Ok(0) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(_) => continue, // read time-out: look at the clock again
+            }
+            if !preface {
+                if buf.len() < 24 {
+                    continue;
+                }
+                buf.drain(..24);
+                preface = true;
+            }
+            while buf.len() >= 9 {
+                let len =
+                    (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
+                if buf.len() < 9 + len {
+                    break;
+                }
+                let (kind, flags) = (buf[3], buf[4]);
+                let reply: Option<Vec<u8>> = match (kind, flags & 1) {
+                    (4, 0) => Some(vec![0, 0, 0, 4, 1, 0, 0, 0, 0]),
+                    (6, 0) => {
+                        let mut f = vec![0, 0, 8, 6, 1, 0, 0, 0, 0];
+                        f.extend_from_slice(&buf[9..17]);
+                        Some(f)
+                    }
+                    _ => None,
+                };
+                if let Some(r) = reply {
+                    if s.write_all(&r).is_err() {
+                        return;
+                    }
+                }
+                buf.drain(..9 + len);
+            }
+        }
+    })
+}
+
+/// An h2 server that never allows a stream must not hold the run past its
+/// duration and `--timeout`: requests waiting for a stream count as time-outs
+/// (or not sent at the end), closed and open loop.
+#[test]
+fn h2_server_allowing_no_stream_ends_on_time() {
+    let srv = no_streams_h2_server();
+    let url = srv.url();
+    // `-n` without `-d` hung: each connection's first stream waited for the
+    // server's permission forever, holding the rest of the budget.
+    let loads: [&[&str]; 4] = [
+        &["-n", "6", "-c", "2"],
+        &["-n", "6", "-c", "1", "--streams", "4"],
+        &["-d", "2s", "-c", "2"],
+        &["-d", "2s", "-r", "20"],
+    ];
+    for load in loads {
+        let mut args = vec![
+            "run",
+            "-o",
+            "json",
+            "-q",
+            "--no-save",
+            "--h2c",
+            "--timeout",
+            "1s",
+        ];
+        args.extend_from_slice(load);
+        args.push(&url);
+        let (out, _) = redline_with_limit(&args, Duration::from_secs(30));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{load:?}: {e}; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert_eq!(counter(&v, "completed"), 0, "{load:?}");
+        let timeouts = error_count(&v, "timeout");
+        assert!(timeouts >= 1, "{load:?}: {}", v["errors"]);
+        assert_eq!(
+            counter(&v, "scheduled"),
+            counter(&v, "completed")
+                + counter(&v, "failed")
+                + counter(&v, "in_flight_at_end")
+                + counter(&v, "not_sent"),
+            "{load:?}: {}",
+            v["counters"]
+        );
+        assert_eq!(out.status.code(), Some(1), "{load:?}: nothing succeeded");
+    }
+}

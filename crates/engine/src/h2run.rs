@@ -758,14 +758,20 @@ async fn closed_stream(
             }
         }
         let free_at = Instant::now();
-        let ready = poll_fn(|cx| sr.poll_ready(cx)).await;
+        let ready = stream_ready(&w, &mut sr).await;
         let intended = match (first.take(), ready) {
-            (Some(_), Err(e)) => {
+            (Some(_), Err(Waited::Failed(e))) => {
                 let (k, m) = classify(&e);
                 return w.fail_held(k, m);
             }
+            (Some(_), Err(Waited::TimedOut)) => {
+                return w.fail_held(ErrorKind::Timeout, no_stream())
+            }
+            (Some(_), Err(Waited::Stopped)) => return, // held: not sent
             (Some(t), Ok(())) => t,
-            (None, Err(_)) => return, // the connection is gone; nothing was taken
+            // The connection is gone, allows no stream or the run stops:
+            // nothing was taken; the connection is replaced when its streams end.
+            (None, Err(_)) => return,
             (None, Ok(())) => {
                 if !w.take_for(&ctx) {
                     return;
@@ -914,12 +920,20 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
             ctx.quota.set(Some(q - 1));
         }
         w.held.set(w.held.get() + 1);
-        if let Err(e) = poll_fn(|cx| sr.poll_ready(cx)).await {
-            let (k, m) = classify(&e);
-            w.fail_held(k, m);
-            // A connection that went away may leave queued work without a stream.
-            maybe_connect(&w);
-            return;
+        match stream_ready(&w, &mut sr).await {
+            Ok(()) => {}
+            Err(Waited::Stopped) => return, // held: not sent
+            Err(e) => {
+                let (k, m) = match e {
+                    Waited::Failed(e) => classify(&e),
+                    _ => (ErrorKind::Timeout, no_stream()),
+                };
+                w.fail_held(k, m);
+                // A connection that went away (or allows no stream) may leave
+                // queued work without a stream.
+                maybe_connect(&w);
+                return;
+            }
         }
         if w.stopping.get() {
             return;
@@ -931,6 +945,35 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
             }
         }
     }
+}
+
+/// Why a stream could not be opened.
+enum Waited {
+    /// The connection failed.
+    Failed(h2::Error),
+    /// No stream within `--timeout` (a server whose
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` is 0, or whose streams never end).
+    TimedOut,
+    /// The run is stopping.
+    Stopped,
+}
+
+/// Waits until the connection may open a stream, at most `--timeout` and not
+/// past the run's stop: a server that allows no stream must not hold the run.
+async fn stream_ready(w: &W, sr: &mut SendRequest<Bytes>) -> Result<(), Waited> {
+    if w.stopping.get() {
+        return Err(Waited::Stopped);
+    }
+    tokio::select! {
+        r = poll_fn(|cx| sr.poll_ready(cx)) => r.map_err(Waited::Failed),
+        _ = tokio::time::sleep(w.plan().timeout) => Err(Waited::TimedOut),
+        _ = w.stop_n.notified() => Err(Waited::Stopped),
+    }
+}
+
+fn no_stream() -> Cow<'static, str> {
+    "no stream within --timeout: the server allowed no new HTTP/2 stream (SETTINGS_MAX_CONCURRENT_STREAMS)"
+        .into()
 }
 
 // ------------------------------------------------------------ one connection
