@@ -563,17 +563,20 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
         l.finish(&rec.series);
     }
     crate::cmd_server::after_run(watch, &mut rec);
-    match crate::cmd_history::after_run(&hooks.save, &mut rec) {
+    // A failed save or `--html` makes the exit code 1 (unless a threshold or
+    // an interrupt says more); the report is still printed: results are never lost.
+    let side_failed = match crate::cmd_history::after_run(&hooks.save, &mut rec) {
         Ok(lines) => {
             for l in lines {
                 eprintln!("{l}");
             }
+            false
         }
         Err(e) => {
-            // The report is still printed: results are never lost.
             eprintln!("redline: error: {e}");
+            true
         }
-    }
+    };
     let mut outcomes = redline_report::thresholds::check(&rec, &hooks.thresholds);
     for (name, ts) in &hooks.request_thresholds {
         if let Some(r) = rec.requests.iter().find(|r| &r.name == name) {
@@ -624,6 +627,8 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
                 c.in_flight_at_end + c.not_sent
             ),
         )
+    } else if side_failed {
+        EXIT_RUNTIME
     } else {
         EXIT_OK
     }

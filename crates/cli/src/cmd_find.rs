@@ -361,6 +361,7 @@ pub fn run(a: FindArgs) -> i32 {
     ));
     let started = Instant::now();
     let mut steps: Vec<Step> = Vec::new();
+    let mut side_failed = false;
     let (mut pass, mut failed): (Option<f64>, Option<f64>) = (None, None);
     let mut rate = a.start_rate;
     let stopped: &str = loop {
@@ -389,7 +390,10 @@ pub fn run(a: FindArgs) -> i32 {
                     }
                 }
             }
-            Err(e) => eprintln!("redline: error: {e}"),
+            Err(e) => {
+                eprintln!("redline: error: {e}");
+                side_failed = true;
+            }
         }
         let (mut step, interrupted) = judge(&rec, &a.slo.0, warm_s, measured_s);
         step.step = n;
@@ -500,6 +504,8 @@ pub fn run(a: FindArgs) -> i32 {
     }
     match (stopped, pass) {
         ("interrupted", _) => EXIT_INTERRUPTED,
+        // A step that could not be saved (or its --html written).
+        (_, Some(_)) if side_failed => EXIT_RUNTIME,
         (_, Some(_)) => EXIT_OK,
         ("client_limited", None) => EXIT_RUNTIME,
         (_, None) => EXIT_THRESHOLD,

@@ -425,7 +425,8 @@ fn check_writable(path: &std::path::Path, flag: &str) -> Result<(), i32> {
 }
 
 /// Saves the page load in the history; one line on stderr either way.
-fn save_page(a: &PageArgs, rep: &page::PageReport, json: &str) {
+/// Saves the page load; false (and the reason on stderr) when it could not.
+fn save_page(a: &PageArgs, rep: &page::PageReport, json: &str) -> bool {
     let first = &rep.summary[0];
     let save = redline_history::PageSave {
         started_at: rep
@@ -450,8 +451,12 @@ fn save_page(a: &PageArgs, rep: &page::PageReport, json: &str) {
                 l.push_str(&format!(" (label {lb})"));
             }
             eprintln!("{l}");
+            true
         }
-        Err(e) => eprintln!("redline: warning: the page load was not saved: {e}"),
+        Err(e) => {
+            eprintln!("redline: error: the page load was not saved: {e}");
+            false
+        }
     }
 }
 
@@ -475,9 +480,7 @@ fn cmd_page(a: PageArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return crate::cli::fail(crate::cli::EXIT_RUNTIME, e),
     };
-    if !a.no_save {
-        save_page(&a, &rep, &json);
-    }
+    let saved = a.no_save || save_page(&a, &rep, &json);
     if let Some(p) = &a.common.html {
         if let Err(code) = write_html(p, &redline_report::audit_html::page_report(&rep)) {
             return code;
@@ -493,9 +496,14 @@ fn cmd_page(a: PageArgs) -> i32 {
             );
         }
     }
-    match a.common.output {
+    let code = match a.common.output {
         Output::Json => print(&(json + "\n")),
         Output::Text => print(&page::render_text(&rep, &u)),
+    };
+    if code == crate::cli::EXIT_OK && !saved {
+        crate::cli::EXIT_RUNTIME
+    } else {
+        code
     }
 }
 

@@ -201,3 +201,46 @@ fn devices_fifos_and_directories_are_refused_as_input_files() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A run whose save fails (the history is not a database) or whose `--html`
+/// cannot be written still prints its report but exits 1; the foreign file
+/// is left byte for byte as it was.
+#[test]
+fn failed_save_and_unwritable_html_exit_1() {
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let dir = nginx::tmpdir("limits-save");
+    let db = dir.join("not-a-db.sqlite");
+    let junk = b"not a database, just text long enough to look like a file...".repeat(50);
+    std::fs::write(&db, &junk).unwrap();
+    let db_s = db.to_str().unwrap();
+    let out = redline(&["run", "-q", "-n", "5", "-c", "1", "--db", db_s, &url]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not saved"), "{err}");
+    assert!(err.contains("left untouched"), "{err}");
+    assert!(!out.stdout.is_empty(), "the report is still printed");
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        junk,
+        "the foreign file was changed"
+    );
+
+    let html = dir.join("no-such-dir").join("r.html");
+    let out = redline(&[
+        "run",
+        "-q",
+        "--no-save",
+        "-n",
+        "5",
+        "-c",
+        "1",
+        "--html",
+        html.to_str().unwrap(),
+        &url,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot write --html"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
