@@ -481,11 +481,12 @@ fn cmd_coordinate(a: CoordinateArgs) -> i32 {
                 (None, None, None) => "no record".into(),
             };
             eprintln!(
-                "redline coordinate: {}: offset {:+.1} ms, round trip {:.2} ms, started {:.1} ms late; {state}",
-                ag.name(),
+                "redline coordinate: {}: offset {:+.1} ms, round trip {:.2} ms, started {:.1} ms late; {}",
+                redline_report::escape::clean(&ag.name()),
                 ag.offset_ms,
                 ag.rtt_ms,
-                ag.lateness_ms
+                ag.lateness_ms,
+                redline_report::escape::clean(&state)
             );
         }
     }

@@ -303,7 +303,7 @@ pub fn after_run(a: &RunSaveArgs, rec: &mut RunRecord) -> Result<Vec<String>, St
                 name = run_name(id, rec);
                 let mut l = format!("redline: saved as run {id}");
                 if let Some(lb) = &rec.label {
-                    l.push_str(&format!(" (label {lb})"));
+                    l.push_str(&format!(" (label {})", redline_report::escape::clean(lb)));
                 }
                 lines.push(l);
             }
@@ -350,7 +350,7 @@ fn page_of(
 
 fn run_name(id: i64, rec: &RunRecord) -> String {
     match &rec.label {
-        Some(l) => format!("run {id} ({l})"),
+        Some(l) => format!("run {id} ({})", redline_report::escape::clean(l)),
         None => format!("run {id}"),
     }
 }
@@ -484,6 +484,7 @@ fn write_out(path: &Path, what: &str, s: &str) -> CmdResult {
 }
 
 fn short(s: &str, n: usize) -> String {
+    let s = redline_report::escape::clean(s);
     if s.chars().count() <= n {
         s.to_string()
     } else {
@@ -605,11 +606,11 @@ fn cmd_show(a: OneRun) -> CmdResult {
     };
     let mut o = format!("Run {id}");
     if let Some(lb) = &rec.label {
-        o.push_str(&format!(" ({lb})"));
+        o.push_str(&format!(" ({})", redline_report::escape::clean(lb)));
     }
     o.push('\n');
     if let Some(n) = &rec.note {
-        o.push_str(&format!("Note: {n}\n"));
+        o.push_str(&format!("Note: {}\n", redline_report::escape::clean(n)));
     }
     o.push('\n');
     o.push_str(&redline_report::text(&rec));

@@ -498,7 +498,9 @@ fn cmd_page(a: PageArgs) -> i32 {
     }
     let code = match a.common.output {
         Output::Json => print(&(json + "\n")),
-        Output::Text => print(&page::render_text(&rep, &u)),
+        Output::Text => print(&redline_report::escape::clean_text(&page::render_text(
+            &rep, &u,
+        ))),
     };
     if code == crate::cli::EXIT_OK && !saved {
         crate::cli::EXIT_RUNTIME
@@ -540,7 +542,9 @@ fn cmd_audit(a: AuditArgs) -> i32 {
             Ok(s) => print(&(s + "\n")),
             Err(e) => crate::cli::fail(crate::cli::EXIT_RUNTIME, e),
         },
-        Output::Text => print(&audit::render_text(&result)),
+        Output::Text => print(&redline_report::escape::clean_text(&audit::render_text(
+            &result,
+        ))),
     };
     if code != crate::cli::EXIT_OK {
         return code;

@@ -734,3 +734,71 @@ fn h2_server_allowing_no_stream_ends_on_time() {
         assert_eq!(out.status.code(), Some(1), "{load:?}: nothing succeeded");
     }
 }
+
+/// Text from outside never reaches the terminal raw: a label with ESC
+/// sequences and `\r`, and a `Server` header with a C1 control (CSI, U+009B,
+/// which HTTP's obs-text lets through), are shown escaped in the text report,
+/// `show`, `history` and the HTML report.
+#[test]
+fn control_characters_from_outside_are_escaped_in_every_output() {
+    let srv = once(
+        b"HTTP/1.1 200 OK\r\nServer: evil\xc2\x9b2Jsrv\r\nContent-Length: 2\r\n\r\nok".to_vec(),
+    );
+    let url = srv.url();
+    let dir = nginx::tmpdir("hostile-esc");
+    let db = dir.join("h.db");
+    let db_s = db.to_str().unwrap();
+    let html = dir.join("r.html");
+    let label = "lab\x1b[31mred\rforged";
+    let raw = |b: &[u8]| {
+        b.iter().any(|&c| c == 0x1b || c == b'\r' || c == 0x7f)
+            || String::from_utf8_lossy(b).contains('\u{9b}')
+    };
+    let out = redline(&[
+        "run",
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "--no-keepalive",
+        "--db",
+        db_s,
+        "--label",
+        label,
+        "--note",
+        "note\x1b]0;title\x07",
+        "--html",
+        html.to_str().unwrap(),
+        &url,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("evil\\x9b2Jsrv"), "{text}");
+    assert!(
+        !raw(&out.stdout),
+        "raw control characters in the report: {text:?}"
+    );
+    assert!(
+        !raw(&out.stderr),
+        "raw control characters on stderr: {err:?}"
+    );
+    assert!(err.contains("lab\\x1b[31mred\\rforged"), "{err}");
+    let page = std::fs::read(&html).unwrap();
+    assert!(!raw(&page), "raw control characters in the HTML report");
+    assert!(String::from_utf8_lossy(&page).contains("evil\\x9b2J"));
+    for args in [&["show", "last"][..], &["history"][..]] {
+        let mut a = args.to_vec();
+        a.extend_from_slice(&["--db", db_s]);
+        let out = redline(&a);
+        assert_eq!(out.status.code(), Some(0), "{a:?}");
+        let t = String::from_utf8_lossy(&out.stdout);
+        assert!(!raw(&out.stdout), "{a:?}: {t:?}");
+        assert!(t.contains("lab\\x1b[31mred"), "{a:?}: {t}");
+    }
+    // JSON carries the text exactly, escaped by JSON itself.
+    let out = redline(&["export", "last", "--db", db_s]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["label"], label);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -15,7 +15,9 @@ use redline_stats::{Hist, RunRecord};
 use std::fmt::Write as _;
 
 /// Escapes text for HTML content and attributes.
+/// Control characters are escaped first ([`crate::escape::clean`]).
 pub fn esc(s: &str) -> String {
+    let s = crate::escape::clean(s);
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
