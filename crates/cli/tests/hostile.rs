@@ -802,3 +802,82 @@ fn control_characters_from_outside_are_escaped_in_every_output() {
     assert_eq!(v["label"], label);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `-H 'Transfer-Encoding: chunked'` with a body sends it chunked and without
+/// Content-Length, as curl does (nginx answers 400 to a request with both
+/// framings); a transfer coding redline cannot apply is refused with one line.
+#[test]
+fn transfer_encoding_chunked_with_a_body_sends_one_framing() {
+    // What goes on the wire: the raw request, up to the last chunk.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let seen2 = seen.clone();
+    let srv = ScriptServer::start(move |mut s| {
+        use std::io::Read;
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        for _ in 0..1000 {
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+            if buf.ends_with(b"\r\n0\r\n\r\n") || buf.len() > 65536 {
+                break;
+            }
+        }
+        seen2.lock().unwrap().extend_from_slice(&buf);
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    });
+    let url = srv.url();
+    let te = ["-H", "Transfer-Encoding: chunked", "-b", "hello=1"];
+    let mut args = vec!["-n", "1", "-c", "1"];
+    args.extend_from_slice(&te);
+    args.push(&url);
+    let v = run_json(&args);
+    assert_eq!(counter(&v, "completed"), 1);
+    let raw = String::from_utf8_lossy(&seen.lock().unwrap()).to_string();
+    let lower = raw.to_ascii_lowercase();
+    assert!(lower.contains("transfer-encoding: chunked\r\n"), "{raw}");
+    assert!(!lower.contains("content-length"), "{raw}");
+    assert!(
+        raw.ends_with("\r\n\r\n7\r\nhello=1\r\n0\r\n\r\n"),
+        "{raw:?}"
+    );
+
+    // nginx refuses a request with both framings; with one it answers.
+    let port = nginx::free_port();
+    let extra =
+        format!("server {{ listen 127.0.0.1:{port}; location / {{ return 200 \"ok\"; }} }}");
+    let Some(_ng) = nginx::start_nginx(&nginx::NginxSite {
+        tag: "te-chunked",
+        files: &[("index.html", b"x".to_vec())],
+        tls: None,
+        h2: false,
+        http_extra: &extra,
+        types: "",
+    }) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{port}/");
+    let mut args = vec!["-n", "20", "-c", "2"];
+    args.extend_from_slice(&te);
+    args.push(&url);
+    let v = run_json(&args);
+    assert_eq!(counter(&v, "completed"), 20, "{}", v["status_codes"]);
+    assert_eq!(v["status_codes"]["200"], 20, "{}", v["status_codes"]);
+
+    let out = redline(&[
+        "run",
+        "--no-save",
+        "-n",
+        "1",
+        "-H",
+        "Transfer-Encoding: gzip",
+        "-b",
+        "x",
+        &url,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("can only send a body chunked"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}

@@ -134,6 +134,10 @@ fn to_h2(request: &[u8], scheme: &str, host: &str) -> Result<Template, String> {
     };
     let mut authority = None;
     let mut headers = http::HeaderMap::new();
+    // HTTP/2 frames the body itself: a chunked HTTP/1 body is sent as its data.
+    let chunked = req.headers.iter().any(|h| {
+        h.name.eq_ignore_ascii_case("transfer-encoding") && h.value.eq_ignore_ascii_case(b"chunked")
+    });
     for h in req.headers.iter() {
         let name = h.name.to_ascii_lowercase();
         if name == "host" {
@@ -162,7 +166,13 @@ fn to_h2(request: &[u8], scheme: &str, host: &str) -> Result<Template, String> {
         method,
         uri,
         headers,
-        body: Bytes::copy_from_slice(&request[head_len..]),
+        body: if chunked {
+            let b = crate::plan::unchunk(&request[head_len..])
+                .ok_or_else(|| bad("a chunked body redline did not frame".into()))?;
+            Bytes::from(b)
+        } else {
+            Bytes::copy_from_slice(&request[head_len..])
+        },
     })
 }
 
