@@ -337,8 +337,10 @@ fn load_views(
     if !doc_ok {
         let err = first
             .entries
-            .first()
-            .and_then(|e| e.error.clone())
+            .iter()
+            .filter(|e| e.kind == redline_web::discover::Kind::Document)
+            .find_map(|e| e.error.clone())
+            .or_else(|| first.entries.first().and_then(|e| e.error.clone()))
             .unwrap_or_else(|| "no response".into());
         let code = if err.starts_with("cannot resolve") {
             crate::cli::EXIT_USAGE

@@ -881,3 +881,28 @@ fn transfer_encoding_chunked_with_a_body_sends_one_framing() {
     assert!(err.contains("can only send a body chunked"), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
+
+/// A page whose redirects go round in a circle reports an error naming the
+/// loop (and the load fails), instead of ending quietly at the repeat.
+#[test]
+fn page_redirect_loop_is_an_error_naming_the_loop() {
+    let (srv, _) = routed_server(|head, _| {
+        let to = if head.starts_with("GET /a ") {
+            "/b"
+        } else {
+            "/a"
+        };
+        format!("HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\n\r\n").into_bytes()
+    });
+    let url = format!("http://{}/a", srv.addr);
+    let out = redline(&["page", "-q", "--no-save", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let b = format!("http://{}/b", srv.addr);
+    let want = format!("redirect loop: {url} -> {b} -> {url}");
+    assert!(
+        text.contains(&want) || err.contains(&want),
+        "stdout: {text}\nstderr: {err}"
+    );
+    assert_ne!(out.status.code(), Some(0), "{text}{err}");
+}
