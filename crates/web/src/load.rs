@@ -786,7 +786,7 @@ pub fn load(
                         }
                         chain.reverse();
                         let shown = display_url(&loc);
-                        if chain.iter().any(|u| *u == shown) {
+                        if chain.contains(&shown) {
                             chain.push(shown);
                             e.error = Some(format!("redirect loop: {}", chain.join(" -> ")));
                         } else if job.redirects >= opts.max_redirects {
@@ -794,19 +794,17 @@ pub fn load(
                                 "more than {} redirects in a row (not followed to {shown})",
                                 opts.max_redirects
                             ));
-                        } else if session.allowed(&loc, job.kind) {
-                            if seen.insert(loc.to_string()) {
-                                queue.push_back(Job {
-                                    url: loc,
-                                    kind: job.kind,
-                                    parent: Some(idx),
-                                    depth: job.depth,
-                                    redirects: job.redirects + 1,
-                                    size: job.size,
-                                    retried: false,
-                                    sent_again: 0,
-                                });
-                            }
+                        } else if session.allowed(&loc, job.kind) && seen.insert(loc.to_string()) {
+                            queue.push_back(Job {
+                                url: loc,
+                                kind: job.kind,
+                                parent: Some(idx),
+                                depth: job.depth,
+                                redirects: job.redirects + 1,
+                                size: job.size,
+                                retried: false,
+                                sent_again: 0,
+                            });
                         }
                     }
                 }
