@@ -906,3 +906,22 @@ fn page_redirect_loop_is_an_error_naming_the_loop() {
     );
     assert_ne!(out.status.code(), Some(0), "{text}{err}");
 }
+
+/// A page whose server never answers says the read timed out and after how
+/// long, not "Resource temporarily unavailable (os error 11)".
+#[test]
+fn page_read_timeout_says_so() {
+    let srv = ScriptServer::start(|mut s| {
+        if read_head(&mut s) {
+            std::thread::sleep(Duration::from_secs(3));
+        }
+    });
+    let (out, _) = redline_with_limit(
+        &["page", "-q", "--no-save", "--timeout", "1s", &srv.url()],
+        Duration::from_secs(30),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("read timed out after 1s"), "{err}");
+    assert!(!err.contains("os error 11"), "{err}");
+}
