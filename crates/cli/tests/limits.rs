@@ -158,6 +158,7 @@ fn devices_fifos_and_directories_are_refused_as_input_files() {
                 https,
             ],
             vec!["tune", bad],
+            vec!["run", "--no-save", "-n", "1", "--server-config", bad, url],
             vec!["size", "--from", bad],
             vec!["compare", bad, bad],
             vec!["report", bad],
@@ -242,5 +243,50 @@ fn failed_save_and_unwritable_html_exit_1() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("cannot write --html"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A run record whose histogram header claims a 4 GiB payload is refused with
+/// one line before anything is allocated by it (`report`, `compare`).
+#[test]
+fn a_histogram_header_claiming_4_gib_is_refused() {
+    use base64::Engine as _;
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let v = run_json(&["-n", "20", "-c", "1", &url]);
+    let dir = nginx::tmpdir("limits-hist");
+    let good = dir.join("good.json");
+    std::fs::write(&good, serde_json::to_string(&v).unwrap()).unwrap();
+    let b64 = base64::engine::general_purpose::STANDARD;
+    // A plain HdrHistogram V2 header (40 bytes) whose payload length claims
+    // 4 GiB: the decoder allocated by it before reading.
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(&0x1c84_9313u32.to_be_bytes()); // V2 cookie
+    bytes.extend_from_slice(&u32::MAX.to_be_bytes()); // payload length
+    bytes.extend_from_slice(&0u32.to_be_bytes()); // normalizing offset
+    bytes.extend_from_slice(&3u32.to_be_bytes()); // significant digits
+    bytes.extend_from_slice(&1u64.to_be_bytes()); // lowest
+    bytes.extend_from_slice(&3_600_000_000u64.to_be_bytes()); // highest
+    bytes.extend_from_slice(&1f64.to_be_bytes()); // ratio
+    bytes.extend_from_slice(&[0; 16]);
+    let mut bad = v.clone();
+    bad["latency"]["hdr"] = serde_json::Value::String(b64.encode(&bytes));
+    let bad_p = dir.join("bad.json");
+    std::fs::write(&bad_p, serde_json::to_string(&bad).unwrap()).unwrap();
+    let (g, b) = (good.to_str().unwrap(), bad_p.to_str().unwrap());
+    let html = dir.join("r.html");
+    for args in [
+        vec!["report", b, "-o", html.to_str().unwrap()],
+        vec!["compare", g, b],
+    ] {
+        let (out, _) = redline_with_limit(&args, Duration::from_secs(20));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("claims a 4294967295-byte payload"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
