@@ -1610,4 +1610,28 @@ mod tests {
             302
         );
     }
+
+    /// `-H 'Transfer-Encoding: chunked'`: HTTP/1 gets one framing (chunks,
+    /// no Content-Length); HTTP/2 gets the body itself as its data.
+    #[test]
+    fn chunked_request_bodies_have_one_framing() {
+        let mut a = PlanArgs::new("http://127.0.0.1:8080/");
+        a.headers = vec!["Transfer-Encoding: chunked".into()];
+        a.body = Some(b"hello".to_vec());
+        let p = Plan::build(a.clone()).unwrap();
+        let wire = String::from_utf8_lossy(&p.request).to_ascii_lowercase();
+        assert!(!wire.contains("content-length"), "{wire}");
+        assert!(
+            wire.ends_with("\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+            "{wire:?}"
+        );
+        a.h2c = true;
+        let t = template(&Plan::build(a.clone()).unwrap()).unwrap();
+        assert_eq!(&t.body[..], b"hello");
+        assert!(t.headers.get("transfer-encoding").is_none());
+        a.h2c = false;
+        a.headers = vec!["Transfer-Encoding: gzip, chunked".into()];
+        assert!(Plan::build(a).is_err());
+        assert_eq!(crate::plan::unchunk(&crate::plan::chunk(b"")), Some(vec![]));
+    }
 }
