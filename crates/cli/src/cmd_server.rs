@@ -607,9 +607,9 @@ fn live_size_input(
 fn error_log_evidence(given: Option<&std::path::Path>, usual: bool) -> Result<Vec<String>, String> {
     let logs: Vec<PathBuf> = match given {
         Some(p) => {
-            if let Err(e) = std::fs::File::open(p) {
-                return Err(format!("cannot read --error-log {}: {e}", p.display()));
-            }
+            // Read here to say why it cannot be (a device, too big), then
+            // again by the evidence search.
+            redline_stats::files::read(p, redline_stats::files::Kind::Log, "--error-log")?;
             vec![p.to_path_buf()]
         }
         None if usual => detect::APACHE_ERROR_LOGS

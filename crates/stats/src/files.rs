@@ -24,6 +24,8 @@ pub enum Kind {
     Record,
     /// A HAR file or other JSON input: 256 MiB.
     Har,
+    /// A server's error log (`size --error-log`): 256 MiB.
+    Log,
     /// An arguments file and other small text: 1 MiB.
     Text,
 }
@@ -32,7 +34,7 @@ impl Kind {
     /// The largest file of this kind that is read, in bytes.
     pub const fn limit(self) -> u64 {
         match self {
-            Kind::Body | Kind::Csv | Kind::Record | Kind::Har => 256 << 20,
+            Kind::Body | Kind::Csv | Kind::Record | Kind::Har | Kind::Log => 256 << 20,
             Kind::Scenario | Kind::Config => 16 << 20,
             Kind::Pem | Kind::Text => 1 << 20,
         }
@@ -46,6 +48,7 @@ impl Kind {
             Kind::Config => "a configuration file",
             Kind::Record => "a run record",
             Kind::Har => "a HAR file",
+            Kind::Log => "a log file",
             Kind::Text => "an input file",
         }
     }
