@@ -706,7 +706,7 @@ impl AddAssign<&RunRecord> for RunRecord {
         if o.started_at < self.started_at {
             self.started_at = o.started_at.clone();
         }
-        self.config.threads += o.config.threads;
+        self.config.threads = self.config.threads.saturating_add(o.config.threads);
         self.config.insecure |= o.config.insecure;
         // Different segments merged: the result is no longer one segment.
         if self.config.segment != o.config.segment {
@@ -738,9 +738,9 @@ impl AddAssign<&RunRecord> for RunRecord {
                     ..
                 },
             ) => {
-                *a += b;
+                *a = a.saturating_add(*b);
                 if let (Some(x), Some(y)) = (ra.as_mut(), rb) {
-                    *x += y;
+                    *x = x.saturating_add(*y);
                 }
             }
             (
@@ -758,9 +758,9 @@ impl AddAssign<&RunRecord> for RunRecord {
                 },
             ) => {
                 *a += b;
-                *ca += cb;
+                *ca = ca.saturating_add(*cb);
                 if let (Some(x), Some(y)) = (ra.as_mut(), rb) {
-                    *x += y;
+                    *x = x.saturating_add(*y);
                 }
             }
             _ => {}
@@ -791,7 +791,7 @@ impl AddAssign<&RunRecord> for RunRecord {
         }
         self.client.user_s += o.client.user_s;
         self.client.sys_s += o.client.sys_s;
-        self.client.threads += o.client.threads;
+        self.client.threads = self.client.threads.saturating_add(o.client.threads);
         self.client.steal_s += o.client.steal_s;
         saturated |= sat_add(&mut self.client.syn_retransmits, o.client.syn_retransmits);
         saturated |= sat_add(&mut self.client.listen_overflows, o.client.listen_overflows);
