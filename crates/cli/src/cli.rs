@@ -331,7 +331,12 @@ pub(crate) fn install_ctrlc() {
 
 /// Prints a one-line error and returns the exit code.
 pub fn fail(code: i32, msg: impl std::fmt::Display) -> i32 {
-    eprintln!("redline: error: {msg}");
+    // One line, whatever the message carries from outside (a file name, a
+    // server's words): control characters are shown escaped.
+    eprintln!(
+        "redline: error: {}",
+        redline_report::escape::clean(&msg.to_string())
+    );
     code
 }
 
