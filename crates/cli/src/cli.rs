@@ -434,17 +434,20 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         l.finish(&rec.series);
     }
     crate::cmd_server::after_run(watch, &mut rec);
-    match crate::cmd_history::after_run(&hooks.save, &mut rec) {
+    // A failed save or `--html` makes the exit code 1 (unless a threshold or
+    // an interrupt says more); the report is still printed: results are never lost.
+    let side_failed = match crate::cmd_history::after_run(&hooks.save, &mut rec) {
         Ok(lines) => {
             for l in lines {
                 eprintln!("{l}");
             }
+            false
         }
         Err(e) => {
-            // The report is still printed: results are never lost.
             eprintln!("redline: error: {e}");
+            true
         }
-    }
+    };
     let mut outcomes = redline_report::thresholds::check(&rec, &hooks.thresholds);
     for (name, ts) in &hooks.request_thresholds {
         if let Some(r) = rec.requests.iter().find(|r| &r.name == name) {
@@ -490,6 +493,8 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
                 c.in_flight_at_end + c.not_sent
             ),
         )
+    } else if side_failed {
+        Exit::Failure
     } else {
         Exit::Ok
     }

@@ -482,11 +482,12 @@ fn cmd_coordinate(a: CoordinateArgs) -> Exit {
                 (None, None, None) => "no record".into(),
             };
             eprintln!(
-                "redline coordinate: {}: offset {:+.1} ms, round trip {:.2} ms, started {:.1} ms late; {state}",
-                ag.name(),
+                "redline coordinate: {}: offset {:+.1} ms, round trip {:.2} ms, started {:.1} ms late; {}",
+                redline_report::escape::clean(&ag.name()),
                 ag.offset_ms,
                 ag.rtt_ms,
-                ag.lateness_ms
+                ag.lateness_ms,
+                redline_report::escape::clean(&state)
             );
         }
     }
@@ -991,15 +992,11 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> Exit {
             "k8s-pod runs inside the Job `redline k8s` prints (JOB_COMPLETION_INDEX is not set)",
         ),
     };
-    let text = match std::fs::read_to_string(&a.args_file) {
-        Ok(t) => t,
-        Err(e) => {
-            return fail(
-                Exit::Usage,
-                format!("cannot read {}: {e}", a.args_file.display()),
-            )
-        }
-    };
+    let text =
+        match redline_stats::files::read_text(&a.args_file, redline_stats::files::Kind::Text, "") {
+            Ok(t) => t,
+            Err(e) => return fail(Exit::Usage, e),
+        };
     let run: Vec<String> = match serde_json::from_str(&text) {
         Ok(r) => r,
         Err(e) => {

@@ -333,6 +333,7 @@ pub fn run(a: FindArgs) -> Exit {
     ));
     let started = Instant::now();
     let mut steps: Vec<Step> = Vec::new();
+    let mut side_failed = false;
     let (mut pass, mut failed): (Option<f64>, Option<f64>) = (None, None);
     let mut rate = a.start_rate;
     let stopped: &str = loop {
@@ -361,7 +362,10 @@ pub fn run(a: FindArgs) -> Exit {
                     }
                 }
             }
-            Err(e) => eprintln!("redline: error: {e}"),
+            Err(e) => {
+                eprintln!("redline: error: {e}");
+                side_failed = true;
+            }
         }
         let (mut step, interrupted) = judge(&rec, &a.slo.0, warm_s, measured_s);
         step.step = n;
@@ -472,6 +476,8 @@ pub fn run(a: FindArgs) -> Exit {
     }
     match (stopped, pass) {
         ("interrupted", _) => Exit::Interrupted,
+        // A step that could not be saved (or its --html written).
+        (_, Some(_)) if side_failed => Exit::Failure,
         (_, Some(_)) => Exit::Ok,
         ("client_limited", None) => Exit::Failure,
         (_, None) => Exit::Threshold,

@@ -304,7 +304,7 @@ pub fn after_run(a: &RunSaveArgs, rec: &mut RunRecord) -> Result<Vec<String>, St
                 name = run_name(id, rec);
                 let mut l = format!("redline: saved as run {id}");
                 if let Some(lb) = &rec.label {
-                    l.push_str(&format!(" (label {lb})"));
+                    l.push_str(&format!(" (label {})", redline_report::escape::clean(lb)));
                 }
                 lines.push(l);
             }
@@ -351,7 +351,7 @@ fn page_of(
 
 fn run_name(id: i64, rec: &RunRecord) -> String {
     match &rec.label {
-        Some(l) => format!("run {id} ({l})"),
+        Some(l) => format!("run {id} ({})", redline_report::escape::clean(l)),
         None => format!("run {id}"),
     }
 }
@@ -386,10 +386,13 @@ impl Loader {
         let p = Path::new(r);
         let looks_like_file = p.is_file() || r.ends_with(".json") || r.contains('/');
         if looks_like_file {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| (Exit::Usage, format!("cannot read run record {r}: {e}")))?;
-            let rec =
-                RunRecord::from_json(&text).map_err(|e| (Exit::Usage, format!("{r}: {e}")))?;
+            let text = redline_stats::files::read_text(
+                p,
+                redline_stats::files::Kind::Record,
+                "run record",
+            )
+            .map_err(|e| (Exit::Usage, e))?;
+            let rec = RunRecord::from_json(&text).map_err(|e| (Exit::Usage, format!("{r}: {e}")))?;
             let name = p
                 .file_name()
                 .map(|f| f.to_string_lossy().into_owned())
@@ -404,8 +407,8 @@ impl Loader {
         let p = Path::new(r);
         let looks_like_file = p.is_file() || r.ends_with(".json") || r.contains('/');
         if looks_like_file {
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| (Exit::Usage, format!("cannot read {r}: {e}")))?;
+            let text = redline_stats::files::read_text(p, redline_stats::files::Kind::Record, "")
+                .map_err(|e| (Exit::Usage, e))?;
             let is_page = serde_json::from_str::<serde_json::Value>(&text)
                 .is_ok_and(|v| redline_web::render::page_compare::is_page(&v));
             if is_page {
@@ -482,6 +485,7 @@ fn write_out(path: &Path, what: &str, s: &str) -> CmdResult {
 }
 
 fn short(s: &str, n: usize) -> String {
+    let s = redline_report::escape::clean(s);
     if s.chars().count() <= n {
         s.to_string()
     } else {
@@ -603,11 +607,11 @@ fn cmd_show(a: OneRun) -> CmdResult {
     };
     let mut o = format!("Run {id}");
     if let Some(lb) = &rec.label {
-        o.push_str(&format!(" ({lb})"));
+        o.push_str(&format!(" ({})", redline_report::escape::clean(lb)));
     }
     o.push('\n');
     if let Some(n) = &rec.note {
-        o.push_str(&format!("Note: {n}\n"));
+        o.push_str(&format!("Note: {}\n", redline_report::escape::clean(n)));
     }
     o.push('\n');
     o.push_str(&redline_report::text(&rec));

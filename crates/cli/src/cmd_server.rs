@@ -426,9 +426,8 @@ fn cmd_watch(a: WatchArgs) -> Exit {
 }
 
 fn merge_watch(run: &PathBuf, files: &[PathBuf]) -> Exit {
-    let read = |p: &PathBuf| {
-        std::fs::read_to_string(p).map_err(|e| format!("cannot read {}: {e}", p.display()))
-    };
+    let read =
+        |p: &PathBuf| redline_stats::files::read_text(p, redline_stats::files::Kind::Record, "");
     let text = match read(run) {
         Ok(t) => t,
         Err(e) => return fail(Exit::Usage, e),
@@ -606,9 +605,9 @@ fn live_size_input(
 fn error_log_evidence(given: Option<&std::path::Path>, usual: bool) -> Result<Vec<String>, String> {
     let logs: Vec<PathBuf> = match given {
         Some(p) => {
-            if let Err(e) = std::fs::File::open(p) {
-                return Err(format!("cannot read --error-log {}: {e}", p.display()));
-            }
+            // Read here to say why it cannot be (a device, too big), then
+            // again by the evidence search.
+            redline_stats::files::read(p, redline_stats::files::Kind::Log, "--error-log")?;
             vec![p.to_path_buf()]
         }
         None if usual => detect::APACHE_ERROR_LOGS
@@ -629,12 +628,8 @@ fn error_log_evidence(given: Option<&std::path::Path>, usual: bool) -> Result<Ve
 /// Loads the run record named by `--run REF` (history) or `--from FILE`.
 fn load_record(a: &SizeArgs) -> Result<(String, RunRecord), (Exit, String)> {
     if let Some(p) = &a.from {
-        let text = std::fs::read_to_string(p).map_err(|e| {
-            (
-                Exit::Usage,
-                format!("cannot read --from {}: {e}", p.display()),
-            )
-        })?;
+        let text = redline_stats::files::read_text(p, redline_stats::files::Kind::Record, "--from")
+            .map_err(|e| (Exit::Usage, e))?;
         let rec = RunRecord::from_json(&text)
             .map_err(|e| (Exit::Usage, format!("{}: {e}", p.display())))?;
         return Ok((p.display().to_string(), rec));

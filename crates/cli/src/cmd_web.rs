@@ -335,8 +335,10 @@ fn load_views(
     if !doc_ok {
         let err = first
             .entries
-            .first()
-            .and_then(|e| e.error.clone())
+            .iter()
+            .filter(|e| e.kind == redline_web::discover::Kind::Document)
+            .find_map(|e| e.error.clone())
+            .or_else(|| first.entries.first().and_then(|e| e.error.clone()))
             .unwrap_or_else(|| "no response".into());
         let code = if err.starts_with("cannot resolve") {
             crate::exit::Exit::Usage
@@ -423,7 +425,8 @@ fn check_writable(path: &std::path::Path, flag: &str) -> Result<(), Exit> {
 }
 
 /// Saves the page load in the history; one line on stderr either way.
-fn save_page(a: &PageArgs, rep: &page::PageReport, json: &str) {
+/// Saves the page load; false (and the reason on stderr) when it could not.
+fn save_page(a: &PageArgs, rep: &page::PageReport, json: &str) -> bool {
     let first = &rep.summary[0];
     let save = redline_history::PageSave {
         started_at: rep
@@ -448,8 +451,12 @@ fn save_page(a: &PageArgs, rep: &page::PageReport, json: &str) {
                 l.push_str(&format!(" (label {lb})"));
             }
             eprintln!("{l}");
+            true
         }
-        Err(e) => eprintln!("redline: warning: the page load was not saved: {e}"),
+        Err(e) => {
+            eprintln!("redline: error: the page load was not saved: {e}");
+            false
+        }
     }
 }
 
@@ -473,9 +480,7 @@ fn cmd_page(a: PageArgs) -> Exit {
         Ok(s) => s,
         Err(e) => return crate::exit::fail(crate::exit::Exit::Failure, e),
     };
-    if !a.no_save {
-        save_page(&a, &rep, &json);
-    }
+    let saved = a.no_save || save_page(&a, &rep, &json);
     if let Some(p) = &a.common.html {
         if let Err(code) = write_html(p, &redline_web::render::audit_html::page_report(&rep)) {
             return code;
@@ -491,9 +496,16 @@ fn cmd_page(a: PageArgs) -> Exit {
             );
         }
     }
-    match a.common.output {
+    let code = match a.common.output {
         Output::Json => print(&(json + "\n")),
-        Output::Text => print(&page::render_text(&rep, &u)),
+        Output::Text => print(&redline_report::escape::clean_text(&page::render_text(
+            &rep, &u,
+        ))),
+    };
+    if code == crate::exit::Exit::Ok && !saved {
+        crate::exit::Exit::Failure
+    } else {
+        code
     }
 }
 
@@ -533,7 +545,9 @@ fn cmd_audit(a: AuditArgs) -> Exit {
             Ok(s) => print(&(s + "\n")),
             Err(e) => crate::exit::fail(crate::exit::Exit::Failure, e),
         },
-        Output::Text => print(&audit::render_text(&result)),
+        Output::Text => print(&redline_report::escape::clean_text(&audit::render_text(
+            &result,
+        ))),
     };
     if code != crate::exit::Exit::Ok {
         return code;

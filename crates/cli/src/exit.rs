@@ -71,12 +71,15 @@ impl Exit {
             Exit::Ok => "ok",
             Exit::Failure => {
                 "runtime failure: the engine could not start, the report could not be written, \
-                 the page could not be loaded, or no request of the run got an answer at all \
-                 (the report is still printed)"
+                 the page could not be loaded, the run or page load could not be saved to the \
+                 history, `--html` could not be written, or no request of the run got an answer \
+                 at all (the report is still printed)"
             }
             Exit::Usage => {
-                "usage error (bad flag, URL, header, unreadable file, unresolvable host, \
-                 unknown run), always with a one-line message"
+                "usage error (bad flag, URL, header, unreadable file, a file that is not a \
+                 regular file or is over its size limit, unresolvable host, unknown run, a run \
+                 history that is not redline's or fails `PRAGMA quick_check`: nothing is written \
+                 to it), always with a one-line message"
             }
             Exit::Findings => "findings at or above `--fail-on` (`audit`, `tune`)",
             Exit::Threshold => {
@@ -102,7 +105,12 @@ impl Exit {
 
 /// Prints a one-line error and returns the exit code.
 pub fn fail(code: Exit, msg: impl std::fmt::Display) -> Exit {
-    eprintln!("redline: error: {msg}");
+    // One line, whatever the message carries from outside (a file name, a
+    // server's words): control characters are shown escaped.
+    eprintln!(
+        "redline: error: {}",
+        redline_report::escape::clean(&msg.to_string())
+    );
     code
 }
 

@@ -72,9 +72,10 @@ impl RequestArgs {
     pub fn body_bytes(&self) -> Result<Option<Vec<u8>>, String> {
         match (&self.body, &self.body_file) {
             (Some(b), _) => Ok(Some(b.clone().into_bytes())),
-            (None, Some(p)) => std::fs::read(p)
-                .map(Some)
-                .map_err(|e| format!("cannot read --body-file {}: {e}", p.display())),
+            (None, Some(p)) => {
+                redline_stats::files::read(p, redline_stats::files::Kind::Body, "--body-file")
+                    .map(Some)
+            }
             (None, None) => Ok(None),
         }
     }

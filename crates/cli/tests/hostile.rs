@@ -626,3 +626,302 @@ fn open_loop_above_a_slow_servers_capacity_blames_the_server() {
         v["warnings"]
     );
 }
+
+/// A raw HTTP/2 server that allows no stream at all
+/// (`SETTINGS_MAX_CONCURRENT_STREAMS = 0`): it acknowledges settings and
+/// pings and never answers anything else; each connection ends on EOF or
+/// after 30 s.
+fn no_streams_h2_server() -> ScriptServer {
+    use std::io::Read;
+    ScriptServer::start(|mut s| {
+        let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+        // SETTINGS: MAX_CONCURRENT_STREAMS (0x3) = 0.
+        let settings = [0, 0, 6, 4, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0];
+        if s.write_all(&settings).is_err() {
+            return;
+        }
+        let until = std::time::Instant::now() + Duration::from_secs(30);
+        let mut buf: Vec<u8> = Vec::new();
+        let mut preface = false;
+        let mut chunk = [0u8; 4096];
+        while std::time::Instant::now() < until {
+            match s.read(&mut chunk) {
+                Ok(0) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(_) => continue, // read time-out: look at the clock again
+            }
+            if !preface {
+                if buf.len() < 24 {
+                    continue;
+                }
+                buf.drain(..24);
+                preface = true;
+            }
+            while buf.len() >= 9 {
+                let len =
+                    (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
+                if buf.len() < 9 + len {
+                    break;
+                }
+                let (kind, flags) = (buf[3], buf[4]);
+                let reply: Option<Vec<u8>> = match (kind, flags & 1) {
+                    (4, 0) => Some(vec![0, 0, 0, 4, 1, 0, 0, 0, 0]),
+                    (6, 0) => {
+                        let mut f = vec![0, 0, 8, 6, 1, 0, 0, 0, 0];
+                        f.extend_from_slice(&buf[9..17]);
+                        Some(f)
+                    }
+                    _ => None,
+                };
+                if let Some(r) = reply {
+                    if s.write_all(&r).is_err() {
+                        return;
+                    }
+                }
+                buf.drain(..9 + len);
+            }
+        }
+    })
+}
+
+/// An h2 server that never allows a stream must not hold the run past its
+/// duration and `--timeout`: requests waiting for a stream count as time-outs
+/// (or not sent at the end), closed and open loop.
+#[test]
+fn h2_server_allowing_no_stream_ends_on_time() {
+    let srv = no_streams_h2_server();
+    let url = srv.url();
+    // `-n` without `-d` hung: each connection's first stream waited for the
+    // server's permission forever, holding the rest of the budget.
+    let loads: [&[&str]; 4] = [
+        &["-n", "6", "-c", "2"],
+        &["-n", "6", "-c", "1", "--streams", "4"],
+        &["-d", "2s", "-c", "2"],
+        &["-d", "2s", "-r", "20"],
+    ];
+    for load in loads {
+        let mut args = vec![
+            "run",
+            "-o",
+            "json",
+            "-q",
+            "--no-save",
+            "--h2c",
+            "--timeout",
+            "1s",
+        ];
+        args.extend_from_slice(load);
+        args.push(&url);
+        let (out, _) = redline_with_limit(&args, Duration::from_secs(30));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{load:?}: {e}; stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        assert_eq!(counter(&v, "completed"), 0, "{load:?}");
+        let timeouts = error_count(&v, "timeout");
+        assert!(timeouts >= 1, "{load:?}: {}", v["errors"]);
+        assert_eq!(
+            counter(&v, "scheduled"),
+            counter(&v, "completed")
+                + counter(&v, "failed")
+                + counter(&v, "in_flight_at_end")
+                + counter(&v, "not_sent"),
+            "{load:?}: {}",
+            v["counters"]
+        );
+        assert_eq!(out.status.code(), Some(1), "{load:?}: nothing succeeded");
+    }
+}
+
+/// Text from outside never reaches the terminal raw: a label with ESC
+/// sequences and `\r`, and a `Server` header with a C1 control (CSI, U+009B,
+/// which HTTP's obs-text lets through), are shown escaped in the text report,
+/// `show`, `history` and the HTML report.
+#[test]
+fn control_characters_from_outside_are_escaped_in_every_output() {
+    let srv = once(
+        b"HTTP/1.1 200 OK\r\nServer: evil\xc2\x9b2Jsrv\r\nContent-Length: 2\r\n\r\nok".to_vec(),
+    );
+    let url = srv.url();
+    let dir = nginx::tmpdir("hostile-esc");
+    let db = dir.join("h.db");
+    let db_s = db.to_str().unwrap();
+    let html = dir.join("r.html");
+    let label = "lab\x1b[31mred\rforged";
+    let raw = |b: &[u8]| {
+        b.iter().any(|&c| c == 0x1b || c == b'\r' || c == 0x7f)
+            || String::from_utf8_lossy(b).contains('\u{9b}')
+    };
+    let out = redline(&[
+        "run",
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "--no-keepalive",
+        "--db",
+        db_s,
+        "--label",
+        label,
+        "--note",
+        "note\x1b]0;title\x07",
+        "--html",
+        html.to_str().unwrap(),
+        &url,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("evil\\x9b2Jsrv"), "{text}");
+    assert!(
+        !raw(&out.stdout),
+        "raw control characters in the report: {text:?}"
+    );
+    assert!(
+        !raw(&out.stderr),
+        "raw control characters on stderr: {err:?}"
+    );
+    assert!(err.contains("lab\\x1b[31mred\\rforged"), "{err}");
+    let page = std::fs::read(&html).unwrap();
+    assert!(!raw(&page), "raw control characters in the HTML report");
+    assert!(String::from_utf8_lossy(&page).contains("evil\\x9b2J"));
+    for args in [&["show", "last"][..], &["history"][..]] {
+        let mut a = args.to_vec();
+        a.extend_from_slice(&["--db", db_s]);
+        let out = redline(&a);
+        assert_eq!(out.status.code(), Some(0), "{a:?}");
+        let t = String::from_utf8_lossy(&out.stdout);
+        assert!(!raw(&out.stdout), "{a:?}: {t:?}");
+        assert!(t.contains("lab\\x1b[31mred"), "{a:?}: {t}");
+    }
+    // JSON carries the text exactly, escaped by JSON itself.
+    let out = redline(&["export", "last", "--db", db_s]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["label"], label);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `-H 'Transfer-Encoding: chunked'` with a body sends it chunked and without
+/// Content-Length, as curl does (nginx answers 400 to a request with both
+/// framings); a transfer coding redline cannot apply is refused with one line.
+#[test]
+fn transfer_encoding_chunked_with_a_body_sends_one_framing() {
+    // What goes on the wire: the raw request, up to the last chunk.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let seen2 = seen.clone();
+    let srv = ScriptServer::start(move |mut s| {
+        use std::io::Read;
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        for _ in 0..1000 {
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+            if buf.ends_with(b"\r\n0\r\n\r\n") || buf.len() > 65536 {
+                break;
+            }
+        }
+        seen2.lock().unwrap().extend_from_slice(&buf);
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    });
+    let url = srv.url();
+    let te = ["-H", "Transfer-Encoding: chunked", "-b", "hello=1"];
+    let mut args = vec!["-n", "1", "-c", "1"];
+    args.extend_from_slice(&te);
+    args.push(&url);
+    let v = run_json(&args);
+    assert_eq!(counter(&v, "completed"), 1);
+    let raw = String::from_utf8_lossy(&seen.lock().unwrap()).to_string();
+    let lower = raw.to_ascii_lowercase();
+    assert!(lower.contains("transfer-encoding: chunked\r\n"), "{raw}");
+    assert!(!lower.contains("content-length"), "{raw}");
+    assert!(
+        raw.ends_with("\r\n\r\n7\r\nhello=1\r\n0\r\n\r\n"),
+        "{raw:?}"
+    );
+
+    // nginx refuses a request with both framings; with one it answers.
+    let port = nginx::free_port();
+    let extra =
+        format!("server {{ listen 127.0.0.1:{port}; location / {{ return 200 \"ok\"; }} }}");
+    let Some(_ng) = nginx::start_nginx(&nginx::NginxSite {
+        tag: "te-chunked",
+        files: &[("index.html", b"x".to_vec())],
+        tls: None,
+        h2: false,
+        http_extra: &extra,
+        types: "",
+    }) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{port}/");
+    let mut args = vec!["-n", "20", "-c", "2"];
+    args.extend_from_slice(&te);
+    args.push(&url);
+    let v = run_json(&args);
+    assert_eq!(counter(&v, "completed"), 20, "{}", v["status_codes"]);
+    assert_eq!(v["status_codes"]["200"], 20, "{}", v["status_codes"]);
+
+    let out = redline(&[
+        "run",
+        "--no-save",
+        "-n",
+        "1",
+        "-H",
+        "Transfer-Encoding: gzip",
+        "-b",
+        "x",
+        &url,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("can only send a body chunked"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+/// A page whose redirects go round in a circle reports an error naming the
+/// loop (and the load fails), instead of ending quietly at the repeat.
+#[test]
+fn page_redirect_loop_is_an_error_naming_the_loop() {
+    let (srv, _) = routed_server(|head, _| {
+        let to = if head.starts_with("GET /a ") {
+            "/b"
+        } else {
+            "/a"
+        };
+        format!("HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\n\r\n").into_bytes()
+    });
+    let url = format!("http://{}/a", srv.addr);
+    let out = redline(&["page", "-q", "--no-save", &url]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let b = format!("http://{}/b", srv.addr);
+    let want = format!("redirect loop: {url} -> {b} -> {url}");
+    assert!(
+        text.contains(&want) || err.contains(&want),
+        "stdout: {text}\nstderr: {err}"
+    );
+    assert_ne!(out.status.code(), Some(0), "{text}{err}");
+}
+
+/// A page whose server never answers says the read timed out and after how
+/// long, not "Resource temporarily unavailable (os error 11)".
+#[test]
+fn page_read_timeout_says_so() {
+    let srv = ScriptServer::start(|mut s| {
+        if read_head(&mut s) {
+            std::thread::sleep(Duration::from_secs(3));
+        }
+    });
+    let (out, _) = redline_with_limit(
+        &["page", "-q", "--no-save", "--timeout", "1s", &srv.url()],
+        Duration::from_secs(30),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("read timed out after 1s"), "{err}");
+    assert!(!err.contains("os error 11"), "{err}");
+}

@@ -134,6 +134,10 @@ fn to_h2(request: &[u8], scheme: &str, host: &str) -> Result<Template, String> {
     };
     let mut authority = None;
     let mut headers = http::HeaderMap::new();
+    // HTTP/2 frames the body itself: a chunked HTTP/1 body is sent as its data.
+    let chunked = req.headers.iter().any(|h| {
+        h.name.eq_ignore_ascii_case("transfer-encoding") && h.value.eq_ignore_ascii_case(b"chunked")
+    });
     for h in req.headers.iter() {
         let name = h.name.to_ascii_lowercase();
         if name == "host" {
@@ -162,7 +166,13 @@ fn to_h2(request: &[u8], scheme: &str, host: &str) -> Result<Template, String> {
         method,
         uri,
         headers,
-        body: Bytes::copy_from_slice(&request[head_len..]),
+        body: if chunked {
+            let b = crate::plan::unchunk(&request[head_len..])
+                .ok_or_else(|| bad("a chunked body redline did not frame".into()))?;
+            Bytes::from(b)
+        } else {
+            Bytes::copy_from_slice(&request[head_len..])
+        },
     })
 }
 
@@ -758,14 +768,20 @@ async fn closed_stream(
             }
         }
         let free_at = Instant::now();
-        let ready = poll_fn(|cx| sr.poll_ready(cx)).await;
+        let ready = stream_ready(&w, &mut sr).await;
         let intended = match (first.take(), ready) {
-            (Some(_), Err(e)) => {
+            (Some(_), Err(Waited::Failed(e))) => {
                 let (k, m) = classify(&e);
                 return w.fail_held(k, m);
             }
+            (Some(_), Err(Waited::TimedOut)) => {
+                return w.fail_held(ErrorKind::Timeout, no_stream())
+            }
+            (Some(_), Err(Waited::Stopped)) => return, // held: not sent
             (Some(t), Ok(())) => t,
-            (None, Err(_)) => return, // the connection is gone; nothing was taken
+            // The connection is gone, allows no stream or the run stops:
+            // nothing was taken; the connection is replaced when its streams end.
+            (None, Err(_)) => return,
             (None, Ok(())) => {
                 if !w.take_for(&ctx) {
                     return;
@@ -914,12 +930,20 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
             ctx.quota.set(Some(q - 1));
         }
         w.held.set(w.held.get() + 1);
-        if let Err(e) = poll_fn(|cx| sr.poll_ready(cx)).await {
-            let (k, m) = classify(&e);
-            w.fail_held(k, m);
-            // A connection that went away may leave queued work without a stream.
-            maybe_connect(&w);
-            return;
+        match stream_ready(&w, &mut sr).await {
+            Ok(()) => {}
+            Err(Waited::Stopped) => return, // held: not sent
+            Err(e) => {
+                let (k, m) = match e {
+                    Waited::Failed(e) => classify(&e),
+                    _ => (ErrorKind::Timeout, no_stream()),
+                };
+                w.fail_held(k, m);
+                // A connection that went away (or allows no stream) may leave
+                // queued work without a stream.
+                maybe_connect(&w);
+                return;
+            }
         }
         if w.stopping.get() {
             return;
@@ -931,6 +955,35 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
             }
         }
     }
+}
+
+/// Why a stream could not be opened.
+enum Waited {
+    /// The connection failed.
+    Failed(h2::Error),
+    /// No stream within `--timeout` (a server whose
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` is 0, or whose streams never end).
+    TimedOut,
+    /// The run is stopping.
+    Stopped,
+}
+
+/// Waits until the connection may open a stream, at most `--timeout` and not
+/// past the run's stop: a server that allows no stream must not hold the run.
+async fn stream_ready(w: &W, sr: &mut SendRequest<Bytes>) -> Result<(), Waited> {
+    if w.stopping.get() {
+        return Err(Waited::Stopped);
+    }
+    tokio::select! {
+        r = poll_fn(|cx| sr.poll_ready(cx)) => r.map_err(Waited::Failed),
+        _ = tokio::time::sleep(w.plan().timeout) => Err(Waited::TimedOut),
+        _ = w.stop_n.notified() => Err(Waited::Stopped),
+    }
+}
+
+fn no_stream() -> Cow<'static, str> {
+    "no stream within --timeout: the server allowed no new HTTP/2 stream (SETTINGS_MAX_CONCURRENT_STREAMS)"
+        .into()
 }
 
 // ------------------------------------------------------------ one connection
@@ -1556,5 +1609,29 @@ mod tests {
             template(&Plan::build(a).unwrap()).unwrap().headers.len(),
             302
         );
+    }
+
+    /// `-H 'Transfer-Encoding: chunked'`: HTTP/1 gets one framing (chunks,
+    /// no Content-Length); HTTP/2 gets the body itself as its data.
+    #[test]
+    fn chunked_request_bodies_have_one_framing() {
+        let mut a = PlanArgs::new("http://127.0.0.1:8080/");
+        a.headers = vec!["Transfer-Encoding: chunked".into()];
+        a.body = Some(b"hello".to_vec());
+        let p = Plan::build(a.clone()).unwrap();
+        let wire = String::from_utf8_lossy(&p.request).to_ascii_lowercase();
+        assert!(!wire.contains("content-length"), "{wire}");
+        assert!(
+            wire.ends_with("\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+            "{wire:?}"
+        );
+        a.h2c = true;
+        let t = template(&Plan::build(a.clone()).unwrap()).unwrap();
+        assert_eq!(&t.body[..], b"hello");
+        assert!(t.headers.get("transfer-encoding").is_none());
+        a.h2c = false;
+        a.headers = vec!["Transfer-Encoding: gzip, chunked".into()];
+        assert!(Plan::build(a).is_err());
+        assert_eq!(crate::plan::unchunk(&crate::plan::chunk(b"")), Some(vec![]));
     }
 }

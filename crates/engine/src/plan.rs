@@ -385,6 +385,37 @@ pub fn redact_raw_url(s: &str) -> String {
     }
 }
 
+/// A request body in chunked framing: one chunk (none when empty), then the last.
+pub fn chunk(body: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(body.len() + 16);
+    if !body.is_empty() {
+        v.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
+        v.extend_from_slice(body);
+        v.extend_from_slice(b"\r\n");
+    }
+    v.extend_from_slice(b"0\r\n\r\n");
+    v
+}
+
+/// The body [`chunk`] framed (`None` when `b` is not such a framing).
+pub fn unchunk(b: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut rest = b;
+    loop {
+        let eol = rest.windows(2).position(|w| w == b"\r\n")?;
+        let n = usize::from_str_radix(std::str::from_utf8(&rest[..eol]).ok()?.trim(), 16).ok()?;
+        rest = &rest[eol + 2..];
+        if n == 0 {
+            return (rest == b"\r\n").then_some(out);
+        }
+        if rest.len() < n + 2 || &rest[n..n + 2] != b"\r\n" {
+            return None;
+        }
+        out.extend_from_slice(&rest[..n]);
+        rest = &rest[n + 2..];
+    }
+}
+
 fn usage(msg: impl Into<String>) -> PlanError {
     PlanError::Invalid(msg.into())
 }
@@ -676,6 +707,27 @@ impl Plan {
             Some(1)
         };
         let version = if a.http10 { "HTTP/1.0" } else { "HTTP/1.1" };
+        // `-H 'Transfer-Encoding: chunked'`: as curl does, the body is sent
+        // chunked and without Content-Length (never both framings); any other
+        // transfer coding redline cannot apply, so it is refused.
+        let chunked = match extra
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("transfer-encoding"))
+        {
+            None => false,
+            Some((_, v)) if v.trim().eq_ignore_ascii_case("chunked") => true,
+            Some((_, v)) => {
+                return Err(usage(format!(
+                    "-H 'Transfer-Encoding: {}': redline can only send a body chunked (give 'chunked' or no Transfer-Encoding)",
+                    v.trim()
+                )))
+            }
+        };
+        if chunked && a.http10 {
+            return Err(usage(
+                "-H 'Transfer-Encoding: chunked' needs HTTP/1.1; HTTP/1.0 has no chunked requests",
+            ));
+        }
         let mut head = format!("{method} {path} {version}\r\n");
         if !has("host") {
             head.push_str(&format!("Host: {host_header}\r\n"));
@@ -707,9 +759,14 @@ impl Plan {
         } else if a.body.is_some() && !has("content-type") {
             head.push_str("Content-Type: application/octet-stream\r\n");
         }
-        if a.body.is_some() || method == "POST" || method == "PUT" || method == "PATCH" {
-            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
-        }
+        let wire_body = if chunked {
+            chunk(&body)
+        } else {
+            if a.body.is_some() || method == "POST" || method == "PUT" || method == "PATCH" {
+                head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+            }
+            body.clone()
+        };
         let mut request = head.clone().into_bytes();
         let mut request_close = head.into_bytes();
         if a.http10 {
@@ -718,8 +775,8 @@ impl Plan {
         request_close.extend_from_slice(b"Connection: close\r\n");
         request.extend_from_slice(b"\r\n");
         request_close.extend_from_slice(b"\r\n");
-        request.extend_from_slice(&body);
-        request_close.extend_from_slice(&body);
+        request.extend_from_slice(&wire_body);
+        request_close.extend_from_slice(&wire_body);
 
         let mut shown_headers: Vec<String> = a.headers.iter().map(|h| redact_header(h)).collect();
         if auth.is_some() {

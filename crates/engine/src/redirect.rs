@@ -210,7 +210,9 @@ pub fn hop_request(
             continue;
         }
         if to_get
-            && (n.eq_ignore_ascii_case("content-length") || n.eq_ignore_ascii_case("content-type"))
+            && (n.eq_ignore_ascii_case("content-length")
+                || n.eq_ignore_ascii_case("content-type")
+                || n.eq_ignore_ascii_case("transfer-encoding"))
         {
             continue;
         }

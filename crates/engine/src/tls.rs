@@ -37,8 +37,8 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 fn read_certs(p: &Path, what: &str) -> Result<Vec<CertificateDer<'static>>, String> {
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(p)
-        .map_err(|e| format!("cannot read {what} {}: {e}", p.display()))?
+    let pem = redline_stats::files::read(p, redline_stats::files::Kind::Pem, what)?;
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<_, _>>()
         .map_err(|e| format!("{what} {} is not PEM: {e}", p.display()))?;
     if certs.is_empty() {
@@ -76,8 +76,9 @@ pub fn setup(host: &str, a: &TlsArgs) -> Result<TlsSetup, String> {
     let config = match (&a.cert, &a.key) {
         (Some(c), Some(k)) => {
             let chain = read_certs(c, "--cert")?;
-            let key = PrivateKeyDer::from_pem_file(k)
-                .map_err(|e| format!("cannot read --key {}: {e}", k.display()))?;
+            let pem = redline_stats::files::read(k, redline_stats::files::Kind::Pem, "--key")?;
+            let key = PrivateKeyDer::from_pem_slice(&pem)
+                .map_err(|e| format!("--key {} is not a PEM private key: {e}", k.display()))?;
             builder
                 .with_client_auth_cert(chain, key)
                 .map_err(|e| format!("--cert/--key: {e}"))?

@@ -334,11 +334,15 @@ impl Store {
             path: path.to_path_buf(),
         };
         // Reading the header is the first thing that fails on a file that is
-        // not a SQLite database; check before anything writes to it.
+        // not a SQLite database. Everything up to the WAL switch only reads:
+        // a file that is not redline's, or fails its integrity check, is
+        // refused before anything writes to it (the journal mode is written
+        // into the file's header).
         let version = store.user_version()?;
         store.check_version(version)?;
+        store.check_ours(version)?;
         if version > 0 {
-            store.check_ours()?;
+            store.check_integrity()?;
         }
         // WAL: readers never block the writer, and concurrent redline
         // processes only queue for the short write transaction.
@@ -378,21 +382,78 @@ impl Store {
         Ok(())
     }
 
-    /// A versioned database must have our `runs` table.
-    fn check_ours(&self) -> Result<(), HistoryError> {
-        let has: Option<String> = self
-            .conn
-            .query_row(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'runs'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| classify(&self.path, e))?;
-        if has.is_none() {
-            return Err(corrupt(&self.path, "no runs table"));
+    /// Version 0 must be an empty database (a new file); a versioned one must
+    /// have our `runs` table with our columns. Reads only.
+    fn check_ours(&self, version: i64) -> Result<(), HistoryError> {
+        let names = |sql: &str| -> Result<Vec<String>, HistoryError> {
+            let mut st = self
+                .conn
+                .prepare(sql)
+                .map_err(|e| classify(&self.path, e))?;
+            let rows = st
+                .query_map([], |r| r.get::<_, String>(0))
+                .map_err(|e| classify(&self.path, e))?;
+            rows.collect::<Result<Vec<_>, _>>()
+                .map_err(|e| classify(&self.path, e))
+        };
+        let tables = names("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?;
+        if version == 0 {
+            let objects = names("SELECT name FROM sqlite_master")?;
+            if objects.is_empty() {
+                return Ok(());
+            }
+            let mut shown: Vec<&str> = tables.iter().map(|t| t.as_str()).take(5).collect();
+            if tables.len() > 5 {
+                shown.push("…");
+            }
+            return Err(corrupt(
+                &self.path,
+                format!(
+                    "a SQLite database of someone else: {} table(s) ({}) and no redline schema version",
+                    tables.len(),
+                    shown.join(", ")
+                ),
+            ));
+        }
+        if !tables.iter().any(|t| t == "runs") {
+            return Err(corrupt(
+                &self.path,
+                format!("schema version {version} but no runs table"),
+            ));
+        }
+        let cols = names("SELECT name FROM pragma_table_info('runs')")?;
+        for want in ["id", "started_at", "url", "record"] {
+            if !cols.iter().any(|c| c == want) {
+                return Err(corrupt(
+                    &self.path,
+                    format!("its runs table has no {want} column: not redline's"),
+                ));
+            }
         }
         Ok(())
+    }
+
+    /// `PRAGMA quick_check` (reads only); what it found, when it is not "ok".
+    fn check_integrity(&self) -> Result<(), HistoryError> {
+        let mut st = self
+            .conn
+            .prepare("PRAGMA quick_check(5)")
+            .map_err(|e| classify(&self.path, e))?;
+        let found: Vec<String> = st
+            .query_map([], |r| r.get::<_, String>(0))
+            .and_then(|rows| rows.collect())
+            .map_err(|e| classify(&self.path, e))?;
+        if found.len() == 1 && found[0] == "ok" {
+            return Ok(());
+        }
+        let one_line: Vec<String> = found
+            .iter()
+            .map(|f| f.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect();
+        Err(corrupt(
+            &self.path,
+            format!("PRAGMA quick_check found: {}", one_line.join("; ")),
+        ))
     }
 
     /// Applies the missing migrations, each in the same write transaction as
@@ -834,8 +895,55 @@ mod tests {
             let c = Connection::open(&p2).unwrap();
             c.execute_batch("CREATE TABLE other (x INTEGER);").unwrap();
         }
+        let before = std::fs::read(&p2).unwrap();
         let e = Store::open(&p2).unwrap_err();
         assert!(matches!(e, HistoryError::Corrupt { .. }), "{e}");
+        assert!(e.to_string().contains("1 table(s) (other)"), "{e}");
+        // Untouched: not even switched to WAL.
+        assert_eq!(
+            std::fs::read(&p2).unwrap(),
+            before,
+            "foreign file was changed"
+        );
+        // A foreign database that happens to have a user_version and a runs table.
+        let p4 = p.with_file_name("foreign-runs.db");
+        {
+            let c = Connection::open(&p4).unwrap();
+            c.execute_batch("CREATE TABLE runs (x INTEGER); PRAGMA user_version = 1;")
+                .unwrap();
+        }
+        let before = std::fs::read(&p4).unwrap();
+        let e = Store::open(&p4).unwrap_err();
+        assert!(e.to_string().contains("not redline's"), "{e}");
+        assert!(e.to_string().contains("left untouched"), "{e}");
+        assert_eq!(
+            std::fs::read(&p4).unwrap(),
+            before,
+            "foreign file was changed"
+        );
+        // redline's own database, damaged inside: quick_check fails, nothing is written.
+        let p5 = p.with_file_name("damaged.db");
+        {
+            let mut s = Store::open(&p5).unwrap();
+            for i in 0..200 {
+                s.save(&rec(&format!("http://d/{i}"), None, "2026-01-01T00:00:00Z"))
+                    .unwrap();
+            }
+        }
+        let mut bytes = std::fs::read(&p5).unwrap();
+        let page = 4096;
+        assert!(bytes.len() > 4 * page);
+        for b in &mut bytes[2 * page..3 * page] {
+            *b = 0xa5;
+        }
+        std::fs::write(&p5, &bytes).unwrap();
+        let e = Store::open(&p5).unwrap_err();
+        assert!(matches!(e, HistoryError::Corrupt { .. }), "{e}");
+        assert_eq!(
+            std::fs::read(&p5).unwrap(),
+            bytes,
+            "damaged file was written to"
+        );
 
         let p3 = p.with_file_name("newer.db");
         drop(Store::open(&p3).unwrap());

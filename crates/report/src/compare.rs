@@ -737,6 +737,16 @@ pub fn knees(a: &RunRecord, b: &RunRecord) -> String {
 
 /// The comparison as a text table; `name_a`/`name_b` say what A and B are.
 pub fn text(c: &Comparison, a: &RunRecord, b: &RunRecord, name_a: &str, name_b: &str) -> String {
+    crate::escape::clean_text(&text_unescaped(c, a, b, name_a, name_b)).into_owned()
+}
+
+fn text_unescaped(
+    c: &Comparison,
+    a: &RunRecord,
+    b: &RunRecord,
+    name_a: &str,
+    name_b: &str,
+) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,

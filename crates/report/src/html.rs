@@ -15,7 +15,9 @@ use redline_stats::{Hist, RunRecord};
 use std::fmt::Write as _;
 
 /// Escapes text for HTML content and attributes.
+/// Control characters are escaped first ([`crate::escape::clean`]).
 pub fn esc(s: &str) -> String {
+    let s = crate::escape::clean(s);
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -800,7 +802,7 @@ fn phase_chart(runs: &[(&str, &RunRecord)]) -> String {
 fn summary_table(runs: &[(&str, &RunRecord)]) -> String {
     type Get = Box<dyn Fn(&RunRecord) -> String>;
     let lat = |p: f64| -> Get { Box::new(move |r| dur_us(r.latency.percentile(p) as f64)) };
-    let rows: Vec<(&str, Get)> = vec![
+    let mut rows: Vec<(&str, Get)> = vec![
         (
             "Target",
             Box::new(|r| format!("{} {}", r.config.method, r.config.url)),
@@ -858,6 +860,23 @@ fn summary_table(runs: &[(&str, &RunRecord)]) -> String {
             Box::new(|r| r.note.clone().unwrap_or_else(|| "-".into())),
         ),
     ];
+    // As the text report says it: numbers from a server whose certificate
+    // was not checked.
+    if runs.iter().any(|(_, r)| r.config.insecure) {
+        rows.insert(
+            1,
+            (
+                "TLS",
+                Box::new(|r| {
+                    if r.config.insecure {
+                        "certificate verification OFF (--insecure)".into()
+                    } else {
+                        "certificate verified".into()
+                    }
+                }),
+            ),
+        );
+    }
     let mut s = String::from("<table class=\"summary\"><thead><tr><th></th>");
     for (name, _) in runs {
         let _ = write!(s, "<th>{}</th>", esc(name));
@@ -1529,6 +1548,19 @@ mod tests {
         let r = row(groups[1], "stage 1 @1");
         assert!(r.contains("<td>0–5</td><td>7</td><td>5/"), "{r}");
         assert!(groups[1].contains("its watch started 2 s after the run"));
+    }
+
+    #[test]
+    fn insecure_runs_say_so_as_the_text_report_does() {
+        let a = synth(10, 1000, 1, 1);
+        assert!(!report(&[("a", &a)]).contains("--insecure"));
+        let mut b = a.clone();
+        b.config.insecure = true;
+        let h = report(&[("b", &b)]);
+        assert!(h.contains("certificate verification OFF (--insecure)"));
+        assert!(crate::text(&b).contains("certificate verification OFF (--insecure)"));
+        let both = report(&[("a", &a), ("b", &b)]);
+        assert!(both.contains("certificate verified"));
     }
 
     #[test]

@@ -165,6 +165,11 @@ fn stage_table(o: &mut String, rec: &RunRecord) {
 
 /// The human report.
 pub fn text(rec: &RunRecord) -> String {
+    // Labels, server headers, error messages and host names come from outside.
+    crate::escape::clean_text(&text_unescaped(rec)).into_owned()
+}
+
+fn text_unescaped(rec: &RunRecord) -> String {
     let mut o = String::new();
     let c = &rec.counters;
     let cfg = &rec.config;

@@ -201,19 +201,22 @@ impl ErrorTally {
     }
 }
 
-/// Merges error groups from `b` into `a` (by kind and message), most frequent first.
-pub fn merge_counts(a: &mut Vec<ErrorCount>, b: &[ErrorCount]) {
+/// Merges error groups from `b` into `a` (by kind and message), most frequent
+/// first; counts saturate at `u64::MAX` (true when one did).
+pub fn merge_counts(a: &mut Vec<ErrorCount>, b: &[ErrorCount]) -> bool {
+    let mut saturated = false;
     for e in b {
         if let Some(x) = a
             .iter_mut()
             .find(|x| x.kind == e.kind && x.message == e.message)
         {
-            x.count += e.count;
+            saturated |= crate::record::sat_add(&mut x.count, e.count);
         } else {
             a.push(e.clone());
         }
     }
     sort_counts(a);
+    saturated
 }
 
 fn sort_counts(v: &mut [ErrorCount]) {

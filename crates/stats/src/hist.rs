@@ -128,8 +128,9 @@ impl Hist {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(s.trim())
             .map_err(|e| format!("histogram is not base64: {e}"))?;
+        let plain = bounded_v2(&bytes)?;
         let mut h: Histogram<u64> = Deserializer::new()
-            .deserialize(&mut &bytes[..])
+            .deserialize(&mut &plain[..])
             .map_err(|e| format!("histogram is not HdrHistogram V2: {e:?}"))?;
         h.auto(true);
         Ok(Hist { h })
@@ -257,6 +258,79 @@ impl<'de> Deserialize<'de> for SeriesHist {
     }
 }
 
+/// HdrHistogram V2 cookies (as the `hdrhistogram` crate writes them).
+const V2_COOKIE: u32 = 0x1c84_9303 | 0x10;
+const V2_COMPRESSED_COOKIE: u32 = 0x1c84_9304 | 0x10;
+/// The largest decompressed V2 histogram read (4 MiB). One redline writes is
+/// at most ~60k counters of a few varint bytes each (3 digits over 64-bit
+/// values: ~0.5 MiB); the V2 header's lengths come from outside, so they are
+/// checked against this and against the bytes really there before the
+/// `hdrhistogram` crate allocates by them.
+pub const MAX_V2_BYTES: usize = 4 << 20;
+/// The most significant digits a histogram read may have (redline writes 2
+/// and 3): the counts array grows tenfold with each digit.
+pub const MAX_READ_SIGFIG: u32 = 3;
+
+fn be32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// The plain V2 bytes of an encoded histogram, every length in its headers
+/// checked before anything is allocated by it: a compressed payload is
+/// inflated at most to [`MAX_V2_BYTES`], the payload length must match the
+/// bytes present, and the precision is at most [`MAX_READ_SIGFIG`].
+fn bounded_v2(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+    use std::io::Read;
+    let bad = |m: String| Err(format!("histogram is not HdrHistogram V2: {m}"));
+    let Some(cookie) = be32(bytes, 0) else {
+        return bad("too short".into());
+    };
+    let plain: std::borrow::Cow<'_, [u8]> = match cookie {
+        V2_COMPRESSED_COOKIE => {
+            let claimed = be32(bytes, 4).unwrap_or(0) as usize;
+            let have = bytes.len().saturating_sub(8);
+            if claimed > have {
+                return bad(format!(
+                    "its header claims {claimed} compressed bytes, {have} are there"
+                ));
+            }
+            let mut out = Vec::new();
+            flate2::read::ZlibDecoder::new(&bytes[8..8 + claimed])
+                .take(MAX_V2_BYTES as u64 + 1)
+                .read_to_end(&mut out)
+                .map_err(|e| format!("histogram is not HdrHistogram V2: {e}"))?;
+            if out.len() > MAX_V2_BYTES {
+                return bad(format!(
+                    "it inflates to more than {} MiB",
+                    MAX_V2_BYTES >> 20
+                ));
+            }
+            std::borrow::Cow::Owned(out)
+        }
+        V2_COOKIE => std::borrow::Cow::Borrowed(bytes),
+        c => return bad(format!("unknown cookie {c:#x}")),
+    };
+    if be32(&plain, 0) != Some(V2_COOKIE) {
+        return bad("wrong inner cookie".into());
+    }
+    const HEADER: usize = 40;
+    let (Some(payload), Some(digits)) = (be32(&plain, 4), be32(&plain, 12)) else {
+        return bad("too short".into());
+    };
+    let have = plain.len().saturating_sub(HEADER);
+    if payload as usize > have {
+        return bad(format!(
+            "its header claims a {payload}-byte payload, {have} bytes are there"
+        ));
+    }
+    if digits > MAX_READ_SIGFIG {
+        return bad(format!(
+            "{digits} significant digits; redline reads at most {MAX_READ_SIGFIG}"
+        ));
+    }
+    Ok(plain)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,6 +357,37 @@ mod tests {
         assert_eq!(back.percentile(99.0), all.percentile(99.0));
         let v: serde_json::Value = serde_json::from_str(&j).unwrap();
         assert!(v["percentiles_us"]["p99"].as_u64().unwrap() > 0);
+    }
+
+    #[test]
+    fn lengths_in_the_header_are_checked_before_allocation() {
+        let mut h = Hist::new();
+        h.record(Duration::from_micros(1234));
+        let b64 = h.to_base64();
+        let good = base64::engine::general_purpose::STANDARD
+            .decode(&b64)
+            .unwrap();
+        assert!(Hist::from_base64(&b64).is_ok());
+        // The compressed length claims 4 GiB.
+        let mut c = good.clone();
+        c[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        let e =
+            Hist::from_base64(&base64::engine::general_purpose::STANDARD.encode(&c)).unwrap_err();
+        assert!(e.contains("claims 4294967295 compressed bytes"), "{e}");
+        // A plain V2 histogram whose payload length claims 4 GiB.
+        let mut plain = Vec::new();
+        V2Serializer::new().serialize(&h.h, &mut plain).unwrap();
+        plain[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+        let e = Hist::from_base64(&base64::engine::general_purpose::STANDARD.encode(&plain))
+            .unwrap_err();
+        assert!(e.contains("4294967295-byte payload"), "{e}");
+        // Precision beyond what redline writes.
+        let mut plain = Vec::new();
+        V2Serializer::new().serialize(&h.h, &mut plain).unwrap();
+        plain[12..16].copy_from_slice(&5u32.to_be_bytes());
+        let e = Hist::from_base64(&base64::engine::general_purpose::STANDARD.encode(&plain))
+            .unwrap_err();
+        assert!(e.contains("5 significant digits"), "{e}");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod files;
 pub mod hist;
 pub mod record;
 pub mod recorder;

@@ -270,22 +270,50 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+/// `*a += b`, saturating at `u64::MAX` instead of wrapping; true when it saturated.
+pub fn sat_add(a: &mut u64, b: u64) -> bool {
+    let (v, over) = a.overflowing_add(b);
+    *a = if over { u64::MAX } else { v };
+    over
+}
+
+/// The warning code of a merge whose counts reached `u64::MAX`.
+pub const SATURATED: &str = "counter_saturated";
+
+/// The warning text of a merge whose counts reached `u64::MAX`.
+pub fn saturated_message() -> String {
+    "a counter reached its largest value (2^64-1) while adding runs and stopped there instead of \
+     wrapping: the record's totals are at least what they show, not exact (a corrupt or forged \
+     record is the likely cause)"
+        .into()
+}
+
+impl Counters {
+    /// Adds `o`, each counter saturating; true when any saturated.
+    pub fn add_saturating(&mut self, o: &Counters) -> bool {
+        let mut s = false;
+        s |= sat_add(&mut self.scheduled, o.scheduled);
+        s |= sat_add(&mut self.sent, o.sent);
+        s |= sat_add(&mut self.completed, o.completed);
+        s |= sat_add(&mut self.non_2xx, o.non_2xx);
+        s |= sat_add(&mut self.failed, o.failed);
+        s |= sat_add(&mut self.in_flight_at_end, o.in_flight_at_end);
+        s |= sat_add(&mut self.not_sent, o.not_sent);
+        s |= sat_add(&mut self.waited_for_connection, o.waited_for_connection);
+        s |= sat_add(&mut self.bytes_read, o.bytes_read);
+        s |= sat_add(&mut self.bytes_written, o.bytes_written);
+        s |= sat_add(&mut self.body_bytes, o.body_bytes);
+        s |= sat_add(&mut self.connections_opened, o.connections_opened);
+        s |= sat_add(&mut self.peak_connections, o.peak_connections);
+        s |= sat_add(&mut self.redirects, o.redirects);
+        s
+    }
+}
+
 impl AddAssign<&Counters> for Counters {
+    /// Saturating (see [`Counters::add_saturating`], which also says whether it did).
     fn add_assign(&mut self, o: &Counters) {
-        self.scheduled += o.scheduled;
-        self.sent += o.sent;
-        self.completed += o.completed;
-        self.non_2xx += o.non_2xx;
-        self.failed += o.failed;
-        self.in_flight_at_end += o.in_flight_at_end;
-        self.not_sent += o.not_sent;
-        self.waited_for_connection += o.waited_for_connection;
-        self.bytes_read += o.bytes_read;
-        self.bytes_written += o.bytes_written;
-        self.body_bytes += o.body_bytes;
-        self.connections_opened += o.connections_opened;
-        self.peak_connections += o.peak_connections;
-        self.redirects += o.redirects;
+        self.add_saturating(o);
     }
 }
 
@@ -337,13 +365,13 @@ impl SeriesPoint {
         h.merge(&o.hist.to_hist());
         let mut classes = self.status_classes;
         for (a, b) in classes.iter_mut().zip(o.status_classes) {
-            *a += b;
+            *a = a.saturating_add(b);
         }
         *self = SeriesPoint::new(
             self.t,
-            self.requests + o.requests,
-            self.errors + o.errors,
-            self.bytes + o.bytes,
+            self.requests.saturating_add(o.requests),
+            self.errors.saturating_add(o.errors),
+            self.bytes.saturating_add(o.bytes),
             &h,
         );
         self.status_classes = classes;
@@ -674,11 +702,11 @@ impl AddAssign<&RunRecord> for RunRecord {
         self.duration_s = self.duration_s.max(o.duration_s);
         self.interrupted |= o.interrupted;
         self.client_limited |= o.client_limited;
-        self.merged_runs += o.merged_runs;
+        self.merged_runs = self.merged_runs.saturating_add(o.merged_runs);
         if o.started_at < self.started_at {
             self.started_at = o.started_at.clone();
         }
-        self.config.threads += o.config.threads;
+        self.config.threads = self.config.threads.saturating_add(o.config.threads);
         self.config.insecure |= o.config.insecure;
         // Different segments merged: the result is no longer one segment.
         if self.config.segment != o.config.segment {
@@ -710,9 +738,9 @@ impl AddAssign<&RunRecord> for RunRecord {
                     ..
                 },
             ) => {
-                *a += b;
+                *a = a.saturating_add(*b);
                 if let (Some(x), Some(y)) = (ra.as_mut(), rb) {
-                    *x += y;
+                    *x = x.saturating_add(*y);
                 }
             }
             (
@@ -730,9 +758,9 @@ impl AddAssign<&RunRecord> for RunRecord {
                 },
             ) => {
                 *a += b;
-                *ca += cb;
+                *ca = ca.saturating_add(*cb);
                 if let (Some(x), Some(y)) = (ra.as_mut(), rb) {
-                    *x += y;
+                    *x = x.saturating_add(*y);
                 }
             }
             _ => {}
@@ -743,11 +771,11 @@ impl AddAssign<&RunRecord> for RunRecord {
         if self.server.document_length.is_none() {
             self.server.document_length = o.server.document_length;
         }
-        self.counters += &o.counters;
+        let mut saturated = self.counters.add_saturating(&o.counters);
         for (k, v) in &o.status_codes {
-            *self.status_codes.entry(k.clone()).or_insert(0) += v;
+            saturated |= sat_add(self.status_codes.entry(k.clone()).or_insert(0), *v);
         }
-        merge_counts(&mut self.errors, &o.errors);
+        saturated |= merge_counts(&mut self.errors, &o.errors);
         self.latency.merge(&o.latency);
         self.service_time.merge(&o.service_time);
         self.scheduler_lag.merge(&o.scheduler_lag);
@@ -763,10 +791,10 @@ impl AddAssign<&RunRecord> for RunRecord {
         }
         self.client.user_s += o.client.user_s;
         self.client.sys_s += o.client.sys_s;
-        self.client.threads += o.client.threads;
+        self.client.threads = self.client.threads.saturating_add(o.client.threads);
         self.client.steal_s += o.client.steal_s;
-        self.client.syn_retransmits += o.client.syn_retransmits;
-        self.client.listen_overflows += o.client.listen_overflows;
+        saturated |= sat_add(&mut self.client.syn_retransmits, o.client.syn_retransmits);
+        saturated |= sat_add(&mut self.client.listen_overflows, o.client.listen_overflows);
         self.client.busiest_thread_share = self
             .client
             .busiest_thread_share
@@ -791,6 +819,9 @@ impl AddAssign<&RunRecord> for RunRecord {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.config.stages = Some(b.clone()),
             _ => {}
+        }
+        if saturated {
+            self.warn(SATURATED, saturated_message());
         }
         self.derive();
         crate::stages::analyze(self);

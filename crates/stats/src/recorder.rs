@@ -198,13 +198,19 @@ impl Recorder {
         if self.sec_requests > 0 || self.sec_errors > 0 {
             self.flush_second();
         }
-        rec.counters += &self.counters;
+        let mut saturated = rec.counters.add_saturating(&self.counters);
         for (code, n) in self.status.iter().enumerate() {
             if *n > 0 {
-                *rec.status_codes.entry(code.to_string()).or_insert(0) += n;
+                saturated |= crate::record::sat_add(
+                    rec.status_codes.entry(code.to_string()).or_insert(0),
+                    *n,
+                );
             }
         }
-        crate::error::merge_counts(&mut rec.errors, &self.errors.into_counts());
+        saturated |= crate::error::merge_counts(&mut rec.errors, &self.errors.into_counts());
+        if saturated {
+            rec.warn(crate::record::SATURATED, crate::record::saturated_message());
+        }
         rec.latency.merge(&self.latency);
         rec.service_time.merge(&self.service);
         rec.scheduler_lag.merge(&self.lag);
@@ -257,6 +263,37 @@ mod tests {
             r.response(&t, if lat_us % 7 == 0 { 404 } else { 200 }, 500, 440);
             r.bytes_read(500);
         }
+    }
+
+    /// Counts from outside (a forged record) saturate instead of wrapping
+    /// round to small numbers, and the merged record says so.
+    #[test]
+    fn merged_counters_saturate_and_warn() {
+        let mut a = RunRecord::new(cfg(), Environment::default(), "t".into());
+        a.counters.completed = u64::MAX - 1;
+        a.status_codes.insert("200".into(), u64::MAX - 1);
+        let mut b = a.clone();
+        b.counters.completed = 5;
+        let before = a.clone();
+        a += &before;
+        a += &b;
+        assert_eq!(a.counters.completed, u64::MAX);
+        assert_eq!(a.status_codes["200"], u64::MAX);
+        assert!(
+            a.warnings
+                .iter()
+                .any(|w| w.code == crate::record::SATURATED),
+            "{:?}",
+            a.warnings
+        );
+        let mut c = RunRecord::new(cfg(), Environment::default(), "t".into());
+        c.counters.completed = 3;
+        c += &b;
+        assert_eq!(c.counters.completed, 8);
+        assert!(c
+            .warnings
+            .iter()
+            .all(|w| w.code != crate::record::SATURATED));
     }
 
     /// The merge law: merge(record(A), record(B)) == record(A ∪ B).

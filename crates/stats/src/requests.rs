@@ -80,17 +80,18 @@ impl RequestStats {
 
     /// Adds another worker's or machine's numbers for the same request.
     pub fn merge(&mut self, o: &RequestStats) {
-        self.sent += o.sent;
-        self.completed += o.completed;
-        self.bad_status += o.bad_status;
-        self.errors += o.errors;
-        self.failed_checks += o.failed_checks;
-        self.failed_extractions += o.failed_extractions;
+        // Saturating: counts from a record read from outside must not wrap.
+        self.sent = self.sent.saturating_add(o.sent);
+        self.completed = self.completed.saturating_add(o.completed);
+        self.bad_status = self.bad_status.saturating_add(o.bad_status);
+        self.errors = self.errors.saturating_add(o.errors);
+        self.failed_checks = self.failed_checks.saturating_add(o.failed_checks);
+        self.failed_extractions = self.failed_extractions.saturating_add(o.failed_extractions);
         for c in &o.checks {
             match self.checks.iter_mut().find(|x| x.check == c.check) {
                 Some(x) => {
-                    x.passed += c.passed;
-                    x.failed += c.failed;
+                    x.passed = x.passed.saturating_add(c.passed);
+                    x.failed = x.failed.saturating_add(c.failed);
                 }
                 None => self.checks.push(c.clone()),
             }

@@ -237,7 +237,8 @@ pub const APACHE_ERROR_LOGS: &[&str] = &[
 /// Evidence from the first readable error log: (path, count, last line).
 pub fn apache_limit_evidence(paths: &[&Path]) -> Option<(String, usize, String)> {
     for p in paths {
-        if let Ok(t) = std::fs::read_to_string(p) {
+        if let Ok(b) = redline_stats::files::read(p, redline_stats::files::Kind::Log, "") {
+            let t = String::from_utf8_lossy(&b);
             let lines = reached_limit_lines(&t);
             if let Some(last) = lines.last() {
                 return Some((p.display().to_string(), lines.len(), last.clone()));

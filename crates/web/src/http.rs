@@ -228,6 +228,19 @@ pub struct Conn {
     pub info: ConnInfo,
     /// The budget the current request's reads are charged to.
     budget: Option<Arc<Budget>>,
+    /// The socket's read time-out (`--timeout`), for the error that says so.
+    read_timeout: Duration,
+}
+
+/// An I/O error of a request in words: a read that hit the socket's time-out
+/// (`EAGAIN`, "Resource temporarily unavailable") says so and for how long.
+fn io_error(e: std::io::Error, read_timeout: Duration, what: &str) -> FetchError {
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            FetchError::Io(format!("{what} timed out after {read_timeout:?}"))
+        }
+        _ => FetchError::Io(e.to_string()),
+    }
 }
 
 /// What one fetch measured, in milliseconds from its own start.
@@ -703,6 +716,7 @@ impl Conn {
             served: 0,
             info,
             budget: None,
+            read_timeout: Duration::from_secs(30),
         }
     }
 
@@ -736,9 +750,13 @@ impl Conn {
     ) -> Result<(Response, bool), FetchError> {
         let req = request_bytes(u, extra, opts);
         self.budget = opts.budget.clone();
-        let io = |e: std::io::Error| FetchError::Io(e.to_string());
+        self.read_timeout = opts.timeout;
+        let t = opts.timeout;
+        let io = move |e: std::io::Error| io_error(e, t, "read");
         let sent = Instant::now();
-        self.stream.write_all(&req).map_err(io)?;
+        self.stream
+            .write_all(&req)
+            .map_err(|e| io_error(e, t, "write"))?;
         let deadline = sent + opts.timeout;
         let mut wire: u64 = 0;
         let mut first_byte: Option<Instant> = None;
@@ -882,7 +900,11 @@ impl Conn {
             if Instant::now() > deadline {
                 return Err(FetchError::Io("timed out".into()));
             }
-            if self.fill().map_err(|e| FetchError::Io(e.to_string()))? == 0 {
+            if self
+                .fill()
+                .map_err(|e| io_error(e, self.read_timeout, "read"))?
+                == 0
+            {
                 return Err(FetchError::Io("connection closed in a chunk".into()));
             }
         }
@@ -915,7 +937,11 @@ impl Conn {
                 if Instant::now() > deadline {
                     return Err(FetchError::Io("timed out".into()));
                 }
-                if self.fill().map_err(|e| FetchError::Io(e.to_string()))? == 0 {
+                if self
+                    .fill()
+                    .map_err(|e| io_error(e, self.read_timeout, "read"))?
+                    == 0
+                {
                     return Err(FetchError::Io("connection closed in a chunk".into()));
                 }
             }

@@ -71,7 +71,18 @@ impl Load {
             .iter()
             .filter(|e| e.kind == Kind::Document)
             .peekable();
-        docs.peek().is_some() && docs.all(|e| e.status.is_some())
+        if docs.peek().is_none() {
+            return false;
+        }
+        let mut last = None;
+        for e in docs {
+            if e.status.is_none() {
+                return false;
+            }
+            last = Some(e);
+        }
+        // A redirect loop (or too many redirects) never reaches the page.
+        !last.is_some_and(|e| e.redirect_to.is_some() && e.error.is_some())
     }
 }
 
@@ -762,20 +773,38 @@ pub fn load(
                 if (300..400).contains(&r.status) && r.status != 304 {
                     if let Some(loc) = r.header("location").and_then(|l| job.url.join(l).ok()) {
                         e.redirect_to = Some(display_url(&loc));
-                        if job.redirects < opts.max_redirects && session.allowed(&loc, job.kind) {
-                            let loc = strip_fragment(loc);
-                            if seen.insert(loc.to_string()) {
-                                queue.push_back(Job {
-                                    url: loc,
-                                    kind: job.kind,
-                                    parent: Some(idx),
-                                    depth: job.depth,
-                                    redirects: job.redirects + 1,
-                                    size: job.size,
-                                    retried: false,
-                                    sent_again: 0,
-                                });
+                        let loc = strip_fragment(loc);
+                        // The chain of redirects that led here, oldest first.
+                        let mut chain = vec![display_url(&strip_fragment(job.url.clone()))];
+                        let mut up = job.parent;
+                        while let Some(p) = up.and_then(|i| entries.get(i)) {
+                            if p.redirect_to.is_none() {
+                                break;
                             }
+                            chain.push(p.url.clone());
+                            up = p.parent;
+                        }
+                        chain.reverse();
+                        let shown = display_url(&loc);
+                        if chain.contains(&shown) {
+                            chain.push(shown);
+                            e.error = Some(format!("redirect loop: {}", chain.join(" -> ")));
+                        } else if job.redirects >= opts.max_redirects {
+                            e.error = Some(format!(
+                                "more than {} redirects in a row (not followed to {shown})",
+                                opts.max_redirects
+                            ));
+                        } else if session.allowed(&loc, job.kind) && seen.insert(loc.to_string()) {
+                            queue.push_back(Job {
+                                url: loc,
+                                kind: job.kind,
+                                parent: Some(idx),
+                                depth: job.depth,
+                                redirects: job.redirects + 1,
+                                size: job.size,
+                                retried: false,
+                                sent_again: 0,
+                            });
                         }
                     }
                 }

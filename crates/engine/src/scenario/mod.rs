@@ -280,9 +280,9 @@ pub struct CompileArgs<'a> {
 
 /// Reads a scenario file.
 pub fn load(path: &Path) -> Result<(ScenarioFile, String), PlanError> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        PlanError::Invalid(format!("cannot read scenario '{}': {e}", path.display()))
-    })?;
+    let text =
+        redline_stats::files::read_text(path, redline_stats::files::Kind::Scenario, "scenario")
+            .map_err(PlanError::Invalid)?;
     let f = file::parse(&text, &path.display().to_string()).map_err(PlanError::Invalid)?;
     Ok((f, text))
 }
@@ -516,9 +516,8 @@ impl Scenario {
             let data_at = |k: &str, msg: String| top_at(&[key("data"), key(k)], msg);
             let p = resolve_path(dir, &d.file, a.allow_paths)
                 .map_err(|e| data_at("file", format!("[data] {e}")))?;
-            let text = std::fs::read_to_string(&p).map_err(|e| {
-                data_at("file", format!("[data] cannot read '{}': {e}", p.display()))
-            })?;
+            let text = redline_stats::files::read_text(&p, redline_stats::files::Kind::Csv, "")
+                .map_err(|e| data_at("file", format!("[data] {e}")))?;
             let mut rows =
                 parse_csv(&text).map_err(|e| data_at("file", format!("[data] {}: {e}", d.file)))?;
             if rows.len() < 2 {
@@ -1274,15 +1273,8 @@ fn compile_request(
         Some(Template::parse(b, vars).map_err(rk("body"))?)
     } else if let Some(bf) = &r.body_file {
         let p = resolve_path(cx.dir, bf, cx.allow_paths).map_err(rk("body_file"))?;
-        let meta = std::fs::metadata(&p)
-            .map_err(|e| rk("body_file")(format!("cannot read '{bf}': {e}")))?;
-        if meta.len() > 64 << 20 {
-            return Err(rk("body_file")(format!(
-                "body_file '{bf}' is larger than 64 MiB"
-            )));
-        }
-        let bytes =
-            std::fs::read(&p).map_err(|e| rk("body_file")(format!("cannot read '{bf}': {e}")))?;
+        let bytes = redline_stats::files::read(&p, redline_stats::files::Kind::Body, "body_file")
+            .map_err(rk("body_file"))?;
         match String::from_utf8(bytes) {
             Ok(text) => Some(Template::parse(&text, vars).map_err(rk("body_file"))?),
             Err(e) => {

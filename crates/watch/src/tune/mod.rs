@@ -253,48 +253,18 @@ pub struct TuneOptions {
 
 /// The largest configuration file read (16 MiB): a wrong path to a big file is
 /// refused instead of read into memory.
-pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+pub const MAX_CONFIG_BYTES: u64 = redline_stats::files::Kind::Config.limit();
 
 /// Reads one configuration file as text: only a regular file (a directory, a
 /// FIFO or a device is refused without blocking on it), at most
 /// [`MAX_CONFIG_BYTES`], and not binary (a NUL byte). Err is one line that
 /// names the file.
 pub fn read_config(p: &Path) -> Result<String, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let shown = p.display();
-    // O_NONBLOCK: opening a FIFO for reading would wait for a writer.
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(p)
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    let md = f
-        .metadata()
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
-    if md.is_dir() {
-        return Err(format!("{shown} is a directory, not a configuration file"));
-    }
-    if !md.is_file() {
-        return Err(format!(
-            "{shown} is not a regular file (a FIFO, socket or device): not read"
-        ));
-    }
-    if md.len() > MAX_CONFIG_BYTES {
-        return Err(format!(
-            "{shown} is {} bytes, more than a configuration file ({} MiB at most): not read",
-            md.len(),
-            MAX_CONFIG_BYTES >> 20
-        ));
-    }
-    let mut b = Vec::with_capacity(md.len() as usize);
-    (&mut f)
-        .take(MAX_CONFIG_BYTES + 1)
-        .read_to_end(&mut b)
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let b = redline_stats::files::read(p, redline_stats::files::Kind::Config, "")?;
     if b.contains(&0) {
         return Err(format!(
-            "{shown} is a binary file (it has NUL bytes), not a configuration"
+            "{} is a binary file (it has NUL bytes), not a configuration",
+            p.display()
         ));
     }
     Ok(String::from_utf8_lossy(&b).into_owned())

@@ -159,6 +159,11 @@ fn time_verdict(a: &ViewNums, b: &ViewNums, ra: usize, rb: usize) -> String {
 
 /// The comparison of page loads A (before) and B (after) as text.
 pub fn text(a: &PageLoad, b: &PageLoad, name_a: &str, name_b: &str) -> String {
+    // URLs, labels and header values come from outside.
+    redline_report::escape::clean_text(&text_unescaped(a, b, name_a, name_b)).into_owned()
+}
+
+fn text_unescaped(a: &PageLoad, b: &PageLoad, name_a: &str, name_b: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "Comparing page loads: A = {name_a}, B = {name_b}");
     for (n, p) in [("A", a), ("B", b)] {
@@ -258,6 +263,10 @@ pub fn text(a: &PageLoad, b: &PageLoad, name_a: &str, name_b: &str) -> String {
 
 /// A saved page load's summary as text (`redline show`).
 pub fn show(p: &PageLoad) -> String {
+    redline_report::escape::clean_text(&show_unescaped(p)).into_owned()
+}
+
+fn show_unescaped(p: &PageLoad) -> String {
     let mut s = format!(
         "Page: {} ({} load{} of the three views)\n",
         p.url,
