@@ -236,6 +236,20 @@ fn dur(s: &str) -> Result<Duration, String> {
     redline_engine::parse_duration(s)
 }
 
+/// A secret given on the command line; its `Debug` never shows it.
+#[derive(Clone)]
+pub struct SecretArg(String);
+
+impl std::fmt::Debug for SecretArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+fn secret_arg(s: &str) -> Result<SecretArg, String> {
+    Ok(SecretArg(s.to_string()))
+}
+
 /// `redline coordinate`.
 #[derive(Args, Debug, Clone)]
 pub struct CoordinateArgs {
@@ -273,6 +287,14 @@ pub struct CoordinateArgs {
     /// No event or progress lines on stderr.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// The shared token agents must prove they know (required unless --listen is a loopback address; default: REDLINE_TOKEN) (an HMAC of it, never the
+    /// token itself, crosses the network). Prefer --token-file or the
+    /// REDLINE_TOKEN environment variable: a flag shows in `ps`.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file", value_parser = secret_arg)]
+    token: Option<SecretArg>,
+    /// Read the token from FILE (a regular file of at most 4 KiB; surrounding white space ignored).
+    #[arg(long = "token-file", value_name = "FILE")]
+    token_file: Option<PathBuf>,
 }
 
 fn threshold(s: &str) -> Result<redline_report::thresholds::Threshold, String> {
@@ -300,6 +322,14 @@ pub struct AgentArgs {
     /// How long to wait for the start once ready.
     #[arg(long = "start-timeout", value_name = "DURATION", default_value = "10m", value_parser = dur)]
     start_timeout: Duration,
+    /// The coordinator's token, to prove this agent may join (default: REDLINE_TOKEN) (an HMAC of it, never the
+    /// token itself, crosses the network). Prefer --token-file or the
+    /// REDLINE_TOKEN environment variable: a flag shows in `ps`.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file", value_parser = secret_arg)]
+    token: Option<SecretArg>,
+    /// Read the token from FILE (a regular file of at most 4 KiB; surrounding white space ignored).
+    #[arg(long = "token-file", value_name = "FILE")]
+    token_file: Option<PathBuf>,
     /// The `redline run` arguments of the whole run, after `--` (the agent runs its `--segment` of them).
     #[arg(last = true, required = true, value_name = "RUN ARGS")]
     run: Vec<String>,
@@ -370,14 +400,38 @@ fn print_out(s: &str) -> i32 {
     }
 }
 
+/// The most agents (and segments, and `k8s --parallel`): checked before
+/// anything is allocated for them.
+pub const MAX_AGENTS: u64 = 1000;
+
 fn cmd_coordinate(a: CoordinateArgs) -> i32 {
-    if a.agents == 0 || a.agents > 10_000 {
-        return fail(EXIT_USAGE, "--agents must be between 1 and 10000");
+    if a.agents == 0 || a.agents > MAX_AGENTS {
+        return fail(
+            EXIT_USAGE,
+            format!("--agents must be between 1 and {MAX_AGENTS}"),
+        );
     }
+    let token = match resolve_token(
+        a.token.as_ref().map(|t| t.0.as_str()),
+        a.token_file.as_deref(),
+    ) {
+        Ok(t) => t,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
     let listener = match std::net::TcpListener::bind(&a.listen) {
         Ok(l) => l,
         Err(e) => return fail(EXIT_USAGE, format!("cannot listen on {}: {e}", a.listen)),
     };
+    let loopback = listener.local_addr().is_ok_and(|x| x.ip().is_loopback());
+    if token.is_none() && !loopback {
+        return fail(
+            EXIT_USAGE,
+            format!(
+                "--listen {} reaches beyond this machine: give a token (--token-file FILE, REDLINE_TOKEN or --token) so only your agents can join",
+                a.listen
+            ),
+        );
+    }
     let addr = listener
         .local_addr()
         .map(|x| x.to_string())
@@ -393,6 +447,7 @@ fn cmd_coordinate(a: CoordinateArgs) -> i32 {
         silence_timeout: a.silence_timeout,
         run_timeout: a.run_timeout,
         abort_on_fail: a.abort_on_fail,
+        token,
     };
     let tty = std::io::stderr().is_terminal();
     let quiet = a.quiet;
@@ -558,6 +613,12 @@ fn hostname() -> String {
 const DROPPED: &[&str] = &["--no-save"];
 
 fn cmd_agent(a: AgentArgs) -> i32 {
+    if a.total > MAX_AGENTS {
+        return fail(
+            EXIT_USAGE,
+            format!("--total {}: at most {MAX_AGENTS} agents", a.total),
+        );
+    }
     if a.total == 0 || a.index >= a.total {
         return fail(
             EXIT_USAGE,
@@ -610,6 +671,17 @@ fn cmd_agent(a: AgentArgs) -> i32 {
         Ok(d) => d.map(|d| d.as_secs_f64()),
         Err(e) => return fail(EXIT_USAGE, format!("-d: {e}")),
     };
+    let token = match resolve_token(
+        a.token.as_ref().map(|t| t.0.as_str()),
+        a.token_file.as_deref(),
+    ) {
+        Ok(t) => t,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
+    let plan = match plan_id(&run, seg.sequence(), a.total) {
+        Ok(p) => p,
+        Err(e) => return fail(EXIT_USAGE, e),
+    };
     let host = hostname();
     let mut session = match agent::Session::register(
         &a.coordinator,
@@ -617,6 +689,8 @@ fn cmd_agent(a: AgentArgs) -> i32 {
         a.total,
         &host,
         a.connect_timeout,
+        token.as_ref(),
+        &plan,
     ) {
         Ok(s) => s,
         Err(e) => return fail(EXIT_RUNTIME, e),
@@ -700,12 +774,13 @@ fn run_child(
         std::process::id()
     ));
     let mut cmd = std::process::Command::new(exe);
+    // The agent's own flags first: the run arguments may end with `-- URL`.
     cmd.arg("run")
-        .args(args)
         .args(["-o", "json", "-q", "--no-save", "--live-json"])
         .arg(&live)
         .arg("--live-seconds")
         .arg(&seconds_file)
+        .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -1013,6 +1088,9 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> i32 {
             output: RecordFormat::Json,
             record: None,
             quiet: true,
+            // REDLINE_TOKEN, from the Secret `redline k8s` wrote.
+            token: None,
+            token_file: None,
         });
     }
     cmd_agent(AgentArgs {
@@ -1022,6 +1100,8 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> i32 {
         segment_sequence: None,
         connect_timeout: Duration::from_secs(300),
         start_timeout: Duration::from_secs(600),
+        token: None,
+        token_file: None,
         run,
     })
 }
@@ -1043,4 +1123,278 @@ mod tests {
         }
         assert!(refuse_secrets(&v(&["-H", "Accept: x", "http://x/a@b"])).is_ok());
     }
+}
+
+/// One argument of a `redline run` command line as the real parser (clap,
+/// the `run` subcommand's own definition) saw it.
+#[derive(Debug, Clone, PartialEq)]
+struct RunArg {
+    /// Its id (the field name in `RunArgs`, e.g. `basic_auth`, `headers`, `url`).
+    id: String,
+    long: Option<String>,
+    short: Option<char>,
+    positional: bool,
+    /// Its values, one per occurrence (empty for a flag).
+    values: Vec<String>,
+}
+
+/// Parses `redline run` arguments (without `run`) with the real parser.
+/// Err: the parser's first line (never the whole help).
+fn parse_run(args: &[String]) -> Result<Vec<RunArg>, String> {
+    let cmd = crate::cli::run_command();
+    let m = cmd
+        .clone()
+        .try_get_matches_from(std::iter::once("run".to_string()).chain(args.iter().cloned()))
+        .map_err(|e| {
+            let t = e.render().to_string();
+            let first = t.lines().next().unwrap_or("").trim_start_matches("error: ");
+            format!("the run arguments: {first}")
+        })?;
+    let mut out = Vec::new();
+    for a in cmd.get_arguments() {
+        let id = a.get_id().as_str();
+        if m.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
+            continue;
+        }
+        let values: Vec<String> = if a.get_action().takes_values() {
+            m.get_raw(id)
+                .map(|v| v.map(|x| x.to_string_lossy().into_owned()).collect())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        out.push(RunArg {
+            id: id.to_string(),
+            long: a.get_long().map(String::from),
+            short: a.get_short(),
+            positional: a.is_positional(),
+            values,
+        });
+    }
+    Ok(out)
+}
+
+/// Writes parsed arguments back as a command line: `--long=value` for each
+/// value (a value may start with `-`), flags as `--long`, positionals last
+/// (after `--` when one starts with `-`).
+fn render_run(items: &[RunArg]) -> Vec<String> {
+    let mut opts = Vec::new();
+    let mut pos = Vec::new();
+    for a in items {
+        if a.positional {
+            pos.extend(a.values.iter().cloned());
+            continue;
+        }
+        match (&a.long, a.short) {
+            (Some(l), _) if a.values.is_empty() => opts.push(format!("--{l}")),
+            (Some(l), _) => opts.extend(a.values.iter().map(|v| format!("--{l}={v}"))),
+            (None, Some(c)) if a.values.is_empty() => opts.push(format!("-{c}")),
+            (None, Some(c)) => {
+                for v in &a.values {
+                    opts.push(format!("-{c}"));
+                    opts.push(v.clone());
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    if pos.iter().any(|p| p.starts_with('-')) {
+        opts.push("--".into());
+    }
+    opts.extend(pos);
+    opts
+}
+
+/// A header whose value is a credential: Authorization, Cookie, or a name
+/// that looks like a token (`X-Api-Key`, `X-Auth-Token`, `X-Session`, …), or
+/// a value that starts like one (`Bearer …`, `Basic …`).
+fn secret_header(h: &str) -> bool {
+    let (name, value) = h.split_once(':').unwrap_or((h, ""));
+    let n = name.trim().to_ascii_lowercase();
+    let v = value.trim().to_ascii_lowercase();
+    [
+        "auth",
+        "cookie",
+        "token",
+        "key",
+        "secret",
+        "session",
+        "passw",
+        "credential",
+        "signature",
+        "jwt",
+        "csrf",
+        "xsrf",
+        "bearer",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+        || ["bearer ", "basic ", "token ", "digest ", "negotiate "]
+            .iter()
+            .any(|p| v.starts_with(p))
+}
+
+/// A URL that carries a credential: `user:pass@` (or `user@`) in its
+/// authority, or a query parameter named like one (`token`, `api_key`, `sig`, …).
+fn secret_url(u: &str) -> bool {
+    let rest = u.split_once("://").map_or(u, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return true;
+    }
+    let query = rest.split_once('?').map_or("", |(_, q)| q);
+    query.split('&').any(|kv| {
+        let k = kv.split('=').next().unwrap_or("").to_ascii_lowercase();
+        [
+            "token", "key", "secret", "passw", "auth", "sig", "session", "jwt",
+        ]
+        .iter()
+        .any(|w| k.contains(w))
+    })
+}
+
+/// Reads a file the user named: a regular file of at most `max` bytes (one
+/// clear error otherwise: a FIFO, `/dev/zero` or a directory is refused).
+fn read_bounded(path: &std::path::Path, max: u64, what: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| format!("{what} {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{what} {}: not a regular file", path.display()));
+    }
+    let f = std::fs::File::open(path).map_err(|e| format!("{what} {}: {e}", path.display()))?;
+    let mut v = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut v)
+        .map_err(|e| format!("{what} {}: {e}", path.display()))?;
+    if v.len() as u64 > max {
+        return Err(format!(
+            "{what} {}: larger than {max} bytes",
+            path.display()
+        ));
+    }
+    Ok(v)
+}
+
+/// The longest token file.
+const MAX_TOKEN_FILE: u64 = 4096;
+
+/// The coordinator token, from `--token`, else `--token-file`, else
+/// `REDLINE_TOKEN`. Err: a usage error (never showing the token).
+fn resolve_token(
+    flag: Option<&str>,
+    file: Option<&std::path::Path>,
+) -> Result<Option<redline_dist::protocol::Token>, String> {
+    use redline_dist::protocol::Token;
+    if let Some(t) = flag {
+        return Token::new(t)
+            .map(Some)
+            .ok_or_else(|| "--token is empty".to_string());
+    }
+    if let Some(p) = file {
+        let b = read_bounded(p, MAX_TOKEN_FILE, "--token-file")?;
+        let s = String::from_utf8(b)
+            .map_err(|_| format!("--token-file {}: not UTF-8 text", p.display()))?;
+        return Token::new(&s)
+            .map(Some)
+            .ok_or_else(|| format!("--token-file {}: empty", p.display()));
+    }
+    match std::env::var("REDLINE_TOKEN") {
+        Ok(t) if !t.trim().is_empty() => Ok(Token::new(&t)),
+        _ => Ok(None),
+    }
+}
+
+/// Run arguments that are not part of what every agent must agree on
+/// (output, saving, watching this machine, the agent's own segment).
+const NOT_PLAN: &[&str] = &[
+    "output",
+    "quiet",
+    "live_seconds",
+    "segment",
+    "segment_sequence",
+    "start_at",
+    "no_save",
+    "db",
+    "label",
+    "note",
+    "html",
+    "live_json",
+    "watch",
+    "watch_interval",
+    "server_status",
+    "server_config",
+    "thresholds",
+    "abort_on_fail",
+];
+
+/// Run arguments naming files whose contents are part of the plan.
+const PLAN_FILES: &[&str] = &["body_file", "scenario", "cacert", "cert"];
+
+fn sha256_hex(b: &[u8]) -> String {
+    redline_dist::protocol::hex(&redline_dist::protocol::sha256(b))
+}
+
+/// The plan every agent must run, as fields (secrets left out, bodies and
+/// files by their SHA-256) and their fingerprint.
+fn plan_id(
+    run: &[String],
+    seq: &segment::Sequence,
+    total: u64,
+) -> Result<redline_dist::protocol::PlanId, String> {
+    let items = parse_run(run)?;
+    let mut f = std::collections::BTreeMap::new();
+    for a in &items {
+        if NOT_PLAN.contains(&a.id.as_str()) {
+            continue;
+        }
+        let v = match a.id.as_str() {
+            "basic_auth" => "(secret)".to_string(),
+            "key" => "(given)".to_string(),
+            "headers" => a
+                .values
+                .iter()
+                .map(|h| {
+                    if secret_header(h) {
+                        format!("{}: (secret)", h.split(':').next().unwrap_or("").trim())
+                    } else {
+                        h.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+            "url" => a
+                .values
+                .iter()
+                .map(|u| {
+                    if secret_url(u) {
+                        format!(
+                            "(a URL with a credential, sha256 {})",
+                            &sha256_hex(u.as_bytes())[..16]
+                        )
+                    } else {
+                        u.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            "body" => format!("sha256 {}", sha256_hex(a.values.concat().as_bytes())),
+            id if PLAN_FILES.contains(&id) => a
+                .values
+                .iter()
+                .map(
+                    |p| match read_bounded(std::path::Path::new(p), 256 << 20, "") {
+                        Ok(b) => format!("sha256 {}", sha256_hex(&b)),
+                        Err(_) => "(unreadable)".into(),
+                    },
+                )
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ if a.values.is_empty() => "true".to_string(),
+            _ => a.values.join("\n"),
+        };
+        f.insert(a.id.clone(), v);
+    }
+    f.insert("segment_sequence".into(), seq.to_string());
+    f.insert("agents".into(), total.to_string());
+    Ok(redline_dist::protocol::PlanId::new(f))
 }
