@@ -923,37 +923,189 @@ impl SecondsTail {
     }
 }
 
-/// Refuses run arguments that carry secrets: manifests are printed and stored
-/// in the cluster as they are.
-fn refuse_secrets(args: &[String]) -> Result<(), String> {
-    let mut prev = "";
-    for a in args {
-        let lower = a.to_ascii_lowercase();
-        let header_flag = prev == "-H" || prev == "--header";
-        let secret = prev == "-a"
-            || prev == "--basic-auth"
-            || lower.starts_with("--basic-auth")
-            || ((header_flag || lower.starts_with("--header=") || lower.starts_with("-h"))
-                && ["authorization", "proxy-authorization", "cookie"]
-                    .iter()
-                    .any(|h| {
-                        lower
-                            .trim_start_matches("--header=")
-                            .trim_start_matches("-h")
-                            .trim_start()
-                            .starts_with(h)
-                    }))
-            || (lower.contains("://")
-                && lower
-                    .split("://")
-                    .nth(1)
-                    .is_some_and(|r| r.split('/').next().is_some_and(|h| h.contains('@'))));
-        if secret {
-            return Err("the run arguments carry a secret (credentials, Authorization, Cookie) that the manifests would print and store in a ConfigMap: [redacted]; run without it (see docs/distributed.md)".into());
+/// Run arguments `k8s` refuses: the agent sets them itself, or they read
+/// or write this machine, not the pods.
+const K8S_REFUSED: &[(&str, &str)] = &[
+    ("output", "the agents set the output themselves"),
+    ("quiet", "the agents set the output themselves"),
+    (
+        "html",
+        "the coordinator prints the merged record; make the report from it",
+    ),
+    ("live_json", "the agents set it themselves"),
+    ("live_seconds", "the agents set it themselves"),
+    ("segment", "each agent runs its own segment"),
+    ("segment_sequence", "each agent runs its own segment"),
+    ("start_at", "the coordinator starts the agents together"),
+    ("db", "the pods do not keep a history"),
+    (
+        "watch",
+        "--watch watches processes of this machine, not the server's",
+    ),
+    (
+        "watch_interval",
+        "--watch watches processes of this machine, not the server's",
+    ),
+    ("server_status", "watch the server from a local run"),
+    ("server_config", "watch the server from a local run"),
+];
+
+/// What `k8s` puts in the cluster besides the arguments.
+#[derive(Default, Debug)]
+struct Bundle {
+    /// ConfigMap files (key → contents).
+    files: std::collections::BTreeMap<String, Vec<u8>>,
+    /// Secret env vars (name → value).
+    secret_env: std::collections::BTreeMap<String, Vec<u8>>,
+    /// Secret files (key → contents).
+    secret_files: std::collections::BTreeMap<String, Vec<u8>>,
+}
+
+impl Bundle {
+    fn secret(&mut self, value: &str) -> String {
+        let n = self
+            .secret_env
+            .keys()
+            .filter(|k| k.starts_with(k8s::SECRET_ENV_PREFIX))
+            .count();
+        self.secret_env.insert(
+            format!("{}{n}", k8s::SECRET_ENV_PREFIX),
+            value.as_bytes().to_vec(),
+        );
+        k8s::secret_ref(n)
+    }
+
+    /// Adds a file under a key made from its name; returns its path in the pods.
+    fn file(&mut self, key: String, contents: Vec<u8>, secret: bool) -> Result<String, String> {
+        if key == k8s::ARGS_KEY
+            || self.files.contains_key(&key)
+            || self.secret_files.contains_key(&key)
+        {
+            return Err(format!(
+                "two files of the run would both be {key:?} in the pods; rename one"
+            ));
         }
-        prev = a.as_str();
+        let path = format!("{}/{key}", k8s::MOUNT);
+        if secret {
+            self.secret_files.insert(key, contents);
+        } else {
+            self.files.insert(key, contents);
+        }
+        Ok(path)
+    }
+}
+
+/// A file's name as a ConfigMap key (`[-._a-zA-Z0-9]`, other characters `_`).
+fn file_key(prefix: &str, path: &str) -> String {
+    let base = std::path::Path::new(path)
+        .file_name()
+        .map(|b| b.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let clean: String = base
+        .chars()
+        .take(100)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-._".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{prefix}{clean}")
+}
+
+/// The largest file `k8s` bundles.
+const MAX_K8S_FILE: u64 = k8s::MAX_BUNDLE as u64;
+
+/// Rewrites parsed run arguments for the cluster: credentials become
+/// `$(REDLINE_SECRET_N)` references to the Secret, files are bundled (into
+/// the ConfigMap, or the Secret for keys and scenarios that carry
+/// credentials) and named by their path in the pods. Err: a clear refusal.
+fn bundle_run(items: &mut [RunArg], b: &mut Bundle) -> Result<(), String> {
+    for a in items.iter() {
+        if let Some((_, why)) = K8S_REFUSED.iter().find(|(id, _)| *id == a.id) {
+            let flag = a.long.as_deref().unwrap_or(&a.id);
+            return Err(format!(
+                "k8s: leave --{flag} out of the run arguments: {why}"
+            ));
+        }
+    }
+    let mut n = 0usize;
+    for a in items.iter_mut() {
+        let mut vals = std::mem::take(&mut a.values);
+        for v in vals.iter_mut() {
+            n += 1;
+            *v = match a.id.as_str() {
+                "basic_auth" => b.secret(v),
+                "headers" if secret_header(v) => {
+                    let (name, value) = v.split_once(':').unwrap_or((v.as_str(), ""));
+                    format!("{}: {}", name.trim(), b.secret(value.trim()))
+                }
+                "url" if secret_url(v) => b.secret(v),
+                "body_file" | "cacert" | "cert" => {
+                    let what = format!("--{}", a.long.as_deref().unwrap_or(&a.id));
+                    let data = read_bounded(std::path::Path::new(v), MAX_K8S_FILE, &what)?;
+                    b.file(file_key(&format!("f{n}-"), v), data, false)?
+                }
+                "key" => {
+                    let data = read_bounded(std::path::Path::new(v), MAX_K8S_FILE, "--key")?;
+                    b.file(file_key(&format!("k{n}-"), v), data, true)?
+                }
+                "scenario" => bundle_scenario(v, b)?,
+                _ => std::mem::take(v),
+            };
+        }
+        a.values = vals;
     }
     Ok(())
+}
+
+/// Bundles a scenario and the files it names (which must sit next to it:
+/// the pods see one flat folder). A scenario with credentials (headers or
+/// URLs that look like them) goes into the Secret, with its files.
+fn bundle_scenario(path: &str, b: &mut Bundle) -> Result<String, String> {
+    let p = std::path::Path::new(path);
+    let data = read_bounded(p, MAX_K8S_FILE, "--scenario")?;
+    let text = String::from_utf8(data.clone())
+        .map_err(|_| format!("--scenario {path}: not UTF-8 text"))?;
+    let sc = redline_engine::scenario::file::parse(&text, path)?;
+    let mut named: Vec<String> = sc
+        .request
+        .iter()
+        .filter_map(|r| r.body_file.clone())
+        .collect();
+    named.extend(sc.data.as_ref().map(|d| d.file.clone()));
+    let secret = sc
+        .headers
+        .iter()
+        .chain(sc.request.iter().flat_map(|r| r.headers.iter()))
+        .any(|(k, v)| secret_header(&format!("{k}: {v}")))
+        || sc
+            .base
+            .iter()
+            .chain(sc.hosts.values())
+            .chain(sc.request.iter().filter_map(|r| r.url.as_ref()))
+            .any(|u| secret_url(u));
+    let dir = p.parent().unwrap_or(std::path::Path::new("."));
+    for f in named {
+        let ok_name = !f.is_empty()
+            && f.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+            && f != k8s::ARGS_KEY
+            && !f.starts_with('.');
+        if !ok_name {
+            return Err(format!(
+                "--scenario {path} names the file {f:?}: k8s bundles only files next to the scenario, named with letters, digits, '-', '.' and '_'; move it there"
+            ));
+        }
+        if b.files.contains_key(&f) || b.secret_files.contains_key(&f) {
+            continue; // named twice in the scenario
+        }
+        let bytes = read_bounded(&dir.join(&f), MAX_K8S_FILE, "a file of the scenario")?;
+        b.file(f, bytes, secret)?;
+    }
+    b.file(file_key("scenario-", path), data, secret)
 }
 
 fn cmd_k8s(a: K8sArgs) -> i32 {
@@ -965,11 +1117,30 @@ fn cmd_k8s(a: K8sArgs) -> i32 {
         );
     }
     run.remove(0);
-    if let Err(e) = refuse_secrets(&run) {
+    if a.parallel == 0 || u64::from(a.parallel) > MAX_AGENTS {
+        return fail(
+            EXIT_USAGE,
+            format!("--parallel must be between 1 and {MAX_AGENTS}"),
+        );
+    }
+    // The real parser: every spelling of a flag (-auser:pass, -a=…, -qa…) is seen.
+    let mut items = match parse_run(&run) {
+        Ok(i) => i,
+        Err(e) => return fail(EXIT_USAGE, format!("k8s: {e}")),
+    };
+    let mut bundle = Bundle::default();
+    if let Err(e) = bundle_run(&mut items, &mut bundle) {
         return fail(EXIT_USAGE, e);
     }
+    match redline_dist::protocol::nonce() {
+        Ok(t) => bundle
+            .secret_env
+            .insert(k8s::TOKEN_ENV.to_string(), t.into_bytes()),
+        Err(e) => return fail(EXIT_RUNTIME, format!("k8s: cannot make a token: {e}")),
+    };
+    let run = render_run(&items);
     // The arguments must make a valid share for every agent.
-    let seq = match segment::Sequence::equal(a.parallel.max(1) as u64) {
+    let seq = match segment::Sequence::equal(u64::from(a.parallel)) {
         Ok(s) => s,
         Err(e) => return fail(EXIT_USAGE, e),
     };
@@ -998,6 +1169,9 @@ fn cmd_k8s(a: K8sArgs) -> i32 {
         memory: a.memory,
         anti_affinity: a.anti_affinity,
         deadline_s: deadline.as_secs().max(1) as i64,
+        files: bundle.files,
+        secret_env: bundle.secret_env,
+        secret_files: bundle.secret_files,
     };
     let docs = match k8s::manifests(&opts) {
         Ok(d) => d,
@@ -1050,16 +1224,13 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> i32 {
             "k8s-pod runs inside the Job `redline k8s` prints (JOB_COMPLETION_INDEX is not set)",
         ),
     };
-    let text = match std::fs::read_to_string(&a.args_file) {
+    let text = match read_bounded(&a.args_file, 1 << 20, "--args-file")
+        .and_then(|b| String::from_utf8(b).map_err(|_| "--args-file: not UTF-8".into()))
+    {
         Ok(t) => t,
-        Err(e) => {
-            return fail(
-                EXIT_USAGE,
-                format!("cannot read {}: {e}", a.args_file.display()),
-            )
-        }
+        Err(e) => return fail(EXIT_USAGE, e),
     };
-    let run: Vec<String> = match serde_json::from_str(&text) {
+    let run: Vec<String> = match serde_json::from_str::<Vec<String>>(&text) {
         Ok(r) => r,
         Err(e) => {
             return fail(
@@ -1070,6 +1241,15 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> i32 {
                 ),
             )
         }
+    };
+    // Credentials come from the Secret, as environment variables.
+    let run: Vec<String> = match run
+        .iter()
+        .map(|x| k8s::expand(x, |n| std::env::var(n).ok()))
+        .collect::<Result<_, _>>()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(EXIT_USAGE, e),
     };
     if index == 0 {
         let port = a.coordinator.rsplit(':').next().unwrap_or("7070");
@@ -1104,25 +1284,6 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> i32 {
         token_file: None,
         run,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secrets_are_refused() {
-        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        for bad in [
-            &["-a", "u:p", "http://x/"][..],
-            &["-H", "Authorization: Bearer x", "http://x/"],
-            &["--header=cookie: a=b", "http://x/"],
-            &["http://user:pw@x/"],
-        ] {
-            assert!(refuse_secrets(&v(bad)).is_err(), "{bad:?}");
-        }
-        assert!(refuse_secrets(&v(&["-H", "Accept: x", "http://x/a@b"])).is_ok());
-    }
 }
 
 /// One argument of a `redline run` command line as the real parser (clap,
@@ -1397,4 +1558,95 @@ fn plan_id(
     f.insert("segment_sequence".into(), seq.to_string());
     f.insert("agents".into(), total.to_string());
     Ok(redline_dist::protocol::PlanId::new(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    /// Every spelling of a credential, seen by the real parser, goes to the
+    /// Secret; the arguments only reference it.
+    #[test]
+    fn credentials_go_to_the_secret_in_every_spelling() {
+        for args in [
+            &["-a", "u:s3cret", "http://x/"][..],
+            &["-au:s3cret", "http://x/"],
+            &["-a=u:s3cret", "http://x/"],
+            &["--basic-auth=u:s3cret", "http://x/"],
+            &["-ka", "u:s3cret", "http://x/"],
+            &["-H", "Authorization: Bearer s3cret", "http://x/"],
+            &["--header=cookie: a=s3cret", "http://x/"],
+            &["-HX-Api-Key: s3cret", "http://x/"],
+            &["-H", "X-Auth-Token: s3cret", "http://x/"],
+            &["-H", "X-Whatever: Bearer s3cret", "http://x/"],
+            &["http://user:s3cret@x/"],
+            &["http://x/?api_key=s3cret"],
+        ] {
+            let mut items = parse_run(&v(args)).unwrap();
+            let mut b = Bundle::default();
+            bundle_run(&mut items, &mut b).unwrap();
+            let out = render_run(&items).join(" ");
+            assert!(!out.contains("s3cret"), "{args:?}: {out}");
+            assert!(out.contains("$(REDLINE_SECRET_0)"), "{args:?}: {out}");
+            assert!(
+                b.secret_env["REDLINE_SECRET_0"]
+                    .windows(6)
+                    .any(|w| w == b"s3cret"),
+                "{args:?}"
+            );
+            // The rendered arguments parse back to the same plan.
+            assert_eq!(parse_run(&render_run(&items)).unwrap(), items, "{args:?}");
+        }
+        // Not credentials: left as they are.
+        let mut items = parse_run(&v(&["-H", "Accept: x", "http://x/a@b", "-c", "3"])).unwrap();
+        let mut b = Bundle::default();
+        bundle_run(&mut items, &mut b).unwrap();
+        assert!(b.secret_env.is_empty());
+        assert_eq!(
+            render_run(&items),
+            v(&["--connections=3", "--header=Accept: x", "http://x/a@b"])
+        );
+        // A non-regular file is refused with one line.
+        let mut items = parse_run(&v(&["--body-file", "/dev/zero", "http://x/"])).unwrap();
+        let e = bundle_run(&mut items, &mut Bundle::default()).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn plan_ids_agree_on_spelling_and_hide_secrets() {
+        let seq = segment::Sequence::equal(2).unwrap();
+        let a = plan_id(&v(&["-n", "100", "-auser:pw1", "http://x/"]), &seq, 2).unwrap();
+        let b = plan_id(
+            &v(&["http://x/", "--requests=100", "-a", "user:pw2"]),
+            &seq,
+            2,
+        )
+        .unwrap();
+        assert_eq!(a.fingerprint, b.fingerprint);
+        assert!(!serde_json::to_string(&a).unwrap().contains("pw1"));
+        let c = plan_id(&v(&["-n", "200", "-m", "POST", "http://x/"]), &seq, 2).unwrap();
+        let d = c.differences(&a).unwrap();
+        assert!(d.contains("requests \"200\" vs \"100\""), "{d}");
+        assert!(d.contains("method"), "{d}");
+    }
+
+    #[test]
+    fn token_files_are_bounded_and_regular() {
+        let e = resolve_token(None, Some(std::path::Path::new("/dev/zero"))).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        let p = std::env::temp_dir().join(format!("redline-token-{}", std::process::id()));
+        std::fs::write(&p, "x".repeat(5000)).unwrap();
+        assert!(resolve_token(None, Some(&p))
+            .unwrap_err()
+            .contains("larger than"));
+        std::fs::write(&p, "  t0k\n").unwrap();
+        let t = resolve_token(None, Some(&p)).unwrap().unwrap();
+        assert_eq!(t.bytes(), b"t0k");
+        assert!(!format!("{t:?}").contains("t0k"));
+        let _ = std::fs::remove_file(&p);
+    }
 }

@@ -165,7 +165,7 @@ pub fn auth_ok(token: &[u8], nonce: &str, index: u64, fingerprint: &str, proof: 
 }
 
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 || s.len() > 128 || !s.is_ascii() {
+    if !s.len().is_multiple_of(2) || s.len() > 128 || !s.is_ascii() {
         return None;
     }
     (0..s.len())
