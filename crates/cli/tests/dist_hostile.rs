@@ -277,7 +277,7 @@ fn without_the_token_no_one_takes_an_index() {
 fn unregistered_connections_are_bounded() {
     let srv = builtin();
     let url = format!("http://{}/", srv.local_addr());
-    let mut c = Coord::start(&["--agents", "1", "--ready-timeout", "60s"], &[]);
+    let c = Coord::start(&["--agents", "1", "--ready-timeout", "60s"], &[]);
     // 2 MiB without a newline: the coordinator hangs up (it buffers at most 64 KiB).
     let mut big = Peer::connect(c.port);
     assert_eq!(big.recv()["type"], "hello");
