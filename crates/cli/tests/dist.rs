@@ -1100,7 +1100,11 @@ fn agents_in_network_namespaces_are_distinct_clients() {
     })
     .expect("target on the veth address");
     let url = format!("http://{}/?size=100", srv.local_addr());
-    let mut c = Coord::start_on("0.0.0.0:0", &["--agents", &N.to_string()]);
+    // Beyond loopback the coordinator needs a token; the agents prove it.
+    let mut c = Coord::start_on(
+        "0.0.0.0:0",
+        &["--agents", &N.to_string(), "--token", "netns-token-1"],
+    );
     let run = [url.as_str(), "-n", "3000", "-c", "6", "-t", "1"];
     let agents: Vec<Child> = (0..N)
         .map(|i| {
@@ -1110,6 +1114,7 @@ fn agents_in_network_namespaces_are_distinct_clients() {
                 .args(["--coordinator", &format!("{}:{}", host_ip(i), c.port)])
                 .args(["--connect-timeout", "20s", "--"])
                 .args(run)
+                .env("REDLINE_TOKEN", "netns-token-1")
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
