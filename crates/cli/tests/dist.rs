@@ -1147,3 +1147,123 @@ fn agents_in_network_namespaces_are_distinct_clients() {
     srv.shutdown();
     drop(guard);
 }
+
+/// The pods' own entry point, run here as two processes: `redline k8s`'s
+/// Secret gives the token and the credential as environment variables, the
+/// pods expand `$(REDLINE_SECRET_0)` in the arguments from the ConfigMap, the
+/// agent proves the token to a coordinator listening beyond loopback, and the
+/// target sees the credential (401 without it, so `errors<1%` would fail).
+/// Without the token the coordinator pod refuses to start (exit 2).
+#[test]
+fn k8s_pods_take_credentials_and_token_from_the_secret() {
+    use std::io::Write;
+    let srv = ScriptServer::start(|mut s| {
+        let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
+        let mut pending = Vec::new();
+        for _ in 0..10_000 {
+            let Some((head, _)) = read_request(&mut s, &mut pending) else {
+                return;
+            };
+            // "u:pw9" in base64.
+            let ok = head
+                .lines()
+                .any(|l| l.eq_ignore_ascii_case("authorization: Basic dTpwdzk="));
+            let resp: &[u8] = if ok {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+            } else {
+                b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n"
+            };
+            if s.write_all(resp).is_err() {
+                return;
+            }
+        }
+    });
+    let url = srv.url();
+    let out = redline(&[
+        "k8s",
+        "--parallel",
+        "1",
+        "-o",
+        "json",
+        "--",
+        "run",
+        "-au:pw9",
+        "-n",
+        "50",
+        "-c",
+        "1",
+        "--threshold",
+        "errors<1%",
+        &url,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let items = list["items"].as_array().unwrap();
+    // The Secret's data, decoded as Kubernetes would into the pods' environment.
+    let b64 = |s: &str| -> String {
+        let mut ch = Command::new("base64")
+            .arg("-d")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        ch.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+        String::from_utf8(ch.wait_with_output().unwrap().stdout).unwrap()
+    };
+    let env: Vec<(String, String)> = items[0]["data"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), b64(v.as_str().unwrap())))
+        .collect();
+    assert!(env
+        .iter()
+        .any(|(k, v)| k == "REDLINE_SECRET_0" && v == "u:pw9"));
+    let dir = std::env::temp_dir().join(format!("redline-k8s-pod-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let args = dir.join("args.json");
+    std::fs::write(&args, items[1]["data"]["args.json"].as_str().unwrap()).unwrap();
+    let port = common::nginx::free_port();
+    let pod = |index: &str, with_token: bool| {
+        let mut cmd = Command::new(bin());
+        cmd.args(["k8s-pod", "--agents", "1", "--coordinator"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--args-file")
+            .arg(&args)
+            .env("JOB_COMPLETION_INDEX", index)
+            .env_remove("REDLINE_TOKEN")
+            .env("REDLINE_DB", dir.join("h.db"));
+        cmd.envs(
+            env.iter()
+                .filter(|(k, _)| with_token || k != "REDLINE_TOKEN")
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        );
+        spawn_piped(cmd)
+    };
+    // Without the Secret's token, no coordinator: it would listen on 0.0.0.0.
+    let out = wait_limit(pod("0", false), Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("give a token"), "{err}");
+    let coord = pod("0", true);
+    let agent = pod("1", true);
+    let a = wait_limit(agent, Duration::from_secs(90));
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let c = wait_limit(coord, Duration::from_secs(90));
+    let cerr = String::from_utf8_lossy(&c.stderr);
+    assert_eq!(c.status.code(), Some(0), "{cerr}");
+    let m: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    assert_eq!(counter(&m, "completed"), 50, "{}", m["counters"]);
+    assert_eq!(
+        counter(&m, "non_2xx"),
+        0,
+        "the credential reached the target"
+    );
+    let all = format!("{cerr}{}", String::from_utf8_lossy(&c.stdout));
+    assert!(!all.contains("pw9"), "a credential in the output");
+    let _ = std::fs::remove_dir_all(&dir);
+}
