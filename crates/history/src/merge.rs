@@ -33,8 +33,9 @@ pub enum MergeError {
     NoOverlap(String),
 }
 
-/// Slack for the overlap check (clocks of different machines, start-up).
-const OVERLAP_SLACK_MS: i64 = 1000;
+/// Slack for the overlap check (clocks of different machines, process
+/// start-up): runs up to 5 s apart still count as one test.
+const OVERLAP_SLACK_MS: i64 = 5000;
 
 /// What was refused, and the merge's warnings about differing plans.
 fn problems(recs: &[RunRecord], starts: &[i64]) -> (Vec<MergeError>, Vec<String>) {
