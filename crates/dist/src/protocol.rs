@@ -434,4 +434,66 @@ mod tests {
         assert_eq!(off, 100.0);
         assert_eq!(clock_offset(&[]), None);
     }
+
+    #[test]
+    fn the_proof_binds_token_nonce_index_and_plan() {
+        let p = auth_proof(b"tok", "n1", 3, "fp");
+        assert_eq!(p.len(), 64);
+        assert!(auth_ok(b"tok", "n1", 3, "fp", &p));
+        assert!(!auth_ok(b"tok2", "n1", 3, "fp", &p), "another token");
+        assert!(
+            !auth_ok(b"tok", "n2", 3, "fp", &p),
+            "replayed on another connection"
+        );
+        assert!(!auth_ok(b"tok", "n1", 4, "fp", &p), "for another index");
+        assert!(!auth_ok(b"tok", "n1", 3, "fp2", &p), "for another plan");
+        for bad in [
+            "",
+            "zz",
+            "0",
+            &"0".repeat(64),
+            &"é".repeat(32),
+            &"ab".repeat(100),
+        ] {
+            assert!(!auth_ok(b"tok", "n1", 3, "fp", bad), "{bad:?}");
+        }
+        assert_ne!(nonce().unwrap(), nonce().unwrap());
+        assert_eq!(
+            format!("{:?}", Token::new(" s3 \n").unwrap()),
+            "Token([redacted])"
+        );
+        assert!(Token::new(" \n").is_none());
+    }
+
+    #[test]
+    fn lines_are_bounded() {
+        // A line without its end: at most max + 1 bytes are read, then an error.
+        let long = vec![b'a'; 10_000];
+        let mut r = std::io::BufReader::new(&long[..]);
+        let e = recv_limited(&mut r, 100).unwrap_err();
+        assert!(e.to_string().contains("longer than 100 bytes"), "{e}");
+        let mut r = std::io::BufReader::new(&b"{\"type\":\"ack\"}\n"[..]);
+        assert_eq!(recv_limited(&mut r, 16).unwrap(), Some(Msg::Ack));
+        assert!(parse_line(b"{\"type\":\"start\",\"at_ms\":1e999}").is_err());
+    }
+
+    #[test]
+    fn plan_differences_are_named() {
+        let a = PlanId::new(
+            [
+                ("requests".into(), "100".into()),
+                ("url".into(), "http://x/".into()),
+            ]
+            .into(),
+        );
+        let mut f = a.fields.clone();
+        f.insert("requests".into(), "200".into());
+        f.insert("method".into(), "POST\u{1b}[2J".into());
+        let b = PlanId::new(f);
+        assert_eq!(a.differences(&a.clone()), None);
+        let d = b.differences(&a).unwrap();
+        assert!(d.contains("requests \"200\" vs \"100\""), "{d}");
+        assert!(d.contains("method \"POST[2J\" vs (not given)"), "{d}");
+        assert!(!d.contains('\u{1b}'));
+    }
 }
