@@ -65,7 +65,9 @@ impl Session {
         plan: &protocol::PlanId,
     ) -> Result<Session, String> {
         let start = Instant::now();
-        let stream = loop {
+        // Connect and be greeted; a coordinator not up yet, or closing new
+        // connections because too many wait unregistered, is tried again.
+        let (mut s, nonce) = loop {
             let attempt = addr
                 .to_socket_addrs()
                 .map_err(|e| e.to_string())
@@ -73,15 +75,39 @@ impl Session {
                 .and_then(|a| {
                     TcpStream::connect_timeout(&a, Duration::from_secs(5))
                         .map_err(|e| e.to_string())
-                });
+                })
+                .and_then(Session::greeted);
             match attempt {
-                Ok(s) => break s,
+                Ok(x) => break x,
                 Err(e) if start.elapsed() >= retry_for => {
                     return Err(format!("cannot reach the coordinator at {addr}: {e}"));
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(250)),
             }
         };
+        s.send(&Msg::Register {
+            index,
+            total,
+            host: host.to_string(),
+            version: protocol::VERSION,
+            auth: token.map(|t| protocol::auth_proof(t.bytes(), &nonce, index, &plan.fingerprint)),
+            plan: Some(plan.clone()),
+        })?;
+        match s.recv()? {
+            Msg::Registered => Ok(s),
+            Msg::Refused { reason } => Err(format!(
+                "the coordinator refused agent {index}: {}",
+                clean(&reason)
+            )),
+            other => Err(format!(
+                "unexpected answer from the coordinator: {}",
+                kind(&other)
+            )),
+        }
+    }
+
+    /// A new connection, once the coordinator's `hello` came: the session and the nonce.
+    fn greeted(stream: TcpStream) -> Result<(Session, String), String> {
         let _ = stream.set_nodelay(true);
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
@@ -104,25 +130,7 @@ impl Session {
                 ))
             }
         };
-        s.send(&Msg::Register {
-            index,
-            total,
-            host: host.to_string(),
-            version: protocol::VERSION,
-            auth: token.map(|t| protocol::auth_proof(t.bytes(), &nonce, index, &plan.fingerprint)),
-            plan: Some(plan.clone()),
-        })?;
-        match s.recv()? {
-            Msg::Registered => Ok(s),
-            Msg::Refused { reason } => Err(format!(
-                "the coordinator refused agent {index}: {}",
-                clean(&reason)
-            )),
-            other => Err(format!(
-                "unexpected answer from the coordinator: {}",
-                kind(&other)
-            )),
-        }
+        Ok((s, nonce))
     }
 
     fn send(&self, m: &Msg) -> Result<(), String> {
