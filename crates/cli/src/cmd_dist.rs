@@ -1,6 +1,12 @@
 //! Distributed runs (issue 9): `coordinate`, `agent`, `k8s`, and the hidden
 //! `k8s-pod` entry point of the generated Job's pods.
 //!
+//! Issue 20: the coordinator's token (`--token`, `--token-file`,
+//! `REDLINE_TOKEN`), the plan fingerprint an agent registers with
+//! ([`plan_id`]), and `k8s` parsing the run arguments with the real `run`
+//! parser ([`parse_run`]) so credentials go to a Secret and files into the
+//! ConfigMap ([`bundle_run`]).
+//!
 //! An agent runs its share of the load as a child `redline run … -o json
 //! --live-json FILE` (so every run flag works unchanged), forwards the live
 //! counters every second, and sends the child's run record at the end; it
@@ -16,7 +22,8 @@
 //!
 //! Exit codes: `coordinate` 0 ok, 1 incomplete (an agent was lost: the record
 //! is still printed, marked `interrupted` with a `dist_incomplete` warning)
-//! or nothing to merge, 2 usage, 4 a `--threshold` failed on the merged
+//! or nothing to merge, 2 usage (also: no token while listening beyond
+//! loopback; hostile counts above [`MAX_AGENTS`]), 4 a `--threshold` failed on the merged
 //! record or `--abort-on-fail` stopped the run. `agent` 0 ok, 1 the run or the coordinator failed (its own record
 //! still printed when there is one), 2 usage.
 
