@@ -215,6 +215,17 @@ fn dur(s: &str) -> Result<Duration, String> {
     parse_duration(s)
 }
 
+/// The `run` subcommand's clap definition: `agent` and `k8s` parse run
+/// arguments with the real parser (cmd_dist.rs).
+pub(crate) fn run_command() -> clap::Command {
+    use clap::CommandFactory;
+    let mut cli = Cli::command();
+    cli.build();
+    cli.find_subcommand("run")
+        .cloned()
+        .unwrap_or_else(|| clap::Command::new("run"))
+}
+
 /// `redline URL …` and `redline -c 10 URL` mean `redline run …`.
 fn normalize_args(mut args: Vec<String>) -> Vec<String> {
     use clap::CommandFactory;

@@ -1,6 +1,12 @@
 //! Distributed runs (issue 9): `coordinate`, `agent`, `k8s`, and the hidden
 //! `k8s-pod` entry point of the generated Job's pods.
 //!
+//! Issue 20: the coordinator's token (`--token`, `--token-file`,
+//! `REDLINE_TOKEN`), the plan fingerprint an agent registers with
+//! ([`plan_id`]), and `k8s` parsing the run arguments with the real `run`
+//! parser ([`parse_run`]) so credentials go to a Secret and files into the
+//! ConfigMap ([`bundle_run`]).
+//!
 //! An agent runs its share of the load as a child `redline run … -o json
 //! --live-json FILE` (so every run flag works unchanged), forwards the live
 //! counters every second, and sends the child's run record at the end; it
@@ -16,7 +22,8 @@
 //!
 //! Exit codes: `coordinate` 0 ok, 1 incomplete (an agent was lost: the record
 //! is still printed, marked `interrupted` with a `dist_incomplete` warning)
-//! or nothing to merge, 2 usage, 4 a `--threshold` failed on the merged
+//! or nothing to merge, 2 usage (also: no token while listening beyond
+//! loopback; hostile counts above [`MAX_AGENTS`]), 4 a `--threshold` failed on the merged
 //! record or `--abort-on-fail` stopped the run. `agent` 0 ok, 1 the run or the coordinator failed (its own record
 //! still printed when there is one), 2 usage.
 
@@ -237,6 +244,20 @@ fn dur(s: &str) -> Result<Duration, String> {
     redline_engine::parse_duration(s)
 }
 
+/// A secret given on the command line; its `Debug` never shows it.
+#[derive(Clone)]
+pub struct SecretArg(String);
+
+impl std::fmt::Debug for SecretArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+fn secret_arg(s: &str) -> Result<SecretArg, String> {
+    Ok(SecretArg(s.to_string()))
+}
+
 /// `redline coordinate`.
 #[derive(Args, Debug, Clone)]
 pub struct CoordinateArgs {
@@ -274,6 +295,14 @@ pub struct CoordinateArgs {
     /// No event or progress lines on stderr.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// The shared token agents must prove they know (required unless --listen is a loopback address; default: REDLINE_TOKEN) (an HMAC of it, never the
+    /// token itself, crosses the network). Prefer --token-file or the
+    /// REDLINE_TOKEN environment variable: a flag shows in `ps`.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file", value_parser = secret_arg)]
+    token: Option<SecretArg>,
+    /// Read the token from FILE (a regular file of at most 4 KiB; surrounding white space ignored).
+    #[arg(long = "token-file", value_name = "FILE")]
+    token_file: Option<PathBuf>,
 }
 
 fn threshold(s: &str) -> Result<redline_report::thresholds::Threshold, String> {
@@ -301,6 +330,14 @@ pub struct AgentArgs {
     /// How long to wait for the start once ready.
     #[arg(long = "start-timeout", value_name = "DURATION", default_value = "10m", value_parser = dur)]
     start_timeout: Duration,
+    /// The coordinator's token, to prove this agent may join (default: REDLINE_TOKEN) (an HMAC of it, never the
+    /// token itself, crosses the network). Prefer --token-file or the
+    /// REDLINE_TOKEN environment variable: a flag shows in `ps`.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file", value_parser = secret_arg)]
+    token: Option<SecretArg>,
+    /// Read the token from FILE (a regular file of at most 4 KiB; surrounding white space ignored).
+    #[arg(long = "token-file", value_name = "FILE")]
+    token_file: Option<PathBuf>,
     /// The `redline run` arguments of the whole run, after `--` (the agent runs its `--segment` of them).
     #[arg(last = true, required = true, value_name = "RUN ARGS")]
     run: Vec<String>,
@@ -371,14 +408,38 @@ fn print_out(s: &str) -> Exit {
     }
 }
 
+/// The most agents (and segments, and `k8s --parallel`): checked before
+/// anything is allocated for them.
+pub const MAX_AGENTS: u64 = 1000;
+
 fn cmd_coordinate(a: CoordinateArgs) -> Exit {
-    if a.agents == 0 || a.agents > 10_000 {
-        return fail(Exit::Usage, "--agents must be between 1 and 10000");
+    if a.agents == 0 || a.agents > MAX_AGENTS {
+        return fail(
+            Exit::Usage,
+            format!("--agents must be between 1 and {MAX_AGENTS}"),
+        );
     }
+    let token = match resolve_token(
+        a.token.as_ref().map(|t| t.0.as_str()),
+        a.token_file.as_deref(),
+    ) {
+        Ok(t) => t,
+        Err(e) => return fail(Exit::Usage, e),
+    };
     let listener = match std::net::TcpListener::bind(&a.listen) {
         Ok(l) => l,
         Err(e) => return fail(Exit::Usage, format!("cannot listen on {}: {e}", a.listen)),
     };
+    let loopback = listener.local_addr().is_ok_and(|x| x.ip().is_loopback());
+    if token.is_none() && !loopback {
+        return fail(
+            Exit::Usage,
+            format!(
+                "--listen {} reaches beyond this machine: give a token (--token-file FILE, REDLINE_TOKEN or --token) so only your agents can join",
+                a.listen
+            ),
+        );
+    }
     let addr = listener
         .local_addr()
         .map(|x| x.to_string())
@@ -394,6 +455,7 @@ fn cmd_coordinate(a: CoordinateArgs) -> Exit {
         silence_timeout: a.silence_timeout,
         run_timeout: a.run_timeout,
         abort_on_fail: a.abort_on_fail,
+        token,
     };
     let tty = std::io::stderr().is_terminal();
     let quiet = a.quiet;
@@ -560,6 +622,12 @@ fn hostname() -> String {
 const DROPPED: &[&str] = &["--no-save"];
 
 fn cmd_agent(a: AgentArgs) -> Exit {
+    if a.total > MAX_AGENTS {
+        return fail(
+            Exit::Usage,
+            format!("--total {}: at most {MAX_AGENTS} agents", a.total),
+        );
+    }
     if a.total == 0 || a.index >= a.total {
         return fail(
             Exit::Usage,
@@ -624,6 +692,17 @@ fn cmd_agent(a: AgentArgs) -> Exit {
             ..
         } => (*max_connections, *requests, Some(*rate), *duration),
     };
+    let token = match resolve_token(
+        a.token.as_ref().map(|t| t.0.as_str()),
+        a.token_file.as_deref(),
+    ) {
+        Ok(t) => t,
+        Err(e) => return fail(Exit::Usage, e),
+    };
+    let plan = match plan_id(&run, seg.sequence(), a.total) {
+        Ok(p) => p,
+        Err(e) => return fail(Exit::Usage, e),
+    };
     let expected_s = duration.map(|d| d.as_secs_f64());
     let mut child_args = vec![
         "--segment".to_string(),
@@ -639,6 +718,8 @@ fn cmd_agent(a: AgentArgs) -> Exit {
         a.total,
         &host,
         a.connect_timeout,
+        token.as_ref(),
+        &plan,
     ) {
         Ok(s) => s,
         Err(e) => return fail(Exit::Failure, e),
@@ -717,12 +798,13 @@ fn run_child(
         std::process::id()
     ));
     let mut cmd = std::process::Command::new(exe);
+    // The agent's own flags first: the run arguments may end with `-- URL`.
     cmd.arg("run")
-        .args(args)
         .args(["-o", "json", "-q", "--no-save", "--live-json"])
         .arg(&live)
         .arg("--live-seconds")
         .arg(&seconds_file)
+        .args(args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -865,37 +947,189 @@ impl SecondsTail {
     }
 }
 
-/// Refuses run arguments that carry secrets: manifests are printed and stored
-/// in the cluster as they are.
-fn refuse_secrets(args: &[String]) -> Result<(), String> {
-    let mut prev = "";
-    for a in args {
-        let lower = a.to_ascii_lowercase();
-        let header_flag = prev == "-H" || prev == "--header";
-        let secret = prev == "-a"
-            || prev == "--basic-auth"
-            || lower.starts_with("--basic-auth")
-            || ((header_flag || lower.starts_with("--header=") || lower.starts_with("-h"))
-                && ["authorization", "proxy-authorization", "cookie"]
-                    .iter()
-                    .any(|h| {
-                        lower
-                            .trim_start_matches("--header=")
-                            .trim_start_matches("-h")
-                            .trim_start()
-                            .starts_with(h)
-                    }))
-            || (lower.contains("://")
-                && lower
-                    .split("://")
-                    .nth(1)
-                    .is_some_and(|r| r.split('/').next().is_some_and(|h| h.contains('@'))));
-        if secret {
-            return Err("the run arguments carry a secret (credentials, Authorization, Cookie) that the manifests would print and store in a ConfigMap: [redacted]; run without it (see docs/distributed.md)".into());
+/// Run arguments `k8s` refuses: the agent sets them itself, or they read
+/// or write this machine, not the pods.
+const K8S_REFUSED: &[(&str, &str)] = &[
+    ("output", "the agents set the output themselves"),
+    ("quiet", "the agents set the output themselves"),
+    (
+        "html",
+        "the coordinator prints the merged record; make the report from it",
+    ),
+    ("live_json", "the agents set it themselves"),
+    ("live_seconds", "the agents set it themselves"),
+    ("segment", "each agent runs its own segment"),
+    ("segment_sequence", "each agent runs its own segment"),
+    ("start_at", "the coordinator starts the agents together"),
+    ("db", "the pods do not keep a history"),
+    (
+        "watch",
+        "--watch watches processes of this machine, not the server's",
+    ),
+    (
+        "watch_interval",
+        "--watch watches processes of this machine, not the server's",
+    ),
+    ("server_status", "watch the server from a local run"),
+    ("server_config", "watch the server from a local run"),
+];
+
+/// What `k8s` puts in the cluster besides the arguments.
+#[derive(Default, Debug)]
+struct Bundle {
+    /// ConfigMap files (key → contents).
+    files: std::collections::BTreeMap<String, Vec<u8>>,
+    /// Secret env vars (name → value).
+    secret_env: std::collections::BTreeMap<String, Vec<u8>>,
+    /// Secret files (key → contents).
+    secret_files: std::collections::BTreeMap<String, Vec<u8>>,
+}
+
+impl Bundle {
+    fn secret(&mut self, value: &str) -> String {
+        let n = self
+            .secret_env
+            .keys()
+            .filter(|k| k.starts_with(k8s::SECRET_ENV_PREFIX))
+            .count();
+        self.secret_env.insert(
+            format!("{}{n}", k8s::SECRET_ENV_PREFIX),
+            value.as_bytes().to_vec(),
+        );
+        k8s::secret_ref(n)
+    }
+
+    /// Adds a file under a key made from its name; returns its path in the pods.
+    fn file(&mut self, key: String, contents: Vec<u8>, secret: bool) -> Result<String, String> {
+        if key == k8s::ARGS_KEY
+            || self.files.contains_key(&key)
+            || self.secret_files.contains_key(&key)
+        {
+            return Err(format!(
+                "two files of the run would both be {key:?} in the pods; rename one"
+            ));
         }
-        prev = a.as_str();
+        let path = format!("{}/{key}", k8s::MOUNT);
+        if secret {
+            self.secret_files.insert(key, contents);
+        } else {
+            self.files.insert(key, contents);
+        }
+        Ok(path)
+    }
+}
+
+/// A file's name as a ConfigMap key (`[-._a-zA-Z0-9]`, other characters `_`).
+fn file_key(prefix: &str, path: &str) -> String {
+    let base = std::path::Path::new(path)
+        .file_name()
+        .map(|b| b.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "file".into());
+    let clean: String = base
+        .chars()
+        .take(100)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-._".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{prefix}{clean}")
+}
+
+/// The largest file `k8s` bundles.
+const MAX_K8S_FILE: u64 = k8s::MAX_BUNDLE as u64;
+
+/// Rewrites parsed run arguments for the cluster: credentials become
+/// `$(REDLINE_SECRET_N)` references to the Secret, files are bundled (into
+/// the ConfigMap, or the Secret for keys and scenarios that carry
+/// credentials) and named by their path in the pods. Err: a clear refusal.
+fn bundle_run(items: &mut [RunArg], b: &mut Bundle) -> Result<(), String> {
+    for a in items.iter() {
+        if let Some((_, why)) = K8S_REFUSED.iter().find(|(id, _)| *id == a.id) {
+            let flag = a.long.as_deref().unwrap_or(&a.id);
+            return Err(format!(
+                "k8s: leave --{flag} out of the run arguments: {why}"
+            ));
+        }
+    }
+    let mut n = 0usize;
+    for a in items.iter_mut() {
+        let mut vals = std::mem::take(&mut a.values);
+        for v in vals.iter_mut() {
+            n += 1;
+            *v = match a.id.as_str() {
+                "basic_auth" => b.secret(v),
+                "headers" if secret_header(v) => {
+                    let (name, value) = v.split_once(':').unwrap_or((v.as_str(), ""));
+                    format!("{}: {}", name.trim(), b.secret(value.trim()))
+                }
+                "url" if secret_url(v) => b.secret(v),
+                "body_file" | "cacert" | "cert" => {
+                    let what = format!("--{}", a.long.as_deref().unwrap_or(&a.id));
+                    let data = read_bounded(std::path::Path::new(v), MAX_K8S_FILE, &what)?;
+                    b.file(file_key(&format!("f{n}-"), v), data, false)?
+                }
+                "key" => {
+                    let data = read_bounded(std::path::Path::new(v), MAX_K8S_FILE, "--key")?;
+                    b.file(file_key(&format!("k{n}-"), v), data, true)?
+                }
+                "scenario" => bundle_scenario(v, b)?,
+                _ => std::mem::take(v),
+            };
+        }
+        a.values = vals;
     }
     Ok(())
+}
+
+/// Bundles a scenario and the files it names (which must sit next to it:
+/// the pods see one flat folder). A scenario with credentials (headers or
+/// URLs that look like them) goes into the Secret, with its files.
+fn bundle_scenario(path: &str, b: &mut Bundle) -> Result<String, String> {
+    let p = std::path::Path::new(path);
+    let data = read_bounded(p, MAX_K8S_FILE, "--scenario")?;
+    let text = String::from_utf8(data.clone())
+        .map_err(|_| format!("--scenario {path}: not UTF-8 text"))?;
+    let sc = redline_engine::scenario::file::parse(&text, path)?;
+    let mut named: Vec<String> = sc
+        .request
+        .iter()
+        .filter_map(|r| r.body_file.clone())
+        .collect();
+    named.extend(sc.data.as_ref().map(|d| d.file.clone()));
+    let secret = sc
+        .headers
+        .iter()
+        .chain(sc.request.iter().flat_map(|r| r.headers.iter()))
+        .any(|(k, v)| secret_header(&format!("{k}: {v}")))
+        || sc
+            .base
+            .iter()
+            .chain(sc.hosts.values())
+            .chain(sc.request.iter().filter_map(|r| r.url.as_ref()))
+            .any(|u| secret_url(u));
+    let dir = p.parent().unwrap_or(std::path::Path::new("."));
+    for f in named {
+        let ok_name = !f.is_empty()
+            && f.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+            && f != k8s::ARGS_KEY
+            && !f.starts_with('.');
+        if !ok_name {
+            return Err(format!(
+                "--scenario {path} names the file {f:?}: k8s bundles only files next to the scenario, named with letters, digits, '-', '.' and '_'; move it there"
+            ));
+        }
+        if b.files.contains_key(&f) || b.secret_files.contains_key(&f) {
+            continue; // named twice in the scenario
+        }
+        let bytes = read_bounded(&dir.join(&f), MAX_K8S_FILE, "a file of the scenario")?;
+        b.file(f, bytes, secret)?;
+    }
+    b.file(file_key("scenario-", path), data, secret)
 }
 
 fn cmd_k8s(a: K8sArgs) -> Exit {
@@ -907,11 +1141,30 @@ fn cmd_k8s(a: K8sArgs) -> Exit {
         );
     }
     run.remove(0);
-    if let Err(e) = refuse_secrets(&run) {
+    if a.parallel == 0 || u64::from(a.parallel) > MAX_AGENTS {
+        return fail(
+            Exit::Usage,
+            format!("--parallel must be between 1 and {MAX_AGENTS}"),
+        );
+    }
+    // The real parser: every spelling of a flag (-auser:pass, -a=…, -qa…) is seen.
+    let mut items = match parse_run(&run) {
+        Ok(i) => i,
+        Err(e) => return fail(Exit::Usage, format!("k8s: {e}")),
+    };
+    let mut bundle = Bundle::default();
+    if let Err(e) = bundle_run(&mut items, &mut bundle) {
         return fail(Exit::Usage, e);
     }
+    match redline_dist::protocol::nonce() {
+        Ok(t) => bundle
+            .secret_env
+            .insert(k8s::TOKEN_ENV.to_string(), t.into_bytes()),
+        Err(e) => return fail(Exit::Failure, format!("k8s: cannot make a token: {e}")),
+    };
+    let run = render_run(&items);
     // The arguments must make a valid share for every agent.
-    let seq = match segment::Sequence::equal(a.parallel.max(1) as u64) {
+    let seq = match segment::Sequence::equal(u64::from(a.parallel)) {
         Ok(s) => s,
         Err(e) => return fail(Exit::Usage, e),
     };
@@ -940,6 +1193,9 @@ fn cmd_k8s(a: K8sArgs) -> Exit {
         memory: a.memory,
         anti_affinity: a.anti_affinity,
         deadline_s: deadline.as_secs().max(1) as i64,
+        files: bundle.files,
+        secret_env: bundle.secret_env,
+        secret_files: bundle.secret_files,
     };
     let docs = match k8s::manifests(&opts) {
         Ok(d) => d,
@@ -992,12 +1248,13 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> Exit {
             "k8s-pod runs inside the Job `redline k8s` prints (JOB_COMPLETION_INDEX is not set)",
         ),
     };
-    let text =
-        match redline_stats::files::read_text(&a.args_file, redline_stats::files::Kind::Text, "") {
-            Ok(t) => t,
-            Err(e) => return fail(Exit::Usage, e),
-        };
-    let run: Vec<String> = match serde_json::from_str(&text) {
+    let text = match read_bounded(&a.args_file, 1 << 20, "--args-file")
+        .and_then(|b| String::from_utf8(b).map_err(|_| "--args-file: not UTF-8".into()))
+    {
+        Ok(t) => t,
+        Err(e) => return fail(Exit::Usage, e),
+    };
+    let run: Vec<String> = match serde_json::from_str::<Vec<String>>(&text) {
         Ok(r) => r,
         Err(e) => {
             return fail(
@@ -1008,6 +1265,15 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> Exit {
                 ),
             )
         }
+    };
+    // Credentials come from the Secret, as environment variables.
+    let run: Vec<String> = match run
+        .iter()
+        .map(|x| k8s::expand(x, |n| std::env::var(n).ok()))
+        .collect::<Result<_, _>>()
+    {
+        Ok(r) => r,
+        Err(e) => return fail(Exit::Usage, e),
     };
     if index == 0 {
         let port = a.coordinator.rsplit(':').next().unwrap_or("7070");
@@ -1026,6 +1292,9 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> Exit {
             output: RecordFormat::Json,
             record: None,
             quiet: true,
+            // REDLINE_TOKEN, from the Secret `redline k8s` wrote.
+            token: None,
+            token_file: None,
         });
     }
     cmd_agent(AgentArgs {
@@ -1035,25 +1304,373 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> Exit {
         segment_sequence: None,
         connect_timeout: Duration::from_secs(300),
         start_timeout: Duration::from_secs(600),
+        token: None,
+        token_file: None,
         run,
     })
+}
+
+/// One argument of a `redline run` command line as the real parser (clap,
+/// the `run` subcommand's own definition) saw it.
+#[derive(Debug, Clone, PartialEq)]
+struct RunArg {
+    /// Its id (the field name in `RunArgs`, e.g. `basic_auth`, `headers`, `url`).
+    id: String,
+    long: Option<String>,
+    short: Option<char>,
+    positional: bool,
+    /// Its values, one per occurrence (empty for a flag).
+    values: Vec<String>,
+}
+
+/// Parses `redline run` arguments (without `run`) with the real parser.
+/// Err: the parser's first line (never the whole help).
+fn parse_run(args: &[String]) -> Result<Vec<RunArg>, String> {
+    let cmd = crate::cli::run_command();
+    let m = cmd
+        .clone()
+        .try_get_matches_from(std::iter::once("run".to_string()).chain(args.iter().cloned()))
+        .map_err(|e| {
+            let t = e.render().to_string();
+            let first = t.lines().next().unwrap_or("").trim_start_matches("error: ");
+            format!("the run arguments: {first}")
+        })?;
+    let mut out = Vec::new();
+    for a in cmd.get_arguments() {
+        let id = a.get_id().as_str();
+        if m.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
+            continue;
+        }
+        let values: Vec<String> = if a.get_action().takes_values() {
+            m.get_raw(id)
+                .map(|v| v.map(|x| x.to_string_lossy().into_owned()).collect())
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        out.push(RunArg {
+            id: id.to_string(),
+            long: a.get_long().map(String::from),
+            short: a.get_short(),
+            positional: a.is_positional(),
+            values,
+        });
+    }
+    Ok(out)
+}
+
+/// Writes parsed arguments back as a command line: `--long=value` for each
+/// value (a value may start with `-`), flags as `--long`, positionals last
+/// (after `--` when one starts with `-`).
+fn render_run(items: &[RunArg]) -> Vec<String> {
+    let mut opts = Vec::new();
+    let mut pos = Vec::new();
+    for a in items {
+        if a.positional {
+            pos.extend(a.values.iter().cloned());
+            continue;
+        }
+        match (&a.long, a.short) {
+            (Some(l), _) if a.values.is_empty() => opts.push(format!("--{l}")),
+            (Some(l), _) => opts.extend(a.values.iter().map(|v| format!("--{l}={v}"))),
+            (None, Some(c)) if a.values.is_empty() => opts.push(format!("-{c}")),
+            (None, Some(c)) => {
+                for v in &a.values {
+                    opts.push(format!("-{c}"));
+                    opts.push(v.clone());
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    if pos.iter().any(|p| p.starts_with('-')) {
+        opts.push("--".into());
+    }
+    opts.extend(pos);
+    opts
+}
+
+/// A header whose value is a credential: Authorization, Cookie, or a name
+/// that looks like a token (`X-Api-Key`, `X-Auth-Token`, `X-Session`, …), or
+/// a value that starts like one (`Bearer …`, `Basic …`).
+fn secret_header(h: &str) -> bool {
+    let (name, value) = h.split_once(':').unwrap_or((h, ""));
+    let n = name.trim().to_ascii_lowercase();
+    let v = value.trim().to_ascii_lowercase();
+    [
+        "auth",
+        "cookie",
+        "token",
+        "key",
+        "secret",
+        "session",
+        "passw",
+        "credential",
+        "signature",
+        "jwt",
+        "csrf",
+        "xsrf",
+        "bearer",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+        || ["bearer ", "basic ", "token ", "digest ", "negotiate "]
+            .iter()
+            .any(|p| v.starts_with(p))
+}
+
+/// A URL that carries a credential: `user:pass@` (or `user@`) in its
+/// authority, or a query parameter named like one (`token`, `api_key`, `sig`, …).
+fn secret_url(u: &str) -> bool {
+    let rest = u.split_once("://").map_or(u, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.contains('@') {
+        return true;
+    }
+    let query = rest.split_once('?').map_or("", |(_, q)| q);
+    query.split('&').any(|kv| {
+        let k = kv.split('=').next().unwrap_or("").to_ascii_lowercase();
+        [
+            "token", "key", "secret", "passw", "auth", "sig", "session", "jwt",
+        ]
+        .iter()
+        .any(|w| k.contains(w))
+    })
+}
+
+/// Reads a file the user named: a regular file of at most `max` bytes (one
+/// clear error otherwise: a FIFO, `/dev/zero` or a directory is refused).
+fn read_bounded(path: &std::path::Path, max: u64, what: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(|e| format!("{what} {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{what} {}: not a regular file", path.display()));
+    }
+    let f = std::fs::File::open(path).map_err(|e| format!("{what} {}: {e}", path.display()))?;
+    let mut v = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut v)
+        .map_err(|e| format!("{what} {}: {e}", path.display()))?;
+    if v.len() as u64 > max {
+        return Err(format!(
+            "{what} {}: larger than {max} bytes",
+            path.display()
+        ));
+    }
+    Ok(v)
+}
+
+/// The longest token file.
+const MAX_TOKEN_FILE: u64 = 4096;
+
+/// The coordinator token, from `--token`, else `--token-file`, else
+/// `REDLINE_TOKEN`. Err: a usage error (never showing the token).
+fn resolve_token(
+    flag: Option<&str>,
+    file: Option<&std::path::Path>,
+) -> Result<Option<redline_dist::protocol::Token>, String> {
+    use redline_dist::protocol::Token;
+    if let Some(t) = flag {
+        return Token::new(t)
+            .map(Some)
+            .ok_or_else(|| "--token is empty".to_string());
+    }
+    if let Some(p) = file {
+        let b = read_bounded(p, MAX_TOKEN_FILE, "--token-file")?;
+        let s = String::from_utf8(b)
+            .map_err(|_| format!("--token-file {}: not UTF-8 text", p.display()))?;
+        return Token::new(&s)
+            .map(Some)
+            .ok_or_else(|| format!("--token-file {}: empty", p.display()));
+    }
+    match std::env::var("REDLINE_TOKEN") {
+        Ok(t) if !t.trim().is_empty() => Ok(Token::new(&t)),
+        _ => Ok(None),
+    }
+}
+
+/// Run arguments that are not part of what every agent must agree on
+/// (output, saving, watching this machine, the agent's own segment).
+const NOT_PLAN: &[&str] = &[
+    "output",
+    "quiet",
+    "live_seconds",
+    "segment",
+    "segment_sequence",
+    "start_at",
+    "no_save",
+    "db",
+    "label",
+    "note",
+    "html",
+    "live_json",
+    "watch",
+    "watch_interval",
+    "server_status",
+    "server_config",
+    "thresholds",
+    "abort_on_fail",
+];
+
+/// Run arguments naming files whose contents are part of the plan.
+const PLAN_FILES: &[&str] = &["body_file", "scenario", "cacert", "cert"];
+
+fn sha256_hex(b: &[u8]) -> String {
+    redline_dist::protocol::hex(&redline_dist::protocol::sha256(b))
+}
+
+/// The plan every agent must run, as fields (secrets left out, bodies and
+/// files by their SHA-256) and their fingerprint.
+fn plan_id(
+    run: &[String],
+    seq: &segment::Sequence,
+    total: u64,
+) -> Result<redline_dist::protocol::PlanId, String> {
+    let items = parse_run(run)?;
+    let mut f = std::collections::BTreeMap::new();
+    for a in &items {
+        if NOT_PLAN.contains(&a.id.as_str()) {
+            continue;
+        }
+        let v = match a.id.as_str() {
+            "basic_auth" => "(secret)".to_string(),
+            "key" => "(given)".to_string(),
+            "headers" => a
+                .values
+                .iter()
+                .map(|h| {
+                    if secret_header(h) {
+                        format!("{}: (secret)", h.split(':').next().unwrap_or("").trim())
+                    } else {
+                        h.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+            "url" => a
+                .values
+                .iter()
+                .map(|u| {
+                    if secret_url(u) {
+                        format!(
+                            "(a URL with a credential, sha256 {})",
+                            &sha256_hex(u.as_bytes())[..16]
+                        )
+                    } else {
+                        u.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+            "body" => format!("sha256 {}", sha256_hex(a.values.concat().as_bytes())),
+            id if PLAN_FILES.contains(&id) => a
+                .values
+                .iter()
+                .map(
+                    |p| match read_bounded(std::path::Path::new(p), 256 << 20, "") {
+                        Ok(b) => format!("sha256 {}", sha256_hex(&b)),
+                        Err(_) => "(unreadable)".into(),
+                    },
+                )
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ if a.values.is_empty() => "true".to_string(),
+            _ => a.values.join("\n"),
+        };
+        f.insert(a.id.clone(), v);
+    }
+    f.insert("segment_sequence".into(), seq.to_string());
+    f.insert("agents".into(), total.to_string());
+    Ok(redline_dist::protocol::PlanId::new(f))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn v(s: &[&str]) -> Vec<String> {
+        s.iter().map(|x| x.to_string()).collect()
+    }
+
+    /// Every spelling of a credential, seen by the real parser, goes to the
+    /// Secret; the arguments only reference it.
     #[test]
-    fn secrets_are_refused() {
-        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        for bad in [
-            &["-a", "u:p", "http://x/"][..],
-            &["-H", "Authorization: Bearer x", "http://x/"],
-            &["--header=cookie: a=b", "http://x/"],
-            &["http://user:pw@x/"],
+    fn credentials_go_to_the_secret_in_every_spelling() {
+        for args in [
+            &["-a", "u:s3cret", "http://x/"][..],
+            &["-au:s3cret", "http://x/"],
+            &["-a=u:s3cret", "http://x/"],
+            &["--basic-auth=u:s3cret", "http://x/"],
+            &["-ka", "u:s3cret", "http://x/"],
+            &["-H", "Authorization: Bearer s3cret", "http://x/"],
+            &["--header=cookie: a=s3cret", "http://x/"],
+            &["-HX-Api-Key: s3cret", "http://x/"],
+            &["-H", "X-Auth-Token: s3cret", "http://x/"],
+            &["-H", "X-Whatever: Bearer s3cret", "http://x/"],
+            &["http://user:s3cret@x/"],
+            &["http://x/?api_key=s3cret"],
         ] {
-            assert!(refuse_secrets(&v(bad)).is_err(), "{bad:?}");
+            let mut items = parse_run(&v(args)).unwrap();
+            let mut b = Bundle::default();
+            bundle_run(&mut items, &mut b).unwrap();
+            let out = render_run(&items).join(" ");
+            assert!(!out.contains("s3cret"), "{args:?}: {out}");
+            assert!(out.contains("$(REDLINE_SECRET_0)"), "{args:?}: {out}");
+            assert!(
+                b.secret_env["REDLINE_SECRET_0"]
+                    .windows(6)
+                    .any(|w| w == b"s3cret"),
+                "{args:?}"
+            );
+            // The rendered arguments parse back to the same plan.
+            assert_eq!(parse_run(&render_run(&items)).unwrap(), items, "{args:?}");
         }
-        assert!(refuse_secrets(&v(&["-H", "Accept: x", "http://x/a@b"])).is_ok());
+        // Not credentials: left as they are.
+        let mut items = parse_run(&v(&["-H", "Accept: x", "http://x/a@b", "-c", "3"])).unwrap();
+        let mut b = Bundle::default();
+        bundle_run(&mut items, &mut b).unwrap();
+        assert!(b.secret_env.is_empty());
+        assert_eq!(
+            render_run(&items),
+            v(&["--connections=3", "--header=Accept: x", "http://x/a@b"])
+        );
+        // A non-regular file is refused with one line.
+        let mut items = parse_run(&v(&["--body-file", "/dev/zero", "http://x/"])).unwrap();
+        let e = bundle_run(&mut items, &mut Bundle::default()).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn plan_ids_agree_on_spelling_and_hide_secrets() {
+        let seq = segment::Sequence::equal(2).unwrap();
+        let a = plan_id(&v(&["-n", "100", "-auser:pw1", "http://x/"]), &seq, 2).unwrap();
+        let b = plan_id(
+            &v(&["http://x/", "--requests=100", "-a", "user:pw2"]),
+            &seq,
+            2,
+        )
+        .unwrap();
+        assert_eq!(a.fingerprint, b.fingerprint);
+        assert!(!serde_json::to_string(&a).unwrap().contains("pw1"));
+        let c = plan_id(&v(&["-n", "200", "-m", "POST", "http://x/"]), &seq, 2).unwrap();
+        let d = c.differences(&a).unwrap();
+        assert!(d.contains("requests \"200\" vs \"100\""), "{d}");
+        assert!(d.contains("method"), "{d}");
+    }
+
+    #[test]
+    fn token_files_are_bounded_and_regular() {
+        let e = resolve_token(None, Some(std::path::Path::new("/dev/zero"))).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        let p = std::env::temp_dir().join(format!("redline-token-{}", std::process::id()));
+        std::fs::write(&p, "x".repeat(5000)).unwrap();
+        assert!(resolve_token(None, Some(&p))
+            .unwrap_err()
+            .contains("larger than"));
+        std::fs::write(&p, "  t0k\n").unwrap();
+        let t = resolve_token(None, Some(&p)).unwrap().unwrap();
+        assert_eq!(t.bytes(), b"t0k");
+        assert!(!format!("{t:?}").contains("t0k"));
+        let _ = std::fs::remove_file(&p);
     }
 }

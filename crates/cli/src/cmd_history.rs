@@ -134,6 +134,10 @@ pub struct MergeArgs {
     /// Label of the saved merged run.
     #[arg(long, value_name = "LABEL", requires = "save")]
     label: Option<String>,
+    /// Merge even the same run twice or runs that did not overlap in time
+    /// (the record says so in a `merge_forced` warning).
+    #[arg(long)]
+    force: bool,
     #[command(flatten)]
     db: DbArg,
 }
@@ -699,8 +703,8 @@ fn cmd_merge(a: MergeArgs) -> CmdResult {
     for r in &a.runs {
         recs.push(l.any(r)?.1);
     }
-    let mut merged =
-        redline_history::merge::merge(&recs).map_err(|e| (Exit::Usage, e.to_string()))?;
+    let mut merged = redline_history::merge::merge_with(&recs, a.force)
+        .map_err(|e| (Exit::Usage, e.to_string()))?;
     if let Some(lb) = &a.label {
         merged.label = Some(lb.clone());
     }

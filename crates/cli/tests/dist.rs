@@ -532,16 +532,51 @@ fn a_duplicate_index_is_refused_and_a_missing_agent_times_out() {
             "json",
         ],
         vec!["coordinate", "--agents", "0"],
+        // Files k8s cannot bundle, and hostile counts: one line, exit 2,
+        // checked before anything is allocated.
         vec![
             "k8s",
             "--parallel",
             "2",
             "--",
             "run",
-            "-H",
-            "Authorization: Bearer s3cret",
+            "-a",
+            "u:s3cret",
+            "--body-file",
+            "/dev/zero",
             "http://x/",
         ],
+        vec!["k8s", "--parallel", "4000000000", "--", "run", "http://x/"],
+        vec!["coordinate", "--agents", "18446744073709551615"],
+        vec![
+            "agent",
+            "--index",
+            "0",
+            "--total",
+            "18446744073709551615",
+            "--coordinator",
+            "127.0.0.1:1",
+            "--",
+            "http://x/",
+        ],
+        vec![
+            "run",
+            "--segment",
+            "1/18446744073709551615",
+            "-n",
+            "1",
+            "http://127.0.0.1:1/",
+        ],
+        vec![
+            "run",
+            "--segment",
+            "5/100000000",
+            "-n",
+            "1",
+            "http://127.0.0.1:1/",
+        ],
+        // Beyond loopback without a token: refused.
+        vec!["coordinate", "--agents", "1", "--listen", "0.0.0.0:0"],
         vec![
             "k8s",
             "--parallel",
@@ -590,8 +625,8 @@ fn kubernetes_manifests_are_well_formed() {
     assert_eq!(list["kind"], "List");
     let items = list["items"].as_array().unwrap();
     let kinds: Vec<&str> = items.iter().map(|d| d["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["ConfigMap", "Service", "Job"]);
-    let job = &items[2];
+    assert_eq!(kinds, ["Secret", "ConfigMap", "Service", "Job"]);
+    let job = &items[3];
     assert_eq!(job["spec"]["completionMode"], "Indexed");
     assert_eq!(job["spec"]["completions"], 4);
     assert_eq!(job["spec"]["parallelism"], 4);
@@ -612,10 +647,21 @@ fn kubernetes_manifests_are_well_formed() {
             .any(|w| w == ["--coordinator", "load-0.load:7070"]),
         "{cargs:?}"
     );
-    assert_eq!(items[1]["spec"]["clusterIP"], "None");
+    assert_eq!(items[2]["spec"]["clusterIP"], "None");
+    // The arguments as the real parser saw them.
     let run: Vec<String> =
-        serde_json::from_str(items[0]["data"]["args.json"].as_str().unwrap()).unwrap();
-    assert_eq!(run, ["http://web.example/", "-d", "60s", "-c", "300"]);
+        serde_json::from_str(items[1]["data"]["args.json"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        run,
+        ["--connections=300", "--duration=60s", "http://web.example/"]
+    );
+    // The coordinator token comes from the Secret.
+    assert!(items[0]["data"]["REDLINE_TOKEN"].is_string());
+    let env = pod["containers"][0]["env"].as_array().unwrap();
+    assert!(env
+        .iter()
+        .any(|e| e["name"] == "REDLINE_TOKEN"
+            && e["valueFrom"]["secretKeyRef"]["name"] == "load-secret"));
 
     // The YAML form says the same (checked with Python's yaml when installed).
     let mut yargs = args.to_vec();
@@ -625,7 +671,7 @@ fn kubernetes_manifests_are_well_formed() {
     let yaml = String::from_utf8_lossy(&yout.stdout).into_owned();
     assert_eq!(
         yaml.matches("\n---\n").count() + usize::from(yaml.starts_with("---\n")),
-        3
+        4
     );
     let dir = std::env::temp_dir().join(format!("redline-k8s-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -637,24 +683,222 @@ fn kubernetes_manifests_are_well_formed() {
         .output();
     match py {
         Ok(o) if o.status.success() => {
-            let docs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-            assert_eq!(&docs, &list["items"], "YAML and JSON differ");
+            let mut docs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let mut json_docs = list["items"].clone();
+            // Each run makes a fresh coordinator token.
+            docs[0]["data"]["REDLINE_TOKEN"] = "t".into();
+            json_docs[0]["data"]["REDLINE_TOKEN"] = "t".into();
+            assert_eq!(docs, json_docs, "YAML and JSON differ");
         }
         _ => eprintln!("note: python3 with PyYAML not available; YAML not cross-checked"),
     }
-    // The Kubernetes schemas, offline, when kubernetes-validate is installed (pip install kubernetes-validate).
-    let kv = Command::new("kubernetes-validate")
-        .args(["--strict", "--kubernetes-version", "1.33"])
-        .arg(&ypath)
-        .output();
-    match kv {
-        Ok(o) if o.status.code().is_some() && !String::from_utf8_lossy(&o.stderr).contains("No module") => {
-            let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-            assert!(o.status.success(), "kubernetes-validate: {text}");
-            assert_eq!(text.matches("passed for resource").count(), 3, "{text}");
-        }
-        _ => eprintln!("note: kubernetes-validate is not installed (pip install kubernetes-validate); schema validation skipped"),
+    kubernetes_validate(&ypath, 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Validates manifests offline against the Kubernetes 1.33 schemas with the
+/// `kubernetes_validate` Python module (.ci/run installs it; missing in CI
+/// is a failure).
+fn kubernetes_validate(path: &std::path::Path, objects: usize) {
+    let importable = Command::new("python3")
+        .args(["-c", "import kubernetes_validate"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !importable {
+        missing("kubernetes-validate (python3 -m pip install kubernetes-validate)");
+        return;
     }
+    let o = Command::new("python3")
+        .args([
+            "-m",
+            "kubernetes_validate",
+            "--strict",
+            "--kubernetes-version",
+            "1.33",
+        ])
+        .arg(path)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "kubernetes-validate: {text}");
+    assert_eq!(
+        text.matches("passed for resource").count(),
+        objects,
+        "{text}"
+    );
+}
+
+/// Credentials in every spelling never reach the ConfigMap or the Job: they
+/// are in the Secret, referenced by secretKeyRef env vars; files are bundled
+/// into the ConfigMap (the client key into the Secret) and mounted; the
+/// manifests pass the Kubernetes schemas.
+#[test]
+fn k8s_puts_credentials_in_a_secret_and_bundles_files() {
+    let dir = std::env::temp_dir().join(format!("redline-k8s-sec-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let body = dir.join("body.json");
+    std::fs::write(&body, "{\"a\":1}").unwrap();
+    let key = dir.join("client.key");
+    std::fs::write(&key, "KEYs3cret9").unwrap();
+    let cert = dir.join("client.pem");
+    std::fs::write(&cert, "CERT").unwrap();
+    let scen = dir.join("sc.toml");
+    std::fs::write(
+        &scen,
+        "base = \"http://web/\"\n[data]\nfile = \"users.csv\"\n[[request]]\npath = \"/\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("users.csv"), "id\n1\n").unwrap();
+    let (b, k, c) = (
+        body.to_str().unwrap(),
+        key.to_str().unwrap(),
+        cert.to_str().unwrap(),
+    );
+    let spellings: Vec<Vec<&str>> = vec![
+        vec!["-a", "u:s3cret1"],
+        vec!["-au:s3cret1"],
+        vec!["-a=u:s3cret1"],
+        vec!["-ka", "u:s3cret1"],
+        vec!["-H", "Authorization: Bearer s3cret1"],
+        vec!["-H", "Cookie: sid=s3cret1"],
+        vec!["-HX-Api-Key: s3cret1"],
+        vec!["--header=X-Auth-Token: s3cret1"],
+        vec!["http://user:s3cret1@web.example/"],
+    ];
+    for extra in spellings {
+        let mut args = vec![
+            "k8s",
+            "--parallel",
+            "2",
+            "-o",
+            "json",
+            "--",
+            "run",
+            "-d",
+            "5s",
+        ];
+        args.extend(&extra);
+        args.extend(["--body-file", b, "--cert", c, "--key", k]);
+        if !extra.iter().any(|a| a.starts_with("http")) {
+            args.push("http://web.example/");
+        }
+        let out = redline(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{extra:?}: {err}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !text.contains("s3cret"),
+            "{extra:?}: a credential in the manifests"
+        );
+        let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let items = list["items"].as_array().unwrap();
+        let secret = &items[0];
+        let decoded: Vec<String> = secret["data"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| {
+                let o = Command::new("base64")
+                    .arg("-d")
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .spawn()
+                    .and_then(|mut ch| {
+                        use std::io::Write;
+                        ch.stdin
+                            .take()
+                            .unwrap()
+                            .write_all(v.as_str().unwrap().as_bytes())?;
+                        ch.wait_with_output()
+                    })
+                    .unwrap();
+                String::from_utf8_lossy(&o.stdout).into_owned()
+            })
+            .collect();
+        assert!(
+            decoded.iter().any(|d| d.contains("s3cret1")),
+            "{extra:?}: {decoded:?}"
+        );
+        assert!(
+            decoded.iter().any(|d| d == "KEYs3cret9"),
+            "the key file is in the Secret"
+        );
+        let run: Vec<String> =
+            serde_json::from_str(items[1]["data"]["args.json"].as_str().unwrap()).unwrap();
+        assert!(
+            run.iter().any(|a| a.contains("$(REDLINE_SECRET_0)")),
+            "{run:?}"
+        );
+        assert!(
+            run.iter()
+                .any(|a| a.starts_with("--body-file=/etc/redline/")),
+            "{run:?}"
+        );
+        assert!(
+            run.iter().any(|a| a.starts_with("--key=/etc/redline/")),
+            "{run:?}"
+        );
+        let bin_keys: Vec<&String> = items[1]["binaryData"].as_object().unwrap().keys().collect();
+        assert_eq!(bin_keys.len(), 2, "body and cert: {bin_keys:?}");
+        let env = items[3]["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_array()
+            .unwrap();
+        assert!(env.iter().any(|e| e["name"] == "REDLINE_SECRET_0"
+            && e["valueFrom"]["secretKeyRef"]["key"] == "REDLINE_SECRET_0"));
+    }
+    // A scenario and the file it names, next to it, mounted together; schema-valid.
+    let out = redline(&[
+        "k8s",
+        "--parallel",
+        "2",
+        "--",
+        "run",
+        "--scenario",
+        scen.to_str().unwrap(),
+        "-a",
+        "u:s3cret1",
+        "-d",
+        "5s",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let yaml = dir.join("m.yaml");
+    std::fs::write(&yaml, &out.stdout).unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("users.csv") && text.contains("scenario-sc.toml"),
+        "{text}"
+    );
+    assert!(!text.contains("s3cret"));
+    kubernetes_validate(&yaml, 4);
+    // A scenario naming a file elsewhere is refused with one line.
+    std::fs::write(
+        &scen,
+        "base = \"http://web/\"\n[data]\nfile = \"../users.csv\"\n[[request]]\npath = \"/\"\n",
+    )
+    .unwrap();
+    let out = redline(&[
+        "k8s",
+        "--parallel",
+        "2",
+        "--",
+        "run",
+        "--scenario",
+        scen.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bundles only files next to the scenario"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -944,7 +1188,11 @@ fn agents_in_network_namespaces_are_distinct_clients() {
     })
     .expect("target on the veth address");
     let url = format!("http://{}/?size=100", srv.local_addr());
-    let mut c = Coord::start_on("0.0.0.0:0", &["--agents", &N.to_string()]);
+    // Beyond loopback the coordinator needs a token; the agents prove it.
+    let mut c = Coord::start_on(
+        "0.0.0.0:0",
+        &["--agents", &N.to_string(), "--token", "netns-token-1"],
+    );
     let run = [url.as_str(), "-n", "3000", "-c", "6", "-t", "1"];
     let agents: Vec<Child> = (0..N)
         .map(|i| {
@@ -954,6 +1202,7 @@ fn agents_in_network_namespaces_are_distinct_clients() {
                 .args(["--coordinator", &format!("{}:{}", host_ip(i), c.port)])
                 .args(["--connect-timeout", "20s", "--"])
                 .args(run)
+                .env("REDLINE_TOKEN", "netns-token-1")
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -985,4 +1234,124 @@ fn agents_in_network_namespaces_are_distinct_clients() {
     );
     srv.shutdown();
     drop(guard);
+}
+
+/// The pods' own entry point, run here as two processes: `redline k8s`'s
+/// Secret gives the token and the credential as environment variables, the
+/// pods expand `$(REDLINE_SECRET_0)` in the arguments from the ConfigMap, the
+/// agent proves the token to a coordinator listening beyond loopback, and the
+/// target sees the credential (401 without it, so `errors<1%` would fail).
+/// Without the token the coordinator pod refuses to start (exit 2).
+#[test]
+fn k8s_pods_take_credentials_and_token_from_the_secret() {
+    use std::io::Write;
+    let srv = ScriptServer::start(|mut s| {
+        let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
+        let mut pending = Vec::new();
+        for _ in 0..10_000 {
+            let Some((head, _)) = read_request(&mut s, &mut pending) else {
+                return;
+            };
+            // "u:pw9" in base64.
+            let ok = head
+                .lines()
+                .any(|l| l.eq_ignore_ascii_case("authorization: Basic dTpwdzk="));
+            let resp: &[u8] = if ok {
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+            } else {
+                b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n"
+            };
+            if s.write_all(resp).is_err() {
+                return;
+            }
+        }
+    });
+    let url = srv.url();
+    let out = redline(&[
+        "k8s",
+        "--parallel",
+        "1",
+        "-o",
+        "json",
+        "--",
+        "run",
+        "-au:pw9",
+        "-n",
+        "50",
+        "-c",
+        "1",
+        "--threshold",
+        "errors<1%",
+        &url,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let items = list["items"].as_array().unwrap();
+    // The Secret's data, decoded as Kubernetes would into the pods' environment.
+    let b64 = |s: &str| -> String {
+        let mut ch = Command::new("base64")
+            .arg("-d")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        ch.stdin.take().unwrap().write_all(s.as_bytes()).unwrap();
+        String::from_utf8(ch.wait_with_output().unwrap().stdout).unwrap()
+    };
+    let env: Vec<(String, String)> = items[0]["data"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), b64(v.as_str().unwrap())))
+        .collect();
+    assert!(env
+        .iter()
+        .any(|(k, v)| k == "REDLINE_SECRET_0" && v == "u:pw9"));
+    let dir = std::env::temp_dir().join(format!("redline-k8s-pod-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let args = dir.join("args.json");
+    std::fs::write(&args, items[1]["data"]["args.json"].as_str().unwrap()).unwrap();
+    let port = common::nginx::free_port();
+    let pod = |index: &str, with_token: bool| {
+        let mut cmd = Command::new(bin());
+        cmd.args(["k8s-pod", "--agents", "1", "--coordinator"])
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--args-file")
+            .arg(&args)
+            .env("JOB_COMPLETION_INDEX", index)
+            .env_remove("REDLINE_TOKEN")
+            .env("REDLINE_DB", dir.join("h.db"));
+        cmd.envs(
+            env.iter()
+                .filter(|(k, _)| with_token || k != "REDLINE_TOKEN")
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        );
+        spawn_piped(cmd)
+    };
+    // Without the Secret's token, no coordinator: it would listen on 0.0.0.0.
+    let out = wait_limit(pod("0", false), Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("give a token"), "{err}");
+    let coord = pod("0", true);
+    let agent = pod("1", true);
+    let a = wait_limit(agent, Duration::from_secs(90));
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    let c = wait_limit(coord, Duration::from_secs(90));
+    let cerr = String::from_utf8_lossy(&c.stderr);
+    assert_eq!(c.status.code(), Some(0), "{cerr}");
+    let m: serde_json::Value = serde_json::from_slice(&c.stdout).unwrap();
+    assert_eq!(counter(&m, "completed"), 50, "{}", m["counters"]);
+    assert_eq!(
+        counter(&m, "non_2xx"),
+        0,
+        "the credential reached the target"
+    );
+    let all = format!("{cerr}{}", String::from_utf8_lossy(&c.stdout));
+    assert!(!all.contains("pw9"), "a credential in the output");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -53,16 +53,21 @@ impl ProgressSender {
 
 impl Session {
     /// Connects (retrying until `retry_for` has passed: pods start in any
-    /// order) and registers as agent `index` of `total`.
+    /// order) and registers as agent `index` of `total` running `plan`,
+    /// proving it knows `token` (if any) against the coordinator's nonce.
     pub fn register(
         addr: &str,
         index: u64,
         total: u64,
         host: &str,
         retry_for: Duration,
+        token: Option<&protocol::Token>,
+        plan: &protocol::PlanId,
     ) -> Result<Session, String> {
         let start = Instant::now();
-        let stream = loop {
+        // Connect and be greeted; a coordinator not up yet, or closing new
+        // connections because too many wait unregistered, is tried again.
+        let (mut s, nonce) = loop {
             let attempt = addr
                 .to_socket_addrs()
                 .map_err(|e| e.to_string())
@@ -70,15 +75,39 @@ impl Session {
                 .and_then(|a| {
                     TcpStream::connect_timeout(&a, Duration::from_secs(5))
                         .map_err(|e| e.to_string())
-                });
+                })
+                .and_then(Session::greeted);
             match attempt {
-                Ok(s) => break s,
+                Ok(x) => break x,
                 Err(e) if start.elapsed() >= retry_for => {
                     return Err(format!("cannot reach the coordinator at {addr}: {e}"));
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(250)),
             }
         };
+        s.send(&Msg::Register {
+            index,
+            total,
+            host: host.to_string(),
+            version: protocol::VERSION,
+            auth: token.map(|t| protocol::auth_proof(t.bytes(), &nonce, index, &plan.fingerprint)),
+            plan: Some(plan.clone()),
+        })?;
+        match s.recv()? {
+            Msg::Registered => Ok(s),
+            Msg::Refused { reason } => Err(format!(
+                "the coordinator refused agent {index}: {}",
+                clean(&reason)
+            )),
+            other => Err(format!(
+                "unexpected answer from the coordinator: {}",
+                kind(&other)
+            )),
+        }
+    }
+
+    /// A new connection, once the coordinator's `hello` came: the session and the nonce.
+    fn greeted(stream: TcpStream) -> Result<(Session, String), String> {
         let _ = stream.set_nodelay(true);
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
@@ -91,19 +120,17 @@ impl Session {
             offset_ms: 0.0,
             rtt_ms: 0.0,
         };
-        s.send(&Msg::Register {
-            index,
-            total,
-            host: host.to_string(),
-            version: protocol::VERSION,
-        })?;
-        match s.recv()? {
-            Msg::Registered => Ok(s),
-            Msg::Refused { reason } => {
-                Err(format!("the coordinator refused agent {index}: {reason}"))
+        let nonce = match s.recv()? {
+            Msg::Hello { nonce, .. } if nonce.len() <= 128 => nonce,
+            Msg::Hello { .. } => return Err("the coordinator sent an absurd nonce".into()),
+            other => {
+                return Err(format!(
+                    "unexpected greeting from the coordinator: {}",
+                    kind(&other)
+                ))
             }
-            other => Err(format!("unexpected answer from the coordinator: {other:?}")),
-        }
+        };
+        Ok((s, nonce))
     }
 
     fn send(&self, m: &Msg) -> Result<(), String> {
@@ -156,9 +183,9 @@ impl Session {
                 let m = read_msg(&mut reader);
                 let end = m.is_err();
                 match &m {
-                    Ok(Msg::Stop { reason }) => f.set(reason.clone()),
+                    Ok(Msg::Stop { reason }) => f.set(clean(reason)),
                     Ok(Msg::Abort { reason }) => {
-                        f.set(format!("the coordinator aborted: {reason}"))
+                        f.set(format!("the coordinator aborted: {}", clean(reason)))
                     }
                     _ => {}
                 }
@@ -179,11 +206,23 @@ impl Session {
             let t0 = protocol::now_ms();
             self.send(&Msg::Ping { id })?;
             match self.recv()? {
-                Msg::Pong { id: got, now_ms } if got == id => {
+                Msg::Pong { id: got, now_ms } if got == id && sane_ms(now_ms) => {
                     v.push((t0, now_ms, protocol::now_ms()))
                 }
-                Msg::Abort { reason } => return Err(format!("the coordinator aborted: {reason}")),
-                other => return Err(format!("unexpected answer to a clock probe: {other:?}")),
+                Msg::Pong { now_ms, .. } if !sane_ms(now_ms) => {
+                    return Err(format!(
+                        "the coordinator sent an absurd clock ({now_ms} ms)"
+                    ))
+                }
+                Msg::Abort { reason } => {
+                    return Err(format!("the coordinator aborted: {}", clean(&reason)))
+                }
+                other => {
+                    return Err(format!(
+                        "unexpected answer to a clock probe: {}",
+                        kind(&other)
+                    ))
+                }
             }
         }
         let (off, rtt) = protocol::clock_offset(&v).expect("at least one probe");
@@ -214,16 +253,27 @@ impl Session {
         self.set_read_timeout(Some(wait.max(Duration::from_millis(1))))?;
         let at_ms = match self.recv()? {
             Msg::Start { at_ms } => at_ms,
-            Msg::Abort { reason } => return Err(format!("the coordinator aborted: {reason}")),
+            Msg::Abort { reason } => {
+                return Err(format!("the coordinator aborted: {}", clean(&reason)))
+            }
             other => {
                 return Err(format!(
-                    "unexpected message instead of the start: {other:?}"
+                    "unexpected message instead of the start: {}",
+                    kind(&other)
                 ))
             }
         };
         // The start on our clock; an instant `delta` from now.
         let local_ms = at_ms - self.offset_ms;
         let delta = local_ms - protocol::now_ms();
+        // A hostile or broken coordinator's time is an error, not a panic:
+        // at most a day ahead, at most a minute behind.
+        if !(delta.is_finite() && (-MAX_START_BEHIND_MS..=MAX_START_AHEAD_MS).contains(&delta)) {
+            return Err(format!(
+                "the coordinator sent an absurd start time ({at_ms} ms since the epoch, {:.0} s from now)",
+                delta / 1000.0
+            ));
+        }
         let now = Instant::now();
         Ok(if delta > 0.0 {
             now + Duration::from_secs_f64(delta / 1000.0)
@@ -256,11 +306,33 @@ impl Session {
             match self.recv()? {
                 Msg::Ack => return Ok(()),
                 Msg::Stop { .. } => continue,
-                other => return Err(format!("unexpected answer to the record: {other:?}")),
+                other => return Err(format!("unexpected answer to the record: {}", kind(&other))),
             }
         }
         Err("no answer to the record".into())
     }
+}
+
+/// How far ahead a start may be (a day) and how far behind (a minute).
+const MAX_START_AHEAD_MS: f64 = 86_400_000.0;
+const MAX_START_BEHIND_MS: f64 = 60_000.0;
+
+/// A wall-clock time in ms since the epoch that is finite and before year 10000.
+fn sane_ms(ms: f64) -> bool {
+    ms.is_finite() && (0.0..=253_402_300_800_000.0).contains(&ms)
+}
+
+/// Text from the coordinator, shown: no control characters, bounded.
+fn clean(s: &str) -> String {
+    s.chars().filter(|c| !c.is_control()).take(500).collect()
+}
+
+/// A message's type, for errors (its fields may be large or hostile).
+fn kind(m: &Msg) -> String {
+    serde_json::to_value(m)
+        .ok()
+        .and_then(|v| v["type"].as_str().map(String::from))
+        .unwrap_or_else(|| "?".into())
 }
 
 fn read_msg(reader: &mut BufReader<TcpStream>) -> Result<Msg, String> {

@@ -8,6 +8,16 @@
 //! warning says which agents are missing and that the load shown is not the
 //! whole. No field is added to the run record for it.
 //!
+//! Hostile peers: before registration a connection must prove it knows the
+//! token (an HMAC of the coordinator's nonce, [`protocol::auth_proof`]) within
+//! [`REGISTER_TIMEOUT`], in one line of at most [`protocol::MAX_HELLO_LINE`]
+//! bytes; at most [`MAX_UNREGISTERED`] such connections wait at once (more
+//! are closed at once). Every agent must run the same plan (its
+//! [`protocol::PlanId`] fingerprint equals the first registered agent's;
+//! otherwise it is refused, naming the fields that differ). Numbers from a
+//! peer are checked before use ([`sane_ready`]), and each record on arrival
+//! ([`check_record`]): a refused record is named and the agent counted as lost.
+//!
 //! `--abort-on-fail` across agents ([`coordinate_judged`]): each time a
 //! second of the whole run has been merged over the agents, the judge sees
 //! the merged seconds so far ([`Live`]); when it says a threshold can no
@@ -41,7 +51,19 @@ pub struct Config {
     /// Judge the merged live seconds and stop every agent once a threshold
     /// can no longer pass (also on when an agent's run arguments ask for it).
     pub abort_on_fail: bool,
+    /// The shared token agents must prove they know (None: any agent that
+    /// can connect is accepted; only allowed on loopback, see the CLI).
+    pub token: Option<protocol::Token>,
 }
+
+/// Connections allowed to wait for their registration at once.
+pub const MAX_UNREGISTERED: usize = 64;
+
+/// How long a new connection has to register (whole line, not per read).
+pub const REGISTER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The longest histogram (base64) accepted in a `second` message.
+pub const MAX_HIST_B64: usize = 256 * 1024;
 
 impl Default for Config {
     fn default() -> Self {
@@ -52,6 +74,7 @@ impl Default for Config {
             silence_timeout: Duration::from_secs(15),
             run_timeout: Duration::from_secs(3600),
             abort_on_fail: false,
+            token: None,
         }
     }
 }
@@ -153,14 +176,17 @@ struct SecondAcc {
 
 impl SecondAcc {
     fn add(&mut self, requests: u64, errors: u64, classes: &[u64; 5], hist: &str) {
-        self.requests += requests;
-        self.errors += errors;
+        self.requests = self.requests.saturating_add(requests);
+        self.errors = self.errors.saturating_add(errors);
         self.agents += 1;
         if self.shown {
             return; // too late for the live view; the final record has it
         }
         for (a, b) in self.status_classes.iter_mut().zip(classes) {
-            *a += b;
+            *a = a.saturating_add(*b);
+        }
+        if hist.len() > MAX_HIST_B64 {
+            return; // not decoded: the final record is checked on its own
         }
         if let Ok(h) = redline_stats::Hist::from_base64(hist) {
             match self.hist.as_mut() {
@@ -236,6 +262,7 @@ enum Ev {
     Register(
         u64,
         String,
+        protocol::PlanId,
         Arc<Mutex<TcpStream>>,
         mpsc::Sender<Result<(), String>>,
     ),
@@ -245,6 +272,7 @@ enum Ev {
     Done(u64, f64, Option<Box<serde_json::Value>>, Option<String>),
     Gone(u64, String),
     Unregistered(u64),
+    AuthFailed(String),
 }
 
 /// What an agent said when it was ready.
@@ -257,7 +285,87 @@ struct ReadyInfo {
     abort_on_fail: bool,
 }
 
-fn conn_thread(stream: TcpStream, tx: mpsc::Sender<Ev>) {
+/// Reads one line of at most `max` bytes before `deadline` (the whole line,
+/// not each read: a peer dribbling a byte at a time is cut off too).
+fn recv_before(
+    r: &mut BufReader<TcpStream>,
+    max: usize,
+    deadline: Instant,
+) -> std::io::Result<Option<Msg>> {
+    use std::io::BufRead;
+    let mut buf = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "did not register in time",
+            ));
+        }
+        r.get_ref().set_read_timeout(Some(left))?;
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(None);
+        }
+        let (take, end) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        if buf.len() + take > max + 1 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("registration line longer than {max} bytes"),
+            ));
+        }
+        buf.extend_from_slice(&chunk[..take]);
+        r.consume(take);
+        if end {
+            return protocol::parse_line(&buf).map(Some);
+        }
+    }
+}
+
+/// Counts a connection waiting for its registration while it lives.
+struct Pending(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Checks the numbers of a `ready` message (a hostile or broken agent's
+/// NaN, negative or absurd values are refused, not used).
+pub fn sane_ready(
+    offset_ms: f64,
+    rtt_ms: f64,
+    expected_s: Option<f64>,
+    requests: Option<u64>,
+) -> Result<(), String> {
+    const DAY_MS: f64 = 86_400_000.0;
+    if !(offset_ms.is_finite() && offset_ms.abs() <= 10.0 * DAY_MS) {
+        return Err(format!("an absurd clock offset ({offset_ms} ms)"));
+    }
+    if !(rtt_ms.is_finite() && (0.0..=60_000.0).contains(&rtt_ms)) {
+        return Err(format!("an absurd round trip ({rtt_ms} ms)"));
+    }
+    if let Some(e) = expected_s {
+        if !(e.is_finite() && (0.0..=30.0 * 86_400.0).contains(&e)) {
+            return Err(format!("an absurd run length ({e} s)"));
+        }
+    }
+    if requests.is_some_and(|n| n > 1u64 << 48) {
+        return Err("an absurd request count".into());
+    }
+    Ok(())
+}
+
+fn conn_thread(
+    stream: TcpStream,
+    tx: mpsc::Sender<Ev>,
+    token: Option<protocol::Token>,
+    pending: Pending,
+) {
     let Ok(w) = stream.try_clone() else {
         return;
     };
@@ -267,13 +375,27 @@ fn conn_thread(stream: TcpStream, tx: mpsc::Sender<Ev>) {
         let mut g = writer.lock().unwrap_or_else(|p| p.into_inner());
         protocol::send(&mut *g, m)
     };
-    // Registration first (bounded wait: the listener sets a read time-out).
-    let index = match protocol::recv(&mut r) {
+    let Ok(nonce) = protocol::nonce() else {
+        return;
+    };
+    if send(&Msg::Hello {
+        nonce: nonce.clone(),
+        version: protocol::VERSION,
+    })
+    .is_err()
+    {
+        return;
+    }
+    // Registration first: one bounded line within REGISTER_TIMEOUT.
+    let deadline = Instant::now() + REGISTER_TIMEOUT;
+    let index = match recv_before(&mut r, protocol::MAX_HELLO_LINE, deadline) {
         Ok(Some(Msg::Register {
             index,
-            total,
+            total: _,
             host,
             version,
+            auth,
+            plan,
         })) => {
             if version != protocol::VERSION {
                 let _ = send(&Msg::Refused {
@@ -284,10 +406,26 @@ fn conn_thread(stream: TcpStream, tx: mpsc::Sender<Ev>) {
                 });
                 return;
             }
+            let plan = plan.unwrap_or_default();
+            if let Some(t) = &token {
+                let ok = auth.as_deref().is_some_and(|p| {
+                    protocol::auth_ok(t.bytes(), &nonce, index, &plan.fingerprint, p)
+                });
+                if !ok {
+                    let reason =
+                        format!("agent {index}: authentication failed (a wrong or missing token)");
+                    let _ = send(&Msg::Refused {
+                        reason: reason.clone(),
+                    });
+                    let _ = tx.send(Ev::AuthFailed(reason));
+                    return;
+                }
+            }
+            // Host names are shown: no control characters, bounded.
+            let host: String = host.chars().filter(|c| !c.is_control()).take(128).collect();
             let (rtx, rrx) = mpsc::channel();
-            let _ = total;
             if tx
-                .send(Ev::Register(index, host, writer.clone(), rtx))
+                .send(Ev::Register(index, host, plan, writer.clone(), rtx))
                 .is_err()
             {
                 return;
@@ -309,6 +447,7 @@ fn conn_thread(stream: TcpStream, tx: mpsc::Sender<Ev>) {
         }
         _ => return,
     };
+    drop(pending);
     // After registration, reads wait as long as the run (silence is judged by the main loop).
     let _ = r.get_ref().set_read_timeout(None);
     let mut done = false;
@@ -331,6 +470,14 @@ fn conn_thread(stream: TcpStream, tx: mpsc::Sender<Ev>) {
                 requests,
                 abort_on_fail,
             })) => {
+                if let Err(why) = sane_ready(offset_ms, rtt_ms, expected_s, requests) {
+                    let reason = format!("its ready message was refused: {why}");
+                    let _ = send(&Msg::Abort {
+                        reason: reason.clone(),
+                    });
+                    let _ = tx.send(Ev::Gone(index, reason));
+                    return;
+                }
                 let _ = tx.send(Ev::Ready(
                     index,
                     ReadyInfo {
@@ -399,6 +546,7 @@ fn conn_thread(stream: TcpStream, tx: mpsc::Sender<Ev>) {
 
 struct Slot {
     host: String,
+    plan: protocol::PlanId,
     writer: Arc<Mutex<TcpStream>>,
     ready: Option<ReadyInfo>,
 }
@@ -457,23 +605,34 @@ pub fn coordinate_judged(
     let (tx, rx) = mpsc::channel::<Ev>();
     listener.set_nonblocking(true)?;
     let stop_accept = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let unregistered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let accept = {
         let tx = tx.clone();
         let stop = stop_accept.clone();
+        let token = cfg.token.clone();
         std::thread::Builder::new()
             .name("redline-coord-accept".into())
             .spawn(move || {
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     match listener.accept() {
                         Ok((s, _)) => {
+                            use std::sync::atomic::Ordering::SeqCst;
+                            // Bounded: past MAX_UNREGISTERED waiting
+                            // connections, new ones are closed at once.
+                            if unregistered.fetch_add(1, SeqCst) >= MAX_UNREGISTERED {
+                                unregistered.fetch_sub(1, SeqCst);
+                                let _ = s.shutdown(Shutdown::Both);
+                                continue;
+                            }
+                            let pending = Pending(unregistered.clone());
                             let _ = s.set_nonblocking(false);
                             let _ = s.set_nodelay(true);
-                            // A connection that never registers is dropped after this.
-                            let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+                            let _ = s.set_write_timeout(Some(Duration::from_secs(30)));
                             let tx = tx.clone();
+                            let token = token.clone();
                             let _ = std::thread::Builder::new()
                                 .name("redline-coord-conn".into())
-                                .spawn(move || conn_thread(s, tx));
+                                .spawn(move || conn_thread(s, tx, token, pending));
                         }
                         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                             std::thread::sleep(Duration::from_millis(20));
@@ -507,7 +666,8 @@ pub fn coordinate_judged(
             return Err(Error::NotReady(msg));
         }
         match rx.recv_timeout(left.min(Duration::from_millis(200))) {
-            Ok(Ev::Register(i, host, writer, reply)) => {
+            Ok(Ev::Register(i, host, plan, writer, reply)) => {
+                let reference = slots.iter().next().map(|(&j, s)| (j, s.plan.clone()));
                 if i >= n {
                     let r = format!(
                         "index {i} is out of range: this run has agents 0 to {}",
@@ -519,12 +679,20 @@ pub fn coordinate_judged(
                     let r = format!("index {i} is already taken by {}", s.host);
                     on_event(&Event::Refused(r.clone()));
                     let _ = reply.send(Err(r));
+                } else if let Some(d) = reference
+                    .as_ref()
+                    .and_then(|(j, p)| plan.differences(p).map(|d| (j, d)))
+                {
+                    let r = format!("agent {i} runs another plan than agent {}: {}", d.0, d.1);
+                    on_event(&Event::Refused(r.clone()));
+                    let _ = reply.send(Err(r));
                 } else {
                     on_event(&Event::Registered(i, host.clone()));
                     slots.insert(
                         i,
                         Slot {
                             host,
+                            plan,
                             writer,
                             ready: None,
                         },
@@ -538,6 +706,7 @@ pub fn coordinate_judged(
                     on_event(&Event::Ready(i, info.offset_ms, info.rtt_ms));
                 }
             }
+            Ok(Ev::AuthFailed(r)) => on_event(&Event::Refused(r)),
             Ok(Ev::Gone(i, _)) | Ok(Ev::Unregistered(i)) => {
                 // Before the start an agent may leave and come back.
                 slots.remove(&i);
@@ -580,7 +749,7 @@ pub fn coordinate_judged(
     let planned_requests = slots
         .values()
         .map(|s| s.ready.and_then(|r| r.requests))
-        .sum::<Option<u64>>();
+        .try_fold(0u64, |a, b| b.and_then(|b| a.checked_add(b)));
     let judging = cfg.abort_on_fail
         || slots
             .values()
@@ -620,13 +789,28 @@ pub fn coordinate_judged(
             }
             Ev::Done(i, late, rec, note) => {
                 if let Some(a) = agents.get_mut(&i) {
-                    a.lateness_ms = late;
-                    a.note = note;
+                    a.lateness_ms = if late.is_finite() { late } else { 0.0 };
+                    a.note =
+                        note.map(|n| n.chars().filter(|c| !c.is_control()).take(500).collect());
+                    let window = Window {
+                        start_ms: at_ms,
+                        now_ms: protocol::now_ms(),
+                        offset_ms: a.offset_ms,
+                        index: i,
+                        count: n,
+                    };
                     match rec.map(|v| serde_json::from_value::<RunRecord>(*v)) {
-                        Some(Ok(r)) => {
-                            a.last_progress = (r.counters.completed, r.counters.failed);
-                            a.record = Some(r);
-                        }
+                        Some(Ok(r)) => match check_record(&r, &window) {
+                            Ok(()) => {
+                                a.last_progress = (r.counters.completed, r.counters.failed);
+                                a.record = Some(r);
+                            }
+                            Err(why) => {
+                                let why = format!("sent a record that was refused: {why}");
+                                on_event(&Event::Lost(i, why.clone()));
+                                a.failure = Some(why);
+                            }
+                        },
                         Some(Err(e)) => a.failure = Some(format!("sent an unreadable record: {e}")),
                         None => {}
                     }
@@ -643,9 +827,10 @@ pub fn coordinate_judged(
                     }
                 }
             }
-            Ev::Register(_, _, _, reply) => {
+            Ev::Register(_, _, _, _, reply) => {
                 let _ = reply.send(Err("the run has started".into()));
             }
+            Ev::AuthFailed(r) => on_event(&Event::Refused(r)),
             _ => {}
         }
     };
@@ -726,7 +911,9 @@ pub fn coordinate_judged(
         if judging && added && stopped.is_none() {
             let live = Live {
                 elapsed_s: now.saturating_duration_since(start_local).as_secs_f64(),
-                failed: agents.values().map(|a| a.last_progress.1).sum(),
+                failed: agents
+                    .values()
+                    .fold(0u64, |f, a| f.saturating_add(a.last_progress.1)),
                 series: &merged_series,
                 planned_requests,
                 planned_duration_s: expected,
@@ -739,8 +926,11 @@ pub fn coordinate_judged(
         }
         if now.duration_since(last_shown) >= Duration::from_secs(1) && now > start_local {
             last_shown = now;
-            let (c, f) = agents.values().fold((0, 0), |(c, f), a| {
-                (c + a.last_progress.0, f + a.last_progress.1)
+            let (c, f) = agents.values().fold((0u64, 0u64), |(c, f), a| {
+                (
+                    c.saturating_add(a.last_progress.0),
+                    f.saturating_add(a.last_progress.1),
+                )
             });
             let reporting = agents.values().filter(|a| a.failure.is_none()).count();
             on_event(&Event::Progress(
@@ -772,6 +962,135 @@ pub fn coordinate_judged(
     }
     out.stopped = stopped;
     Ok(out)
+}
+
+/// Where and when a record must have been made.
+#[derive(Debug, Clone, Copy)]
+pub struct Window {
+    /// The common start, coordinator clock (ms since the epoch).
+    pub start_ms: f64,
+    /// Now, coordinator clock.
+    pub now_ms: f64,
+    /// The agent's clock offset (coordinator minus agent), ms.
+    pub offset_ms: f64,
+    /// The agent's index.
+    pub index: u64,
+    /// The number of agents.
+    pub count: u64,
+}
+
+/// Slack for the time checks: clocks, start-up, the stop grace.
+const TIME_SLACK_MS: f64 = 60_000.0;
+
+/// Checks a record on arrival: its counters agree with each other and with
+/// its histograms, its times lie within the run, its magnitudes are sane,
+/// and it is the share of this agent. Err names what is wrong.
+pub fn check_record(r: &RunRecord, w: &Window) -> Result<(), String> {
+    let c = &r.counters;
+    if r.format != "redline.run" {
+        return Err(format!("format {:?} is not redline.run", r.format));
+    }
+    let ends = [c.completed, c.failed, c.in_flight_at_end, c.not_sent]
+        .iter()
+        .try_fold(0u64, |a, &b| a.checked_add(b));
+    if ends != Some(c.scheduled) {
+        return Err(format!(
+            "counters do not add up: scheduled {} is not completed {} + failed {} + in flight {} + not sent {}",
+            c.scheduled, c.completed, c.failed, c.in_flight_at_end, c.not_sent
+        ));
+    }
+    if c.sent > c.scheduled || c.completed > c.sent || c.non_2xx > c.completed {
+        return Err(format!(
+            "counters contradict each other: scheduled {}, sent {}, completed {}, non-2xx {}",
+            c.scheduled, c.sent, c.completed, c.non_2xx
+        ));
+    }
+    if r.latency.count() != c.completed {
+        return Err(format!(
+            "its latency histogram holds {} values for {} completed responses",
+            r.latency.count(),
+            c.completed
+        ));
+    }
+    let statuses = r
+        .status_codes
+        .values()
+        .try_fold(0u64, |a, &b| a.checked_add(b));
+    if statuses != Some(c.completed) {
+        return Err(format!(
+            "its status codes add up to {} for {} completed responses",
+            statuses.map_or("more than 2^64".to_string(), |s| s.to_string()),
+            c.completed
+        ));
+    }
+    let per_second = r
+        .series
+        .iter()
+        .try_fold(0u64, |a, p| a.checked_add(p.requests));
+    if per_second.is_none_or(|s| s > c.completed) {
+        return Err(format!(
+            "its per-second series counts more responses than its {} completed",
+            c.completed
+        ));
+    }
+    if let Some(p) = r
+        .series
+        .iter()
+        .find(|p| p.hist.to_hist().count() != p.requests)
+    {
+        return Err(format!(
+            "second {}: its histogram does not hold its {} responses",
+            p.t, p.requests
+        ));
+    }
+    let started = redline_stats::time::parse_rfc3339_ms(&r.started_at)
+        .ok_or_else(|| format!("an unreadable start time {:?}", r.started_at))?
+        as f64
+        + w.offset_ms;
+    if started < w.start_ms - TIME_SLACK_MS || started > w.now_ms + TIME_SLACK_MS {
+        return Err(format!(
+            "it started at {} ({:.0} s from the common start): not this run",
+            r.started_at,
+            (started - w.start_ms) / 1000.0
+        ));
+    }
+    let longest_s = ((w.now_ms - w.start_ms).max(0.0) + TIME_SLACK_MS) / 1000.0;
+    if !(r.duration_s.is_finite() && r.duration_s >= 0.0 && r.duration_s <= longest_s) {
+        return Err(format!(
+            "it lasted {} s, but the run is only {:.0} s old",
+            r.duration_s,
+            (w.now_ms - w.start_ms) / 1000.0
+        ));
+    }
+    if r.series.len() as f64 > longest_s + 2.0
+        || r.series.iter().any(|p| f64::from(p.t) > longest_s + 1.0)
+    {
+        return Err("its per-second series is longer than the run".into());
+    }
+    let rate_bound = c.completed as f64 / r.duration_s.max(1e-3) * 1.01 + 1.0;
+    if !(r.requests_per_sec.is_finite()
+        && r.requests_per_sec >= 0.0
+        && r.requests_per_sec <= rate_bound)
+    {
+        return Err(format!(
+            "it claims {} req/s for {} responses in {} s",
+            r.requests_per_sec, c.completed, r.duration_s
+        ));
+    }
+    if r.merged_runs != 1 {
+        return Err(format!(
+            "it is a merge of {} runs, not one agent's run",
+            r.merged_runs
+        ));
+    }
+    match &r.config.segment {
+        Some(s) if s.index == w.index && s.count == w.count => Ok(()),
+        Some(s) => Err(format!(
+            "it is segment {} of {}, not {} of {}",
+            s.index, s.count, w.index, w.count
+        )),
+        None => Err("it is not a segment of this run (no config.segment)".into()),
+    }
 }
 
 /// Merges the agents' records exactly (`RunRecord +=`) and marks the result
@@ -892,5 +1211,118 @@ mod tests {
             "{}",
             w.message
         );
+    }
+
+    /// A consistent one-agent record made at `start_ms`: `n` responses of 1 ms.
+    fn agent_record(n: u64, start_ms: u64) -> RunRecord {
+        let mut r = rec(n);
+        r.started_at =
+            redline_stats::time::rfc3339(std::time::UNIX_EPOCH + Duration::from_millis(start_ms));
+        r.counters.scheduled = n;
+        r.counters.sent = n;
+        for _ in 0..n {
+            r.latency.record(Duration::from_millis(1));
+        }
+        r.status_codes.insert("200".into(), n);
+        r.duration_s = 2.0;
+        r.requests_per_sec = n as f64 / 2.0;
+        r.config.segment = Some(redline_stats::SegmentConfig {
+            segment: "0:1/2".into(),
+            sequence: "0,1/2,1".into(),
+            index: 0,
+            count: 2,
+        });
+        r
+    }
+
+    #[test]
+    fn records_are_checked_on_arrival() {
+        let start = 1_795_000_000_000u64;
+        let w = Window {
+            start_ms: start as f64,
+            now_ms: start as f64 + 3000.0,
+            offset_ms: 0.0,
+            index: 0,
+            count: 2,
+        };
+        let good = agent_record(100, start);
+        assert_eq!(check_record(&good, &w), Ok(()));
+        let refused = |f: &dyn Fn(&mut RunRecord), what: &str| {
+            let mut r = good.clone();
+            f(&mut r);
+            let e = check_record(&r, &w).unwrap_err();
+            assert!(e.contains(what), "{what}: {e}");
+        };
+        refused(&|r| r.counters.completed = 7_716_340, "do not add up");
+        refused(&|r| r.counters.scheduled = u64::MAX, "do not add up");
+        refused(
+            &|r| {
+                r.counters.in_flight_at_end = u64::MAX;
+                r.counters.scheduled = u64::MAX;
+            },
+            "do not add up",
+        );
+        refused(&|r| r.requests_per_sec = 771_634.0, "claims 771634 req/s");
+        refused(&|r| r.requests_per_sec = f64::NAN, "req/s");
+        refused(
+            &|r| r.latency.record(Duration::from_millis(1)),
+            "latency histogram",
+        );
+        refused(
+            &|r| *r.status_codes.get_mut("200").unwrap() = 5,
+            "status codes",
+        );
+        refused(
+            &|r| r.started_at = "2026-01-01T00:00:00Z".into(),
+            "not this run",
+        );
+        refused(&|r| r.duration_s = 86_400.0, "lasted 86400 s");
+        refused(&|r| r.merged_runs = 3, "merge of 3 runs");
+        refused(
+            &|r| r.config.segment.as_mut().unwrap().index = 1,
+            "segment 1 of 2, not 0 of 2",
+        );
+        refused(&|r| r.config.segment = None, "not a segment");
+        refused(&|r| r.format = "x".into(), "format");
+        // The agent's clock offset moves its start onto the coordinator's clock.
+        let mut skewed = good.clone();
+        skewed.started_at = redline_stats::time::rfc3339(
+            std::time::UNIX_EPOCH + Duration::from_millis(start - 3_600_000),
+        );
+        assert!(check_record(&skewed, &w).is_err());
+        let w2 = Window {
+            offset_ms: 3_600_000.0,
+            ..w
+        };
+        assert_eq!(check_record(&skewed, &w2), Ok(()));
+    }
+
+    #[test]
+    fn absurd_ready_numbers_are_refused() {
+        assert!(sane_ready(-0.4, 0.1, Some(10.0), Some(1000)).is_ok());
+        assert!(sane_ready(0.0, 0.1, None, None).is_ok());
+        for (o, r, e, n) in [
+            (f64::NAN, 0.1, None, None),
+            (1e300, 0.1, None, None),
+            (0.0, -1.0, None, None),
+            (0.0, f64::INFINITY, None, None),
+            (0.0, 0.1, Some(1e300), None),
+            (0.0, 0.1, Some(-1.0), None),
+            (0.0, 0.1, Some(f64::NAN), None),
+            (0.0, 0.1, None, Some(u64::MAX)),
+        ] {
+            assert!(sane_ready(o, r, e, n).is_err(), "{o} {r} {e:?} {n:?}");
+        }
+    }
+
+    #[test]
+    fn live_seconds_add_up_saturating() {
+        let mut acc = SecondAcc::default();
+        acc.add(u64::MAX, u64::MAX, &[u64::MAX; 5], "not base64");
+        acc.add(u64::MAX, 1, &[1; 5], &"A".repeat(MAX_HIST_B64 + 1));
+        assert_eq!(acc.requests, u64::MAX);
+        assert_eq!(acc.status_classes, [u64::MAX; 5]);
+        let p = acc.settle(0).unwrap();
+        assert_eq!(p.requests, u64::MAX);
     }
 }

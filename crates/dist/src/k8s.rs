@@ -2,16 +2,24 @@
 //! typed API structs of the `k8s-openapi` crate: an Indexed Job whose pod 0
 //! coordinates and pods 1..=N are the agents, a headless Service so the
 //! agents reach the coordinator as `JOB-0.SERVICE`, and the run's arguments
-//! as a ConfigMap. [`check`] verifies the rules a JSON schema cannot express.
+//! as a ConfigMap with the files they name (`binaryData`). Credentials never
+//! go into the ConfigMap or the Job: they are in a Secret (`NAME-secret`),
+//! given to the pods as `secretKeyRef` environment variables
+//! (`REDLINE_SECRET_N`, which `k8s-pod` expands where the arguments say
+//! `$(REDLINE_SECRET_N)`; `REDLINE_TOKEN`, the coordinator's token) and, for
+//! key files, as files of the same projected volume. [`check`] verifies the
+//! rules a JSON schema cannot express.
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Affinity, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, PodAffinityTerm,
-    PodAntiAffinity, PodSpec, PodTemplateSpec, ResourceRequirements, Service, ServicePort,
-    ServiceSpec, Volume, VolumeMount, WeightedPodAffinityTerm,
+    Affinity, ConfigMap, ConfigMapProjection, Container, ContainerPort, EnvVar, EnvVarSource,
+    KeyToPath, PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec, ProjectedVolumeSource,
+    ResourceRequirements, Secret, SecretKeySelector, SecretProjection, Service, ServicePort,
+    ServiceSpec, Volume, VolumeMount, VolumeProjection, WeightedPodAffinityTerm,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::ByteString;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -21,6 +29,51 @@ pub const PORT: i32 = 7070;
 pub const MOUNT: &str = "/etc/redline";
 /// The ConfigMap key holding the run arguments (a JSON array of strings).
 pub const ARGS_KEY: &str = "args.json";
+/// The environment variable holding the coordinator's token (from the Secret).
+pub const TOKEN_ENV: &str = "REDLINE_TOKEN";
+/// Prefix of the environment variables holding credentials of the run arguments.
+pub const SECRET_ENV_PREFIX: &str = "REDLINE_SECRET_";
+/// The most bytes of files in the ConfigMap, and in the Secret (Kubernetes
+/// refuses objects above 1 MiB; the rest is for the arguments and metadata).
+pub const MAX_BUNDLE: usize = 900 * 1024;
+
+/// `$(REDLINE_SECRET_N)`: where an argument takes the N-th credential.
+pub fn secret_ref(n: usize) -> String {
+    format!("$({SECRET_ENV_PREFIX}{n})")
+}
+
+/// Replaces each `$(REDLINE_SECRET_N)` in `arg` with `lookup(name)` (the
+/// pod's environment). Err names a variable that is not set.
+pub fn expand(arg: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(arg.len());
+    let mut rest = arg;
+    let open = format!("$({SECRET_ENV_PREFIX}");
+    while let Some(i) = rest.find(&open) {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let Some(end) = after.find(')') else {
+            out.push_str(&rest[i..]);
+            return Ok(out);
+        };
+        let name = &after[..end];
+        if name.len() > SECRET_ENV_PREFIX.len() + 6
+            || !name[SECRET_ENV_PREFIX.len()..]
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        {
+            out.push_str("$(");
+            rest = after;
+            continue;
+        }
+        let v = lookup(name).ok_or_else(|| {
+            format!("{name} is not set (it comes from the Secret `redline k8s` wrote)")
+        })?;
+        out.push_str(&v);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
 
 /// What to generate.
 #[derive(Debug, Clone)]
@@ -43,6 +96,12 @@ pub struct Options {
     pub anti_affinity: bool,
     /// The Job's active deadline, seconds.
     pub deadline_s: i64,
+    /// Files for the ConfigMap (`binaryData`, key → contents), mounted at `MOUNT/KEY`.
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// Secret environment variables (name → value): `REDLINE_TOKEN`, `REDLINE_SECRET_N`.
+    pub secret_env: BTreeMap<String, Vec<u8>>,
+    /// Secret files (client keys, scenarios with credentials), mounted at `MOUNT/KEY`.
+    pub secret_files: BTreeMap<String, Vec<u8>>,
 }
 
 /// Checks a name as a DNS-1123 label short enough for `NAME-INDEX` pod host names.
@@ -86,12 +145,60 @@ pub fn manifests(o: &Options) -> Result<Vec<Value>, String> {
     ]
     .into();
     let config_name = format!("{}-scenario", o.name);
+    let secret_name = format!("{}-secret", o.name);
     let args_json = serde_json::to_string(&o.run_args).map_err(|e| e.to_string())?;
+    let sizes = |m: &BTreeMap<String, Vec<u8>>| m.values().map(Vec::len).sum::<usize>();
+    if sizes(&o.files) > MAX_BUNDLE || sizes(&o.secret_files) + sizes(&o.secret_env) > MAX_BUNDLE {
+        return Err(format!(
+            "the files of the run are larger than {} KiB: a ConfigMap or Secret holds at most 1 MiB",
+            MAX_BUNDLE / 1024
+        ));
+    }
+    for k in o.files.keys().chain(o.secret_files.keys()) {
+        if k == ARGS_KEY || o.files.contains_key(k) && o.secret_files.contains_key(k) {
+            return Err(format!("two bundled files are both named {k:?}"));
+        }
+    }
     let cm = ConfigMap {
         metadata: meta(o, config_name.clone(), &labels),
         data: Some([(ARGS_KEY.to_string(), args_json)].into()),
+        binary_data: (!o.files.is_empty()).then(|| {
+            o.files
+                .iter()
+                .map(|(k, v)| (k.clone(), ByteString(v.clone())))
+                .collect()
+        }),
         ..Default::default()
     };
+    let secret = Secret {
+        metadata: meta(o, secret_name.clone(), &labels),
+        type_: Some("Opaque".into()),
+        data: Some(
+            o.secret_env
+                .iter()
+                .chain(o.secret_files.iter())
+                .map(|(k, v)| (k.clone(), ByteString(v.clone())))
+                .collect(),
+        ),
+        ..Default::default()
+    };
+    let mut env = vec![EnvVar {
+        name: "REDLINE_DB".into(),
+        value: Some("/tmp/redline-history.db".into()),
+        ..Default::default()
+    }];
+    env.extend(o.secret_env.keys().map(|k| EnvVar {
+        name: k.clone(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret_name.clone(),
+                key: k.clone(),
+                optional: Some(false),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }));
     let svc = Service {
         metadata: meta(o, o.name.clone(), &labels),
         spec: Some(ServiceSpec {
@@ -122,11 +229,7 @@ pub fn manifests(o: &Options) -> Result<Vec<Value>, String> {
             "--args-file".into(),
             format!("{MOUNT}/{ARGS_KEY}"),
         ]),
-        env: Some(vec![EnvVar {
-            name: "REDLINE_DB".into(),
-            value: Some("/tmp/redline-history.db".into()),
-            ..Default::default()
-        }]),
+        env: Some(env),
         ports: Some(vec![ContainerPort {
             name: Some("coordinator".into()),
             container_port: PORT,
@@ -191,10 +294,40 @@ pub fn manifests(o: &Options) -> Result<Vec<Value>, String> {
                     restart_policy: Some("Never".into()),
                     containers: vec![container],
                     affinity,
+                    // One directory: the arguments and files from the
+                    // ConfigMap, the secret files (only those) from the Secret.
                     volumes: Some(vec![Volume {
                         name: "scenario".into(),
-                        config_map: Some(ConfigMapVolumeSource {
-                            name: config_name,
+                        projected: Some(ProjectedVolumeSource {
+                            sources: Some(
+                                std::iter::once(VolumeProjection {
+                                    config_map: Some(ConfigMapProjection {
+                                        name: config_name,
+                                        ..Default::default()
+                                    }),
+                                    ..Default::default()
+                                })
+                                .chain((!o.secret_files.is_empty()).then(|| {
+                                    VolumeProjection {
+                                        secret: Some(SecretProjection {
+                                            name: secret_name.clone(),
+                                            items: Some(
+                                                o.secret_files
+                                                    .keys()
+                                                    .map(|k| KeyToPath {
+                                                        key: k.clone(),
+                                                        path: k.clone(),
+                                                        ..Default::default()
+                                                    })
+                                                    .collect(),
+                                            ),
+                                            ..Default::default()
+                                        }),
+                                        ..Default::default()
+                                    }
+                                }))
+                                .collect(),
+                            ),
                             ..Default::default()
                         }),
                         ..Default::default()
@@ -208,6 +341,7 @@ pub fn manifests(o: &Options) -> Result<Vec<Value>, String> {
     };
     let v = |x: serde_json::Result<Value>| x.map_err(|e| e.to_string());
     Ok(vec![
+        v(serde_json::to_value(&secret))?,
         v(serde_json::to_value(&cm))?,
         v(serde_json::to_value(&svc))?,
         v(serde_json::to_value(&job))?,
@@ -223,8 +357,13 @@ pub fn manifests(o: &Options) -> Result<Vec<Value>, String> {
 pub fn check(docs: &[Value], parallel: u32) -> Vec<String> {
     let mut bad = Vec::new();
     let find = |kind: &str| docs.iter().find(|d| d["kind"] == kind);
-    let (Some(job), Some(svc), Some(cm)) = (find("Job"), find("Service"), find("ConfigMap")) else {
-        return vec!["a Job, a Service and a ConfigMap are needed".into()];
+    let (Some(job), Some(svc), Some(cm), Some(secret)) = (
+        find("Job"),
+        find("Service"),
+        find("ConfigMap"),
+        find("Secret"),
+    ) else {
+        return vec!["a Job, a Service, a ConfigMap and a Secret are needed".into()];
     };
     let mut expect = |ok: bool, what: &str| {
         if !ok {
@@ -311,16 +450,57 @@ pub fn check(docs: &[Value], parallel: u32) -> Vec<String> {
         "pod host names JOB-INDEX fit a DNS label",
     );
     let cm_name = cm["metadata"]["name"].as_str().unwrap_or("");
+    let sources = ps["volumes"][0]["projected"]["sources"].as_array();
     expect(
-        ps["volumes"]
-            .as_array()
-            .is_some_and(|v| v.iter().any(|v| v["configMap"]["name"] == cm_name)),
+        sources.is_some_and(|v| v.iter().any(|v| v["configMap"]["name"] == cm_name)),
         "the pods mount the ConfigMap",
     );
-    let data = cm["data"][ARGS_KEY].as_str().unwrap_or("");
+    let secret_name = secret["metadata"]["name"].as_str().unwrap_or("");
+    let secret_keys: Vec<&String> = secret["data"]
+        .as_object()
+        .map(|d| d.keys().collect())
+        .unwrap_or_default();
+    let env: Vec<&Value> = c["env"]
+        .as_array()
+        .map(|e| e.iter().collect())
+        .unwrap_or_default();
+    let env_names: Vec<&str> = env.iter().filter_map(|e| e["name"].as_str()).collect();
     expect(
-        serde_json::from_str::<Vec<String>>(data).is_ok(),
+        env.iter().all(|e| {
+            let r = &e["valueFrom"]["secretKeyRef"];
+            r.is_null()
+                || (r["name"] == secret_name && secret_keys.iter().any(|k| r["key"] == k.as_str()))
+        }),
+        "every secretKeyRef names the Secret and one of its keys",
+    );
+    expect(
+        env.iter()
+            .any(|e| e["name"] == TOKEN_ENV && e["valueFrom"]["secretKeyRef"].is_object()),
+        "the coordinator token comes from the Secret",
+    );
+    expect(
+        env.iter().all(|e| {
+            e["value"].is_null()
+                || !e["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("REDLINE_SECRET")
+        }),
+        "no credential as a plain env value",
+    );
+    let data = cm["data"][ARGS_KEY].as_str().unwrap_or("");
+    let run = serde_json::from_str::<Vec<String>>(data);
+    expect(
+        run.is_ok(),
         "the ConfigMap holds the run arguments as a JSON array of strings",
+    );
+    let undefined = run
+        .unwrap_or_default()
+        .iter()
+        .any(|a| expand(a, |n| env_names.contains(&n).then(String::new)).is_err());
+    expect(
+        !undefined,
+        "every $(REDLINE_SECRET_N) in the arguments has its env var",
     );
     expect(
         c["resources"]["requests"]["cpu"].is_string()
@@ -345,26 +525,65 @@ mod tests {
             memory: "256Mi".into(),
             anti_affinity: true,
             deadline_s: 600,
+            files: [("f0-body.json".to_string(), b"{}".to_vec())].into(),
+            secret_env: [
+                (TOKEN_ENV.to_string(), b"tok".to_vec()),
+                ("REDLINE_SECRET_0".to_string(), b"u:p".to_vec()),
+            ]
+            .into(),
+            secret_files: [("k0-client.key".to_string(), b"KEY".to_vec())].into(),
         }
+    }
+
+    #[test]
+    fn secret_references_expand_from_the_environment() {
+        let env = |n: &str| (n == "REDLINE_SECRET_0").then(|| "u:p".to_string());
+        assert_eq!(
+            expand("--basic-auth=$(REDLINE_SECRET_0)", env).unwrap(),
+            "--basic-auth=u:p"
+        );
+        assert_eq!(expand("$(HOME) $(", env).unwrap(), "$(HOME) $(");
+        assert_eq!(
+            expand("a$(REDLINE_SECRET_X)b", env).unwrap(),
+            "a$(REDLINE_SECRET_X)b"
+        );
+        assert!(expand("$(REDLINE_SECRET_1)", env)
+            .unwrap_err()
+            .contains("REDLINE_SECRET_1 is not set"));
+        assert_eq!(secret_ref(3), "$(REDLINE_SECRET_3)");
     }
 
     #[test]
     fn manifests_pass_the_checks() {
         let docs = manifests(&opts()).unwrap();
-        assert_eq!(docs.len(), 3);
+        assert_eq!(docs.len(), 4);
         assert_eq!(check(&docs, 4), Vec::<String>::new());
-        assert_eq!(docs[2]["kind"], "Job");
+        assert_eq!(docs[3]["kind"], "Job");
+        // Credentials only in the Secret; files in the ConfigMap's binaryData.
+        assert_eq!(docs[0]["kind"], "Secret");
+        assert_eq!(docs[1]["binaryData"]["f0-body.json"], "e30=");
+        let text = serde_json::to_string(&docs[1..]).unwrap();
+        assert!(!text.contains("u:p") && !text.contains("KEY"), "{text}");
         assert_eq!(
-            docs[2]["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+            docs[3]["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
                 ["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"],
             100
         );
         // The checks catch what they are for.
         let mut broken = docs.clone();
-        broken[2]["spec"]["backoffLimitPerIndex"] = 3.into();
-        broken[1]["spec"]["selector"]["app.kubernetes.io/instance"] = "other".into();
+        broken[3]["spec"]["backoffLimitPerIndex"] = 3.into();
+        broken[2]["spec"]["selector"]["app.kubernetes.io/instance"] = "other".into();
         let errs = check(&broken, 4);
         assert_eq!(errs.len(), 2, "{errs:?}");
+        let mut broken = docs.clone();
+        broken[1]["data"][ARGS_KEY] = "[\"$(REDLINE_SECRET_7)\"]".into();
+        assert!(check(&broken, 4).iter().any(|e| e.contains("env var")));
+        assert!(manifests(&Options {
+            files: [("big".to_string(), vec![0u8; MAX_BUNDLE + 1])].into(),
+            ..opts()
+        })
+        .unwrap_err()
+        .contains("larger than"));
         assert!(check(&docs, 5).iter().any(|e| e.contains("completions")));
         assert!(manifests(&Options {
             name: "Bad_Name".into(),

@@ -5,11 +5,19 @@
 //! run that started Δ seconds after the earliest one has its points shifted by
 //! Δ rounded to whole seconds, so second t of the merged series covers the same
 //! wall-clock second on every machine.
+//!
+//! Refused unless forced ([`merge_with`]): the same run twice (identical
+//! records: `merge a.json a.json` would double-count) and runs that did not
+//! overlap in time (not one test made from several machines). `--force`
+//! merges anyway and says so in the record (a `merge_forced` warning).
+//! Runs of different plans (URL, method, headers, body, protocol, load
+//! model, segment sequence, a segment twice) are merged with a
+//! `merge_mismatch` warning inside the record, not only on stderr.
 
 use redline_stats::RunRecord;
 
 /// Why runs cannot be merged.
-#[derive(Debug, thiserror::Error, PartialEq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
 pub enum MergeError {
     /// Nothing to merge.
     #[error("nothing to merge")]
@@ -17,6 +25,120 @@ pub enum MergeError {
     /// A `started_at` that is not RFC 3339.
     #[error("run {0} has an unreadable start time {1:?}")]
     BadTime(usize, String),
+    /// The same run given twice.
+    #[error("runs {0} and {1} are the same run (identical records): merging would count it twice; --force merges anyway")]
+    Duplicate(usize, usize),
+    /// Runs that were not made at the same time.
+    #[error("{0}: they are not parts of one test; --force merges anyway")]
+    NoOverlap(String),
+}
+
+/// Slack for the overlap check (clocks of different machines, process
+/// start-up): runs up to 5 s apart still count as one test.
+const OVERLAP_SLACK_MS: i64 = 5000;
+
+/// What was refused, and the merge's warnings about differing plans.
+fn problems(recs: &[RunRecord], starts: &[i64]) -> (Vec<MergeError>, Vec<String>) {
+    let mut refused = Vec::new();
+    let values: Vec<serde_json::Value> = recs
+        .iter()
+        .map(|r| serde_json::to_value(r).unwrap_or_default())
+        .collect();
+    'dup: for i in 0..values.len() {
+        for j in i + 1..values.len() {
+            if values[i] == values[j] {
+                refused.push(MergeError::Duplicate(i + 1, j + 1));
+                break 'dup;
+            }
+        }
+    }
+    let ends: Vec<i64> = recs
+        .iter()
+        .zip(starts)
+        .map(|(r, &s)| {
+            let d = if r.duration_s.is_finite() {
+                r.duration_s.clamp(0.0, 1e9)
+            } else {
+                0.0
+            };
+            s.saturating_add((d * 1000.0) as i64)
+        })
+        .collect();
+    let (late_i, &late_start) = starts
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, s)| **s)
+        .unwrap_or((0, &0));
+    let (early_i, &early_end) = ends
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, e)| **e)
+        .unwrap_or((0, &0));
+    if late_start > early_end.saturating_add(OVERLAP_SLACK_MS) {
+        refused.push(MergeError::NoOverlap(format!(
+            "run {} started {:.1} s after run {} ended",
+            late_i + 1,
+            (late_start - early_end) as f64 / 1000.0,
+            early_i + 1
+        )));
+    }
+    let mut mismatches = Vec::new();
+    let first = &recs[0].config;
+    for (i, r) in recs.iter().enumerate().skip(1) {
+        let c = &r.config;
+        let mut d = Vec::new();
+        if c.url != first.url {
+            d.push(format!("URL {} vs {}", c.url, first.url));
+        }
+        if c.method != first.method {
+            d.push(format!("method {} vs {}", c.method, first.method));
+        }
+        if c.headers != first.headers {
+            d.push("headers".to_string());
+        }
+        if c.body_bytes != first.body_bytes {
+            d.push(format!(
+                "body {} vs {} bytes",
+                c.body_bytes, first.body_bytes
+            ));
+        }
+        if c.http_version != first.http_version {
+            d.push(format!("HTTP {} vs {}", c.http_version, first.http_version));
+        }
+        if std::mem::discriminant(&c.load) != std::mem::discriminant(&first.load) {
+            d.push("load model (open vs closed loop)".to_string());
+        }
+        if c.scenario != first.scenario {
+            d.push("scenario".to_string());
+        }
+        if let (Some(a), Some(b)) = (&c.segment, &first.segment) {
+            if a.sequence != b.sequence {
+                d.push(format!("segment sequence {} vs {}", a.sequence, b.sequence));
+            }
+        }
+        if !d.is_empty() {
+            mismatches.push(format!(
+                "run {} differs from run 1: {}",
+                i + 1,
+                d.join(", ")
+            ));
+        }
+    }
+    let mut seen = std::collections::BTreeMap::new();
+    for (i, r) in recs.iter().enumerate() {
+        if let Some(s) = &r.config.segment {
+            if let Some(j) = seen.insert((s.sequence.clone(), s.index), i) {
+                mismatches.push(format!(
+                    "runs {} and {} are both segment {} of {}",
+                    j + 1,
+                    i + 1,
+                    s.index,
+                    s.sequence
+                ));
+            }
+        }
+    }
+    (refused, mismatches)
 }
 
 pub use redline_stats::time::parse_rfc3339_ms;
@@ -29,8 +151,15 @@ pub fn shift_series(rec: &mut RunRecord, secs: u32) {
 }
 
 /// Merges records of runs made at the same time; the series are aligned on
-/// wall-clock time (whole seconds) before they add up.
+/// wall-clock time (whole seconds) before they add up. Refuses the same run
+/// twice and runs that did not overlap ([`merge_with`] to force).
 pub fn merge(recs: &[RunRecord]) -> Result<RunRecord, MergeError> {
+    merge_with(recs, false)
+}
+
+/// [`merge`]; with `force`, what would be refused is merged anyway and
+/// named in a `merge_forced` warning of the record.
+pub fn merge_with(recs: &[RunRecord], force: bool) -> Result<RunRecord, MergeError> {
     let first = recs.first().ok_or(MergeError::Empty)?;
     let starts: Vec<i64> = recs
         .iter()
@@ -44,12 +173,35 @@ pub fn merge(recs: &[RunRecord]) -> Result<RunRecord, MergeError> {
         // Round to the nearest second: a point covers [t, t+1) of its own run.
         (((starts[i] - earliest) + 500) / 1000).clamp(0, u32::MAX as i64) as u32
     };
+    let (refused, mismatches) = problems(recs, &starts);
+    if let (false, Some(e)) = (force, refused.first()) {
+        return Err(e.clone());
+    }
     let mut out = first.clone();
     shift_series(&mut out, offset(0));
     for (i, r) in recs.iter().enumerate().skip(1) {
         let mut r = r.clone();
         shift_series(&mut r, offset(i));
         out += &r;
+    }
+    if !refused.is_empty() {
+        let why: Vec<String> = refused.iter().map(|e| e.to_string()).collect();
+        out.warn(
+            "merge_forced",
+            format!(
+                "merged with --force although {}",
+                why.join("; ").replace("; --force merges anyway", "")
+            ),
+        );
+    }
+    if !mismatches.is_empty() {
+        out.warn(
+            "merge_mismatch",
+            format!(
+                "the merged runs ran different tests: {}",
+                mismatches.join("; ")
+            ),
+        );
     }
     Ok(out)
 }
@@ -177,7 +329,8 @@ mod tests {
     #[test]
     fn later_run_lands_on_its_wall_clock_seconds() {
         let origin = Instant::now();
-        let a = record(&[(100, 1000, 200)], 0, origin);
+        let mut a = record(&[(100, 1000, 200)], 0, origin);
+        a.duration_s = 5.0; // both ran at the same time
         let b = record(&[(2100, 1000, 200)], 2000, origin); // its t = 0
         assert_eq!(b.series[0].t, 0);
         let m = merge(&[a, b]).unwrap();
@@ -187,5 +340,45 @@ mod tests {
             vec![&(0, 1), &(2, 1)]
         );
         assert!(merge(&[]).is_err());
+    }
+
+    #[test]
+    fn the_same_run_twice_or_apart_in_time_is_refused_unless_forced() {
+        let origin = Instant::now();
+        let a = record(&[(100, 1000, 200)], 0, origin);
+        assert_eq!(
+            merge(&[a.clone(), a.clone()]).unwrap_err(),
+            MergeError::Duplicate(1, 2)
+        );
+        let forced = merge_with(&[a.clone(), a.clone()], true).unwrap();
+        assert_eq!(forced.counters.completed, 2);
+        let w = forced
+            .warnings
+            .iter()
+            .find(|w| w.code == "merge_forced")
+            .unwrap();
+        assert!(w.message.contains("same run"), "{}", w.message);
+        // An hour later: not one test.
+        let late = record(&[(3_600_100, 1000, 200)], 3_600_000, origin);
+        let e = merge(&[a.clone(), late.clone()]).unwrap_err();
+        assert!(
+            matches!(&e, MergeError::NoOverlap(m) if m.contains("run 2 started")),
+            "{e}"
+        );
+        assert!(merge_with(&[a.clone(), late], true)
+            .unwrap()
+            .warnings
+            .iter()
+            .any(|w| w.code == "merge_forced" && w.message.contains("after run 1 ended")));
+        // Another method: merged, with the mismatch inside the record.
+        let mut post = record(&[(200, 1000, 200)], 0, origin);
+        post.config.method = "POST".into();
+        let m = merge(&[a, post]).unwrap();
+        let w = m
+            .warnings
+            .iter()
+            .find(|w| w.code == "merge_mismatch")
+            .unwrap();
+        assert!(w.message.contains("method POST vs GET"), "{}", w.message);
     }
 }

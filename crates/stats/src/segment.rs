@@ -21,6 +21,11 @@ use std::fmt;
 /// The largest least common denominator accepted (the period is computed position by position).
 pub const MAX_PERIOD: u64 = 1_000_000;
 
+/// The most segments a sequence may have (agents, `--segment I/N`, `k8s
+/// --parallel`): checked before anything is allocated for them (the
+/// striping costs segments × period).
+pub const MAX_SEGMENTS: u64 = 1000;
+
 /// A fraction in `[0, 1]`, reduced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Frac {
@@ -93,11 +98,21 @@ impl Sequence {
         if n == 0 {
             return Err("the number of segments must be at least 1".into());
         }
+        if n > MAX_SEGMENTS {
+            return Err(format!(
+                "{n} segments: at most {MAX_SEGMENTS} (one per load generator)"
+            ));
+        }
         Sequence::new((0..=n).map(|i| Frac::new(i, n).expect("i <= n")).collect())
     }
 
     /// Parses `0,1/3,2/3,1`.
     pub fn parse(s: &str) -> Result<Sequence, String> {
+        if s.split(',').count() as u64 > MAX_SEGMENTS + 1 {
+            return Err(format!(
+                "--segment-sequence: more than {MAX_SEGMENTS} segments"
+            ));
+        }
         let bounds = s
             .split(',')
             .map(Frac::parse)
@@ -108,6 +123,9 @@ impl Sequence {
 
     /// From boundaries: strictly increasing, starting at 0 and ending at 1.
     pub fn new(bounds: Vec<Frac>) -> Result<Sequence, String> {
+        if bounds.len() as u64 > MAX_SEGMENTS + 1 {
+            return Err(format!("more than {MAX_SEGMENTS} segments"));
+        }
         let shown = || {
             bounds
                 .iter()
@@ -139,6 +157,13 @@ impl Sequence {
                     shown()
                 ));
             }
+        }
+        // The striping below costs period × segments steps: bounded.
+        if period.saturating_mul(bounds.len() as u64 - 1) > 20 * MAX_PERIOD {
+            return Err(format!(
+                "segment sequence {}: too many segments for its common denominator {period}; use simpler fractions",
+                shown()
+            ));
         }
         let shares: Vec<u64> = bounds
             .windows(2)
@@ -427,6 +452,21 @@ mod tests {
         assert!(Sequence::parse("0,1/2").is_err());
         assert!(Sequence::parse("0,1/1000003,1").is_err());
         assert!(Sequence::parse("0,0.5,1").is_err());
+        // Hostile counts: an error before anything is allocated.
+        assert!(Segment::parse("1/18446744073709551615", None)
+            .unwrap_err()
+            .contains("at most 1000"));
+        assert!(Sequence::equal(u64::MAX).is_err());
+        assert!(Sequence::equal(MAX_SEGMENTS).is_ok());
+        let many: Vec<String> = (0..=1001).map(|i| format!("{i}/1001")).collect();
+        assert!(Sequence::parse(&many.join(",")).is_err());
+        let fine: Vec<String> = (0..=900)
+            .map(|i| format!("{i}/999983"))
+            .chain(["1".into()])
+            .collect();
+        assert!(Sequence::parse(&fine.join(","))
+            .unwrap_err()
+            .contains("too many segments"));
     }
 
     #[test]
