@@ -744,14 +744,23 @@ pub fn diagnose(rec: &crate::RunRecord) -> Option<Diagnosis> {
     }
     let mut evidence = facts;
     evidence.push(match &rec.server_status {
-        Some(w) if !w.samples.is_empty() => format!(
-            "the status page ({}) showed no exhausted pool: busy peaked at {}{}",
-            w.server,
-            w.samples.iter().filter_map(|s| s.busy).max().unwrap_or(0),
-            w.slots
-                .map(|n| format!(" of {n} slots"))
-                .unwrap_or_default()
-        ),
+        Some(w) if !w.samples.is_empty() => {
+            let peak = w.samples.iter().filter_map(|s| s.busy).max().unwrap_or(0);
+            match w.slots {
+                // Full, but not for long enough (80 % of the later reads, two at least) to call it the limit.
+                Some(n) if peak >= n => format!(
+                    "the status page ({}) saw busy reach all {n} slots, but not hold there: too briefly to call the pool the limit (a longer run would tell)",
+                    w.server
+                ),
+                _ => format!(
+                    "the status page ({}) showed no exhausted pool: busy peaked at {peak}{}",
+                    w.server,
+                    w.slots
+                        .map(|n| format!(" of {n} slots"))
+                        .unwrap_or_default()
+                ),
+            }
+        }
         Some(w) => format!("the status page gave no read ({} failed)", w.failed),
         None => "no server-side evidence was recorded".into(),
     });
@@ -1015,11 +1024,24 @@ fn diagnose_status(
         .filter(|s| *s == limit)
         .map(|s| format!(" (all {s} scoreboard slots)"))
         .unwrap_or_default();
-    evidence.push(format!(
-        "{what} reached {limit}{slots} at {at_level:.0} {unit} and stayed there in {:.0}% of the {} later reads, while the load rose to {max_level:.0} {unit}",
-        full_share * 100.0,
-        after.len()
-    ));
+    // A plain run has one level: the instant says when, not the level.
+    let plain = rec.stages.is_empty();
+    let at_s = plain.then(|| ((placed[first].s.t + off) * 10.0).round() / 10.0);
+    if plain {
+        evidence.push(format!(
+            "{what} reached {limit}{slots} {:.1} s into the run and stayed there in {:.0}% of the {} later reads, with {max_level:.0} connections open",
+            at_s.unwrap_or(0.0),
+            full_share * 100.0,
+            after.len()
+        ));
+    } else {
+        evidence.push(format!(
+            "{what} reached {limit}{slots} at {at_level:.0} {unit} and stayed there in {:.0}% of the {} later reads, while the load rose to {max_level:.0} {unit}",
+            full_share * 100.0,
+            after.len()
+        ));
+    }
+    let at_level = (!plain).then_some(at_level);
     if after.iter().any(|p| p.s.idle.is_some()) {
         evidence.push("no idle worker was left".into());
     }
@@ -1027,7 +1049,7 @@ fn diagnose_status(
     let reached = rec
         .stages
         .iter()
-        .find(|s| s.level_to >= at_level)
+        .find(|s| at_level.is_some_and(|a| s.level_to >= a))
         .map(|s| s.requests_per_sec);
     let last = rec.stages.last().map(|s| (s.requests_per_sec, s.p99_us));
     let served = match (
@@ -1095,9 +1117,9 @@ fn diagnose_status(
             resource: "keepalive".into(),
             directive: "KeepAliveTimeout, MaxKeepAliveRequests".into(),
             limit: Some(limit),
-            at_level: Some(at_level),
+            at_level,
             evidence,
-            at_s: None,
+            at_s,
             advice: format!(
                 "workers are held by idle keep-alive connections: lower KeepAliveTimeout (to 1-5 s) so they return to the pool sooner, or raise MaxRequestWorkers above {limit} if memory allows (redline size)"
             ),
@@ -1125,10 +1147,10 @@ fn diagnose_status(
         resource: "worker_pool".into(),
         directive: directive.into(),
         limit: Some(limit),
-        at_level: Some(at_level),
+        at_level,
+        at_s,
         evidence,
         advice,
-        ..Default::default()
     })
 }
 
@@ -1639,6 +1661,8 @@ mod tests {
         let d = diagnose(&rec).unwrap();
         assert_eq!(d.resource, "worker_pool", "{d:?}");
         assert_eq!(d.limit, Some(10));
+        assert_eq!((d.at_level, d.at_s), (None, Some(0.2)));
+        assert!(d.evidence[0].contains("0.2 s into the run"), "{d:?}");
         // Without trouble, a full scoreboard alone says nothing on a plain run.
         rec.counters.in_flight_at_end = 0;
         assert!(diagnose(&rec).is_none());
