@@ -641,7 +641,7 @@ pub fn trouble(rec: &crate::RunRecord) -> Vec<String> {
     let c = &rec.counters;
     if c.failed > 0 {
         let mut kinds: Vec<&crate::ErrorCount> = rec.errors.iter().collect();
-        kinds.sort_by(|a, b| b.count.cmp(&a.count));
+        kinds.sort_by_key(|e| std::cmp::Reverse(e.count));
         let list: Vec<String> = kinds
             .iter()
             .take(3)
@@ -691,8 +691,8 @@ pub fn trouble(rec: &crate::RunRecord) -> Vec<String> {
 /// the server went away; the status page's pool full (busy at its plateau,
 /// no idle worker, in 80 % of the later reads, the load beyond it; keep-alive
 /// when 30 % of the busy Apache workers are in `K`); `--watch`: swapping, or
-/// CPU at 90 % of the machine; the client's own limits; SYNs sent again or
-/// accept queues overflowed (listen backlog); bytes/s at 90 % of the link (or
+/// CPU at 90 % of the machine; SYNs sent again or accept queues overflowed
+/// (listen backlog); the client's own limits; bytes/s at 90 % of the link (or
 /// 1 GB/s on loopback); open loop with every connection held by the server
 /// (server concurrency); else what to add to know.
 pub fn diagnose(rec: &crate::RunRecord) -> Option<Diagnosis> {
@@ -729,8 +729,10 @@ pub fn diagnose(rec: &crate::RunRecord) -> Option<Diagnosis> {
     if !stalled {
         return None;
     }
-    if let Some(d) = diagnose_client(rec)
-        .or_else(|| diagnose_backlog(rec))
+    // The backlog before the client: connects the server left unanswered
+    // also leave the client short of connections (connections_short).
+    if let Some(d) = diagnose_backlog(rec)
+        .or_else(|| diagnose_client(rec))
         .or_else(|| diagnose_bandwidth(rec))
     {
         return Some(d);
