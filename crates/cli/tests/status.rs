@@ -724,16 +724,18 @@ fn redline_out(args: &[&str], limit: Duration) -> (i32, String, String) {
     )
 }
 
-/// Apache prefork with 10 workers behind a 1 s CGI answers 10 req/s at
-/// most. Asked for 20 req/s in open loop on 12 connections, its workers hold
+/// Apache prefork with 4 workers behind a 1 s CGI answers 4 req/s at most.
+/// Asked for 8 req/s in open loop on 6 connections, its workers hold
 /// every connection and requests wait for one: `find` calls the step the
 /// server's limit (FAIL, server concurrency), not CLIENT-LIMITED, and its
 /// diagnosis (from mod_status read during the step) names the worker pool
-/// at MaxRequestWorkers 10. A plain `run` of the same load gets the same
-/// diagnosis in its text, JSON and HTML report.
+/// at MaxRequestWorkers 4. A plain `run` of the same load gets the same
+/// diagnosis in its text, JSON and HTML report. (A low rate: the send
+/// interval, 125 ms, is far above any stall of a shared test machine, so
+/// the client's scheduler never lags behind it.)
 #[test]
 fn find_and_run_blame_the_servers_worker_pool_not_the_client() {
-    let Some(srv) = start_apache(false) else {
+    let Some(srv) = start_apache_with(false, 4, "") else {
         return;
     };
     let url = format!("http://127.0.0.1:{}/cgi-bin/slow1.cgi", srv.port);
@@ -744,9 +746,9 @@ fn find_and_run_blame_the_servers_worker_pool_not_the_client() {
         "--slo",
         "p99<30s",
         "--start-rate",
-        "20",
+        "8",
         "-c",
-        "12",
+        "6",
         "-t",
         "1",
         "--warmup",
@@ -770,9 +772,9 @@ fn find_and_run_blame_the_servers_worker_pool_not_the_client() {
         !t.contains("CLIENT-LIMITED") && !t.contains("the client was the limit"),
         "{t}"
     );
-    assert!(t.contains("the server held all 12 connections"), "{t}");
+    assert!(t.contains("the server held all 6 connections"), "{t}");
     assert!(
-        t.contains("Diagnosis (step 1, 20.0 req/s): the worker pool ran out at 10"),
+        t.contains("Diagnosis (step 1, 8.0 req/s): the worker pool ran out at 4"),
         "{t}"
     );
     assert!(t.contains("MaxRequestWorkers"), "{t}");
@@ -786,11 +788,11 @@ fn find_and_run_blame_the_servers_worker_pool_not_the_client() {
     assert_eq!(s0["verdict"], "fail", "{v}");
     assert_eq!(s0["server_held"], true, "{v}");
     assert!(s0["note"].is_null(), "{v}");
-    assert!(s0["sent_per_sec"].as_f64().unwrap() < 19.0, "{v}");
+    assert!(s0["sent_per_sec"].as_f64().unwrap() < 7.5, "{v}");
     let d = &v["diagnosis"];
     assert_eq!(d["step"], 1, "{v}");
     assert_eq!(d["resource"], "worker_pool", "{v}");
-    assert_eq!(d["limit"], 10, "{v}");
+    assert_eq!(d["limit"], 4, "{v}");
     assert!(d["directive"]
         .as_str()
         .unwrap()
@@ -803,9 +805,9 @@ fn find_and_run_blame_the_servers_worker_pool_not_the_client() {
     let run = [
         "run",
         "-r",
-        "20",
+        "8",
         "-c",
-        "12",
+        "6",
         "-t",
         "1",
         "-d",
@@ -821,7 +823,7 @@ fn find_and_run_blame_the_servers_worker_pool_not_the_client() {
     let (code, t, err) = redline_out(&text, Duration::from_secs(60));
     assert_eq!(code, 0, "{err}");
     assert!(
-        t.contains("\nDiagnosis: the worker pool ran out at 10 (reached "),
+        t.contains("\nDiagnosis: the worker pool ran out at 4 (reached "),
         "{t}"
     );
     let page = std::fs::read_to_string(&html).unwrap_or_default();
