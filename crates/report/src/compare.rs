@@ -996,6 +996,7 @@ pub(crate) mod tests {
                 at_level: Some(level),
                 evidence: vec![],
                 advice: format!("raise MaxRequestWorkers above {limit}"),
+                ..Default::default()
             });
         }
         let t = knees(&a, &b);
