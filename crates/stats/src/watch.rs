@@ -138,6 +138,10 @@ pub struct WatchSample {
     /// Memory charged to the server's own cgroup (page cache included), KiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup_memory_kib: Option<u64>,
+    /// Connection attempts the machine's listening sockets dropped for a
+    /// full accept queue since the previous sample (TcpExt ListenOverflows).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub listen_overflows: u64,
 }
 
 /// Peak and mean of one quantity over the samples.
@@ -866,13 +870,31 @@ fn diagnose_client(rec: &crate::RunRecord) -> Option<Diagnosis> {
 fn diagnose_backlog(rec: &crate::RunRecord) -> Option<Diagnosis> {
     let syn = rec.warnings.iter().find(|w| w.code == "syn_retransmits");
     let overflows = rec.client.listen_overflows;
-    if syn.is_none() && overflows == 0 {
+    // The watched server's machine (`--watch`, or a merged `redline watch`).
+    let watched: Vec<(String, u64)> = rec
+        .server_watch
+        .iter()
+        .flat_map(|w| &w.hosts)
+        .map(|h| {
+            (
+                h.host.clone(),
+                h.samples.iter().map(|s| s.listen_overflows).sum::<u64>(),
+            )
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    if syn.is_none() && overflows == 0 && watched.is_empty() {
         return None;
     }
     let mut evidence = Vec::new();
+    for (host, n) in &watched {
+        evidence.push(format!(
+            "{host}: its listening sockets dropped {n} connection attempts for a full accept queue during the watch (TcpExt ListenOverflows)"
+        ));
+    }
     if let Some(w) = syn {
         evidence.push(w.message.clone());
-    } else {
+    } else if overflows > 0 {
         evidence.push(format!(
             "a listening socket on this host overflowed its accept queue {overflows} times (TcpExt ListenOverflows)"
         ));
@@ -1634,6 +1656,22 @@ mod tests {
         let d = diagnose(&rec).unwrap();
         assert_eq!(d.resource, "listen_backlog");
         assert!(d.evidence[0].contains("7 times"), "{d:?}");
+        // Or on the watched server's machine (a remote `redline watch`).
+        let mut rec = plain();
+        rec.counters.in_flight_at_end = 10;
+        let mut h = host(vec![sample(0.0, 2, 100, 0.0), sample(1.0, 2, 100, 0.0)]);
+        h.host = "web1".into();
+        h.samples[1].listen_overflows = 12;
+        rec.server_watch = Some(ServerWatch {
+            targets: vec!["nginx".into()],
+            hosts: vec![h],
+        });
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "listen_backlog", "{d:?}");
+        assert!(
+            d.evidence[0].starts_with("web1: its listening sockets dropped 12"),
+            "{d:?}"
+        );
         // Bandwidth: 1.2 GB/s over loopback, with trouble.
         let mut rec = plain();
         rec.counters.in_flight_at_end = 10;
