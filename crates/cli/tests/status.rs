@@ -849,13 +849,16 @@ fn find_and_run_blame_the_servers_worker_pool_not_the_client() {
 /// Apache with one worker behind a 1 s CGI and `ListenBacklog 1`, 20
 /// connections in closed loop: the accept queue holds two, the kernel drops
 /// the other SYNs and the clients send them again after 1 s. Without a
-/// status page, the diagnosis names the listen backlog and its directives.
+/// status page, the diagnosis names the listen backlog and its directives,
+/// with the watched machine's ListenOverflows and the `ListenBacklog 1` read
+/// from the watched server's config.
 #[test]
 fn a_full_listen_backlog_is_diagnosed() {
     let Some(srv) = start_apache_with(false, 1, "ListenBacklog 1") else {
         return;
     };
     let url = format!("http://127.0.0.1:{}/cgi-bin/slow1.cgi", srv.port);
+    let pid = srv.child.id().to_string();
     let (code, out, err) = redline_out(
         &[
             "run",
@@ -866,6 +869,8 @@ fn a_full_listen_backlog_is_diagnosed() {
             "-d",
             "4s",
             "--no-save",
+            "--watch",
+            &pid,
             "-o",
             "json",
             "-q",
@@ -880,6 +885,21 @@ fn a_full_listen_backlog_is_diagnosed() {
     assert_eq!(d["resource"], "listen_backlog", "{d} {}", v["warnings"]);
     assert!(d["directive"].as_str().unwrap().contains("ListenBacklog"));
     assert!(d["advice"].as_str().unwrap().contains("somaxconn"), "{d}");
+    let evidence: Vec<&str> = d["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.as_str())
+        .collect();
+    assert!(
+        evidence[0].contains("its listening sockets dropped")
+            && evidence[0].contains("TcpExt ListenOverflows"),
+        "{d}"
+    );
+    assert!(
+        evidence.contains(&"the server's config: ListenBacklog 1"),
+        "{d}"
+    );
     drop(srv);
 }
 
