@@ -286,9 +286,31 @@ fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (S
         outcomes: outcomes.iter().map(|o| o.to_string()).collect(),
         note: (!limit.is_empty()).then(|| limit.join("; ")),
         server_held: held,
-        diagnosis: rec.diagnosis.clone(),
-        diagnosis_text: redline_watch::status::render_diagnosis(rec),
+        diagnosis: None,
+        diagnosis_text: String::new(),
     };
+    // A failed step is diagnosed even when its record alone shows no
+    // trouble: the thresholds it failed are the trouble.
+    let mut step = step;
+    step.diagnosis = match step.verdict {
+        Verdict::Fail => redline_stats::watch::diagnose_with(
+            rec,
+            outcomes
+                .iter()
+                .filter(|o| !o.pass)
+                .map(|o| {
+                    format!(
+                        "the SLO failed: {}",
+                        o.to_string().trim_start_matches("FAIL").trim()
+                    )
+                })
+                .collect(),
+        ),
+        _ => rec.diagnosis.clone(),
+    };
+    let mut with = rec.clone();
+    with.diagnosis = step.diagnosis.clone();
+    step.diagnosis_text = redline_watch::status::render_diagnosis(&with);
     (step, rec.interrupted)
 }
 

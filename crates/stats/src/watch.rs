@@ -700,8 +700,18 @@ pub fn trouble(rec: &crate::RunRecord) -> Vec<String> {
 /// 1 GB/s on loopback); open loop with every connection held by the server
 /// (server concurrency); else what to add to know.
 pub fn diagnose(rec: &crate::RunRecord) -> Option<Diagnosis> {
+    diagnose_with(rec, Vec::new())
+}
+
+/// [`diagnose`] with more trouble the caller knows of (`find`: the SLO
+/// thresholds a step failed), so a plain run is diagnosed even when its
+/// record alone shows none.
+pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagnosis> {
     let staged = !rec.stages.is_empty();
-    let facts = if staged { Vec::new() } else { trouble(rec) };
+    let mut facts = if staged { Vec::new() } else { trouble(rec) };
+    if !staged {
+        facts.extend(more);
+    }
     if !staged && facts.is_empty() {
         return None;
     }
@@ -1559,6 +1569,15 @@ mod tests {
         let rec = plain();
         assert!(trouble(&rec).is_empty());
         assert!(diagnose(&rec).is_none());
+    }
+
+    #[test]
+    fn a_failed_slo_is_trouble_for_find() {
+        let rec = plain();
+        assert!(diagnose(&rec).is_none());
+        let d = diagnose_with(&rec, vec!["p99<500us (measured 1ms)".into()]).unwrap();
+        assert_eq!(d.resource, "unknown");
+        assert_eq!(d.evidence[0], "p99<500us (measured 1ms)");
     }
 
     #[test]
