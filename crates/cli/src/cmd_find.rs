@@ -5,16 +5,27 @@
 //! `--step-duration` (both rounded up to whole seconds); the warm-up seconds
 //! are dropped and the SLO (the `--threshold` grammar) is judged on the rest
 //! of the series: responses completed from the end of the warm-up on, and
-//! requests still unanswered when the step ended count as errors. The rate
+//! requests still unanswered when the step ended count as errors and as
+//! slower than every answer (`thresholds::check`, as for `run`). The rate
 //! doubles from `--start-rate` until a step fails (halves while the first
 //! ones fail), then bisects between the last pass and the first fail until
 //! the gap is under `--precision`, `--max-steps` steps ran, or the next step
 //! would overrun `--time-budget`. A step where the client was the limit (its
 //! own CPU, file descriptors or ports, scheduler lag, or a rate it did not
 //! send: the warnings client_cpu, fd_limit, client_resources, scheduler_lag,
-//! rate_short) is neither pass nor fail, whatever else the record says
-//! (connections_busy alone is the server's doing): the search stops there,
-//! says so, and never takes that rate as the server's capacity.
+//! rate_short) is neither pass nor fail, whatever else the record says: the
+//! search stops there, says so, and never takes that rate as the server's
+//! capacity. A step whose rate was not sent because every connection was
+//! held by the server while requests waited for one (the engine's rate_short
+//! with all `-c` connections open: `watch::server_held`) is the server's
+//! limit: FAIL, "server concurrency". connections_busy alone (requests
+//! waited, the rate was sent) is judged by the SLO.
+//!
+//! After the search, the step that says why is diagnosed from its own record
+//! (`watch::diagnose`: the first failing step above the capacity, else the
+//! client-limited one, else the capacity): printed under the answer, and
+//! `diagnosis` in the JSON. `--watch`, `--server-status` and
+//! `--server-config` work as for `run`, on every step.
 //!
 //! Request, protocol/TLS and connection flags are `run`'s own groups
 //! (crate::flags: `-m -H -b -a -L`, `--http2 --h2c --cacert --cert --key`,
@@ -86,6 +97,8 @@ pub struct FindArgs {
     quiet: bool,
     #[command(flatten)]
     save: crate::cmd_history::RunSaveArgs,
+    #[command(flatten)]
+    watch: crate::cmd_server::RunWatchArgs,
 }
 
 impl FindArgs {
@@ -155,6 +168,12 @@ struct Step {
     outcomes: Vec<String>,
     /// Why the step is not the server's (client-limited steps).
     note: Option<String>,
+    /// The server held every connection while requests waited (a FAIL).
+    server_held: bool,
+    /// Why the step hit trouble, from its record (`watch::diagnose`).
+    diagnosis: Option<redline_stats::watch::Diagnosis>,
+    /// The same as the text report prints it.
+    diagnosis_text: String,
 }
 
 impl Step {
@@ -170,24 +189,20 @@ impl Step {
             "verdict": self.verdict.name(),
             "outcomes": self.outcomes,
             "note": self.note,
+            "server_held": self.server_held,
+            "diagnosis": self.diagnosis,
         })
     }
 }
 
-/// The warnings that make a step the client's limit, not the server's: the
-/// client's CPU, its file descriptors or ports, its scheduler lagging behind
-/// the plan, or a rate it did not send (the engine flags the record
-/// `client_limited` for each). `connections_busy` alone (every connection
-/// held by a slow server) is the server's doing and judged by the SLO.
+/// The warnings that make a step the client's limit, not the server's
+/// (`watch::client_limits`: the client's CPU, its file descriptors or ports,
+/// its scheduler lagging behind the plan, or a rate it did not send while
+/// connections were free). A rate not sent because the server held every
+/// connection is the server's doing.
 fn client_limits(rec: &RunRecord) -> Vec<&str> {
-    rec.warnings
-        .iter()
-        .filter(|w| {
-            matches!(
-                w.code.as_str(),
-                "client_cpu" | "fd_limit" | "client_resources" | "scheduler_lag" | "rate_short"
-            )
-        })
+    redline_stats::watch::client_limits(rec)
+        .into_iter()
         .map(|w| w.message.as_str())
         .collect()
 }
@@ -208,7 +223,12 @@ fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (S
             in_window += p.requests;
         }
     }
-    failed += rec.counters.in_flight_at_end + rec.counters.not_sent;
+    // Unanswered requests (in flight or not sent at the end) stay in the
+    // counters: `check` counts them as errors and as slower than every answer.
+    let unanswered = rec
+        .counters
+        .in_flight_at_end
+        .saturating_add(rec.counters.not_sent);
     let mut m = rec.clone();
     m.latency = lat;
     m.counters.completed = completed;
@@ -216,9 +236,15 @@ fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (S
     m.counters.non_2xx = non_2xx;
     m.requests_per_sec = in_window as f64 / measured_s.max(1) as f64;
     let outcomes: Vec<Outcome> = check(&m, slo);
-    let ended = completed + failed;
+    let ended = completed + failed + unanswered;
     let limit = client_limits(rec);
-    let pass = outcomes.iter().all(|o| o.pass);
+    // The rate was not sent because the server held every connection (the
+    // engine's server-held rate_short): the server's limit, whatever the SLO
+    // says of the requests that got through. connections_busy alone (some
+    // requests waited, the rate was sent) is judged by the SLO.
+    let held = redline_stats::watch::server_held(rec)
+        && rec.warnings.iter().any(|w| w.code == "rate_short");
+    let pass = outcomes.iter().all(|o| o.pass) && !held;
     let verdict = if !limit.is_empty() {
         Verdict::ClientLimited
     } else if pass {
@@ -234,14 +260,39 @@ fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (S
         p50_us: m.latency.percentile(50.0),
         p99_us: m.latency.percentile(99.0),
         error_share: if ended > 0 {
-            (failed + non_2xx) as f64 / ended as f64
+            (failed + non_2xx + unanswered) as f64 / ended as f64
         } else {
             0.0
         },
         verdict,
         outcomes: outcomes.iter().map(|o| o.to_string()).collect(),
         note: (!limit.is_empty()).then(|| limit.join("; ")),
+        server_held: held,
+        diagnosis: None,
+        diagnosis_text: String::new(),
     };
+    // A failed step is diagnosed even when its record alone shows no
+    // trouble: the thresholds it failed are the trouble.
+    let mut step = step;
+    step.diagnosis = match step.verdict {
+        Verdict::Fail => redline_stats::watch::diagnose_with(
+            rec,
+            outcomes
+                .iter()
+                .filter(|o| !o.pass)
+                .map(|o| {
+                    format!(
+                        "the SLO failed: {}",
+                        o.to_string().trim_start_matches("FAIL").trim()
+                    )
+                })
+                .collect(),
+        ),
+        _ => rec.diagnosis.clone(),
+    };
+    let mut with = rec.clone();
+    with.diagnosis = step.diagnosis.clone();
+    step.diagnosis_text = redline_watch::status::render_diagnosis(&with);
     (step, rec.interrupted)
 }
 
@@ -348,10 +399,16 @@ pub fn run(a: FindArgs) -> Exit {
             Ok(p) => p,
             Err(e) => return fail(Exit::Usage, e),
         };
+        let watch = match crate::cmd_server::before_run(&a.watch) {
+            Ok(w) => w,
+            Err(e) => return fail(Exit::Usage, e),
+        };
         let mut rec = match execute(&plan, &stop, |_| {}) {
             Ok(r) => r,
             Err(e) => return fail(Exit::Failure, e),
         };
+        // The watch and status page attached, and the step diagnosed.
+        crate::cmd_server::after_run(watch, &mut rec);
         let n = steps.len() as u32 + 1;
         rec.note = Some(format!("redline find: step {n}, {} req/s", fmt_rate(rate)));
         match crate::cmd_history::after_run(&a.save, &mut rec) {
@@ -384,21 +441,29 @@ pub fn run(a: FindArgs) -> Exit {
             step.error_share * 100.0,
             match step.verdict {
                 Verdict::Pass => "PASS".to_string(),
-                Verdict::Fail => format!(
-                    "FAIL ({})",
-                    step.outcomes
-                        .iter()
-                        .filter(|o| o.starts_with("FAIL"))
-                        .map(|o| o.trim_start_matches("FAIL").trim().replacen("  ", " ", 1))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ),
+                Verdict::Fail =>
+                    format!(
+                        "FAIL ({})",
+                        step.server_held
+                            .then(|| "server concurrency".to_string())
+                            .into_iter()
+                            .chain(step.outcomes.iter().filter(|o| o.starts_with("FAIL")).map(
+                                |o| o.trim_start_matches("FAIL").trim().replacen("  ", " ", 1)
+                            ))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ),
                 Verdict::ClientLimited => "CLIENT-LIMITED".to_string(),
             }
         ));
         let verdict = step.verdict;
         if let Some(note) = &step.note {
             say(&format!("     the client was the limit: {note}"));
+        } else if step.server_held {
+            say(&format!(
+                "     the server held all {} connections while requests waited for one: its concurrency is the limit at this rate",
+                rec.config.load.connections()
+            ));
         }
         steps.push(step);
         match verdict {
@@ -452,8 +517,40 @@ pub fn run(a: FindArgs) -> Exit {
         "interrupted" => "interrupted".into(),
         _ => "no rate passed".into(),
     };
+    // The step that says why: the first failing step above the capacity,
+    // else the client-limited one, else the capacity itself.
+    let why_step = failed
+        .and_then(|f| {
+            steps
+                .iter()
+                .find(|s| s.verdict == Verdict::Fail && s.target_rate == f)
+        })
+        .or_else(|| steps.iter().find(|s| s.verdict == Verdict::ClientLimited))
+        .or_else(|| {
+            pass.and_then(|p| {
+                steps
+                    .iter()
+                    .find(|s| s.verdict == Verdict::Pass && s.target_rate == p)
+            })
+        })
+        .filter(|s| s.diagnosis.is_some());
     if text {
         println!("{answer}\n  (search stopped: {why})");
+        if let Some(s) = why_step {
+            // "Diagnosis: …" of that step's record, with the step named.
+            print!(
+                "{}",
+                s.diagnosis_text.replacen(
+                    "Diagnosis:",
+                    &format!(
+                        "Diagnosis (step {}, {} req/s):",
+                        s.step,
+                        fmt_rate(s.target_rate)
+                    ),
+                    1
+                )
+            );
+        }
     } else {
         // `stopped`: precision, max_steps, time_budget, client_limited, no_pass, interrupted.
         let r = serde_json::json!({
@@ -466,6 +563,14 @@ pub fn run(a: FindArgs) -> Exit {
             "lower": pass,
             "upper": failed,
             "stopped": stopped,
+            "diagnosis": why_step.map(|s| {
+                let mut d = serde_json::to_value(&s.diagnosis).unwrap_or_default();
+                if let Some(o) = d.as_object_mut() {
+                    o.insert("step".into(), s.step.into());
+                    o.insert("target_rate".into(), s.target_rate.into());
+                }
+                d
+            }),
         });
         let mut out = std::io::stdout().lock();
         let _ = serde_json::to_writer_pretty(&mut out, &r);

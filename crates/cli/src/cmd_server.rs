@@ -332,6 +332,8 @@ fn add_watch_warnings(w: &ServerWatch, rec: &mut RunRecord) {
 /// Stops watching and puts what was seen into the record.
 pub fn after_run(h: Option<WatchHandle>, rec: &mut RunRecord) {
     let Some(WatchHandle(w, status, config)) = h else {
+        // No watch: the diagnosis still reads the run itself (a plain run's trouble).
+        redline_stats::stages::analyze_server(rec);
         return;
     };
     if config.is_some() {

@@ -414,7 +414,17 @@ fn find_reports_a_client_limited_step_as_such() {
     assert!(step.contains("300000"), "{step}");
     assert!(step.trim_end().ends_with("CLIENT-LIMITED"), "{step}");
     assert!(!t.contains("PASS") && !t.contains("FAIL"), "{t}");
-    assert!(t.contains("the client was the limit: sent "), "{t}");
+    // The client's own scheduler fell behind: its limit. That the builtin
+    // server also held the 8 connections is not blamed on the client.
+    assert!(
+        t.contains("the client was the limit: scheduler lag p99 "),
+        "{t}"
+    );
+    assert!(!t.contains("the client was the limit: sent "), "{t}");
+    assert!(
+        t.contains("Diagnosis (step 1, 300000 req/s): the client (redline itself) was the limit"),
+        "{t}"
+    );
     assert!(!t.contains("max rate meeting SLO"), "{t}");
     assert!(t.contains("no step completed: no answer"), "{t}");
     assert!(
@@ -438,9 +448,11 @@ fn find_reports_a_client_limited_step_as_such() {
         steps[0]["note"]
             .as_str()
             .unwrap()
-            .contains("requests waited for a free connection"),
+            .contains("scheduler lag p99 "),
         "{v}"
     );
+    assert_eq!(v["diagnosis"]["resource"], "client", "{v}");
+    assert_eq!(v["diagnosis"]["step"], 1, "{v}");
     assert_eq!(v["stopped"], "client_limited");
     assert!(v["max_rate"].is_null() && v["upper"].is_null(), "{v}");
 }

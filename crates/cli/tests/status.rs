@@ -79,6 +79,13 @@ fn spawn(mut cmd: Command, dir: PathBuf, port: u16) -> Result<Server, String> {
 /// Apache prefork, MaxRequestWorkers 10, KeepAlive Off, mod_status at
 /// /server-status and a CGI that sleeps 0.2 s at /cgi-bin/slow.cgi.
 fn start_apache(keepalive: bool) -> Option<Server> {
+    start_apache_with(keepalive, 10, "")
+}
+
+/// [`start_apache`] with `workers` as MaxRequestWorkers and `extra` lines at
+/// the end of the config (later sections override); /cgi-bin/slow1.cgi
+/// sleeps 1 s.
+fn start_apache_with(keepalive: bool, workers: u32, extra: &str) -> Option<Server> {
     let m = Path::new("/usr/lib/apache2/modules");
     let present = Path::new("/usr/sbin/apache2").exists()
         && ["mod_mpm_prefork.so", "mod_status.so", "mod_cgi.so"]
@@ -95,12 +102,19 @@ fn start_apache(keepalive: bool) -> Option<Server> {
         "#!/bin/sh\nsleep 0.2\nprintf 'Content-Type: text/plain\\r\\n\\r\\nok\\n'\n",
     )
     .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(
-        dir.join("cgi/slow.cgi"),
-        std::fs::Permissions::from_mode(0o755),
+    std::fs::write(
+        dir.join("cgi/slow1.cgi"),
+        "#!/bin/sh\nsleep 1\nprintf 'Content-Type: text/plain\\r\\n\\r\\nok\\n'\n",
     )
     .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    for f in ["slow.cgi", "slow1.cgi"] {
+        std::fs::set_permissions(
+            dir.join("cgi").join(f),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+    }
     let user = if is_root() {
         "User www-data\nGroup www-data\n"
     } else {
@@ -119,9 +133,9 @@ fn start_apache(keepalive: bool) -> Option<Server> {
          LoadModule authz_core_module {m}/mod_authz_core.so\n\
          LoadModule status_module {m}/mod_status.so\n\
          LoadModule alias_module {m}/mod_alias.so\nLoadModule cgi_module {m}/mod_cgi.so\n{user}\
-         StartServers 2\nMinSpareServers 1\nMaxSpareServers 4\nMaxRequestWorkers 10\n{ka}\n\
+         StartServers 2\nMinSpareServers 1\nMaxSpareServers 4\nMaxRequestWorkers {workers}\n{ka}\n\
          DocumentRoot {d}\n<Location /server-status>\n  SetHandler server-status\n</Location>\n\
-         ScriptAlias /cgi-bin/ {d}/cgi/\n<Directory {d}>\n  Require all granted\n</Directory>\n"
+         ScriptAlias /cgi-bin/ {d}/cgi/\n<Directory {d}>\n  Require all granted\n</Directory>\n{extra}\n"
     );
     std::fs::write(dir.join("apache2.conf"), conf).unwrap();
     let mut cmd = Command::new("/usr/sbin/apache2");
@@ -688,4 +702,248 @@ fn watch_finds_the_status_page_by_itself() {
     );
     assert!(samples(&v).len() >= 3);
     assert!(max_of(&v, "busy") >= 2, "two clients and the read itself");
+}
+
+/// Runs the built binary with `args`; its output, within `limit`.
+fn redline_out(args: &[&str], limit: Duration) -> (i32, String, String) {
+    let (out, _) = redline_with_limit(args, limit);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Apache prefork with 4 workers behind a 1 s CGI answers 4 req/s at most.
+/// Asked for 8 req/s in open loop on 6 connections, its workers hold
+/// every connection and requests wait for one: `find` calls the step the
+/// server's limit (FAIL, server concurrency), not CLIENT-LIMITED, and its
+/// diagnosis (from mod_status read during the step) names the worker pool
+/// at MaxRequestWorkers 4. A plain `run` of the same load gets the same
+/// diagnosis in its text, JSON and HTML report. (A low rate: the send
+/// interval, 125 ms, is far above any stall of a shared test machine, so
+/// the client's scheduler never lags behind it.)
+#[test]
+fn find_and_run_blame_the_servers_worker_pool_not_the_client() {
+    let Some(srv) = start_apache_with(false, 4, "") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/cgi-bin/slow1.cgi", srv.port);
+    let status = format!("http://127.0.0.1:{}/server-status?auto", srv.port);
+    let find = [
+        "find",
+        &url,
+        "--slo",
+        "p99<30s",
+        "--start-rate",
+        "8",
+        "-c",
+        "6",
+        "-t",
+        "1",
+        "--warmup",
+        "1s",
+        "--step-duration",
+        "4s",
+        "--max-steps",
+        "1",
+        "--server-status",
+        &status,
+        "--no-save",
+    ];
+    let (code, t, err) = redline_out(&find, Duration::from_secs(60));
+    assert_eq!(code, 4, "no step passed: {t}{err}");
+    let step = t
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .unwrap_or_else(|| panic!("no step line: {t}"));
+    assert!(step.contains("FAIL (server concurrency"), "{step}");
+    assert!(
+        !t.contains("CLIENT-LIMITED") && !t.contains("the client was the limit"),
+        "{t}"
+    );
+    assert!(t.contains("the server held all 6 connections"), "{t}");
+    assert!(
+        t.contains("Diagnosis (step 1, 8.0 req/s): the worker pool ran out at 4"),
+        "{t}"
+    );
+    assert!(t.contains("MaxRequestWorkers"), "{t}");
+    // JSON: the verdict, the flag and the diagnosis of step 1.
+    let mut json = find.to_vec();
+    json.extend(["-o", "json", "-q"]);
+    let (code, out, err) = redline_out(&json, Duration::from_secs(60));
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(code, 4, "{} {err}", v["steps"]);
+    let s0 = &v["steps"][0];
+    assert_eq!(s0["verdict"], "fail", "{v}");
+    assert_eq!(s0["server_held"], true, "{v}");
+    assert!(s0["note"].is_null(), "{v}");
+    assert!(s0["sent_per_sec"].as_f64().unwrap() < 7.5, "{v}");
+    let d = &v["diagnosis"];
+    assert_eq!(d["step"], 1, "{v}");
+    assert_eq!(d["resource"], "worker_pool", "{v}");
+    assert_eq!(d["limit"], 4, "{v}");
+    assert!(d["directive"]
+        .as_str()
+        .unwrap()
+        .contains("MaxRequestWorkers"));
+    assert_eq!(v["stopped"], "max_steps");
+
+    // A plain run of the same load: text, JSON and HTML.
+    let dir = tmpdir("diag-run");
+    let html = dir.join("run.html");
+    let run = [
+        "run",
+        "-r",
+        "8",
+        "-c",
+        "6",
+        "-t",
+        "1",
+        "-d",
+        "4s",
+        "--server-status",
+        &status,
+        "--no-save",
+        "--html",
+        html.to_str().unwrap(),
+    ];
+    let mut text = run.to_vec();
+    text.push(&url);
+    let (code, t, err) = redline_out(&text, Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        t.contains("\nDiagnosis: the worker pool ran out at 4 (reached "),
+        "{t}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap_or_default();
+    assert!(
+        page.contains("<div class=\"diagnosis\" data-resource=\"worker_pool\">"),
+        "no diagnosis in the HTML"
+    );
+    let mut json = run.to_vec();
+    json.extend(["-o", "json", "-q", &url]);
+    let (code, out, err) = redline_out(&json, Duration::from_secs(60));
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_run_schema(&v);
+    assert_eq!(
+        v["diagnosis"]["resource"], "worker_pool",
+        "{}",
+        v["diagnosis"]
+    );
+    assert!(v["diagnosis"]["at_s"].as_f64().unwrap() < 4.5);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Apache with one worker behind a 1 s CGI and `ListenBacklog 1`, 20
+/// connections in closed loop: the accept queue holds two, the kernel drops
+/// the other SYNs and the clients send them again after 1 s. Without a
+/// status page (switched off here, so `--watch` finds none), the diagnosis
+/// names the listen backlog and its directives, with the watched machine's
+/// ListenOverflows and the `ListenBacklog 1` read from the watched server's
+/// config. (With the status page, the one busy worker is named instead: the
+/// pool is the cause, the backlog the symptom.)
+#[test]
+fn a_full_listen_backlog_is_diagnosed() {
+    let Some(srv) = start_apache_with(
+        false,
+        1,
+        "ListenBacklog 1\n<Location /server-status>\n  SetHandler none\n</Location>",
+    ) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/cgi-bin/slow1.cgi", srv.port);
+    let pid = srv.child.id().to_string();
+    let (code, out, err) = redline_out(
+        &[
+            "run",
+            "-c",
+            "20",
+            "-t",
+            "1",
+            "-d",
+            "4s",
+            "--no-save",
+            "--watch",
+            &pid,
+            "-o",
+            "json",
+            "-q",
+            &url,
+        ],
+        Duration::from_secs(90),
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_run_schema(&v);
+    let d = &v["diagnosis"];
+    assert_eq!(d["resource"], "listen_backlog", "{d} {}", v["warnings"]);
+    assert!(d["directive"].as_str().unwrap().contains("ListenBacklog"));
+    assert!(d["advice"].as_str().unwrap().contains("somaxconn"), "{d}");
+    let evidence: Vec<&str> = d["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e.as_str())
+        .collect();
+    assert!(
+        evidence[0].contains("its listening sockets dropped")
+            && evidence[0].contains("TcpExt ListenOverflows"),
+        "{d}"
+    );
+    assert!(
+        evidence.contains(&"the server's config: ListenBacklog 1"),
+        "{d}"
+    );
+    drop(srv);
+}
+
+/// nginx stopped (SIGTERM by PID) 1.5 s into a 4 s run: the diagnosis says
+/// the server went away and names the instant, in text and JSON.
+#[test]
+fn a_server_that_goes_away_is_diagnosed_with_the_instant() {
+    for json in [false, true] {
+        let Some(srv) = start_nginx(64, "") else {
+            return;
+        };
+        let url = format!("http://127.0.0.1:{}/index.html", srv.port);
+        let mut args = vec!["run", "-c", "4", "-t", "1", "-d", "4s", "--no-save"];
+        if json {
+            args.extend(["-o", "json", "-q"]);
+        }
+        args.push(&url);
+        let child = Command::new(env!("CARGO_BIN_EXE_redline"))
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start redline");
+        std::thread::sleep(Duration::from_millis(1500));
+        drop(srv); // SIGTERM, waited for by PID
+        let out = common::wait_limit(child, Duration::from_secs(60));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.code().is_some(), "{text}");
+        if json {
+            let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+            assert_run_schema(&v);
+            let d = &v["diagnosis"];
+            assert_eq!(d["resource"], "server_gone", "{d}");
+            let at = d["at_s"].as_f64().expect("at_s");
+            assert!((1.0..=3.0).contains(&at), "{d}");
+            assert!(
+                d["advice"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("stopped answering at {at:.1} s")),
+                "{d}"
+            );
+        } else {
+            assert!(
+                text.contains("\nDiagnosis: the server went away at "),
+                "{text}"
+            );
+        }
+    }
 }

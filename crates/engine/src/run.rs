@@ -813,6 +813,7 @@ pub fn environment() -> Environment {
             .map(|n| n.get() as u64)
             .unwrap_or(1),
         redline_version: env!("CARGO_PKG_VERSION").into(),
+        link_mbit: Environment::read_link_mbit(),
     }
 }
 

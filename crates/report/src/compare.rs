@@ -708,6 +708,8 @@ fn diagnosis_words(r: &RunRecord) -> String {
     }
     if let Some(l) = d.at_level {
         s.push_str(&format!(" at {}", redline_stats::stages::fmt_level(l)));
+    } else if let Some(t) = d.at_s {
+        s.push_str(&format!(" at {t:.1} s"));
     }
     s
 }
@@ -1004,6 +1006,7 @@ pub(crate) mod tests {
                 at_level: Some(level),
                 evidence: vec![],
                 advice: format!("raise MaxRequestWorkers above {limit}"),
+                ..Default::default()
             });
         }
         let t = knees(&a, &b);

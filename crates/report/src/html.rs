@@ -1316,6 +1316,7 @@ mod tests {
             at_level: Some(10.0),
             evidence: vec!["busy workers reached <10>".into()],
             advice: "raise MaxRequestWorkers".into(),
+            ..Default::default()
         });
         let html = report(&[("run 1", &a)]);
         assert!(html.contains("data-resource=\"worker_pool\""));

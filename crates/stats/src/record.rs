@@ -214,6 +214,34 @@ pub struct Environment {
     pub cpus: u64,
     /// redline's version.
     pub redline_version: String,
+    /// Speed of the client's fastest network link that was up (Mbit/s, from
+    /// `/sys/class/net/*/speed`, loopback left out), when it could be read:
+    /// the ceiling the bandwidth diagnosis compares the bytes/s with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_mbit: Option<u64>,
+}
+
+impl Environment {
+    /// The fastest network link that is up, in Mbit/s (loopback and links
+    /// that report no speed, such as most virtual ones, left out).
+    pub fn read_link_mbit() -> Option<u64> {
+        let dir = std::fs::read_dir("/sys/class/net").ok()?;
+        dir.filter_map(|e| e.ok())
+            .filter(|e| e.file_name() != "lo")
+            .filter(|e| {
+                std::fs::read_to_string(e.path().join("operstate")).is_ok_and(|s| s.trim() == "up")
+            })
+            .filter_map(|e| {
+                std::fs::read_to_string(e.path().join("speed"))
+                    .ok()?
+                    .trim()
+                    .parse::<i64>()
+                    .ok()
+            })
+            .filter(|m| *m > 0)
+            .max()
+            .map(|m| m as u64)
+    }
 }
 
 /// What the server said about itself.

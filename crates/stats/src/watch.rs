@@ -138,6 +138,10 @@ pub struct WatchSample {
     /// Memory charged to the server's own cgroup (page cache included), KiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup_memory_kib: Option<u64>,
+    /// Connection attempts the machine's listening sockets dropped for a
+    /// full accept queue since the previous sample (TcpExt ListenOverflows).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub listen_overflows: u64,
 }
 
 /// Peak and mean of one quantity over the samples.
@@ -531,14 +535,20 @@ impl StatusWatch {
     }
 }
 
-/// Why a staged run stopped scaling: the resource that gave out first, the
-/// evidence, and the directive to change (or, without the evidence, what to
-/// add to the run to know).
+/// Why a staged run stopped scaling, or why a plain run hit trouble: the
+/// resource that gave out first, the evidence, and the directive to change
+/// (or, without the evidence, what to add to the run to know).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct Diagnosis {
+    /// `server_gone` (the server stopped answering from an instant on),
     /// `worker_pool` (every worker busy), `keepalive` (workers held by idle
     /// keep-alive connections), `cpu` (the server's CPU saturated), `memory`
-    /// (the machine swapped) or `unknown` (no evidence: see `advice`).
+    /// (the machine swapped), `client` (redline itself was the limit),
+    /// `listen_backlog` (connection attempts dropped by a full accept
+    /// queue), `bandwidth` (the bytes filled the link), `server_concurrency`
+    /// (open loop: every connection held by the server while requests
+    /// waited, without a status page to say which pool) or `unknown` (no
+    /// evidence: see `advice`).
     pub resource: String,
     /// The directive(s) that set the limit, e.g. `MaxRequestWorkers`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -549,6 +559,10 @@ pub struct Diagnosis {
     /// The load level (connections or req/s) at which the limit was first reached.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at_level: Option<f64>,
+    /// The instant (seconds since the run started) it happened, when it has
+    /// one (`server_gone`: the end of the last second with an answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_s: Option<f64>,
     /// The numbers behind it, one fact per entry.
     pub evidence: Vec<String>,
     /// What to change (or to add, to know).
@@ -576,15 +590,133 @@ fn level_at(stages: &[crate::stages::StageSummary], t: f64) -> Option<f64> {
 /// (`K`) above which the pool is said to be held by keep-alive.
 pub const KEEPALIVE_SHARE: f64 = 0.3;
 
-/// The diagnosis of a staged run (`None` for a run without stages): from the
-/// status page when there is one (the worker pool is exhausted when the
-/// busy count reaches its plateau, idle falls to 0, stays there in at least
-/// 80 % of the later reads, and the load goes beyond it), else from `--watch`
-/// (CPU at 90 % of the machine, swapping), else, when the run stopped
-/// scaling (a knee), what to add to know; `None` when nothing gave out.
+/// Warning codes that say the client, not the server, may have been the
+/// limit (the engine flags the record `client_limited` for each); a
+/// `rate_short` of a [`server_held`] run is the server's doing.
+pub const CLIENT_LIMIT_CODES: [&str; 6] = [
+    "client_cpu",
+    "fd_limit",
+    "client_resources",
+    "scheduler_lag",
+    "rate_short",
+    "connections_short",
+];
+
+/// Open loop: every connection the run could open was open, and requests
+/// waited for one to come free: the server's concurrency set the pace (the
+/// engine's test for its server-held `rate_short` warning).
+pub fn server_held(rec: &crate::RunRecord) -> bool {
+    rec.config.load.is_open()
+        && rec.counters.waited_for_connection > 0
+        && rec.counters.peak_connections >= rec.config.load.connections()
+}
+
+/// The warnings that make a run the client's limit, not the server's:
+/// [`CLIENT_LIMIT_CODES`], less the `rate_short` of a [`server_held`] run.
+pub fn client_limits(rec: &crate::RunRecord) -> Vec<&crate::record::Warning> {
+    let held = server_held(rec);
+    rec.warnings
+        .iter()
+        .filter(|w| CLIENT_LIMIT_CODES.contains(&w.code.as_str()))
+        .filter(|w| !(held && w.code == "rate_short"))
+        .collect()
+}
+
+/// p99 at or above this many times p50 (and at least [`BLOWUP_MIN_US`]) is
+/// a latency blow-up: requests queued somewhere.
+pub const BLOWUP_RATIO: u64 = 10;
+/// The least p99 (µs) called a blow-up: 100 ms.
+pub const BLOWUP_MIN_US: u64 = 100_000;
+/// Bytes per second at or above this share of the link's speed: the link
+/// was the limit.
+pub const LINK_SHARE: f64 = 0.9;
+/// Loopback has no link: its bytes are copied by the CPUs. wrk moved
+/// 1.42 GB/s from nginx (one worker, sendfile, a 1 MiB file, 4
+/// connections) over loopback on the 2-core development machine; at or
+/// above 1 GB/s (70 % of that) the copying is called the limit.
+pub const LOOPBACK_CEILING_BYTES: f64 = 1e9;
+
+/// What went wrong in a plain (unstaged) run, one fact per entry: errors,
+/// timeouts, unanswered requests, a server that went away, a latency
+/// blow-up, connections held by the server, SYNs sent again, the client's
+/// own limits. Empty for a run without trouble.
+pub fn trouble(rec: &crate::RunRecord) -> Vec<String> {
+    let mut t = Vec::new();
+    let c = &rec.counters;
+    if c.failed > 0 {
+        let mut kinds: Vec<&crate::ErrorCount> = rec.errors.iter().collect();
+        kinds.sort_by_key(|e| std::cmp::Reverse(e.count));
+        let list: Vec<String> = kinds
+            .iter()
+            .take(3)
+            .map(|e| format!("{} {}", e.count, e.kind.name()))
+            .collect();
+        t.push(format!(
+            "{} of {} requests failed ({})",
+            c.failed,
+            c.scheduled.max(c.failed),
+            list.join(", ")
+        ));
+    }
+    let unanswered = c.in_flight_at_end.saturating_add(c.not_sent);
+    if unanswered > 0 && !rec.interrupted {
+        t.push(format!(
+            "{unanswered} requests were never answered ({} in flight at the end, {} never sent)",
+            c.in_flight_at_end, c.not_sent
+        ));
+    }
+    let (p50, p99) = (rec.latency.percentile(50.0), rec.latency.percentile(99.0));
+    if p99 >= BLOWUP_MIN_US && p99 >= BLOWUP_RATIO * p50.max(1) {
+        t.push(format!(
+            "latency blew up: p99 {:.1} ms is {:.0}x the median {:.1} ms",
+            p99 as f64 / 1000.0,
+            p99 as f64 / p50.max(1) as f64,
+            p50 as f64 / 1000.0
+        ));
+    }
+    for w in &rec.warnings {
+        if matches!(
+            w.code.as_str(),
+            "server_gone" | "syn_retransmits" | "connections_busy"
+        ) || (w.code == "rate_short" && server_held(rec))
+        {
+            t.push(w.message.clone());
+        }
+    }
+    for w in client_limits(rec) {
+        t.push(w.message.clone());
+    }
+    t
+}
+
+/// The diagnosis of a run: for a staged run, why it stopped scaling; for a
+/// plain run, why it hit [`trouble`] (`None` without any). The rules, first
+/// match wins (docs/diagnosis.md lists them with their thresholds):
+/// the server went away; the status page's pool full (busy at its plateau,
+/// no idle worker, in 80 % of the later reads, the load beyond it; keep-alive
+/// when 30 % of the busy Apache workers are in `K`); `--watch`: swapping, or
+/// CPU at 90 % of the machine; SYNs sent again or accept queues overflowed
+/// (listen backlog); the client's own limits; bytes/s at 90 % of the link (or
+/// 1 GB/s on loopback); open loop with every connection held by the server
+/// (server concurrency); else what to add to know.
 pub fn diagnose(rec: &crate::RunRecord) -> Option<Diagnosis> {
-    if rec.stages.is_empty() {
+    diagnose_with(rec, Vec::new())
+}
+
+/// [`diagnose`] with more trouble the caller knows of (`find`: the SLO
+/// thresholds a step failed), so a plain run is diagnosed even when its
+/// record alone shows none.
+pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagnosis> {
+    let staged = !rec.stages.is_empty();
+    let mut facts = if staged { Vec::new() } else { trouble(rec) };
+    if !staged {
+        facts.extend(more);
+    }
+    if !staged && facts.is_empty() {
         return None;
+    }
+    if let Some(d) = diagnose_gone(rec) {
+        return Some(d);
     }
     let unit = rec.knee.as_ref().map(|k| k.unit.as_str()).unwrap_or(
         rec.config
@@ -593,17 +725,32 @@ pub fn diagnose(rec: &crate::RunRecord) -> Option<Diagnosis> {
             .map(|p| p.unit.as_str())
             .unwrap_or("connections"),
     );
-    let max_level = rec.stages.iter().map(|s| s.level_to).fold(0.0, f64::max);
+    let max_level = if staged {
+        rec.stages.iter().map(|s| s.level_to).fold(0.0, f64::max)
+    } else {
+        rec.counters.peak_connections as f64
+    };
+    // Something gave out: a knee on a staged run, trouble on a plain one.
+    let stalled = !staged || rec.knee.is_some();
     if let Some(w) = &rec.server_status {
-        if let Some(d) = diagnose_status(rec, w, max_level, unit) {
+        if let Some(d) = diagnose_status(rec, w, max_level, unit, stalled) {
             return Some(d);
         }
     }
     if let Some(d) = rec.server_watch.as_ref().and_then(diagnose_watch) {
         return Some(d);
     }
-    // Nothing gave out: no knee, no exhausted pool, no saturated CPU or memory.
-    rec.knee.as_ref()?;
+    if !stalled {
+        return None;
+    }
+    // The backlog before the client: connects the server left unanswered
+    // also leave the client short of connections (connections_short).
+    if let Some(d) = diagnose_backlog(rec)
+        .or_else(|| diagnose_client(rec))
+        .or_else(|| diagnose_bandwidth(rec))
+    {
+        return Some(d);
+    }
     let mut add = Vec::new();
     if rec.server_status.is_none() {
         add.push("--server-status URL (Apache /server-status?auto, nginx stub_status, php-fpm's status page) to see the worker pool");
@@ -611,29 +758,225 @@ pub fn diagnose(rec: &crate::RunRecord) -> Option<Diagnosis> {
     if rec.server_watch.is_none() {
         add.push("--watch NAME|PID (on the server's machine) to see its CPU and memory");
     }
-    let evidence = match &rec.server_status {
-        Some(w) if !w.samples.is_empty() => vec![format!(
-            "the status page ({}) showed no exhausted pool: busy peaked at {}{}",
-            w.server,
-            w.samples.iter().filter_map(|s| s.busy).max().unwrap_or(0),
-            w.slots
-                .map(|n| format!(" of {n} slots"))
-                .unwrap_or_default()
-        )],
-        Some(w) => vec![format!(
-            "the status page gave no read ({} failed)",
-            w.failed
-        )],
-        None => vec!["no server-side evidence was recorded".into()],
+    let mut evidence = facts;
+    evidence.push(match &rec.server_status {
+        Some(w) if !w.samples.is_empty() => {
+            let peak = w.samples.iter().filter_map(|s| s.busy).max().unwrap_or(0);
+            match w.slots {
+                // Full, but not for long enough (80 % of the later reads, two at least) to call it the limit.
+                Some(n) if peak >= n => format!(
+                    "the status page ({}) saw busy reach all {n} slots, but not hold there: too briefly to call the pool the limit (a longer run would tell)",
+                    w.server
+                ),
+                _ => format!(
+                    "the status page ({}) showed no exhausted pool: busy peaked at {peak}{}",
+                    w.server,
+                    w.slots
+                        .map(|n| format!(" of {n} slots"))
+                        .unwrap_or_default()
+                ),
+            }
+        }
+        Some(w) => format!("the status page gave no read ({} failed)", w.failed),
+        None => "no server-side evidence was recorded".into(),
+    });
+    let to_know = if add.is_empty() {
+        None
+    } else {
+        Some(format!("to know why, run again with {}", add.join(" and ")))
     };
+    if !staged && server_held(rec) {
+        let cap = rec.config.load.connections();
+        return Some(Diagnosis {
+            resource: "server_concurrency".into(),
+            directive: "MaxRequestWorkers / pm.max_children / worker_connections".into(),
+            limit: Some(cap),
+            evidence,
+            advice: format!(
+                "the server held all {cap} connections and answered slower than the rate needs: its worker limit (or slow requests) set the pace, not the client; {}",
+                to_know.unwrap_or_else(|| "raise -c to see whether the server takes more at once".into())
+            ),
+            ..Default::default()
+        });
+    }
     Some(Diagnosis {
         resource: "unknown".into(),
         evidence,
-        advice: if add.is_empty() {
+        advice: to_know.unwrap_or_else(|| {
             "neither the worker pool, the CPU nor memory ran out: look at the application (slow queries, locks) and the network".into()
-        } else {
-            format!("to know why, run again with {}", add.join(" and "))
-        },
+        }),
+        ..Default::default()
+    })
+}
+
+/// The server went away: the engine's `server_gone` warning (every second
+/// from an instant on failed, with no answer, after answers before it,
+/// mostly refused or reset connections). The instant is the end of the last
+/// second with an answer.
+fn diagnose_gone(rec: &crate::RunRecord) -> Option<Diagnosis> {
+    let w = rec.warnings.iter().find(|w| w.code == "server_gone")?;
+    let at = rec
+        .series
+        .iter()
+        .rposition(|p| p.requests > 0)
+        .map(|i| rec.series[i].t as f64 + 1.0);
+    let mut evidence = vec![w.message.clone()];
+    let count = |k: crate::ErrorKind| -> u64 {
+        rec.errors
+            .iter()
+            .filter(|e| e.kind == k)
+            .map(|e| e.count)
+            .sum()
+    };
+    let (refused, reset) = (
+        count(crate::ErrorKind::Refused),
+        count(crate::ErrorKind::Reset),
+    );
+    evidence.push(format!(
+        "{refused} connections refused and {reset} reset in all"
+    ));
+    Some(Diagnosis {
+        resource: "server_gone".into(),
+        at_s: at,
+        evidence,
+        advice: format!(
+            "the server stopped answering{}: look at its error log and the system journal (a crash, the OOM killer, a restart or deploy); the figures after that instant measure no server",
+            at.map(|a| format!(" at {a:.1} s")).unwrap_or_default()
+        ),
+        ..Default::default()
+    })
+}
+
+/// The client itself was the limit: its CPU, file descriptors or ports,
+/// scheduler lag, a rate it did not send or connections it did not open
+/// ([`client_limits`]).
+fn diagnose_client(rec: &crate::RunRecord) -> Option<Diagnosis> {
+    let l = client_limits(rec);
+    if l.is_empty() {
+        return None;
+    }
+    let fds = l
+        .iter()
+        .any(|w| w.code == "fd_limit" || w.code == "client_resources");
+    Some(Diagnosis {
+        resource: "client".into(),
+        evidence: l.iter().map(|w| w.message.clone()).collect(),
+        advice: format!(
+            "redline itself was the limit, so the server's figures are a lower bound: give it more threads (-t) and cores, or more machines (redline agent){}",
+            if fds {
+                ", and raise its open-files limit (ulimit -n) or use more local addresses"
+            } else {
+                ""
+            }
+        ),
+        ..Default::default()
+    })
+}
+
+/// The listen backlog overflowed: connection attempts (SYNs) sent again
+/// after 1 s or more (the engine's `syn_retransmits` warning), or a
+/// listening socket on the client's host dropped attempts for a full accept
+/// queue (`TcpExt ListenOverflows`: the server's, when it runs on this host).
+fn diagnose_backlog(rec: &crate::RunRecord) -> Option<Diagnosis> {
+    let syn = rec.warnings.iter().find(|w| w.code == "syn_retransmits");
+    let overflows = rec.client.listen_overflows;
+    // The watched server's machine (`--watch`, or a merged `redline watch`).
+    let watched: Vec<(String, u64)> = rec
+        .server_watch
+        .iter()
+        .flat_map(|w| &w.hosts)
+        .map(|h| {
+            (
+                h.host.clone(),
+                h.samples.iter().map(|s| s.listen_overflows).sum::<u64>(),
+            )
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    if syn.is_none() && overflows == 0 && watched.is_empty() {
+        return None;
+    }
+    let mut evidence = Vec::new();
+    for (host, n) in &watched {
+        evidence.push(format!(
+            "{host}: its listening sockets dropped {n} connection attempts for a full accept queue during the watch (TcpExt ListenOverflows)"
+        ));
+    }
+    if let Some(w) = syn {
+        evidence.push(w.message.clone());
+    } else if overflows > 0 {
+        evidence.push(format!(
+            "a listening socket on this host overflowed its accept queue {overflows} times (TcpExt ListenOverflows)"
+        ));
+    }
+    if let Some(c) = &rec.server_config {
+        for k in [
+            "ListenBacklog",
+            "listen",
+            "backlog",
+            "server.listen-backlog",
+        ] {
+            if let Some(v) = c.directives.get(k) {
+                evidence.push(format!("the server's config: {k} {}", v.value));
+            }
+        }
+    }
+    Some(Diagnosis {
+        resource: "listen_backlog".into(),
+        directive: "ListenBacklog / listen ... backlog= / server.listen-backlog, net.core.somaxconn".into(),
+        evidence,
+        advice: "the server's accept queue was full, so the kernel dropped connection attempts and the clients waited 1 s or more to retry: raise the backlog (Apache ListenBacklog, nginx listen ... backlog=4096, lighttpd server.listen-backlog) and on the server net.core.somaxconn and net.ipv4.tcp_max_syn_backlog; if the workers are all busy too, the pool is the cause (add --server-status)".into(),
+        ..Default::default()
+    })
+}
+
+/// True for a loopback address (`127.x.x.x:port`, `[::1]:port`).
+fn is_loopback(addr: &str) -> bool {
+    let host = addr
+        .rsplit_once(':')
+        .map(|(h, _)| h)
+        .unwrap_or(addr)
+        .trim_matches(['[', ']']);
+    host.parse::<std::net::IpAddr>()
+        .is_ok_and(|ip| ip.is_loopback())
+        || host == "localhost"
+}
+
+/// Bandwidth: the bytes read (or written) per second reached
+/// [`LINK_SHARE`] of the client's link (`environment.link_mbit`), or
+/// [`LOOPBACK_CEILING_BYTES`] on loopback.
+fn diagnose_bandwidth(rec: &crate::RunRecord) -> Option<Diagnosis> {
+    if rec.duration_s <= 0.0 {
+        return None;
+    }
+    let c = &rec.counters;
+    let bps = c.bytes_read.max(c.bytes_written) as f64 / rec.duration_s;
+    let (ceiling, what) = if is_loopback(&rec.server.address) {
+        (
+            LOOPBACK_CEILING_BYTES,
+            "loopback (no link: the CPUs copy the bytes; 1 GB/s is 70 % of what wrk moved over loopback on a 2-core machine)".to_string(),
+        )
+    } else {
+        let m = rec.environment.link_mbit?;
+        (
+            m as f64 * 1e6 / 8.0 * LINK_SHARE,
+            format!(
+                "{:.0} % of the client's {m} Mbit/s link",
+                LINK_SHARE * 100.0
+            ),
+        )
+    };
+    if bps < ceiling {
+        return None;
+    }
+    Some(Diagnosis {
+        resource: "bandwidth".into(),
+        evidence: vec![format!(
+            "{:.1} MB/s ({:.0} Mbit/s) moved, at or above {what}",
+            bps / 1e6,
+            bps * 8.0 / 1e6
+        )],
+        advice: "the bytes filled the link, not the server's workers: compress (gzip/deflate, brotli), cache (Expires, Cache-Control), serve smaller responses, or use a faster link or more client machines".into(),
         ..Default::default()
     })
 }
@@ -643,6 +986,7 @@ fn diagnose_status(
     w: &StatusWatch,
     max_level: f64,
     unit: &str,
+    stalled: bool,
 ) -> Option<Diagnosis> {
     let off = match (
         crate::time::parse_rfc3339_ms(&w.started_at),
@@ -658,7 +1002,13 @@ fn diagnose_status(
         .samples
         .iter()
         .filter_map(|s| {
-            let level = level_at(&rec.stages, s.t + off)?;
+            let level = if rec.stages.is_empty() {
+                // A plain run: its one level, while it ran.
+                let t = s.t + off;
+                (t >= 0.0 && t <= rec.duration_s).then_some(max_level)?
+            } else {
+                level_at(&rec.stages, s.t + off)?
+            };
             measure(s)?;
             Some(Placed { s, level })
         })
@@ -693,7 +1043,7 @@ fn diagnose_status(
         .iter()
         .any(|p| p.s.accepts.zip(p.s.handled).is_some_and(|(a, h)| a > h));
     let all_slots = w.slots.is_some_and(|s| limit >= s);
-    if !(all_slots || queued || dropped_any || rec.knee.is_some()) {
+    if !(all_slots || queued || dropped_any || stalled) {
         return None;
     }
     let at_level = placed[first].level.round();
@@ -708,11 +1058,24 @@ fn diagnose_status(
         .filter(|s| *s == limit)
         .map(|s| format!(" (all {s} scoreboard slots)"))
         .unwrap_or_default();
-    evidence.push(format!(
-        "{what} reached {limit}{slots} at {at_level:.0} {unit} and stayed there in {:.0}% of the {} later reads, while the load rose to {max_level:.0} {unit}",
-        full_share * 100.0,
-        after.len()
-    ));
+    // A plain run has one level: the instant says when, not the level.
+    let plain = rec.stages.is_empty();
+    let at_s = plain.then(|| ((placed[first].s.t + off) * 10.0).round() / 10.0);
+    if plain {
+        evidence.push(format!(
+            "{what} reached {limit}{slots} {:.1} s into the run and stayed there in {:.0}% of the {} later reads, with {max_level:.0} connections open",
+            at_s.unwrap_or(0.0),
+            full_share * 100.0,
+            after.len()
+        ));
+    } else {
+        evidence.push(format!(
+            "{what} reached {limit}{slots} at {at_level:.0} {unit} and stayed there in {:.0}% of the {} later reads, while the load rose to {max_level:.0} {unit}",
+            full_share * 100.0,
+            after.len()
+        ));
+    }
+    let at_level = (!plain).then_some(at_level);
     if after.iter().any(|p| p.s.idle.is_some()) {
         evidence.push("no idle worker was left".into());
     }
@@ -720,7 +1083,7 @@ fn diagnose_status(
     let reached = rec
         .stages
         .iter()
-        .find(|s| s.level_to >= at_level)
+        .find(|s| at_level.is_some_and(|a| s.level_to >= a))
         .map(|s| s.requests_per_sec);
     let last = rec.stages.last().map(|s| (s.requests_per_sec, s.p99_us));
     let served = match (
@@ -788,8 +1151,9 @@ fn diagnose_status(
             resource: "keepalive".into(),
             directive: "KeepAliveTimeout, MaxKeepAliveRequests".into(),
             limit: Some(limit),
-            at_level: Some(at_level),
+            at_level,
             evidence,
+            at_s,
             advice: format!(
                 "workers are held by idle keep-alive connections: lower KeepAliveTimeout (to 1-5 s) so they return to the pool sooner, or raise MaxRequestWorkers above {limit} if memory allows (redline size)"
             ),
@@ -817,7 +1181,8 @@ fn diagnose_status(
         resource: "worker_pool".into(),
         directive: directive.into(),
         limit: Some(limit),
-        at_level: Some(at_level),
+        at_level,
+        at_s,
         evidence,
         advice,
     })
@@ -1162,5 +1527,203 @@ mod tests {
         assert_eq!(d.resource, "unknown");
         assert!(d.advice.contains("--server-status") && d.advice.contains("--watch"));
         assert!(diagnose(&empty_record()).is_none());
+    }
+
+    /// A plain open-loop run at 80 req/s over 3 s, capped at 20 connections,
+    /// every request answered in 1 ms: no trouble.
+    fn plain() -> crate::RunRecord {
+        let mut rec = crate::RunRecord::new(
+            crate::record::RunConfig::get(
+                "http://127.0.0.1:1/",
+                crate::record::LoadModel::Open {
+                    rate: 80.0,
+                    arrival: "constant".into(),
+                    max_connections: 20,
+                    requests: None,
+                    duration_s: Some(3.0),
+                },
+            ),
+            crate::record::Environment::default(),
+            "2026-11-24T08:00:00.000Z".into(),
+        );
+        rec.server.address = "127.0.0.1:1".into();
+        rec.duration_s = 3.0;
+        let mut h = crate::Hist::new();
+        for _ in 0..80 {
+            h.record_us(1000);
+        }
+        for t in 0..3 {
+            rec.series
+                .push(crate::record::SeriesPoint::new(t, 80, 0, 8000, &h));
+            rec.latency.merge(&h);
+        }
+        rec.counters.scheduled = 240;
+        rec.counters.sent = 240;
+        rec.counters.completed = 240;
+        rec.counters.peak_connections = 2;
+        rec
+    }
+
+    #[test]
+    fn a_plain_run_without_trouble_has_no_diagnosis() {
+        let rec = plain();
+        assert!(trouble(&rec).is_empty());
+        assert!(diagnose(&rec).is_none());
+    }
+
+    #[test]
+    fn a_failed_slo_is_trouble_for_find() {
+        let rec = plain();
+        assert!(diagnose(&rec).is_none());
+        let d = diagnose_with(&rec, vec!["p99<500us (measured 1ms)".into()]).unwrap();
+        assert_eq!(d.resource, "unknown");
+        assert_eq!(d.evidence[0], "p99<500us (measured 1ms)");
+    }
+
+    #[test]
+    fn a_plain_run_with_trouble_says_what_to_add() {
+        let mut rec = plain();
+        rec.counters.in_flight_at_end = 5;
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "unknown");
+        assert!(
+            d.evidence[0].contains("5 requests were never answered"),
+            "{d:?}"
+        );
+        assert!(d.advice.contains("--server-status") && d.advice.contains("--watch"));
+        // A latency blow-up alone is trouble: p99 >= 10x p50 and >= 100 ms.
+        let mut rec = plain();
+        let mut slow = crate::Hist::new();
+        for _ in 0..10 {
+            slow.record_us(500_000);
+        }
+        rec.latency.merge(&slow);
+        let f = trouble(&rec);
+        assert!(f.iter().any(|x| x.starts_with("latency blew up")), "{f:?}");
+        // 50 ms tails are not.
+        let mut rec = plain();
+        let mut tail = crate::Hist::new();
+        for _ in 0..10 {
+            tail.record_us(50_000);
+        }
+        rec.latency.merge(&tail);
+        assert!(trouble(&rec).is_empty());
+    }
+
+    #[test]
+    fn the_server_went_away_names_the_instant() {
+        let mut rec = plain();
+        let empty = crate::Hist::new();
+        rec.series
+            .push(crate::record::SeriesPoint::new(3, 0, 900, 0, &empty));
+        rec.counters.failed = 900;
+        rec.errors.push(crate::ErrorCount {
+            kind: crate::ErrorKind::Refused,
+            message: "connection refused".into(),
+            count: 900,
+        });
+        rec.warn(
+            "server_gone",
+            "the server went away at 3.0 s: 900 requests failed after it".into(),
+        );
+        // SYNs too: the server going away comes first.
+        rec.warn("syn_retransmits", "2 connection attempts (SYN)".into());
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "server_gone");
+        assert_eq!(d.at_s, Some(3.0));
+        assert!(d.advice.contains("at 3.0 s"), "{d:?}");
+        assert!(d.evidence[1].contains("900 connections refused"), "{d:?}");
+    }
+
+    #[test]
+    fn the_client_listen_backlog_and_bandwidth_rules() {
+        // The client's own limit.
+        let mut rec = plain();
+        rec.counters.not_sent = 100;
+        rec.warn("scheduler_lag", "scheduler lag p99 7 ms".into());
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "client");
+        assert_eq!(d.evidence, vec!["scheduler lag p99 7 ms".to_string()]);
+        // A rate the client did not send while the server held every
+        // connection is the server's concurrency, not the client.
+        let mut rec = plain();
+        rec.counters.not_sent = 100;
+        rec.counters.waited_for_connection = 100;
+        rec.counters.peak_connections = 20;
+        rec.warn("rate_short", "sent 50 req/s: the server held all 20".into());
+        assert!(client_limits(&rec).is_empty());
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "server_concurrency");
+        assert_eq!(d.limit, Some(20));
+        assert!(d.advice.contains("--server-status"), "{d:?}");
+        // The same rate_short without every connection held: the client.
+        rec.counters.peak_connections = 5;
+        assert_eq!(client_limits(&rec).len(), 1);
+        assert_eq!(diagnose(&rec).unwrap().resource, "client");
+        // Listen backlog: SYNs sent again.
+        let mut rec = plain();
+        rec.counters.completed = 230;
+        rec.counters.in_flight_at_end = 10;
+        rec.warn("syn_retransmits", "3 connection attempts (SYNs)".into());
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "listen_backlog");
+        assert!(d.directive.contains("ListenBacklog") && d.directive.contains("somaxconn"));
+        // Or accept queue overflows counted on this host.
+        let mut rec = plain();
+        rec.counters.in_flight_at_end = 10;
+        rec.client.listen_overflows = 7;
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "listen_backlog");
+        assert!(d.evidence[0].contains("7 times"), "{d:?}");
+        // Or on the watched server's machine (a remote `redline watch`).
+        let mut rec = plain();
+        rec.counters.in_flight_at_end = 10;
+        let mut h = host(vec![sample(0.0, 2, 100, 0.0), sample(1.0, 2, 100, 0.0)]);
+        h.host = "web1".into();
+        h.samples[1].listen_overflows = 12;
+        rec.server_watch = Some(ServerWatch {
+            targets: vec!["nginx".into()],
+            hosts: vec![h],
+        });
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "listen_backlog", "{d:?}");
+        assert!(
+            d.evidence[0].starts_with("web1: its listening sockets dropped 12"),
+            "{d:?}"
+        );
+        // Bandwidth: 1.2 GB/s over loopback, with trouble.
+        let mut rec = plain();
+        rec.counters.in_flight_at_end = 10;
+        rec.counters.bytes_read = 3_600_000_000;
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "bandwidth");
+        assert!(d.evidence[0].contains("1200.0 MB/s"), "{d:?}");
+        // Off loopback: against the link's speed, when known.
+        rec.server.address = "192.0.2.1:80".into();
+        assert_eq!(diagnose(&rec).unwrap().resource, "unknown");
+        rec.environment.link_mbit = Some(10_000);
+        assert_eq!(diagnose(&rec).unwrap().resource, "bandwidth");
+        rec.counters.bytes_read = 3_000_000_000; // 8 Gbit/s: under 90 % of 10
+        assert_eq!(diagnose(&rec).unwrap().resource, "unknown");
+        assert!(is_loopback("[::1]:8080") && !is_loopback("[2001:db8::1]:80"));
+    }
+
+    /// A plain run whose status page shows every slot busy: the worker pool.
+    #[test]
+    fn a_plain_run_with_a_full_scoreboard_names_the_pool() {
+        let mut rec = plain();
+        rec.counters.in_flight_at_end = 10;
+        rec.counters.peak_connections = 20;
+        let reads: Vec<(f64, u64, u64, u64)> =
+            (0..6).map(|i| (i as f64 * 0.5 + 0.2, 10, 0, 0)).collect();
+        rec.server_status = Some(status("apache", Some(10), &reads));
+        let d = diagnose(&rec).unwrap();
+        assert_eq!(d.resource, "worker_pool", "{d:?}");
+        assert_eq!(d.limit, Some(10));
+        assert_eq!((d.at_level, d.at_s), (None, Some(0.2)));
+        assert!(d.evidence[0].contains("0.2 s into the run"), "{d:?}");
+        // Without trouble, a full scoreboard alone says nothing on a plain run.
+        rec.counters.in_flight_at_end = 0;
+        assert!(diagnose(&rec).is_none());
     }
 }

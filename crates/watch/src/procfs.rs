@@ -89,6 +89,9 @@ pub struct MachineInfo {
     pub pswpin: u64,
     /// Pages swapped out since boot.
     pub pswpout: u64,
+    /// Connection attempts dropped by a full accept queue since boot
+    /// (`net/netstat` TcpExt ListenOverflows; `None` when unreadable).
+    pub listen_overflows: Option<u64>,
 }
 
 /// Parses `Key:   123 kB` lines into KiB values.
@@ -159,6 +162,18 @@ pub fn parse_vmstat(text: &str) -> (u64, u64) {
     (i, o)
 }
 
+/// Parses `/proc/net/netstat` (pairs of lines, names then values, each
+/// starting with its group): TcpExt ListenOverflows.
+pub fn parse_listen_overflows(text: &str) -> Option<u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (names, values) = (lines.next()?, lines.next()?);
+    names
+        .split_ascii_whitespace()
+        .zip(values.split_ascii_whitespace())
+        .find(|(n, _)| *n == "ListenOverflows")
+        .and_then(|(_, v)| v.parse().ok())
+}
+
 /// Reads the machine counters under a `/proc` root.
 pub fn machine(root: &Path) -> MachineInfo {
     let mem = parse_kb_table(&fs::read_to_string(root.join("meminfo")).unwrap_or_default());
@@ -176,6 +191,9 @@ pub fn machine(root: &Path) -> MachineInfo {
         load: parse_loadavg(&fs::read_to_string(root.join("loadavg")).unwrap_or_default()),
         pswpin,
         pswpout,
+        listen_overflows: fs::read_to_string(root.join("net/netstat"))
+            .ok()
+            .and_then(|t| parse_listen_overflows(&t)),
     }
 }
 
@@ -648,6 +666,10 @@ mod tests {
     #[test]
     fn vmstat_loadavg() {
         assert_eq!(parse_vmstat("pgpgin 5\npswpin 7\npswpout 9\n"), (7, 9));
+        let netstat = "TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 0 42 43\nIpExt: InNoRoutes\nIpExt: 0\n";
+        assert_eq!(parse_listen_overflows(netstat), Some(42));
+        assert_eq!(parse_listen_overflows("TcpExt: ListenDrops\n"), None);
+        assert_eq!(parse_listen_overflows(""), None);
         assert_eq!(parse_loadavg("0.50 1.00 2.25 1/100 42\n"), [0.5, 1.0, 2.25]);
     }
 }

@@ -30,6 +30,8 @@ pub struct Sampler {
     cgroup: Option<Cgroup>,
     cgroup_decided: bool,
     last_swap: Option<(u64, u64)>,
+    /// ListenOverflows at the previous sample.
+    last_overflows: Option<u64>,
     ticks_per_s: f64,
     host: HostWatch,
     names: BTreeSet<String>,
@@ -121,6 +123,7 @@ impl Sampler {
             cgroup: None,
             cgroup_decided: false,
             last_swap: None,
+            last_overflows: None,
             ticks_per_s: procfs::clock_ticks() as f64,
             host: HostWatch {
                 host: hostname(),
@@ -260,6 +263,9 @@ impl Sampler {
                 s.swap_in_per_s = m.pswpin.saturating_sub(i) as f64 / dt;
                 s.swap_out_per_s = m.pswpout.saturating_sub(o) as f64 / dt;
             }
+            if let (Some(now), Some(before)) = (m.listen_overflows, self.last_overflows) {
+                s.listen_overflows = now.saturating_sub(before);
+            }
         }
         self.last_cpu_usec = reading.cpu_usec;
         if let Some(pk) = reading.memory_peak_kib {
@@ -284,6 +290,7 @@ impl Sampler {
             }
         }
         self.last_swap = Some((m.pswpin, m.pswpout));
+        self.last_overflows = m.listen_overflows;
         self.last_ticks = ticks;
         self.last_t = t;
         self.host.mem_total_kib = m.mem_total_kib;
