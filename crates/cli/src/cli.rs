@@ -61,6 +61,19 @@ enum Command {
     Server(crate::cmd_server::ServerCmd),
     #[command(flatten)]
     Dist(crate::cmd_dist::DistCmd),
+    /// Drop-in for ApacheBench: ab's flags and ab's report, measured by redline (`redline ab -h`).
+    #[command(disable_help_flag = true)]
+    Ab(DropinArgs),
+    /// Drop-in for wrk: wrk's flags and wrk's summary, measured by redline (`redline wrk -h`).
+    #[command(disable_help_flag = true)]
+    Wrk(DropinArgs),
+}
+
+/// A drop-in's arguments, parsed by the drop-in itself (ab's and wrk's own syntax).
+#[derive(Args, Debug)]
+struct DropinArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    args: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -238,6 +251,26 @@ struct Hooks {
     start_at: Option<std::time::SystemTime>,
     /// `--live-seconds FILE` (agents): each finished second's histogram.
     live_seconds: Option<std::path::PathBuf>,
+    /// A drop-in's own text report (`redline ab`, `redline wrk`) instead of redline's.
+    report: Option<TextReport>,
+}
+
+/// A drop-in's text report: the run record in, the text for stdout out (or
+/// an error line, exit code 1).
+pub(crate) type TextReport = Box<dyn Fn(&redline_stats::RunRecord) -> Result<String, String>>;
+
+/// Runs a drop-in's plan (`redline ab`, `redline wrk`) on the normal run path,
+/// printing `report`'s text instead of redline's report; nothing is saved.
+pub(crate) fn run_dropin(plan: &Plan, report: TextReport) -> i32 {
+    let out = OutArgs {
+        output: Output::Text,
+        quiet: true,
+    };
+    let hooks = Hooks {
+        report: Some(report),
+        ..Default::default()
+    };
+    run_plan(plan, &out, &hooks)
 }
 
 #[derive(Args, Debug)]
@@ -355,6 +388,8 @@ pub fn main() -> i32 {
         Command::Web(c) => crate::cmd_web::dispatch(c),
         Command::Server(c) => crate::cmd_server::dispatch(c),
         Command::Dist(c) => crate::cmd_dist::dispatch(c),
+        Command::Ab(a) => crate::cmd_ab::main(&a.args),
+        Command::Wrk(a) => crate::cmd_wrk::main(&a.args),
     }
 }
 
@@ -464,6 +499,7 @@ fn cmd_run(a: RunArgs) -> i32 {
         abort_on_fail: a.stages.abort_on_fail,
         start_at,
         live_seconds: a.dist.live_seconds.clone(),
+        report: None,
     };
     run_plan(&plan, &a.out, &hooks)
 }
@@ -585,6 +621,13 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
     }
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let written = match out.output {
+        Output::Text if hooks.report.is_some() => {
+            let render = hooks.report.as_ref().expect("checked by the guard");
+            match render(&rec) {
+                Ok(t) => stdout.write_all(t.as_bytes()),
+                Err(e) => return fail(EXIT_RUNTIME, e),
+            }
+        }
         Output::Text => {
             let mut t = redline_report::text(&rec);
             if !outcomes.is_empty() {
