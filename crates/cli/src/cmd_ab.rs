@@ -487,7 +487,8 @@ impl AbView {
             let _ = writeln!(s, "Keep-Alive requests:    {}", keepalive_requests(rec));
         }
         let _ = writeln!(s, "Total transferred:      {} bytes", c.bytes_read);
-        let posted = rec.config.body_bytes * c.sent;
+        // ab's "Total body sent" counts whole requests written, heads included.
+        let posted = c.bytes_written;
         if o.body_file.is_some() {
             let _ = writeln!(s, "Total body sent:        {posted}");
         }
