@@ -154,6 +154,21 @@ pub(crate) fn clean(s: &str) -> String {
     out
 }
 
+/// Text from outside (a `Server` header, a URL) as the report shows it:
+/// control characters escaped, everything else as is.
+pub(crate) fn printable(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let esc: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            esc
+        })
+        .collect()
+}
+
 fn number(c: char, v: &str) -> Result<u64, String> {
     v.trim()
         .parse::<u64>()
@@ -161,7 +176,13 @@ fn number(c: char, v: &str) -> Result<u64, String> {
 }
 
 fn parse(args: &[String]) -> Result<Option<AbOpts>, String> {
-    let (opts, operands) = getopt(args, "nctspuTvmCHAegXPBbxyzEZf", "ikldSqrVhwI", &[], "ab")?;
+    let (opts, operands) = getopt(
+        args,
+        "nctspuTvmCHAegXPBbxyzEZf",
+        "ikldSqrVhwI",
+        &[("help", 'h', false)],
+        "ab",
+    )?;
     let mut o = AbOpts {
         concurrency: 1,
         timeout: Duration::from_secs(30),
@@ -446,7 +467,7 @@ impl AbView {
             rec.server
                 .software
                 .as_deref()
-                .map(clean)
+                .map(printable)
                 .unwrap_or_default()
         );
         let _ = writeln!(s, "Server Hostname:        {}", self.host);
@@ -456,11 +477,7 @@ impl AbView {
         if o.variable_length {
             s.push_str("Document Length:        Variable\n");
         } else {
-            let _ = writeln!(
-                s,
-                "Document Length:        {} bytes",
-                rec.server.document_length.unwrap_or(0)
-            );
+            let _ = writeln!(s, "Document Length:        {} bytes", document_length(rec));
         }
         s.push('\n');
         let _ = writeln!(s, "Concurrency Level:      {}", o.concurrency);
@@ -599,6 +616,18 @@ impl AbView {
                 );
             }
         }
+    }
+}
+
+/// ab's Document Length: the first response's body length, whatever its
+/// status. When every response had the same length it is the average; else
+/// the first 2xx response's (the engine's `document_length`).
+fn document_length(rec: &RunRecord) -> u64 {
+    let c = &rec.counters;
+    if c.completed > 0 && c.length_differs == 0 {
+        c.body_bytes / c.completed
+    } else {
+        rec.server.document_length.unwrap_or(0)
     }
 }
 
@@ -753,6 +782,7 @@ mod tests {
             let e = parse(&v(args)).unwrap_err();
             assert!(!e.contains('\n') && e.starts_with("ab: "), "{args:?}: {e}");
         }
+        assert_eq!(printable("nginx \"x\"\u{1b}[2J"), "nginx \"x\"\\u{1b}[2J");
         assert!(parse(&v(&["-\u{1b}[31m"])).unwrap_err().contains("\\u{1b}"));
     }
 

@@ -6,7 +6,7 @@
 //! working while the numbers are redline's.
 
 use crate::cli::{fail, run_dropin, EXIT_OK, EXIT_USAGE};
-use crate::cmd_ab::{clean, getopt};
+use crate::cmd_ab::{clean, getopt, printable};
 use redline_engine::{Plan, PlanArgs};
 use redline_stats::{ErrorKind, RunRecord};
 use std::fmt::Write as _;
@@ -172,7 +172,7 @@ pub fn main(args: &[String]) -> i32 {
     println!(
         "Running {} test @ {}",
         format_units(o.duration as f64, &TIME_S, 0),
-        clean(&o.url)
+        printable(&o.url)
     );
     println!("  {} threads and {} connections", o.threads, o.connections);
     use std::io::Write as _;

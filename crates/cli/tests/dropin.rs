@@ -361,6 +361,11 @@ fn ab_post_body_and_output_files() {
     for r in [&theirs, &ours] {
         ab_sane(r, 50.0, 2.0);
         assert_eq!(first(r, "Non-2xx responses:"), 50.0);
+        // The 405 page's length: ab's is the first response's, whatever its status.
+        assert_eq!(
+            first(r, "Document Length:"),
+            first(&theirs, "Document Length:")
+        );
         // Whole requests written (heads and the 7-byte body), as ab counts.
         assert!(first(r, "Total body sent:") > 50.0 * 7.0);
     }
@@ -520,8 +525,13 @@ fn bad_flags_are_one_line_and_exit_2() {
     let out = redline(&["wrk", "-s", "x.lua", "http://127.0.0.1:1/"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--scenario"));
     // Help is not an error.
-    for sub in ["ab", "wrk"] {
-        let out = redline(&[sub, "-h"]);
+    for (sub, help) in [
+        ("ab", "-h"),
+        ("ab", "--help"),
+        ("wrk", "-h"),
+        ("wrk", "--help"),
+    ] {
+        let out = redline(&[sub, help]);
         assert_eq!(out.status.code(), Some(0));
         assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: redline"));
     }
