@@ -253,7 +253,12 @@ struct Hooks {
     live_seconds: Option<std::path::PathBuf>,
     /// A drop-in's own text report (`redline ab`, `redline wrk`) instead of redline's.
     report: Option<TextReport>,
+    /// A drop-in's own progress lines (ab's "Completed N requests"), from each snapshot.
+    progress: Option<Progress>,
 }
+
+/// A drop-in's progress: called with each live snapshot.
+pub(crate) type Progress = Box<dyn Fn(&Snapshot)>;
 
 /// A drop-in's text report: the run record in, the text for stdout out (or
 /// an error line, exit code 1).
@@ -261,13 +266,14 @@ pub(crate) type TextReport = Box<dyn Fn(&redline_stats::RunRecord) -> Result<Str
 
 /// Runs a drop-in's plan (`redline ab`, `redline wrk`) on the normal run path,
 /// printing `report`'s text instead of redline's report; nothing is saved.
-pub(crate) fn run_dropin(plan: &Plan, report: TextReport) -> i32 {
+pub(crate) fn run_dropin(plan: &Plan, report: TextReport, progress: Option<Progress>) -> i32 {
     let out = OutArgs {
         output: Output::Text,
         quiet: true,
     };
     let hooks = Hooks {
         report: Some(report),
+        progress,
         ..Default::default()
     };
     run_plan(plan, &out, &hooks)
@@ -500,6 +506,7 @@ fn cmd_run(a: RunArgs) -> i32 {
         start_at,
         live_seconds: a.dist.live_seconds.clone(),
         report: None,
+        progress: None,
     };
     run_plan(&plan, &a.out, &hooks)
 }
@@ -552,6 +559,9 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
         }
         if let Some(l) = seconds.as_mut() {
             l.push(s.elapsed, series);
+        }
+        if let Some(p) = &hooks.progress {
+            p(s);
         }
         if hooks.abort_on_fail && aborted.is_none() {
             let so_far = redline_report::thresholds::SoFar {

@@ -379,8 +379,9 @@ pub fn main(args: &[String]) -> i32 {
         Err(e) => return fail(EXIT_USAGE, format!("ab: {e}")),
     };
     let requested = o.requests.unwrap_or(1);
-    // ab's heartbeat: progress lines above 150 requests unless -q.
-    let heartbeat = requested > 150 && !o.quiet;
+    // ab's heartbeat: a progress line on stderr every tenth (at least 100
+    // requests) above 150 requests, unless -q.
+    let heartbeat = (requested > 150 && !o.quiet).then(|| (requested / 10).max(100));
     println!(
         "This is redline ab, redline {} (ApacheBench 2.3's flags and report)",
         env!("CARGO_PKG_VERSION")
@@ -388,20 +389,40 @@ pub fn main(args: &[String]) -> i32 {
     println!("Latency from each request's intended send time (no coordinated omission)");
     println!("Aim it only at servers you own or are allowed to test.");
     println!();
+    // As ab: "(be patient)" then a newline before progress lines, or "..."
+    // that the report's "..done" completes.
     print!("Benchmarking {host} (be patient)");
-    if heartbeat {
+    if heartbeat.is_some() {
         println!();
+    } else {
+        print!("...");
     }
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
+    let shown = std::rc::Rc::new(std::cell::Cell::new(0u64));
     let view = AbView {
         host,
         port,
         path,
         opts: o,
-        heartbeat,
+        heartbeat: heartbeat.map(|every| (every, shown.clone())),
     };
-    run_dropin(&plan, Box::new(move |rec| view.render(rec)))
+    let progress = heartbeat.map(|every| {
+        Box::new(move |s: &redline_engine::Snapshot| completed_lines(every, &shown, s.completed))
+            as crate::cli::Progress
+    });
+    run_dropin(&plan, Box::new(move |rec| view.render(rec)), progress)
+}
+
+/// ab's "Completed N requests" lines on stderr for each multiple of `every`
+/// reached since the last call (`shown` remembers the last one printed).
+fn completed_lines(every: u64, shown: &std::cell::Cell<u64>, completed: u64) {
+    let mut next = shown.get() + every;
+    while next <= completed {
+        eprintln!("Completed {next} requests");
+        shown.set(next);
+        next += every;
+    }
 }
 
 /// What the report needs besides the run record.
@@ -410,7 +431,8 @@ struct AbView {
     port: u16,
     path: String,
     opts: AbOpts,
-    heartbeat: bool,
+    /// ab's heartbeat: every how many requests, and the last count shown.
+    heartbeat: Option<(u64, std::rc::Rc<std::cell::Cell<u64>>)>,
 }
 
 /// ab's rounding of microseconds to whole milliseconds.
@@ -454,7 +476,8 @@ impl AbView {
         let c = &rec.counters;
         let o = &self.opts;
         let mut s = String::new();
-        if self.heartbeat {
+        if let Some((every, shown)) = &self.heartbeat {
+            completed_lines(*every, shown, c.completed);
             eprintln!("Finished {} requests", c.completed);
         } else {
             s.push_str("..done\n");

@@ -182,6 +182,7 @@ pub fn main(args: &[String]) -> i32 {
     run_dropin(
         &plan,
         Box::new(move |rec| Ok(summary(rec, threads, latency))),
+        None,
     )
 }
 

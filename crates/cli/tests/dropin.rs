@@ -54,6 +54,11 @@ fn tool<'a>(path: &'a str, package: &str) -> Option<&'a str> {
 
 /// Runs a real tool with a time limit; its stdout.
 fn real(bin: &str, args: &[&str]) -> String {
+    String::from_utf8(real_output(bin, args).stdout).expect("utf-8")
+}
+
+/// Runs a real tool with a time limit (exit code 0 required).
+fn real_output(bin: &str, args: &[&str]) -> std::process::Output {
     let child = Command::new(bin)
         .args(args)
         .stdin(Stdio::null())
@@ -67,7 +72,7 @@ fn real(bin: &str, args: &[&str]) -> String {
         "{bin} {args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout).expect("utf-8")
+    out
 }
 
 /// Runs `redline SUB args`; its stdout (exit code 0 required).
@@ -300,6 +305,12 @@ fn ab_keepalive_counts_length_failures_as_ab_does() {
     let theirs = ab_report(&real(ab, &args));
     let ours = ab_report(&run_ours("ab", &args));
     same_layout(&theirs, &ours, "ab -l");
+    // Up to 150 requests (or with -q) ab has no progress lines, and says so.
+    let out = run_ours("ab", &["-q", "-n", "200", &url]);
+    assert!(
+        out.contains("Benchmarking 127.0.0.1 (be patient).....done\n"),
+        "{out}"
+    );
     assert!(ours.iter().any(|l| l == "Document Length:        Variable"));
     assert_eq!(first(&ours, "Failed requests:"), 0.0);
 }
@@ -496,6 +507,26 @@ fn wrk_layout_matches_real_wrk() {
     let ours: Vec<String> = run_ours("wrk", &args).lines().map(String::from).collect();
     same_layout(&theirs, &ours, "wrk");
     assert!(!ours.iter().any(|l| l.contains("Latency Distribution")));
+}
+
+#[test]
+fn ab_progress_lines_as_ab_prints_them() {
+    let Some(ab) = tool("/usr/bin/ab", "apache2-utils") else {
+        return;
+    };
+    let Some((ng, _)) = nginx("dropin-ab-heartbeat") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", ng.port);
+    let stderr = |out: std::process::Output| {
+        assert!(out.status.success());
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let theirs = stderr(real_output(ab, &["-n", "1000", "-c", "5", &url]));
+    let ours = stderr(redline(&["ab", "-n", "1000", "-c", "5", &url]));
+    // "Completed 100 requests" … "Completed 1000 requests", "Finished 1000 requests".
+    assert_eq!(theirs, ours);
+    assert_eq!(ours.lines().count(), 11);
 }
 
 #[test]
