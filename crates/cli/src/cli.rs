@@ -52,6 +52,19 @@ enum Command {
     Server(crate::cmd_server::ServerCmd),
     #[command(flatten)]
     Dist(crate::cmd_dist::DistCmd),
+    /// Drop-in for ApacheBench: ab's flags and ab's report, measured by redline (`redline ab -h`).
+    #[command(disable_help_flag = true)]
+    Ab(DropinArgs),
+    /// Drop-in for wrk: wrk's flags and wrk's summary, measured by redline (`redline wrk -h`).
+    #[command(disable_help_flag = true)]
+    Wrk(DropinArgs),
+}
+
+/// A drop-in's arguments, parsed by the drop-in itself (ab's and wrk's own syntax).
+#[derive(Args, Debug)]
+struct DropinArgs {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    args: Vec<String>,
 }
 
 /// `redline run`: the target, then the shared flag groups (crate::flags).
@@ -184,6 +197,32 @@ struct Hooks {
     start_at: Option<std::time::SystemTime>,
     /// `--live-seconds FILE` (agents): each finished second's histogram.
     live_seconds: Option<std::path::PathBuf>,
+    /// A drop-in's own text report (`redline ab`, `redline wrk`) instead of redline's.
+    report: Option<TextReport>,
+    /// A drop-in's own progress lines (ab's "Completed N requests"), from each snapshot.
+    progress: Option<Progress>,
+}
+
+/// A drop-in's progress: called with each live snapshot.
+pub(crate) type Progress = Box<dyn Fn(&Snapshot)>;
+
+/// A drop-in's text report: the run record in, the text for stdout out (or
+/// an error line, exit code 1).
+pub(crate) type TextReport = Box<dyn Fn(&redline_stats::RunRecord) -> Result<String, String>>;
+
+/// Runs a drop-in's plan (`redline ab`, `redline wrk`) on the normal run path,
+/// printing `report`'s text instead of redline's report; nothing is saved.
+pub(crate) fn run_dropin(plan: &Plan, report: TextReport, progress: Option<Progress>) -> Exit {
+    let out = OutArgs {
+        output: Output::Text,
+        quiet: true,
+    };
+    let hooks = Hooks {
+        report: Some(report),
+        progress,
+        ..Default::default()
+    };
+    run_plan(plan, &out, &hooks)
 }
 
 #[derive(Args, Debug)]
@@ -287,6 +326,8 @@ pub fn main() -> Exit {
         Command::Web(c) => crate::cmd_web::dispatch(c),
         Command::Server(c) => crate::cmd_server::dispatch(c),
         Command::Dist(c) => crate::cmd_dist::dispatch(c),
+        Command::Ab(a) => crate::cmd_ab::main(&a.args),
+        Command::Wrk(a) => crate::cmd_wrk::main(&a.args),
     }
 }
 
@@ -343,6 +384,8 @@ fn cmd_run(a: RunArgs) -> Exit {
         abort_on_fail: a.thresholds.abort_on_fail,
         start_at,
         live_seconds: a.dist.live_seconds.clone(),
+        report: None,
+        progress: None,
     };
     run_plan(&plan, &a.out, &hooks)
 }
@@ -395,6 +438,9 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         }
         if let Some(l) = seconds.as_mut() {
             l.push(s.elapsed, series);
+        }
+        if let Some(p) = &hooks.progress {
+            p(s);
         }
         if hooks.abort_on_fail && aborted.is_none() {
             let so_far = redline_report::thresholds::SoFar {
@@ -466,9 +512,16 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         }
     }
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
-    // The sink only reads the record; with text the PASS/FAIL lines follow it.
-    let mut written = redline_report::write(out.output.format(), &rec, &mut stdout);
-    if out.output == Output::Text && !outcomes.is_empty() {
+    // The sink only reads the record; with text the PASS/FAIL lines follow it
+    // (a drop-in, `redline ab`/`redline wrk`, prints its own layout instead).
+    let mut written = match (&hooks.report, out.output) {
+        (Some(render), Output::Text) => match render(&rec) {
+            Ok(t) => stdout.write_all(t.as_bytes()),
+            Err(e) => return fail(Exit::Failure, e),
+        },
+        _ => redline_report::write(out.output.format(), &rec, &mut stdout),
+    };
+    if out.output == Output::Text && hooks.report.is_none() && !outcomes.is_empty() {
         let mut t = String::from("\nThresholds:\n");
         for o in &outcomes {
             t.push_str(&format!("  {o}\n"));

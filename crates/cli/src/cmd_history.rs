@@ -396,7 +396,8 @@ impl Loader {
                 "run record",
             )
             .map_err(|e| (Exit::Usage, e))?;
-            let rec = RunRecord::from_json(&text).map_err(|e| (Exit::Usage, format!("{r}: {e}")))?;
+            let rec =
+                RunRecord::from_json(&text).map_err(|e| (Exit::Usage, format!("{r}: {e}")))?;
             let name = p
                 .file_name()
                 .map(|f| f.to_string_lossy().into_owned())

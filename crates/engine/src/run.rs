@@ -253,6 +253,9 @@ pub fn execute_with_series(
     let mut busiest = Duration::ZERO;
     let (mut user, mut sys) = (Duration::ZERO, Duration::ZERO);
     let mut peak_open = 0;
+    let (_, length_differs) = redline_stats::recorder::LengthTally::length_check(
+        results.iter().map(|r| &r.recorder.lengths),
+    );
     for r in results {
         end = end.max(r.end);
         busiest = busiest.max(r.cpu_user + r.cpu_sys);
@@ -263,6 +266,7 @@ pub fn execute_with_series(
         redline_stats::requests::merge_requests(&mut rec.requests, &r.requests);
         r.recorder.finish_into(&mut rec, r.end);
     }
+    rec.counters.length_differs = length_differs;
     let elapsed = end.saturating_duration_since(start);
     rec.duration_s = elapsed.as_secs_f64();
     rec.derive();

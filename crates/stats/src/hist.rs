@@ -56,6 +56,11 @@ impl Hist {
         let _ = self.h.record(us.min(MAX_US));
     }
 
+    /// Records `n` occurrences of one value in microseconds.
+    pub fn record_n_us(&mut self, us: u64, n: u64) {
+        let _ = self.h.record_n(us.min(MAX_US), n);
+    }
+
     /// Records one duration (rounded down to whole microseconds).
     #[inline]
     pub fn record(&mut self, d: Duration) {

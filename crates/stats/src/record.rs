@@ -292,6 +292,11 @@ pub struct Counters {
     /// `completed`, and `sent` counts the request once, whatever its hops.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub redirects: u64,
+    /// Complete responses whose body length differs from the run's first
+    /// response's (ab's "Failed requests … Length"; a server whose pages vary
+    /// in length has many, which is not an error by itself).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub length_differs: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -334,6 +339,7 @@ impl Counters {
         s |= sat_add(&mut self.connections_opened, o.connections_opened);
         s |= sat_add(&mut self.peak_connections, o.peak_connections);
         s |= sat_add(&mut self.redirects, o.redirects);
+        s |= sat_add(&mut self.length_differs, o.length_differs);
         s
     }
 }

@@ -53,6 +53,8 @@ pub struct Recorder {
     pub server_software: Option<String>,
     /// Body length of the first 2xx response.
     pub document_length: Option<u64>,
+    /// Body lengths seen, for ab's "Failed requests (Length: N)" check.
+    pub lengths: LengthTally,
     sec: u32,
     sec_hist: Hist,
     sec_requests: u64,
@@ -79,6 +81,7 @@ impl Recorder {
             counters: Counters::default(),
             server_software: None,
             document_length: None,
+            lengths: LengthTally::default(),
             sec: 0,
             sec_hist: Hist::with_sigfig(SERIES_SIGFIG),
             sec_requests: 0,
@@ -124,6 +127,7 @@ impl Recorder {
         self.sec_bytes += wire_bytes;
         self.counters.completed += 1;
         self.counters.body_bytes += body_bytes;
+        self.lengths.add(t.done, body_bytes);
         if !(200..300).contains(&status) {
             self.counters.non_2xx += 1;
         } else if self.document_length.is_none() {
@@ -225,6 +229,66 @@ impl Recorder {
         if rec.server.document_length.is_none() {
             rec.server.document_length = self.document_length;
         }
+    }
+}
+
+/// Distinct body lengths tallied per worker, so the run can count the
+/// responses whose body length differs from the first response's, as ab's
+/// "Failed requests … Length" does. Fixed size: the first
+/// [`LengthTally::SLOTS`] distinct lengths are counted, later ones go to
+/// `other` (counted as differing), so memory never grows.
+#[derive(Debug, Clone, Default)]
+pub struct LengthTally {
+    /// When the worker's first response completed, and its body length.
+    pub first: Option<(Instant, u64)>,
+    slots: [(u64, u64); LengthTally::SLOTS],
+    used: usize,
+    other: u64,
+}
+
+impl LengthTally {
+    /// Distinct lengths counted exactly.
+    pub const SLOTS: usize = 8;
+
+    /// Counts one response body of `len` bytes completed at `at`.
+    #[inline]
+    pub fn add(&mut self, at: Instant, len: u64) {
+        if self.first.is_none() {
+            self.first = Some((at, len));
+        }
+        for s in &mut self.slots[..self.used] {
+            if s.0 == len {
+                s.1 += 1;
+                return;
+            }
+        }
+        if self.used < Self::SLOTS {
+            self.slots[self.used] = (len, 1);
+            self.used += 1;
+        } else {
+            self.other += 1;
+        }
+    }
+
+    /// Responses counted whose length is not `len`.
+    pub fn differing_from(&self, len: u64) -> u64 {
+        self.slots[..self.used]
+            .iter()
+            .filter(|s| s.0 != len)
+            .map(|s| s.1)
+            .sum::<u64>()
+            + self.other
+    }
+
+    /// The run's first response (earliest over `tallies`) and how many
+    /// responses in all had another body length: ab's length check.
+    pub fn length_check<'a>(
+        tallies: impl Iterator<Item = &'a LengthTally> + Clone,
+    ) -> (Option<u64>, u64) {
+        let Some((_, first)) = tallies.clone().filter_map(|t| t.first).min_by_key(|f| f.0) else {
+            return (None, 0);
+        };
+        (Some(first), tallies.map(|t| t.differing_from(first)).sum())
     }
 }
 
@@ -373,5 +437,31 @@ mod tests {
         ));
         assert!(RunRecord::from_json("{\"a\":1}").is_err());
         assert!(RunRecord::from_json("not json").is_err());
+    }
+
+    #[test]
+    fn length_check_counts_against_the_runs_first_response() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let (mut a, mut b) = (LengthTally::default(), LengthTally::default());
+        // Worker b answered first, with 5 bytes.
+        b.add(at(1), 5);
+        a.add(at(2), 7);
+        a.add(at(3), 5);
+        b.add(at(4), 5);
+        b.add(at(5), 6);
+        let (first, differs) = LengthTally::length_check([&a, &b].into_iter());
+        assert_eq!((first, differs), (Some(5), 2));
+        // More distinct lengths than slots: the rest count as differing.
+        let mut c = LengthTally::default();
+        for len in 0..20 {
+            c.add(at(10 + len), len);
+        }
+        c.add(at(40), 0);
+        assert_eq!(LengthTally::length_check([&c].into_iter()), (Some(0), 19));
+        assert_eq!(
+            LengthTally::length_check(std::iter::empty::<&LengthTally>()),
+            (None, 0)
+        );
     }
 }
