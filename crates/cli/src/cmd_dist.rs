@@ -1632,7 +1632,8 @@ mod tests {
         assert!(b.secret_env.is_empty());
         assert_eq!(
             render_run(&items),
-            v(&["--connections=3", "--header=Accept: x", "http://x/a@b"])
+            // clap's order of definition: the request group before the connections group.
+            v(&["--header=Accept: x", "--connections=3", "http://x/a@b"])
         );
         // A non-regular file is refused with one line.
         let mut items = parse_run(&v(&["--body-file", "/dev/zero", "http://x/"])).unwrap();
