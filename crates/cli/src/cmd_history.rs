@@ -719,6 +719,9 @@ fn cmd_rm(a: RmArgs) -> CmdResult {
     Ok(())
 }
 
+/// Saved runs with their ids.
+type Group = Vec<(i64, RunRecord)>;
+
 /// Most runs of one label `compare` reads as samples (the newest ones).
 const MAX_GROUP: u64 = 200;
 
@@ -726,7 +729,7 @@ impl Loader {
     /// The saved runs with label `r` (oldest first, at most [`MAX_GROUP`],
     /// the newest), when `r` names no file, is not `last…` or an id, and at
     /// least two runs carry it; otherwise `None`.
-    fn group(&mut self, r: &str) -> Result<Option<Vec<(i64, RunRecord)>>, (i32, String)> {
+    fn group(&mut self, r: &str) -> Result<Option<Group>, (i32, String)> {
         let p = Path::new(r);
         if p.is_file() || r.ends_with(".json") || r.contains('/') || r.starts_with("last") {
             return Ok(None);
