@@ -6,9 +6,7 @@
 //! `--threshold` failed; 130 interrupted (Ctrl-C; the report is still printed).
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use redline_engine::{
-    execute_with_series, parse_duration, Arrival, Plan, PlanArgs, Snapshot, StopHandle,
-};
+use redline_engine::{parse_duration, Arrival, Plan, PlanArgs, Snapshot, StopHandle};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -652,7 +650,19 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
             requests, duration, ..
         } => (*requests, duration.map(|d| d.as_secs_f64())),
     };
-    let result = execute_with_series(plan, &stop, |s, series| {
+    // --abort-on-fail: requests unanswered longer than each threshold's age
+    // count as unanswered (report::thresholds::overdue_age).
+    let timeout = plan.timeout;
+    let age_of = move |t: &redline_report::thresholds::Threshold| {
+        redline_report::thresholds::overdue_age(t, timeout)
+    };
+    let mut ages: Vec<Duration> = Vec::new();
+    if hooks.abort_on_fail {
+        ages = hooks.thresholds.iter().filter_map(age_of).collect();
+        ages.sort();
+        ages.dedup();
+    }
+    let result = redline_engine::execute_watching(plan, &stop, &ages, |s, series, overdue| {
         if let Some(l) = live.as_mut() {
             l.snapshot(s);
         }
@@ -667,7 +677,17 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> i32 {
                 planned_requests,
                 planned_duration_s,
             };
-            if let Some(why) = redline_report::thresholds::hopeless(&hooks.thresholds, &so_far) {
+            let unanswered = |t: &redline_report::thresholds::Threshold| {
+                age_of(t)
+                    .and_then(|a| ages.iter().position(|x| *x == a))
+                    .and_then(|k| overdue.get(k).copied())
+                    .unwrap_or(0)
+            };
+            if let Some(why) = redline_report::thresholds::hopeless_counting(
+                &hooks.thresholds,
+                &so_far,
+                unanswered,
+            ) {
                 aborted = Some(why);
                 // The same path as Ctrl-C: sending stops, in-flight requests get the grace.
                 stop.stop();
