@@ -262,7 +262,7 @@ fn repeat_interleaves_and_compare_takes_the_runs_as_samples() {
     let dir = tmpdir("repeat");
     let srv = builtin();
     let fast = format!("http://{}/?size=100", srv.local_addr());
-    let slow = format!("http://{}/?size=100&delay=5ms", srv.local_addr());
+    let slow = format!("http://{}/?size=100&delay=20ms", srv.local_addr());
     let out = rl(
         &dir,
         &[
