@@ -782,7 +782,16 @@ fn group_name(label: &str, g: &[(i64, RunRecord)]) -> String {
 fn cmd_compare(a: CompareArgs) -> CmdResult {
     let mut l = Loader::new(&a.db);
     // Two labels with several runs each: the runs are the samples.
-    if let (Some(ga), Some(gb)) = (l.group(&a.a)?, l.group(&a.b)?) {
+    let (ga, gb) = (l.group(&a.a)?, l.group(&a.b)?);
+    for (side, g, other) in [("A", &ga, &gb), ("B", &gb, &ga)] {
+        if let (Some(g), None) = (g, other) {
+            eprintln!(
+                "redline: note: {side} has {} runs with its label, the other side one: compared the newest of each as single runs (repeat both sides)",
+                g.len()
+            );
+        }
+    }
+    if let (Some(ga), Some(gb)) = (ga, gb) {
         let (ra, rb): (Vec<RunRecord>, Vec<RunRecord>) = (
             ga.iter().map(|x| x.1.clone()).collect(),
             gb.iter().map(|x| x.1.clone()).collect(),
