@@ -13,7 +13,7 @@
 # Environment (all optional):
 #   REDLINE    redline binary          (default target/release/redline)
 #   PAIRS      pairs of runs            (default 20)
-#   DURATION   seconds per run          (default 2)
+#   DURATION   seconds per run          (default 2; 6 exercises the per-second tests)
 #   CONNS      connections              (default 16)
 #   OUT        output directory         (default bench/out)
 #   NGINX      nginx binary             (default nginx)
