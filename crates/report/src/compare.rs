@@ -13,8 +13,9 @@
 //! - Latency (mean, p50, p90, p99): a bootstrap of the statistic over whole
 //!   seconds' histograms (runs of at least [`MIN_SECONDS`] + 2 seconds), its
 //!   z (against the replicates' spread) shrunk by sqrt(n_eff / n) with the
-//!   per-second statistic's r; shorter runs fall back to an i.i.d. bootstrap
-//!   over requests.
+//!   per-second statistic's r, and the t-test above on the statistic's
+//!   per-second values: the weaker decides. Shorter runs fall back to an
+//!   i.i.d. bootstrap over requests.
 //! - Errors: a two-proportion z-test, its variance inflated by the
 //!   over-dispersion of the per-second error counts.
 //! - A *better*/*worse* claim also needs a change of at least
