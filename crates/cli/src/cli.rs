@@ -7,7 +7,7 @@ use crate::flags::{
     ConnectionArgs, LoadArgs, OutArgs, Output, ProtocolArgs, RequestArgs, ThresholdArgs,
 };
 use clap::{Args, Parser, Subcommand};
-use redline_engine::{execute_with_series, parse_duration, Plan, PlanArgs, Snapshot, StopHandle};
+use redline_engine::{parse_duration, Plan, PlanArgs, Snapshot, StopHandle};
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -81,6 +81,21 @@ pub(crate) struct RunArgs {
     /// Let a scenario read body and data files outside its own folder.
     #[arg(long = "allow-paths", requires = "scenario")]
     allow_paths: bool,
+    /// Run the same plan N times, each saved under the same label with its repeat
+    /// index in the note (`compare` of two labels with several runs each tests the
+    /// runs as samples); Ctrl-C or an --abort-on-fail abort ends the series.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    repeat: Option<u32>,
+    /// With --repeat: a second target B, run alternately with the URL (A B A B …);
+    /// --label names A's runs and --vs-label B's; the end compares A with B.
+    #[arg(long = "vs", value_name = "URL", requires = "repeat")]
+    vs: Option<String>,
+    /// With --vs: the label of B's runs.
+    #[arg(long = "vs-label", value_name = "LABEL", requires = "vs")]
+    vs_label: Option<String>,
+    /// With --repeat: pause between runs, e.g. 2s.
+    #[arg(long, value_name = "DURATION", requires = "repeat", value_parser = dur)]
+    pause: Option<Duration>,
     #[command(flatten)]
     request: RequestArgs,
     #[command(flatten)]
@@ -201,6 +216,9 @@ struct Hooks {
     report: Option<TextReport>,
     /// A drop-in's own progress lines (ab's "Completed N requests"), from each snapshot.
     progress: Option<Progress>,
+    /// `--repeat --vs`: every finished run record is kept here, for the
+    /// comparison at the end.
+    kept: Option<std::cell::RefCell<Vec<redline_stats::RunRecord>>>,
 }
 
 /// A drop-in's progress: called with each live snapshot.
@@ -341,6 +359,7 @@ fn cmd_run(a: RunArgs) -> Exit {
         Err(e) => return fail(Exit::Usage, e),
     };
     pa.segment = segment;
+    let pa_vs = a.vs.clone().map(|url| PlanArgs { url, ..pa.clone() });
     let mut plan = match Plan::build(pa) {
         Ok(p) => p,
         Err(e) => return fail(Exit::Usage, e),
@@ -349,6 +368,16 @@ fn cmd_run(a: RunArgs) -> Exit {
     if let Some(note) = redline_engine::alpn::negotiate(&mut plan) {
         eprintln!("redline: note: {note}");
     }
+    let plan_vs = match pa_vs.map(Plan::build).transpose() {
+        Ok(Some(mut p)) => {
+            if let Some(note) = redline_engine::alpn::negotiate(&mut p) {
+                eprintln!("redline: note (--vs): {note}");
+            }
+            Some(p)
+        }
+        Ok(None) => None,
+        Err(e) => return fail(Exit::Usage, format!("--vs: {e}")),
+    };
     let mut thresholds = a.thresholds.thresholds;
     let mut request_thresholds = Vec::new();
     if let Some(sc) = &plan.scenario {
@@ -386,8 +415,121 @@ fn cmd_run(a: RunArgs) -> Exit {
         live_seconds: a.dist.live_seconds.clone(),
         report: None,
         progress: None,
+        kept: None,
     };
-    run_plan(&plan, &a.out, &hooks)
+    match a.repeat {
+        None => run_plan(&plan, &a.out, &hooks),
+        Some(n) => {
+            let rep = crate::cmd_history::Repeat {
+                n,
+                pause: a.pause,
+                vs_label: a.vs_label,
+            };
+            run_repeated(&plan, plan_vs.as_ref(), rep, &a.out, hooks)
+        }
+    }
+}
+
+/// `--repeat N` (and `--vs URL`): the plan N times, or A and B alternately N
+/// times each; with --vs, the runs of A compared with the runs of B at the end.
+fn run_repeated(
+    plan: &Plan,
+    vs: Option<&Plan>,
+    rep: crate::cmd_history::Repeat,
+    out: &OutArgs,
+    mut hooks: Hooks,
+) -> Exit {
+    if hooks.start_at.is_some() || plan.segment.is_some() {
+        return fail(
+            Exit::Usage,
+            "--repeat does not go with --segment or --start-at (a distributed run is one run)",
+        );
+    }
+    let sides = match crate::cmd_history::repeat_sides(&hooks.save, &rep, vs.is_some()) {
+        Ok(s) => s,
+        Err(e) => return fail(Exit::Usage, e),
+    };
+    if vs.is_some() {
+        hooks.kept = Some(Default::default());
+    }
+    let base = hooks.save.clone();
+    let total = rep.n as usize * sides.len();
+    let mut code = Exit::Ok;
+    let mut k = 0;
+    // Which side each kept record is (a run that could not start keeps none).
+    let mut kept_side: Vec<usize> = Vec::new();
+    'runs: for i in 1..=rep.n {
+        for (s, side) in sides.iter().enumerate() {
+            k += 1;
+            if k > 1 {
+                if let Some(p) = rep.pause {
+                    // Interruptible: Ctrl-C during the pause ends the series.
+                    let until = std::time::Instant::now() + p;
+                    while std::time::Instant::now() < until && !stop_handle().is_stopped() {
+                        std::thread::sleep(Duration::from_millis(50).min(p));
+                    }
+                }
+                if stop_handle().is_stopped() {
+                    break 'runs;
+                }
+            }
+            hooks.save = crate::cmd_history::repeat_save(&base, side, i, rep.n, &sides);
+            if !out.quiet {
+                eprintln!(
+                    "redline: run {k} of {total}{}",
+                    side.label
+                        .as_deref()
+                        .map(|l| format!(" ({l}, repeat {i} of {})", rep.n))
+                        .unwrap_or_else(|| format!(" (repeat {i} of {})", rep.n))
+                );
+            }
+            let before = hooks.kept.as_ref().map_or(0, |k| k.borrow().len());
+            let c = run_plan(if s == 0 { plan } else { vs.unwrap_or(plan) }, out, &hooks);
+            if hooks.kept.as_ref().map_or(0, |k| k.borrow().len()) > before {
+                kept_side.push(s);
+            }
+            if code == Exit::Ok {
+                code = c;
+            }
+            // Ctrl-C or an --abort-on-fail abort: no further runs.
+            if stop_handle().is_stopped() {
+                code = c;
+                break 'runs;
+            }
+        }
+    }
+    if let Some(kept) = hooks.kept.take() {
+        let kept = kept.into_inner();
+        let lab = |i: usize| {
+            sides[i]
+                .label
+                .clone()
+                .unwrap_or_else(|| ["A", "B"][i].into())
+        };
+        let (a, b): (Vec<_>, Vec<_>) = kept
+            .into_iter()
+            .zip(kept_side)
+            .partition(|(_, side)| *side == 0);
+        let a: Vec<_> = a.into_iter().map(|x| x.0).collect();
+        let b: Vec<_> = b.into_iter().map(|x| x.0).collect();
+        if let (Some(la), Some(lb)) = (a.last(), b.last()) {
+            let c = redline_report::compare::compare_runs(&a, &b);
+            let t = redline_report::compare::text(
+                &c,
+                la,
+                lb,
+                &format!("{}, {} runs", lab(0), a.len()),
+                &format!("{}, {} runs", lab(1), b.len()),
+            );
+            // With JSON or CSV on stdout, the comparison goes to stderr.
+            if out.output == Output::Text {
+                println!("\n{t}");
+            } else {
+                eprintln!("\n{t}");
+            }
+        }
+    }
+    code
 }
 
 fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
@@ -432,7 +574,19 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
             requests, duration, ..
         } => (*requests, duration.map(|d| d.as_secs_f64())),
     };
-    let result = execute_with_series(plan, &stop, |s, series| {
+    // --abort-on-fail: requests unanswered longer than each threshold's age
+    // count as unanswered (report::thresholds::overdue_age).
+    let timeout = plan.timeout;
+    let age_of = move |t: &redline_report::thresholds::Threshold| {
+        redline_report::thresholds::overdue_age(t, timeout)
+    };
+    let mut ages: Vec<Duration> = Vec::new();
+    if hooks.abort_on_fail {
+        ages = hooks.thresholds.iter().filter_map(age_of).collect();
+        ages.sort();
+        ages.dedup();
+    }
+    let result = redline_engine::execute_watching(plan, &stop, &ages, |s, series, overdue| {
         if let Some(l) = live.as_mut() {
             l.snapshot(s);
         }
@@ -450,7 +604,17 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
                 planned_requests,
                 planned_duration_s,
             };
-            if let Some(why) = redline_report::thresholds::hopeless(&hooks.thresholds, &so_far) {
+            let unanswered = |t: &redline_report::thresholds::Threshold| {
+                age_of(t)
+                    .and_then(|a| ages.iter().position(|x| *x == a))
+                    .and_then(|k| overdue.get(k).copied())
+                    .unwrap_or(0)
+            };
+            if let Some(why) = redline_report::thresholds::hopeless_counting(
+                &hooks.thresholds,
+                &so_far,
+                unanswered,
+            ) {
                 aborted = Some(why);
                 // The same path as Ctrl-C: sending stops, in-flight requests get the grace.
                 stop.stop();
@@ -505,6 +669,9 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
             true
         }
     };
+    if let Some(k) = &hooks.kept {
+        k.borrow_mut().push(rec.clone());
+    }
     let mut outcomes = redline_report::thresholds::check(&rec, &hooks.thresholds);
     for (name, ts) in &hooks.request_thresholds {
         if let Some(r) = rec.requests.iter().find(|r| &r.name == name) {

@@ -97,9 +97,10 @@ pub struct RmArgs {
 /// `redline compare`.
 #[derive(Args, Debug)]
 pub struct CompareArgs {
-    /// The run before (saved run or run-record JSON file).
+    /// The run before (saved run or run-record JSON file); a label with several
+    /// runs (`run --repeat N`) on both sides compares the runs as samples.
     a: String,
-    /// The run after (saved run or run-record JSON file).
+    /// The run after (saved run or run-record JSON file, or a label with several runs).
     b: String,
     #[command(flatten)]
     db: DbArg,
@@ -178,6 +179,80 @@ impl Default for RunSaveArgs {
             live_json: None,
         }
     }
+}
+
+/// `run --repeat N [--vs URL --vs-label LABEL] [--pause DURATION]`.
+#[derive(Debug, Clone)]
+pub struct Repeat {
+    /// Runs per side.
+    pub n: u32,
+    /// Pause between runs.
+    pub pause: Option<std::time::Duration>,
+    /// `--vs-label`: the label of B's runs.
+    pub vs_label: Option<String>,
+}
+
+/// One side of a repeated run (A, or B with `--vs`).
+#[derive(Debug, Clone)]
+pub struct Side {
+    /// The label its runs are saved under.
+    pub label: Option<String>,
+}
+
+/// The sides of `run --repeat`; with `--vs` (and saving) both need a label of
+/// their own, so that `compare` finds each side's runs. Err: a usage error.
+pub fn repeat_sides(save: &RunSaveArgs, rep: &Repeat, vs: bool) -> Result<Vec<Side>, String> {
+    if !vs {
+        if save.label.is_none() && !save.no_save {
+            eprintln!(
+                "redline: note: without --label the repeated runs are saved unlabelled: `compare` cannot take them as a group"
+            );
+        }
+        return Ok(vec![Side {
+            label: save.label.clone(),
+        }]);
+    }
+    if !save.no_save {
+        match (&save.label, &rep.vs_label) {
+            (Some(a), Some(b)) if a != b => {}
+            (Some(_), Some(_)) => {
+                return Err(
+                    "--label and --vs-label must differ: `compare` finds each side's runs by its label"
+                        .into(),
+                )
+            }
+            _ => {
+                return Err(
+                    "--vs needs --label (A's runs) and --vs-label (B's runs), so that `compare` finds each side's runs (or give --no-save)"
+                        .into(),
+                )
+            }
+        }
+    }
+    Ok(vec![
+        Side {
+            label: save.label.clone(),
+        },
+        Side {
+            label: rep.vs_label.clone(),
+        },
+    ])
+}
+
+/// The save flags of run `i` of `n` on one side: its label, and the repeat
+/// index in the note ("repeat 2 of 5", then the user's own note).
+pub fn repeat_save(base: &RunSaveArgs, side: &Side, i: u32, n: u32, sides: &[Side]) -> RunSaveArgs {
+    let mut s = base.clone();
+    s.label = side.label.clone();
+    let mut note = format!("repeat {i} of {n}");
+    if sides.len() == 2 {
+        note.push_str(", A/B interleaved");
+    }
+    if let Some(u) = &base.note {
+        note.push_str(&format!("; {u}"));
+    }
+    s.note = Some(note);
+    s
 }
 
 /// Receives live snapshots while a run is in progress and writes one JSON line
@@ -655,8 +730,88 @@ fn cmd_rm(a: RmArgs) -> CmdResult {
     Ok(())
 }
 
+/// Saved runs with their ids.
+type Group = Vec<(i64, RunRecord)>;
+
+/// Most runs of one label `compare` reads as samples (the newest ones).
+const MAX_GROUP: u64 = 200;
+
+impl Loader {
+    /// The saved runs with label `r` (oldest first, at most [`MAX_GROUP`],
+    /// the newest), when `r` names no file, is not `last…` or an id, and at
+    /// least two runs carry it; otherwise `None`.
+    fn group(&mut self, r: &str) -> Result<Option<Group>, (Exit, String)> {
+        let p = Path::new(r);
+        if p.is_file() || r.ends_with(".json") || r.contains('/') || r.starts_with("last") {
+            return Ok(None);
+        }
+        if r.parse::<i64>().is_ok() {
+            return Ok(None);
+        }
+        let path = redline_history::resolve_path(self.db.as_deref()).map_err(history_err)?;
+        if !path.exists() {
+            return Ok(None);
+        }
+        let s = self.store()?;
+        let rows = s
+            .list(&Filter {
+                label: Some(r.to_string()),
+                limit: Some(MAX_GROUP),
+                ..Filter::default()
+            })
+            .map_err(history_err)?;
+        let ids: Vec<i64> = rows
+            .iter()
+            .filter(|x| x.kind != redline_history::KIND_PAGE)
+            .map(|x| x.id)
+            .collect();
+        if ids.len() < 2 {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids.into_iter().rev() {
+            out.push((id, s.get(id).map_err(history_err)?));
+        }
+        Ok(Some(out))
+    }
+}
+
+fn group_name(label: &str, g: &[(i64, RunRecord)]) -> String {
+    let ids: Vec<String> = g.iter().map(|x| x.0.to_string()).collect();
+    let ids = if ids.len() > 8 {
+        format!(
+            "{} … {}",
+            ids[..3].join(", "),
+            ids[ids.len() - 2..].join(", ")
+        )
+    } else {
+        ids.join(", ")
+    };
+    format!("label {label}, {} runs (ids {ids})", g.len())
+}
+
 fn cmd_compare(a: CompareArgs) -> CmdResult {
     let mut l = Loader::new(&a.db);
+    // Two labels with several runs each: the runs are the samples.
+    let (ga, gb) = (l.group(&a.a)?, l.group(&a.b)?);
+    for (side, g, other) in [("A", &ga, &gb), ("B", &gb, &ga)] {
+        if let (Some(g), None) = (g, other) {
+            eprintln!(
+                "redline: note: {side} has {} runs with its label, the other side one: compared the newest of each as single runs (repeat both sides)",
+                g.len()
+            );
+        }
+    }
+    if let (Some(ga), Some(gb)) = (ga, gb) {
+        let (ra, rb): (Vec<RunRecord>, Vec<RunRecord>) = (
+            ga.iter().map(|x| x.1.clone()).collect(),
+            gb.iter().map(|x| x.1.clone()).collect(),
+        );
+        let c = redline_report::compare::compare_runs(&ra, &rb);
+        let (na, nb) = (group_name(&a.a, &ga), group_name(&a.b, &gb));
+        let (la, lb) = (&ra[ra.len() - 1], &rb[rb.len() - 1]);
+        return print(&redline_report::compare::text(&c, la, lb, &na, &nb));
+    }
     let (na, ra) = l.run_or_page(&a.a)?;
     let (nb, rb) = l.run_or_page(&a.b)?;
     match (ra, rb) {

@@ -247,8 +247,107 @@ fn compare_saved_runs_and_files() {
     std::fs::write(&a, json).unwrap();
     let t2 = ok(&rl(&dir, &["compare", a.to_str().unwrap(), "fast"]));
     let p50 = t2.lines().find(|l| l.starts_with("Latency p50")).unwrap();
-    assert!(p50.contains("no significant change"), "{t2}");
+    assert!(
+        p50.contains("no clear difference (single runs: use --repeat)"),
+        "{t2}"
+    );
     assert!(!t2.contains("WARNING"), "{t2}");
+}
+
+/// `run --repeat N --vs URL`: A and B alternate (A B A B …), each run saved
+/// under its side's label with its repeat index; the end and `compare` of
+/// the two labels test the runs as samples (Welch t over the runs).
+#[test]
+fn repeat_interleaves_and_compare_takes_the_runs_as_samples() {
+    let dir = tmpdir("repeat");
+    let srv = builtin();
+    let fast = format!("http://{}/?size=100", srv.local_addr());
+    let slow = format!("http://{}/?size=100&delay=20ms", srv.local_addr());
+    let out = rl(
+        &dir,
+        &[
+            "run",
+            "--repeat",
+            "3",
+            "-n",
+            "200",
+            "-c",
+            "4",
+            "--label",
+            "fast",
+            "--vs",
+            &slow,
+            "--vs-label",
+            "slow",
+            "--note",
+            "mine",
+            &fast,
+        ],
+    );
+    let t = ok(&out);
+    let e = String::from_utf8_lossy(&out.stderr);
+    // A B A B A B: odd ids are fast, even ids slow.
+    for (id, label) in [(1, "fast"), (2, "slow"), (3, "fast"), (6, "slow")] {
+        assert!(
+            e.contains(&format!("saved as run {id} (label {label})")),
+            "{e}"
+        );
+    }
+    assert!(e.contains("run 4 of 6 (slow, repeat 2 of 3)"), "{e}");
+    assert!(t.contains("Welch t over 3+3 runs"), "{t}");
+    let s = ok(&rl(&dir, &["show", "4"]));
+    assert!(
+        s.contains("Note: repeat 2 of 3, A/B interleaved; mine"),
+        "{s}"
+    );
+    let c = ok(&rl(&dir, &["compare", "fast", "slow"]));
+    assert!(c.contains("label fast, 3 runs (ids 1, 3, 5)"), "{c}");
+    assert!(c.contains("label slow, 3 runs (ids 2, 4, 6)"), "{c}");
+    let p50 = c.lines().find(|l| l.starts_with("Latency p50")).unwrap();
+    assert!(
+        p50.contains("worse") && p50.contains("Welch t over 3+3 runs"),
+        "{c}"
+    );
+    assert!(c.contains("Each run is one sample"), "{c}");
+    // One run against a group: the newest of each, as single runs, said so.
+    let c = ok(&rl(&dir, &["compare", "1", "slow"]));
+    assert!(c.contains("Two single runs"), "{c}");
+    // --vs needs a label for each side (or --no-save); both must differ.
+    err(
+        &rl(
+            &dir,
+            &["run", "--repeat", "2", "-n", "10", "--vs", &slow, &fast],
+        ),
+        2,
+    );
+    let e = err(
+        &rl(
+            &dir,
+            &[
+                "run",
+                "--repeat",
+                "2",
+                "-n",
+                "10",
+                "--label",
+                "x",
+                "--vs",
+                &slow,
+                "--vs-label",
+                "x",
+                &fast,
+            ],
+        ),
+        2,
+    );
+    assert!(e.contains("must differ"), "{e}");
+    // --vs without --repeat is a usage error.
+    assert_eq!(
+        rl(&dir, &["run", "-n", "10", "--vs", &slow, &fast])
+            .status
+            .code(),
+        Some(2)
+    );
 }
 
 #[test]

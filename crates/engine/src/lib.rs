@@ -10,6 +10,7 @@ pub mod alpn;
 pub mod h1;
 pub mod h2run;
 pub mod head;
+pub mod overdue;
 pub mod pacer;
 pub mod plan;
 pub mod redirect;
@@ -20,4 +21,4 @@ pub mod tls;
 pub mod worker;
 
 pub use plan::{parse_duration, Arrival, Load, Mode, Plan, PlanArgs, PlanError, Protocol};
-pub use run::{execute, execute_with_series, EngineError, Snapshot, StopHandle};
+pub use run::{execute, execute_watching, execute_with_series, EngineError, Snapshot, StopHandle};

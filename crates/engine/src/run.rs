@@ -89,6 +89,19 @@ pub fn execute_with_series(
     stop: &StopHandle,
     mut progress: impl FnMut(&Snapshot, &[SeriesPoint]),
 ) -> Result<RunRecord, EngineError> {
+    execute_watching(plan, stop, &[], |s, series, _| progress(s, series))
+}
+
+/// As [`execute_with_series`], and `progress` also gets, for each of `ages`,
+/// how many scheduled requests were still unanswered that long after their
+/// intended send time (a lower bound, see [`crate::overdue`]): what
+/// `--abort-on-fail` counts as unanswered.
+pub fn execute_watching(
+    plan: &Plan,
+    stop: &StopHandle,
+    ages: &[Duration],
+    mut progress: impl FnMut(&Snapshot, &[SeriesPoint], &[u64]),
+) -> Result<RunRecord, EngineError> {
     if let Some(why) = plan.empty_share() {
         // A --segment whose share is zero: an empty record that merges as nothing.
         let started_at = redline_stats::time::rfc3339(SystemTime::now());
@@ -132,6 +145,8 @@ pub fn execute_with_series(
     let deadline = duration.map(|d| start + d);
     let lives: Vec<Arc<Live>> = (0..threads).map(|_| Arc::new(Live::default())).collect();
 
+    // --abort-on-fail: each worker's schedule, replicated for the estimate.
+    let mut schedules = Vec::new();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let results: Vec<WorkerResult> = std::thread::scope(|scope| {
         let mut handles = Vec::new();
@@ -173,6 +188,9 @@ pub fn execute_with_series(
                 ),
                 _ => None,
             };
+            if !ages.is_empty() {
+                schedules.push(schedule_of(plan, &pacer, &levels, i as u64, threads));
+            }
             let spec = WorkerSpec {
                 index: i,
                 first_vu: (0..iu).map(|k| share(conns_total, threads, k)).sum(),
@@ -209,6 +227,8 @@ pub fn execute_with_series(
         // Progress from published snapshots; the engine never waits on this.
         // Workers say when they end, so a short run is reported at once.
         drop(done_tx);
+        let mut overdue = crate::overdue::Overdue::new(ages, std::mem::take(&mut schedules));
+        let mut counts = vec![0u64; ages.len()];
         let mut seconds: Vec<SeriesPoint> = Vec::new();
         let mut finished = 0;
         while finished < handles.len() {
@@ -230,13 +250,19 @@ pub fn execute_with_series(
                 failed: lives.iter().map(|l| l.failed.load(Ordering::Relaxed)).sum(),
                 open: lives.iter().map(|l| l.open.load(Ordering::Relaxed)).sum(),
             };
-            for l in &lives {
+            for (i, l) in lives.iter().enumerate() {
                 if let Ok(mut v) = l.seconds.lock() {
+                    if !ages.is_empty() {
+                        overdue.seconds(i, &v);
+                    }
                     redline_stats::record::merge_series(&mut seconds, &v);
                     v.clear();
                 }
             }
-            progress(&snap, &seconds);
+            if !ages.is_empty() {
+                counts = overdue.counts();
+            }
+            progress(&snap, &seconds, &counts);
         }
         handles
             .into_iter()
@@ -292,6 +318,40 @@ pub fn execute_with_series(
     }
     add_warnings(&mut rec, plan, conns_total, peak_open, fd_note);
     Ok(rec)
+}
+
+/// Worker `i`'s schedule as [`crate::overdue`] needs it.
+fn schedule_of(
+    plan: &Plan,
+    pacer: &Option<Pacer>,
+    levels: &Option<Levels>,
+    i: u64,
+    threads: u64,
+) -> crate::overdue::Schedule {
+    use crate::overdue::Schedule;
+    if let Some(p) = pacer {
+        return Schedule::Open(p.clone());
+    }
+    let Load::Closed { requests, .. } = &plan.load else {
+        return Schedule::Unknown;
+    };
+    let thinks = plan
+        .scenario
+        .as_ref()
+        .is_some_and(|s| s.requests.iter().any(|r| r.think.is_some()));
+    if thinks || (requests.is_some() && plan.requests_per_conn.is_some()) {
+        return Schedule::Unknown;
+    }
+    let streams = if plan.http2 {
+        u64::from(plan.streams.max(1))
+    } else {
+        1
+    };
+    Schedule::Closed {
+        slots: share(plan.load.max_connections(), threads, i) * streams,
+        budget: requests.map(|n| share(n, threads, i)),
+        levels: levels.clone(),
+    }
 }
 
 fn add_warnings(

@@ -17,6 +17,14 @@
 //! - otherwise on the data so far, once the run is 5 s old or 10 % through
 //!   (of its duration, or of its request count), whichever comes first, and
 //!   at least one second has finished.
+//!
+//! Unanswered requests count there as [`check`] counts them at the end
+//! ([`hopeless_counting`]): a request still unanswered longer than a latency
+//! bound after its intended send time (in flight, or not sent) is unanswered
+//! for that bound (`p99<200ms`, `mean<…`, `max<…`), and one unanswered longer
+//! than the run's `--timeout` is unanswered for `errors<X%` (see
+//! [`overdue_age`]); `max<X` fails at once on one such request, and
+//! `errors<X%` of a count-bounded run once they and the errors reach X % of N.
 
 use redline_stats::{Hist, RunRecord, SeriesPoint};
 use std::fmt;
@@ -267,9 +275,33 @@ pub struct SoFar<'a> {
     pub planned_duration_s: Option<f64>,
 }
 
+/// How long after its intended send time a request not yet answered counts as
+/// unanswered for `t` during a run: a latency bound's own value (it can only
+/// end slower than the bound), the run's `timeout` for `errors` (it can only
+/// end as a time-out); `None` for `rps` and lower bounds (`p50>1ms`).
+pub fn overdue_age(t: &Threshold, timeout: std::time::Duration) -> Option<std::time::Duration> {
+    match (t.metric, t.op) {
+        (_, Op::Gt | Op::Ge) | (Metric::Rps, _) => None,
+        (Metric::Errors, _) => Some(timeout),
+        _ => Some(std::time::Duration::from_micros(t.value as u64)),
+    }
+}
+
 /// The first threshold that can no longer pass, with the text to report
 /// (`threshold 'p99<5ms' can no longer pass: …`); see the module text.
+/// Requests not yet answered are not counted (see [`hopeless_counting`]).
 pub fn hopeless(thresholds: &[Threshold], s: &SoFar) -> Option<String> {
+    hopeless_counting(thresholds, s, |_| 0)
+}
+
+/// As [`hopeless`], with `unanswered(t)` requests unanswered for threshold `t`
+/// (scheduled, and unanswered for longer than [`overdue_age`] at the end of
+/// the series' last second), counted as [`check`] counts them at the end.
+pub fn hopeless_counting(
+    thresholds: &[Threshold],
+    s: &SoFar,
+    unanswered: impl Fn(&Threshold) -> u64,
+) -> Option<String> {
     let mut lat = Hist::with_sigfig(redline_stats::hist::SERIES_SIGFIG);
     let (mut completed, mut failed, mut non_2xx) = (0u64, 0u64, 0u64);
     for p in s.series {
@@ -292,27 +324,41 @@ pub fn hopeless(thresholds: &[Threshold], s: &SoFar) -> Option<String> {
             0.0
         },
     };
+    let late = |t: &Threshold, n: u64| {
+        format!(
+            "{n} requests unanswered for over {}",
+            overdue_age(t, std::time::Duration::ZERO)
+                .filter(|_| t.metric != Metric::Errors)
+                .map_or("the time-out".to_string(), |d| crate::dur_us(
+                    d.as_micros() as f64
+                ))
+        )
+    };
     let too_late = |t: &Threshold, why: String| {
         Some(format!("threshold '{}' can no longer pass: {why}", t.text))
     };
     // Certain already, whatever comes next.
     for t in thresholds {
         match (t.metric, t.op) {
-            (Metric::Max, Op::Lt | Op::Le) if !lat.is_empty() => {
+            (Metric::Max, Op::Lt | Op::Le) => {
                 let max = lat.max() as f64;
-                if !holds(t.op, max, t.value) {
+                if !lat.is_empty() && !holds(t.op, max, t.value) {
                     return too_late(t, format!("a response already took {}", crate::dur_us(max)));
+                }
+                let n = unanswered(t);
+                if n > 0 {
+                    return too_late(t, late(t, n));
                 }
             }
             (Metric::Errors, Op::Lt | Op::Le) => {
                 if let Some(n) = s.planned_requests.filter(|n| *n > 0) {
-                    let floor = (failed_now + non_2xx) as f64 / n as f64;
+                    let bad = failed_now + non_2xx + unanswered(t);
+                    let floor = bad as f64 / n as f64;
                     if !holds(t.op, floor, t.value) {
                         return too_late(
                             t,
                             format!(
-                                "{} of the {n} requests already failed or were not 2xx ({:.2}%)",
-                                failed_now + non_2xx,
+                                "{bad} of the {n} requests already failed, were not 2xx or went unanswered ({:.2}%)",
                                 floor * 100.0
                             ),
                         );
@@ -332,13 +378,21 @@ pub fn hopeless(thresholds: &[Threshold], s: &SoFar) -> Option<String> {
         return None;
     }
     for t in thresholds {
+        let m = Measured {
+            unanswered: unanswered(t),
+            ..m
+        };
         let o = outcome(t, &m);
         if !o.pass {
-            let shown = match t.metric {
+            let mut shown = match t.metric {
                 Metric::Rps => format!("{:.1} req/s", o.actual),
                 Metric::Errors => format!("{:.2}%", o.actual * 100.0),
+                _ if o.actual.is_infinite() => "unbounded".to_string(),
                 _ => crate::dur_us(o.actual),
             };
+            if o.unanswered > 0 {
+                shown.push_str(&format!(" ({} counted)", late(t, o.unanswered)));
+            }
             return too_late(
                 t,
                 format!(
@@ -449,6 +503,30 @@ mod tests {
         s.planned_requests = Some(1000);
         assert!(hopeless(&ts(&["errors<1%"]), &s).is_some());
         assert!(hopeless(&ts(&["errors<5%"]), &s).is_none());
+        // Unanswered requests count as at the end: 30 more past the time-out
+        // make errors<5% hopeless; one waiting past 50 ms fails max<50ms at
+        // once; 5 of 105 past 50 ms fail p99<50ms on the data so far.
+        let why = hopeless_counting(&ts(&["errors<5%"]), &s, |_| 30).unwrap();
+        assert!(why.contains("50 of the 1000 requests"), "{why}");
+        let at_once = so_far(0.5, series);
+        assert!(hopeless(&ts(&["max<50ms"]), &at_once).is_none());
+        let why = hopeless_counting(&ts(&["max<50ms"]), &at_once, |_| 1).unwrap();
+        assert!(
+            why.contains("1 requests unanswered for over 50.00ms"),
+            "{why}"
+        );
+        assert!(hopeless(&ts(&["p99<50ms"]), &so_far(5.0, series)).is_none());
+        let why = hopeless_counting(&ts(&["p99<50ms"]), &so_far(5.0, series), |_| 5).unwrap();
+        assert!(why.contains("unbounded (5 requests unanswered"), "{why}");
+        let t: Threshold = "errors<1%".parse().unwrap();
+        assert_eq!(
+            overdue_age(&t, std::time::Duration::from_secs(3)),
+            Some(std::time::Duration::from_secs(3))
+        );
+        assert_eq!(
+            overdue_age(&"rps>1".parse().unwrap(), std::time::Duration::ZERO),
+            None
+        );
     }
 
     #[test]
