@@ -9,17 +9,21 @@
 //! loop: the pacer pushes intended send times onto a queue; an idle stream takes
 //! each, and a connection is opened (up to the cap) only when the queue is longer
 //! than the idle streams and the connections already being opened can take.
-//! `--stages` (closed loop): a level counts streams (see `adjust_level`);
+//! `--stages` (closed loop): a level counts streams (see `set_level`);
 //! `--rate-stages` is the open loop with the staged pacer; `-L` follows
 //! redirects with the HTTP/1 worker's rules (`h2run/follow.rs`); `--scenario`
 //! runs a virtual user per stream (`h2run/scenario.rs`).
 //! Everything of a worker lives on one thread, so the shared state is plain
 //! `Cell`s and the recorder a `RefCell` never borrowed across an `.await`.
 //!
-//! Accounting: every request the load model issues is, at any instant, queued
-//! (open loop), held (taken by a stream or a connect attempt, not yet written),
-//! in flight, or ended (completed or failed). At the end, queued and held ones
-//! count as `not_sent` and in-flight ones as `in_flight_at_end`.
+//! Accounting is the shared [`Ledger`] (the HTTP/1 worker's too): every
+//! request the load model issues is, at any instant, pending (open loop), held
+//! (taken by a stream or a connect attempt, not yet written), in flight, or
+//! ended (completed or failed); at the end, pending and held ones count as
+//! `not_sent` and in-flight ones as `in_flight_at_end`. The stop, drain, stage
+//! level and live counts are the shared [`Control`] tick, run by the worker's
+//! `control` task; open-loop sends wait on the shared fine timer
+//! (`timer::FineTimer`, a timerfd in the runtime's poller).
 //!
 //! (Over 800 lines: closed loop, stages, open loop, connections and the
 //! accounting all work on one worker state `W`; the protocol seam of issue 18
@@ -28,22 +32,22 @@
 mod follow;
 mod scenario;
 
+use crate::control::Control;
 use crate::h1::Capture;
-use crate::pacer::Pacer;
+use crate::ledger::Ledger;
 use crate::plan::Plan;
-use crate::worker::{thread_cpu, Live, WorkerResult, WorkerSpec};
+use crate::timer::{sleep_until, FineTimer};
+use crate::worker::{thread_cpu, WorkerResult, WorkerSpec};
 use bytes::Bytes;
 use follow::{follow, Away};
 use h2::client::SendRequest;
 use redline_stats::{ErrorKind, Recorder, Timing};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -188,20 +192,15 @@ pub fn prepare(plan: &Plan) -> Result<Arc<H2Setup>, String> {
 /// One worker's state, shared by its tasks (all on the worker's thread).
 struct W {
     s: Arc<H2Setup>,
-    spec_stop: Arc<std::sync::atomic::AtomicBool>,
     start: Instant,
     open_loop: bool,
     streams: u64,
     max_conns: u64,
     rec: RefCell<Recorder>,
-    /// Closed loop: requests left to take (None: until the deadline).
-    budget: Cell<Option<u64>>,
-    /// Closed loop with `--requests-per-conn`: requests reserved by connections, not yet taken.
-    reserved: Cell<u64>,
-    /// Open loop: intended send times waiting for a stream.
-    pending: RefCell<VecDeque<Instant>>,
-    held: Cell<u64>,
-    in_flight: Cell<u64>,
+    /// Where every request is (never borrowed across an `.await`).
+    ledger: RefCell<Ledger>,
+    /// Stop, drain, stage level, live counts (the `control` task's).
+    control: RefCell<Control>,
     open: Cell<u64>,
     peak_open: Cell<u64>,
     /// Open loop: connections being set up, and connection tasks alive.
@@ -209,14 +208,8 @@ struct W {
     conns_live: Cell<u64>,
     /// Open loop: streams waiting for work.
     idle: Cell<u64>,
-    pacer_done: Cell<bool>,
-    stopping: Cell<bool>,
-    stop_at: Cell<Option<Instant>>,
-    drain_until: Cell<Option<Instant>>,
     last_done: Cell<Instant>,
     want_server: Cell<bool>,
-    /// Finished seconds already handed to the live view.
-    published_secs: Cell<usize>,
     /// Bytes read but not yet attributed to a response (for the per-second series).
     unattributed: Rc<Cell<u64>>,
     written: Rc<Cell<u64>>,
@@ -226,14 +219,12 @@ struct W {
     stop_n: Notify,
     /// Something the control loop waits for may have changed.
     changed: Notify,
-    /// Closed loop with `--stages`: this worker's streams over time.
-    levels: Option<crate::pacer::Levels>,
+    /// Closed loop with `--stages` (the level counts streams).
+    staged: bool,
     /// Closed loop: stream slots `0..target` run (slot `k` is stream
     /// `k % streams` of connection `k / streams`); the others are parked.
     /// `u64::MAX` without `--stages`.
     target: Cell<u64>,
-    /// When the level is next looked at.
-    level_check: Cell<Option<Instant>>,
     /// The level changed: parked streams and connections look again.
     level_n: Notify,
     /// `--scenario` runs: the virtual users and per-request numbers.
@@ -304,39 +295,42 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
         Some(l) => crate::plan::h2_connections(l.peak(), plan.streams),
         None => spec.connections,
     };
+    let staged = levels.is_some();
     let w = Rc::new(W {
         s: setup.clone(),
-        spec_stop: spec.stop.clone(),
         start: spec.start,
         open_loop,
         streams,
         max_conns,
         rec: RefCell::new(Recorder::new(spec.start)),
-        budget: Cell::new(spec.budget),
-        reserved: Cell::new(0),
-        pending: RefCell::new(VecDeque::new()),
-        held: Cell::new(0),
-        in_flight: Cell::new(0),
+        ledger: RefCell::new(Ledger::new(
+            if open_loop { None } else { spec.budget },
+            spec.pacer,
+            spec.start,
+            spec.deadline,
+        )),
+        control: RefCell::new(Control::new(
+            spec.start,
+            spec.deadline,
+            plan.grace,
+            spec.stop.clone(),
+            spec.live.clone(),
+            levels,
+        )),
         open: Cell::new(0),
         peak_open: Cell::new(0),
         connecting: Cell::new(0),
         conns_live: Cell::new(0),
         idle: Cell::new(0),
-        pacer_done: Cell::new(!open_loop),
-        stopping: Cell::new(false),
-        stop_at: Cell::new(None),
-        drain_until: Cell::new(None),
         last_done: Cell::new(spec.start),
         want_server: Cell::new(true),
-        published_secs: Cell::new(0),
         unattributed: Rc::new(Cell::new(0)),
         written: Rc::new(Cell::new(0)),
         work: Notify::new(),
         stop_n: Notify::new(),
         changed: Notify::new(),
-        levels,
+        staged,
         target: Cell::new(u64::MAX),
-        level_check: Cell::new(None),
         level_n: Notify::new(),
         sc: plan.scenario.clone().map(|s| {
             Rc::new(scenario::ScWorker::new(
@@ -348,7 +342,6 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
             ))
         }),
     });
-    let mut interrupted = false;
     match tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -356,10 +349,7 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
     {
         Ok(rt) => {
             let local = tokio::task::LocalSet::new();
-            interrupted = local.block_on(
-                &rt,
-                control(w.clone(), spec.pacer, spec.deadline, &spec.live),
-            );
+            local.block_on(&rt, control(w.clone()));
             // Dropping the tasks closes what is left; their state stays counted.
             drop(local);
             drop(rt);
@@ -370,25 +360,16 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
             Instant::now(),
         ),
     }
-    let end = w
-        .stop_at
-        .get()
-        .map_or(w.last_done.get(), |s| s.max(w.last_done.get()));
+    let mut control = w.control.borrow_mut();
+    let end = control.end(w.last_done.get());
     let mut rec = std::mem::replace(&mut *w.rec.borrow_mut(), Recorder::new(w.start));
-    rec.counters.in_flight_at_end += w.in_flight.get();
-    rec.counters.not_sent += w.held.get() + w.pending.borrow().len() as u64;
+    w.ledger.borrow_mut().close_into(&mut rec.counters);
     rec.counters.peak_connections = w.peak_open.get();
     rec.bytes_read(w.unattributed.get());
     rec.counters.bytes_written += w.written.get();
-    // Counters only: the record itself carries the seconds from here on (as
-    // the HTTP/1 worker does at its end).
-    spec.live
-        .completed
-        .store(rec.counters.completed, Ordering::Relaxed);
-    spec.live
-        .failed
-        .store(rec.counters.failed, Ordering::Relaxed);
-    spec.live.open.store(0, Ordering::Relaxed);
+    control.publish(&rec, 0);
+    let interrupted = control.interrupted();
+    drop(control);
     let cpu = thread_cpu();
     WorkerResult {
         recorder: rec,
@@ -401,104 +382,48 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
     }
 }
 
-/// Progress for the live view, and the seconds finished since the last call
-/// (what `--abort-on-fail` judges and agents stream), as the HTTP/1 worker does.
-fn publish(live: &Live, rec: &Recorder, open: u64, published_secs: &Cell<usize>) {
-    live.completed
-        .store(rec.counters.completed, Ordering::Relaxed);
-    live.failed.store(rec.counters.failed, Ordering::Relaxed);
-    live.open.store(open, Ordering::Relaxed);
-    let secs = rec.finished_seconds();
-    if secs.len() > published_secs.get() {
-        if let Ok(mut v) = live.seconds.lock() {
-            v.extend_from_slice(&secs[published_secs.get()..]);
-        }
-        published_secs.set(secs.len());
+/// The worker's main task: starts the load, runs the shared control tick
+/// (deadline, Ctrl-C, stage level, publish) until the work is done.
+async fn control(w: Rc<W>) {
+    if w.open_loop {
+        tokio::task::spawn_local(pace(w.clone()));
+    } else {
+        start_closed(&w);
     }
-}
-
-/// The worker's main task: starts the load, watches the deadline, Ctrl-C and
-/// the end of the work, and publishes progress. True when interrupted.
-async fn control(w: Rc<W>, pacer: Option<Pacer>, deadline: Option<Instant>, live: &Live) -> bool {
-    match pacer {
-        Some(p) => {
-            tokio::task::spawn_local(pace(w.clone(), p, deadline));
-        }
-        None => start_closed(&w),
-    }
-    let mut interrupted = false;
-    let mut last_publish = w.start;
     loop {
         let now = Instant::now();
-        if !w.stopping.get() {
-            if w.spec_stop.load(Ordering::Relaxed) {
-                interrupted = true;
-                begin_stop(&w, now);
-            } else if deadline.is_some_and(|d| now >= d) {
-                begin_stop(&w, now);
-            }
+        if w.control.borrow_mut().stop_due(now) {
+            begin_stop(&w, now);
         }
-        if !w.stopping.get() && w.level_check.get().is_some_and(|t| now >= t) {
-            adjust_level(&w, now);
+        let level = w.control.borrow_mut().level_due(now);
+        if let Some(level) = level {
+            set_level(&w, level);
         }
-        if finished(&w, now) {
+        if w.control.borrow().finished(now, &w.ledger.borrow()) {
             break;
         }
-        if now.duration_since(last_publish) >= Duration::from_millis(100) {
-            w.rec.borrow_mut().tick(now);
-            publish(live, &w.rec.borrow(), w.open.get(), &w.published_secs);
-            last_publish = now;
-        }
-        let mut wake = now + Duration::from_millis(100);
-        let until = if w.stopping.get() {
-            w.drain_until.get()
-        } else {
-            deadline
+        let wake = {
+            let mut control = w.control.borrow_mut();
+            control.publish_due(now, &mut w.rec.borrow_mut(), w.open.get());
+            let mut wake = control.next_publish().max(now + Duration::from_millis(1));
+            if let Some(t) = control.next_wake() {
+                wake = wake.min(t);
+            }
+            wake
         };
-        if let Some(u) = until {
-            wake = wake.min(u);
-        }
-        if let (Some(t), false) = (w.level_check.get(), w.stopping.get()) {
-            wake = wake.min(t);
-        }
         tokio::select! {
             _ = w.changed.notified() => {}
             _ = tokio::time::sleep_until(wake.into()) => {}
         }
     }
-    interrupted
 }
 
-fn finished(w: &W, now: Instant) -> bool {
-    if w.stopping.get() {
-        // The pacer must first count the sends that were due before the stop
-        // but never released (a late worker), or `scheduled` comes up short.
-        let counted = !w.open_loop || w.pacer_done.get();
-        return (counted && w.in_flight.get() == 0)
-            || w.drain_until.get().is_some_and(|d| now >= d);
-    }
-    let idle = w.in_flight.get() == 0 && w.held.get() == 0;
-    if w.open_loop {
-        w.pacer_done.get() && w.pending.borrow().is_empty() && idle
-    } else {
-        w.budget.get() == Some(0) && w.reserved.get() == 0 && idle
-    }
-}
-
-/// Closed loop with `--stages`: the level at `now` (this worker's share of
-/// the stage level, in streams) and when to look again. A rise wakes parked
-/// streams and connections; after a fall, streams above the level park as
-/// their requests end, and a connection none of whose streams is wanted
-/// closes (as the HTTP/1 worker's `adjust_level` and `after` do with
-/// connections).
-fn adjust_level(w: &W, now: Instant) {
-    let Some(l) = &w.levels else { return };
-    let el = now.saturating_duration_since(w.start).as_secs_f64();
-    let target = l.active_at(el);
-    w.level_check.set(
-        l.next_check(el)
-            .map(|s| w.start + Duration::from_secs_f64(s)),
-    );
+/// Closed loop with `--stages`: the level (this worker's share of the stage
+/// level, in streams) changed. A rise wakes parked streams and connections;
+/// after a fall, streams above the level park as their requests end, and a
+/// connection none of whose streams is wanted closes (as the HTTP/1 worker's
+/// `adjust_level` and `after` do with connections).
+fn set_level(w: &W, target: u64) {
     if target != w.target.get() {
         w.target.set(target);
         w.level_n.notify_waiters();
@@ -506,9 +431,8 @@ fn adjust_level(w: &W, now: Instant) {
 }
 
 fn begin_stop(w: &W, now: Instant) {
-    w.stopping.set(true);
-    w.stop_at.set(Some(now));
-    w.drain_until.set(Some(now + w.s.plan.grace));
+    w.control.borrow_mut().begin_stop(now);
+    w.ledger.borrow_mut().begin_stop(now);
     w.stop_n.notify_waiters();
     w.work.notify_waiters();
     w.level_n.notify_waiters();
@@ -517,6 +441,11 @@ fn begin_stop(w: &W, now: Instant) {
 impl W {
     fn plan(&self) -> &Plan {
         &self.s.plan
+    }
+
+    /// Sending has stopped.
+    fn stopping(&self) -> bool {
+        self.ledger.borrow().stopping()
     }
 
     /// Closed loop: the streams connection slot `ci` runs at the current level.
@@ -534,10 +463,23 @@ impl W {
 
     /// Counts a failed request that was held (taken but not yet sent).
     fn fail_held(&self, kind: ErrorKind, msg: Cow<'static, str>) {
-        self.held.set(self.held.get() - 1);
+        self.ledger.borrow_mut().fail_held();
         self.failed(kind, msg);
     }
 
+    /// A held request was written.
+    fn sent(&self) {
+        self.ledger.borrow_mut().sent();
+        self.rec.borrow_mut().counters.sent += 1;
+    }
+
+    /// A request in flight failed.
+    fn fail_in_flight(&self, kind: ErrorKind, msg: Cow<'static, str>) {
+        self.ledger.borrow_mut().finish_failed();
+        self.failed(kind, msg);
+    }
+
+    /// Records an error (the ledger's side is the caller's).
     fn failed(&self, kind: ErrorKind, msg: Cow<'static, str>) {
         let now = Instant::now();
         self.rec.borrow_mut().error(kind, msg, now);
@@ -547,37 +489,19 @@ impl W {
 
     /// Closed loop: takes up to `n` requests from the budget; how many were taken.
     fn take_n(&self, n: u64) -> u64 {
-        if self.stopping.get() {
-            return 0;
-        }
-        let got = match self.budget.get() {
-            Some(b) => {
-                let g = b.min(n);
-                self.budget.set(Some(b - g));
-                g
-            }
-            None => n,
-        };
-        self.rec.borrow_mut().counters.scheduled += got;
-        self.held.set(self.held.get() + got);
-        got
+        self.ledger.borrow_mut().take_n(n)
     }
 
     /// Closed loop: takes one request for a stream of connection `c`.
     fn take_for(&self, c: &ConnCtx) -> bool {
-        if self.stopping.get() {
-            return false;
-        }
+        let mut ledger = self.ledger.borrow_mut();
         match c.quota.get() {
-            Some(0) => false,
-            Some(q) => {
-                c.quota.set(Some(q - 1));
-                self.reserved.set(self.reserved.get() - 1);
-                self.rec.borrow_mut().counters.scheduled += 1;
-                self.held.set(self.held.get() + 1);
-                true
+            Some(mut q) => {
+                let took = ledger.take_reserved(&mut q);
+                c.quota.set(Some(q));
+                took
             }
-            None => self.take_n(1) == 1,
+            None => ledger.take(),
         }
     }
 
@@ -585,31 +509,14 @@ impl W {
     /// block of K requests (fewer at the end of `-n`), so `-n N` makes ⌈N/K⌉
     /// connections; then takes the first `want` (the streams it runs) of them.
     fn reserve_block(&self, k: u64, want: u64) -> (Option<u64>, u64) {
-        if self.stopping.get() {
-            return (Some(0), 0);
-        }
-        let r = match self.budget.get() {
-            Some(b) => {
-                let r = b.min(k);
-                self.budget.set(Some(b - r));
-                r
-            }
-            None => k,
-        };
-        let first = r.min(want);
-        self.reserved.set(self.reserved.get() + r - first);
-        self.rec.borrow_mut().counters.scheduled += first;
-        self.held.set(self.held.get() + first);
-        (Some(r - first), first)
+        let (quota, first) = self.ledger.borrow_mut().reserve(k, want);
+        (Some(quota), first)
     }
 
     /// Requests reserved by a connection that ended go back to the budget.
     fn return_quota(&self, c: &ConnCtx) {
         if let Some(q) = c.quota.replace(Some(0)) {
-            self.reserved.set(self.reserved.get() - q);
-            if let (Some(b), false) = (self.budget.get(), self.stopping.get()) {
-                self.budget.set(Some(b + q));
-            }
+            self.ledger.borrow_mut().give_back(q);
             self.changed.notify_one();
         }
     }
@@ -619,8 +526,9 @@ impl W {
 
 fn start_closed(w: &Rc<W>) {
     let c = w.max_conns;
-    if w.levels.is_some() {
-        adjust_level(w, w.start);
+    let first = w.control.borrow_mut().first_level();
+    if let Some(level) = first {
+        set_level(w, level);
     }
     let mut holds = Vec::with_capacity(c as usize);
     match w.plan().requests_per_conn {
@@ -637,7 +545,7 @@ fn start_closed(w: &Rc<W>) {
         None => {
             // Spread the first requests so every connection gets one before any
             // gets a second: `-n 5 -c 4 --streams 10` opens 4 connections.
-            let b = w.budget.get();
+            let b = w.ledger.borrow().budget();
             for ci in 0..c {
                 let n = match b {
                     Some(b) => crate::run::share(b, c, ci).min(w.streams),
@@ -649,7 +557,7 @@ fn start_closed(w: &Rc<W>) {
     }
     for (ci, (quota, held)) in holds.into_iter().enumerate() {
         // With --stages a slot above the starting level waits for its rise.
-        if held > 0 || w.levels.is_some() {
+        if held > 0 || w.staged {
             tokio::task::spawn_local(closed_conn(w.clone(), ci as u64, quota, held));
         }
     }
@@ -664,7 +572,7 @@ async fn closed_conn(w: Rc<W>, ci: u64, mut quota: Option<u64>, mut held: u64) {
             let want = w.wanted(ci);
             if want == 0 {
                 // --stages: the level is below this connection; wait for a rise.
-                if w.stopping.get() {
+                if w.stopping() {
                     return;
                 }
                 tokio::select! {
@@ -715,7 +623,7 @@ async fn closed_conn(w: Rc<W>, ci: u64, mut quota: Option<u64>, mut held: u64) {
             }
         }
         quota = None;
-        if w.stopping.get() {
+        if w.stopping() {
             return;
         }
     }
@@ -739,7 +647,7 @@ async fn closed_stream(
             // may take no more requests); a rise wakes the stream again.
             drop(running.take());
             loop {
-                if w.stopping.get() || ctx.dead.get() {
+                if w.stopping() || ctx.dead.get() {
                     return;
                 }
                 if !w.parked(slot) {
@@ -773,7 +681,7 @@ async fn closed_stream(
                 free_at
             }
         };
-        if w.stopping.get() {
+        if w.stopping() {
             return; // held: not sent
         }
         match vu.as_mut() {
@@ -782,7 +690,7 @@ async fn closed_stream(
                 let think = scenario::exchange(&w, &mut sr, &ctx, intended, user, &mut away).await;
                 // The virtual user thinks; its next request is due when it is done.
                 if let Some(d) = think.filter(|d| !d.is_zero()) {
-                    if w.stopping.get() {
+                    if w.stopping() {
                         return;
                     }
                     tokio::select! {
@@ -798,26 +706,17 @@ async fn closed_stream(
 // ------------------------------------------------------------------ open loop
 
 /// Open loop: releases requests at their intended times onto the queue.
-async fn pace(w: Rc<W>, mut pacer: Pacer, deadline: Option<Instant>) {
+async fn pace(w: Rc<W>) {
     let timer = FineTimer::new();
     let mut burst = 0u32;
-    let mut next = pacer.next_send().map(|d| w.start + d);
-    while let Some(t) = next {
-        if deadline.is_some_and(|dl| t >= dl) {
+    loop {
+        // (Once stopping, the ledger counted the sends due before the stop.)
+        let next = w.ledger.borrow().next_due();
+        let Some(t) = next.filter(|_| !w.stopping()) else {
             break;
-        }
-        if w.stopping.get() {
-            // Due before the stop but not yet released (the worker was behind):
-            // scheduled all the same, and counted as never sent.
-            if w.stop_at.get().is_none_or(|s| t >= s) {
-                break;
-            }
-            w.rec.borrow_mut().counters.scheduled += 1;
-            w.pending.borrow_mut().push_back(t);
-            next = pacer.next_send().map(|d| w.start + d);
-            continue;
-        }
-        if Instant::now() < t {
+        };
+        let now = Instant::now();
+        if now < t {
             burst = 0;
             tokio::select! {
                 _ = sleep_until(timer.as_ref(), t) => {}
@@ -832,28 +731,28 @@ async fn pace(w: Rc<W>, mut pacer: Pacer, deadline: Option<Instant>) {
             continue;
         }
         {
+            let mut ledger = w.ledger.borrow_mut();
+            let Some(t) = ledger.release_due(now) else {
+                continue;
+            };
             let mut rec = w.rec.borrow_mut();
-            rec.counters.scheduled += 1;
-            rec.released(Instant::now().saturating_duration_since(t));
-            let mut q = w.pending.borrow_mut();
-            if q.len() as u64 >= w.idle.get() {
+            rec.released(now.saturating_duration_since(t));
+            if ledger.pending() as u64 >= w.idle.get() {
                 rec.counters.waited_for_connection += 1;
             }
-            q.push_back(t);
+            ledger.enqueue(t);
         }
         w.work.notify_one();
         maybe_connect(&w);
-        next = pacer.next_send().map(|d| w.start + d);
     }
-    w.pacer_done.set(true);
     w.changed.notify_one();
 }
 
 /// Open loop: opens connections while the queue is longer than what idle
 /// streams and connections being set up will take, up to the cap.
 fn maybe_connect(w: &Rc<W>) {
-    while !w.stopping.get()
-        && w.pending.borrow().len() as u64 > w.idle.get() + w.connecting.get() * w.streams
+    while !w.stopping()
+        && w.ledger.borrow().pending() as u64 > w.idle.get() + w.connecting.get() * w.streams
         && w.conns_live.get() < w.max_conns
     {
         w.conns_live.set(w.conns_live.get() + 1);
@@ -870,7 +769,8 @@ async fn open_conn(w: Rc<W>) {
         Err(ConnectFail::Stopped) => {}
         Err(ConnectFail::Failed(kind, msg)) => {
             // The connect was for the oldest waiting request: it fails with it.
-            if w.pending.borrow_mut().pop_front().is_some() {
+            let failed = w.ledger.borrow_mut().fail_pending();
+            if failed {
                 w.failed(kind, msg);
             }
             tokio::task::yield_now().await;
@@ -896,10 +796,11 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
             return; // --requests-per-conn reached: the connection closes
         }
         let t = loop {
-            if w.stopping.get() || ctx.dead.get() {
+            if w.stopping() || ctx.dead.get() {
                 return;
             }
-            if let Some(t) = w.pending.borrow_mut().pop_front() {
+            let next = w.ledger.borrow_mut().dequeue();
+            if let Some(t) = next {
                 break t;
             }
             w.idle.set(w.idle.get() + 1);
@@ -913,7 +814,6 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
         if let Some(q) = ctx.quota.get() {
             ctx.quota.set(Some(q - 1));
         }
-        w.held.set(w.held.get() + 1);
         if let Err(e) = poll_fn(|cx| sr.poll_ready(cx)).await {
             let (k, m) = classify(&e);
             w.fail_held(k, m);
@@ -921,7 +821,7 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
             maybe_connect(&w);
             return;
         }
-        if w.stopping.get() {
+        if w.stopping() {
             return;
         }
         match vu.as_mut() {
@@ -962,7 +862,7 @@ async fn connect_to(
     ctx: &Rc<ConnCtx>,
     away: Option<&crate::redirect::Origin>,
 ) -> Result<Connected, ConnectFail> {
-    if w.stopping.get() {
+    if w.stopping() {
         return Err(ConnectFail::Stopped);
     }
     let deadline = Instant::now() + w.plan().connect_timeout;
@@ -1091,8 +991,8 @@ fn fatal(w: &W, msg: String) {
         f.get_or_insert(msg);
     }
     // The other workers see the flag within their 100 ms control tick.
-    w.spec_stop.store(true, Ordering::SeqCst);
-    if !w.stopping.get() {
+    w.control.borrow().stop_all();
+    if !w.stopping() {
         begin_stop(w, Instant::now());
     }
 }
@@ -1132,9 +1032,7 @@ async fn exchange(
             return w.fail_held(k, m);
         }
     };
-    w.held.set(w.held.get() - 1);
-    w.in_flight.set(w.in_flight.get() + 1);
-    w.rec.borrow_mut().counters.sent += 1;
+    w.sent();
     let body = (!end_of_stream).then(|| tpl.body.clone());
     let deadline = sent + w.plan().timeout;
     let follow_on = w.plan().follow.as_deref();
@@ -1165,7 +1063,6 @@ async fn exchange(
         }
         (r, _) => r,
     };
-    w.in_flight.set(w.in_flight.get() - 1);
     let now = Instant::now();
     match r {
         Ok(f) => {
@@ -1184,10 +1081,11 @@ async fn exchange(
             };
             rec.response(&t, f.status, wire, f.body_bytes);
             drop(rec);
+            w.ledger.borrow_mut().finish_completed();
             w.last_done.set(now);
             w.changed.notify_one();
         }
-        Err(e) => w.failed(e.0, e.1),
+        Err(e) => w.fail_in_flight(e.0, e.1),
     }
 }
 
@@ -1440,85 +1338,6 @@ impl AsyncWrite for Counted {
     }
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
-async fn sleep_until(timer: Option<&FineTimer>, t: Instant) {
-    match timer {
-        Some(f) => f.sleep_until(t).await,
-        None => tokio::time::sleep_until(t.into()).await,
-    }
-}
-
-/// A timerfd in the runtime's poller: tokio's own timer is millisecond-grained,
-/// too coarse for open-loop schedules above a thousand requests per second.
-struct FineTimer {
-    #[cfg(target_os = "linux")]
-    fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
-}
-
-impl FineTimer {
-    #[cfg(target_os = "linux")]
-    fn new() -> Option<FineTimer> {
-        let fd = crate::worker::timerfd()?;
-        // SAFETY: the OwnedFd is open, owned by the AsyncFd for its whole life,
-        // and always returns the same descriptor.
-        let fd = unsafe {
-            tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
-        }
-        .ok()?;
-        Some(FineTimer { fd })
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn new() -> Option<FineTimer> {
-        None
-    }
-
-    #[cfg(target_os = "linux")]
-    async fn sleep_until(&self, t: Instant) {
-        use std::os::fd::AsRawFd;
-        let after = t.saturating_duration_since(Instant::now());
-        if after.is_zero() {
-            return;
-        }
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-            it_value: libc::timespec {
-                tv_sec: after.as_secs() as libc::time_t,
-                tv_nsec: after.subsec_nanos() as libc::c_long,
-            },
-        };
-        // SAFETY: valid fd and a fully initialized itimerspec.
-        let armed =
-            unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) }
-                == 0;
-        if !armed {
-            return tokio::time::sleep_until(t.into()).await;
-        }
-        loop {
-            let Ok(mut guard) = self.fd.readable().await else {
-                return tokio::time::sleep_until(t.into()).await;
-            };
-            let mut v = [0u8; 8];
-            // SAFETY: reading 8 bytes into a local buffer from our non-blocking fd.
-            let n = unsafe { libc::read(self.fd.as_raw_fd(), v.as_mut_ptr().cast(), 8) };
-            if n == 8 {
-                return;
-            }
-            guard.clear_ready();
-            if Instant::now() >= t {
-                return;
-            }
-        }
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    async fn sleep_until(&self, t: Instant) {
-        tokio::time::sleep_until(t.into()).await
     }
 }
 

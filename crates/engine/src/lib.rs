@@ -7,15 +7,18 @@
 #![deny(missing_docs)]
 
 pub mod alpn;
+pub mod control;
 pub mod h1;
 pub mod h2run;
 pub mod head;
+pub mod ledger;
 pub mod pacer;
 pub mod plan;
 pub mod redirect;
 pub mod run;
 pub mod scenario;
 pub mod sys;
+mod timer;
 pub mod tls;
 pub mod worker;
 

@@ -152,7 +152,7 @@ pub(super) async fn exchange(
         Ok((sent, Err((kind, msg)))) => {
             let _ = sent;
             sc.stats.borrow_mut()[r].errors += 1;
-            w.failed(kind, msg);
+            w.fail_in_flight(kind, msg);
         }
         Ok((sent, Ok(f))) => {
             let now = Instant::now();
@@ -186,6 +186,7 @@ pub(super) async fn exchange(
                 .record(now.saturating_duration_since(f.first_byte));
             s.on_response(r, vu, f.status, latency, f.capture.as_deref(), st);
             drop(stats);
+            w.ledger.borrow_mut().finish_completed();
             w.last_done.set(now);
             w.changed.notify_one();
         }
@@ -221,9 +222,7 @@ async fn send(
     let want = Some((cap.want_headers, cap.want_body));
     let follow_on = w.plan().follow.as_deref();
     let counted_sent = || {
-        w.held.set(w.held.get() - 1);
-        w.in_flight.set(w.in_flight.get() + 1);
-        w.rec.borrow_mut().counters.sent += 1;
+        w.sent();
         if let Some(sc) = w.sc.as_ref() {
             sc.stats.borrow_mut()[r].sent += 1;
         }
@@ -296,6 +295,5 @@ async fn send(
         }
         (got, _) => got,
     };
-    w.in_flight.set(w.in_flight.get() - 1);
     Ok((sent, got))
 }
