@@ -25,9 +25,10 @@
 //! `control` task; open-loop sends wait on the shared fine timer
 //! (`timer::FineTimer`, a timerfd in the runtime's poller).
 //!
-//! (Over 800 lines: closed loop, stages, open loop, connections and the
-//! accounting all work on one worker state `W`; the protocol seam of issue 18
-//! splits them.)
+//! (Over 800 lines: the closed-loop, stage and open-loop tasks, connection
+//! setup, the exchange and error classification all work on one worker state
+//! `W`; the accounting and the control tick already live in `ledger.rs` and
+//! `control.rs`, and the sans-IO session seam of issue 18 splits the rest.)
 
 mod follow;
 mod scenario;

@@ -95,12 +95,17 @@ pub struct WorkerResult {
 
 /// A scenario run's per-worker state: a virtual user per connection slot.
 struct ScenarioSlots<'p> {
-    s: &'p Scenario,
+    scenario: &'p Scenario,
+    /// The virtual user of each connection slot.
     vus: Vec<Vu>,
+    /// Numbers per named request.
     stats: Vec<RequestStats>,
-    rr: u64,
+    /// The round-robin counter and data-row counter `Scenario::choose` advances.
+    round_robin: u64,
     rows: u64,
+    /// How far the row counter advances (the number of workers).
     stride: u64,
+    /// Think times and random choices.
     rng: SplitMix64,
     /// Virtual users thinking, by wake-up time.
     sleepers: BinaryHeap<Reverse<(Instant, u32)>>,
@@ -108,7 +113,7 @@ struct ScenarioSlots<'p> {
 
 struct Worker<'p> {
     plan: &'p Plan,
-    sc: Option<ScenarioSlots<'p>>,
+    scenario: Option<ScenarioSlots<'p>>,
     poll: Poll,
     conns: Vec<Conn>,
     buf: Box<[u8]>,
@@ -209,12 +214,12 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
             c.reader.capture = Some(Box::default());
         }
         ScenarioSlots {
-            s,
+            scenario: s,
             vus: (0..slots as u64)
                 .map(|i| s.new_vu(spec.first_vu + i))
                 .collect(),
             stats: s.new_stats(),
-            rr: spec.index as u64,
+            round_robin: spec.index as u64,
             rows: spec.index as u64,
             stride: plan.threads.max(1) as u64,
             rng: SplitMix64(
@@ -225,7 +230,7 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
     });
     let mut w = Worker {
         plan,
-        sc,
+        scenario: sc,
         poll,
         conns,
         buf: vec![0u8; READ_BUF].into_boxed_slice(),
@@ -285,7 +290,7 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
         cpu_sys: cpu.1,
         peak_open: w.peak_open,
         interrupted: w.control.interrupted(),
-        requests: w.sc.map(|s| s.stats).unwrap_or_default(),
+        requests: w.scenario.map(|s| s.stats).unwrap_or_default(),
     }
 }
 
@@ -323,7 +328,7 @@ impl<'p> Worker<'p> {
             if self.open_loop {
                 self.release(now);
             } else {
-                if self.sc.is_some() {
+                if self.scenario.is_some() {
                     self.wake_sleepers(now);
                 }
                 if let Some(level) = self.control.level_due(now) {
@@ -499,7 +504,7 @@ impl<'p> Worker<'p> {
         if self.connects.head != NIL {
             consider(Some(self.conns[self.connects.head as usize].deadline));
         }
-        if let Some(Reverse((t, _))) = self.sc.as_ref().and_then(|s| s.sleepers.peek()) {
+        if let Some(Reverse((t, _))) = self.scenario.as_ref().and_then(|s| s.sleepers.peek()) {
             consider(Some(*t));
         }
         consider(self.control.next_wake());

@@ -14,6 +14,7 @@ use std::time::Instant;
 
 pub(super) const NIL: u32 = u32::MAX;
 
+/// Where a connection slot is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ConnState {
     /// No socket.
@@ -30,13 +31,19 @@ pub(super) enum ConnState {
     Reading,
 }
 
+/// Which time-out FIFO a slot is linked into.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum TimeoutList {
+    /// Neither.
     None,
+    /// A request in flight (`--timeout`).
     Requests,
+    /// A connect or TLS handshake (`--connect-timeout`).
     Connects,
 }
 
+/// One connection slot: a few hundred bytes; head bytes are copied only
+/// when a head is split across reads.
 pub(super) struct Conn {
     pub(super) sock: Option<TcpStream>,
     /// The TLS session of an https connection.
@@ -46,17 +53,24 @@ pub(super) struct Conn {
     pub(super) reader: ResponseReader,
     /// A request is assigned to this slot (maybe waiting for the connect).
     pub(super) has_request: bool,
+    /// The request's intended send time, when it was written, its first response byte.
     pub(super) intended: Instant,
     pub(super) sent: Instant,
     pub(super) first_byte: Option<Instant>,
     pub(super) connect_start: Instant,
+    /// Bytes of the request written so far.
     pub(super) written: usize,
+    /// The request asks the server to close (`--requests-per-conn` reached).
     pub(super) close_after: bool,
+    /// Requests sent on this connection.
     pub(super) on_conn: u64,
     /// Closed loop with `--requests-per-conn` and `-n`: requests reserved for this connection.
     pub(super) quota: u64,
+    /// Response bytes read for the request in progress.
     pub(super) wire: u64,
+    /// When the request or connect in progress times out.
     pub(super) deadline: Instant,
+    /// Neighbours in the time-out FIFO `list`.
     pub(super) prev: u32,
     pub(super) next: u32,
     pub(super) list: TimeoutList,

@@ -24,10 +24,10 @@ impl Worker<'_> {
         }
         let plan = self.plan;
         let mut timeout = plan.timeout;
-        if self.sc.is_some() {
+        if self.scenario.is_some() {
             let r = self.choose(i);
-            let sc = self.sc.as_mut().expect("scenario");
-            let q = &sc.s.requests[r];
+            let sc = self.scenario.as_mut().expect("scenario");
+            let q = &sc.scenario.requests[r];
             if sc.vus[i as usize].target != q.target {
                 // The next request goes to another host: replace the connection.
                 return self.send_on_new_connection(i, intended);
@@ -52,12 +52,12 @@ impl Worker<'_> {
         c.deadline = now + timeout;
         self.ledger.sent();
         self.rec.counters.sent += 1;
-        if let Some(sc) = self.sc.as_mut() {
+        if let Some(sc) = self.scenario.as_mut() {
             let vu = &mut sc.vus[i as usize];
             let r = vu.chosen.unwrap_or(0);
-            sc.s.prepare(r, vu, c.close_after);
+            sc.scenario.prepare(r, vu, c.close_after);
             if let Some(cap) = c.reader.capture.as_deref_mut() {
-                sc.s.prepare_capture(r, cap);
+                sc.scenario.prepare_capture(r, cap);
             }
             self.push_sorted(i);
         } else {
@@ -92,7 +92,7 @@ impl Worker<'_> {
             self.want_server = false;
         }
         self.rec.response(&t, status, c.wire, c.reader.body_bytes);
-        if let Some(sc) = self.sc.as_mut() {
+        if let Some(sc) = self.scenario.as_mut() {
             let vu = &mut sc.vus[i as usize];
             if let Some(r) = vu.chosen {
                 vu.redirected_from = redirected
@@ -109,7 +109,8 @@ impl Worker<'_> {
                     .record(t.first_byte.saturating_duration_since(t.sent));
                 st.transfer
                     .record(now.saturating_duration_since(t.first_byte));
-                sc.s.on_response(r, vu, status, latency, c.reader.capture.as_deref(), st);
+                sc.scenario
+                    .on_response(r, vu, status, latency, c.reader.capture.as_deref(), st);
             }
             self.request_ended(i, Some(()), now);
         }
@@ -143,10 +144,10 @@ impl Worker<'_> {
     /// The bytes of the request slot `i` sent (before any redirect).
     pub(super) fn request_bytes(&self, i: u32) -> &[u8] {
         let c = &self.conns[i as usize];
-        match &self.sc {
+        match &self.scenario {
             Some(sc) => {
                 let vu = &sc.vus[i as usize];
-                sc.s.wire(vu.chosen.unwrap_or(0), vu, c.close_after)
+                sc.scenario.wire(vu.chosen.unwrap_or(0), vu, c.close_after)
             }
             None if c.close_after => &self.plan.request_close,
             None => &self.plan.request,
@@ -177,8 +178,10 @@ impl Worker<'_> {
             let msg = format!("more than {} redirects (--max-redirs)", f.max);
             return self.fail(i, ErrorKind::TooManyRedirects, Cow::Owned(msg), now);
         }
-        let own_key = match &self.sc {
-            Some(sc) => sc.s.targets[sc.vus[i as usize].target].origin.clone(),
+        let own_key = match &self.scenario {
+            Some(sc) => sc.scenario.targets[sc.vus[i as usize].target]
+                .origin
+                .clone(),
             None => plan.target.origin.clone(),
         };
         let (orig, base) = match c.redir.as_mut() {
@@ -220,11 +223,11 @@ impl Worker<'_> {
             }
         };
         let c = &mut self.conns[i as usize];
-        let jar = match self.sc.as_mut() {
+        let jar = match self.scenario.as_mut() {
             Some(sc) => {
                 let vu = &mut sc.vus[i as usize];
                 let r = vu.chosen.unwrap_or(0);
-                sc.s.redirect_cookies(
+                sc.scenario.redirect_cookies(
                     r,
                     vu,
                     c.reader.capture.as_deref(),
@@ -270,10 +273,10 @@ impl Worker<'_> {
 
     /// Sends the next hop of a redirected request on connection `i` (connected and idle).
     pub(super) fn send_hop(&mut self, i: u32, now: Instant) {
-        let timeout = match &self.sc {
+        let timeout = match &self.scenario {
             Some(sc) => sc.vus[i as usize]
                 .chosen
-                .map_or(self.plan.timeout, |r| sc.s.requests[r].timeout),
+                .map_or(self.plan.timeout, |r| sc.scenario.requests[r].timeout),
             None => self.plan.timeout,
         };
         let c = &mut self.conns[i as usize];
@@ -282,7 +285,7 @@ impl Worker<'_> {
         c.reader.reset();
         c.state = ConnState::Writing;
         c.deadline = now + timeout;
-        if self.sc.is_some() {
+        if self.scenario.is_some() {
             self.push_sorted(i);
         } else {
             self.push(i, TimeoutList::Requests);
@@ -309,27 +312,34 @@ impl Worker<'_> {
     /// failure against it and owes the virtual user its think time.
     pub(super) fn request_ended(&mut self, i: u32, ok: Option<()>, _now: Instant) {
         let open_loop = self.open_loop;
-        let Some(sc) = self.sc.as_mut() else { return };
+        let Some(sc) = self.scenario.as_mut() else {
+            return;
+        };
         let vu = &mut sc.vus[i as usize];
         let Some(r) = vu.chosen.take() else { return };
         if ok.is_none() {
             sc.stats[r].errors += 1;
         }
         if !open_loop {
-            vu.think = sc.s.requests[r].think.map(|t| t.sample(&mut sc.rng));
+            vu.think = sc.scenario.requests[r].think.map(|t| t.sample(&mut sc.rng));
         }
     }
 
     /// Scenario runs: the request slot `i` sends next (chosen once, then kept
     /// until the request ends).
     pub(super) fn choose(&mut self, i: u32) -> usize {
-        let sc = self.sc.as_mut().expect("scenario");
+        let sc = self.scenario.as_mut().expect("scenario");
         let vu = &mut sc.vus[i as usize];
         if let Some(r) = vu.chosen {
             return r;
         }
-        let r =
-            sc.s.choose(vu, &mut sc.rr, &mut sc.rows, sc.stride, &mut sc.rng);
+        let r = sc.scenario.choose(
+            vu,
+            &mut sc.round_robin,
+            &mut sc.rows,
+            sc.stride,
+            &mut sc.rng,
+        );
         vu.chosen = Some(r);
         r
     }
@@ -337,7 +347,9 @@ impl Worker<'_> {
     /// Scenario runs: virtual users whose think time is over send their next request.
     pub(super) fn wake_sleepers(&mut self, now: Instant) {
         for _ in 0..100_000 {
-            let Some(sc) = self.sc.as_mut() else { return };
+            let Some(sc) = self.scenario.as_mut() else {
+                return;
+            };
             let Some(&Reverse((t, i))) = sc.sleepers.peek() else {
                 return;
             };
@@ -381,7 +393,7 @@ impl Worker<'_> {
             }
             return;
         }
-        if let Some(sc) = self.sc.as_mut() {
+        if let Some(sc) = self.scenario.as_mut() {
             let vu = &mut sc.vus[i as usize];
             if vu.sleeping {
                 // Thinking: the wake-up sends the next request.

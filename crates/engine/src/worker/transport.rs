@@ -22,14 +22,14 @@ impl Worker<'_> {
             .redir
             .as_ref()
             .and_then(|r| r.to.clone());
-        let addr = match self.sc.is_some() {
+        let addr = match self.scenario.is_some() {
             _ if away.is_some() => away.as_ref().map_or(self.plan.target.addr, |o| o.addr),
             true => {
                 let r = self.choose(i);
-                let sc = self.sc.as_mut().expect("scenario");
-                let t = sc.s.requests[r].target;
+                let sc = self.scenario.as_mut().expect("scenario");
+                let t = sc.scenario.requests[r].target;
                 sc.vus[i as usize].target = t;
-                sc.s.targets[t].addr
+                sc.scenario.targets[t].addr
             }
             false => self.plan.target.addr,
         };
@@ -101,13 +101,13 @@ impl Worker<'_> {
         let took = now.saturating_duration_since(c.connect_start);
         self.rec.connected(took);
         let away = c.away.clone();
-        let tls = match &mut self.sc {
+        let tls = match &mut self.scenario {
             Some(sc) => {
                 let vu = &sc.vus[i as usize];
                 if let Some(r) = vu.chosen {
                     sc.stats[r].connect.record(took);
                 }
-                sc.s.targets[vu.target].tls.as_ref()
+                sc.scenario.targets[vu.target].tls.as_ref()
             }
             None => self.plan.tls.as_ref(),
         };
@@ -257,9 +257,9 @@ impl Worker<'_> {
         let c = &mut self.conns[i as usize];
         let bytes: &[u8] = if let Some(r) = c.redir.as_deref() {
             &r.bytes
-        } else if let Some(sc) = &self.sc {
+        } else if let Some(sc) = &self.scenario {
             let vu = &sc.vus[i as usize];
-            sc.s.wire(vu.chosen.unwrap_or(0), vu, c.close_after)
+            sc.scenario.wire(vu.chosen.unwrap_or(0), vu, c.close_after)
         } else if c.close_after {
             &plan.request_close
         } else {
@@ -357,10 +357,10 @@ impl Worker<'_> {
             }
             c.wire += n as u64;
             let informational = c.reader.informational;
-            let head = match &self.sc {
+            let head = match &self.scenario {
                 Some(sc) => sc.vus[i as usize]
                     .chosen
-                    .is_some_and(|r| sc.s.requests[r].head_request),
+                    .is_some_and(|r| sc.scenario.requests[r].head_request),
                 None => self.plan.head_request,
             };
             match c
