@@ -27,7 +27,7 @@
 //!
 //! (Over 800 lines: the closed-loop, stage and open-loop tasks, connection
 //! setup, the exchange and error classification all work on one worker state
-//! `W`; the accounting and the control tick already live in `ledger.rs` and
+//! `WorkerState`; the accounting and the control tick already live in `ledger.rs` and
 //! `control.rs`, and the sans-IO session seam of issue 18 splits the rest.)
 
 mod follow;
@@ -191,7 +191,7 @@ pub fn prepare(plan: &Plan) -> Result<Arc<H2Setup>, String> {
 }
 
 /// One worker's state, shared by its tasks (all on the worker's thread).
-struct W {
+struct WorkerState {
     s: Arc<H2Setup>,
     start: Instant,
     open_loop: bool,
@@ -297,7 +297,7 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
         None => spec.connections,
     };
     let staged = levels.is_some();
-    let w = Rc::new(W {
+    let w = Rc::new(WorkerState {
         s: setup.clone(),
         start: spec.start,
         open_loop,
@@ -385,7 +385,7 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
 
 /// The worker's main task: starts the load, runs the shared control tick
 /// (deadline, Ctrl-C, stage level, publish) until the work is done.
-async fn control(w: Rc<W>) {
+async fn control(w: Rc<WorkerState>) {
     if w.open_loop {
         tokio::task::spawn_local(pace(w.clone()));
     } else {
@@ -424,14 +424,14 @@ async fn control(w: Rc<W>) {
 /// after a fall, streams above the level park as their requests end, and a
 /// connection none of whose streams is wanted closes (as the HTTP/1 worker's
 /// `adjust_level` and `after` do with connections).
-fn set_level(w: &W, target: u64) {
+fn set_level(w: &WorkerState, target: u64) {
     if target != w.target.get() {
         w.target.set(target);
         w.level_n.notify_waiters();
     }
 }
 
-fn begin_stop(w: &W, now: Instant) {
+fn begin_stop(w: &WorkerState, now: Instant) {
     w.control.borrow_mut().begin_stop(now);
     w.ledger.borrow_mut().begin_stop(now);
     w.stop_n.notify_waiters();
@@ -439,7 +439,7 @@ fn begin_stop(w: &W, now: Instant) {
     w.level_n.notify_waiters();
 }
 
-impl W {
+impl WorkerState {
     fn plan(&self) -> &Plan {
         &self.s.plan
     }
@@ -525,7 +525,7 @@ impl W {
 
 // ---------------------------------------------------------------- closed loop
 
-fn start_closed(w: &Rc<W>) {
+fn start_closed(w: &Rc<WorkerState>) {
     let c = w.max_conns;
     let first = w.control.borrow_mut().first_level();
     if let Some(level) = first {
@@ -566,7 +566,7 @@ fn start_closed(w: &Rc<W>) {
 
 /// One closed-loop connection slot: connects, runs its streams, and reconnects
 /// while there is work (after GOAWAY, a failure, or `--requests-per-conn`).
-async fn closed_conn(w: Rc<W>, ci: u64, mut quota: Option<u64>, mut held: u64) {
+async fn closed_conn(w: Rc<WorkerState>, ci: u64, mut quota: Option<u64>, mut held: u64) {
     let mut intended = w.start;
     loop {
         if held == 0 {
@@ -631,7 +631,7 @@ async fn closed_conn(w: Rc<W>, ci: u64, mut quota: Option<u64>, mut held: u64) {
 }
 
 async fn closed_stream(
-    w: Rc<W>,
+    w: Rc<WorkerState>,
     ctx: Rc<ConnCtx>,
     mut sr: SendRequest<Bytes>,
     mut first: Option<Instant>,
@@ -707,7 +707,7 @@ async fn closed_stream(
 // ------------------------------------------------------------------ open loop
 
 /// Open loop: releases requests at their intended times onto the queue.
-async fn pace(w: Rc<W>) {
+async fn pace(w: Rc<WorkerState>) {
     let timer = FineTimer::new();
     let mut burst = 0u32;
     loop {
@@ -751,7 +751,7 @@ async fn pace(w: Rc<W>) {
 
 /// Open loop: opens connections while the queue is longer than what idle
 /// streams and connections being set up will take, up to the cap.
-fn maybe_connect(w: &Rc<W>) {
+fn maybe_connect(w: &Rc<WorkerState>) {
     while !w.stopping()
         && w.ledger.borrow().pending() as u64 > w.idle.get() + w.connecting.get() * w.streams
         && w.conns_live.get() < w.max_conns
@@ -762,7 +762,7 @@ fn maybe_connect(w: &Rc<W>) {
     }
 }
 
-async fn open_conn(w: Rc<W>) {
+async fn open_conn(w: Rc<WorkerState>) {
     let ctx = ConnCtx::new(w.plan().requests_per_conn);
     let r = connect(&w, &ctx).await;
     w.connecting.set(w.connecting.get() - 1);
@@ -789,7 +789,7 @@ async fn open_conn(w: Rc<W>) {
     maybe_connect(&w);
 }
 
-async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
+async fn open_stream(w: Rc<WorkerState>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
     let mut away = None;
     let mut vu = w.sc.as_ref().map(|sc| sc.take_vu());
     loop {
@@ -837,7 +837,10 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
 // ------------------------------------------------------------ one connection
 
 /// Connects (TCP, TLS with ALPN h2, HTTP/2 preface) and starts the connection's driver task.
-async fn connect(w: &Rc<W>, ctx: &Rc<ConnCtx>) -> Result<SendRequest<Bytes>, ConnectFail> {
+async fn connect(
+    w: &Rc<WorkerState>,
+    ctx: &Rc<ConnCtx>,
+) -> Result<SendRequest<Bytes>, ConnectFail> {
     match connect_to(w, ctx, None).await? {
         Connected::H2(sr) => Ok(sr),
         // (The run's own target never falls back to HTTP/1.1.)
@@ -859,7 +862,7 @@ enum Connected {
 /// As [`connect`], to the run's target or (`away`) to another origin: a
 /// redirect's, or another host of a scenario.
 async fn connect_to(
-    w: &Rc<W>,
+    w: &Rc<WorkerState>,
     ctx: &Rc<ConnCtx>,
     away: Option<&crate::redirect::Origin>,
 ) -> Result<Connected, ConnectFail> {
@@ -879,7 +882,7 @@ async fn connect_to(
 type Fail = (ErrorKind, Cow<'static, str>);
 
 async fn connect_inner(
-    w: &Rc<W>,
+    w: &Rc<WorkerState>,
     ctx: &Rc<ConnCtx>,
     away: Option<&crate::redirect::Origin>,
 ) -> Result<Connected, Fail> {
@@ -987,7 +990,7 @@ async fn connect_inner(
 }
 
 /// Ends the whole run with an error (exit code 1): HTTP/2 cannot be used.
-fn fatal(w: &W, msg: String) {
+fn fatal(w: &WorkerState, msg: String) {
     if let Ok(mut f) = w.s.fatal.lock() {
         f.get_or_insert(msg);
     }
@@ -999,10 +1002,10 @@ fn fatal(w: &W, msg: String) {
 }
 
 /// Counts a connection as open while it lives.
-struct OpenGuard(Rc<W>);
+struct OpenGuard(Rc<WorkerState>);
 
 impl OpenGuard {
-    fn new(w: Rc<W>) -> OpenGuard {
+    fn new(w: Rc<WorkerState>) -> OpenGuard {
         w.open.set(w.open.get() + 1);
         w.peak_open.set(w.peak_open.get().max(w.open.get()));
         OpenGuard(w)
@@ -1018,7 +1021,7 @@ impl Drop for OpenGuard {
 /// Sends one request (held by the caller) and reads its response to the end;
 /// with `-L` follows its redirects (see [`follow`]).
 async fn exchange(
-    w: &Rc<W>,
+    w: &Rc<WorkerState>,
     sr: &mut SendRequest<Bytes>,
     intended: Instant,
     away: &mut Option<Away>,

@@ -14,7 +14,7 @@
 //! share one (data rows per user stay distinct).
 
 use super::follow::{away_conn, away_exchange, follow, Away, Outgoing, Redirected};
-use super::{classify, fetch, timed_out, to_h2, ConnCtx, Fail, W};
+use super::{classify, fetch, timed_out, to_h2, ConnCtx, Fail, WorkerState};
 use crate::h1::Capture;
 use crate::scenario::{Scenario, Vu};
 use bytes::Bytes;
@@ -109,7 +109,7 @@ impl Drop for VuSlot {
 /// answer; with `-L` follows its redirects with the user's cookie jar.
 /// Returns the think time owed before the next one (closed loop).
 pub(super) async fn exchange(
-    w: &Rc<W>,
+    w: &Rc<WorkerState>,
     sr: &mut SendRequest<Bytes>,
     ctx: &ConnCtx,
     intended: Instant,
@@ -205,7 +205,7 @@ struct Unsent(ErrorKind, Cow<'static, str>);
 /// Sends request `r` and reads its answer (and its redirects): when it was
 /// sent and how it ended, or why it could not be sent.
 async fn send(
-    w: &Rc<W>,
+    w: &Rc<WorkerState>,
     sr: &mut SendRequest<Bytes>,
     s: &Scenario,
     r: usize,
