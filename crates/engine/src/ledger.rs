@@ -8,13 +8,12 @@
 //! A request is, at any instant, in exactly one place:
 //!
 //! ```text
-//!  budget ──take──► held ──sent──► in flight ──finish_completed──► completed
-//!    │  ▲            ▲ │ ▲            │      └──finish_failed─────► failed
-//!    │  │give_back   │ │ │dequeue     └──abandon_in_flight / close► in_flight_at_end
-//!    ▼  │            │ │ │
-//!  reserved ─take_reserved┘ ├─enqueue──► pending (open loop) ──fail_pending──► failed
-//!                    │      └─fail_held ──► failed
-//!  pacer ──release_due(now)─► held         └─drop_held / close ──► not_sent
+//! budget ─take/take_n─────────► held ─sent─► in flight ─finish_completed─► completed
+//! budget ─reserve─► reserved ─take_reserved─► held      in flight ─finish_failed────► failed
+//! reserved ─give_back─► budget                          in flight ─abandon_in_flight─► in_flight_at_end
+//! pacer ─release_due(now)─► held ─enqueue─► pending ─dequeue─► held
+//! held ─fail_held─► failed        pending ─fail_pending─► failed
+//! held ─drop_held─► not_sent      close_into: held, pending ─► not_sent; in flight ─► in_flight_at_end
 //! ```
 //!
 //! - **budget**: closed loop, requests not yet taken (`None`: until the deadline).

@@ -3,7 +3,9 @@
 //! A [`Plan`] (validated options, prebuilt request bytes) is run by
 //! [`execute`] on thread-per-core workers, each with its own poller,
 //! connections and recorder (HTTP/2 runs on
-//! [`h2run`] workers, one tokio runtime per thread); the result is one [`redline_stats::RunRecord`].
+//! [`h2run`] workers, one tokio runtime per thread); both drivers keep their
+//! requests in a [`ledger::Ledger`] and run the [`control::Control`] tick.
+//! The result is one [`redline_stats::RunRecord`].
 #![deny(missing_docs)]
 
 pub mod alpn;
