@@ -181,7 +181,7 @@ impl Control {
     }
 
     /// Publishes (see [`Control::publish`]) when the last one is
-    /// [`PUBLISH_EVERY`] old, after rolling the recorder's seconds to `now`.
+    /// 100 ms old, after rolling the recorder's seconds to `now`.
     pub fn publish_due(&mut self, now: Instant, rec: &mut Recorder, open: u64) {
         if now.duration_since(self.last_publish) >= PUBLISH_EVERY {
             rec.tick(now);
