@@ -121,8 +121,8 @@ struct Worker<'p> {
     memo: HeadMemo,
     rec: Recorder,
     /// Time-out FIFOs of requests in flight and of connects.
-    reqs: Fifo,
-    connects: Fifo,
+    request_timeouts: Fifo,
+    connect_timeouts: Fifo,
     /// Where every request is (budget, held, pending, in flight, ended).
     ledger: Ledger,
     /// Stop, drain, stage level, live counts.
@@ -236,11 +236,11 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
         buf: vec![0u8; READ_BUF].into_boxed_slice(),
         memo: HeadMemo::new(),
         rec: Recorder::new(spec.start),
-        reqs: Fifo {
+        request_timeouts: Fifo {
             head: NIL,
             tail: NIL,
         },
-        connects: Fifo {
+        connect_timeouts: Fifo {
             head: NIL,
             tail: NIL,
         },
@@ -498,11 +498,15 @@ impl<'p> Worker<'p> {
                 next = Some(next.map_or(t, |n: Instant| n.min(t)));
             }
         };
-        if self.reqs.head != NIL {
-            consider(Some(self.conns[self.reqs.head as usize].deadline));
+        if self.request_timeouts.head != NIL {
+            consider(Some(
+                self.conns[self.request_timeouts.head as usize].deadline,
+            ));
         }
-        if self.connects.head != NIL {
-            consider(Some(self.conns[self.connects.head as usize].deadline));
+        if self.connect_timeouts.head != NIL {
+            consider(Some(
+                self.conns[self.connect_timeouts.head as usize].deadline,
+            ));
         }
         if let Some(Reverse((t, _))) = self.scenario.as_ref().and_then(|s| s.sleepers.peek()) {
             consider(Some(*t));

@@ -111,12 +111,12 @@ impl Worker<'_> {
             self.unlink(i);
         }
         let d = self.conns[i as usize].deadline;
-        let mut after = self.reqs.tail;
+        let mut after = self.request_timeouts.tail;
         while after != NIL && self.conns[after as usize].deadline > d {
             after = self.conns[after as usize].prev;
         }
         let next = if after == NIL {
-            self.reqs.head
+            self.request_timeouts.head
         } else {
             self.conns[after as usize].next
         };
@@ -129,19 +129,19 @@ impl Worker<'_> {
         if after != NIL {
             self.conns[after as usize].next = i;
         } else {
-            self.reqs.head = i;
+            self.request_timeouts.head = i;
         }
         if next != NIL {
             self.conns[next as usize].prev = i;
         } else {
-            self.reqs.tail = i;
+            self.request_timeouts.tail = i;
         }
     }
 
     pub(super) fn fifo(&mut self, l: TimeoutList) -> &mut Fifo {
         match l {
-            TimeoutList::Requests => &mut self.reqs,
-            _ => &mut self.connects,
+            TimeoutList::Requests => &mut self.request_timeouts,
+            _ => &mut self.connect_timeouts,
         }
     }
 

@@ -445,8 +445,8 @@ impl Worker<'_> {
     }
 
     pub(super) fn expire(&mut self, now: Instant) {
-        while self.reqs.head != NIL {
-            let i = self.reqs.head;
+        while self.request_timeouts.head != NIL {
+            let i = self.request_timeouts.head;
             if self.conns[i as usize].deadline > now {
                 break;
             }
@@ -457,8 +457,8 @@ impl Worker<'_> {
                 now,
             );
         }
-        while self.connects.head != NIL {
-            let i = self.connects.head;
+        while self.connect_timeouts.head != NIL {
+            let i = self.connect_timeouts.head;
             if self.conns[i as usize].deadline > now {
                 break;
             }
