@@ -263,4 +263,32 @@ mod tests {
         assert!(d.stop_due(t));
         assert!(d.interrupted());
     }
+
+    /// `--stages 1s:4,1s:8 --step` on one worker: level 4 from the start, 8
+    /// at the stage boundary, no change before it and none once stopping.
+    #[test]
+    fn stage_level_is_looked_at_on_its_checks_only() {
+        use crate::pacer::{parse_stages, Levels, Profile};
+        let t = Instant::now();
+        let stages = parse_stages("1s:4,1s:8").unwrap();
+        let levels = Levels::new(Profile::from_stages(&stages, true), 0, 1);
+        let flag = Arc::new(AtomicBool::new(false));
+        let live = Arc::new(Live::default());
+        let mut c = Control::new(t, None, Duration::ZERO, flag, live, Some(levels));
+        assert_eq!(c.first_level(), Some(4));
+        assert_eq!(c.next_wake(), Some(t + Duration::from_secs(1)));
+        assert_eq!(c.level_due(t + Duration::from_millis(500)), None);
+        assert_eq!(c.level_due(t + Duration::from_millis(1001)), Some(8));
+        c.begin_stop(t + Duration::from_millis(1500));
+        assert_eq!(c.level_due(t + Duration::from_secs(3)), None);
+        let mut none = Control::new(
+            t,
+            None,
+            Duration::ZERO,
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(Live::default()),
+            None,
+        );
+        assert_eq!(none.first_level(), None);
+    }
 }
