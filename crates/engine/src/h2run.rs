@@ -9,41 +9,46 @@
 //! loop: the pacer pushes intended send times onto a queue; an idle stream takes
 //! each, and a connection is opened (up to the cap) only when the queue is longer
 //! than the idle streams and the connections already being opened can take.
-//! `--stages` (closed loop): a level counts streams (see `adjust_level`);
+//! `--stages` (closed loop): a level counts streams (see `set_level`);
 //! `--rate-stages` is the open loop with the staged pacer; `-L` follows
 //! redirects with the HTTP/1 worker's rules (`h2run/follow.rs`); `--scenario`
 //! runs a virtual user per stream (`h2run/scenario.rs`).
 //! Everything of a worker lives on one thread, so the shared state is plain
 //! `Cell`s and the recorder a `RefCell` never borrowed across an `.await`.
 //!
-//! Accounting: every request the load model issues is, at any instant, queued
-//! (open loop), held (taken by a stream or a connect attempt, not yet written),
-//! in flight, or ended (completed or failed). At the end, queued and held ones
-//! count as `not_sent` and in-flight ones as `in_flight_at_end`.
+//! Accounting is the shared [`Ledger`] (the HTTP/1 worker's too): every
+//! request the load model issues is, at any instant, pending (open loop), held
+//! (taken by a stream or a connect attempt, not yet written), in flight, or
+//! ended (completed or failed); at the end, pending and held ones count as
+//! `not_sent` and in-flight ones as `in_flight_at_end`. The stop, drain, stage
+//! level and live counts are the shared [`Control`] tick, run by the worker's
+//! `control` task; open-loop sends wait on the shared fine timer
+//! (`timer::FineTimer`, a timerfd in the runtime's poller).
 //!
-//! (Over 800 lines: closed loop, stages, open loop, connections and the
-//! accounting all work on one worker state `W`; the protocol seam of issue 18
-//! splits them.)
+//! (Over 800 lines: the closed-loop, stage and open-loop tasks, connection
+//! setup, the exchange and error classification all work on one worker state
+//! `WorkerState`; the accounting and the control tick already live in `ledger.rs` and
+//! `control.rs`, and the sans-IO session seam of issue 18 splits the rest.)
 
 mod follow;
 mod scenario;
 
+use crate::control::Control;
 use crate::h1::Capture;
-use crate::pacer::Pacer;
+use crate::ledger::Ledger;
 use crate::plan::Plan;
-use crate::worker::{thread_cpu, Live, WorkerResult, WorkerSpec};
+use crate::timer::{sleep_until, FineTimer};
+use crate::worker::{thread_cpu, WorkerResult, WorkerSpec};
 use bytes::Bytes;
 use follow::{follow, Away};
 use h2::client::SendRequest;
 use redline_stats::{ErrorKind, Recorder, Timing};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -196,22 +201,17 @@ pub fn prepare(plan: &Plan) -> Result<Arc<H2Setup>, String> {
 }
 
 /// One worker's state, shared by its tasks (all on the worker's thread).
-struct W {
+struct WorkerState {
     s: Arc<H2Setup>,
-    spec_stop: Arc<std::sync::atomic::AtomicBool>,
     start: Instant,
     open_loop: bool,
     streams: u64,
     max_conns: u64,
     rec: RefCell<Recorder>,
-    /// Closed loop: requests left to take (None: until the deadline).
-    budget: Cell<Option<u64>>,
-    /// Closed loop with `--requests-per-conn`: requests reserved by connections, not yet taken.
-    reserved: Cell<u64>,
-    /// Open loop: intended send times waiting for a stream.
-    pending: RefCell<VecDeque<Instant>>,
-    held: Cell<u64>,
-    in_flight: Cell<u64>,
+    /// Where every request is (never borrowed across an `.await`).
+    ledger: RefCell<Ledger>,
+    /// Stop, drain, stage level, live counts (the `control` task's).
+    control: RefCell<Control>,
     open: Cell<u64>,
     peak_open: Cell<u64>,
     /// Open loop: connections being set up, and connection tasks alive.
@@ -219,14 +219,8 @@ struct W {
     conns_live: Cell<u64>,
     /// Open loop: streams waiting for work.
     idle: Cell<u64>,
-    pacer_done: Cell<bool>,
-    stopping: Cell<bool>,
-    stop_at: Cell<Option<Instant>>,
-    drain_until: Cell<Option<Instant>>,
     last_done: Cell<Instant>,
     want_server: Cell<bool>,
-    /// Finished seconds already handed to the live view.
-    published_secs: Cell<usize>,
     /// Bytes read but not yet attributed to a response (for the per-second series).
     unattributed: Rc<Cell<u64>>,
     written: Rc<Cell<u64>>,
@@ -236,14 +230,12 @@ struct W {
     stop_n: Notify,
     /// Something the control loop waits for may have changed.
     changed: Notify,
-    /// Closed loop with `--stages`: this worker's streams over time.
-    levels: Option<crate::pacer::Levels>,
+    /// Closed loop with `--stages` (the level counts streams).
+    staged: bool,
     /// Closed loop: stream slots `0..target` run (slot `k` is stream
     /// `k % streams` of connection `k / streams`); the others are parked.
     /// `u64::MAX` without `--stages`.
     target: Cell<u64>,
-    /// When the level is next looked at.
-    level_check: Cell<Option<Instant>>,
     /// The level changed: parked streams and connections look again.
     level_n: Notify,
     /// `--scenario` runs: the virtual users and per-request numbers.
@@ -314,39 +306,42 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
         Some(l) => crate::plan::h2_connections(l.peak(), plan.streams),
         None => spec.connections,
     };
-    let w = Rc::new(W {
+    let staged = levels.is_some();
+    let w = Rc::new(WorkerState {
         s: setup.clone(),
-        spec_stop: spec.stop.clone(),
         start: spec.start,
         open_loop,
         streams,
         max_conns,
         rec: RefCell::new(Recorder::new(spec.start)),
-        budget: Cell::new(spec.budget),
-        reserved: Cell::new(0),
-        pending: RefCell::new(VecDeque::new()),
-        held: Cell::new(0),
-        in_flight: Cell::new(0),
+        ledger: RefCell::new(Ledger::new(
+            if open_loop { None } else { spec.budget },
+            spec.pacer,
+            spec.start,
+            spec.deadline,
+        )),
+        control: RefCell::new(Control::new(
+            spec.start,
+            spec.deadline,
+            plan.grace,
+            spec.stop.clone(),
+            spec.live.clone(),
+            levels,
+        )),
         open: Cell::new(0),
         peak_open: Cell::new(0),
         connecting: Cell::new(0),
         conns_live: Cell::new(0),
         idle: Cell::new(0),
-        pacer_done: Cell::new(!open_loop),
-        stopping: Cell::new(false),
-        stop_at: Cell::new(None),
-        drain_until: Cell::new(None),
         last_done: Cell::new(spec.start),
         want_server: Cell::new(true),
-        published_secs: Cell::new(0),
         unattributed: Rc::new(Cell::new(0)),
         written: Rc::new(Cell::new(0)),
         work: Notify::new(),
         stop_n: Notify::new(),
         changed: Notify::new(),
-        levels,
+        staged,
         target: Cell::new(u64::MAX),
-        level_check: Cell::new(None),
         level_n: Notify::new(),
         sc: plan.scenario.clone().map(|s| {
             Rc::new(scenario::ScWorker::new(
@@ -358,7 +353,6 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
             ))
         }),
     });
-    let mut interrupted = false;
     match tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
@@ -366,10 +360,7 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
     {
         Ok(rt) => {
             let local = tokio::task::LocalSet::new();
-            interrupted = local.block_on(
-                &rt,
-                control(w.clone(), spec.pacer, spec.deadline, &spec.live),
-            );
+            local.block_on(&rt, control(w.clone()));
             // Dropping the tasks closes what is left; their state stays counted.
             drop(local);
             drop(rt);
@@ -380,25 +371,16 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
             Instant::now(),
         ),
     }
-    let end = w
-        .stop_at
-        .get()
-        .map_or(w.last_done.get(), |s| s.max(w.last_done.get()));
+    let mut control = w.control.borrow_mut();
+    let end = control.end(w.last_done.get());
     let mut rec = std::mem::replace(&mut *w.rec.borrow_mut(), Recorder::new(w.start));
-    rec.counters.in_flight_at_end += w.in_flight.get();
-    rec.counters.not_sent += w.held.get() + w.pending.borrow().len() as u64;
+    w.ledger.borrow_mut().close_into(&mut rec.counters);
     rec.counters.peak_connections = w.peak_open.get();
     rec.bytes_read(w.unattributed.get());
     rec.counters.bytes_written += w.written.get();
-    // Counters only: the record itself carries the seconds from here on (as
-    // the HTTP/1 worker does at its end).
-    spec.live
-        .completed
-        .store(rec.counters.completed, Ordering::Relaxed);
-    spec.live
-        .failed
-        .store(rec.counters.failed, Ordering::Relaxed);
-    spec.live.open.store(0, Ordering::Relaxed);
+    control.publish(&rec, 0);
+    let interrupted = control.interrupted();
+    drop(control);
     let cpu = thread_cpu();
     WorkerResult {
         recorder: rec,
@@ -411,122 +393,70 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
     }
 }
 
-/// Progress for the live view, and the seconds finished since the last call
-/// (what `--abort-on-fail` judges and agents stream), as the HTTP/1 worker does.
-fn publish(live: &Live, rec: &Recorder, open: u64, published_secs: &Cell<usize>) {
-    live.completed
-        .store(rec.counters.completed, Ordering::Relaxed);
-    live.failed.store(rec.counters.failed, Ordering::Relaxed);
-    live.open.store(open, Ordering::Relaxed);
-    let secs = rec.finished_seconds();
-    if secs.len() > published_secs.get() {
-        if let Ok(mut v) = live.seconds.lock() {
-            v.extend_from_slice(&secs[published_secs.get()..]);
-        }
-        published_secs.set(secs.len());
+/// The worker's main task: starts the load, runs the shared control tick
+/// (deadline, Ctrl-C, stage level, publish) until the work is done.
+async fn control(w: Rc<WorkerState>) {
+    if w.open_loop {
+        tokio::task::spawn_local(pace(w.clone()));
+    } else {
+        start_closed(&w);
     }
-}
-
-/// The worker's main task: starts the load, watches the deadline, Ctrl-C and
-/// the end of the work, and publishes progress. True when interrupted.
-async fn control(w: Rc<W>, pacer: Option<Pacer>, deadline: Option<Instant>, live: &Live) -> bool {
-    match pacer {
-        Some(p) => {
-            tokio::task::spawn_local(pace(w.clone(), p, deadline));
-        }
-        None => start_closed(&w),
-    }
-    let mut interrupted = false;
-    let mut last_publish = w.start;
     loop {
         let now = Instant::now();
-        if !w.stopping.get() {
-            if w.spec_stop.load(Ordering::Relaxed) {
-                interrupted = true;
-                begin_stop(&w, now);
-            } else if deadline.is_some_and(|d| now >= d) {
-                begin_stop(&w, now);
-            }
+        if w.control.borrow_mut().stop_due(now) {
+            begin_stop(&w, now);
         }
-        if !w.stopping.get() && w.level_check.get().is_some_and(|t| now >= t) {
-            adjust_level(&w, now);
+        let level = w.control.borrow_mut().level_due(now);
+        if let Some(level) = level {
+            set_level(&w, level);
         }
-        if finished(&w, now) {
+        if w.control.borrow().finished(now, &w.ledger.borrow()) {
             break;
         }
-        if now.duration_since(last_publish) >= Duration::from_millis(100) {
-            w.rec.borrow_mut().tick(now);
-            publish(live, &w.rec.borrow(), w.open.get(), &w.published_secs);
-            last_publish = now;
-        }
-        let mut wake = now + Duration::from_millis(100);
-        let until = if w.stopping.get() {
-            w.drain_until.get()
-        } else {
-            deadline
+        let wake = {
+            let mut control = w.control.borrow_mut();
+            control.publish_due(now, &mut w.rec.borrow_mut(), w.open.get());
+            let mut wake = control.next_publish().max(now + Duration::from_millis(1));
+            if let Some(t) = control.next_wake() {
+                wake = wake.min(t);
+            }
+            wake
         };
-        if let Some(u) = until {
-            wake = wake.min(u);
-        }
-        if let (Some(t), false) = (w.level_check.get(), w.stopping.get()) {
-            wake = wake.min(t);
-        }
         tokio::select! {
             _ = w.changed.notified() => {}
             _ = tokio::time::sleep_until(wake.into()) => {}
         }
     }
-    interrupted
 }
 
-fn finished(w: &W, now: Instant) -> bool {
-    if w.stopping.get() {
-        // The pacer must first count the sends that were due before the stop
-        // but never released (a late worker), or `scheduled` comes up short.
-        let counted = !w.open_loop || w.pacer_done.get();
-        return (counted && w.in_flight.get() == 0)
-            || w.drain_until.get().is_some_and(|d| now >= d);
-    }
-    let idle = w.in_flight.get() == 0 && w.held.get() == 0;
-    if w.open_loop {
-        w.pacer_done.get() && w.pending.borrow().is_empty() && idle
-    } else {
-        w.budget.get() == Some(0) && w.reserved.get() == 0 && idle
-    }
-}
-
-/// Closed loop with `--stages`: the level at `now` (this worker's share of
-/// the stage level, in streams) and when to look again. A rise wakes parked
-/// streams and connections; after a fall, streams above the level park as
-/// their requests end, and a connection none of whose streams is wanted
-/// closes (as the HTTP/1 worker's `adjust_level` and `after` do with
-/// connections).
-fn adjust_level(w: &W, now: Instant) {
-    let Some(l) = &w.levels else { return };
-    let el = now.saturating_duration_since(w.start).as_secs_f64();
-    let target = l.active_at(el);
-    w.level_check.set(
-        l.next_check(el)
-            .map(|s| w.start + Duration::from_secs_f64(s)),
-    );
+/// Closed loop with `--stages`: the level (this worker's share of the stage
+/// level, in streams) changed. A rise wakes parked streams and connections;
+/// after a fall, streams above the level park as their requests end, and a
+/// connection none of whose streams is wanted closes (as the HTTP/1 worker's
+/// `adjust_level` and `after` do with connections).
+fn set_level(w: &WorkerState, target: u64) {
     if target != w.target.get() {
         w.target.set(target);
         w.level_n.notify_waiters();
     }
 }
 
-fn begin_stop(w: &W, now: Instant) {
-    w.stopping.set(true);
-    w.stop_at.set(Some(now));
-    w.drain_until.set(Some(now + w.s.plan.grace));
+fn begin_stop(w: &WorkerState, now: Instant) {
+    w.control.borrow_mut().begin_stop(now);
+    w.ledger.borrow_mut().begin_stop(now);
     w.stop_n.notify_waiters();
     w.work.notify_waiters();
     w.level_n.notify_waiters();
 }
 
-impl W {
+impl WorkerState {
     fn plan(&self) -> &Plan {
         &self.s.plan
+    }
+
+    /// Sending has stopped.
+    fn stopping(&self) -> bool {
+        self.ledger.borrow().stopping()
     }
 
     /// Closed loop: the streams connection slot `ci` runs at the current level.
@@ -544,10 +474,23 @@ impl W {
 
     /// Counts a failed request that was held (taken but not yet sent).
     fn fail_held(&self, kind: ErrorKind, msg: Cow<'static, str>) {
-        self.held.set(self.held.get() - 1);
+        self.ledger.borrow_mut().fail_held();
         self.failed(kind, msg);
     }
 
+    /// A held request was written.
+    fn sent(&self) {
+        self.ledger.borrow_mut().sent();
+        self.rec.borrow_mut().counters.sent += 1;
+    }
+
+    /// A request in flight failed.
+    fn fail_in_flight(&self, kind: ErrorKind, msg: Cow<'static, str>) {
+        self.ledger.borrow_mut().finish_failed();
+        self.failed(kind, msg);
+    }
+
+    /// Records an error (the ledger's side is the caller's).
     fn failed(&self, kind: ErrorKind, msg: Cow<'static, str>) {
         let now = Instant::now();
         self.rec.borrow_mut().error(kind, msg, now);
@@ -557,37 +500,19 @@ impl W {
 
     /// Closed loop: takes up to `n` requests from the budget; how many were taken.
     fn take_n(&self, n: u64) -> u64 {
-        if self.stopping.get() {
-            return 0;
-        }
-        let got = match self.budget.get() {
-            Some(b) => {
-                let g = b.min(n);
-                self.budget.set(Some(b - g));
-                g
-            }
-            None => n,
-        };
-        self.rec.borrow_mut().counters.scheduled += got;
-        self.held.set(self.held.get() + got);
-        got
+        self.ledger.borrow_mut().take_n(n)
     }
 
     /// Closed loop: takes one request for a stream of connection `c`.
     fn take_for(&self, c: &ConnCtx) -> bool {
-        if self.stopping.get() {
-            return false;
-        }
+        let mut ledger = self.ledger.borrow_mut();
         match c.quota.get() {
-            Some(0) => false,
-            Some(q) => {
-                c.quota.set(Some(q - 1));
-                self.reserved.set(self.reserved.get() - 1);
-                self.rec.borrow_mut().counters.scheduled += 1;
-                self.held.set(self.held.get() + 1);
-                true
+            Some(mut q) => {
+                let took = ledger.take_reserved(&mut q);
+                c.quota.set(Some(q));
+                took
             }
-            None => self.take_n(1) == 1,
+            None => ledger.take(),
         }
     }
 
@@ -595,31 +520,14 @@ impl W {
     /// block of K requests (fewer at the end of `-n`), so `-n N` makes ⌈N/K⌉
     /// connections; then takes the first `want` (the streams it runs) of them.
     fn reserve_block(&self, k: u64, want: u64) -> (Option<u64>, u64) {
-        if self.stopping.get() {
-            return (Some(0), 0);
-        }
-        let r = match self.budget.get() {
-            Some(b) => {
-                let r = b.min(k);
-                self.budget.set(Some(b - r));
-                r
-            }
-            None => k,
-        };
-        let first = r.min(want);
-        self.reserved.set(self.reserved.get() + r - first);
-        self.rec.borrow_mut().counters.scheduled += first;
-        self.held.set(self.held.get() + first);
-        (Some(r - first), first)
+        let (quota, first) = self.ledger.borrow_mut().reserve(k, want);
+        (Some(quota), first)
     }
 
     /// Requests reserved by a connection that ended go back to the budget.
     fn return_quota(&self, c: &ConnCtx) {
         if let Some(q) = c.quota.replace(Some(0)) {
-            self.reserved.set(self.reserved.get() - q);
-            if let (Some(b), false) = (self.budget.get(), self.stopping.get()) {
-                self.budget.set(Some(b + q));
-            }
+            self.ledger.borrow_mut().give_back(q);
             self.changed.notify_one();
         }
     }
@@ -627,10 +535,11 @@ impl W {
 
 // ---------------------------------------------------------------- closed loop
 
-fn start_closed(w: &Rc<W>) {
+fn start_closed(w: &Rc<WorkerState>) {
     let c = w.max_conns;
-    if w.levels.is_some() {
-        adjust_level(w, w.start);
+    let first = w.control.borrow_mut().first_level();
+    if let Some(level) = first {
+        set_level(w, level);
     }
     let mut holds = Vec::with_capacity(c as usize);
     match w.plan().requests_per_conn {
@@ -647,7 +556,7 @@ fn start_closed(w: &Rc<W>) {
         None => {
             // Spread the first requests so every connection gets one before any
             // gets a second: `-n 5 -c 4 --streams 10` opens 4 connections.
-            let b = w.budget.get();
+            let b = w.ledger.borrow().budget();
             for ci in 0..c {
                 let n = match b {
                     Some(b) => crate::run::share(b, c, ci).min(w.streams),
@@ -659,7 +568,7 @@ fn start_closed(w: &Rc<W>) {
     }
     for (ci, (quota, held)) in holds.into_iter().enumerate() {
         // With --stages a slot above the starting level waits for its rise.
-        if held > 0 || w.levels.is_some() {
+        if held > 0 || w.staged {
             tokio::task::spawn_local(closed_conn(w.clone(), ci as u64, quota, held));
         }
     }
@@ -667,14 +576,14 @@ fn start_closed(w: &Rc<W>) {
 
 /// One closed-loop connection slot: connects, runs its streams, and reconnects
 /// while there is work (after GOAWAY, a failure, or `--requests-per-conn`).
-async fn closed_conn(w: Rc<W>, ci: u64, mut quota: Option<u64>, mut held: u64) {
+async fn closed_conn(w: Rc<WorkerState>, ci: u64, mut quota: Option<u64>, mut held: u64) {
     let mut intended = w.start;
     loop {
         if held == 0 {
             let want = w.wanted(ci);
             if want == 0 {
                 // --stages: the level is below this connection; wait for a rise.
-                if w.stopping.get() {
+                if w.stopping() {
                     return;
                 }
                 tokio::select! {
@@ -725,14 +634,14 @@ async fn closed_conn(w: Rc<W>, ci: u64, mut quota: Option<u64>, mut held: u64) {
             }
         }
         quota = None;
-        if w.stopping.get() {
+        if w.stopping() {
             return;
         }
     }
 }
 
 async fn closed_stream(
-    w: Rc<W>,
+    w: Rc<WorkerState>,
     ctx: Rc<ConnCtx>,
     mut sr: SendRequest<Bytes>,
     mut first: Option<Instant>,
@@ -749,7 +658,7 @@ async fn closed_stream(
             // may take no more requests); a rise wakes the stream again.
             drop(running.take());
             loop {
-                if w.stopping.get() || ctx.dead.get() {
+                if w.stopping() || ctx.dead.get() {
                     return;
                 }
                 if !w.parked(slot) {
@@ -789,7 +698,7 @@ async fn closed_stream(
                 free_at
             }
         };
-        if w.stopping.get() {
+        if w.stopping() {
             return; // held: not sent
         }
         match vu.as_mut() {
@@ -798,7 +707,7 @@ async fn closed_stream(
                 let think = scenario::exchange(&w, &mut sr, &ctx, intended, user, &mut away).await;
                 // The virtual user thinks; its next request is due when it is done.
                 if let Some(d) = think.filter(|d| !d.is_zero()) {
-                    if w.stopping.get() {
+                    if w.stopping() {
                         return;
                     }
                     tokio::select! {
@@ -814,26 +723,17 @@ async fn closed_stream(
 // ------------------------------------------------------------------ open loop
 
 /// Open loop: releases requests at their intended times onto the queue.
-async fn pace(w: Rc<W>, mut pacer: Pacer, deadline: Option<Instant>) {
+async fn pace(w: Rc<WorkerState>) {
     let timer = FineTimer::new();
     let mut burst = 0u32;
-    let mut next = pacer.next_send().map(|d| w.start + d);
-    while let Some(t) = next {
-        if deadline.is_some_and(|dl| t >= dl) {
+    loop {
+        // (Once stopping, the ledger counted the sends due before the stop.)
+        let next = w.ledger.borrow().next_due();
+        let Some(t) = next.filter(|_| !w.stopping()) else {
             break;
-        }
-        if w.stopping.get() {
-            // Due before the stop but not yet released (the worker was behind):
-            // scheduled all the same, and counted as never sent.
-            if w.stop_at.get().is_none_or(|s| t >= s) {
-                break;
-            }
-            w.rec.borrow_mut().counters.scheduled += 1;
-            w.pending.borrow_mut().push_back(t);
-            next = pacer.next_send().map(|d| w.start + d);
-            continue;
-        }
-        if Instant::now() < t {
+        };
+        let now = Instant::now();
+        if now < t {
             burst = 0;
             tokio::select! {
                 _ = sleep_until(timer.as_ref(), t) => {}
@@ -848,28 +748,28 @@ async fn pace(w: Rc<W>, mut pacer: Pacer, deadline: Option<Instant>) {
             continue;
         }
         {
+            let mut ledger = w.ledger.borrow_mut();
+            let Some(t) = ledger.release_due(now) else {
+                continue;
+            };
             let mut rec = w.rec.borrow_mut();
-            rec.counters.scheduled += 1;
-            rec.released(Instant::now().saturating_duration_since(t));
-            let mut q = w.pending.borrow_mut();
-            if q.len() as u64 >= w.idle.get() {
+            rec.released(now.saturating_duration_since(t));
+            if ledger.pending() as u64 >= w.idle.get() {
                 rec.counters.waited_for_connection += 1;
             }
-            q.push_back(t);
+            ledger.enqueue(t);
         }
         w.work.notify_one();
         maybe_connect(&w);
-        next = pacer.next_send().map(|d| w.start + d);
     }
-    w.pacer_done.set(true);
     w.changed.notify_one();
 }
 
 /// Open loop: opens connections while the queue is longer than what idle
 /// streams and connections being set up will take, up to the cap.
-fn maybe_connect(w: &Rc<W>) {
-    while !w.stopping.get()
-        && w.pending.borrow().len() as u64 > w.idle.get() + w.connecting.get() * w.streams
+fn maybe_connect(w: &Rc<WorkerState>) {
+    while !w.stopping()
+        && w.ledger.borrow().pending() as u64 > w.idle.get() + w.connecting.get() * w.streams
         && w.conns_live.get() < w.max_conns
     {
         w.conns_live.set(w.conns_live.get() + 1);
@@ -878,7 +778,7 @@ fn maybe_connect(w: &Rc<W>) {
     }
 }
 
-async fn open_conn(w: Rc<W>) {
+async fn open_conn(w: Rc<WorkerState>) {
     let ctx = ConnCtx::new(w.plan().requests_per_conn);
     let r = connect(&w, &ctx).await;
     w.connecting.set(w.connecting.get() - 1);
@@ -886,7 +786,8 @@ async fn open_conn(w: Rc<W>) {
         Err(ConnectFail::Stopped) => {}
         Err(ConnectFail::Failed(kind, msg)) => {
             // The connect was for the oldest waiting request: it fails with it.
-            if w.pending.borrow_mut().pop_front().is_some() {
+            let failed = w.ledger.borrow_mut().fail_pending();
+            if failed {
                 w.failed(kind, msg);
             }
             tokio::task::yield_now().await;
@@ -904,7 +805,7 @@ async fn open_conn(w: Rc<W>) {
     maybe_connect(&w);
 }
 
-async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
+async fn open_stream(w: Rc<WorkerState>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
     let mut away = None;
     let mut vu = w.sc.as_ref().map(|sc| sc.take_vu());
     loop {
@@ -912,10 +813,11 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
             return; // --requests-per-conn reached: the connection closes
         }
         let t = loop {
-            if w.stopping.get() || ctx.dead.get() {
+            if w.stopping() || ctx.dead.get() {
                 return;
             }
-            if let Some(t) = w.pending.borrow_mut().pop_front() {
+            let next = w.ledger.borrow_mut().dequeue();
+            if let Some(t) = next {
                 break t;
             }
             w.idle.set(w.idle.get() + 1);
@@ -929,7 +831,6 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
         if let Some(q) = ctx.quota.get() {
             ctx.quota.set(Some(q - 1));
         }
-        w.held.set(w.held.get() + 1);
         match stream_ready(&w, &mut sr).await {
             Ok(()) => {}
             Err(Waited::Stopped) => return, // held: not sent
@@ -945,7 +846,7 @@ async fn open_stream(w: Rc<W>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
                 return;
             }
         }
-        if w.stopping.get() {
+        if w.stopping() {
             return;
         }
         match vu.as_mut() {
@@ -970,8 +871,8 @@ enum Waited {
 
 /// Waits until the connection may open a stream, at most `--timeout` and not
 /// past the run's stop: a server that allows no stream must not hold the run.
-async fn stream_ready(w: &W, sr: &mut SendRequest<Bytes>) -> Result<(), Waited> {
-    if w.stopping.get() {
+async fn stream_ready(w: &WorkerState, sr: &mut SendRequest<Bytes>) -> Result<(), Waited> {
+    if w.stopping() {
         return Err(Waited::Stopped);
     }
     tokio::select! {
@@ -989,7 +890,10 @@ fn no_stream() -> Cow<'static, str> {
 // ------------------------------------------------------------ one connection
 
 /// Connects (TCP, TLS with ALPN h2, HTTP/2 preface) and starts the connection's driver task.
-async fn connect(w: &Rc<W>, ctx: &Rc<ConnCtx>) -> Result<SendRequest<Bytes>, ConnectFail> {
+async fn connect(
+    w: &Rc<WorkerState>,
+    ctx: &Rc<ConnCtx>,
+) -> Result<SendRequest<Bytes>, ConnectFail> {
     match connect_to(w, ctx, None).await? {
         Connected::H2(sr) => Ok(sr),
         // (The run's own target never falls back to HTTP/1.1.)
@@ -1011,11 +915,11 @@ enum Connected {
 /// As [`connect`], to the run's target or (`away`) to another origin: a
 /// redirect's, or another host of a scenario.
 async fn connect_to(
-    w: &Rc<W>,
+    w: &Rc<WorkerState>,
     ctx: &Rc<ConnCtx>,
     away: Option<&crate::redirect::Origin>,
 ) -> Result<Connected, ConnectFail> {
-    if w.stopping.get() {
+    if w.stopping() {
         return Err(ConnectFail::Stopped);
     }
     let deadline = Instant::now() + w.plan().connect_timeout;
@@ -1031,7 +935,7 @@ async fn connect_to(
 type Fail = (ErrorKind, Cow<'static, str>);
 
 async fn connect_inner(
-    w: &Rc<W>,
+    w: &Rc<WorkerState>,
     ctx: &Rc<ConnCtx>,
     away: Option<&crate::redirect::Origin>,
 ) -> Result<Connected, Fail> {
@@ -1139,22 +1043,22 @@ async fn connect_inner(
 }
 
 /// Ends the whole run with an error (exit code 1): HTTP/2 cannot be used.
-fn fatal(w: &W, msg: String) {
+fn fatal(w: &WorkerState, msg: String) {
     if let Ok(mut f) = w.s.fatal.lock() {
         f.get_or_insert(msg);
     }
     // The other workers see the flag within their 100 ms control tick.
-    w.spec_stop.store(true, Ordering::SeqCst);
-    if !w.stopping.get() {
+    w.control.borrow().stop_all();
+    if !w.stopping() {
         begin_stop(w, Instant::now());
     }
 }
 
 /// Counts a connection as open while it lives.
-struct OpenGuard(Rc<W>);
+struct OpenGuard(Rc<WorkerState>);
 
 impl OpenGuard {
-    fn new(w: Rc<W>) -> OpenGuard {
+    fn new(w: Rc<WorkerState>) -> OpenGuard {
         w.open.set(w.open.get() + 1);
         w.peak_open.set(w.peak_open.get().max(w.open.get()));
         OpenGuard(w)
@@ -1170,7 +1074,7 @@ impl Drop for OpenGuard {
 /// Sends one request (held by the caller) and reads its response to the end;
 /// with `-L` follows its redirects (see [`follow`]).
 async fn exchange(
-    w: &Rc<W>,
+    w: &Rc<WorkerState>,
     sr: &mut SendRequest<Bytes>,
     intended: Instant,
     away: &mut Option<Away>,
@@ -1185,9 +1089,7 @@ async fn exchange(
             return w.fail_held(k, m);
         }
     };
-    w.held.set(w.held.get() - 1);
-    w.in_flight.set(w.in_flight.get() + 1);
-    w.rec.borrow_mut().counters.sent += 1;
+    w.sent();
     let body = (!end_of_stream).then(|| tpl.body.clone());
     let deadline = sent + w.plan().timeout;
     let follow_on = w.plan().follow.as_deref();
@@ -1218,7 +1120,6 @@ async fn exchange(
         }
         (r, _) => r,
     };
-    w.in_flight.set(w.in_flight.get() - 1);
     let now = Instant::now();
     match r {
         Ok(f) => {
@@ -1237,10 +1138,11 @@ async fn exchange(
             };
             rec.response(&t, f.status, wire, f.body_bytes);
             drop(rec);
+            w.ledger.borrow_mut().finish_completed();
             w.last_done.set(now);
             w.changed.notify_one();
         }
-        Err(e) => w.failed(e.0, e.1),
+        Err(e) => w.fail_in_flight(e.0, e.1),
     }
 }
 
@@ -1493,85 +1395,6 @@ impl AsyncWrite for Counted {
     }
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
-async fn sleep_until(timer: Option<&FineTimer>, t: Instant) {
-    match timer {
-        Some(f) => f.sleep_until(t).await,
-        None => tokio::time::sleep_until(t.into()).await,
-    }
-}
-
-/// A timerfd in the runtime's poller: tokio's own timer is millisecond-grained,
-/// too coarse for open-loop schedules above a thousand requests per second.
-struct FineTimer {
-    #[cfg(target_os = "linux")]
-    fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
-}
-
-impl FineTimer {
-    #[cfg(target_os = "linux")]
-    fn new() -> Option<FineTimer> {
-        let fd = crate::worker::timerfd()?;
-        // SAFETY: the OwnedFd is open, owned by the AsyncFd for its whole life,
-        // and always returns the same descriptor.
-        let fd = unsafe {
-            tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
-        }
-        .ok()?;
-        Some(FineTimer { fd })
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn new() -> Option<FineTimer> {
-        None
-    }
-
-    #[cfg(target_os = "linux")]
-    async fn sleep_until(&self, t: Instant) {
-        use std::os::fd::AsRawFd;
-        let after = t.saturating_duration_since(Instant::now());
-        if after.is_zero() {
-            return;
-        }
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
-            it_value: libc::timespec {
-                tv_sec: after.as_secs() as libc::time_t,
-                tv_nsec: after.subsec_nanos() as libc::c_long,
-            },
-        };
-        // SAFETY: valid fd and a fully initialized itimerspec.
-        let armed =
-            unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut()) }
-                == 0;
-        if !armed {
-            return tokio::time::sleep_until(t.into()).await;
-        }
-        loop {
-            let Ok(mut guard) = self.fd.readable().await else {
-                return tokio::time::sleep_until(t.into()).await;
-            };
-            let mut v = [0u8; 8];
-            // SAFETY: reading 8 bytes into a local buffer from our non-blocking fd.
-            let n = unsafe { libc::read(self.fd.as_raw_fd(), v.as_mut_ptr().cast(), 8) };
-            if n == 8 {
-                return;
-            }
-            guard.clear_ready();
-            if Instant::now() >= t {
-                return;
-            }
-        }
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    async fn sleep_until(&self, t: Instant) {
-        tokio::time::sleep_until(t.into()).await
     }
 }
 

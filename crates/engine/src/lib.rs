@@ -3,13 +3,17 @@
 //! A [`Plan`] (validated options, prebuilt request bytes) is run by
 //! [`execute`] on thread-per-core workers, each with its own poller,
 //! connections and recorder (HTTP/2 runs on
-//! [`h2run`] workers, one tokio runtime per thread); the result is one [`redline_stats::RunRecord`].
+//! [`h2run`] workers, one tokio runtime per thread); both drivers keep their
+//! requests in a [`ledger::Ledger`] and run the [`control::Control`] tick.
+//! The result is one [`redline_stats::RunRecord`].
 #![deny(missing_docs)]
 
 pub mod alpn;
+pub mod control;
 pub mod h1;
 pub mod h2run;
 pub mod head;
+pub mod ledger;
 pub mod overdue;
 pub mod pacer;
 pub mod plan;
@@ -17,6 +21,7 @@ pub mod redirect;
 pub mod run;
 pub mod scenario;
 pub mod sys;
+mod timer;
 pub mod tls;
 pub mod worker;
 

@@ -12,7 +12,7 @@
 
 use super::{
     classify, connect_to, fetch, io_message, timed_out, to_h2, ConnCtx, ConnectFail, Connected,
-    Fail, Fetched, Io, OpenGuard, W,
+    Fail, Fetched, Io, OpenGuard, WorkerState,
 };
 use crate::h1::{Capture, Progress, ResponseReader};
 use bytes::Bytes;
@@ -121,7 +121,7 @@ pub(super) struct Outgoing<'a> {
 /// another request. `on_sent` runs when the request leaves.
 /// `Err(Ok(fail))`: it failed before it was sent; `Err(Err(fail))` after.
 pub(super) async fn away_exchange(
-    w: &Rc<W>,
+    w: &Rc<WorkerState>,
     away: &mut Option<Away>,
     out: Outgoing<'_>,
     mut on_sent: impl FnMut(),
@@ -187,7 +187,7 @@ pub(super) async fn away_exchange(
 /// it has one (else that origin is reached through `away` too). Each hop
 /// gets its own time-out; the final response is the request's.
 pub(super) async fn follow(
-    w: &Rc<W>,
+    w: &Rc<WorkerState>,
     mut own_sr: Option<&mut SendRequest<Bytes>>,
     f: &crate::redirect::Follow,
     first: Fetched,
@@ -329,7 +329,7 @@ pub(super) struct Redirected<'a> {
 /// or made again with the `Origin` from `resolve`, when it has none there or
 /// it died).
 pub(super) async fn away_conn(
-    w: &Rc<W>,
+    w: &Rc<WorkerState>,
     key: String,
     resolve: impl FnOnce() -> Result<Arc<crate::redirect::Origin>, Fail>,
     away: &mut Option<Away>,

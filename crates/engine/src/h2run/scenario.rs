@@ -14,7 +14,7 @@
 //! share one (data rows per user stay distinct).
 
 use super::follow::{away_conn, away_exchange, follow, Away, Outgoing, Redirected};
-use super::{classify, fetch, timed_out, to_h2, ConnCtx, Fail, W};
+use super::{classify, fetch, timed_out, to_h2, ConnCtx, Fail, WorkerState};
 use crate::h1::Capture;
 use crate::scenario::{Scenario, Vu};
 use bytes::Bytes;
@@ -109,7 +109,7 @@ impl Drop for VuSlot {
 /// answer; with `-L` follows its redirects with the user's cookie jar.
 /// Returns the think time owed before the next one (closed loop).
 pub(super) async fn exchange(
-    w: &Rc<W>,
+    w: &Rc<WorkerState>,
     sr: &mut SendRequest<Bytes>,
     ctx: &ConnCtx,
     intended: Instant,
@@ -152,7 +152,7 @@ pub(super) async fn exchange(
         Ok((sent, Err((kind, msg)))) => {
             let _ = sent;
             sc.stats.borrow_mut()[r].errors += 1;
-            w.failed(kind, msg);
+            w.fail_in_flight(kind, msg);
         }
         Ok((sent, Ok(f))) => {
             let now = Instant::now();
@@ -186,6 +186,7 @@ pub(super) async fn exchange(
                 .record(now.saturating_duration_since(f.first_byte));
             s.on_response(r, vu, f.status, latency, f.capture.as_deref(), st);
             drop(stats);
+            w.ledger.borrow_mut().finish_completed();
             w.last_done.set(now);
             w.changed.notify_one();
         }
@@ -204,7 +205,7 @@ struct Unsent(ErrorKind, Cow<'static, str>);
 /// Sends request `r` and reads its answer (and its redirects): when it was
 /// sent and how it ended, or why it could not be sent.
 async fn send(
-    w: &Rc<W>,
+    w: &Rc<WorkerState>,
     sr: &mut SendRequest<Bytes>,
     s: &Scenario,
     r: usize,
@@ -221,9 +222,7 @@ async fn send(
     let want = Some((cap.want_headers, cap.want_body));
     let follow_on = w.plan().follow.as_deref();
     let counted_sent = || {
-        w.held.set(w.held.get() - 1);
-        w.in_flight.set(w.in_flight.get() + 1);
-        w.rec.borrow_mut().counters.sent += 1;
+        w.sent();
         if let Some(sc) = w.sc.as_ref() {
             sc.stats.borrow_mut()[r].sent += 1;
         }
@@ -296,6 +295,5 @@ async fn send(
         }
         (got, _) => got,
     };
-    w.in_flight.set(w.in_flight.get() - 1);
     Ok((sent, got))
 }

@@ -1,0 +1,473 @@
+//! The HTTP/1 worker's request lifecycle: sending a request on a slot,
+//! completing or failing it (through the ledger), following redirects,
+//! scenario choices and think times, and what a slot does next (`after`).
+
+use super::conns::{ConnState, Redirected, TimeoutList, NIL};
+use super::Worker;
+use crate::redirect::Cookies;
+use redline_stats::{ErrorKind, Timing};
+use std::borrow::Cow;
+use std::cmp::Reverse;
+use std::time::Instant;
+
+impl Worker<'_> {
+    /// Writes a request on connection `i` (connected and idle).
+    pub(super) fn send(&mut self, i: u32, intended: Instant, now: Instant) {
+        if self.conns[i as usize].redir.is_some() {
+            // The connection for the next redirect hop is up.
+            return self.send_hop(i, now);
+        }
+        if self.conns[i as usize].away.is_some() {
+            // Open to where the last request was redirected: the next request
+            // starts again at its own URL, on a new connection.
+            return self.send_on_new_connection(i, intended);
+        }
+        let plan = self.plan;
+        let mut timeout = plan.timeout;
+        if self.scenario.is_some() {
+            let r = self.choose(i);
+            let sc = self.scenario.as_mut().expect("scenario");
+            let q = &sc.scenario.requests[r];
+            if sc.vus[i as usize].target != q.target {
+                // The next request goes to another host: replace the connection.
+                return self.send_on_new_connection(i, intended);
+            }
+            timeout = q.timeout;
+            sc.stats[r].sent += 1;
+        }
+        let c = &mut self.conns[i as usize];
+        c.has_request = true;
+        c.intended = intended;
+        c.sent = now;
+        c.first_byte = None;
+        c.written = 0;
+        c.wire = 0;
+        c.on_conn += 1;
+        c.close_after = plan.requests_per_conn.is_some_and(|n| c.on_conn >= n);
+        c.reader.reset();
+        // Only until the first answer named its server: after that a reader that
+        // still wants it (its head had none) would keep the head memo unused.
+        c.reader.want_server = self.want_server;
+        c.state = ConnState::Writing;
+        c.deadline = now + timeout;
+        self.ledger.sent();
+        self.rec.counters.sent += 1;
+        if let Some(sc) = self.scenario.as_mut() {
+            let vu = &mut sc.vus[i as usize];
+            let r = vu.chosen.unwrap_or(0);
+            sc.scenario.prepare(r, vu, c.close_after);
+            if let Some(cap) = c.reader.capture.as_deref_mut() {
+                sc.scenario.prepare_capture(r, cap);
+            }
+            self.push_sorted(i);
+        } else {
+            self.push(i, TimeoutList::Requests);
+        }
+        self.write_more(i);
+    }
+
+    pub(super) fn complete(&mut self, i: u32, now: Instant, poisoned: bool) {
+        if let Some(f) = self.plan.follow.as_deref() {
+            let r = &self.conns[i as usize].reader;
+            if crate::redirect::is_redirect(r.status) && r.location.is_some() {
+                return self.follow(i, f, now, poisoned);
+            }
+        }
+        self.unlink(i);
+        self.ledger.finish_completed();
+        let c = &mut self.conns[i as usize];
+        c.has_request = false;
+        let redirected = c.redir.take();
+        let t = Timing {
+            intended: c.intended,
+            sent: c.sent,
+            first_byte: c.first_byte.unwrap_or(now),
+            done: now,
+        };
+        let status = c.reader.status;
+        if self.want_server {
+            if let Some(s) = c.reader.server.take() {
+                self.rec.server_software = Some(s);
+            }
+            self.want_server = false;
+        }
+        self.rec.response(&t, status, c.wire, c.reader.body_bytes);
+        if let Some(sc) = self.scenario.as_mut() {
+            let vu = &mut sc.vus[i as usize];
+            if let Some(r) = vu.chosen {
+                vu.redirected_from = redirected
+                    .as_ref()
+                    .map(|d| d.url.host_str().unwrap_or("").to_ascii_lowercase());
+                let st = &mut sc.stats[r];
+                st.completed += 1;
+                if status >= 400 {
+                    st.bad_status += 1;
+                }
+                let latency = now.saturating_duration_since(t.intended);
+                st.latency.record(latency);
+                st.waiting
+                    .record(t.first_byte.saturating_duration_since(t.sent));
+                st.transfer
+                    .record(now.saturating_duration_since(t.first_byte));
+                sc.scenario
+                    .on_response(r, vu, status, latency, c.reader.capture.as_deref(), st);
+            }
+            self.request_ended(i, Some(()), now);
+        }
+        let c = &mut self.conns[i as usize];
+        self.last_done = now;
+        let reusable = c.reader.keep_alive && !c.close_after && !poisoned && self.plan.keepalive;
+        if reusable {
+            c.state = ConnState::Idle;
+        } else {
+            self.close(i);
+        }
+        self.after(i, now);
+    }
+
+    /// The request for slot `i` needs another connection: closes this one and
+    /// queues the slot to reconnect, or, once the run is stopping (no more
+    /// connects), counts the request as never sent.
+    pub(super) fn send_on_new_connection(&mut self, i: u32, intended: Instant) {
+        self.close(i);
+        let c = &mut self.conns[i as usize];
+        if self.ledger.stopping() {
+            c.has_request = false;
+            self.ledger.drop_held();
+            return;
+        }
+        c.has_request = true;
+        c.intended = intended;
+        self.restart.push_back(i);
+    }
+
+    /// The bytes of the request slot `i` sent (before any redirect).
+    pub(super) fn request_bytes(&self, i: u32) -> &[u8] {
+        let c = &self.conns[i as usize];
+        match &self.scenario {
+            Some(sc) => {
+                let vu = &sc.vus[i as usize];
+                sc.scenario.wire(vu.chosen.unwrap_or(0), vu, c.close_after)
+            }
+            None if c.close_after => &self.plan.request_close,
+            None => &self.plan.request,
+        }
+    }
+
+    /// `--follow-redirects`: the response just read is a redirect with a
+    /// `Location`. Follows it — on the same connection when it stays on the
+    /// connection's origin and may be reused, else on a new connection to the
+    /// new origin — or ends the request as `too_many_redirects`,
+    /// `bad_redirect` or `resolve`. The request stays in flight throughout;
+    /// its latency runs to the end of the final response.
+    pub(super) fn follow(
+        &mut self,
+        i: u32,
+        f: &crate::redirect::Follow,
+        now: Instant,
+        poisoned: bool,
+    ) {
+        use crate::redirect::{hop_request, origin_key, request_path, resolve_location};
+        let plan = self.plan;
+        let c = &mut self.conns[i as usize];
+        let status = c.reader.status;
+        let location = c.reader.location.take().unwrap_or_default();
+        let hops = c.redir.as_ref().map_or(0, |r| r.hops);
+        let was_get = c.redir.as_ref().is_some_and(|r| r.get);
+        if hops >= f.max {
+            let msg = format!("more than {} redirects (--max-redirs)", f.max);
+            return self.fail(i, ErrorKind::TooManyRedirects, Cow::Owned(msg), now);
+        }
+        let own_key = match &self.scenario {
+            Some(sc) => sc.scenario.targets[sc.vus[i as usize].target]
+                .origin
+                .clone(),
+            None => plan.target.origin.clone(),
+        };
+        let (orig, base) = match c.redir.as_mut() {
+            Some(r) => (std::mem::take(&mut r.orig), Ok(r.url.clone())),
+            None => {
+                let orig = self.request_bytes(i).to_vec();
+                let path = request_path(&orig).unwrap_or("/");
+                let base = url::Url::parse(&format!("{own_key}{path}"));
+                (orig, base)
+            }
+        };
+        let Ok(base) = base else {
+            return self.fail(
+                i,
+                ErrorKind::BadRedirect,
+                "the redirected request's URL cannot be rebuilt".into(),
+                now,
+            );
+        };
+        let to = match resolve_location(&base, &location) {
+            Ok(u) => u,
+            Err(m) => return self.fail(i, ErrorKind::BadRedirect, Cow::Borrowed(m), now),
+        };
+        let key = origin_key(&to);
+        let same_origin = key == own_key;
+        let dest = if same_origin {
+            None
+        } else {
+            match f.origin(&to) {
+                Ok(o) => Some(o),
+                Err(e) => {
+                    let kind = if e.resolve {
+                        ErrorKind::Resolve
+                    } else {
+                        ErrorKind::BadRedirect
+                    };
+                    return self.fail(i, kind, Cow::Owned(e.message), now);
+                }
+            }
+        };
+        let c = &mut self.conns[i as usize];
+        let jar = match self.scenario.as_mut() {
+            Some(sc) => {
+                let vu = &mut sc.vus[i as usize];
+                let r = vu.chosen.unwrap_or(0);
+                sc.scenario.redirect_cookies(
+                    r,
+                    vu,
+                    c.reader.capture.as_deref(),
+                    base.host_str().unwrap_or(""),
+                    to.host_str().unwrap_or(""),
+                )
+            }
+            None => None,
+        };
+        let cookies = match &jar {
+            Some(j) => Cookies::Jar(j),
+            None => Cookies::Given,
+        };
+        let Some((bytes, get)) = hop_request(&orig, status, &to, same_origin, was_get, cookies)
+        else {
+            return self.fail(
+                i,
+                ErrorKind::BadRedirect,
+                "the redirected request cannot be rewritten".into(),
+                now,
+            );
+        };
+        self.rec.counters.redirects += 1;
+        let on_conn = c.away.as_ref().map_or(own_key.as_str(), |o| o.key.as_str()) == key;
+        let reuse = on_conn && c.reader.keep_alive && !c.close_after && !poisoned && plan.keepalive;
+        c.redir = Some(Box::new(Redirected {
+            hops: hops + 1,
+            url: to,
+            orig,
+            bytes,
+            to: dest,
+            get,
+        }));
+        if reuse {
+            c.state = ConnState::Idle;
+            self.send_hop(i, now);
+        } else {
+            // Still the same request (in flight); the next hop needs a new connection.
+            self.close(i);
+            self.restart.push_back(i);
+        }
+    }
+
+    /// Sends the next hop of a redirected request on connection `i` (connected and idle).
+    pub(super) fn send_hop(&mut self, i: u32, now: Instant) {
+        let timeout = match &self.scenario {
+            Some(sc) => sc.vus[i as usize]
+                .chosen
+                .map_or(self.plan.timeout, |r| sc.scenario.requests[r].timeout),
+            None => self.plan.timeout,
+        };
+        let c = &mut self.conns[i as usize];
+        c.first_byte = None;
+        c.written = 0;
+        c.reader.reset();
+        c.state = ConnState::Writing;
+        c.deadline = now + timeout;
+        if self.scenario.is_some() {
+            self.push_sorted(i);
+        } else {
+            self.push(i, TimeoutList::Requests);
+        }
+        self.write_more(i);
+    }
+
+    pub(super) fn fail(&mut self, i: u32, kind: ErrorKind, msg: Cow<'static, str>, now: Instant) {
+        let c = &mut self.conns[i as usize];
+        if c.has_request && (c.state == ConnState::Reading || c.state == ConnState::Writing) {
+            self.unlink(i);
+            self.ledger.finish_failed();
+            self.conns[i as usize].has_request = false;
+            self.conns[i as usize].redir = None;
+            self.rec.error(kind, msg, now);
+            self.last_done = now;
+            self.request_ended(i, None, now);
+        }
+        self.close(i);
+        self.after(i, now);
+    }
+
+    /// Scenario runs: the slot's request ended (`ok`: with a response); counts a
+    /// failure against it and owes the virtual user its think time.
+    pub(super) fn request_ended(&mut self, i: u32, ok: Option<()>, _now: Instant) {
+        let open_loop = self.open_loop;
+        let Some(sc) = self.scenario.as_mut() else {
+            return;
+        };
+        let vu = &mut sc.vus[i as usize];
+        let Some(r) = vu.chosen.take() else { return };
+        if ok.is_none() {
+            sc.stats[r].errors += 1;
+        }
+        if !open_loop {
+            vu.think = sc.scenario.requests[r].think.map(|t| t.sample(&mut sc.rng));
+        }
+    }
+
+    /// Scenario runs: the request slot `i` sends next (chosen once, then kept
+    /// until the request ends).
+    pub(super) fn choose(&mut self, i: u32) -> usize {
+        let sc = self.scenario.as_mut().expect("scenario");
+        let vu = &mut sc.vus[i as usize];
+        if let Some(r) = vu.chosen {
+            return r;
+        }
+        let r = sc.scenario.choose(
+            vu,
+            &mut sc.round_robin,
+            &mut sc.rows,
+            sc.stride,
+            &mut sc.rng,
+        );
+        vu.chosen = Some(r);
+        r
+    }
+
+    /// Scenario runs: virtual users whose think time is over send their next request.
+    pub(super) fn wake_sleepers(&mut self, now: Instant) {
+        for _ in 0..100_000 {
+            let Some(sc) = self.scenario.as_mut() else {
+                return;
+            };
+            let Some(&Reverse((t, i))) = sc.sleepers.peek() else {
+                return;
+            };
+            if t > now {
+                return;
+            }
+            sc.sleepers.pop();
+            sc.vus[i as usize].sleeping = false;
+            let st = self.conns[i as usize].state;
+            match st {
+                // Latency counts from when the user meant to send: the end of its think time.
+                ConnState::Idle if self.take_for(i) => self.send(i, t, now),
+                ConnState::Closed if self.take_for(i) => {
+                    let c = &mut self.conns[i as usize];
+                    c.intended = t;
+                    c.has_request = true;
+                    self.restart.push_back(i);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Decides what slot `i` does next once its request ended (or its socket went away).
+    pub(super) fn after(&mut self, i: u32, now: Instant) {
+        let st = self.conns[i as usize].state;
+        if self.open_loop {
+            match st {
+                ConnState::Idle => {
+                    if let Some(t) = self.ledger.dequeue() {
+                        self.send(i, t, now);
+                    } else {
+                        self.idle.push(i);
+                    }
+                }
+                ConnState::Closed => {
+                    self.free.push(i);
+                    // Waiting requests will reopen it in `release`.
+                }
+                _ => {}
+            }
+            return;
+        }
+        if let Some(sc) = self.scenario.as_mut() {
+            let vu = &mut sc.vus[i as usize];
+            if vu.sleeping {
+                // Thinking: the wake-up sends the next request.
+                return;
+            }
+            if let Some(d) = vu.think.take() {
+                if !d.is_zero() && !self.ledger.stopping() {
+                    vu.sleeping = true;
+                    sc.sleepers.push(Reverse((now + d, i)));
+                    return;
+                }
+            }
+        }
+        if self.staged && self.active > self.target {
+            // The level fell: this slot parks (its request is done; not an error).
+            self.close(i);
+            self.free.push(i);
+            self.active -= 1;
+            return;
+        }
+        match st {
+            ConnState::Idle if self.take_for(i) => self.send(i, now, now),
+            ConnState::Closed if self.take_for(i) => {
+                let c = &mut self.conns[i as usize];
+                c.intended = now;
+                c.has_request = true;
+                self.restart.push_back(i);
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn close(&mut self, i: u32) {
+        if self.conns[i as usize].list != TimeoutList::None {
+            self.unlink(i);
+        }
+        let c = &mut self.conns[i as usize];
+        // Closing the socket takes it out of the epoll set: no deregister call.
+        if c.sock.take().is_some() {
+            self.open -= 1;
+        }
+        c.tls = None;
+        c.away = None;
+        c.state = ConnState::Closed;
+        // Requests reserved for a connection that ended early go back to the budget.
+        if c.quota > 0 {
+            self.ledger.give_back(std::mem::take(&mut c.quota));
+        }
+    }
+
+    pub(super) fn expire(&mut self, now: Instant) {
+        while self.request_timeouts.head != NIL {
+            let i = self.request_timeouts.head;
+            if self.conns[i as usize].deadline > now {
+                break;
+            }
+            self.fail(
+                i,
+                ErrorKind::Timeout,
+                "no complete response within --timeout".into(),
+                now,
+            );
+        }
+        while self.connect_timeouts.head != NIL {
+            let i = self.connect_timeouts.head;
+            if self.conns[i as usize].deadline > now {
+                break;
+            }
+            self.connect_failed(
+                i,
+                ErrorKind::ConnectTimeout,
+                "connect timed out".into(),
+                now,
+            );
+        }
+    }
+}
