@@ -6,103 +6,10 @@
 
 mod common;
 
+use common::coord::Coord;
 use common::*;
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
-/// A coordinator on 127.0.0.1:0; its stderr lines arrive on `lines`.
-struct Coord {
-    child: Child,
-    port: u16,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Coord {
-    fn start(extra: &[&str]) -> Coord {
-        Coord::start_on("127.0.0.1:0", extra)
-    }
-
-    fn start_on(listen: &str, extra: &[&str]) -> Coord {
-        let mut child = Command::new(bin())
-            .args([
-                "coordinate",
-                "--listen",
-                listen,
-                "--start-delay",
-                "300ms",
-                "-o",
-                "json",
-            ])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn coordinator");
-        let (tx, lines) = mpsc::channel();
-        let err = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for l in BufReader::new(err).lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut c = Coord {
-            child,
-            port: 0,
-            lines,
-            seen: Vec::new(),
-        };
-        let l = c.wait_for("listening on", Duration::from_secs(20));
-        let addr = l
-            .split("listening on ")
-            .nth(1)
-            .unwrap()
-            .split(' ')
-            .next()
-            .unwrap();
-        c.port = addr.rsplit(':').next().unwrap().parse().unwrap();
-        c
-    }
-
-    /// Waits (bounded) for a stderr line containing `what`.
-    fn wait_for(&mut self, what: &str, limit: Duration) -> String {
-        let start = Instant::now();
-        if let Some(l) = self.seen.iter().find(|l| l.contains(what)) {
-            return l.clone();
-        }
-        while start.elapsed() < limit {
-            if let Ok(l) = self.lines.recv_timeout(Duration::from_millis(100)) {
-                self.seen.push(l.clone());
-                if l.contains(what) {
-                    return l;
-                }
-            }
-        }
-        panic!(
-            "no {what:?} from the coordinator within {limit:?}: {:?}",
-            self.seen
-        );
-    }
-
-    /// Waits for the coordinator's exit: (code, stdout, all stderr lines).
-    fn finish(mut self) -> (Option<i32>, String, String) {
-        let out = wait_limit(self.child, Duration::from_secs(90));
-        while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
-            self.seen.push(l);
-        }
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            self.seen.join("\n"),
-        )
-    }
-}
-
+use std::time::Duration;
 fn agent(i: u64, total: u64, port: u16, run: &[&str]) -> Child {
     let mut cmd = Command::new(bin());
     cmd.args([

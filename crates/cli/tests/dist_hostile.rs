@@ -7,94 +7,13 @@
 
 mod common;
 
+use common::coord::Coord;
 use common::*;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-/// A coordinator on 127.0.0.1:0 with its stderr lines collected.
-struct Coord {
-    child: Child,
-    port: u16,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Coord {
-    fn start(extra: &[&str], env: &[(&str, &str)]) -> Coord {
-        let mut child = Command::new(bin())
-            .args([
-                "coordinate",
-                "--listen",
-                "127.0.0.1:0",
-                "--start-delay",
-                "300ms",
-                "-o",
-                "json",
-            ])
-            .args(extra)
-            .envs(env.iter().copied())
-            .env_remove("REDLINE_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn coordinator");
-        let (tx, lines) = mpsc::channel();
-        let err = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for l in BufReader::new(err).lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut c = Coord {
-            child,
-            port: 0,
-            lines,
-            seen: Vec::new(),
-        };
-        let l = c.wait_for("listening on", Duration::from_secs(20));
-        let addr = l.split("listening on ").nth(1).unwrap();
-        let addr = addr.split(' ').next().unwrap();
-        c.port = addr.rsplit(':').next().unwrap().parse().unwrap();
-        c
-    }
-
-    fn wait_for(&mut self, what: &str, limit: Duration) -> String {
-        let start = Instant::now();
-        if let Some(l) = self.seen.iter().find(|l| l.contains(what)) {
-            return l.clone();
-        }
-        while start.elapsed() < limit {
-            if let Ok(l) = self.lines.recv_timeout(Duration::from_millis(100)) {
-                self.seen.push(l.clone());
-                if l.contains(what) {
-                    return l;
-                }
-            }
-        }
-        panic!("no {what:?} within {limit:?}: {:?}", self.seen);
-    }
-
-    /// (exit code, stdout, stderr).
-    fn finish(mut self) -> (Option<i32>, String, String) {
-        let out = wait_limit(self.child, Duration::from_secs(90));
-        while let Ok(l) = self.lines.recv_timeout(Duration::from_millis(200)) {
-            self.seen.push(l);
-        }
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            self.seen.join("\n"),
-        )
-    }
-}
-
 fn agent(i: u64, total: u64, port: u16, env: &[(&str, &str)], run: &[&str]) -> Child {
     Command::new(bin())
         .args([
@@ -204,7 +123,7 @@ fn without_the_token_no_one_takes_an_index() {
     std::fs::create_dir_all(&dir).unwrap();
     let tf = dir.join("token");
     std::fs::write(&tf, "tok-3f9a77c1\n").unwrap();
-    let mut c = Coord::start(
+    let mut c = Coord::start_env(
         &[
             "--agents",
             "1",
@@ -277,7 +196,7 @@ fn without_the_token_no_one_takes_an_index() {
 fn unregistered_connections_are_bounded() {
     let srv = builtin();
     let url = format!("http://{}/", srv.local_addr());
-    let c = Coord::start(&["--agents", "1", "--ready-timeout", "60s"], &[]);
+    let c = Coord::start_env(&["--agents", "1", "--ready-timeout", "60s"], &[]);
     // 2 MiB without a newline: the coordinator hangs up (it buffers at most 64 KiB).
     let mut big = Peer::connect(c.port);
     assert_eq!(big.recv()["type"], "hello");
@@ -334,7 +253,7 @@ fn unregistered_connections_are_bounded() {
 #[test]
 fn an_agent_with_another_plan_is_refused_and_named() {
     let url = "http://127.0.0.1:9/";
-    let c = Coord::start(&["--agents", "2", "--ready-timeout", "4s"], &[]);
+    let c = Coord::start_env(&["--agents", "2", "--ready-timeout", "4s"], &[]);
     let first = agent(0, 2, c.port, &[], &[url, "-n", "100", "-c", "2"]);
     std::thread::sleep(Duration::from_millis(700));
     let second = agent(
@@ -390,7 +309,7 @@ fn forged_records_and_absurd_numbers_are_refused() {
     inflated["requests_per_sec"] = json!(771_634.0);
     let mut old = rec.clone();
     old["started_at"] = json!("2026-01-01T00:00:00Z");
-    let mut c = Coord::start(&["--agents", "2", "--threshold", "rps>10000"], &[]);
+    let mut c = Coord::start_env(&["--agents", "2", "--threshold", "rps>10000"], &[]);
     let port = c.port;
     let fake = |index: u64, record: Value| {
         std::thread::spawn(move || {
@@ -436,7 +355,7 @@ fn forged_records_and_absurd_numbers_are_refused() {
 /// coordinator computed a Duration from it and panicked).
 #[test]
 fn an_absurd_ready_is_refused() {
-    let c = Coord::start(&["--agents", "1", "--ready-timeout", "3s"], &[]);
+    let c = Coord::start_env(&["--agents", "1", "--ready-timeout", "3s"], &[]);
     let mut p = Peer::connect(c.port);
     assert_eq!(p.recv()["type"], "hello");
     p.send(&register(0, 1, None));
@@ -508,7 +427,7 @@ fn unanswered_requests_fail_the_merged_verdict() {
         }
     });
     let url = srv.url();
-    let c = Coord::start(&["--agents", "1", "--threshold", "errors<1%"], &[]);
+    let c = Coord::start_env(&["--agents", "1", "--threshold", "errors<1%"], &[]);
     let a = agent(0, 1, c.port, &[], &[&url, "-r", "100", "-d", "3s"]);
     let out = wait_limit(a, Duration::from_secs(60));
     assert!(

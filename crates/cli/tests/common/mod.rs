@@ -4,6 +4,7 @@
 //! the built-in target and the run-record schema check.
 #![allow(dead_code, unused_imports)]
 
+pub mod coord;
 pub mod nginx;
 
 pub use redline_testkit::chromium::{chromium, chromium_dump};
