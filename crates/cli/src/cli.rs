@@ -683,6 +683,7 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         Some(p) => {
             let x = redline_report::junit::xml(
                 "redline run",
+                rec.duration_s,
                 &redline_report::junit::run_cases(&rec, &outcomes),
             );
             match std::fs::write(p, x) {

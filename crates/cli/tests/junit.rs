@@ -169,3 +169,40 @@ fn unwritable_junit_file_is_one_line_and_exit_1() {
     // The report itself still reached stdout.
     assert!(!o.stdout.is_empty());
 }
+
+#[test]
+fn find_writes_the_slo_verdict() {
+    if !xmllint() {
+        return;
+    }
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let file = tmp("find.xml");
+    // No rate can meet a 1µs median: the one case fails, with the answer.
+    let o = redline(&[
+        "find",
+        "--slo",
+        "p50<1us",
+        "--start-rate",
+        "20",
+        "--max-steps",
+        "1",
+        "--warmup",
+        "1s",
+        "--step-duration",
+        "1s",
+        "-t",
+        "1",
+        "--no-save",
+        "--junit",
+        file.to_str().unwrap(),
+        &url,
+    ]);
+    assert_ne!(o.status.code(), Some(0), "{o:?}");
+    validate(&file);
+    assert_eq!(xpath(&file, "string(/testsuites/testsuite/@tests)"), "1");
+    assert_eq!(xpath(&file, "string(/testsuites/testsuite/@failures)"), "1");
+    assert_eq!(xpath(&file, "string(//testcase/@name)"), "SLO p50<1us");
+    let out = xpath(&file, "string(//testcase/system-out)");
+    assert!(out.contains("no rate met the SLO"), "{out}");
+}
