@@ -104,6 +104,8 @@ fn tune_cases(findings: &[tune::Finding], limit: tune::Level) -> Vec<redline_rep
         .map(|f| {
             let name = if f.file.is_empty() {
                 f.code.clone()
+            } else if f.line == 0 {
+                format!("{} ({})", f.code, f.file)
             } else {
                 format!("{} ({}:{})", f.code, f.file, f.line)
             };
@@ -828,7 +830,9 @@ fn cmd_tune(a: TuneArgs) -> Exit {
     };
     if let Some(p) = &a.junit {
         let limit = a.fail_on.map(|f| f.tune()).unwrap_or(tune::Level::Warn);
-        if let Err(code) = crate::cmd_web::write_junit(p, &tune_cases(&r.findings, limit)) {
+        if let Err(code) =
+            crate::cmd_web::write_junit(p, "redline tune", &tune_cases(&r.findings, limit))
+        {
             return code;
         }
     }

@@ -446,9 +446,9 @@ fn audit_cases(r: &audit::Audit, limit: audit::Severity) -> Vec<redline_report::
 /// Writes a JUnit file (exit 1 with one line when it cannot be written).
 pub(crate) fn write_junit(
     path: &std::path::Path,
+    name: &str,
     cases: &[redline_report::junit::Case],
 ) -> Result<(), Exit> {
-    let name = "redline";
     std::fs::write(path, redline_report::junit::xml(name, 0.0, cases)).map_err(|e| {
         crate::exit::fail(
             crate::exit::Exit::Failure,
@@ -609,7 +609,7 @@ fn cmd_audit(a: AuditArgs) -> Exit {
             .fail_on
             .map(|f| f.audit())
             .unwrap_or(audit::Severity::Warning);
-        if let Err(code) = write_junit(p, &audit_cases(&result, limit)) {
+        if let Err(code) = write_junit(p, "redline audit", &audit_cases(&result, limit)) {
             return code;
         }
     }

@@ -206,3 +206,86 @@ fn find_writes_the_slo_verdict() {
     let out = xpath(&file, "string(//testcase/system-out)");
     assert!(out.contains("no rate met the SLO"), "{out}");
 }
+
+#[test]
+fn audit_has_one_case_per_check_failing_at_the_level() {
+    if !xmllint() {
+        return;
+    }
+    let body = "<html><p>hello</p></html>";
+    let (srv, _) = routed_server(move |_, _| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    });
+    let file = tmp("audit.xml");
+    let o = redline(&[
+        "audit",
+        "-q",
+        "-o",
+        "json",
+        "--fail-on",
+        "info",
+        "--junit",
+        file.to_str().unwrap(),
+        &srv.url(),
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{o:?}");
+    validate(&file);
+    // The counts are the JSON report's: every check a case, the N/A ones
+    // skipped, the applicable ones at info or worse failed.
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let checks = v["checks"].as_array().unwrap();
+    let na = checks.iter().filter(|c| c["applicable"] == false).count();
+    let bad = checks
+        .iter()
+        .filter(|c| c["applicable"] == true && c["severity"] != "ok")
+        .count();
+    assert!(bad > 0, "the bare page has notes: {v}");
+    let s = "string(/testsuites/testsuite/@";
+    assert_eq!(
+        xpath(&file, &format!("{s}tests)")),
+        checks.len().to_string()
+    );
+    assert_eq!(xpath(&file, &format!("{s}failures)")), bad.to_string());
+    assert_eq!(xpath(&file, &format!("{s}skipped)")), na.to_string());
+}
+
+#[test]
+fn tune_has_one_case_per_finding_failing_at_the_level() {
+    if !xmllint() {
+        return;
+    }
+    let conf = format!(
+        "{}/../watch/tests/fixtures/debian-apache2/apache2.conf",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    // The text's summary line: "1 to fix [!!], 2 to consider [--], 10 fine [OK]".
+    for (level, failing) in [("warning", 1), ("info", 3)] {
+        let file = tmp(&format!("tune-{level}.xml"));
+        let o = redline(&[
+            "tune",
+            "--no-tools",
+            "--fail-on",
+            level,
+            "--junit",
+            file.to_str().unwrap(),
+            &conf,
+        ]);
+        assert_eq!(o.status.code(), Some(3), "{o:?}");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            text.contains("1 to fix [!!], 2 to consider [--], 10 fine [OK]"),
+            "{text}"
+        );
+        validate(&file);
+        let s = "string(/testsuites/testsuite/@";
+        assert_eq!(xpath(&file, &format!("{s}tests)")), "13");
+        assert_eq!(xpath(&file, &format!("{s}failures)")), failing.to_string());
+    }
+    let file = tmp("tune-warning.xml");
+    let failed = xpath(&file, "string(//testcase[failure]/@name)");
+    assert!(failed.starts_with("timeout_high ("), "{failed}");
+}
