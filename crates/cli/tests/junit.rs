@@ -289,3 +289,25 @@ fn tune_has_one_case_per_finding_failing_at_the_level() {
     let failed = xpath(&file, "string(//testcase[failure]/@name)");
     assert!(failed.starts_with("timeout_high ("), "{failed}");
 }
+
+#[test]
+fn tune_unwritable_junit_file_is_one_line_and_exit_1() {
+    let conf = format!(
+        "{}/../watch/tests/fixtures/lighttpd/lighttpd.conf",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let o = redline(&[
+        "tune",
+        "--no-tools",
+        "--junit",
+        "/nonexistent-dir/t.xml",
+        &conf,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("cannot write --junit /nonexistent-dir/t.xml"),
+        "{err}"
+    );
+}
