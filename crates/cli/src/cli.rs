@@ -234,6 +234,7 @@ pub(crate) fn run_dropin(plan: &Plan, report: TextReport, progress: Option<Progr
     let out = OutArgs {
         output: Output::Text,
         quiet: true,
+        junit: None,
     };
     let hooks = Hooks {
         report: Some(report),
@@ -678,6 +679,24 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
             outcomes.extend(redline_report::thresholds::check_request(&rec, r, ts));
         }
     }
+    let junit_failed = match &out.junit {
+        Some(p) => {
+            let x = redline_report::junit::xml(
+                "redline run",
+                rec.duration_s,
+                &redline_report::junit::run_cases(&rec, &outcomes),
+            );
+            match std::fs::write(p, x) {
+                Ok(()) => false,
+                Err(e) => {
+                    eprintln!("redline: error: cannot write --junit {}: {e}", p.display());
+                    true
+                }
+            }
+        }
+        None => false,
+    };
+    let side_failed = side_failed || junit_failed;
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     // The sink only reads the record; with text the PASS/FAIL lines follow it
     // (a drop-in, `redline ab`/`redline wrk`, prints its own layout instead).

@@ -95,6 +95,9 @@ pub struct FindArgs {
     /// No step lines on stderr with --output json.
     #[arg(short = 'q', long = "quiet", help_heading = "Output")]
     quiet: bool,
+    /// Also write a JUnit XML report to FILE: one test case, the SLO verdict (capacity in system-out).
+    #[arg(long = "junit", value_name = "FILE", help_heading = "Output")]
+    junit: Option<std::path::PathBuf>,
     #[command(flatten)]
     save: crate::cmd_history::RunSaveArgs,
     #[command(flatten)]
@@ -577,6 +580,30 @@ pub fn run(a: FindArgs) -> Exit {
         let _ = writeln!(out);
         if !a.quiet {
             eprintln!("{answer}");
+        }
+    }
+    if let Some(p) = &a.junit {
+        use redline_report::junit::{xml, Case, Verdict};
+        let case = Case {
+            name: format!("SLO {}", slo_text.join(", ")),
+            classname: "redline.find".into(),
+            time_s: started.elapsed().as_secs_f64(),
+            verdict: match pass {
+                Some(_) if stopped != "interrupted" => Verdict::Pass,
+                _ => Verdict::Failure {
+                    message: answer.clone(),
+                    text: format!("{answer} (search stopped: {why})"),
+                },
+            },
+            system_out: Some(format!(
+                "{answer}\nsearch stopped: {why}\nsteps: {}",
+                steps.len()
+            )),
+        };
+        let x = xml("redline find", case.time_s, &[case]);
+        if let Err(e) = std::fs::write(p, x) {
+            eprintln!("redline: error: cannot write --junit {}: {e}", p.display());
+            side_failed = true;
         }
     }
     match (stopped, pass) {

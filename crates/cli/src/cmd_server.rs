@@ -95,6 +95,44 @@ pub struct SizeArgs {
     output: Format,
 }
 
+/// `tune --junit`: one case per finding (`code` at `file:line`), failing at
+/// or above `limit`.
+fn tune_cases(findings: &[tune::Finding], limit: tune::Level) -> Vec<redline_report::junit::Case> {
+    use redline_report::junit::{Case, Verdict};
+    findings
+        .iter()
+        .map(|f| {
+            let name = if f.file.is_empty() {
+                f.code.clone()
+            } else if f.line == 0 {
+                format!("{} ({})", f.code, f.file)
+            } else {
+                format!("{} ({}:{})", f.code, f.file, f.line)
+            };
+            let verdict = if f.level >= limit && f.level != tune::Level::Ok {
+                Verdict::Failure {
+                    message: format!("{} {}", f.level.marker(), f.message),
+                    text: [f.message.as_str(), f.why.as_str(), f.change.as_str()]
+                        .iter()
+                        .filter(|s| !s.is_empty())
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                }
+            } else {
+                Verdict::Pass
+            };
+            Case {
+                name,
+                classname: "redline.tune".into(),
+                time_s: 0.0,
+                verdict,
+                system_out: Some(format!("{} {}", f.level.marker(), f.message)),
+            }
+        })
+        .collect()
+}
+
 /// `redline tune`.
 #[derive(Args, Debug)]
 pub struct TuneArgs {
@@ -116,6 +154,9 @@ pub struct TuneArgs {
     /// Exit with code 3 when a finding at this level or above is found (for CI): info ([--] too), warning ([!!]; also: warn), error (tune's worst is [!!]: as warning).
     #[arg(long = "fail-on", value_name = "LEVEL")]
     fail_on: Option<crate::fail_on::FailOn>,
+    /// Also write a JUnit XML report to FILE: one test case per finding, failing at the --fail-on level (default warning).
+    #[arg(long = "junit", value_name = "FILE")]
+    junit: Option<std::path::PathBuf>,
     /// Do not run apache2ctl/nginx to confirm included files and modules.
     #[arg(long = "no-tools")]
     no_tools: bool,
@@ -787,6 +828,14 @@ fn cmd_tune(a: TuneArgs) -> Exit {
         Ok(r) => r,
         Err(e) => return fail(Exit::Usage, e),
     };
+    if let Some(p) = &a.junit {
+        let limit = a.fail_on.map(|f| f.tune()).unwrap_or(tune::Level::Warn);
+        if let Err(code) =
+            crate::cmd_web::write_junit(p, "redline tune", &tune_cases(&r.findings, limit))
+        {
+            return code;
+        }
+    }
     let code = match a.output {
         Format::Text => print(&tune::render_text(&r)),
         Format::Json => print(&to_json(serde_json::to_value(&r))),

@@ -131,6 +131,9 @@ pub struct AuditArgs {
     /// Exit with code 3 when a check on the page's own site is at least this bad (for CI): info, warning (also: warn), error. A page that is not 2xx is an error.
     #[arg(long = "fail-on", value_name = "LEVEL")]
     fail_on: Option<crate::fail_on::FailOn>,
+    /// Also write a JUnit XML report to FILE: one test case per check, failing at the --fail-on level (default warning), skipped when N/A.
+    #[arg(long = "junit", value_name = "FILE", help_heading = "Output")]
+    junit: Option<std::path::PathBuf>,
     /// https pages: the port plain http is checked on (does it redirect to https?).
     #[arg(long = "http-port", value_name = "PORT", default_value_t = 80, value_parser = clap::value_parser!(u16).range(1..))]
     http_port: u16,
@@ -393,6 +396,67 @@ fn print(s: &str) -> Exit {
 }
 
 /// Writes the HTML report; Err: the exit code after the one error line.
+/// `audit --junit`: one case per check, failing at or above `limit`,
+/// skipped when not applicable; a page that is not 2xx is one more failing case.
+fn audit_cases(r: &audit::Audit, limit: audit::Severity) -> Vec<redline_report::junit::Case> {
+    use redline_report::junit::{Case, Verdict};
+    let mut cases = Vec::new();
+    if !r.page.ok {
+        let st = r
+            .page
+            .status
+            .map_or("no answer".to_string(), |s| s.to_string());
+        cases.push(Case {
+            name: "page answered 2xx".into(),
+            classname: "redline.audit".into(),
+            time_s: 0.0,
+            verdict: Verdict::Failure {
+                message: format!("the page answered {st}, not 2xx"),
+                text: format!("the page answered {st}, not 2xx"),
+            },
+            system_out: None,
+        });
+    }
+    for c in &r.checks {
+        let evidence: Vec<String> = c.findings.iter().map(|f| f.evidence.clone()).collect();
+        let verdict = if !c.applicable {
+            Verdict::Skipped(format!("N/A: {}", c.summary))
+        } else if c.severity >= limit && c.severity != audit::Severity::Ok {
+            Verdict::Failure {
+                message: format!("{} (grade {}): {}", c.severity.name(), c.grade, c.summary),
+                text: evidence.join("\n"),
+            }
+        } else {
+            Verdict::Pass
+        };
+        cases.push(Case {
+            name: c.id.to_string(),
+            classname: "redline.audit".into(),
+            time_s: 0.0,
+            verdict,
+            system_out: Some(format!(
+                "{}: grade {}, score {}: {}",
+                c.title, c.grade, c.score, c.summary
+            )),
+        });
+    }
+    cases
+}
+
+/// Writes a JUnit file (exit 1 with one line when it cannot be written).
+pub(crate) fn write_junit(
+    path: &std::path::Path,
+    name: &str,
+    cases: &[redline_report::junit::Case],
+) -> Result<(), Exit> {
+    std::fs::write(path, redline_report::junit::xml(name, 0.0, cases)).map_err(|e| {
+        crate::exit::fail(
+            crate::exit::Exit::Failure,
+            format!("cannot write --junit {}: {e}", path.display()),
+        )
+    })
+}
+
 fn write_html(path: &std::path::Path, html: &str) -> Result<(), Exit> {
     std::fs::write(path, html).map_err(|e| {
         crate::exit::fail(
@@ -537,6 +601,15 @@ fn cmd_audit(a: AuditArgs) -> Exit {
             p,
             &redline_web::render::audit_html::audit_report(&result, &rep),
         ) {
+            return code;
+        }
+    }
+    if let Some(p) = &a.junit {
+        let limit = a
+            .fail_on
+            .map(|f| f.audit())
+            .unwrap_or(audit::Severity::Warning);
+        if let Err(code) = write_junit(p, "redline audit", &audit_cases(&result, limit)) {
             return code;
         }
     }

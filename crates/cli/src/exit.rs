@@ -72,7 +72,7 @@ impl Exit {
             Exit::Failure => {
                 "runtime failure: the engine could not start, the report could not be written, \
                  the page could not be loaded, the run or page load could not be saved to the \
-                 history, `--html` could not be written, or no request of the run got an answer \
+                 history, `--html` or `--junit` could not be written, or no request of the run got an answer \
                  at all (the report is still printed)"
             }
             Exit::Usage => {

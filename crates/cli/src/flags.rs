@@ -244,6 +244,9 @@ pub struct OutArgs {
     /// No progress line.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    /// Also write a JUnit XML report to FILE (one test case per --threshold; see "CI reports").
+    #[arg(long = "junit", value_name = "FILE")]
+    pub junit: Option<std::path::PathBuf>,
 }
 
 /// The plan's arguments from the shared groups: everything but the load

@@ -10,7 +10,8 @@
 //! - [`html`]: a self-contained HTML report of one run or two overlaid (`--html`, `report`);
 //! - [`compare`]: before/after of two runs with a tested verdict (`compare`);
 //! - [`requests`]: the per-request tables of a scenario run (part of `text`);
-//! - [`thresholds`]: `--threshold` bounds checked against a record.
+//! - [`thresholds`]: `--threshold` bounds checked against a record;
+//! - [`junit`]: JUnit XML for CI (`--junit`).
 //!
 //! [`Format`] and [`write`] pick the sink for `--output`. Page loads and
 //! audits are rendered next to their types, in `redline-web` (`web::render`).
@@ -21,6 +22,7 @@ pub mod csv;
 pub mod escape;
 pub mod html;
 pub mod json;
+pub mod junit;
 pub mod requests;
 pub mod text;
 pub mod thresholds;
