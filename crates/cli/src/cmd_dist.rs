@@ -20,7 +20,16 @@
 //! An agent never passes `--abort-on-fail` to its child: its share is not
 //! the run, so its own threshold view must not stop it.
 //!
-//! Exit codes: `coordinate` 0 ok, 1 incomplete (an agent was lost: the record
+//! Issue 21: `coordinate --serve-record ADDR --linger DURATION` serves the
+//! merged record over HTTP after the run (`redline_dist::record_http`), and
+//! `redline fetch URL` downloads it, checks it as the coordinator checks
+//! records (`coordinator::check_consistent`), saves it to the history and
+//! prints its report.
+//!
+//! Exit codes: `fetch` 0 ok, 1 not reachable, not the record (HTTP 401,
+//! 404, 503 after `--wait`), not a consistent run record, or not saved (the
+//! report is still printed), 2 usage (bad URL, flag or token file).
+//! `coordinate` 0 ok, 1 incomplete (an agent was lost: the record
 //! is still printed, marked `interrupted` with a `dist_incomplete` warning)
 //! or nothing to merge, 2 usage (also: no token while listening beyond
 //! loopback; hostile counts above [`MAX_AGENTS`]), 4 a `--threshold` failed on the merged
@@ -223,6 +232,8 @@ pub enum DistCmd {
     Agent(AgentArgs),
     /// Print Kubernetes manifests (Indexed Job, headless Service, ConfigMap) for a distributed run.
     K8s(K8sArgs),
+    /// Download a coordinator's run record (coordinate --serve-record), save it to the history, print its report.
+    Fetch(FetchArgs),
     /// The entry point of the pods `redline k8s` generates (index from JOB_COMPLETION_INDEX).
     #[command(name = "k8s-pod", hide = true)]
     K8sPod(K8sPodArgs),
@@ -303,6 +314,52 @@ pub struct CoordinateArgs {
     /// Read the token from FILE (a regular file of at most 4 KiB; surrounding white space ignored).
     #[arg(long = "token-file", value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// After the run, serve the merged record over HTTP on ADDR (GET
+    /// /record.json, token-protected like the coordinator; /healthz) for
+    /// `redline fetch` or `kubectl port-forward`.
+    #[arg(long = "serve-record", value_name = "ADDR")]
+    serve_record: Option<String>,
+    /// With --serve-record: keep serving at most this long after the run
+    /// (ends sooner, once the record has been downloaded); at most 24h.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = dur, requires = "serve_record")]
+    linger: Duration,
+}
+
+/// `redline fetch`.
+#[derive(Args, Debug, Clone)]
+pub struct FetchArgs {
+    /// The record's URL, e.g. http://127.0.0.1:7071/record.json (the path may be left out).
+    #[arg(value_name = "URL")]
+    url: String,
+    /// The coordinator's token (default: REDLINE_TOKEN). Prefer --token-file
+    /// or the REDLINE_TOKEN environment variable: a flag shows in `ps`.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "token_file", value_parser = secret_arg)]
+    token: Option<SecretArg>,
+    /// Read the token from FILE (a regular file of at most 4 KiB; surrounding white space ignored).
+    #[arg(long = "token-file", value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Keep asking, at most this long, while the run is not over (HTTP 503)
+    /// or the coordinator is not reachable yet (default: ask once).
+    #[arg(long, value_name = "DURATION", value_parser = dur)]
+    wait: Option<Duration>,
+    /// Time-out of one download.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = dur)]
+    timeout: Duration,
+    /// Report format on stdout: text, or json (the run record).
+    #[arg(short = 'o', long = "output", default_value = "text")]
+    output: RecordFormat,
+    /// Do not save the record in the history.
+    #[arg(long = "no-save")]
+    no_save: bool,
+    /// History database (default: $REDLINE_DB, else $XDG_DATA_HOME/redline/history.db).
+    #[arg(long = "db", value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// A label for the saved run.
+    #[arg(long, value_name = "LABEL")]
+    label: Option<String>,
+    /// A free note kept with the saved run.
+    #[arg(long, value_name = "TEXT")]
+    note: Option<String>,
 }
 
 fn threshold(s: &str) -> Result<redline_report::thresholds::Threshold, String> {
@@ -370,6 +427,11 @@ pub struct K8sArgs {
     /// The Job's deadline (default: the run's -d plus 10 minutes, or 1 hour).
     #[arg(long, value_name = "DURATION", value_parser = dur)]
     deadline: Option<Duration>,
+    /// How long the coordinator pod serves the merged record after the run
+    /// (port 7071, for kubectl port-forward and `redline fetch`; ends sooner
+    /// once downloaded); added to the default deadline.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = dur)]
+    linger: Duration,
     /// yaml or json (a v1 List).
     #[arg(short = 'o', long = "output", default_value = "yaml")]
     output: ManifestFormat,
@@ -387,6 +449,10 @@ pub struct K8sPodArgs {
     coordinator: String,
     #[arg(long = "args-file")]
     args_file: PathBuf,
+    #[arg(long, default_value = "10m", value_parser = dur)]
+    linger: Duration,
+    #[arg(long = "serve-record", default_value = "0.0.0.0:7071")]
+    serve_record: String,
 }
 
 /// Runs a distributed subcommand; returns the exit code.
@@ -395,6 +461,7 @@ pub fn dispatch(cmd: DistCmd) -> Exit {
         DistCmd::Coordinate(a) => cmd_coordinate(a),
         DistCmd::Agent(a) => cmd_agent(a),
         DistCmd::K8s(a) => cmd_k8s(a),
+        DistCmd::Fetch(a) => cmd_fetch(a),
         DistCmd::K8sPod(a) => cmd_k8s_pod(a),
     }
 }
@@ -440,6 +507,33 @@ fn cmd_coordinate(a: CoordinateArgs) -> Exit {
             ),
         );
     }
+    if a.linger > MAX_LINGER {
+        return fail(Exit::Usage, "--linger: at most 24h");
+    }
+    let record_srv = match &a.serve_record {
+        None => None,
+        Some(at) => {
+            let l = match std::net::TcpListener::bind(at) {
+                Ok(l) => l,
+                Err(e) => {
+                    return fail(
+                        Exit::Usage,
+                        format!("cannot listen on --serve-record {at}: {e}"),
+                    )
+                }
+            };
+            if token.is_none() && !l.local_addr().is_ok_and(|x| x.ip().is_loopback()) {
+                return fail(
+                    Exit::Usage,
+                    format!("--serve-record {at} reaches beyond this machine: give a token (--token-file FILE, REDLINE_TOKEN or --token) so only you can fetch the record"),
+                );
+            }
+            match redline_dist::record_http::RecordServer::start(l, token.as_ref()) {
+                Ok(s) => Some(s),
+                Err(e) => return fail(Exit::Failure, format!("--serve-record {at}: {e}")),
+            }
+        }
+    };
     let addr = listener
         .local_addr()
         .map(|x| x.to_string())
@@ -448,6 +542,13 @@ fn cmd_coordinate(a: CoordinateArgs) -> Exit {
         "redline coordinate: listening on {addr} for {} agents",
         a.agents
     );
+    if let Some(s) = &record_srv {
+        eprintln!(
+            "redline coordinate: the run record will be at http://{}{} after the run",
+            s.local_addr(),
+            redline_dist::record_http::RECORD_PATH
+        );
+    }
     let cfg = coordinator::Config {
         agents: a.agents,
         ready_timeout: a.ready_timeout,
@@ -553,31 +654,62 @@ fn cmd_coordinate(a: CoordinateArgs) -> Exit {
             );
         }
     }
-    let Some(rec) = out.merged else {
+    let Some(rec) = out.merged.clone() else {
         return fail(
             Exit::Failure,
             "no agent sent a run record: nothing to report",
         );
     };
+    let Some(srv) = record_srv else {
+        return report_merged(&a, &rec, &out);
+    };
+    srv.publish(redline_report::json(&rec).into_bytes());
+    let code = report_merged(&a, &rec, &out);
+    eprintln!(
+        "redline coordinate: serving the run record at http://{}{} for at most {:?} (until it is downloaded once)",
+        srv.local_addr(),
+        redline_dist::record_http::RECORD_PATH,
+        a.linger
+    );
+    if srv.wait_fetched(a.linger) {
+        eprintln!("redline coordinate: the run record was downloaded");
+    } else {
+        eprintln!(
+            "redline coordinate: nobody downloaded the run record within {:?}",
+            a.linger
+        );
+    }
+    code
+}
+
+/// The longest `--linger`.
+const MAX_LINGER: Duration = Duration::from_secs(24 * 3600);
+
+/// Writes `--record`, prints the merged report and the verdict; the exit code.
+fn report_merged(
+    a: &CoordinateArgs,
+    rec: &redline_stats::RunRecord,
+    out: &coordinator::Outcome,
+) -> Exit {
     if let Some(p) = &a.record {
-        if let Err(e) = std::fs::write(p, redline_report::json(&rec)) {
+        if let Err(e) = std::fs::write(p, redline_report::json(rec)) {
             return fail(
                 Exit::Failure,
                 format!("cannot write --record {}: {e}", p.display()),
             );
         }
     }
-    let outcomes = redline_report::thresholds::check(&rec, &a.thresholds);
+    let outcomes = redline_report::thresholds::check(rec, &a.thresholds);
     let code = match a.output {
         RecordFormat::Json => {
-            let c = print_out(&redline_report::json(&rec));
+            let c = print_out(&redline_report::json(rec));
             for o in &outcomes {
                 eprintln!("threshold {o}");
             }
             c
         }
         RecordFormat::Text => {
-            let mut t = redline_report::text(&rec);
+            let mut t = redline_report::text(rec);
             if !outcomes.is_empty() {
                 t.push_str("\nThresholds (on the merged record):\n");
                 for o in &outcomes {
@@ -1141,6 +1273,9 @@ fn cmd_k8s(a: K8sArgs) -> Exit {
         );
     }
     run.remove(0);
+    if a.linger > MAX_LINGER {
+        return fail(Exit::Usage, "--linger: at most 24h");
+    }
     if a.parallel == 0 || u64::from(a.parallel) > MAX_AGENTS {
         return fail(
             Exit::Usage,
@@ -1178,8 +1313,8 @@ fn cmd_k8s(a: K8sArgs) -> Exit {
     let deadline = match a.deadline {
         Some(d) => d,
         None => match duration.as_deref().map(dur).transpose() {
-            Ok(Some(d)) => d + Duration::from_secs(600),
-            Ok(None) => Duration::from_secs(3600),
+            Ok(Some(d)) => d + Duration::from_secs(600) + a.linger,
+            Ok(None) => Duration::from_secs(3600) + a.linger,
             Err(e) => return fail(Exit::Usage, format!("-d: {e}")),
         },
     };
@@ -1193,6 +1328,7 @@ fn cmd_k8s(a: K8sArgs) -> Exit {
         memory: a.memory,
         anti_affinity: a.anti_affinity,
         deadline_s: deadline.as_secs().max(1) as i64,
+        linger_s: a.linger.as_secs(),
         files: bundle.files,
         secret_env: bundle.secret_env,
         secret_files: bundle.secret_files,
@@ -1295,6 +1431,8 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> Exit {
             // REDLINE_TOKEN, from the Secret `redline k8s` wrote.
             token: None,
             token_file: None,
+            serve_record: Some(a.serve_record),
+            linger: a.linger,
         });
     }
     cmd_agent(AgentArgs {
@@ -1308,6 +1446,83 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> Exit {
         token_file: None,
         run,
     })
+}
+
+/// `redline fetch URL`: downloads the record a coordinator serves, checks
+/// it, saves it to the history and prints its report.
+fn cmd_fetch(a: FetchArgs) -> Exit {
+    use redline_dist::record_http::{self, FetchError, RecordUrl};
+    let url = match RecordUrl::parse(&a.url) {
+        Ok(u) => u,
+        Err(e) => return fail(Exit::Usage, format!("fetch: {e}")),
+    };
+    let token = match resolve_token(
+        a.token.as_ref().map(|t| t.0.as_str()),
+        a.token_file.as_deref(),
+    ) {
+        Ok(t) => t,
+        Err(e) => return fail(Exit::Usage, e),
+    };
+    let wait = a.wait.unwrap_or_default();
+    let deadline = Instant::now() + wait;
+    let mut said = false;
+    let body = loop {
+        match record_http::fetch(&url, token.as_ref(), a.timeout) {
+            Ok(b) => break b,
+            Err(e @ (FetchError::NotReady(_) | FetchError::Unreachable(_)))
+                if Instant::now() + Duration::from_secs(1) < deadline =>
+            {
+                if !said {
+                    eprintln!("redline fetch: waiting at most {wait:?} for the run record ({e})");
+                    said = true;
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            Err(e) => return fail(Exit::Failure, format!("fetch: {e}")),
+        }
+    };
+    let shown = url.display();
+    let text = match String::from_utf8(body) {
+        Ok(t) => t,
+        Err(_) => return fail(Exit::Failure, format!("fetch: {shown}: not UTF-8 text")),
+    };
+    let mut rec = match redline_stats::RunRecord::from_json(&text) {
+        Ok(r) => r,
+        Err(e) => return fail(Exit::Failure, format!("fetch: {shown}: {e}")),
+    };
+    drop(text);
+    if let Err(e) = coordinator::check_consistent(&rec) {
+        return fail(
+            Exit::Failure,
+            format!(
+                "fetch: {shown}: not a consistent run record: {}",
+                redline_report::escape::clean(&e)
+            ),
+        );
+    }
+    let save = crate::cmd_history::RunSaveArgs {
+        no_save: a.no_save,
+        db: a.db,
+        label: a.label,
+        note: a.note,
+        html: None,
+        live_json: None,
+    };
+    // Saved first, as `run` does; a failed save still prints the report.
+    let saved = crate::cmd_history::after_run(&save, &mut rec);
+    if let Ok(lines) = &saved {
+        for l in lines {
+            eprintln!("{l}");
+        }
+    }
+    let code = match a.output {
+        RecordFormat::Json => print_out(&redline_report::json(&rec)),
+        RecordFormat::Text => print_out(&redline_report::text(&rec)),
+    };
+    match saved {
+        Err(e) => fail(Exit::Failure, e),
+        Ok(_) => code,
+    }
 }
 
 /// One argument of a `redline run` command line as the real parser (clap,

@@ -982,10 +982,58 @@ pub struct Window {
 /// Slack for the time checks: clocks, start-up, the stop grace.
 const TIME_SLACK_MS: f64 = 60_000.0;
 
-/// Checks a record on arrival: its counters agree with each other and with
-/// its histograms, its times lie within the run, its magnitudes are sane,
-/// and it is the share of this agent. Err names what is wrong.
+/// Checks a record on arrival: it is consistent ([`check_consistent`]), its
+/// times lie within the run, and it is the share of this agent. Err names
+/// what is wrong.
 pub fn check_record(r: &RunRecord, w: &Window) -> Result<(), String> {
+    let started = redline_stats::time::parse_rfc3339_ms(&r.started_at)
+        .ok_or_else(|| format!("an unreadable start time {:?}", r.started_at))?
+        as f64
+        + w.offset_ms;
+    if started < w.start_ms - TIME_SLACK_MS || started > w.now_ms + TIME_SLACK_MS {
+        return Err(format!(
+            "it started at {} ({:.0} s from the common start): not this run",
+            r.started_at,
+            (started - w.start_ms) / 1000.0
+        ));
+    }
+    let longest_s = ((w.now_ms - w.start_ms).max(0.0) + TIME_SLACK_MS) / 1000.0;
+    if !(r.duration_s.is_finite() && r.duration_s >= 0.0 && r.duration_s <= longest_s) {
+        return Err(format!(
+            "it lasted {} s, but the run is only {:.0} s old",
+            r.duration_s,
+            (w.now_ms - w.start_ms) / 1000.0
+        ));
+    }
+    if r.series.len() as f64 > longest_s + 2.0
+        || r.series.iter().any(|p| f64::from(p.t) > longest_s + 1.0)
+    {
+        return Err("its per-second series is longer than the run".into());
+    }
+    check_consistent(r)?;
+    if r.merged_runs != 1 {
+        return Err(format!(
+            "it is a merge of {} runs, not one agent's run",
+            r.merged_runs
+        ));
+    }
+    match &r.config.segment {
+        Some(s) if s.index == w.index && s.count == w.count => Ok(()),
+        Some(s) => Err(format!(
+            "it is segment {} of {}, not {} of {}",
+            s.index, s.count, w.index, w.count
+        )),
+        None => Err("it is not a segment of this run (no config.segment)".into()),
+    }
+}
+
+/// Checks what must hold for any run record, one run's or a merge's (the
+/// coordinator's checks on arrival, `redline fetch` on what it downloads):
+/// its counters agree with each other and with its histograms and status
+/// codes, its per-second series holds no more than it completed (each
+/// second's histogram its own count), its start time is readable, its
+/// duration finite, and its rate matches its counts. Err names what is wrong.
+pub fn check_consistent(r: &RunRecord) -> Result<(), String> {
     let c = &r.counters;
     if r.format != "redline.run" {
         return Err(format!("format {:?} is not redline.run", r.format));
@@ -1043,27 +1091,15 @@ pub fn check_record(r: &RunRecord, w: &Window) -> Result<(), String> {
             p.t, p.requests
         ));
     }
-    let started = redline_stats::time::parse_rfc3339_ms(&r.started_at)
-        .ok_or_else(|| format!("an unreadable start time {:?}", r.started_at))?
-        as f64
-        + w.offset_ms;
-    if started < w.start_ms - TIME_SLACK_MS || started > w.now_ms + TIME_SLACK_MS {
-        return Err(format!(
-            "it started at {} ({:.0} s from the common start): not this run",
-            r.started_at,
-            (started - w.start_ms) / 1000.0
-        ));
+    redline_stats::time::parse_rfc3339_ms(&r.started_at)
+        .ok_or_else(|| format!("an unreadable start time {:?}", r.started_at))?;
+    // At most 30 days (as `ready` allows), and no more seconds than that.
+    const LONGEST_S: f64 = 30.0 * 86_400.0;
+    if !(r.duration_s.is_finite() && r.duration_s >= 0.0 && r.duration_s <= LONGEST_S) {
+        return Err(format!("it lasted {} s", r.duration_s));
     }
-    let longest_s = ((w.now_ms - w.start_ms).max(0.0) + TIME_SLACK_MS) / 1000.0;
-    if !(r.duration_s.is_finite() && r.duration_s >= 0.0 && r.duration_s <= longest_s) {
-        return Err(format!(
-            "it lasted {} s, but the run is only {:.0} s old",
-            r.duration_s,
-            (w.now_ms - w.start_ms) / 1000.0
-        ));
-    }
-    if r.series.len() as f64 > longest_s + 2.0
-        || r.series.iter().any(|p| f64::from(p.t) > longest_s + 1.0)
+    if r.series.len() as f64 > r.duration_s + 2.0 + TIME_SLACK_MS / 1000.0
+        || r.series.iter().any(|p| f64::from(p.t) > LONGEST_S)
     {
         return Err("its per-second series is longer than the run".into());
     }
@@ -1077,20 +1113,10 @@ pub fn check_record(r: &RunRecord, w: &Window) -> Result<(), String> {
             r.requests_per_sec, c.completed, r.duration_s
         ));
     }
-    if r.merged_runs != 1 {
-        return Err(format!(
-            "it is a merge of {} runs, not one agent's run",
-            r.merged_runs
-        ));
+    if r.merged_runs == 0 {
+        return Err("it says it merges 0 runs".into());
     }
-    match &r.config.segment {
-        Some(s) if s.index == w.index && s.count == w.count => Ok(()),
-        Some(s) => Err(format!(
-            "it is segment {} of {}, not {} of {}",
-            s.index, s.count, w.index, w.count
-        )),
-        None => Err("it is not a segment of this run (no config.segment)".into()),
-    }
+    Ok(())
 }
 
 /// Merges the agents' records exactly (`RunRecord +=`) and marks the result
@@ -1295,6 +1321,20 @@ mod tests {
             ..w
         };
         assert_eq!(check_record(&skewed, &w2), Ok(()));
+        // A merge (what the coordinator serves, what `redline fetch` gets)
+        // passes the checks that hold for any record, not an agent's.
+        let mut merged = good.clone();
+        merged += &agent_record(50, start);
+        assert_eq!(check_consistent(&merged), Ok(()));
+        assert!(check_record(&merged, &w).is_err());
+        let mut forged = merged.clone();
+        forged.counters.completed += 1;
+        assert!(check_consistent(&forged)
+            .unwrap_err()
+            .contains("do not add up"));
+        forged = merged.clone();
+        forged.duration_s = f64::INFINITY;
+        assert!(check_consistent(&forged).is_err());
     }
 
     #[test]

@@ -9,8 +9,15 @@
 //! `$(REDLINE_SECRET_N)`; `REDLINE_TOKEN`, the coordinator's token) and, for
 //! key files, as files of the same projected volume. [`check`] verifies the
 //! rules a JSON schema cannot express.
+//!
+//! The Job ends when the coordinator (index 0) ends: its `successPolicy`
+//! (Kubernetes >= 1.31) declares the Job succeeded once index 0 has, and
+//! the agents still running are then stopped. Before it exits, the
+//! coordinator serves the merged record on [`RECORD_PORT`] for at most the
+//! linger time (`coordinate --serve-record`), for `kubectl port-forward` and
+//! `redline fetch`.
 
-use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::batch::v1::{Job, JobSpec, SuccessPolicy, SuccessPolicyRule};
 use k8s_openapi::api::core::v1::{
     Affinity, ConfigMap, ConfigMapProjection, Container, ContainerPort, EnvVar, EnvVarSource,
     KeyToPath, PodAffinityTerm, PodAntiAffinity, PodSpec, PodTemplateSpec, ProjectedVolumeSource,
@@ -25,6 +32,9 @@ use std::collections::BTreeMap;
 
 /// The coordinator's port inside the pods.
 pub const PORT: i32 = 7070;
+/// The port on which the coordinator pod serves the merged record after the
+/// run (`GET /record.json`, `kubectl port-forward POD 7071`).
+pub const RECORD_PORT: i32 = 7071;
 /// Where the ConfigMap is mounted.
 pub const MOUNT: &str = "/etc/redline";
 /// The ConfigMap key holding the run arguments (a JSON array of strings).
@@ -96,6 +106,8 @@ pub struct Options {
     pub anti_affinity: bool,
     /// The Job's active deadline, seconds.
     pub deadline_s: i64,
+    /// How long the coordinator serves the record after the run, seconds.
+    pub linger_s: u64,
     /// Files for the ConfigMap (`binaryData`, key → contents), mounted at `MOUNT/KEY`.
     pub files: BTreeMap<String, Vec<u8>>,
     /// Secret environment variables (name → value): `REDLINE_TOKEN`, `REDLINE_SECRET_N`.
@@ -228,14 +240,26 @@ pub fn manifests(o: &Options) -> Result<Vec<Value>, String> {
             coordinator,
             "--args-file".into(),
             format!("{MOUNT}/{ARGS_KEY}"),
+            "--serve-record".into(),
+            format!("0.0.0.0:{RECORD_PORT}"),
+            "--linger".into(),
+            format!("{}s", o.linger_s),
         ]),
         env: Some(env),
-        ports: Some(vec![ContainerPort {
-            name: Some("coordinator".into()),
-            container_port: PORT,
-            protocol: Some("TCP".into()),
-            ..Default::default()
-        }]),
+        ports: Some(vec![
+            ContainerPort {
+                name: Some("coordinator".into()),
+                container_port: PORT,
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            },
+            ContainerPort {
+                name: Some("record".into()),
+                container_port: RECORD_PORT,
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            },
+        ]),
         resources: Some(ResourceRequirements {
             requests: Some(
                 [
@@ -282,6 +306,14 @@ pub fn manifests(o: &Options) -> Result<Vec<Value>, String> {
             parallelism: Some(pods),
             backoff_limit_per_index: Some(0),
             pod_replacement_policy: Some("Failed".into()),
+            // The run is over when the coordinator is: agents still running
+            // then are stopped by the Job controller.
+            success_policy: Some(SuccessPolicy {
+                rules: vec![SuccessPolicyRule {
+                    succeeded_indexes: Some("0".into()),
+                    succeeded_count: None,
+                }],
+            }),
             active_deadline_seconds: Some(o.deadline_s),
             ttl_seconds_after_finished: Some(3600),
             template: PodTemplateSpec {
@@ -393,6 +425,12 @@ pub fn check(docs: &[Value], parallel: u32) -> Vec<String> {
     expect(
         js["activeDeadlineSeconds"].as_i64().is_some_and(|d| d > 0),
         "an active deadline",
+    );
+    expect(
+        js["successPolicy"]["rules"]
+            .as_array()
+            .is_some_and(|r| r.len() == 1 && r[0]["succeededIndexes"] == "0"),
+        "successPolicy: the Job ends when index 0 (the coordinator) succeeds",
     );
     let ps = &js["template"]["spec"];
     expect(
@@ -525,6 +563,7 @@ mod tests {
             memory: "256Mi".into(),
             anti_affinity: true,
             deadline_s: 600,
+            linger_s: 600,
             files: [("f0-body.json".to_string(), b"{}".to_vec())].into(),
             secret_env: [
                 (TOKEN_ENV.to_string(), b"tok".to_vec()),
@@ -573,8 +612,13 @@ mod tests {
         let mut broken = docs.clone();
         broken[3]["spec"]["backoffLimitPerIndex"] = 3.into();
         broken[2]["spec"]["selector"]["app.kubernetes.io/instance"] = "other".into();
+        broken[3]["spec"]["successPolicy"]["rules"][0]["succeededIndexes"] = "0-4".into();
         let errs = check(&broken, 4);
-        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert_eq!(errs.len(), 3, "{errs:?}");
+        assert_eq!(
+            docs[3]["spec"]["successPolicy"],
+            serde_json::json!({"rules": [{"succeededIndexes": "0"}]})
+        );
         let mut broken = docs.clone();
         broken[1]["data"][ARGS_KEY] = "[\"$(REDLINE_SECRET_7)\"]".into();
         assert!(check(&broken, 4).iter().any(|e| e.contains("env var")));
