@@ -539,7 +539,13 @@ fn kubernetes_manifests_are_well_formed() {
     assert_eq!(job["spec"]["parallelism"], 4);
     assert_eq!(job["spec"]["backoffLimitPerIndex"], 0);
     assert_eq!(job["spec"]["podReplacementPolicy"], "Failed");
-    assert_eq!(job["spec"]["activeDeadlineSeconds"], 660);
+    // -d 60s + 10 min + the 10 min the coordinator serves the record.
+    assert_eq!(job["spec"]["activeDeadlineSeconds"], 1260);
+    // The Job ends when its coordinator (index 0) does.
+    assert_eq!(
+        job["spec"]["successPolicy"],
+        serde_json::json!({"rules": [{"succeededIndexes": "0"}]})
+    );
     let pod = &job["spec"]["template"]["spec"];
     assert_eq!(pod["subdomain"], "load");
     let cargs: Vec<&str> = pod["containers"][0]["args"]
@@ -552,6 +558,12 @@ fn kubernetes_manifests_are_well_formed() {
         cargs
             .windows(2)
             .any(|w| w == ["--coordinator", "load-0.load:7070"]),
+        "{cargs:?}"
+    );
+    assert!(
+        cargs
+            .windows(4)
+            .any(|w| w == ["--serve-record", "0.0.0.0:7071", "--linger", "600s"]),
         "{cargs:?}"
     );
     assert_eq!(items[2]["spec"]["clusterIP"], "None");
@@ -1229,6 +1241,7 @@ fn k8s_pods_take_credentials_and_token_from_the_secret() {
             .arg(format!("127.0.0.1:{port}"))
             .arg("--args-file")
             .arg(&args)
+            .args(["--serve-record", "127.0.0.1:0", "--linger", "0s"])
             .env("JOB_COMPLETION_INDEX", index)
             .env_remove("REDLINE_TOKEN")
             .env("REDLINE_DB", dir.join("h.db"));
@@ -1260,5 +1273,196 @@ fn k8s_pods_take_credentials_and_token_from_the_secret() {
     );
     let all = format!("{cerr}{}", String::from_utf8_lossy(&c.stdout));
     assert!(!all.contains("pw9"), "a credential in the output");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The walkthrough of docs/distributed.md without Kubernetes: a coordinator
+/// serving its merged record (`--serve-record`, token-protected) and two
+/// agents on loopback against nginx; `redline fetch` downloads the record,
+/// saves it to the history and prints the report; the saved run's totals
+/// are the coordinator's printed record's (and nginx's access log). Bad
+/// input to `fetch` is one line and its documented exit code, nothing saved,
+/// and the token appears in no output.
+#[test]
+fn a_served_record_is_fetched_into_the_history() {
+    let Some(ng) = common::nginx::start_nginx(&common::nginx::NginxSite {
+        tag: "dist-fetch",
+        files: &[("index.html", vec![b'x'; 440])],
+        tls: None,
+        h2: false,
+        http_extra: "log_format n '$status'; access_log {d}/access.log n;",
+        types: "",
+    }) else {
+        return;
+    };
+    let dir = common::nginx::tmpdir("dist-fetch-run");
+    let token = "fetch-t0ken-8c1f";
+    let tok = dir.join("token");
+    std::fs::write(&tok, format!("{token}\n")).unwrap();
+    let tok_s = tok.display().to_string();
+    let db = dir.join("h.db");
+    let db_s = db.display().to_string();
+    let mut c = Coord::start(&[
+        "--agents",
+        "2",
+        "--token-file",
+        &tok_s,
+        "--serve-record",
+        "127.0.0.1:0",
+        "--linger",
+        "60s",
+    ]);
+    let at = c.wait_for("the run record will be at", Duration::from_secs(20));
+    let url = at
+        .split("will be at ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    let fetch = |extra: &[&str]| {
+        let mut args = vec!["fetch", "--db", &db_s];
+        args.extend_from_slice(extra);
+        let o = redline(&args);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(
+            !out.contains(token) && !err.contains(token),
+            "the token in the output: {out}{err}"
+        );
+        (o.status.code(), out, err)
+    };
+    // Before the run is over: the token is asked first, then 503.
+    let (code, _, err) = fetch(&[&url]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("HTTP 401") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    let (code, _, err) = fetch(&["--token-file", &tok_s, &url]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("HTTP 503") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+
+    let target = format!("http://127.0.0.1:{}/", ng.port);
+    let agents: Vec<Child> = (0..2)
+        .map(|i| {
+            let mut cmd = Command::new(bin());
+            cmd.args(["agent", "--index", &i.to_string(), "--total", "2"])
+                .args(["--coordinator", &format!("127.0.0.1:{}", c.port)])
+                .args(["--connect-timeout", "20s", "--token-file", &tok_s, "--"])
+                .args([target.as_str(), "-n", "2000", "-c", "4", "-t", "1"]);
+            spawn_piped(cmd)
+        })
+        .collect();
+    for a in agents {
+        let out = wait_limit(a, Duration::from_secs(90));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    c.wait_for("serving the run record", Duration::from_secs(60));
+    // Waits (bounded) and downloads it: saved, and its report printed.
+    let (code, report, err) = fetch(&["--wait", "30s", "--token-file", &tok_s, &url]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("saved as run 1"), "{err}");
+    assert!(
+        report.contains("2,000") || report.contains("2000"),
+        "{report}"
+    );
+    // The coordinator ends once the record was downloaded.
+    let (code, stdout, cerr) = c.finish();
+    assert_eq!(code, Some(0), "{cerr}");
+    assert!(cerr.contains("the run record was downloaded"), "{cerr}");
+    assert!(!cerr.contains(token) && !stdout.contains(token));
+    let printed: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let o = redline(&["export", "1", "--db", &db_s]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let saved: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(saved["counters"], printed["counters"]);
+    assert_eq!(saved["status_codes"], printed["status_codes"]);
+    assert_eq!(hist_count(&saved), hist_count(&printed));
+    assert_eq!(saved["latency"], printed["latency"]);
+    assert_eq!(saved["merged_runs"], 2);
+    assert_eq!(counter(&saved, "completed"), 2000);
+    assert_eq!(counter(&saved, "non_2xx"), 0);
+    assert_run_schema(&saved);
+    // nginx answered exactly those requests.
+    let log = std::fs::read_to_string(ng.dir.join("access.log")).unwrap();
+    assert_eq!(log.lines().filter(|l| *l == "200").count(), 2000);
+
+    // Bad input: one line, the documented code, nothing saved.
+    let printed_text = stdout.clone();
+    let forged = printed_text.replacen("\"completed\": 2000", "\"completed\": 2001", 1);
+    assert_ne!(forged, printed_text, "the record's layout changed");
+    let bodies = [forged, "{}".to_string(), "not json".to_string()];
+    for (i, body) in bodies.iter().enumerate() {
+        let b = body.clone();
+        let srv = ScriptServer::start(move |mut s| {
+            use std::io::Write;
+            if read_head(&mut s) {
+                let _ = write!(
+                    s,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
+                    b.len()
+                );
+            }
+        });
+        let (code, out, err) = fetch(&[&srv.url()]);
+        assert_eq!(code, Some(1), "{i}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{i}: {err}");
+        assert!(out.is_empty(), "{i}: {out}");
+        if i == 0 {
+            assert!(err.contains("not a consistent run record"), "{err}");
+        }
+    }
+    let refused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed = format!("http://{}/", refused.local_addr().unwrap());
+    drop(refused);
+    for (args, want) in [
+        (vec!["ftp://127.0.0.1/"], 2),
+        (vec!["http://u:p@127.0.0.1/"], 2),
+        (vec!["http://127.0.0.1:99999/"], 2),
+        (vec!["--token-file", "/dev/zero", closed.as_str()], 2),
+        (vec!["--wait", "forever", closed.as_str()], 2),
+        (vec![closed.as_str()], 1),
+        (vec!["--token", token, closed.as_str()], 1),
+    ] {
+        let (code, _, err) = fetch(&args);
+        assert_eq!(code, Some(want), "{args:?}: {err}");
+        // One line (clap adds its pointer to --help after a blank line).
+        let lines = err
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with("For more information"))
+            .count();
+        assert_eq!(lines, 1, "{args:?}: {err}");
+    }
+    let o = redline(&["show", "2", "--db", &db_s]);
+    assert_eq!(o.status.code(), Some(2), "only the good record was saved");
+    // The coordinator's own flags: a bad address, an open one without a token.
+    for (args, what) in [
+        (vec!["--serve-record", "nonsense"], "--serve-record"),
+        (vec!["--serve-record", "0.0.0.0:0"], "give a token"),
+        (
+            vec!["--serve-record", "127.0.0.1:0", "--linger", "25h"],
+            "--linger",
+        ),
+    ] {
+        let mut a = vec!["coordinate", "--agents", "1", "--listen", "127.0.0.1:0"];
+        a.extend(args);
+        let o = redline(&a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {err}");
+        assert!(
+            err.contains(what) && err.trim().lines().count() == 1,
+            "{err}"
+        );
+    }
+    drop(ng);
     let _ = std::fs::remove_dir_all(&dir);
 }
