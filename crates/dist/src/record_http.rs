@@ -200,15 +200,33 @@ fn respond(s: &mut TcpStream, status: &str, extra: &str, ctype: &str, body: &[u8
         .is_ok()
 }
 
-fn serve_one(mut s: TcpStream, sh: &Shared) {
-    let Some(head) = read_head(&mut s) else {
-        return;
-    };
+/// A request head as the server reads it: method, path (without the
+/// query), and the Bearer token presented ("" when none).
+pub fn request_parts(head: &str) -> (&str, &str, &str) {
     let mut lines = head.lines();
     let request = lines.next().unwrap_or("");
     let mut parts = request.split_whitespace();
     let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let path = target.split('?').next().unwrap_or("");
+    let presented = lines
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("authorization"))
+        .and_then(|(_, v)| {
+            let v = v.trim();
+            v.get(..7)
+                .filter(|p| p.eq_ignore_ascii_case("bearer "))
+                .and_then(|_| v.get(7..))
+                .map(str::trim)
+        })
+        .unwrap_or("");
+    (method, path, presented)
+}
+
+fn serve_one(mut s: TcpStream, sh: &Shared) {
+    let Some(head) = read_head(&mut s) else {
+        return;
+    };
+    let (method, path, presented) = request_parts(&head);
     let text = "text/plain; charset=utf-8";
     if method != "GET" {
         respond(
@@ -226,16 +244,6 @@ fn serve_one(mut s: TcpStream, sh: &Shared) {
         }
         RECORD_PATH => {
             if let Some((key, tag)) = &sh.auth {
-                let presented = lines
-                    .filter_map(|l| l.split_once(':'))
-                    .find(|(k, _)| k.trim().eq_ignore_ascii_case("authorization"))
-                    .and_then(|(_, v)| {
-                        let v = v.trim();
-                        v.get(..7)
-                            .filter(|p| p.eq_ignore_ascii_case("bearer "))
-                            .map(|_| v[7..].trim())
-                    })
-                    .unwrap_or("");
                 if hmac::verify(key, presented.as_bytes(), tag.as_ref()).is_err() {
                     respond(
                         &mut s,
@@ -446,6 +454,14 @@ pub fn fetch(
             Err(e) => return Err(unreachable(e.to_string())),
         }
     }
+    parse_answer(buf, &shown)
+}
+
+/// Reads a whole HTTP answer (as [`fetch`] received it, the connection
+/// closed): the body of a `200` with a matching `Content-Length` (or none),
+/// else why not. `shown` is the URL for the messages.
+pub fn parse_answer(mut buf: Vec<u8>, shown: &str) -> Result<Vec<u8>, FetchError> {
+    let unreachable = |e: String| FetchError::Unreachable(format!("{shown}: {e}"));
     let split = buf
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -597,6 +613,44 @@ mod tests {
         assert!(!s.wait_fetched(Duration::from_millis(10)));
         assert_eq!(fetch(&url(&s, ""), Some(&tok), t).unwrap(), b"{\"x\":1}");
         assert!(s.wait_fetched(Duration::from_millis(10)));
+    }
+
+    #[test]
+    fn answers_are_read_strictly() {
+        let p = |b: &[u8]| parse_answer(b.to_vec(), "u");
+        assert_eq!(
+            p(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}").unwrap(),
+            b"{}"
+        );
+        assert_eq!(p(b"HTTP/1.0 200 OK\r\n\r\n{}").unwrap(), b"{}");
+        let err = |b: &[u8]| p(b).unwrap_err();
+        assert!(matches!(err(b""), FetchError::Unreachable(_)));
+        assert!(matches!(
+            err(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{}"),
+            FetchError::Unreachable(_)
+        ));
+        for bad in [
+            &b"SSH-2.0-OpenSSH\r\n\r\n"[..],
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n{}",
+            b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n{}",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+            b"HTTP/1.1 302 Found\r\nLocation: /x\r\n\r\n",
+            b"HTTP/1.1 \x1b[2J\r\n\r\n",
+            b"no head at all",
+        ] {
+            let e = err(bad);
+            assert!(matches!(e, FetchError::Refused(_)), "{e}");
+            assert!(!e.to_string().contains('\x1b'), "{e}");
+        }
+        assert_eq!(
+            request_parts("GET /record.json?x HTTP/1.1\r\nauthorization: bearer  t0k \r\n\r\n"),
+            ("GET", "/record.json", "t0k")
+        );
+        assert_eq!(
+            request_parts("GET / HTTP/1.1\r\nAuthorization: Bearé\r\n"),
+            ("GET", "/", "")
+        );
+        assert_eq!(request_parts(""), ("", "", ""));
     }
 
     #[test]
