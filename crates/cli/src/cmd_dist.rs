@@ -323,6 +323,12 @@ pub struct CoordinateArgs {
     /// (ends sooner, once the record has been downloaded); at most 24h.
     #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = dur, requires = "serve_record")]
     linger: Duration,
+    /// TLS for the agents' connections: this certificate chain (PEM); agents then need --cacert.
+    #[arg(long = "tls-cert", value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long = "tls-key", value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
 }
 
 /// `redline fetch`.
@@ -395,6 +401,10 @@ pub struct AgentArgs {
     /// Read the token from FILE (a regular file of at most 4 KiB; surrounding white space ignored).
     #[arg(long = "token-file", value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// Reach the coordinator over TLS, trusting only the CA certificates in FILE (PEM); the
+    /// coordinator's certificate must name the host of --coordinator.
+    #[arg(long, value_name = "FILE")]
+    cacert: Option<PathBuf>,
     /// The `redline run` arguments of the whole run, after `--` (the agent runs its `--segment` of them).
     #[arg(last = true, required = true, value_name = "RUN ARGS")]
     run: Vec<String>,
@@ -510,6 +520,18 @@ fn cmd_coordinate(a: CoordinateArgs) -> Exit {
     if a.linger > MAX_LINGER {
         return fail(Exit::Usage, "--linger: at most 24h");
     }
+    let tls = match (&a.tls_cert, &a.tls_key) {
+        (Some(c), Some(k)) => {
+            match read_bounded(c, 1 << 20, "--tls-cert")
+                .and_then(|c| Ok((c, read_bounded(k, 1 << 20, "--tls-key")?)))
+                .and_then(|(c, k)| redline_dist::tls::server_config(&c, &k))
+            {
+                Ok(t) => Some(t),
+                Err(e) => return fail(Exit::Usage, e),
+            }
+        }
+        _ => None,
+    };
     let record_srv = match &a.serve_record {
         None => None,
         Some(at) => {
@@ -557,6 +579,7 @@ fn cmd_coordinate(a: CoordinateArgs) -> Exit {
         run_timeout: a.run_timeout,
         abort_on_fail: a.abort_on_fail,
         token,
+        tls,
     };
     let tty = std::io::stderr().is_terminal();
     let quiet = a.quiet;
@@ -789,6 +812,15 @@ fn cmd_agent(a: AgentArgs) -> Exit {
             Err(e) => return fail(Exit::Usage, e),
         },
     };
+    let tls = match &a.cacert {
+        None => None,
+        Some(p) => match read_bounded(p, 1 << 20, "--cacert")
+            .and_then(|c| redline_dist::tls::client_config(&c))
+        {
+            Ok(c) => Some(c),
+            Err(e) => return fail(Exit::Usage, e),
+        },
+    };
     let mut run = a.run.clone();
     if run.first().map(String::as_str) == Some("run") {
         run.remove(0);
@@ -852,6 +884,7 @@ fn cmd_agent(a: AgentArgs) -> Exit {
         a.connect_timeout,
         token.as_ref(),
         &plan,
+        tls.as_ref(),
     ) {
         Ok(s) => s,
         Err(e) => return fail(Exit::Failure, e),
@@ -1433,6 +1466,8 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> Exit {
             token_file: None,
             serve_record: Some(a.serve_record),
             linger: a.linger,
+            tls_cert: None,
+            tls_key: None,
         });
     }
     cmd_agent(AgentArgs {
@@ -1444,6 +1479,7 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> Exit {
         start_timeout: Duration::from_secs(600),
         token: None,
         token_file: None,
+        cacert: None,
         run,
     })
 }

@@ -1466,3 +1466,139 @@ fn a_served_record_is_fetched_into_the_history() {
     drop(ng);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// TLS between agents and coordinator (`coordinate --tls-cert --tls-key`,
+/// `agent --cacert`, the testkit PKI): two agents over TLS merge exactly;
+/// the coordinator says nothing in plain text to a plain client, an agent
+/// trusting another CA is refused by its own handshake (exit 1, naming the
+/// certificate); bad PEM files are one line, exit 2.
+#[test]
+fn agents_reach_a_tls_coordinator_with_its_ca_only() {
+    use std::io::{Read, Write};
+    let pki = common::nginx::pki();
+    let other = common::nginx::pki();
+    let dir = common::nginx::tmpdir("dist-tls");
+    let w = |name: &str, body: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, body).unwrap();
+        p.display().to_string()
+    };
+    let (cert, key, ca, other_ca) = (
+        w("cert.pem", &pki.leaf_pem),
+        w("key.pem", &pki.key_pem),
+        w("ca.pem", &pki.ca_pem),
+        w("other-ca.pem", &other.ca_pem),
+    );
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let c = Coord::start(&[
+        "--agents",
+        "2",
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--threshold",
+        "errors<1%",
+    ]);
+    let agent_tls = |i: u64, cacert: &str, timeout: &str| {
+        let mut cmd = Command::new(bin());
+        cmd.args(["agent", "--index", &i.to_string(), "--total", "2"])
+            .args(["--coordinator", &format!("127.0.0.1:{}", c.port)])
+            .args(["--connect-timeout", timeout, "--cacert", cacert, "--"])
+            .args([url.as_str(), "-n", "1000", "-c", "2", "-t", "1"]);
+        spawn_piped(cmd)
+    };
+    // A plain-TCP peer gets no protocol text: the coordinator waits for a
+    // TLS ClientHello, and a JSON line is not one.
+    let mut raw = std::net::TcpStream::connect(("127.0.0.1", c.port)).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+    let _ = raw.write_all(b"{\"type\":\"register\",\"index\":0}\n");
+    let mut got = Vec::new();
+    let _ = raw.read_to_end(&mut got);
+    assert!(
+        !String::from_utf8_lossy(&got).contains("hello"),
+        "plain text from a TLS coordinator: {got:?}"
+    );
+    // An agent that trusts another CA: its handshake fails; nothing registers.
+    let out = wait_limit(agent_tls(0, &other_ca, "2s"), Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("TLS handshake") && err.contains("certificate"),
+        "{err}"
+    );
+    // The agents with the coordinator's CA run the whole load.
+    let agents: Vec<Child> = (0..2).map(|i| agent_tls(i, &ca, "20s")).collect();
+    for a in agents {
+        let out = wait_limit(a, Duration::from_secs(90));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (code, stdout, err) = c.finish();
+    assert_eq!(code, Some(0), "{err}");
+    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(counter(&m, "completed"), 1000);
+    assert_eq!(m["merged_runs"], 2);
+    assert_eq!(srv.stats().requests, 1000);
+    assert!(!err.contains("refused an agent"), "{err}");
+    srv.shutdown();
+    // Bad files: one line, exit 2.
+    for args in [
+        vec![
+            "coordinate",
+            "--agents",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            &key,
+            "--tls-key",
+            &key,
+        ],
+        vec![
+            "coordinate",
+            "--agents",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &cert,
+        ],
+        vec![
+            "coordinate",
+            "--agents",
+            "1",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            "/dev/zero",
+            "--tls-key",
+            &key,
+        ],
+        vec![
+            "agent",
+            "--index",
+            "0",
+            "--total",
+            "1",
+            "--coordinator",
+            "127.0.0.1:9",
+            "--cacert",
+            &key,
+            "--",
+            "http://127.0.0.1:9/",
+        ],
+    ] {
+        let o = redline(&args);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{args:?}: {e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -55,6 +55,9 @@ impl Session {
     /// Connects (retrying until `retry_for` has passed: pods start in any
     /// order) and registers as agent `index` of `total` running `plan`,
     /// proving it knows `token` (if any) against the coordinator's nonce.
+    /// With `tls`, over TLS, the coordinator's certificate checked against
+    /// the host name in `addr`.
+    #[allow(clippy::too_many_arguments)]
     pub fn register(
         addr: &str,
         index: u64,
@@ -63,8 +66,14 @@ impl Session {
         retry_for: Duration,
         token: Option<&protocol::Token>,
         plan: &protocol::PlanId,
+        tls: Option<&std::sync::Arc<rustls::ClientConfig>>,
     ) -> Result<Session, String> {
         let start = Instant::now();
+        let host_name = addr
+            .rsplit_once(':')
+            .map_or(addr, |(h, _)| h)
+            .trim_start_matches('[')
+            .trim_end_matches(']');
         // Connect and be greeted; a coordinator not up yet, or closing new
         // connections because too many wait unregistered, is tried again.
         let (mut s, nonce) = loop {
@@ -75,6 +84,12 @@ impl Session {
                 .and_then(|a| {
                     TcpStream::connect_timeout(&a, Duration::from_secs(5))
                         .map_err(|e| e.to_string())
+                })
+                .and_then(|s| match tls {
+                    None => Ok(s),
+                    Some(c) => {
+                        crate::tls::connect(s, host_name, c.clone(), Duration::from_secs(10))
+                    }
                 })
                 .and_then(Session::greeted);
             match attempt {

@@ -54,6 +54,8 @@ pub struct Config {
     /// The shared token agents must prove they know (None: any agent that
     /// can connect is accepted; only allowed on loopback, see the CLI).
     pub token: Option<protocol::Token>,
+    /// TLS for the agents' connections (`--tls-cert`/`--tls-key`).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Connections allowed to wait for their registration at once.
@@ -75,6 +77,7 @@ impl Default for Config {
             run_timeout: Duration::from_secs(3600),
             abort_on_fail: false,
             token: None,
+            tls: None,
         }
     }
 }
@@ -610,6 +613,7 @@ pub fn coordinate_judged(
         let tx = tx.clone();
         let stop = stop_accept.clone();
         let token = cfg.token.clone();
+        let tls = cfg.tls.clone();
         std::thread::Builder::new()
             .name("redline-coord-accept".into())
             .spawn(move || {
@@ -627,6 +631,14 @@ pub fn coordinate_judged(
                             let pending = Pending(unregistered.clone());
                             let _ = s.set_nonblocking(false);
                             let _ = s.set_nodelay(true);
+                            // TLS: the protocol reads the bridge's plain end.
+                            let s = match &tls {
+                                None => s,
+                                Some(c) => match crate::tls::accept(s, c.clone()) {
+                                    Ok(p) => p,
+                                    Err(_) => continue,
+                                },
+                            };
                             let _ = s.set_write_timeout(Some(Duration::from_secs(30)));
                             let tx = tx.clone();
                             let token = token.clone();
