@@ -475,6 +475,20 @@ pub fn check(docs: &[Value], parallel: u32) -> Vec<String> {
         coord.is_some_and(|c| *c == format!("{job_name}-0.{svc_name}:{}", port.unwrap_or(0))),
         "agents dial JOB-0.SERVICE:PORT",
     );
+    let record = args
+        .iter()
+        .position(|a| *a == "--serve-record")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|a| a.rsplit(':').next())
+        .and_then(|p| p.parse::<u64>().ok());
+    let record_port = c["ports"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["name"] == "record"))
+        .and_then(|p| p["containerPort"].as_u64());
+    expect(
+        record.is_some() && record == record_port,
+        "the coordinator serves the record on the container port named record",
+    );
     let n = args
         .iter()
         .position(|a| *a == "--agents")
@@ -622,6 +636,10 @@ mod tests {
         let mut broken = docs.clone();
         broken[1]["data"][ARGS_KEY] = "[\"$(REDLINE_SECRET_7)\"]".into();
         assert!(check(&broken, 4).iter().any(|e| e.contains("env var")));
+        let mut broken = docs.clone();
+        broken[3]["spec"]["template"]["spec"]["containers"][0]["ports"][1]["containerPort"] =
+            7072.into();
+        assert!(check(&broken, 4).iter().any(|e| e.contains("record")));
         assert!(manifests(&Options {
             files: [("big".to_string(), vec![0u8; MAX_BUNDLE + 1])].into(),
             ..opts()
