@@ -208,8 +208,8 @@ fn pump(mut conn: rustls::Connection, mut tls: TcpStream, mut plain: TcpStream) 
             return;
         }
         let bad = libc::POLLERR | libc::POLLNVAL;
-        if fds[1].revents & bad != 0 {
-            return;
+        if fds[1].revents & bad != 0 || (!read_plain && fds[1].revents & libc::POLLHUP != 0) {
+            return; // the protocol side is gone (and not read now: no busy loop)
         }
         if read_tls && fds[0].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
             match conn.read_tls(&mut tls) {
