@@ -35,6 +35,7 @@ pub use request::{chunk, header_ok, unchunk, RequestSpec};
 pub use target::Target;
 
 use redline_stats::segment::Stripe;
+use redline_stats::RunConfig;
 use std::time::Duration;
 
 /// Why options could not become a plan. Each is a usage error (exit code 2).
@@ -124,8 +125,6 @@ pub struct Plan {
     /// `--segment`: this run is one share of a larger one.
     pub segment: Option<SegmentPlan>,
 }
-
-use redline_stats::RunConfig;
 
 impl Plan {
     /// The global send ticks worker `worker` of `workers` owns: `worker + k·workers`,
