@@ -365,13 +365,14 @@ fn cmd_run(a: RunArgs) -> Exit {
         Ok(p) => p,
         Err(e) => return fail(Exit::Usage, e),
     };
-    // https without --http2/--http1.1: HTTP/2 when the server picks it by ALPN.
-    if let Some(note) = redline_engine::alpn::negotiate(&mut plan) {
+    // https without a version flag: HTTP/2 when the server picks it by ALPN
+    // (asked once, before any traffic).
+    if let Some(note) = plan.resolve() {
         eprintln!("redline: note: {note}");
     }
     let plan_vs = match pa_vs.map(Plan::build).transpose() {
         Ok(Some(mut p)) => {
-            if let Some(note) = redline_engine::alpn::negotiate(&mut p) {
+            if let Some(note) = p.resolve() {
                 eprintln!("redline: note (--vs): {note}");
             }
             Some(p)

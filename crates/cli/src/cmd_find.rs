@@ -336,32 +336,34 @@ pub fn run(a: FindArgs) -> Exit {
             ),
         );
     }
+    // Check the input once before any traffic; an https search without a
+    // version flag asks the server once (ALPN) and every step takes its answer.
+    let first = {
+        let mut pa = match a.plan_args() {
+            Ok(pa) => pa,
+            Err(e) => return fail(Exit::Usage, e),
+        };
+        pa.rate = Some(a.start_rate);
+        pa.duration = Some(step_len);
+        match Plan::build(pa) {
+            Ok(mut p) => {
+                if let Some(note) = p.resolve() {
+                    eprintln!("redline: note: {note}");
+                }
+                p
+            }
+            Err(e) => return fail(Exit::Usage, e),
+        }
+    };
+    let url = first.target.display.clone();
+    let alpn = first.alpn;
     let build = |rate: f64| -> Result<Plan, String> {
         // The same groups and builder as `run`; the load is this step's.
         let mut pa = a.plan_args()?;
         pa.rate = Some(rate);
         pa.duration = Some(step_len);
+        pa.alpn = Some(alpn);
         Plan::build(pa).map_err(|e| e.to_string())
-    };
-    // Check the input once before any traffic; an https search without
-    // --http2/--http1.1 asks the server once (ALPN) and keeps its answer.
-    let negotiated = match build(a.start_rate) {
-        Ok(mut p) => {
-            if let Some(note) = redline_engine::alpn::negotiate(&mut p) {
-                eprintln!("redline: note: {note}");
-            }
-            p
-        }
-        Err(e) => return fail(Exit::Usage, e),
-    };
-    let url = negotiated.target.display.clone();
-    let build = |rate: f64| -> Result<Plan, String> {
-        let mut p = build(rate)?;
-        if negotiated.config.negotiated.is_some() {
-            // ALPN picked h2 for the first step: every step uses it.
-            redline_engine::alpn::use_negotiated_h2(&mut p)?;
-        }
-        Ok(p)
     };
     crate::cli::install_ctrlc();
     let stop = crate::cli::stop_handle();

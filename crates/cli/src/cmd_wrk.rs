@@ -166,6 +166,8 @@ pub fn main(args: &[String]) -> Exit {
     pa.duration = Some(Duration::from_secs(o.duration));
     pa.threads = Some(o.threads.min(1024) as usize);
     pa.timeout = Duration::from_secs(o.timeout);
+    // wrk speaks HTTP/1.1 only: an https target is not offered h2.
+    pa.http11 = true;
     let plan = match Plan::build(pa) {
         Ok(p) => p,
         Err(e) => return fail(Exit::Usage, format!("wrk: {e}")),

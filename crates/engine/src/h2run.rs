@@ -103,10 +103,16 @@ fn dropped_header(name: &str) -> bool {
     )
 }
 
-/// Converts the plan's request (built once as HTTP/1.1 bytes) to HTTP/2 form.
+/// The plan's request in HTTP/2 form, from its request spec (built once by
+/// the plan; no HTTP/1 bytes are parsed).
 fn template(plan: &Plan) -> Result<Template, String> {
-    let scheme = if plan.tls.is_some() { "https" } else { "http" };
-    to_h2(&plan.request, scheme, &plan.target.host)
+    let r = plan.spec.to_h2(plan.scheme())?;
+    Ok(Template {
+        method: r.method,
+        uri: r.uri,
+        headers: r.headers,
+        body: r.body,
+    })
 }
 
 /// Converts an HTTP/1.1 request redline built (the plan's, or a redirect
@@ -985,7 +991,9 @@ async fn connect_inner(
     };
     let io: Box<dyn Io> = match tls_to {
         // Another cleartext origin: prior knowledge in an h2c run, else HTTP/1.1.
-        None if away.is_some() && !plan.h2c => return Ok(Connected::H1(Box::new(counted), guard)),
+        None if away.is_some() && plan.wire != crate::plan::Wire::H2c => {
+            return Ok(Connected::H1(Box::new(counted), guard))
+        }
         None => Box::new(counted),
         Some((connector, name)) => {
             let t1 = Instant::now();

@@ -25,5 +25,8 @@ mod timer;
 pub mod tls;
 pub mod worker;
 
-pub use plan::{parse_duration, Arrival, Load, Mode, Plan, PlanArgs, PlanError, Protocol};
+pub use plan::{
+    parse_duration, Alpn, Arrival, Load, Mode, Plan, PlanArgs, PlanError, Protocol, RequestSpec,
+    Wire,
+};
 pub use run::{execute, execute_watching, execute_with_series, EngineError, Snapshot, StopHandle};

@@ -12,7 +12,7 @@
 
 use crate::tls::{TlsArgs, TlsSetup};
 use std::collections::HashMap;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 /// The default `--max-redirs` (curl's is 50; browsers stop near 20).
@@ -109,34 +109,25 @@ impl Follow {
         r
     }
 
+    /// Resolves a hop's origin with the plan's own target resolution
+    /// ([`crate::plan::target::resolve`]: the same host, `Host` and TLS rules).
     fn resolve(&self, u: &url::Url, key: &str) -> Result<Arc<Origin>, (bool, String)> {
-        let host = match u.host() {
-            Some(url::Host::Domain(d)) => d.to_string(),
-            Some(url::Host::Ipv4(ip)) => ip.to_string(),
-            Some(url::Host::Ipv6(ip)) => ip.to_string(),
-            None => return Err((false, "redirect to a URL without a host".into())),
-        };
-        let port = u.port_or_known_default().unwrap_or(80);
-        let addr = (host.as_str(), port)
-            .to_socket_addrs()
-            .map_err(|e| (true, format!("cannot resolve redirect host '{host}': {e}")))?
-            .next()
-            .ok_or_else(|| {
-                (
-                    true,
-                    format!("cannot resolve redirect host '{host}': no addresses"),
-                )
-            })?;
-        let tls = if u.scheme() == "https" {
-            Some(crate::tls::setup(&host, &self.tls).map_err(|e| (false, e))?)
-        } else {
-            None
-        };
+        use crate::plan::PlanError;
+        let r = crate::plan::target::resolve(u.as_str(), &self.tls).map_err(|e| match e {
+            PlanError::Resolve { host, why } => (
+                true,
+                format!("cannot resolve redirect host '{host}': {why}"),
+            ),
+            PlanError::BadUrl { why, .. } if why == "no host" => {
+                (false, "redirect to a URL without a host".into())
+            }
+            e => (false, e.to_string()),
+        })?;
         Ok(Arc::new(Origin {
             key: key.to_string(),
-            host_header: host_header(u),
-            addr,
-            tls,
+            host_header: r.host_header,
+            addr: r.target.addr,
+            tls: r.tls,
         }))
     }
 }

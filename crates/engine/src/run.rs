@@ -122,7 +122,7 @@ pub fn execute_watching(
     };
     let fd_note = prepare_fds(plan);
     // HTTP/2 (--http2, --h2c) runs on its own workers (h2run.rs), same specs and results.
-    let h2 = match plan.http2 {
+    let h2 = match plan.protocol() == crate::plan::Protocol::Http2 {
         true => Some(crate::h2run::prepare(plan).map_err(EngineError::Http2)?),
         false => None,
     };
@@ -342,7 +342,7 @@ fn schedule_of(
     if thinks || (requests.is_some() && plan.requests_per_conn.is_some()) {
         return Schedule::Unknown;
     }
-    let streams = if plan.http2 {
+    let streams = if plan.protocol() == crate::plan::Protocol::Http2 {
         u64::from(plan.streams.max(1))
     } else {
         1
@@ -491,7 +491,7 @@ fn add_warnings(
                         .as_ref()
                         .map_or(whole, |s| s.segment.scale_int(whole));
                     // Over HTTP/2 the level counts streams, `--streams` per connection.
-                    let mine = match plan.http2 {
+                    let mine = match plan.protocol() == crate::plan::Protocol::Http2 {
                         true => crate::plan::h2_connections(mine, plan.streams),
                         false => mine,
                     };

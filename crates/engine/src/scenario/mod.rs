@@ -12,12 +12,12 @@
 pub mod file;
 
 use crate::h1::Capture;
-use crate::plan::{parse_duration, redact_raw_url, redact_url, PlanError};
+use crate::plan::{header_ok, parse_duration, PlanError};
 use crate::tls::{TlsArgs, TlsSetup};
 use file::{key, RequestEntry, ScenarioFile, Seg};
 use redline_stats::rng::SplitMix64;
 use redline_stats::RequestStats;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -287,77 +287,22 @@ pub fn load(path: &Path) -> Result<(ScenarioFile, String), PlanError> {
     Ok((f, text))
 }
 
-fn header_ok(name: &str, value: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&b))
-        && !value.contains('\r')
-        && !value.contains('\n')
-}
-
+/// A scenario host's URL, resolved by the plan's own target resolution
+/// ([`crate::plan::target::resolve`]: the same parsing, checks, wording,
+/// `Host` value, credentials and TLS as the run's URL); and its path.
 fn target(url: &str, tls: &TlsArgs) -> Result<(ScTarget, String), String> {
-    let raw = url.trim();
-    let with_scheme = if raw.contains("://") {
-        raw.to_string()
-    } else {
-        format!("http://{raw}")
-    };
-    let u = url::Url::parse(&with_scheme)
-        .map_err(|e| format!("invalid URL '{}': {e}", redact_raw_url(raw)))?;
-    let display = redact_url(&u);
-    if u.scheme() != "http" && u.scheme() != "https" {
-        return Err(format!(
-            "unsupported scheme in '{display}' (expected http or https)"
-        ));
-    }
-    let host = match u.host() {
-        Some(url::Host::Domain(d)) => d.to_string(),
-        Some(url::Host::Ipv4(ip)) => ip.to_string(),
-        Some(url::Host::Ipv6(ip)) => ip.to_string(),
-        None => return Err(format!("no host in '{display}'")),
-    };
-    let port = u.port_or_known_default().unwrap_or(80);
-    let addr = (host.as_str(), port)
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve host '{host}': {e}"))?
-        .next()
-        .ok_or_else(|| format!("cannot resolve host '{host}': no addresses"))?;
-    let host_header = match (u.host(), u.port()) {
-        (Some(url::Host::Ipv6(ip)), Some(p)) => format!("[{ip}]:{p}"),
-        (Some(url::Host::Ipv6(ip)), None) => format!("[{ip}]"),
-        (_, Some(p)) => format!("{host}:{p}"),
-        (_, None) => host.clone(),
-    };
-    let tls = if u.scheme() == "https" {
-        Some(crate::tls::setup(&host, tls)?)
-    } else {
-        None
-    };
-    let auth = if u.username().is_empty() {
-        None
-    } else {
-        use base64::Engine;
-        let user = crate::plan::percent_decode(u.username());
-        let pass = crate::plan::percent_decode(u.password().unwrap_or(""));
-        Some(base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}")))
-    };
-    let mut path = u.path().to_string();
-    if let Some(q) = u.query() {
-        path.push('?');
-        path.push_str(q);
-    }
+    let r = crate::plan::target::resolve(url, tls).map_err(|e| e.to_string())?;
     Ok((
         ScTarget {
-            display,
-            host_header,
-            addr,
-            tls,
-            auth,
-            origin: crate::redirect::origin_key(&u),
-            host: u.host_str().unwrap_or("").to_ascii_lowercase(),
+            display: r.target.display,
+            host_header: r.host_header,
+            addr: r.target.addr,
+            tls: r.tls,
+            auth: r.basic_auth,
+            origin: r.target.origin,
+            host: r.url.host_str().unwrap_or("").to_ascii_lowercase(),
         },
-        path,
+        r.target.path,
     ))
 }
 

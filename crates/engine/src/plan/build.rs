@@ -1,0 +1,343 @@
+//! `Plan::build`: the one way arguments become a plan. A scenario's `[load]`
+//! fills what the flags left open; the target is resolved
+//! ([`super::target::resolve`]), the protocol chosen ([`super::mode::choose`]),
+//! the request spec built and encoded, the load model checked and scaled,
+//! and the recorded config redacted, in that order, before any traffic.
+
+use super::args::PlanArgs;
+use super::load::{parse_duration, segment_load, staged_load, Load, DEFAULT_CONNECTIONS};
+use super::load::{DEFAULT_DURATION, DEFAULT_OPEN_CONNECTIONS};
+use super::mode::{choose, Protocol};
+use super::redact::{redact_header, REDACTED};
+use super::request::{parse_headers, RequestSpec};
+use super::{usage, Plan, PlanError};
+use base64::Engine as _;
+use redline_stats::{LoadModel, RunConfig};
+use std::time::Duration;
+
+/// A scenario file's `[load]` fills the load flags the command line left
+/// open (values the command line would refuse are refused at their line).
+fn scenario_load(
+    a: &mut PlanArgs,
+    path: &std::path::Path,
+) -> Result<(crate::scenario::file::ScenarioFile, String), PlanError> {
+    let (f, text) = crate::scenario::load(path)?;
+    if a.url.trim().is_empty() {
+        a.url = match (&f.base, f.hosts.values().next()) {
+            (Some(b), _) => b.clone(),
+            (None, Some(h)) => h.clone(),
+            (None, None) => {
+                return Err(usage(format!(
+                    "{}: no base URL: give `base = \"http://…\"` in the file or a URL on the command line",
+                    path.display()
+                )))
+            }
+        };
+    }
+    let Some(l) = &f.load else {
+        return Ok((f, text));
+    };
+    let at = |k: &str| {
+        let lines = crate::scenario::file::Lines::new(&text);
+        lines.at(
+            &path.display().to_string(),
+            &[
+                crate::scenario::file::key("load"),
+                crate::scenario::file::key(k),
+            ],
+        )
+    };
+    let bad = if l.connections == Some(0) {
+        Some(("connections", "must be at least 1".to_string()))
+    } else if l.requests == Some(0) {
+        Some(("requests", "must be at least 1".to_string()))
+    } else if l.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+        Some((
+            "rate",
+            "must be a positive number of requests per second".to_string(),
+        ))
+    } else {
+        None
+    };
+    if let Some((k, why)) = bad {
+        return Err(usage(format!("{}: [load] {k} {why}", at(k))));
+    }
+    if a.rate.is_none() && a.connections.is_none() {
+        a.rate = l.rate;
+    }
+    if a.connections.is_none() {
+        a.connections = l.connections;
+    }
+    if a.requests.is_none() && a.duration.is_none() {
+        a.requests = l.requests;
+        if let Some(d) = &l.duration {
+            a.duration = Some(
+                parse_duration(d)
+                    .map_err(|e| usage(format!("{}: [load] duration: {e}", at("duration"))))?,
+            );
+        }
+    }
+    Ok((f, text))
+}
+
+impl Plan {
+    /// Validates and resolves options into a plan. Pure but for name
+    /// resolution: an https run that leaves the version open gets its
+    /// protocol from [`Plan::resolve`] (or from [`PlanArgs::alpn`]).
+    pub fn build(mut a: PlanArgs) -> Result<Plan, PlanError> {
+        let scenario_file = match a.scenario.clone() {
+            Some((path, _)) => Some(scenario_load(&mut a, &path)?),
+            None => None,
+        };
+        let resolved = super::target::resolve(&a.url, &a.tls)?;
+        let url = &resolved.url;
+        let tls = resolved.tls.clone();
+
+        // Headers and credentials.
+        let extra = parse_headers(&a.headers)?;
+        let auth = match &a.basic_auth {
+            Some(ba) if !ba.contains(':') => {
+                return Err(usage("-a/--basic-auth expects user:password"))
+            }
+            Some(ba) => Some(base64::engine::general_purpose::STANDARD.encode(ba)),
+            None => resolved.basic_auth.clone(),
+        };
+        let spec = RequestSpec::build(
+            &a,
+            &resolved.host_header,
+            &resolved.target.path,
+            &extra,
+            auth.as_deref(),
+        )?;
+
+        // Load model.
+        if a.timeout.is_zero() {
+            return Err(usage("--timeout must be greater than zero"));
+        }
+        if a.connect_timeout.is_zero() {
+            return Err(usage("--connect-timeout must be greater than zero"));
+        }
+        if a.requests == Some(0) {
+            return Err(usage("-n/--requests must be at least 1"));
+        }
+        if a.connections == Some(0) {
+            return Err(usage("-c/--connections must be at least 1"));
+        }
+        if a.requests_per_conn == Some(0) {
+            return Err(usage("--requests-per-conn must be at least 1"));
+        }
+        let (wire, alpn, streams) = choose(&a, url.scheme())?;
+        let http2 = wire.protocol() == Protocol::Http2;
+        if a.max_redirs.is_some() && !a.follow_redirects {
+            return Err(usage("--max-redirs needs -L/--follow-redirects"));
+        }
+        if a.max_redirs.is_some_and(|n| n > 1000) {
+            return Err(usage("--max-redirs above 1000 is not supported"));
+        }
+        if let Some(d) = a.duration {
+            if d.is_zero() {
+                return Err(usage("-d/--duration must be greater than zero"));
+            }
+        }
+        let duration = match (a.requests, a.duration) {
+            (None, None) => Some(DEFAULT_DURATION),
+            (_, d) => d,
+        };
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        if a.threads == Some(0) {
+            return Err(usage("-t/--threads must be at least 1"));
+        }
+        let staged = match &a.stages {
+            Some(sa) => Some(staged_load(&a, sa, http2.then_some(streams))?),
+            None => None,
+        };
+        let load = match (&staged, a.rate) {
+            (Some((staged_load, _, _)), _) => staged_load.clone(),
+            (None, None) => {
+                let c = a.connections.unwrap_or(DEFAULT_CONNECTIONS);
+                Load::Closed {
+                    connections: c,
+                    requests: a.requests,
+                    duration,
+                }
+            }
+            (None, Some(r)) => {
+                if !(r.is_finite() && r > 0.0) {
+                    return Err(usage(
+                        "-r/--rate must be a positive number of requests per second",
+                    ));
+                }
+                if r > 10_000_000.0 {
+                    return Err(usage("-r/--rate above 10,000,000 req/s is not supported"));
+                }
+                Load::Open {
+                    rate: r,
+                    arrival: a.arrival,
+                    max_connections: a.connections.unwrap_or(DEFAULT_OPEN_CONNECTIONS),
+                    requests: a.requests,
+                    duration,
+                }
+            }
+        };
+        let mut staged = staged;
+        let (load, segment) = match &a.segment {
+            Some(seg) => {
+                let (load, sp) = segment_load(load, seg);
+                if let Some((_, _, stage_plan)) = staged.as_mut() {
+                    for st in &mut stage_plan.stages {
+                        st.level = if stage_plan.unit == "rps" {
+                            seg.scale_rate(st.level)
+                        } else {
+                            seg.scale_int(st.level as u64) as f64
+                        };
+                    }
+                }
+                (load, Some(sp))
+            }
+            None => (load, None),
+        };
+        let conns = load.max_connections();
+        if conns > 1_000_000 {
+            return Err(usage("-c/--connections above 1,000,000 is not supported"));
+        }
+        let threads = a.threads.unwrap_or(cores).min(conns.max(1) as usize).max(1);
+
+        // Request bytes, built once: the HTTP/1 hot path writes them as they are.
+        let requests_per_conn = if a.keepalive {
+            a.requests_per_conn
+        } else {
+            Some(1)
+        };
+        let request = spec.encode_h1(false);
+        let request_close = spec.encode_h1(true);
+
+        let mut shown_headers: Vec<String> = a.headers.iter().map(|h| redact_header(h)).collect();
+        if auth.is_some() {
+            shown_headers.push(format!("Authorization: {REDACTED}"));
+        }
+        let load_model = match &load {
+            Load::Closed {
+                connections,
+                requests,
+                duration,
+            } => LoadModel::Closed {
+                connections: *connections,
+                requests: *requests,
+                duration_s: duration.map(|d| d.as_secs_f64()),
+            },
+            Load::Open {
+                rate,
+                arrival,
+                max_connections,
+                requests,
+                duration,
+            } => LoadModel::Open {
+                rate: *rate,
+                arrival: arrival.name().into(),
+                max_connections: *max_connections,
+                requests: *requests,
+                duration_s: duration.map(|d| d.as_secs_f64()),
+            },
+        };
+        let mut config = RunConfig {
+            url: resolved.target.display.clone(),
+            method: spec.method.clone(),
+            headers: shown_headers,
+            body_bytes: spec.body.len() as u64,
+            http_version: wire.record_version().into(),
+            streams: http2.then_some(u64::from(streams)),
+            keepalive: a.keepalive,
+            requests_per_conn,
+            timeout_s: a.timeout.as_secs_f64(),
+            connect_timeout_s: a.connect_timeout.as_secs_f64(),
+            threads: threads as u64,
+            load: load_model,
+            insecure: tls.as_ref().is_some_and(|t| t.insecure),
+            scenario: None,
+            stages: staged.as_ref().map(|s| s.2.clone()),
+            follow_redirects: a
+                .follow_redirects
+                .then(|| u64::from(a.max_redirs.unwrap_or(crate::redirect::DEFAULT_MAX_REDIRS))),
+            negotiated: None,
+            segment: a.segment.as_ref().map(|s| redline_stats::SegmentConfig {
+                segment: s.to_string(),
+                sequence: s.sequence().to_string(),
+                index: s.index() as u64,
+                count: s.sequence().len() as u64,
+            }),
+        };
+        let seed = a.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+        let scenario = match (&a.scenario, &scenario_file) {
+            (Some((path, allow)), Some((f, text))) => {
+                let sc = crate::scenario::Scenario::compile(crate::scenario::CompileArgs {
+                    path,
+                    file: f,
+                    text,
+                    base: &a.url,
+                    allow_paths: *allow,
+                    tls: &a.tls,
+                    http10: a.http10,
+                    cli_headers: &extra,
+                    timeout: a.timeout,
+                })?;
+                config.scenario = Some(format!("{} ({})", sc.name, sc.file));
+                let first = &sc.requests[0].method;
+                config.method = if sc.requests.iter().all(|r| &r.method == first) {
+                    first.clone()
+                } else {
+                    "mixed".into()
+                };
+                config.body_bytes = 0;
+                let mut sc = sc;
+                sc.segment = a.segment.clone();
+                Some(std::sync::Arc::new(sc))
+            }
+            _ => None,
+        };
+        let mut plan = Plan {
+            scenario,
+            target: resolved.target,
+            head_request: spec.is_head(),
+            spec,
+            request,
+            request_close,
+            keepalive: a.keepalive,
+            requests_per_conn,
+            timeout: a.timeout,
+            connect_timeout: a.connect_timeout,
+            grace: Duration::from_secs(1).min(a.timeout),
+            threads,
+            load,
+            seed,
+            config,
+            tls,
+            staged: staged.map(|s| s.1),
+            wire,
+            alpn,
+            streams,
+            follow: a.follow_redirects.then(|| {
+                std::sync::Arc::new(crate::redirect::Follow::new(
+                    a.max_redirs.unwrap_or(crate::redirect::DEFAULT_MAX_REDIRS),
+                    a.tls.clone(),
+                ))
+            }),
+            segment,
+        };
+        if http2 {
+            // The request must also be expressible in HTTP/2 (e.g. no control
+            // characters in header values): a usage error, before any traffic.
+            plan.spec.to_h2(plan.scheme()).map_err(PlanError::Invalid)?;
+        }
+        // The server's answer already known (`find`'s later steps): taken now.
+        // A note was given when it was first asked; nothing to say again.
+        let _ = plan.settle_alpn();
+        Ok(plan)
+    }
+}

@@ -1,0 +1,222 @@
+//! The plan: everything a run needs, validated and resolved before any traffic.
+//!
+//! Raw options ([`PlanArgs`], syntax already checked by the CLI) become a
+//! [`Plan`] here, once: the URL is resolved ([`target`], shared with scenario
+//! hosts), the protocol chosen ([`mode`]: a [`Wire`] and how it was chosen,
+//! ALPN included), the request described once ([`request::RequestSpec`]) and
+//! encoded for HTTP/1 and HTTP/2, the load model checked for sense
+//! ([`load`]), and the recorded config redacted ([`redact`]). Nothing after
+//! this point can fail on user input.
+//!
+//! - `args.rs`: the arguments as given;
+//! - `build.rs`: [`Plan::build`];
+//! - `target.rs`: URL and target resolution;
+//! - `request.rs`: the request spec and its two encodings;
+//! - `mode.rs`: [`Wire`], [`Alpn`], [`Protocol`] and the [`Mode`] matrix;
+//! - `load.rs`: closed/open loop, stages, segments, durations;
+//! - `redact.rs`: what outputs show of secrets.
+
+mod args;
+mod build;
+mod load;
+mod mode;
+mod redact;
+pub mod request;
+pub mod target;
+
+pub use args::{Arrival, PlanArgs, StageArgs};
+pub use load::{
+    parse_duration, Load, SegmentPlan, Staged, DEFAULT_CONNECTIONS, DEFAULT_DURATION,
+    DEFAULT_OPEN_CONNECTIONS,
+};
+pub use mode::{h2_connections, Alpn, Mode, Protocol, Wire, MAX_STREAMS};
+pub use redact::{redact_bad_header, redact_header, redact_raw_url, redact_url, REDACTED};
+pub use request::{chunk, header_ok, unchunk, RequestSpec};
+pub use target::Target;
+
+use redline_stats::segment::Stripe;
+use redline_stats::RunConfig;
+use std::time::Duration;
+
+/// Why options could not become a plan. Each is a usage error (exit code 2).
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The URL could not be parsed.
+    #[error("invalid URL '{url}': {why}")]
+    BadUrl {
+        /// The URL as given (password redacted).
+        url: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// The URL's scheme is not http or https.
+    #[error("unsupported scheme '{scheme}' in '{url}' (expected http or https)")]
+    Scheme {
+        /// The URL (password redacted).
+        url: String,
+        /// Its scheme.
+        scheme: String,
+    },
+    /// The host name did not resolve.
+    #[error("cannot resolve host '{host}': {why}")]
+    Resolve {
+        /// Host.
+        host: String,
+        /// Resolver's message.
+        why: String,
+    },
+    /// A header flag is not `Name: value`.
+    #[error("invalid header '{0}': expected 'Name: value'")]
+    BadHeader(String),
+    /// Options that make no sense together or out of range.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub(crate) fn usage(msg: impl Into<String>) -> PlanError {
+    PlanError::Invalid(msg.into())
+}
+
+/// A validated run plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The target.
+    pub target: Target,
+    /// The request (a plain run's; a scenario's requests are its own).
+    pub spec: RequestSpec,
+    /// `spec` as HTTP/1 bytes for a request after which the connection stays open.
+    pub request: Vec<u8>,
+    /// `spec` as HTTP/1 bytes for the last request on a connection (asks the server to close).
+    pub request_close: Vec<u8>,
+    /// HEAD: responses carry no body.
+    pub head_request: bool,
+    /// Reuse connections.
+    pub keepalive: bool,
+    /// Requests per connection before it is closed (1 without keep-alive).
+    pub requests_per_conn: Option<u64>,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Time in-flight requests get to finish once sending stops.
+    pub grace: Duration,
+    /// Worker threads.
+    pub threads: usize,
+    /// The load model.
+    pub load: Load,
+    /// Seed for randomized arrivals.
+    pub seed: u64,
+    /// The configuration as recorded (secrets redacted).
+    pub config: RunConfig,
+    /// TLS, for https URLs.
+    pub tls: Option<crate::tls::TlsSetup>,
+    /// A scenario run: its compiled requests.
+    pub scenario: Option<std::sync::Arc<crate::scenario::Scenario>>,
+    /// `--stages`: how the level moves over the run.
+    pub staged: Option<Staged>,
+    /// What the run speaks ([`Wire::protocol`]: which engine runs it).
+    pub wire: Wire,
+    /// How `wire` was chosen; [`Alpn::Unasked`] until [`Plan::resolve`].
+    pub alpn: Alpn,
+    /// HTTP/2: concurrent streams per connection.
+    pub streams: u32,
+    /// `-L/--follow-redirects`: the limit and the origins resolved so far.
+    pub follow: Option<std::sync::Arc<crate::redirect::Follow>>,
+    /// `--segment`: this run is one share of a larger one.
+    pub segment: Option<SegmentPlan>,
+}
+
+impl Plan {
+    /// The global send ticks worker `worker` of `workers` owns: `worker + k·workers`,
+    /// or in a `--segment` run its stripe of the segment's ticks.
+    pub fn stripe(&self, worker: u64, workers: u64) -> Stripe {
+        match &self.segment {
+            Some(s) => s.segment.stripe(worker, workers),
+            None => Stripe {
+                period: workers.max(1),
+                offsets: vec![worker],
+            },
+        }
+    }
+
+    /// Why this run has nothing to do (a `--segment` whose share is zero).
+    pub fn empty_share(&self) -> Option<&str> {
+        self.segment.as_ref().and_then(|s| s.empty.as_deref())
+    }
+
+    /// The engine this plan runs on.
+    pub fn protocol(&self) -> Protocol {
+        self.wire.protocol()
+    }
+
+    /// `https` or `http`.
+    pub fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// The modes this plan runs.
+    pub fn modes(&self) -> Vec<Mode> {
+        let mut m = Vec::new();
+        if self.scenario.is_some() {
+            m.push(Mode::Scenario);
+        }
+        match &self.staged {
+            Some(s) if s.rate => m.push(Mode::RateStages),
+            Some(_) => m.push(Mode::Stages),
+            None => {}
+        }
+        if self.follow.is_some() {
+            m.push(Mode::FollowRedirects);
+        }
+        m
+    }
+
+    /// Settles the protocol of an https run that left it open
+    /// ([`Alpn::Unasked`]): one TLS handshake offers `h2, http/1.1`
+    /// ([`crate::alpn::probe`]) and the server's pick decides. Run once,
+    /// before any worker starts; nothing to do for any other plan. Returns a
+    /// note for the user when h2 was offered but cannot be used.
+    pub fn resolve(&mut self) -> Option<String> {
+        if self.alpn != Alpn::Unasked {
+            return None;
+        }
+        self.alpn = match crate::alpn::probe(self).as_deref() {
+            Some(b"h2") => Alpn::PickedH2,
+            _ => Alpn::NotH2,
+        };
+        self.settle_alpn()
+    }
+
+    /// Applies a known ALPN answer: the server picked `h2` and this plan can
+    /// run over it, so it speaks HTTP/2 and its config says
+    /// [`crate::alpn::NEGOTIATED_H2`]. Otherwise the plan stays HTTP/1.1
+    /// (with a note when h2 was offered but is not used).
+    fn settle_alpn(&mut self) -> Option<String> {
+        if self.alpn != Alpn::PickedH2 || self.wire != Wire::Http11 {
+            return None;
+        }
+        if let Some(mode) = Protocol::Http2.first_unsupported(&self.modes()) {
+            return Some(format!(
+                "the server offers HTTP/2, but {} runs speak HTTP/1.1 for now: this run uses HTTP/1.1",
+                mode.flag()
+            ));
+        }
+        if let Err(e) = self.spec.to_h2(self.scheme()) {
+            return Some(format!(
+                "the server offers HTTP/2, but this request cannot be sent over it ({e}): this run uses HTTP/1.1"
+            ));
+        }
+        self.wire = Wire::H2Tls;
+        self.config.http_version = self.wire.record_version().into();
+        self.config.streams = Some(u64::from(self.streams));
+        self.config.negotiated = Some(crate::alpn::NEGOTIATED_H2.into());
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests;
