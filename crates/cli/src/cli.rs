@@ -114,6 +114,8 @@ pub(crate) struct RunArgs {
     save: crate::cmd_history::RunSaveArgs,
     #[command(flatten)]
     watch: crate::cmd_server::RunWatchArgs,
+    #[command(flatten)]
+    metrics: crate::flags::MetricsArgs,
 }
 
 impl RunArgs {
@@ -219,6 +221,8 @@ struct Hooks {
     /// `--repeat --vs`: every finished run record is kept here, for the
     /// comparison at the end.
     kept: Option<std::cell::RefCell<Vec<redline_stats::RunRecord>>>,
+    /// `--metrics-listen`, `--prometheus-rw`, `--otlp`.
+    metrics: Option<redline_metrics::Config>,
 }
 
 /// A drop-in's progress: called with each live snapshot.
@@ -351,6 +355,10 @@ pub fn main() -> Exit {
 }
 
 fn cmd_run(a: RunArgs) -> Exit {
+    let metrics = a.metrics.config();
+    if let Err(e) = metrics.check() {
+        return fail(Exit::Usage, e);
+    }
     let mut pa = match a.plan_args() {
         Ok(p) => p,
         Err(e) => return fail(Exit::Usage, e),
@@ -417,6 +425,7 @@ fn cmd_run(a: RunArgs) -> Exit {
         report: None,
         progress: None,
         kept: None,
+        metrics: Some(metrics),
     };
     match a.repeat {
         None => run_plan(&plan, &a.out, &hooks),
@@ -554,6 +563,21 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         Ok(s) => s,
         Err(e) => return fail(Exit::Usage, e),
     };
+    let mut exporter = match hooks.metrics.as_ref().filter(|c| c.any()) {
+        Some(c) => {
+            match redline_metrics::Exporter::start(c, &plan.config.url, plan.config.stages.as_ref())
+            {
+                Ok(e) => {
+                    if let (Some(a), false) = (e.addr(), out.quiet) {
+                        eprintln!("redline: metrics at http://{a}/metrics");
+                    }
+                    Some(e)
+                }
+                Err(e) => return fail(Exit::Usage, e),
+            }
+        }
+        None => None,
+    };
     install_ctrlc();
     let stop = stop_handle();
     let scheduled = match hooks.start_at {
@@ -593,6 +617,9 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         }
         if let Some(l) = seconds.as_mut() {
             l.push(s.elapsed, series);
+        }
+        if let Some(e) = &exporter {
+            e.update(s, series);
         }
         if let Some(p) = &hooks.progress {
             p(s);
@@ -652,6 +679,9 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         rec.warn("aborted", format!("aborted: {why}"));
     }
     rec.scheduled_start = scheduled;
+    if let Some(e) = exporter.as_mut() {
+        e.finish(&mut rec);
+    }
     if let Some(l) = seconds {
         l.finish(&rec.series);
     }

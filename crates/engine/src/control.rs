@@ -18,6 +18,34 @@ use std::time::{Duration, Instant};
 /// How often live counts are published.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
+/// The error kinds, by name, in the order of [`Live::errors`] (the
+/// metrics exporters' label values).
+pub const ERROR_KINDS: [&str; 15] = [
+    "refused",
+    "connect_timeout",
+    "reset",
+    "timeout",
+    "closed",
+    "malformed",
+    "too_many_open_files",
+    "no_local_address",
+    "resolve",
+    "tls",
+    "stream_reset",
+    "goaway",
+    "too_many_redirects",
+    "bad_redirect",
+    "other",
+];
+
+/// The index of `kind` in [`ERROR_KINDS`].
+pub fn error_index(kind: redline_stats::ErrorKind) -> usize {
+    ERROR_KINDS
+        .iter()
+        .position(|n| *n == kind.name())
+        .unwrap_or(ERROR_KINDS.len() - 1)
+}
+
 /// Counts a worker publishes for the live progress line (a few times a second, not per request).
 #[derive(Debug, Default)]
 pub struct Live {
@@ -27,6 +55,18 @@ pub struct Live {
     pub failed: AtomicU64,
     /// Connections open now.
     pub open: AtomicU64,
+    /// Requests written and not yet answered or failed, now.
+    pub in_flight: AtomicU64,
+    /// Requests written so far.
+    pub sent: AtomicU64,
+    /// Bytes read so far.
+    pub bytes_read: AtomicU64,
+    /// Bytes written so far.
+    pub bytes_written: AtomicU64,
+    /// Connections opened so far.
+    pub connections_opened: AtomicU64,
+    /// Failed requests so far by kind, indexed as [`ERROR_KINDS`].
+    pub errors: [AtomicU64; ERROR_KINDS.len()],
     /// Finished seconds of the series not yet collected (pushed once a second).
     pub seconds: Mutex<Vec<SeriesPoint>>,
 }
@@ -182,22 +222,38 @@ impl Control {
 
     /// Publishes (see [`Control::publish`]) when the last one is
     /// 100 ms old, after rolling the recorder's seconds to `now`.
-    pub fn publish_due(&mut self, now: Instant, rec: &mut Recorder, open: u64) {
+    pub fn publish_due(&mut self, now: Instant, rec: &mut Recorder, open: u64, in_flight: u64) {
         if now.duration_since(self.last_publish) >= PUBLISH_EVERY {
             rec.tick(now);
-            self.publish(rec, open);
+            self.publish(rec, open, in_flight);
             self.last_publish = now;
         }
     }
 
     /// Progress for the live view, and the seconds finished since the last
     /// call (what `--abort-on-fail` judges and agents stream).
-    pub fn publish(&mut self, rec: &Recorder, open: u64) {
+    pub fn publish(&mut self, rec: &Recorder, open: u64, in_flight: u64) {
         let live = &self.live;
         live.completed
             .store(rec.counters.completed, Ordering::Relaxed);
         live.failed.store(rec.counters.failed, Ordering::Relaxed);
         live.open.store(open, Ordering::Relaxed);
+        live.in_flight.store(in_flight, Ordering::Relaxed);
+        live.sent.store(rec.counters.sent, Ordering::Relaxed);
+        live.bytes_read
+            .store(rec.counters.bytes_read, Ordering::Relaxed);
+        live.bytes_written
+            .store(rec.counters.bytes_written, Ordering::Relaxed);
+        live.connections_opened
+            .store(rec.counters.connections_opened, Ordering::Relaxed);
+        // A few error groups at most (the tally is bounded): the cold path.
+        let mut by_kind = [0u64; ERROR_KINDS.len()];
+        for (kind, n) in rec.errors.kinds() {
+            by_kind[error_index(kind)] += n;
+        }
+        for (a, n) in live.errors.iter().zip(by_kind) {
+            a.store(n, Ordering::Relaxed);
+        }
         let secs = rec.finished_seconds();
         if secs.len() > self.published_secs {
             if let Ok(mut v) = live.seconds.lock() {
@@ -255,7 +311,7 @@ mod tests {
         assert!(c.finished(at, &ledger));
         assert_eq!(c.end(t), at);
         let mut rec = Recorder::new(t);
-        c.publish_due(t + Duration::from_millis(3500), &mut rec, 2);
+        c.publish_due(t + Duration::from_millis(3500), &mut rec, 2, 0);
         assert_eq!(live.open.load(Ordering::Relaxed), 2);
         assert_eq!(live.seconds.lock().unwrap().len(), 3, "seconds 0, 1, 2");
         flag.store(true, Ordering::Relaxed);

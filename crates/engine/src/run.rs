@@ -50,6 +50,18 @@ pub struct Snapshot {
     pub failed: u64,
     /// Connections open now.
     pub open: u64,
+    /// Requests written and not yet ended, now.
+    pub in_flight: u64,
+    /// Requests written so far.
+    pub sent: u64,
+    /// Bytes read so far.
+    pub bytes_read: u64,
+    /// Bytes written so far.
+    pub bytes_written: u64,
+    /// Connections opened so far.
+    pub connections_opened: u64,
+    /// Failed requests so far by kind, indexed as [`crate::control::ERROR_KINDS`].
+    pub errors: [u64; crate::control::ERROR_KINDS.len()],
 }
 
 /// The engine could not run at all.
@@ -249,6 +261,29 @@ pub fn execute_watching(
                     .sum(),
                 failed: lives.iter().map(|l| l.failed.load(Ordering::Relaxed)).sum(),
                 open: lives.iter().map(|l| l.open.load(Ordering::Relaxed)).sum(),
+                in_flight: lives
+                    .iter()
+                    .map(|l| l.in_flight.load(Ordering::Relaxed))
+                    .sum(),
+                sent: lives.iter().map(|l| l.sent.load(Ordering::Relaxed)).sum(),
+                bytes_read: lives
+                    .iter()
+                    .map(|l| l.bytes_read.load(Ordering::Relaxed))
+                    .sum(),
+                bytes_written: lives
+                    .iter()
+                    .map(|l| l.bytes_written.load(Ordering::Relaxed))
+                    .sum(),
+                connections_opened: lives
+                    .iter()
+                    .map(|l| l.connections_opened.load(Ordering::Relaxed))
+                    .sum(),
+                errors: std::array::from_fn(|k| {
+                    lives
+                        .iter()
+                        .map(|l| l.errors[k].load(Ordering::Relaxed))
+                        .sum()
+                }),
             };
             for (i, l) in lives.iter().enumerate() {
                 if let Ok(mut v) = l.seconds.lock() {
