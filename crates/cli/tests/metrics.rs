@@ -80,7 +80,12 @@ fn start_prometheus(scrape: &str) -> Option<Prom> {
             let log = std::fs::read_to_string(p.dir.join("prometheus.log")).unwrap_or_default();
             panic!("prometheus exited ({st}): {log}");
         }
-        if get(port, "/-/ready").is_some_and(|(c, _)| c == 200) {
+        // Ready, and already scraping the target (Prometheus applies new
+        // targets every 5 s): so the run is scraped from its start.
+        if get(port, "/-/ready").is_some_and(|(c, _)| c == 200)
+            && get(port, "/api/v1/targets?state=active")
+                .is_some_and(|(_, b)| b.contains("\"lastError\"") && !b.contains("0001-01-01"))
+        {
             return Some(p);
         }
         assert!(
@@ -470,7 +475,16 @@ fn prometheus_scrape_remote_write_and_otlp_match_the_record() {
                 .replace("$target", ".*");
             let r = query(p, &q, Some(t_final))
                 .unwrap_or_else(|e| panic!("panel {:?}: {e}", panel["title"]));
-            assert!(!r.is_empty(), "panel {:?}: no data for {q}", panel["title"]);
+            assert!(
+                !r.is_empty(),
+                "panel {:?}: no data for {q} at {t_final}; samples: {:?}",
+                panel["title"],
+                query(
+                    p,
+                    "redline_requests_completed_total{job=\"scrape\"}[10m]",
+                    None
+                )
+            );
             n += 1;
         }
     }
