@@ -351,6 +351,48 @@ mod tests {
     }
 
     #[test]
+    fn otlp_explicit_buckets_are_per_bucket_and_add_up() {
+        let mut t = crate::model::Tracker::new("http://127.0.0.1:1/", None);
+        let cfg = redline_stats::record::RunConfig::get(
+            "http://127.0.0.1:1/",
+            redline_stats::record::LoadModel::Closed {
+                connections: 1,
+                requests: Some(5),
+                duration_s: None,
+            },
+        );
+        let mut rec =
+            redline_stats::RunRecord::new(cfg, Default::default(), "2026-01-01T00:00:00Z".into());
+        let mut h = redline_stats::Hist::with_sigfig(2);
+        for us in [200, 700, 700, 3_000, 90_000_000] {
+            h.record_us(us);
+        }
+        let mut p = redline_stats::SeriesPoint::new(0, 5, 0, 100, &h);
+        p.status_classes = [0, 5, 0, 0, 0];
+        rec.series.push(p);
+        rec.counters.completed = 5;
+        t.finish(&rec);
+        let r = otlp_request(&t.metrics(), OtlpHistogram::Explicit);
+        let m = &r.resource_metrics[0].scope_metrics[0].metrics;
+        let lat = m
+            .iter()
+            .find(|m| m.name == "redline_latency_seconds")
+            .unwrap();
+        let Some(otm::metric::Data::Histogram(hist)) = &lat.data else {
+            panic!("{lat:?}");
+        };
+        let d = &hist.data_points[0];
+        assert_eq!(d.count, 5);
+        assert_eq!(d.bucket_counts.len(), LATENCY_BUCKETS_S.len() + 1);
+        assert_eq!(d.bucket_counts.iter().sum::<u64>(), 5);
+        assert_eq!(d.bucket_counts[0], 1, "0.2 ms");
+        assert_eq!(d.bucket_counts[1], 2, "0.7 ms");
+        assert_eq!(*d.bucket_counts.last().unwrap(), 1, "90 s: over 60 s");
+        let done = m.iter().find(|m| m.name == "redline_run_finished").unwrap();
+        assert!(matches!(done.data, Some(otm::metric::Data::Gauge(_))));
+    }
+
+    #[test]
     fn remote_write_round_trips_through_snappy() {
         let t = crate::model::Tracker::new("http://127.0.0.1:1/", None);
         let m = t.metrics();

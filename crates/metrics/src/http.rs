@@ -264,6 +264,63 @@ pub fn bind(addr: &str) -> Result<TcpListener, String> {
 mod tests {
     use super::*;
 
+    /// A one-shot server: answers `answer` and hands back what it read.
+    fn server(answer: &'static str) -> (u16, std::thread::JoinHandle<Vec<u8>>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let h = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            // Head plus the 5-byte body the test sends.
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") || !got.ends_with(b"hello") {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            s.write_all(answer.as_bytes()).unwrap();
+            got
+        });
+        (port, h)
+    }
+
+    #[test]
+    fn post_sends_basic_auth_and_reads_the_status() {
+        let (port, h) = server("HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n");
+        let u = PushUrl::parse(&format!("http://al%40ice:pw@127.0.0.1:{port}/w?x=1")).unwrap();
+        u.post(
+            "application/x-protobuf",
+            &[("Content-Encoding", "snappy")],
+            b"hello",
+        )
+        .unwrap();
+        let got = String::from_utf8(h.join().unwrap()).unwrap();
+        assert!(got.starts_with("POST /w?x=1 HTTP/1.1\r\n"), "{got}");
+        let auth = base64::engine::general_purpose::STANDARD.encode("al@ice:pw");
+        assert!(
+            got.contains(&format!("Authorization: Basic {auth}\r\n")),
+            "{got}"
+        );
+        assert!(got.contains("Content-Encoding: snappy\r\n"), "{got}");
+        assert!(got.ends_with("\r\n\r\nhello"), "{got}");
+
+        let (port, h) =
+            server("HTTP/1.1 400 Bad Request\r\nContent-Length: 14\r\n\r\nout of order\r\n");
+        let u = PushUrl::parse(&format!("http://u:pw@127.0.0.1:{port}/w")).unwrap();
+        let e = u.post("text/plain", &[], b"hello").unwrap_err();
+        h.join().unwrap();
+        assert_eq!(e, "HTTP 400 out of order");
+        // Nothing listening: an error, no panic, no secret.
+        let dead = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = dead.local_addr().unwrap().port();
+        drop(dead);
+        let u = PushUrl::parse(&format!("http://u:pw@127.0.0.1:{port}/w")).unwrap();
+        let e = u.post("text/plain", &[], b"hello").unwrap_err();
+        assert!(!e.contains("pw"), "{e}");
+    }
+
     #[test]
     fn push_url_keeps_credentials_out_of_sight() {
         let u = PushUrl::parse("https://user:p%40ss@example.com/api/v1/write?tenant=x").unwrap();
