@@ -565,8 +565,15 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
     };
     let mut exporter = match hooks.metrics.as_ref().filter(|c| c.any()) {
         Some(c) => {
-            match redline_metrics::Exporter::start(c, &plan.config.url, plan.config.stages.as_ref())
-            {
+            match redline_metrics::Exporter::start(
+                c,
+                &plan.config.url,
+                plan.config.stages.as_ref(),
+                plan.scenario
+                    .as_ref()
+                    .map(|sc| sc.requests.iter().map(|r| r.name.clone()).collect())
+                    .unwrap_or_default(),
+            ) {
                 Ok(e) => {
                     if let (Some(a), false) = (e.addr(), out.quiet) {
                         eprintln!("redline: metrics at http://{a}/metrics");
@@ -611,63 +618,64 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         ages.sort();
         ages.dedup();
     }
-    let result = redline_engine::execute_watching(plan, &stop, &ages, |s, series, overdue| {
-        if let Some(l) = live.as_mut() {
-            l.snapshot(s);
-        }
-        if let Some(l) = seconds.as_mut() {
-            l.push(s.elapsed, series);
-        }
-        if let Some(e) = &exporter {
-            e.update(s, series);
-        }
-        if let Some(p) = &hooks.progress {
-            p(s);
-        }
-        if hooks.abort_on_fail && aborted.is_none() {
-            let so_far = redline_report::thresholds::SoFar {
-                elapsed_s: s.elapsed.as_secs_f64(),
-                failed: s.failed,
-                series,
-                planned_requests,
-                planned_duration_s,
-            };
-            let unanswered = |t: &redline_report::thresholds::Threshold| {
-                age_of(t)
-                    .and_then(|a| ages.iter().position(|x| *x == a))
-                    .and_then(|k| overdue.get(k).copied())
-                    .unwrap_or(0)
-            };
-            if let Some(why) = redline_report::thresholds::hopeless_counting(
-                &hooks.thresholds,
-                &so_far,
-                unanswered,
-            ) {
-                aborted = Some(why);
-                // The same path as Ctrl-C: sending stops, in-flight requests get the grace.
-                stop.stop();
+    let result =
+        redline_engine::execute_watching(plan, &stop, &ages, |s, series, overdue, requests| {
+            if let Some(l) = live.as_mut() {
+                l.snapshot(s);
             }
-        }
-        if !show_progress || s.elapsed < last_print + Duration::from_millis(500) {
-            return;
-        }
-        let rate = match last {
-            Some(p) if s.elapsed > p.elapsed => {
-                (s.completed - p.completed) as f64 / (s.elapsed - p.elapsed).as_secs_f64()
+            if let Some(l) = seconds.as_mut() {
+                l.push(s.elapsed, series);
             }
-            _ => 0.0,
-        };
-        eprint!(
-            "\r\x1b[K[{:>6.1}s] {:>10.0} req/s now, {} done, {} errors, {} open",
-            s.elapsed.as_secs_f64(),
-            rate,
-            redline_report::count(s.completed),
-            redline_report::count(s.failed),
-            s.open
-        );
-        last = Some(*s);
-        last_print = s.elapsed;
-    });
+            if let Some(e) = &exporter {
+                e.update(s, series, requests);
+            }
+            if let Some(p) = &hooks.progress {
+                p(s);
+            }
+            if hooks.abort_on_fail && aborted.is_none() {
+                let so_far = redline_report::thresholds::SoFar {
+                    elapsed_s: s.elapsed.as_secs_f64(),
+                    failed: s.failed,
+                    series,
+                    planned_requests,
+                    planned_duration_s,
+                };
+                let unanswered = |t: &redline_report::thresholds::Threshold| {
+                    age_of(t)
+                        .and_then(|a| ages.iter().position(|x| *x == a))
+                        .and_then(|k| overdue.get(k).copied())
+                        .unwrap_or(0)
+                };
+                if let Some(why) = redline_report::thresholds::hopeless_counting(
+                    &hooks.thresholds,
+                    &so_far,
+                    unanswered,
+                ) {
+                    aborted = Some(why);
+                    // The same path as Ctrl-C: sending stops, in-flight requests get the grace.
+                    stop.stop();
+                }
+            }
+            if !show_progress || s.elapsed < last_print + Duration::from_millis(500) {
+                return;
+            }
+            let rate = match last {
+                Some(p) if s.elapsed > p.elapsed => {
+                    (s.completed - p.completed) as f64 / (s.elapsed - p.elapsed).as_secs_f64()
+                }
+                _ => 0.0,
+            };
+            eprint!(
+                "\r\x1b[K[{:>6.1}s] {:>10.0} req/s now, {} done, {} errors, {} open",
+                s.elapsed.as_secs_f64(),
+                rate,
+                redline_report::count(s.completed),
+                redline_report::count(s.failed),
+                s.open
+            );
+            last = Some(*s);
+            last_print = s.elapsed;
+        });
     if show_progress {
         eprint!("\r\x1b[K");
     }

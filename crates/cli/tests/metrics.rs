@@ -568,7 +568,15 @@ fn scrape_endpoint_serves_both_formats_during_the_run() {
     let srv = common::builtin();
     let mport = free_port();
     let listen = format!("127.0.0.1:{mport}");
-    let url = format!("http://{}/", srv.local_addr());
+    let url = format!("http://{}", srv.local_addr());
+    let dir = tmpdir("metrics-live");
+    let sc = dir.join("s.toml");
+    std::fs::write(
+        &sc,
+        "name = \"m\"\nbase = \"http://127.0.0.1:1\"\nmode = \"round-robin\"\n\n[[request]]\nname = \"home\"\npath = \"/?size=10\"\n",
+    )
+    .unwrap();
+    let sc_s = sc.display().to_string();
     let child = redline_testkit::proc::spawn(
         bin(),
         &[
@@ -579,18 +587,38 @@ fn scrape_endpoint_serves_both_formats_during_the_run() {
             "3s",
             "-c",
             "2",
+            "--scenario",
+            &sc_s,
             "--metrics-listen",
             &listen,
             &url,
         ],
     );
+    // While the run goes: the named request's count is there and above 0
+    // (bounded: 10 s), and the run is not finished yet.
     let t = Instant::now();
     let mut plain = None;
-    while plain.is_none() && t.elapsed() < Duration::from_secs(10) {
-        plain = get(mport, "/metrics").filter(|(c, _)| *c == 200);
+    while t.elapsed() < Duration::from_secs(10) {
+        plain = get(mport, "/metrics").filter(|(c, b)| {
+            *c == 200
+                && b.lines().any(|l| {
+                    l.starts_with("redline_request_responses_total{")
+                        && l.contains("request=\"home\"")
+                        && !l.ends_with(" 0")
+                })
+        });
+        if plain.is_some() {
+            break;
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
-    let (_, plain) = plain.expect("the endpoint answers while the run goes");
+    let (_, plain) = plain.expect("the request's count while the run goes");
+    assert!(
+        plain
+            .lines()
+            .any(|l| l.starts_with("redline_run_finished{") && l.ends_with(" 0")),
+        "{plain}"
+    );
     assert!(
         plain.contains("# TYPE redline_requests_completed_total counter"),
         "{plain}"

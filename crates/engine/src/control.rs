@@ -69,6 +69,9 @@ pub struct Live {
     pub errors: [AtomicU64; ERROR_KINDS.len()],
     /// Finished seconds of the series not yet collected (pushed once a second).
     pub seconds: Mutex<Vec<SeriesPoint>>,
+    /// Scenario runs: (completed, errors) of each named request so far, in
+    /// the scenario's order.
+    pub requests: Mutex<Vec<(u64, u64)>>,
 }
 
 /// One worker's control state (see the module docs).
@@ -222,11 +225,28 @@ impl Control {
 
     /// Publishes (see [`Control::publish`]) when the last one is
     /// 100 ms old, after rolling the recorder's seconds to `now`.
-    pub fn publish_due(&mut self, now: Instant, rec: &mut Recorder, open: u64, in_flight: u64) {
+    pub fn publish_due(
+        &mut self,
+        now: Instant,
+        rec: &mut Recorder,
+        open: u64,
+        in_flight: u64,
+    ) -> bool {
         if now.duration_since(self.last_publish) >= PUBLISH_EVERY {
             rec.tick(now);
             self.publish(rec, open, in_flight);
             self.last_publish = now;
+            return true;
+        }
+        false
+    }
+
+    /// Scenario runs: publishes each named request's counts (with each
+    /// publish, not per request).
+    pub fn publish_requests(&self, stats: &[redline_stats::RequestStats]) {
+        if let Ok(mut v) = self.live.requests.lock() {
+            v.clear();
+            v.extend(stats.iter().map(|r| (r.completed, r.errors)));
         }
     }
 

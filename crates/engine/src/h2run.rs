@@ -416,7 +416,11 @@ async fn control(w: Rc<WorkerState>) {
         let wake = {
             let mut control = w.control.borrow_mut();
             let in_flight = w.ledger.borrow().in_flight();
-            control.publish_due(now, &mut w.rec.borrow_mut(), w.open.get(), in_flight);
+            if control.publish_due(now, &mut w.rec.borrow_mut(), w.open.get(), in_flight) {
+                if let Some(sc) = &w.sc {
+                    sc.publish_stats(&control);
+                }
+            }
             let mut wake = control.next_publish().max(now + Duration::from_millis(1));
             if let Some(t) = control.next_wake() {
                 wake = wake.min(t);

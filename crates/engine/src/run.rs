@@ -64,6 +64,24 @@ pub struct Snapshot {
     pub errors: [u64; crate::control::ERROR_KINDS.len()],
 }
 
+/// Scenario runs: (completed, errors) of each named request so far, in the
+/// scenario's order, summed over the workers.
+fn live_requests(lives: &[Arc<Live>]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for l in lives {
+        if let Ok(v) = l.requests.lock() {
+            if out.len() < v.len() {
+                out.resize(v.len(), (0, 0));
+            }
+            for (o, r) in out.iter_mut().zip(v.iter()) {
+                o.0 += r.0;
+                o.1 += r.1;
+            }
+        }
+    }
+    out
+}
+
 /// The engine could not run at all.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -101,18 +119,19 @@ pub fn execute_with_series(
     stop: &StopHandle,
     mut progress: impl FnMut(&Snapshot, &[SeriesPoint]),
 ) -> Result<RunRecord, EngineError> {
-    execute_watching(plan, stop, &[], |s, series, _| progress(s, series))
+    execute_watching(plan, stop, &[], |s, series, _, _| progress(s, series))
 }
 
 /// As [`execute_with_series`], and `progress` also gets, for each of `ages`,
 /// how many scheduled requests were still unanswered that long after their
 /// intended send time (a lower bound, see [`crate::overdue`]): what
-/// `--abort-on-fail` counts as unanswered.
+/// `--abort-on-fail` counts as unanswered; and, in scenario runs, each
+/// named request's (completed, errors) so far, in the scenario's order.
 pub fn execute_watching(
     plan: &Plan,
     stop: &StopHandle,
     ages: &[Duration],
-    mut progress: impl FnMut(&Snapshot, &[SeriesPoint], &[u64]),
+    mut progress: impl FnMut(&Snapshot, &[SeriesPoint], &[u64], &[(u64, u64)]),
 ) -> Result<RunRecord, EngineError> {
     if let Some(why) = plan.empty_share() {
         // A --segment whose share is zero: an empty record that merges as nothing.
@@ -297,7 +316,7 @@ pub fn execute_watching(
             if !ages.is_empty() {
                 counts = overdue.counts();
             }
-            progress(&snap, &seconds, &counts);
+            progress(&snap, &seconds, &counts, &live_requests(&lives));
         }
         handles
             .into_iter()

@@ -339,8 +339,12 @@ impl<'p> Worker<'p> {
             if self.control.finished(now, &self.ledger) {
                 break;
             }
-            self.control
-                .publish_due(now, &mut self.rec, self.open, self.ledger.in_flight());
+            let published =
+                self.control
+                    .publish_due(now, &mut self.rec, self.open, self.ledger.in_flight());
+            if let (true, Some(sc)) = (published, &self.scenario) {
+                self.control.publish_requests(&sc.stats);
+            }
             let timeout = self.poll_timeout(now);
             if let Err(e) = self.wait(&mut events, timeout) {
                 if e.kind() != IoKind::Interrupted {

@@ -143,11 +143,13 @@ pub struct Exporter {
 
 impl Exporter {
     /// Binds the scrape address and starts the push threads for a run of
-    /// `url` with `stages` (Err: one line; nothing started).
+    /// `url` with `stages` and, in scenario runs, the named `requests` (Err:
+    /// one line; nothing started).
     pub fn start(
         cfg: &Config,
         url: &str,
         stages: Option<&redline_stats::stages::StagePlan>,
+        requests: Vec<String>,
     ) -> Result<Exporter, String> {
         cfg.check()?;
         let listener: Option<TcpListener> = match &cfg.listen {
@@ -155,7 +157,7 @@ impl Exporter {
             None => None,
         };
         let shared = Arc::new(Shared {
-            tracker: Mutex::new(Tracker::new(url, stages)),
+            tracker: Mutex::new(Tracker::new(url, stages).with_requests(requests)),
             final_served: AtomicBool::new(false),
             stop: AtomicBool::new(false),
         });
@@ -219,10 +221,12 @@ impl Exporter {
         self.addr
     }
 
-    /// A live snapshot and the finished seconds so far (the engine's progress callback).
-    pub fn update(&self, s: &Snapshot, series: &[SeriesPoint]) {
+    /// A live snapshot, the finished seconds so far and, in scenario runs,
+    /// each named request's (completed, errors) (the engine's progress callback).
+    pub fn update(&self, s: &Snapshot, series: &[SeriesPoint], requests: &[(u64, u64)]) {
         if let Ok(mut t) = self.shared.tracker.lock() {
             t.update(s, series);
+            t.update_requests(requests);
         }
     }
 

@@ -181,6 +181,8 @@ pub struct Tracker {
     next_t: u32,
     stages: Vec<StageAcc>,
     requests: Vec<redline_stats::RequestStats>,
+    /// Scenario runs, while the run goes: each named request's (completed, errors).
+    live_requests: Vec<(String, u64, u64)>,
     finished: bool,
 }
 
@@ -219,7 +221,25 @@ impl Tracker {
             next_t: 0,
             stages: vec![StageAcc::new(); n],
             requests: Vec::new(),
+            live_requests: Vec::new(),
             finished: false,
+        }
+    }
+
+    /// Scenario runs: the names of the requests, in the scenario's order.
+    pub fn with_requests(mut self, names: Vec<String>) -> Tracker {
+        self.live_requests = names.into_iter().map(|n| (n, 0, 0)).collect();
+        self
+    }
+
+    /// Scenario runs: each named request's (completed, errors) so far.
+    pub fn update_requests(&mut self, counts: &[(u64, u64)]) {
+        if self.finished {
+            return;
+        }
+        for (r, c) in self.live_requests.iter_mut().zip(counts) {
+            r.1 = c.0;
+            r.2 = c.1;
         }
     }
 
@@ -409,6 +429,29 @@ impl Tracker {
             Kind::Gauge,
             u64::from(self.finished),
         ));
+        if self.requests.is_empty() && !self.live_requests.is_empty() {
+            let per = |f: &dyn Fn(&(String, u64, u64)) -> u64| -> Vec<Series> {
+                self.live_requests
+                    .iter()
+                    .map(|r| Series {
+                        labels: vec![("request", r.0.clone())],
+                        value: num(f(r)),
+                    })
+                    .collect()
+            };
+            fams.push(Family {
+                name: "redline_request_responses",
+                help: "Scenario runs: complete responses per named request.",
+                kind: Kind::Counter,
+                series: per(&|r| r.1),
+            });
+            fams.push(Family {
+                name: "redline_request_errors",
+                help: "Scenario runs: failed requests per named request.",
+                kind: Kind::Counter,
+                series: per(&|r| r.2),
+            });
+        }
         if !self.requests.is_empty() {
             let per = |f: &dyn Fn(&redline_stats::RequestStats) -> Value| -> Vec<Series> {
                 self.requests
@@ -421,20 +464,19 @@ impl Tracker {
             };
             fams.push(Family {
                 name: "redline_request_responses",
-                help:
-                    "Scenario runs: complete responses per named request (at the end of the run).",
+                help: "Scenario runs: complete responses per named request.",
                 kind: Kind::Counter,
                 series: per(&|r| num(r.completed)),
             });
             fams.push(Family {
                 name: "redline_request_errors",
-                help: "Scenario runs: failed requests per named request (at the end of the run).",
+                help: "Scenario runs: failed requests per named request.",
                 kind: Kind::Counter,
                 series: per(&|r| num(r.errors)),
             });
             fams.push(Family {
                 name: "redline_request_latency_seconds",
-                help: "Scenario runs: latency per named request (at the end of the run).",
+                help: "Scenario runs: latency per named request (once the run has ended).",
                 kind: Kind::Histogram,
                 series: per(&|r| Value::Hist(Box::new(HistValue::of(&r.latency)))),
             });
