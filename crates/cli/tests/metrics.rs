@@ -526,6 +526,7 @@ fn unreachable_push_url_warns_once_and_counts() {
     let srv = common::builtin();
     let dead = free_port();
     let rw = format!("http://u:pw@127.0.0.1:{dead}/api/v1/write?k=pw");
+    let ot = format!("http://u:pw@127.0.0.1:{dead}/v1/metrics");
     let url = format!("http://{}/", srv.local_addr());
     let out = redline(&[
         "run",
@@ -541,13 +542,20 @@ fn unreachable_push_url_warns_once_and_counts() {
         "200ms",
         "--prometheus-rw",
         &rw,
+        "--otlp",
+        &ot,
         &url,
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let warnings: Vec<&str> = err.lines().filter(|l| l.contains("warning")).collect();
-    assert_eq!(warnings.len(), 1, "{err}");
-    assert!(warnings[0].contains("--prometheus-rw"), "{err}");
+    // One line per URL, however many pushes failed.
+    assert_eq!(warnings.len(), 2, "{err}");
+    assert!(
+        warnings.iter().any(|w| w.contains("--prometheus-rw")),
+        "{err}"
+    );
+    assert!(warnings.iter().any(|w| w.contains("--otlp")), "{err}");
     assert!(!err.contains("pw"), "{err}");
     let rec: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(counter(&rec, "completed") > 0);
@@ -558,6 +566,10 @@ fn unreachable_push_url_warns_once_and_counts() {
         .find(|w| w["code"] == "metrics_push")
         .unwrap_or_else(|| panic!("{}", rec["warnings"]));
     let msg = w["message"].as_str().unwrap();
+    assert!(
+        msg.contains("--prometheus-rw") && msg.contains("--otlp"),
+        "{msg}"
+    );
     assert!(msg.contains("pushes failed"), "{msg}");
     assert!(!msg.contains("pw"), "{msg}");
 }

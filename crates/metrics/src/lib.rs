@@ -247,6 +247,8 @@ impl Exporter {
                 p.push(&m);
             }
         }
+        // One warning (codes are unique in a record) naming each failing URL.
+        let mut failed = Vec::new();
         for p in &self.pushers {
             let n = p.stats.attempts.load(Ordering::Relaxed);
             let f = p.stats.failures.load(Ordering::Relaxed);
@@ -258,15 +260,15 @@ impl Exporter {
                     .ok()
                     .and_then(|l| l.clone())
                     .unwrap_or_default();
-                rec.warn(
-                    "metrics_push",
-                    format!(
-                        "{} {}: {f} of {n} pushes failed (last: {last})",
-                        p.flag,
-                        p.url.shown()
-                    ),
-                );
+                failed.push(format!(
+                    "{} {}: {f} of {n} pushes failed (last: {last})",
+                    p.flag,
+                    p.url.shown()
+                ));
             }
+        }
+        if !failed.is_empty() {
+            rec.warn("metrics_push", failed.join("; "));
         }
     }
 }
