@@ -587,6 +587,10 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
     };
     install_ctrlc();
     let stop = stop_handle();
+    if let Some(e) = exporter.as_mut() {
+        let s = stop.clone();
+        e.end_linger_when(move || s.is_stopped());
+    }
     let scheduled = match hooks.start_at {
         Some(at) => match crate::cmd_dist::wait_for_start(at, &stop, out.quiet) {
             Some(s) => Some(s),

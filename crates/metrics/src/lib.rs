@@ -139,6 +139,7 @@ pub struct Exporter {
     push_threads: Vec<(mpsc::Sender<()>, JoinHandle<()>)>,
     linger: Duration,
     finished: bool,
+    interrupted: Option<Box<dyn Fn() -> bool>>,
 }
 
 impl Exporter {
@@ -213,7 +214,13 @@ impl Exporter {
             push_threads,
             linger: cfg.linger,
             finished: false,
+            interrupted: None,
         })
+    }
+
+    /// The linger after the run ends early when `f` says so (Ctrl-C).
+    pub fn end_linger_when(&mut self, f: impl Fn() -> bool + 'static) {
+        self.interrupted = Some(Box::new(f));
     }
 
     /// The scrape endpoint's address, when listening.
@@ -284,7 +291,11 @@ impl Drop for Exporter {
         if let Some(h) = self.server.take() {
             if self.finished {
                 let until = Instant::now() + self.linger;
-                while Instant::now() < until && !self.shared.final_served.load(Ordering::SeqCst) {
+                let stop = || self.interrupted.as_ref().is_some_and(|f| f());
+                while Instant::now() < until
+                    && !self.shared.final_served.load(Ordering::SeqCst)
+                    && !stop()
+                {
                     std::thread::sleep(Duration::from_millis(20));
                 }
             }
