@@ -104,8 +104,15 @@ impl Pusher {
         if let Err(e) = r {
             self.stats.failures.fetch_add(1, Ordering::Relaxed);
             if !self.stats.warned.swap(true, Ordering::Relaxed) {
+                // On a terminal, clear the progress line first.
+                use std::io::IsTerminal;
+                let clear = if std::io::stderr().is_terminal() {
+                    "\r\x1b[K"
+                } else {
+                    ""
+                };
                 eprintln!(
-                    "redline: warning: {} {}: push failed: {e} (the run goes on; failed pushes are counted in the report)",
+                    "{clear}redline: warning: {} {}: push failed: {e} (the run goes on; failed pushes are counted in the report)",
                     self.flag,
                     self.url.shown()
                 );
