@@ -367,4 +367,48 @@ mod tests {
         );
         assert_eq!(none.first_level(), None);
     }
+
+    /// Every error kind has its own place in the live counts, and a publish
+    /// carries the recorder's errors by kind and the in-flight count.
+    #[test]
+    fn errors_by_kind_are_published() {
+        use redline_stats::{ErrorKind as K, MalformedKind};
+        let all = [
+            K::Refused,
+            K::ConnectTimeout,
+            K::Reset,
+            K::Timeout,
+            K::Closed,
+            K::Malformed(MalformedKind::Header),
+            K::TooManyOpenFiles,
+            K::NoLocalAddress,
+            K::Resolve,
+            K::Tls,
+            K::StreamReset,
+            K::GoAway,
+            K::TooManyRedirects,
+            K::BadRedirect,
+            K::Other,
+        ];
+        let idx: Vec<usize> = all.iter().map(|k| error_index(*k)).collect();
+        assert_eq!(idx, (0..ERROR_KINDS.len()).collect::<Vec<_>>());
+        let t = Instant::now();
+        let live = Arc::new(Live::default());
+        let mut c = Control::new(
+            t,
+            None,
+            Duration::ZERO,
+            Arc::new(AtomicBool::new(false)),
+            live.clone(),
+            None,
+        );
+        let mut rec = Recorder::new(t);
+        rec.error(K::Timeout, "a".into(), t);
+        rec.error(K::Timeout, "b".into(), t);
+        rec.error(K::Malformed(MalformedKind::Chunked), "c".into(), t);
+        c.publish(&rec, 1, 3);
+        assert_eq!(live.errors[3].load(Ordering::Relaxed), 2, "timeout");
+        assert_eq!(live.errors[5].load(Ordering::Relaxed), 1, "malformed");
+        assert_eq!(live.in_flight.load(Ordering::Relaxed), 3);
+    }
 }
