@@ -489,6 +489,7 @@ fn prometheus_scrape_remote_write_and_otlp_match_the_record() {
         }
     }
     assert!(n >= 6, "{n} panel queries");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Bad input: one line on stderr, exit 2, before any traffic.
@@ -650,4 +651,5 @@ fn scrape_endpoint_serves_both_formats_during_the_run() {
     assert_eq!(get(mport, "/nope").map(|x| x.0), Some(404));
     let out = wait_limit(child, Duration::from_secs(30));
     assert!(out.status.success());
+    let _ = std::fs::remove_dir_all(&dir);
 }
