@@ -327,6 +327,7 @@ fn prometheus_scrape_remote_write_and_otlp_match_the_record() {
     assert!(n200 > 0.0 && n404 > 0.0, "{codes}");
     let lat = rec["latency"]["count"].as_u64().unwrap() as f64;
     assert_eq!(lat, completed);
+    eprintln!("record: {completed} completed, {n200} 200, {n404} 404, latency count {lat}");
 
     // Scraped (job="scrape") and remote-written (job="redline") alike.
     // Stale markers follow the scrape target's end, so totals are read as
