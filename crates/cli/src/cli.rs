@@ -114,6 +114,8 @@ pub(crate) struct RunArgs {
     save: crate::cmd_history::RunSaveArgs,
     #[command(flatten)]
     watch: crate::cmd_server::RunWatchArgs,
+    #[command(flatten)]
+    metrics: crate::flags::MetricsArgs,
 }
 
 impl RunArgs {
@@ -219,6 +221,8 @@ struct Hooks {
     /// `--repeat --vs`: every finished run record is kept here, for the
     /// comparison at the end.
     kept: Option<std::cell::RefCell<Vec<redline_stats::RunRecord>>>,
+    /// `--metrics-listen`, `--prometheus-rw`, `--otlp`.
+    metrics: Option<redline_metrics::Config>,
 }
 
 /// A drop-in's progress: called with each live snapshot.
@@ -351,6 +355,10 @@ pub fn main() -> Exit {
 }
 
 fn cmd_run(a: RunArgs) -> Exit {
+    let metrics = a.metrics.config();
+    if let Err(e) = metrics.check() {
+        return fail(Exit::Usage, e);
+    }
     let mut pa = match a.plan_args() {
         Ok(p) => p,
         Err(e) => return fail(Exit::Usage, e),
@@ -418,6 +426,7 @@ fn cmd_run(a: RunArgs) -> Exit {
         report: None,
         progress: None,
         kept: None,
+        metrics: Some(metrics),
     };
     match a.repeat {
         None => run_plan(&plan, &a.out, &hooks),
@@ -555,8 +564,34 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         Ok(s) => s,
         Err(e) => return fail(Exit::Usage, e),
     };
+    let mut exporter = match hooks.metrics.as_ref().filter(|c| c.any()) {
+        Some(c) => {
+            match redline_metrics::Exporter::start(
+                c,
+                &plan.config.url,
+                plan.config.stages.as_ref(),
+                plan.scenario
+                    .as_ref()
+                    .map(|sc| sc.requests.iter().map(|r| r.name.clone()).collect())
+                    .unwrap_or_default(),
+            ) {
+                Ok(e) => {
+                    if let (Some(a), false) = (e.addr(), out.quiet) {
+                        eprintln!("redline: metrics at http://{a}/metrics");
+                    }
+                    Some(e)
+                }
+                Err(e) => return fail(Exit::Usage, e),
+            }
+        }
+        None => None,
+    };
     install_ctrlc();
     let stop = stop_handle();
+    if let Some(e) = exporter.as_mut() {
+        let s = stop.clone();
+        e.end_linger_when(move || s.is_stopped());
+    }
     let scheduled = match hooks.start_at {
         Some(at) => match crate::cmd_dist::wait_for_start(at, &stop, out.quiet) {
             Some(s) => Some(s),
@@ -588,60 +623,64 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         ages.sort();
         ages.dedup();
     }
-    let result = redline_engine::execute_watching(plan, &stop, &ages, |s, series, overdue| {
-        if let Some(l) = live.as_mut() {
-            l.snapshot(s);
-        }
-        if let Some(l) = seconds.as_mut() {
-            l.push(s.elapsed, series);
-        }
-        if let Some(p) = &hooks.progress {
-            p(s);
-        }
-        if hooks.abort_on_fail && aborted.is_none() {
-            let so_far = redline_report::thresholds::SoFar {
-                elapsed_s: s.elapsed.as_secs_f64(),
-                failed: s.failed,
-                series,
-                planned_requests,
-                planned_duration_s,
-            };
-            let unanswered = |t: &redline_report::thresholds::Threshold| {
-                age_of(t)
-                    .and_then(|a| ages.iter().position(|x| *x == a))
-                    .and_then(|k| overdue.get(k).copied())
-                    .unwrap_or(0)
-            };
-            if let Some(why) = redline_report::thresholds::hopeless_counting(
-                &hooks.thresholds,
-                &so_far,
-                unanswered,
-            ) {
-                aborted = Some(why);
-                // The same path as Ctrl-C: sending stops, in-flight requests get the grace.
-                stop.stop();
+    let result =
+        redline_engine::execute_watching(plan, &stop, &ages, |s, series, overdue, requests| {
+            if let Some(l) = live.as_mut() {
+                l.snapshot(s);
             }
-        }
-        if !show_progress || s.elapsed < last_print + Duration::from_millis(500) {
-            return;
-        }
-        let rate = match last {
-            Some(p) if s.elapsed > p.elapsed => {
-                (s.completed - p.completed) as f64 / (s.elapsed - p.elapsed).as_secs_f64()
+            if let Some(l) = seconds.as_mut() {
+                l.push(s.elapsed, series);
             }
-            _ => 0.0,
-        };
-        eprint!(
-            "\r\x1b[K[{:>6.1}s] {:>10.0} req/s now, {} done, {} errors, {} open",
-            s.elapsed.as_secs_f64(),
-            rate,
-            redline_report::count(s.completed),
-            redline_report::count(s.failed),
-            s.open
-        );
-        last = Some(*s);
-        last_print = s.elapsed;
-    });
+            if let Some(e) = &exporter {
+                e.update(s, series, requests);
+            }
+            if let Some(p) = &hooks.progress {
+                p(s);
+            }
+            if hooks.abort_on_fail && aborted.is_none() {
+                let so_far = redline_report::thresholds::SoFar {
+                    elapsed_s: s.elapsed.as_secs_f64(),
+                    failed: s.failed,
+                    series,
+                    planned_requests,
+                    planned_duration_s,
+                };
+                let unanswered = |t: &redline_report::thresholds::Threshold| {
+                    age_of(t)
+                        .and_then(|a| ages.iter().position(|x| *x == a))
+                        .and_then(|k| overdue.get(k).copied())
+                        .unwrap_or(0)
+                };
+                if let Some(why) = redline_report::thresholds::hopeless_counting(
+                    &hooks.thresholds,
+                    &so_far,
+                    unanswered,
+                ) {
+                    aborted = Some(why);
+                    // The same path as Ctrl-C: sending stops, in-flight requests get the grace.
+                    stop.stop();
+                }
+            }
+            if !show_progress || s.elapsed < last_print + Duration::from_millis(500) {
+                return;
+            }
+            let rate = match last {
+                Some(p) if s.elapsed > p.elapsed => {
+                    (s.completed - p.completed) as f64 / (s.elapsed - p.elapsed).as_secs_f64()
+                }
+                _ => 0.0,
+            };
+            eprint!(
+                "\r\x1b[K[{:>6.1}s] {:>10.0} req/s now, {} done, {} errors, {} open",
+                s.elapsed.as_secs_f64(),
+                rate,
+                redline_report::count(s.completed),
+                redline_report::count(s.failed),
+                s.open
+            );
+            last = Some(*s);
+            last_print = s.elapsed;
+        });
     if show_progress {
         eprint!("\r\x1b[K");
     }
@@ -653,6 +692,9 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         rec.warn("aborted", format!("aborted: {why}"));
     }
     rec.scheduled_start = scheduled;
+    if let Some(e) = exporter.as_mut() {
+        e.finish(&mut rec);
+    }
     if let Some(l) = seconds {
         l.finish(&rec.series);
     }

@@ -1761,6 +1761,12 @@ const NOT_PLAN: &[&str] = &[
     "server_config",
     "thresholds",
     "abort_on_fail",
+    "metrics_listen",
+    "prometheus_rw",
+    "otlp",
+    "otlp_histogram",
+    "metrics_interval",
+    "metrics_linger",
 ];
 
 /// Run arguments naming files whose contents are part of the plan.

@@ -285,3 +285,57 @@ pub fn plan_args(
     };
     Ok(pa)
 }
+
+/// `--otlp-histogram`: how OTLP pushes carry latency.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OtlpHistogramArg {
+    /// Base-2 exponential buckets (OTLP ExponentialHistogram).
+    Exponential,
+    /// The fixed buckets of the text format (receivers without exponential histograms).
+    Explicit,
+}
+
+/// Metrics out while the run goes (docs/metrics.md).
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Metrics out")]
+pub struct MetricsArgs {
+    /// Serve Prometheus/OpenMetrics text at http://ADDR/metrics while the run goes (e.g. 127.0.0.1:9464).
+    #[arg(long = "metrics-listen", value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+    /// Push the same metrics with Prometheus remote write to URL (user:pass@ in the URL: Basic auth).
+    #[arg(long = "prometheus-rw", value_name = "URL")]
+    pub prometheus_rw: Option<String>,
+    /// Push the same metrics as OTLP/HTTP protobuf to URL (e.g. http://collector:4318/v1/metrics).
+    #[arg(long = "otlp", value_name = "URL")]
+    pub otlp: Option<String>,
+    /// How --otlp sends latency histograms.
+    #[arg(
+        long = "otlp-histogram",
+        value_name = "KIND",
+        default_value = "exponential"
+    )]
+    pub otlp_histogram: OtlpHistogramArg,
+    /// How often --prometheus-rw and --otlp push (and once more at the end).
+    #[arg(long = "metrics-interval", value_name = "DURATION", default_value = "5s", value_parser = dur)]
+    pub metrics_interval: Duration,
+    /// After the run, keep --metrics-listen up until one scrape got the final values, at most this long.
+    #[arg(long = "metrics-linger", value_name = "DURATION", default_value = "0s", value_parser = dur)]
+    pub metrics_linger: Duration,
+}
+
+impl MetricsArgs {
+    /// The exporters' configuration.
+    pub fn config(&self) -> redline_metrics::Config {
+        redline_metrics::Config {
+            listen: self.metrics_listen.clone(),
+            prometheus_rw: self.prometheus_rw.clone(),
+            otlp: self.otlp.clone(),
+            otlp_histogram: match self.otlp_histogram {
+                OtlpHistogramArg::Exponential => redline_metrics::OtlpHistogram::Exponential,
+                OtlpHistogramArg::Explicit => redline_metrics::OtlpHistogram::Explicit,
+            },
+            interval: self.metrics_interval,
+            linger: self.metrics_linger,
+        }
+    }
+}

@@ -18,6 +18,34 @@ use std::time::{Duration, Instant};
 /// How often live counts are published.
 const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
+/// The error kinds, by name, in the order of [`Live::errors`] (the
+/// metrics exporters' label values).
+pub const ERROR_KINDS: [&str; 15] = [
+    "refused",
+    "connect_timeout",
+    "reset",
+    "timeout",
+    "closed",
+    "malformed",
+    "too_many_open_files",
+    "no_local_address",
+    "resolve",
+    "tls",
+    "stream_reset",
+    "goaway",
+    "too_many_redirects",
+    "bad_redirect",
+    "other",
+];
+
+/// The index of `kind` in [`ERROR_KINDS`].
+pub fn error_index(kind: redline_stats::ErrorKind) -> usize {
+    ERROR_KINDS
+        .iter()
+        .position(|n| *n == kind.name())
+        .unwrap_or(ERROR_KINDS.len() - 1)
+}
+
 /// Counts a worker publishes for the live progress line (a few times a second, not per request).
 #[derive(Debug, Default)]
 pub struct Live {
@@ -27,8 +55,23 @@ pub struct Live {
     pub failed: AtomicU64,
     /// Connections open now.
     pub open: AtomicU64,
+    /// Requests written and not yet answered or failed, now.
+    pub in_flight: AtomicU64,
+    /// Requests written so far.
+    pub sent: AtomicU64,
+    /// Bytes read so far.
+    pub bytes_read: AtomicU64,
+    /// Bytes written so far.
+    pub bytes_written: AtomicU64,
+    /// Connections opened so far.
+    pub connections_opened: AtomicU64,
+    /// Failed requests so far by kind, indexed as [`ERROR_KINDS`].
+    pub errors: [AtomicU64; ERROR_KINDS.len()],
     /// Finished seconds of the series not yet collected (pushed once a second).
     pub seconds: Mutex<Vec<SeriesPoint>>,
+    /// Scenario runs: (completed, errors) of each named request so far, in
+    /// the scenario's order.
+    pub requests: Mutex<Vec<(u64, u64)>>,
 }
 
 /// One worker's control state (see the module docs).
@@ -182,22 +225,55 @@ impl Control {
 
     /// Publishes (see [`Control::publish`]) when the last one is
     /// 100 ms old, after rolling the recorder's seconds to `now`.
-    pub fn publish_due(&mut self, now: Instant, rec: &mut Recorder, open: u64) {
+    pub fn publish_due(
+        &mut self,
+        now: Instant,
+        rec: &mut Recorder,
+        open: u64,
+        in_flight: u64,
+    ) -> bool {
         if now.duration_since(self.last_publish) >= PUBLISH_EVERY {
             rec.tick(now);
-            self.publish(rec, open);
+            self.publish(rec, open, in_flight);
             self.last_publish = now;
+            return true;
+        }
+        false
+    }
+
+    /// Scenario runs: publishes each named request's counts (with each
+    /// publish, not per request).
+    pub fn publish_requests(&self, stats: &[redline_stats::RequestStats]) {
+        if let Ok(mut v) = self.live.requests.lock() {
+            v.clear();
+            v.extend(stats.iter().map(|r| (r.completed, r.errors)));
         }
     }
 
     /// Progress for the live view, and the seconds finished since the last
     /// call (what `--abort-on-fail` judges and agents stream).
-    pub fn publish(&mut self, rec: &Recorder, open: u64) {
+    pub fn publish(&mut self, rec: &Recorder, open: u64, in_flight: u64) {
         let live = &self.live;
         live.completed
             .store(rec.counters.completed, Ordering::Relaxed);
         live.failed.store(rec.counters.failed, Ordering::Relaxed);
         live.open.store(open, Ordering::Relaxed);
+        live.in_flight.store(in_flight, Ordering::Relaxed);
+        live.sent.store(rec.counters.sent, Ordering::Relaxed);
+        live.bytes_read
+            .store(rec.counters.bytes_read, Ordering::Relaxed);
+        live.bytes_written
+            .store(rec.counters.bytes_written, Ordering::Relaxed);
+        live.connections_opened
+            .store(rec.counters.connections_opened, Ordering::Relaxed);
+        // A few error groups at most (the tally is bounded): the cold path.
+        let mut by_kind = [0u64; ERROR_KINDS.len()];
+        for (kind, n) in rec.errors.kinds() {
+            by_kind[error_index(kind)] += n;
+        }
+        for (a, n) in live.errors.iter().zip(by_kind) {
+            a.store(n, Ordering::Relaxed);
+        }
         let secs = rec.finished_seconds();
         if secs.len() > self.published_secs {
             if let Ok(mut v) = live.seconds.lock() {
@@ -255,7 +331,7 @@ mod tests {
         assert!(c.finished(at, &ledger));
         assert_eq!(c.end(t), at);
         let mut rec = Recorder::new(t);
-        c.publish_due(t + Duration::from_millis(3500), &mut rec, 2);
+        c.publish_due(t + Duration::from_millis(3500), &mut rec, 2, 0);
         assert_eq!(live.open.load(Ordering::Relaxed), 2);
         assert_eq!(live.seconds.lock().unwrap().len(), 3, "seconds 0, 1, 2");
         flag.store(true, Ordering::Relaxed);
@@ -290,5 +366,49 @@ mod tests {
             None,
         );
         assert_eq!(none.first_level(), None);
+    }
+
+    /// Every error kind has its own place in the live counts, and a publish
+    /// carries the recorder's errors by kind and the in-flight count.
+    #[test]
+    fn errors_by_kind_are_published() {
+        use redline_stats::{ErrorKind as K, MalformedKind};
+        let all = [
+            K::Refused,
+            K::ConnectTimeout,
+            K::Reset,
+            K::Timeout,
+            K::Closed,
+            K::Malformed(MalformedKind::Header),
+            K::TooManyOpenFiles,
+            K::NoLocalAddress,
+            K::Resolve,
+            K::Tls,
+            K::StreamReset,
+            K::GoAway,
+            K::TooManyRedirects,
+            K::BadRedirect,
+            K::Other,
+        ];
+        let idx: Vec<usize> = all.iter().map(|k| error_index(*k)).collect();
+        assert_eq!(idx, (0..ERROR_KINDS.len()).collect::<Vec<_>>());
+        let t = Instant::now();
+        let live = Arc::new(Live::default());
+        let mut c = Control::new(
+            t,
+            None,
+            Duration::ZERO,
+            Arc::new(AtomicBool::new(false)),
+            live.clone(),
+            None,
+        );
+        let mut rec = Recorder::new(t);
+        rec.error(K::Timeout, "a".into(), t);
+        rec.error(K::Timeout, "b".into(), t);
+        rec.error(K::Malformed(MalformedKind::Chunked), "c".into(), t);
+        c.publish(&rec, 1, 3);
+        assert_eq!(live.errors[3].load(Ordering::Relaxed), 2, "timeout");
+        assert_eq!(live.errors[5].load(Ordering::Relaxed), 1, "malformed");
+        assert_eq!(live.in_flight.load(Ordering::Relaxed), 3);
     }
 }

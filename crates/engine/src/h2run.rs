@@ -384,7 +384,7 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
     rec.counters.peak_connections = w.peak_open.get();
     rec.bytes_read(w.unattributed.get());
     rec.counters.bytes_written += w.written.get();
-    control.publish(&rec, 0);
+    control.publish(&rec, 0, 0);
     let interrupted = control.interrupted();
     drop(control);
     let cpu = thread_cpu();
@@ -421,7 +421,12 @@ async fn control(w: Rc<WorkerState>) {
         }
         let wake = {
             let mut control = w.control.borrow_mut();
-            control.publish_due(now, &mut w.rec.borrow_mut(), w.open.get());
+            let in_flight = w.ledger.borrow().in_flight();
+            if control.publish_due(now, &mut w.rec.borrow_mut(), w.open.get(), in_flight) {
+                if let Some(sc) = &w.sc {
+                    sc.publish_stats(&control);
+                }
+            }
             let mut wake = control.next_publish().max(now + Duration::from_millis(1));
             if let Some(t) = control.next_wake() {
                 wake = wake.min(t);

@@ -50,6 +50,36 @@ pub struct Snapshot {
     pub failed: u64,
     /// Connections open now.
     pub open: u64,
+    /// Requests written and not yet ended, now.
+    pub in_flight: u64,
+    /// Requests written so far.
+    pub sent: u64,
+    /// Bytes read so far.
+    pub bytes_read: u64,
+    /// Bytes written so far.
+    pub bytes_written: u64,
+    /// Connections opened so far.
+    pub connections_opened: u64,
+    /// Failed requests so far by kind, indexed as [`crate::control::ERROR_KINDS`].
+    pub errors: [u64; crate::control::ERROR_KINDS.len()],
+}
+
+/// Scenario runs: (completed, errors) of each named request so far, in the
+/// scenario's order, summed over the workers.
+fn live_requests(lives: &[Arc<Live>]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for l in lives {
+        if let Ok(v) = l.requests.lock() {
+            if out.len() < v.len() {
+                out.resize(v.len(), (0, 0));
+            }
+            for (o, r) in out.iter_mut().zip(v.iter()) {
+                o.0 += r.0;
+                o.1 += r.1;
+            }
+        }
+    }
+    out
 }
 
 /// The engine could not run at all.
@@ -89,18 +119,19 @@ pub fn execute_with_series(
     stop: &StopHandle,
     mut progress: impl FnMut(&Snapshot, &[SeriesPoint]),
 ) -> Result<RunRecord, EngineError> {
-    execute_watching(plan, stop, &[], |s, series, _| progress(s, series))
+    execute_watching(plan, stop, &[], |s, series, _, _| progress(s, series))
 }
 
 /// As [`execute_with_series`], and `progress` also gets, for each of `ages`,
 /// how many scheduled requests were still unanswered that long after their
 /// intended send time (a lower bound, see [`crate::overdue`]): what
-/// `--abort-on-fail` counts as unanswered.
+/// `--abort-on-fail` counts as unanswered; and, in scenario runs, each
+/// named request's (completed, errors) so far, in the scenario's order.
 pub fn execute_watching(
     plan: &Plan,
     stop: &StopHandle,
     ages: &[Duration],
-    mut progress: impl FnMut(&Snapshot, &[SeriesPoint], &[u64]),
+    mut progress: impl FnMut(&Snapshot, &[SeriesPoint], &[u64], &[(u64, u64)]),
 ) -> Result<RunRecord, EngineError> {
     if let Some(why) = plan.empty_share() {
         // A --segment whose share is zero: an empty record that merges as nothing.
@@ -249,6 +280,29 @@ pub fn execute_watching(
                     .sum(),
                 failed: lives.iter().map(|l| l.failed.load(Ordering::Relaxed)).sum(),
                 open: lives.iter().map(|l| l.open.load(Ordering::Relaxed)).sum(),
+                in_flight: lives
+                    .iter()
+                    .map(|l| l.in_flight.load(Ordering::Relaxed))
+                    .sum(),
+                sent: lives.iter().map(|l| l.sent.load(Ordering::Relaxed)).sum(),
+                bytes_read: lives
+                    .iter()
+                    .map(|l| l.bytes_read.load(Ordering::Relaxed))
+                    .sum(),
+                bytes_written: lives
+                    .iter()
+                    .map(|l| l.bytes_written.load(Ordering::Relaxed))
+                    .sum(),
+                connections_opened: lives
+                    .iter()
+                    .map(|l| l.connections_opened.load(Ordering::Relaxed))
+                    .sum(),
+                errors: std::array::from_fn(|k| {
+                    lives
+                        .iter()
+                        .map(|l| l.errors[k].load(Ordering::Relaxed))
+                        .sum()
+                }),
             };
             for (i, l) in lives.iter().enumerate() {
                 if let Ok(mut v) = l.seconds.lock() {
@@ -262,7 +316,7 @@ pub fn execute_watching(
             if !ages.is_empty() {
                 counts = overdue.counts();
             }
-            progress(&snap, &seconds, &counts);
+            progress(&snap, &seconds, &counts, &live_requests(&lives));
         }
         handles
             .into_iter()

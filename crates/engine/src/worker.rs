@@ -281,7 +281,7 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
     // Requests still out when the run ends are counted, never dropped.
     w.ledger.close_into(&mut w.rec.counters);
     w.rec.counters.peak_connections = w.peak_open;
-    w.control.publish(&w.rec, w.open);
+    w.control.publish(&w.rec, w.open, 0);
     let cpu = thread_cpu();
     WorkerResult {
         recorder: w.rec,
@@ -339,7 +339,12 @@ impl<'p> Worker<'p> {
             if self.control.finished(now, &self.ledger) {
                 break;
             }
-            self.control.publish_due(now, &mut self.rec, self.open);
+            let published =
+                self.control
+                    .publish_due(now, &mut self.rec, self.open, self.ledger.in_flight());
+            if let (true, Some(sc)) = (published, &self.scenario) {
+                self.control.publish_requests(&sc.stats);
+            }
             let timeout = self.poll_timeout(now);
             if let Err(e) = self.wait(&mut events, timeout) {
                 if e.kind() != IoKind::Interrupted {

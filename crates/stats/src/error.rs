@@ -185,6 +185,11 @@ impl ErrorTally {
         self.groups.iter().map(|g| g.2).sum()
     }
 
+    /// Each group's kind and count (for live counts by kind; no allocation).
+    pub fn kinds(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
+        self.groups.iter().map(|g| (g.0, g.2))
+    }
+
     /// The groups, most frequent first.
     pub fn into_counts(self) -> Vec<ErrorCount> {
         let mut v: Vec<ErrorCount> = self

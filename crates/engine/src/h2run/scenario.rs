@@ -83,6 +83,11 @@ impl ScWorker {
         }
     }
 
+    /// Publishes the per-request counts so far (live metrics).
+    pub(super) fn publish_stats(&self, control: &crate::control::Control) {
+        control.publish_requests(&self.stats.borrow());
+    }
+
     /// The per-request numbers (at the end of the run).
     pub(super) fn take_stats(&self) -> Vec<RequestStats> {
         std::mem::take(&mut *self.stats.borrow_mut())
