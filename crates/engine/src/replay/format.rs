@@ -529,7 +529,7 @@ mod tests {
             .unwrap();
         assert_eq!(x.host, Some("example.com"));
         assert_eq!((x.method, x.target, x.status), ("GET", "/x?y", 301));
-        assert_eq!(x.time, 1_795_658_645 - 3600);
+        assert_eq!(x.time, 1_795_662_245 - 3600);
     }
 
     #[test]

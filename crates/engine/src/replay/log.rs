@@ -480,7 +480,7 @@ mod tests {
         assert_eq!(s.span_s, 4.0);
         assert_eq!(s.original_statuses["200"], 2);
         let names: Vec<String> = log.groups.iter().map(|g| g.name()).collect();
-        assert_eq!(names, ["GET /a (200)", "GET /a (304)", "HEAD /b?x=1 (404)"]);
+        assert_eq!(names, ["GET /a (200)", "HEAD /b?x=1 (404)", "GET /a (304)"]);
         let seconds: Vec<u64> = log.ticks.iter().map(|t| t.second).collect();
         assert_eq!(seconds, [0, 1, 3, 3]);
         // Only one URL by name: the others are grouped per method and status.
