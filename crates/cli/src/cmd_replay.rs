@@ -254,6 +254,13 @@ pub(crate) fn run(a: ReplayArgs) -> Exit {
     };
     plan.config.body_bytes = 0;
     plan.config.scenario = Some(format!("replay of {}", a.log.display()));
+    // Each named request's status in the log, for the record's requests.
+    let original: std::collections::HashMap<String, u16> = sc
+        .requests
+        .iter()
+        .zip(&log.groups)
+        .map(|(r, g)| (r.name.clone(), g.original_status))
+        .collect();
     plan.scenario = Some(Arc::new(sc));
     let mut summary = log.summary.clone();
     match rate {
@@ -297,7 +304,12 @@ pub(crate) fn run(a: ReplayArgs) -> Exit {
         &a.out,
         a.thresholds.thresholds,
         a.thresholds.abort_on_fail,
-        Box::new(move |rec| rec.replay = Some(summary.clone())),
+        Box::new(move |rec| {
+            rec.replay = Some(summary.clone());
+            for r in &mut rec.requests {
+                r.original_status = original.get(&r.name).copied();
+            }
+        }),
     )
 }
 
@@ -314,7 +326,10 @@ mod tests {
             let e = parse_speed(bad).unwrap_err();
             assert!(e.starts_with("invalid --speed") && !e.contains('\n'), "{e}");
         }
-        assert_eq!(parse_methods("get, head").unwrap().unwrap(), ["GET", "HEAD"]);
+        assert_eq!(
+            parse_methods("get, head").unwrap().unwrap(),
+            ["GET", "HEAD"]
+        );
         assert_eq!(parse_methods("all").unwrap(), None);
         assert!(parse_methods("GET,,").is_err());
         let (m, u) = parse_host_map(&["WWW.Example.com=http://127.0.0.1:1".into()]).unwrap();

@@ -32,10 +32,7 @@ fn statuses(r: &RequestStats) -> String {
     if failed > 0 {
         v.push(format!("failed ×{}", count(failed)));
     }
-    let unanswered = r
-        .sent
-        .saturating_sub(r.completed)
-        .saturating_sub(r.errors);
+    let unanswered = r.sent.saturating_sub(r.completed).saturating_sub(r.errors);
     if unanswered > 0 {
         v.push(format!("no answer ×{}", count(unanswered)));
     }

@@ -154,10 +154,9 @@ impl LogFormat {
             }
             let mut arg = None;
             if b.get(i) == Some(&b'{') {
-                let end = b[i..]
-                    .iter()
-                    .position(|&c| c == b'}')
-                    .ok_or_else(|| format!("'{{' without '}}' in --log-format at column {}", i + 1))?;
+                let end = b[i..].iter().position(|&c| c == b'}').ok_or_else(|| {
+                    format!("'{{' without '}}' in --log-format at column {}", i + 1)
+                })?;
                 arg = Some(String::from_utf8_lossy(&b[i + 1..i + end]).into_owned());
                 i += end + 1;
             }
@@ -223,10 +222,9 @@ impl LogFormat {
             }
             let name;
             if b.get(i + 1) == Some(&b'{') {
-                let end = b[i..]
-                    .iter()
-                    .position(|&c| c == b'}')
-                    .ok_or_else(|| format!("'${{' without '}}' in --log-format at column {}", i + 1))?;
+                let end = b[i..].iter().position(|&c| c == b'}').ok_or_else(|| {
+                    format!("'${{' without '}}' in --log-format at column {}", i + 1)
+                })?;
                 name = String::from_utf8_lossy(&b[i + 2..i + end]).into_owned();
                 i += end + 1;
             } else {
@@ -320,7 +318,8 @@ impl LogFormat {
         let b = line.as_bytes();
         let mut p = 0;
         let mut time = None;
-        let (mut method, mut target, mut query, mut status, mut host) = (None, None, "", None, None);
+        let (mut method, mut target, mut query, mut status, mut host) =
+            (None, None, "", None, None);
         let mut request_line = None;
         for (k, part) in self.parts.iter().enumerate() {
             match part {
@@ -338,7 +337,10 @@ impl LogFormat {
                     let value = match f {
                         Field::TimeBracketed => {
                             if b.get(p) != Some(&b'[') {
-                                return Err(format!("expected '[' of the time at column {}", p + 1));
+                                return Err(format!(
+                                    "expected '[' of the time at column {}",
+                                    p + 1
+                                ));
                             }
                             let end = b[p..]
                                 .iter()
@@ -356,14 +358,15 @@ impl LogFormat {
                         }
                         _ => {
                             let end = match self.parts.get(k + 1) {
-                                Some(Part::Lit(l)) => find_unescaped(&b[p..], l)
-                                    .ok_or_else(|| {
+                                Some(Part::Lit(l)) => {
+                                    find_unescaped(&b[p..], l).ok_or_else(|| {
                                         format!(
                                             "expected '{}' after column {}",
                                             String::from_utf8_lossy(l),
                                             p + 1
                                         )
-                                    })?,
+                                    })?
+                                }
                                 _ if self.trailing_ignored => b[p..]
                                     .iter()
                                     .position(|&c| c == b' ')
@@ -421,7 +424,9 @@ impl LogFormat {
         let query = if query == "-" { "" } else { query };
         for s in [target, query] {
             if !s.bytes().all(|c| c.is_ascii_graphic()) {
-                return Err("the request target has spaces, control characters or non-ASCII bytes".into());
+                return Err(
+                    "the request target has spaces, control characters or non-ASCII bytes".into(),
+                );
             }
         }
         Ok(Fields {
@@ -550,11 +555,26 @@ mod tests {
         let f = LogFormat::default_format();
         for (line, why) in [
             (&b""[..], "expected"),
-            (b"x - - [10/Oct/2000:13:55:36 -0700] \"-\" 400 0", "request line"),
-            (b"x - - [10/Oct/2000:13:55:36 -0700] \"GET /a HTTP/1.1\" 2000 0", "status"),
-            (b"x - - [32/Foo/2000:13:55:36 -0700] \"GET /a HTTP/1.1\" 200 0", "time"),
-            (b"x - - [10/Oct/2000:13:55:36 -0700] \"GET a HTTP/1.1\" 200 0", "target"),
-            (b"x - - [10/Oct/2000:13:55:36 -0700] \"GET /\x1b[2J HTTP/1.1\" 200 0", "control"),
+            (
+                b"x - - [10/Oct/2000:13:55:36 -0700] \"-\" 400 0",
+                "request line",
+            ),
+            (
+                b"x - - [10/Oct/2000:13:55:36 -0700] \"GET /a HTTP/1.1\" 2000 0",
+                "status",
+            ),
+            (
+                b"x - - [32/Foo/2000:13:55:36 -0700] \"GET /a HTTP/1.1\" 200 0",
+                "time",
+            ),
+            (
+                b"x - - [10/Oct/2000:13:55:36 -0700] \"GET a HTTP/1.1\" 200 0",
+                "target",
+            ),
+            (
+                b"x - - [10/Oct/2000:13:55:36 -0700] \"GET /\x1b[2J HTTP/1.1\" 200 0",
+                "control",
+            ),
         ] {
             let e = f.parse_line(line).unwrap_err();
             assert!(e.contains(why), "{e}");

@@ -354,7 +354,10 @@ impl Log {
         // The most requested URLs are listed by name.
         let mut per_url: HashMap<(u8, u16, u32), (u64, usize)> = HashMap::new();
         for (i, r) in raws.iter().enumerate() {
-            per_url.entry((r.method, r.target, r.path)).or_insert((0, i)).0 += 1;
+            per_url
+                .entry((r.method, r.target, r.path))
+                .or_insert((0, i))
+                .0 += 1;
         }
         let mut urls: Vec<((u8, u16, u32), (u64, usize))> = per_url.into_iter().collect();
         urls.sort_by_key(|(_, (count, first))| (std::cmp::Reverse(*count), *first));
@@ -366,7 +369,12 @@ impl Log {
         type Key = (u8, u16, Option<u32>, u16);
         let key = |r: &Raw| -> Key {
             let url = (r.method, r.target, r.path);
-            (r.method, r.target, named.contains(&url).then_some(r.path), r.status)
+            (
+                r.method,
+                r.target,
+                named.contains(&url).then_some(r.path),
+                r.status,
+            )
         };
         let mut counts: HashMap<Key, (u64, usize)> = HashMap::new();
         for (i, r) in raws.iter().enumerate() {
@@ -474,7 +482,10 @@ mod tests {
         t += &line("26/Nov/2026:10:00:03", "GET", "/a", 304);
         let log = log_of(&t, &Options::default());
         let s = &log.summary;
-        assert_eq!((s.lines, s.kept, s.other_methods, s.bad_lines), (7, 4, 1, 1));
+        assert_eq!(
+            (s.lines, s.kept, s.other_methods, s.bad_lines),
+            (7, 4, 1, 1)
+        );
         assert_eq!(s.bad_examples[0].line, 4);
         assert!(s.bad_examples[0].text.contains('\x1b'));
         assert_eq!(s.span_s, 4.0);
@@ -518,8 +529,7 @@ mod tests {
         let log = log_of(&t, &Options::default());
         for speed in [1.0, 2.0, 0.5, 3.0] {
             let prof = Profile::from_stages(&log.stages(speed), true);
-            let mut p =
-                Pacer::with_profile(Arrival::Constant, prof, 0, 1, Some(7), None, 1);
+            let mut p = Pacer::with_profile(Arrival::Constant, prof, 0, 1, Some(7), None, 1);
             let mut got = Vec::new();
             while let Some(at) = p.next_send() {
                 got.push(at.as_secs_f64() * speed);

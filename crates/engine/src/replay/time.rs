@@ -19,7 +19,8 @@ fn num(s: &str, what: &str) -> Result<i64, String> {
     if s.is_empty() || !s.bytes().all(|c| c.is_ascii_digit()) {
         return Err(format!("bad time: the {what} is not a number"));
     }
-    s.parse().map_err(|_| format!("bad time: the {what} is out of range"))
+    s.parse()
+        .map_err(|_| format!("bad time: the {what} is out of range"))
 }
 
 fn seconds(y: i64, mo: i64, d: i64, h: i64, mi: i64, s: i64, offset_s: i64) -> Result<i64, String> {
@@ -85,7 +86,9 @@ pub fn clf(v: &str) -> Result<i64, String> {
 
 /// `2000-10-10T13:55:36-07:00` (a fraction after the seconds is dropped).
 pub fn iso8601(v: &str) -> Result<i64, String> {
-    let (date, rest) = v.split_once('T').ok_or("bad time: expected yyyy-mm-ddTHH:MM:SS")?;
+    let (date, rest) = v
+        .split_once('T')
+        .ok_or("bad time: expected yyyy-mm-ddTHH:MM:SS")?;
     let mut d = date.split('-');
     let (Some(y), Some(mo), Some(dd), None) = (d.next(), d.next(), d.next(), d.next()) else {
         return Err("bad time: expected yyyy-mm-dd".into());

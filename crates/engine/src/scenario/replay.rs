@@ -32,7 +32,10 @@ pub struct Order {
 impl Order {
     /// The request of tick `k` (`vu`'s path variable set when it varies).
     pub(super) fn pick(&self, k: u64, vu: &mut Vu) -> usize {
-        let Some(&(g, p)) = self.ticks.get((k % self.ticks.len().max(1) as u64) as usize) else {
+        let Some(&(g, p)) = self
+            .ticks
+            .get((k % self.ticks.len().max(1) as u64) as usize)
+        else {
             return 0;
         };
         if self.per_tick.get(g as usize).copied().unwrap_or(false) {
@@ -162,15 +165,19 @@ mod tests {
         let mut text = String::new();
         let paths = ["/a", "/b?x={{y}}", "/a", "/c", "/d", "/a"];
         for (i, p) in paths.iter().enumerate() {
-            text += &format!(
-                "1.2.3.4 - - [26/Nov/2026:10:00:0{i} +0000] \"GET {p} HTTP/1.1\" 200 5\n"
-            );
+            text +=
+                &format!("1.2.3.4 - - [26/Nov/2026:10:00:0{i} +0000] \"GET {p} HTTP/1.1\" 200 5\n");
         }
         let opts = Options {
             breakdown: 2,
             ..Options::default()
         };
-        let log = Log::from_bytes(text.as_bytes(), "x.log", &LogFormat::default_format(), &opts);
+        let log = Log::from_bytes(
+            text.as_bytes(),
+            "x.log",
+            &LogFormat::default_format(),
+            &opts,
+        );
         let s = Scenario::replay(ReplayArgs {
             base: "http://127.0.0.1:9/app",
             hosts: &[],
@@ -183,7 +190,14 @@ mod tests {
         })
         .unwrap();
         let names: Vec<&str> = s.requests.iter().map(|r| r.name.as_str()).collect();
-        assert_eq!(names, ["GET /a (200)", "GET /b?x={{y}} (200)", "GET (other URLs) (200)"]);
+        assert_eq!(
+            names,
+            [
+                "GET /a (200)",
+                "GET /b?x={{y}} (200)",
+                "GET (other URLs) (200)"
+            ]
+        );
         let workers = 2u64;
         let mut sent = vec![String::new(); paths.len()];
         for w in 0..workers {
@@ -198,7 +212,10 @@ mod tests {
                 sent[k as usize] = wire.lines().next().unwrap().to_string();
             }
         }
-        let want: Vec<String> = paths.iter().map(|p| format!("GET /app{p} HTTP/1.1")).collect();
+        let want: Vec<String> = paths
+            .iter()
+            .map(|p| format!("GET /app{p} HTTP/1.1"))
+            .collect();
         assert_eq!(sent, want);
     }
 }
