@@ -114,7 +114,10 @@ fn parse_methods(s: &str) -> Result<Option<Vec<String>>, String> {
 
 /// `--host-map OLD=URL` entries: (logged host in lower case, target index
 /// from 1) and the target URLs.
-fn parse_host_map(v: &[String]) -> Result<(Vec<(String, usize)>, Vec<String>), String> {
+/// `--host-map`: (logged host, target index from 1) pairs and the target URLs.
+type HostMap = (Vec<(String, usize)>, Vec<String>);
+
+fn parse_host_map(v: &[String]) -> Result<HostMap, String> {
     let mut map = Vec::new();
     let mut urls = Vec::new();
     for e in v {

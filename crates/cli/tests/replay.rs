@@ -327,6 +327,7 @@ impl Apache {
         let end = Instant::now() + Duration::from_secs(10);
         while Instant::now() < end {
             if let Ok(Some(st)) = child.try_wait() {
+                let _ = child.wait();
                 let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
                 panic!("apache2 exited ({st}): {log}");
             }
@@ -336,6 +337,7 @@ impl Apache {
             std::thread::sleep(Duration::from_millis(50));
         }
         let _ = child.kill();
+        let _ = child.wait();
         panic!("apache2 did not listen within 10 s");
     }
 }

@@ -352,18 +352,20 @@ impl Log {
             }
         }
         // The most requested URLs are listed by name.
-        let mut per_url: HashMap<(u8, u16, u32), (u64, usize)> = HashMap::new();
+        // (method, target, path) → (requests, first index).
+        type Url = (u8, u16, u32);
+        let mut per_url: HashMap<Url, (u64, usize)> = HashMap::new();
         for (i, r) in raws.iter().enumerate() {
             per_url
                 .entry((r.method, r.target, r.path))
                 .or_insert((0, i))
                 .0 += 1;
         }
-        let mut urls: Vec<((u8, u16, u32), (u64, usize))> = per_url.into_iter().collect();
+        let mut urls: Vec<(Url, (u64, usize))> = per_url.into_iter().collect();
         urls.sort_by_key(|(_, (count, first))| (std::cmp::Reverse(*count), *first));
         let shown = opts.breakdown.min(MAX_BREAKDOWN);
         summary.other_urls = urls.len().saturating_sub(shown) as u64;
-        let named: std::collections::HashSet<(u8, u16, u32)> =
+        let named: std::collections::HashSet<Url> =
             urls.iter().take(shown).map(|(k, _)| *k).collect();
         // Groups: (method, target, path or none, status).
         type Key = (u8, u16, Option<u32>, u16);

@@ -134,8 +134,8 @@ impl Scenario {
             per_tick.push(g.path.is_none());
         }
         // The breakdown's URLs are prebuilt, as a plain run's request.
-        for i in 0..s.requests.len() {
-            if !per_tick[i] {
+        for (i, varies) in per_tick.iter().enumerate() {
+            if !varies {
                 let vu = Vu::new(0, s.vars.len());
                 let (mut ka, mut cl, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
                 s.render_into(i, &vu, false, &mut ka, &mut scratch);
