@@ -2,10 +2,12 @@
 //! format read without a panic; every line is counted once (kept, other
 //! method or bad); each kept request is in one group and its path is visible
 //! ASCII, so nothing from the log can break the request line it is sent in;
-//! the schedule's stages hold exactly the kept requests; a format string
+//! the pacer sends exactly the kept requests, each within its logged second; a format string
 //! from the input compiles or is refused with a one-line message.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
+use redline_engine::pacer::{Pacer, Profile};
+use redline_engine::plan::Arrival;
 use redline_engine::replay::{Log, LogFormat, Options};
 
 fuzz_target!(|data: &[u8]| {
@@ -62,12 +64,21 @@ fuzz_target!(|data: &[u8]| {
     for g in &log.groups {
         assert!(g.method.bytes().all(|c| c.is_ascii_alphabetic() || c == b'-'));
     }
-    if !log.ticks.is_empty() {
-        let total: f64 = log
-            .stages(1.0)
-            .iter()
-            .map(|st| st.level * st.duration.as_secs_f64())
-            .sum();
-        assert!((total - s.kept as f64).abs() < 1e-6 * s.kept as f64 + 1e-6);
+    // The schedule sends exactly the kept requests, each within its own
+    // second of the log (at the replay's speed).
+    if !log.ticks.is_empty() && log.ticks.len() <= 20_000 {
+        let speed = [1.0, 2.0, 3.0, 0.5, 7.0][sel as usize % 5];
+        let profile = Profile::from_stages(&log.stages(speed), true);
+        let n = log.ticks.len() as u64;
+        let mut p = Pacer::with_profile(Arrival::Constant, profile, 0, 1, Some(n), None, 1);
+        let mut k = 0usize;
+        while let Some(at) = p.next_send() {
+            let t = at.as_secs_f64() * speed;
+            let want = log.ticks[k].second as f64;
+            assert!(t >= want - 1e-3 && t < want + 1.0 + 1e-3, "tick {k} at {t}, second {want}");
+            k += 1;
+            assert!(k <= log.ticks.len());
+        }
+        assert_eq!(k, log.ticks.len());
     }
 });

@@ -247,7 +247,15 @@ pub(crate) fn run(a: ReplayArgs) -> Exit {
         timeout,
     }) {
         Ok(sc) => sc,
-        Err(e) => return fail(Exit::Usage, e),
+        Err(e) => {
+            // A `--host-map` URL is a host of the generated scenario: say it as the flag.
+            let mut m = e.to_string();
+            for i in 1..=host_urls.len() {
+                let inner = format!("{}: [hosts] h{i}: ", log.summary.log);
+                m = m.replace(&inner, &format!("--host-map {}: ", host_urls[i - 1]));
+            }
+            return fail(Exit::Usage, m);
+        }
     };
     let first = &sc.requests[0].method;
     plan.config.method = if sc.requests.iter().all(|r| &r.method == first) {

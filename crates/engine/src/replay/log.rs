@@ -436,21 +436,27 @@ impl Log {
     /// seconds one stage at 0.
     pub fn stages(&self, speed: f64) -> Vec<Stage> {
         let mut out: Vec<Stage> = Vec::new();
+        // Stage ends from the log's seconds, so durations telescope (no drift
+        // from rounding each one to nanoseconds).
+        let at = |second: u64| Duration::from_secs_f64(second as f64 / speed);
         let mut next = 0u64;
         let mut i = 0;
-        let secs = |n: u64| Duration::from_secs_f64(n as f64 / speed);
         while i < self.ticks.len() {
             let s = self.ticks[i].second;
             let j = i + self.ticks[i..].iter().take_while(|t| t.second == s).count();
             if s > next {
                 out.push(Stage {
-                    duration: secs(s - next),
+                    duration: at(s) - at(next),
                     level: 0.0,
                 });
             }
+            // The stage holds a hair less than its count (1e-9 of it), so
+            // float rounding of `level × duration` can never pull the next
+            // second's first request into this one (across a gap, early).
+            let d = at(s + 1) - at(s);
             out.push(Stage {
-                duration: secs(1),
-                level: (j - i) as f64 * speed,
+                duration: d,
+                level: (j - i) as f64 / d.as_secs_f64().max(1e-9) * (1.0 - 1e-9),
             });
             next = s + 1;
             i = j;
@@ -529,7 +535,7 @@ mod tests {
             t += &line("26/Nov/2026:10:00:06", "GET", "/", 200);
         }
         let log = log_of(&t, &Options::default());
-        for speed in [1.0, 2.0, 0.5, 3.0] {
+        for speed in [1.0, 2.0, 0.5, 3.0, 7.0, 0.3] {
             let prof = Profile::from_stages(&log.stages(speed), true);
             let mut p = Pacer::with_profile(Arrival::Constant, prof, 0, 1, Some(7), None, 1);
             let mut got = Vec::new();
