@@ -3,8 +3,8 @@
 //! against them: the replayed count is the log's kept lines (and the server's
 //! log grows by exactly that many), the per-status counts match the log's, a
 //! deleted file shows as 200 → 404, gzip and custom `--log-format`s (each
-//! server's own syntax) read the same requests, bad lines are counted and
-//! shown escaped; bad input is one line and exit code 2.
+//! server's own syntax) read the same requests, `--host-map` sends a logged
+//! host elsewhere, bad lines are counted and shown escaped; bad input is one line and exit code 2.
 
 mod common;
 
@@ -223,15 +223,21 @@ fn nginx_replays_its_own_log() {
     );
     assert!(t.contains("GET /gone.html (200)  200 → 404 ×9"), "{t}");
 
-    // The same requests from the custom log, in nginx's own syntax.
+    // The same requests from the custom log, in nginx's own syntax; its
+    // `$host` (127.0.0.1) is mapped to nginx, BASE_URL is a port nobody
+    // serves: every answer came through the map.
+    let map = format!("127.0.0.1={base}");
     let c = replay_json(&[
         custom_copy.to_str().unwrap(),
-        &base,
+        &format!("http://127.0.0.1:{}", common::nginx::free_port()),
         "--rate",
         "500",
         "--log-format",
         "$msec $status \"$request_method $request_uri\" $request_time $host",
+        "--host-map",
+        &map,
     ]);
+    assert_eq!(counter(&c, "failed"), 0);
     assert_eq!(c["replay"]["kept"], kept);
     assert_eq!(map_of(&c["replay"]["original_statuses"]), want);
     assert_eq!(map_of(&c["status_codes"]), now);

@@ -177,4 +177,19 @@ mod tests {
         assert_eq!(all[0].latency.count(), 2);
         assert_eq!(all[1].name, "login");
     }
+
+    #[test]
+    fn statuses_count_and_merge() {
+        let mut a = RequestStats::new("r", "GET", "/", &[]);
+        for s in [200, 200, 404, 100, 599] {
+            a.count_status(s);
+        }
+        let mut b = RequestStats::new("r", "GET", "/", &[]);
+        b.count_status(404);
+        b.original_status = Some(200);
+        a.merge(&b);
+        let got: Vec<(&str, u64)> = a.statuses.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(got, [("100", 1), ("200", 2), ("404", 2), ("599", 1)]);
+        assert_eq!(a.original_status, Some(200));
+    }
 }
