@@ -120,7 +120,7 @@ pub fn text(rec: &RunRecord) -> String {
         .collect();
     codes.sort();
     codes.dedup();
-    let _ = writeln!(o, "Status codes:     {:>10} {:>10}", "in log", "replayed");
+    let _ = writeln!(o, "Statuses:         {:>10} {:>10}", "in log", "replayed");
     for c in codes {
         let _ = writeln!(
             o,
