@@ -520,3 +520,43 @@ fn bad_input_is_one_line_and_exit_2() {
     let _ = std::fs::remove_dir_all(&d);
     let _ = bin();
 }
+
+/// The log's gaps are kept at `--speed`: requests 4 s apart in the log are
+/// sent 1 s apart at 4x (a lower bound: the pacer never sends early), and
+/// every request is sent once.
+#[test]
+fn the_logs_times_are_kept_at_speed() {
+    let server = common::builtin();
+    let d = tmpdir("replay-gaps");
+    std::fs::create_dir_all(&d).unwrap();
+    let log = d.join("gaps.log");
+    let mut text = String::new();
+    for (sec, path) in [
+        (0, "/?size=1"),
+        (0, "/?size=2"),
+        (0, "/?size=3"),
+        (4, "/?size=4"),
+        (4, "/?status=404"),
+    ] {
+        text += &format!(
+            "10.0.0.1 - - [26/Nov/2026:10:00:0{sec} +0100] \"GET {path} HTTP/1.1\" 200 1\n"
+        );
+    }
+    std::fs::write(&log, text).unwrap();
+    let base = format!("http://{}", server.local_addr());
+    let v = replay_json(&[log.to_str().unwrap(), &base, "--speed", "4x", "-t", "1"]);
+    assert_eq!(counter(&v, "sent"), 5);
+    assert_eq!(v["replay"]["span_s"], 5.0);
+    assert!(
+        v["duration_s"].as_f64().unwrap() >= 1.0,
+        "{}",
+        v["duration_s"]
+    );
+    let changed = request(&v, "GET /?status=404 (200)");
+    assert_eq!(
+        map_of(&changed["statuses"]),
+        BTreeMap::from([("404".into(), 1)])
+    );
+    assert_eq!(server.stats().requests, 5);
+    let _ = std::fs::remove_dir_all(&d);
+}
