@@ -560,3 +560,50 @@ fn the_logs_times_are_kept_at_speed() {
     assert_eq!(server.stats().requests, 5);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Over HTTP/2 (`--h2c` to nginx with `listen … http2`): the log nginx wrote
+/// for h2c traffic replays with the same counts, and the deleted page is a 404.
+#[test]
+fn nginx_h2c_replay() {
+    let files = [("a.html", vec![b'a'; 300]), ("gone.html", vec![b'g'; 30])];
+    let Some(ng) = start_nginx(&NginxSite {
+        tag: "replay-h2c",
+        files: &files,
+        tls: None,
+        h2: true,
+        http_extra: "access_log {d}/access.log combined;",
+        types: "text/html html;",
+    }) else {
+        return;
+    };
+    let base = format!("http://127.0.0.1:{}", ng.port);
+    for (n, path) in [("20", "/a.html"), ("6", "/gone.html")] {
+        let url = format!("{base}{path}");
+        let out = run(&["run", "-q", "--no-save", "--h2c", "-n", n, "-c", "2", &url]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let log = ng.dir.join("access.log");
+    assert_eq!(wait_lines(&log, 26), 26);
+    let copy = ng.dir.join("copy.log");
+    std::fs::copy(&log, &copy).unwrap();
+    assert!(std::fs::read_to_string(&copy)
+        .unwrap()
+        .contains("HTTP/2.0\" 200"));
+    std::fs::remove_file(ng.dir.join("site/gone.html")).unwrap();
+    let v = replay_json(&[copy.to_str().unwrap(), &base, "--h2c", "--rate", "300"]);
+    assert_eq!(counter(&v, "sent"), 26);
+    assert_eq!(
+        map_of(&v["status_codes"]),
+        BTreeMap::from([("200".into(), 20), ("404".into(), 6)])
+    );
+    let gone = request(&v, "GET /gone.html (200)");
+    assert_eq!(
+        map_of(&gone["statuses"]),
+        BTreeMap::from([("404".into(), 6)])
+    );
+    assert_eq!(wait_lines(&log, 52), 52);
+}
