@@ -9,7 +9,7 @@
 mod common;
 
 use common::nginx::{start_nginx, tmpdir, NginxSite};
-use common::{assert_run_schema, bin, counter, missing, redline_with_limit};
+use common::{assert_run_schema, counter, missing, redline_with_limit};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -518,7 +518,6 @@ fn bad_input_is_one_line_and_exit_2() {
         assert!(out.stdout.is_empty(), "{a:?}");
     }
     let _ = std::fs::remove_dir_all(&d);
-    let _ = bin();
 }
 
 /// The log's gaps are kept at `--speed`: requests 4 s apart in the log are

@@ -147,9 +147,8 @@ impl LogFormat {
             while i < b.len() && (b[i] == b'!' || b[i] == b',' || b[i].is_ascii_digit()) {
                 i += 1;
             }
-            let mut last = false;
+            // `%>s` (final) and `%<s` (original) are both read as the status.
             while i < b.len() && (b[i] == b'<' || b[i] == b'>') {
-                last = b[i] == b'>';
                 i += 1;
             }
             let mut arg = None;
@@ -164,7 +163,6 @@ impl LogFormat {
                 return Err("--log-format ends in the middle of a % directive".into());
             };
             i += 1;
-            let _ = last;
             let field = match (d, arg.as_deref()) {
                 (b't', None) => Field::TimeBracketed,
                 (b't', Some("sec")) => Field::TimeSec,
