@@ -52,6 +52,8 @@ enum Command {
     Server(crate::cmd_server::ServerCmd),
     #[command(flatten)]
     Dist(crate::cmd_dist::DistCmd),
+    /// Replay an access log's requests at their logged times (or --speed 2x, --rate R) against BASE_URL.
+    Replay(Box<crate::cmd_replay::ReplayArgs>),
     /// Drop-in for ApacheBench: ab's flags and ab's report, measured by redline (`redline ab -h`).
     #[command(disable_help_flag = true)]
     Ab(DropinArgs),
@@ -223,6 +225,29 @@ struct Hooks {
     kept: Option<std::cell::RefCell<Vec<redline_stats::RunRecord>>>,
     /// `--metrics-listen`, `--prometheus-rw`, `--otlp`.
     metrics: Option<redline_metrics::Config>,
+    /// Adds to the record before it is reported (`redline replay`: the log's summary).
+    annotate: Option<Annotate>,
+}
+
+/// A command's addition to the run record, before any report reads it.
+pub(crate) type Annotate = Box<dyn Fn(&mut redline_stats::RunRecord)>;
+
+/// Runs a plan a command built itself (`redline replay`) on the normal run
+/// path: redline's report in any `-o` format, thresholds; nothing saved.
+pub(crate) fn run_built(
+    plan: &Plan,
+    out: &OutArgs,
+    thresholds: Vec<redline_report::thresholds::Threshold>,
+    abort_on_fail: bool,
+    annotate: Annotate,
+) -> Exit {
+    let hooks = Hooks {
+        thresholds,
+        abort_on_fail,
+        annotate: Some(annotate),
+        ..Default::default()
+    };
+    run_plan(plan, out, &hooks)
 }
 
 /// A drop-in's progress: called with each live snapshot.
@@ -351,6 +376,7 @@ pub fn main() -> Exit {
         Command::Dist(c) => crate::cmd_dist::dispatch(c),
         Command::Ab(a) => crate::cmd_ab::main(&a.args),
         Command::Wrk(a) => crate::cmd_wrk::main(&a.args),
+        Command::Replay(a) => crate::cmd_replay::run(*a),
     }
 }
 
@@ -427,6 +453,7 @@ fn cmd_run(a: RunArgs) -> Exit {
         progress: None,
         kept: None,
         metrics: Some(metrics),
+        annotate: None,
     };
     match a.repeat {
         None => run_plan(&plan, &a.out, &hooks),
@@ -692,6 +719,9 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         rec.warn("aborted", format!("aborted: {why}"));
     }
     rec.scheduled_start = scheduled;
+    if let Some(f) = &hooks.annotate {
+        f(&mut rec);
+    }
     if let Some(e) = exporter.as_mut() {
         e.finish(&mut rec);
     }

@@ -18,6 +18,7 @@ pub mod overdue;
 pub mod pacer;
 pub mod plan;
 pub mod redirect;
+pub mod replay;
 pub mod run;
 pub mod scenario;
 pub mod sys;

@@ -10,6 +10,7 @@
 //! - [`html`]: a self-contained HTML report of one run or two overlaid (`--html`, `report`);
 //! - [`compare`]: before/after of two runs with a tested verdict (`compare`);
 //! - [`requests`]: the per-request tables of a scenario run (part of `text`);
+//! - [`replay`]: a replay's log, status codes and per-URL table (part of `text`);
 //! - [`thresholds`]: `--threshold` bounds checked against a record;
 //! - [`junit`]: JUnit XML for CI (`--junit`).
 //!
@@ -23,6 +24,7 @@ pub mod escape;
 pub mod html;
 pub mod json;
 pub mod junit;
+pub mod replay;
 pub mod requests;
 pub mod text;
 pub mod thresholds;

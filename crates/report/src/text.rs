@@ -382,7 +382,11 @@ fn text_unescaped(rec: &RunRecord) -> String {
             );
         }
     }
-    if !rec.requests.is_empty() {
+    if rec.replay.is_some() {
+        o.push('\n');
+        o.push_str(&crate::replay::text(rec));
+        o.push('\n');
+    } else if !rec.requests.is_empty() {
         o.push('\n');
         o.push_str(&requests::text(rec));
     }

@@ -11,6 +11,7 @@ pub mod files;
 pub mod hist;
 pub mod record;
 pub mod recorder;
+pub mod replay;
 pub mod requests;
 pub mod rng;
 pub mod segment;

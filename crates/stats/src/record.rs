@@ -535,6 +535,9 @@ pub struct RunRecord {
     /// Scenario runs: the numbers of each named request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requests: Vec<crate::requests::RequestStats>,
+    /// `redline replay`: the access log read and how it was replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::replay::ReplaySummary>,
     /// Per stage (or step) of a `--stages` run, from the per-second series.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<crate::stages::StageSummary>,
@@ -631,6 +634,7 @@ impl RunRecord {
             server_config: None,
             diagnosis: None,
             requests: Vec::new(),
+            replay: None,
             stages: Vec::new(),
             knee: None,
             scheduled_start: None,
@@ -847,6 +851,11 @@ impl AddAssign<&RunRecord> for RunRecord {
             self.server_status = o.server_status.clone();
         }
         crate::requests::merge_requests(&mut self.requests, &o.requests);
+        match (&mut self.replay, &o.replay) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.replay = Some(b.clone()),
+            _ => {}
+        }
         // Stage plans add up like the load; summaries and the knee are then
         // recomputed from the merged series, so the merge stays exact.
         match (&mut self.config.stages, &o.config.stages) {

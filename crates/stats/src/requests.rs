@@ -4,6 +4,7 @@
 
 use crate::hist::Hist;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// One check of a named request and how often it held.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,6 +41,13 @@ pub struct RequestStats {
     /// Each check and its counts.
     #[serde(default)]
     pub checks: Vec<CheckCount>,
+    /// Complete responses by status code (as the run's `status_codes`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub statuses: BTreeMap<String, u64>,
+    /// `redline replay`: the status the access log gave this request's lines
+    /// (each URL of the log is one request per original status).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_status: Option<u16>,
     /// Latency from the intended send time.
     pub latency: Hist,
     /// Connect time of connections opened for this request.
@@ -71,10 +79,35 @@ impl RequestStats {
                     failed: 0,
                 })
                 .collect(),
+            statuses: BTreeMap::new(),
+            original_status: None,
             latency: Hist::new(),
             connect: Hist::new(),
             waiting: Hist::new(),
             transfer: Hist::new(),
+        }
+    }
+
+    /// Counts a complete response's status.
+    pub fn count_status(&mut self, status: u16) {
+        // The key is formatted on the stack: no allocation once a status is known.
+        let mut buf = [0u8; 5];
+        let mut n = status;
+        let mut i = buf.len();
+        loop {
+            i -= 1;
+            buf[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let key = std::str::from_utf8(&buf[i..]).unwrap_or("0");
+        match self.statuses.get_mut(key) {
+            Some(c) => *c = c.saturating_add(1),
+            None => {
+                self.statuses.insert(key.to_string(), 1);
+            }
         }
     }
 
@@ -95,6 +128,13 @@ impl RequestStats {
                 }
                 None => self.checks.push(c.clone()),
             }
+        }
+        for (k, v) in &o.statuses {
+            let c = self.statuses.entry(k.clone()).or_insert(0);
+            *c = c.saturating_add(*v);
+        }
+        if self.original_status.is_none() {
+            self.original_status = o.original_status;
         }
         self.latency.merge(&o.latency);
         self.connect.merge(&o.connect);
@@ -136,5 +176,20 @@ mod tests {
         assert_eq!((all[0].checks[0].passed, all[0].checks[0].failed), (3, 2));
         assert_eq!(all[0].latency.count(), 2);
         assert_eq!(all[1].name, "login");
+    }
+
+    #[test]
+    fn statuses_count_and_merge() {
+        let mut a = RequestStats::new("r", "GET", "/", &[]);
+        for s in [200, 200, 404, 100, 599] {
+            a.count_status(s);
+        }
+        let mut b = RequestStats::new("r", "GET", "/", &[]);
+        b.count_status(404);
+        b.original_status = Some(200);
+        a.merge(&b);
+        let got: Vec<(&str, u64)> = a.statuses.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(got, [("100", 1), ("200", 2), ("404", 2), ("599", 1)]);
+        assert_eq!(a.original_status, Some(200));
     }
 }

@@ -10,6 +10,7 @@
 //! in closed loop) and renders only the requests that need it.
 
 pub mod file;
+pub mod replay;
 
 use crate::h1::Capture;
 use crate::plan::{header_ok, parse_duration, PlanError};
@@ -254,6 +255,8 @@ pub struct Scenario {
     /// `--segment`: local virtual-user ids and data rows map to the whole
     /// run's numbering, so no two segments use the same id or row.
     pub segment: Option<redline_stats::segment::Segment>,
+    /// `redline replay`: which request each tick sends.
+    pub replay: Option<std::sync::Arc<replay::Order>>,
 }
 
 /// What compiling needs besides the file.
@@ -628,6 +631,7 @@ impl Scenario {
             http10: a.http10,
             user_agent: format!("redline/{}", env!("CARGO_PKG_VERSION")),
             segment: None,
+            replay: None,
         };
         for i in 0..s.requests.len() {
             let r = &s.requests[i];
@@ -700,6 +704,11 @@ impl Scenario {
         stride: u64,
         rng: &mut SplitMix64,
     ) -> usize {
+        if let Some(o) = &self.replay {
+            let k = self.global(*rows);
+            *rows += stride;
+            return o.pick(k, vu);
+        }
         let n = self.requests.len();
         let new_iteration = match self.mode {
             Mode::Session => vu.step == 0,
@@ -872,6 +881,7 @@ impl Scenario {
         cap: Option<&Capture>,
         stats: &mut RequestStats,
     ) {
+        stats.count_status(status);
         let q = &self.requests[r];
         let empty = Capture::default();
         let cap = cap.unwrap_or(&empty);
