@@ -284,7 +284,7 @@ pub(crate) fn run(a: ReplayArgs) -> Exit {
             });
         }
     }
-    if let Some(note) = redline_engine::alpn::negotiate(&mut plan) {
+    if let Some(note) = plan.resolve() {
         eprintln!("redline: note: {note}");
     }
     if !a.out.quiet {
