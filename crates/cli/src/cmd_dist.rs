@@ -467,6 +467,7 @@ fn cmd_coordinate(a: CoordinateArgs) -> Exit {
             {
                 let mut m = crate::live::Model::new(format!("redline coordinate on {addr}"));
                 m.stage = format!("waiting for {} agents", a.agents);
+                m.log_prefix = "redline coordinate: ".into();
                 m
             },
             crate::live::OnQuit::Exit,
@@ -520,6 +521,10 @@ fn cmd_coordinate(a: CoordinateArgs) -> Exit {
                     Stopping(why) => m.stage = format!("stopping every agent: {why}"),
                     _ => {}
                 }
+                // Totals and seconds are the screen's; events go to its log below.
+                if matches!(ev, Progress(..) | Second(_)) {
+                    return;
+                }
             }
             let line = match ev {
                 Registered(i, h) => format!("agent {i} registered ({h})"),
@@ -561,10 +566,8 @@ fn cmd_coordinate(a: CoordinateArgs) -> Exit {
             // A lost agent and an early stop are always said, even with -q.
             if !quiet || matches!(ev, Lost(..) | Stopping(_)) {
                 if let Some(v) = &view {
-                    if !matches!(ev, Second(_)) {
-                        v.model().log(line.clone());
-                        held.push(format!("redline coordinate: {line}"));
-                    }
+                    v.model().log(line.clone());
+                    held.push(format!("redline coordinate: {line}"));
                     return;
                 }
                 if tty {

@@ -448,7 +448,7 @@ pub fn run(a: FindArgs) -> Exit {
         if let Some(v) = &view {
             v.model().begin(
                 format!(
-                    "step {n} (at most {}): {} req/s, {warm_s}s warm-up then {measured_s}s measured",
+                    "step {n} of at most {}: {} req/s, {warm_s}s warm-up then {measured_s}s measured",
                     a.max_steps,
                     fmt_rate(rate)
                 ),

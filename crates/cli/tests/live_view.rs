@@ -225,3 +225,115 @@ fn no_tui_keeps_the_progress_line_and_a_piped_stderr_gets_no_view() {
     let e = std::fs::read_to_string(&err).unwrap();
     assert!(!e.contains('\x1b'), "{e:?}");
 }
+
+#[test]
+fn find_shows_its_steps_live_and_prints_them_after() {
+    let Some(tm) = Tmux::start("livefind") else {
+        return;
+    };
+    let Some(ng) = nginx_site("livefind") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/", ng.port);
+    let bin = common::bin();
+    tm.run(
+        "find",
+        &format!(
+            "{bin} find --no-save {url} --slo 'p99<2s' --start-rate 20 --warmup 1s --step-duration 2s --max-steps 2"
+        ),
+    );
+    let s = tm.wait("find", Duration::from_secs(20), |s| {
+        s.contains("step 2 of at most 2: 40.0 req/s") || s.contains("exit=")
+    });
+    assert!(s.contains(&format!("redline find {url}")), "{s}");
+    assert!(s.contains("step 2 of at most 2: 40.0 req/s"), "{s}");
+    // Step 1's line is in the view's log while step 2 runs.
+    assert!(s.lines().any(|l| l.contains("   1         20.0 ")), "{s}");
+    assert!(
+        number_after(&s, "2xx").unwrap_or(0) > 0 || !s.contains("second "),
+        "{s}"
+    );
+    let s = tm.wait("find", Duration::from_secs(30), |s| s.contains("exit="));
+    assert!(s.contains("exit=0"), "{s}");
+    // Once the view is left, the step lines and the answer are on the terminal.
+    let all = tm.history("find");
+    assert!(all.contains("step target req/s"), "{all}");
+    assert!(
+        all.contains("max rate meeting SLO: at least 40.0 req/s"),
+        "{all}"
+    );
+    assert!(!all.contains("Requests/s over time"), "{all}");
+}
+
+/// Kills an agent process on drop.
+struct Agent(std::process::Child);
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn coordinate_shows_the_merged_run_and_q_quits() {
+    let Some(tm) = Tmux::start("livecoord") else {
+        return;
+    };
+    let Some(ng) = nginx_site("livecoord") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/", ng.port);
+    let bin = common::bin();
+    let port = nginx::free_port();
+    tm.run(
+        "coord",
+        &format!(
+            "{bin} coordinate --agents 2 --listen 127.0.0.1:{port} --start-delay 300ms --ready-timeout 20s"
+        ),
+    );
+    let s = tm.wait("coord", Duration::from_secs(20), |s| {
+        s.contains("waiting for 2 agents")
+    });
+    assert!(s.contains("waiting for 2 agents"), "{s}");
+    let coordinator = format!("127.0.0.1:{port}");
+    let _agents: Vec<Agent> = (0..2)
+        .map(|i| {
+            Agent(
+                Command::new(bin)
+                    .args(["agent", "--index", &i.to_string(), "--total", "2"])
+                    .args(["--coordinator", &coordinator, "--"])
+                    .args([url.as_str(), "-d", "30s", "-c", "2"])
+                    .stdin(std::process::Stdio::null())
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .expect("start an agent"),
+            )
+        })
+        .collect();
+    let s = tm.wait("coord", Duration::from_secs(30), |s| {
+        number_after(s, "2xx").unwrap_or(0) > 0 && number_after(s, "agents").is_some()
+    });
+    assert!(
+        s.contains(&format!("redline coordinate on 127.0.0.1:{port}")),
+        "{s}"
+    );
+    assert!(s.contains("q or Ctrl-C: quit at once"), "{s}");
+    assert!(s.contains("agent 1 ready"), "{s}");
+    assert!(number_after(&s, "2xx").unwrap_or(0) > 0, "{s}");
+    assert_eq!(number_after(&s, "agents"), Some(2), "{s}");
+    assert!(number_after(&s, "progress").is_some(), "{s}");
+    // No progress or per-second lines under the view.
+    assert!(!s.contains(" agents, "), "{s}");
+    tm.tmux(&["send-keys", "-t", "coord", "q"]);
+    let s = tm.wait("coord", Duration::from_secs(20), |s| s.contains("exit="));
+    assert!(s.contains("exit=130"), "{s}");
+    let all = tm.history("coord");
+    // The events the view held are printed once it is left.
+    assert!(
+        all.contains("redline coordinate: agent 0 registered"),
+        "{all}"
+    );
+    assert!(!all.contains("Requests/s over time"), "{all}");
+}

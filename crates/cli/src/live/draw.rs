@@ -48,8 +48,8 @@ pub fn draw(f: &mut Frame, m: &Model) {
     rate_chart(f, left, m);
     latency_chart(f, right, m);
     let [now, status, log] = Layout::horizontal([
-        Constraint::Length(34),
-        Constraint::Length(24),
+        Constraint::Length(30),
+        Constraint::Length(22),
         Constraint::Min(20),
     ])
     .areas(bottom);
@@ -64,7 +64,12 @@ fn header(f: &mut Frame, area: Rect, m: &Model) {
     if let Some(s) = m.stage_now() {
         stage = format!("{stage}, {s}");
     }
-    let keys = if m.stopping {
+    let keys = if m.quit_at_once {
+        Span::styled(
+            "q or Ctrl-C: quit at once",
+            Style::default().fg(Color::DarkGray),
+        )
+    } else if m.stopping {
         Span::styled(
             "stopping: in-flight requests get up to 1 s (q or Ctrl-C again: quit at once)",
             Style::default().fg(Color::Yellow),
@@ -210,7 +215,7 @@ fn totals(f: &mut Frame, area: Rect, m: &Model) {
             lines.push(row("  p90", known(s.p90_us)));
             lines.push(row("  p99", known(s.p99_us)));
         }
-        _ => lines.push(row("p50 p90 p99", "after the first second".into())),
+        _ => lines.push(row("p50 p90 p99", "after 1s".into())),
     }
     f.render_widget(
         Paragraph::new(lines).block(Block::bordered().title(" Totals ")),
@@ -230,16 +235,16 @@ fn statuses(f: &mut Frame, area: Rect, m: &Model) {
         .map(|i| {
             Line::from(vec![
                 Span::styled(format!("{}xx", i + 1), Style::default().fg(colors[i])),
-                Span::raw(format!(" {:>14}", redline_report::count(m.status[i]))),
+                Span::raw(format!(" {:>12}", redline_report::count(m.status[i]))),
             ])
         })
         .collect();
     lines.push(Line::from(format!(
-        "err {:>14}",
+        "err {:>12}",
         redline_report::count(m.failed)
     )));
     f.render_widget(
-        Paragraph::new(lines).block(Block::bordered().title(" Status (done seconds) ")),
+        Paragraph::new(lines).block(Block::bordered().title(" Status ")),
         area,
     );
 }

@@ -101,7 +101,8 @@ pub struct LiveView {
 impl LiveView {
     /// Enters the alternate screen and starts the drawing thread; None when
     /// the terminal refuses (the caller keeps the progress line).
-    pub fn start(model: Model, on_quit: OnQuit) -> Option<LiveView> {
+    pub fn start(mut model: Model, on_quit: OnQuit) -> Option<LiveView> {
+        model.quit_at_once = on_quit == OnQuit::Exit;
         HOOK.call_once(|| {
             let prev = std::panic::take_hook();
             std::panic::set_hook(Box::new(move |info| {
@@ -157,9 +158,14 @@ impl LiveView {
                     if let Ok(true) = crossterm::event::poll(wait.max(Duration::from_millis(5))) {
                         if let Ok(ev) = crossterm::event::read() {
                             if is_quit(&ev) {
-                                lock(&m).stopping = true;
+                                let log: Vec<String> = {
+                                    let mut g = lock(&m);
+                                    g.stopping = true;
+                                    let p = g.log_prefix.clone();
+                                    g.log.iter().map(|l| format!("{p}{l}")).collect()
+                                };
                                 last_draw = None;
-                                quit(on_quit);
+                                quit(on_quit, &log);
                             } else if matches!(ev, crossterm::event::Event::Resize(..)) {
                                 let _ = term.autoresize();
                                 last_draw = None;
@@ -216,11 +222,16 @@ fn is_quit(ev: &crossterm::event::Event) -> bool {
     }
 }
 
-fn quit(on_quit: OnQuit) {
+/// `log`: the view's log lines, printed when it quits at once (they would
+/// have been on the terminal without it).
+fn quit(on_quit: OnQuit, log: &[String]) {
     match on_quit {
         OnQuit::Interrupt => crate::cli::interrupt(),
         OnQuit::Exit => {
             restore();
+            for l in log {
+                eprintln!("{l}");
+            }
             eprintln!("redline: interrupted");
             std::process::exit(crate::exit::Exit::Interrupted.code());
         }

@@ -79,6 +79,10 @@ pub struct Model {
     pub log: VecDeque<String>,
     /// Ctrl-C or `q` was pressed: the run is stopping.
     pub stopping: bool,
+    /// `q` and Ctrl-C quit at once (no graceful stop: `coordinate`).
+    pub quit_at_once: bool,
+    /// Put before each log line printed when the view quits at once.
+    pub log_prefix: String,
     /// The last snapshot (elapsed s, completed), for the rate.
     last: Option<(f64, u64)>,
     /// How many of the engine's series points were taken.
@@ -107,6 +111,8 @@ impl Model {
         let (title, stopping) = (std::mem::take(&mut self.title), self.stopping);
         *self = Model {
             title,
+            quit_at_once: self.quit_at_once,
+            log_prefix: std::mem::take(&mut self.log_prefix),
             stage: stage.into(),
             stages,
             planned_duration_s,
