@@ -146,7 +146,16 @@ impl LiveView {
                 while !d.load(Ordering::SeqCst) && active() {
                     if last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
                         // The model is copied under its lock, drawn outside it.
-                        let snap = lock(&m).clone();
+                        let snap = {
+                            let mut g = lock(&m);
+                            // A signal or --abort-on-fail stopped the run.
+                            if on_quit == OnQuit::Interrupt
+                                && crate::cli::stop_handle().is_stopped()
+                            {
+                                g.stopping = true;
+                            }
+                            g.clone()
+                        };
                         let g = TERM.lock().unwrap_or_else(|p| p.into_inner());
                         if active() {
                             let _ = term.draw(|f| draw::draw(f, &snap));
