@@ -165,7 +165,10 @@ fn live_view_shows_the_run_and_q_prints_the_report_interrupted() {
     let pct = number_after(&s, "progress").unwrap();
     assert!((1..100).contains(&pct), "progress {pct}%:\n{s}");
     assert!(number_after(&s, "req/s now").unwrap_or(0) > 0, "{s}");
-    assert_eq!(number_after(&s, "open conns"), Some(4), "{s}");
+    // nginx closes a connection after 1000 requests (keepalive_requests): one
+    // may be reopening at the moment of the snapshot.
+    let open = number_after(&s, "open conns").unwrap_or(0);
+    assert!((1..=4).contains(&open), "open conns {open}:\n{s}");
     // No progress line under the view.
     assert!(!s.contains("req/s now,"), "{s}");
 
