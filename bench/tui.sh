@@ -113,4 +113,7 @@ med = {v: (statistics.median(x[0] for x in rows[v]), statistics.median(x[2] for 
 print()
 print(f"median req/s: live view {med['tui'][0]:,.0f}, --no-tui {med['notui'][0]:,.0f} (ratio {med['tui'][0] / med['notui'][0]:.3f})")
 print(f"median req per client CPU-s: live view {med['tui'][1]:,.0f}, --no-tui {med['notui'][1]:,.0f} (ratio {med['tui'][1] / med['notui'][1]:.3f})")
+ratios = [t[2] / n[2] for t, n in zip(rows["tui"], rows["notui"])]
+print("per-round ratio of req per client CPU-s (live view / --no-tui): " + ", ".join(f"{r:.2f}" for r in ratios)
+      + f"; median {statistics.median(ratios):.2f}")
 EOF

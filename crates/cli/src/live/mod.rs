@@ -173,11 +173,10 @@ impl LiveView {
                                     let p = g.log_prefix.clone();
                                     g.log.iter().map(|l| format!("{p}{l}")).collect()
                                 };
-                                last_draw = None;
                                 quit(on_quit, &log);
                             } else if matches!(ev, crossterm::event::Event::Resize(..)) {
+                                // Drawn at the next frame (never more than 10 a second).
                                 let _ = term.autoresize();
-                                last_draw = None;
                             }
                         }
                     }
