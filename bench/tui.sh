@@ -12,7 +12,7 @@
 #
 # Environment (optional): REDLINE (default target/release/redline),
 # DURATION (5), CONNS (50), ROUNDS (5), SERVER_CPU/CLIENT_CPU (0/1),
-# NGINX (nginx), PAUSE (1 s between runs).
+# NGINX_BIN (nginx; not NGINX, which nginx itself reads), PAUSE (1 s between runs).
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -23,12 +23,12 @@ CONNS=${CONNS:-50}
 ROUNDS=${ROUNDS:-5}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
-NGINX=${NGINX:-nginx}
+NGINX_BIN=${NGINX_BIN:-nginx}
 PAUSE=${PAUSE:-1}
 
 die() { echo "[bench] error: $*" >&2; exit 1; }
 [[ -x $REDLINE ]] || die "$REDLINE not found (cargo build --release -p redline)"
-for need in tmux taskset python3 "$NGINX"; do
+for need in tmux taskset python3 "$NGINX_BIN"; do
     command -v "$need" >/dev/null 2>&1 || die "'$need' not found"
 done
 [[ -x /usr/bin/time ]] || die "/usr/bin/time not found (Debian package 'time')"
@@ -66,7 +66,7 @@ http {
     server { listen 127.0.0.1:$PORT; root $TMP/html; }
 }
 EOF
-taskset -c "$SERVER_CPU" "$NGINX" -p "$TMP" -e "$TMP/logs/error.log" -c "$TMP/nginx.conf" &
+taskset -c "$SERVER_CPU" "$NGINX_BIN" -p "$TMP" -e "$TMP/logs/error.log" -c "$TMP/nginx.conf" &
 NGINX_PID=$!
 for _ in $(seq 50); do
     (echo >"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && break
@@ -79,6 +79,9 @@ one() { # name flags...
     local name=$1; shift
     local line="taskset -c $CLIENT_CPU /usr/bin/time -o $TMP/$name.time -f '%U %S' $REDLINE run --no-save -c $CONNS -d ${DURATION}s -o json $* $URL >$TMP/$name.json; echo \$? >$TMP/$name.rc"
     tmux -L "$SOCK" -f /dev/null new-session -d -s "$name" -x 120 -y 40 "env TERM=xterm-256color sh -c \"$line\""
+    # Mid-run, what the terminal shows (the view, or the progress line).
+    sleep "$(awk "BEGIN { print $DURATION / 2 }")"
+    tmux -L "$SOCK" capture-pane -p -t "$name" >"$TMP/$name.screen" 2>/dev/null || true
     for _ in $(seq $((DURATION * 10 + 300))); do
         [[ -s $TMP/$name.rc ]] && break
         sleep 0.1
@@ -102,6 +105,10 @@ print("|---|---|---|---|---|")
 for r in range(1, rounds + 1):
     for v in ("tui", "notui"):
         rec = json.load(open(f"{tmp}/{v}-{r}.json"))
+        screen = open(f"{tmp}/{v}-{r}.screen").read()
+        shown = "Requests/s over time" in screen if v == "tui" else "req/s now," in screen
+        if not shown:
+            sys.exit(f"round {r} ({v}): the terminal did not show what it should:\n{screen}")
         done = rec["counters"]["completed"]
         u, s = map(float, open(f"{tmp}/{v}-{r}.time").read().split()[-2:])
         rps = done / rec["duration_s"]
