@@ -143,24 +143,33 @@ impl LiveView {
             .name("redline-live".into())
             .spawn(move || {
                 let mut last_draw: Option<Instant> = None;
+                // The model's change count last drawn (None: draw the next frame).
+                let mut drawn: Option<u64> = None;
                 while !d.load(Ordering::SeqCst) && active() {
                     if last_draw.is_none_or(|t| t.elapsed() >= FRAME) {
-                        // The model is copied under its lock, drawn outside it.
+                        // The model is copied under its lock, drawn outside
+                        // it, and only when it changed (snapshots come about
+                        // every 250 ms: about 4 frames a second).
                         let snap = {
                             let mut g = lock(&m);
                             // A signal or --abort-on-fail stopped the run.
                             if on_quit == OnQuit::Interrupt
+                                && !g.stopping
                                 && crate::cli::stop_handle().is_stopped()
                             {
                                 g.stopping = true;
+                                g.changes += 1;
                             }
-                            g.clone()
+                            (drawn != Some(g.changes)).then(|| g.clone())
                         };
-                        let g = TERM.lock().unwrap_or_else(|p| p.into_inner());
-                        if active() {
-                            let _ = term.draw(|f| draw::draw(f, &snap));
+                        if let Some(snap) = snap {
+                            let g = TERM.lock().unwrap_or_else(|p| p.into_inner());
+                            if active() {
+                                let _ = term.draw(|f| draw::draw(f, &snap));
+                            }
+                            drop(g);
+                            drawn = Some(snap.changes);
                         }
-                        drop(g);
                         last_draw = Some(Instant::now());
                     }
                     let wait = FRAME.saturating_sub(last_draw.map_or(FRAME, |t| t.elapsed()));
@@ -170,6 +179,7 @@ impl LiveView {
                                 let log: Vec<String> = {
                                     let mut g = lock(&m);
                                     g.stopping = true;
+                                    g.changes += 1;
                                     let p = g.log_prefix.clone();
                                     g.log.iter().map(|l| format!("{p}{l}")).collect()
                                 };
@@ -177,6 +187,7 @@ impl LiveView {
                             } else if matches!(ev, crossterm::event::Event::Resize(..)) {
                                 // Drawn at the next frame (never more than 10 a second).
                                 let _ = term.autoresize();
+                                drawn = None;
                             }
                         }
                     }

@@ -83,6 +83,8 @@ pub struct Model {
     pub quit_at_once: bool,
     /// Put before each log line printed when the view quits at once.
     pub log_prefix: String,
+    /// Counts changes: the drawing thread draws only when it moved.
+    pub changes: u64,
     /// The last snapshot (elapsed s, completed), for the rate.
     last: Option<(f64, u64)>,
     /// How many of the engine's series points were taken.
@@ -113,6 +115,7 @@ impl Model {
             title,
             quit_at_once: self.quit_at_once,
             log_prefix: std::mem::take(&mut self.log_prefix),
+            changes: self.changes + 1,
             stage: stage.into(),
             stages,
             planned_duration_s,
@@ -139,6 +142,7 @@ impl Model {
             }
         }
         self.last = Some((elapsed_s, completed));
+        self.changes += 1;
         self.elapsed_s = elapsed_s;
         self.completed = completed;
         self.failed = failed;
@@ -154,6 +158,7 @@ impl Model {
 
     /// One finished second (from a snapshot's series or a coordinator).
     pub fn push_second(&mut self, s: Second) {
+        self.changes += 1;
         for (a, b) in self.status.iter_mut().zip(s.status) {
             *a = a.saturating_add(b);
         }
@@ -165,6 +170,7 @@ impl Model {
 
     /// A line for the log panel (steps, events).
     pub fn log(&mut self, line: impl Into<String>) {
+        self.changes += 1;
         if self.log.len() == MAX_LOG {
             self.log.pop_front();
         }
