@@ -4,7 +4,8 @@
 //!
 //! The engine never waits for it: the engine's progress callback (about
 //! every 250 ms) only copies the snapshot into a [`Model`] behind a mutex;
-//! a thread of its own draws at most 10 times a second and reads the keys.
+//! a thread of its own draws at most 10 times a second, and only when the
+//! model changed (about 4 times a second), and reads the keys.
 //! `q` and Ctrl-C do what Ctrl-C does without the view
 //! ([`crate::cli::interrupt`]: the first stops the run gracefully and the
 //! report is printed marked interrupted, the second quits at once); for
