@@ -264,6 +264,7 @@ pub(crate) fn run_dropin(plan: &Plan, report: TextReport, progress: Option<Progr
         output: Output::Text,
         quiet: true,
         junit: None,
+        no_tui: true,
     };
     let hooks = Hooks {
         report: Some(report),
@@ -339,15 +340,22 @@ pub(crate) fn stop_handle() -> Arc<StopHandle> {
 }
 
 pub(crate) fn install_ctrlc() {
-    let stop = STOP.get_or_init(StopHandle::new).clone();
-    let _ = ctrlc::set_handler(move || {
-        if INTERRUPTS.fetch_add(1, Ordering::SeqCst) == 0 {
+    let _ = ctrlc::set_handler(interrupt);
+}
+
+/// What Ctrl-C does (and `q` or Ctrl-C in the live view): the first stops
+/// the run gracefully, the second quits at once (the terminal put back).
+pub(crate) fn interrupt() {
+    if INTERRUPTS.fetch_add(1, Ordering::SeqCst) == 0 {
+        // The live view says "stopping" itself.
+        if !crate::live::active() {
             eprintln!("\nredline: stopping (in-flight requests get up to 1 s); Ctrl-C again to quit at once");
-            stop.stop();
-        } else {
-            std::process::exit(Exit::Interrupted.code());
         }
-    });
+        stop_handle().stop();
+    } else {
+        crate::live::restore();
+        std::process::exit(Exit::Interrupted.code());
+    }
 }
 
 /// Entry point; returns the process exit code.
@@ -570,6 +578,24 @@ fn run_repeated(
     code
 }
 
+/// The live view's model of a run of `plan`: its target, planned end and stages.
+pub(crate) fn live_model(plan: &Plan, stage: &str) -> crate::live::Model {
+    let mut m = crate::live::Model::new(format!(
+        "redline {stage} {}",
+        redline_report::escape::clean(&plan.target.display)
+    ));
+    let (requests, duration) = match &plan.load {
+        redline_engine::Load::Closed {
+            requests, duration, ..
+        }
+        | redline_engine::Load::Open {
+            requests, duration, ..
+        } => (*requests, duration.map(|d| d.as_secs_f64())),
+    };
+    m.begin(stage, duration, requests, plan.config.stages.clone());
+    m
+}
+
 fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
     // First, while the process has one thread (growing the descriptor table
     // later waits for an RCU grace period per growth).
@@ -626,7 +652,14 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         },
         None => None,
     };
-    let show_progress = !out.quiet && std::io::stderr().is_terminal();
+    // The live view on a terminal (--no-tui, -q or a pipe: the progress line or nothing).
+    let view = match !out.quiet && crate::live::wanted(out.no_tui) {
+        true => {
+            crate::live::LiveView::start(live_model(plan, "run"), crate::live::OnQuit::Interrupt)
+        }
+        false => None,
+    };
+    let show_progress = !out.quiet && view.is_none() && std::io::stderr().is_terminal();
     let mut last: Option<Snapshot> = None;
     let mut last_print = Duration::ZERO;
     let mut aborted: Option<String> = None;
@@ -650,10 +683,49 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         ages.sort();
         ages.dedup();
     }
-    let result =
-        redline_engine::execute_watching(plan, &stop, &ages, |s, series, overdue, requests| {
-            if let Some(l) = live.as_mut() {
-                l.snapshot(s);
+    let result = redline_engine::execute_watching(plan, &stop, &ages, |s, series, overdue, requests| {
+        if let Some(l) = live.as_mut() {
+            l.snapshot(s);
+        }
+        if let Some(l) = seconds.as_mut() {
+            l.push(s.elapsed, series);
+        }
+        if let Some(e) = &exporter {
+            e.update(s, series, requests);
+        }
+        if let Some(p) = &hooks.progress {
+            p(s);
+        }
+        if let Some(v) = &view {
+            let e = s.elapsed.as_secs_f64();
+            v.model()
+                .snapshot(e, s.completed, s.failed, Some(s.open), series);
+        }
+        if hooks.abort_on_fail && aborted.is_none() {
+            let so_far = redline_report::thresholds::SoFar {
+                elapsed_s: s.elapsed.as_secs_f64(),
+                failed: s.failed,
+                series,
+                planned_requests,
+                planned_duration_s,
+            };
+            let unanswered = |t: &redline_report::thresholds::Threshold| {
+                age_of(t)
+                    .and_then(|a| ages.iter().position(|x| *x == a))
+                    .and_then(|k| overdue.get(k).copied())
+                    .unwrap_or(0)
+            };
+            if let Some(why) = redline_report::thresholds::hopeless_counting(
+                &hooks.thresholds,
+                &so_far,
+                unanswered,
+            ) {
+                if let Some(v) = &view {
+                    v.model().log(format!("aborting: {why}"));
+                }
+                aborted = Some(why);
+                // The same path as Ctrl-C: sending stops, in-flight requests get the grace.
+                stop.stop();
             }
             if let Some(l) = seconds.as_mut() {
                 l.push(s.elapsed, series);
@@ -711,6 +783,8 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
     if show_progress {
         eprint!("\r\x1b[K");
     }
+    // The alternate screen is left before anything else is printed.
+    drop(view);
     let mut rec = match result {
         Ok(r) => r,
         Err(e) => return fail(Exit::Failure, e),

@@ -303,9 +303,12 @@ pub struct CoordinateArgs {
     /// Also write the merged run record (JSON) to FILE.
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
-    /// No event or progress lines on stderr.
+    /// No event or progress lines on stderr, and no live view.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// No live view on a terminal: the event and progress lines instead.
+    #[arg(long = "no-tui")]
+    no_tui: bool,
     /// The shared token agents must prove they know (required unless --listen is a loopback address; default: REDLINE_TOKEN) (an HMAC of it, never the
     /// token itself, crosses the network). Prefer --token-file or the
     /// REDLINE_TOKEN environment variable: a flag shows in `ps`.
@@ -581,6 +584,21 @@ fn cmd_coordinate(a: CoordinateArgs) -> Exit {
         token,
         tls,
     };
+    // The live view on a terminal: events go to its log and are printed
+    // once it is left (q or Ctrl-C quit at once, as Ctrl-C always did here).
+    let view = match !a.quiet && crate::live::wanted(a.no_tui) {
+        true => crate::live::LiveView::start(
+            {
+                let mut m = crate::live::Model::new(format!("redline coordinate on {addr}"));
+                m.stage = format!("waiting for {} agents", a.agents);
+                m.log_prefix = "redline coordinate: ".into();
+                m
+            },
+            crate::live::OnQuit::Exit,
+        ),
+        false => None,
+    };
+    let mut held: Vec<String> = Vec::new();
     let tty = std::io::stderr().is_terminal();
     let quiet = a.quiet;
     let thresholds = a.thresholds.clone();
@@ -603,6 +621,35 @@ fn cmd_coordinate(a: CoordinateArgs) -> Exit {
         &cfg,
         |ev| {
             use coordinator::Event::*;
+            if let Some(v) = &view {
+                let mut m = v.model();
+                match ev {
+                    Starting(_) => m.begin("running", None, None, None),
+                    Progress(t, c, f, n) => {
+                        m.snapshot(*t, *c, *f, None, &[]);
+                        m.agents = Some(*n);
+                    }
+                    Second(x) => {
+                        m.planned_duration_s = x.planned_duration_s;
+                        m.planned_requests = x.planned_requests;
+                        m.push_second(crate::live::Second {
+                            t: x.t,
+                            requests: x.requests,
+                            errors: x.errors,
+                            p50_us: x.p50_us,
+                            p90_us: x.p90_us,
+                            p99_us: x.p99_us,
+                            status: x.status_classes,
+                        });
+                    }
+                    Stopping(why) => m.stage = format!("stopping every agent: {why}"),
+                    _ => {}
+                }
+                // Totals and seconds are the screen's; events go to its log below.
+                if matches!(ev, Progress(..) | Second(_)) {
+                    return;
+                }
+            }
             let line = match ev {
                 Registered(i, h) => format!("agent {i} registered ({h})"),
                 Refused(r) => format!("refused an agent: {r}"),
@@ -642,6 +689,11 @@ fn cmd_coordinate(a: CoordinateArgs) -> Exit {
             };
             // A lost agent and an early stop are always said, even with -q.
             if !quiet || matches!(ev, Lost(..) | Stopping(_)) {
+                if let Some(v) = &view {
+                    v.model().log(line.clone());
+                    held.push(format!("redline coordinate: {line}"));
+                    return;
+                }
                 if tty {
                     eprint!("\r\x1b[K");
                 }
@@ -650,6 +702,11 @@ fn cmd_coordinate(a: CoordinateArgs) -> Exit {
         },
         judge,
     );
+    // The view is left, then the events it held are printed.
+    drop(view);
+    for l in held {
+        eprintln!("{l}");
+    }
     let out = match result {
         Ok(o) => o,
         Err(coordinator::Error::NotReady(m)) => return fail(Exit::Failure, m),
@@ -1461,6 +1518,7 @@ fn cmd_k8s_pod(a: K8sPodArgs) -> Exit {
             output: RecordFormat::Json,
             record: None,
             quiet: true,
+            no_tui: true,
             // REDLINE_TOKEN, from the Secret `redline k8s` wrote.
             token: None,
             token_file: None,

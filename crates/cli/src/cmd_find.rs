@@ -39,7 +39,7 @@
 use crate::exit::{fail, Exit};
 use crate::flags::{plan_args, ConnectionArgs, ProtocolArgs, RequestArgs};
 use clap::{Args, ValueEnum};
-use redline_engine::{execute, parse_duration, Plan};
+use redline_engine::{execute_with_series, parse_duration, Plan};
 use redline_report::thresholds::{check, Outcome, Threshold};
 use redline_stats::{Hist, RunRecord};
 use std::io::Write;
@@ -92,9 +92,12 @@ pub struct FindArgs {
         help_heading = "Output"
     )]
     output: FindOutput,
-    /// No step lines on stderr with --output json.
+    /// No step lines on stderr with --output json, and no live view.
     #[arg(short = 'q', long = "quiet", help_heading = "Output")]
     quiet: bool,
+    /// No live view on a terminal: the step lines as they come instead.
+    #[arg(long = "no-tui", help_heading = "Output")]
+    no_tui: bool,
     /// Also write a JUnit XML report to FILE: one test case, the SLO verdict (capacity in system-out).
     #[arg(long = "junit", value_name = "FILE", help_heading = "Output")]
     junit: Option<std::path::PathBuf>,
@@ -368,12 +371,41 @@ pub fn run(a: FindArgs) -> Exit {
     crate::cli::install_ctrlc();
     let stop = crate::cli::stop_handle();
     let text = a.output == FindOutput::Text;
-    let say = |l: &str| {
+    // The live view on a terminal: step lines go to its log and are printed
+    // (where they would have gone) once it is left.
+    let view = match !a.quiet && crate::live::wanted(a.no_tui) {
+        true => crate::live::LiveView::start(
+            crate::live::Model::new(format!(
+                "redline find {}",
+                redline_report::escape::clean(&url)
+            )),
+            crate::live::OnQuit::Interrupt,
+        ),
+        false => None,
+    };
+    // Lines held while the view is up: (for stderr, text).
+    let held: std::cell::RefCell<Vec<(bool, String)>> = Default::default();
+    let hold = |to_stderr: bool, l: &str| -> bool {
+        match &view {
+            Some(v) => {
+                v.model().log(l);
+                held.borrow_mut().push((to_stderr, l.to_string()));
+                true
+            }
+            None => false,
+        }
+    };
+    let say_now = |l: &str| {
         if text {
             println!("{l}");
             let _ = std::io::stdout().flush();
         } else if !a.quiet {
             eprintln!("{l}");
+        }
+    };
+    let say = |l: &str| {
+        if !hold(false, l) {
+            say_now(l);
         }
     };
     let slo_text: Vec<String> = a.slo.0.iter().map(|t| t.text.clone()).collect();
@@ -402,30 +434,63 @@ pub fn run(a: FindArgs) -> Exit {
         }
         let plan = match build(rate) {
             Ok(p) => p,
-            Err(e) => return fail(Exit::Usage, e),
+            Err(e) => {
+                crate::live::restore();
+                return fail(Exit::Usage, e);
+            }
         };
         let watch = match crate::cmd_server::before_run(&a.watch) {
             Ok(w) => w,
-            Err(e) => return fail(Exit::Usage, e),
+            Err(e) => {
+                crate::live::restore();
+                return fail(Exit::Usage, e);
+            }
         };
-        let mut rec = match execute(&plan, &stop, |_| {}) {
+        let n = steps.len() as u32 + 1;
+        if let Some(v) = &view {
+            v.model().begin(
+                format!(
+                    "step {n} of at most {}: {} req/s, {warm_s}s warm-up then {measured_s}s measured",
+                    a.max_steps,
+                    fmt_rate(rate)
+                ),
+                Some(step_len.as_secs_f64()),
+                None,
+                None,
+            );
+        }
+        let result = execute_with_series(&plan, &stop, |s, series| {
+            if let Some(v) = &view {
+                let e = s.elapsed.as_secs_f64();
+                v.model()
+                    .snapshot(e, s.completed, s.failed, Some(s.open), series);
+            }
+        });
+        let mut rec = match result {
             Ok(r) => r,
-            Err(e) => return fail(Exit::Failure, e),
+            Err(e) => {
+                crate::live::restore();
+                return fail(Exit::Failure, e);
+            }
         };
         // The watch and status page attached, and the step diagnosed.
         crate::cmd_server::after_run(watch, &mut rec);
-        let n = steps.len() as u32 + 1;
         rec.note = Some(format!("redline find: step {n}, {} req/s", fmt_rate(rate)));
         match crate::cmd_history::after_run(&a.save, &mut rec) {
             Ok(lines) => {
                 if text || !a.quiet {
                     for l in lines {
-                        eprintln!("{l}");
+                        if !hold(true, &l) {
+                            eprintln!("{l}");
+                        }
                     }
                 }
             }
             Err(e) => {
-                eprintln!("redline: error: {e}");
+                let l = format!("redline: error: {e}");
+                if !hold(true, &l) {
+                    eprintln!("{l}");
+                }
                 side_failed = true;
             }
         }
@@ -496,6 +561,15 @@ pub fn run(a: FindArgs) -> Exit {
             break "max_steps";
         }
     };
+    // The view is left, then the lines it held are printed where they belong.
+    drop(view);
+    for (to_stderr, l) in held.take() {
+        if to_stderr {
+            eprintln!("{l}");
+        } else {
+            say_now(&l);
+        }
+    }
     let answer = match (pass, failed) {
         (Some(p), Some(f)) => format!(
             "max rate meeting SLO: {} req/s (between {} and {} req/s)",

@@ -87,8 +87,8 @@ impl Exit {
                  `find`: no step met the SLO)"
             }
             Exit::Interrupted => {
-                "interrupted by Ctrl-C (the report is still printed, marked *interrupted*; \
-                 a second Ctrl-C quits at once)"
+                "interrupted by Ctrl-C, or `q`/Ctrl-C in the live view (the report is still \
+                 printed, marked *interrupted*; a second Ctrl-C quits at once)"
             }
         }
     }

@@ -8,7 +8,7 @@
 //! - [`LoadArgs`]: how much and when (`-n -d -r --arrival --stages …`; `run` only:
 //!   `find` chooses the rate and duration of each step itself);
 //! - [`ThresholdArgs`]: `--threshold` and `--abort-on-fail`;
-//! - [`OutArgs`]: the report format and the progress line.
+//! - [`OutArgs`]: the report format, the live view and the progress line.
 //!
 //! [`plan_args`] turns the first three into the engine's `PlanArgs` (syntax
 //! only; `Plan::build` checks the meaning), so every command builds its plan
@@ -241,9 +241,12 @@ pub struct OutArgs {
         default_value = "text"
     )]
     pub output: Output,
-    /// No progress line.
+    /// No live view and no progress line.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    /// No live view on a terminal: the one-line progress instead.
+    #[arg(long = "no-tui")]
+    pub no_tui: bool,
     /// Also write a JUnit XML report to FILE (one test case per --threshold; see "CI reports").
     #[arg(long = "junit", value_name = "FILE")]
     pub junit: Option<std::path::PathBuf>,

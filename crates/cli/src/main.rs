@@ -12,6 +12,7 @@ mod cmd_wrk;
 mod exit;
 mod fail_on;
 mod flags;
+mod live;
 
 fn main() {
     std::process::exit(cli::main().code());

@@ -158,8 +158,19 @@ pub struct LiveSecond {
     pub errors: u64,
     /// The merged histogram's p99, µs (0 when nothing completed).
     pub p99_us: u64,
+    /// The merged histogram's median, µs (0 when nothing completed).
+    pub p50_us: u64,
+    /// The merged histogram's p90, µs (0 when nothing completed).
+    pub p90_us: u64,
+    /// Responses by status class in it, all agents: 1xx, 2xx, 3xx, 4xx, 5xx.
+    pub status_classes: [u64; 5],
     /// How many agents pushed this second.
     pub agents: u64,
+    /// The run's planned length (the longest agent's), when bounded by time:
+    /// for a live display's progress.
+    pub planned_duration_s: Option<f64>,
+    /// The whole run's request count, when every share is bounded by count.
+    pub planned_requests: Option<u64>,
 }
 
 /// How long after its end a second is shown (agents push it within about
@@ -174,6 +185,8 @@ struct SecondAcc {
     hist: Option<redline_stats::Hist>,
     agents: u64,
     p99_us: u64,
+    p50_us: u64,
+    p90_us: u64,
     shown: bool,
 }
 
@@ -210,6 +223,8 @@ impl SecondAcc {
             redline_stats::Hist::with_sigfig(redline_stats::hist::SERIES_SIGFIG)
         });
         self.p99_us = h.percentile(99.0);
+        self.p50_us = h.percentile(50.0);
+        self.p90_us = h.percentile(90.0);
         let mut p = redline_stats::SeriesPoint::new(t, self.requests, self.errors, 0, &h);
         p.status_classes = self.status_classes;
         Some(p)
@@ -222,7 +237,12 @@ impl SecondAcc {
             requests: self.requests,
             errors: self.errors,
             p99_us: self.p99_us,
+            p50_us: self.p50_us,
+            p90_us: self.p90_us,
+            status_classes: self.status_classes,
             agents: self.agents,
+            planned_duration_s: None,
+            planned_requests: None,
         }
     }
 }
@@ -917,7 +937,11 @@ pub fn coordinate_judged(
                 merged_series.push(p);
                 added = true;
             }
-            on_event(&Event::Second(acc.show(t)));
+            on_event(&Event::Second(LiveSecond {
+                planned_duration_s: expected,
+                planned_requests,
+                ..acc.show(t)
+            }));
         }
         // --abort-on-fail: judged on the merged seconds, once per new second.
         if judging && added && stopped.is_none() {
@@ -962,7 +986,11 @@ pub fn coordinate_judged(
     }
     // The seconds pushed at the agents' ends, shown now.
     for (&t, acc) in seconds.iter_mut().filter(|(_, a)| !a.shown) {
-        on_event(&Event::Second(acc.show(t)));
+        on_event(&Event::Second(LiveSecond {
+            planned_duration_s: expected,
+            planned_requests,
+            ..acc.show(t)
+        }));
     }
     let agents: Vec<AgentOutcome> = agents.into_values().collect();
     let mut out = merge_outcome(agents, n);
