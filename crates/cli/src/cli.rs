@@ -683,49 +683,10 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         ages.sort();
         ages.dedup();
     }
-    let result = redline_engine::execute_watching(plan, &stop, &ages, |s, series, overdue, requests| {
-        if let Some(l) = live.as_mut() {
-            l.snapshot(s);
-        }
-        if let Some(l) = seconds.as_mut() {
-            l.push(s.elapsed, series);
-        }
-        if let Some(e) = &exporter {
-            e.update(s, series, requests);
-        }
-        if let Some(p) = &hooks.progress {
-            p(s);
-        }
-        if let Some(v) = &view {
-            let e = s.elapsed.as_secs_f64();
-            v.model()
-                .snapshot(e, s.completed, s.failed, Some(s.open), series);
-        }
-        if hooks.abort_on_fail && aborted.is_none() {
-            let so_far = redline_report::thresholds::SoFar {
-                elapsed_s: s.elapsed.as_secs_f64(),
-                failed: s.failed,
-                series,
-                planned_requests,
-                planned_duration_s,
-            };
-            let unanswered = |t: &redline_report::thresholds::Threshold| {
-                age_of(t)
-                    .and_then(|a| ages.iter().position(|x| *x == a))
-                    .and_then(|k| overdue.get(k).copied())
-                    .unwrap_or(0)
-            };
-            if let Some(why) = redline_report::thresholds::hopeless_counting(
-                &hooks.thresholds,
-                &so_far,
-                unanswered,
-            ) {
-                if let Some(v) = &view {
-                    v.model().log(format!("aborting: {why}"));
-                }
-                aborted = Some(why);
-                // The same path as Ctrl-C: sending stops, in-flight requests get the grace.
-                stop.stop();
+    let result =
+        redline_engine::execute_watching(plan, &stop, &ages, |s, series, overdue, requests| {
+            if let Some(l) = live.as_mut() {
+                l.snapshot(s);
             }
             if let Some(l) = seconds.as_mut() {
                 l.push(s.elapsed, series);
@@ -735,6 +696,11 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
             }
             if let Some(p) = &hooks.progress {
                 p(s);
+            }
+            if let Some(v) = &view {
+                let e = s.elapsed.as_secs_f64();
+                v.model()
+                    .snapshot(e, s.completed, s.failed, Some(s.open), series);
             }
             if hooks.abort_on_fail && aborted.is_none() {
                 let so_far = redline_report::thresholds::SoFar {
@@ -755,6 +721,9 @@ fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
                     &so_far,
                     unanswered,
                 ) {
+                    if let Some(v) = &view {
+                        v.model().log(format!("aborting: {why}"));
+                    }
                     aborted = Some(why);
                     // The same path as Ctrl-C: sending stops, in-flight requests get the grace.
                     stop.stop();
