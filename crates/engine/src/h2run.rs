@@ -390,6 +390,7 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
         peak_open: w.peak_open.get(),
         interrupted,
         requests: w.sc.as_ref().map(|s| s.take_stats()).unwrap_or_default(),
+        journeys: None,
     }
 }
 

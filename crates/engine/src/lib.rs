@@ -24,6 +24,7 @@ pub mod sys;
 mod timer;
 pub mod tls;
 pub mod worker;
+pub mod workload;
 
 pub use plan::{parse_duration, Arrival, Load, Mode, Plan, PlanArgs, PlanError, Protocol};
 pub use run::{execute, execute_watching, execute_with_series, EngineError, Snapshot, StopHandle};

@@ -912,6 +912,12 @@ impl Plan {
             segment,
         };
         if plan.http2 {
+            if let Some(m) = Protocol::Http2.first_unsupported(&plan.modes()) {
+                return Err(usage(format!(
+                    "{} does not run over HTTP/2 yet: drop --http2/--h2c (HTTP/1.1 runs it)",
+                    m.flag()
+                )));
+            }
             // The request must also be expressible in HTTP/2 (e.g. no control
             // characters in header values): a usage error, before any traffic.
             crate::h2run::prepare(&plan).map_err(PlanError::Invalid)?;
@@ -1024,6 +1030,8 @@ pub enum Mode {
     RateStages,
     /// `-L/--follow-redirects`.
     FollowRedirects,
+    /// `--scenario` in session mode with `--rate`: open-loop journeys.
+    Journeys,
 }
 
 impl Mode {
@@ -1034,6 +1042,7 @@ impl Mode {
             Mode::Stages => "--stages",
             Mode::RateStages => "--rate-stages",
             Mode::FollowRedirects => "-L/--follow-redirects",
+            Mode::Journeys => "--rate with a session scenario (open-loop journeys)",
         }
     }
 }
@@ -1045,6 +1054,7 @@ impl Protocol {
     pub fn supports(self, mode: Mode) -> bool {
         match (self, mode) {
             (Protocol::Http1, _) => true,
+            (Protocol::Http2, Mode::Journeys) => false,
             (Protocol::Http2, _) => true,
         }
     }
@@ -1097,6 +1107,9 @@ impl Plan {
         }
         if self.follow.is_some() {
             m.push(Mode::FollowRedirects);
+        }
+        if crate::workload::journeys(self) {
+            m.push(Mode::Journeys);
         }
         m
     }

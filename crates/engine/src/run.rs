@@ -290,6 +290,11 @@ pub fn execute_watching(
         peak_open += r.peak_open;
         rec.interrupted |= r.interrupted;
         redline_stats::requests::merge_requests(&mut rec.requests, &r.requests);
+        match (&mut rec.journeys, &r.journeys) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => rec.journeys = Some(b.clone()),
+            _ => {}
+        }
         r.recorder.finish_into(&mut rec, r.end);
     }
     rec.counters.length_differs = length_differs;
@@ -329,6 +334,10 @@ fn schedule_of(
     threads: u64,
 ) -> crate::overdue::Schedule {
     use crate::overdue::Schedule;
+    if crate::workload::journeys(plan) {
+        // Journeys' later steps follow answers and think times, not the pacer.
+        return Schedule::Unknown;
+    }
     if let Some(p) = pacer {
         return Schedule::Open(p.clone());
     }

@@ -4,8 +4,41 @@
 //! sample count, mean, p50, p95 and p99.
 
 use crate::{count, dur_us};
-use redline_stats::{Hist, RunRecord};
+use redline_stats::{Hist, Journeys, RunRecord};
 use std::fmt::Write;
+
+/// The journeys line of an open-loop session run: how many arrived,
+/// started, completed, were abandoned (and why), were in flight at the end
+/// or never started; then the completed journeys' durations.
+pub fn journeys_text(j: &Journeys) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Journeys:         {} arrived, {} started, {} completed, {} abandoned \
+         ({} failed check, {} error, {} stopped), {} in flight at end, {} not started",
+        count(j.arrived),
+        count(j.started),
+        count(j.completed),
+        count(j.abandoned),
+        count(j.abandoned_check),
+        count(j.abandoned_error),
+        count(j.abandoned_stop),
+        count(j.in_flight_at_end),
+        count(j.not_started),
+    );
+    if !j.duration.is_empty() {
+        let d = &j.duration;
+        let _ = writeln!(
+            o,
+            "Journey time:     mean {}, p50 {}, p95 {}, p99 {} (intended start to last answer)",
+            dur_us(d.mean()),
+            dur_us(d.percentile(50.0) as f64),
+            dur_us(d.percentile(95.0) as f64),
+            dur_us(d.percentile(99.0) as f64),
+        );
+    }
+    o
+}
 
 /// The per-request section of the text report (empty for plain runs).
 pub fn text(rec: &RunRecord) -> String {
@@ -15,6 +48,9 @@ pub fn text(rec: &RunRecord) -> String {
     }
     if let Some(s) = &rec.config.scenario {
         let _ = writeln!(o, "Scenario:         {s}");
+    }
+    if let Some(j) = &rec.journeys {
+        o.push_str(&journeys_text(j));
     }
     let w = rec
         .requests

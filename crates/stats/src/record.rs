@@ -535,6 +535,10 @@ pub struct RunRecord {
     /// Scenario runs: the numbers of each named request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requests: Vec<crate::requests::RequestStats>,
+    /// Open-loop sessions: how the journeys ended (`--scenario` in session
+    /// mode with `--rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journeys: Option<crate::requests::Journeys>,
     /// Per stage (or step) of a `--stages` run, from the per-second series.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<crate::stages::StageSummary>,
@@ -631,6 +635,7 @@ impl RunRecord {
             server_config: None,
             diagnosis: None,
             requests: Vec::new(),
+            journeys: None,
             stages: Vec::new(),
             knee: None,
             scheduled_start: None,
@@ -847,6 +852,11 @@ impl AddAssign<&RunRecord> for RunRecord {
             self.server_status = o.server_status.clone();
         }
         crate::requests::merge_requests(&mut self.requests, &o.requests);
+        match (&mut self.journeys, &o.journeys) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.journeys = Some(b.clone()),
+            _ => {}
+        }
         // Stage plans add up like the load; summaries and the knee are then
         // recomputed from the merged series, so the merge stays exact.
         match (&mut self.config.stages, &o.config.stages) {

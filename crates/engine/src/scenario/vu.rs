@@ -4,7 +4,8 @@
 use super::*;
 
 impl Scenario {
-    /// Handles a complete response to request `r`: cookies, extraction, checks.
+    /// Handles a complete response to request `r`: cookies, extraction,
+    /// checks. False when a check failed.
     pub fn on_response(
         &self,
         r: usize,
@@ -13,7 +14,7 @@ impl Scenario {
         latency: Duration,
         cap: Option<&Capture>,
         stats: &mut RequestStats,
-    ) {
+    ) -> bool {
         let q = &self.requests[r];
         let empty = Capture::default();
         let cap = cap.unwrap_or(&empty);
@@ -85,6 +86,7 @@ impl Scenario {
         if any_failed {
             stats.failed_checks += 1;
         }
+        !any_failed
     }
 
     /// `--follow-redirects`: the cookies of a hop of request `r` from
@@ -226,6 +228,8 @@ pub struct Vu {
     /// `--follow-redirects`: the host the final response came from, when the
     /// request was redirected (its cookies belong to that host).
     pub redirected_from: Option<String>,
+    /// Open-loop sessions: the journey this user is walking.
+    pub journey: Option<crate::workload::Journey>,
     pub(super) buf: Vec<u8>,
     pub(super) scratch: Vec<u8>,
 }
@@ -244,6 +248,7 @@ impl Vu {
             think: None,
             sleeping: false,
             redirected_from: None,
+            journey: None,
             buf: Vec::new(),
             scratch: Vec::new(),
         }
