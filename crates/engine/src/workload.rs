@@ -314,3 +314,134 @@ enum Abandon {
     Error,
     Stop,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{file, CompileArgs};
+    use std::path::Path;
+
+    fn session(steps: usize, think: &str) -> Arc<Scenario> {
+        let mut text = format!("mode = \"session\"\nthink = \"{think}\"\n");
+        for k in 0..steps {
+            text.push_str(&format!(
+                "[[step]]\nname = \"s{k}\"\npath = \"/{k}\"\ncheck = {{ status = 200 }}\n"
+            ));
+        }
+        let f = file::parse(&text, "t.toml").unwrap();
+        let s = Scenario::compile(CompileArgs {
+            path: Path::new("t.toml"),
+            file: &f,
+            text: &text,
+            base: "http://127.0.0.1:9",
+            allow_paths: false,
+            tls: &crate::tls::TlsArgs::default(),
+            http10: false,
+            cli_headers: &[],
+            timeout: Duration::from_secs(1),
+        })
+        .unwrap();
+        Arc::new(s)
+    }
+
+    fn answer(status: u16, at: Instant) -> Ended<'static> {
+        Ended::Answer {
+            status,
+            timing: Timing {
+                intended: at,
+                sent: at,
+                first_byte: at,
+                done: at,
+            },
+            capture: None,
+        }
+    }
+
+    #[test]
+    fn a_journeys_steps_are_intended_at_its_start_plus_the_think_times_before_them() {
+        let s = session(3, "100ms");
+        let mut load = ScenarioLoad::new(s.clone(), 0, 1, 7, true);
+        let mut vu = s.new_vu(0);
+        let t0 = Instant::now();
+        load.arrived();
+        load.begin_journey(&mut vu, t0);
+        assert_eq!(load.next(&mut vu), 0);
+        // However late the answer, the next step is meant for start + think.
+        let then = load.ended(&mut vu, answer(200, t0 + Duration::from_secs(5)));
+        assert_eq!(
+            then,
+            Then::Step {
+                think: Duration::from_millis(100),
+                intended: t0 + Duration::from_millis(100)
+            }
+        );
+        assert_eq!(load.next(&mut vu), 1);
+        let then = load.ended(&mut vu, answer(200, t0));
+        assert!(
+            matches!(then, Then::Step { intended, .. } if intended == t0 + Duration::from_millis(200))
+        );
+        assert_eq!(load.next(&mut vu), 2);
+        assert_eq!(load.ended(&mut vu, answer(200, t0)), Then::Over);
+        let (_, j) = load.finish();
+        let j = j.unwrap();
+        assert_eq!((j.arrived, j.started, j.completed), (1, 1, 1));
+        assert_eq!(j.duration.count(), 1);
+    }
+
+    /// Random arrivals, answers, failed checks, failures, stops and run
+    /// ends over many seeded runs: every journey ends exactly once.
+    #[test]
+    fn every_journey_ends_exactly_once_under_random_interleavings() {
+        let s = session(3, "0s");
+        for seed in 0..500u64 {
+            let mut rng = SplitMix64(seed);
+            let mut load = ScenarioLoad::new(s.clone(), 0, 1, seed, true);
+            let mut slots: Vec<Vu> = (0..4).map(|i| s.new_vu(i)).collect();
+            let mut in_flight = [false; 4];
+            let now = Instant::now();
+            for _ in 0..200 {
+                let i = rng.below(4) as usize;
+                let vu = &mut slots[i];
+                match rng.below(6) {
+                    0 => {
+                        load.arrived();
+                        if vu.journey.is_none() {
+                            load.begin_journey(vu, now);
+                            load.next(vu);
+                            in_flight[i] = true;
+                        } // else: waits for a slot (never started)
+                    }
+                    1 | 2 if in_flight[i] => {
+                        let status = if rng.below(10) == 0 { 500 } else { 200 };
+                        in_flight[i] = false;
+                        if let Then::Step { .. } = load.ended(vu, answer(status, now)) {
+                            load.next(vu);
+                            in_flight[i] = true;
+                        }
+                    }
+                    3 if in_flight[i] => {
+                        in_flight[i] = false;
+                        load.ended(vu, Ended::Failed);
+                    }
+                    4 if !in_flight[i] => load.stop_journey(vu),
+                    5 if vu.journey.is_none() => load.journey_failed_to_start(),
+                    _ => {}
+                }
+            }
+            for (i, vu) in slots.iter_mut().enumerate() {
+                load.end_journey_at_end(vu, in_flight[i]);
+            }
+            let (_, j) = load.finish();
+            let j = j.unwrap();
+            assert_eq!(
+                j.started,
+                j.completed + j.abandoned + j.in_flight_at_end,
+                "seed {seed}: {j:?}"
+            );
+            assert_eq!(
+                j.abandoned,
+                j.abandoned_check + j.abandoned_error + j.abandoned_stop
+            );
+        }
+    }
+}

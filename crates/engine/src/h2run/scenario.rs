@@ -1,7 +1,9 @@
 //! `--scenario` over HTTP/2: a virtual user per stream, driven by the same
-//! [`Scenario`] calls as the HTTP/1 worker's (`choose`, `prepare`/`wire`,
-//! `prepare_capture`, `on_response`, `redirect_cookies`), so sessions,
-//! cookies, extraction, checks, CSV rows and think times mean the same. Each
+//! workload as the HTTP/1 worker's ([`ScenarioLoad`]: the choice of the next
+//! request, what an answer or a failure does, think times) and the same
+//! [`Scenario`] calls (`prepare`/`wire`, `prepare_capture`,
+//! `redirect_cookies`), so sessions, cookies, extraction, checks, CSV rows
+//! and think times mean the same. Each
 //! request's HTTP/1 bytes become HTTP/2 by `to_h2`; a request to the run's
 //! own host is a stream on the stream's connection, one to another host of
 //! the scenario goes over the stream's [`Away`] connection there (HTTP/2:
@@ -17,9 +19,9 @@ use super::follow::{away_conn, away_exchange, follow, Away, Outgoing, Redirected
 use super::{classify, fetch, timed_out, to_h2, ConnCtx, Fail, WorkerState};
 use crate::h1::Capture;
 use crate::scenario::{Scenario, Vu};
+use crate::workload::{Ended, ScenarioLoad, Then};
 use bytes::Bytes;
 use h2::client::SendRequest;
-use redline_stats::rng::SplitMix64;
 use redline_stats::{ErrorKind, RequestStats, Timing};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -31,19 +33,12 @@ use std::time::{Duration, Instant};
 /// counters, and the virtual users not in a stream now.
 pub(super) struct ScWorker {
     s: Arc<Scenario>,
-    stats: RefCell<Vec<RequestStats>>,
-    pick: RefCell<Pick>,
-    /// Data rows advance by the worker count (as the HTTP/1 worker's).
+    /// Choices, per-request numbers, think times (shared with the HTTP/1 worker).
+    load: RefCell<ScenarioLoad>,
+    /// Virtual-user ids advance by the worker count.
     stride: u64,
     pool: RefCell<Vec<Vu>>,
     next_id: Cell<u64>,
-    closed_loop: bool,
-}
-
-struct Pick {
-    rr: u64,
-    rows: u64,
-    rng: SplitMix64,
 }
 
 impl ScWorker {
@@ -56,16 +51,16 @@ impl ScWorker {
         closed_loop: bool,
     ) -> ScWorker {
         ScWorker {
-            stats: RefCell::new(s.new_stats()),
-            pick: RefCell::new(Pick {
-                rr: index as u64,
-                rows: index as u64,
-                rng: SplitMix64(seed ^ (index as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D)),
-            }),
+            load: RefCell::new(ScenarioLoad::new(
+                s.clone(),
+                index,
+                threads,
+                seed,
+                !closed_loop,
+            )),
             stride: threads.max(1) as u64,
             pool: RefCell::new(Vec::new()),
             next_id: Cell::new(index as u64),
-            closed_loop,
             s,
         }
     }
@@ -85,7 +80,7 @@ impl ScWorker {
 
     /// The per-request numbers (at the end of the run).
     pub(super) fn take_stats(&self) -> Vec<RequestStats> {
-        std::mem::take(&mut *self.stats.borrow_mut())
+        std::mem::take(&mut self.load.borrow_mut().stats)
     }
 }
 
@@ -119,16 +114,7 @@ pub(super) async fn exchange(
     let sc = slot.sc.clone();
     let vu = slot.vu.as_mut()?;
     let s: &Scenario = &sc.s;
-    let r = match vu.chosen {
-        Some(r) => r,
-        None => {
-            let mut p = sc.pick.borrow_mut();
-            let Pick { rr, rows, rng } = &mut *p;
-            let r = s.choose(vu, rr, rows, sc.stride, rng);
-            vu.chosen = Some(r);
-            r
-        }
-    };
+    let r = sc.load.borrow_mut().next(vu);
     let q = &s.requests[r];
     let t = &s.targets[q.target];
     let plan = w.plan();
@@ -141,18 +127,16 @@ pub(super) async fn exchange(
         (false, None) => None,
     };
     if let Some(d) = made {
-        sc.stats.borrow_mut()[r].connect.record(d);
+        sc.load.borrow_mut().stats[r].connect.record(d);
     }
-    vu.chosen = None;
-    match result {
+    let then = match result {
         Err(Unsent(kind, msg)) => {
-            sc.stats.borrow_mut()[r].errors += 1;
             w.fail_held(kind, msg);
+            sc.load.borrow_mut().ended(vu, Ended::Failed)
         }
-        Ok((sent, Err((kind, msg)))) => {
-            let _ = sent;
-            sc.stats.borrow_mut()[r].errors += 1;
+        Ok((_, Err((kind, msg)))) => {
             w.fail_in_flight(kind, msg);
+            sc.load.borrow_mut().ended(vu, Ended::Failed)
         }
         Ok((sent, Ok(f))) => {
             let now = Instant::now();
@@ -172,31 +156,23 @@ pub(super) async fn exchange(
                 rec.bytes_read(wire);
                 rec.response(&t, f.status, wire, f.body_bytes);
             }
-            let mut stats = sc.stats.borrow_mut();
-            let st = &mut stats[r];
-            st.completed += 1;
-            if f.status >= 400 {
-                st.bad_status += 1;
-            }
-            let latency = now.saturating_duration_since(intended);
-            st.latency.record(latency);
-            st.waiting
-                .record(f.first_byte.saturating_duration_since(sent));
-            st.transfer
-                .record(now.saturating_duration_since(f.first_byte));
-            s.on_response(r, vu, f.status, latency, f.capture.as_deref(), st);
-            drop(stats);
+            let how = Ended::Answer {
+                status: f.status,
+                timing: t,
+                capture: f.capture.as_deref(),
+            };
+            let then = sc.load.borrow_mut().ended(vu, how);
             w.ledger.borrow_mut().finish_completed();
             w.last_done.set(now);
             w.changed.notify_one();
+            then
         }
+    };
+    match then {
+        Then::Next(think) => think,
+        // (Open-loop journeys do not run over HTTP/2: `Protocol::supports`.)
+        Then::Step { .. } | Then::Over | Then::Free => None,
     }
-    if !sc.closed_loop {
-        return None;
-    }
-    let think = q.think?;
-    let d = think.sample(&mut sc.pick.borrow_mut().rng);
-    Some(d)
 }
 
 /// A request that failed before it was sent (still held).
@@ -224,7 +200,7 @@ async fn send(
     let counted_sent = || {
         w.sent();
         if let Some(sc) = w.sc.as_ref() {
-            sc.stats.borrow_mut()[r].sent += 1;
+            sc.load.borrow_mut().sent(r);
         }
     };
     let (sent, got) = if own {
