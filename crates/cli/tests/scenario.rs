@@ -1175,6 +1175,11 @@ fn a_server_stall_shows_in_the_later_steps_of_open_loop_journeys_not_closed_loop
     // step c. Closed loop: only a step c in flight during the stall (at most
     // one per connection) shows it; the next ones start after the stall.
     let (open_c, closed_c) = (slow(&open, "c", 400), slow(&closed, "c", 400));
+    eprintln!(
+        "step c at or above 400 ms: open loop {open_c} of {}, closed loop {closed_c} of {}",
+        n(request(&open, "c"), "completed"),
+        n(request(&closed, "c"), "completed")
+    );
     assert!(open_c >= 12, "open loop: {open_c} slow step c");
     assert!(closed_c <= 4, "closed loop: {closed_c} slow step c");
     assert!(open_c > closed_c);

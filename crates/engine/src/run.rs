@@ -302,6 +302,11 @@ pub fn execute_watching(
     rec.duration_s = elapsed.as_secs_f64();
     rec.derive();
     redline_stats::stages::analyze(&mut rec);
+    if rec.journeys.is_some() {
+        // Stage levels are journeys a second, each several requests: a knee
+        // of requests against journey levels would mislead.
+        rec.knee = None;
+    }
     // The workers' own threads: in-process servers (demo, tests) are not counted.
     let (user, sys) = (user.as_secs_f64(), sys.as_secs_f64());
     let secs = rec.duration_s.max(1e-9);
