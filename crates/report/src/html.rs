@@ -1374,6 +1374,23 @@ mod tests {
     }
 
     #[test]
+    fn journeys_get_their_table_and_plain_runs_none() {
+        let mut a = synth(2000, 1000, 1, 10);
+        assert!(!report(&[("run 1", &a)]).contains("<h2>Journeys</h2>"));
+        a.journeys = Some(redline_stats::Journeys {
+            arrived: 40,
+            started: 40,
+            completed: 37,
+            abandoned: 3,
+            abandoned_stop: 3,
+            ..Default::default()
+        });
+        let page = report(&[("run <1>", &a)]);
+        assert!(page.contains("<h2>Journeys</h2>"));
+        assert!(page.contains("<tr><td>run &lt;1&gt;</td><td>40</td><td>40</td><td>37</td>"));
+    }
+
+    #[test]
     fn one_and_two_runs_render_every_chart() {
         let a = synth(2000, 1000, 1, 10);
         let mut b = synth(2400, 800, 2, 10);

@@ -269,4 +269,34 @@ mod tests {
         let l = phase_row(&t, "login", "waiting");
         assert_eq!(l, ["0", "-", "-", "-", "-"]);
     }
+
+    #[test]
+    fn journeys_line_says_how_every_journey_ended() {
+        let mut rec = record();
+        let mut j = redline_stats::Journeys {
+            arrived: 1250,
+            started: 1200,
+            not_started: 50,
+            completed: 1180,
+            abandoned: 14,
+            abandoned_check: 3,
+            abandoned_error: 1,
+            abandoned_stop: 10,
+            in_flight_at_end: 6,
+            ..Default::default()
+        };
+        j.duration.record_us(2_000_000);
+        rec.journeys = Some(j);
+        let t = text(&rec);
+        assert!(
+            t.contains(
+                "Journeys:         1,250 arrived, 1,200 started, 1,180 completed, 14 abandoned \
+             (3 failed check, 1 error, 10 stopped), 6 in flight at end, 50 not started"
+            ),
+            "{t}"
+        );
+        assert!(t.contains("Journey time:     mean 2.00s"), "{t}");
+        // Plain scenario runs have no journeys line.
+        assert!(!text(&record()).contains("Journeys:"));
+    }
 }
