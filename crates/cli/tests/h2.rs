@@ -1552,23 +1552,37 @@ fn nginx_h2c_runs_a_scenario() {
     assert!(take_nginx_log(&ng.dir)
         .iter()
         .all(|s| s.protocol == "HTTP/2.0"));
-    // Open loop: a session scenario with a rate is open-loop journeys, which
-    // run over HTTP/1.1 only for now: forcing HTTP/2 is a usage error.
-    let out = common::redline(&[
-        "run",
+    // Open loop: a session scenario with a rate is open-loop journeys, a
+    // fresh user per arrival walking the four steps over a stream.
+    let v = run_json(&[
         "--h2c",
+        "-L",
         "--scenario",
         file.to_str().unwrap(),
         "-r",
         "40",
         "-n",
         "8",
+        "-c",
+        "1",
+        "--streams",
+        "2",
+        "-t",
+        "1",
         "--no-save",
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("does not run over HTTP/2 yet"), "{err}");
+    let j = &v["journeys"];
+    assert_eq!(j["arrived"], 8, "{j}");
+    assert_eq!(j["started"], 8, "{j}");
+    assert_eq!(j["completed"], 8, "{j} {}", v["errors"]);
+    assert_eq!(counter(&v, "completed"), 32, "{}", v["errors"]);
+    for r in v["requests"].as_array().unwrap() {
+        assert_eq!(r["failed_checks"], 0, "{r}");
+        assert_eq!(r["completed"], 8, "{r}");
+    }
+    assert!(take_nginx_log(&ng.dir)
+        .iter()
+        .all(|s| s.protocol == "HTTP/2.0"));
     // A connection's connect time counts for the request it was made for.
     assert_eq!(
         reqs[0]["connect"]["count"], 1,

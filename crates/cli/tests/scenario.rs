@@ -942,6 +942,11 @@ fn per_request_timeout_counts_for_that_request_only() {
 /// nginx serving three small pages; None (skip, or a failure under CI) when
 /// nginx is not installed.
 fn nginx_pages(tag: &str) -> Option<common::nginx::Nginx> {
+    nginx_pages_h2(tag, false)
+}
+
+/// [`nginx_pages`], speaking HTTP/2 (h2c by prior knowledge) when `h2`.
+fn nginx_pages_h2(tag: &str, h2: bool) -> Option<common::nginx::Nginx> {
     let files = [
         ("a.html", b"page a".to_vec()),
         ("b.html", b"page b".to_vec()),
@@ -951,7 +956,7 @@ fn nginx_pages(tag: &str) -> Option<common::nginx::Nginx> {
         tag,
         files: &files,
         tls: None,
-        h2: false,
+        h2,
         http_extra: "",
         types: "",
     })
@@ -1183,4 +1188,80 @@ fn a_server_stall_shows_in_the_later_steps_of_open_loop_journeys_not_closed_loop
     assert!(open_c >= 12, "open loop: {open_c} slow step c");
     assert!(closed_c <= 4, "closed loop: {closed_c} slow step c");
     assert!(open_c > closed_c);
+}
+
+#[test]
+fn journeys_run_over_http2_streams_with_the_same_accounting() {
+    let Some(ng) = nginx_pages_h2("journeys-h2", true) else {
+        return;
+    };
+    let s = journey_scenario("20ms", "");
+    let url = format!("http://127.0.0.1:{}", ng.port);
+    let v = rj(&[
+        "--h2c",
+        "--scenario",
+        s.to_str().unwrap(),
+        "--rate",
+        "40",
+        "-d",
+        "2s",
+        "-c",
+        "2",
+        "--streams",
+        "50",
+        &url,
+    ]);
+    assert_eq!(v["config"]["http_version"], "2");
+    let j = journeys(&v);
+    assert_eq!(n(j, "arrived"), 80, "{j}");
+    assert_eq!(n(j, "not_started"), 0, "{j}");
+    assert_eq!(n(j, "abandoned_check") + n(j, "abandoned_error"), 0, "{j}");
+    assert_journeys_add_up(j);
+    assert!(n(j, "completed") >= 70, "{j}");
+    assert!(counter(&v, "connections_opened") <= 2);
+    let (a, c) = (request(&v, "a"), request(&v, "c"));
+    assert_eq!(n(a, "sent"), n(j, "started"), "{a}");
+    assert_eq!(n(c, "completed"), n(j, "completed"), "{c}");
+    assert_eq!(
+        counter(&v, "scheduled"),
+        counter(&v, "completed")
+            + counter(&v, "failed")
+            + counter(&v, "not_sent")
+            + counter(&v, "in_flight_at_end")
+    );
+}
+
+#[test]
+fn a_server_stall_shows_in_the_later_steps_of_http2_journeys_too() {
+    let Some(ng) = nginx_pages_h2("journeys-h2-stall", true) else {
+        return;
+    };
+    let s = journey_scenario("100ms", "");
+    let url = format!("http://127.0.0.1:{}", ng.port);
+    let sc = s.to_str().unwrap();
+    let v = run_with_a_stall(
+        &ng,
+        &[
+            "--h2c",
+            "--scenario",
+            sc,
+            "--rate",
+            "20",
+            "-d",
+            "4s",
+            "-c",
+            "2",
+            "--streams",
+            "50",
+            &url,
+        ],
+    );
+    assert_journeys_add_up(journeys(&v));
+    assert_eq!(n(journeys(&v), "abandoned_error"), 0);
+    let slow_c = slow(&v, "c", 400);
+    eprintln!(
+        "HTTP/2 step c at or above 400 ms: {slow_c} of {}",
+        n(request(&v, "c"), "completed")
+    );
+    assert!(slow_c >= 12, "{slow_c} slow step c");
 }

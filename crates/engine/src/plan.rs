@@ -1054,7 +1054,6 @@ impl Protocol {
     pub fn supports(self, mode: Mode) -> bool {
         match (self, mode) {
             (Protocol::Http1, _) => true,
-            (Protocol::Http2, Mode::Journeys) => false,
             (Protocol::Http2, _) => true,
         }
     }

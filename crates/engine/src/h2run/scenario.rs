@@ -22,7 +22,7 @@ use crate::scenario::{Scenario, Vu};
 use crate::workload::{Ended, ScenarioLoad, Then};
 use bytes::Bytes;
 use h2::client::SendRequest;
-use redline_stats::{ErrorKind, RequestStats, Timing};
+use redline_stats::{ErrorKind, Journeys, RequestStats, Timing};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -39,6 +39,9 @@ pub(super) struct ScWorker {
     stride: u64,
     pool: RefCell<Vec<Vu>>,
     next_id: Cell<u64>,
+    /// Open-loop journeys: their later steps taken from the ledger (the
+    /// rest of what the schedule released were arrivals).
+    later_steps: Cell<u64>,
 }
 
 impl ScWorker {
@@ -61,6 +64,7 @@ impl ScWorker {
             stride: threads.max(1) as u64,
             pool: RefCell::new(Vec::new()),
             next_id: Cell::new(index as u64),
+            later_steps: Cell::new(0),
             s,
         }
     }
@@ -75,12 +79,21 @@ impl ScWorker {
         VuSlot {
             sc: self.clone(),
             vu: Some(vu),
+            in_flight: false,
         }
     }
 
-    /// The per-request numbers (at the end of the run).
-    pub(super) fn take_stats(&self) -> Vec<RequestStats> {
-        std::mem::take(&mut self.load.borrow_mut().stats)
+    /// The per-request numbers and the journeys (at the end of the run, after
+    /// the stream tasks ended); `scheduled`: what the ledger scheduled.
+    pub(super) fn finish(&self, scheduled: u64) -> (Vec<RequestStats>, Option<Journeys>) {
+        let mut load = self.load.borrow_mut();
+        load.set_arrived(scheduled.saturating_sub(self.later_steps.get()));
+        load.take_results()
+    }
+
+    /// Open loop: an arrival's connection failed before its journey began.
+    pub(super) fn journey_failed_to_start(&self) {
+        self.load.borrow_mut().journey_failed_to_start();
     }
 }
 
@@ -88,11 +101,18 @@ impl ScWorker {
 pub(super) struct VuSlot {
     sc: Rc<ScWorker>,
     vu: Option<Vu>,
+    /// A request of the user's is out (for a journey that ends with its task).
+    in_flight: bool,
 }
 
 impl Drop for VuSlot {
     fn drop(&mut self) {
         if let Some(mut vu) = self.vu.take() {
+            // A journey ends with its stream task: the run ended (a step in
+            // flight, or stopped) or the stream went away.
+            if let Ok(mut load) = self.sc.load.try_borrow_mut() {
+                load.end_journey_at_end(&mut vu, self.in_flight);
+            }
             // A request chosen but never sent is chosen again next time.
             vu.redirected_from = None;
             self.sc.pool.borrow_mut().push(vu);
@@ -111,15 +131,96 @@ pub(super) async fn exchange(
     slot: &mut VuSlot,
     away: &mut Option<Away>,
 ) -> Option<Duration> {
+    match exchange_then(w, sr, ctx, intended, slot, away).await {
+        Then::Next(think) => think,
+        Then::Step { .. } | Then::Over | Then::Free => None,
+    }
+}
+
+/// Open loop: an arrival released at `t` (held by the caller). A session
+/// scenario walks a journey on this stream: a fresh user, each step intended
+/// at `t` plus the think times before it, the next step taken from the
+/// ledger (held while the user thinks). Other scenarios send one request.
+pub(super) async fn arrival(
+    w: &Rc<WorkerState>,
+    sr: &mut SendRequest<Bytes>,
+    ctx: &ConnCtx,
+    t: Instant,
+    slot: &mut VuSlot,
+    away: &mut Option<Away>,
+) {
     let sc = slot.sc.clone();
-    let vu = slot.vu.as_mut()?;
+    if !sc.load.borrow().journeys_on() {
+        exchange(w, sr, ctx, t, slot, away).await;
+        return;
+    }
+    let Some(vu) = slot.vu.as_mut() else { return };
+    sc.load.borrow_mut().begin_journey(vu, t);
+    let mut intended = t;
+    for _ in 0..sc.s.requests.len() {
+        let Then::Step {
+            think,
+            intended: next,
+        } = exchange_then(w, sr, ctx, intended, slot, away).await
+        else {
+            return;
+        };
+        let Some(vu) = slot.vu.as_mut() else { return };
+        // The next step is scheduled now and held while the user thinks (a
+        // stop meanwhile counts it as not sent, and the journey as stopped).
+        if !w.ledger.borrow_mut().take() {
+            sc.load.borrow_mut().stop_journey(vu);
+            return;
+        }
+        sc.later_steps.set(sc.later_steps.get() + 1);
+        if !think.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(think) => {}
+                _ = w.stop_n.notified() => return,
+            }
+        }
+        match super::stream_ready(w, sr).await {
+            Ok(()) => {}
+            Err(super::Waited::Stopped) => return,
+            Err(e) => {
+                let (k, m) = match e {
+                    super::Waited::Failed(e) => classify(&e),
+                    _ => (ErrorKind::Timeout, super::no_stream()),
+                };
+                w.fail_held(k, m);
+                sc.load.borrow_mut().fail_journey(vu);
+                return;
+            }
+        }
+        if w.stopping() {
+            return;
+        }
+        intended = next;
+    }
+}
+
+/// [`exchange`], saying what the user does next.
+async fn exchange_then(
+    w: &Rc<WorkerState>,
+    sr: &mut SendRequest<Bytes>,
+    ctx: &ConnCtx,
+    intended: Instant,
+    slot: &mut VuSlot,
+    away: &mut Option<Away>,
+) -> Then {
+    let sc = slot.sc.clone();
+    let Some(vu) = slot.vu.as_mut() else {
+        return Then::Free;
+    };
     let s: &Scenario = &sc.s;
     let r = sc.load.borrow_mut().next(vu);
     let q = &s.requests[r];
     let t = &s.targets[q.target];
     let plan = w.plan();
     let own = t.origin == plan.target.origin;
+    slot.in_flight = true;
     let result = send(w, sr, s, r, vu, own, away).await;
+    slot.in_flight = false;
     // The connection this request went over was made for it: its connect time.
     let made = match (own, away.as_ref()) {
         (true, _) => ctx.connect_took.take(),
@@ -168,11 +269,7 @@ pub(super) async fn exchange(
             then
         }
     };
-    match then {
-        Then::Next(think) => think,
-        // (Open-loop journeys do not run over HTTP/2: `Protocol::supports`.)
-        Then::Step { .. } | Then::Over | Then::Free => None,
-    }
+    then
 }
 
 /// A request that failed before it was sent (still held).
