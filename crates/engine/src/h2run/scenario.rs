@@ -9,6 +9,9 @@
 //! the scenario goes over the stream's [`Away`] connection there (HTTP/2:
 //! TLS with ALPN `h2` for https, prior knowledge for http).
 //!
+//! Open loop with a session scenario, each arrival is a journey walked on
+//! the stream that dequeued it ([`arrival`]; see [`crate::workload`]).
+//!
 //! Virtual users outlive their stream task (a connection replaced after
 //! GOAWAY keeps its users' cookies and session steps): a stream takes one
 //! from the worker's pool and gives it back when it ends. Their ids are the
