@@ -1549,7 +1549,11 @@ fn nginx_h2c_runs_a_scenario() {
     assert_eq!(distinct_conns(seen.iter().filter(|s| s.port == p2)), 1);
     assert_eq!(distinct_conns(seen.iter().filter(|s| s.port == p3)), 2);
     assert_eq!(counter(&v, "connections_opened"), 3);
-    // Open loop: each idle stream's user sends the next step.
+    assert!(take_nginx_log(&ng.dir)
+        .iter()
+        .all(|s| s.protocol == "HTTP/2.0"));
+    // Open loop: a session scenario with a rate is open-loop journeys, a
+    // fresh user per arrival walking the four steps over a stream.
     let v = run_json(&[
         "--h2c",
         "-L",
@@ -1567,9 +1571,14 @@ fn nginx_h2c_runs_a_scenario() {
         "1",
         "--no-save",
     ]);
-    assert_eq!(counter(&v, "completed"), 8, "{}", v["errors"]);
+    let j = &v["journeys"];
+    assert_eq!(j["arrived"], 8, "{j}");
+    assert_eq!(j["started"], 8, "{j}");
+    assert_eq!(j["completed"], 8, "{j} {}", v["errors"]);
+    assert_eq!(counter(&v, "completed"), 32, "{}", v["errors"]);
     for r in v["requests"].as_array().unwrap() {
         assert_eq!(r["failed_checks"], 0, "{r}");
+        assert_eq!(r["completed"], 8, "{r}");
     }
     assert!(take_nginx_log(&ng.dir)
         .iter()

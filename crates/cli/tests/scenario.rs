@@ -936,3 +936,332 @@ fn per_request_timeout_counts_for_that_request_only() {
     assert_eq!(n(patient, "completed"), 2, "{patient}");
     assert_eq!(error_count(&v, "timeout"), 2, "{}", v["errors"]);
 }
+
+// ------------------------------------------------ open-loop sessions (journeys)
+
+/// nginx serving three small pages; None (skip, or a failure under CI) when
+/// nginx is not installed.
+fn nginx_pages(tag: &str) -> Option<common::nginx::Nginx> {
+    nginx_pages_h2(tag, false)
+}
+
+/// [`nginx_pages`], speaking HTTP/2 (h2c by prior knowledge) when `h2`.
+fn nginx_pages_h2(tag: &str, h2: bool) -> Option<common::nginx::Nginx> {
+    let files = [
+        ("a.html", b"page a".to_vec()),
+        ("b.html", b"page b".to_vec()),
+        ("c.html", b"page c".to_vec()),
+    ];
+    common::nginx::start_nginx(&common::nginx::NginxSite {
+        tag,
+        files: &files,
+        tls: None,
+        h2,
+        http_extra: "",
+        types: "",
+    })
+}
+
+/// A three-step session (a, b, c) with `think` after each step; `check_b`
+/// is added to step b.
+fn journey_scenario(think: &str, check_b: &str) -> PathBuf {
+    let text = format!(
+        "mode = \"session\"\nthink = \"{think}\"\n\
+         [[step]]\nname = \"a\"\npath = \"/a.html\"\n\
+         [[step]]\nname = \"b\"\npath = \"/b.html\"\n{check_b}\n\
+         [[step]]\nname = \"c\"\npath = \"/c.html\"\n"
+    );
+    dir_with(&[("s.toml", &text)]).join("s.toml")
+}
+
+fn journeys(v: &serde_json::Value) -> &serde_json::Value {
+    let j = &v["journeys"];
+    assert!(j.is_object(), "no journeys in the record: {v}");
+    j
+}
+
+/// Every journey is counted once: arrived = started + not started, started =
+/// completed + abandoned + in flight at the end, abandoned = its three causes.
+fn assert_journeys_add_up(j: &serde_json::Value) {
+    assert_eq!(
+        n(j, "arrived"),
+        n(j, "started") + n(j, "not_started"),
+        "{j}"
+    );
+    assert_eq!(
+        n(j, "started"),
+        n(j, "completed") + n(j, "abandoned") + n(j, "in_flight_at_end"),
+        "{j}"
+    );
+    assert_eq!(
+        n(j, "abandoned"),
+        n(j, "abandoned_check") + n(j, "abandoned_error") + n(j, "abandoned_stop"),
+        "{j}"
+    );
+}
+
+#[test]
+fn rate_with_a_session_starts_that_many_journeys_per_second_against_nginx() {
+    let Some(ng) = nginx_pages("journeys") else {
+        return;
+    };
+    let s = journey_scenario("20ms", "");
+    let url = format!("http://127.0.0.1:{}", ng.port);
+    let v = rj(&[
+        "--scenario",
+        s.to_str().unwrap(),
+        "--rate",
+        "40",
+        "-d",
+        "2s",
+        "-c",
+        "200",
+        &url,
+    ]);
+    assert_run_schema(&v);
+    let j = journeys(&v);
+    // A constant schedule: 40 arrivals a second for 2 s.
+    assert_eq!(n(j, "arrived"), 80, "{j}");
+    assert_eq!(n(j, "not_started"), 0, "{j}");
+    assert_eq!(n(j, "abandoned_check") + n(j, "abandoned_error"), 0, "{j}");
+    assert_journeys_add_up(j);
+    // Only the last arrivals can be cut short by the end of the run.
+    assert!(n(j, "completed") >= 70, "{j}");
+    // Each journey walks the steps once, in order: a new user every time.
+    let (a, b, c) = (request(&v, "a"), request(&v, "b"), request(&v, "c"));
+    assert_eq!(n(a, "sent"), n(j, "started"), "{a}");
+    assert!(n(a, "sent") >= n(b, "sent") && n(b, "sent") >= n(c, "sent"));
+    assert_eq!(n(c, "completed"), n(j, "completed"), "{c}");
+    // The request ledger still adds up over all steps.
+    assert_eq!(
+        counter(&v, "scheduled"),
+        counter(&v, "completed")
+            + counter(&v, "failed")
+            + counter(&v, "not_sent")
+            + counter(&v, "in_flight_at_end")
+    );
+    assert_eq!(
+        counter(&v, "completed"),
+        n(a, "completed") + n(b, "completed") + n(c, "completed")
+    );
+    // The text report says it too.
+    let out = common::redline(&[
+        "run",
+        "--scenario",
+        s.to_str().unwrap(),
+        "--rate",
+        "40",
+        "-d",
+        "1s",
+        &url,
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Journeys:"), "{text}");
+    assert!(text.contains("40 arrived"), "{text}");
+}
+
+#[test]
+fn a_failed_check_abandons_the_journey_and_its_later_steps_are_not_sent() {
+    let Some(ng) = nginx_pages("journeys-check") else {
+        return;
+    };
+    // nginx answers 200: step b's check fails every time.
+    let s = journey_scenario("0s", "check = { status = [201] }");
+    let url = format!("http://127.0.0.1:{}", ng.port);
+    let v = rj(&[
+        "--scenario",
+        s.to_str().unwrap(),
+        "--rate",
+        "50",
+        "-d",
+        "1s",
+        &url,
+    ]);
+    let j = journeys(&v);
+    assert_journeys_add_up(j);
+    assert_eq!(n(j, "completed"), 0, "{j}");
+    let b = request(&v, "b");
+    assert_eq!(n(j, "abandoned_check"), n(b, "failed_checks"), "{j} {b}");
+    assert!(n(j, "abandoned_check") >= 40, "{j}");
+    assert_eq!(n(request(&v, "c"), "sent"), 0);
+}
+
+#[test]
+fn journeys_beyond_the_connection_cap_wait_and_are_counted_when_never_started() {
+    let Some(ng) = nginx_pages("journeys-cap") else {
+        return;
+    };
+    // Each journey thinks 0.3 s twice: two connections carry at most ~3
+    // journeys a second, 50 arrive each second.
+    let s = journey_scenario("300ms", "");
+    let url = format!("http://127.0.0.1:{}", ng.port);
+    let v = rj(&[
+        "--scenario",
+        s.to_str().unwrap(),
+        "--rate",
+        "50",
+        "-d",
+        "2s",
+        "-c",
+        "2",
+        &url,
+    ]);
+    let j = journeys(&v);
+    assert_journeys_add_up(j);
+    assert_eq!(n(j, "arrived"), 100, "{j}");
+    assert!(n(j, "not_started") >= 50, "{j}");
+    assert!(counter(&v, "waited_for_connection") >= 50);
+    assert!(counter(&v, "peak_connections") <= 2);
+}
+
+/// The latencies of request `name` at or above `ms`.
+fn slow(v: &serde_json::Value, name: &str, ms: u64) -> u64 {
+    let h: redline_stats::Hist =
+        serde_json::from_value(request(v, name)["latency"].clone()).unwrap();
+    h.inner()
+        .iter_recorded()
+        .filter(|x| x.value_iterated_to() >= ms * 1000)
+        .map(|x| x.count_at_value())
+        .sum()
+}
+
+/// Runs redline with `args` while nginx (one process) is stopped for 1 s,
+/// starting 1.2 s after the run.
+fn run_with_a_stall(ng: &common::nginx::Nginx, args: &[&str]) -> serde_json::Value {
+    let pid = std::fs::read_to_string(ng.dir.join("nginx.pid"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let stall = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1200));
+        let stop = std::process::Command::new("kill")
+            .args(["-STOP", &pid])
+            .status();
+        std::thread::sleep(Duration::from_secs(1));
+        let cont = std::process::Command::new("kill")
+            .args(["-CONT", &pid])
+            .status();
+        assert!(stop.unwrap().success() && cont.unwrap().success());
+    });
+    let v = rj(args);
+    stall.join().unwrap();
+    v
+}
+
+#[test]
+fn a_server_stall_shows_in_the_later_steps_of_open_loop_journeys_not_closed_loop() {
+    let Some(ng) = nginx_pages("journeys-stall") else {
+        return;
+    };
+    let s = journey_scenario("100ms", "");
+    let url = format!("http://127.0.0.1:{}", ng.port);
+    let sc = s.to_str().unwrap();
+    let open = run_with_a_stall(
+        &ng,
+        &[
+            "--scenario",
+            sc,
+            "--rate",
+            "20",
+            "-d",
+            "4s",
+            "-c",
+            "100",
+            &url,
+        ],
+    );
+    let closed = run_with_a_stall(&ng, &["--scenario", sc, "-c", "4", "-d", "4s", &url]);
+    assert_journeys_add_up(journeys(&open));
+    assert_eq!(n(journeys(&open), "abandoned_error"), 0);
+    // Open loop: every journey the stall held (~20 a second over the 1 s
+    // stall and the 0.2 s of a journey) has its last step timed from the
+    // journey's intended start plus its think times, so the stall shows in
+    // step c. Closed loop: only a step c in flight during the stall (at most
+    // one per connection) shows it; the next ones start after the stall.
+    let (open_c, closed_c) = (slow(&open, "c", 400), slow(&closed, "c", 400));
+    eprintln!(
+        "step c at or above 400 ms: open loop {open_c} of {}, closed loop {closed_c} of {}",
+        n(request(&open, "c"), "completed"),
+        n(request(&closed, "c"), "completed")
+    );
+    assert!(open_c >= 12, "open loop: {open_c} slow step c");
+    assert!(closed_c <= 4, "closed loop: {closed_c} slow step c");
+    assert!(open_c > closed_c);
+}
+
+#[test]
+fn journeys_run_over_http2_streams_with_the_same_accounting() {
+    let Some(ng) = nginx_pages_h2("journeys-h2", true) else {
+        return;
+    };
+    let s = journey_scenario("20ms", "");
+    let url = format!("http://127.0.0.1:{}", ng.port);
+    let v = rj(&[
+        "--h2c",
+        "--scenario",
+        s.to_str().unwrap(),
+        "--rate",
+        "40",
+        "-d",
+        "2s",
+        "-c",
+        "2",
+        "--streams",
+        "50",
+        &url,
+    ]);
+    assert_eq!(v["config"]["http_version"], "2");
+    let j = journeys(&v);
+    assert_eq!(n(j, "arrived"), 80, "{j}");
+    assert_eq!(n(j, "not_started"), 0, "{j}");
+    assert_eq!(n(j, "abandoned_check") + n(j, "abandoned_error"), 0, "{j}");
+    assert_journeys_add_up(j);
+    assert!(n(j, "completed") >= 70, "{j}");
+    assert!(counter(&v, "connections_opened") <= 2);
+    let (a, c) = (request(&v, "a"), request(&v, "c"));
+    assert_eq!(n(a, "sent"), n(j, "started"), "{a}");
+    assert_eq!(n(c, "completed"), n(j, "completed"), "{c}");
+    assert_eq!(
+        counter(&v, "scheduled"),
+        counter(&v, "completed")
+            + counter(&v, "failed")
+            + counter(&v, "not_sent")
+            + counter(&v, "in_flight_at_end")
+    );
+}
+
+#[test]
+fn a_server_stall_shows_in_the_later_steps_of_http2_journeys_too() {
+    let Some(ng) = nginx_pages_h2("journeys-h2-stall", true) else {
+        return;
+    };
+    let s = journey_scenario("100ms", "");
+    let url = format!("http://127.0.0.1:{}", ng.port);
+    let sc = s.to_str().unwrap();
+    let v = run_with_a_stall(
+        &ng,
+        &[
+            "--h2c",
+            "--scenario",
+            sc,
+            "--rate",
+            "20",
+            "-d",
+            "4s",
+            "-c",
+            "2",
+            "--streams",
+            "50",
+            &url,
+        ],
+    );
+    assert_journeys_add_up(journeys(&v));
+    assert_eq!(n(journeys(&v), "abandoned_error"), 0);
+    let slow_c = slow(&v, "c", 400);
+    eprintln!(
+        "HTTP/2 step c at or above 400 ms: {slow_c} of {}",
+        n(request(&v, "c"), "completed")
+    );
+    assert!(slow_c >= 12, "{slow_c} slow step c");
+}

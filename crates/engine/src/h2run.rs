@@ -387,6 +387,11 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
     control.publish(&rec, 0, 0);
     let interrupted = control.interrupted();
     drop(control);
+    let scheduled = w.ledger.borrow().ends().scheduled;
+    let (requests, journeys) = match w.sc.as_ref() {
+        Some(s) => s.finish(scheduled),
+        None => (Vec::new(), None),
+    };
     let cpu = thread_cpu();
     WorkerResult {
         recorder: rec,
@@ -395,7 +400,8 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
         cpu_sys: cpu.1,
         peak_open: w.peak_open.get(),
         interrupted,
-        requests: w.sc.as_ref().map(|s| s.take_stats()).unwrap_or_default(),
+        requests,
+        journeys,
     }
 }
 
@@ -800,6 +806,9 @@ async fn open_conn(w: Rc<WorkerState>) {
             let failed = w.ledger.borrow_mut().fail_pending();
             if failed {
                 w.failed(kind, msg);
+                if let Some(sc) = w.sc.as_ref() {
+                    sc.journey_failed_to_start();
+                }
             }
             tokio::task::yield_now().await;
         }
@@ -862,9 +871,7 @@ async fn open_stream(w: Rc<WorkerState>, ctx: Rc<ConnCtx>, mut sr: SendRequest<B
         }
         match vu.as_mut() {
             None => exchange(&w, &mut sr, t, &mut away).await,
-            Some(user) => {
-                scenario::exchange(&w, &mut sr, &ctx, t, user, &mut away).await;
-            }
+            Some(user) => scenario::arrival(&w, &mut sr, &ctx, t, user, &mut away).await,
         }
     }
 }

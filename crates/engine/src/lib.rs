@@ -25,6 +25,7 @@ pub mod sys;
 mod timer;
 pub mod tls;
 pub mod worker;
+pub mod workload;
 
 pub use plan::{
     parse_duration, Alpn, Arrival, Load, Mode, Plan, PlanArgs, PlanError, Protocol, RequestSpec,

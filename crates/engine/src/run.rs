@@ -344,6 +344,11 @@ pub fn execute_watching(
         peak_open += r.peak_open;
         rec.interrupted |= r.interrupted;
         redline_stats::requests::merge_requests(&mut rec.requests, &r.requests);
+        match (&mut rec.journeys, &r.journeys) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => rec.journeys = Some(b.clone()),
+            _ => {}
+        }
         r.recorder.finish_into(&mut rec, r.end);
     }
     rec.counters.length_differs = length_differs;
@@ -351,6 +356,11 @@ pub fn execute_watching(
     rec.duration_s = elapsed.as_secs_f64();
     rec.derive();
     redline_stats::stages::analyze(&mut rec);
+    if rec.journeys.is_some() {
+        // Stage levels are journeys a second, each several requests: a knee
+        // of requests against journey levels would mislead.
+        rec.knee = None;
+    }
     // The workers' own threads: in-process servers (demo, tests) are not counted.
     let (user, sys) = (user.as_secs_f64(), sys.as_secs_f64());
     let secs = rec.duration_s.max(1e-9);
@@ -383,6 +393,10 @@ fn schedule_of(
     threads: u64,
 ) -> crate::overdue::Schedule {
     use crate::overdue::Schedule;
+    if crate::workload::journeys(plan) {
+        // Journeys' later steps follow answers and think times, not the pacer.
+        return Schedule::Unknown;
+    }
     if let Some(p) = pacer {
         return Schedule::Open(p.clone());
     }

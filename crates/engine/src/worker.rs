@@ -27,14 +27,14 @@ use crate::h1::{HeadMemo, ResponseReader};
 use crate::ledger::Ledger;
 use crate::pacer::Pacer;
 use crate::plan::Plan;
-use crate::scenario::{Scenario, Vu};
+use crate::scenario::Vu;
 use crate::sys::{self, Events};
 use crate::timer::{PreciseTimer, Spin};
+use crate::workload::ScenarioLoad;
 use conns::{Conn, ConnState, Fifo, TimeoutList, NIL};
 use mio::{Poll, Token, Waker};
-use redline_stats::rng::SplitMix64;
-use redline_stats::RequestStats;
 use redline_stats::{ErrorKind, Recorder};
+use redline_stats::{Journeys, RequestStats};
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -91,29 +91,25 @@ pub struct WorkerResult {
     pub interrupted: bool,
     /// Scenario runs: numbers per named request.
     pub requests: Vec<RequestStats>,
+    /// Open-loop sessions: how the journeys ended.
+    pub journeys: Option<Journeys>,
 }
 
-/// A scenario run's per-worker state: a virtual user per connection slot.
-struct ScenarioSlots<'p> {
-    scenario: &'p Scenario,
+/// A scenario run's per-worker state: a virtual user per connection slot
+/// (closed loop: the slot's user for the whole run; open-loop sessions: the
+/// journey the slot walks now) and the protocol-free workload.
+struct ScenarioSlots {
+    /// Choices, per-request numbers, think times, journeys.
+    load: ScenarioLoad,
     /// The virtual user of each connection slot.
     vus: Vec<Vu>,
-    /// Numbers per named request.
-    stats: Vec<RequestStats>,
-    /// The round-robin counter and data-row counter `Scenario::choose` advances.
-    round_robin: u64,
-    rows: u64,
-    /// How far the row counter advances (the number of workers).
-    stride: u64,
-    /// Think times and random choices.
-    rng: SplitMix64,
     /// Virtual users thinking, by wake-up time.
     sleepers: BinaryHeap<Reverse<(Instant, u32)>>,
 }
 
 struct Worker<'p> {
     plan: &'p Plan,
-    scenario: Option<ScenarioSlots<'p>>,
+    scenario: Option<ScenarioSlots>,
     poll: Poll,
     conns: Vec<Conn>,
     buf: Box<[u8]>,
@@ -209,22 +205,15 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
             c.reader.want_location = true;
         }
     }
-    let sc = plan.scenario.as_deref().map(|s| {
+    let sc = plan.scenario.as_ref().map(|s| {
         for c in &mut conns {
             c.reader.capture = Some(Box::default());
         }
         ScenarioSlots {
-            scenario: s,
             vus: (0..slots as u64)
                 .map(|i| s.new_vu(spec.first_vu + i))
                 .collect(),
-            stats: s.new_stats(),
-            round_robin: spec.index as u64,
-            rows: spec.index as u64,
-            stride: plan.threads.max(1) as u64,
-            rng: SplitMix64(
-                plan.seed ^ (spec.index as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D),
-            ),
+            load: ScenarioLoad::new(s.clone(), spec.index, plan.threads, plan.seed, open_loop),
             sleepers: BinaryHeap::new(),
         }
     });
@@ -278,11 +267,22 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
     };
     w.run(spec.start);
     let end = w.control.end(w.last_done);
+    // Journeys still going: a step in flight at the end, or stopped.
+    if let Some(sc) = w.scenario.as_mut() {
+        for (i, vu) in sc.vus.iter_mut().enumerate() {
+            let c = &w.conns[i];
+            let in_flight = c.has_request
+                && (matches!(c.state, ConnState::Writing | ConnState::Reading)
+                    || c.redir.is_some());
+            sc.load.end_journey_at_end(vu, in_flight);
+        }
+    }
     // Requests still out when the run ends are counted, never dropped.
     w.ledger.close_into(&mut w.rec.counters);
     w.rec.counters.peak_connections = w.peak_open;
     w.control.publish(&w.rec, w.open, 0);
     let cpu = thread_cpu();
+    let (requests, journeys) = w.scenario.map(|s| s.load.finish()).unwrap_or_default();
     WorkerResult {
         recorder: w.rec,
         end,
@@ -290,7 +290,8 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
         cpu_sys: cpu.1,
         peak_open: w.peak_open,
         interrupted: w.control.interrupted(),
-        requests: w.scenario.map(|s| s.stats).unwrap_or_default(),
+        requests,
+        journeys,
     }
 }
 
@@ -327,6 +328,9 @@ impl<'p> Worker<'p> {
             self.connects_left = CONNECTS_PER_PASS;
             if self.open_loop {
                 self.release(now);
+                if self.scenario.is_some() {
+                    self.wake_sleepers(now);
+                }
             } else {
                 if self.scenario.is_some() {
                     self.wake_sleepers(now);
@@ -336,14 +340,14 @@ impl<'p> Worker<'p> {
                 }
             }
             self.process_restarts(now);
-            if self.control.finished(now, &self.ledger) {
+            if self.control.finished(now, &self.ledger) && !self.journeys_thinking() {
                 break;
             }
             let published =
                 self.control
                     .publish_due(now, &mut self.rec, self.open, self.ledger.in_flight());
             if let (true, Some(sc)) = (published, &self.scenario) {
-                self.control.publish_requests(&sc.stats);
+                self.control.publish_requests(&sc.load.stats);
             }
             let timeout = self.poll_timeout(now);
             if let Err(e) = self.wait(&mut events, timeout) {
@@ -459,7 +463,14 @@ impl<'p> Worker<'p> {
     /// and requests held by slots that will not connect are not sent.
     pub(super) fn begin_stop(&mut self, now: Instant) {
         self.control.begin_stop(now);
+        let released = self.ledger.ends().scheduled;
         self.ledger.begin_stop(now);
+        // Arrivals due before the stop and never released: journeys not started.
+        if let Some(sc) = self.scenario.as_mut() {
+            for _ in released..self.ledger.ends().scheduled {
+                sc.load.arrived();
+            }
+        }
         // Requests waiting for a connect that never happened were not sent.
         for c in &mut self.conns {
             // (A redirect hop connecting is a request already sent: in flight.)
@@ -568,6 +579,9 @@ impl<'p> Worker<'p> {
     pub(super) fn release(&mut self, now: Instant) {
         while let Some(t) = self.ledger.release_due(now) {
             self.rec.released(now.saturating_duration_since(t));
+            if let Some(sc) = self.scenario.as_mut() {
+                sc.load.arrived();
+            }
             if self.ledger.pending() == 0 {
                 if let Some(i) = self.pop_idle() {
                     self.send(i, t, now);
@@ -591,11 +605,26 @@ impl<'p> Worker<'p> {
 
     pub(super) fn pop_idle(&mut self) -> Option<u32> {
         while let Some(i) = self.idle.pop() {
-            if self.conns[i as usize].state == ConnState::Idle {
+            let walking = self
+                .scenario
+                .as_ref()
+                .is_some_and(|s| s.vus[i as usize].journey.is_some());
+            if self.conns[i as usize].state == ConnState::Idle && !walking {
                 return Some(i);
             }
         }
         None
+    }
+
+    /// Open-loop sessions: whether journeys think before their next step
+    /// (the worker is not done while the run goes on).
+    pub(super) fn journeys_thinking(&self) -> bool {
+        self.open_loop
+            && !self.control.stopping()
+            && self
+                .scenario
+                .as_ref()
+                .is_some_and(|s| !s.sleepers.is_empty())
     }
 
     pub(super) fn process_restarts(&mut self, now: Instant) {

@@ -893,6 +893,46 @@ fn summary_table(runs: &[(&str, &RunRecord)]) -> String {
     s
 }
 
+/// Open-loop session runs: how their journeys ended (nothing for other runs).
+fn journeys_table(runs: &[(&str, &RunRecord)]) -> String {
+    if runs.iter().all(|(_, r)| r.journeys.is_none()) {
+        return String::new();
+    }
+    let mut s = String::from(
+        "<h2>Journeys</h2>\n<table class=\"journeys\"><tr><th></th><th>arrived</th><th>started</th>\
+         <th>completed</th><th>abandoned: failed check</th><th>error</th><th>stopped</th>\
+         <th>in flight at end</th><th>not started</th><th>journey p50</th><th>p99</th></tr>\n",
+    );
+    for (name, r) in runs {
+        let Some(j) = &r.journeys else { continue };
+        let p = |q: f64| {
+            if j.duration.is_empty() {
+                "-".to_string()
+            } else {
+                crate::dur_us(j.duration.percentile(q) as f64)
+            }
+        };
+        let _ = writeln!(
+            s,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(name),
+            j.arrived,
+            j.started,
+            j.completed,
+            j.abandoned_check,
+            j.abandoned_error,
+            j.abandoned_stop,
+            j.in_flight_at_end,
+            j.not_started,
+            p(50.0),
+            p(99.0),
+        );
+    }
+    s.push_str("</table>\n");
+    s
+}
+
 fn codes_and_errors(runs: &[(&str, &RunRecord)]) -> String {
     let mut s = String::from("<div class=\"cols\">");
     for (name, r) in runs {
@@ -1268,6 +1308,7 @@ pub fn report(runs: &[(&str, &RunRecord)]) -> String {
     ));
     s.push_str(&status_time_chart(runs));
     s.push_str(&codes_and_errors(runs));
+    s.push_str(&journeys_table(runs));
     s.push_str("<h2>Phases</h2>\n");
     s.push_str(&phase_chart(runs));
     s.push_str(&server_charts(runs));
@@ -1330,6 +1371,23 @@ mod tests {
             chart.contains("data-points=\"18\""),
             "busy, idle, keep-alive: 6 reads each"
         );
+    }
+
+    #[test]
+    fn journeys_get_their_table_and_plain_runs_none() {
+        let mut a = synth(2000, 1000, 1, 10);
+        assert!(!report(&[("run 1", &a)]).contains("<h2>Journeys</h2>"));
+        a.journeys = Some(redline_stats::Journeys {
+            arrived: 40,
+            started: 40,
+            completed: 37,
+            abandoned: 3,
+            abandoned_stop: 3,
+            ..Default::default()
+        });
+        let page = report(&[("run <1>", &a)]);
+        assert!(page.contains("<h2>Journeys</h2>"));
+        assert!(page.contains("<tr><td>run &lt;1&gt;</td><td>40</td><td>40</td><td>37</td>"));
     }
 
     #[test]

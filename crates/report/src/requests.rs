@@ -4,8 +4,41 @@
 //! sample count, mean, p50, p95 and p99.
 
 use crate::{count, dur_us};
-use redline_stats::{Hist, RunRecord};
+use redline_stats::{Hist, Journeys, RunRecord};
 use std::fmt::Write;
+
+/// The journeys line of an open-loop session run: how many arrived,
+/// started, completed, were abandoned (and why), were in flight at the end
+/// or never started; then the completed journeys' durations.
+pub fn journeys_text(j: &Journeys) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "Journeys:         {} arrived, {} started, {} completed, {} abandoned \
+         ({} failed check, {} error, {} stopped), {} in flight at end, {} not started",
+        count(j.arrived),
+        count(j.started),
+        count(j.completed),
+        count(j.abandoned),
+        count(j.abandoned_check),
+        count(j.abandoned_error),
+        count(j.abandoned_stop),
+        count(j.in_flight_at_end),
+        count(j.not_started),
+    );
+    if !j.duration.is_empty() {
+        let d = &j.duration;
+        let _ = writeln!(
+            o,
+            "Journey time:     mean {}, p50 {}, p95 {}, p99 {} (intended start to last answer)",
+            dur_us(d.mean()),
+            dur_us(d.percentile(50.0) as f64),
+            dur_us(d.percentile(95.0) as f64),
+            dur_us(d.percentile(99.0) as f64),
+        );
+    }
+    o
+}
 
 /// The per-request section of the text report (empty for plain runs).
 pub fn text(rec: &RunRecord) -> String {
@@ -15,6 +48,9 @@ pub fn text(rec: &RunRecord) -> String {
     }
     if let Some(s) = &rec.config.scenario {
         let _ = writeln!(o, "Scenario:         {s}");
+    }
+    if let Some(j) = &rec.journeys {
+        o.push_str(&journeys_text(j));
     }
     let w = rec
         .requests
@@ -232,5 +268,35 @@ mod tests {
         // A request without responses shows dashes, not zeros.
         let l = phase_row(&t, "login", "waiting");
         assert_eq!(l, ["0", "-", "-", "-", "-"]);
+    }
+
+    #[test]
+    fn journeys_line_says_how_every_journey_ended() {
+        let mut rec = record();
+        let mut j = redline_stats::Journeys {
+            arrived: 1250,
+            started: 1200,
+            not_started: 50,
+            completed: 1180,
+            abandoned: 14,
+            abandoned_check: 3,
+            abandoned_error: 1,
+            abandoned_stop: 10,
+            in_flight_at_end: 6,
+            ..Default::default()
+        };
+        j.duration.record_us(2_000_000);
+        rec.journeys = Some(j);
+        let t = text(&rec);
+        assert!(
+            t.contains(
+                "Journeys:         1,250 arrived, 1,200 started, 1,180 completed, 14 abandoned \
+             (3 failed check, 1 error, 10 stopped), 6 in flight at end, 50 not started"
+            ),
+            "{t}"
+        );
+        assert!(t.contains("Journey time:     mean 2.00s"), "{t}");
+        // Plain scenario runs have no journeys line.
+        assert!(!text(&record()).contains("Journeys:"));
     }
 }

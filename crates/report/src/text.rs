@@ -114,6 +114,7 @@ fn stage_table(o: &mut String, rec: &RunRecord) {
         if plan.step { "Step" } else { "Stage" },
         "time (s)",
         match plan.unit.as_str() {
+            "rps" if rec.journeys.is_some() => "journeys/s",
             "rps" => "target req/s",
             "streams" => "streams",
             _ => "connections",
@@ -223,10 +224,16 @@ fn text_unescaped(rec: &RunRecord) -> String {
         Some(n) => n.clone(),
         None => format!("HTTP/{}", cfg.http_version),
     };
+    // Open-loop sessions: the rate is of journeys (arrivals), not requests.
+    let per_s = if rec.journeys.is_some() {
+        "journeys/s"
+    } else {
+        "req/s"
+    };
     let _ = writeln!(
         o,
         "Load:             {} ({}, {protocol}, {} thread{})",
-        cfg.load.describe(),
+        cfg.load.describe().replace("req/s", per_s),
         conn_mode,
         cfg.threads,
         if cfg.threads == 1 { "" } else { "s" }
@@ -241,7 +248,7 @@ fn text_unescaped(rec: &RunRecord) -> String {
             o,
             "Stages:           {} ({}, {})",
             list.join(","),
-            p.unit_name(),
+            p.unit_name().replace("req/s", per_s),
             if p.step { "steps" } else { "linear ramps" }
         );
     }
@@ -276,7 +283,14 @@ fn text_unescaped(rec: &RunRecord) -> String {
         );
     }
     let _ = writeln!(o, "Requests/sec:     {:.2}", rec.requests_per_sec);
-    if let redline_stats::LoadModel::Open { rate, .. } = &cfg.load {
+    if let (redline_stats::LoadModel::Open { rate, .. }, Some(j)) = (&cfg.load, &rec.journeys) {
+        let achieved = j.arrived as f64 / rec.duration_s.max(1e-9);
+        let _ = writeln!(
+            o,
+            "Arrival rate:     {achieved:.2} journeys/s of {rate} journeys/s target ({:+.2}%)",
+            (achieved / rate - 1.0) * 100.0
+        );
+    } else if let redline_stats::LoadModel::Open { rate, .. } = &cfg.load {
         let _ = writeln!(
             o,
             "Send rate:        {:.2} req/s achieved of {rate} req/s target ({:+.2}%)",

@@ -27,5 +27,5 @@ pub use record::{
     FORMAT_VERSION,
 };
 pub use recorder::{Recorder, Timing};
-pub use requests::{CheckCount, RequestStats};
+pub use requests::{CheckCount, Journeys, RequestStats};
 pub use watch::ServerWatch;

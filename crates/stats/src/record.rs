@@ -538,6 +538,10 @@ pub struct RunRecord {
     /// `redline replay`: the access log read and how it was replayed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<crate::replay::ReplaySummary>,
+    /// Open-loop sessions: how the journeys ended (`--scenario` in session
+    /// mode with `--rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journeys: Option<crate::requests::Journeys>,
     /// Per stage (or step) of a `--stages` run, from the per-second series.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<crate::stages::StageSummary>,
@@ -635,6 +639,7 @@ impl RunRecord {
             diagnosis: None,
             requests: Vec::new(),
             replay: None,
+            journeys: None,
             stages: Vec::new(),
             knee: None,
             scheduled_start: None,
@@ -854,6 +859,11 @@ impl AddAssign<&RunRecord> for RunRecord {
         match (&mut self.replay, &o.replay) {
             (Some(a), Some(b)) => a.merge(b),
             (None, Some(b)) => self.replay = Some(b.clone()),
+            _ => {}
+        }
+        match (&mut self.journeys, &o.journeys) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, Some(b)) => self.journeys = Some(b.clone()),
             _ => {}
         }
         // Stage plans add up like the load; summaries and the knee are then

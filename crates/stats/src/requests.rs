@@ -143,6 +143,55 @@ impl RequestStats {
     }
 }
 
+/// Open-loop sessions (`--scenario` in session mode with `--rate`): how the
+/// virtual-user journeys the schedule started ended. Every journey that
+/// arrived is counted once: `arrived = started + not_started` and `started =
+/// completed + abandoned + in_flight_at_end`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Journeys {
+    /// Journeys the schedule released (arrivals).
+    pub arrived: u64,
+    /// Journeys whose first step was sent (or whose connect for it failed).
+    pub started: u64,
+    /// Arrived, but the first step was never sent: every one of the `-c`
+    /// connections held a journey until the run ended, or the run stopped first.
+    pub not_started: u64,
+    /// Walked every step with an answer and no failed check.
+    pub completed: u64,
+    /// Ended early (the sum of the three below).
+    pub abandoned: u64,
+    /// Ended early: a step's check failed.
+    pub abandoned_check: u64,
+    /// Ended early: a step failed (error, time-out, connect failure).
+    pub abandoned_error: u64,
+    /// Ended early: the run stopped before its next step could be sent.
+    pub abandoned_stop: u64,
+    /// A step was in flight when the run ended.
+    pub in_flight_at_end: u64,
+    /// Time of completed journeys, from the intended start to the last answer.
+    pub duration: Hist,
+}
+
+impl Journeys {
+    /// Adds another worker's or machine's journeys.
+    pub fn merge(&mut self, o: &Journeys) {
+        for (a, b) in [
+            (&mut self.arrived, o.arrived),
+            (&mut self.started, o.started),
+            (&mut self.not_started, o.not_started),
+            (&mut self.completed, o.completed),
+            (&mut self.abandoned, o.abandoned),
+            (&mut self.abandoned_check, o.abandoned_check),
+            (&mut self.abandoned_error, o.abandoned_error),
+            (&mut self.abandoned_stop, o.abandoned_stop),
+            (&mut self.in_flight_at_end, o.in_flight_at_end),
+        ] {
+            *a = a.saturating_add(b);
+        }
+        self.duration.merge(&o.duration);
+    }
+}
+
 /// Merges lists of per-request numbers by name, keeping the first list's order.
 pub fn merge_requests(a: &mut Vec<RequestStats>, b: &[RequestStats]) {
     for r in b {

@@ -1,11 +1,16 @@
 //! `--scenario` over HTTP/2: a virtual user per stream, driven by the same
-//! [`Scenario`] calls as the HTTP/1 worker's (`choose`, `prepare`/`wire`,
-//! `prepare_capture`, `on_response`, `redirect_cookies`), so sessions,
-//! cookies, extraction, checks, CSV rows and think times mean the same. Each
+//! workload as the HTTP/1 worker's ([`ScenarioLoad`]: the choice of the next
+//! request, what an answer or a failure does, think times) and the same
+//! [`Scenario`] calls (`prepare`/`wire`, `prepare_capture`,
+//! `redirect_cookies`), so sessions, cookies, extraction, checks, CSV rows
+//! and think times mean the same. Each
 //! request's HTTP/1 bytes become HTTP/2 by `to_h2`; a request to the run's
 //! own host is a stream on the stream's connection, one to another host of
 //! the scenario goes over the stream's [`Away`] connection there (HTTP/2:
 //! TLS with ALPN `h2` for https, prior knowledge for http).
+//!
+//! Open loop with a session scenario, each arrival is a journey walked on
+//! the stream that dequeued it ([`arrival`]; see [`crate::workload`]).
 //!
 //! Virtual users outlive their stream task (a connection replaced after
 //! GOAWAY keeps its users' cookies and session steps): a stream takes one
@@ -17,10 +22,10 @@ use super::follow::{away_conn, away_exchange, follow, Away, Outgoing, Redirected
 use super::{classify, fetch, timed_out, to_h2, ConnCtx, Fail, WorkerState};
 use crate::h1::Capture;
 use crate::scenario::{Scenario, Vu};
+use crate::workload::{Ended, ScenarioLoad, Then};
 use bytes::Bytes;
 use h2::client::SendRequest;
-use redline_stats::rng::SplitMix64;
-use redline_stats::{ErrorKind, RequestStats, Timing};
+use redline_stats::{ErrorKind, Journeys, RequestStats, Timing};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -31,19 +36,15 @@ use std::time::{Duration, Instant};
 /// counters, and the virtual users not in a stream now.
 pub(super) struct ScWorker {
     s: Arc<Scenario>,
-    stats: RefCell<Vec<RequestStats>>,
-    pick: RefCell<Pick>,
-    /// Data rows advance by the worker count (as the HTTP/1 worker's).
+    /// Choices, per-request numbers, think times (shared with the HTTP/1 worker).
+    load: RefCell<ScenarioLoad>,
+    /// Virtual-user ids advance by the worker count.
     stride: u64,
     pool: RefCell<Vec<Vu>>,
     next_id: Cell<u64>,
-    closed_loop: bool,
-}
-
-struct Pick {
-    rr: u64,
-    rows: u64,
-    rng: SplitMix64,
+    /// Open-loop journeys: their later steps taken from the ledger (the
+    /// rest of what the schedule released were arrivals).
+    later_steps: Cell<u64>,
 }
 
 impl ScWorker {
@@ -56,16 +57,17 @@ impl ScWorker {
         closed_loop: bool,
     ) -> ScWorker {
         ScWorker {
-            stats: RefCell::new(s.new_stats()),
-            pick: RefCell::new(Pick {
-                rr: index as u64,
-                rows: index as u64,
-                rng: SplitMix64(seed ^ (index as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D)),
-            }),
+            load: RefCell::new(ScenarioLoad::new(
+                s.clone(),
+                index,
+                threads,
+                seed,
+                !closed_loop,
+            )),
             stride: threads.max(1) as u64,
             pool: RefCell::new(Vec::new()),
             next_id: Cell::new(index as u64),
-            closed_loop,
+            later_steps: Cell::new(0),
             s,
         }
     }
@@ -80,17 +82,26 @@ impl ScWorker {
         VuSlot {
             sc: self.clone(),
             vu: Some(vu),
+            in_flight: false,
         }
     }
 
     /// Publishes the per-request counts so far (live metrics).
     pub(super) fn publish_stats(&self, control: &crate::control::Control) {
-        control.publish_requests(&self.stats.borrow());
+        control.publish_requests(&self.load.borrow().stats);
     }
 
-    /// The per-request numbers (at the end of the run).
-    pub(super) fn take_stats(&self) -> Vec<RequestStats> {
-        std::mem::take(&mut *self.stats.borrow_mut())
+    /// The per-request numbers and the journeys (at the end of the run, after
+    /// the stream tasks ended); `scheduled`: what the ledger scheduled.
+    pub(super) fn finish(&self, scheduled: u64) -> (Vec<RequestStats>, Option<Journeys>) {
+        let mut load = self.load.borrow_mut();
+        load.set_arrived(scheduled.saturating_sub(self.later_steps.get()));
+        load.take_results()
+    }
+
+    /// Open loop: an arrival's connection failed before its journey began.
+    pub(super) fn journey_failed_to_start(&self) {
+        self.load.borrow_mut().journey_failed_to_start();
     }
 }
 
@@ -98,11 +109,18 @@ impl ScWorker {
 pub(super) struct VuSlot {
     sc: Rc<ScWorker>,
     vu: Option<Vu>,
+    /// A request of the user's is out (for a journey that ends with its task).
+    in_flight: bool,
 }
 
 impl Drop for VuSlot {
     fn drop(&mut self) {
         if let Some(mut vu) = self.vu.take() {
+            // A journey ends with its stream task: the run ended (a step in
+            // flight, or stopped) or the stream went away.
+            if let Ok(mut load) = self.sc.load.try_borrow_mut() {
+                load.end_journey_at_end(&mut vu, self.in_flight);
+            }
             // A request chosen but never sent is chosen again next time.
             vu.redirected_from = None;
             self.sc.pool.borrow_mut().push(vu);
@@ -121,24 +139,96 @@ pub(super) async fn exchange(
     slot: &mut VuSlot,
     away: &mut Option<Away>,
 ) -> Option<Duration> {
+    match exchange_then(w, sr, ctx, intended, slot, away).await {
+        Then::Next(think) => think,
+        Then::Step { .. } | Then::Over | Then::Free => None,
+    }
+}
+
+/// Open loop: an arrival released at `t` (held by the caller). A session
+/// scenario walks a journey on this stream: a fresh user, each step intended
+/// at `t` plus the think times before it, the next step taken from the
+/// ledger (held while the user thinks). Other scenarios send one request.
+pub(super) async fn arrival(
+    w: &Rc<WorkerState>,
+    sr: &mut SendRequest<Bytes>,
+    ctx: &ConnCtx,
+    t: Instant,
+    slot: &mut VuSlot,
+    away: &mut Option<Away>,
+) {
     let sc = slot.sc.clone();
-    let vu = slot.vu.as_mut()?;
-    let s: &Scenario = &sc.s;
-    let r = match vu.chosen {
-        Some(r) => r,
-        None => {
-            let mut p = sc.pick.borrow_mut();
-            let Pick { rr, rows, rng } = &mut *p;
-            let r = s.choose(vu, rr, rows, sc.stride, rng);
-            vu.chosen = Some(r);
-            r
+    if !sc.load.borrow().journeys_on() {
+        exchange(w, sr, ctx, t, slot, away).await;
+        return;
+    }
+    let Some(vu) = slot.vu.as_mut() else { return };
+    sc.load.borrow_mut().begin_journey(vu, t);
+    let mut intended = t;
+    for _ in 0..sc.s.requests.len() {
+        let Then::Step {
+            think,
+            intended: next,
+        } = exchange_then(w, sr, ctx, intended, slot, away).await
+        else {
+            return;
+        };
+        let Some(vu) = slot.vu.as_mut() else { return };
+        // The next step is scheduled now and held while the user thinks (a
+        // stop meanwhile counts it as not sent, and the journey as stopped).
+        if !w.ledger.borrow_mut().take() {
+            sc.load.borrow_mut().stop_journey(vu);
+            return;
         }
+        sc.later_steps.set(sc.later_steps.get() + 1);
+        if !think.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(think) => {}
+                _ = w.stop_n.notified() => return,
+            }
+        }
+        match super::stream_ready(w, sr).await {
+            Ok(()) => {}
+            Err(super::Waited::Stopped) => return,
+            Err(e) => {
+                let (k, m) = match e {
+                    super::Waited::Failed(e) => classify(&e),
+                    _ => (ErrorKind::Timeout, super::no_stream()),
+                };
+                w.fail_held(k, m);
+                sc.load.borrow_mut().fail_journey(vu);
+                return;
+            }
+        }
+        if w.stopping() {
+            return;
+        }
+        intended = next;
+    }
+}
+
+/// [`exchange`], saying what the user does next.
+async fn exchange_then(
+    w: &Rc<WorkerState>,
+    sr: &mut SendRequest<Bytes>,
+    ctx: &ConnCtx,
+    intended: Instant,
+    slot: &mut VuSlot,
+    away: &mut Option<Away>,
+) -> Then {
+    let sc = slot.sc.clone();
+    let Some(vu) = slot.vu.as_mut() else {
+        return Then::Free;
     };
+    let s: &Scenario = &sc.s;
+    let r = sc.load.borrow_mut().next(vu);
     let q = &s.requests[r];
     let t = &s.targets[q.target];
     let plan = w.plan();
     let own = t.origin == plan.target.origin;
+    slot.in_flight = true;
     let result = send(w, sr, s, r, vu, own, away).await;
+    slot.in_flight = false;
     // The connection this request went over was made for it: its connect time.
     let made = match (own, away.as_ref()) {
         (true, _) => ctx.connect_took.take(),
@@ -146,18 +236,16 @@ pub(super) async fn exchange(
         (false, None) => None,
     };
     if let Some(d) = made {
-        sc.stats.borrow_mut()[r].connect.record(d);
+        sc.load.borrow_mut().stats[r].connect.record(d);
     }
-    vu.chosen = None;
-    match result {
+    let then = match result {
         Err(Unsent(kind, msg)) => {
-            sc.stats.borrow_mut()[r].errors += 1;
             w.fail_held(kind, msg);
+            sc.load.borrow_mut().ended(vu, Ended::Failed)
         }
-        Ok((sent, Err((kind, msg)))) => {
-            let _ = sent;
-            sc.stats.borrow_mut()[r].errors += 1;
+        Ok((_, Err((kind, msg)))) => {
             w.fail_in_flight(kind, msg);
+            sc.load.borrow_mut().ended(vu, Ended::Failed)
         }
         Ok((sent, Ok(f))) => {
             let now = Instant::now();
@@ -177,31 +265,19 @@ pub(super) async fn exchange(
                 rec.bytes_read(wire);
                 rec.response(&t, f.status, wire, f.body_bytes);
             }
-            let mut stats = sc.stats.borrow_mut();
-            let st = &mut stats[r];
-            st.completed += 1;
-            if f.status >= 400 {
-                st.bad_status += 1;
-            }
-            let latency = now.saturating_duration_since(intended);
-            st.latency.record(latency);
-            st.waiting
-                .record(f.first_byte.saturating_duration_since(sent));
-            st.transfer
-                .record(now.saturating_duration_since(f.first_byte));
-            s.on_response(r, vu, f.status, latency, f.capture.as_deref(), st);
-            drop(stats);
+            let how = Ended::Answer {
+                status: f.status,
+                timing: t,
+                capture: f.capture.as_deref(),
+            };
+            let then = sc.load.borrow_mut().ended(vu, how);
             w.ledger.borrow_mut().finish_completed();
             w.last_done.set(now);
             w.changed.notify_one();
+            then
         }
-    }
-    if !sc.closed_loop {
-        return None;
-    }
-    let think = q.think?;
-    let d = think.sample(&mut sc.pick.borrow_mut().rng);
-    Some(d)
+    };
+    then
 }
 
 /// A request that failed before it was sent (still held).
@@ -229,7 +305,7 @@ async fn send(
     let counted_sent = || {
         w.sent();
         if let Some(sc) = w.sc.as_ref() {
-            sc.stats.borrow_mut()[r].sent += 1;
+            sc.load.borrow_mut().sent(r);
         }
     };
     let (sent, got) = if own {

@@ -172,6 +172,9 @@ impl Plan {
         if self.follow.is_some() {
             m.push(Mode::FollowRedirects);
         }
+        if crate::workload::journeys(self) {
+            m.push(Mode::Journeys);
+        }
         m
     }
 

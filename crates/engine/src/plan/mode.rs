@@ -84,6 +84,8 @@ pub enum Mode {
     RateStages,
     /// `-L/--follow-redirects`.
     FollowRedirects,
+    /// `--scenario` in session mode with `--rate`: open-loop journeys.
+    Journeys,
 }
 
 impl Mode {
@@ -94,6 +96,7 @@ impl Mode {
             Mode::Stages => "--stages",
             Mode::RateStages => "--rate-stages",
             Mode::FollowRedirects => "-L/--follow-redirects",
+            Mode::Journeys => "--rate with a session scenario (open-loop journeys)",
         }
     }
 }

@@ -5,6 +5,7 @@
 use super::conns::{ConnState, Redirected, TimeoutList, NIL};
 use super::Worker;
 use crate::redirect::Cookies;
+use crate::workload::{Ended, Then};
 use redline_stats::{ErrorKind, Timing};
 use std::borrow::Cow;
 use std::cmp::Reverse;
@@ -24,16 +25,20 @@ impl Worker<'_> {
         }
         let plan = self.plan;
         let mut timeout = plan.timeout;
-        if self.scenario.is_some() {
-            let r = self.choose(i);
-            let sc = self.scenario.as_mut().expect("scenario");
-            let q = &sc.scenario.requests[r];
-            if sc.vus[i as usize].target != q.target {
+        if let Some(sc) = self.scenario.as_mut() {
+            let vu = &mut sc.vus[i as usize];
+            if sc.load.journeys_on() && vu.journey.is_none() {
+                // An arrival: a new virtual user starts its journey here.
+                sc.load.begin_journey(vu, intended);
+            }
+            let r = sc.load.next(vu);
+            let q = &sc.load.scenario.requests[r];
+            if vu.target != q.target {
                 // The next request goes to another host: replace the connection.
                 return self.send_on_new_connection(i, intended);
             }
             timeout = q.timeout;
-            sc.stats[r].sent += 1;
+            sc.load.sent(r);
         }
         let c = &mut self.conns[i as usize];
         c.has_request = true;
@@ -55,9 +60,9 @@ impl Worker<'_> {
         if let Some(sc) = self.scenario.as_mut() {
             let vu = &mut sc.vus[i as usize];
             let r = vu.chosen.unwrap_or(0);
-            sc.scenario.prepare(r, vu, c.close_after);
+            sc.load.scenario.prepare(r, vu, c.close_after);
             if let Some(cap) = c.reader.capture.as_deref_mut() {
-                sc.scenario.prepare_capture(r, cap);
+                sc.load.scenario.prepare_capture(r, cap);
             }
             self.push_sorted(i);
         } else {
@@ -94,25 +99,18 @@ impl Worker<'_> {
         self.rec.response(&t, status, c.wire, c.reader.body_bytes);
         if let Some(sc) = self.scenario.as_mut() {
             let vu = &mut sc.vus[i as usize];
-            if let Some(r) = vu.chosen {
+            if vu.chosen.is_some() {
                 vu.redirected_from = redirected
                     .as_ref()
                     .map(|d| d.url.host_str().unwrap_or("").to_ascii_lowercase());
-                let st = &mut sc.stats[r];
-                st.completed += 1;
-                if status >= 400 {
-                    st.bad_status += 1;
-                }
-                let latency = now.saturating_duration_since(t.intended);
-                st.latency.record(latency);
-                st.waiting
-                    .record(t.first_byte.saturating_duration_since(t.sent));
-                st.transfer
-                    .record(now.saturating_duration_since(t.first_byte));
-                sc.scenario
-                    .on_response(r, vu, status, latency, c.reader.capture.as_deref(), st);
+                let how = Ended::Answer {
+                    status,
+                    timing: t,
+                    capture: c.reader.capture.as_deref(),
+                };
+                let then = sc.load.ended(vu, how);
+                apply(vu, then);
             }
-            self.request_ended(i, Some(()), now);
         }
         let c = &mut self.conns[i as usize];
         self.last_done = now;
@@ -147,10 +145,11 @@ impl Worker<'_> {
         match &self.scenario {
             Some(sc) => {
                 let vu = &sc.vus[i as usize];
-                sc.scenario.wire(vu.chosen.unwrap_or(0), vu, c.close_after)
+                sc.load
+                    .scenario
+                    .wire(vu.chosen.unwrap_or(0), vu, c.close_after)
             }
-            None if c.close_after => &self.plan.request_close,
-            None => &self.plan.request,
+            None => crate::workload::fixed_request(self.plan, c.close_after),
         }
     }
 
@@ -179,7 +178,7 @@ impl Worker<'_> {
             return self.fail(i, ErrorKind::TooManyRedirects, Cow::Owned(msg), now);
         }
         let own_key = match &self.scenario {
-            Some(sc) => sc.scenario.targets[sc.vus[i as usize].target]
+            Some(sc) => sc.load.scenario.targets[sc.vus[i as usize].target]
                 .origin
                 .clone(),
             None => plan.target.origin.clone(),
@@ -227,7 +226,7 @@ impl Worker<'_> {
             Some(sc) => {
                 let vu = &mut sc.vus[i as usize];
                 let r = vu.chosen.unwrap_or(0);
-                sc.scenario.redirect_cookies(
+                sc.load.scenario.redirect_cookies(
                     r,
                     vu,
                     c.reader.capture.as_deref(),
@@ -276,7 +275,7 @@ impl Worker<'_> {
         let timeout = match &self.scenario {
             Some(sc) => sc.vus[i as usize]
                 .chosen
-                .map_or(self.plan.timeout, |r| sc.scenario.requests[r].timeout),
+                .map_or(self.plan.timeout, |r| sc.load.scenario.requests[r].timeout),
             None => self.plan.timeout,
         };
         let c = &mut self.conns[i as usize];
@@ -302,46 +301,57 @@ impl Worker<'_> {
             self.conns[i as usize].redir = None;
             self.rec.error(kind, msg, now);
             self.last_done = now;
-            self.request_ended(i, None, now);
+            self.request_ended(i);
         }
         self.close(i);
         self.after(i, now);
     }
 
-    /// Scenario runs: the slot's request ended (`ok`: with a response); counts a
-    /// failure against it and owes the virtual user its think time.
-    pub(super) fn request_ended(&mut self, i: u32, ok: Option<()>, _now: Instant) {
-        let open_loop = self.open_loop;
+    /// Scenario runs: the slot's request failed (no response): counted
+    /// against it; a journey is abandoned.
+    pub(super) fn request_ended(&mut self, i: u32) {
         let Some(sc) = self.scenario.as_mut() else {
             return;
         };
         let vu = &mut sc.vus[i as usize];
-        let Some(r) = vu.chosen.take() else { return };
-        if ok.is_none() {
-            sc.stats[r].errors += 1;
-        }
-        if !open_loop {
-            vu.think = sc.scenario.requests[r].think.map(|t| t.sample(&mut sc.rng));
+        if vu.chosen.is_some() {
+            let then = sc.load.ended(vu, Ended::Failed);
+            apply(vu, then);
         }
     }
 
     /// Scenario runs: the request slot `i` sends next (chosen once, then kept
-    /// until the request ends).
+    /// until the request ends). A slot waiting for an arrival's journey
+    /// connects for the journey's first step (chosen when it starts).
     pub(super) fn choose(&mut self, i: u32) -> usize {
         let sc = self.scenario.as_mut().expect("scenario");
         let vu = &mut sc.vus[i as usize];
-        if let Some(r) = vu.chosen {
-            return r;
+        if sc.load.journeys_on() && vu.journey.is_none() {
+            return 0;
         }
-        let r = sc.scenario.choose(
-            vu,
-            &mut sc.round_robin,
-            &mut sc.rows,
-            sc.stride,
-            &mut sc.rng,
-        );
-        vu.chosen = Some(r);
-        r
+        sc.load.next(vu)
+    }
+
+    /// Open-loop sessions: slot `i`'s journey sends its next step, meant
+    /// for `intended`; when the run stops first, the journey is abandoned
+    /// and the slot is free again.
+    pub(super) fn next_step(&mut self, i: u32, intended: Instant, now: Instant) {
+        let st = self.conns[i as usize].state;
+        match st {
+            ConnState::Idle if self.take_for(i) => self.send(i, intended, now),
+            ConnState::Closed if self.take_for(i) => {
+                let c = &mut self.conns[i as usize];
+                c.intended = intended;
+                c.has_request = true;
+                self.restart.push_back(i);
+            }
+            _ => {
+                if let Some(sc) = self.scenario.as_mut() {
+                    sc.load.stop_journey(&mut sc.vus[i as usize]);
+                }
+                self.after(i, now);
+            }
+        }
     }
 
     /// Scenario runs: virtual users whose think time is over send their next request.
@@ -357,7 +367,14 @@ impl Worker<'_> {
                 return;
             }
             sc.sleepers.pop();
-            sc.vus[i as usize].sleeping = false;
+            let vu = &mut sc.vus[i as usize];
+            vu.sleeping = false;
+            if let Some(j) = vu.journey {
+                // Open-loop sessions: the step is meant for the journey's
+                // start plus its think times, not for this wake-up.
+                self.next_step(i, j.next_intended(), now);
+                continue;
+            }
             let st = self.conns[i as usize].state;
             match st {
                 // Latency counts from when the user meant to send: the end of its think time.
@@ -377,6 +394,26 @@ impl Worker<'_> {
     pub(super) fn after(&mut self, i: u32, now: Instant) {
         let st = self.conns[i as usize].state;
         if self.open_loop {
+            if let Some(sc) = self.scenario.as_mut() {
+                let vu = &mut sc.vus[i as usize];
+                if vu.sleeping {
+                    // Thinking: the wake-up sends the journey's next step.
+                    return;
+                }
+                if let Some(j) = vu.journey {
+                    if self.ledger.stopping() {
+                        sc.load.stop_journey(vu);
+                    } else {
+                        let think = vu.think.take().unwrap_or_default();
+                        if !think.is_zero() {
+                            vu.sleeping = true;
+                            sc.sleepers.push(Reverse((now + think, i)));
+                            return;
+                        }
+                        return self.next_step(i, j.next_intended(), now);
+                    }
+                }
+            }
             match st {
                 ConnState::Idle => {
                     if let Some(t) = self.ledger.dequeue() {
@@ -469,5 +506,14 @@ impl Worker<'_> {
                 now,
             );
         }
+    }
+}
+
+/// Applies what the workload says a virtual user does next.
+fn apply(vu: &mut crate::scenario::Vu, then: Then) {
+    match then {
+        Then::Next(think) => vu.think = think,
+        Then::Step { think, .. } => vu.think = Some(think),
+        Then::Over | Then::Free => vu.think = None,
     }
 }

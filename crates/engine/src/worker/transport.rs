@@ -27,9 +27,9 @@ impl Worker<'_> {
             true => {
                 let r = self.choose(i);
                 let sc = self.scenario.as_mut().expect("scenario");
-                let t = sc.scenario.requests[r].target;
+                let t = sc.load.scenario.requests[r].target;
                 sc.vus[i as usize].target = t;
-                sc.scenario.targets[t].addr
+                sc.load.scenario.targets[t].addr
             }
             false => self.plan.target.addr,
         };
@@ -105,9 +105,9 @@ impl Worker<'_> {
             Some(sc) => {
                 let vu = &sc.vus[i as usize];
                 if let Some(r) = vu.chosen {
-                    sc.stats[r].connect.record(took);
+                    sc.load.stats[r].connect.record(took);
                 }
-                sc.scenario.targets[vu.target].tls.as_ref()
+                sc.load.scenario.targets[vu.target].tls.as_ref()
             }
             None => self.plan.tls.as_ref(),
         };
@@ -239,14 +239,18 @@ impl Worker<'_> {
             }
             self.rec.error(kind, msg, now);
             self.last_done = now;
-            self.request_ended(i, None, now);
+            self.request_ended(i);
             self.after(i, now);
         } else if self.open_loop {
             // The connect was for the oldest waiting request: it fails with it.
             if self.ledger.fail_pending() {
                 self.rec.error(kind, msg, now);
                 self.last_done = now;
-                self.request_ended(i, None, now);
+                self.request_ended(i);
+                if let Some(sc) = self.scenario.as_mut() {
+                    // An arrival whose journey could not begin.
+                    sc.load.journey_failed_to_start();
+                }
             }
             self.free.push(i);
         }
@@ -259,7 +263,9 @@ impl Worker<'_> {
             &r.bytes
         } else if let Some(sc) = &self.scenario {
             let vu = &sc.vus[i as usize];
-            sc.scenario.wire(vu.chosen.unwrap_or(0), vu, c.close_after)
+            sc.load
+                .scenario
+                .wire(vu.chosen.unwrap_or(0), vu, c.close_after)
         } else if c.close_after {
             &plan.request_close
         } else {
@@ -360,7 +366,7 @@ impl Worker<'_> {
             let head = match &self.scenario {
                 Some(sc) => sc.vus[i as usize]
                     .chosen
-                    .is_some_and(|r| sc.scenario.requests[r].head_request),
+                    .is_some_and(|r| sc.load.scenario.requests[r].head_request),
                 None => self.plan.head_request,
             };
             match c
