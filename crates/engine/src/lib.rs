@@ -10,6 +10,7 @@
 
 pub mod alpn;
 pub mod control;
+pub mod gen;
 pub mod h1;
 pub mod h2run;
 pub mod head;

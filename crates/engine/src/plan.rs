@@ -870,6 +870,7 @@ impl Plan {
                 config.body_bytes = 0;
                 let mut sc = sc;
                 sc.segment = a.segment.clone();
+                sc.seed = seed;
                 Some(std::sync::Arc::new(sc))
             }
             _ => None,

@@ -95,6 +95,8 @@ pub struct ScTarget {
 enum Part {
     Lit(Vec<u8>),
     Var(usize),
+    /// A generated value ([`crate::gen`]) and its name as written.
+    Gen(crate::gen::Gen, String),
 }
 
 /// A text with `{{variables}}` in it.
@@ -116,12 +118,20 @@ impl Template {
                 .find("}}")
                 .ok_or_else(|| format!("'{{{{' without a closing '}}}}' in '{s}'"))?;
             let name = after[..end].trim();
-            let id = vars.iter().position(|v| v == name).ok_or_else(|| {
-                format!(
-                    "unknown variable '{{{{{name}}}}}' (not a data column, an extracted value, vu or iteration)"
-                )
-            })?;
-            parts.push(Part::Var(id));
+            // Variables first (a data column may shadow a generated name).
+            match vars.iter().position(|v| v == name) {
+                Some(id) => parts.push(Part::Var(id)),
+                None => match crate::gen::Gen::parse(name)? {
+                    Some(g) => parts.push(Part::Gen(g, name.to_string())),
+                    None => {
+                        return Err(format!(
+                            "unknown variable '{{{{{}}}}}' (not a data column, an extracted value, vu, iteration or a generated value: {})",
+                            crate::gen::shown(name),
+                            crate::gen::NAMES
+                        ))
+                    }
+                },
+            }
             rest = &after[end + 2..];
         }
         if !rest.is_empty() {
@@ -134,10 +144,11 @@ impl Template {
         self.parts.iter().all(|p| matches!(p, Part::Lit(_)))
     }
 
-    fn render(&self, vu: &Vu, out: &mut Vec<u8>) {
+    fn render(&self, vu: &Vu, gen: &mut crate::gen::GenState, out: &mut Vec<u8>) {
         for p in &self.parts {
             match p {
                 Part::Lit(s) => out.extend_from_slice(s),
+                Part::Gen(g, _) => g.render(gen, out),
                 Part::Var(0) => out.extend_from_slice(vu.id.to_string().as_bytes()),
                 Part::Var(1) => out.extend_from_slice(vu.iteration.to_string().as_bytes()),
                 Part::Var(i) => {
@@ -254,6 +265,9 @@ pub struct Scenario {
     /// `--segment`: local virtual-user ids and data rows map to the whole
     /// run's numbering, so no two segments use the same id or row.
     pub segment: Option<redline_stats::segment::Segment>,
+    /// The run's seed (`--seed`): each virtual user's generated values are
+    /// drawn from it and the user's id.
+    pub seed: u64,
 }
 
 /// What compiling needs besides the file.
@@ -683,6 +697,7 @@ impl Scenario {
             http10: a.http10,
             user_agent: format!("redline/{}", env!("CARGO_PKG_VERSION")),
             segment: None,
+            seed: 0,
         };
         for i in 0..s.requests.len() {
             let r = &s.requests[i];
@@ -691,12 +706,12 @@ impl Scenario {
                 && r.body.as_ref().is_none_or(|b| b.is_static())
                 && !s.cookies
             {
-                let vu = Vu::new(0, s.vars.len());
+                let mut vu = Vu::new(0, s.vars.len());
                 let mut ka = Vec::new();
                 let mut cl = Vec::new();
                 let mut scratch = Vec::new();
-                s.render_into(i, &vu, false, &mut ka, &mut scratch);
-                s.render_into(i, &vu, true, &mut cl, &mut scratch);
+                s.render_into(i, &mut vu, false, &mut ka, &mut scratch);
+                s.render_into(i, &mut vu, true, &mut cl, &mut scratch);
                 s.requests[i].fixed = Some([ka, cl]);
             }
         }
@@ -729,6 +744,7 @@ impl Scenario {
     pub fn new_vu(&self, id: u64) -> Vu {
         let id = self.global(id);
         let mut vu = Vu::new(id, self.vars.len());
+        vu.gen = crate::gen::GenState::new(self.seed, id);
         if let Some(d) = &self.data {
             if !d.per_iteration {
                 let row = &d.rows[(id % d.rows.len() as u64) as usize];
@@ -830,17 +846,39 @@ impl Scenario {
         }
     }
 
-    fn render_into(&self, r: usize, vu: &Vu, close: bool, out: &mut Vec<u8>, body: &mut Vec<u8>) {
+    fn render_into(
+        &self,
+        r: usize,
+        vu: &mut Vu,
+        close: bool,
+        out: &mut Vec<u8>,
+        body: &mut Vec<u8>,
+    ) {
+        let mut gen = std::mem::take(&mut vu.gen);
+        self.render_with(r, vu, &mut gen, close, out, body);
+        gen.seq += 1;
+        vu.gen = gen;
+    }
+
+    fn render_with(
+        &self,
+        r: usize,
+        vu: &Vu,
+        gen: &mut crate::gen::GenState,
+        close: bool,
+        out: &mut Vec<u8>,
+        body: &mut Vec<u8>,
+    ) {
         let req = &self.requests[r];
         let t = &self.targets[req.target];
         body.clear();
         if let Some(b) = &req.body {
-            b.render(vu, body);
+            b.render(vu, gen, body);
         }
         out.extend_from_slice(req.method.as_bytes());
         out.push(b' ');
         let before = out.len();
-        req.path.render(vu, out);
+        req.path.render(vu, gen, out);
         if out.len() == before {
             out.push(b'/');
         }
@@ -873,7 +911,7 @@ impl Scenario {
         for (k, v) in &req.headers {
             out.extend_from_slice(k.as_bytes());
             out.extend_from_slice(b": ");
-            v.render(vu, out);
+            v.render(vu, gen, out);
             out.extend_from_slice(b"\r\n");
         }
         // The jar's cookies for this host only (a cookie goes where it came from).
@@ -1152,11 +1190,14 @@ pub struct Vu {
     pub redirected_from: Option<String>,
     buf: Vec<u8>,
     scratch: Vec<u8>,
+    /// Generated values (`{{uuid}}`, `{{seq}}`…): seeded per user.
+    gen: crate::gen::GenState,
 }
 
 impl Vu {
     fn new(id: u64, vars: usize) -> Vu {
         Vu {
+            gen: crate::gen::GenState::default(),
             id,
             iteration: 0,
             step: 0,
@@ -1304,6 +1345,11 @@ fn compile_request(
                     Part::Var(id) => {
                         text.push_str("{{");
                         text.push_str(&vars[*id]);
+                        text.push_str("}}");
+                    }
+                    Part::Gen(_, name) => {
+                        text.push_str("{{");
+                        text.push_str(name);
                         text.push_str("}}");
                     }
                 }
