@@ -24,6 +24,7 @@ pub mod scenario;
 pub mod sys;
 mod timer;
 pub mod tls;
+pub mod urls;
 pub mod worker;
 
 pub use plan::{parse_duration, Arrival, Load, Mode, Plan, PlanArgs, PlanError, Protocol};

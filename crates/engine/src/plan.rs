@@ -136,6 +136,9 @@ pub struct PlanArgs {
     pub tls: crate::tls::TlsArgs,
     /// A scenario file (`--scenario`), and whether its paths may leave its folder.
     pub scenario: Option<(std::path::PathBuf, bool)>,
+    /// `--urls FILE`: a target list run as a generated scenario
+    /// ([`crate::urls`]), its order, and whether body files may leave its folder.
+    pub urls: Option<(std::path::PathBuf, crate::urls::Order, bool)>,
     /// `--stages`: the load level changes over the run.
     pub stages: Option<StageArgs>,
     /// HTTP/2 over TLS, negotiated by ALPN (`--http2`).
@@ -214,6 +217,7 @@ impl PlanArgs {
             seed: None,
             tls: crate::tls::TlsArgs::default(),
             scenario: None,
+            urls: None,
             stages: None,
             http2: false,
             h2c: false,
@@ -423,8 +427,30 @@ fn usage(msg: impl Into<String>) -> PlanError {
 impl Plan {
     /// Validates and resolves options into a plan.
     pub fn build(mut a: PlanArgs) -> Result<Plan, PlanError> {
-        let scenario_file = match &a.scenario {
-            Some((path, _)) => {
+        let scenario_file = match (&a.scenario, &a.urls) {
+            (Some(_), Some(_)) => {
+                return Err(usage("--urls and --scenario do not go together"));
+            }
+            (None, Some((path, order, _))) => {
+                let text = redline_stats::files::read_text(
+                    path,
+                    redline_stats::files::Kind::Scenario,
+                    "--urls",
+                )
+                .map_err(PlanError::Invalid)?;
+                let targets = crate::urls::parse(&text)
+                    .map_err(|e| usage(format!("{}: {e}", path.display())))?;
+                if a.url.trim().is_empty() {
+                    a.url = crate::urls::first_absolute(&targets).ok_or_else(|| {
+                        usage(format!(
+                            "{}: every target is a path: give the base URL on the command line",
+                            path.display()
+                        ))
+                    })?;
+                }
+                Some((crate::urls::to_scenario(&targets, *order), String::new()))
+            }
+            (Some((path, _)), None) => {
                 let (f, text) = crate::scenario::load(path)?;
                 if a.url.trim().is_empty() {
                     a.url = match (&f.base, f.hosts.values().next()) {
@@ -489,7 +515,7 @@ impl Plan {
                 }
                 Some((f, text))
             }
-            None => None,
+            (None, None) => None,
         };
         let raw = a.url.trim();
         let with_scheme = if raw.contains("://") {
@@ -847,14 +873,19 @@ impl Plan {
                 .unwrap_or(1)
         });
         let mut config = config;
-        let scenario = match (&a.scenario, &scenario_file) {
+        let source = match (&a.scenario, &a.urls) {
+            (Some((path, allow)), _) => Some((path, *allow)),
+            (None, Some((path, _, allow))) => Some((path, *allow)),
+            (None, None) => None,
+        };
+        let scenario = match (source, &scenario_file) {
             (Some((path, allow)), Some((f, text))) => {
                 let sc = crate::scenario::Scenario::compile(crate::scenario::CompileArgs {
                     path,
                     file: f,
                     text,
                     base: &a.url,
-                    allow_paths: *allow,
+                    allow_paths: allow,
                     tls: &a.tls,
                     http10: a.http10,
                     cli_headers: &extra,
