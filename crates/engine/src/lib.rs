@@ -13,6 +13,7 @@ pub mod control;
 pub mod gen;
 pub mod h1;
 pub mod h2run;
+pub mod har;
 pub mod head;
 pub mod ledger;
 pub mod overdue;

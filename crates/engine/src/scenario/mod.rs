@@ -118,7 +118,13 @@ impl Template {
                 .find("}}")
                 .ok_or_else(|| format!("'{{{{' without a closing '}}}}' in '{s}'"))?;
             let name = after[..end].trim();
-            // Variables first (a data column may shadow a generated name).
+            // `{{"{{"}}` is a literal `{{`; variables come before generated
+            // names (a data column may shadow one).
+            if name == "\"{{\"" {
+                parts.push(Part::Lit(b"{{".to_vec()));
+                rest = &after[end + 2..];
+                continue;
+            }
             match vars.iter().position(|v| v == name) {
                 Some(id) => parts.push(Part::Var(id)),
                 None => match crate::gen::Gen::parse(name)? {
