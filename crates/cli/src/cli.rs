@@ -52,6 +52,9 @@ enum Command {
     Server(crate::cmd_server::ServerCmd),
     #[command(flatten)]
     Dist(crate::cmd_dist::DistCmd),
+    /// Turn a recording into a scenario: `redline import har FILE.har > scenario.toml`.
+    #[command(subcommand)]
+    Import(crate::cmd_import::ImportCmd),
     /// Drop-in for ApacheBench: ab's flags and ab's report, measured by redline (`redline ab -h`).
     #[command(disable_help_flag = true)]
     Ab(DropinArgs),
@@ -368,6 +371,7 @@ pub fn main() -> Exit {
         Command::Web(c) => crate::cmd_web::dispatch(c),
         Command::Server(c) => crate::cmd_server::dispatch(c),
         Command::Dist(c) => crate::cmd_dist::dispatch(c),
+        Command::Import(c) => crate::cmd_import::dispatch(c),
         Command::Ab(a) => crate::cmd_ab::main(&a.args),
         Command::Wrk(a) => crate::cmd_wrk::main(&a.args),
     }
