@@ -1,0 +1,33 @@
+//! HAR files (`redline import har`): any input is imported or refused with
+//! one line naming the file, never a panic; an imported scenario always
+//! parses as a scenario file, and without --keep-secrets no credential
+//! header's value reaches it.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use redline_engine::har::{import, Options};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(s) = std::str::from_utf8(data) else {
+        return;
+    };
+    for keep in [false, true] {
+        let opts = Options {
+            keep_secrets: keep,
+            all_hosts: keep,
+        };
+        match import(s, "fuzz.har", opts) {
+            Ok(got) => {
+                if let Err(e) = redline_engine::scenario::file::parse(&got.toml, "out.toml") {
+                    panic!("imported scenario does not parse: {e}\n{}", got.toml);
+                }
+                if !keep {
+                    assert!(!got.toml.contains("SECRETMARK"), "{}", got.toml);
+                }
+            }
+            Err(e) => {
+                assert!(e.starts_with("fuzz.har"), "{e}");
+                assert!(!e.contains('\n') && !e.chars().any(char::is_control), "{e:?}");
+            }
+        }
+    }
+});
