@@ -33,8 +33,10 @@ pub enum Gen {
 #[derive(Debug, Clone, Default)]
 pub struct GenState {
     rng: SplitMix64Default,
-    /// The number of requests this user has built.
-    pub seq: u64,
+    /// `{{seq}}` of the request being built.
+    seq: u64,
+    /// Requests chosen so far.
+    next: u64,
 }
 
 /// [`SplitMix64`] with a `Default` (for `std::mem::take`).
@@ -56,7 +58,15 @@ impl GenState {
         GenState {
             rng: SplitMix64Default(SplitMix64(s)),
             seq: 0,
+            next: 0,
         }
+    }
+
+    /// A new request was chosen for this user: the next `{{seq}}` (a request
+    /// built again, e.g. on a new connection, keeps its number).
+    pub fn begin_request(&mut self) {
+        self.seq = self.next;
+        self.next += 1;
     }
 }
 

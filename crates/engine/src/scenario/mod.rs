@@ -778,6 +778,7 @@ impl Scenario {
         rng: &mut SplitMix64,
     ) -> usize {
         let n = self.requests.len();
+        vu.gen.begin_request();
         let new_iteration = match self.mode {
             Mode::Session => vu.step == 0,
             _ => true,
@@ -862,7 +863,6 @@ impl Scenario {
     ) {
         let mut gen = std::mem::take(&mut vu.gen);
         self.render_with(r, vu, &mut gen, close, out, body);
-        gen.seq += 1;
         vu.gen = gen;
     }
 
