@@ -27,7 +27,8 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
-    // The input as a URL's path, a header name and a body next to credentials:
+    // The input in a URL's path and query, as a header name and in a body, next
+    // to credentials:
     // without --keep-secrets no credential's value is in the scenario.
     if s.to_ascii_uppercase().contains("SECRETMARK") {
         return;
@@ -36,7 +37,11 @@ fuzz_target!(|data: &[u8]| {
         "startedDateTime": "2026-01-01T00:00:00Z",
         "request": {
             "method": "POST",
-            "url": format!("http://a.test/{s}?token=SECRETMARK1"),
+            // In the path (encoded) and as query text before the token pair.
+            "url": format!(
+                "http://a.test/{}?{s}&token=SECRETMARK1",
+                url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+            ),
             "headers": [
                 {"name": "Authorization", "value": "SECRETMARK2"},
                 {"name": "Cookie", "value": "sid=SECRETMARK3"},
