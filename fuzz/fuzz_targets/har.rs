@@ -23,7 +23,10 @@ fuzz_target!(|data: &[u8]| {
             }
             Err(e) => {
                 assert!(e.starts_with("fuzz.har"), "{e}");
-                assert!(!e.contains('\n') && !e.chars().any(char::is_control), "{e:?}");
+                assert!(
+                    !e.contains('\n') && !e.chars().any(char::is_control),
+                    "{e:?}"
+                );
             }
         }
     }

@@ -18,7 +18,10 @@ fuzz_target!(|data: &[u8]| {
         }
         Err(e) => {
             assert!(e.starts_with("line ") || e.starts_with("no targets"), "{e}");
-            assert!(!e.contains('\n') && !e.chars().any(char::is_control), "{e:?}");
+            assert!(
+                !e.contains('\n') && !e.chars().any(char::is_control),
+                "{e:?}"
+            );
         }
     }
 });
