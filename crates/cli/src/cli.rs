@@ -54,6 +54,9 @@ enum Command {
     Dist(crate::cmd_dist::DistCmd),
     /// Replay an access log's requests at their logged times (or --speed 2x, --rate R) against BASE_URL.
     Replay(Box<crate::cmd_replay::ReplayArgs>),
+    /// Turn a recording into a scenario: `redline import har FILE.har > scenario.toml`.
+    #[command(subcommand)]
+    Import(crate::cmd_import::ImportCmd),
     /// Drop-in for ApacheBench: ab's flags and ab's report, measured by redline (`redline ab -h`).
     #[command(disable_help_flag = true)]
     Ab(DropinArgs),
@@ -73,16 +76,24 @@ struct DropinArgs {
 #[derive(Args, Debug, Clone)]
 pub(crate) struct RunArgs {
     /// Target URL (http://host[:port]/path); the scheme may be left out. With
-    /// --scenario it replaces the scenario's base URL.
-    #[arg(required_unless_present = "scenario")]
+    /// --scenario it replaces the scenario's base URL; with --urls it is the
+    /// base of the list's paths.
+    #[arg(required_unless_present_any = ["scenario", "urls"])]
     url: Option<String>,
     /// Run a scenario file (TOML): several named requests, round-robin, weighted or
     /// as sessions with think time, cookies, extracted values, CSV data and checks.
     #[arg(long, value_name = "FILE")]
     scenario: Option<std::path::PathBuf>,
-    /// Let a scenario read body and data files outside its own folder.
-    #[arg(long = "allow-paths", requires = "scenario")]
+    /// Let a scenario (or --urls list) read body and data files outside its own folder.
+    #[arg(long = "allow-paths")]
     allow_paths: bool,
+    /// A list of targets, one per line: `METHOD URL` (vegeta's format: `Name: value`
+    /// header lines and an `@FILE` body may follow) or a bare URL; per-URL numbers in the report.
+    #[arg(long = "urls", value_name = "FILE", conflicts_with = "scenario")]
+    urls: Option<std::path::PathBuf>,
+    /// With --urls: round-robin (the list's order, default) or random (--seed repeats it).
+    #[arg(long = "urls-order", value_name = "ORDER", requires = "urls", value_parser = urls_order)]
+    urls_order: Option<redline_engine::urls::Order>,
     /// Run the same plan N times, each saved under the same label with its repeat
     /// index in the note (`compare` of two labels with several runs each tests the
     /// runs as samples); Ctrl-C or an --abort-on-fail abort ends the series.
@@ -129,6 +140,13 @@ impl RunArgs {
         {
             return Err("-m/-b/--body-file do not go with --scenario: give method and body per request in the file".into());
         }
+        if self.urls.is_some() && (r.body.is_some() || r.body_file.is_some() || r.method.is_some())
+        {
+            return Err("-m/-b/--body-file do not go with --urls: give `METHOD URL` and `@FILE` per target in the list".into());
+        }
+        if self.allow_paths && self.scenario.is_none() && self.urls.is_none() {
+            return Err("--allow-paths goes with --scenario or --urls".into());
+        }
         let mut pa = crate::flags::plan_args(
             self.url.clone().unwrap_or_default(),
             r,
@@ -137,6 +155,10 @@ impl RunArgs {
         )?;
         self.load.apply(&mut pa)?;
         pa.scenario = self.scenario.clone().map(|p| (p, self.allow_paths));
+        pa.urls = self
+            .urls
+            .clone()
+            .map(|p| (p, self.urls_order.unwrap_or_default(), self.allow_paths));
         Ok(pa)
     }
 }
@@ -303,6 +325,10 @@ fn dur(s: &str) -> Result<Duration, String> {
     parse_duration(s)
 }
 
+fn urls_order(s: &str) -> Result<redline_engine::urls::Order, String> {
+    s.parse()
+}
+
 /// The `run` subcommand's clap definition: `agent` and `k8s` parse run
 /// arguments with the real parser (cmd_dist.rs).
 pub(crate) fn run_command() -> clap::Command {
@@ -382,6 +408,7 @@ pub fn main() -> Exit {
         Command::Web(c) => crate::cmd_web::dispatch(c),
         Command::Server(c) => crate::cmd_server::dispatch(c),
         Command::Dist(c) => crate::cmd_dist::dispatch(c),
+        Command::Import(c) => crate::cmd_import::dispatch(c),
         Command::Ab(a) => crate::cmd_ab::main(&a.args),
         Command::Wrk(a) => crate::cmd_wrk::main(&a.args),
         Command::Replay(a) => crate::cmd_replay::run(*a),

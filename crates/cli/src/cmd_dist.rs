@@ -1828,7 +1828,7 @@ const NOT_PLAN: &[&str] = &[
 ];
 
 /// Run arguments naming files whose contents are part of the plan.
-const PLAN_FILES: &[&str] = &["body_file", "scenario", "cacert", "cert"];
+const PLAN_FILES: &[&str] = &["body_file", "scenario", "urls", "cacert", "cert"];
 
 fn sha256_hex(b: &[u8]) -> String {
     redline_dist::protocol::hex(&redline_dist::protocol::sha256(b))

@@ -158,7 +158,8 @@ pub struct LoadArgs {
     /// Open loop: spacing of send times.
     #[arg(long, value_name = "MODEL", default_value = "constant", value_parser = arrival)]
     pub arrival: Arrival,
-    /// Seed for poisson/uniform arrivals (repeatable schedules).
+    /// Seed for poisson/uniform arrivals, random choices and a scenario's generated
+    /// values ({{uuid}}, {{random_int(a,b)}}…): the same seed repeats them.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
     /// Load stages, DURATION:LEVEL pairs, e.g. 30s:10,60s:10,30s:70: the level

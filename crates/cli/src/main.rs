@@ -5,6 +5,7 @@ mod cmd_ab;
 mod cmd_dist;
 mod cmd_find;
 mod cmd_history;
+mod cmd_import;
 mod cmd_replay;
 mod cmd_server;
 mod cmd_web;

@@ -10,8 +10,10 @@
 
 pub mod alpn;
 pub mod control;
+pub mod gen;
 pub mod h1;
 pub mod h2run;
+pub mod har;
 pub mod head;
 pub mod ledger;
 pub mod overdue;
@@ -24,6 +26,7 @@ pub mod scenario;
 pub mod sys;
 mod timer;
 pub mod tls;
+pub mod urls;
 pub mod worker;
 pub mod workload;
 

@@ -85,6 +85,9 @@ pub struct PlanArgs {
     pub tls: crate::tls::TlsArgs,
     /// A scenario file (`--scenario`), and whether its paths may leave its folder.
     pub scenario: Option<(std::path::PathBuf, bool)>,
+    /// `--urls FILE`: a target list run as a generated scenario
+    /// ([`crate::urls`]), its order, and whether body files may leave its folder.
+    pub urls: Option<(std::path::PathBuf, crate::urls::Order, bool)>,
     /// `--stages`: the load level changes over the run.
     pub stages: Option<StageArgs>,
     /// HTTP/2 over TLS, negotiated by ALPN (`--http2`).
@@ -142,6 +145,7 @@ impl PlanArgs {
             seed: None,
             tls: crate::tls::TlsArgs::default(),
             scenario: None,
+            urls: None,
             stages: None,
             http2: false,
             h2c: false,

@@ -80,14 +80,41 @@ fn scenario_load(
     Ok((f, text))
 }
 
+/// `--urls FILE`: the target list as a generated scenario ([`crate::urls`]);
+/// the first absolute target is the base URL when the command line gives none.
+fn urls_load(
+    a: &mut PlanArgs,
+    path: &std::path::Path,
+    order: crate::urls::Order,
+) -> Result<(crate::scenario::file::ScenarioFile, String), PlanError> {
+    let text =
+        redline_stats::files::read_text(path, redline_stats::files::Kind::Scenario, "--urls")
+            .map_err(PlanError::Invalid)?;
+    let targets =
+        crate::urls::parse(&text).map_err(|e| usage(format!("{}: {e}", path.display())))?;
+    if a.url.trim().is_empty() {
+        a.url = crate::urls::first_absolute(&targets).ok_or_else(|| {
+            usage(format!(
+                "{}: every target is a path: give the base URL on the command line",
+                path.display()
+            ))
+        })?;
+    }
+    Ok((crate::urls::to_scenario(&targets, order), String::new()))
+}
+
 impl Plan {
     /// Validates and resolves options into a plan. Pure but for name
     /// resolution: an https run that leaves the version open gets its
     /// protocol from [`Plan::resolve`] (or from [`PlanArgs::alpn`]).
     pub fn build(mut a: PlanArgs) -> Result<Plan, PlanError> {
-        let scenario_file = match a.scenario.clone() {
-            Some((path, _)) => Some(scenario_load(&mut a, &path)?),
-            None => None,
+        let scenario_file = match (a.scenario.clone(), a.urls.clone()) {
+            (Some(_), Some(_)) => {
+                return Err(usage("--urls and --scenario do not go together"));
+            }
+            (None, Some((path, order, _))) => Some(urls_load(&mut a, &path, order)?),
+            (Some((path, _)), None) => Some(scenario_load(&mut a, &path)?),
+            (None, None) => None,
         };
         let resolved = super::target::resolve(&a.url, &a.tls)?;
         let url = &resolved.url;
@@ -274,14 +301,19 @@ impl Plan {
                 .map(|d| d.as_nanos() as u64)
                 .unwrap_or(1)
         });
-        let scenario = match (&a.scenario, &scenario_file) {
+        let source = match (&a.scenario, &a.urls) {
+            (Some((path, allow)), _) => Some((path, *allow)),
+            (None, Some((path, _, allow))) => Some((path, *allow)),
+            (None, None) => None,
+        };
+        let scenario = match (source, &scenario_file) {
             (Some((path, allow)), Some((f, text))) => {
                 let sc = crate::scenario::Scenario::compile(crate::scenario::CompileArgs {
                     path,
                     file: f,
                     text,
                     base: &a.url,
-                    allow_paths: *allow,
+                    allow_paths: allow,
                     tls: &a.tls,
                     http10: a.http10,
                     cli_headers: &extra,
@@ -297,6 +329,7 @@ impl Plan {
                 config.body_bytes = 0;
                 let mut sc = sc;
                 sc.segment = a.segment.clone();
+                sc.seed = seed;
                 Some(std::sync::Arc::new(sc))
             }
             _ => None,

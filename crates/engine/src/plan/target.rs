@@ -121,7 +121,7 @@ pub fn resolve(raw: &str, tls: &crate::tls::TlsArgs) -> Result<Resolved, PlanErr
     })
 }
 
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

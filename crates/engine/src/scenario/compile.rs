@@ -355,6 +355,7 @@ impl Scenario {
             user_agent: format!("redline/{}", env!("CARGO_PKG_VERSION")),
             segment: None,
             replay: None,
+            seed: 0,
         };
         for i in 0..s.requests.len() {
             let r = &s.requests[i];
@@ -363,12 +364,12 @@ impl Scenario {
                 && r.body.as_ref().is_none_or(|b| b.is_static())
                 && !s.cookies
             {
-                let vu = Vu::new(0, s.vars.len());
+                let mut vu = Vu::new(0, s.vars.len());
                 let mut ka = Vec::new();
                 let mut cl = Vec::new();
                 let mut scratch = Vec::new();
-                s.render_into(i, &vu, false, &mut ka, &mut scratch);
-                s.render_into(i, &vu, true, &mut cl, &mut scratch);
+                s.render_into(i, &mut vu, false, &mut ka, &mut scratch);
+                s.render_into(i, &mut vu, true, &mut cl, &mut scratch);
                 s.requests[i].fixed = Some([ka, cl]);
             }
         }
@@ -506,6 +507,11 @@ fn compile_request(
                     Part::Var(id) => {
                         text.push_str("{{");
                         text.push_str(&vars[*id]);
+                        text.push_str("}}");
+                    }
+                    Part::Gen(_, name) => {
+                        text.push_str("{{");
+                        text.push_str(name);
                         text.push_str("}}");
                     }
                 }

@@ -105,6 +105,8 @@ pub struct ScTarget {
 enum Part {
     Lit(Vec<u8>),
     Var(usize),
+    /// A generated value ([`crate::gen`]) and its name as written.
+    Gen(crate::gen::Gen, String),
 }
 
 /// A text with `{{variables}}` in it.
@@ -126,12 +128,26 @@ impl Template {
                 .find("}}")
                 .ok_or_else(|| format!("'{{{{' without a closing '}}}}' in '{s}'"))?;
             let name = after[..end].trim();
-            let id = vars.iter().position(|v| v == name).ok_or_else(|| {
-                format!(
-                    "unknown variable '{{{{{name}}}}}' (not a data column, an extracted value, vu or iteration)"
-                )
-            })?;
-            parts.push(Part::Var(id));
+            // `{{"{{"}}` is a literal `{{`; variables come before generated
+            // names (a data column may shadow one).
+            if name == "\"{{\"" {
+                parts.push(Part::Lit(b"{{".to_vec()));
+                rest = &after[end + 2..];
+                continue;
+            }
+            match vars.iter().position(|v| v == name) {
+                Some(id) => parts.push(Part::Var(id)),
+                None => match crate::gen::Gen::parse(name)? {
+                    Some(g) => parts.push(Part::Gen(g, name.to_string())),
+                    None => {
+                        return Err(format!(
+                            "unknown variable '{{{{{}}}}}' (not a data column, an extracted value, vu, iteration or a generated value: {})",
+                            crate::gen::shown(name),
+                            crate::gen::NAMES
+                        ))
+                    }
+                },
+            }
             rest = &after[end + 2..];
         }
         if !rest.is_empty() {
@@ -144,10 +160,11 @@ impl Template {
         self.parts.iter().all(|p| matches!(p, Part::Lit(_)))
     }
 
-    fn render(&self, vu: &Vu, out: &mut Vec<u8>) {
+    fn render(&self, vu: &Vu, gen: &mut crate::gen::GenState, out: &mut Vec<u8>) {
         for p in &self.parts {
             match p {
                 Part::Lit(s) => out.extend_from_slice(s),
+                Part::Gen(g, _) => g.render(gen, out),
                 Part::Var(0) => out.extend_from_slice(vu.id.to_string().as_bytes()),
                 Part::Var(1) => out.extend_from_slice(vu.iteration.to_string().as_bytes()),
                 Part::Var(i) => {
@@ -266,6 +283,9 @@ pub struct Scenario {
     pub segment: Option<redline_stats::segment::Segment>,
     /// `redline replay`: which request each tick sends.
     pub replay: Option<std::sync::Arc<replay::Order>>,
+    /// The run's seed (`--seed`): each virtual user's generated values are
+    /// drawn from it and the user's id.
+    pub seed: u64,
 }
 
 /// What compiling needs besides the file.
@@ -317,6 +337,7 @@ impl Scenario {
     pub fn new_vu(&self, id: u64) -> Vu {
         let id = self.global(id);
         let mut vu = Vu::new(id, self.vars.len());
+        vu.gen = crate::gen::GenState::new(self.seed, id);
         if let Some(d) = &self.data {
             if !d.per_iteration {
                 let row = &d.rows[(id % d.rows.len() as u64) as usize];
@@ -349,6 +370,7 @@ impl Scenario {
             return o.pick(k, vu);
         }
         let n = self.requests.len();
+        vu.gen.begin_request();
         let new_iteration = match self.mode {
             Mode::Session => vu.step == 0,
             _ => true,
@@ -423,17 +445,38 @@ impl Scenario {
         }
     }
 
-    fn render_into(&self, r: usize, vu: &Vu, close: bool, out: &mut Vec<u8>, body: &mut Vec<u8>) {
+    fn render_into(
+        &self,
+        r: usize,
+        vu: &mut Vu,
+        close: bool,
+        out: &mut Vec<u8>,
+        body: &mut Vec<u8>,
+    ) {
+        let mut gen = std::mem::take(&mut vu.gen);
+        self.render_with(r, vu, &mut gen, close, out, body);
+        vu.gen = gen;
+    }
+
+    fn render_with(
+        &self,
+        r: usize,
+        vu: &Vu,
+        gen: &mut crate::gen::GenState,
+        close: bool,
+        out: &mut Vec<u8>,
+        body: &mut Vec<u8>,
+    ) {
         let req = &self.requests[r];
         let t = &self.targets[req.target];
         body.clear();
         if let Some(b) = &req.body {
-            b.render(vu, body);
+            b.render(vu, gen, body);
         }
         out.extend_from_slice(req.method.as_bytes());
         out.push(b' ');
         let before = out.len();
-        req.path.render(vu, out);
+        req.path.render(vu, gen, out);
         if out.len() == before {
             out.push(b'/');
         }
@@ -466,7 +509,7 @@ impl Scenario {
         for (k, v) in &req.headers {
             out.extend_from_slice(k.as_bytes());
             out.extend_from_slice(b": ");
-            v.render(vu, out);
+            v.render(vu, gen, out);
             out.extend_from_slice(b"\r\n");
         }
         // The jar's cookies for this host only (a cookie goes where it came from).

@@ -233,11 +233,14 @@ pub struct Vu {
     pub journey: Option<crate::workload::Journey>,
     pub(super) buf: Vec<u8>,
     pub(super) scratch: Vec<u8>,
+    /// Generated values (`{{uuid}}`, `{{seq}}`…): seeded per user.
+    pub(super) gen: crate::gen::GenState,
 }
 
 impl Vu {
     pub(super) fn new(id: u64, vars: usize) -> Vu {
         Vu {
+            gen: crate::gen::GenState::default(),
             id,
             iteration: 0,
             step: 0,
