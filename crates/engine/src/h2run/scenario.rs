@@ -13,8 +13,10 @@
 //! worker's index plus multiples of the worker count, so no two workers
 //! share one (data rows per user stay distinct).
 
+use super::errors::{classify, Fail};
+use super::exchange::{fetch, timed_out};
 use super::follow::{away_conn, away_exchange, follow, Away, Outgoing, Redirected};
-use super::{classify, fetch, timed_out, to_h2, ConnCtx, Fail, WorkerState};
+use super::{to_h2, ConnCtx, WorkerState};
 use crate::h1::Capture;
 use crate::scenario::{Scenario, Vu};
 use bytes::Bytes;
@@ -212,7 +214,7 @@ async fn send(
     vu: &mut Vu,
     own: bool,
     away: &mut Option<Away>,
-) -> Result<(Instant, Result<super::Fetched, Fail>), Unsent> {
+) -> Result<(Instant, Result<super::exchange::Fetched, Fail>), Unsent> {
     let q = &s.requests[r];
     let t = &s.targets[q.target];
     s.prepare(r, vu, false);
