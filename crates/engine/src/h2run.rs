@@ -41,6 +41,8 @@ mod follow;
 mod open;
 mod scenario;
 
+pub(crate) use errors::{classify as classify_error, MAX_HEADER_LIST};
+
 use crate::control::Control;
 use crate::ledger::Ledger;
 use crate::plan::Plan;

@@ -20,6 +20,7 @@ pub mod plan;
 pub mod redirect;
 pub mod run;
 pub mod scenario;
+pub mod session;
 pub mod sys;
 mod timer;
 pub mod tls;

@@ -8,7 +8,7 @@ use std::io;
 pub(super) type Fail = (ErrorKind, Cow<'static, str>);
 
 /// Classifies an HTTP/2 error into an error kind and a short message.
-pub(super) fn classify(e: &h2::Error) -> Fail {
+pub(crate) fn classify(e: &h2::Error) -> Fail {
     let reason = e.reason().map(|r| format!("{r:?}"));
     let reason = reason.as_deref().unwrap_or("no reason");
     if e.is_go_away() {
@@ -57,7 +57,7 @@ pub(super) fn classify(e: &h2::Error) -> Fail {
 }
 
 /// The limit on a response's header block (h2's `max_header_list_size`).
-pub(super) const MAX_HEADER_LIST: u32 = 256 * 1024;
+pub(crate) const MAX_HEADER_LIST: u32 = 256 * 1024;
 
 pub(super) fn head_too_large() -> Fail {
     (
