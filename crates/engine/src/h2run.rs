@@ -493,8 +493,17 @@ impl WorkerState {
     fn failed(&self, kind: ErrorKind, msg: Cow<'static, str>) {
         let now = Instant::now();
         self.rec.borrow_mut().error(kind, msg, now);
+        self.ended(now);
+    }
+
+    /// A request ended at `now` (the ledger knows how). Wakes the control
+    /// task only when the worker may have finished (nothing in flight): a
+    /// wake-up per answer cost a task switch and a timer re-arm per request.
+    fn ended(&self, now: Instant) {
         self.last_done.set(now);
-        self.changed.notify_one();
+        if self.ledger.borrow().in_flight() == 0 {
+            self.changed.notify_one();
+        }
     }
 
     /// Closed loop: takes up to `n` requests from the budget; how many were taken.

@@ -34,6 +34,11 @@ pub(super) async fn stream_ready(
     if w.stopping() {
         return Err(Waited::Stopped);
     }
+    // Nearly always ready at once: then no timer or notification is set up.
+    if let std::task::Poll::Ready(r) = poll_fn(|cx| std::task::Poll::Ready(sr.poll_ready(cx))).await
+    {
+        return r.map_err(Waited::Failed);
+    }
     tokio::select! {
         r = poll_fn(|cx| sr.poll_ready(cx)) => r.map_err(Waited::Failed),
         _ = tokio::time::sleep(w.plan().timeout) => Err(Waited::TimedOut),
@@ -114,8 +119,7 @@ pub(super) async fn exchange(
             rec.response(&t, f.status, wire, f.body_bytes);
             drop(rec);
             w.ledger.borrow_mut().finish_completed();
-            w.last_done.set(now);
-            w.changed.notify_one();
+            w.ended(now);
         }
         Err(e) => w.fail_in_flight(e.0, e.1),
     }

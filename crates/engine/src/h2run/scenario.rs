@@ -189,8 +189,7 @@ pub(super) async fn exchange(
             s.on_response(r, vu, f.status, latency, f.capture.as_deref(), st);
             drop(stats);
             w.ledger.borrow_mut().finish_completed();
-            w.last_done.set(now);
-            w.changed.notify_one();
+            w.ended(now);
         }
     }
     if !sc.closed_loop {
