@@ -18,7 +18,7 @@
 #              the scenario's tools)
 #   SERVER_CPU / CLIENT_CPU  CPUs for nginx / the load tool (default 0 / 1)
 #   NGINX      nginx binary                 (default nginx)
-#   OHA        oha binary (default: oha on PATH, else /opt/oha/bin/oha)
+#   OHA        oha binary (default: oha on PATH, else ~/.cargo/bin/oha, else /opt/oha/bin/oha)
 #   PAUSE      seconds to rest between tool runs (default 2)
 #   REPEAT     run each scenario's tools this many times, interleaved
 #              (redline, wrk, ..., redline, wrk, ...), and add the median of
@@ -51,7 +51,7 @@ REPEAT=${REPEAT:-1}
 REF_SET=${REF:-}
 REF=${REF:-wrk}
 if [[ -z ${OHA:-} ]]; then
-    OHA=$(command -v oha || echo /opt/oha/bin/oha)
+    OHA=$(command -v oha || { [[ -x $HOME/.cargo/bin/oha ]] && echo "$HOME/.cargo/bin/oha"; } || echo /opt/oha/bin/oha)
 fi
 
 STREAMS=${STREAMS:-10}
