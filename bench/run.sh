@@ -715,7 +715,7 @@ run_h2_rate_scenario() {
             parse_redline "$raw"
             awk -v k="$k" -v rps="${RPS:-0}" -v reqs="${REQS:-0}" -v usr="$usr" -v sys="$sys" -v rss="$rss" -v rc="$rc" -v note="$NOTE" 'BEGIN {
                 cpu = usr + sys
-                printf "| %d | redline | %.0f | %.2f | %s | %.1f | %s%s |\n", k, rps, cpu, reqs > 0 ? sprintf("%.3f", cpu / reqs * 100000) : "-", rss / 1024, note, rc != 0 ? " exit " rc : ""
+                printf "| %d | redline | %.0f | %.2f | %s | %.1f | %s%s |\n", k, rps, cpu, (reqs > 0 ? sprintf("%.3f", cpu / reqs * 100000) : "-"), rss / 1024, note, (rc != 0 ? " exit " rc : "")
             }' >>"$BODY"
             if ((k == 1)); then cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU $REDLINE run --h2c --streams $STREAMS -r $rate -c $H2_CONNS -d ${DURATION}s -t 1 --output json ${extra[*]} $url"; fi
             sleep "$PAUSE"
@@ -734,7 +734,7 @@ run_h2_rate_scenario() {
             parse_h2load "$raw"
             awk -v k="$k" -v rps="${RPS:-0}" -v reqs="${REQS:-0}" -v usr="$usr" -v sys="$sys" -v rss="$rss" -v rc="$rc" -v note="$NOTE" 'BEGIN {
                 cpu = usr + sys
-                printf "| %d | h2load --rps | %.0f | %.2f | %s | %.1f | no intended-time latency%s%s |\n", k, rps, cpu, reqs > 0 ? sprintf("%.3f", cpu / reqs * 100000) : "-", rss / 1024, note != "" ? "; " note : "", rc != 0 ? "; exit " rc : ""
+                printf "| %d | h2load --rps | %.0f | %.2f | %s | %.1f | no intended-time latency%s%s |\n", k, rps, cpu, (reqs > 0 ? sprintf("%.3f", cpu / reqs * 100000) : "-"), rss / 1024, (note != "" ? "; " note : ""), (rc != 0 ? "; exit " rc : "")
             }' >>"$BODY"
             if ((k == 1)); then cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU h2load -t1 -c $H2_CONNS -m $STREAMS --rps $per_conn -D $DURATION $url"; fi
             sleep "$PAUSE"
