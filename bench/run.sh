@@ -18,12 +18,18 @@
 #              the scenario's tools)
 #   SERVER_CPU / CLIENT_CPU  CPUs for nginx / the load tool (default 0 / 1)
 #   NGINX      nginx binary                 (default nginx)
-#   OHA        oha binary (default: oha on PATH, else /opt/oha/bin/oha)
+#   OHA        oha binary (default: oha on PATH, else ~/.cargo/bin/oha, else /opt/oha/bin/oha)
 #   PAUSE      seconds to rest between tool runs (default 2)
 #   REPEAT     run each scenario's tools this many times, interleaved
 #              (redline, wrk, ..., redline, wrk, ...), and add the median of
 #              req per CPU-s and of req/s per tool, and their ratios to the
-#              REF tool's (default 1; REF default wrk)
+#              REF tool's (default 1; REF default: the scenario's, else wrk)
+#
+# Scenarios 7-10 are HTTP/2 and TLS shapes (issue 18): 7 h2c and 8 HTTP/2
+# over TLS, 8 connections x 10 streams (REF h2load); 9 HTTP/1.1 over TLS
+# (REF wrk); 10 open loop over h2c at 20,000 req/s next to h2load --rps.
+# nginx gets two more listeners for them (h2c; TLS with a self-signed
+# certificate made by openssl at start, offering h2 and http/1.1).
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -42,11 +48,14 @@ CLIENT_CPU=${CLIENT_CPU:-1}
 NGINX=${NGINX:-nginx}
 PAUSE=${PAUSE:-2}
 REPEAT=${REPEAT:-1}
+REF_SET=${REF:-}
 REF=${REF:-wrk}
 if [[ -z ${OHA:-} ]]; then
-    OHA=$(command -v oha || echo /opt/oha/bin/oha)
+    OHA=$(command -v oha || { [[ -x $HOME/.cargo/bin/oha ]] && echo "$HOME/.cargo/bin/oha"; } || echo /opt/oha/bin/oha)
 fi
 
+STREAMS=${STREAMS:-10}
+H2_CONNS=${H2_CONNS:-8}
 SMALL_BYTES=440
 PAGE_BYTES=51200
 
@@ -57,7 +66,7 @@ die() { log "error: $*"; exit 1; }
 
 [[ $DURATION =~ ^[0-9]+$ && $DURATION -gt 0 ]] || die "DURATION must be a positive integer (seconds), got '$DURATION'"
 [[ $CONNS =~ ^[0-9]+$ && $CONNS -gt 0 ]] || die "CONNS must be a positive integer, got '$CONNS'"
-for need in python3 taskset timeout awk "$NGINX"; do
+for need in python3 taskset timeout awk openssl "$NGINX"; do
     command -v "$need" >/dev/null 2>&1 || die "'$need' not found (see bench/README.md)"
 done
 [[ -x /usr/bin/time ]] || die "/usr/bin/time not found (Debian package 'time')"
@@ -222,6 +231,13 @@ start_nginx() {
     chmod 755 "$TMP" "$prefix" "$prefix/html"
     chmod 644 "$prefix/html/"*.html
     PORT=$(free_port)
+    H2C_PORT=$(free_port)
+    TLS_PORT=$(free_port)
+    # A throwaway self-signed certificate for the TLS scenarios (8, 9).
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
+        -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+        -keyout "$prefix/key.pem" -out "$prefix/cert.pem" >/dev/null 2>&1 \
+        || die "openssl could not make a test certificate"
     cat >"$prefix/nginx.conf" <<EOF
 worker_processes 1;
 worker_rlimit_nofile 20000;
@@ -254,6 +270,22 @@ http {
         listen 127.0.0.1:$PORT backlog=16384;
         server_name localhost;
         root $prefix/html;
+    }
+    # HTTP/2 over cleartext, prior knowledge only (h2c; scenarios 7, 10).
+    server {
+        listen 127.0.0.1:$H2C_PORT http2 backlog=16384;
+        server_name localhost;
+        root $prefix/html;
+        http2_max_requests 1000000;
+    }
+    # TLS offering h2 and http/1.1 by ALPN (scenarios 8, 9).
+    server {
+        listen 127.0.0.1:$TLS_PORT ssl http2 backlog=16384;
+        server_name localhost;
+        root $prefix/html;
+        ssl_certificate $prefix/cert.pem;
+        ssl_certificate_key $prefix/key.pem;
+        http2_max_requests 1000000;
     }
 }
 EOF
@@ -295,6 +327,11 @@ have_redline() {
 cmd_redline() {
     CMD=("$REDLINE" run -c "$CONNS" -d "${DURATION}s" -t 1 --output json "$1")
     if [[ ${SCENARIO:-} == 3 ]]; then CMD+=(--no-keepalive); fi
+    case ${SCENARIO:-} in
+        7) CMD+=(--h2c --streams "$STREAMS") ;;
+        8) CMD+=(--http2 --insecure --streams "$STREAMS") ;;
+        9) CMD+=(--http1.1 --insecure) ;;
+    esac
     if "$REDLINE" run --help 2>/dev/null | grep -q -- --no-save; then CMD+=(--no-save); fi
 }
 parse_redline() {
@@ -317,6 +354,7 @@ parse_redline() {
 have_wrk() { command -v wrk >/dev/null || { echo "not installed (apt-get install wrk)"; return 1; }; }
 cmd_wrk() {
     CMD=(wrk -t1 -c"$CONNS" -d"${DURATION}s" "$1")
+    # (wrk speaks HTTP/1.1 only: in the HTTP/2 scenarios it is not listed.)
     if [[ ${SCENARIO:-} == 3 ]]; then CMD+=(-H 'Connection: close'); fi
 }
 parse_wrk() {
@@ -328,7 +366,13 @@ parse_wrk() {
 }
 
 have_h2load() { command -v h2load >/dev/null || { echo "not installed (apt-get install nghttp2-client)"; return 1; }; }
-cmd_h2load() { CMD=(h2load --h1 -t1 -c"$CONNS" -D "$DURATION" "$1"); }
+cmd_h2load() {
+    case ${SCENARIO:-} in
+        # HTTP/2: h2c by prior knowledge for http://, ALPN h2 for https://.
+        7 | 8) CMD=(h2load -t1 -c"$CONNS" -m"$STREAMS" -D "$DURATION" "$1") ;;
+        *) CMD=(h2load --h1 -t1 -c"$CONNS" -D "$DURATION" "$1") ;;
+    esac
+}
 parse_h2load() {
     # finished in 3.00s, 52345.67 req/s, 29.81MB/s
     RPS=$(awk '/^finished in/ { print $4; exit }' "$1")
@@ -381,6 +425,11 @@ cmd_oha() {
         CMD=("$OHA" --no-tui -z "${DURATION}s" -c "$CONNS" --json "$1")
     fi
     if [[ ${SCENARIO:-} == 3 ]]; then CMD+=(--disable-keepalive); fi
+    case ${SCENARIO:-} in
+        7) CMD+=(--http2 -p "$STREAMS") ;;
+        8) CMD+=(--http2 -p "$STREAMS" --insecure) ;;
+        9) CMD+=(--insecure) ;;
+    esac
 }
 parse_oha() {
     local ok rate
@@ -411,6 +460,8 @@ tool_version() {
 scenario_def() {
     S_BYTES=0
     S_CONNS=$CONNS
+    S_BASE="http://127.0.0.1:$PORT"
+    S_REF=wrk
     case $1 in
         1)
             S_TITLE="Scenario 1: keep-alive GET of a small file ($SMALL_BYTES B)"
@@ -433,6 +484,29 @@ scenario_def() {
             S_PATH=/page50k.html
             S_TOOLS="redline wrk h2load"
             S_BYTES=1
+            ;;
+        7)
+            S_TITLE="Scenario 7: HTTP/2 over cleartext (h2c), $H2_CONNS connections x $STREAMS streams, small file"
+            S_PATH=/small.html
+            S_TOOLS="redline h2load oha"
+            S_CONNS=$H2_CONNS
+            S_BASE="http://127.0.0.1:$H2C_PORT"
+            S_REF=h2load
+            ;;
+        8)
+            S_TITLE="Scenario 8: HTTP/2 over TLS (ALPN h2), $H2_CONNS connections x $STREAMS streams, small file"
+            S_PATH=/small.html
+            S_TOOLS="redline h2load oha"
+            S_CONNS=$H2_CONNS
+            S_BASE="https://127.0.0.1:$TLS_PORT"
+            S_REF=h2load
+            ;;
+        9)
+            S_TITLE="Scenario 9: HTTP/1.1 over TLS, keep-alive, small file"
+            S_PATH=/small.html
+            S_TOOLS="redline wrk h2load oha"
+            S_BASE="https://127.0.0.1:$TLS_PORT"
+            S_REF=wrk
             ;;
         *)
             return 1
@@ -612,6 +686,63 @@ PY
     printf '\nCommands:\n\n```%s\n```\n\n' "$cmds" >>"$BODY"
 }
 
+# Scenario 10: open loop over h2c at a fixed rate: the client CPU it costs,
+# next to h2load --rps (which paces per connection and has no intended-time
+# latency). REPEAT rounds, interleaved.
+run_h2_rate_scenario() {
+    local url="http://127.0.0.1:$H2C_PORT/small.html" rate=${H2_RATE:-20000} raw timef rc usr sys rss cmds='' k
+    local per_conn=$((rate / H2_CONNS))
+    {
+        echo "### Scenario 10: open loop over h2c at $rate req/s, $H2_CONNS connections x $STREAMS streams, ${DURATION} s"
+        echo
+        echo "| round | tool | completed req/s | CPU s (user+sys) | CPU s per 100k req | peak RSS MB | notes |"
+        echo "|---:|---|---:|---:|---:|---:|---|"
+    } >>"$BODY"
+    local extra=()
+    if "$REDLINE" run --help 2>/dev/null | grep -q -- --no-save; then extra=(--no-save); fi
+    for ((k = 1; k <= REPEAT; k++)); do
+        if have_redline >/dev/null && [[ -z $TOOLS || " $TOOLS " == *" redline "* ]]; then
+            raw="$OUT/raw/s10-redline-$k.txt"
+            timef="$OUT/raw/s10-redline-$k.time"
+            rc=0
+            log "scenario 10: redline --h2c -r $rate (round $k)"
+            /usr/bin/time -f '%U %S %M' -o "$timef" \
+                taskset -c "$CLIENT_CPU" timeout -k 5 $((DURATION * 3 + 30)) \
+                "$REDLINE" run --h2c --streams "$STREAMS" -r "$rate" -c "$H2_CONNS" -d "${DURATION}s" -t 1 --output json "${extra[@]}" "$url" \
+                >"$raw" 2>"$raw.err" || rc=$?
+            read -r usr sys rss < <(tail -n 1 "$timef")
+            RPS='' REQS='' NOTE=''
+            parse_redline "$raw"
+            awk -v k="$k" -v rps="${RPS:-0}" -v reqs="${REQS:-0}" -v usr="$usr" -v sys="$sys" -v rss="$rss" -v rc="$rc" -v note="$NOTE" 'BEGIN {
+                cpu = usr + sys
+                printf "| %d | redline | %.0f | %.2f | %s | %.1f | %s%s |\n", k, rps, cpu, (reqs > 0 ? sprintf("%.3f", cpu / reqs * 100000) : "-"), rss / 1024, note, (rc != 0 ? " exit " rc : "")
+            }' >>"$BODY"
+            if ((k == 1)); then cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU $REDLINE run --h2c --streams $STREAMS -r $rate -c $H2_CONNS -d ${DURATION}s -t 1 --output json ${extra[*]} $url"; fi
+            sleep "$PAUSE"
+        fi
+        if command -v h2load >/dev/null && [[ -z $TOOLS || " $TOOLS " == *" h2load "* ]]; then
+            raw="$OUT/raw/s10-h2load-$k.txt"
+            timef="$OUT/raw/s10-h2load-$k.time"
+            rc=0
+            log "scenario 10: h2load --rps $per_conn per connection (round $k)"
+            /usr/bin/time -f '%U %S %M' -o "$timef" \
+                taskset -c "$CLIENT_CPU" timeout -k 5 $((DURATION * 3 + 30)) \
+                h2load -t1 -c "$H2_CONNS" -m "$STREAMS" --rps "$per_conn" -D "$DURATION" "$url" \
+                >"$raw" 2>"$raw.err" || rc=$?
+            read -r usr sys rss < <(tail -n 1 "$timef")
+            RPS='' REQS='' NOTE=''
+            parse_h2load "$raw"
+            awk -v k="$k" -v rps="${RPS:-0}" -v reqs="${REQS:-0}" -v usr="$usr" -v sys="$sys" -v rss="$rss" -v rc="$rc" -v note="$NOTE" 'BEGIN {
+                cpu = usr + sys
+                printf "| %d | h2load --rps | %.0f | %.2f | %s | %.1f | no intended-time latency%s%s |\n", k, rps, cpu, (reqs > 0 ? sprintf("%.3f", cpu / reqs * 100000) : "-"), rss / 1024, (note != "" ? "; " note : ""), (rc != 0 ? "; exit " rc : "")
+            }' >>"$BODY"
+            if ((k == 1)); then cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU h2load -t1 -c $H2_CONNS -m $STREAMS --rps $per_conn -D $DURATION $url"; fi
+            sleep "$PAUSE"
+        fi
+    done
+    printf '\nCommands:\n\n```%s\n```\n\n' "$cmds" >>"$BODY"
+}
+
 run_scenario() {
     SCENARIO=$1
     if [[ $SCENARIO == 4 ]]; then
@@ -622,14 +753,19 @@ run_scenario() {
         run_memory_scenario
         return 0
     fi
+    if [[ $SCENARIO == 10 ]]; then
+        run_h2_rate_scenario
+        return 0
+    fi
     if ! scenario_def "$SCENARIO"; then
         log "scenario $SCENARIO is not defined yet; skipping"
         printf '### Scenario %s\n\nNot defined yet.\n\n' "$SCENARIO" >>"$BODY"
         return 0
     fi
-    local url="http://127.0.0.1:$PORT$S_PATH" probe status hdr body saved_conns=$CONNS
+    local url="$S_BASE$S_PATH" probe status hdr body saved_conns=$CONNS
     CONNS=$S_CONNS
-    probe=$(http_probe "$url")
+    # The size comes from the plain HTTP/1.1 listener (the same file).
+    probe=$(http_probe "http://127.0.0.1:$PORT$S_PATH")
     read -r status hdr body <<<"$probe"
     [[ $status == 200 ]] || die "GET $url returned status '$status'"
     RESP_BYTES=$((hdr + body))
@@ -663,7 +799,7 @@ run_scenario() {
             # out of the medians when every tool has at least one clean run.
             # The per-round ratio pairs each run with the REF run next to it,
             # which cancels slow drifts of the machine's speed.
-            awk -F'|' -v ref="$REF" '{ gsub(/ /, "", $2); gsub(/ /, "", $3); gsub(/ /, "", $5)
+            awk -F'|' -v ref="${REF_SET:-$S_REF}" '{ gsub(/ /, "", $2); gsub(/ /, "", $3); gsub(/ /, "", $5)
                     if ($5 == "-") next
                     k = ++round[$2]; pc[$2, k] = $5
                     bad = ($(NF - 1) ~ /host steal|other load/)

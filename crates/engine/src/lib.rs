@@ -23,6 +23,7 @@ pub mod redirect;
 pub mod replay;
 pub mod run;
 pub mod scenario;
+pub mod session;
 pub mod sys;
 mod timer;
 pub mod tls;

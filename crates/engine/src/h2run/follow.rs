@@ -10,10 +10,10 @@
 //! `h2` by ALPN (or, in an h2c run, a cleartext origin by prior knowledge),
 //! else HTTP/1.1 on the same bytes, read by the engine's [`ResponseReader`].
 
-use super::{
-    classify, connect_to, fetch, io_message, timed_out, to_h2, ConnCtx, ConnectFail, Connected,
-    Fail, Fetched, Io, OpenGuard, WorkerState,
-};
+use super::conn::{connect_to, Connected, Io, OpenGuard};
+use super::errors::{classify, io_message, Fail};
+use super::exchange::{fetch, timed_out, Fetched};
+use super::{to_h2, ConnCtx, ConnectFail, WorkerState};
 use crate::h1::{Capture, Progress, ResponseReader};
 use bytes::Bytes;
 use h2::client::SendRequest;

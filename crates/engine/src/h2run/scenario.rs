@@ -18,8 +18,10 @@
 //! worker's index plus multiples of the worker count, so no two workers
 //! share one (data rows per user stay distinct).
 
+use super::errors::{classify, Fail};
+use super::exchange::{fetch, timed_out};
 use super::follow::{away_conn, away_exchange, follow, Away, Outgoing, Redirected};
-use super::{classify, fetch, timed_out, to_h2, ConnCtx, Fail, WorkerState};
+use super::{to_h2, ConnCtx, WorkerState};
 use crate::h1::Capture;
 use crate::scenario::{Scenario, Vu};
 use crate::workload::{Ended, ScenarioLoad, Then};
@@ -187,13 +189,13 @@ pub(super) async fn arrival(
                 _ = w.stop_n.notified() => return,
             }
         }
-        match super::stream_ready(w, sr).await {
+        match super::exchange::stream_ready(w, sr).await {
             Ok(()) => {}
-            Err(super::Waited::Stopped) => return,
+            Err(super::exchange::Waited::Stopped) => return,
             Err(e) => {
                 let (k, m) = match e {
-                    super::Waited::Failed(e) => classify(&e),
-                    _ => (ErrorKind::Timeout, super::no_stream()),
+                    super::exchange::Waited::Failed(e) => classify(&e),
+                    _ => (ErrorKind::Timeout, super::exchange::no_stream()),
                 };
                 w.fail_held(k, m);
                 sc.load.borrow_mut().fail_journey(vu);
@@ -272,8 +274,7 @@ async fn exchange_then(
             };
             let then = sc.load.borrow_mut().ended(vu, how);
             w.ledger.borrow_mut().finish_completed();
-            w.last_done.set(now);
-            w.changed.notify_one();
+            w.ended(now);
             then
         }
     };
@@ -293,7 +294,7 @@ async fn send(
     vu: &mut Vu,
     own: bool,
     away: &mut Option<Away>,
-) -> Result<(Instant, Result<super::Fetched, Fail>), Unsent> {
+) -> Result<(Instant, Result<super::exchange::Fetched, Fail>), Unsent> {
     let q = &s.requests[r];
     let t = &s.targets[q.target];
     s.prepare(r, vu, false);

@@ -1,0 +1,207 @@
+//! The closed loop over HTTP/2: each connection slot runs `--streams`
+//! stream tasks, each sending its next request as soon as its last ended;
+//! `--stages` parks the streams above the level (see `set_level`).
+
+use super::conn::connect;
+use super::errors::classify;
+use super::exchange::{exchange, no_stream, stream_ready, Waited};
+use super::scenario;
+use super::{set_level, ConnCtx, ConnectFail, Running, WorkerState};
+use bytes::Bytes;
+use h2::client::SendRequest;
+use redline_stats::ErrorKind;
+use std::rc::Rc;
+use std::time::Instant;
+use tokio::task::JoinSet;
+
+// ---------------------------------------------------------------- closed loop
+
+pub(super) fn start_closed(w: &Rc<WorkerState>) {
+    let c = w.max_conns;
+    let first = w.control.borrow_mut().first_level();
+    if let Some(level) = first {
+        set_level(w, level);
+    }
+    let mut holds = Vec::with_capacity(c as usize);
+    match w.plan().requests_per_conn {
+        Some(k) => {
+            for ci in 0..c {
+                let want = w.wanted(ci);
+                holds.push(if want > 0 {
+                    w.reserve_block(k, want)
+                } else {
+                    (None, 0)
+                });
+            }
+        }
+        None => {
+            // Spread the first requests so every connection gets one before any
+            // gets a second: `-n 5 -c 4 --streams 10` opens 4 connections.
+            let b = w.ledger.borrow().budget();
+            for ci in 0..c {
+                let n = match b {
+                    Some(b) => crate::run::share(b, c, ci).min(w.streams),
+                    None => w.wanted(ci),
+                };
+                holds.push((None, w.take_n(n)));
+            }
+        }
+    }
+    for (ci, (quota, held)) in holds.into_iter().enumerate() {
+        // With --stages a slot above the starting level waits for its rise.
+        if held > 0 || w.staged {
+            tokio::task::spawn_local(closed_conn(w.clone(), ci as u64, quota, held));
+        }
+    }
+}
+
+/// One closed-loop connection slot: connects, runs its streams, and reconnects
+/// while there is work (after GOAWAY, a failure, or `--requests-per-conn`).
+pub(super) async fn closed_conn(
+    w: Rc<WorkerState>,
+    ci: u64,
+    mut quota: Option<u64>,
+    mut held: u64,
+) {
+    let mut intended = w.start;
+    loop {
+        if held == 0 {
+            let want = w.wanted(ci);
+            if want == 0 {
+                // --stages: the level is below this connection; wait for a rise.
+                if w.stopping() {
+                    return;
+                }
+                tokio::select! {
+                    _ = w.level_n.notified() => {}
+                    _ = w.stop_n.notified() => {}
+                }
+                continue;
+            }
+            match w.plan().requests_per_conn {
+                Some(k) => (quota, held) = w.reserve_block(k, want),
+                None => held = w.take_n(want),
+            }
+            if held == 0 {
+                w.changed.notify_one();
+                return;
+            }
+            intended = Instant::now();
+        }
+        let ctx = ConnCtx::new(quota);
+        match connect(&w, &ctx).await {
+            Err(ConnectFail::Stopped) => return, // held requests count as not sent
+            Err(ConnectFail::Failed(kind, msg)) => {
+                for _ in 0..held {
+                    w.fail_held(kind, msg.clone());
+                }
+                held = 0;
+                w.return_quota(&ctx);
+                // A failure can be immediate (no socket, no port): let the rest run.
+                tokio::task::yield_now().await;
+            }
+            Ok(sr) => {
+                let mut set = JoinSet::new();
+                for j in 0..w.streams {
+                    let first = (j < held).then_some(intended);
+                    let slot = ci * w.streams + j;
+                    set.spawn_local(closed_stream(
+                        w.clone(),
+                        ctx.clone(),
+                        sr.clone(),
+                        first,
+                        slot,
+                    ));
+                }
+                drop(sr);
+                held = 0;
+                while set.join_next().await.is_some() {}
+                w.return_quota(&ctx);
+            }
+        }
+        quota = None;
+        if w.stopping() {
+            return;
+        }
+    }
+}
+
+pub(super) async fn closed_stream(
+    w: Rc<WorkerState>,
+    ctx: Rc<ConnCtx>,
+    mut sr: SendRequest<Bytes>,
+    mut first: Option<Instant>,
+    slot: u64,
+) {
+    let mut away = None;
+    let mut vu = w.sc.as_ref().map(|sc| sc.take_vu());
+    let ci = slot / w.streams;
+    let mut running = Some(Running::new(ctx.clone()));
+    loop {
+        if first.is_none() && w.parked(slot) {
+            // --stages: above the level this stream parks. The connection
+            // closes once none of its streams runs and none is wanted (or it
+            // may take no more requests); a rise wakes the stream again.
+            drop(running.take());
+            loop {
+                if w.stopping() || ctx.dead.get() {
+                    return;
+                }
+                if !w.parked(slot) {
+                    running = Some(Running::new(ctx.clone()));
+                    break;
+                }
+                if ctx.running.get() == 0 && (w.wanted(ci) == 0 || ctx.quota.get() == Some(0)) {
+                    ctx.closed.notify_waiters();
+                    return;
+                }
+                tokio::select! {
+                    _ = w.level_n.notified() => {}
+                    _ = ctx.closed.notified() => {}
+                    _ = w.stop_n.notified() => {}
+                }
+            }
+        }
+        let free_at = Instant::now();
+        let ready = stream_ready(&w, &mut sr).await;
+        let intended = match (first.take(), ready) {
+            (Some(_), Err(Waited::Failed(e))) => {
+                let (k, m) = classify(&e);
+                return w.fail_held(k, m);
+            }
+            (Some(_), Err(Waited::TimedOut)) => {
+                return w.fail_held(ErrorKind::Timeout, no_stream())
+            }
+            (Some(_), Err(Waited::Stopped)) => return, // held: not sent
+            (Some(t), Ok(())) => t,
+            // The connection is gone, allows no stream or the run stops:
+            // nothing was taken; the connection is replaced when its streams end.
+            (None, Err(_)) => return,
+            (None, Ok(())) => {
+                if !w.take_for(&ctx) {
+                    return;
+                }
+                free_at
+            }
+        };
+        if w.stopping() {
+            return; // held: not sent
+        }
+        match vu.as_mut() {
+            None => exchange(&w, &mut sr, intended, &mut away).await,
+            Some(user) => {
+                let think = scenario::exchange(&w, &mut sr, &ctx, intended, user, &mut away).await;
+                // The virtual user thinks; its next request is due when it is done.
+                if let Some(d) = think.filter(|d| !d.is_zero()) {
+                    if w.stopping() {
+                        return;
+                    }
+                    tokio::select! {
+                        _ = tokio::time::sleep(d) => {}
+                        _ = w.stop_n.notified() => return,
+                    }
+                }
+            }
+        }
+    }
+}

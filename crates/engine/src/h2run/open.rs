@@ -1,0 +1,165 @@
+//! The open loop over HTTP/2: the pacer releases intended send times onto the
+//! ledger's queue, idle streams take them, and connections open (up to the
+//! cap) only while the queue is longer than what idle streams can take.
+
+use super::conn::connect;
+use super::errors::classify;
+use super::exchange::{exchange, no_stream, stream_ready, Waited};
+use super::scenario;
+use super::{ConnCtx, ConnectFail, WorkerState};
+use crate::timer::{sleep_until, FineTimer};
+use bytes::Bytes;
+use h2::client::SendRequest;
+use redline_stats::ErrorKind;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tokio::task::JoinSet;
+
+/// The pacer wakes at most once per this much time and then releases every
+/// send that is due: at 20,000 req/s a wake-up per send (a context switch
+/// and a timer re-arm each) was most of the worker's CPU. The lag this adds
+/// (at most this) is measured as scheduler lag, and latency counts from the
+/// intended time either way.
+const PACE_QUANTUM: Duration = Duration::from_micros(200);
+
+// ------------------------------------------------------------------ open loop
+
+/// Open loop: releases requests at their intended times onto the queue.
+pub(super) async fn pace(w: Rc<WorkerState>) {
+    let timer = FineTimer::new();
+    let mut burst = 0u32;
+    let mut last_wake = Instant::now();
+    loop {
+        // (Once stopping, the ledger counted the sends due before the stop.)
+        let next = w.ledger.borrow().next_due();
+        let Some(t) = next.filter(|_| !w.stopping()) else {
+            break;
+        };
+        let now = Instant::now();
+        if now < t {
+            burst = 0;
+            let wake = t.max(last_wake + PACE_QUANTUM);
+            tokio::select! {
+                _ = sleep_until(timer.as_ref(), wake) => {}
+                _ = w.stop_n.notified() => {}
+            }
+            last_wake = Instant::now();
+            continue; // check the stop again before releasing
+        }
+        // Behind schedule: release what is due, but let the streams run.
+        burst += 1;
+        if burst.is_multiple_of(64) {
+            tokio::task::yield_now().await;
+            continue;
+        }
+        {
+            let mut ledger = w.ledger.borrow_mut();
+            let Some(t) = ledger.release_due(now) else {
+                continue;
+            };
+            let mut rec = w.rec.borrow_mut();
+            rec.released(now.saturating_duration_since(t));
+            if ledger.pending() as u64 >= w.idle.get() {
+                rec.counters.waited_for_connection += 1;
+            }
+            ledger.enqueue(t);
+        }
+        w.work.notify_one();
+        maybe_connect(&w);
+    }
+    w.changed.notify_one();
+}
+
+/// Open loop: opens connections while the queue is longer than what idle
+/// streams and connections being set up will take, up to the cap.
+pub(super) fn maybe_connect(w: &Rc<WorkerState>) {
+    while !w.stopping()
+        && w.ledger.borrow().pending() as u64 > w.idle.get() + w.connecting.get() * w.streams
+        && w.conns_live.get() < w.max_conns
+    {
+        w.conns_live.set(w.conns_live.get() + 1);
+        w.connecting.set(w.connecting.get() + 1);
+        tokio::task::spawn_local(open_conn(w.clone()));
+    }
+}
+
+pub(super) async fn open_conn(w: Rc<WorkerState>) {
+    let ctx = ConnCtx::new(w.plan().requests_per_conn);
+    let r = connect(&w, &ctx).await;
+    w.connecting.set(w.connecting.get() - 1);
+    match r {
+        Err(ConnectFail::Stopped) => {}
+        Err(ConnectFail::Failed(kind, msg)) => {
+            // The connect was for the oldest waiting request: it fails with it.
+            let failed = w.ledger.borrow_mut().fail_pending();
+            if failed {
+                w.failed(kind, msg);
+                if let Some(sc) = w.sc.as_ref() {
+                    sc.journey_failed_to_start();
+                }
+            }
+            tokio::task::yield_now().await;
+        }
+        Ok(sr) => {
+            let mut set = JoinSet::new();
+            for _ in 0..w.streams {
+                set.spawn_local(open_stream(w.clone(), ctx.clone(), sr.clone()));
+            }
+            drop(sr);
+            while set.join_next().await.is_some() {}
+        }
+    }
+    w.conns_live.set(w.conns_live.get() - 1);
+    maybe_connect(&w);
+}
+
+pub(super) async fn open_stream(w: Rc<WorkerState>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
+    let mut away = None;
+    let mut vu = w.sc.as_ref().map(|sc| sc.take_vu());
+    loop {
+        if ctx.quota.get() == Some(0) {
+            return; // --requests-per-conn reached: the connection closes
+        }
+        let t = loop {
+            if w.stopping() || ctx.dead.get() {
+                return;
+            }
+            let next = w.ledger.borrow_mut().dequeue();
+            if let Some(t) = next {
+                break t;
+            }
+            w.idle.set(w.idle.get() + 1);
+            tokio::select! {
+                _ = w.work.notified() => {}
+                _ = ctx.closed.notified() => {}
+                _ = w.stop_n.notified() => {}
+            }
+            w.idle.set(w.idle.get() - 1);
+        };
+        if let Some(q) = ctx.quota.get() {
+            ctx.quota.set(Some(q - 1));
+        }
+        match stream_ready(&w, &mut sr).await {
+            Ok(()) => {}
+            Err(Waited::Stopped) => return, // held: not sent
+            Err(e) => {
+                let (k, m) = match e {
+                    Waited::Failed(e) => classify(&e),
+                    _ => (ErrorKind::Timeout, no_stream()),
+                };
+                w.fail_held(k, m);
+                // A connection that went away (or allows no stream) may leave
+                // queued work without a stream.
+                maybe_connect(&w);
+                return;
+            }
+        }
+        if w.stopping() {
+            return;
+        }
+        match vu.as_mut() {
+            None => exchange(&w, &mut sr, t, &mut away).await,
+            Some(user) => scenario::arrival(&w, &mut sr, &ctx, t, user, &mut away).await,
+        }
+    }
+}
