@@ -287,14 +287,16 @@ fn text_unescaped(rec: &RunRecord) -> String {
         let achieved = j.arrived as f64 / rec.duration_s.max(1e-9);
         let _ = writeln!(
             o,
-            "Arrival rate:     {achieved:.2} journeys/s of {rate} journeys/s target ({:+.2}%)",
+            "Arrival rate:     {achieved:.2} journeys/s of {} journeys/s target ({:+.2}%)",
+            target_rate(*rate),
             (achieved / rate - 1.0) * 100.0
         );
     } else if let redline_stats::LoadModel::Open { rate, .. } = &cfg.load {
         let _ = writeln!(
             o,
-            "Send rate:        {:.2} req/s achieved of {rate} req/s target ({:+.2}%)",
+            "Send rate:        {:.2} req/s achieved of {} req/s target ({:+.2}%)",
             rec.sent_per_sec,
+            target_rate(*rate),
             (rec.sent_per_sec / rate - 1.0) * 100.0
         );
     }
@@ -463,6 +465,16 @@ fn text_unescaped(rec: &RunRecord) -> String {
     o
 }
 
+/// A target rate as the user gave it (`2000`) or, when it was computed (a
+/// replay's mean rate), to two decimals: never a float's full expansion.
+fn target_rate(rate: f64) -> String {
+    if rate.fract() == 0.0 && rate.abs() < 1e15 {
+        format!("{rate:.0}")
+    } else {
+        format!("{rate:.2}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -590,5 +602,7 @@ mod tests {
         assert_eq!(dur_us(12_340.0), "12.34ms");
         assert_eq!(dur_us(1_500_000.0), "1.50s");
         assert_eq!(bytes(440.0), "440 B");
+        assert_eq!(target_rate(2000.0), "2000");
+        assert_eq!(target_rate(16.0 / 3.0), "5.33");
     }
 }
