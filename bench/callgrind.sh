@@ -6,11 +6,11 @@
 # machine. It counts only user-space work: the kernel's share (syscalls) is not
 # in it, which is why bench/run.sh's CPU seconds matter too.
 #
-# Environment: REDLINE (default target/release/redline), N requests (default 20000),
+# Environment: REDLINE (default target/fat/redline), N requests (default 20000),
 # CONNS (default 16). Needs valgrind and nginx (and wrk for the comparison).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-REDLINE=${REDLINE:-target/release/redline}
+REDLINE=${REDLINE:-target/fat/redline}
 N=${N:-20000}
 CONNS=${CONNS:-16}
 command -v valgrind >/dev/null || { echo "valgrind not installed" >&2; exit 1; }

@@ -11,7 +11,7 @@
 # and the machine, and each pair's claims.
 #
 # Environment (all optional):
-#   REDLINE    redline binary          (default target/release/redline)
+#   REDLINE    redline binary          (default target/fat/redline)
 #   PAIRS      pairs of runs            (default 20)
 #   DURATION   seconds per run          (default 2; 6 exercises the per-second tests)
 #   CONNS      connections              (default 16)
@@ -23,7 +23,7 @@ set -euo pipefail
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$SCRIPT_DIR/.."
 
-REDLINE=${REDLINE:-target/release/redline}
+REDLINE=${REDLINE:-target/fat/redline}
 PAIRS=${PAIRS:-20}
 DURATION=${DURATION:-2}
 CONNS=${CONNS:-16}
@@ -38,7 +38,7 @@ die() { log "error: $*"; exit 1; }
 [[ $PAIRS =~ ^[0-9]+$ && $PAIRS -gt 0 && $PAIRS -le 1000 ]] || die "PAIRS must be 1..1000, got '$PAIRS'"
 [[ $DURATION =~ ^[0-9]+$ && $DURATION -gt 0 && $DURATION -le 600 ]] || die "DURATION must be 1..600 seconds, got '$DURATION'"
 [[ $CONNS =~ ^[0-9]+$ && $CONNS -gt 0 ]] || die "CONNS must be a positive integer, got '$CONNS'"
-[[ -x $REDLINE ]] || die "no redline binary at $REDLINE (cargo build --release -p redline, or set REDLINE)"
+[[ -x $REDLINE ]] || die "no redline binary at $REDLINE (cargo build --profile fat -p redline, or set REDLINE)"
 for need in python3 taskset "$NGINX"; do
     command -v "$need" >/dev/null 2>&1 || die "'$need' not found"
 done

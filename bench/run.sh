@@ -8,7 +8,7 @@
 # See bench/README.md and the "Benchmark protocol" in the design notes.
 #
 # Environment (all optional):
-#   REDLINE    redline binary              (default target/release/redline)
+#   REDLINE    redline binary              (default target/fat/redline)
 #   BUILD      1 = cargo build it if it is missing (default 0)
 #   DURATION   seconds per tool run         (default 10)
 #   CONNS      concurrent connections       (default 64)
@@ -36,7 +36,7 @@ SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 cd "$REPO_ROOT"
 
-REDLINE=${REDLINE:-target/release/redline}
+REDLINE=${REDLINE:-target/fat/redline}
 BUILD=${BUILD:-0}
 DURATION=${DURATION:-10}
 CONNS=${CONNS:-64}
@@ -78,8 +78,8 @@ if ((ncpu < 2)); then
 fi
 
 if [[ ! -x $REDLINE && $BUILD == 1 ]]; then
-    log "building redline (cargo build --release -p redline)"
-    cargo build --release -p redline
+    log "building redline (cargo build --profile fat -p redline)"
+    cargo build --profile fat -p redline
 fi
 
 # Scenario 2 needs 10,000 connections: raise the soft fd limit to the hard one.

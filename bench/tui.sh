@@ -10,14 +10,14 @@
 # /usr/bin/time. Prints a Markdown table: req/s, CPU s, requests per client
 # CPU-second, the medians and their ratio (tui / no-tui).
 #
-# Environment (optional): REDLINE (default target/release/redline),
+# Environment (optional): REDLINE (default target/fat/redline),
 # DURATION (5), CONNS (50), ROUNDS (5), SERVER_CPU/CLIENT_CPU (0/1),
 # NGINX_BIN (nginx; not NGINX, which nginx itself reads), PAUSE (1 s between runs).
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$SCRIPT_DIR/.."
-REDLINE=$(realpath "${REDLINE:-target/release/redline}")
+REDLINE=$(realpath "${REDLINE:-target/fat/redline}")
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-50}
 ROUNDS=${ROUNDS:-5}
@@ -27,7 +27,7 @@ NGINX_BIN=${NGINX_BIN:-nginx}
 PAUSE=${PAUSE:-1}
 
 die() { echo "[bench] error: $*" >&2; exit 1; }
-[[ -x $REDLINE ]] || die "$REDLINE not found (cargo build --release -p redline)"
+[[ -x $REDLINE ]] || die "$REDLINE not found (cargo build --profile fat -p redline)"
 for need in tmux taskset python3 "$NGINX_BIN"; do
     command -v "$need" >/dev/null 2>&1 || die "'$need' not found"
 done
