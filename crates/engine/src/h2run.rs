@@ -94,14 +94,6 @@ impl Template {
     }
 }
 
-/// Headers HTTP/2 forbids (RFC 9113 §8.2.2) or expresses as pseudo-headers.
-fn dropped_header(name: &str) -> bool {
-    matches!(
-        name,
-        "host" | "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
-    )
-}
-
 /// The plan's request in HTTP/2 form, from its request spec (built once by
 /// the plan; no HTTP/1 bytes are parsed).
 fn template(plan: &Plan) -> Result<Template, String> {
@@ -153,7 +145,9 @@ fn to_h2(request: &[u8], scheme: &str, host: &str) -> Result<Template, String> {
         if name == "host" {
             authority = Some(String::from_utf8_lossy(h.value).into_owned());
         }
-        if dropped_header(&name) || (name == "te" && !h.value.eq_ignore_ascii_case(b"trailers")) {
+        if crate::plan::request::h2_dropped(&name)
+            || (name == "te" && !h.value.eq_ignore_ascii_case(b"trailers"))
+        {
             continue;
         }
         // Names and values were checked by the plan; a failure here is a name

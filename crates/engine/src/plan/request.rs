@@ -75,7 +75,7 @@ pub fn parse_headers(flags: &[String]) -> Result<Vec<(String, String)>, PlanErro
 }
 
 /// Headers HTTP/2 forbids (RFC 9113 §8.2.2) or expresses as pseudo-headers.
-fn h2_dropped(name: &str) -> bool {
+pub(crate) fn h2_dropped(name: &str) -> bool {
     matches!(
         name,
         "host" | "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
