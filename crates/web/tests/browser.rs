@@ -440,17 +440,36 @@ fn discovery_matches_chromium() {
     let mut compared = 0;
     for (fixture, screens) in cases() {
         for (label, vp) in screens {
-            let want = chromium_requests(&mut browser, &fixture, &vp, &font);
-            let got = redline_requests(&fixture, &vp, &font);
+            let got = multiset(&redline_requests(&fixture, &vp, &font));
             compared += 1;
-            let (w, g) = (multiset(&want), multiset(&got));
-            if w != g {
+            // Chromium is the oracle, but a visit on a loaded machine can be
+            // cut short (the page closed after 2 s of quiet while a module
+            // was still being parsed): a differing case is visited again, at
+            // most three visits in all, and fails only when no visit of
+            // Chromium's loaded what redline discovered.
+            let mut seen = Vec::new();
+            for _ in 0..3 {
+                let want = multiset(&chromium_requests(&mut browser, &fixture, &vp, &font));
+                let equal = want == got;
+                seen.push(want);
+                if equal {
+                    break;
+                }
+            }
+            let last = seen.last().expect("one visit");
+            if *last != got {
                 failures.push(format!(
-                    "{fixture} ({label}):\n  chromium: {:?}\n  redline:  {:?}",
-                    w, g
+                    "{fixture} ({label}), {} Chromium visits:\n  chromium: {:?}\n  redline:  {:?}",
+                    seen.len(),
+                    last,
+                    got
                 ));
             } else {
-                eprintln!("{fixture} ({label}): {} requests, equal", want.len());
+                eprintln!(
+                    "{fixture} ({label}): {} requests, equal (Chromium visit {})",
+                    got.values().sum::<usize>(),
+                    seen.len()
+                );
             }
         }
     }
