@@ -22,7 +22,7 @@ pub const MAX_CAPTURE: usize = 1 << 20;
 
 /// Headers and body of a response, kept for scenario checks and extraction.
 /// Plain runs have none, so their hot path only tests an `Option`.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Capture {
     /// Keep the final response's headers.
     pub want_headers: bool,
@@ -37,6 +37,11 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// Keeps body bytes (when the body is wanted), up to [`MAX_CAPTURE`].
+    pub fn keep_body(&mut self, data: &[u8]) {
+        self.body(data)
+    }
+
     fn body(&mut self, data: &[u8]) {
         if !self.want_body {
             return;
