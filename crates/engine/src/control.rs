@@ -72,6 +72,13 @@ pub struct Live {
     /// Scenario runs: (completed, errors) of each named request so far, in
     /// the scenario's order.
     pub requests: Mutex<Vec<(u64, u64)>>,
+    /// `--abort-on-fail` with open-loop sessions: the ages asked for (set
+    /// when the run starts; empty: nothing to count) and, for each, the
+    /// journeys' steps unanswered that long after their intended time, as
+    /// the worker counted them at its last publish ([`crate::overdue`]).
+    pub journey_ages: Vec<Duration>,
+    /// See [`Live::journey_ages`].
+    pub journey_overdue: Mutex<Vec<u64>>,
 }
 
 /// One worker's control state (see the module docs).
@@ -247,6 +254,20 @@ impl Control {
         if let Ok(mut v) = self.live.requests.lock() {
             v.clear();
             v.extend(stats.iter().map(|r| (r.completed, r.errors)));
+        }
+    }
+
+    /// The ages open-loop sessions count overdue steps for (see
+    /// [`Live::journey_ages`]; empty: none asked).
+    pub fn journey_ages(&self) -> &[Duration] {
+        &self.live.journey_ages
+    }
+
+    /// Publishes the journeys' overdue steps per age (with a publish).
+    pub fn publish_journey_overdue(&self, counts: &[u64]) {
+        if let Ok(mut v) = self.live.journey_overdue.lock() {
+            v.clear();
+            v.extend_from_slice(counts);
         }
     }
 

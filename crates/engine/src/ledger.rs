@@ -263,6 +263,13 @@ impl Ledger {
         self.pending.push_back(t);
     }
 
+    /// Pending requests intended at or before `cutoff` (they wait for a
+    /// connection; `--abort-on-fail` counts them once old enough). Read a few
+    /// times a second, not per request.
+    pub fn pending_due_by(&self, cutoff: Instant) -> u64 {
+        self.pending.iter().take_while(|t| **t <= cutoff).count() as u64
+    }
+
     /// Open loop: the oldest waiting request, now held by the caller.
     #[inline]
     pub fn dequeue(&mut self) -> Option<Instant> {

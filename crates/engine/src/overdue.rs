@@ -13,6 +13,14 @@
 //!   level around that instant), at most the budget left (`-n`). Scenario
 //!   runs with think time (a slot may hold no request) and `-n` with
 //!   `--requests-per-conn` (requests reserved by a connection) give 0.
+//! - Open-loop sessions (journeys): a journey's later steps follow answers
+//!   and think times, not the pacer, so the schedule cannot say when they
+//!   are due. The worker counts them itself, a few times a second, from its
+//!   slots: steps in flight or waiting for a connection whose intended time
+//!   is at least `age` old, next steps as old whose user still thinks after
+//!   a late answer, and arrivals waiting for a slot
+//!   (`Worker::publish_journey_overdue`); the count is taken as reported.
+//!   The HTTP/2 driver does not report yet: its journeys give 0.
 //!
 //! Whole seconds are the clock (`T` is a second boundary; `finished` at
 //! `T − age` is read at the second boundary before it), so every estimate errs
@@ -37,6 +45,8 @@ pub enum Schedule {
         /// `--stages`: active slots over time.
         levels: Option<Levels>,
     },
+    /// Open-loop sessions: what the worker reported ([`Overdue::journeys`]).
+    Journeys,
     /// Not estimated: always 0.
     Unknown,
 }
@@ -48,6 +58,8 @@ struct Worker {
     due: Vec<(Pacer, Option<Duration>, u64)>,
     /// Finished requests (completed + failed) by the end of each second.
     finished: Vec<u64>,
+    /// Journeys: the worker's last count per age.
+    reported: Vec<u64>,
 }
 
 /// The per-worker estimates for a set of ages.
@@ -78,6 +90,7 @@ impl Overdue {
                     schedule,
                     due,
                     finished: Vec::new(),
+                    reported: Vec::new(),
                 }
             })
             .collect();
@@ -104,10 +117,25 @@ impl Overdue {
         }
     }
 
+    /// Worker `i` (open-loop sessions) counted these overdue steps, one per
+    /// age in the order given to [`Overdue::new`].
+    pub fn journeys(&mut self, i: usize, counts: &[u64]) {
+        if let Some(w) = self.workers.get_mut(i) {
+            w.reported.clear();
+            w.reported.extend_from_slice(counts);
+        }
+    }
+
     /// Overdue requests for each age (in the order given to [`Overdue::new`]).
     pub fn counts(&mut self) -> Vec<u64> {
         let mut out = vec![0u64; self.ages.len()];
         for w in &mut self.workers {
+            if let Schedule::Journeys = w.schedule {
+                for (o, n) in out.iter_mut().zip(&w.reported) {
+                    *o += n;
+                }
+                continue;
+            }
             let secs = w.finished.len();
             if secs == 0 {
                 continue;
@@ -157,7 +185,7 @@ impl Overdue {
                         };
                         held.saturating_sub(done - done_by(at))
                     }
-                    Schedule::Unknown => 0,
+                    Schedule::Journeys | Schedule::Unknown => 0,
                 };
             }
         }
@@ -225,7 +253,31 @@ mod tests {
         o.seconds(0, &[sec(0, 500), sec(1, 480), sec(2, 0)]);
         assert_eq!(o.counts(), vec![2]);
         let mut o = Overdue::new(&ages, vec![Schedule::Unknown]);
+        o.journeys(0, &[7]);
         o.seconds(0, &[sec(0, 1), sec(1, 0), sec(2, 0)]);
         assert_eq!(o.counts(), vec![0]);
+    }
+
+    #[test]
+    fn journeys_count_what_their_workers_reported() {
+        let ages = [Duration::from_millis(200), Duration::from_secs(2)];
+        let mut o = Overdue::new(
+            &ages,
+            vec![Schedule::Journeys, Schedule::Journeys, Schedule::Unknown],
+        );
+        assert_eq!(o.counts(), vec![0, 0], "nothing reported yet");
+        o.journeys(0, &[5, 1]);
+        o.journeys(1, &[3, 0]);
+        // Not before a finished second, not from the schedule: as reported.
+        assert_eq!(o.counts(), vec![8, 1]);
+        o.seconds(0, &[sec(0, 10)]);
+        o.journeys(1, &[0, 0]);
+        assert_eq!(
+            o.counts(),
+            vec![5, 1],
+            "the latest report replaces the last"
+        );
+        o.journeys(9, &[100, 100]);
+        assert_eq!(o.counts(), vec![5, 1], "no such worker");
     }
 }

@@ -1,7 +1,8 @@
-//! `-L/--follow-redirects` for the HTTP/1 worker and the HTTP/2 one
-//! (`h2run::follow`, which turns each hop's bytes into HTTP/2): origins
+//! `-L/--follow-redirects` for the HTTP/1 worker and the HTTP/2 one: origins
 //! (resolved once and cached), and the request of each hop, rewritten from the
-//! original request's bytes.
+//! original request's spec ([`hop_spec`]: the HTTP/1 worker encodes it, an
+//! HTTP/2 driver can send it without parsing; `h2run::follow` still rewrites
+//! bytes with [`hop_request`] and re-parses them).
 //!
 //! Rules (as curl and browsers): 303, and 301/302 after a POST, become a GET
 //! without body; 307 and 308 keep method and body. Credentials —
@@ -10,6 +11,7 @@
 //! origin (scheme, host and port) of the original request; scenario cookie-jar
 //! cookies go to the hosts that set them (or their `Domain`).
 
+use crate::plan::RequestSpec;
 use crate::tls::{TlsArgs, TlsSetup};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -145,6 +147,100 @@ pub enum Cookies<'a> {
 /// The status codes followed.
 pub fn is_redirect(status: u16) -> bool {
     matches!(status, 301 | 302 | 303 | 307 | 308)
+}
+
+/// The request for a hop to `to` after a `status` redirect, as a spec
+/// rewritten from the original request's spec (no bytes parsed): the HTTP/1
+/// worker encodes it with [`RequestSpec::encode_h1`], an HTTP/2 driver with
+/// [`RequestSpec::to_h2`]. `same_origin`: `to` is the original request's
+/// origin, so its credentials and `Host` header go along. `was_get`: an
+/// earlier hop already made it a GET without body (a later 307/308 keeps
+/// that). Returns the spec and whether the hop is such a GET. Encoded for
+/// HTTP/1 it is byte for byte what [`hop_request`] makes of the original's
+/// bytes, but for the place of a `Connection` line (last here, before a
+/// jar's `Cookie` there).
+pub fn hop_spec(
+    orig: &RequestSpec,
+    status: u16,
+    to: &url::Url,
+    same_origin: bool,
+    was_get: bool,
+    cookies: Cookies<'_>,
+) -> (RequestSpec, bool) {
+    let method = orig.method.as_str();
+    let to_get = (was_get
+        || match status {
+            303 => method != "GET",
+            301 | 302 => method == "POST",
+            _ => false,
+        })
+        && method != "HEAD";
+    let mut path = to.path().to_string();
+    if let Some(q) = to.query() {
+        path.push('?');
+        path.push_str(q);
+    }
+    let mut headers = Vec::with_capacity(orig.headers.len() + 2);
+    let mut authority = None;
+    for (k, v) in &orig.headers {
+        let n = k.trim();
+        if n.eq_ignore_ascii_case("host") {
+            if same_origin {
+                headers.push((k.clone(), v.clone()));
+            } else {
+                headers.push(("Host".to_string(), host_header(to)));
+            }
+            authority.get_or_insert_with(|| headers[headers.len() - 1].1.clone());
+            continue;
+        }
+        if to_get
+            && (n.eq_ignore_ascii_case("content-length")
+                || n.eq_ignore_ascii_case("content-type")
+                || n.eq_ignore_ascii_case("transfer-encoding"))
+        {
+            continue;
+        }
+        if n.eq_ignore_ascii_case("cookie") {
+            match cookies {
+                Cookies::Given if same_origin => {}
+                _ => continue,
+            }
+        } else if is_credential(n) && !same_origin {
+            continue;
+        }
+        headers.push((k.clone(), v.clone()));
+    }
+    let authority = match authority {
+        Some(a) => a,
+        None => {
+            let h = host_header(to);
+            headers.push(("Host".to_string(), h.clone()));
+            h
+        }
+    };
+    if let Cookies::Jar(c) = cookies {
+        if !c.is_empty() {
+            headers.push(("Cookie".to_string(), c.to_string()));
+        }
+    }
+    let spec = RequestSpec {
+        method: if to_get {
+            "GET".into()
+        } else {
+            orig.method.clone()
+        },
+        path,
+        authority,
+        headers,
+        body: if to_get {
+            Vec::new()
+        } else {
+            orig.body.clone()
+        },
+        http10: orig.http10,
+        chunked: orig.chunked && !to_get,
+    };
+    (spec, to_get)
 }
 
 /// The request for a hop to `to` after a `status` redirect, rewritten from the
@@ -335,6 +431,162 @@ mod tests {
             .unwrap()
             .0);
         assert!(!r.contains("Cookie"), "{r}");
+    }
+
+    fn spec(method: &str, headers: &[(&str, &str)], body: &[u8]) -> RequestSpec {
+        RequestSpec {
+            method: method.into(),
+            path: "/login?a=1".into(),
+            authority: "a.test:8080".into(),
+            headers: headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            body: body.to_vec(),
+            http10: false,
+            chunked: false,
+        }
+    }
+
+    /// The spec of every kind of request a run sends.
+    fn kinds() -> Vec<RequestSpec> {
+        let post = spec(
+            "POST",
+            &[
+                ("Host", "a.test:8080"),
+                ("User-Agent", "redline"),
+                ("Authorization", "Basic dTpw"),
+                ("Cookie", "s=1"),
+                ("X-Api-Key", "k"),
+                ("X-Keep", "yes"),
+                ("Content-Type", "text/plain"),
+                ("Content-Length", "4"),
+            ],
+            b"body",
+        );
+        let mut chunked = spec(
+            "PUT",
+            &[
+                ("Host", "a.test:8080"),
+                ("Transfer-Encoding", "chunked"),
+                ("Content-Type", "text/plain"),
+            ],
+            b"chunky body",
+        );
+        chunked.chunked = true;
+        let get = spec("GET", &[("Host", "a.test:8080"), ("Accept", "*/*")], b"");
+        let head = spec("HEAD", &[("Host", "a.test:8080")], b"");
+        let cookies = spec(
+            "GET",
+            &[("Host", "a.test:8080"), ("Cookie", "jar=1; b=2")],
+            b"",
+        );
+        let mut http10 = get.clone();
+        http10.http10 = true;
+        // A Host given by the user (not the URL's) is where it goes.
+        let mut own_host = spec("DELETE", &[("Host", "vhost.test")], b"");
+        own_host.authority = "vhost.test".into();
+        vec![post, chunked, get, head, cookies, http10, own_host]
+    }
+
+    fn sorted_lines(b: &[u8]) -> Vec<String> {
+        let mut v: Vec<String> = s(b).split("\r\n").map(str::to_string).collect();
+        v.sort();
+        v
+    }
+
+    /// The spec of a hop, encoded, is what the bytes of the hop were: every
+    /// kind of request, status, origin, cookie source and connection end.
+    #[test]
+    fn hop_specs_encode_to_the_bytes_hops_had() {
+        let tos = [
+            url::Url::parse("http://a.test:8080/next?x=1").unwrap(),
+            url::Url::parse("https://b.test/x").unwrap(),
+        ];
+        let mut compared = 0;
+        for orig in kinds() {
+            for status in [301, 302, 303, 307, 308] {
+                for (to, same) in [(&tos[0], true), (&tos[1], false)] {
+                    for was_get in [false, true] {
+                        for cookies in [Cookies::Given, Cookies::Jar("t=2"), Cookies::Jar("")] {
+                            for close in [false, true] {
+                                let bytes = orig.encode_h1(close);
+                                let (old, old_get) =
+                                    hop_request(&bytes, status, to, same, was_get, cookies)
+                                        .unwrap();
+                                let (hop, get) =
+                                    hop_spec(&orig, status, to, same, was_get, cookies);
+                                let new = hop.encode_h1(close);
+                                assert_eq!(get, old_get);
+                                let moved_connection = matches!(cookies, Cookies::Jar(c) if !c.is_empty())
+                                    && (close || orig.http10);
+                                if moved_connection {
+                                    assert_eq!(
+                                        sorted_lines(&new),
+                                        sorted_lines(&old),
+                                        "{}",
+                                        s(&new)
+                                    );
+                                } else {
+                                    assert_eq!(
+                                        s(&new),
+                                        s(&old),
+                                        "{orig:?} {status} {same} {cookies:?}"
+                                    );
+                                }
+                                // A second hop from the first.
+                                let (old2, _) =
+                                    hop_request(&old, 307, &tos[0], true, get, cookies).unwrap();
+                                let (hop2, _) = hop_spec(&hop, 307, &tos[0], true, get, cookies);
+                                if !moved_connection {
+                                    assert_eq!(s(&hop2.encode_h1(close)), s(&old2));
+                                }
+                                compared += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(compared, 7 * 5 * 2 * 2 * 3 * 2);
+    }
+
+    #[test]
+    fn a_hop_spec_turns_post_into_get_and_keeps_credentials_home() {
+        let post = &kinds()[0];
+        let to = url::Url::parse("http://a.test:8080/done").unwrap();
+        let (h, get) = hop_spec(post, 303, &to, true, false, Cookies::Given);
+        assert!(get);
+        assert_eq!((h.method.as_str(), h.path.as_str()), ("GET", "/done"));
+        assert!(h.body.is_empty() && h.header("content-length").is_none());
+        assert!(h.header("content-type").is_none());
+        assert_eq!(h.header("authorization"), Some("Basic dTpw"));
+        assert_eq!(h.header("cookie"), Some("s=1"));
+        let away = url::Url::parse("https://b.test:8443/x").unwrap();
+        let (h, get) = hop_spec(post, 307, &away, false, false, Cookies::Given);
+        assert!(!get);
+        assert_eq!(h.method, "POST");
+        assert_eq!(h.body, b"body");
+        assert_eq!(h.authority, "b.test:8443");
+        assert_eq!(h.header("host"), Some("b.test:8443"));
+        for c in ["authorization", "cookie", "x-api-key"] {
+            assert!(h.header(c).is_none(), "{c} went to another origin");
+        }
+        assert_eq!(h.header("x-keep"), Some("yes"));
+        // The HTTP/2 form comes from the spec, no bytes parsed.
+        let h2 = h.to_h2("https").unwrap();
+        assert_eq!(h2.uri.to_string(), "https://b.test:8443/x");
+        assert_eq!(h2.body.as_ref(), b"body");
+        // A chunked body stays chunked on a 307, and is gone on a 303.
+        let chunked = &kinds()[1];
+        let (h, _) = hop_spec(chunked, 307, &to, true, false, Cookies::Given);
+        assert!(
+            h.chunked
+                && h.encode_h1(false)
+                    .ends_with(b"b\r\nchunky body\r\n0\r\n\r\n")
+        );
+        let (h, _) = hop_spec(chunked, 303, &to, true, false, Cookies::Given);
+        assert!(!h.chunked && h.body.is_empty() && h.header("transfer-encoding").is_none());
     }
 
     #[test]

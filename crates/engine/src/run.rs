@@ -174,7 +174,19 @@ pub fn execute_watching(
         Load::Closed { duration, .. } | Load::Open { duration, .. } => *duration,
     };
     let deadline = duration.map(|d| start + d);
-    let lives: Vec<Arc<Live>> = (0..threads).map(|_| Arc::new(Live::default())).collect();
+    // Open-loop sessions: the workers count their journeys' overdue steps.
+    let journey_ages = match crate::workload::journeys(plan) {
+        true => ages.to_vec(),
+        false => Vec::new(),
+    };
+    let lives: Vec<Arc<Live>> = (0..threads)
+        .map(|_| {
+            Arc::new(Live {
+                journey_ages: journey_ages.clone(),
+                ..Live::default()
+            })
+        })
+        .collect();
 
     // --abort-on-fail: each worker's schedule, replicated for the estimate.
     let mut schedules = Vec::new();
@@ -305,6 +317,11 @@ pub fn execute_watching(
                 }),
             };
             for (i, l) in lives.iter().enumerate() {
+                if !l.journey_ages.is_empty() {
+                    if let Ok(v) = l.journey_overdue.lock() {
+                        overdue.journeys(i, &v);
+                    }
+                }
                 if let Ok(mut v) = l.seconds.lock() {
                     if !ages.is_empty() {
                         overdue.seconds(i, &v);
@@ -394,8 +411,9 @@ fn schedule_of(
 ) -> crate::overdue::Schedule {
     use crate::overdue::Schedule;
     if crate::workload::journeys(plan) {
-        // Journeys' later steps follow answers and think times, not the pacer.
-        return Schedule::Unknown;
+        // Journeys' later steps follow answers and think times, not the
+        // pacer: the workers count them (`Worker::publish_journey_overdue`).
+        return Schedule::Journeys;
     }
     if let Some(p) = pacer {
         return Schedule::Open(p.clone());

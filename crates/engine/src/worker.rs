@@ -348,6 +348,9 @@ impl<'p> Worker<'p> {
                     .publish_due(now, &mut self.rec, self.open, self.ledger.in_flight());
             if let (true, Some(sc)) = (published, &self.scenario) {
                 self.control.publish_requests(&sc.load.stats);
+                if sc.load.journeys_on() && !self.control.journey_ages().is_empty() {
+                    self.publish_journey_overdue(now);
+                }
             }
             let timeout = self.poll_timeout(now);
             if let Err(e) = self.wait(&mut events, timeout) {

@@ -11,7 +11,7 @@ use super::{usage, PlanError};
 use bytes::Bytes;
 
 /// One request, protocol-neutral.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestSpec {
     /// Method, upper case.
     pub method: String,
@@ -185,18 +185,21 @@ impl RequestSpec {
     /// The request as HTTP/1 bytes; `close` adds `Connection: close` (the
     /// last request on a connection), otherwise HTTP/1.0 asks for keep-alive.
     pub fn encode_h1(&self, close: bool) -> Vec<u8> {
-        let wire_body = if self.chunked {
-            chunk(&self.body)
-        } else {
-            self.body.clone()
-        };
+        let mut out = Vec::new();
+        self.encode_h1_into(close, &mut out);
+        out
+    }
+
+    /// [`RequestSpec::encode_h1`] appended to `out`: the one HTTP/1 encoder
+    /// (the plan's prebuilt bytes, scenario requests, redirect hops). No
+    /// allocation once `out` has grown to the request's size.
+    pub fn encode_h1_into(&self, close: bool, out: &mut Vec<u8>) {
         let fields: usize = self
             .headers
             .iter()
             .map(|(k, v)| k.len() + v.len() + 4)
             .sum();
-        let mut out =
-            Vec::with_capacity(self.method.len() + self.path.len() + fields + wire_body.len() + 48);
+        out.reserve(self.method.len() + self.path.len() + fields + self.body.len() + 64);
         out.extend_from_slice(self.method.as_bytes());
         out.push(b' ');
         out.extend_from_slice(self.path.as_bytes());
@@ -217,8 +220,19 @@ impl RequestSpec {
             out.extend_from_slice(b"Connection: keep-alive\r\n");
         }
         out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(&wire_body);
-        out
+        if self.chunked {
+            chunk_into(&self.body, out);
+        } else {
+            out.extend_from_slice(&self.body);
+        }
+    }
+
+    /// The value of header `name` (the first, case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     /// The request in HTTP/2 form for `scheme`: `Host` becomes `:authority`,
@@ -259,13 +273,19 @@ impl RequestSpec {
 /// A request body in chunked framing: one chunk (none when empty), then the last.
 pub fn chunk(body: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(body.len() + 16);
-    if !body.is_empty() {
-        v.extend_from_slice(format!("{:x}\r\n", body.len()).as_bytes());
-        v.extend_from_slice(body);
-        v.extend_from_slice(b"\r\n");
-    }
-    v.extend_from_slice(b"0\r\n\r\n");
+    chunk_into(body, &mut v);
     v
+}
+
+/// [`chunk`] appended to `out`.
+fn chunk_into(body: &[u8], out: &mut Vec<u8>) {
+    if !body.is_empty() {
+        use std::io::Write;
+        let _ = write!(out, "{:x}\r\n", body.len());
+        out.extend_from_slice(body);
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"0\r\n\r\n");
 }
 
 /// The body [`chunk`] framed (`None` when `b` is not such a framing).

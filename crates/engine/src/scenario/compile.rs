@@ -364,13 +364,7 @@ impl Scenario {
                 && r.body.as_ref().is_none_or(|b| b.is_static())
                 && !s.cookies
             {
-                let mut vu = Vu::new(0, s.vars.len());
-                let mut ka = Vec::new();
-                let mut cl = Vec::new();
-                let mut scratch = Vec::new();
-                s.render_into(i, &mut vu, false, &mut ka, &mut scratch);
-                s.render_into(i, &mut vu, true, &mut cl, &mut scratch);
-                s.requests[i].fixed = Some([ka, cl]);
+                s.requests[i].fixed = Some(s.prebuilt(i));
             }
         }
         Ok(s)

@@ -15,6 +15,8 @@
 
 mod compile;
 pub mod file;
+#[cfg(test)]
+mod render_tests;
 pub mod replay;
 mod vu;
 
@@ -22,7 +24,7 @@ pub use compile::{load, parse_csv};
 pub use vu::Vu;
 
 use crate::h1::Capture;
-use crate::plan::{header_ok, parse_duration, PlanError};
+use crate::plan::{header_ok, parse_duration, PlanError, RequestSpec};
 use crate::tls::{TlsArgs, TlsSetup};
 use file::{key, RequestEntry, ScenarioFile, Seg};
 use redline_stats::rng::SplitMix64;
@@ -229,8 +231,8 @@ pub struct ScRequest {
     headers: Vec<(String, Template)>,
     body: Option<Template>,
     content_type: Option<String>,
-    /// Prebuilt bytes (keep-alive, close) when nothing varies.
-    fixed: Option<[Vec<u8>; 2]>,
+    /// Prebuilt spec and bytes when nothing varies.
+    fixed: Option<Box<Fixed>>,
     /// Response time-out.
     pub timeout: Duration,
     weight: u32,
@@ -245,6 +247,50 @@ pub struct ScRequest {
     /// Thresholds on this request's own numbers (parsed by the CLI).
     pub thresholds: Vec<String>,
     threshold_lines: Vec<Option<usize>>,
+}
+
+/// A request nothing varies in, built once: its spec and its bytes
+/// (keep-alive, close).
+#[derive(Debug, Clone)]
+struct Fixed {
+    spec: RequestSpec,
+    wire: [Vec<u8>; 2],
+}
+
+/// A spec's header list refilled in place: each field reuses the strings of
+/// the one at its place last time.
+struct Fields<'a> {
+    list: &'a mut Vec<(String, String)>,
+    n: usize,
+}
+
+impl Fields<'_> {
+    /// The next field, named `name`, with an empty value to fill.
+    fn slot(&mut self, name: &str) -> &mut String {
+        if self.n == self.list.len() {
+            self.list.push(Default::default());
+        }
+        let (k, v) = &mut self.list[self.n];
+        self.n += 1;
+        k.clear();
+        k.push_str(name);
+        v.clear();
+        v
+    }
+
+    /// Drops the fields left from a longer request.
+    fn done(self) {
+        self.list.truncate(self.n);
+    }
+}
+
+/// Appends rendered text (UTF-8: templates, data and extracted values are
+/// text; anything else is replaced, never sent raw).
+fn push_text(out: &mut String, b: &[u8]) {
+    match std::str::from_utf8(b) {
+        Ok(t) => out.push_str(t),
+        Err(_) => out.push_str(&String::from_utf8_lossy(b)),
+    }
 }
 
 /// CSV rows fed to the virtual users.
@@ -423,127 +469,145 @@ impl Scenario {
         }
     }
 
-    /// Renders request `r` for virtual user `vu` into its buffer, unless the
-    /// request is prebuilt (nothing in it varies).
+    /// Renders request `r` for virtual user `vu`: its spec, then its HTTP/1
+    /// bytes (the one encoder, [`RequestSpec::encode_h1_into`]), both kept in
+    /// the user's buffers; nothing when the request is prebuilt (nothing in
+    /// it varies). No allocation once the buffers have grown.
     pub fn prepare(&self, r: usize, vu: &mut Vu, close: bool) {
         if self.requests[r].fixed.is_some() {
             return;
         }
-        let mut buf = std::mem::take(&mut vu.buf);
+        let mut spec = std::mem::take(&mut vu.spec);
         let mut scratch = std::mem::take(&mut vu.scratch);
-        buf.clear();
-        self.render_into(r, vu, close, &mut buf, &mut scratch);
-        vu.buf = buf;
+        let mut gen = std::mem::take(&mut vu.gen);
+        self.render_spec(r, vu, &mut gen, &mut spec, &mut scratch);
+        vu.buf.clear();
+        spec.encode_h1_into(close, &mut vu.buf);
+        vu.spec = spec;
         vu.scratch = scratch;
+        vu.gen = gen;
     }
 
     /// The bytes of request `r` as [`Scenario::prepare`] left them.
     pub fn wire<'a>(&'a self, r: usize, vu: &'a Vu, close: bool) -> &'a [u8] {
         match &self.requests[r].fixed {
-            Some(f) => &f[close as usize],
+            Some(f) => &f.wire[close as usize],
             None => &vu.buf,
         }
     }
 
-    fn render_into(
-        &self,
-        r: usize,
-        vu: &mut Vu,
-        close: bool,
-        out: &mut Vec<u8>,
-        body: &mut Vec<u8>,
-    ) {
-        let mut gen = std::mem::take(&mut vu.gen);
-        self.render_with(r, vu, &mut gen, close, out, body);
-        vu.gen = gen;
+    /// The spec of request `r` as [`Scenario::prepare`] left it: what a
+    /// driver encodes in its own protocol (HTTP/2: [`RequestSpec::to_h2`])
+    /// without parsing the HTTP/1 bytes; and what redirect hops are rewritten
+    /// from ([`crate::redirect::hop_spec`]).
+    pub fn spec<'a>(&'a self, r: usize, vu: &'a Vu) -> &'a RequestSpec {
+        match &self.requests[r].fixed {
+            Some(f) => &f.spec,
+            None => &vu.spec,
+        }
     }
 
-    fn render_with(
+    /// Request `r` prebuilt (for one that nothing varies in): its spec and
+    /// its bytes, keep-alive and close.
+    fn prebuilt(&self, r: usize) -> Box<Fixed> {
+        let mut vu = Vu::new(0, self.vars.len());
+        let mut spec = RequestSpec::default();
+        let mut scratch = Vec::new();
+        let mut gen = std::mem::take(&mut vu.gen);
+        self.render_spec(r, &vu, &mut gen, &mut spec, &mut scratch);
+        let wire = [spec.encode_h1(false), spec.encode_h1(true)];
+        Box::new(Fixed { spec, wire })
+    }
+
+    /// Fills `spec` with request `r` as virtual user `vu` sends it: templates
+    /// rendered (the body first, then the path and headers: generated values
+    /// are drawn in that order), the fields in the order HTTP/1 writes them
+    /// (`Host`, `User-Agent`, `Accept`, basic auth, the request's headers,
+    /// the jar's `Cookie`, `Content-Type`, `Content-Length`). Its strings and
+    /// vectors are reused.
+    fn render_spec(
         &self,
         r: usize,
         vu: &Vu,
         gen: &mut crate::gen::GenState,
-        close: bool,
-        out: &mut Vec<u8>,
-        body: &mut Vec<u8>,
+        spec: &mut RequestSpec,
+        scratch: &mut Vec<u8>,
     ) {
+        use std::fmt::Write;
         let req = &self.requests[r];
         let t = &self.targets[req.target];
-        body.clear();
+        spec.body.clear();
         if let Some(b) = &req.body {
-            b.render(vu, gen, body);
+            b.render(vu, gen, &mut spec.body);
         }
-        out.extend_from_slice(req.method.as_bytes());
-        out.push(b' ');
-        let before = out.len();
-        req.path.render(vu, gen, out);
-        if out.len() == before {
-            out.push(b'/');
+        spec.method.clear();
+        spec.method.push_str(&req.method);
+        scratch.clear();
+        req.path.render(vu, gen, scratch);
+        if scratch.is_empty() {
+            scratch.push(b'/');
         }
-        out.extend_from_slice(if self.http10 {
-            b" HTTP/1.0\r\n"
-        } else {
-            b" HTTP/1.1\r\n"
-        });
+        spec.path.clear();
+        push_text(&mut spec.path, scratch);
+        spec.http10 = self.http10;
+        spec.chunked = false;
         let has = |n: &str| req.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(n));
+        let mut f = Fields {
+            list: &mut spec.headers,
+            n: 0,
+        };
         if !has("host") {
-            out.extend_from_slice(b"Host: ");
-            out.extend_from_slice(t.host_header.as_bytes());
-            out.extend_from_slice(b"\r\n");
+            f.slot("Host").push_str(&t.host_header);
         }
         if !has("user-agent") {
-            out.extend_from_slice(b"User-Agent: ");
-            out.extend_from_slice(self.user_agent.as_bytes());
-            out.extend_from_slice(b"\r\n");
+            f.slot("User-Agent").push_str(&self.user_agent);
         }
         if !has("accept") {
-            out.extend_from_slice(b"Accept: */*\r\n");
+            f.slot("Accept").push_str("*/*");
         }
         if let Some(a) = &t.auth {
             if !has("authorization") {
-                out.extend_from_slice(b"Authorization: Basic ");
-                out.extend_from_slice(a.as_bytes());
-                out.extend_from_slice(b"\r\n");
+                let v = f.slot("Authorization");
+                v.push_str("Basic ");
+                v.push_str(a);
             }
         }
         for (k, v) in &req.headers {
-            out.extend_from_slice(k.as_bytes());
-            out.extend_from_slice(b": ");
-            v.render(vu, gen, out);
-            out.extend_from_slice(b"\r\n");
+            scratch.clear();
+            v.render(vu, gen, scratch);
+            push_text(f.slot(k), scratch);
         }
         // The jar's cookies for this host only (a cookie goes where it came from).
         if self.cookies && vu.jar.iter().any(|c| c.matches(&t.host)) && !has("cookie") {
-            out.extend_from_slice(b"Cookie: ");
+            let v = f.slot("Cookie");
             for (i, c) in vu.jar.iter().filter(|c| c.matches(&t.host)).enumerate() {
                 if i > 0 {
-                    out.extend_from_slice(b"; ");
+                    v.push_str("; ");
                 }
-                out.extend_from_slice(c.name.as_bytes());
-                out.push(b'=');
-                out.extend_from_slice(c.value.as_bytes());
+                v.push_str(&c.name);
+                v.push('=');
+                v.push_str(&c.value);
             }
-            out.extend_from_slice(b"\r\n");
         }
         if req.body.is_some() {
             if let Some(ct) = &req.content_type {
                 if !has("content-type") {
-                    out.extend_from_slice(b"Content-Type: ");
-                    out.extend_from_slice(ct.as_bytes());
-                    out.extend_from_slice(b"\r\n");
+                    f.slot("Content-Type").push_str(ct);
                 }
             }
         }
         if req.body.is_some() || matches!(req.method.as_str(), "POST" | "PUT" | "PATCH") {
-            out.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+            let _ = write!(f.slot("Content-Length"), "{}", spec.body.len());
         }
-        if close {
-            out.extend_from_slice(b"Connection: close\r\n");
-        } else if self.http10 {
-            out.extend_from_slice(b"Connection: keep-alive\r\n");
-        }
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(body);
+        f.done();
+        // A `Host` given by the request is where it goes (HTTP/2's `:authority`).
+        spec.authority.clear();
+        let host = spec
+            .headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("host"))
+            .map_or(t.host_header.as_str(), |(_, v)| v.as_str());
+        spec.authority.push_str(host);
     }
 
     /// What of the response to request `r` to keep.

@@ -136,11 +136,7 @@ impl Scenario {
         // The breakdown's URLs are prebuilt, as a plain run's request.
         for (i, varies) in per_tick.iter().enumerate() {
             if !varies {
-                let mut vu = Vu::new(0, s.vars.len());
-                let (mut ka, mut cl, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
-                s.render_into(i, &mut vu, false, &mut ka, &mut scratch);
-                s.render_into(i, &mut vu, true, &mut cl, &mut scratch);
-                s.requests[i].fixed = Some([ka, cl]);
+                s.requests[i].fixed = Some(s.prebuilt(i));
             }
         }
         s.replay = Some(Arc::new(Order {

@@ -231,6 +231,8 @@ pub struct Vu {
     pub redirected_from: Option<String>,
     /// Open-loop sessions: the journey this user is walking.
     pub journey: Option<crate::workload::Journey>,
+    /// The current request's spec and HTTP/1 bytes ([`Scenario::prepare`]).
+    pub(super) spec: crate::plan::RequestSpec,
     pub(super) buf: Vec<u8>,
     pub(super) scratch: Vec<u8>,
     /// Generated values (`{{uuid}}`, `{{seq}}`…): seeded per user.
@@ -253,6 +255,7 @@ impl Vu {
             sleeping: false,
             redirected_from: None,
             journey: None,
+            spec: crate::plan::RequestSpec::default(),
             buf: Vec::new(),
             scratch: Vec::new(),
         }

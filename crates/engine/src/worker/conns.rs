@@ -86,9 +86,11 @@ pub(super) struct Redirected {
     pub(super) hops: u32,
     /// The URL the current hop goes to.
     pub(super) url: url::Url,
-    /// The original request's bytes (hops are rewritten from them).
-    pub(super) orig: Vec<u8>,
-    /// The current hop's request.
+    /// The original request's spec (hops are rewritten from it).
+    pub(super) orig: crate::plan::RequestSpec,
+    /// The original request asked to close the connection (its hops too).
+    pub(super) close: bool,
+    /// The current hop's request, encoded from its spec ([`crate::redirect::hop_spec`]).
     pub(super) bytes: Vec<u8>,
     /// Where the current hop goes when not the request's own origin.
     pub(super) to: Option<Arc<Origin>>,

@@ -139,17 +139,15 @@ impl Worker<'_> {
         self.restart.push_back(i);
     }
 
-    /// The bytes of the request slot `i` sent (before any redirect).
-    pub(super) fn request_bytes(&self, i: u32) -> &[u8] {
-        let c = &self.conns[i as usize];
+    /// The spec of the request slot `i` sent (before any redirect): the
+    /// plan's, or the scenario request as rendered for the slot's user.
+    pub(super) fn request_spec(&self, i: u32) -> &crate::plan::RequestSpec {
         match &self.scenario {
             Some(sc) => {
                 let vu = &sc.vus[i as usize];
-                sc.load
-                    .scenario
-                    .wire(vu.chosen.unwrap_or(0), vu, c.close_after)
+                sc.load.scenario.spec(vu.chosen.unwrap_or(0), vu)
             }
-            None => crate::workload::fixed_request(self.plan, c.close_after),
+            None => &self.plan.spec,
         }
     }
 
@@ -166,7 +164,7 @@ impl Worker<'_> {
         now: Instant,
         poisoned: bool,
     ) {
-        use crate::redirect::{hop_request, origin_key, request_path, resolve_location};
+        use crate::redirect::{hop_spec, origin_key, resolve_location};
         let plan = self.plan;
         let c = &mut self.conns[i as usize];
         let status = c.reader.status;
@@ -183,13 +181,15 @@ impl Worker<'_> {
                 .clone(),
             None => plan.target.origin.clone(),
         };
-        let (orig, base) = match c.redir.as_mut() {
-            Some(r) => (std::mem::take(&mut r.orig), Ok(r.url.clone())),
+        // The original request's spec and whether it asked to close (hops
+        // are rewritten from it, and keep its `Connection` line).
+        let (orig, close, base) = match c.redir.as_mut() {
+            Some(r) => (std::mem::take(&mut r.orig), r.close, Ok(r.url.clone())),
             None => {
-                let orig = self.request_bytes(i).to_vec();
-                let path = request_path(&orig).unwrap_or("/");
-                let base = url::Url::parse(&format!("{own_key}{path}"));
-                (orig, base)
+                let close = c.close_after;
+                let orig = self.request_spec(i).clone();
+                let base = url::Url::parse(&format!("{own_key}{}", orig.path));
+                (orig, close, base)
             }
         };
         let Ok(base) = base else {
@@ -240,15 +240,8 @@ impl Worker<'_> {
             Some(j) => Cookies::Jar(j),
             None => Cookies::Given,
         };
-        let Some((bytes, get)) = hop_request(&orig, status, &to, same_origin, was_get, cookies)
-        else {
-            return self.fail(
-                i,
-                ErrorKind::BadRedirect,
-                "the redirected request cannot be rewritten".into(),
-                now,
-            );
-        };
+        let (spec, get) = hop_spec(&orig, status, &to, same_origin, was_get, cookies);
+        let bytes = spec.encode_h1(close);
         self.rec.counters.redirects += 1;
         let on_conn = c.away.as_ref().map_or(own_key.as_str(), |o| o.key.as_str()) == key;
         let reuse = on_conn && c.reader.keep_alive && !c.close_after && !poisoned && plan.keepalive;
@@ -256,6 +249,7 @@ impl Worker<'_> {
             hops: hops + 1,
             url: to,
             orig,
+            close,
             bytes,
             to: dest,
             get,
@@ -352,6 +346,43 @@ impl Worker<'_> {
                 self.after(i, now);
             }
         }
+    }
+
+    /// `--abort-on-fail` with open-loop sessions: publishes, for each age
+    /// asked, the journeys' steps still unanswered that long after their
+    /// intended time: steps in flight or waiting for a connection, next
+    /// steps due while their user still thinks after a late answer, and
+    /// arrivals waiting for a slot (their first step). Exact at `now`, not
+    /// estimated: a count never includes an answered request. A few times a
+    /// second (with each publish): O(slots) per age.
+    pub(super) fn publish_journey_overdue(&self, now: Instant) {
+        let Some(sc) = self.scenario.as_ref() else {
+            return;
+        };
+        let ages = self.control.journey_ages();
+        let mut counts = Vec::with_capacity(ages.len());
+        for age in ages {
+            let Some(cutoff) = now.checked_sub(*age) else {
+                counts.push(0);
+                continue;
+            };
+            let mut n = self.ledger.pending_due_by(cutoff);
+            for (c, vu) in self.conns.iter().zip(&sc.vus) {
+                let Some(j) = vu.journey else {
+                    continue;
+                };
+                let intended = if c.has_request {
+                    c.intended
+                } else {
+                    j.next_intended()
+                };
+                if intended <= cutoff {
+                    n += 1;
+                }
+            }
+            counts.push(n);
+        }
+        self.control.publish_journey_overdue(&counts);
     }
 
     /// Scenario runs: virtual users whose think time is over send their next request.
