@@ -102,3 +102,125 @@ fn a_server_that_answers_is_not_aborted() {
         );
     }
 }
+
+// ------------------------------------------- open-loop sessions (journeys)
+
+/// Stops (SIGSTOP) the nginx `ng` 1 s from now and lets it go on (SIGCONT)
+/// when dropped, so a test that fails leaves no stopped process behind.
+struct Frozen(String);
+
+impl Frozen {
+    fn after_a_second(ng: &common::nginx::Nginx) -> std::thread::JoinHandle<Frozen> {
+        let pid = std::fs::read_to_string(ng.dir.join("nginx.pid"))
+            .unwrap()
+            .trim()
+            .to_string();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(1));
+            let ok = std::process::Command::new("kill")
+                .args(["-STOP", &pid])
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "cannot stop nginx {pid}");
+            Frozen(pid)
+        })
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-CONT", &self.0])
+            .status();
+    }
+}
+
+/// Runs `redline run … --threshold p99<200ms --abort-on-fail` for 30 s
+/// against nginx (serving `/a.html`, `/b.html`, `/c.html`), which is stopped
+/// 1 s into the run and stays stopped: the record, the exit code and stderr.
+fn against_a_stopped_nginx(tag: &str, load: &[&str]) -> Option<(serde_json::Value, i32, String)> {
+    let files = [
+        ("a.html", b"page a".to_vec()),
+        ("b.html", b"page b".to_vec()),
+        ("c.html", b"page c".to_vec()),
+    ];
+    let ng = common::nginx::start_nginx(&common::nginx::NginxSite {
+        tag,
+        files: &files,
+        tls: None,
+        h2: false,
+        http_extra: "",
+        types: "",
+    })?;
+    let url = format!("http://127.0.0.1:{}/a.html", ng.port);
+    let mut args = vec!["run", "-q", "--no-save", "-o", "json", "-d", "30s"];
+    args.extend_from_slice(load);
+    args.extend_from_slice(&["--threshold", "p99<200ms", "--abort-on-fail", &url]);
+    let freeze = Frozen::after_a_second(&ng);
+    let (out, _) = redline_with_limit(&args, Duration::from_secs(60));
+    let frozen = freeze.join().unwrap();
+    drop(frozen);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {err}"));
+    Some((v, out.status.code().unwrap_or(-1), err))
+}
+
+/// Journeys (a `--scenario` session with `--rate`) against a server that
+/// stops answering: the steps in flight and the journeys whose next step
+/// is overdue count as unanswered, so the run aborts early as a plain
+/// open-loop run does (before, journeys had no estimate and ran 30 s).
+#[test]
+fn a_journey_run_against_a_stopped_server_aborts_early_like_a_plain_open_loop_run() {
+    let dir = common::nginx::tmpdir("abort-journeys");
+    std::fs::create_dir_all(&dir).unwrap();
+    let sc = dir.join("s.toml");
+    std::fs::write(
+        &sc,
+        "mode = \"session\"\nthink = \"100ms\"\n\
+         [[step]]\nname = \"a\"\npath = \"/a.html\"\n\
+         [[step]]\nname = \"b\"\npath = \"/b.html\"\n\
+         [[step]]\nname = \"c\"\npath = \"/c.html\"\n",
+    )
+    .unwrap();
+    let sc = sc.to_str().unwrap().to_string();
+    let Some((journeys, code, err)) = against_a_stopped_nginx(
+        "abort-journeys-ng",
+        &["--scenario", &sc, "--rate", "20", "-c", "50"],
+    ) else {
+        return;
+    };
+    assert_eq!(code, 4, "{err}");
+    let msg = abort_message(&journeys);
+    assert!(
+        msg.contains("threshold 'p99<200ms' can no longer pass: unbounded"),
+        "{msg}"
+    );
+    assert!(msg.contains("requests unanswered for over 200"), "{msg}");
+    let j = &journeys["journeys"];
+    assert!(j["started"].as_u64().unwrap() >= 10, "{j}");
+    // Nothing vanished: the journeys the stop cut short are counted.
+    assert_eq!(
+        j["started"].as_u64().unwrap(),
+        j["completed"].as_u64().unwrap()
+            + j["abandoned"].as_u64().unwrap()
+            + j["in_flight_at_end"].as_u64().unwrap(),
+        "{j}"
+    );
+    let Some((plain, code, err)) =
+        against_a_stopped_nginx("abort-journeys-plain", &["-r", "20", "-c", "50"])
+    else {
+        return;
+    };
+    assert_eq!(code, 4, "{err}");
+    assert!(abort_message(&plain).contains("requests unanswered for over 200"));
+    let (dj, dp) = (
+        journeys["duration_s"].as_f64().unwrap(),
+        plain["duration_s"].as_f64().unwrap(),
+    );
+    eprintln!("aborted after {dj:.1} s (journeys) and {dp:.1} s (plain open loop) of 30 s");
+    // Stopped early: far from the 30 s planned (judged once the run is 5 s
+    // old or 10 % through).
+    assert!(dj < 15.0, "the journey run went on for {dj} s");
+    assert!(dp < 15.0, "the plain run went on for {dp} s");
+}
