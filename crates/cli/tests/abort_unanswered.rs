@@ -161,8 +161,8 @@ fn against_a_stopped_nginx(tag: &str, load: &[&str]) -> Option<(serde_json::Valu
     let frozen = freeze.join().unwrap();
     drop(frozen);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {err}"));
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
     Some((v, out.status.code().unwrap_or(-1), err))
 }
 
@@ -223,4 +223,48 @@ fn a_journey_run_against_a_stopped_server_aborts_early_like_a_plain_open_loop_ru
     // old or 10 % through).
     assert!(dj < 15.0, "the journey run went on for {dj} s");
     assert!(dp < 15.0, "the plain run went on for {dp} s");
+}
+
+/// Journeys against a server that keeps answering, with think times: the
+/// same flags never abort (a thinking user's next step is not overdue while
+/// its last answer came in time).
+#[test]
+fn journeys_against_a_server_that_answers_are_not_aborted() {
+    let srv = builtin();
+    let dir = common::nginx::tmpdir("abort-journeys-ok");
+    let sc = dir.join("s.toml");
+    std::fs::write(
+        &sc,
+        "mode = \"session\"\nthink = \"300ms\"\n\
+         [[step]]\npath = \"/?size=10\"\n[[step]]\npath = \"/?size=20\"\n",
+    )
+    .unwrap();
+    let url = format!("http://{}/", srv.local_addr());
+    let args = [
+        "run",
+        "-q",
+        "--no-save",
+        "-o",
+        "json",
+        "-d",
+        "3s",
+        "--scenario",
+        sc.to_str().unwrap(),
+        "--rate",
+        "50",
+        "--threshold",
+        "p99<250ms",
+        "--abort-on-fail",
+        &url,
+    ];
+    let (out, _) = redline_with_limit(&args, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!warning_codes(&v).contains(&"aborted"), "{}", v["warnings"]);
+    assert!(
+        v["journeys"]["completed"].as_u64().unwrap() >= 100,
+        "{}",
+        v["journeys"]
+    );
 }
