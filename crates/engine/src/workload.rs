@@ -12,6 +12,10 @@
 //! - redirect following ([`crate::redirect`]): the hop's request from the
 //!   answer (shared by both drivers).
 //!
+//! Every request a workload sends has a protocol-neutral spec
+//! ([`crate::plan::RequestSpec`]: the plan's, `Scenario::spec`,
+//! `redirect::hop_spec`) that a driver encodes in its own protocol.
+//!
 //! Open-loop sessions ("journeys"): with `--rate` and a scenario in session
 //! mode, each arrival of the schedule is a new virtual user that walks the
 //! steps once. Step `k` is *intended* at the journey's intended start plus

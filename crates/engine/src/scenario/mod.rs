@@ -7,11 +7,14 @@
 //! templates (`{{name}}`) are split into literal and variable parts, requests
 //! without variables or cookies are serialized once, as in a plain run. The
 //! worker keeps one [`Vu`] per connection slot (a virtual user is a connection
-//! in closed loop) and renders only the requests that need it.
+//! in closed loop) and renders only the requests that need it: into the
+//! user's [`RequestSpec`] ([`Scenario::spec`], what any protocol encodes),
+//! then into HTTP/1 bytes by the plan's one encoder ([`Scenario::wire`]).
 //!
 //! Files: this one holds the compiled types, templates and what to send
 //! next; `compile.rs` turns a file into a [`Scenario`]; `vu.rs` is a
-//! virtual user and what an answer does to it; `file.rs` the TOML as written.
+//! virtual user and what an answer does to it; `file.rs` the TOML as written;
+//! `render_tests.rs` checks the specs' bytes against the former renderer.
 
 mod compile;
 pub mod file;
