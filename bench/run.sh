@@ -9,6 +9,14 @@
 #
 # Environment (all optional):
 #   REDLINE    redline binary              (default target/fat/redline)
+#   REDLINE_BASE  a second redline binary to compare against, e.g. one built
+#              from an older commit (default: none). Adds a "redline (base)"
+#              row next to redline's in every round of every scenario (1-10),
+#              with the same flags (flags its `run --help` does not list are
+#              dropped when optional, else the row is skipped), and ratio
+#              tables: base and head against each peer, and head/base.
+#              Within a round, base and head run one after the other; which
+#              one goes first alternates from round to round.
 #   BUILD      1 = cargo build it if it is missing (default 0)
 #   DURATION   seconds per tool run         (default 10)
 #   CONNS      concurrent connections       (default 64)
@@ -20,6 +28,7 @@
 #   NGINX      nginx binary                 (default nginx)
 #   OHA        oha binary (default: oha on PATH, else ~/.cargo/bin/oha, else /opt/oha/bin/oha)
 #   PAUSE      seconds to rest between tool runs (default 2)
+#   S6_REQUESTS  scenario 6's request counts (default "100000 10000000")
 #   REPEAT     run each scenario's tools this many times, interleaved
 #              (redline, wrk, ..., redline, wrk, ...), and add the median of
 #              req per CPU-s and of req/s per tool, and their ratios to the
@@ -37,6 +46,7 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 cd "$REPO_ROOT"
 
 REDLINE=${REDLINE:-target/fat/redline}
+REDLINE_BASE=${REDLINE_BASE:-}
 BUILD=${BUILD:-0}
 DURATION=${DURATION:-10}
 CONNS=${CONNS:-64}
@@ -48,6 +58,7 @@ CLIENT_CPU=${CLIENT_CPU:-1}
 NGINX=${NGINX:-nginx}
 PAUSE=${PAUSE:-2}
 REPEAT=${REPEAT:-1}
+S6_REQUESTS=${S6_REQUESTS:-100000 10000000}
 REF_SET=${REF:-}
 REF=${REF:-wrk}
 if [[ -z ${OHA:-} ]]; then
@@ -66,6 +77,14 @@ die() { log "error: $*"; exit 1; }
 
 [[ $DURATION =~ ^[0-9]+$ && $DURATION -gt 0 ]] || die "DURATION must be a positive integer (seconds), got '$DURATION'"
 [[ $CONNS =~ ^[0-9]+$ && $CONNS -gt 0 ]] || die "CONNS must be a positive integer, got '$CONNS'"
+[[ $REPEAT =~ ^[0-9]+$ && $REPEAT -gt 0 ]] || die "REPEAT must be a positive integer, got '$REPEAT'"
+for n in $S6_REQUESTS; do
+    [[ $n =~ ^[0-9]+$ && $n -gt 0 ]] || die "S6_REQUESTS must be positive integers, got '$S6_REQUESTS'"
+done
+if [[ -n $REDLINE_BASE ]]; then
+    [[ -x $REDLINE_BASE ]] || die "REDLINE_BASE: no executable at '$REDLINE_BASE'"
+    "$REDLINE_BASE" run --help >/dev/null 2>&1 || die "REDLINE_BASE: '$REDLINE_BASE run --help' failed"
+fi
 for need in python3 taskset timeout awk openssl "$NGINX"; do
     command -v "$need" >/dev/null 2>&1 || die "'$need' not found (see bench/README.md)"
 done
@@ -314,6 +333,36 @@ EOF
 #   parse_<tool> FILE  sets RPS (req/s), REQS (total completed, or empty to
 #                      derive it as RPS x DURATION) and NOTE (errors etc.)
 
+# knows BIN FLAG: BIN's `run --help` lists FLAG (helps are read once per binary).
+declare -A RUN_HELP=()
+knows() {
+    if [[ -z ${RUN_HELP[$1]+set} ]]; then
+        RUN_HELP[$1]=$("$1" run --help 2>/dev/null || true)
+    fi
+    grep -qE -- "(^|[ ,])$2([ ,=]|\$)" <<<"${RUN_HELP[$1]}"
+}
+
+# redline_cmd BIN URL: sets CMD for a redline binary in this scenario, and
+# MISSING to the flags the scenario needs that BIN does not know. Flags that
+# change nothing measured (--no-save) are left out when BIN does not know them.
+redline_cmd() {
+    local bin=$1 flag
+    CMD=("$bin" run -c "$CONNS" -d "${DURATION}s" -t 1 --output json "$2")
+    local need=()
+    if [[ ${SCENARIO:-} == 3 ]]; then need+=(--no-keepalive); fi
+    case ${SCENARIO:-} in
+        7) need+=(--h2c --streams "$STREAMS") ;;
+        8) need+=(--http2 --insecure --streams "$STREAMS") ;;
+        9) need+=(--http1.1 --insecure) ;;
+    esac
+    MISSING=''
+    for flag in "${need[@]}"; do
+        if [[ $flag == --* ]] && ! knows "$bin" "$flag"; then MISSING="${MISSING:+$MISSING }$flag"; fi
+    done
+    CMD+=("${need[@]}")
+    if knows "$bin" --no-save; then CMD+=(--no-save); fi
+}
+
 have_redline() {
     if [[ ! -x $REDLINE ]]; then
         echo "not found at '$REDLINE' (build it, or set REDLINE=..., or BUILD=1)"
@@ -324,16 +373,21 @@ have_redline() {
         return 1
     fi
 }
-cmd_redline() {
-    CMD=("$REDLINE" run -c "$CONNS" -d "${DURATION}s" -t 1 --output json "$1")
-    if [[ ${SCENARIO:-} == 3 ]]; then CMD+=(--no-keepalive); fi
-    case ${SCENARIO:-} in
-        7) CMD+=(--h2c --streams "$STREAMS") ;;
-        8) CMD+=(--http2 --insecure --streams "$STREAMS") ;;
-        9) CMD+=(--http1.1 --insecure) ;;
-    esac
-    if "$REDLINE" run --help 2>/dev/null | grep -q -- --no-save; then CMD+=(--no-save); fi
+cmd_redline() { redline_cmd "$REDLINE" "$1"; }
+
+# The base binary (REDLINE_BASE): the same flags; skipped in a scenario that
+# needs a flag it does not know.
+have_redline_base() {
+    [[ -n $REDLINE_BASE ]] || { echo "REDLINE_BASE is not set"; return 1; }
+    redline_cmd "$REDLINE_BASE" http://127.0.0.1/
+    if [[ -n $MISSING ]]; then
+        echo "'$REDLINE_BASE' does not know $MISSING"
+        return 1
+    fi
 }
+cmd_redline_base() { redline_cmd "$REDLINE_BASE" "$1"; }
+parse_redline_base() { parse_redline "$1"; }
+
 parse_redline() {
     local completed dur failed non2xx limited
     RPS=$(json_get "$1" requests_per_sec summary.requests_per_sec)
@@ -440,9 +494,18 @@ parse_oha() {
     if [[ -n $rate ]] && awk -v r="$rate" 'BEGIN { exit !(r < 1) }'; then NOTE="successRate=$rate"; fi
 }
 
+# tool_label TOOL: the tool's name in tables.
+tool_label() {
+    case $1 in
+        redline_base) echo "redline (base)" ;;
+        *) echo "$1" ;;
+    esac
+}
+
 tool_version() {
     case $1 in
         redline) "$REDLINE" --version 2>/dev/null | head -1 || true ;;
+        redline_base) echo "$("$REDLINE_BASE" --version 2>/dev/null | head -1 || true) (base: $REDLINE_BASE)" ;;
         wrk) wrk -v 2>&1 | awk 'NR == 1 { print $1, $2 }' || true ;;
         h2load) h2load --version 2>&1 | head -1 || true ;;
         ab) ab -V 2>&1 | awk 'NR == 1 { print "ab", $5 }' | tr -d ',' || true ;;
@@ -514,20 +577,55 @@ scenario_def() {
     esac
 }
 
+# wanted TOOL: TOOL is not left out by $TOOLS (the base runs with redline).
+wanted() {
+    [[ -z $TOOLS || " $TOOLS " == *" $1 "* ]] && return 0
+    [[ $1 == redline_base && " $TOOLS " == *" redline "* ]]
+}
+
+# redline_pair ROUND: redline, or with REDLINE_BASE the base and redline
+# next to each other: base first in odd rounds, redline first in even ones,
+# so neither always runs first.
+redline_pair() {
+    if [[ -z $REDLINE_BASE ]]; then
+        echo redline
+    elif (($1 % 2)); then
+        echo redline_base redline
+    else
+        echo redline redline_base
+    fi
+}
+
+# round_tools "TOOLS" ROUND: the tools of one round in the order they run.
+round_tools() {
+    local tool pair out=''
+    for tool in $1; do
+        pair=$tool
+        if [[ $tool == redline ]]; then pair=$(redline_pair "$2"); fi
+        for tool in $pair; do
+            if wanted "$tool"; then out="${out:+$out }$tool"; fi
+        done
+    done
+    echo "$out"
+}
+
 # run_tool TOOL URL: runs one tool; appends a table row to $ROWS and the
 # command to $CMDS, or a skip line to $SKIPS.
 run_tool() {
-    local tool=$1 url=$2 why raw timef rc=0
+    local tool=$1 url=$2 why raw timef rc=0 label
+    label=$(tool_label "$tool")
     if ! why=$("have_$tool"); then
-        log "skip $tool: $why"
-        echo "- $tool: skipped, $why" >>"$SKIPS"
+        log "skip $label: $why"
+        # Once per scenario, not once per round.
+        grep -qxF -- "- $label: skipped, $why" "$SKIPS" || echo "- $label: skipped, $why" >>"$SKIPS"
         return 0
     fi
     "cmd_$tool" "$url"
     raw="$OUT/raw/s${SCENARIO}-$tool.txt"
     timef="$OUT/raw/s${SCENARIO}-$tool.time"
-    log "scenario $SCENARIO: $tool (${DURATION}s, $CONNS conns, CPU $CLIENT_CPU)"
-    printf '%s\n' "taskset -c $CLIENT_CPU ${CMD[*]}" >>"$CMDS"
+    log "scenario $SCENARIO: $label (${DURATION}s, $CONNS conns, CPU $CLIENT_CPU)"
+    # Each distinct command once (REPEAT runs the same ones again).
+    grep -qxF -- "taskset -c $CLIENT_CPU ${CMD[*]}" "$CMDS" || printf '%s\n' "taskset -c $CLIENT_CPU ${CMD[*]}" >>"$CMDS"
     if [[ " $RAN " != *" $tool "* ]]; then RAN="${RAN:+$RAN }$tool"; fi
     local busy0 srv0 busy1 srv1 steal0 steal1
     busy0=$(busy_ticks)
@@ -554,14 +652,14 @@ run_tool() {
     if ((rc != 0)); then NOTE="${NOTE:+$NOTE; }exit status $rc"; fi
     if [[ -n $NOTE_OPEN ]]; then NOTE="${NOTE:+$NOTE; }$NOTE_OPEN"; fi
     if [[ -z $RPS ]]; then
-        log "could not parse $tool output ($raw, $raw.err)"
-        echo "- $tool: ran, but its output could not be parsed (exit status $rc; see raw/$(basename "$raw"))" >>"$SKIPS"
+        log "could not parse $label output ($raw, $raw.err)"
+        echo "- $label: ran, but its output could not be parsed (exit status $rc; see raw/$(basename "$raw"))" >>"$SKIPS"
         return 0
     fi
     # /usr/bin/time may put "Command exited with non-zero status" first.
     local usr sys rss
     read -r usr sys rss < <(tail -n 1 "$timef")
-    awk -v tool="$tool" -v rps="$RPS" -v reqs="${REQS:-}" -v dur="$DURATION" \
+    awk -v tool="$label" -v rps="$RPS" -v reqs="${REQS:-}" -v dur="$DURATION" \
         -v usr="$usr" -v sys="$sys" -v rss="$rss" -v bytes="$S_BYTES" \
         -v resp="$RESP_BYTES" -v note="$NOTE" -v hz="$HZ" \
         -v busy=$((busy1 - busy0)) -v srv=$((srv1 - srv0)) -v steal=$((steal1 - steal0)) \
@@ -587,68 +685,84 @@ run_tool() {
 }
 
 # Scenario 6: redline's peak RSS must not grow with the request count.
+# With REDLINE_BASE, the base runs next to redline at each count.
 run_memory_scenario() {
-    local url="http://127.0.0.1:$PORT/small.html" n rc timef raw usr sys rss
+    local url="http://127.0.0.1:$PORT/small.html" n rc timef raw usr sys rss tool bin i=0
     have_redline >/dev/null || { log "skip scenario 6: redline missing"; return 0; }
     {
         echo "### Scenario 6: peak RSS against the request count (redline)"
         echo
-        echo "| requests | req/s | CPU s (user+sys) | peak RSS MB |"
-        echo "|---:|---:|---:|---:|"
+        echo "| tool | requests | req/s | CPU s (user+sys) | peak RSS MB |"
+        echo "|---|---:|---:|---:|---:|"
     } >>"$BODY"
     local cmds=''
-    for n in 100000 10000000; do
-        raw="$OUT/raw/s6-redline-$n.txt"
-        timef="$OUT/raw/s6-redline-$n.time"
-        rc=0
-        log "scenario 6: redline -n $n"
-        /usr/bin/time -f '%U %S %M' -o "$timef" \
-            taskset -c "$CLIENT_CPU" timeout -k 5 900 "$REDLINE" run -c "$CONNS" -n "$n" -t 1 --output json "$url" \
-            >"$raw" 2>"$raw.err" || rc=$?
-        read -r usr sys rss < <(tail -n 1 "$timef")
-        RPS='' REQS='' NOTE=''
-        parse_redline "$raw"
-        awk -v n="$n" -v rps="${RPS:-0}" -v usr="$usr" -v sys="$sys" -v rss="$rss" -v rc="$rc" 'BEGIN {
-            printf "| %d | %.0f | %.2f | %.1f |%s\n", n, rps, usr + sys, rss / 1024, rc != 0 ? " exit " rc : ""
-        }' >>"$BODY"
-        cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU $REDLINE run -c $CONNS -n $n -t 1 --output json $url"
-        sleep "$PAUSE"
+    for n in $S6_REQUESTS; do
+        i=$((i + 1))
+        for tool in $(redline_pair "$i"); do
+            bin=$REDLINE
+            if [[ $tool == redline_base ]]; then bin=$REDLINE_BASE; fi
+            raw="$OUT/raw/s6-$tool-$n.txt"
+            timef="$OUT/raw/s6-$tool-$n.time"
+            rc=0
+            local extra=()
+            if knows "$bin" --no-save; then extra=(--no-save); fi
+            log "scenario 6: $(tool_label "$tool") -n $n"
+            /usr/bin/time -f '%U %S %M' -o "$timef" \
+                taskset -c "$CLIENT_CPU" timeout -k 5 900 "$bin" run -c "$CONNS" -n "$n" -t 1 --output json "${extra[@]}" "$url" \
+                >"$raw" 2>"$raw.err" || rc=$?
+            read -r usr sys rss < <(tail -n 1 "$timef")
+            RPS='' REQS='' NOTE=''
+            parse_redline "$raw"
+            awk -v label="$(tool_label "$tool")" -v n="$n" -v rps="${RPS:-0}" -v usr="$usr" -v sys="$sys" -v rss="$rss" -v rc="$rc" 'BEGIN {
+                printf "| %s | %d | %.0f | %.2f | %.1f |%s\n", label, n, rps, usr + sys, rss / 1024, rc != 0 ? " exit " rc : ""
+            }' >>"$BODY"
+            cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU $bin run -c $CONNS -n $n -t 1 --output json ${extra[*]} $url"
+            sleep "$PAUSE"
+        done
     done
     printf '\nCommands:\n\n```%s\n```\n\n' "$cmds" >>"$BODY"
 }
 
 # Scenario 4: open loop at fixed rates: is the rate kept, and how late are sends?
 run_rate_scenario() {
-    local url="http://127.0.0.1:$PORT/small.html" rate raw timef rc usr sys rss cmds=''
+    local url="http://127.0.0.1:$PORT/small.html" rate raw timef rc usr sys rss cmds='' k tool
     have_redline >/dev/null || { log "skip scenario 4: redline missing"; return 0; }
+    local runs="$TMP/runs.4"
+    : >"$runs"
     {
         echo "### Scenario 4: open loop (redline -r), small file, ${DURATION} s per rate"
         echo
         echo "| tool | target req/s | achieved (sent) req/s | completed req/s | lag p99 | latency p99 | CPU s (user+sys) | host steal ms | peak RSS MB | notes |"
         echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     } >>"$BODY"
-    local rates="" k
-    # REPEAT runs each rate that many times, in turn (20k, 50k, 20k, 50k, ...).
-    for ((k = 1; k <= REPEAT; k++)); do rates="$rates 20000 50000"; done
-    for rate in $rates; do
-        raw="$OUT/raw/s4-redline-$rate.txt"
-        timef="$OUT/raw/s4-redline-$rate.time"
-        rc=0
-        log "scenario 4: redline -r $rate"
-        local extra=()
-        if "$REDLINE" run --help 2>/dev/null | grep -q -- --no-save; then extra=(--no-save); fi
-        /usr/bin/time -f '%U %S %M' -o "$timef" \
-            taskset -c "$CLIENT_CPU" timeout -k 5 $((DURATION * 3 + 30)) \
-            "$REDLINE" run -r "$rate" -c 1000 -d "${DURATION}s" -t 1 --output json "${extra[@]}" "$url" \
-            >"$raw" 2>"$raw.err" || rc=$?
-        read -r usr sys rss < <(tail -n 1 "$timef")
-        python3 - "$raw" "$rate" "$usr" "$sys" "$rss" "$rc" >>"$BODY" <<'PY'
+    # REPEAT runs each rate that many times, in turn (20k, 50k, 20k, 50k, ...);
+    # with REDLINE_BASE the base runs next to redline at each rate.
+    for ((k = 1; k <= REPEAT; k++)); do
+        for rate in 20000 50000; do
+            for tool in $(redline_pair "$k"); do
+                local bin=$REDLINE
+                if [[ $tool == redline_base ]]; then
+                    bin=$REDLINE_BASE
+                    if ! have_redline_base >/dev/null; then continue; fi
+                fi
+                raw="$OUT/raw/s4-$tool-$rate.txt"
+                timef="$OUT/raw/s4-$tool-$rate.time"
+                rc=0
+                log "scenario 4: $(tool_label "$tool") -r $rate"
+                local extra=()
+                if knows "$bin" --no-save; then extra=(--no-save); fi
+                /usr/bin/time -f '%U %S %M' -o "$timef" \
+                    taskset -c "$CLIENT_CPU" timeout -k 5 $((DURATION * 3 + 30)) \
+                    "$bin" run -r "$rate" -c 1000 -d "${DURATION}s" -t 1 --output json "${extra[@]}" "$url" \
+                    >"$raw" 2>"$raw.err" || rc=$?
+                read -r usr sys rss < <(tail -n 1 "$timef")
+                python3 - "$raw" "$rate" "$usr" "$sys" "$rss" "$rc" "$(tool_label "$tool")" "$k" "$runs" >>"$BODY" <<'PY'
 import json, sys
-raw, rate, usr, sys_, rss, rc = sys.argv[1:]
+raw, rate, usr, sys_, rss, rc, label, k, runs = sys.argv[1:]
 try:
     v = json.load(open(raw))
 except Exception as e:
-    print(f"| redline | {rate} | - | - | - | - | - | - | - | unreadable output: {e} |")
+    print(f"| {label} | {rate} | - | - | - | - | - | - | - | unreadable output: {e} |")
     sys.exit(0)
 notes = []
 if v.get("client_limited"):
@@ -660,30 +774,84 @@ if rc != "0":
 lag = v["scheduler_lag"]["percentiles_us"]["p99"]
 lat = v["latency"]["percentiles_us"]["p99"]
 steal = v.get("client", {}).get("steal_s", 0.0) * 1000
-print(f"| redline | {rate} | {v['sent_per_sec']:.0f} | {v['requests_per_sec']:.0f} | {lag} µs | {lat} µs | "
-      f"{float(usr) + float(sys_):.2f} | {steal:.0f} | {int(rss) / 1024:.1f} | {'; '.join(notes)} |")
+cpu = float(usr) + float(sys_)
+print(f"| {label} | {rate} | {v['sent_per_sec']:.0f} | {v['requests_per_sec']:.0f} | {lag} µs | {lat} µs | "
+      f"{cpu:.2f} | {steal:.0f} | {int(rss) / 1024:.1f} | {'; '.join(notes)} |")
+with open(runs, "a") as f:
+    f.write(f"{label}\t{rate}\t{k}\t{cpu:.3f}\t{v['requests_per_sec']:.1f}\t{lag}\t{int(not notes)}\n")
 PY
-        cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU $REDLINE run -r $rate -c 1000 -d ${DURATION}s -t 1 --output json ${extra[*]} $url"
-        if command -v h2load >/dev/null && [[ -z $TOOLS || " $TOOLS " == *" h2load "* ]]; then
-            raw="$OUT/raw/s4-h2load-$rate.txt"
-            timef="$OUT/raw/s4-h2load-$rate.time"
-            rc=0
-            log "scenario 4: h2load --rps $((rate / CONNS)) per connection"
-            /usr/bin/time -f '%U %S %M' -o "$timef" \
-                taskset -c "$CLIENT_CPU" timeout -k 5 $((DURATION * 3 + 30)) \
-                h2load --h1 -t1 -c "$CONNS" --rps "$((rate / CONNS))" -D "$DURATION" "$url" \
-                >"$raw" 2>"$raw.err" || rc=$?
-            read -r usr sys rss < <(tail -n 1 "$timef")
-            local got
-            got=$(awk '/^finished in/ { for (i = 1; i <= NF; i++) if ($i ~ /req\/s/) { print $(i - 1); exit } }' "$raw" | tr -d ',')
-            awk -v rate="$rate" -v got="${got:-0}" -v usr="$usr" -v sys="$sys" -v rss="$rss" 'BEGIN {
-                printf "| h2load --rps | %d | - | %.0f | - | - | %.2f | - | %.1f | no intended-time latency |\n", rate, got, usr + sys, rss / 1024
-            }' >>"$BODY"
-            cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU h2load --h1 -t1 -c $CONNS --rps $((rate / CONNS)) -D $DURATION $url"
-        fi
-        sleep "$PAUSE"
+                if ((k == 1)); then cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU $bin run -r $rate -c 1000 -d ${DURATION}s -t 1 --output json ${extra[*]} $url"; fi
+                sleep "$PAUSE"
+            done
+            if command -v h2load >/dev/null && [[ -z $TOOLS || " $TOOLS " == *" h2load "* ]]; then
+                raw="$OUT/raw/s4-h2load-$rate.txt"
+                timef="$OUT/raw/s4-h2load-$rate.time"
+                rc=0
+                log "scenario 4: h2load --rps $((rate / CONNS)) per connection"
+                /usr/bin/time -f '%U %S %M' -o "$timef" \
+                    taskset -c "$CLIENT_CPU" timeout -k 5 $((DURATION * 3 + 30)) \
+                    h2load --h1 -t1 -c "$CONNS" --rps "$((rate / CONNS))" -D "$DURATION" "$url" \
+                    >"$raw" 2>"$raw.err" || rc=$?
+                read -r usr sys rss < <(tail -n 1 "$timef")
+                local got
+                got=$(awk '/^finished in/ { for (i = 1; i <= NF; i++) if ($i ~ /req\/s/) { print $(i - 1); exit } }' "$raw" | tr -d ',')
+                awk -v rate="$rate" -v got="${got:-0}" -v usr="$usr" -v sys="$sys" -v rss="$rss" 'BEGIN {
+                    printf "| h2load --rps | %d | - | %.0f | - | - | %.2f | - | %.1f | no intended-time latency |\n", rate, got, usr + sys, rss / 1024
+                }' >>"$BODY"
+                printf 'h2load --rps\t%s\t%s\t%s\t%s\t-\t%s\n' "$rate" "$k" "$(awk -v u="$usr" -v s="$sys" 'BEGIN { printf "%.3f", u + s }')" "${got:-0}" "$((rc == 0))" >>"$runs"
+                if ((k == 1)); then cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU h2load --h1 -t1 -c $CONNS --rps $((rate / CONNS)) -D $DURATION $url"; fi
+                sleep "$PAUSE"
+            fi
+        done
     done
-    printf '\nCommands:\n\n```%s\n```\n\n' "$cmds" >>"$BODY"
+    echo >>"$BODY"
+    if ((REPEAT > 1)) || [[ -n $REDLINE_BASE ]]; then
+        rate_summary "$runs" >>"$BODY"
+        echo >>"$BODY"
+    fi
+    printf 'Commands:\n\n```%s\n```\n\n' "$cmds" >>"$BODY"
+}
+
+# rate_summary RUNS: per rate, each tool's median client CPU s and scheduler
+# lag p99 over the rounds, and the CPU ratios: base and head against
+# h2load --rps, head against base (per-round medians, min-max). RUNS holds
+# one line per run: label, rate, round, CPU s, completed req/s, lag p99 us,
+# clean (1: no note). Only clean runs count when every tool has one.
+rate_summary() {
+    python3 - "$1" "$(tool_label redline_base)" <<'PY'
+import statistics, sys
+runs_path, base = sys.argv[1], sys.argv[2]
+head, peer = "redline", "h2load --rps"
+runs = {}
+for line in open(runs_path):
+    label, rate, k, cpu, rps, lag, ok = line.rstrip("\n").split("\t")
+    runs.setdefault(int(rate), {}).setdefault(label, {})[int(k)] = (float(cpu), float(rps), lag, ok == "1")
+def fmt(x):
+    return f"{x:.2f}x"
+print("| target req/s | tool | runs | median CPU s | median completed req/s | median lag p99 | CPU vs h2load --rps (per-round) | CPU vs base (per-round) |")
+print("|---:|---|---:|---:|---:|---:|---:|---:|")
+for rate in sorted(runs):
+    tools = runs[rate]
+    clean = all(any(r[3] for r in t.values()) for t in tools.values())
+    def use(t, k):
+        return k in tools.get(t, {}) and (not clean or tools[t][k][3])
+    def ratios(a, b):
+        xs = [tools[a][k][0] / tools[b][k][0] for k in tools.get(a, {}) if use(a, k) and use(b, k) and tools[b][k][0] > 0]
+        if not xs:
+            return "-"
+        return f"{statistics.median(xs):.2f}x ({min(xs):.2f}-{max(xs):.2f})"
+    for t in [x for x in (base, head, peer) if x in tools] + sorted(set(tools) - {base, head, peer}):
+        ks = [k for k in tools[t] if use(t, k)]
+        cpu = statistics.median(tools[t][k][0] for k in ks) if ks else 0
+        rps = statistics.median(tools[t][k][1] for k in ks) if ks else 0
+        lags = [float(tools[t][k][2]) for k in ks if tools[t][k][2] != "-"]
+        lag = f"{statistics.median(lags):.0f} µs" if lags else "-"
+        vs_peer = ratios(t, peer) if t != peer and peer in tools else "-"
+        vs_base = ratios(t, base) if t == head and base in tools else "-"
+        print(f"| {rate} | {t} | {len(ks)} | {cpu:.2f} | {rps:.0f} | {lag} | {vs_peer} | {vs_base} |")
+print()
+print("CPU ratios below 1.00x: less client CPU for the same rate. Runs with a note (client-limited, failures, exit status) are left out when every tool has a clean run.")
+PY
 }
 
 # Scenario 10: open loop over h2c at a fixed rate: the client CPU it costs,
@@ -698,28 +866,41 @@ run_h2_rate_scenario() {
         echo "| round | tool | completed req/s | CPU s (user+sys) | CPU s per 100k req | peak RSS MB | notes |"
         echo "|---:|---|---:|---:|---:|---:|---|"
     } >>"$BODY"
-    local extra=()
-    if "$REDLINE" run --help 2>/dev/null | grep -q -- --no-save; then extra=(--no-save); fi
+    local tool bin label
     for ((k = 1; k <= REPEAT; k++)); do
-        if have_redline >/dev/null && [[ -z $TOOLS || " $TOOLS " == *" redline "* ]]; then
-            raw="$OUT/raw/s10-redline-$k.txt"
-            timef="$OUT/raw/s10-redline-$k.time"
+        for tool in $(redline_pair "$k"); do
+            wanted "$tool" || continue
+            if [[ $tool == redline_base ]]; then
+                bin=$REDLINE_BASE
+                if ! knows "$bin" --h2c || ! knows "$bin" --streams; then
+                    log "skip redline (base) in scenario 10: it does not know --h2c/--streams"
+                    continue
+                fi
+            else
+                bin=$REDLINE
+                have_redline >/dev/null || continue
+            fi
+            label=$(tool_label "$tool")
+            local extra=()
+            if knows "$bin" --no-save; then extra=(--no-save); fi
+            raw="$OUT/raw/s10-$tool-$k.txt"
+            timef="$OUT/raw/s10-$tool-$k.time"
             rc=0
-            log "scenario 10: redline --h2c -r $rate (round $k)"
+            log "scenario 10: $label --h2c -r $rate (round $k)"
             /usr/bin/time -f '%U %S %M' -o "$timef" \
                 taskset -c "$CLIENT_CPU" timeout -k 5 $((DURATION * 3 + 30)) \
-                "$REDLINE" run --h2c --streams "$STREAMS" -r "$rate" -c "$H2_CONNS" -d "${DURATION}s" -t 1 --output json "${extra[@]}" "$url" \
+                "$bin" run --h2c --streams "$STREAMS" -r "$rate" -c "$H2_CONNS" -d "${DURATION}s" -t 1 --output json "${extra[@]}" "$url" \
                 >"$raw" 2>"$raw.err" || rc=$?
             read -r usr sys rss < <(tail -n 1 "$timef")
             RPS='' REQS='' NOTE=''
             parse_redline "$raw"
-            awk -v k="$k" -v rps="${RPS:-0}" -v reqs="${REQS:-0}" -v usr="$usr" -v sys="$sys" -v rss="$rss" -v rc="$rc" -v note="$NOTE" 'BEGIN {
+            awk -v k="$k" -v label="$label" -v rps="${RPS:-0}" -v reqs="${REQS:-0}" -v usr="$usr" -v sys="$sys" -v rss="$rss" -v rc="$rc" -v note="$NOTE" 'BEGIN {
                 cpu = usr + sys
-                printf "| %d | redline | %.0f | %.2f | %s | %.1f | %s%s |\n", k, rps, cpu, (reqs > 0 ? sprintf("%.3f", cpu / reqs * 100000) : "-"), rss / 1024, note, (rc != 0 ? " exit " rc : "")
+                printf "| %d | %s | %.0f | %.2f | %s | %.1f | %s%s |\n", k, label, rps, cpu, (reqs > 0 ? sprintf("%.3f", cpu / reqs * 100000) : "-"), rss / 1024, note, (rc != 0 ? " exit " rc : "")
             }' >>"$BODY"
-            if ((k == 1)); then cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU $REDLINE run --h2c --streams $STREAMS -r $rate -c $H2_CONNS -d ${DURATION}s -t 1 --output json ${extra[*]} $url"; fi
+            if ((k == 1)); then cmds="$cmds"$'\n'"taskset -c $CLIENT_CPU $bin run --h2c --streams $STREAMS -r $rate -c $H2_CONNS -d ${DURATION}s -t 1 --output json ${extra[*]} $url"; fi
             sleep "$PAUSE"
-        fi
+        done
         if command -v h2load >/dev/null && [[ -z $TOOLS || " $TOOLS " == *" h2load "* ]]; then
             raw="$OUT/raw/s10-h2load-$k.txt"
             timef="$OUT/raw/s10-h2load-$k.time"
@@ -741,6 +922,82 @@ run_h2_rate_scenario() {
         fi
     done
     printf '\nCommands:\n\n```%s\n```\n\n' "$cmds" >>"$BODY"
+}
+
+# summary_tables ROWS REF: medians over the interleaved rounds of ROWS (one
+# scenario's table rows) and their ratios to REF's; with a base binary, also
+# base's and head's ratios against every peer, and head against base.
+# A run disturbed by the host (steal) or by other load is left out of the
+# medians when every tool has at least one clean run. A per-round ratio
+# pairs each run with the other tool's run of the same round, which cancels
+# slow drifts of the machine's speed; their spread (min-max) is the run's noise.
+summary_tables() {
+    awk -F'|' -v ref="$2" -v base="$(tool_label redline_base)" -v head=redline '
+        { gsub(/^ +| +$/, "", $2); gsub(/ /, "", $3); gsub(/ /, "", $5)
+            if ($5 == "-") next
+            if (!($2 in round)) order[++ntools] = $2
+            k = ++round[$2]; pc[$2, k] = $5; rs[$2, k] = $3
+            bad = ($(NF - 1) ~ /host steal|other load/)
+            if (!bad) { pc_ok[$2, k] = 1; v[$2] = v[$2] " " $5; r[$2] = r[$2] " " $3 }
+            va[$2] = va[$2] " " $5; ra[$2] = ra[$2] " " $3 }
+        function median(list,   a, n, i, j, t) {
+            n = split(list, a, " ")
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+            return n == 0 ? 0 : n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        # per_round(A, B, VAL): the ratios A/B of the rounds both ran (clean
+        # ones only when the medians are over clean runs), as a list.
+        function per_round(a, b, val,   k, out, x, y) {
+            out = ""
+            for (k = 1; k <= round[a] && k <= round[b]; k++) {
+                x = (val == "rps") ? rs[a, k] : pc[a, k]
+                y = (val == "rps") ? rs[b, k] : pc[b, k]
+                if (y > 0 && (!clean || (((a, k) in pc_ok) && ((b, k) in pc_ok)))) out = out " " x / y
+            }
+            return out
+        }
+        function spread(list,   a, n, i, lo, hi) {
+            n = split(list, a, " ")
+            if (n == 0) return "-"
+            lo = hi = a[1] + 0
+            for (i = 2; i <= n; i++) { if (a[i] + 0 < lo) lo = a[i] + 0; if (a[i] + 0 > hi) hi = a[i] + 0 }
+            return sprintf("%.2fx (%.2f-%.2f)", median(list), lo, hi)
+        }
+        END {
+            clean = 1
+            for (t in va) if (!(t in v)) clean = 0
+            if (!clean) for (t in va) { v[t] = va[t]; r[t] = ra[t] }
+            print "| tool | runs | clean runs | median req/s | vs " ref " | median req per CPU-s | vs " ref " | median of per-round ratios |"
+            print "|---|---:|---:|---:|---:|---:|---:|---:|"
+            w = (ref in v) ? median(v[ref]) : 0
+            wr = (ref in r) ? median(r[ref]) : 0
+            for (i = 1; i <= ntools; i++) {
+                t = order[i]
+                m = median(v[t]); mr = median(r[t])
+                n = split(va[t], x, " "); nc = split((t in v) ? v[t] : "", x, " ")
+                pr = per_round(t, ref, "pc")
+                printf "| %s | %d | %d | %.0f | %s | %.0f | %s | %s |\n", t, n, clean ? nc : 0, mr, (wr > 0 ? sprintf("%.2fx", mr / wr) : "-"), m, (w > 0 ? sprintf("%.2fx", m / w) : "-"), (pr != "" ? sprintf("%.2fx", median(pr)) : "-")
+            }
+            if (!clean) print "\nEvery run of some tool was disturbed (host steal or other load): the medians are over all runs."
+            if (!(base in va) || !(head in va)) exit
+            mb = median(v[base]); mh = median(v[head])
+            print ""
+            print "Head (" head ") against base (" base "), req per CPU-s: ratios of the medians, and the median (min-max) of the per-round ratios."
+            print ""
+            print "| against | base: ratio of medians | base: per-round | head: ratio of medians | head: per-round | head vs base (per-round medians) |"
+            print "|---|---:|---:|---:|---:|---:|"
+            for (i = 1; i <= ntools; i++) {
+                t = order[i]
+                if (t == base || t == head) continue
+                p = median(v[t])
+                pb = per_round(base, t, "pc"); ph = per_round(head, t, "pc")
+                change = (pb != "" && ph != "" && median(pb) > 0) ? sprintf("%+.1f %%", (median(ph) / median(pb) - 1) * 100) : "-"
+                printf "| %s | %s | %s | %s | %s | %s |\n", t, (p > 0 ? sprintf("%.2fx", mb / p) : "-"), spread(pb), (p > 0 ? sprintf("%.2fx", mh / p) : "-"), spread(ph), change
+            }
+            printf "| %s | 1.00x | - | %s | %s | - |\n", base, (mb > 0 ? sprintf("%.2fx", mh / mb) : "-"), spread(per_round(head, base, "pc"))
+            rb = median(r[base]); rh = median(r[head])
+            printf "\nHead against base, req/s: %s ratio of the medians; per-round %s.\n", (rb > 0 ? sprintf("%.2fx", rh / rb) : "-"), spread(per_round(head, base, "rps"))
+        }' "$1"
 }
 
 run_scenario() {
@@ -775,8 +1032,7 @@ run_scenario() {
     : >"$SKIPS"
     local tool rep
     for ((rep = 1; rep <= REPEAT; rep++)); do
-        for tool in $S_TOOLS; do
-            if [[ -n $TOOLS && " $TOOLS " != *" $tool "* ]]; then continue; fi
+        for tool in $(round_tools "$S_TOOLS" "$rep"); do
             run_tool "$tool" "$url"
         done
     done
@@ -793,42 +1049,8 @@ run_scenario() {
         fi
         cat "$ROWS"
         echo
-        if ((REPEAT > 1)); then
-            # Medians over the interleaved repetitions, and the ratios to REF's.
-            # A run disturbed by the host (steal) or by other load is left
-            # out of the medians when every tool has at least one clean run.
-            # The per-round ratio pairs each run with the REF run next to it,
-            # which cancels slow drifts of the machine's speed.
-            awk -F'|' -v ref="${REF_SET:-$S_REF}" '{ gsub(/ /, "", $2); gsub(/ /, "", $3); gsub(/ /, "", $5)
-                    if ($5 == "-") next
-                    k = ++round[$2]; pc[$2, k] = $5
-                    bad = ($(NF - 1) ~ /host steal|other load/)
-                    if (!bad) { pc_ok[$2, k] = 1; v[$2] = v[$2] " " $5; r[$2] = r[$2] " " $3 }
-                    va[$2] = va[$2] " " $5; ra[$2] = ra[$2] " " $3 }
-                function median(list,   a, n, i, j, t) {
-                    n = split(list, a, " ")
-                    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-                    return n == 0 ? 0 : n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-                }
-                END {
-                    clean = 1
-                    for (t in va) if (!(t in v)) clean = 0
-                    if (!clean) for (t in va) { v[t] = va[t]; r[t] = ra[t] }
-                    print "| tool | runs | clean runs | median req/s | vs " ref " | median req per CPU-s | vs " ref " | median of per-round ratios |"
-                    print "|---|---:|---:|---:|---:|---:|---:|---:|"
-                    w = (ref in v) ? median(v[ref]) : 0
-                    wr = (ref in r) ? median(r[ref]) : 0
-                    for (t in va) {
-                        m = median(v[t]); mr = median(r[t])
-                        n = split(va[t], x, " "); nc = split((t in v) ? v[t] : "", x, " ")
-                        pr = ""
-                        for (k = 1; k <= round[t]; k++)
-                            if (((t, k) in pc) && ((ref, k) in pc) && pc[ref, k] > 0 && (!clean || (((t, k) in pc_ok) && ((ref, k) in pc_ok))))
-                                pr = pr " " pc[t, k] / pc[ref, k]
-                        printf "| %s | %d | %d | %.0f | %s | %.0f | %s | %s |\n", t, n, clean ? nc : 0, mr, (wr > 0 ? sprintf("%.2fx", mr / wr) : "-"), m, (w > 0 ? sprintf("%.2fx", m / w) : "-"), (pr != "" ? sprintf("%.2fx", median(pr)) : "-")
-                    }
-                    if (!clean) print "\nEvery run of some tool was disturbed (host steal or other load): the medians are over all runs."
-                }' "$ROWS"
+        if ((REPEAT > 1)) || [[ -n $REDLINE_BASE ]]; then
+            summary_tables "$ROWS" "${REF_SET:-$S_REF}"
             echo
         fi
         if [[ -s $SKIPS ]]; then
