@@ -214,16 +214,7 @@ fn chromium_widths(bin: &str, url: &str, vp: &Viewport, profile: &Path) -> Vec<(
 
 #[test]
 fn displayed_widths_match_chromium() {
-    let bin = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|b| {
-            Command::new(b)
-                .arg("--version")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        });
+    let bin = redline_testkit::chromium::chromium();
     if !require("chromium (apt-get install chromium)", bin.is_some()) {
         return;
     }
