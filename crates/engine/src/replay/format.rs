@@ -135,11 +135,7 @@ impl LogFormat {
     /// The one scanner of both syntaxes: the bytes between directives are
     /// literals; at each `sigil`, `directive` reads what stands there (from
     /// the sigil's index) and says what it is and where the next byte is.
-    fn compile(
-        spec: &str,
-        sigil: u8,
-        directive: fn(&[u8], usize) -> Result<(Step, usize), String>,
-    ) -> Result<LogFormat, String> {
+    fn compile(spec: &str, sigil: u8, directive: ReadDirective) -> Result<LogFormat, String> {
         let spec = unescape(spec);
         let b = spec.as_bytes();
         let mut parts = Vec::new();
@@ -367,6 +363,9 @@ fn looks_like_nginx(s: &str) -> bool {
     });
     dollar && !percent
 }
+
+/// Reads the directive at a sigil's index: what it is and the index after it.
+type ReadDirective = fn(&[u8], usize) -> Result<(Step, usize), String>;
 
 /// What one directive of a log format is: a literal byte (`%%`, a lone
 /// `$`), a field redline reads, or one it passes over (its text, to report).
