@@ -601,4 +601,32 @@ mod tests {
             assert!(LogFormat::parse(bad).is_err(), "{bad}");
         }
     }
+
+    #[test]
+    fn both_syntaxes_keep_literals_name_skipped_fields_and_bad_directives() {
+        // Apache: `%%` is a literal `%`; a conditional directive is skipped as written.
+        let f = LogFormat::parse(r#"%t \"%r\" %>s 100%% %400,501{Referer}i"#).unwrap();
+        assert_eq!(f.skipped, vec!["%400,501{Referer}i"]);
+        let x = f
+            .parse_line(b"[10/Oct/2000:13:55:36 -0700] \"GET /a HTTP/1.0\" 200 100% -")
+            .unwrap();
+        assert_eq!((x.method, x.target, x.status), ("GET", "/a", 200));
+        // nginx: a lone `$` is a literal; `${name}` is a variable.
+        let f =
+            LogFormat::parse(r#"$time_local "$request" ${status} $ ${body_bytes_sent}"#).unwrap();
+        assert_eq!(f.skipped, vec!["$body_bytes_sent"]);
+        let x = f
+            .parse_line(b"10/Oct/2000:13:55:36 -0700 \"GET /b HTTP/1.1\" 404 $ 12")
+            .unwrap();
+        assert_eq!((x.method, x.target, x.status), ("GET", "/b", 404));
+        for (bad, why) in [
+            ("%t %r %>s %{x", "'{' without '}'"),
+            ("%t %r %>s %", "ends in the middle of a % directive"),
+            ("%t %r %>s %?", "unknown directive '%?'"),
+            ("nginx:$time_local $request $status ${x", "'${' without '}'"),
+        ] {
+            let e = LogFormat::parse(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
 }
