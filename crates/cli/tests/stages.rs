@@ -15,37 +15,10 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 /// A server that answers one request at a time, whatever the connection:
-/// each response takes `service` under a lock shared by all connections, so
-/// its capacity is about 1/service requests per second at any concurrency.
+/// each response takes `service` and only one is served at once, so its
+/// capacity is about 1/service requests per second at any concurrency.
 fn serializing_server(service: Duration) -> ScriptServer {
-    let gate = Arc::new(Mutex::new(()));
-    ScriptServer::start(move |mut s| {
-        let _ = s.set_nodelay(true);
-        let mut pending = Vec::with_capacity(4096);
-        for _ in 0..1_000_000 {
-            if read_request(&mut s, &mut pending).is_none() {
-                return;
-            }
-            {
-                let _one_at_a_time = gate.lock().unwrap_or_else(|e| e.into_inner());
-                let until = Instant::now() + service;
-                if let Some(coarse) = service.checked_sub(Duration::from_millis(1)) {
-                    std::thread::sleep(coarse);
-                }
-                for _ in 0..10_000_000 {
-                    if Instant::now() >= until {
-                        break;
-                    }
-                    std::thread::yield_now();
-                }
-            }
-            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                .is_err()
-            {
-                return;
-            }
-        }
-    })
+    pool_server(1, service)
 }
 
 /// Steps of 1, 2, 4 and 8 connections over a server that serializes requests
@@ -636,7 +609,7 @@ fn pool_server(workers: u32, service: Duration) -> ScriptServer {
                 }
                 *b += 1;
             }
-            std::thread::sleep(service);
+            hold(service);
             *busy.lock().unwrap() -= 1;
             freed.notify_one();
             if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")

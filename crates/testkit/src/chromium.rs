@@ -13,6 +13,18 @@ use std::time::{Duration, Instant};
 use tungstenite::stream::MaybeTlsStream;
 use tungstenite::{Message, WebSocket};
 
+/// The flags every headless Chromium of the tests starts with: no sandbox
+/// (tests may run as root), no GPU, no background traffic of its own, no
+/// first-run dialogs, /tmp instead of a small /dev/shm.
+pub const HEADLESS: [&str; 6] = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+];
+
 /// The installed Chromium (or Chrome), if any.
 pub fn chromium() -> Option<&'static str> {
     ["chromium", "chromium-browser", "google-chrome"]
@@ -41,12 +53,7 @@ pub fn chromium_dump(
         return None;
     };
     let mut cmd = Command::new(browser);
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-dev-shm-usage",
+    cmd.args(HEADLESS).args([
         "--enable-logging=stderr",
         "--v=0",
         &format!("--user-data-dir={}", dir.join("profile").display()),
@@ -120,13 +127,8 @@ impl DevTools {
         }
         let profile = crate::tmpdir(&format!("chromium-{tag}"));
         let child = Command::new(browser?)
+            .args(HEADLESS)
             .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-dev-shm-usage",
-                "--no-first-run",
                 "--remote-debugging-port=0",
                 &format!("--user-data-dir={}", profile.join("p").display()),
                 "about:blank",

@@ -5,20 +5,23 @@
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// Starts `bin` with `args`, its output captured, `REDLINE_DB` in the
-/// temporary directory.
+/// A command for `bin`: no stdin, its output captured, `REDLINE_DB` in the
+/// temporary directory (never the user's history).
+pub fn command(bin: &str) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.env(
+        "REDLINE_DB",
+        std::env::temp_dir().join(format!("redline-tests-{}.db", std::process::id())),
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    cmd
+}
+
+/// Starts `bin` with `args` (see [`command`]).
 pub fn spawn(bin: &str, args: &[&str]) -> Child {
-    Command::new(bin)
-        .args(args)
-        .env(
-            "REDLINE_DB",
-            std::env::temp_dir().join(format!("redline-tests-{}.db", std::process::id())),
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn redline")
+    command(bin).args(args).spawn().expect("spawn redline")
 }
 
 /// Runs `bin` with a hard time limit: its output and how long it took.

@@ -103,6 +103,21 @@ pub fn read_head(s: &mut TcpStream) -> Option<String> {
     None
 }
 
+/// Sleeps `d` precisely, as a server's service time: a sleep to the last
+/// millisecond, then yields until `d` has passed (at most 10 million yields).
+pub fn hold(d: Duration) {
+    let until = Instant::now() + d;
+    if let Some(coarse) = d.checked_sub(Duration::from_millis(1)) {
+        std::thread::sleep(coarse);
+    }
+    for _ in 0..10_000_000 {
+        if Instant::now() >= until {
+            break;
+        }
+        std::thread::yield_now();
+    }
+}
+
 /// Serves keep-alive requests with a fixed response, `delay` after each request
 /// head arrived. The delay is kept precisely (sleep, then yield through the last
 /// millisecond). The server also records, per request, how long it really took
@@ -122,16 +137,7 @@ pub fn fixed_server(
                 return;
             }
             let arrived = Instant::now();
-            let until = arrived + delay;
-            if let Some(coarse) = delay.checked_sub(Duration::from_millis(1)) {
-                std::thread::sleep(coarse);
-            }
-            for _ in 0..10_000_000 {
-                if Instant::now() >= until {
-                    break;
-                }
-                std::thread::yield_now();
-            }
+            hold(delay);
             if s.write_all(response).is_err() {
                 return;
             }

@@ -171,13 +171,8 @@ impl Drop for TmpDir {
 /// `vp`'s size at its DPR.
 fn chromium_widths(bin: &str, url: &str, vp: &Viewport, profile: &Path) -> Vec<(String, f64)> {
     let mut child = Command::new(bin)
+        .args(redline_testkit::chromium::HEADLESS)
         .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
             "--hide-scrollbars",
             &format!("--window-size={},{}", vp.width, vp.height),
             &format!("--force-device-scale-factor={}", vp.dpr),

@@ -147,7 +147,7 @@ pub fn agent(i: u64, total: u64, port: u16, run: &[&str]) -> Child {
 
 /// [`agent`] with `env` set (e.g. its REDLINE_TOKEN).
 pub fn agent_env(i: u64, total: u64, port: u16, env: &[(&str, &str)], run: &[&str]) -> Child {
-    Command::new(bin())
+    redline_testkit::proc::command(bin())
         .args([
             "agent",
             "--index",
@@ -165,13 +165,6 @@ pub fn agent_env(i: u64, total: u64, port: u16, env: &[(&str, &str)], run: &[&st
         .args(run)
         .env_remove("REDLINE_TOKEN")
         .envs(env.iter().copied())
-        .env(
-            "REDLINE_DB",
-            std::env::temp_dir().join(format!("redline-tests-{}.db", std::process::id())),
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn agent")
 }
