@@ -117,6 +117,27 @@ fn three_agents_merge_exactly_with_one_verdict() {
     srv.shutdown();
 }
 
+/// `redline agent … -- RUN` with bad run arguments: exit 2 and one line on
+/// stderr, before any coordinator is contacted; that line.
+fn agent_usage_error(run: &[&str]) -> String {
+    let mut args = vec![
+        "agent",
+        "--index",
+        "0",
+        "--total",
+        "1",
+        "--coordinator",
+        "127.0.0.1:9",
+        "--",
+    ];
+    args.extend_from_slice(run);
+    let out = redline(&args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    err
+}
+
 /// Each agent's own record (its stdout) and its stderr.
 fn agent_outputs(agents: Vec<Child>) -> Vec<(serde_json::Value, String)> {
     agents
@@ -178,39 +199,10 @@ fn agents_take_a_scenarios_load_and_stages_from_the_run_parser() {
 
     // A flag the agent sets itself: exit 2, one line naming it, before any
     // coordinator is contacted.
-    let out = redline(&[
-        "agent",
-        "--index",
-        "0",
-        "--total",
-        "1",
-        "--coordinator",
-        "127.0.0.1:9",
-        "--",
-        url.as_str(),
-        "-o",
-        "json",
-    ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
+    let err = agent_usage_error(&[url.as_str(), "-o", "json"]);
     assert!(err.contains("-o/--output"), "{err}");
     // Bad run arguments are run's own usage error.
-    let out = redline(&[
-        "agent",
-        "--index",
-        "0",
-        "--total",
-        "1",
-        "--coordinator",
-        "127.0.0.1:9",
-        "--",
-        url.as_str(),
-        "--rate-stages",
-    ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
+    agent_usage_error(&[url.as_str(), "--rate-stages"]);
     srv.shutdown();
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -235,13 +227,7 @@ fn abort_on_fail_is_judged_on_the_merged_run_and_stops_every_agent() {
     let d = m["duration_s"].as_f64().unwrap();
     assert!(d < 15.0, "the run lasted {d} s");
     assert_eq!(m["interrupted"], true);
-    let aborted: Vec<&str> = m["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["code"] == "aborted")
-        .map(|w| w["message"].as_str().unwrap())
-        .collect();
+    let aborted: Vec<&str> = warning_messages(&m, "aborted");
     assert_eq!(aborted.len(), 1, "{}", m["warnings"]);
     assert!(
         aborted[0].starts_with("aborted: threshold 'p99<5ms' can no longer pass"),
@@ -342,13 +328,7 @@ fn a_killed_agent_is_named_and_the_run_marked_incomplete() {
     assert!(err.contains("incomplete run: lost agent 1"), "{err}");
     assert_eq!(m["interrupted"], true);
     assert_eq!(m["merged_runs"], 2);
-    let w: Vec<&str> = m["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["code"] == "dist_incomplete")
-        .map(|w| w["message"].as_str().unwrap())
-        .collect();
+    let w: Vec<&str> = warning_messages(&m, "dist_incomplete");
     assert_eq!(w.len(), 1, "{}", m["warnings"]);
     assert!(
         w[0].contains("agent 1") && w[0].contains("2 of 3 agents"),

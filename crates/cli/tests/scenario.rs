@@ -47,6 +47,12 @@ fn url(srv: &redline_serve::Server) -> String {
     format!("http://{}", srv.local_addr())
 }
 
+/// A scenario file with `text` in a temporary folder: its path.
+fn scenario_file(text: &str) -> String {
+    let d = dir_with(&[("s.toml", text)]);
+    d.join("s.toml").to_str().expect("a UTF-8 path").to_string()
+}
+
 /// A temporary folder with files in it.
 fn dir_with(files: &[(&str, &str)]) -> PathBuf {
     static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -171,8 +177,7 @@ fn session_carries_cookie_and_extracted_token_checked_server_side() {
 #[test]
 fn without_the_cookie_jar_the_server_refuses_and_checks_count_it() {
     let srv = builtin();
-    let d = dir_with(&[(
-        "s.toml",
+    let sc = scenario_file(
         r#"
 mode = "session"
 cookies = false
@@ -186,11 +191,11 @@ name = "account"
 path = "/__account?token={{token}}"
 check = { status = 200, body_contains = "welcome" }
 "#,
-    )]);
+    );
     let out = redline(&[
         "run",
         "--scenario",
-        d.join("s.toml").to_str().unwrap(),
+        &sc,
         &url(&srv),
         "-c",
         "2",
@@ -210,7 +215,7 @@ check = { status = 200, body_contains = "welcome" }
     let text = redline(&[
         "run",
         "--scenario",
-        d.join("s.toml").to_str().unwrap(),
+        &sc,
         &url(&srv),
         "-c",
         "2",
@@ -342,13 +347,10 @@ fn csv_rows_per_user_and_per_iteration() {
 #[test]
 fn weighted_mix_follows_the_weights() {
     let srv = builtin();
-    let d = dir_with(&[(
-        "w.toml",
-        "mode = \"weighted\"\n[[request]]\nname = \"heavy\"\npath = \"/?size=10\"\nweight = 3\n[[request]]\nname = \"light\"\npath = \"/?size=20\"\nweight = 1\n",
-    )]);
+    let sc = scenario_file("mode = \"weighted\"\n[[request]]\nname = \"heavy\"\npath = \"/?size=10\"\nweight = 3\n[[request]]\nname = \"light\"\npath = \"/?size=20\"\nweight = 1\n");
     let v = rj(&[
         "--scenario",
-        d.join("w.toml").to_str().unwrap(),
+        &sc,
         &url(&srv),
         "-n",
         "4000",
@@ -369,23 +371,11 @@ fn weighted_mix_follows_the_weights() {
 fn requests_go_to_several_hosts() {
     let a = builtin();
     let b = builtin();
-    let d = dir_with(&[(
-        "h.toml",
-        &format!(
+    let sc = scenario_file(&format!(
             "[hosts]\napi = \"http://{}\"\n[[request]]\nname = \"web\"\npath = \"/\"\n[[request]]\nname = \"api\"\nhost = \"api\"\npath = \"/?size=5\"\n",
             b.local_addr()
-        ),
-    )]);
-    let v = rj(&[
-        "--scenario",
-        d.join("h.toml").to_str().unwrap(),
-        &url(&a),
-        "-n",
-        "200",
-        "-c",
-        "2",
-        "-q",
-    ]);
+        ));
+    let v = rj(&["--scenario", &sc, &url(&a), "-n", "200", "-c", "2", "-q"]);
     assert_eq!(counter(&v, "completed"), 200);
     assert_eq!(stats(&a).requests, 100);
     assert_eq!(stats(&b).requests, 100);
@@ -395,12 +385,12 @@ fn requests_go_to_several_hosts() {
 #[test]
 fn think_time_spaces_a_users_requests() {
     let srv = builtin();
-    let d = dir_with(&[("t.toml", "think = \"100ms\"\n[[request]]\npath = \"/\"\n")]);
+    let sc = scenario_file("think = \"100ms\"\n[[request]]\npath = \"/\"\n");
     let (out, took) = redline_with_limit(
         &[
             "run",
             "--scenario",
-            d.join("t.toml").to_str().unwrap(),
+            &sc,
             &url(&srv),
             "-c",
             "1",
@@ -419,14 +409,11 @@ fn think_time_spaces_a_users_requests() {
 #[test]
 fn thresholds_in_the_scenario_and_per_request_give_exit_4() {
     let srv = builtin();
-    let d = dir_with(&[(
-        "th.toml",
-        "thresholds = [\"errors<50%\"]\n[[request]]\nname = \"slow\"\npath = \"/?delay=30ms\"\nthresholds = [\"p50<5ms\"]\n[[request]]\nname = \"fast\"\npath = \"/\"\nthresholds = [\"p99<10s\"]\n",
-    )]);
+    let sc = scenario_file("thresholds = [\"errors<50%\"]\n[[request]]\nname = \"slow\"\npath = \"/?delay=30ms\"\nthresholds = [\"p50<5ms\"]\n[[request]]\nname = \"fast\"\npath = \"/\"\nthresholds = [\"p99<10s\"]\n");
     let out = redline(&[
         "run",
         "--scenario",
-        d.join("th.toml").to_str().unwrap(),
+        &sc,
         &url(&srv),
         "-n",
         "20",
@@ -601,14 +588,11 @@ fn bad_scenarios_name_file_and_line_and_exit_2() {
 #[test]
 fn secrets_in_scenarios_stay_out_of_the_output() {
     let srv = builtin();
-    let d = dir_with(&[(
-        "s.toml",
-        "headers = { Authorization = \"Bearer sekrit-token-1\" }\n[[request]]\nname = \"me\"\npath = \"/\"\nheaders = { Cookie = \"sid=sekrit-cookie-2\" }\n",
-    )]);
+    let sc = scenario_file("headers = { Authorization = \"Bearer sekrit-token-1\" }\n[[request]]\nname = \"me\"\npath = \"/\"\nheaders = { Cookie = \"sid=sekrit-cookie-2\" }\n");
     let out = redline(&[
         "run",
         "--scenario",
-        d.join("s.toml").to_str().unwrap(),
+        &sc,
         &format!("http://user:sekrit-pass-3@{}", srv.local_addr()),
         "-n",
         "5",
@@ -752,8 +736,7 @@ fn header_cookie_and_regex_extraction_feed_the_next_step() {
             b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec()
         }
     });
-    let d = dir_with(&[(
-        "x.toml",
+    let sc = scenario_file(
         r#"
 mode = "session"
 cookies = false
@@ -770,17 +753,8 @@ name = "use"
 path = "/use?t={{tok}}&s={{sid}}"
 headers = { X-Csrf = "{{csrf}}" }
 "#,
-    )]);
-    let v = rj(&[
-        "--scenario",
-        d.join("x.toml").to_str().unwrap(),
-        &srv.url(),
-        "-c",
-        "2",
-        "-n",
-        "8",
-        "-q",
-    ]);
+    );
+    let v = rj(&["--scenario", &sc, &srv.url(), "-c", "2", "-n", "8", "-q"]);
     assert_eq!(counter(&v, "completed"), 8);
     assert_eq!(n(request(&v, "login"), "failed_extractions"), 0);
     let reqs = seen.lock().unwrap().clone();
@@ -807,8 +781,7 @@ headers = { X-Csrf = "{{csrf}}" }
 #[test]
 fn header_regex_and_latency_checks_fail_per_step_and_the_run_goes_on() {
     let srv = builtin();
-    let d = dir_with(&[(
-        "c.toml",
+    let sc = scenario_file(
         r#"
 [[request]]
 name = "hdr"
@@ -831,11 +804,11 @@ name = "good"
 path = "/?header=X-Env:production"
 check = { header_equals = { x-env = "production" }, latency_under = "30s" }
 "#,
-    )]);
+    );
     let out = redline(&[
         "run",
         "--scenario",
-        d.join("c.toml").to_str().unwrap(),
+        &sc,
         &url(&srv),
         "-c",
         "1",
@@ -877,23 +850,11 @@ fn a_request_by_full_url_goes_to_its_own_host() {
     let base = builtin();
     let (other, seen) =
         routed_server(|_, _| b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec());
-    let d = dir_with(&[(
-        "u.toml",
-        &format!(
+    let sc = scenario_file(&format!(
             "[[request]]\nname = \"local\"\npath = \"/\"\n[[request]]\nname = \"remote\"\nurl = \"{}/api/v1?q=1\"\n",
             other.url().trim_end_matches('/')
-        ),
-    )]);
-    let v = rj(&[
-        "--scenario",
-        d.join("u.toml").to_str().unwrap(),
-        &url(&base),
-        "-c",
-        "1",
-        "-n",
-        "6",
-        "-q",
-    ]);
+        ));
+    let v = rj(&["--scenario", &sc, &url(&base), "-c", "1", "-n", "6", "-q"]);
     assert_eq!(counter(&v, "completed"), 6);
     assert_eq!(stats(&base).requests, 3);
     let reqs = seen.lock().unwrap().clone();
@@ -914,20 +875,8 @@ fn a_request_by_full_url_goes_to_its_own_host() {
 #[test]
 fn per_request_timeout_counts_for_that_request_only() {
     let srv = builtin();
-    let d = dir_with(&[(
-        "t.toml",
-        "timeout = \"10s\"\n[[request]]\nname = \"hasty\"\npath = \"/?delay=300ms\"\ntimeout = \"100ms\"\n[[request]]\nname = \"patient\"\npath = \"/?delay=300ms\"\n",
-    )]);
-    let v = rj(&[
-        "--scenario",
-        d.join("t.toml").to_str().unwrap(),
-        &url(&srv),
-        "-c",
-        "1",
-        "-n",
-        "4",
-        "-q",
-    ]);
+    let sc = scenario_file("timeout = \"10s\"\n[[request]]\nname = \"hasty\"\npath = \"/?delay=300ms\"\ntimeout = \"100ms\"\n[[request]]\nname = \"patient\"\npath = \"/?delay=300ms\"\n");
+    let v = rj(&["--scenario", &sc, &url(&srv), "-c", "1", "-n", "4", "-q"]);
     let hasty = request(&v, "hasty");
     let patient = request(&v, "patient");
     assert_eq!(n(hasty, "errors"), 2, "{hasty}");

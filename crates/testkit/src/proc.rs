@@ -128,6 +128,19 @@ pub fn warning_codes(v: &serde_json::Value) -> Vec<&str> {
         .unwrap_or_default()
 }
 
+/// The messages of a run record's warnings with `code`, in order.
+pub fn warning_messages<'a>(v: &'a serde_json::Value, code: &str) -> Vec<&'a str> {
+    v["warnings"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|w| w["code"] == code)
+                .filter_map(|w| w["message"].as_str())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The run record accounts for all `planned` sends of a frozen open-loop
 /// run: every one scheduled, each ended exactly once, and at least `min_not_sent`
 /// of them counted as never sent (the ones the frozen client did not release).

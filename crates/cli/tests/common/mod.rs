@@ -11,6 +11,7 @@ pub use redline_testkit::chromium::{chromium, chromium_dump};
 pub use redline_testkit::need::missing;
 pub use redline_testkit::proc::{
     assert_planned_sends_accounted, counter, error_count, wait_limit, warning_codes,
+    warning_messages,
 };
 pub use redline_testkit::script::*;
 pub use redline_testkit::timing::timing_sensitive;
