@@ -52,6 +52,14 @@ fn tool<'a>(path: &'a str, package: &str) -> Option<&'a str> {
     }
 }
 
+/// The real tool at `path` and [`nginx`] (`tag`): None, with a note, when
+/// either is missing (a failure under CI=true).
+fn tool_and_nginx<'a>(path: &'a str, package: &str, tag: &str) -> Option<(&'a str, Nginx, u16)> {
+    let bin = tool(path, package)?;
+    let (ng, p2) = nginx(tag)?;
+    Some((bin, ng, p2))
+}
+
 /// Runs a real tool with a time limit; its stdout.
 fn real(bin: &str, args: &[&str]) -> String {
     String::from_utf8(real_output(bin, args).stdout).expect("utf-8")
@@ -278,10 +286,7 @@ fn ab_sane(r: &[String], requests: f64, concurrency: f64) {
 
 #[test]
 fn ab_layout_matches_real_ab() {
-    let Some(ab) = tool("/usr/bin/ab", "apache2-utils") else {
-        return;
-    };
-    let Some((ng, _)) = nginx("dropin-ab") else {
+    let Some((ab, ng, _)) = tool_and_nginx("/usr/bin/ab", "apache2-utils", "dropin-ab") else {
         return;
     };
     let url = page_url(&ng);
@@ -311,10 +316,7 @@ fn ab_layout_matches_real_ab() {
 
 #[test]
 fn ab_keepalive_counts_length_failures_as_ab_does() {
-    let Some(ab) = tool("/usr/bin/ab", "apache2-utils") else {
-        return;
-    };
-    let Some((_ng, p2)) = nginx("dropin-ab-k") else {
+    let Some((ab, _ng, p2)) = tool_and_nginx("/usr/bin/ab", "apache2-utils", "dropin-ab-k") else {
         return;
     };
     // Each of the 3 connections answers "1", "2", … "100": the first response
@@ -344,10 +346,7 @@ fn ab_keepalive_counts_length_failures_as_ab_does() {
 
 #[test]
 fn ab_post_body_and_output_files() {
-    let Some(ab) = tool("/usr/bin/ab", "apache2-utils") else {
-        return;
-    };
-    let Some((ng, _)) = nginx("dropin-ab-p") else {
+    let Some((ab, ng, _)) = tool_and_nginx("/usr/bin/ab", "apache2-utils", "dropin-ab-p") else {
         return;
     };
     let dir = common::nginx::tmpdir("dropin-ab-files");
@@ -448,10 +447,7 @@ fn ab_time_limit_is_a_time_limit() {
 
 #[test]
 fn wrk_layout_matches_real_wrk() {
-    let Some(wrk) = tool("/usr/bin/wrk", "wrk") else {
-        return;
-    };
-    let Some((ng, _)) = nginx("dropin-wrk") else {
+    let Some((wrk, ng, _)) = tool_and_nginx("/usr/bin/wrk", "wrk", "dropin-wrk") else {
         return;
     };
     // A missing page: nginx's 404s make wrk's "Non-2xx or 3xx" line show.
@@ -499,10 +495,8 @@ fn wrk_layout_matches_real_wrk() {
 
 #[test]
 fn ab_progress_lines_as_ab_prints_them() {
-    let Some(ab) = tool("/usr/bin/ab", "apache2-utils") else {
-        return;
-    };
-    let Some((ng, _)) = nginx("dropin-ab-heartbeat") else {
+    let Some((ab, ng, _)) = tool_and_nginx("/usr/bin/ab", "apache2-utils", "dropin-ab-heartbeat")
+    else {
         return;
     };
     let url = page_url(&ng);
