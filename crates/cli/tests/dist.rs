@@ -131,11 +131,7 @@ fn agent_usage_error(run: &[&str]) -> String {
         "--",
     ];
     args.extend_from_slice(run);
-    let out = redline(&args);
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
-    err
+    usage_error(&args)
 }
 
 /// Each agent's own record (its stdout) and its stderr.
@@ -441,10 +437,7 @@ fn a_duplicate_index_is_refused_and_a_missing_agent_times_out() {
             "http://x/",
         ],
     ] {
-        let out = redline(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        let err = usage_error(&args);
         assert!(!err.contains("s3cret"), "{err}");
     }
 }
@@ -920,10 +913,7 @@ fn three_segments_without_a_coordinator_add_up_to_one_run() {
         ],
         &["run", "--start-at", "tomorrow", "http://127.0.0.1:1/"],
     ] {
-        let out = redline(bad);
-        assert_eq!(out.status.code(), Some(2), "{bad:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.lines().count(), 1, "{err}");
+        usage_error(bad);
     }
     srv.shutdown();
 }
@@ -1516,10 +1506,7 @@ fn agents_reach_a_tls_coordinator_with_its_ca_only() {
             "http://127.0.0.1:9/",
         ],
     ] {
-        let o = redline(&args);
-        let e = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
-        assert_eq!(e.trim().lines().count(), 1, "{args:?}: {e}");
+        usage_error(&args);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

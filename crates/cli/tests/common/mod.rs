@@ -32,6 +32,22 @@ pub fn redline(args: &[&str]) -> Output {
     redline_with_limit(args, Duration::from_secs(60)).0
 }
 
+/// Runs redline with bad input `args`: asserts the documented exit 2, one
+/// line on stderr (no terminal escapes) and nothing on stdout; that line.
+pub fn usage_error(args: &[&str]) -> String {
+    let out = redline(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    assert!(!err.contains('\u{1b}'), "{args:?}: {err:?}");
+    assert!(
+        out.stdout.is_empty(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    err
+}
+
 /// Runs `redline run -o json -q --no-save ARGS` frozen (SIGSTOP) from `at` for `length`.
 pub fn run_json_frozen(args: &[&str], at: Duration, length: Duration) -> serde_json::Value {
     redline_testkit::proc::run_json_frozen(bin(), args, at, length)
