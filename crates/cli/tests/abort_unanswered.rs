@@ -20,7 +20,7 @@ fn goes_silent_after(n: u64) -> ScriptServer {
     let answered = Arc::new(AtomicU64::new(0));
     ScriptServer::start(move |mut s| {
         for _ in 0..100_000 {
-            if !read_head(&mut s) {
+            if read_head(&mut s).is_none() {
                 return;
             }
             if answered.fetch_add(1, Ordering::SeqCst) < n {

@@ -6,30 +6,10 @@
 
 mod common;
 
-use common::coord::Coord;
+use common::coord::{agent, agents_succeed, Coord};
 use common::*;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-fn agent(i: u64, total: u64, port: u16, run: &[&str]) -> Child {
-    let mut cmd = Command::new(bin());
-    cmd.args([
-        "agent",
-        "--index",
-        &i.to_string(),
-        "--total",
-        &total.to_string(),
-    ])
-    .args([
-        "--coordinator",
-        &format!("127.0.0.1:{port}"),
-        "--connect-timeout",
-        "20s",
-        "--",
-    ])
-    .args(run);
-    spawn_piped(cmd)
-}
-
 /// Starts redline with no stdin and both outputs captured.
 fn spawn_piped(mut cmd: Command) -> Child {
     cmd.stdin(Stdio::null())
@@ -72,9 +52,7 @@ fn three_agents_merge_exactly_with_one_verdict() {
             serde_json::from_slice(&out.stdout).expect("the agent prints its record")
         })
         .collect();
-    let (code, stdout, err) = c.finish();
-    assert_eq!(code, Some(0), "{err}");
-    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let (m, err) = c.finish_record(0);
     // Exact shares: 1000 requests and 2 connections each; the whole is exact.
     for p in &parts {
         assert_eq!(counter(p, "completed"), 1000);
@@ -134,11 +112,26 @@ fn three_agents_merge_exactly_with_one_verdict() {
     for a in agents {
         wait_limit(a, Duration::from_secs(60));
     }
-    let (code, stdout, err) = c.finish();
-    assert_eq!(code, Some(4), "{err}");
-    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let (m, _) = c.finish_record(4);
     assert_eq!(counter(&m, "completed"), 40);
     srv.shutdown();
+}
+
+/// `redline agent … -- RUN` with bad run arguments: exit 2 and one line on
+/// stderr, before any coordinator is contacted; that line.
+fn agent_usage_error(run: &[&str]) -> String {
+    let mut args = vec![
+        "agent",
+        "--index",
+        "0",
+        "--total",
+        "1",
+        "--coordinator",
+        "127.0.0.1:9",
+        "--",
+    ];
+    args.extend_from_slice(run);
+    usage_error(&args)
 }
 
 /// Each agent's own record (its stdout) and its stderr.
@@ -181,9 +174,7 @@ fn agents_take_a_scenarios_load_and_stages_from_the_run_parser() {
         assert!(err.contains("2 connections, 20 requests"), "{err}");
         assert_eq!(counter(rec, "completed"), 20);
     }
-    let (code, stdout, err) = c.finish();
-    assert_eq!(code, Some(0), "{err}");
-    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let (m, _) = c.finish_record(0);
     assert_eq!(counter(&m, "completed"), 40);
     assert_eq!(srv.stats().requests, 40);
 
@@ -199,46 +190,15 @@ fn agents_take_a_scenarios_load_and_stages_from_the_run_parser() {
         assert_eq!(rec["config"]["stages"]["stages"][0]["level"], 2.0, "{rec}");
         assert_eq!(rec["config"]["load"]["duration_s"], 1.0, "{rec}");
     }
-    let (code, stdout, err) = c.finish();
-    assert_eq!(code, Some(0), "{err}");
-    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert!(counter(&m, "completed") > 0, "{stdout}");
+    let (m, _) = c.finish_record(0);
+    assert!(counter(&m, "completed") > 0, "{m}");
 
     // A flag the agent sets itself: exit 2, one line naming it, before any
     // coordinator is contacted.
-    let out = redline(&[
-        "agent",
-        "--index",
-        "0",
-        "--total",
-        "1",
-        "--coordinator",
-        "127.0.0.1:9",
-        "--",
-        url.as_str(),
-        "-o",
-        "json",
-    ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
+    let err = agent_usage_error(&[url.as_str(), "-o", "json"]);
     assert!(err.contains("-o/--output"), "{err}");
     // Bad run arguments are run's own usage error.
-    let out = redline(&[
-        "agent",
-        "--index",
-        "0",
-        "--total",
-        "1",
-        "--coordinator",
-        "127.0.0.1:9",
-        "--",
-        url.as_str(),
-        "--rate-stages",
-    ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(err.lines().count(), 1, "{err}");
+    agent_usage_error(&[url.as_str(), "--rate-stages"]);
     srv.shutdown();
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -252,26 +212,18 @@ fn abort_on_fail_is_judged_on_the_merged_run_and_stops_every_agent() {
     let run = [url.as_str(), "-d", "30s", "-c", "4", "-t", "1"];
     let agents: Vec<Child> = (0..2).map(|i| agent(i, 2, c.port, &run)).collect();
     let parts = agent_outputs(agents);
-    let (code, stdout, err) = c.finish();
-    assert_eq!(code, Some(4), "{err}");
+    let (m, err) = c.finish_record(4);
     assert!(
         err.contains(
             "stopping every agent (--abort-on-fail): threshold 'p99<5ms' can no longer pass"
         ),
         "{err}"
     );
-    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     // Stopped well before its 30 s, and says so and why.
     let d = m["duration_s"].as_f64().unwrap();
     assert!(d < 15.0, "the run lasted {d} s");
     assert_eq!(m["interrupted"], true);
-    let aborted: Vec<&str> = m["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["code"] == "aborted")
-        .map(|w| w["message"].as_str().unwrap())
-        .collect();
+    let aborted: Vec<&str> = warning_messages(&m, "aborted");
     assert_eq!(aborted.len(), 1, "{}", m["warnings"]);
     assert!(
         aborted[0].starts_with("aborted: threshold 'p99<5ms' can no longer pass"),
@@ -321,10 +273,8 @@ fn abort_on_fail_that_holds_on_the_merge_runs_to_the_end() {
     ];
     let agents: Vec<Child> = (0..2).map(|i| agent(i, 2, c.port, &run)).collect();
     let parts = agent_outputs(agents);
-    let (code, stdout, err) = c.finish();
-    assert_eq!(code, Some(0), "{err}");
+    let (m, err) = c.finish_record(0);
     assert!(!err.contains("stopping every agent"), "{err}");
-    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let d = m["duration_s"].as_f64().unwrap();
     assert!(d >= 3.9, "the run lasted {d} s of 4");
     assert_eq!(m["interrupted"], false);
@@ -370,19 +320,11 @@ fn a_killed_agent_is_named_and_the_run_marked_incomplete() {
             );
         }
     }
-    let (code, stdout, err) = c.finish();
-    assert_eq!(code, Some(1), "{err}");
+    let (m, err) = c.finish_record(1);
     assert!(err.contains("incomplete run: lost agent 1"), "{err}");
-    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(m["interrupted"], true);
     assert_eq!(m["merged_runs"], 2);
-    let w: Vec<&str> = m["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["code"] == "dist_incomplete")
-        .map(|w| w["message"].as_str().unwrap())
-        .collect();
+    let w: Vec<&str> = warning_messages(&m, "dist_incomplete");
     assert_eq!(w.len(), 1, "{}", m["warnings"]);
     assert!(
         w[0].contains("agent 1") && w[0].contains("2 of 3 agents"),
@@ -495,10 +437,7 @@ fn a_duplicate_index_is_refused_and_a_missing_agent_times_out() {
             "http://x/",
         ],
     ] {
-        let out = redline(&args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        let err = usage_error(&args);
         assert!(!err.contains("s3cret"), "{err}");
     }
 }
@@ -803,7 +742,7 @@ fn k8s_puts_credentials_in_a_secret_and_bundles_files() {
         "base = \"http://web/\"\n[data]\nfile = \"../users.csv\"\n[[request]]\npath = \"/\"\n",
     )
     .unwrap();
-    let out = redline(&[
+    let err = usage_error(&[
         "k8s",
         "--parallel",
         "2",
@@ -812,8 +751,6 @@ fn k8s_puts_credentials_in_a_secret_and_bundles_files() {
         "--scenario",
         scen.to_str().unwrap(),
     ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains("bundles only files next to the scenario"),
         "{err}"
@@ -974,10 +911,7 @@ fn three_segments_without_a_coordinator_add_up_to_one_run() {
         ],
         &["run", "--start-at", "tomorrow", "http://127.0.0.1:1/"],
     ] {
-        let out = redline(bad);
-        assert_eq!(out.status.code(), Some(2), "{bad:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.lines().count(), 1, "{err}");
+        usage_error(bad);
     }
     srv.shutdown();
 }
@@ -1130,17 +1064,8 @@ fn agents_in_network_namespaces_are_distinct_clients() {
         })
         .collect();
     c.wait_for("all agents ready", Duration::from_secs(30));
-    for a in agents {
-        let out = wait_limit(a, Duration::from_secs(60));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let (code, stdout, err) = c.finish();
-    assert_eq!(code, Some(0), "{err}");
-    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    agents_succeed(agents, Duration::from_secs(60));
+    let (m, _) = c.finish_record(0);
     assert_eq!(counter(&m, "completed"), 3000);
     assert_eq!(m["merged_runs"], N);
     let st = srv.stats();
@@ -1358,14 +1283,7 @@ fn a_served_record_is_fetched_into_the_history() {
             spawn_piped(cmd)
         })
         .collect();
-    for a in agents {
-        let out = wait_limit(a, Duration::from_secs(90));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    agents_succeed(agents, Duration::from_secs(90));
     c.wait_for("serving the run record", Duration::from_secs(60));
     // Waits (bounded) and downloads it: saved, and its report printed.
     let (code, report, err) = fetch(&["--wait", "30s", "--token-file", &tok_s, &url]);
@@ -1405,7 +1323,7 @@ fn a_served_record_is_fetched_into_the_history() {
         let b = body.clone();
         let srv = ScriptServer::start(move |mut s| {
             use std::io::Write;
-            if read_head(&mut s) {
+            if read_head(&mut s).is_some() {
                 let _ = write!(
                     s,
                     "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{b}",
@@ -1455,13 +1373,8 @@ fn a_served_record_is_fetched_into_the_history() {
     ] {
         let mut a = vec!["coordinate", "--agents", "1", "--listen", "127.0.0.1:0"];
         a.extend(args);
-        let o = redline(&a);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{a:?}: {err}");
-        assert!(
-            err.contains(what) && err.trim().lines().count() == 1,
-            "{err}"
-        );
+        let err = usage_error(&a);
+        assert!(err.contains(what), "{err}");
     }
     drop(ng);
     let _ = std::fs::remove_dir_all(&dir);
@@ -1530,17 +1443,8 @@ fn agents_reach_a_tls_coordinator_with_its_ca_only() {
     );
     // The agents with the coordinator's CA run the whole load.
     let agents: Vec<Child> = (0..2).map(|i| agent_tls(i, &ca, "20s")).collect();
-    for a in agents {
-        let out = wait_limit(a, Duration::from_secs(90));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let (code, stdout, err) = c.finish();
-    assert_eq!(code, Some(0), "{err}");
-    let m: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    agents_succeed(agents, Duration::from_secs(90));
+    let (m, err) = c.finish_record(0);
     assert_eq!(counter(&m, "completed"), 1000);
     assert_eq!(m["merged_runs"], 2);
     assert_eq!(srv.stats().requests, 1000);
@@ -1595,10 +1499,7 @@ fn agents_reach_a_tls_coordinator_with_its_ca_only() {
             "http://127.0.0.1:9/",
         ],
     ] {
-        let o = redline(&args);
-        let e = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
-        assert_eq!(e.trim().lines().count(), 1, "{args:?}: {e}");
+        usage_error(&args);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -7,42 +7,12 @@
 
 mod common;
 
-use common::coord::Coord;
+use common::coord::{agent_env, Coord};
 use common::*;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-fn agent(i: u64, total: u64, port: u16, env: &[(&str, &str)], run: &[&str]) -> Child {
-    Command::new(bin())
-        .args([
-            "agent",
-            "--index",
-            &i.to_string(),
-            "--total",
-            &total.to_string(),
-        ])
-        .args([
-            "--coordinator",
-            &format!("127.0.0.1:{port}"),
-            "--connect-timeout",
-            "20s",
-            "--",
-        ])
-        .args(run)
-        .env_remove("REDLINE_TOKEN")
-        .envs(env.iter().copied())
-        .env(
-            "REDLINE_DB",
-            std::env::temp_dir().join(format!("redline-tests-{}.db", std::process::id())),
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn agent")
-}
 
 /// A raw protocol peer: JSON lines, every read bounded by a time-out.
 struct Peer {
@@ -152,7 +122,7 @@ fn without_the_token_no_one_takes_an_index() {
         );
     }
     // An agent with the wrong token.
-    let wrong = agent(
+    let wrong = agent_env(
         0,
         1,
         c.port,
@@ -164,7 +134,7 @@ fn without_the_token_no_one_takes_an_index() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("authentication failed"), "{err}");
     // The real one.
-    let good = agent(
+    let good = agent_env(
         0,
         1,
         c.port,
@@ -178,12 +148,10 @@ fn without_the_token_no_one_takes_an_index() {
         String::from_utf8_lossy(&out.stderr)
     );
     c.wait_for("agent 0 sent its record", Duration::from_secs(30));
-    let (code, stdout, err) = c.finish();
-    assert_eq!(code, Some(0), "{err}");
-    let m: Value = serde_json::from_str(&stdout).unwrap();
+    let (m, err) = c.finish_record(0);
     assert_eq!(counter(&m, "completed"), 200);
     assert_eq!(err.matches("authentication failed").count(), 3, "{err}");
-    assert!(!err.contains("tok-3f9a77c1") && !stdout.contains("tok-3f9a77c1"));
+    assert!(!err.contains("tok-3f9a77c1") && !m.to_string().contains("tok-3f9a77c1"));
     // Control characters from a peer are not printed.
     assert!(!err.contains('\u{1b}'), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -235,16 +203,14 @@ fn unregistered_connections_are_bounded() {
     assert!(idle[silent].closed_within(Duration::from_secs(25)));
     drop(idle);
     std::thread::sleep(Duration::from_millis(300));
-    let a = agent(0, 1, c.port, &[], &[&url, "-n", "100", "-c", "1"]);
+    let a = agent_env(0, 1, c.port, &[], &[&url, "-n", "100", "-c", "1"]);
     let out = wait_limit(a, Duration::from_secs(60));
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (code, stdout, err) = c.finish();
-    assert_eq!(code, Some(0), "{err}");
-    let m: Value = serde_json::from_str(&stdout).unwrap();
+    let (m, _) = c.finish_record(0);
     assert_eq!(counter(&m, "completed"), 100);
 }
 
@@ -254,9 +220,9 @@ fn unregistered_connections_are_bounded() {
 fn an_agent_with_another_plan_is_refused_and_named() {
     let url = "http://127.0.0.1:9/";
     let c = Coord::start_env(&["--agents", "2", "--ready-timeout", "4s"], &[]);
-    let first = agent(0, 2, c.port, &[], &[url, "-n", "100", "-c", "2"]);
+    let first = agent_env(0, 2, c.port, &[], &[url, "-n", "100", "-c", "2"]);
     std::thread::sleep(Duration::from_millis(700));
-    let second = agent(
+    let second = agent_env(
         1,
         2,
         c.port,
@@ -383,7 +349,7 @@ fn a_hostile_coordinator_cannot_crash_an_agent() {
     for (pong, start) in [(1.0e12, 1.0e300), (-1.0e300, 0.0), (1.0e12, -5.0e12)] {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
-        let a = agent(0, 1, port, &[], &["http://127.0.0.1:9/", "-n", "10"]);
+        let a = agent_env(0, 1, port, &[], &["http://127.0.0.1:9/", "-n", "10"]);
         let (s, _) = l.accept().unwrap();
         let mut p = Peer::from(s);
         p.send(&json!({"type": "hello", "nonce": "ab", "version": 1}));
@@ -418,7 +384,7 @@ fn unanswered_requests_fail_the_merged_verdict() {
     let srv = ScriptServer::start(move |mut s| {
         let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
         for _ in 0..10_000 {
-            if !read_head(&mut s) {
+            if read_head(&mut s).is_none() {
                 return;
             }
             if a2.fetch_add(1, Ordering::SeqCst) < 100 {
@@ -428,16 +394,14 @@ fn unanswered_requests_fail_the_merged_verdict() {
     });
     let url = srv.url();
     let c = Coord::start_env(&["--agents", "1", "--threshold", "errors<1%"], &[]);
-    let a = agent(0, 1, c.port, &[], &[&url, "-r", "100", "-d", "3s"]);
+    let a = agent_env(0, 1, c.port, &[], &[&url, "-r", "100", "-d", "3s"]);
     let out = wait_limit(a, Duration::from_secs(60));
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (code, stdout, err) = c.finish();
-    assert_eq!(code, Some(4), "{err}");
-    let m: Value = serde_json::from_str(&stdout).unwrap();
+    let (m, err) = c.finish_record(4);
     assert_eq!(counter(&m, "completed"), 100, "{}", m["counters"]);
     let unanswered = counter(&m, "in_flight_at_end") + counter(&m, "not_sent");
     assert!(unanswered >= 100, "{}", m["counters"]);

@@ -9,7 +9,7 @@
 mod common;
 
 use common::nginx::{free_port, start_nginx, Nginx, NginxSite};
-use common::{missing, redline, wait_limit};
+use common::{missing, redline, usage_error, wait_limit};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -52,6 +52,14 @@ fn tool<'a>(path: &'a str, package: &str) -> Option<&'a str> {
     }
 }
 
+/// The real tool at `path` and [`nginx`] (`tag`): None, with a note, when
+/// either is missing (a failure under CI=true).
+fn tool_and_nginx<'a>(path: &'a str, package: &str, tag: &str) -> Option<(&'a str, Nginx, u16)> {
+    let bin = tool(path, package)?;
+    let (ng, p2) = nginx(tag)?;
+    Some((bin, ng, p2))
+}
+
 /// Runs a real tool with a time limit; its stdout.
 fn real(bin: &str, args: &[&str]) -> String {
     String::from_utf8(real_output(bin, args).stdout).expect("utf-8")
@@ -86,6 +94,39 @@ fn run_ours(sub: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// ab's report from the real ab with `theirs` and from `redline ab` with
+/// `ours` (the same run, but for where it writes files), asserted to have
+/// the same layout: (theirs, ours).
+fn ab_reports(ab: &str, theirs: &[&str], ours: &[&str]) -> (Vec<String>, Vec<String>) {
+    let t = ab_report(&real(ab, theirs));
+    let o = ab_report(&run_ours("ab", ours));
+    same_layout(&t, &o, &format!("ab {}", ours[..ours.len() - 1].join(" ")));
+    (t, o)
+}
+
+/// wrk's output lines from the real wrk and from `redline wrk`, both with
+/// `args`, asserted to have the same layout: (theirs, ours).
+fn wrk_lines(wrk: &str, args: &[&str]) -> (Vec<String>, Vec<String>) {
+    let lines = |text: String| text.lines().map(String::from).collect::<Vec<_>>();
+    let (t, o) = (lines(real(wrk, args)), lines(run_ours("wrk", args)));
+    same_layout(&t, &o, &format!("wrk {}", args[..args.len() - 1].join(" ")));
+    (t, o)
+}
+
+/// Runs `redline ARGS` (exit 0 required): its stdout and stderr together.
+fn ours_all(args: &[&str]) -> String {
+    let out = redline(args);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    text
+}
+
+/// The 440-byte page's URL on `ng`.
+fn page_url(ng: &Nginx) -> String {
+    format!("http://127.0.0.1:{}/index.html", ng.port)
 }
 
 /// A line's layout: each number (with a unit glued to it, as wrk writes
@@ -245,17 +286,12 @@ fn ab_sane(r: &[String], requests: f64, concurrency: f64) {
 
 #[test]
 fn ab_layout_matches_real_ab() {
-    let Some(ab) = tool("/usr/bin/ab", "apache2-utils") else {
+    let Some((ab, ng, _)) = tool_and_nginx("/usr/bin/ab", "apache2-utils", "dropin-ab") else {
         return;
     };
-    let Some((ng, _)) = nginx("dropin-ab") else {
-        return;
-    };
-    let url = format!("http://127.0.0.1:{}/index.html", ng.port);
+    let url = page_url(&ng);
     let args = ["-n", "400", "-c", "4", &url];
-    let theirs = ab_report(&real(ab, &args));
-    let ours = ab_report(&run_ours("ab", &args));
-    same_layout(&theirs, &ours, "ab -n 400 -c 4");
+    let (theirs, ours) = ab_reports(ab, &args, &args);
     for r in [&theirs, &ours] {
         ab_sane(r, 400.0, 4.0);
         assert_eq!(first(r, "Document Length:"), 440.0);
@@ -280,19 +316,14 @@ fn ab_layout_matches_real_ab() {
 
 #[test]
 fn ab_keepalive_counts_length_failures_as_ab_does() {
-    let Some(ab) = tool("/usr/bin/ab", "apache2-utils") else {
-        return;
-    };
-    let Some((_ng, p2)) = nginx("dropin-ab-k") else {
+    let Some((ab, _ng, p2)) = tool_and_nginx("/usr/bin/ab", "apache2-utils", "dropin-ab-k") else {
         return;
     };
     // Each of the 3 connections answers "1", "2", … "100": the first response
     // is 1 byte long, so every response from the 10th on differs in length.
     let url = format!("http://127.0.0.1:{p2}/n");
     let args = ["-k", "-n", "300", "-c", "3", &url];
-    let theirs = ab_report(&real(ab, &args));
-    let ours = ab_report(&run_ours("ab", &args));
-    same_layout(&theirs, &ours, "ab -k -n 300 -c 3");
+    let (theirs, ours) = ab_reports(ab, &args, &args);
     for r in [&theirs, &ours] {
         ab_sane(r, 300.0, 3.0);
         assert_eq!(first(r, "Keep-Alive requests:"), 300.0);
@@ -302,9 +333,7 @@ fn ab_keepalive_counts_length_failures_as_ab_does() {
     }
     // -l: variable length accepted, nothing failed.
     let args = ["-l", "-k", "-n", "30", "-c", "3", &url];
-    let theirs = ab_report(&real(ab, &args));
-    let ours = ab_report(&run_ours("ab", &args));
-    same_layout(&theirs, &ours, "ab -l");
+    let (_, ours) = ab_reports(ab, &args, &args);
     // Up to 150 requests (or with -q) ab has no progress lines, and says so.
     let out = run_ours("ab", &["-q", "-n", "200", &url]);
     assert!(
@@ -317,10 +346,7 @@ fn ab_keepalive_counts_length_failures_as_ab_does() {
 
 #[test]
 fn ab_post_body_and_output_files() {
-    let Some(ab) = tool("/usr/bin/ab", "apache2-utils") else {
-        return;
-    };
-    let Some((ng, _)) = nginx("dropin-ab-p") else {
+    let Some((ab, ng, _)) = tool_and_nginx("/usr/bin/ab", "apache2-utils", "dropin-ab-p") else {
         return;
     };
     let dir = common::nginx::tmpdir("dropin-ab-files");
@@ -329,46 +355,17 @@ fn ab_post_body_and_output_files() {
     std::fs::write(&body, "k=v&x=1").unwrap();
     let file = |name: &str| dir.join(name).display().to_string();
     // nginx answers POST to a static file with 405: the Non-2xx line shows.
-    let url = format!("http://127.0.0.1:{}/index.html", ng.port);
+    let url = page_url(&ng);
     let b = body.display().to_string();
     let (e1, g1, e2, g2) = (file("a.csv"), file("a.tsv"), file("b.csv"), file("b.tsv"));
-    let theirs = ab_report(&real(
-        ab,
-        &[
-            "-n",
-            "50",
-            "-c",
-            "2",
-            "-p",
-            &b,
-            "-T",
-            "application/x-www-form-urlencoded",
-            "-e",
-            &e1,
-            "-g",
-            &g1,
-            &url,
-        ],
-    ));
-    let ours = ab_report(&run_ours(
-        "ab",
-        &[
-            "-n",
-            "50",
-            "-c",
-            "2",
-            "-p",
-            &b,
-            "-T",
-            "application/x-www-form-urlencoded",
-            "-e",
-            &e2,
-            "-g",
-            &g2,
-            &url,
-        ],
-    ));
-    same_layout(&theirs, &ours, "ab -p -T -e -g");
+    let form = "application/x-www-form-urlencoded";
+    let theirs_args = [
+        "-n", "50", "-c", "2", "-p", &b, "-T", form, "-e", &e1, "-g", &g1, &url,
+    ];
+    // The same run, writing its files next to the real ab's.
+    let mut ours_args = theirs_args;
+    (ours_args[9], ours_args[11]) = (&e2, &g2);
+    let (theirs, ours) = ab_reports(ab, &theirs_args, &ours_args);
     for r in [&theirs, &ours] {
         ab_sane(r, 50.0, 2.0);
         assert_eq!(first(r, "Non-2xx responses:"), 50.0);
@@ -422,17 +419,11 @@ fn ab_sends_cookie_and_auth_without_printing_them() {
     };
     // The server echoes the cookie (3 bytes) and the Basic user (6 bytes).
     let c = format!("http://127.0.0.1:{p2}/c");
-    let out = redline(&["ab", "-n", "3", "-C", "secret=zq9", &c]);
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{text}");
+    let text = ours_all(&["ab", "-n", "3", "-C", "secret=zq9", &c]);
     assert!(text.contains("Document Length:        3 bytes"), "{text}");
     assert!(!text.contains("zq9"), "{text}");
     let u = format!("http://127.0.0.1:{p2}/u");
-    let out = redline(&["ab", "-n", "3", "-A", "tester:pw7x", &u]);
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{text}");
+    let text = ours_all(&["ab", "-n", "3", "-A", "tester:pw7x", &u]);
     assert!(text.contains("Document Length:        6 bytes"), "{text}");
     assert!(
         !text.contains("pw7x") && !text.contains("dGVzdGVy"),
@@ -446,7 +437,7 @@ fn ab_time_limit_is_a_time_limit() {
         return;
     };
     // ab's -t is seconds (not threads) and caps the run at 50000 requests.
-    let url = format!("http://127.0.0.1:{}/index.html", ng.port);
+    let url = page_url(&ng);
     let r = ab_report(&run_ours("ab", &["-t", "1", "-c", "2", &url]));
     let done = first(&r, "Complete requests:");
     assert!(done > 0.0 && done <= 50_000.0, "{done}");
@@ -456,18 +447,13 @@ fn ab_time_limit_is_a_time_limit() {
 
 #[test]
 fn wrk_layout_matches_real_wrk() {
-    let Some(wrk) = tool("/usr/bin/wrk", "wrk") else {
-        return;
-    };
-    let Some((ng, _)) = nginx("dropin-wrk") else {
+    let Some((wrk, ng, _)) = tool_and_nginx("/usr/bin/wrk", "wrk", "dropin-wrk") else {
         return;
     };
     // A missing page: nginx's 404s make wrk's "Non-2xx or 3xx" line show.
     let url = format!("http://127.0.0.1:{}/missing", ng.port);
     let args = ["-t", "1", "-c", "2", "-d", "2s", "--latency", &url];
-    let theirs: Vec<String> = real(wrk, &args).lines().map(String::from).collect();
-    let ours: Vec<String> = run_ours("wrk", &args).lines().map(String::from).collect();
-    same_layout(&theirs, &ours, "wrk --latency");
+    let (theirs, ours) = wrk_lines(wrk, &args);
     // The first two lines are the same text.
     assert_eq!(theirs[..2], ours[..2]);
     assert_eq!(ours[0], format!("Running 2s test @ {url}"));
@@ -503,21 +489,17 @@ fn wrk_layout_matches_real_wrk() {
     }
     // Without --latency, no distribution, as wrk.
     let args = ["-t", "1", "-c", "1", "-d", "1", &url];
-    let theirs: Vec<String> = real(wrk, &args).lines().map(String::from).collect();
-    let ours: Vec<String> = run_ours("wrk", &args).lines().map(String::from).collect();
-    same_layout(&theirs, &ours, "wrk");
+    let (_, ours) = wrk_lines(wrk, &args);
     assert!(!ours.iter().any(|l| l.contains("Latency Distribution")));
 }
 
 #[test]
 fn ab_progress_lines_as_ab_prints_them() {
-    let Some(ab) = tool("/usr/bin/ab", "apache2-utils") else {
+    let Some((ab, ng, _)) = tool_and_nginx("/usr/bin/ab", "apache2-utils", "dropin-ab-heartbeat")
+    else {
         return;
     };
-    let Some((ng, _)) = nginx("dropin-ab-heartbeat") else {
-        return;
-    };
-    let url = format!("http://127.0.0.1:{}/index.html", ng.port);
+    let url = page_url(&ng);
     let stderr = |out: std::process::Output| {
         assert!(out.status.success());
         String::from_utf8(out.stderr).unwrap()
@@ -545,13 +527,8 @@ fn bad_flags_are_one_line_and_exit_2() {
         &["wrk", "-d", "\u{1b}[2J", "http://127.0.0.1:1/"],
         &["wrk"],
     ] {
-        let out = redline(args);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        let err = usage_error(args);
         assert!(err.starts_with("redline: error: "), "{args:?}: {err}");
-        assert!(!err.contains('\u{1b}'), "{args:?}: {err}");
-        assert!(out.stdout.is_empty(), "{args:?}");
     }
     let out = redline(&["wrk", "-s", "x.lua", "http://127.0.0.1:1/"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--scenario"));

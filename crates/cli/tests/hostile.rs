@@ -11,7 +11,7 @@ use std::time::Duration;
 /// A server that answers each request head with `resp` and then closes.
 fn once(resp: Vec<u8>) -> ScriptServer {
     ScriptServer::start(move |mut s| {
-        if read_head(&mut s) {
+        if read_head(&mut s).is_some() {
             let _ = s.write_all(&resp);
             let _ = s.flush();
             std::thread::sleep(Duration::from_millis(20));
@@ -126,7 +126,7 @@ fn extra_bytes_after_a_response_are_not_the_next_response() {
     // the garbage is not read as the next response (the connection is dropped).
     let srv = ScriptServer::start(|mut s| {
         for _ in 0..100 {
-            if !read_head(&mut s) {
+            if read_head(&mut s).is_none() {
                 return;
             }
             if s
@@ -147,7 +147,7 @@ fn extra_bytes_after_a_response_are_not_the_next_response() {
 #[test]
 fn informational_responses_are_skipped_and_timed_to_the_final_one() {
     let srv = ScriptServer::start(|mut s| {
-        if read_head(&mut s) {
+        if read_head(&mut s).is_some() {
             let _ = s.write_all(
                 b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n",
             );
@@ -183,7 +183,7 @@ fn close_delimited_and_unknown_transfer_encoding_read_until_close() {
 #[test]
 fn dripping_body_times_out_and_the_connection_is_replaced() {
     let srv = ScriptServer::start(|mut s| {
-        if read_head(&mut s) {
+        if read_head(&mut s).is_some() {
             let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
             for _ in 0..8 {
                 if s.write_all(b"x").is_err() {
@@ -222,7 +222,7 @@ fn dripping_body_times_out_and_the_connection_is_replaced() {
 #[test]
 fn reset_mid_body_is_a_reset() {
     let srv = ScriptServer::start(|mut s| {
-        if read_head(&mut s) {
+        if read_head(&mut s).is_some() {
             let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\npartial");
             let _ = s.flush();
             std::thread::sleep(Duration::from_millis(50));
@@ -411,7 +411,7 @@ fn a_server_that_goes_silent_fails_the_thresholds() {
     let srv = ScriptServer::start(move |mut s| {
         let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
         for _ in 0..10_000 {
-            if !read_head(&mut s) {
+            if read_head(&mut s).is_none() {
                 return; // the client closed (or 20 s passed)
             }
             if a2.fetch_add(1, Ordering::SeqCst) < 100 {
@@ -502,7 +502,7 @@ fn a_server_that_goes_away_is_named_with_the_instant() {
                             if g3.load(Ordering::SeqCst) {
                                 break;
                             }
-                            if !read_head(&mut s) {
+                            if read_head(&mut s).is_none() {
                                 break;
                             }
                             if g3.load(Ordering::SeqCst) {
@@ -912,7 +912,7 @@ fn page_redirect_loop_is_an_error_naming_the_loop() {
 #[test]
 fn page_read_timeout_says_so() {
     let srv = ScriptServer::start(|mut s| {
-        if read_head(&mut s) {
+        if read_head(&mut s).is_some() {
             std::thread::sleep(Duration::from_secs(3));
         }
     });

@@ -8,10 +8,9 @@ mod common;
 
 use common::nginx::{start_nginx, tmpdir, NginxSite};
 use common::*;
+use redline_testkit::chromium::DevTools;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Runs redline; (exit code, stdout, stderr).
@@ -57,121 +56,16 @@ fn status_codes(v: &Value) -> Vec<(String, u64)> {
 
 // ---------------------------------------------------------------- Chromium
 
-struct ChildGuard {
-    child: Child,
-    profile: PathBuf,
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.profile);
-    }
-}
-
-type Ws = tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<std::net::TcpStream>>;
-
-/// Loads `url` in headless Chromium and returns its DevTools network events
-/// (requestWillBeSent, responseReceived, loadingFinished), read until the
-/// load event and one quiet second after it (bounded: 60 s in all).
-fn chromium_network_events(bin: &str, url: &str) -> Vec<Value> {
-    let profile = tmpdir("har-chromium");
-    let child = Command::new(bin)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
-            "--remote-debugging-port=0",
-            &format!("--user-data-dir={}", profile.join("p").display()),
-            "about:blank",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn chromium");
-    let mut guard = ChildGuard { child, profile };
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = guard.child.stderr.take().expect("stderr");
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr)
-            .lines()
-            .take(10_000)
-            .map_while(Result::ok)
-        {
-            if let Some(p) = line.find("ws://") {
-                let _ = tx.send(line[p..].trim().to_string());
-            }
-        }
-    });
-    let ws_url = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("chromium did not print its DevTools address within 60 s");
-    let (mut ws, _) = tungstenite::connect(ws_url.as_str()).expect("DevTools websocket");
-    if let tungstenite::stream::MaybeTlsStream::Plain(s) = ws.get_ref() {
-        s.set_read_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
-    }
+/// Loads `url` in headless Chromium (testkit's DevTools launcher) and
+/// returns its DevTools network events (requestWillBeSent, responseReceived,
+/// loadingFinished), read until the load event and one quiet second after it
+/// (bounded: 60 s in all).
+fn chromium_network_events(devtools: &mut DevTools, url: &str) -> Vec<Value> {
+    let (_, sid) = devtools.new_tab();
+    devtools.call(Some(&sid), "Network.enable", json!({}));
+    devtools.call(Some(&sid), "Page.enable", json!({}));
+    devtools.call(Some(&sid), "Page.navigate", json!({"url": url}));
     let mut events = Vec::new();
-    let mut id = 0u64;
-    let mut call = |ws: &mut Ws, events: &mut Vec<Value>, sid: Option<&str>, m: &str, p: Value| {
-        id += 1;
-        let mut msg = json!({"id": id, "method": m, "params": p});
-        if let Some(s) = sid {
-            msg["sessionId"] = json!(s);
-        }
-        ws.send(tungstenite::Message::text(msg.to_string()))
-            .expect("send");
-        let end = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < end {
-            let Ok(m) = ws.read() else { continue };
-            let Ok(text) = m.to_text() else { continue };
-            let v: Value = serde_json::from_str(text).unwrap_or_default();
-            if v["id"] == json!(id) {
-                assert!(v.get("error").is_none(), "DevTools {m}: {v}");
-                return v["result"].clone();
-            }
-            if v.get("method").is_some() {
-                events.push(v);
-            }
-        }
-        panic!("no answer to {m} within 30 s");
-    };
-    let t = call(
-        &mut ws,
-        &mut events,
-        None,
-        "Target.createTarget",
-        json!({"url": "about:blank"}),
-    );
-    let tid = t["targetId"].as_str().unwrap().to_string();
-    let a = call(
-        &mut ws,
-        &mut events,
-        None,
-        "Target.attachToTarget",
-        json!({"targetId": tid, "flatten": true}),
-    );
-    let sid = a["sessionId"].as_str().unwrap().to_string();
-    call(
-        &mut ws,
-        &mut events,
-        Some(&sid),
-        "Network.enable",
-        json!({}),
-    );
-    call(&mut ws, &mut events, Some(&sid), "Page.enable", json!({}));
-    call(
-        &mut ws,
-        &mut events,
-        Some(&sid),
-        "Page.navigate",
-        json!({"url": url}),
-    );
     let end = Instant::now() + Duration::from_secs(60);
     let mut loaded: Option<Instant> = None;
     let mut last = Instant::now();
@@ -181,9 +75,10 @@ fn chromium_network_events(bin: &str, url: &str) -> Vec<Value> {
         {
             break;
         }
-        let Ok(m) = ws.read() else { continue };
-        let Ok(text) = m.to_text() else { continue };
-        let v: Value = serde_json::from_str(text).unwrap_or_default();
+        let Some(v) = devtools.next_event(end.min(Instant::now() + Duration::from_millis(250)))
+        else {
+            continue;
+        };
         if v["method"] == "Page.loadEventFired" {
             loaded = Some(Instant::now());
         }
@@ -340,8 +235,7 @@ fn assert_har_schema(v: &Value) {
 
 #[test]
 fn a_page_recorded_by_chromium_imports_and_runs_against_nginx_all_2xx() {
-    let Some(bin) = chromium() else {
-        missing("chromium (apt-get install chromium)");
+    let Some(mut devtools) = DevTools::launch("har") else {
         return;
     };
     let png = base64::Engine::decode(
@@ -379,7 +273,7 @@ fn a_page_recorded_by_chromium_imports_and_runs_against_nginx_all_2xx() {
     )
     .unwrap();
     let page_url = format!("http://127.0.0.1:{}/index.html", n.port);
-    let events = chromium_network_events(bin, &page_url);
+    let events = chromium_network_events(&mut devtools, &page_url);
     let har = har_from_events(&events, &page_url);
     assert_har_schema(&har);
     let entries = har["log"]["entries"].as_array().unwrap();

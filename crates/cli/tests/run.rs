@@ -125,7 +125,7 @@ fn server_stopped_for_longer_than_the_run_counts_in_flight() {
 #[test]
 fn close_mid_body_is_counted_as_closed() {
     let srv = ScriptServer::start(|mut s| {
-        if read_head(&mut s) {
+        if read_head(&mut s).is_some() {
             let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten..");
         }
     });
@@ -137,7 +137,7 @@ fn close_mid_body_is_counted_as_closed() {
 #[test]
 fn malformed_status_line_is_counted_with_its_sub_kind() {
     let srv = ScriptServer::start(|mut s| {
-        if read_head(&mut s) {
+        if read_head(&mut s).is_some() {
             let _ = s.write_all(b"HTTP/1.1 2x0 Bad\r\nContent-Length: 0\r\n\r\n");
         }
     });
@@ -151,7 +151,7 @@ fn mixed_errors_each_under_their_kind_in_one_run() {
     // Alternates: good response, close mid-body, malformed.
     let n = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let srv = ScriptServer::start(move |mut s| {
-        if !read_head(&mut s) {
+        if read_head(&mut s).is_none() {
             return;
         }
         let k = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -186,7 +186,7 @@ fn chunked_and_close_delimited_bodies_are_counted() {
     assert_eq!(counter(&v, "completed"), 100);
     assert_eq!(counter(&v, "body_bytes"), 500_000);
     let srv10 = ScriptServer::start(|mut s| {
-        if read_head(&mut s) {
+        if read_head(&mut s).is_some() {
             let _ = s.write_all(b"HTTP/1.0 200 OK\r\n\r\nuntil close");
         }
     });
@@ -385,7 +385,7 @@ fn json_output_validates_against_the_committed_schema() {
         format!("http://{}/", l.local_addr().unwrap())
     };
     let malformed = ScriptServer::start(|mut s| {
-        if read_head(&mut s) {
+        if read_head(&mut s).is_some() {
             let _ = std::io::Write::write_all(&mut s, b"HTTP/1.1 99x\r\n\r\n");
         }
     });

@@ -47,6 +47,12 @@ fn url(srv: &redline_serve::Server) -> String {
     format!("http://{}", srv.local_addr())
 }
 
+/// A scenario file with `text` in a temporary folder: its path.
+fn scenario_file(text: &str) -> String {
+    let d = dir_with(&[("s.toml", text)]);
+    d.join("s.toml").to_str().expect("a UTF-8 path").to_string()
+}
+
 /// A temporary folder with files in it.
 fn dir_with(files: &[(&str, &str)]) -> PathBuf {
     static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -171,8 +177,7 @@ fn session_carries_cookie_and_extracted_token_checked_server_side() {
 #[test]
 fn without_the_cookie_jar_the_server_refuses_and_checks_count_it() {
     let srv = builtin();
-    let d = dir_with(&[(
-        "s.toml",
+    let sc = scenario_file(
         r#"
 mode = "session"
 cookies = false
@@ -186,11 +191,11 @@ name = "account"
 path = "/__account?token={{token}}"
 check = { status = 200, body_contains = "welcome" }
 "#,
-    )]);
+    );
     let out = redline(&[
         "run",
         "--scenario",
-        d.join("s.toml").to_str().unwrap(),
+        &sc,
         &url(&srv),
         "-c",
         "2",
@@ -210,7 +215,7 @@ check = { status = 200, body_contains = "welcome" }
     let text = redline(&[
         "run",
         "--scenario",
-        d.join("s.toml").to_str().unwrap(),
+        &sc,
         &url(&srv),
         "-c",
         "2",
@@ -342,13 +347,10 @@ fn csv_rows_per_user_and_per_iteration() {
 #[test]
 fn weighted_mix_follows_the_weights() {
     let srv = builtin();
-    let d = dir_with(&[(
-        "w.toml",
-        "mode = \"weighted\"\n[[request]]\nname = \"heavy\"\npath = \"/?size=10\"\nweight = 3\n[[request]]\nname = \"light\"\npath = \"/?size=20\"\nweight = 1\n",
-    )]);
+    let sc = scenario_file("mode = \"weighted\"\n[[request]]\nname = \"heavy\"\npath = \"/?size=10\"\nweight = 3\n[[request]]\nname = \"light\"\npath = \"/?size=20\"\nweight = 1\n");
     let v = rj(&[
         "--scenario",
-        d.join("w.toml").to_str().unwrap(),
+        &sc,
         &url(&srv),
         "-n",
         "4000",
@@ -369,23 +371,11 @@ fn weighted_mix_follows_the_weights() {
 fn requests_go_to_several_hosts() {
     let a = builtin();
     let b = builtin();
-    let d = dir_with(&[(
-        "h.toml",
-        &format!(
+    let sc = scenario_file(&format!(
             "[hosts]\napi = \"http://{}\"\n[[request]]\nname = \"web\"\npath = \"/\"\n[[request]]\nname = \"api\"\nhost = \"api\"\npath = \"/?size=5\"\n",
             b.local_addr()
-        ),
-    )]);
-    let v = rj(&[
-        "--scenario",
-        d.join("h.toml").to_str().unwrap(),
-        &url(&a),
-        "-n",
-        "200",
-        "-c",
-        "2",
-        "-q",
-    ]);
+        ));
+    let v = rj(&["--scenario", &sc, &url(&a), "-n", "200", "-c", "2", "-q"]);
     assert_eq!(counter(&v, "completed"), 200);
     assert_eq!(stats(&a).requests, 100);
     assert_eq!(stats(&b).requests, 100);
@@ -395,12 +385,12 @@ fn requests_go_to_several_hosts() {
 #[test]
 fn think_time_spaces_a_users_requests() {
     let srv = builtin();
-    let d = dir_with(&[("t.toml", "think = \"100ms\"\n[[request]]\npath = \"/\"\n")]);
+    let sc = scenario_file("think = \"100ms\"\n[[request]]\npath = \"/\"\n");
     let (out, took) = redline_with_limit(
         &[
             "run",
             "--scenario",
-            d.join("t.toml").to_str().unwrap(),
+            &sc,
             &url(&srv),
             "-c",
             "1",
@@ -419,14 +409,11 @@ fn think_time_spaces_a_users_requests() {
 #[test]
 fn thresholds_in_the_scenario_and_per_request_give_exit_4() {
     let srv = builtin();
-    let d = dir_with(&[(
-        "th.toml",
-        "thresholds = [\"errors<50%\"]\n[[request]]\nname = \"slow\"\npath = \"/?delay=30ms\"\nthresholds = [\"p50<5ms\"]\n[[request]]\nname = \"fast\"\npath = \"/\"\nthresholds = [\"p99<10s\"]\n",
-    )]);
+    let sc = scenario_file("thresholds = [\"errors<50%\"]\n[[request]]\nname = \"slow\"\npath = \"/?delay=30ms\"\nthresholds = [\"p50<5ms\"]\n[[request]]\nname = \"fast\"\npath = \"/\"\nthresholds = [\"p99<10s\"]\n");
     let out = redline(&[
         "run",
         "--scenario",
-        d.join("th.toml").to_str().unwrap(),
+        &sc,
         &url(&srv),
         "-n",
         "20",
@@ -601,14 +588,11 @@ fn bad_scenarios_name_file_and_line_and_exit_2() {
 #[test]
 fn secrets_in_scenarios_stay_out_of_the_output() {
     let srv = builtin();
-    let d = dir_with(&[(
-        "s.toml",
-        "headers = { Authorization = \"Bearer sekrit-token-1\" }\n[[request]]\nname = \"me\"\npath = \"/\"\nheaders = { Cookie = \"sid=sekrit-cookie-2\" }\n",
-    )]);
+    let sc = scenario_file("headers = { Authorization = \"Bearer sekrit-token-1\" }\n[[request]]\nname = \"me\"\npath = \"/\"\nheaders = { Cookie = \"sid=sekrit-cookie-2\" }\n");
     let out = redline(&[
         "run",
         "--scenario",
-        d.join("s.toml").to_str().unwrap(),
+        &sc,
         &format!("http://user:sekrit-pass-3@{}", srv.local_addr()),
         "-n",
         "5",
@@ -752,8 +736,7 @@ fn header_cookie_and_regex_extraction_feed_the_next_step() {
             b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec()
         }
     });
-    let d = dir_with(&[(
-        "x.toml",
+    let sc = scenario_file(
         r#"
 mode = "session"
 cookies = false
@@ -770,17 +753,8 @@ name = "use"
 path = "/use?t={{tok}}&s={{sid}}"
 headers = { X-Csrf = "{{csrf}}" }
 "#,
-    )]);
-    let v = rj(&[
-        "--scenario",
-        d.join("x.toml").to_str().unwrap(),
-        &srv.url(),
-        "-c",
-        "2",
-        "-n",
-        "8",
-        "-q",
-    ]);
+    );
+    let v = rj(&["--scenario", &sc, &srv.url(), "-c", "2", "-n", "8", "-q"]);
     assert_eq!(counter(&v, "completed"), 8);
     assert_eq!(n(request(&v, "login"), "failed_extractions"), 0);
     let reqs = seen.lock().unwrap().clone();
@@ -807,8 +781,7 @@ headers = { X-Csrf = "{{csrf}}" }
 #[test]
 fn header_regex_and_latency_checks_fail_per_step_and_the_run_goes_on() {
     let srv = builtin();
-    let d = dir_with(&[(
-        "c.toml",
+    let sc = scenario_file(
         r#"
 [[request]]
 name = "hdr"
@@ -831,11 +804,11 @@ name = "good"
 path = "/?header=X-Env:production"
 check = { header_equals = { x-env = "production" }, latency_under = "30s" }
 "#,
-    )]);
+    );
     let out = redline(&[
         "run",
         "--scenario",
-        d.join("c.toml").to_str().unwrap(),
+        &sc,
         &url(&srv),
         "-c",
         "1",
@@ -877,23 +850,11 @@ fn a_request_by_full_url_goes_to_its_own_host() {
     let base = builtin();
     let (other, seen) =
         routed_server(|_, _| b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec());
-    let d = dir_with(&[(
-        "u.toml",
-        &format!(
+    let sc = scenario_file(&format!(
             "[[request]]\nname = \"local\"\npath = \"/\"\n[[request]]\nname = \"remote\"\nurl = \"{}/api/v1?q=1\"\n",
             other.url().trim_end_matches('/')
-        ),
-    )]);
-    let v = rj(&[
-        "--scenario",
-        d.join("u.toml").to_str().unwrap(),
-        &url(&base),
-        "-c",
-        "1",
-        "-n",
-        "6",
-        "-q",
-    ]);
+        ));
+    let v = rj(&["--scenario", &sc, &url(&base), "-c", "1", "-n", "6", "-q"]);
     assert_eq!(counter(&v, "completed"), 6);
     assert_eq!(stats(&base).requests, 3);
     let reqs = seen.lock().unwrap().clone();
@@ -914,20 +875,8 @@ fn a_request_by_full_url_goes_to_its_own_host() {
 #[test]
 fn per_request_timeout_counts_for_that_request_only() {
     let srv = builtin();
-    let d = dir_with(&[(
-        "t.toml",
-        "timeout = \"10s\"\n[[request]]\nname = \"hasty\"\npath = \"/?delay=300ms\"\ntimeout = \"100ms\"\n[[request]]\nname = \"patient\"\npath = \"/?delay=300ms\"\n",
-    )]);
-    let v = rj(&[
-        "--scenario",
-        d.join("t.toml").to_str().unwrap(),
-        &url(&srv),
-        "-c",
-        "1",
-        "-n",
-        "4",
-        "-q",
-    ]);
+    let sc = scenario_file("timeout = \"10s\"\n[[request]]\nname = \"hasty\"\npath = \"/?delay=300ms\"\ntimeout = \"100ms\"\n[[request]]\nname = \"patient\"\npath = \"/?delay=300ms\"\n");
+    let v = rj(&["--scenario", &sc, &url(&srv), "-c", "1", "-n", "4", "-q"]);
     let hasty = request(&v, "hasty");
     let patient = request(&v, "patient");
     assert_eq!(n(hasty, "errors"), 2, "{hasty}");
@@ -939,13 +888,9 @@ fn per_request_timeout_counts_for_that_request_only() {
 
 // ------------------------------------------------ open-loop sessions (journeys)
 
-/// nginx serving three small pages; None (skip, or a failure under CI) when
-/// nginx is not installed.
-fn nginx_pages(tag: &str) -> Option<common::nginx::Nginx> {
-    nginx_pages_h2(tag, false)
-}
-
-/// [`nginx_pages`], speaking HTTP/2 (h2c by prior knowledge) when `h2`.
+/// nginx serving three small pages, speaking HTTP/2 (h2c by prior
+/// knowledge) when `h2`; None (skip, or a failure under CI) when nginx is
+/// not installed.
 fn nginx_pages_h2(tag: &str, h2: bool) -> Option<common::nginx::Nginx> {
     let files = [
         ("a.html", b"page a".to_vec()),
@@ -972,6 +917,46 @@ fn journey_scenario(think: &str, check_b: &str) -> PathBuf {
          [[step]]\nname = \"c\"\npath = \"/c.html\"\n"
     );
     dir_with(&[("s.toml", &text)]).join("s.toml")
+}
+
+/// nginx serving the three pages (h2c by prior knowledge when `h2`) and the
+/// journey scenario ([`journey_scenario`]): (nginx, the scenario's path, the
+/// base URL); None (skip, or a failure under CI) when nginx is not installed.
+fn journey_setup(
+    tag: &str,
+    h2: bool,
+    think: &str,
+    check_b: &str,
+) -> Option<(common::nginx::Nginx, String, String)> {
+    let ng = nginx_pages_h2(tag, h2)?;
+    let sc = journey_scenario(think, check_b)
+        .to_str()
+        .expect("a UTF-8 path")
+        .to_string();
+    let url = format!("http://127.0.0.1:{}", ng.port);
+    Some((ng, sc, url))
+}
+
+/// `--scenario SC`, then `args`, then the URL: a journey run's arguments.
+fn journey_args<'a>(sc: &'a str, args: &[&'a str], url: &'a str) -> Vec<&'a str> {
+    let mut all = vec!["--scenario", sc];
+    all.extend_from_slice(args);
+    all.push(url);
+    all
+}
+
+/// The request ledger adds up over all steps: every scheduled request ended
+/// once (completed, failed, not sent or in flight at the end).
+fn assert_ledger_adds_up(v: &serde_json::Value) {
+    assert_eq!(
+        counter(v, "scheduled"),
+        counter(v, "completed")
+            + counter(v, "failed")
+            + counter(v, "not_sent")
+            + counter(v, "in_flight_at_end"),
+        "{}",
+        v["counters"]
+    );
 }
 
 fn journeys(v: &serde_json::Value) -> &serde_json::Value {
@@ -1002,22 +987,14 @@ fn assert_journeys_add_up(j: &serde_json::Value) {
 
 #[test]
 fn rate_with_a_session_starts_that_many_journeys_per_second_against_nginx() {
-    let Some(ng) = nginx_pages("journeys") else {
+    let Some((_ng, sc, url)) = journey_setup("journeys", false, "20ms", "") else {
         return;
     };
-    let s = journey_scenario("20ms", "");
-    let url = format!("http://127.0.0.1:{}", ng.port);
-    let v = rj(&[
-        "--scenario",
-        s.to_str().unwrap(),
-        "--rate",
-        "40",
-        "-d",
-        "2s",
-        "-c",
-        "200",
+    let v = rj(&journey_args(
+        &sc,
+        &["--rate", "40", "-d", "2s", "-c", "200"],
         &url,
-    ]);
+    ));
     assert_run_schema(&v);
     let j = journeys(&v);
     // A constant schedule: 40 arrivals a second for 2 s.
@@ -1033,28 +1010,15 @@ fn rate_with_a_session_starts_that_many_journeys_per_second_against_nginx() {
     assert!(n(a, "sent") >= n(b, "sent") && n(b, "sent") >= n(c, "sent"));
     assert_eq!(n(c, "completed"), n(j, "completed"), "{c}");
     // The request ledger still adds up over all steps.
-    assert_eq!(
-        counter(&v, "scheduled"),
-        counter(&v, "completed")
-            + counter(&v, "failed")
-            + counter(&v, "not_sent")
-            + counter(&v, "in_flight_at_end")
-    );
+    assert_ledger_adds_up(&v);
     assert_eq!(
         counter(&v, "completed"),
         n(a, "completed") + n(b, "completed") + n(c, "completed")
     );
     // The text report says it too.
-    let out = common::redline(&[
-        "run",
-        "--scenario",
-        s.to_str().unwrap(),
-        "--rate",
-        "40",
-        "-d",
-        "1s",
-        &url,
-    ]);
+    let mut args = vec!["run"];
+    args.extend(journey_args(&sc, &["--rate", "40", "-d", "1s"], &url));
+    let out = common::redline(&args);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Journeys:"), "{text}");
@@ -1063,21 +1027,12 @@ fn rate_with_a_session_starts_that_many_journeys_per_second_against_nginx() {
 
 #[test]
 fn a_failed_check_abandons_the_journey_and_its_later_steps_are_not_sent() {
-    let Some(ng) = nginx_pages("journeys-check") else {
+    // nginx answers 200: step b's check fails every time.
+    let check = "check = { status = [201] }";
+    let Some((_ng, sc, url)) = journey_setup("journeys-check", false, "0s", check) else {
         return;
     };
-    // nginx answers 200: step b's check fails every time.
-    let s = journey_scenario("0s", "check = { status = [201] }");
-    let url = format!("http://127.0.0.1:{}", ng.port);
-    let v = rj(&[
-        "--scenario",
-        s.to_str().unwrap(),
-        "--rate",
-        "50",
-        "-d",
-        "1s",
-        &url,
-    ]);
+    let v = rj(&journey_args(&sc, &["--rate", "50", "-d", "1s"], &url));
     let j = journeys(&v);
     assert_journeys_add_up(j);
     assert_eq!(n(j, "completed"), 0, "{j}");
@@ -1089,24 +1044,16 @@ fn a_failed_check_abandons_the_journey_and_its_later_steps_are_not_sent() {
 
 #[test]
 fn journeys_beyond_the_connection_cap_wait_and_are_counted_when_never_started() {
-    let Some(ng) = nginx_pages("journeys-cap") else {
-        return;
-    };
     // Each journey thinks 0.3 s twice: two connections carry at most ~3
     // journeys a second, 50 arrive each second.
-    let s = journey_scenario("300ms", "");
-    let url = format!("http://127.0.0.1:{}", ng.port);
-    let v = rj(&[
-        "--scenario",
-        s.to_str().unwrap(),
-        "--rate",
-        "50",
-        "-d",
-        "2s",
-        "-c",
-        "2",
+    let Some((_ng, sc, url)) = journey_setup("journeys-cap", false, "300ms", "") else {
+        return;
+    };
+    let v = rj(&journey_args(
+        &sc,
+        &["--rate", "50", "-d", "2s", "-c", "2"],
         &url,
-    ]);
+    ));
     let j = journeys(&v);
     assert_journeys_add_up(j);
     assert_eq!(n(j, "arrived"), 100, "{j}");
@@ -1151,27 +1098,14 @@ fn run_with_a_stall(ng: &common::nginx::Nginx, args: &[&str]) -> serde_json::Val
 
 #[test]
 fn a_server_stall_shows_in_the_later_steps_of_open_loop_journeys_not_closed_loop() {
-    let Some(ng) = nginx_pages("journeys-stall") else {
+    let Some((ng, sc, url)) = journey_setup("journeys-stall", false, "100ms", "") else {
         return;
     };
-    let s = journey_scenario("100ms", "");
-    let url = format!("http://127.0.0.1:{}", ng.port);
-    let sc = s.to_str().unwrap();
     let open = run_with_a_stall(
         &ng,
-        &[
-            "--scenario",
-            sc,
-            "--rate",
-            "20",
-            "-d",
-            "4s",
-            "-c",
-            "100",
-            &url,
-        ],
+        &journey_args(&sc, &["--rate", "20", "-d", "4s", "-c", "100"], &url),
     );
-    let closed = run_with_a_stall(&ng, &["--scenario", sc, "-c", "4", "-d", "4s", &url]);
+    let closed = run_with_a_stall(&ng, &journey_args(&sc, &["-c", "4", "-d", "4s"], &url));
     assert_journeys_add_up(journeys(&open));
     assert_eq!(n(journeys(&open), "abandoned_error"), 0);
     // Open loop: every journey the stall held (~20 a second over the 1 s
@@ -1192,25 +1126,24 @@ fn a_server_stall_shows_in_the_later_steps_of_open_loop_journeys_not_closed_loop
 
 #[test]
 fn journeys_run_over_http2_streams_with_the_same_accounting() {
-    let Some(ng) = nginx_pages_h2("journeys-h2", true) else {
+    let Some((_ng, sc, url)) = journey_setup("journeys-h2", true, "20ms", "") else {
         return;
     };
-    let s = journey_scenario("20ms", "");
-    let url = format!("http://127.0.0.1:{}", ng.port);
-    let v = rj(&[
-        "--h2c",
-        "--scenario",
-        s.to_str().unwrap(),
-        "--rate",
-        "40",
-        "-d",
-        "2s",
-        "-c",
-        "2",
-        "--streams",
-        "50",
+    let v = rj(&journey_args(
+        &sc,
+        &[
+            "--h2c",
+            "--rate",
+            "40",
+            "-d",
+            "2s",
+            "-c",
+            "2",
+            "--streams",
+            "50",
+        ],
         &url,
-    ]);
+    ));
     assert_eq!(v["config"]["http_version"], "2");
     let j = journeys(&v);
     assert_eq!(n(j, "arrived"), 80, "{j}");
@@ -1222,39 +1155,31 @@ fn journeys_run_over_http2_streams_with_the_same_accounting() {
     let (a, c) = (request(&v, "a"), request(&v, "c"));
     assert_eq!(n(a, "sent"), n(j, "started"), "{a}");
     assert_eq!(n(c, "completed"), n(j, "completed"), "{c}");
-    assert_eq!(
-        counter(&v, "scheduled"),
-        counter(&v, "completed")
-            + counter(&v, "failed")
-            + counter(&v, "not_sent")
-            + counter(&v, "in_flight_at_end")
-    );
+    assert_ledger_adds_up(&v);
 }
 
 #[test]
 fn a_server_stall_shows_in_the_later_steps_of_http2_journeys_too() {
-    let Some(ng) = nginx_pages_h2("journeys-h2-stall", true) else {
+    let Some((ng, sc, url)) = journey_setup("journeys-h2-stall", true, "100ms", "") else {
         return;
     };
-    let s = journey_scenario("100ms", "");
-    let url = format!("http://127.0.0.1:{}", ng.port);
-    let sc = s.to_str().unwrap();
     let v = run_with_a_stall(
         &ng,
-        &[
-            "--h2c",
-            "--scenario",
-            sc,
-            "--rate",
-            "20",
-            "-d",
-            "4s",
-            "-c",
-            "2",
-            "--streams",
-            "50",
+        &journey_args(
+            &sc,
+            &[
+                "--h2c",
+                "--rate",
+                "20",
+                "-d",
+                "4s",
+                "-c",
+                "2",
+                "--streams",
+                "50",
+            ],
             &url,
-        ],
+        ),
     );
     assert_journeys_add_up(journeys(&v));
     assert_eq!(n(journeys(&v), "abandoned_error"), 0);

@@ -1027,13 +1027,7 @@ fn swap_during_the_run_is_warned_in_report_and_json() {
         .unwrap();
     let out = wait_limit(child, Duration::from_secs(60));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let msgs: Vec<&str> = v["warnings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["code"] == "server_swap")
-        .map(|w| w["message"].as_str().unwrap())
-        .collect();
+    let msgs: Vec<&str> = warning_messages(&v, "server_swap");
     assert!(
         msgs.len() == 1 && msgs[0].contains("ran low on memory"),
         "{msgs:?}"

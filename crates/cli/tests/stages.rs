@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -15,57 +15,10 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 /// A server that answers one request at a time, whatever the connection:
-/// each response takes `service` under a lock shared by all connections, so
-/// its capacity is about 1/service requests per second at any concurrency.
+/// each response takes `service` and only one is served at once, so its
+/// capacity is about 1/service requests per second at any concurrency.
 fn serializing_server(service: Duration) -> ScriptServer {
-    let gate = Arc::new(Mutex::new(()));
-    ScriptServer::start(move |mut s| {
-        let _ = s.set_nodelay(true);
-        let mut buf = Vec::with_capacity(4096);
-        let mut chunk = [0u8; 4096];
-        for _ in 0..1_000_000 {
-            buf.clear();
-            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut chunk) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                }
-                if buf.len() > 64 * 1024 {
-                    return;
-                }
-            }
-            {
-                let _one_at_a_time = gate.lock().unwrap_or_else(|e| e.into_inner());
-                let until = Instant::now() + service;
-                if let Some(coarse) = service.checked_sub(Duration::from_millis(1)) {
-                    std::thread::sleep(coarse);
-                }
-                for _ in 0..10_000_000 {
-                    if Instant::now() >= until {
-                        break;
-                    }
-                    std::thread::yield_now();
-                }
-            }
-            if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                .is_err()
-            {
-                return;
-            }
-        }
-    })
-}
-
-fn schema_check(v: &serde_json::Value) {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/run-record.schema.json"
-    );
-    let schema: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    let errors: Vec<String> = validator.iter_errors(v).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "schema errors: {errors:?}");
+    pool_server(1, service)
 }
 
 /// Steps of 1, 2, 4 and 8 connections over a server that serializes requests
@@ -82,7 +35,7 @@ fn steps_over_a_serializing_server_find_the_knee_at_one() {
             "--no-save",
             &srv.url(),
         ]);
-        schema_check(&v);
+        assert_run_schema(&v);
         let stages = v["stages"].as_array().unwrap();
         assert_eq!(stages.len(), 4);
         for (s, level) in stages.iter().zip([1.0, 2.0, 4.0, 8.0]) {
@@ -106,7 +59,7 @@ fn ramp_to_fifty_over_a_serializing_server_finds_the_knee_at_one() {
     timing_sensitive(3, || {
         let srv = serializing_server(Duration::from_millis(20));
         let v = run_json(&["--stages", "1s:1,5s:50", "--no-save", &srv.url()]);
-        schema_check(&v);
+        assert_run_schema(&v);
         assert!(v["config"]["stages"].is_object(), "{}", v["config"]);
         assert_ne!(v["config"]["stages"]["step"], true, "a ramp, not steps");
         let stages = v["stages"].as_array().unwrap();
@@ -171,7 +124,7 @@ fn rate_stages_hit_their_rates() {
         "--no-save",
         &url,
     ]);
-    schema_check(&v);
+    assert_run_schema(&v);
     assert_eq!(v["config"]["load"]["type"], "open");
     let stages = v["stages"].as_array().unwrap();
     for (s, want) in stages.iter().zip([100.0, 300.0]) {
@@ -644,7 +597,7 @@ fn pool_server(workers: u32, service: Duration) -> ScriptServer {
     ScriptServer::start(move |mut s| {
         let _ = s.set_nodelay(true);
         for _ in 0..1_000_000 {
-            if !read_head(&mut s) {
+            if read_head(&mut s).is_none() {
                 return;
             }
             let (busy, freed) = &*pool;
@@ -656,7 +609,7 @@ fn pool_server(workers: u32, service: Duration) -> ScriptServer {
                 }
                 *b += 1;
             }
-            std::thread::sleep(service);
+            hold(service);
             *busy.lock().unwrap() -= 1;
             freed.notify_one();
             if s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
@@ -678,7 +631,7 @@ fn linear_ramp_over_a_pool_of_ten_finds_the_knee_at_ten() {
     timing_sensitive(3, || {
         let srv = pool_server(10, Duration::from_millis(50));
         let v = run_json(&["--stages", "20s:20", "-t", "1", "--no-save", &srv.url()]);
-        schema_check(&v);
+        assert_run_schema(&v);
         let k = &v["knee"];
         eprintln!("knee: {k}");
         let level = k["level"]

@@ -4,8 +4,9 @@
 
 mod common;
 
+use common::read_head;
 use common::redline;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -85,23 +86,6 @@ impl Drop for Site {
             let _ = t.join();
         }
     }
-}
-
-/// Reads one request head (up to the blank line, at most 64 KiB); None on EOF,
-/// error or timeout.
-fn read_head(s: &mut TcpStream) -> Option<String> {
-    let mut head = Vec::new();
-    let mut b = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        if head.len() >= 65536 {
-            return None;
-        }
-        match s.read(&mut b) {
-            Ok(1) => head.push(b[0]),
-            _ => return None,
-        }
-    }
-    Some(String::from_utf8_lossy(&head).into_owned())
 }
 
 /// Answers up to 200 requests on one connection.

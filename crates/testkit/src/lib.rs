@@ -10,7 +10,8 @@
 //! - [`pki`]: a test CA and a leaf for `localhost`/`127.0.0.1` (rcgen);
 //! - [`nginx`]: Debian's nginx on a free loopback port with its own prefix;
 //! - [`timing`]: retrying a test whose numbers depend on the host's timing;
-//! - [`chromium`]: headless Chromium for the HTML reports.
+//! - [`chromium`]: headless Chromium: a page rendered to its DOM, or driven
+//!   over DevTools ([`chromium::DevTools`]).
 //!
 //! Every loop here is bounded in count and time; servers are watched by PID.
 #![warn(missing_docs)]

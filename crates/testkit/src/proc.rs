@@ -5,20 +5,23 @@
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// Starts `bin` with `args`, its output captured, `REDLINE_DB` in the
-/// temporary directory.
+/// A command for `bin`: no stdin, its output captured, `REDLINE_DB` in the
+/// temporary directory (never the user's history).
+pub fn command(bin: &str) -> Command {
+    let mut cmd = Command::new(bin);
+    cmd.env(
+        "REDLINE_DB",
+        std::env::temp_dir().join(format!("redline-tests-{}.db", std::process::id())),
+    )
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    cmd
+}
+
+/// Starts `bin` with `args` (see [`command`]).
 pub fn spawn(bin: &str, args: &[&str]) -> Child {
-    Command::new(bin)
-        .args(args)
-        .env(
-            "REDLINE_DB",
-            std::env::temp_dir().join(format!("redline-tests-{}.db", std::process::id())),
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn redline")
+    command(bin).args(args).spawn().expect("spawn redline")
 }
 
 /// Runs `bin` with a hard time limit: its output and how long it took.
@@ -122,6 +125,19 @@ pub fn warning_codes(v: &serde_json::Value) -> Vec<&str> {
     v["warnings"]
         .as_array()
         .map(|a| a.iter().filter_map(|w| w["code"].as_str()).collect())
+        .unwrap_or_default()
+}
+
+/// The messages of a run record's warnings with `code`, in order.
+pub fn warning_messages<'a>(v: &'a serde_json::Value, code: &str) -> Vec<&'a str> {
+    v["warnings"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|w| w["code"] == code)
+                .filter_map(|w| w["message"].as_str())
+                .collect()
+        })
         .unwrap_or_default()
 }
 

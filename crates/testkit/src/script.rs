@@ -81,8 +81,12 @@ impl Drop for ScriptServer {
     }
 }
 
-/// Reads one request head (up to the blank line); false on EOF or error.
-pub fn read_head(s: &mut TcpStream) -> bool {
+/// Reads one request head, up to and with the blank line, a byte at a time
+/// (so nothing after it is taken off the socket): the head as text; None on
+/// EOF, error, time-out or a head over 64 KiB. For servers that answer before
+/// a body or watch what follows the head; [`read_request`] reads keep-alive
+/// requests buffered.
+pub fn read_head(s: &mut TcpStream) -> Option<String> {
     let mut buf = Vec::new();
     let mut b = [0u8; 1];
     while buf.len() < 64 * 1024 {
@@ -90,13 +94,28 @@ pub fn read_head(s: &mut TcpStream) -> bool {
             Ok(1) => {
                 buf.push(b[0]);
                 if buf.ends_with(b"\r\n\r\n") {
-                    return true;
+                    return Some(String::from_utf8_lossy(&buf).into_owned());
                 }
             }
-            _ => return false,
+            _ => return None,
         }
     }
-    false
+    None
+}
+
+/// Sleeps `d` precisely, as a server's service time: a sleep to the last
+/// millisecond, then yields until `d` has passed (at most 10 million yields).
+pub fn hold(d: Duration) {
+    let until = Instant::now() + d;
+    if let Some(coarse) = d.checked_sub(Duration::from_millis(1)) {
+        std::thread::sleep(coarse);
+    }
+    for _ in 0..10_000_000 {
+        if Instant::now() >= until {
+            break;
+        }
+        std::thread::yield_now();
+    }
 }
 
 /// Serves keep-alive requests with a fixed response, `delay` after each request
@@ -112,31 +131,13 @@ pub fn fixed_server(
     let t2 = took.clone();
     let srv = ScriptServer::start(move |mut s| {
         let _ = s.set_nodelay(true);
-        let mut buf = Vec::with_capacity(4096);
-        let mut chunk = [0u8; 4096];
+        let mut pending = Vec::with_capacity(4096);
         for _ in 0..1_000_000 {
-            // Requests carry no body and are not pipelined: read up to a blank line.
-            buf.clear();
-            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut chunk) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                }
-                if buf.len() > 64 * 1024 {
-                    return;
-                }
+            if read_request(&mut s, &mut pending).is_none() {
+                return;
             }
             let arrived = Instant::now();
-            let until = arrived + delay;
-            if let Some(coarse) = delay.checked_sub(Duration::from_millis(1)) {
-                std::thread::sleep(coarse);
-            }
-            for _ in 0..10_000_000 {
-                if Instant::now() >= until {
-                    break;
-                }
-                std::thread::yield_now();
-            }
+            hold(delay);
             if s.write_all(response).is_err() {
                 return;
             }

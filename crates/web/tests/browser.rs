@@ -9,15 +9,15 @@
 //! multiset) must be equal. Chromium missing: a note locally, a failure
 //! under CI=true.
 
+use redline_testkit::chromium::DevTools;
 use redline_testkit::need::require;
 use redline_web::load::{load, LoadOpts, View};
 use redline_web::viewport::{Viewport, DESKTOP, MOBILE};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -187,171 +187,44 @@ fn serve(mut s: TcpStream, log: &Mutex<Vec<String>>, font: &[u8]) {
     }
 }
 
-/// The Chromium process (killed through its handle, i.e. by PID, and its
-/// profile removed when dropped, also when the test panics).
-struct ChildGuard {
-    child: Child,
-    profile: PathBuf,
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.profile);
-    }
-}
-
-/// Headless Chromium and its DevTools connection.
+/// Headless Chromium and its DevTools connection (testkit's one launcher).
 struct Browser {
-    ws: tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<TcpStream>>,
-    next_id: u64,
-    // Dropped last: the websocket closes before the process is killed.
-    _child: ChildGuard,
-}
-
-fn chromium_binary() -> Option<&'static str> {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|b| {
-            Command::new(b)
-                .arg("--version")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        })
+    devtools: DevTools,
 }
 
 impl Browser {
-    fn start(bin: &str) -> Browser {
-        let profile = std::env::temp_dir().join(format!("redline-browser-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&profile);
-        let child = Command::new(bin)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-dev-shm-usage",
-                "--no-first-run",
-                "--remote-debugging-port=0",
-                &format!("--user-data-dir={}", profile.display()),
-                "about:blank",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn chromium");
-        let mut guard = ChildGuard { child, profile };
-        // "DevTools listening on ws://127.0.0.1:PORT/devtools/browser/ID"
-        let (tx, rx) = std::sync::mpsc::channel();
-        let stderr = guard.child.stderr.take().expect("stderr");
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr)
-                .lines()
-                .take(10_000)
-                .map_while(Result::ok)
-            {
-                if let Some(p) = line.find("ws://") {
-                    let _ = tx.send(line[p..].trim().to_string());
-                }
-            }
-        });
-        let ws_url = rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("chromium did not print its DevTools address within 60 s");
-        let (ws, _) = tungstenite::connect(ws_url.as_str()).expect("DevTools websocket");
-        if let tungstenite::stream::MaybeTlsStream::Plain(s) = ws.get_ref() {
-            s.set_read_timeout(Some(Duration::from_secs(30)))
-                .expect("timeout");
-        }
-        Browser {
-            ws,
-            next_id: 0,
-            _child: guard,
-        }
-    }
-
-    /// Sends a command and waits for its answer (events in between dropped).
-    fn call(&mut self, session: Option<&str>, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        let mut msg = json!({"id": id, "method": method, "params": params});
-        if let Some(s) = session {
-            msg["sessionId"] = json!(s);
-        }
-        self.ws
-            .send(tungstenite::Message::text(msg.to_string()))
-            .expect("send to DevTools");
-        let end = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < end {
-            let m = self.ws.read().expect("read from DevTools");
-            let Ok(text) = m.to_text() else { continue };
-            let v: Value = serde_json::from_str(text).unwrap_or_default();
-            if v["id"] == json!(id) {
-                if let Some(e) = v.get("error") {
-                    panic!("DevTools {method}: {e}");
-                }
-                return v["result"].clone();
-            }
-        }
-        panic!("no answer to {method} within 60 s");
-    }
-
-    /// Reads messages until the event `method` of session `sid` (at most
-    /// `limit`); false when it did not come.
-    fn wait_event(&mut self, sid: &str, method: &str, limit: Duration) -> bool {
-        let end = Instant::now() + limit;
-        while Instant::now() < end {
-            let Ok(m) = self.ws.read() else { return false };
-            let Ok(text) = m.to_text() else { continue };
-            let v: Value = serde_json::from_str(text).unwrap_or_default();
-            if v["method"] == json!(method) && v["sessionId"] == json!(sid) {
-                return true;
-            }
-        }
-        false
-    }
-
     /// Opens `url` in a new tab emulating `vp`, waits for its load event and
     /// then until the server is quiet, and closes the tab.
     fn visit(&mut self, url: &str, vp: &Viewport, srv: &Server) {
-        let target = self.call(None, "Target.createTarget", json!({"url": "about:blank"}));
-        let tid = target["targetId"].as_str().expect("targetId").to_string();
-        let att = self.call(
-            None,
-            "Target.attachToTarget",
-            json!({"targetId": tid, "flatten": true}),
-        );
-        let sid = att["sessionId"].as_str().expect("sessionId").to_string();
+        let d = &mut self.devtools;
+        d.clear_events();
+        let (tid, sid) = d.new_tab();
         let s = Some(sid.as_str());
-        self.call(s, "Network.enable", json!({}));
+        d.call(s, "Network.enable", json!({}));
         // The cache stays on (a fresh profile and a new port per visit keep
         // it empty): with it off, Chromium fetches a preloaded resource again.
-        self.call(
+        d.call(
             s,
             "Emulation.setDeviceMetricsOverride",
             json!({"width": vp.width, "height": vp.height, "deviceScaleFactor": vp.dpr, "mobile": vp.mobile}),
         );
         if vp.mobile {
-            self.call(
+            d.call(
                 s,
                 "Emulation.setTouchEmulationEnabled",
                 json!({"enabled": true, "maxTouchPoints": 5}),
             );
         }
-        self.call(s, "Page.enable", json!({}));
-        self.call(s, "Page.navigate", json!({"url": url}));
+        d.call(s, "Page.enable", json!({}));
+        d.call(s, "Page.navigate", json!({"url": url}));
         // The favicon is asked for after the load event: wait for it, then
         // for the server to be quiet.
         assert!(
-            self.wait_event(&sid, "Page.loadEventFired", Duration::from_secs(30)),
+            d.wait_event(&sid, "Page.loadEventFired", Duration::from_secs(30)),
             "{url}: no load event within 30 s"
         );
         srv.settle(Duration::from_millis(2000), Duration::from_secs(20));
-        self.call(None, "Target.closeTarget", json!({"targetId": tid}));
+        d.call(None, "Target.closeTarget", json!({"targetId": tid}));
     }
 }
 
@@ -423,10 +296,6 @@ fn cases() -> Vec<(String, Vec<(&'static str, Viewport)>)> {
 
 #[test]
 fn discovery_matches_chromium() {
-    let bin = chromium_binary();
-    if !require("chromium (apt-get install chromium)", bin.is_some()) {
-        return;
-    }
     let font = system_font();
     if !require(
         "a TrueType font under /usr/share/fonts (fonts-dejavu-core)",
@@ -435,7 +304,10 @@ fn discovery_matches_chromium() {
         return;
     }
     let font = Arc::new(font.expect("checked"));
-    let mut browser = Browser::start(bin.expect("checked"));
+    let Some(devtools) = DevTools::launch("browser") else {
+        return;
+    };
+    let mut browser = Browser { devtools };
     let mut failures = Vec::new();
     let mut compared = 0;
     for (fixture, screens) in cases() {

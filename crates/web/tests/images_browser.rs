@@ -171,13 +171,8 @@ impl Drop for TmpDir {
 /// `vp`'s size at its DPR.
 fn chromium_widths(bin: &str, url: &str, vp: &Viewport, profile: &Path) -> Vec<(String, f64)> {
     let mut child = Command::new(bin)
+        .args(redline_testkit::chromium::HEADLESS)
         .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--disable-dev-shm-usage",
-            "--no-first-run",
             "--hide-scrollbars",
             &format!("--window-size={},{}", vp.width, vp.height),
             &format!("--force-device-scale-factor={}", vp.dpr),
@@ -214,16 +209,7 @@ fn chromium_widths(bin: &str, url: &str, vp: &Viewport, profile: &Path) -> Vec<(
 
 #[test]
 fn displayed_widths_match_chromium() {
-    let bin = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|b| {
-            Command::new(b)
-                .arg("--version")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
-        });
+    let bin = redline_testkit::chromium::chromium();
     if !require("chromium (apt-get install chromium)", bin.is_some()) {
         return;
     }

@@ -109,4 +109,62 @@ impl Coord {
             self.seen.join("\n"),
         )
     }
+
+    /// [`Coord::finish`], asserting the exit code `code`, and the merged run
+    /// record it printed: (record, its stderr lines).
+    pub fn finish_record(self, code: i32) -> (serde_json::Value, String) {
+        let (got, stdout, err) = self.finish();
+        assert_eq!(got, Some(code), "{err}");
+        let record = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("not a run record ({e}): {stdout}\n{err}"));
+        (record, err)
+    }
+}
+
+/// Waits for each agent (at most `limit` each) and asserts it exited 0
+/// (its stderr in the message): their outputs, in order.
+pub fn agents_succeed(agents: Vec<Child>, limit: Duration) -> Vec<std::process::Output> {
+    agents
+        .into_iter()
+        .map(|a| {
+            let out = wait_limit(a, limit);
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            out
+        })
+        .collect()
+}
+
+/// An agent process (`redline agent --index I --total T --coordinator
+/// 127.0.0.1:PORT --connect-timeout 20s -- RUN`), outputs captured, history
+/// in the temporary database, REDLINE_TOKEN not inherited.
+pub fn agent(i: u64, total: u64, port: u16, run: &[&str]) -> Child {
+    agent_env(i, total, port, &[], run)
+}
+
+/// [`agent`] with `env` set (e.g. its REDLINE_TOKEN).
+pub fn agent_env(i: u64, total: u64, port: u16, env: &[(&str, &str)], run: &[&str]) -> Child {
+    redline_testkit::proc::command(bin())
+        .args([
+            "agent",
+            "--index",
+            &i.to_string(),
+            "--total",
+            &total.to_string(),
+        ])
+        .args([
+            "--coordinator",
+            &format!("127.0.0.1:{port}"),
+            "--connect-timeout",
+            "20s",
+            "--",
+        ])
+        .args(run)
+        .env_remove("REDLINE_TOKEN")
+        .envs(env.iter().copied())
+        .spawn()
+        .expect("spawn agent")
 }

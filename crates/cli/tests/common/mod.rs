@@ -11,6 +11,7 @@ pub use redline_testkit::chromium::{chromium, chromium_dump};
 pub use redline_testkit::need::missing;
 pub use redline_testkit::proc::{
     assert_planned_sends_accounted, counter, error_count, wait_limit, warning_codes,
+    warning_messages,
 };
 pub use redline_testkit::script::*;
 pub use redline_testkit::timing::timing_sensitive;
@@ -29,6 +30,22 @@ pub fn redline_with_limit(args: &[&str], limit: Duration) -> (Output, Duration) 
 /// Runs redline (60 s at most).
 pub fn redline(args: &[&str]) -> Output {
     redline_with_limit(args, Duration::from_secs(60)).0
+}
+
+/// Runs redline with bad input `args`: asserts the documented exit 2, one
+/// line on stderr (no terminal escapes) and nothing on stdout; that line.
+pub fn usage_error(args: &[&str]) -> String {
+    let out = redline(args);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    assert!(!err.contains('\u{1b}'), "{args:?}: {err:?}");
+    assert!(
+        out.stdout.is_empty(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    err
 }
 
 /// Runs `redline run -o json -q --no-save ARGS` frozen (SIGSTOP) from `at` for `length`.

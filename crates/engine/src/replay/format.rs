@@ -124,88 +124,18 @@ impl LogFormat {
 
     /// Compiles an Apache `LogFormat` string.
     pub fn apache(spec: &str) -> Result<LogFormat, String> {
-        let spec = unescape(spec);
-        let b = spec.as_bytes();
-        let mut parts = Vec::new();
-        let mut skipped = Vec::new();
-        let mut lit = Vec::new();
-        let mut i = 0;
-        while i < b.len() {
-            if b[i] != b'%' {
-                lit.push(b[i]);
-                i += 1;
-                continue;
-            }
-            let start = i;
-            i += 1;
-            if b.get(i) == Some(&b'%') {
-                lit.push(b'%');
-                i += 1;
-                continue;
-            }
-            // Status conditions (`%400,501{…}i`, `%!200r`) and `<`/`>`.
-            while i < b.len() && (b[i] == b'!' || b[i] == b',' || b[i].is_ascii_digit()) {
-                i += 1;
-            }
-            // `%>s` (final) and `%<s` (original) are both read as the status.
-            while i < b.len() && (b[i] == b'<' || b[i] == b'>') {
-                i += 1;
-            }
-            let mut arg = None;
-            if b.get(i) == Some(&b'{') {
-                let end = b[i..].iter().position(|&c| c == b'}').ok_or_else(|| {
-                    format!("'{{' without '}}' in --log-format at column {}", i + 1)
-                })?;
-                arg = Some(String::from_utf8_lossy(&b[i + 1..i + end]).into_owned());
-                i += end + 1;
-            }
-            let Some(&d) = b.get(i) else {
-                return Err("--log-format ends in the middle of a % directive".into());
-            };
-            i += 1;
-            let field = match (d, arg.as_deref()) {
-                (b't', None) => Field::TimeBracketed,
-                (b't', Some("sec")) => Field::TimeSec,
-                (b't', Some("msec")) => Field::TimeMsec,
-                (b't', Some("usec")) => Field::TimeUsec,
-                (b't', Some(f))
-                    if f.trim_start_matches("begin:").trim_start_matches("end:")
-                        == "%d/%b/%Y:%H:%M:%S %z" =>
-                {
-                    Field::TimeClf
-                }
-                (b'r', None) => Field::Request,
-                (b'm', None) => Field::Method,
-                (b'U', None) => Field::Path,
-                (b'q', None) => Field::QueryWithMark,
-                (b's', None) => Field::Status,
-                (b'v' | b'V', None) => Field::Host,
-                (b'i', Some(h)) if h.eq_ignore_ascii_case("host") => Field::Host,
-                (d, _) if d.is_ascii_alphabetic() => {
-                    skipped.push(String::from_utf8_lossy(&b[start..i]).into_owned());
-                    Field::Skip
-                }
-                (d, _) => {
-                    return Err(format!(
-                        "unknown directive '%{}' in --log-format at column {}",
-                        (d as char).escape_debug(),
-                        i
-                    ))
-                }
-            };
-            if !lit.is_empty() {
-                parts.push(Part::Lit(std::mem::take(&mut lit)));
-            }
-            parts.push(Part::Field(field));
-        }
-        if !lit.is_empty() {
-            parts.push(Part::Lit(lit));
-        }
-        LogFormat::check(parts, skipped, spec.to_string())
+        LogFormat::compile(spec, b'%', apache_directive)
     }
 
     /// Compiles an nginx `log_format` string.
     pub fn nginx(spec: &str) -> Result<LogFormat, String> {
+        LogFormat::compile(spec, b'$', nginx_directive)
+    }
+
+    /// The one scanner of both syntaxes: the bytes between directives are
+    /// literals; at each `sigil`, `directive` reads what stands there (from
+    /// the sigil's index) and says what it is and where the next byte is.
+    fn compile(spec: &str, sigil: u8, directive: ReadDirective) -> Result<LogFormat, String> {
         let spec = unescape(spec);
         let b = spec.as_bytes();
         let mut parts = Vec::new();
@@ -213,44 +143,21 @@ impl LogFormat {
         let mut lit = Vec::new();
         let mut i = 0;
         while i < b.len() {
-            if b[i] != b'$' {
+            if b[i] != sigil {
                 lit.push(b[i]);
                 i += 1;
                 continue;
             }
-            let name;
-            if b.get(i + 1) == Some(&b'{') {
-                let end = b[i..].iter().position(|&c| c == b'}').ok_or_else(|| {
-                    format!("'${{' without '}}' in --log-format at column {}", i + 1)
-                })?;
-                name = String::from_utf8_lossy(&b[i + 2..i + end]).into_owned();
-                i += end + 1;
-            } else {
-                let n = b[i + 1..]
-                    .iter()
-                    .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
-                    .count();
-                if n == 0 {
-                    lit.push(b'$');
-                    i += 1;
+            let (step, next) = directive(b, i)?;
+            i = next;
+            let field = match step {
+                Step::Literal(c) => {
+                    lit.push(c);
                     continue;
                 }
-                name = String::from_utf8_lossy(&b[i + 1..i + 1 + n]).into_owned();
-                i += 1 + n;
-            }
-            let field = match name.as_str() {
-                "time_local" => Field::TimeClf,
-                "time_iso8601" => Field::TimeIso,
-                "msec" => Field::TimeSec,
-                "request" => Field::Request,
-                "request_method" => Field::Method,
-                "request_uri" => Field::RequestUri,
-                "uri" | "document_uri" => Field::Path,
-                "args" | "query_string" => Field::Query,
-                "status" => Field::Status,
-                "host" | "http_host" | "server_name" => Field::Host,
-                _ => {
-                    skipped.push(format!("${name}"));
+                Step::Field(f) => f,
+                Step::Skipped(text) => {
+                    skipped.push(text);
                     Field::Skip
                 }
             };
@@ -457,6 +364,119 @@ fn looks_like_nginx(s: &str) -> bool {
     dollar && !percent
 }
 
+/// Reads the directive at a sigil's index: what it is and the index after it.
+type ReadDirective = fn(&[u8], usize) -> Result<(Step, usize), String>;
+
+/// What one directive of a log format is: a literal byte (`%%`, a lone
+/// `$`), a field redline reads, or one it passes over (its text, to report).
+enum Step {
+    Literal(u8),
+    Field(Field),
+    Skipped(String),
+}
+
+/// The Apache directive at `b[start]` (a `%`) and the index after it.
+fn apache_directive(b: &[u8], start: usize) -> Result<(Step, usize), String> {
+    let mut i = start + 1;
+    if b.get(i) == Some(&b'%') {
+        return Ok((Step::Literal(b'%'), i + 1));
+    }
+    // Status conditions (`%400,501{…}i`, `%!200r`) and `<`/`>`.
+    while i < b.len() && (b[i] == b'!' || b[i] == b',' || b[i].is_ascii_digit()) {
+        i += 1;
+    }
+    // `%>s` (final) and `%<s` (original) are both read as the status.
+    while i < b.len() && (b[i] == b'<' || b[i] == b'>') {
+        i += 1;
+    }
+    let mut arg = None;
+    if b.get(i) == Some(&b'{') {
+        let end = b[i..]
+            .iter()
+            .position(|&c| c == b'}')
+            .ok_or_else(|| format!("'{{' without '}}' in --log-format at column {}", i + 1))?;
+        arg = Some(String::from_utf8_lossy(&b[i + 1..i + end]).into_owned());
+        i += end + 1;
+    }
+    let Some(&d) = b.get(i) else {
+        return Err("--log-format ends in the middle of a % directive".into());
+    };
+    i += 1;
+    let field = match (d, arg.as_deref()) {
+        (b't', None) => Field::TimeBracketed,
+        (b't', Some("sec")) => Field::TimeSec,
+        (b't', Some("msec")) => Field::TimeMsec,
+        (b't', Some("usec")) => Field::TimeUsec,
+        (b't', Some(f))
+            if f.trim_start_matches("begin:").trim_start_matches("end:")
+                == "%d/%b/%Y:%H:%M:%S %z" =>
+        {
+            Field::TimeClf
+        }
+        (b'r', None) => Field::Request,
+        (b'm', None) => Field::Method,
+        (b'U', None) => Field::Path,
+        (b'q', None) => Field::QueryWithMark,
+        (b's', None) => Field::Status,
+        (b'v' | b'V', None) => Field::Host,
+        (b'i', Some(h)) if h.eq_ignore_ascii_case("host") => Field::Host,
+        (d, _) if d.is_ascii_alphabetic() => {
+            let text = String::from_utf8_lossy(&b[start..i]).into_owned();
+            return Ok((Step::Skipped(text), i));
+        }
+        (d, _) => {
+            return Err(format!(
+                "unknown directive '%{}' in --log-format at column {}",
+                (d as char).escape_debug(),
+                i
+            ))
+        }
+    };
+    Ok((Step::Field(field), i))
+}
+
+/// The nginx variable at `b[start]` (a `$`, alone or before `name` or
+/// `{name}`) and the index after it.
+fn nginx_directive(b: &[u8], start: usize) -> Result<(Step, usize), String> {
+    let i = start;
+    let (name, next) = if b.get(i + 1) == Some(&b'{') {
+        let end = b[i..]
+            .iter()
+            .position(|&c| c == b'}')
+            .ok_or_else(|| format!("'${{' without '}}' in --log-format at column {}", i + 1))?;
+        (
+            String::from_utf8_lossy(&b[i + 2..i + end]).into_owned(),
+            i + end + 1,
+        )
+    } else {
+        let n = b[i + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_alphanumeric() || **c == b'_')
+            .count();
+        if n == 0 {
+            return Ok((Step::Literal(b'$'), i + 1));
+        }
+        (
+            String::from_utf8_lossy(&b[i + 1..i + 1 + n]).into_owned(),
+            i + 1 + n,
+        )
+    };
+    let field = match name.as_str() {
+        "time_local" => Field::TimeClf,
+        "time_iso8601" => Field::TimeIso,
+        "msec" => Field::TimeSec,
+        "request" => Field::Request,
+        "request_method" => Field::Method,
+        "request_uri" => Field::RequestUri,
+        "uri" | "document_uri" => Field::Path,
+        "args" | "query_string" => Field::Query,
+        "status" => Field::Status,
+        "host" | "http_host" | "server_name" => Field::Host,
+        _ => return Ok((Step::Skipped(format!("${name}")), next)),
+    };
+    Ok((Step::Field(field), next))
+}
+
 /// A format as written in a config file: `\"` is `"`, `\\` is `\`, `\t` a tab.
 fn unescape(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -579,6 +599,34 @@ mod tests {
         }
         for bad in ["%h %r %>s", "%t %>s", "%t %r", "%t %r %>s %{x"] {
             assert!(LogFormat::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn both_syntaxes_keep_literals_name_skipped_fields_and_bad_directives() {
+        // Apache: `%%` is a literal `%`; a conditional directive is skipped as written.
+        let f = LogFormat::parse(r#"%t \"%r\" %>s 100%% %400,501{Referer}i"#).unwrap();
+        assert_eq!(f.skipped, vec!["%400,501{Referer}i"]);
+        let x = f
+            .parse_line(b"[10/Oct/2000:13:55:36 -0700] \"GET /a HTTP/1.0\" 200 100% -")
+            .unwrap();
+        assert_eq!((x.method, x.target, x.status), ("GET", "/a", 200));
+        // nginx: a lone `$` is a literal; `${name}` is a variable.
+        let f =
+            LogFormat::parse(r#"$time_local "$request" ${status} $ ${body_bytes_sent}"#).unwrap();
+        assert_eq!(f.skipped, vec!["$body_bytes_sent"]);
+        let x = f
+            .parse_line(b"10/Oct/2000:13:55:36 -0700 \"GET /b HTTP/1.1\" 404 $ 12")
+            .unwrap();
+        assert_eq!((x.method, x.target, x.status), ("GET", "/b", 404));
+        for (bad, why) in [
+            ("%t %r %>s %{x", "'{' without '}'"),
+            ("%t %r %>s %", "ends in the middle of a % directive"),
+            ("%t %r %>s %?", "unknown directive '%?'"),
+            ("nginx:$time_local $request $status ${x", "'${' without '}'"),
+        ] {
+            let e = LogFormat::parse(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
         }
     }
 }

@@ -5,8 +5,9 @@
 //! with known intrinsic sizes.
 #![allow(dead_code)]
 
+use redline_testkit::script::read_head;
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -225,23 +226,6 @@ pub fn start(conf: Conf) -> Site {
         stop,
         thread: Some(thread),
     }
-}
-
-fn read_head(s: &mut TcpStream) -> Option<String> {
-    let mut buf = Vec::new();
-    let mut b = [0u8; 1];
-    while buf.len() < 64 * 1024 {
-        match s.read(&mut b) {
-            Ok(1) => {
-                buf.push(b[0]);
-                if buf.ends_with(b"\r\n\r\n") {
-                    return Some(String::from_utf8_lossy(&buf).into_owned());
-                }
-            }
-            _ => return None,
-        }
-    }
-    None
 }
 
 fn serve(
