@@ -40,6 +40,7 @@ mod exchange;
 mod follow;
 mod open;
 mod scenario;
+mod wire;
 
 pub(crate) use errors::{classify as classify_error, MAX_HEADER_LIST};
 
@@ -56,11 +57,24 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
+/// The HTTP/2 session every connection runs (the protocol seam's HTTP/2 side).
+type Sess = crate::session::H2Session;
+/// A request in the session's form, built once per plan (or per scenario
+/// request and redirect hop).
+type Req = <Sess as crate::session::Session>::Request;
+/// A stream's handle on its connection.
+type Conn = wire::H2Conn<Sess>;
+
+/// A new connection's session.
+fn new_session() -> Sess {
+    Sess::new()
+}
+
 /// What every HTTP/2 worker of a run shares: the plan, the request in HTTP/2
 /// form, the TLS connector, and the first fatal error (server without h2).
 pub struct H2Setup {
     plan: Plan,
-    template: Template,
+    request: Req,
     tls: Option<(
         tokio_rustls::TlsConnector,
         rustls::pki_types::ServerName<'static>,
@@ -91,6 +105,14 @@ impl Template {
         *r.version_mut() = http::Version::HTTP_2;
         *r.headers_mut() = self.headers.clone();
         r
+    }
+
+    /// The request in the session's form.
+    fn into_request(self) -> Req {
+        Req {
+            head: self.request(),
+            body: self.body,
+        }
     }
 }
 
@@ -193,7 +215,7 @@ pub fn prepare(plan: &Plan) -> Result<Arc<H2Setup>, String> {
     });
     Ok(Arc::new(H2Setup {
         plan: plan.clone(),
-        template,
+        request: template.into_request(),
         tls,
         fatal: Mutex::new(None),
     }))
