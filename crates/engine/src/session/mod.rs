@@ -41,6 +41,8 @@ mod tests;
 pub use h1::{H1Request, H1Session};
 pub use h2_adapter::{H2Request, H2Session};
 
+pub use crate::http2::{Http2Request, Http2Session};
+
 use crate::h1::Capture;
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
