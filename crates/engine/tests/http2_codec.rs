@@ -132,13 +132,27 @@ fn req(scheme: &str, port: u16, method: &str, path: &str, body: &[u8]) -> Http2R
     .unwrap()
 }
 
-/// The access log's lines (nginx writes each when the request ends).
-fn log(ng: &Nginx) -> Vec<Vec<String>> {
-    std::fs::read_to_string(ng.dir.join("access.log"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| l.split(' ').map(str::to_string).collect())
-        .collect()
+/// The access log's lines, once there are `want` (nginx writes a line
+/// just after the response went, so the last may lag the answer a little;
+/// waited for at most 10 s, then what is there).
+fn log(ng: &Nginx, want: usize) -> Vec<Vec<String>> {
+    let read = || -> Vec<Vec<String>> {
+        std::fs::read_to_string(ng.dir.join("access.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.split(' ').map(str::to_string).collect())
+            .collect()
+    };
+    for _ in 0..200 {
+        let lines = read();
+        if lines.len() >= want {
+            // A moment more: a line beyond `want` would show up too.
+            std::thread::sleep(Duration::from_millis(100));
+            return read();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    read()
 }
 
 fn site(tls: Option<&Pki>, files: &[(&str, Vec<u8>)]) -> Option<Nginx> {
@@ -167,7 +181,7 @@ fn many_gets<S: Read + Write>(io: &mut S, ng: &Nginx, scheme: &str) {
             "request {i}"
         );
     }
-    let lines = log(ng);
+    let lines = log(ng, 2000);
     assert_eq!(lines.len(), 2000, "nginx logged {} requests", lines.len());
     assert!(lines.iter().all(|l| l[2] == "200" && l[5] == "HTTP/2.0"));
 }
@@ -267,7 +281,7 @@ fn h2c_big_file_put_post_head_and_404() {
         stored.len()
     );
 
-    let lines = log(&ng);
+    let lines = log(&ng, 6);
     assert_eq!(lines.len(), 6, "{lines:?}");
     let put = lines.iter().find(|l| l[0] == "PUT").expect("PUT logged");
     let length: usize = put[3].parse().unwrap();
