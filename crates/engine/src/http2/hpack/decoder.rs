@@ -54,6 +54,11 @@ impl Decoder {
         self.size
     }
 
+    /// The dynamic table's entries, newest first.
+    pub fn entries(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.table.iter().map(|(n, v)| (&n[..], &v[..]))
+    }
+
     /// Decodes one whole header block into `sink`; returns the header
     /// list's size (§4.1 of RFC 7541 sizes: name + value + 32 per field;
     /// for a value not decoded, its Huffman length's upper bound).
