@@ -104,7 +104,7 @@ fn find(slots: &mut [Option<Stream>], sid: u32) -> Option<&mut Stream> {
     slots[i].as_mut().filter(|s| s.sid == sid)
 }
 
-/// The same kind and words as `h2run` for a header list over the limit.
+/// The same kind and words as `h2run` for a header block too large to take.
 fn head_too_large() -> (ErrorKind, Cow<'static, str>) {
     (
         ErrorKind::Malformed(MalformedKind::HeadTooLarge),
@@ -333,7 +333,11 @@ impl Http2Session {
                     self.cont_buf = block;
                 }
             }
-            frame::PRIORITY => {}
+            frame::PRIORITY => {
+                if p.len() != 5 {
+                    self.conn_error(frame::FRAME_SIZE_ERROR, "PRIORITY not 5 bytes");
+                }
+            }
             frame::RST_STREAM => {
                 if h.stream == 0 {
                     return self.conn_error(frame::PROTOCOL_ERROR, "RST_STREAM on stream 0");
@@ -555,7 +559,10 @@ impl Http2Session {
             return; // cancelled or failed: decoded for the table's sake only
         };
         if sink.over || list > crate::h2run::MAX_HEADER_LIST as usize {
-            let why = head_too_large();
+            // As h2 did: a list over the limit costs the stream (Malformed
+            // Header); a block too big to buffer costs the connection
+            // (HeadTooLarge, in CONTINUATION above).
+            let why = malformed("a header list over 256 KiB");
             return self.fail_stream(sid, why, false, Some(frame::CANCEL));
         }
         if trailers {

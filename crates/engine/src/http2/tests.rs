@@ -413,7 +413,8 @@ fn a_header_list_over_the_limit_fails_its_stream_and_keeps_the_table() {
     s.bytes_in(&bytes);
     let ev = events(&mut s);
     assert!(
-        matches!(&ev[0], Event::Failed { id, kind: ErrorKind::Malformed(MalformedKind::HeadTooLarge), .. } if *id == a),
+        matches!(&ev[0], Event::Failed { id, kind: ErrorKind::Malformed(MalformedKind::Header), message, .. }
+                if *id == a && message.contains("256 KiB")),
         "{ev:?}"
     );
     assert_eq!(ev[1], Event::Head { id: b, status: 200 });
@@ -422,6 +423,24 @@ fn a_header_list_over_the_limit_fails_its_stream_and_keeps_the_table() {
         .iter()
         .any(|(h, _)| h.kind == RST_STREAM && h.stream == 1));
     assert!(!s.is_closed());
+}
+
+#[test]
+fn a_header_block_too_big_to_buffer_fails_the_connection() {
+    let mut s = connected(&[]);
+    let a = s.submit(&req("GET", b""), Want::NOTHING).unwrap();
+    out(&mut s);
+    s.bytes_in(&f(HEADERS, 0, 1, &[0x88]));
+    let chunk = vec![0u8; 16_384];
+    for _ in 0..64 {
+        s.bytes_in(&f(CONTINUATION, 0, 1, &chunk));
+    }
+    let ev = events(&mut s);
+    assert!(
+        matches!(&ev[..], [Event::Failed { id, kind: ErrorKind::Malformed(MalformedKind::HeadTooLarge), .. }] if *id == a),
+        "{ev:?}"
+    );
+    assert!(s.is_closed());
 }
 
 #[test]
