@@ -333,10 +333,8 @@ impl Http2Session {
                     self.cont_buf = block;
                 }
             }
-            frame::PRIORITY => {
-                if p.len() != 5 {
-                    self.conn_error(frame::FRAME_SIZE_ERROR, "PRIORITY not 5 bytes");
-                }
+            frame::PRIORITY if p.len() != 5 => {
+                self.conn_error(frame::FRAME_SIZE_ERROR, "PRIORITY not 5 bytes")
             }
             frame::RST_STREAM => {
                 if h.stream == 0 {
