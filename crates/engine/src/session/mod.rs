@@ -9,15 +9,21 @@
 //!   ([`crate::h1::ResponseReader`], heads scanned by [`crate::head`], with the
 //!   worker's [`HeadMemo`]); requests are pre-encoded bytes; pipelining up to
 //!   a depth (1: plain keep-alive).
+//! - [`Http2Session`] (`crate::http2`): redline's own sans-IO HTTP/2 client
+//!   codec (frames, HPACK with a table-driven Huffman decoder, request
+//!   header blocks encoded once, streams in a slab, flow control): a submit
+//!   is a copy of the request's block behind a frame header, an answer is
+//!   decoded without allocating (only `:status`, `content-length` and what
+//!   [`Want`] asks). It replaces the adapter below once the HTTP/2 driver
+//!   runs on it.
 //! - [`H2Session`] (`session/h2_adapter.rs`): HTTP/2 through an **adapter** over the `h2` crate. `h2` is
 //!   not sans-IO: its connection is a future over an `AsyncRead + AsyncWrite`.
 //!   The adapter gives it an in-memory pipe (bytes in are what it reads, what
 //!   it writes are the bytes out) and polls its futures with a no-op waker
 //!   after every call, until nothing moves. That costs a poll of every open
 //!   stream per call, which is why the load driver (`h2run`) still runs `h2`
-//!   on its tokio runtime with real sockets rather than on this adapter. A
-//!   sans-IO HTTP/2 codec (frames + HPACK) would replace the adapter without
-//!   changing the trait.
+//!   on its tokio runtime with real sockets rather than on this adapter;
+//!   [`Http2Session`] replaces it without changing the trait.
 //! - HTTP/3 would be a third implementation: `quinn-proto` is sans-IO already
 //!   (datagrams in via `handle`, datagrams out via `poll_transmit`, plus a
 //!   timer: `poll_timeout`/`handle_timeout`), so an `H3Session` takes UDP
@@ -40,6 +46,8 @@ mod tests;
 
 pub use h1::{H1Request, H1Session};
 pub use h2_adapter::{H2Request, H2Session};
+
+pub use crate::http2::{Http2Request, Http2Session};
 
 use crate::h1::Capture;
 use redline_stats::ErrorKind;
