@@ -100,19 +100,19 @@ pub(super) async fn connect_inner(
             .set(Some(now.saturating_duration_since(t0)));
     }
     let guard = OpenGuard::new(w.clone());
-    let http1_reply = Rc::new(Cell::new(false));
+    // Only the run's own target ends the run when it cannot speak HTTP/2.
+    let own = away.is_none();
     let counted = Counted {
         inner: tcp,
         read: w.unattributed.clone(),
         written: w.written.clone(),
-        sniff: (tls_to.is_none() && away.is_none()).then(|| http1_reply.clone()),
     };
     match tls_to {
         // Another cleartext origin: prior knowledge in an h2c run, else HTTP/1.1.
         None if away.is_some() && plan.wire != crate::plan::Wire::H2c => {
             Ok(Connected::H1(Box::new(counted), guard))
         }
-        None => Ok(Connected::H2(start(w, ctx, guard, http1_reply, counted))),
+        None => Ok(Connected::H2(start(w, ctx, guard, own, counted))),
         Some((connector, name)) => {
             let t1 = Instant::now();
             let tls = connector
@@ -135,7 +135,7 @@ pub(super) async fn connect_inner(
                 fatal(w, msg);
                 return Err((ErrorKind::Other, "the server did not offer HTTP/2".into()));
             }
-            Ok(Connected::H2(start(w, ctx, guard, http1_reply, tls)))
+            Ok(Connected::H2(start(w, ctx, guard, own, tls)))
         }
     }
 }
@@ -147,7 +147,7 @@ fn start<T: Io + 'static>(
     w: &Rc<WorkerState>,
     ctx: &Rc<ConnCtx>,
     guard: OpenGuard,
-    http1_reply: Rc<Cell<bool>>,
+    own: bool,
     io: T,
 ) -> Conn {
     let (conn, task) = Conn::start(new_session(), io);
@@ -156,17 +156,12 @@ fn start<T: Io + 'static>(
     tokio::task::spawn_local(async move {
         let _guard = guard;
         let said = task.await;
-        let target = &w2.plan().target.display;
-        if http1_reply.get() {
+        // The session's words start after "the server at URL ".
+        if let Some(m) = said.filter(|_| own) {
             fatal(
                 &w2,
-                format!(
-                    "the server at {target} answered in HTTP/1, not HTTP/2: it does not take HTTP/2 \
-                     over cleartext with prior knowledge (h2c); run without --h2c"
-                ),
+                format!("the server at {} {m}", w2.plan().target.display),
             );
-        } else if let Some(m) = said {
-            fatal(&w2, format!("{target}: {m}"));
         }
         ctx.dead.set(true);
         ctx.closed.notify_waiters();
@@ -213,8 +208,6 @@ pub(super) struct Counted {
     inner: TcpStream,
     read: Rc<Cell<u64>>,
     written: Rc<Cell<u64>>,
-    /// h2c: set when the server's first bytes are an HTTP/1 status line.
-    sniff: Option<Rc<Cell<bool>>>,
 }
 
 impl AsyncRead for Counted {
@@ -228,9 +221,6 @@ impl AsyncRead for Counted {
         if let Poll::Ready(Ok(())) = r {
             let n = (buf.filled().len() - before) as u64;
             self.read.set(self.read.get() + n);
-            if let Some(flag) = self.sniff.take() {
-                flag.set(buf.filled()[before..].starts_with(b"HTTP/"));
-            }
         }
         r
     }

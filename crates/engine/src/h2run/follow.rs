@@ -143,9 +143,7 @@ pub(super) async fn away_exchange(
     };
     let r = match &mut a.conn {
         AwayConn::H2(conn) => {
-            let req = to_h2(h1, scheme, host)
-                .map_err(|e| Ok((ErrorKind::Other, e.into())))?
-                .into_request();
+            let req = to_h2(h1, scheme, host).map_err(|e| Ok((ErrorKind::Other, e.into())))?;
             let want = Want {
                 server: false,
                 location: w.plan().follow.is_some(),
@@ -249,14 +247,12 @@ pub(super) async fn follow(
         let deadline_after = req.timeout;
         cur = match own_conn.filter(|_| same_origin) {
             Some(conn) => {
-                let hop = to_h2(&bytes, to.scheme(), &host)
-                    .map_err(|_| {
-                        (
-                            ErrorKind::BadRedirect,
-                            Cow::Borrowed("the redirected request cannot be rewritten"),
-                        )
-                    })?
-                    .into_request();
+                let hop = to_h2(&bytes, to.scheme(), &host).map_err(|_| {
+                    (
+                        ErrorKind::BadRedirect,
+                        Cow::Borrowed("the redirected request cannot be rewritten"),
+                    )
+                })?;
                 let sent = Instant::now();
                 let want = Want {
                     server: false,

@@ -310,8 +310,7 @@ async fn send(
     };
     let (sent, got) = if own {
         let req = to_h2(s.wire(r, vu, false), scheme, &t.host_header)
-            .map_err(|e| Unsent(ErrorKind::Other, Cow::Owned(e)))?
-            .into_request();
+            .map_err(|e| Unsent(ErrorKind::Other, Cow::Owned(e)))?;
         let want = Want {
             server: w.want_server.get(),
             location: follow_on.is_some(),
