@@ -1,5 +1,7 @@
-//! HTTP/2 load (`--http2` over TLS with ALPN, `--h2c` with prior knowledge),
-//! using the `h2` crate on a single-threaded tokio runtime per worker thread.
+//! HTTP/2 load (`--http2` over TLS with ALPN, `--h2c` with prior knowledge)
+//! on the protocol seam: every connection is a [`crate::http2::Http2Session`]
+//! (redline's own sans-IO codec) driven by one task that owns its socket
+//! (`h2run/wire.rs`), on a single-threaded tokio runtime per worker thread.
 //!
 //! Same load models and the same [`Recorder`] as the HTTP/1 worker, so reports,
 //! JSON, thresholds and history need nothing new. A worker owns `c` connections
@@ -28,10 +30,12 @@
 //! The files: this one holds the worker state, the control task and the
 //! request's HTTP/2 form; `h2run/closed.rs` and `h2run/open.rs` the two load
 //! models' tasks, `h2run/conn.rs` connection setup, `h2run/exchange.rs` one
-//! request on one stream, `h2run/errors.rs` error classification,
+//! request on one stream, `h2run/errors.rs` socket and TLS error words,
 //! `h2run/follow.rs` redirects and other origins, `h2run/scenario.rs`
-//! virtual users. The protocol side alone (no sockets, no tasks) is
-//! [`crate::session::H2Session`]'s adapter over the same `h2` crate.
+//! virtual users, `h2run/wire.rs` the connection task and the streams'
+//! handle on it ([`wire::H2Conn`]: wait for a stream, submit, await the
+//! answer). The protocol itself (frames, HPACK, flow control, which error is
+//! which) is the session's, tested with byte buffers alone.
 
 mod closed;
 mod conn;

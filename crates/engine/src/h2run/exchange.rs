@@ -1,6 +1,7 @@
-//! One request on one HTTP/2 stream: waiting for a stream slot, sending the
-//! request (and its body under flow control), reading the answer to the end
-//! and recording it (with `-L`, its redirects).
+//! One request on one HTTP/2 stream: waiting for a stream slot, submitting
+//! the request (the session sends its body under flow control), awaiting the
+//! answer the connection task delivers, and recording it (with `-L`, its
+//! redirects).
 
 use super::errors::Fail;
 use super::follow::{self, follow, Away};

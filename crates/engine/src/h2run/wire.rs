@@ -453,3 +453,95 @@ fn deliver<S: Session>(st: &mut State<S>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http2::frame;
+    use crate::http2::{Http2Request, Http2Session};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+    /// Reads one frame from the client: (type, flags, stream).
+    async fn read_frame(s: &mut DuplexStream) -> (u8, u8, u32) {
+        let mut h = [0u8; 9];
+        s.read_exact(&mut h).await.unwrap();
+        let len = u32::from_be_bytes([0, h[0], h[1], h[2]]) as usize;
+        let mut payload = vec![0u8; len];
+        s.read_exact(&mut payload).await.unwrap();
+        let id = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & 0x7fff_ffff;
+        (h[3], h[4], id)
+    }
+
+    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let mut f = Vec::new();
+        frame::write_head(&mut f, payload.len(), kind, flags, stream);
+        f.extend_from_slice(payload);
+        f
+    }
+
+    /// Two requests on one connection: the answer reaches its stream with
+    /// its first-byte time and body size; the other stream's reply dropped
+    /// before its answer resets that stream (CANCEL) and the connection
+    /// stays; with no handle left and nothing owed the task ends.
+    #[test]
+    fn answers_reach_their_streams_and_a_dropped_reply_cancels() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let (client, mut server) = tokio::io::duplex(1 << 16);
+            let (conn, task) = H2Conn::start(Http2Session::new(), client);
+            let task = tokio::task::spawn_local(task);
+            let req =
+                Http2Request::from_parts("GET", "http", "a.test", "/", &[], Default::default())
+                    .unwrap();
+            let never = Notify::new();
+            assert!(conn.ready(Duration::from_secs(5), &never).await.is_ok());
+            let first = conn.send(&req, Want::NOTHING).unwrap();
+            let second = conn.send(&req, Want::NOTHING).unwrap();
+            let check = async {
+                let mut preface = [0u8; 24];
+                server.read_exact(&mut preface).await.unwrap();
+                assert_eq!(&preface[..3], b"PRI");
+                let mut heads = Vec::new();
+                // Settings, a window update, then the two requests' HEADERS.
+                for _ in 0..16 {
+                    let (kind, _, id) = read_frame(&mut server).await;
+                    if kind == frame::HEADERS {
+                        heads.push(id);
+                        if heads.len() == 2 {
+                            break;
+                        }
+                    }
+                }
+                assert_eq!(heads, [1, 3]);
+                let mut out = frame(frame::SETTINGS, 0, 0, &[]);
+                // :status 200 (static table index 8), then "hello".
+                out.extend(frame(frame::HEADERS, frame::END_HEADERS, 1, &[0x88]));
+                out.extend(frame(frame::DATA, frame::END_STREAM, 1, b"hello"));
+                server.write_all(&out).await.unwrap();
+                let got = first.await.unwrap();
+                assert_eq!((got.status, got.body_bytes), (200, 5));
+                drop(second);
+                // The client acknowledges the settings and resets stream 3.
+                let mut reset = None;
+                for _ in 0..16 {
+                    let (kind, _, id) = read_frame(&mut server).await;
+                    if kind == frame::RST_STREAM {
+                        reset = Some(id);
+                        break;
+                    }
+                }
+                assert_eq!(reset, Some(3));
+                assert!(!conn.dead());
+                drop(conn);
+                assert_eq!(task.await.unwrap(), None);
+            };
+            tokio::time::timeout(Duration::from_secs(10), check)
+                .await
+                .expect("the exchange finished");
+        });
+    }
+}
