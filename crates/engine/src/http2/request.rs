@@ -6,7 +6,9 @@ use super::hpack;
 use crate::plan::request::{h2_dropped, header_ok, RequestSpec};
 use bytes::Bytes;
 
-/// A request in HTTP/2 form with its header block encoded.
+/// A request in HTTP/2 form with its header block encoded. The fields say
+/// what the block holds; changing one does not re-encode it (build another
+/// request with [`Http2Request::from_parts`]).
 #[derive(Debug, Clone)]
 pub struct Http2Request {
     /// `:method`.

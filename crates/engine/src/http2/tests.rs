@@ -623,3 +623,41 @@ fn error_codes_have_their_rfc_names() {
     assert_eq!(error_name(0xd), "HTTP_1_1_REQUIRED");
     assert_eq!(error_name(0x99), "UNKNOWN");
 }
+
+#[test]
+fn a_request_from_the_plan_drops_what_http2_forbids() {
+    let spec = crate::plan::RequestSpec {
+        method: "POST".into(),
+        path: "/p?q=1".into(),
+        authority: "example.com:8080".into(),
+        headers: vec![
+            ("Host".into(), "example.com:8080".into()),
+            ("User-Agent".into(), "redline/x".into()),
+            ("TE".into(), "gzip".into()),
+            ("Keep-Alive".into(), "5".into()),
+            ("Content-Length".into(), "3".into()),
+            ("X-A".into(), "b".into()),
+        ],
+        body: b"abc".to_vec(),
+        http10: false,
+        chunked: false,
+    };
+    let r = Http2Request::from_spec(&spec, "https").unwrap();
+    assert_eq!(
+        r.headers,
+        vec![
+            ("user-agent".to_string(), "redline/x".to_string()),
+            ("content-length".to_string(), "3".to_string()),
+            ("x-a".to_string(), "b".to_string()),
+        ]
+    );
+    assert_eq!(&r.body[..], b"abc");
+    assert!(!r.is_head());
+    // The same request as the h2 crate's form (RequestSpec::to_h2) refuses
+    // a control character in a value; so does this one, naming the header only.
+    let mut bad = spec.clone();
+    bad.headers.push(("X-Bad".into(), "a\u{1}b".into()));
+    let e = Http2Request::from_spec(&bad, "https").unwrap_err();
+    assert!(e.contains("'x-bad'") && !e.contains("a\u{1}b"), "{e}");
+    assert!(spec.to_h2("https").is_ok() && bad.to_h2("https").is_err());
+}
