@@ -1,6 +1,6 @@
 //! Micro-benchmarks of the per-request hot path: building a request (done once
 //! per run, measured for completeness), reading responses, recording them,
-//! and one HTTP/2 GET through redline's own codec vs the adapter over `h2`.
+//! and one HTTP/2 GET through redline's own codec.
 //! Run with `cargo bench -p redline-engine`; compare runs on the same machine.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
