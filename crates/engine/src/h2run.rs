@@ -1,5 +1,7 @@
-//! HTTP/2 load (`--http2` over TLS with ALPN, `--h2c` with prior knowledge),
-//! using the `h2` crate on a single-threaded tokio runtime per worker thread.
+//! HTTP/2 load (`--http2` over TLS with ALPN, `--h2c` with prior knowledge)
+//! on the protocol seam: every connection is a [`crate::http2::Http2Session`]
+//! (redline's own sans-IO codec) driven by one task that owns its socket
+//! (`h2run/wire.rs`), on a single-threaded tokio runtime per worker thread.
 //!
 //! Same load models and the same [`Recorder`] as the HTTP/1 worker, so reports,
 //! JSON, thresholds and history need nothing new. A worker owns `c` connections
@@ -28,10 +30,12 @@
 //! The files: this one holds the worker state, the control task and the
 //! request's HTTP/2 form; `h2run/closed.rs` and `h2run/open.rs` the two load
 //! models' tasks, `h2run/conn.rs` connection setup, `h2run/exchange.rs` one
-//! request on one stream, `h2run/errors.rs` error classification,
+//! request on one stream, `h2run/errors.rs` socket and TLS error words,
 //! `h2run/follow.rs` redirects and other origins, `h2run/scenario.rs`
-//! virtual users. The protocol side alone (no sockets, no tasks) is
-//! [`crate::session::H2Session`]'s adapter over the same `h2` crate.
+//! virtual users, `h2run/wire.rs` the connection task and the streams'
+//! handle on it ([`wire::H2Conn`]: wait for a stream, submit, await the
+//! answer). The protocol itself (frames, HPACK, flow control, which error is
+//! which) is the session's, tested with byte buffers alone.
 
 mod closed;
 mod conn;
@@ -40,14 +44,14 @@ mod exchange;
 mod follow;
 mod open;
 mod scenario;
+mod wire;
 
-pub(crate) use errors::{classify as classify_error, MAX_HEADER_LIST};
+pub(crate) use errors::MAX_HEADER_LIST;
 
 use crate::control::Control;
 use crate::ledger::Ledger;
 use crate::plan::Plan;
 use crate::worker::{thread_cpu, WorkerResult, WorkerSpec};
-use bytes::Bytes;
 use redline_stats::{ErrorKind, Recorder};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -56,11 +60,25 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
+/// The HTTP/2 session every connection runs (the protocol seam's HTTP/2
+/// side: redline's own sans-IO codec, `crate::http2`).
+type Sess = crate::http2::Http2Session;
+/// A request in the session's form (its HPACK block encoded once), built once
+/// per plan, or per scenario request and redirect hop.
+type Req = crate::http2::Http2Request;
+/// A stream's handle on its connection.
+type Conn = wire::H2Conn<Sess>;
+
+/// A new connection's session.
+fn new_session() -> Sess {
+    Sess::new()
+}
+
 /// What every HTTP/2 worker of a run shares: the plan, the request in HTTP/2
 /// form, the TLS connector, and the first fatal error (server without h2).
 pub struct H2Setup {
     plan: Plan,
-    template: Template,
+    request: Req,
     tls: Option<(
         tokio_rustls::TlsConnector,
         rustls::pki_types::ServerName<'static>,
@@ -75,42 +93,17 @@ impl H2Setup {
     }
 }
 
-/// The request, converted once from the plan's HTTP/1.1 bytes.
-struct Template {
-    method: http::Method,
-    uri: http::Uri,
-    headers: http::HeaderMap,
-    body: Bytes,
-}
-
-impl Template {
-    fn request(&self) -> http::Request<()> {
-        let mut r = http::Request::new(());
-        *r.method_mut() = self.method.clone();
-        *r.uri_mut() = self.uri.clone();
-        *r.version_mut() = http::Version::HTTP_2;
-        *r.headers_mut() = self.headers.clone();
-        r
-    }
-}
-
 /// The plan's request in HTTP/2 form, from its request spec (built once by
 /// the plan; no HTTP/1 bytes are parsed).
-fn template(plan: &Plan) -> Result<Template, String> {
-    let r = plan.spec.to_h2(plan.scheme())?;
-    Ok(Template {
-        method: r.method,
-        uri: r.uri,
-        headers: r.headers,
-        body: r.body,
-    })
+fn template(plan: &Plan) -> Result<Req, String> {
+    Req::from_spec(&plan.spec, plan.scheme())
 }
 
-/// Converts an HTTP/1.1 request redline built (the plan's, or a redirect
-/// hop's rewritten by [`crate::redirect::hop_request`]) to HTTP/2 form: the
-/// request line gives `:method` and `:path`, `Host` becomes `:authority`
-/// (`host` when there is none), connection-specific headers go.
-fn to_h2(request: &[u8], scheme: &str, host: &str) -> Result<Template, String> {
+/// Converts an HTTP/1.1 request redline built (a scenario request's, or a
+/// redirect hop's rewritten by [`crate::redirect::hop_request`]) to HTTP/2
+/// form: the request line gives `:method` and `:path`, `Host` becomes
+/// `:authority` (`host` when there is none), connection-specific headers go.
+fn to_h2(request: &[u8], scheme: &str, host: &str) -> Result<Req, String> {
     let bad = |why: String| format!("cannot express the request in HTTP/2: {why}");
     let lines = request.windows(2).filter(|w| w == b"\r\n").count();
     let mut hs = vec![httparse::EMPTY_HEADER; lines];
@@ -135,49 +128,35 @@ fn to_h2(request: &[u8], scheme: &str, host: &str) -> Result<Template, String> {
         }
     };
     let mut authority = None;
-    let mut headers = http::HeaderMap::new();
     // HTTP/2 frames the body itself: a chunked HTTP/1 body is sent as its data.
     let chunked = req.headers.iter().any(|h| {
         h.name.eq_ignore_ascii_case("transfer-encoding") && h.value.eq_ignore_ascii_case(b"chunked")
     });
+    let mut headers = Vec::with_capacity(req.headers.len());
     for h in req.headers.iter() {
-        let name = h.name.to_ascii_lowercase();
-        if name == "host" {
-            authority = Some(String::from_utf8_lossy(h.value).into_owned());
-        }
-        if crate::plan::request::h2_dropped(&name)
-            || (name == "te" && !h.value.eq_ignore_ascii_case(b"trailers"))
-        {
+        let value = String::from_utf8_lossy(h.value).into_owned();
+        if h.name.eq_ignore_ascii_case("host") {
+            authority = Some(value);
             continue;
         }
-        // Names and values were checked by the plan; a failure here is a name
-        // HTTP/2 cannot carry. Only the name is shown: values may be secrets.
-        let n = http::HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| bad(format!("header name '{name}'")))?;
-        let v = http::HeaderValue::from_bytes(h.value)
-            .map_err(|_| bad(format!("value of header '{name}'")))?;
-        headers.append(n, v);
+        // (`from_parts` drops the connection-specific ones.)
+        headers.push((h.name.to_string(), value));
     }
     let authority = authority.unwrap_or_else(|| host.to_string());
-    let path = req.path.unwrap_or("/");
-    let uri: http::Uri = format!("{scheme}://{authority}{path}")
-        .parse()
-        .map_err(|e| bad(format!("URL: {e}")))?;
-    let method = req.method.unwrap_or("GET");
-    let method = http::Method::from_bytes(method.as_bytes())
-        .map_err(|_| bad(format!("method '{method}'")))?;
-    Ok(Template {
-        method,
-        uri,
-        headers,
-        body: if chunked {
-            let b = crate::plan::unchunk(&request[head_len..])
-                .ok_or_else(|| bad("a chunked body redline did not frame".into()))?;
-            Bytes::from(b)
-        } else {
-            Bytes::copy_from_slice(&request[head_len..])
-        },
-    })
+    let body = if chunked {
+        crate::plan::unchunk(&request[head_len..])
+            .ok_or_else(|| bad("a chunked body redline did not frame".into()))?
+    } else {
+        request[head_len..].to_vec()
+    };
+    Req::from_parts(
+        req.method.unwrap_or("GET"),
+        scheme,
+        &authority,
+        req.path.unwrap_or("/"),
+        &headers,
+        bytes::Bytes::from(body),
+    )
 }
 
 /// Prepares what the workers of an HTTP/2 run share.
@@ -193,7 +172,7 @@ pub fn prepare(plan: &Plan) -> Result<Arc<H2Setup>, String> {
     });
     Ok(Arc::new(H2Setup {
         plan: plan.clone(),
-        template,
+        request: template,
         tls,
         fatal: Mutex::new(None),
     }))
@@ -557,6 +536,14 @@ mod tests {
     use super::*;
     use crate::plan::PlanArgs;
 
+    /// A field of a request in HTTP/2 form.
+    fn field<'a>(r: &'a Req, name: &str) -> Option<&'a str> {
+        r.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
     #[test]
     fn template_from_the_plan() {
         let mut a = PlanArgs::new("http://user:pw@127.0.0.1:8080/x?y=1");
@@ -565,13 +552,16 @@ mod tests {
         a.body = Some(b"hello".to_vec());
         let p = Plan::build(a).unwrap();
         let t = template(&p).unwrap();
-        assert_eq!(t.method, http::Method::POST);
-        assert_eq!(t.uri.to_string(), "http://127.0.0.1:8080/x?y=1");
-        assert_eq!(t.headers["x-test"], "1");
-        assert!(t.headers.get("host").is_none());
-        assert!(t.headers.get("connection").is_none());
-        assert!(t.headers.get("authorization").is_some());
-        assert_eq!(t.headers["content-length"], "5");
+        assert_eq!(t.method, "POST");
+        assert_eq!(
+            (t.scheme.as_str(), t.authority.as_str(), t.path.as_str()),
+            ("http", "127.0.0.1:8080", "/x?y=1")
+        );
+        assert_eq!(field(&t, "x-test"), Some("1"));
+        assert!(field(&t, "host").is_none());
+        assert!(field(&t, "connection").is_none());
+        assert!(field(&t, "authorization").is_some());
+        assert_eq!(field(&t, "content-length"), Some("5"));
         assert_eq!(&t.body[..], b"hello");
         // A value HTTP/2 cannot carry is a usage error at plan time, without the value.
         let mut a = PlanArgs::new("http://127.0.0.1:8080/");
@@ -588,6 +578,37 @@ mod tests {
         );
     }
 
+    /// Scenario requests and redirect hops are HTTP/1 bytes: the one
+    /// converter gives the same HTTP/2 form as the plan's spec.
+    #[test]
+    fn http1_bytes_convert_like_the_spec() {
+        let mut a = PlanArgs::new("http://127.0.0.1:8080/x?y=1");
+        a.h2c = true;
+        a.headers = vec!["X-Test: 1".into(), "TE: gzip".into()];
+        a.body = Some(b"hello".to_vec());
+        let p = Plan::build(a).unwrap();
+        let from_spec = template(&p).unwrap();
+        let from_bytes = to_h2(&p.request, "http", "ignored").unwrap();
+        assert_eq!(from_bytes.method, from_spec.method);
+        assert_eq!(from_bytes.authority, "127.0.0.1:8080");
+        assert_eq!(from_bytes.path, from_spec.path);
+        assert_eq!(&from_bytes.body[..], b"hello");
+        let mut got: Vec<_> = from_bytes.headers.clone();
+        let mut want: Vec<_> = from_spec.headers.clone();
+        got.sort();
+        want.sort();
+        assert_eq!(got, want);
+        assert!(field(&from_bytes, "te").is_none());
+        // No Host: the host given stands in; a control character is named, not shown.
+        let r = to_h2(b"GET /a HTTP/1.1\r\nX-A: b\r\n\r\n", "https", "h.test").unwrap();
+        assert_eq!(
+            (r.authority.as_str(), r.scheme.as_str()),
+            ("h.test", "https")
+        );
+        let e = to_h2(b"GET / HTTP/1.1\r\nX-Bad: a\x01secret\r\n\r\n", "http", "h").unwrap_err();
+        assert!(e.contains("x-bad") && !e.contains("secret"), "{e}");
+    }
+
     /// `-H 'Transfer-Encoding: chunked'`: HTTP/1 gets one framing (chunks,
     /// no Content-Length); HTTP/2 gets the body itself as its data.
     #[test]
@@ -602,10 +623,11 @@ mod tests {
             wire.ends_with("\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
             "{wire:?}"
         );
+        assert_eq!(&to_h2(&p.request, "http", "h").unwrap().body[..], b"hello");
         a.h2c = true;
         let t = template(&Plan::build(a.clone()).unwrap()).unwrap();
         assert_eq!(&t.body[..], b"hello");
-        assert!(t.headers.get("transfer-encoding").is_none());
+        assert!(field(&t, "transfer-encoding").is_none());
         a.h2c = false;
         a.headers = vec!["Transfer-Encoding: gzip, chunked".into()];
         assert!(Plan::build(a).is_err());

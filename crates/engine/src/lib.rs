@@ -15,6 +15,7 @@ pub mod h1;
 pub mod h2run;
 pub mod har;
 pub mod head;
+pub mod http2;
 pub mod ledger;
 pub mod overdue;
 pub mod pacer;

@@ -3,12 +3,9 @@
 //! `--stages` parks the streams above the level (see `set_level`).
 
 use super::conn::connect;
-use super::errors::classify;
 use super::exchange::{exchange, no_stream, stream_ready, Waited};
 use super::scenario;
-use super::{set_level, ConnCtx, ConnectFail, Running, WorkerState};
-use bytes::Bytes;
-use h2::client::SendRequest;
+use super::{set_level, Conn, ConnCtx, ConnectFail, Running, WorkerState};
 use redline_stats::ErrorKind;
 use std::rc::Rc;
 use std::time::Instant;
@@ -100,7 +97,7 @@ pub(super) async fn closed_conn(
                 // A failure can be immediate (no socket, no port): let the rest run.
                 tokio::task::yield_now().await;
             }
-            Ok(sr) => {
+            Ok(conn) => {
                 let mut set = JoinSet::new();
                 for j in 0..w.streams {
                     let first = (j < held).then_some(intended);
@@ -108,12 +105,12 @@ pub(super) async fn closed_conn(
                     set.spawn_local(closed_stream(
                         w.clone(),
                         ctx.clone(),
-                        sr.clone(),
+                        conn.clone(),
                         first,
                         slot,
                     ));
                 }
-                drop(sr);
+                drop(conn);
                 held = 0;
                 while set.join_next().await.is_some() {}
                 w.return_quota(&ctx);
@@ -129,7 +126,7 @@ pub(super) async fn closed_conn(
 pub(super) async fn closed_stream(
     w: Rc<WorkerState>,
     ctx: Rc<ConnCtx>,
-    mut sr: SendRequest<Bytes>,
+    conn: Conn,
     mut first: Option<Instant>,
     slot: u64,
 ) {
@@ -163,12 +160,9 @@ pub(super) async fn closed_stream(
             }
         }
         let free_at = Instant::now();
-        let ready = stream_ready(&w, &mut sr).await;
+        let ready = stream_ready(&w, &conn).await;
         let intended = match (first.take(), ready) {
-            (Some(_), Err(Waited::Failed(e))) => {
-                let (k, m) = classify(&e);
-                return w.fail_held(k, m);
-            }
+            (Some(_), Err(Waited::Failed((k, m)))) => return w.fail_held(k, m),
             (Some(_), Err(Waited::TimedOut)) => {
                 return w.fail_held(ErrorKind::Timeout, no_stream())
             }
@@ -188,9 +182,9 @@ pub(super) async fn closed_stream(
             return; // held: not sent
         }
         match vu.as_mut() {
-            None => exchange(&w, &mut sr, intended, &mut away).await,
+            None => exchange(&w, &conn, intended, &mut away).await,
             Some(user) => {
-                let think = scenario::exchange(&w, &mut sr, &ctx, intended, user, &mut away).await;
+                let think = scenario::exchange(&w, &conn, &ctx, intended, user, &mut away).await;
                 // The virtual user thinks; its next request is due when it is done.
                 if let Some(d) = think.filter(|d| !d.is_zero()) {
                     if w.stopping() {

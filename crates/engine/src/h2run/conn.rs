@@ -1,11 +1,10 @@
 //! One HTTP/2 connection: TCP connect, TLS with ALPN `h2` (or h2c prior
-//! knowledge), the HTTP/2 handshake and the task that drives the connection;
-//! a byte-counting socket wrapper; `fatal` when the server does not speak h2.
+//! knowledge), and the task that drives the connection's session
+//! (`h2run/wire.rs`); a byte-counting socket wrapper; `fatal` when the server
+//! does not speak h2.
 
-use super::errors::{classify, io_message, tls_error, Fail, MAX_HEADER_LIST};
-use super::{begin_stop, ConnCtx, ConnectFail, WorkerState};
-use bytes::Bytes;
-use h2::client::SendRequest;
+use super::errors::{io_message, tls_error, Fail};
+use super::{begin_stop, new_session, Conn, ConnCtx, ConnectFail, WorkerState};
 use redline_stats::ErrorKind;
 use std::cell::Cell;
 use std::io;
@@ -20,10 +19,7 @@ use tokio::net::TcpStream;
 // ------------------------------------------------------------ one connection
 
 /// Connects (TCP, TLS with ALPN h2, HTTP/2 preface) and starts the connection's driver task.
-pub(super) async fn connect(
-    w: &Rc<WorkerState>,
-    ctx: &Rc<ConnCtx>,
-) -> Result<SendRequest<Bytes>, ConnectFail> {
+pub(super) async fn connect(w: &Rc<WorkerState>, ctx: &Rc<ConnCtx>) -> Result<Conn, ConnectFail> {
     match connect_to(w, ctx, None).await? {
         Connected::H2(sr) => Ok(sr),
         // (The run's own target never falls back to HTTP/1.1.)
@@ -38,7 +34,7 @@ pub(super) async fn connect(
 /// server did not pick h2 by ALPN, or a cleartext one in a TLS run) the socket
 /// for HTTP/1.1, counted open while it lives.
 pub(super) enum Connected {
-    H2(SendRequest<Bytes>),
+    H2(Conn),
     H1(Box<dyn Io>, OpenGuard),
 }
 
@@ -104,19 +100,19 @@ pub(super) async fn connect_inner(
             .set(Some(now.saturating_duration_since(t0)));
     }
     let guard = OpenGuard::new(w.clone());
-    let http1_reply = Rc::new(Cell::new(false));
+    // Only the run's own target ends the run when it cannot speak HTTP/2.
+    let own = away.is_none();
     let counted = Counted {
         inner: tcp,
         read: w.unattributed.clone(),
         written: w.written.clone(),
-        sniff: (tls_to.is_none() && away.is_none()).then(|| http1_reply.clone()),
     };
-    let io: Box<dyn Io> = match tls_to {
+    match tls_to {
         // Another cleartext origin: prior knowledge in an h2c run, else HTTP/1.1.
         None if away.is_some() && plan.wire != crate::plan::Wire::H2c => {
-            return Ok(Connected::H1(Box::new(counted), guard))
+            Ok(Connected::H1(Box::new(counted), guard))
         }
-        None => Box::new(counted),
+        None => Ok(Connected::H2(start(w, ctx, guard, own, counted))),
         Some((connector, name)) => {
             let t1 = Instant::now();
             let tls = connector
@@ -139,37 +135,38 @@ pub(super) async fn connect_inner(
                 fatal(w, msg);
                 return Err((ErrorKind::Other, "the server did not offer HTTP/2".into()));
             }
-            Box::new(tls)
+            Ok(Connected::H2(start(w, ctx, guard, own, tls)))
         }
-    };
-    let (sr, conn) = h2::client::Builder::new()
-        .enable_push(false)
-        .initial_window_size(1 << 20)
-        .initial_connection_window_size(1 << 24)
-        // Bounds a hostile server's header blocks (h2's default is 16 MiB per list).
-        .max_header_list_size(MAX_HEADER_LIST)
-        .handshake::<_, Bytes>(io)
-        .await
-        .map_err(|e| classify(&e))?;
+    }
+}
+
+/// Starts the connection's driver task over `io` (monomorphized per socket
+/// type); when it ends, the connection is dead for its streams, and a server
+/// that cannot speak HTTP/2 at all ends the run.
+fn start<T: Io + 'static>(
+    w: &Rc<WorkerState>,
+    ctx: &Rc<ConnCtx>,
+    guard: OpenGuard,
+    own: bool,
+    io: T,
+) -> Conn {
+    let (conn, task) = Conn::start(new_session(), io);
     let ctx = ctx.clone();
     let w2 = w.clone();
     tokio::task::spawn_local(async move {
         let _guard = guard;
-        let r = conn.await;
-        if r.is_err() && http1_reply.get() {
+        let said = task.await;
+        // The session's words start after "the server at URL ".
+        if let Some(m) = said.filter(|_| own) {
             fatal(
                 &w2,
-                format!(
-                    "the server at {} answered in HTTP/1, not HTTP/2: it does not take HTTP/2 \
-                     over cleartext with prior knowledge (h2c); run without --h2c",
-                    w2.plan().target.display
-                ),
+                format!("the server at {} {m}", w2.plan().target.display),
             );
         }
         ctx.dead.set(true);
         ctx.closed.notify_waiters();
     });
-    Ok(Connected::H2(sr))
+    conn
 }
 
 /// Ends the whole run with an error (exit code 1): HTTP/2 cannot be used.
@@ -211,8 +208,6 @@ pub(super) struct Counted {
     inner: TcpStream,
     read: Rc<Cell<u64>>,
     written: Rc<Cell<u64>>,
-    /// h2c: set when the server's first bytes are an HTTP/1 status line.
-    sniff: Option<Rc<Cell<bool>>>,
 }
 
 impl AsyncRead for Counted {
@@ -226,9 +221,6 @@ impl AsyncRead for Counted {
         if let Poll::Ready(Ok(())) = r {
             let n = (buf.filled().len() - before) as u64;
             self.read.set(self.read.get() + n);
-            if let Some(flag) = self.sniff.take() {
-                flag.set(buf.filled()[before..].starts_with(b"HTTP/"));
-            }
         }
         r
     }

@@ -11,15 +11,13 @@
 //! else HTTP/1.1 on the same bytes, read by the engine's [`ResponseReader`].
 
 use super::conn::{connect_to, Connected, Io, OpenGuard};
-use super::errors::{classify, io_message, Fail};
-use super::exchange::{fetch, timed_out, Fetched};
-use super::{to_h2, ConnCtx, ConnectFail, WorkerState};
+use super::errors::{io_message, Fail};
+use super::exchange::{timed_out, Fetched, Waited};
+use super::{to_h2, Conn, ConnCtx, ConnectFail, WorkerState};
 use crate::h1::{Capture, Progress, ResponseReader};
-use bytes::Bytes;
-use h2::client::SendRequest;
+use crate::session::Want;
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
-use std::future::poll_fn;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,10 +30,17 @@ pub(super) struct Away {
     pub(super) ctx: Rc<ConnCtx>,
 }
 
+impl Away {
+    /// An HTTP/2 connection there that takes no more requests.
+    fn dead(&self) -> bool {
+        matches!(&self.conn, AwayConn::H2(c) if c.dead())
+    }
+}
+
 /// The protocol the other origin's server picked.
 pub(super) enum AwayConn {
     /// HTTP/2: a stream per request.
-    H2(SendRequest<Bytes>),
+    H2(Conn),
     /// HTTP/1.1: one request at a time on the socket.
     H1(Box<H1Conn>),
 }
@@ -137,27 +142,23 @@ pub(super) async fn away_exchange(
         return Err(Ok((ErrorKind::Other, "no connection to that host".into())));
     };
     let r = match &mut a.conn {
-        AwayConn::H2(sr) => {
-            let tpl = to_h2(h1, scheme, host).map_err(|e| Ok((ErrorKind::Other, e.into())))?;
-            poll_fn(|cx| sr.poll_ready(cx))
-                .await
-                .map_err(|e| Ok(classify(&e)))?;
-            let end_of_stream = tpl.body.is_empty();
+        AwayConn::H2(conn) => {
+            let req = to_h2(h1, scheme, host).map_err(|e| Ok((ErrorKind::Other, e.into())))?;
+            let want = Want {
+                server: false,
+                location: w.plan().follow.is_some(),
+                capture,
+            };
             let sent = Instant::now();
-            let (resp, tx) = sr
-                .send_request(tpl.request(), end_of_stream)
-                .map_err(|e| Ok(classify(&e)))?;
+            let reply = send_when_ready(conn, &req, want, timeout)
+                .await
+                .map_err(Ok)?;
             on_sent();
-            let body = (!end_of_stream).then(|| tpl.body.clone());
-            let want_location = w.plan().follow.is_some();
-            tokio::time::timeout_at(
-                (sent + timeout).into(),
-                fetch(resp, tx, body, false, want_location, capture),
-            )
-            .await
-            .unwrap_or_else(|_| Err(timed_out()))
-            .map(|f| (sent, f))
-            .map_err(Err)
+            tokio::time::timeout_at((sent + timeout).into(), reply)
+                .await
+                .unwrap_or_else(|_| Err(timed_out()))
+                .map(|f| (sent, f))
+                .map_err(Err)
         }
         AwayConn::H1(h) => {
             let sent = Instant::now();
@@ -188,7 +189,7 @@ pub(super) async fn away_exchange(
 /// gets its own time-out; the final response is the request's.
 pub(super) async fn follow(
     w: &Rc<WorkerState>,
-    mut own_sr: Option<&mut SendRequest<Bytes>>,
+    own_conn: Option<&Conn>,
     f: &crate::redirect::Follow,
     first: Fetched,
     away: &mut Option<Away>,
@@ -244,28 +245,26 @@ pub(super) async fn follow(
         w.rec.borrow_mut().counters.redirects += 1;
         let host = to.host_str().unwrap_or("").to_string();
         let deadline_after = req.timeout;
-        cur = match own_sr.as_deref_mut().filter(|_| same_origin) {
-            Some(sr) => {
-                let tpl = to_h2(&bytes, to.scheme(), &host).map_err(|_| {
+        cur = match own_conn.filter(|_| same_origin) {
+            Some(conn) => {
+                let hop = to_h2(&bytes, to.scheme(), &host).map_err(|_| {
                     (
                         ErrorKind::BadRedirect,
                         Cow::Borrowed("the redirected request cannot be rewritten"),
                     )
                 })?;
                 let sent = Instant::now();
-                let capture = req.capture;
-                let hop = async {
-                    poll_fn(|cx| sr.poll_ready(cx))
-                        .await
-                        .map_err(|e| classify(&e))?;
-                    let end_of_stream = tpl.body.is_empty();
-                    let (resp, tx) = sr
-                        .send_request(tpl.request(), end_of_stream)
-                        .map_err(|e| classify(&e))?;
-                    let body = (!end_of_stream).then(|| tpl.body.clone());
-                    fetch(resp, tx, body, false, true, capture).await
+                let want = Want {
+                    server: false,
+                    location: true,
+                    capture: req.capture,
                 };
-                tokio::time::timeout_at((sent + deadline_after).into(), hop)
+                let answer = async {
+                    send_when_ready(conn, &hop, want, deadline_after)
+                        .await?
+                        .await
+                };
+                tokio::time::timeout_at((sent + deadline_after).into(), answer)
                     .await
                     .unwrap_or_else(|_| Err(timed_out()))?
             }
@@ -306,6 +305,21 @@ pub(super) async fn follow(
     Ok(cur)
 }
 
+/// Waits (at most `timeout`) for a stream on `conn` and submits `req` on it.
+async fn send_when_ready(
+    conn: &Conn,
+    req: &super::Req,
+    want: Want,
+    timeout: Duration,
+) -> Result<super::wire::Reply<super::Sess>, Fail> {
+    let never = tokio::sync::Notify::new();
+    match conn.ready(timeout, &never).await {
+        Ok(()) => conn.send(req, want),
+        Err(Waited::Failed(f)) => Err(f),
+        Err(Waited::TimedOut | Waited::Stopped) => Err(timed_out()),
+    }
+}
+
 /// A request being redirected: what it was sent as and where, and what a
 /// hop needs of it.
 pub(super) struct Redirected<'a> {
@@ -336,7 +350,7 @@ pub(super) async fn away_conn(
 ) -> Result<(), Fail> {
     if away
         .as_ref()
-        .is_some_and(|a| a.key != key || a.ctx.dead.get())
+        .is_some_and(|a| a.key != key || a.ctx.dead.get() || a.dead())
     {
         *away = None;
     }

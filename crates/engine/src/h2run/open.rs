@@ -3,13 +3,10 @@
 //! cap) only while the queue is longer than what idle streams can take.
 
 use super::conn::connect;
-use super::errors::classify;
 use super::exchange::{exchange, no_stream, stream_ready, Waited};
 use super::scenario;
-use super::{ConnCtx, ConnectFail, WorkerState};
+use super::{Conn, ConnCtx, ConnectFail, WorkerState};
 use crate::timer::{sleep_until, FineTimer};
-use bytes::Bytes;
-use h2::client::SendRequest;
 use redline_stats::ErrorKind;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -100,12 +97,12 @@ pub(super) async fn open_conn(w: Rc<WorkerState>) {
             }
             tokio::task::yield_now().await;
         }
-        Ok(sr) => {
+        Ok(conn) => {
             let mut set = JoinSet::new();
             for _ in 0..w.streams {
-                set.spawn_local(open_stream(w.clone(), ctx.clone(), sr.clone()));
+                set.spawn_local(open_stream(w.clone(), ctx.clone(), conn.clone()));
             }
-            drop(sr);
+            drop(conn);
             while set.join_next().await.is_some() {}
         }
     }
@@ -113,7 +110,7 @@ pub(super) async fn open_conn(w: Rc<WorkerState>) {
     maybe_connect(&w);
 }
 
-pub(super) async fn open_stream(w: Rc<WorkerState>, ctx: Rc<ConnCtx>, mut sr: SendRequest<Bytes>) {
+pub(super) async fn open_stream(w: Rc<WorkerState>, ctx: Rc<ConnCtx>, conn: Conn) {
     let mut away = None;
     let mut vu = w.sc.as_ref().map(|sc| sc.take_vu());
     loop {
@@ -139,12 +136,12 @@ pub(super) async fn open_stream(w: Rc<WorkerState>, ctx: Rc<ConnCtx>, mut sr: Se
         if let Some(q) = ctx.quota.get() {
             ctx.quota.set(Some(q - 1));
         }
-        match stream_ready(&w, &mut sr).await {
+        match stream_ready(&w, &conn).await {
             Ok(()) => {}
             Err(Waited::Stopped) => return, // held: not sent
             Err(e) => {
                 let (k, m) = match e {
-                    Waited::Failed(e) => classify(&e),
+                    Waited::Failed(f) => f,
                     _ => (ErrorKind::Timeout, no_stream()),
                 };
                 w.fail_held(k, m);
@@ -158,8 +155,8 @@ pub(super) async fn open_stream(w: Rc<WorkerState>, ctx: Rc<ConnCtx>, mut sr: Se
             return;
         }
         match vu.as_mut() {
-            None => exchange(&w, &mut sr, t, &mut away).await,
-            Some(user) => scenario::arrival(&w, &mut sr, &ctx, t, user, &mut away).await,
+            None => exchange(&w, &conn, t, &mut away).await,
+            Some(user) => scenario::arrival(&w, &conn, &ctx, t, user, &mut away).await,
         }
     }
 }

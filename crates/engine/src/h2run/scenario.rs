@@ -18,15 +18,14 @@
 //! worker's index plus multiples of the worker count, so no two workers
 //! share one (data rows per user stay distinct).
 
-use super::errors::{classify, Fail};
-use super::exchange::{fetch, timed_out};
+use super::errors::Fail;
+use super::exchange::timed_out;
 use super::follow::{away_conn, away_exchange, follow, Away, Outgoing, Redirected};
-use super::{to_h2, ConnCtx, WorkerState};
+use super::{to_h2, Conn, ConnCtx, WorkerState};
 use crate::h1::Capture;
 use crate::scenario::{Scenario, Vu};
+use crate::session::Want;
 use crate::workload::{Ended, ScenarioLoad, Then};
-use bytes::Bytes;
-use h2::client::SendRequest;
 use redline_stats::{ErrorKind, Journeys, RequestStats, Timing};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -135,13 +134,13 @@ impl Drop for VuSlot {
 /// Returns the think time owed before the next one (closed loop).
 pub(super) async fn exchange(
     w: &Rc<WorkerState>,
-    sr: &mut SendRequest<Bytes>,
+    conn: &Conn,
     ctx: &ConnCtx,
     intended: Instant,
     slot: &mut VuSlot,
     away: &mut Option<Away>,
 ) -> Option<Duration> {
-    match exchange_then(w, sr, ctx, intended, slot, away).await {
+    match exchange_then(w, conn, ctx, intended, slot, away).await {
         Then::Next(think) => think,
         Then::Step { .. } | Then::Over | Then::Free => None,
     }
@@ -153,7 +152,7 @@ pub(super) async fn exchange(
 /// ledger (held while the user thinks). Other scenarios send one request.
 pub(super) async fn arrival(
     w: &Rc<WorkerState>,
-    sr: &mut SendRequest<Bytes>,
+    conn: &Conn,
     ctx: &ConnCtx,
     t: Instant,
     slot: &mut VuSlot,
@@ -161,7 +160,7 @@ pub(super) async fn arrival(
 ) {
     let sc = slot.sc.clone();
     if !sc.load.borrow().journeys_on() {
-        exchange(w, sr, ctx, t, slot, away).await;
+        exchange(w, conn, ctx, t, slot, away).await;
         return;
     }
     let Some(vu) = slot.vu.as_mut() else { return };
@@ -171,7 +170,7 @@ pub(super) async fn arrival(
         let Then::Step {
             think,
             intended: next,
-        } = exchange_then(w, sr, ctx, intended, slot, away).await
+        } = exchange_then(w, conn, ctx, intended, slot, away).await
         else {
             return;
         };
@@ -189,12 +188,12 @@ pub(super) async fn arrival(
                 _ = w.stop_n.notified() => return,
             }
         }
-        match super::exchange::stream_ready(w, sr).await {
+        match super::exchange::stream_ready(w, conn).await {
             Ok(()) => {}
             Err(super::exchange::Waited::Stopped) => return,
             Err(e) => {
                 let (k, m) = match e {
-                    super::exchange::Waited::Failed(e) => classify(&e),
+                    super::exchange::Waited::Failed(f) => f,
                     _ => (ErrorKind::Timeout, super::exchange::no_stream()),
                 };
                 w.fail_held(k, m);
@@ -212,7 +211,7 @@ pub(super) async fn arrival(
 /// [`exchange`], saying what the user does next.
 async fn exchange_then(
     w: &Rc<WorkerState>,
-    sr: &mut SendRequest<Bytes>,
+    conn: &Conn,
     ctx: &ConnCtx,
     intended: Instant,
     slot: &mut VuSlot,
@@ -229,7 +228,7 @@ async fn exchange_then(
     let plan = w.plan();
     let own = t.origin == plan.target.origin;
     slot.in_flight = true;
-    let result = send(w, sr, s, r, vu, own, away).await;
+    let result = send(w, conn, s, r, vu, own, away).await;
     slot.in_flight = false;
     // The connection this request went over was made for it: its connect time.
     let made = match (own, away.as_ref()) {
@@ -288,7 +287,7 @@ struct Unsent(ErrorKind, Cow<'static, str>);
 /// sent and how it ended, or why it could not be sent.
 async fn send(
     w: &Rc<WorkerState>,
-    sr: &mut SendRequest<Bytes>,
+    conn: &Conn,
     s: &Scenario,
     r: usize,
     vu: &mut Vu,
@@ -310,29 +309,19 @@ async fn send(
         }
     };
     let (sent, got) = if own {
-        let tpl = to_h2(s.wire(r, vu, false), scheme, &t.host_header)
+        let req = to_h2(s.wire(r, vu, false), scheme, &t.host_header)
             .map_err(|e| Unsent(ErrorKind::Other, Cow::Owned(e)))?;
-        let end_of_stream = tpl.body.is_empty();
+        let want = Want {
+            server: w.want_server.get(),
+            location: follow_on.is_some(),
+            capture: want,
+        };
         let sent = Instant::now();
-        let (resp, tx) = sr.send_request(tpl.request(), end_of_stream).map_err(|e| {
-            let (k, m) = classify(&e);
-            Unsent(k, m)
-        })?;
+        let reply = conn.send(&req, want).map_err(|(k, m)| Unsent(k, m))?;
         counted_sent();
-        let body = (!end_of_stream).then(|| tpl.body.clone());
-        let got = tokio::time::timeout_at(
-            (sent + q.timeout).into(),
-            fetch(
-                resp,
-                tx,
-                body,
-                w.want_server.get(),
-                follow_on.is_some(),
-                want,
-            ),
-        )
-        .await
-        .unwrap_or_else(|_| Err(timed_out()));
+        let got = tokio::time::timeout_at((sent + q.timeout).into(), reply)
+            .await
+            .unwrap_or_else(|_| Err(timed_out()));
         (sent, got)
     } else {
         // Another host of the scenario: this stream's connection there, in
@@ -373,7 +362,7 @@ async fn send(
                 capture: want,
                 jar: Some((s, r, vu)),
             };
-            follow(w, own.then_some(sr), fo, f, away, req).await
+            follow(w, own.then_some(conn), fo, f, away, req).await
         }
         (got, _) => got,
     };

@@ -9,37 +9,38 @@
 //!   ([`crate::h1::ResponseReader`], heads scanned by [`crate::head`], with the
 //!   worker's [`HeadMemo`]); requests are pre-encoded bytes; pipelining up to
 //!   a depth (1: plain keep-alive).
-//! - [`H2Session`] (`session/h2_adapter.rs`): HTTP/2 through an **adapter** over the `h2` crate. `h2` is
-//!   not sans-IO: its connection is a future over an `AsyncRead + AsyncWrite`.
-//!   The adapter gives it an in-memory pipe (bytes in are what it reads, what
-//!   it writes are the bytes out) and polls its futures with a no-op waker
-//!   after every call, until nothing moves. That costs a poll of every open
-//!   stream per call, which is why the load driver (`h2run`) still runs `h2`
-//!   on its tokio runtime with real sockets rather than on this adapter. A
-//!   sans-IO HTTP/2 codec (frames + HPACK) would replace the adapter without
-//!   changing the trait.
+//! - [`Http2Session`] (`crate::http2`): redline's own sans-IO HTTP/2 client
+//!   codec (frames, HPACK with a table-driven Huffman decoder, request
+//!   header blocks encoded once, streams in a slab, flow control): a submit
+//!   is a copy of the request's block behind a frame header, an answer is
+//!   decoded without allocating (only `:status`, `content-length` and what
+//!   [`Want`] asks). The HTTP/2 load driver (`h2run`, its connection task
+//!   in `h2run/wire.rs`) runs every connection on it; it replaced an adapter
+//!   over the `h2` crate (async, not sans-IO), which cost a poll of every
+//!   open stream per call.
 //! - HTTP/3 would be a third implementation: `quinn-proto` is sans-IO already
 //!   (datagrams in via `handle`, datagrams out via `poll_transmit`, plus a
 //!   timer: `poll_timeout`/`handle_timeout`), so an `H3Session` takes UDP
 //!   datagrams as its "bytes" and needs one more method on the trait, the next
 //!   timer deadline; the request layer (`h3`, async over quinn's streams) would
-//!   sit behind the same kind of adapter as `h2` here, or be replaced by QPACK
+//!   sit behind an adapter (an in-memory pipe polled with a no-op waker), or be replaced by QPACK
 //!   plus HTTP/3 frames written directly on quinn-proto's streams.
 //!
 //! Status (honest): the HTTP/1 worker (`worker/`, mio) does not drive its
 //! connections through this trait yet: its hot path reads straight into
 //! `ResponseReader::feed_memo` from its own buffers, and moving it behind a
-//! trait object with an event queue is measured work for a later session. The
-//! HTTP/2 driver uses the `h2` crate directly for the reason above. Both
-//! sessions here run the same parsing code as the drivers.
+//! trait object with an event queue is measured work for a later session (the
+//! HTTP/1 session runs the same parsing code as the worker). The HTTP/2
+//! driver runs on this trait: `h2run/wire.rs` owns each connection's socket
+//! and [`Http2Session`], generic over [`Session`].
 
 mod h1;
-mod h2_adapter;
 #[cfg(test)]
 mod tests;
 
 pub use h1::{H1Request, H1Session};
-pub use h2_adapter::{H2Request, H2Session};
+
+pub use crate::http2::{Http2Request, Http2Session};
 
 use crate::h1::Capture;
 use redline_stats::ErrorKind;

@@ -1,0 +1,187 @@
+//! The HPACK decoder for response header blocks (RFC 7541 §3, §6): static
+//! and dynamic table (bounded by the table size the client advertises,
+//! size updates, eviction), literal and indexed fields, Huffman strings.
+//! Fields go to a [`Sink`] as borrowed slices: nothing is allocated per
+//! block except dynamic-table entries; a value the sink does not want is
+//! not even Huffman-decoded (unless it enters the dynamic table).
+
+use super::{decode_int, huffman, HpackError, STATIC};
+use std::collections::VecDeque;
+
+/// Where decoded fields go.
+pub trait Sink {
+    /// Whether the value of a field named `name` is wanted (when not, the
+    /// field is reported with `None` and its Huffman string not decoded).
+    fn wants(&mut self, name: &[u8]) -> bool;
+    /// One field, in block order.
+    fn field(&mut self, name: &[u8], value: Option<&[u8]>);
+}
+
+/// A dynamic table entry: name and value.
+type Entry = (Box<[u8]>, Box<[u8]>);
+
+/// One connection's decoding state (the dynamic table).
+#[derive(Debug)]
+pub struct Decoder {
+    /// Newest first.
+    table: VecDeque<Entry>,
+    /// Sum of entry sizes (name + value + 32, §4.1).
+    size: usize,
+    /// The size the server chose (size update), at most `limit`.
+    max: usize,
+    /// SETTINGS_HEADER_TABLE_SIZE as advertised.
+    limit: usize,
+    name: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl Decoder {
+    /// A decoder whose table is bounded by `limit` bytes (the
+    /// SETTINGS_HEADER_TABLE_SIZE the client advertises).
+    pub fn new(limit: usize) -> Decoder {
+        Decoder {
+            table: VecDeque::new(),
+            size: 0,
+            max: limit,
+            limit,
+            name: Vec::new(),
+            value: Vec::new(),
+        }
+    }
+
+    /// The dynamic table's size now (§4.1).
+    pub fn table_size(&self) -> usize {
+        self.size
+    }
+
+    /// The dynamic table's entries, newest first.
+    pub fn entries(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.table.iter().map(|(n, v)| (&n[..], &v[..]))
+    }
+
+    /// Decodes one whole header block into `sink`; returns the header
+    /// list's size (§4.1 of RFC 7541 sizes: name + value + 32 per field;
+    /// for a value not decoded, its Huffman length's upper bound).
+    pub fn decode(&mut self, block: &[u8], sink: &mut impl Sink) -> Result<usize, HpackError> {
+        let mut at = 0;
+        let mut list = 0usize;
+        let mut fields = false;
+        while at < block.len() {
+            let b = block[at];
+            if b & 0x80 != 0 {
+                let i = decode_int(block, &mut at, 7)?;
+                let (n, v) = lookup(&self.table, i)?;
+                list += n.len() + v.len() + 32;
+                sink.field(n, Some(v));
+                fields = true;
+            } else if b & 0x40 != 0 {
+                let i = decode_int(block, &mut at, 6)?;
+                let name = if i == 0 {
+                    string(block, &mut at, &mut self.name, true)?.unwrap_or_default()
+                } else {
+                    lookup(&self.table, i)?.0
+                };
+                let name: Box<[u8]> = name.into();
+                let value: Box<[u8]> = string(block, &mut at, &mut self.value, true)?
+                    .unwrap_or_default()
+                    .into();
+                list += name.len() + value.len() + 32;
+                sink.field(&name, Some(&value));
+                self.insert(name, value);
+                fields = true;
+            } else if b & 0x20 != 0 {
+                if fields {
+                    return Err(HpackError::BadSizeUpdate);
+                }
+                let n = decode_int(block, &mut at, 5)? as usize;
+                if n > self.limit {
+                    return Err(HpackError::BadSizeUpdate);
+                }
+                self.max = n;
+                self.evict(0);
+            } else {
+                // Literal without indexing (0000) or never indexed (0001).
+                let i = decode_int(block, &mut at, 4)?;
+                let name = if i == 0 {
+                    string(block, &mut at, &mut self.name, true)?.unwrap_or_default()
+                } else {
+                    lookup(&self.table, i)?.0
+                };
+                let want = sink.wants(name);
+                let start = at;
+                let value = string(block, &mut at, &mut self.value, want)?;
+                list += name.len()
+                    + 32
+                    + match value {
+                        Some(v) => v.len(),
+                        None => (at - start) * 8 / 5,
+                    };
+                sink.field(name, value);
+                fields = true;
+            }
+        }
+        Ok(list)
+    }
+
+    fn evict(&mut self, room: usize) {
+        while self.size + room > self.max {
+            match self.table.pop_back() {
+                Some((n, v)) => self.size -= n.len() + v.len() + 32,
+                None => break,
+            }
+        }
+    }
+
+    fn insert(&mut self, name: Box<[u8]>, value: Box<[u8]>) {
+        let size = name.len() + value.len() + 32;
+        if size > self.max {
+            // §4.4: an entry larger than the table empties it.
+            self.table.clear();
+            self.size = 0;
+            return;
+        }
+        self.evict(size);
+        self.size += size;
+        self.table.push_front((name, value));
+    }
+}
+
+/// The field at `index` (1-based: the static table, then the dynamic one).
+fn lookup(table: &VecDeque<Entry>, index: u32) -> Result<(&[u8], &[u8]), HpackError> {
+    let i = index as usize;
+    if i == 0 {
+        return Err(HpackError::BadIndex);
+    }
+    if i <= STATIC.len() {
+        let (n, v) = STATIC[i - 1];
+        return Ok((n.as_bytes(), v.as_bytes()));
+    }
+    table
+        .get(i - STATIC.len() - 1)
+        .map(|(n, v)| (&n[..], &v[..]))
+        .ok_or(HpackError::BadIndex)
+}
+
+/// A string literal (§5.2) at `block[*at]`: a slice of the block, or
+/// Huffman-decoded into `scratch`; None when `decode` is false and the
+/// string is Huffman-coded (skipped, but checked to be in the block).
+fn string<'a>(
+    block: &'a [u8],
+    at: &mut usize,
+    scratch: &'a mut Vec<u8>,
+    decode: bool,
+) -> Result<Option<&'a [u8]>, HpackError> {
+    let huff = block.get(*at).ok_or(HpackError::Truncated)? & 0x80 != 0;
+    let len = decode_int(block, at, 7)? as usize;
+    let raw = block.get(*at..*at + len).ok_or(HpackError::Truncated)?;
+    *at += len;
+    if !huff {
+        return Ok(Some(raw));
+    }
+    if !decode {
+        return Ok(None);
+    }
+    scratch.clear();
+    huffman::decode(raw, scratch).map_err(|_| HpackError::Huffman)?;
+    Ok(Some(&scratch[..]))
+}

@@ -1,0 +1,102 @@
+//! An HTTP/2 request built once (from the plan's `RequestSpec`, or from
+//! parts for scenario steps and redirect hops): its HPACK header block is
+//! encoded here, so submitting it copies bytes and writes frame headers.
+
+use super::hpack;
+use crate::plan::request::{h2_dropped, header_ok, RequestSpec};
+use bytes::Bytes;
+
+/// A request in HTTP/2 form with its header block encoded. The fields say
+/// what the block holds; changing one does not re-encode it (build another
+/// request with [`Http2Request::from_parts`]).
+#[derive(Debug, Clone)]
+pub struct Http2Request {
+    /// `:method`.
+    pub method: String,
+    /// `:scheme`.
+    pub scheme: String,
+    /// `:authority`.
+    pub authority: String,
+    /// `:path`.
+    pub path: String,
+    /// The fields sent (lower case, connection-specific ones dropped).
+    pub headers: Vec<(String, String)>,
+    /// DATA (empty: HEADERS ends the stream).
+    pub body: Bytes,
+    /// The HPACK block (RFC 7541), encoded once.
+    pub block: Bytes,
+}
+
+impl Http2Request {
+    /// The run's request for `scheme` (`http` or `https`): `Host` becomes
+    /// `:authority`, connection-specific fields go (`TE` unless
+    /// `trailers`), as [`RequestSpec::to_h2`] does. Err: a usage error's
+    /// text (naming a header, never its value).
+    pub fn from_spec(spec: &RequestSpec, scheme: &str) -> Result<Http2Request, String> {
+        Http2Request::from_parts(
+            &spec.method,
+            scheme,
+            &spec.authority,
+            &spec.path,
+            &spec.headers,
+            Bytes::from(spec.body.clone()),
+        )
+    }
+
+    /// A request from its parts (scenario steps, redirect hops); `headers`
+    /// in any case, `Host` and connection-specific ones dropped.
+    pub fn from_parts(
+        method: &str,
+        scheme: &str,
+        authority: &str,
+        path: &str,
+        headers: &[(String, String)],
+        body: Bytes,
+    ) -> Result<Http2Request, String> {
+        let bad = |why: String| format!("cannot express the request in HTTP/2: {why}");
+        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(bad(format!("method '{}'", method.escape_debug())));
+        }
+        if authority.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+            return Err(bad(
+                "the authority holds a control character or space".into()
+            ));
+        }
+        if path.is_empty() || path.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+            return Err(bad(
+                "the path is empty or holds a control character or space".into(),
+            ));
+        }
+        let mut fields = Vec::with_capacity(headers.len());
+        for (k, v) in headers {
+            let name = k.to_ascii_lowercase();
+            if h2_dropped(&name) || (name == "te" && !v.eq_ignore_ascii_case("trailers")) {
+                continue;
+            }
+            if !header_ok(&name, "") {
+                return Err(bad(format!("header name '{}'", name.escape_debug())));
+            }
+            if v.bytes().any(|b| (b < 0x20 && b != b'\t') || b == 0x7f) {
+                return Err(bad(format!(
+                    "the value of header '{name}' holds a control character"
+                )));
+            }
+            fields.push((name, v.clone()));
+        }
+        let block = hpack::encode_block(method, scheme, authority, path, &fields);
+        Ok(Http2Request {
+            method: method.to_string(),
+            scheme: scheme.to_string(),
+            authority: authority.to_string(),
+            path: path.to_string(),
+            headers: fields,
+            body,
+            block: Bytes::from(block),
+        })
+    }
+
+    /// HEAD: the response has no body.
+    pub fn is_head(&self) -> bool {
+        self.method == "HEAD"
+    }
+}
