@@ -99,66 +99,6 @@ fn template(plan: &Plan) -> Result<Req, String> {
     Req::from_spec(&plan.spec, plan.scheme())
 }
 
-/// Converts an HTTP/1.1 request redline built (a scenario request's, or a
-/// redirect hop's rewritten by [`crate::redirect::hop_request`]) to HTTP/2
-/// form: the request line gives `:method` and `:path`, `Host` becomes
-/// `:authority` (`host` when there is none), connection-specific headers go.
-fn to_h2(request: &[u8], scheme: &str, host: &str) -> Result<Req, String> {
-    let bad = |why: String| format!("cannot express the request in HTTP/2: {why}");
-    let lines = request.windows(2).filter(|w| w == b"\r\n").count();
-    let mut hs = vec![httparse::EMPTY_HEADER; lines];
-    let mut req = httparse::Request::new(&mut hs);
-    let head_len = match req.parse(request) {
-        Ok(httparse::Status::Complete(n)) => n,
-        // The plan refuses CR and LF; other control characters pass for HTTP/1
-        // but not here. Name the header, never its value.
-        _ => {
-            let ctl = |c: &u8| (*c < 0x20 && *c != b'\t' && *c != b'\r') || *c == 0x7f;
-            let name = request
-                .split(|&b| b == b'\n')
-                .skip(1)
-                .take_while(|l| l.len() > 1)
-                .find(|l| l.iter().any(ctl))
-                .and_then(|l| l.split(|&b| b == b':').next())
-                .map(|n| String::from_utf8_lossy(n).to_ascii_lowercase());
-            return Err(bad(match name {
-                Some(n) => format!("the value of header '{n}' holds a control character"),
-                None => "the request head does not parse".into(),
-            }));
-        }
-    };
-    let mut authority = None;
-    // HTTP/2 frames the body itself: a chunked HTTP/1 body is sent as its data.
-    let chunked = req.headers.iter().any(|h| {
-        h.name.eq_ignore_ascii_case("transfer-encoding") && h.value.eq_ignore_ascii_case(b"chunked")
-    });
-    let mut headers = Vec::with_capacity(req.headers.len());
-    for h in req.headers.iter() {
-        let value = String::from_utf8_lossy(h.value).into_owned();
-        if h.name.eq_ignore_ascii_case("host") {
-            authority = Some(value);
-            continue;
-        }
-        // (`from_parts` drops the connection-specific ones.)
-        headers.push((h.name.to_string(), value));
-    }
-    let authority = authority.unwrap_or_else(|| host.to_string());
-    let body = if chunked {
-        crate::plan::unchunk(&request[head_len..])
-            .ok_or_else(|| bad("a chunked body redline did not frame".into()))?
-    } else {
-        request[head_len..].to_vec()
-    };
-    Req::from_parts(
-        req.method.unwrap_or("GET"),
-        scheme,
-        &authority,
-        req.path.unwrap_or("/"),
-        &headers,
-        bytes::Bytes::from(body),
-    )
-}
-
 /// Prepares what the workers of an HTTP/2 run share.
 pub fn prepare(plan: &Plan) -> Result<Arc<H2Setup>, String> {
     let template = template(plan)?;
@@ -578,34 +518,47 @@ mod tests {
         );
     }
 
-    /// Scenario requests and redirect hops are HTTP/1 bytes: the one
-    /// converter gives the same HTTP/2 form as the plan's spec.
+    /// A redirect hop (rewritten from the original's spec) and a request
+    /// with no `Host` of its own take the spec's authority; a control
+    /// character in a value is named, never shown.
     #[test]
-    fn http1_bytes_convert_like_the_spec() {
+    fn hops_and_parts_encode_from_their_specs() {
         let mut a = PlanArgs::new("http://127.0.0.1:8080/x?y=1");
         a.h2c = true;
         a.headers = vec!["X-Test: 1".into(), "TE: gzip".into()];
         a.body = Some(b"hello".to_vec());
         let p = Plan::build(a).unwrap();
-        let from_spec = template(&p).unwrap();
-        let from_bytes = to_h2(&p.request, "http", "ignored").unwrap();
-        assert_eq!(from_bytes.method, from_spec.method);
-        assert_eq!(from_bytes.authority, "127.0.0.1:8080");
-        assert_eq!(from_bytes.path, from_spec.path);
-        assert_eq!(&from_bytes.body[..], b"hello");
-        let mut got: Vec<_> = from_bytes.headers.clone();
-        let mut want: Vec<_> = from_spec.headers.clone();
-        got.sort();
-        want.sort();
-        assert_eq!(got, want);
-        assert!(field(&from_bytes, "te").is_none());
-        // No Host: the host given stands in; a control character is named, not shown.
-        let r = to_h2(b"GET /a HTTP/1.1\r\nX-A: b\r\n\r\n", "https", "h.test").unwrap();
-        assert_eq!(
-            (r.authority.as_str(), r.scheme.as_str()),
-            ("h.test", "https")
+        let to = url::Url::parse("https://b.test:8443/next").unwrap();
+        let (hop, get) = crate::redirect::hop_spec(
+            &p.spec,
+            307,
+            &to,
+            false,
+            false,
+            crate::redirect::Cookies::Given,
         );
-        let e = to_h2(b"GET / HTTP/1.1\r\nX-Bad: a\x01secret\r\n\r\n", "http", "h").unwrap_err();
+        assert!(!get);
+        let r = Req::from_spec(&hop, to.scheme()).unwrap();
+        assert_eq!(
+            (
+                r.method.as_str(),
+                r.scheme.as_str(),
+                r.authority.as_str(),
+                r.path.as_str()
+            ),
+            ("POST", "https", "b.test:8443", "/next")
+        );
+        assert_eq!(&r.body[..], b"hello");
+        assert!(field(&r, "te").is_none() && field(&r, "host").is_none());
+        let e = Req::from_parts(
+            "GET",
+            "http",
+            "h",
+            "/",
+            &[("X-Bad".into(), "a\x01secret".into())],
+            Default::default(),
+        )
+        .unwrap_err();
         assert!(e.contains("x-bad") && !e.contains("secret"), "{e}");
     }
 
@@ -623,7 +576,6 @@ mod tests {
             wire.ends_with("\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
             "{wire:?}"
         );
-        assert_eq!(&to_h2(&p.request, "http", "h").unwrap().body[..], b"hello");
         a.h2c = true;
         let t = template(&Plan::build(a.clone()).unwrap()).unwrap();
         assert_eq!(&t.body[..], b"hello");

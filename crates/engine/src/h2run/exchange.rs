@@ -55,7 +55,7 @@ pub(super) async fn exchange(
         (Ok(f), Some(fo)) if crate::redirect::is_redirect(f.status) && f.location.is_some() => {
             let plan = w.plan();
             let req = follow::Redirected {
-                orig: &plan.request,
+                orig: &plan.spec,
                 own: &plan.target.origin,
                 timeout: plan.timeout,
                 capture: None,

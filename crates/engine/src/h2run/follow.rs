@@ -3,18 +3,21 @@
 //!
 //! Redirects follow the HTTP/1 worker's rules ([`crate::redirect`]: curl's
 //! method rules, credentials only to the original origin, `--max-redirs`);
-//! each hop's HTTP/1 bytes come from [`crate::redirect::hop_request`]. A hop on
+//! each hop's request is rewritten from the original's spec by
+//! [`crate::redirect::hop_spec`] (no HTTP/1 bytes are parsed). A hop on
 //! the request's own origin is a new stream on the stream's own connection; a
 //! hop to another origin goes over the stream's [`Away`] connection there,
 //! whose protocol is that server's pick, as in a browser: HTTP/2 when it picks
 //! `h2` by ALPN (or, in an h2c run, a cleartext origin by prior knowledge),
-//! else HTTP/1.1 on the same bytes, read by the engine's [`ResponseReader`].
+//! else HTTP/1.1 with the spec's HTTP/1 encoding, read by the engine's
+//! [`ResponseReader`].
 
 use super::conn::{connect_to, Connected, Io, OpenGuard};
 use super::errors::{io_message, Fail};
 use super::exchange::{timed_out, Fetched, Waited};
-use super::{to_h2, Conn, ConnCtx, ConnectFail, WorkerState};
+use super::{Conn, ConnCtx, ConnectFail, Req, WorkerState};
 use crate::h1::{Capture, Progress, ResponseReader};
+use crate::plan::request::RequestSpec;
 use crate::session::Want;
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
@@ -106,15 +109,13 @@ pub(super) async fn h1_exchange(
     Ok((fetched, h.reader.keep_alive))
 }
 
-/// A request for another origin: its HTTP/1.1 bytes, and what turning them
-/// into HTTP/2 and reading the answer need.
+/// A request for another origin: its spec (encoded for the protocol the
+/// server picks), and what reading the answer needs.
 pub(super) struct Outgoing<'a> {
-    /// The request as HTTP/1.1 bytes.
-    pub h1: &'a [u8],
+    /// The request.
+    pub spec: &'a RequestSpec,
     /// `http` or `https` (`:scheme`).
     pub scheme: &'a str,
-    /// The host, when the bytes carry no `Host`.
-    pub host: &'a str,
     /// Its time-out.
     pub timeout: Duration,
     /// What of the response to keep (headers, body).
@@ -132,9 +133,8 @@ pub(super) async fn away_exchange(
     mut on_sent: impl FnMut(),
 ) -> Result<(Instant, Fetched), Result<Fail, Fail>> {
     let Outgoing {
-        h1,
+        spec,
         scheme,
-        host,
         timeout,
         capture,
     } = out;
@@ -143,7 +143,7 @@ pub(super) async fn away_exchange(
     };
     let r = match &mut a.conn {
         AwayConn::H2(conn) => {
-            let req = to_h2(h1, scheme, host).map_err(|e| Ok((ErrorKind::Other, e.into())))?;
+            let req = Req::from_spec(spec, scheme).map_err(|e| Ok((ErrorKind::Other, e.into())))?;
             let want = Want {
                 server: false,
                 location: w.plan().follow.is_some(),
@@ -163,7 +163,8 @@ pub(super) async fn away_exchange(
         AwayConn::H1(h) => {
             let sent = Instant::now();
             on_sent();
-            let r = tokio::time::timeout_at((sent + timeout).into(), h1_exchange(h, h1, capture))
+            let h1 = spec.encode_h1(false);
+            let r = tokio::time::timeout_at((sent + timeout).into(), h1_exchange(h, &h1, capture))
                 .await
                 .unwrap_or_else(|_| Err(timed_out()));
             match r {
@@ -195,9 +196,13 @@ pub(super) async fn follow(
     away: &mut Option<Away>,
     mut req: Redirected<'_>,
 ) -> Result<Fetched, Fail> {
-    use crate::redirect::{hop_request, is_redirect, origin_key, resolve_location, Cookies};
+    use crate::redirect::{hop_spec, is_redirect, origin_key, resolve_location, Cookies};
     let own = req.own;
-    let path = crate::redirect::request_path(req.orig).unwrap_or("/");
+    let path = if req.orig.path.is_empty() {
+        "/"
+    } else {
+        req.orig.path.as_str()
+    };
     let mut base = url::Url::parse(&format!("{own}{path}")).map_err(|_| {
         (
             ErrorKind::BadRedirect,
@@ -234,20 +239,12 @@ pub(super) async fn follow(
             Some(j) => Cookies::Jar(j),
             None => Cookies::Given,
         };
-        let Some((bytes, get)) =
-            hop_request(req.orig, cur.status, &to, same_origin, was_get, cookies)
-        else {
-            return Err((
-                ErrorKind::BadRedirect,
-                "the redirected request cannot be rewritten".into(),
-            ));
-        };
+        let (spec, get) = hop_spec(req.orig, cur.status, &to, same_origin, was_get, cookies);
         w.rec.borrow_mut().counters.redirects += 1;
-        let host = to.host_str().unwrap_or("").to_string();
         let deadline_after = req.timeout;
         cur = match own_conn.filter(|_| same_origin) {
             Some(conn) => {
-                let hop = to_h2(&bytes, to.scheme(), &host).map_err(|_| {
+                let hop = Req::from_spec(&spec, to.scheme()).map_err(|_| {
                     (
                         ErrorKind::BadRedirect,
                         Cow::Borrowed("the redirected request cannot be rewritten"),
@@ -281,9 +278,8 @@ pub(super) async fn follow(
                 };
                 away_conn(w, key, resolve, away).await?;
                 let out = Outgoing {
-                    h1: &bytes,
+                    spec: &spec,
                     scheme: to.scheme(),
-                    host: &host,
                     timeout: deadline_after,
                     capture: req.capture,
                 };
@@ -323,8 +319,8 @@ async fn send_when_ready(
 /// A request being redirected: what it was sent as and where, and what a
 /// hop needs of it.
 pub(super) struct Redirected<'a> {
-    /// The original request's HTTP/1 bytes (hops are rewritten from them).
-    pub orig: &'a [u8],
+    /// The original request (hops are rewritten from its spec).
+    pub orig: &'a RequestSpec,
     /// Its origin ([`crate::redirect::origin_key`]).
     pub own: &'a str,
     /// Each hop's `--timeout` (a scenario request's own).

@@ -1,10 +1,11 @@
 //! `--scenario` over HTTP/2: a virtual user per stream, driven by the same
 //! workload as the HTTP/1 worker's ([`ScenarioLoad`]: the choice of the next
 //! request, what an answer or a failure does, think times) and the same
-//! [`Scenario`] calls (`prepare`/`wire`, `prepare_capture`,
+//! [`Scenario`] calls (`prepare`/`spec`, `prepare_capture`,
 //! `redirect_cookies`), so sessions, cookies, extraction, checks, CSV rows
 //! and think times mean the same. Each
-//! request's HTTP/1 bytes become HTTP/2 by `to_h2`; a request to the run's
+//! request's spec ([`Scenario::spec`]) becomes an `Http2Request` with
+//! `Http2Request::from_spec` (no HTTP/1 bytes parsed); a request to the run's
 //! own host is a stream on the stream's connection, one to another host of
 //! the scenario goes over the stream's [`Away`] connection there (HTTP/2:
 //! TLS with ALPN `h2` for https, prior knowledge for http).
@@ -21,7 +22,7 @@
 use super::errors::Fail;
 use super::exchange::timed_out;
 use super::follow::{away_conn, away_exchange, follow, Away, Outgoing, Redirected};
-use super::{to_h2, Conn, ConnCtx, WorkerState};
+use super::{Conn, ConnCtx, Req, WorkerState};
 use crate::h1::Capture;
 use crate::scenario::{Scenario, Vu};
 use crate::session::Want;
@@ -309,7 +310,7 @@ async fn send(
         }
     };
     let (sent, got) = if own {
-        let req = to_h2(s.wire(r, vu, false), scheme, &t.host_header)
+        let req = Req::from_spec(s.spec(r, vu), scheme)
             .map_err(|e| Unsent(ErrorKind::Other, Cow::Owned(e)))?;
         let want = Want {
             server: w.want_server.get(),
@@ -337,11 +338,9 @@ async fn send(
         away_conn(w, t.origin.clone(), resolve, away)
             .await
             .map_err(|(k, m)| Unsent(k, m))?;
-        let host = t.host_header.clone();
         let out = Outgoing {
-            h1: s.wire(r, vu, false),
+            spec: s.spec(r, vu),
             scheme,
-            host: &host,
             timeout: q.timeout,
             capture: want,
         };
@@ -354,7 +353,7 @@ async fn send(
     };
     let got = match (got, follow_on) {
         (Ok(f), Some(fo)) if crate::redirect::is_redirect(f.status) && f.location.is_some() => {
-            let orig = s.wire(r, vu, false).to_vec();
+            let orig = s.spec(r, vu).clone();
             let req = Redirected {
                 orig: &orig,
                 own: &t.origin,
