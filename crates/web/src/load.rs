@@ -1106,14 +1106,4 @@ fn fetch_one(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sites() {
-        assert!(same_site("www.example.com", "static.example.com"));
-        assert!(!same_site("example.com", "cdn.other.net"));
-        assert!(same_site("127.0.0.1", "127.0.0.1"));
-        assert!(!same_site("127.0.0.1", "127.0.0.2"));
-    }
-}
+mod tests;
