@@ -21,8 +21,8 @@ mod stages;
 use chart::pct_x;
 use chart::{
     fmt_num, lat_unit, latency_time_chart, line_chart, linear_axis, nice_ticks, per_second_chart,
-    percentile_chart, status_time_chart, time_axis, trim, Axis, Line, SampleField, MB, MR, MT, P50,
-    P90, P99, RUN_COLORS, W,
+    percentile_chart, status_time_chart, time_axis, trim, Axis, Line, MB, MR, MT, P50, P90, P99,
+    RUN_COLORS, W,
 };
 use server::server_charts;
 use stages::{stage_charts, status_section};

@@ -374,6 +374,3 @@ pub(super) fn status_time_chart(runs: &[(&str, &RunRecord)]) -> String {
         &lines,
     )
 }
-
-/// Reads one memory figure of a watch sample.
-pub(super) type SampleField = fn(&redline_stats::watch::WatchSample) -> u64;

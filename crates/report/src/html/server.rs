@@ -3,6 +3,9 @@
 
 use super::*;
 
+/// Reads one memory figure of a watch sample.
+pub(super) type SampleField = fn(&redline_stats::watch::WatchSample) -> u64;
+
 /// Reads one rate (per second) of a watch sample.
 pub(super) type RateField = fn(&redline_stats::watch::WatchSample) -> f64;
 
