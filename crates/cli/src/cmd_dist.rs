@@ -5,7 +5,7 @@
 //! `REDLINE_TOKEN`), the plan fingerprint an agent registers with
 //! ([`plan_id`]), and `k8s` parsing the run arguments with the real `run`
 //! parser ([`parse_run`]) so credentials go to a Secret and files into the
-//! ConfigMap ([`bundle_run`]).
+//! ConfigMap ([`bundle_run`](k8s_cmd::bundle_run)).
 //!
 //! An agent runs its share of the load as a child `redline run … -o json
 //! --live-json FILE` (so every run flag works unchanged), forwards the live
@@ -47,16 +47,16 @@ mod agent_cmd;
 mod coordinate;
 mod fetch;
 mod k8s_cmd;
-mod plan_id;
 mod run_args;
+mod token_plan_id;
 use agent_cmd::cmd_agent;
 use coordinate::{cmd_coordinate, MAX_LINGER};
 use fetch::cmd_fetch;
 #[cfg(test)]
 use k8s_cmd::{bundle_run, Bundle};
 use k8s_cmd::{cmd_k8s, cmd_k8s_pod};
-use plan_id::{plan_id, read_bounded, resolve_token};
 use run_args::{parse_run, render_run, secret_header, secret_url, RunArg};
+use token_plan_id::{plan_id, read_bounded, resolve_token};
 
 /// `run` flags for distributed runs without a coordinator (docs/distributed.md).
 #[derive(Args, Debug, Clone, Default)]
