@@ -1,0 +1,730 @@
+//! The checks of an Apache configuration ([`analyze`]): Options merging,
+//! keep-alive, timeouts, logging, modules, TLS and the rest, with their fixes.
+
+use super::*;
+
+pub(super) fn is_system_config(path: &Path) -> bool {
+    let canon = std::fs::canonicalize(path).unwrap_or_default();
+    canon == Path::new("/etc/apache2/apache2.conf")
+        || canon == Path::new("/etc/httpd/conf/httpd.conf")
+}
+
+pub(super) fn int(d: &Directive) -> Option<i64> {
+    d.args.first().and_then(|a| a.parse().ok())
+}
+
+pub(super) fn first_lower(d: &Directive) -> String {
+    d.args
+        .first()
+        .map(|a| a.to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+pub(super) fn at(d: &Directive) -> (&Path, usize) {
+    (d.file.as_path(), d.line)
+}
+
+/// Options in each context, merged in order as Apache does (`+X`/`-X`
+/// change the set so far, a list without signs replaces it; mixing both is
+/// an error Apache refuses to start with); SymLinksIfOwnerMatch left on
+/// without FollowSymLinks is flagged at the line that turned it on.
+pub(super) fn options_check(c: &Config, f: &mut Vec<Finding>) {
+    let mut state: Vec<(&Vec<String>, BTreeSet<String>, Option<&Directive>)> = Vec::new();
+    for d in c.directives.iter().filter(|d| d.name == "options") {
+        let signed = d.args.iter().filter(|a| a.starts_with(['+', '-'])).count();
+        if signed > 0 && signed < d.args.len() {
+            f.push(
+                Finding::new(
+                    Level::Warn,
+                    "parse_error",
+                    at(d),
+                    format!(
+                        "Options {}: either all Options must start with + or -, or no Option may",
+                        d.args.join(" ")
+                    ),
+                )
+                .why("Apache refuses to start with this line"),
+            );
+            continue;
+        }
+        let k = match state.iter().position(|s| s.0 == &d.ctx) {
+            Some(k) => k,
+            None => {
+                state.push((&d.ctx, ["followsymlinks".to_string()].into(), None));
+                state.len() - 1
+            }
+        };
+        let (_, set, enabler) = &mut state[k];
+        if signed == 0 {
+            set.clear();
+        }
+        for a in &d.args {
+            let name = a.trim_start_matches(['+', '-']).to_ascii_lowercase();
+            let names: Vec<String> = match name.as_str() {
+                "all" => ["execcgi", "followsymlinks", "includes", "indexes"]
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+                "none" => vec![],
+                _ => vec![name],
+            };
+            if a.starts_with('-') {
+                for n in &names {
+                    set.remove(n);
+                }
+            } else {
+                if names.iter().any(|n| n == "symlinksifownermatch") {
+                    *enabler = Some(d);
+                }
+                set.extend(names);
+            }
+        }
+    }
+    let mut bad = false;
+    for (_, set, enabler) in &state {
+        // The owner check costs an lstat() per path component even with
+        // FollowSymLinks also on: only FollowSymLinks alone skips it.
+        if !set.contains("symlinksifownermatch") {
+            continue;
+        }
+        let Some(d) = enabler else {
+            continue;
+        };
+        bad = true;
+        let fixed: Vec<String> = d
+            .args
+            .iter()
+            .map(|a| {
+                if a.trim_start_matches(['+', '-'])
+                    .eq_ignore_ascii_case("SymLinksIfOwnerMatch")
+                {
+                    let sign = if a.starts_with('+') { "+" } else { "" };
+                    format!("{sign}FollowSymLinks")
+                } else {
+                    a.clone()
+                }
+            })
+            .collect();
+        f.push(
+            Finding::new(
+                Level::Warn,
+                "symlinks_if_owner_match",
+                at(d),
+                format!("Options {}", d.args.join(" ")),
+            )
+            .why("an extra lstat() of every path component on every request to compare owners")
+            .change(format!("Options {}", fixed.join(" "))),
+        );
+    }
+    if !bad {
+        f.push(Finding::new(
+            Level::Ok,
+            "symlinks_if_owner_match",
+            (Path::new(""), 0),
+            "no Options SymLinksIfOwnerMatch".into(),
+        ));
+    }
+}
+
+/// The effective directives: the last of each name in each context.
+pub(super) fn effective<'a>(c: &'a Config, name: &str) -> Vec<&'a Directive> {
+    let mut last: Vec<&Directive> = Vec::new();
+    for d in c.directives.iter().filter(|d| d.name == name) {
+        last.retain(|x| x.ctx != d.ctx);
+        last.push(d);
+    }
+    last
+}
+
+/// The directory the configuration loads its modules from: that of an
+/// existing `LoadModule` line, else Debian's when the tree has Debian's
+/// `mods-enabled` layout, else `modules` (relative to ServerRoot, as on
+/// RHEL and in the upstream build).
+pub(super) fn modules_dir(c: &Config) -> String {
+    if let Some(dir) = c
+        .directives
+        .iter()
+        .filter(|d| d.name == "loadmodule")
+        .filter_map(|d| d.args.get(1))
+        .find_map(|p| p.rsplit_once('/').map(|(dir, _)| dir.to_string()))
+    {
+        return dir;
+    }
+    if c.files
+        .iter()
+        .any(|f| f.components().any(|x| x.as_os_str() == "mods-enabled"))
+    {
+        return "/usr/lib/apache2/modules".into();
+    }
+    "modules".into()
+}
+
+/// The lines that load module `short` (e.g. `expires`), with the path the
+/// other modules use; on Debian's layout `a2enmod` first, as a comment line
+/// (Apache has no comments after a directive).
+pub(super) fn load_module_hint(c: &Config, short: &str, then: &str) -> String {
+    let dir = modules_dir(c);
+    let load = format!("LoadModule {short}_module {dir}/mod_{short}.so");
+    if dir.starts_with("/usr/lib/apache2/") {
+        format!("# Debian: a2enmod {short}, or:\n{load}{then}")
+    } else {
+        format!("{load}{then}")
+    }
+}
+
+/// The effective server-wide value (outside any section).
+pub(super) fn global<'a>(c: &'a Config, name: &str) -> Option<&'a Directive> {
+    c.directives
+        .iter()
+        .rev()
+        .find(|d| d.name == name && d.ctx.is_empty())
+}
+
+/// Reads and checks an Apache configuration.
+pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
+    let htaccess = opts.htaccess || is_htaccess(path);
+    let statics = match &opts.static_modules {
+        Some(v) => v.clone(),
+        None if opts.use_tools => compiled_in().unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let mut c = read_with(path, htaccess, &statics);
+    let mut tools = Vec::new();
+    if opts.use_tools && !htaccess && is_system_config(path) {
+        confirm_with_tools(&mut c, &mut tools);
+    }
+    let mut f: Vec<Finding> = Vec::new();
+    for (file, line, msg) in &c.errors {
+        f.push(
+            Finding::new(Level::Warn, "parse_error", (file, *line), msg.clone())
+                .why("Apache would refuse this, or read something other than intended; the rest was still checked"),
+        );
+    }
+    if htaccess {
+        return analyze_htaccess(path, &c, f);
+    }
+    let static_mpm = statics.iter().map(|m| module_id(m)).find_map(|m| {
+        m.strip_prefix("mpm_")
+            .and_then(|x| x.strip_suffix("_module"))
+            .map(str::to_string)
+    });
+    if let Some(m) = &static_mpm {
+        tools.push(format!("MPM {m} is compiled in (`apache2 -l`)"));
+    }
+    let mpm = c
+        .modules
+        .iter()
+        .find_map(|m| {
+            m.strip_prefix("mpm_")
+                .and_then(|x| x.strip_suffix("_module"))
+        })
+        .map(str::to_string)
+        .or(static_mpm);
+    let threads_per_child = global(&c, "threadsperchild")
+        .and_then(int)
+        .map(|v| v.max(1) as u64);
+
+    // HostnameLookups
+    let hl = effective(&c, "hostnamelookups");
+    let mut bad = false;
+    for d in &hl {
+        let v = first_lower(d);
+        if v == "on" || v == "double" {
+            bad = true;
+            f.push(
+                Finding::new(Level::Warn, "hostname_lookups", at(d), format!("HostnameLookups {}", d.args.join(" ")))
+                    .why("a DNS lookup for every request's client address, before the log line is written")
+                    .change("HostnameLookups Off\n# resolve names later with logresolve"),
+            );
+        }
+    }
+    if !bad {
+        f.push(Finding::new(
+            Level::Ok,
+            "hostname_lookups",
+            (Path::new(""), 0),
+            "HostnameLookups Off".into(),
+        ));
+    }
+
+    // AllowOverride
+    let ao = effective(&c, "allowoverride");
+    let mut bad = false;
+    for d in &ao {
+        if first_lower(d) != "none" {
+            bad = true;
+            let dir = d.ctx.last().cloned().unwrap_or_else(|| "server".into());
+            f.push(
+                Finding::new(
+                    Level::Warn,
+                    "allow_override",
+                    at(d),
+                    format!("AllowOverride {} in <{dir}>", d.args.join(" ")),
+                )
+                .why("Apache looks for .htaccess in every directory of every requested path, on every request")
+                .change("AllowOverride None\n# move the .htaccess rules into this <Directory>"),
+            );
+        }
+    }
+    if !bad {
+        f.push(Finding::new(
+            Level::Ok,
+            "allow_override",
+            (Path::new(""), 0),
+            "AllowOverride None everywhere".into(),
+        ));
+    }
+
+    // Options SymLinksIfOwnerMatch, with +/- merged as Apache merges them.
+    options_check(&c, &mut f);
+
+    // KeepAlive
+    let mut bad = false;
+    for d in effective(&c, "keepalive") {
+        if first_lower(d) == "off" {
+            bad = true;
+            f.push(
+                Finding::new(Level::Warn, "keepalive_off", at(d), "KeepAlive Off".into())
+                    .why("a new TCP connection (and TLS handshake) for every image, script and stylesheet of a page")
+                    .change("KeepAlive On"),
+            );
+        }
+    }
+    if !bad {
+        f.push(Finding::new(
+            Level::Ok,
+            "keepalive_off",
+            (Path::new(""), 0),
+            "KeepAlive On (or the default, On)".into(),
+        ));
+    }
+
+    // Timeout
+    let mut bad = false;
+    for d in effective(&c, "timeout") {
+        if let Some(v) = int(d) {
+            if v > 60 {
+                bad = true;
+                f.push(
+                    Finding::new(Level::Warn, "timeout_high", at(d), format!("Timeout {v}"))
+                        .why("a slow or stuck client holds a worker (and its memory) this many seconds")
+                        .change("Timeout 60"),
+                );
+            }
+        }
+    }
+    if !bad {
+        f.push(Finding::new(
+            Level::Ok,
+            "timeout_high",
+            (Path::new(""), 0),
+            "Timeout at most 60 s".into(),
+        ));
+    }
+
+    // KeepAliveTimeout
+    let mut bad = false;
+    for d in effective(&c, "keepalivetimeout") {
+        let v: f64 = d
+            .args
+            .first()
+            .and_then(|a| a.trim_end_matches("ms").parse().ok())
+            .unwrap_or(0.0);
+        let secs = if d.args.first().is_some_and(|a| a.ends_with("ms")) {
+            v / 1000.0
+        } else {
+            v
+        };
+        if secs > 15.0 {
+            bad = true;
+            f.push(
+                Finding::new(Level::Warn, "keepalive_timeout_high", at(d), format!("KeepAliveTimeout {}", d.args.join(" ")))
+                    .why("an idle keep-alive connection holds a worker this long waiting for the next click (prefork: a whole process)")
+                    .change("KeepAliveTimeout 5"),
+            );
+        }
+    }
+    if !bad {
+        f.push(Finding::new(
+            Level::Ok,
+            "keepalive_timeout_high",
+            (Path::new(""), 0),
+            "KeepAliveTimeout at most 15 s".into(),
+        ));
+    }
+
+    // MaxKeepAliveRequests
+    let mut bad = false;
+    for d in effective(&c, "maxkeepaliverequests") {
+        if let Some(v) = int(d) {
+            if v > 0 && v < 100 {
+                bad = true;
+                f.push(
+                    Finding::new(Level::Warn, "max_keepalive_requests_low", at(d), format!("MaxKeepAliveRequests {v}"))
+                        .why("connections are closed after a few requests, so pages with many resources reconnect")
+                        .change("MaxKeepAliveRequests 500"),
+                );
+            }
+        }
+    }
+    if !bad {
+        f.push(Finding::new(
+            Level::Ok,
+            "max_keepalive_requests_low",
+            (Path::new(""), 0),
+            "MaxKeepAliveRequests 100 or more (or 0, unlimited)".into(),
+        ));
+    }
+
+    // MaxRequestsPerChild / MaxConnectionsPerChild
+    let mut bad = false;
+    for name in ["maxconnectionsperchild", "maxrequestsperchild"] {
+        for d in effective(&c, name) {
+            if let Some(v) = int(d) {
+                if v > 0 && v < 1000 {
+                    bad = true;
+                    f.push(
+                        Finding::new(Level::Warn, "max_connections_per_child_low", at(d), format!("{} {v}", d.raw_name))
+                            .why("workers exit and are forked again every few hundred connections: fork cost and cold caches")
+                            .change(format!("{} 10000\n# 0 = never, unless a module leaks memory", d.raw_name)),
+                    );
+                }
+            }
+        }
+    }
+    if !bad {
+        f.push(Finding::new(
+            Level::Ok,
+            "max_connections_per_child_low",
+            (Path::new(""), 0),
+            "MaxConnectionsPerChild 0 or at least 1000".into(),
+        ));
+    }
+
+    // EnableSendfile / EnableMMAP
+    for (name, code, text, why) in [
+        (
+            "enablesendfile",
+            "sendfile_off",
+            "EnableSendfile",
+            "static files are copied through user space instead of sent by the kernel",
+        ),
+        (
+            "enablemmap",
+            "mmap_off",
+            "EnableMMAP",
+            "static files are read() into buffers instead of memory-mapped",
+        ),
+    ] {
+        let mut bad = false;
+        for d in effective(&c, name) {
+            if first_lower(d) == "off" {
+                bad = true;
+                f.push(
+                    Finding::new(Level::Warn, code, at(d), format!("{text} Off"))
+                        .why(&format!("{why}; Off is only right for files on NFS or other network filesystems"))
+                        .change(format!("{text} On")),
+                );
+            }
+        }
+        if !bad {
+            if name == "enablesendfile" && global(&c, name).is_none() {
+                f.push(
+                    Finding::new(
+                        Level::Info,
+                        "sendfile_default_off",
+                        (Path::new(""), 0),
+                        "EnableSendfile not set: Apache 2.4's default is Off".into(),
+                    )
+                    .why(why)
+                    .change("EnableSendfile On\n# unless DocumentRoot is on a network filesystem"),
+                );
+            } else {
+                f.push(Finding::new(
+                    Level::Ok,
+                    code,
+                    (Path::new(""), 0),
+                    format!("{text} not Off"),
+                ));
+            }
+        }
+    }
+
+    // Modules: loaded, and configured.
+    let main = (path, 0usize);
+    let text_types = "text/html text/plain text/css text/xml application/javascript application/json image/svg+xml";
+    let deflate_applied = c.directives.iter().any(|d| {
+        let has = |a: &String| a.to_ascii_uppercase().split(';').any(|x| x == "DEFLATE");
+        match d.name.as_str() {
+            "addoutputfilterbytype" => {
+                d.args.first().is_some_and(has)
+                    && d.args[1..].iter().any(|t| {
+                        let t = t.to_ascii_lowercase();
+                        t.starts_with("text/") || t.contains("javascript") || t.contains("json")
+                    })
+            }
+            "setoutputfilter" | "addoutputfilter" => d.args.first().is_some_and(has),
+            "filterprovider" => d.args.get(1).is_some_and(has),
+            _ => false,
+        }
+    });
+    let filter_line = format!("AddOutputFilterByType DEFLATE {text_types}");
+    if c.modules.contains("deflate_module") && deflate_applied {
+        f.push(Finding::new(
+            Level::Ok,
+            "no_compression",
+            (Path::new(""), 0),
+            "mod_deflate loaded and applied to text types".into(),
+        ));
+    } else if c.modules.contains("deflate_module") {
+        let text = if c.modules.contains("filter_module") {
+            filter_line.clone()
+        } else {
+            load_module_hint(&c, "filter", &format!("\n{filter_line}"))
+        };
+        f.push(
+            Finding::new(
+                Level::Warn,
+                "no_compression",
+                main,
+                "mod_deflate is loaded but no filter applies it (no AddOutputFilterByType DEFLATE for text types): nothing is compressed".into(),
+            )
+            .why("HTML, CSS and JavaScript go out uncompressed: 3 to 5 times the bytes")
+            .change(text),
+        );
+    } else {
+        let mut then = String::new();
+        if !c.modules.contains("filter_module") {
+            then.push_str(&format!(
+                "\nLoadModule filter_module {}/mod_filter.so",
+                modules_dir(&c)
+            ));
+        }
+        then.push_str(&format!("\n{filter_line}"));
+        f.push(
+            Finding::new(
+                Level::Warn,
+                "no_compression",
+                main,
+                "mod_deflate is not loaded".into(),
+            )
+            .why("HTML, CSS and JavaScript go out uncompressed: 3 to 5 times the bytes")
+            .change(load_module_hint(&c, "deflate", &then)),
+        );
+    }
+    let expires_lines = "ExpiresActive On\nExpiresByType image/png \"access plus 7 days\"\nExpiresByType image/jpeg \"access plus 7 days\"\nExpiresByType image/svg+xml \"access plus 7 days\"\nExpiresByType text/css \"access plus 7 days\"\nExpiresByType application/javascript \"access plus 7 days\"";
+    let covered = c.directives.iter().any(|e| {
+        let static_type = e.name == "expiresdefault"
+            || e.name == "expiresbytype"
+                && e.args.first().is_some_and(|t| {
+                    let t = t.to_ascii_lowercase();
+                    t.starts_with("image/") || t == "text/css" || t.contains("javascript")
+                });
+        static_type
+            && c.directives.iter().any(|a| {
+                a.name == "expiresactive" && first_lower(a) == "on" && e.ctx.starts_with(&a.ctx)
+            })
+    });
+    if c.modules.contains("expires_module") && covered {
+        f.push(Finding::new(
+            Level::Ok,
+            "no_expires",
+            (Path::new(""), 0),
+            "mod_expires loaded, ExpiresActive On for static types".into(),
+        ));
+    } else if c.modules.contains("expires_module") {
+        f.push(
+            Finding::new(Level::Info, "no_expires", main, "mod_expires is loaded but no ExpiresActive On covers an ExpiresByType for images, CSS or JavaScript".into())
+                .why("without Expires/Cache-Control max-age, browsers revalidate every image and stylesheet on each page")
+                .change(expires_lines),
+        );
+    } else {
+        f.push(
+            Finding::new(Level::Info, "no_expires", main, "mod_expires is not loaded".into())
+                .why("without Expires/Cache-Control max-age, browsers revalidate every image and stylesheet on each page")
+                .change(load_module_hint(&c, "expires", &format!("\n{expires_lines}"))),
+        );
+    }
+    // What .htaccess files may use: AllowOverride in effect anywhere.
+    let overrides: BTreeSet<String> = effective(&c, "allowoverride")
+        .iter()
+        .flat_map(|d| d.args.iter().map(|a| a.to_ascii_lowercase()))
+        .flat_map(|a| {
+            a.split('=')
+                .next()
+                .unwrap_or("")
+                .split(',')
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .filter(|a| a != "none")
+        .collect();
+    let allowed_by = |kinds: &[&str]| -> bool {
+        overrides.contains("all") || kinds.iter().any(|k| overrides.contains(*k))
+    };
+    // Modules loaded that nothing uses.
+    let uses = |pred: &dyn Fn(&Directive) -> bool| c.directives.iter().any(pred);
+    type Uses<'a> = &'a dyn Fn(&Directive) -> bool;
+    let checks: [(&str, Uses); 6] = [
+        ("cgi_module", &|d: &Directive| {
+            d.name == "scriptalias"
+                || d.name == "scriptaliasmatch"
+                || d.args
+                    .iter()
+                    .any(|a| a.to_ascii_lowercase().contains("execcgi") || a == "cgi-script")
+        }),
+        ("cgid_module", &|d: &Directive| {
+            d.name == "scriptalias"
+                || d.name == "scriptaliasmatch"
+                || d.args
+                    .iter()
+                    .any(|a| a.to_ascii_lowercase().contains("execcgi") || a == "cgi-script")
+        }),
+        ("userdir_module", &|d: &Directive| {
+            d.name == "userdir"
+                && !d
+                    .args
+                    .first()
+                    .is_some_and(|a| a.eq_ignore_ascii_case("disabled"))
+        }),
+        ("proxy_module", &|d: &Directive| {
+            d.name.starts_with("proxypass")
+                || d.name == "proxyrequests"
+                || d.args.iter().any(|a| a.starts_with("proxy:"))
+        }),
+        ("rewrite_module", &|d: &Directive| {
+            d.name == "rewriterule" || d.name == "rewriteengine" && first_lower(d) == "on"
+        }),
+        ("ssl_module", &|d: &Directive| {
+            d.name == "sslengine" && first_lower(d) == "on"
+        }),
+    ];
+    for (m, pred) in checks {
+        if c.modules.contains(m) && !uses(pred) {
+            // .htaccess files may use it where AllowOverride lets them.
+            let via: &[&str] = match m {
+                "rewrite_module" | "proxy_module" => &["fileinfo"],
+                "cgi_module" | "cgid_module" => &["options", "fileinfo"],
+                _ => &[],
+            };
+            if !via.is_empty() && allowed_by(via) {
+                f.push(Finding::new(
+                    Level::Ok,
+                    "module_unused",
+                    (Path::new(""), 0),
+                    format!("{m}: no directive in the config uses it, but AllowOverride lets .htaccess files use it"),
+                ));
+                continue;
+            }
+            let line = c
+                .directives
+                .iter()
+                .find(|d| d.name == "loadmodule" && d.args.first().is_some_and(|a| a == m));
+            let loc = line.map(at).unwrap_or(main);
+            let short = m.trim_end_matches("_module");
+            let change = match line {
+                Some(d) => format!(
+                    "# Debian: a2dismod {short}; or comment the line out:\n#{}",
+                    d.source
+                ),
+                None => format!("# a2dismod {short}    (or remove the LoadModule line)"),
+            };
+            f.push(
+                Finding::new(Level::Info, "module_unused", loc, format!("{m} is loaded but nothing in the config uses it, and no AllowOverride lets .htaccess files use it"))
+                    .why("every worker carries its code and per-request hooks (prefork: in every process)")
+                    .change(change),
+            );
+        }
+    }
+
+    // The MPM's own limits.
+    mpm_checks(&c, mpm.as_deref(), &mut f);
+
+    // MaxRequestWorkers against memory.
+    let mrw = global(&c, "maxrequestworkers").or_else(|| global(&c, "maxclients"));
+    match (opts.budget_kib, opts.worker_private_kib, mrw) {
+        (Some(budget), Some(per), Some(d)) => {
+            if let Some(v) = int(d) {
+                let threaded = matches!(mpm.as_deref(), Some("worker") | Some("event"));
+                let tpc = threads_per_child.unwrap_or(25) as i64;
+                let processes = if threaded { (v + tpc - 1) / tpc } else { v };
+                let need = processes.max(0) as u64 * per;
+                // The one arithmetic `redline size` uses (budget: what the workers may use).
+                let allowed = crate::size::apache_workers(budget, 0, per, threaded.then_some(tpc as u64))
+                    .max_request_workers;
+                if need > budget {
+                    f.push(
+                        Finding::new(Level::Warn, "max_request_workers_over_memory", at(d), format!(
+                            "{} {v}: {processes} processes × {} KiB = {} KiB, above the budget of {} KiB",
+                            d.raw_name, per, need, budget
+                        ))
+                        .why("at full load the machine swaps, and every request waits for the disk (the Italian article's test 5)")
+                        .change(format!("{} {allowed}\n# budget {budget} KiB / {per} KiB per process", d.raw_name)),
+                    );
+                } else {
+                    f.push(Finding::new(Level::Ok, "max_request_workers_over_memory", at(d), format!(
+                        "{} {v} fits the memory budget ({need} of {budget} KiB)", d.raw_name
+                    )));
+                }
+            }
+        }
+        (Some(_), None, _) => f.push(Finding::new(
+            Level::Info,
+            "max_request_workers_unchecked",
+            (Path::new(""), 0),
+            "MaxRequestWorkers not checked against memory: add --watch apache2 (or httpd) to measure a worker".into(),
+        )),
+        _ => {}
+    }
+
+    attach_fixes(&c, path, &mut f);
+    TuneReport {
+        server: Server::Apache,
+        config: path.display().to_string(),
+        files: c.files.iter().map(|p| p.display().to_string()).collect(),
+        modules: c.modules.iter().cloned().collect(),
+        mpm,
+        threads_per_child,
+        tools,
+        findings: f,
+    }
+}
+
+/// Gives each change without a place one: a finding at a directive
+/// replaces that directive (in its section); one about something missing
+/// goes server-wide, a LoadModule after the last server-level LoadModule
+/// line, anything else after the main file's last line.
+pub(super) fn attach_fixes(c: &Config, path: &Path, f: &mut [Finding]) {
+    for x in f.iter_mut() {
+        if x.level == Level::Ok || x.change.is_empty() || x.fix.is_some() {
+            continue;
+        }
+        let d = c
+            .directives
+            .iter()
+            .find(|d| d.line == x.line && x.line > 0 && d.file.display().to_string() == x.file);
+        let fix = match d {
+            Some(d) => {
+                let ctx = c.describe(&d.path);
+                x.context = ctx.clone();
+                Fix::replace(&d.file, &ctx, (d.line, d.end_line), &d.source, &x.change)
+            }
+            None if c.htaccess => {
+                Fix::insert_after(path, ".htaccess, top level", c.main_lines, &x.change)
+            }
+            None if x.change.contains("LoadModule ") => {
+                match c
+                    .directives
+                    .iter()
+                    .rev()
+                    .find(|d| d.name == "loadmodule" && d.path.is_empty())
+                {
+                    Some(l) => Fix::insert_after(&l.file, "", l.end_line, &x.change),
+                    None => Fix::insert_after(path, "", 0, &x.change),
+                }
+            }
+            None => Fix::insert_after(path, "", c.main_lines, &x.change),
+        };
+        x.fix = Some(fix);
+    }
+}

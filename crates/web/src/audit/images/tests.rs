@@ -1,0 +1,210 @@
+//! Unit tests of `audit/images.rs`, kept in their own file so that file reads as its job.
+
+use super::super::fixtures::{entry, page};
+use super::super::{audit, Probes};
+use crate::discover::Kind;
+use crate::load::Load;
+
+fn flagged(l: &Load, id: &str, dpr: Option<f64>) -> usize {
+    let p = Probes {
+        dpr,
+        ..Default::default()
+    };
+    let a = audit("http://a.test/", l, None, Vec::new(), &[], &p);
+    a.checks.iter().find(|c| c.id == id).unwrap().findings.len()
+}
+
+#[test]
+fn expected_size_follows_the_device_pixel_ratio() {
+    // 200×200, 30 KB on the wire, shown at 100×100 CSS px.
+    let mut img = entry("http://a.test/i.jpg", Kind::Image, "image/jpeg", 30_000);
+    img.intrinsic = Some((200, 200));
+    img.html_size = Some((Some(100), Some(100)));
+    let l = page(img);
+    // DPR 1: 3/4 of the pixels wasted (22.5 KB): a finding.
+    assert_eq!(flagged(&l, "images-scaled", None), 1);
+    // DPR 2 needs all 200×200: nothing wasted.
+    assert_eq!(flagged(&l, "images-scaled", Some(2.0)), 0);
+    // DPR 1.75 (Lighthouse mobile): 175×175 needed, 23 % of 30 KB = 7 KB: a finding.
+    assert_eq!(flagged(&l, "images-scaled", Some(1.75)), 1);
+}
+
+#[test]
+fn webp_and_photo_png_estimates() {
+    // A 300×300 JPEG: WebP 18,000 bytes, AVIF 15,000; a finding when
+    // AVIF saves more than 4 KiB (19,096 bytes on the wire).
+    let mut jpg = entry("http://a.test/p.jpg", Kind::Image, "image/jpeg", 40_000);
+    jpg.intrinsic = Some((300, 300));
+    let l = page(jpg.clone());
+    assert_eq!(flagged(&l, "images-format", None), 1);
+    let a = audit(
+        "http://a.test/",
+        &l,
+        None,
+        Vec::new(),
+        &[],
+        &Probes::default(),
+    );
+    let c = a.checks.iter().find(|c| c.id == "images-format").unwrap();
+    assert_eq!(c.findings[0].saving_bytes, Some(25_000), "{c:?}");
+    assert!(c.findings[0].evidence.contains("as AVIF about"), "{c:?}");
+    jpg.body_wire_bytes = 19_200;
+    assert_eq!(flagged(&page(jpg.clone()), "images-format", None), 1);
+    jpg.body_wire_bytes = 19_000;
+    assert_eq!(flagged(&page(jpg), "images-format", None), 0);
+    // A true-colour PNG photograph: named as such.
+    let mut png = entry("http://a.test/p.png", Kind::Image, "image/png", 300_000);
+    png.intrinsic = Some((300, 300));
+    let mut head = vec![0u8; 32];
+    head[25] = 2;
+    png.body = Some(head);
+    let l = page(png);
+    let a = audit(
+        "http://a.test/",
+        &l,
+        None,
+        Vec::new(),
+        &[],
+        &Probes::default(),
+    );
+    let c = a.checks.iter().find(|c| c.id == "images-format").unwrap();
+    assert!(
+        c.findings[0].evidence.contains("likely a photograph"),
+        "{c:?}"
+    );
+    assert_eq!(c.severity, super::Severity::Warning);
+}
+
+use super::shown;
+use crate::viewport::{Viewport, DESKTOP, MOBILE};
+
+const META: &str = "<meta name=viewport content=\"width=device-width\">";
+
+/// A page of `html` loading `img` (intrinsic `w`×`h`, `wire` bytes),
+/// discovered on `vp`.
+fn loaded(html: &str, url: &str, (w, h): (u32, u32), wire: u64, vp: Viewport) -> Load {
+    let mut img = entry(url, Kind::Image, "image/jpeg", wire);
+    img.intrinsic = Some((w, h));
+    let mut l = page(img);
+    l.entries[0].body = Some(html.as_bytes().to_vec());
+    l.discovery.viewport = vp;
+    l
+}
+
+fn evidence(l: &Load) -> Vec<String> {
+    let a = audit(
+        "http://a.test/",
+        l,
+        None,
+        Vec::new(),
+        &[],
+        &Probes::default(),
+    );
+    let c = a.checks.iter().find(|c| c.id == "images-scaled").unwrap();
+    c.findings.iter().map(|f| f.evidence.clone()).collect()
+}
+
+#[test]
+fn sizes_gives_the_width_when_srcset_has_w_descriptors() {
+    let html = format!(
+        "{META}<img srcset=\"s.jpg 400w, l.jpg 1600w\" sizes=\"(max-width: 600px) 100vw, 300px\" src=l.jpg>"
+    );
+    let d = shown(html.as_bytes(), "http://a.test/", &DESKTOP, &[]);
+    // Desktop: 300 px at DPR 1: 400w is the smallest reaching 1x.
+    let s = &d["http://a.test/s.jpg"];
+    assert_eq!((s.width, s.from, s.chosen), (Some(300.0), "sizes", true));
+    assert!(!d.contains_key("http://a.test/l.jpg"));
+    // Phone: 100vw = 412 px at 1.75 needs 721 w: 1600w is picked.
+    let m = shown(html.as_bytes(), "http://a.test/", &MOBILE, &[]);
+    assert_eq!(m["http://a.test/l.jpg"].width, Some(412.0));
+    // The pick among candidates is not flagged (1600 for 721 needed).
+    let l = loaded(&html, "http://a.test/l.jpg", (1600, 1200), 200_000, MOBILE);
+    assert_eq!(evidence(&l), Vec::<String>::new());
+}
+
+#[test]
+fn a_lone_w_candidate_is_judged_against_sizes() {
+    // One 720w candidate: on a desktop it is shown at 200 px (waste);
+    // on a phone at 412 px × 1.75 = 721 device px (none).
+    let html =
+        format!("{META}<img srcset=\"p.jpg 720w\" sizes=\"(max-width: 500px) 100vw, 200px\">");
+    let l = loaded(&html, "http://a.test/p.jpg", (720, 540), 100_000, DESKTOP);
+    let ev = evidence(&l);
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    assert!(ev[0].contains("shown at 200×150 CSS px (sizes)"), "{ev:?}");
+    let l = loaded(&html, "http://a.test/p.jpg", (720, 540), 100_000, MOBILE);
+    assert_eq!(evidence(&l), Vec::<String>::new());
+}
+
+#[test]
+fn plain_css_widths_override_the_attribute() {
+    let html = format!(
+        "{META}<style>/* hero */ img.hero {{ width: 360px }} @media (max-width: 600px) {{ img.hero {{ width: 100px }} }} .hero {{ width: 999px }} .wide {{ width: 50% }}</style>\
+             <img class=hero src=h.jpg width=720><img class=wide src=w.jpg width=700><img src=s.jpg style=\"width: 10em; max-width: 120px\" width=700>"
+    );
+    let d = shown(html.as_bytes(), "http://a.test/", &DESKTOP, &[]);
+    assert_eq!(d["http://a.test/h.jpg"].width, Some(360.0));
+    assert_eq!(d["http://a.test/h.jpg"].from, "CSS width");
+    // 50 % is layout: the attribute stands.
+    assert_eq!(d["http://a.test/w.jpg"].width, Some(700.0));
+    assert_eq!(d["http://a.test/w.jpg"].from, "width attribute");
+    // style attribute 160 px capped at 120 px.
+    assert_eq!(d["http://a.test/s.jpg"].width, Some(120.0));
+    let m = shown(html.as_bytes(), "http://a.test/", &MOBILE, &[]);
+    assert_eq!(m["http://a.test/h.jpg"].width, Some(100.0));
+    // A fetched stylesheet counts too; a later rule of equal specificity wins.
+    let sheet = "img.hero { width: 720px }";
+    let d = shown(html.as_bytes(), "http://a.test/", &DESKTOP, &[sheet]);
+    assert_eq!(d["http://a.test/h.jpg"].width, Some(360.0));
+    let html2 = format!("{META}<img class=hero src=h.jpg>");
+    let d = shown(html2.as_bytes(), "http://a.test/", &DESKTOP, &[sheet]);
+    assert_eq!(d["http://a.test/h.jpg"].width, Some(720.0));
+    // 720×480 at 30 KB shown at 360 px: a finding at DPR 1, none at 2.
+    let l = loaded(&html, "http://a.test/h.jpg", (720, 480), 30_000, DESKTOP);
+    assert_eq!(evidence(&l).len(), 1);
+    let dpr2 = Viewport {
+        dpr: 2.0,
+        ..DESKTOP
+    };
+    let l = loaded(&html, "http://a.test/h.jpg", (720, 480), 30_000, dpr2);
+    assert_eq!(evidence(&l).len(), 0);
+}
+
+#[test]
+fn density_descriptors_and_picture_sources() {
+    // x descriptors, no width: shown at intrinsic / density.
+    let html = "<img src=a.jpg srcset=\"a2.jpg 2x\">";
+    let hi = Viewport {
+        dpr: 1.75,
+        ..DESKTOP
+    };
+    let d = shown(html.as_bytes(), "http://a.test/", &hi, &[]);
+    let s = &d["http://a.test/a2.jpg"];
+    assert_eq!((s.width, s.density, s.chosen), (None, 2.0, true));
+    // 800×800 2x picked at DPR 1.75 (700 needed): the browser's choice.
+    let l = loaded(html, "http://a.test/a2.jpg", (800, 800), 100_000, hi);
+    assert_eq!(evidence(&l).len(), 0);
+    // <picture>: the first <source> whose media matches.
+    let html = format!(
+        "{META}<picture><source media=\"(max-width: 600px)\" srcset=\"m.jpg\"><source srcset=\"d.jpg 1000w\" sizes=\"500px\"><img src=f.jpg width=50></picture>"
+    );
+    let d = shown(html.as_bytes(), "http://a.test/x/", &DESKTOP, &[]);
+    assert_eq!(d["http://a.test/x/d.jpg"].width, Some(500.0));
+    let m = shown(html.as_bytes(), "http://a.test/x/", &MOBILE, &[]);
+    assert_eq!(m["http://a.test/x/m.jpg"].width, Some(50.0));
+    assert_eq!(m.len(), 1);
+}
+
+#[test]
+fn malformed_markup_and_css_do_not_panic() {
+    for html in [
+        "", "<", "<img", "<img srcset=", "<img src='é.jpg", "<img src=\"x.jpg\" width=é",
+        "<style>@media {", "<style>img { width: 10px", "<style>}}}{{{", "<!--", "<picture><source",
+        "<img class=a style=\"width:\"><style>.a.{width:5px} #{width:1px} img..b{width:2px}</style>",
+        "<base href=\"::\"><img src=a.jpg>", "é<ïmg src=a.jpg>ü", "<script>",
+    ] {
+        let _ = shown(html.as_bytes(), "http://a.test/", &DESKTOP, &["@media (", "/*", "a{width:1px"]);
+    }
+    let d = shown(b"<img src=a.jpg width=5>", "not a url", &DESKTOP, &[]);
+    assert!(d.is_empty());
+}

@@ -1,0 +1,168 @@
+//! One fetch of the loader: queueing a reference, the headers it sends,
+//! and fetching it over a pooled HTTP/1.1 connection.
+
+use super::*;
+
+/// Queues what discovery found in entry `idx` (at iframe depth `depth`).
+pub(super) fn enqueue(
+    found: Vec<Found>,
+    idx: usize,
+    depth: u8,
+    queue: &mut VecDeque<Job>,
+    seen: &mut HashSet<String>,
+    truncated: &mut bool,
+    opts: &LoadOpts,
+) {
+    for f in found {
+        if f.kind == Kind::Iframe && depth >= crate::discover::MAX_FRAME_DEPTH {
+            continue;
+        }
+        if seen.len() >= opts.max_resources {
+            *truncated = true;
+            return;
+        }
+        if !seen.insert(f.url.to_string()) {
+            continue;
+        }
+        queue.push_back(Job {
+            url: f.url,
+            kind: f.kind,
+            parent: Some(idx),
+            depth: if f.kind == Kind::Iframe {
+                depth + 1
+            } else {
+                depth
+            },
+            redirects: 0,
+            size: f.size,
+            retried: false,
+            sent_again: 0,
+        });
+    }
+}
+
+pub(super) fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The request headers a fetch sends, as [`crate::http::request_bytes`]
+/// writes them (HTTP/2 sends the same fields, lower case), with the values
+/// of credentials redacted.
+pub(super) fn sent_headers(
+    u: &Url,
+    extra: &[(String, String)],
+    opts: &ClientOpts,
+) -> Vec<(String, String)> {
+    let host = match u.port() {
+        Some(p) => format!("{}:{p}", u.host_str().unwrap_or("")),
+        None => u.host_str().unwrap_or("").to_string(),
+    };
+    let mut h = vec![
+        ("Host".to_string(), host),
+        ("User-Agent".to_string(), opts.user_agent.clone()),
+        ("Accept".to_string(), "*/*".to_string()),
+        ("Accept-Encoding".to_string(), "gzip, br".to_string()),
+    ];
+    for (n, v) in opts.headers.iter().chain(extra.iter()) {
+        let v = if redline_engine::redirect::is_credential(n) {
+            "[redacted]".to_string()
+        } else {
+            v.clone()
+        };
+        h.push((n.clone(), v));
+    }
+    h
+}
+
+pub(super) fn fetch_one(
+    job: Job,
+    via: Via,
+    extra: &[(String, String)],
+    opts: &ClientOpts,
+    start_ms: f64,
+    tx: &mpsc::Sender<Ev>,
+    ids: &AtomicU64,
+) -> Done {
+    let conditional = !extra.is_empty();
+    let began = Instant::now();
+    let sent = sent_headers(&job.url, extra, opts);
+    let done = |job, result, dns_connect, new_conn, conn, h2_conn| Done {
+        job,
+        start_ms,
+        elapsed_ms: ms(began.elapsed()),
+        sent_headers: sent.clone(),
+        result,
+        dns_connect,
+        new_conn,
+        conn,
+        conditional,
+        h2_conn,
+    };
+    let mut dns_connect = None;
+    let mut new_conn = None;
+    let mut spent = ConnectTimes::default();
+    let mut conn = match via {
+        Via::H2(c) => {
+            let result = c.get(&job.url, extra, opts).map(|mut r| {
+                r.reused = true;
+                r
+            });
+            return done(job, result, None, None, None, Some(c.id));
+        }
+        Via::Reuse(c) => c,
+        Via::New(id) => match connect_timed(&job.url, opts, id, &mut spent) {
+            Ok((Connected::H2(c), t)) => {
+                let _ = tx.send(Ev::Ready(host_key(&job.url), Some(c.clone())));
+                let result = c.get(&job.url, extra, opts);
+                let info = c.info.clone();
+                return done(job, result, Some(t), Some(info), None, Some(c.id));
+            }
+            Ok((Connected::H1(c), t)) => {
+                if job.url.scheme() == "https" {
+                    let _ = tx.send(Ev::Ready(host_key(&job.url), None));
+                }
+                dns_connect = Some(t);
+                new_conn = Some(c.info.clone());
+                c
+            }
+            Err(e) => return done(job, Err(e), Some(spent), None, None, None),
+        },
+    };
+    let reused = dns_connect.is_none();
+    let mut result = conn.get(&job.url, extra, opts);
+    if reused && matches!(&result, Err(FetchError::Io(_))) {
+        // The server closed an idle keep-alive connection: retry once on a
+        // new one (a new number: it is another connection).
+        let id = ids.fetch_add(1, Ordering::Relaxed) + 1;
+        match connect_timed(&job.url, opts, id, &mut spent) {
+            Ok((Connected::H1(c), t)) => {
+                dns_connect = Some(t);
+                new_conn = Some(c.info.clone());
+                conn = c;
+                result = conn.get(&job.url, extra, opts);
+            }
+            Ok((Connected::H2(c), t)) => {
+                // The host now picks h2: this request only; the pool stays HTTP/1.1.
+                dns_connect = Some(t);
+                new_conn = Some(c.info.clone());
+                result = c.get(&job.url, extra, opts).map(|r| (r, false));
+            }
+            Err(e) => {
+                dns_connect = Some(spent);
+                result = Err(e);
+            }
+        }
+    }
+    let (result, keep) = match result {
+        Ok((r, keep)) => (Ok(r), keep),
+        Err(e) => (Err(e), false),
+    };
+    done(
+        job,
+        result,
+        dns_connect,
+        new_conn,
+        keep.then_some(conn),
+        None,
+    )
+}

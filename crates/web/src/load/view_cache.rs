@@ -1,0 +1,130 @@
+//! The loader's HTTP cache between views (a repeat view): what is stored,
+//! what is fresh, and the entry a cache hit records.
+
+use super::*;
+
+/// What a later view may use from an earlier one.
+#[derive(Clone, Debug, Default)]
+pub struct Cache {
+    pub(super) stored: HashMap<String, Stored>,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Stored {
+    pub(super) status: u16,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) received: SystemTime,
+    pub(super) body: Option<Vec<u8>>,
+    pub(super) content_type: String,
+}
+
+impl Cache {
+    /// Builds the cache a browser would hold after `load`.
+    pub fn from_load(load: &Load) -> Cache {
+        let mut stored = HashMap::new();
+        for e in &load.entries {
+            let Some(status) = e.status else { continue };
+            if e.error.is_some() || cache::freshness(status, &e.headers).source == "no-store" {
+                continue;
+            }
+            stored.insert(
+                e.url.clone(),
+                Stored {
+                    status,
+                    headers: e.headers.clone(),
+                    received: SystemTime::now(),
+                    body: e.body.clone(),
+                    content_type: e.content_type.clone(),
+                },
+            );
+        }
+        Cache { stored }
+    }
+
+    /// As [`Cache::from_load`], moving the kept bodies out of `load` into
+    /// the cache instead of copying them (one copy in memory); give them
+    /// back with [`Cache::restore`].
+    pub fn take_from(load: &mut Load) -> Cache {
+        let mut bodies: HashMap<String, Vec<u8>> = HashMap::new();
+        for e in &mut load.entries {
+            if let Some(b) = e.body.take() {
+                bodies.entry(e.url.clone()).or_insert(b);
+            }
+        }
+        let mut c = Cache::from_load(load);
+        for (url, s) in &mut c.stored {
+            s.body = bodies.remove(url);
+        }
+        // Bodies of entries the cache does not store go back at once.
+        for e in &mut load.entries {
+            if let Some(b) = bodies.remove(&e.url) {
+                e.body = Some(b);
+            }
+        }
+        c
+    }
+
+    /// Gives the bodies taken by [`Cache::take_from`] back to `load`.
+    pub fn restore(self, load: &mut Load) {
+        let mut stored = self.stored;
+        for e in &mut load.entries {
+            if e.body.is_none() {
+                if let Some(s) = stored.get_mut(&e.url) {
+                    e.body = s.body.take();
+                }
+            }
+        }
+    }
+
+    /// Bytes of bodies the cache holds (charged to a later view's budget).
+    pub fn held_bytes(&self) -> u64 {
+        self.stored
+            .values()
+            .map(|s| s.body.as_ref().map_or(0, |b| b.len() as u64))
+            .sum()
+    }
+}
+
+pub(super) fn cached_entry(job: &Job, s: &Stored, now: f64, page_host: &str) -> Entry {
+    let h = |n: &str| crate::http::header(&s.headers, n).map(str::to_string);
+    let intrinsic = s
+        .body
+        .as_deref()
+        .and_then(|b| imagesize::blob_size(b).ok())
+        .map(|sz| (sz.width as u32, sz.height as u32));
+    Entry {
+        url: display_url(&job.url),
+        kind: job.kind,
+        parent: job.parent,
+        third_party: !same_site(job.url.host_str().unwrap_or(""), page_host),
+        from_cache: true,
+        conditional: false,
+        start_ms: now,
+        phases: Default::default(),
+        end_ms: now,
+        status: Some(s.status),
+        error: None,
+        wire_bytes: 0,
+        body_wire_bytes: 0,
+        decoded_bytes: 0,
+        decode_capped: false,
+        content_type: s.content_type.clone(),
+        content_encoding: h("content-encoding"),
+        cache_control: h("cache-control"),
+        expires: h("expires"),
+        etag: h("etag"),
+        last_modified: h("last-modified"),
+        vary: h("vary"),
+        freshness: Some(cache::freshness(s.status, &s.headers)),
+        conn: None,
+        protocol: None,
+        reused: false,
+        retried: false,
+        redirect_to: None,
+        html_size: job.size,
+        intrinsic,
+        headers: s.headers.clone(),
+        request_headers: Vec::new(),
+        body: s.body.clone(),
+    }
+}
