@@ -243,12 +243,16 @@ pub fn hop_spec(
     (spec, to_get)
 }
 
+/// The former byte-level hop rewriter, kept as the reference the spec-level
+/// [`hop_spec`] is tested against (no driver uses it).
+///
 /// The request for a hop to `to` after a `status` redirect, rewritten from the
 /// bytes of the original request (which redline built, so they are
 /// well-formed). `same_origin`: `to` is the original request's origin, so its
 /// credentials and `Host` header go along. `was_get`: an earlier hop already
 /// made it a GET without body (a later 307/308 keeps that). Returns the bytes
 /// and whether the hop is such a GET; `None` when `orig` is not a request.
+#[cfg(test)]
 pub fn hop_request(
     orig: &[u8],
     status: u16,
@@ -332,6 +336,7 @@ pub fn hop_request(
 }
 
 /// The path of a request's bytes (from its request line).
+#[cfg(test)]
 pub fn request_path(req: &[u8]) -> Option<&str> {
     let line_end = req.windows(2).position(|w| w == b"\r\n")?;
     let line = std::str::from_utf8(&req[..line_end]).ok()?;
