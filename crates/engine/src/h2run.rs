@@ -47,6 +47,7 @@ mod scenario;
 mod wire;
 
 pub(crate) use errors::MAX_HEADER_LIST;
+pub(crate) use open::PACE_QUANTUM;
 
 use crate::control::Control;
 use crate::ledger::Ledger;
@@ -96,7 +97,10 @@ impl H2Setup {
 /// The plan's request in HTTP/2 form, from its request spec (built once by
 /// the plan; no HTTP/1 bytes are parsed).
 fn template(plan: &Plan) -> Result<Req, String> {
-    Req::from_spec(&plan.spec, plan.scheme())
+    // Sent again and again: its fields go into each connection's HPACK
+    // table once and are named by index after that (as browsers and
+    // h2load do), so the server decodes a few bytes per request.
+    Req::from_spec(&plan.spec, plan.scheme()).map(Req::with_indexing)
 }
 
 /// Prepares what the workers of an HTTP/2 run share.

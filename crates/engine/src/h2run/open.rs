@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 /// and a timer re-arm each) was most of the worker's CPU. The lag this adds
 /// (at most this) is measured as scheduler lag, and latency counts from the
 /// intended time either way.
-const PACE_QUANTUM: Duration = Duration::from_micros(200);
+pub(crate) const PACE_QUANTUM: Duration = Duration::from_micros(200);
 
 // ------------------------------------------------------------------ open loop
 

@@ -30,6 +30,20 @@ pub const STREAM_WINDOW: u32 = 1 << 20;
 pub const CONN_WINDOW: u32 = 1 << 24;
 /// The dynamic table size the client advertises (SETTINGS_HEADER_TABLE_SIZE).
 pub const HEADER_TABLE: u32 = 4096;
+/// The server's decoder table size until its SETTINGS says otherwise
+/// (RFC 9113 §6.5.2).
+pub const HPACK_DEFAULT_TABLE: u32 = 4096;
+
+/// What the server's HPACK decoder table holds of this connection's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Table {
+    /// Nothing: the next request with [`Http2Request::indexed`] may fill it.
+    Empty,
+    /// The fields of the request with this key (its `indexed.first` went out).
+    Holds(u64),
+    /// The server shrank its table: plain blocks only from now on.
+    Off,
+}
 /// The largest frame payload the client takes (the default; not advertised).
 const MAX_FRAME: u32 = frame::MIN_MAX_FRAME;
 /// Streams taken before the server's SETTINGS (see the top of this file).
@@ -93,6 +107,11 @@ pub struct Http2Session {
     /// The connection failed or ended: nothing more happens on it.
     dead: bool,
     fatal: Option<String>,
+    /// What the server's decoder table holds of ours.
+    table: Table,
+    /// A dynamic table size update owed at the start of the next block
+    /// (the server lowered SETTINGS_HEADER_TABLE_SIZE; RFC 7541 §4.2).
+    size_update: Option<u32>,
 }
 
 impl Default for Http2Session {
@@ -148,6 +167,8 @@ impl Http2Session {
             exhausted: false,
             dead: false,
             fatal: None,
+            table: Table::Empty,
+            size_update: None,
         }
     }
 
@@ -329,8 +350,25 @@ impl Session for Http2Session {
         self.next_sid = sid + 2;
         let id = self.next_id;
         self.next_id += 1;
+        // The block: by index when this connection's table holds the
+        // request's fields, filling the table when it is empty, else plain.
+        let mut block: &[u8] = match (&request.indexed, self.table) {
+            (Some(ix), Table::Holds(k)) if k == request.key => &ix.again,
+            (Some(ix), Table::Empty) => {
+                self.table = Table::Holds(request.key);
+                &ix.first
+            }
+            _ => &request.block,
+        };
+        let with_update;
+        if let Some(size) = self.size_update.take() {
+            let mut b = Vec::with_capacity(block.len() + 5);
+            super::hpack::encode_int(size, 5, 0x20, &mut b);
+            b.extend_from_slice(block);
+            with_update = b;
+            block = &with_update;
+        }
         // HEADERS, then CONTINUATIONs if the block is over the peer's frame size.
-        let block = &request.block[..];
         let max = self.peer_max_frame as usize;
         let end = if request.body.is_empty() {
             frame::END_STREAM

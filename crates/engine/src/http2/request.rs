@@ -2,9 +2,14 @@
 //! parts for scenario steps and redirect hops): its HPACK header block is
 //! encoded here, so submitting it copies bytes and writes frame headers.
 
-use super::hpack;
+use super::hpack::{self, IndexedBlocks};
 use crate::plan::request::{h2_dropped, header_ok, RequestSpec};
 use bytes::Bytes;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Gives each request built [`Http2Request::with_indexing`] its own key.
+static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
 
 /// A request in HTTP/2 form with its header block encoded. The fields say
 /// what the block holds; changing one does not re-encode it (build another
@@ -25,6 +30,12 @@ pub struct Http2Request {
     pub body: Bytes,
     /// The HPACK block (RFC 7541), encoded once.
     pub block: Bytes,
+    /// With [`Http2Request::with_indexing`]: the blocks that put the fields
+    /// in a connection's dynamic table, then name them by index.
+    pub indexed: Option<Arc<IndexedBlocks>>,
+    /// Which request `indexed` belongs to (clones share it): a connection
+    /// whose table holds this key's fields may send `indexed.again`.
+    pub key: u64,
 }
 
 impl Http2Request {
@@ -92,7 +103,27 @@ impl Http2Request {
             headers: fields,
             body,
             block: Bytes::from(block),
+            indexed: None,
+            key: 0,
         })
+    }
+
+    /// The same request, also encoded for a connection's dynamic table
+    /// (the run's own request, sent again and again: see `hpack/encoder.rs`).
+    /// A request whose fields would not fit in the default table (4,096
+    /// bytes) keeps the plain block only.
+    pub fn with_indexing(mut self) -> Http2Request {
+        self.indexed = hpack::encode_indexed(
+            &self.method,
+            &self.scheme,
+            &self.authority,
+            &self.path,
+            &self.headers,
+            super::conn::HPACK_DEFAULT_TABLE as usize,
+        )
+        .map(Arc::new);
+        self.key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
+        self
     }
 
     /// HEAD: the response has no body.

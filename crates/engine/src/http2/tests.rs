@@ -661,3 +661,96 @@ fn a_request_from_the_plan_drops_what_http2_forbids() {
     assert!(e.contains("'x-bad'") && !e.contains("a\u{1}b"), "{e}");
     assert!(spec.to_h2("https").is_ok() && bad.to_h2("https").is_err());
 }
+
+/// Decodes every HEADERS block in `frames` with the server's decoder `d`.
+fn server_decodes(d: &mut Decoder, frames: &[(Head, Vec<u8>)]) -> Vec<Vec<(String, String)>> {
+    struct Fields(Vec<(String, String)>);
+    impl Sink for Fields {
+        fn wants(&mut self, _: &[u8]) -> bool {
+            true
+        }
+        fn field(&mut self, n: &[u8], v: Option<&[u8]>) {
+            let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            self.0.push((s(n), s(v.unwrap_or_default())));
+        }
+    }
+    frames
+        .iter()
+        .filter(|(h, _)| h.kind == HEADERS)
+        .map(|(_, p)| {
+            let mut f = Fields(Vec::new());
+            d.decode(p, &mut f).expect("the server decodes the block");
+            f.0
+        })
+        .collect()
+}
+
+#[test]
+fn the_runs_request_is_indexed_once_per_connection_and_named_by_index_after() {
+    let fields = [
+        ("user-agent".to_string(), "redline/0.1".to_string()),
+        ("x-test".to_string(), "1".to_string()),
+        ("authorization".to_string(), "Bearer s3cret".to_string()),
+    ];
+    let r = Http2Request::from_parts("GET", "http", "t:8080", "/x?y=1", &fields, Bytes::new())
+        .unwrap()
+        .with_indexing();
+    let ix = r.indexed.clone().expect("fits in the table");
+    let other = req("GET", b"");
+    let mut s = connected(&[]);
+    // The server's decoder, as nginx keeps one per connection.
+    let mut server = Decoder::new(4096);
+    for _ in 0..3 {
+        s.submit(&r, Want::NOTHING).unwrap();
+    }
+    // A request built on its own (a scenario step) goes plain in between.
+    s.submit(&other, Want::NOTHING).unwrap();
+    s.submit(&r, Want::NOTHING).unwrap();
+    let frames = out(&mut s);
+    let heads: Vec<_> = frames.iter().filter(|(h, _)| h.kind == HEADERS).collect();
+    assert_eq!(heads[0].1, ix.first);
+    assert_eq!(heads[1].1, ix.again);
+    assert_eq!(heads[2].1, ix.again);
+    assert_eq!(heads[3].1, &other.block[..]);
+    assert_eq!(heads[4].1, ix.again);
+    // One byte per indexed field; only the credential stays a literal.
+    assert!(ix.again.len() < ix.first.len() / 2, "{ix:?}");
+    let got = server_decodes(&mut server, &frames);
+    let mut want = vec![
+        (":method".to_string(), "GET".to_string()),
+        (":scheme".into(), "http".into()),
+        (":authority".into(), "t:8080".into()),
+        (":path".into(), "/x?y=1".into()),
+    ];
+    want.extend(fields.iter().cloned());
+    for (i, list) in got.iter().enumerate() {
+        if i != 3 {
+            assert_eq!(list, &want, "block {i}");
+        }
+    }
+    // The credential never entered the table; the other fields did.
+    assert_eq!(server.table_size(), ix.table_size);
+    assert!(server.entries().all(|(n, _)| n != b"authorization"));
+
+    // The server shrinks its table: the next block starts with a size
+    // update to 0 and is plain; none indexes again.
+    s.bytes_in(&settings(&[(SETTINGS_HEADER_TABLE_SIZE, 0)]));
+    s.submit(&r, Want::NOTHING).unwrap();
+    s.submit(&r, Want::NOTHING).unwrap();
+    let frames = out(&mut s);
+    assert_eq!((frames[0].0.kind, frames[0].0.flags), (SETTINGS, ACK));
+    let heads: Vec<_> = frames.iter().filter(|(h, _)| h.kind == HEADERS).collect();
+    assert_eq!(heads[0].1[0], 0x20);
+    assert_eq!(&heads[0].1[1..], &r.block[..]);
+    assert_eq!(heads[1].1, &r.block[..]);
+    let got = server_decodes(&mut server, &frames);
+    assert_eq!(got, vec![want.clone(), want]);
+    assert_eq!(server.table_size(), 0);
+
+    // Fields too big for the table keep the plain block only.
+    let big = [("x-big".to_string(), "v".repeat(5000))];
+    let r = Http2Request::from_parts("GET", "http", "t", "/", &big, Bytes::new())
+        .unwrap()
+        .with_indexing();
+    assert!(r.indexed.is_none());
+}

@@ -264,8 +264,17 @@ impl Http2Session {
                     }
                     self.peer_max_frame = v;
                 }
-                // The header table size bounds the server's decoder: the
-                // client's blocks never index, so any size suits them.
+                // The server's decoder keeps at most this much of our
+                // fields. Below the default, the client gives its table up:
+                // the next block starts with a size update to 0 (RFC 7541
+                // §4.2; after this SETTINGS' ACK, which goes out first) and
+                // no block indexes again (plain blocks suit any size).
+                frame::SETTINGS_HEADER_TABLE_SIZE
+                    if v < super::HPACK_DEFAULT_TABLE && self.table != super::Table::Off =>
+                {
+                    self.table = super::Table::Off;
+                    self.size_update = Some(0);
+                }
                 _ => {}
             }
         }

@@ -6,6 +6,14 @@
 //! credentials (Authorization, Proxy-Authorization, Cookie) are "never
 //! indexed" (§6.2.3, §7.1.3). Nothing enters the server's dynamic table, so
 //! the same bytes are valid on every stream of every connection.
+//!
+//! The run's own request also gets [`IndexedBlocks`] (`encode_indexed`):
+//! its first block on a connection sends the literal fields "with
+//! incremental indexing" (§6.2.1), so the server's decoder keeps them, and
+//! every later block names them by their dynamic index (one or two bytes a
+//! field), as browsers and h2load do: the server then decodes a few bytes
+//! per request instead of every literal. The session decides which block a
+//! stream gets (it knows what its connection's table holds).
 
 use super::{encode_int, huffman, STATIC};
 
@@ -34,14 +42,93 @@ pub fn encode_block(
     out
 }
 
+/// A request's blocks for a connection whose dynamic table may hold its
+/// fields (see the top of this file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedBlocks {
+    /// The first block on a connection: literal fields with incremental indexing.
+    pub first: Vec<u8>,
+    /// Every later block: those fields by their dynamic-table index.
+    pub again: Vec<u8>,
+    /// What `first` adds to the server's table (§4.1: name + value + 32 each).
+    pub table_size: usize,
+}
+
+/// Credentials are never indexed (§7.1.3).
+fn secret(name: &str) -> bool {
+    matches!(name, "authorization" | "proxy-authorization" | "cookie")
+}
+
+/// The static index of the exact field, if the table has it.
+fn exact_static(name: &str, value: &str) -> Option<usize> {
+    STATIC
+        .iter()
+        .position(|&(n, v)| n == name && v == value && !v.is_empty())
+}
+
+/// The request's [`IndexedBlocks`], or None when it has no field to index
+/// or its fields would not fit in a table of `max_table` bytes (then the
+/// plain block serves every stream).
+pub fn encode_indexed(
+    method: &str,
+    scheme: &str,
+    authority: &str,
+    path: &str,
+    fields: &[(String, String)],
+    max_table: usize,
+) -> Option<IndexedBlocks> {
+    let all: Vec<(&str, &str)> = [
+        (":method", method),
+        (":scheme", scheme),
+        (":authority", authority),
+        (":path", path),
+    ]
+    .into_iter()
+    .chain(fields.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    .collect();
+    let indexed = |n: &str, v: &str| !secret(n) && exact_static(n, v).is_none();
+    let count = all.iter().filter(|(n, v)| indexed(n, v)).count();
+    let table_size: usize = all
+        .iter()
+        .filter(|(n, v)| indexed(n, v))
+        .map(|(n, v)| n.len() + v.len() + 32)
+        .sum();
+    if count == 0 || table_size > max_table {
+        return None;
+    }
+    let mut first = Vec::with_capacity(64 + table_size);
+    let mut again = Vec::with_capacity(64 + 2 * all.len());
+    let mut k = 0usize;
+    for (n, v) in all {
+        if !indexed(n, v) {
+            field(&mut first, n, v);
+            field(&mut again, n, v);
+            continue;
+        }
+        match STATIC.iter().position(|&(sn, _)| sn == n) {
+            Some(i) => encode_int(i as u32 + 1, 6, 0x40, &mut first),
+            None => {
+                first.push(0x40);
+                string(&mut first, n.as_bytes());
+            }
+        }
+        string(&mut first, v.as_bytes());
+        // The newest entry is index 62 (§2.3.3); the first inserted is the oldest.
+        encode_int((62 + (count - 1 - k)) as u32, 7, 0x80, &mut again);
+        k += 1;
+    }
+    Some(IndexedBlocks {
+        first,
+        again,
+        table_size,
+    })
+}
+
 /// Appends one field.
 pub fn field(out: &mut Vec<u8>, name: &str, value: &str) {
-    let secret = matches!(name, "authorization" | "proxy-authorization" | "cookie");
+    let secret = secret(name);
     if !secret {
-        if let Some(i) = STATIC
-            .iter()
-            .position(|&(n, v)| n == name && v == value && !v.is_empty())
-        {
+        if let Some(i) = exact_static(name, value) {
             encode_int(i as u32 + 1, 7, 0x80, out);
             return;
         }

@@ -10,7 +10,7 @@ pub mod huffman;
 mod tests;
 
 pub use decoder::{Decoder, Sink};
-pub use encoder::encode_block;
+pub use encoder::{encode_block, encode_indexed, IndexedBlocks};
 
 /// Why a header block cannot be decoded (a connection error:
 /// COMPRESSION_ERROR, RFC 9113 §4.3).
