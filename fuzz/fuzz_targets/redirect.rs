@@ -1,11 +1,14 @@
 //! `Location` headers (and the status they come with) for `-L`: resolved
 //! against the request's URL and turned into the next hop's request, never a
 //! panic; a hop to another origin never carries the original request's
-//! credentials (basic auth from the URL, `-H` Authorization and Cookie).
+//! credentials (basic auth from the URL, `-H` Authorization and Cookie),
+//! in its HTTP/1 bytes or in its HTTP/2 form. The hop is rewritten from the
+//! plan's request spec (`hop_spec`), as both drivers do.
 //! (The host is a fixed loopback literal so no name is ever resolved.)
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use redline_engine::redirect::{hop_request, origin_key, resolve_location, Cookies};
+use redline_engine::http2::Http2Request;
+use redline_engine::redirect::{hop_spec, origin_key, resolve_location, Cookies};
 use redline_engine::{Plan, PlanArgs};
 use std::sync::OnceLock;
 
@@ -50,14 +53,19 @@ fuzz_target!(|data: &[u8]| {
     let same = origin_key(&to) == p.target.origin;
     for was_get in [false, true] {
         for jar in [Cookies::Given, Cookies::Jar("")] {
-            let (bytes, get) = hop_request(&p.request, status, &to, same, was_get, jar)
-                .expect("the plan's request is a request");
+            let (spec, get) = hop_spec(&p.spec, status, &to, same, was_get, jar);
+            let bytes = spec.encode_h1(false);
             let text = String::from_utf8_lossy(&bytes);
+            // HTTP/2 may refuse a hop (a character it cannot carry), never panic.
+            let h2 = Http2Request::from_spec(&spec, to.scheme())
+                .map(|r| format!("{}{}{:?}", r.authority, r.path, r.headers))
+                .unwrap_or_default();
             assert!(text.ends_with("\r\n\r\n") || text.ends_with("body"), "{text}");
             assert_eq!(get, was_get || matches!(status, 301..=303), "{text}");
             if !same {
                 assert!(!text.contains("SECRET"), "credentials to {to}: {text}");
                 assert!(!text.contains("dTpwdy1TRUNSRVQ"), "basic auth to {to}: {text}");
+                assert!(!h2.contains("SECRET") && !h2.contains("dTpwdy1TRUNSRVQ"), "{h2}");
             }
         }
     }
