@@ -3,9 +3,14 @@
 //! [`Ledger`] and its stop, drain, stage level and live counts run on the
 //! shared [`Control`] tick (the HTTP/2 driver, `h2run`, uses both too).
 //!
-//! The hot path per request is: write the prebuilt request bytes, read the
-//! response into the worker's shared buffer, feed the incremental parser, record
-//! into the worker's own histograms, and write the next request straight away.
+//! Each connection slot speaks HTTP/1.1 through an [`H1Session`], the
+//! protocol seam's sans-IO session (`session/`): the worker submits a
+//! request to it, writes what the session has to send, feeds it what it
+//! reads and acts on its events (answered, failed). The hot path per
+//! request is: submit the prebuilt request (a shared buffer, not a copy),
+//! write it from there, read the response into the worker's shared buffer,
+//! let the session parse it (with the worker's one head memo), record into
+//! the worker's own histograms, and submit the next request straight away.
 //! No lock, channel or shared counter is touched per request (the ledger's
 //! counts are plain integers in the worker). Sockets are registered once
 //! (edge-triggered, read and write interest), so a request costs no
@@ -23,11 +28,12 @@ mod transport;
 
 use crate::control::Control;
 pub use crate::control::Live;
-use crate::h1::{HeadMemo, ResponseReader};
+use crate::h1::HeadMemo;
 use crate::ledger::Ledger;
 use crate::pacer::Pacer;
 use crate::plan::Plan;
 use crate::scenario::Vu;
+use crate::session::{H1Request, H1Session};
 use crate::sys::{self, Events};
 use crate::timer::{PreciseTimer, Spin};
 use crate::workload::ScenarioLoad;
@@ -113,8 +119,12 @@ struct Worker<'p> {
     poll: Poll,
     conns: Vec<Conn>,
     buf: Box<[u8]>,
-    /// The last plain response head parsed, to skip scanning its repeats.
+    /// The last plain response head parsed, to skip scanning its repeats
+    /// (one for all the worker's sessions).
     memo: HeadMemo,
+    /// The plan's request as the sessions take it: kept alive, and asking to close.
+    request: H1Request,
+    request_close: H1Request,
     rec: Recorder,
     /// Time-out FIFOs of requests in flight and of connects.
     request_timeouts: Fifo,
@@ -169,13 +179,12 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
             tls: None,
             tls_start: now,
             state: ConnState::Closed,
-            reader: ResponseReader::new(),
+            session: H1Session::new(1),
             has_request: false,
             intended: now,
             sent: now,
             first_byte: None,
             connect_start: now,
-            written: 0,
             close_after: false,
             on_conn: 0,
             quota: 0,
@@ -199,23 +208,13 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
     } else {
         None
     };
-    let mut conns: Vec<Conn> = conns;
-    if plan.follow.is_some() {
-        for c in &mut conns {
-            c.reader.want_location = true;
-        }
-    }
-    let sc = plan.scenario.as_ref().map(|s| {
-        for c in &mut conns {
-            c.reader.capture = Some(Box::default());
-        }
-        ScenarioSlots {
-            vus: (0..slots as u64)
-                .map(|i| s.new_vu(spec.first_vu + i))
-                .collect(),
-            load: ScenarioLoad::new(s.clone(), spec.index, plan.threads, plan.seed, open_loop),
-            sleepers: BinaryHeap::new(),
-        }
+    let conns: Vec<Conn> = conns;
+    let sc = plan.scenario.as_ref().map(|s| ScenarioSlots {
+        vus: (0..slots as u64)
+            .map(|i| s.new_vu(spec.first_vu + i))
+            .collect(),
+        load: ScenarioLoad::new(s.clone(), spec.index, plan.threads, plan.seed, open_loop),
+        sleepers: BinaryHeap::new(),
     });
     let mut w = Worker {
         plan,
@@ -224,6 +223,14 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
         conns,
         buf: vec![0u8; READ_BUF].into_boxed_slice(),
         memo: HeadMemo::new(),
+        request: H1Request {
+            wire: bytes::Bytes::copy_from_slice(&plan.request),
+            head: plan.head_request,
+        },
+        request_close: H1Request {
+            wire: bytes::Bytes::copy_from_slice(&plan.request_close),
+            head: plan.head_request,
+        },
         rec: Recorder::new(spec.start),
         request_timeouts: Fifo {
             head: NIL,

@@ -467,6 +467,18 @@ impl Session for Http2Session {
         );
     }
 
+    fn pending_out(&self) -> &[u8] {
+        &self.out
+    }
+
+    fn consume_out(&mut self, n: usize) {
+        if n >= self.out.len() {
+            self.out.clear();
+        } else {
+            self.out.drain(..n);
+        }
+    }
+
     fn bytes_out(&mut self, out: &mut Vec<u8>) -> usize {
         let n = self.out.len();
         if out.is_empty() {

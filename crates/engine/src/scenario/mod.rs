@@ -257,7 +257,7 @@ pub struct ScRequest {
 #[derive(Debug, Clone)]
 struct Fixed {
     spec: RequestSpec,
-    wire: [Vec<u8>; 2],
+    wire: [bytes::Bytes; 2],
 }
 
 /// A spec's header list refilled in place: each field reuses the strings of
@@ -499,6 +499,26 @@ impl Scenario {
         }
     }
 
+    /// [`Scenario::wire`] as a request for an [`crate::session::H1Session`]:
+    /// a fixed request's shared bytes, or a copy of the user's rendering.
+    pub fn h1_request(&self, r: usize, vu: &Vu, close: bool) -> crate::session::H1Request {
+        let q = &self.requests[r];
+        crate::session::H1Request {
+            wire: match &q.fixed {
+                Some(f) => f.wire[close as usize].clone(),
+                None => bytes::Bytes::copy_from_slice(&vu.buf),
+            },
+            head: q.head_request,
+        }
+    }
+
+    /// What of the answer to request `r` to keep, as [`crate::session::Want::capture`]
+    /// asks it: (headers, body).
+    pub fn capture_want(&self, r: usize) -> (bool, bool) {
+        let q = &self.requests[r];
+        (q.want_headers || self.cookies, q.want_body)
+    }
+
     /// The spec of request `r` as [`Scenario::prepare`] left it: what a
     /// driver encodes in its own protocol (HTTP/2: [`RequestSpec::to_h2`])
     /// without parsing the HTTP/1 bytes; and what redirect hops are rewritten
@@ -518,7 +538,7 @@ impl Scenario {
         let mut scratch = Vec::new();
         let mut gen = std::mem::take(&mut vu.gen);
         self.render_spec(r, &vu, &mut gen, &mut spec, &mut scratch);
-        let wire = [spec.encode_h1(false), spec.encode_h1(true)];
+        let wire = [spec.encode_h1(false).into(), spec.encode_h1(true).into()];
         Box::new(Fixed { spec, wire })
     }
 
@@ -615,9 +635,7 @@ impl Scenario {
 
     /// What of the response to request `r` to keep.
     pub fn prepare_capture(&self, r: usize, cap: &mut Capture) {
-        let q = &self.requests[r];
-        cap.want_headers = q.want_headers || self.cookies;
-        cap.want_body = q.want_body;
+        (cap.want_headers, cap.want_body) = self.capture_want(r);
     }
 
     /// Empty per-request numbers, one per request, in order.

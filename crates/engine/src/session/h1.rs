@@ -2,9 +2,16 @@
 //! engine's own incremental reader ([`ResponseReader`] with a [`HeadMemo`])
 //! over the bytes in; answers come in submission order (pipelining up to a
 //! depth).
+//!
+//! The HTTP/1 worker keeps one session per connection slot (10,000 slots in
+//! about 11 MB), so the common case, one request at a time, lives inline:
+//! the request's bytes are a shared [`Bytes`] (the plan's own, not a copy),
+//! the one event not yet polled is a field, and an answer the driver hands
+//! back ([`Session::recycle`]) is reused. Pipelined requests, further events
+//! and a memo of the session's own live in a box made only when used.
 
 use super::{Answer, Event, RequestId, Session, SubmitError, Want};
-use crate::h1::{Capture, HeadMemo, Progress, ResponseReader};
+use crate::h1::{HeadMemo, Progress, ResponseReader};
 use bytes::Bytes;
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
@@ -19,22 +26,55 @@ pub struct H1Request {
     pub head: bool,
 }
 
+/// A request without a complete answer: what its answer needs.
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    head: bool,
+    want: Want,
+}
+
+/// What only pipelining, a burst of events or [`Session::bytes_in`] needs.
+#[derive(Debug, Default)]
+struct Extra {
+    /// Requests behind the oldest one, oldest first.
+    behind: VecDeque<Waiting>,
+    /// Bytes of requests submitted behind the ones in `out`, in order.
+    unsent: VecDeque<Bytes>,
+    /// Events behind `ready`, oldest first.
+    events: VecDeque<Event>,
+    /// The memo for [`Session::bytes_in`] (a driver with many sessions
+    /// shares one through [`H1Session::bytes_in_memo`]).
+    memo: HeadMemo,
+}
+
 /// HTTP/1.1 over [`ResponseReader`]: answers come in submission order.
 #[derive(Debug)]
 pub struct H1Session {
     reader: ResponseReader,
-    memo: HeadMemo,
-    /// Requests written or to be written, without a complete answer (id, HEAD, want).
-    waiting: VecDeque<(RequestId, bool, Want)>,
-    /// The reader was set up for the oldest waiting request's [`Want`].
-    armed: bool,
-    /// The head of the oldest waiting request was reported.
-    head_told: bool,
-    out: Vec<u8>,
-    depth: usize,
+    /// The oldest request's bytes not yet written (from `out_at`).
+    out: Bytes,
+    out_at: usize,
+    /// The oldest event not yet polled (the rest, if any, in `extra`).
+    ready: Option<Event>,
+    /// The oldest request without a complete answer.
+    front: Option<Waiting>,
+    /// The next request's id; the front's is this minus the waiting count.
     next_id: RequestId,
+    /// An answer handed back by the driver, reused for the next one.
+    spare: Option<Box<Answer>>,
+    extra: Option<Box<Extra>>,
+    depth: u16,
+    /// The reader was set up for the front request's [`Want`].
+    armed: bool,
+    /// The head of the front request was reported.
+    head_told: bool,
     closed: bool,
-    events: VecDeque<Event>,
+}
+
+impl Default for H1Session {
+    fn default() -> Self {
+        H1Session::new(1)
+    }
 }
 
 impl H1Session {
@@ -42,22 +82,83 @@ impl H1Session {
     pub fn new(depth: usize) -> H1Session {
         H1Session {
             reader: ResponseReader::new(),
-            memo: HeadMemo::new(),
-            waiting: VecDeque::new(),
-            head_told: false,
-            armed: false,
-            out: Vec::new(),
-            depth: depth.max(1),
+            out: Bytes::new(),
+            out_at: 0,
+            ready: None,
+            front: None,
             next_id: 0,
+            spare: None,
+            extra: None,
+            depth: depth.clamp(1, u16::MAX as usize) as u16,
+            armed: false,
+            head_told: false,
             closed: false,
-            events: VecDeque::new(),
         }
+    }
+
+    /// Ready for a new connection: nothing waiting, nothing to write, open
+    /// (the reader's buffers and a recycled answer are kept; ids go on).
+    pub fn reset(&mut self) {
+        self.reader.reset();
+        self.out = Bytes::new();
+        self.out_at = 0;
+        self.ready = None;
+        self.front = None;
+        self.armed = false;
+        self.head_told = false;
+        self.closed = false;
+        if let Some(x) = self.extra.as_deref_mut() {
+            x.behind.clear();
+            x.unsent.clear();
+            x.events.clear();
+        }
+    }
+
+    /// Informational (1xx) answers skipped so far for the front request.
+    pub fn informational(&self) -> u32 {
+        self.reader.informational
+    }
+
+    /// A byte of the front request's final answer has arrived (the
+    /// driver's first-byte clock restarts after a 1xx otherwise).
+    pub fn final_started(&self) -> bool {
+        self.reader.final_started()
+    }
+
+    fn extra(&mut self) -> &mut Extra {
+        self.extra.get_or_insert_with(Box::default)
+    }
+
+    fn waiting(&self) -> usize {
+        self.front.is_some() as usize + self.extra.as_ref().map_or(0, |x| x.behind.len())
+    }
+
+    fn front_id(&self) -> RequestId {
+        self.next_id - self.waiting() as u64
+    }
+
+    fn push(&mut self, ev: Event) {
+        if self.ready.is_none() {
+            // (`ready` is empty only when no event is queued behind it.)
+            self.ready = Some(ev);
+        } else {
+            self.extra().events.push_back(ev);
+        }
+    }
+
+    /// The front request's answer is complete or failed: the next comes forward.
+    fn pop_front(&mut self) {
+        self.front = self.extra.as_mut().and_then(|x| x.behind.pop_front());
+        self.head_told = false;
+        self.armed = false;
     }
 
     /// Fails every waiting request and closes.
     fn fail_all(&mut self, kind: ErrorKind, message: Cow<'static, str>) {
-        for (id, _, _) in self.waiting.drain(..) {
-            self.events.push_back(Event::Failed {
+        while self.front.is_some() {
+            let id = self.front_id();
+            self.pop_front();
+            self.push(Event::Failed {
                 id,
                 kind,
                 message: message.clone(),
@@ -67,7 +168,7 @@ impl H1Session {
         self.closed = true;
     }
 
-    /// Sets the reader up for what the oldest waiting request wants kept.
+    /// Sets the reader up for what the front request wants kept.
     fn arm(&mut self, want: Want) {
         if self.armed {
             return;
@@ -76,11 +177,17 @@ impl H1Session {
         self.reader.want_server = want.server;
         self.reader.want_location = want.location;
         self.reader.capture = want.capture.map(|(headers, body)| {
-            Box::new(Capture {
-                want_headers: headers,
-                want_body: body,
-                ..Capture::default()
-            })
+            let mut cap = self
+                .spare
+                .as_mut()
+                .and_then(|a| a.capture.take())
+                .unwrap_or_default();
+            cap.want_headers = headers;
+            cap.want_body = body;
+            cap.headers.clear();
+            cap.body.clear();
+            cap.truncated = false;
+            cap
         });
     }
 
@@ -89,11 +196,64 @@ impl H1Session {
         if !want.any() {
             return None;
         }
-        Some(Box::new(Answer {
-            server: self.reader.server.take(),
-            location: self.reader.location.take(),
-            capture: self.reader.capture.take(),
-        }))
+        let mut a = self.spare.take().unwrap_or_default();
+        a.server = self.reader.server.take();
+        a.location = self.reader.location.take();
+        a.capture = self.reader.capture.take();
+        Some(a)
+    }
+
+    /// [`Session::bytes_in`] with a [`HeadMemo`] the driver shares among its
+    /// sessions (a head identical to the last one parsed is not scanned again).
+    pub fn bytes_in_memo(&mut self, mut data: &[u8], memo: &mut HeadMemo) {
+        while !data.is_empty() {
+            let Some(Waiting { head, want }) = self.front else {
+                // Bytes before any request, or after the last answer: the
+                // connection cannot be trusted.
+                self.closed = true;
+                return;
+            };
+            let id = self.front_id();
+            self.arm(want);
+            match self.reader.feed_memo(data, head, Some(memo)) {
+                Ok(Progress::NeedMore) => {
+                    if self.reader.head_done && !self.head_told {
+                        self.head_told = true;
+                        self.push(Event::Head {
+                            id,
+                            status: self.reader.status,
+                        });
+                    }
+                    return;
+                }
+                Ok(Progress::Done { used }) => {
+                    let status = self.reader.status;
+                    let answer = self.answer(want);
+                    self.push(Event::Done {
+                        id,
+                        status,
+                        body_bytes: self.reader.body_bytes,
+                        answer,
+                    });
+                    self.pop_front();
+                    let keep_alive = self.reader.keep_alive;
+                    self.reader.reset();
+                    data = &data[used..];
+                    if !keep_alive {
+                        // What was pipelined behind it will not be answered.
+                        self.fail_all(
+                            ErrorKind::Closed,
+                            "the server closed the connection (Connection: close)".into(),
+                        );
+                        return;
+                    }
+                }
+                Err(m) => {
+                    self.fail_all(ErrorKind::Malformed(m.kind), m.message.into());
+                    return;
+                }
+            }
+        }
     }
 }
 
@@ -106,7 +266,7 @@ impl Session for H1Session {
         if self.closed {
             0
         } else {
-            self.depth.saturating_sub(self.waiting.len())
+            (self.depth as usize).saturating_sub(self.waiting())
         }
     }
 
@@ -119,112 +279,103 @@ impl Session for H1Session {
         }
         let id = self.next_id;
         self.next_id += 1;
-        self.out.extend_from_slice(&request.wire);
-        self.waiting.push_back((id, request.head, want));
+        let w = Waiting {
+            head: request.head,
+            want,
+        };
+        if self.front.is_none() {
+            self.front = Some(w);
+        } else {
+            self.extra().behind.push_back(w);
+        }
+        if self.out_at >= self.out.len() {
+            self.out = request.wire.clone();
+            self.out_at = 0;
+        } else {
+            self.extra().unsent.push_back(request.wire.clone());
+        }
         Ok(id)
     }
 
-    fn bytes_in(&mut self, mut data: &[u8]) {
-        while !data.is_empty() {
-            let Some(&(id, head, want)) = self.waiting.front() else {
-                if !self.closed {
-                    // Bytes before any request, or after the last answer.
-                    self.closed = true;
-                }
-                return;
-            };
-            self.arm(want);
-            match self.reader.feed_memo(data, head, Some(&mut self.memo)) {
-                Ok(Progress::NeedMore) => {
-                    if self.reader.head_done && !self.head_told {
-                        self.head_told = true;
-                        self.events.push_back(Event::Head {
-                            id,
-                            status: self.reader.status,
-                        });
-                    }
-                    return;
-                }
-                Ok(Progress::Done { used }) => {
-                    let status = self.reader.status;
-                    if !self.head_told {
-                        self.events.push_back(Event::Head { id, status });
-                    }
-                    let answer = self.answer(want);
-                    self.events.push_back(Event::Done {
-                        id,
-                        status,
-                        body_bytes: self.reader.body_bytes,
-                        answer,
-                    });
-                    self.waiting.pop_front();
-                    self.head_told = false;
-                    self.armed = false;
-                    let keep_alive = self.reader.keep_alive;
-                    self.reader.reset();
-                    data = &data[used..];
-                    if !keep_alive {
-                        // What was pipelined behind it will not be answered.
-                        self.fail_all(
-                            ErrorKind::Closed,
-                            "the server closed the connection (Connection: close)".into(),
-                        );
-                        return;
-                    }
-                    if self.waiting.is_empty() && !data.is_empty() {
-                        self.closed = true;
-                        return;
-                    }
-                }
-                Err(m) => {
-                    self.fail_all(ErrorKind::Malformed(m.kind), m.message.into());
-                    return;
-                }
-            }
-        }
+    fn bytes_in(&mut self, data: &[u8]) {
+        let mut memo = std::mem::take(&mut self.extra().memo);
+        self.bytes_in_memo(data, &mut memo);
+        self.extra().memo = memo;
     }
 
     fn eof(&mut self) {
-        if let Some(&(id, _, want)) = self.waiting.front() {
-            if self.reader.eof() {
+        if let Some(Waiting { want, .. }) = self.front {
+            if self.reader.head_done && self.reader.eof() {
                 // A body delimited by the close is complete now.
+                let id = self.front_id();
                 let status = self.reader.status;
                 let answer = self.answer(want);
-                self.events.push_back(Event::Done {
+                self.push(Event::Done {
                     id,
                     status,
                     body_bytes: self.reader.body_bytes,
                     answer,
                 });
-                self.waiting.pop_front();
+                self.pop_front();
             }
         }
-        self.fail_all(
-            ErrorKind::Closed,
-            "connection closed before the response was complete".into(),
-        );
+        let message = if self.front.is_some() && !self.reader.started() {
+            "connection closed before any response"
+        } else {
+            "connection closed before the response was complete"
+        };
+        self.fail_all(ErrorKind::Closed, message.into());
     }
 
     fn cancel(&mut self, id: RequestId) {
         // HTTP/1.1 cannot take one request back: the connection goes, and
-        // the requests behind it fail.
-        if let Some(at) = self.waiting.iter().position(|w| w.0 == id) {
-            self.waiting.remove(at);
-            self.fail_all(
-                ErrorKind::Closed,
-                "the connection was closed after a request timed out".into(),
-            );
+        // the requests behind it fail (the cancelled one has no event).
+        let first = self.front_id();
+        if id < first || id >= self.next_id {
+            return;
+        }
+        let mut k = first;
+        while self.front.is_some() {
+            self.pop_front();
+            if k != id {
+                self.push(Event::Failed {
+                    id: k,
+                    kind: ErrorKind::Closed,
+                    message: "the connection was closed after a request timed out".into(),
+                    unprocessed: false,
+                });
+            }
+            k += 1;
+        }
+        self.closed = true;
+    }
+
+    fn pending_out(&self) -> &[u8] {
+        &self.out[self.out_at.min(self.out.len())..]
+    }
+
+    fn consume_out(&mut self, n: usize) {
+        self.out_at += n;
+        if self.out_at >= self.out.len() {
+            self.out = self
+                .extra
+                .as_mut()
+                .and_then(|x| x.unsent.pop_front())
+                .unwrap_or_default();
+            self.out_at = 0;
         }
     }
 
-    fn bytes_out(&mut self, out: &mut Vec<u8>) -> usize {
-        let n = self.out.len();
-        out.append(&mut self.out);
-        n
+    fn poll_event(&mut self) -> Option<Event> {
+        let ev = self.ready.take()?;
+        if let Some(x) = self.extra.as_deref_mut() {
+            self.ready = x.events.pop_front();
+        }
+        Some(ev)
     }
 
-    fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+    fn recycle(&mut self, answer: Box<Answer>) {
+        self.spare = Some(answer);
     }
 
     fn is_closed(&self) -> bool {

@@ -26,13 +26,13 @@
 //!   sit behind an adapter (an in-memory pipe polled with a no-op waker), or be replaced by QPACK
 //!   plus HTTP/3 frames written directly on quinn-proto's streams.
 //!
-//! Status (honest): the HTTP/1 worker (`worker/`, mio) does not drive its
-//! connections through this trait yet: its hot path reads straight into
-//! `ResponseReader::feed_memo` from its own buffers, and moving it behind a
-//! trait object with an event queue is measured work for a later session (the
-//! HTTP/1 session runs the same parsing code as the worker). The HTTP/2
-//! driver runs on this trait: `h2run/wire.rs` owns each connection's socket
-//! and [`Http2Session`], generic over [`Session`].
+//! Both drivers run on this trait, statically dispatched (no trait object):
+//! the HTTP/1 worker (`worker/`, mio) keeps an [`H1Session`] per connection
+//! slot, submits each request to it, writes [`Session::pending_out`] straight
+//! from the session's buffer (the plan's shared bytes), feeds what it reads
+//! to [`H1Session::bytes_in_memo`] (the worker's one head memo) and acts on
+//! the events; the HTTP/2 driver's connection task (`h2run/wire.rs`) owns
+//! each connection's socket and [`Http2Session`], generic over [`Session`].
 
 mod h1;
 #[cfg(test)]
@@ -90,8 +90,10 @@ pub struct Answer {
 /// What a session learned from the bytes it was given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    /// The final response head of a request arrived (the driver stamps the
-    /// first byte's time; 1xx heads are not reported).
+    /// The final response head of a request arrived while its body is not
+    /// complete yet (the driver stamps the first byte's time; 1xx heads are
+    /// not reported; a [`Event::Done`] without a `Head` before it means the
+    /// head came with the rest of the answer).
     Head {
         /// The request.
         id: RequestId,
@@ -155,10 +157,32 @@ pub trait Session {
     fn bytes_in(&mut self, data: &[u8]);
     /// The peer closed the connection: requests without a complete answer fail.
     fn eof(&mut self);
-    /// Moves the bytes to write to `out` (appended); how many.
-    fn bytes_out(&mut self, out: &mut Vec<u8>) -> usize;
+    /// The bytes to write next (empty: nothing now); written straight from
+    /// the session's buffer, then [`consume_out`](Self::consume_out).
+    fn pending_out(&self) -> &[u8];
+    /// `n` bytes of [`pending_out`](Self::pending_out) were written.
+    fn consume_out(&mut self, n: usize);
+    /// Moves all the bytes to write to `out` (appended); how many.
+    fn bytes_out(&mut self, out: &mut Vec<u8>) -> usize {
+        let mut n = 0;
+        loop {
+            let chunk = self.pending_out();
+            if chunk.is_empty() {
+                return n;
+            }
+            out.extend_from_slice(chunk);
+            let k = chunk.len();
+            n += k;
+            self.consume_out(k);
+        }
+    }
     /// The next event, oldest first.
     fn poll_event(&mut self) -> Option<Event>;
+    /// The driver is done with an answer of an [`Event::Done`]: its storage
+    /// (a capture's buffers) may be reused for a later one.
+    fn recycle(&mut self, answer: Box<Answer>) {
+        drop(answer);
+    }
     /// No request will be taken again (closed, failed, or `Connection: close`).
     fn is_closed(&self) -> bool;
     /// The peer cannot speak this protocol at all (for HTTP/2: an HTTP/1

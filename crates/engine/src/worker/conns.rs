@@ -1,13 +1,13 @@
 //! The HTTP/1 worker's connection table: a slot per connection (its socket,
-//! TLS session, parser and the request it carries) and the two intrusive
+//! TLS session, HTTP/1.1 [`H1Session`] and the request it carries) and the two intrusive
 //! time-out FIFOs threaded through the slots (requests and connects have
 //! fixed time-outs, so deadlines arrive in order: O(1) per request, memory
 //! O(connections); scenario requests with their own time-outs are inserted in
 //! order, `push_sorted`).
 
 use super::Worker;
-use crate::h1::ResponseReader;
 use crate::redirect::Origin;
+use crate::session::H1Session;
 use mio::net::TcpStream;
 use std::sync::Arc;
 use std::time::Instant;
@@ -50,7 +50,9 @@ pub(super) struct Conn {
     pub(super) tls: Option<Box<rustls::ClientConnection>>,
     pub(super) tls_start: Instant,
     pub(super) state: ConnState,
-    pub(super) reader: ResponseReader,
+    /// The connection's HTTP/1.1 session: the request's bytes to write and
+    /// the answer's parser (reset for each new connection).
+    pub(super) session: H1Session,
     /// A request is assigned to this slot (maybe waiting for the connect).
     pub(super) has_request: bool,
     /// The request's intended send time, when it was written, its first response byte.
@@ -58,8 +60,6 @@ pub(super) struct Conn {
     pub(super) sent: Instant,
     pub(super) first_byte: Option<Instant>,
     pub(super) connect_start: Instant,
-    /// Bytes of the request written so far.
-    pub(super) written: usize,
     /// The request asks the server to close (`--requests-per-conn` reached).
     pub(super) close_after: bool,
     /// Requests sent on this connection.
@@ -91,7 +91,7 @@ pub(super) struct Redirected {
     /// The original request asked to close the connection (its hops too).
     pub(super) close: bool,
     /// The current hop's request, encoded from its spec ([`crate::redirect::hop_spec`]).
-    pub(super) bytes: Vec<u8>,
+    pub(super) bytes: bytes::Bytes,
     /// Where the current hop goes when not the request's own origin.
     pub(super) to: Option<Arc<Origin>>,
     /// A hop made it a GET without body (301/302 after POST, 303).

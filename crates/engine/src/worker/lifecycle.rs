@@ -5,6 +5,7 @@
 use super::conns::{ConnState, Redirected, TimeoutList, NIL};
 use super::Worker;
 use crate::redirect::Cookies;
+use crate::session::{Answer, Event, H1Request, Session, SubmitError, Want};
 use crate::workload::{Ended, Then};
 use redline_stats::{ErrorKind, Timing};
 use std::borrow::Cow;
@@ -45,37 +46,67 @@ impl Worker<'_> {
         c.intended = intended;
         c.sent = now;
         c.first_byte = None;
-        c.written = 0;
         c.wire = 0;
         c.on_conn += 1;
         c.close_after = plan.requests_per_conn.is_some_and(|n| c.on_conn >= n);
-        c.reader.reset();
-        // Only until the first answer named its server: after that a reader that
-        // still wants it (its head had none) would keep the head memo unused.
-        c.reader.want_server = self.want_server;
         c.state = ConnState::Writing;
         c.deadline = now + timeout;
         self.ledger.sent();
         self.rec.counters.sent += 1;
-        if let Some(sc) = self.scenario.as_mut() {
+        let want = self.want(i);
+        let c = &mut self.conns[i as usize];
+        let submitted = if let Some(sc) = self.scenario.as_mut() {
             let vu = &mut sc.vus[i as usize];
             let r = vu.chosen.unwrap_or(0);
             sc.load.scenario.prepare(r, vu, c.close_after);
-            if let Some(cap) = c.reader.capture.as_deref_mut() {
-                sc.load.scenario.prepare_capture(r, cap);
-            }
+            let request = sc.load.scenario.h1_request(r, vu, c.close_after);
+            c.session.submit(&request, want)
+        } else if c.close_after {
+            c.session.submit(&self.request_close, want)
+        } else {
+            c.session.submit(&self.request, want)
+        };
+        if self.scenario.is_some() {
             self.push_sorted(i);
         } else {
             self.push(i, TimeoutList::Requests);
         }
+        if submitted.is_err() {
+            // (A connection's session takes a request whenever the slot is
+            // idle: this is not expected.)
+            return self.fail(
+                i,
+                ErrorKind::Closed,
+                "the connection could not take the request".into(),
+                now,
+            );
+        }
         self.write_more(i);
     }
 
-    pub(super) fn complete(&mut self, i: u32, now: Instant, poisoned: bool) {
+    /// What slot `i`'s session keeps of the next answer: the `Server`
+    /// header only until the first answer named it (a reader that still
+    /// wants it would keep the head memo unused), the `Location` with
+    /// `-L`, and what a scenario request's checks, extraction and cookies need.
+    pub(super) fn want(&self, i: u32) -> Want {
+        Want {
+            server: self.want_server,
+            location: self.plan.follow.is_some(),
+            capture: self.scenario.as_ref().map(|sc| {
+                let r = sc.vus[i as usize].chosen.unwrap_or(0);
+                sc.load.scenario.capture_want(r)
+            }),
+        }
+    }
+
+    /// Slot `i`'s request was answered (`answered`, as its session's
+    /// [`Event::Done`] said): follows a redirect, or records the answer
+    /// and decides what the connection and the slot do next.
+    pub(super) fn complete(&mut self, i: u32, now: Instant, answered: Answered) {
         if let Some(f) = self.plan.follow.as_deref() {
-            let r = &self.conns[i as usize].reader;
-            if crate::redirect::is_redirect(r.status) && r.location.is_some() {
-                return self.follow(i, f, now, poisoned);
+            let to = answered.answer.as_ref().and_then(|a| a.location.as_ref());
+            if crate::redirect::is_redirect(answered.status) && to.is_some() {
+                return self.follow(i, f, now, answered);
             }
         }
         self.unlink(i);
@@ -89,14 +120,18 @@ impl Worker<'_> {
             first_byte: c.first_byte.unwrap_or(now),
             done: now,
         };
-        let status = c.reader.status;
+        let Answered {
+            status,
+            body_bytes,
+            mut answer,
+        } = answered;
         if self.want_server {
-            if let Some(s) = c.reader.server.take() {
+            if let Some(s) = answer.as_mut().and_then(|a| a.server.take()) {
                 self.rec.server_software = Some(s);
             }
             self.want_server = false;
         }
-        self.rec.response(&t, status, c.wire, c.reader.body_bytes);
+        self.rec.response(&t, status, c.wire, body_bytes);
         if let Some(sc) = self.scenario.as_mut() {
             let vu = &mut sc.vus[i as usize];
             if vu.chosen.is_some() {
@@ -106,15 +141,20 @@ impl Worker<'_> {
                 let how = Ended::Answer {
                     status,
                     timing: t,
-                    capture: c.reader.capture.as_deref(),
+                    capture: answer.as_ref().and_then(|a| a.capture.as_deref()),
                 };
                 let then = sc.load.ended(vu, how);
                 apply(vu, then);
             }
         }
         let c = &mut self.conns[i as usize];
+        if let Some(a) = answer {
+            c.session.recycle(a);
+        }
         self.last_done = now;
-        let reusable = c.reader.keep_alive && !c.close_after && !poisoned && self.plan.keepalive;
+        // (The session closes on `Connection: close`, on bytes after the
+        // answer, and at the server's close.)
+        let reusable = !c.session.is_closed() && !c.close_after && self.plan.keepalive;
         if reusable {
             c.state = ConnState::Idle;
         } else {
@@ -162,13 +202,17 @@ impl Worker<'_> {
         i: u32,
         f: &crate::redirect::Follow,
         now: Instant,
-        poisoned: bool,
+        answered: Answered,
     ) {
         use crate::redirect::{hop_spec, origin_key, resolve_location};
         let plan = self.plan;
         let c = &mut self.conns[i as usize];
-        let status = c.reader.status;
-        let location = c.reader.location.take().unwrap_or_default();
+        let status = answered.status;
+        let Some(mut answer) = answered.answer else {
+            // (`complete` follows only answers with a `Location`.)
+            return self.fail(i, ErrorKind::BadRedirect, "no Location kept".into(), now);
+        };
+        let location = answer.location.take().unwrap_or_default();
         let hops = c.redir.as_ref().map_or(0, |r| r.hops);
         let was_get = c.redir.as_ref().is_some_and(|r| r.get);
         if hops >= f.max {
@@ -229,7 +273,7 @@ impl Worker<'_> {
                 sc.load.scenario.redirect_cookies(
                     r,
                     vu,
-                    c.reader.capture.as_deref(),
+                    answer.capture.as_deref(),
                     base.host_str().unwrap_or(""),
                     to.host_str().unwrap_or(""),
                 )
@@ -241,10 +285,11 @@ impl Worker<'_> {
             None => Cookies::Given,
         };
         let (spec, get) = hop_spec(&orig, status, &to, same_origin, was_get, cookies);
-        let bytes = spec.encode_h1(close);
+        let bytes = spec.encode_h1(close).into();
         self.rec.counters.redirects += 1;
+        c.session.recycle(answer);
         let on_conn = c.away.as_ref().map_or(own_key.as_str(), |o| o.key.as_str()) == key;
-        let reuse = on_conn && c.reader.keep_alive && !c.close_after && !poisoned && plan.keepalive;
+        let reuse = on_conn && !c.session.is_closed() && !c.close_after && plan.keepalive;
         c.redir = Some(Box::new(Redirected {
             hops: hops + 1,
             url: to,
@@ -272,16 +317,39 @@ impl Worker<'_> {
                 .map_or(self.plan.timeout, |r| sc.load.scenario.requests[r].timeout),
             None => self.plan.timeout,
         };
+        let want = self.want(i);
+        let head = match &self.scenario {
+            Some(sc) => sc.vus[i as usize]
+                .chosen
+                .is_some_and(|r| sc.load.scenario.requests[r].head_request),
+            None => self.plan.head_request,
+        };
         let c = &mut self.conns[i as usize];
         c.first_byte = None;
-        c.written = 0;
-        c.reader.reset();
         c.state = ConnState::Writing;
         c.deadline = now + timeout;
+        let submitted = match c.redir.as_deref() {
+            Some(r) => {
+                let request = H1Request {
+                    wire: r.bytes.clone(),
+                    head,
+                };
+                c.session.submit(&request, want)
+            }
+            None => Err(SubmitError::Closed),
+        };
         if self.scenario.is_some() {
             self.push_sorted(i);
         } else {
             self.push(i, TimeoutList::Requests);
+        }
+        if submitted.is_err() {
+            return self.fail(
+                i,
+                ErrorKind::Closed,
+                "the connection could not take the redirected request".into(),
+                now,
+            );
         }
         self.write_more(i);
     }
@@ -536,6 +604,33 @@ impl Worker<'_> {
                 "connect timed out".into(),
                 now,
             );
+        }
+    }
+}
+
+/// A request's answer as its session's [`Event::Done`] gave it.
+pub(super) struct Answered {
+    pub(super) status: u16,
+    pub(super) body_bytes: u64,
+    /// What the session kept ([`Worker::want`]); handed back to it when done.
+    pub(super) answer: Option<Box<Answer>>,
+}
+
+impl Answered {
+    /// The answer of a [`Event::Done`]; None for other events.
+    pub(super) fn from_event(ev: Event) -> Option<Answered> {
+        match ev {
+            Event::Done {
+                status,
+                body_bytes,
+                answer,
+                ..
+            } => Some(Answered {
+                status,
+                body_bytes,
+                answer,
+            }),
+            _ => None,
         }
     }
 }

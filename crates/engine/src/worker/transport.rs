@@ -1,11 +1,12 @@
 //! The HTTP/1 worker's socket side: connecting (with the TLS handshake),
-//! writing a request's bytes, and reading responses (plain or through TLS)
-//! into the incremental HTTP/1 reader; what a finished or failed request
-//! means for the load is `lifecycle.rs`'s.
+//! writing what a connection's [`crate::session::H1Session`] has to send,
+//! and reading responses (plain or through TLS) into it; what a finished or
+//! failed request means for the load is `lifecycle.rs`'s.
 
 use super::conns::{ConnState, TimeoutList};
+use super::lifecycle::Answered;
 use super::{io_msg, Worker};
-use crate::h1::Progress;
+use crate::session::{Event, Session};
 use crate::sys;
 use mio::net::TcpStream;
 use mio::{Interest, Token};
@@ -37,7 +38,7 @@ impl Worker<'_> {
         c.away = away;
         c.connect_start = now;
         c.on_conn = 0;
-        c.reader.reset();
+        c.session.reset();
         match TcpStream::connect(addr) {
             Ok(mut s) => {
                 if let Err(e) = self.poll.registry().register(
@@ -256,28 +257,19 @@ impl Worker<'_> {
         }
     }
 
+    /// Writes what slot `i`'s session has to send (the request), as far as
+    /// the socket takes it; the rest goes on the next writable event.
     pub(super) fn write_more(&mut self, i: u32) {
-        let plan = self.plan;
         let c = &mut self.conns[i as usize];
-        let bytes: &[u8] = if let Some(r) = c.redir.as_deref() {
-            &r.bytes
-        } else if let Some(sc) = &self.scenario {
-            let vu = &sc.vus[i as usize];
-            sc.load
-                .scenario
-                .wire(vu.chosen.unwrap_or(0), vu, c.close_after)
-        } else if c.close_after {
-            &plan.request_close
-        } else {
-            &plan.request
-        };
         let Some(s) = c.sock.as_mut() else { return };
         if let Some(tls) = c.tls.as_mut() {
             // The whole request goes into the TLS session at once; then its
             // records are flushed as far as the socket takes them.
-            if c.written < bytes.len() {
-                let _ = tls.writer().write_all(&bytes[c.written..]);
-                c.written = bytes.len();
+            let bytes = c.session.pending_out();
+            if !bytes.is_empty() {
+                let _ = tls.writer().write_all(bytes);
+                let n = bytes.len();
+                c.session.consume_out(n);
             }
             while tls.wants_write() {
                 match tls.write_tls(s) {
@@ -290,8 +282,13 @@ impl Worker<'_> {
             c.state = ConnState::Reading;
             return;
         }
-        while c.written < bytes.len() {
-            match sys::send(s.as_raw_fd(), &bytes[c.written..]) {
+        // Bounded: every pass writes bytes or leaves.
+        loop {
+            let bytes = c.session.pending_out();
+            if bytes.is_empty() {
+                break;
+            }
+            match sys::send(s.as_raw_fd(), bytes) {
                 Ok(0) => {
                     let now = Instant::now();
                     self.fail(
@@ -303,7 +300,7 @@ impl Worker<'_> {
                     return;
                 }
                 Ok(n) => {
-                    c.written += n;
+                    c.session.consume_out(n);
                     self.rec.counters.bytes_written += n as u64;
                 }
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
@@ -362,37 +359,32 @@ impl Worker<'_> {
                 c.first_byte = Some(now);
             }
             c.wire += n as u64;
-            let informational = c.reader.informational;
-            let head = match &self.scenario {
-                Some(sc) => sc.vus[i as usize]
-                    .chosen
-                    .is_some_and(|r| sc.load.scenario.requests[r].head_request),
-                None => self.plan.head_request,
+            let informational = c.session.informational();
+            c.session.bytes_in_memo(&self.buf[..n], &mut self.memo);
+            // Depth 1: at most a head, then the answer or a failure.
+            let event = loop {
+                match c.session.poll_event() {
+                    Some(Event::Head { .. }) => continue,
+                    other => break other,
+                }
             };
-            match c
-                .reader
-                .feed_memo(&self.buf[..n], head, Some(&mut self.memo))
-            {
-                Ok(Progress::NeedMore) => {
+            match event {
+                None => {
                     // Waiting is timed to the final response: after a 100 or 103
                     // the clock for the first byte starts again.
-                    if c.reader.informational != informational && !c.reader.final_started() {
+                    if c.session.informational() != informational && !c.session.final_started() {
                         c.first_byte = None;
                     }
                 }
-                Ok(Progress::Done { used }) => {
-                    let leftover = used < n;
-                    self.complete(i, now, leftover);
-                    return self.conns[i as usize].state == ConnState::Reading;
-                }
-                Err(m) => {
-                    self.fail(
-                        i,
-                        ErrorKind::Malformed(m.kind),
-                        Cow::Borrowed(m.message),
-                        now,
-                    );
+                Some(Event::Failed { kind, message, .. }) => {
+                    self.fail(i, kind, message, now);
                     return false;
+                }
+                Some(done) => {
+                    if let Some(answered) = Answered::from_event(done) {
+                        self.complete(i, now, answered);
+                    }
+                    return self.conns[i as usize].state == ConnState::Reading;
                 }
             }
         }
@@ -477,22 +469,26 @@ impl Worker<'_> {
         let c = &mut self.conns[i as usize];
         match c.state {
             ConnState::Reading | ConnState::Writing => {
-                if c.reader.head_done && c.reader.eof() {
-                    self.complete(i, now, true);
-                } else if c.reader.started() {
-                    self.fail(
-                        i,
-                        ErrorKind::Closed,
-                        "connection closed before the response was complete".into(),
-                        now,
-                    );
-                } else {
-                    self.fail(
+                c.session.eof();
+                let event = loop {
+                    match c.session.poll_event() {
+                        Some(Event::Head { .. }) => continue,
+                        other => break other,
+                    }
+                };
+                match event {
+                    Some(Event::Failed { kind, message, .. }) => self.fail(i, kind, message, now),
+                    Some(done) => match Answered::from_event(done) {
+                        // A body delimited by the close.
+                        Some(answered) => self.complete(i, now, answered),
+                        None => self.drop_idle(i, now),
+                    },
+                    None => self.fail(
                         i,
                         ErrorKind::Closed,
                         "connection closed before any response".into(),
                         now,
-                    );
+                    ),
                 }
             }
             _ => self.drop_idle(i, now),
