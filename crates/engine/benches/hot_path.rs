@@ -1,6 +1,7 @@
 //! Micro-benchmarks of the per-request hot path: building a request (done once
 //! per run, measured for completeness), reading responses, recording them,
-//! and one HTTP/2 GET through redline's own codec.
+//! one HTTP/1.1 GET through the worker's session ([`H1Session`], against
+//! the bare reader it wraps) and one HTTP/2 GET through redline's own codec.
 //! Run with `cargo bench -p redline-engine`; compare runs on the same machine.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -179,5 +180,52 @@ fn h2_session(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, parse, record, build, h2_session);
+/// One HTTP/1.1 GET answered the way the worker drives it: submit the
+/// plan's shared bytes, write them from `pending_out`, feed the answer with
+/// the worker's head memo, take the event; next to the bare reader with the
+/// same memo (the session's cost is the difference).
+fn h1_session(c: &mut Criterion) {
+    use redline_engine::h1::HeadMemo;
+    use redline_engine::session::{Event, H1Request, H1Session, Session, Want};
+    let mut g = c.benchmark_group("h1_session");
+    g.throughput(Throughput::Elements(1));
+    let small = small_response();
+    let req = H1Request {
+        wire: bytes::Bytes::from_static(
+            b"GET /index.html HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: redline/1\r\nAccept: */*\r\n\r\n",
+        ),
+        head: false,
+    };
+    g.bench_function("get_440B_session", |b| {
+        let mut s = H1Session::new(1);
+        let mut memo = HeadMemo::new();
+        b.iter(|| {
+            s.submit(black_box(&req), Want::NOTHING).unwrap();
+            let n = s.pending_out().len();
+            black_box(s.pending_out());
+            s.consume_out(n);
+            s.bytes_in_memo(black_box(&small), &mut memo);
+            match s.poll_event() {
+                Some(Event::Done { body_bytes, .. }) => assert_eq!(body_bytes, 440),
+                other => panic!("{other:?}"),
+            }
+        })
+    });
+    g.bench_function("get_440B_bare_reader", |b| {
+        let mut r = ResponseReader::new();
+        let mut memo = HeadMemo::new();
+        b.iter(|| {
+            r.reset();
+            black_box(&req.wire[..]);
+            let p = r
+                .feed_memo(black_box(&small), false, Some(&mut memo))
+                .unwrap();
+            assert!(matches!(p, Progress::Done { .. }));
+            assert_eq!(r.body_bytes, 440);
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, parse, record, build, h1_session, h2_session);
 criterion_main!(benches);

@@ -180,8 +180,10 @@ pub struct ResponseReader {
     pub keep_alive: bool,
     /// The response head has been parsed.
     pub head_done: bool,
-    /// The `Server` header, when asked for with `want_server`.
-    pub server: Option<String>,
+    /// The `Server` header (with `want_server`) and the `Location` of the
+    /// last 3xx response (with `want_location`), boxed: rarely wanted, and
+    /// a reader sits in each of 10,000 connection slots.
+    kept: Option<Box<Kept>>,
     /// Capture the `Server` header of the next head.
     pub want_server: bool,
     /// Informational (1xx) responses skipped before the final one.
@@ -190,8 +192,13 @@ pub struct ResponseReader {
     pub capture: Option<Box<Capture>>,
     /// `--follow-redirects`: keep the `Location` of a 3xx response.
     pub want_location: bool,
-    /// The `Location` of the last 3xx response (with `want_location`).
-    pub location: Option<String>,
+}
+
+/// What a [`ResponseReader`] keeps of a head besides its facts.
+#[derive(Debug, Default)]
+struct Kept {
+    server: Option<String>,
+    location: Option<String>,
 }
 
 impl Default for ResponseReader {
@@ -210,12 +217,11 @@ impl ResponseReader {
             body_bytes: 0,
             keep_alive: true,
             head_done: false,
-            server: None,
+            kept: None,
             want_server: false,
             informational: 0,
             capture: None,
             want_location: false,
-            location: None,
         }
     }
 
@@ -231,12 +237,24 @@ impl ResponseReader {
         self.keep_alive = true;
         self.head_done = false;
         self.informational = 0;
-        self.location = None;
+        if let Some(k) = self.kept.as_deref_mut() {
+            k.location = None;
+        }
         if let Some(c) = self.capture.as_deref_mut() {
             c.headers.clear();
             c.body.clear();
             c.truncated = false;
         }
+    }
+
+    /// The `Server` header kept (with `want_server`), taken out.
+    pub fn take_server(&mut self) -> Option<String> {
+        self.kept.as_deref_mut().and_then(|k| k.server.take())
+    }
+
+    /// The `Location` of the last 3xx response (with `want_location`), taken out.
+    pub fn take_location(&mut self) -> Option<String> {
+        self.kept.as_deref_mut().and_then(|k| k.location.take())
     }
 
     /// True when the body runs until the server closes the connection.
@@ -503,11 +521,11 @@ impl ResponseReader {
         }
         let http10 = line.minor == 0;
         let keep_alive = !conn_close && (!http10 || conn_keep);
-        if want_location && (300..400).contains(&code) {
-            self.location = location;
+        if want_location && (300..400).contains(&code) && location.is_some() {
+            self.kept.get_or_insert_with(Box::default).location = location;
         }
         if server.is_some() {
-            self.server = server;
+            self.kept.get_or_insert_with(Box::default).server = server;
             self.want_server = false;
         }
         if (100..200).contains(&code) && code != 101 {

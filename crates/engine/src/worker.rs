@@ -177,7 +177,6 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
         .map(|_| Conn {
             sock: None,
             tls: None,
-            tls_start: now,
             state: ConnState::Closed,
             session: H1Session::new(1),
             has_request: false,

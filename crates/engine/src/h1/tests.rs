@@ -91,8 +91,8 @@ fn head_memo_is_not_used_when_the_head_is_captured() {
     r.want_server = true;
     r.want_location = true;
     r.feed_memo(msg, false, Some(&mut memo)).unwrap();
-    assert_eq!(r.server.as_deref(), Some("s1"));
-    assert_eq!(r.location.as_deref(), Some("/a"));
+    assert_eq!(r.take_server().as_deref(), Some("s1"));
+    assert_eq!(r.take_location().as_deref(), Some("/a"));
 }
 
 fn read_all(input: &[u8], split: usize) -> Result<(ResponseReader, usize), Malformed> {

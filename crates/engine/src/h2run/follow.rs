@@ -103,7 +103,7 @@ pub(super) async fn h1_exchange(
         status: h.reader.status,
         body_bytes: h.reader.body_bytes,
         server: None,
-        location: h.reader.location.take(),
+        location: h.reader.take_location(),
         capture: h.reader.capture.take(),
     };
     Ok((fetched, h.reader.keep_alive))

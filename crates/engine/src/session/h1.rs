@@ -6,9 +6,10 @@
 //! The HTTP/1 worker keeps one session per connection slot (10,000 slots in
 //! about 11 MB), so the common case, one request at a time, lives inline:
 //! the request's bytes are a shared [`Bytes`] (the plan's own, not a copy),
-//! the one event not yet polled is a field, and an answer the driver hands
-//! back ([`Session::recycle`]) is reused. Pipelined requests, further events
-//! and a memo of the session's own live in a box made only when used.
+//! and the one event not yet polled is a field. Pipelined requests, further
+//! events, an answer the driver handed back ([`Session::recycle`], reused for
+//! the next) and a memo of the session's own live in a box made only when
+//! used (a slot of a plain run never makes it).
 
 use super::{Answer, Event, RequestId, Session, SubmitError, Want};
 use crate::h1::{HeadMemo, Progress, ResponseReader};
@@ -45,6 +46,8 @@ struct Extra {
     /// The memo for [`Session::bytes_in`] (a driver with many sessions
     /// shares one through [`H1Session::bytes_in_memo`]).
     memo: HeadMemo,
+    /// An answer handed back by the driver, reused for the next one.
+    spare: Option<Box<Answer>>,
 }
 
 /// HTTP/1.1 over [`ResponseReader`]: answers come in submission order.
@@ -53,15 +56,13 @@ pub struct H1Session {
     reader: ResponseReader,
     /// The oldest request's bytes not yet written (from `out_at`).
     out: Bytes,
-    out_at: usize,
+    out_at: u32,
     /// The oldest event not yet polled (the rest, if any, in `extra`).
     ready: Option<Event>,
     /// The oldest request without a complete answer.
     front: Option<Waiting>,
     /// The next request's id; the front's is this minus the waiting count.
     next_id: RequestId,
-    /// An answer handed back by the driver, reused for the next one.
-    spare: Option<Box<Answer>>,
     extra: Option<Box<Extra>>,
     depth: u16,
     /// The reader was set up for the front request's [`Want`].
@@ -87,7 +88,6 @@ impl H1Session {
             ready: None,
             front: None,
             next_id: 0,
-            spare: None,
             extra: None,
             depth: depth.clamp(1, u16::MAX as usize) as u16,
             armed: false,
@@ -178,8 +178,9 @@ impl H1Session {
         self.reader.want_location = want.location;
         self.reader.capture = want.capture.map(|(headers, body)| {
             let mut cap = self
-                .spare
+                .extra
                 .as_mut()
+                .and_then(|x| x.spare.as_mut())
                 .and_then(|a| a.capture.take())
                 .unwrap_or_default();
             cap.want_headers = headers;
@@ -196,9 +197,13 @@ impl H1Session {
         if !want.any() {
             return None;
         }
-        let mut a = self.spare.take().unwrap_or_default();
-        a.server = self.reader.server.take();
-        a.location = self.reader.location.take();
+        let mut a = self
+            .extra
+            .as_mut()
+            .and_then(|x| x.spare.take())
+            .unwrap_or_default();
+        a.server = self.reader.take_server();
+        a.location = self.reader.take_location();
         a.capture = self.reader.capture.take();
         Some(a)
     }
@@ -288,7 +293,7 @@ impl Session for H1Session {
         } else {
             self.extra().behind.push_back(w);
         }
-        if self.out_at >= self.out.len() {
+        if self.out_at as usize >= self.out.len() {
             self.out = request.wire.clone();
             self.out_at = 0;
         } else {
@@ -351,12 +356,13 @@ impl Session for H1Session {
     }
 
     fn pending_out(&self) -> &[u8] {
-        &self.out[self.out_at.min(self.out.len())..]
+        &self.out[(self.out_at as usize).min(self.out.len())..]
     }
 
     fn consume_out(&mut self, n: usize) {
-        self.out_at += n;
-        if self.out_at >= self.out.len() {
+        let at = self.out_at as usize + n;
+        self.out_at = at.min(u32::MAX as usize) as u32;
+        if at >= self.out.len() {
             self.out = self
                 .extra
                 .as_mut()
@@ -375,7 +381,7 @@ impl Session for H1Session {
     }
 
     fn recycle(&mut self, answer: Box<Answer>) {
-        self.spare = Some(answer);
+        self.extra().spare = Some(answer);
     }
 
     fn is_closed(&self) -> bool {

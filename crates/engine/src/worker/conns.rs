@@ -48,7 +48,6 @@ pub(super) struct Conn {
     pub(super) sock: Option<TcpStream>,
     /// The TLS session of an https connection.
     pub(super) tls: Option<Box<rustls::ClientConnection>>,
-    pub(super) tls_start: Instant,
     pub(super) state: ConnState,
     /// The connection's HTTP/1.1 session: the request's bytes to write and
     /// the answer's parser (reset for each new connection).
@@ -59,6 +58,7 @@ pub(super) struct Conn {
     pub(super) intended: Instant,
     pub(super) sent: Instant,
     pub(super) first_byte: Option<Instant>,
+    /// When the connect started; once connected, when the TLS handshake did.
     pub(super) connect_start: Instant,
     /// The request asks the server to close (`--requests-per-conn` reached).
     pub(super) close_after: bool,

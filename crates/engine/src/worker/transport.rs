@@ -120,7 +120,8 @@ impl Worker<'_> {
             match rustls::ClientConnection::new(t.config.clone(), t.server_name.clone()) {
                 Ok(conn) => {
                     c.tls = Some(Box::new(conn));
-                    c.tls_start = now;
+                    // From here on, the handshake's start.
+                    c.connect_start = now;
                     c.state = ConnState::Handshaking;
                     self.drive_handshake(i);
                 }
@@ -190,7 +191,7 @@ impl Worker<'_> {
         match result {
             Err((kind, msg)) => self.connect_failed(i, kind, msg, now),
             Ok(()) if done => {
-                let d = now.saturating_duration_since(c.tls_start);
+                let d = now.saturating_duration_since(c.connect_start);
                 self.rec.tls.record(d);
                 self.connection_ready(i, now);
             }
