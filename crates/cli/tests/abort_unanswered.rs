@@ -135,31 +135,75 @@ impl Drop for Frozen {
     }
 }
 
+/// How a test reaches nginx.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Wire {
+    Http1,
+    /// HTTP/2 with prior knowledge (`--h2c`).
+    H2c,
+    /// HTTP/2 over TLS (`--http2`, ALPN), the certificate checked with `--cacert`.
+    H2Tls,
+}
+
 /// Runs `redline run … --threshold p99<200ms --abort-on-fail` for 30 s
 /// against nginx (serving `/a.html`, `/b.html`, `/c.html`), which is stopped
 /// 1 s into the run and stays stopped: the record, the exit code and stderr.
 fn against_a_stopped_nginx(tag: &str, load: &[&str]) -> Option<(serde_json::Value, i32, String)> {
+    against_nginx(
+        tag,
+        Wire::Http1,
+        true,
+        &["-d", "30s", "--threshold", "p99<200ms"],
+        load,
+    )
+}
+
+/// Runs `redline run … ARGS LOAD --abort-on-fail` against nginx (serving
+/// `/a.html`, `/b.html`, `/c.html`) over `wire`; with `stop`, nginx is
+/// stopped 1 s into the run and stays stopped: the record, the exit code
+/// and stderr.
+fn against_nginx(
+    tag: &str,
+    wire: Wire,
+    stop: bool,
+    opts: &[&str],
+    load: &[&str],
+) -> Option<(serde_json::Value, i32, String)> {
     let files = [
         ("a.html", b"page a".to_vec()),
         ("b.html", b"page b".to_vec()),
         ("c.html", b"page c".to_vec()),
     ];
+    let pki = (wire == Wire::H2Tls).then(common::nginx::pki);
     let ng = common::nginx::start_nginx(&common::nginx::NginxSite {
         tag,
         files: &files,
-        tls: None,
-        h2: false,
+        tls: pki.as_ref(),
+        h2: wire != Wire::Http1,
         http_extra: "",
         types: "",
     })?;
-    let url = format!("http://127.0.0.1:{}/a.html", ng.port);
-    let mut args = vec!["run", "-q", "--no-save", "-o", "json", "-d", "30s"];
+    let ca = ng.dir.join("ca.pem");
+    let mut args = vec!["run", "-q", "--no-save", "-o", "json"];
+    let url = match &pki {
+        Some(p) => {
+            std::fs::write(&ca, &p.ca_pem).unwrap();
+            args.extend_from_slice(&["--http2", "--cacert", ca.to_str().unwrap()]);
+            format!("https://127.0.0.1:{}/a.html", ng.port)
+        }
+        None => format!("http://127.0.0.1:{}/a.html", ng.port),
+    };
+    if wire == Wire::H2c {
+        args.push("--h2c");
+    }
+    args.extend_from_slice(opts);
     args.extend_from_slice(load);
-    args.extend_from_slice(&["--threshold", "p99<200ms", "--abort-on-fail", &url]);
-    let freeze = Frozen::after_a_second(&ng);
+    args.extend_from_slice(&["--abort-on-fail", &url]);
+    let freeze = stop.then(|| Frozen::after_a_second(&ng));
     let (out, _) = redline_with_limit(&args, Duration::from_secs(60));
-    let frozen = freeze.join().unwrap();
-    drop(frozen);
+    if let Some(f) = freeze {
+        drop(f.join().unwrap());
+    }
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     let v: serde_json::Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {err}"));
@@ -267,4 +311,124 @@ fn journeys_against_a_server_that_answers_are_not_aborted() {
         "{}",
         v["journeys"]
     );
+}
+
+/// A session scenario over nginx's three pages with `think` between steps:
+/// its path.
+fn three_pages(tag: &str, think: &str) -> String {
+    let dir = common::nginx::tmpdir(tag);
+    std::fs::create_dir_all(&dir).unwrap();
+    let sc = dir.join("s.toml");
+    std::fs::write(
+        &sc,
+        format!(
+            "mode = \"session\"\nthink = \"{think}\"\n\
+             [[step]]\nname = \"a\"\npath = \"/a.html\"\n\
+             [[step]]\nname = \"b\"\npath = \"/b.html\"\n\
+             [[step]]\nname = \"c\"\npath = \"/c.html\"\n"
+        ),
+    )
+    .unwrap();
+    sc.to_str().unwrap().to_string()
+}
+
+/// Journeys over HTTP/2 (h2c and TLS) against an nginx that stops
+/// answering: the streams' pending steps and the queued arrivals count as
+/// unanswered, so the run aborts early as over HTTP/1 (before, the HTTP/2
+/// driver counted none and the run went on for its 30 s).
+#[test]
+fn a_journey_run_over_http2_against_a_stopped_server_aborts_early() {
+    let sc = three_pages("abort-journeys-h2", "100ms");
+    for wire in [Wire::H2c, Wire::H2Tls] {
+        let tag = format!("abort-journeys-{wire:?}");
+        let Some((v, code, err)) = against_nginx(
+            &tag,
+            wire,
+            true,
+            &["-d", "30s", "--threshold", "p99<200ms"],
+            &[
+                "--scenario",
+                &sc,
+                "--rate",
+                "20",
+                "-c",
+                "5",
+                "--streams",
+                "10",
+            ],
+        ) else {
+            return;
+        };
+        assert_eq!(code, 4, "{wire:?}: {err}");
+        let msg = abort_message(&v);
+        assert!(
+            msg.contains("threshold 'p99<200ms' can no longer pass: unbounded"),
+            "{wire:?}: {msg}"
+        );
+        assert!(
+            msg.contains("requests unanswered for over 200"),
+            "{wire:?}: {msg}"
+        );
+        let j = &v["journeys"];
+        assert!(j["started"].as_u64().unwrap() >= 10, "{wire:?}: {j}");
+        assert_eq!(
+            j["started"].as_u64().unwrap(),
+            j["completed"].as_u64().unwrap()
+                + j["abandoned"].as_u64().unwrap()
+                + j["in_flight_at_end"].as_u64().unwrap(),
+            "{wire:?}: {j}"
+        );
+        let d = v["duration_s"].as_f64().unwrap();
+        eprintln!("{wire:?}: aborted after {d:.1} s of 30 s");
+        assert!(d < 15.0, "{wire:?}: the journey run went on for {d} s");
+    }
+}
+
+/// Journeys over HTTP/2 against an nginx that keeps answering, with think
+/// times longer than the bound: never aborted (a thinking user's next step
+/// is not overdue before its intended time, and an answered step is not
+/// pending). `-n` journeys, so that the run ends when they all did (a
+/// deadline would cut some short, and their steps count as unanswered at
+/// the end).
+#[test]
+fn journeys_over_http2_against_a_server_that_answers_are_not_aborted() {
+    let sc = three_pages("abort-journeys-h2-ok", "1s");
+    for wire in [Wire::H2c, Wire::H2Tls] {
+        let tag = format!("abort-journeys-ok-{wire:?}");
+        let Some((v, code, err)) = against_nginx(
+            &tag,
+            wire,
+            false,
+            &["-n", "40", "--threshold", "p99<500ms"],
+            &[
+                "--scenario",
+                &sc,
+                "--rate",
+                "20",
+                "-c",
+                "2",
+                "--streams",
+                "50",
+            ],
+        ) else {
+            return;
+        };
+        assert!(
+            !warning_codes(&v).contains(&"aborted"),
+            "{wire:?}: {}",
+            v["warnings"]
+        );
+        // Exit 4 only if the threshold really failed at the end (a busy
+        // machine can hold an answer that long): never by an abort.
+        let p99 = v["latency"]["percentiles_us"]["p99"].as_u64().unwrap();
+        assert!(
+            code == 0 || (code == 4 && p99 >= 500_000),
+            "{wire:?}: exit {code}, p99 {p99} µs: {err}"
+        );
+        let j = &v["journeys"];
+        assert_eq!(j["completed"].as_u64(), Some(40), "{wire:?}: {j}");
+        // Arrivals over 2 s, then two think times of 1 s: not cut short.
+        let d = v["duration_s"].as_f64().unwrap();
+        assert!(d >= 3.0, "{wire:?}: ran {d} s");
+    }
 }

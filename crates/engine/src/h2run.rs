@@ -347,6 +347,7 @@ async fn control(w: Rc<WorkerState>) {
             if control.publish_due(now, &mut w.rec.borrow_mut(), w.open.get(), in_flight) {
                 if let Some(sc) = &w.sc {
                     sc.publish_stats(&control);
+                    sc.publish_overdue(now, &control, &w.ledger.borrow());
                 }
             }
             let mut wake = control.next_publish().max(now + Duration::from_millis(1));

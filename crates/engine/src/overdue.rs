@@ -18,17 +18,49 @@
 //!   are due. The worker counts them itself, a few times a second, from its
 //!   slots: steps in flight or waiting for a connection whose intended time
 //!   is at least `age` old, next steps as old whose user still thinks after
-//!   a late answer, and arrivals waiting for a slot
-//!   (`Worker::publish_journey_overdue`); the count is taken as reported.
-//!   The HTTP/2 driver does not report yet: its journeys give 0.
+//!   a late answer, and arrivals waiting for a slot; the count is taken as
+//!   reported. Both drivers count with [`journey_overdue`], from their own
+//!   slots (`Worker::publish_journey_overdue` for HTTP/1; over HTTP/2 the
+//!   streams' journeys register their pending step's intended time,
+//!   `h2run/scenario.rs`).
 //!
 //! Whole seconds are the clock (`T` is a second boundary; `finished` at
 //! `T − age` is read at the second boundary before it), so every estimate errs
 //! low: a run is never aborted for requests that were answered.
 
+use crate::ledger::Ledger;
 use crate::pacer::{Levels, Pacer};
 use redline_stats::SeriesPoint;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Open-loop sessions: for each of `ages`, the journeys' steps unanswered
+/// that long at `now`: the arrivals waiting in `ledger` for a connection,
+/// and each journey's pending step (`intended`: the intended time of a step
+/// in flight, waiting for a connection or a stream, or next after a think
+/// time), once that time is at least the age old. Exact at `now`, not
+/// estimated: an answered step is no longer pending. What a driver
+/// publishes a few times a second (`Control::publish_journey_overdue`):
+/// O(journeys × ages).
+pub fn journey_overdue(
+    now: Instant,
+    ages: &[Duration],
+    ledger: &Ledger,
+    intended: impl IntoIterator<Item = Instant>,
+) -> Vec<u64> {
+    let cutoffs: Vec<Option<Instant>> = ages.iter().map(|a| now.checked_sub(*a)).collect();
+    let mut counts: Vec<u64> = cutoffs
+        .iter()
+        .map(|c| c.map_or(0, |c| ledger.pending_due_by(c)))
+        .collect();
+    for t in intended {
+        for (n, c) in counts.iter_mut().zip(&cutoffs) {
+            if c.is_some_and(|c| t <= c) {
+                *n += 1;
+            }
+        }
+    }
+    counts
+}
 
 /// How a worker's requests are scheduled, as the estimate needs it.
 #[derive(Debug, Clone)]
@@ -256,6 +288,32 @@ mod tests {
         o.journeys(0, &[7]);
         o.seconds(0, &[sec(0, 1), sec(1, 0), sec(2, 0)]);
         assert_eq!(o.counts(), vec![0]);
+    }
+
+    /// Arrivals waiting in the ledger and the journeys' pending steps count
+    /// once their intended time is at least the age old; younger ones do not.
+    #[test]
+    fn journey_steps_count_once_old_enough() {
+        let t0 = Instant::now();
+        let s = Duration::from_secs;
+        let now = t0 + s(10);
+        let p = Pacer::new(Arrival::Constant, 1.0, 0, 1, None, None, 1);
+        let mut ledger = Ledger::new(None, Some(p), t0, None);
+        // Two arrivals wait for a connection: intended at 1 s and 9.5 s.
+        for at in [t0 + s(1), t0 + Duration::from_millis(9500)] {
+            assert!(ledger.release_due(at).is_some());
+            ledger.enqueue(at);
+        }
+        let ages = [Duration::from_millis(200), s(5), s(3600)];
+        // Steps pending since 2 s, 8 s, exactly 9.8 s (200 ms ago) and 9.9 s.
+        let steps = [2000, 8000, 9800, 9900].map(|ms| t0 + Duration::from_millis(ms));
+        assert_eq!(journey_overdue(now, &ages, &ledger, steps), vec![5, 2, 0]);
+        assert_eq!(
+            journey_overdue(now, &ages, &ledger, []),
+            vec![2, 1, 0],
+            "the arrivals alone"
+        );
+        assert!(journey_overdue(now, &[], &ledger, steps).is_empty());
     }
 
     #[test]

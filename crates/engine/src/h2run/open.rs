@@ -136,6 +136,9 @@ pub(super) async fn open_stream(w: Rc<WorkerState>, ctx: Rc<ConnCtx>, conn: Conn
         if let Some(q) = ctx.quota.get() {
             ctx.quota.set(Some(q - 1));
         }
+        if let Some(user) = vu.as_ref() {
+            user.pending_step(Some(t)); // an arrival waiting for a stream
+        }
         match stream_ready(&w, &conn).await {
             Ok(()) => {}
             Err(Waited::Stopped) => return, // held: not sent

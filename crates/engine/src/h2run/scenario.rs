@@ -12,6 +12,11 @@
 //!
 //! Open loop with a session scenario, each arrival is a journey walked on
 //! the stream that dequeued it ([`arrival`]; see [`crate::workload`]).
+//! `--abort-on-fail`: each such stream keeps a place in the worker's
+//! [`Steps`] with the intended time of its journey's pending step (the
+//! arrival it holds, the step in flight, the next one while the user thinks
+//! or waits for a stream); the control task counts them with the arrivals
+//! still queued ([`ScWorker::publish_overdue`], as the HTTP/1 worker does).
 //!
 //! Virtual users outlive their stream task (a connection replaced after
 //! GOAWAY keeps its users' cookies and session steps): a stream takes one
@@ -47,6 +52,51 @@ pub(super) struct ScWorker {
     /// Open-loop journeys: their later steps taken from the ledger (the
     /// rest of what the schedule released were arrivals).
     later_steps: Cell<u64>,
+    /// Open-loop sessions: arrivals are journeys.
+    journeys_on: bool,
+    /// Open-loop sessions: the journeys' pending steps, one place per stream.
+    steps: Steps,
+}
+
+/// Open-loop sessions: the intended time of each stream's pending journey
+/// step (None: the stream walks no journey now), for `--abort-on-fail`.
+/// A place per stream task (taken with its virtual user, freed when the
+/// task ends): at most `-c` × `--streams` places, and O(places) to count a
+/// few times a second; a step's start and end only set its place.
+#[derive(Default)]
+pub(super) struct Steps {
+    places: RefCell<Vec<Option<Instant>>>,
+    free: RefCell<Vec<usize>>,
+}
+
+impl Steps {
+    /// A place for a new stream (a freed one first).
+    fn take(&self) -> usize {
+        if let Some(i) = self.free.borrow_mut().pop() {
+            return i;
+        }
+        let mut places = self.places.borrow_mut();
+        places.push(None);
+        places.len() - 1
+    }
+
+    /// The stream at place `i` ended.
+    fn give_back(&self, i: usize) {
+        self.set(i, None);
+        self.free.borrow_mut().push(i);
+    }
+
+    /// The intended time of the step pending at place `i` (None: none now).
+    fn set(&self, i: usize, t: Option<Instant>) {
+        if let Some(p) = self.places.borrow_mut().get_mut(i) {
+            *p = t;
+        }
+    }
+
+    /// The intended times of the steps pending now.
+    fn pending(&self) -> Vec<Instant> {
+        self.places.borrow().iter().flatten().copied().collect()
+    }
 }
 
 impl ScWorker {
@@ -58,14 +108,11 @@ impl ScWorker {
         seed: u64,
         closed_loop: bool,
     ) -> ScWorker {
+        let load = ScenarioLoad::new(s.clone(), index, threads, seed, !closed_loop);
         ScWorker {
-            load: RefCell::new(ScenarioLoad::new(
-                s.clone(),
-                index,
-                threads,
-                seed,
-                !closed_loop,
-            )),
+            journeys_on: load.journeys_on(),
+            steps: Steps::default(),
+            load: RefCell::new(load),
             stride: threads.max(1) as u64,
             pool: RefCell::new(Vec::new()),
             next_id: Cell::new(index as u64),
@@ -85,6 +132,7 @@ impl ScWorker {
             sc: self.clone(),
             vu: Some(vu),
             in_flight: false,
+            place: self.journeys_on.then(|| self.steps.take()),
         }
     }
 
@@ -101,6 +149,25 @@ impl ScWorker {
         load.take_results()
     }
 
+    /// `--abort-on-fail` with open-loop sessions: publishes, for each age
+    /// asked, the journeys' steps unanswered that long at `now` (pending
+    /// steps of the streams' journeys and the arrivals queued in `ledger`;
+    /// see [`crate::overdue::journey_overdue`]). With each publish.
+    pub(super) fn publish_overdue(
+        &self,
+        now: Instant,
+        control: &crate::control::Control,
+        ledger: &crate::ledger::Ledger,
+    ) {
+        let ages = control.journey_ages();
+        if !self.journeys_on || ages.is_empty() {
+            return;
+        }
+        let steps = self.steps.pending();
+        let counts = crate::overdue::journey_overdue(now, ages, ledger, steps);
+        control.publish_journey_overdue(&counts);
+    }
+
     /// Open loop: an arrival's connection failed before its journey began.
     pub(super) fn journey_failed_to_start(&self) {
         self.load.borrow_mut().journey_failed_to_start();
@@ -113,10 +180,26 @@ pub(super) struct VuSlot {
     vu: Option<Vu>,
     /// A request of the user's is out (for a journey that ends with its task).
     in_flight: bool,
+    /// Open-loop sessions: this stream's place in [`ScWorker::steps`].
+    place: Option<usize>,
+}
+
+impl VuSlot {
+    /// Open-loop sessions: the stream holds an arrival intended at `t` (it
+    /// waits for a stream before its journey starts), or its journey's
+    /// pending step is intended at `t` (None: no journey now).
+    pub(super) fn pending_step(&self, t: Option<Instant>) {
+        if let Some(i) = self.place {
+            self.sc.steps.set(i, t);
+        }
+    }
 }
 
 impl Drop for VuSlot {
     fn drop(&mut self) {
+        if let Some(i) = self.place.take() {
+            self.sc.steps.give_back(i);
+        }
         if let Some(mut vu) = self.vu.take() {
             // A journey ends with its stream task: the run ended (a step in
             // flight, or stopped) or the stream went away.
@@ -159,11 +242,27 @@ pub(super) async fn arrival(
     slot: &mut VuSlot,
     away: &mut Option<Away>,
 ) {
-    let sc = slot.sc.clone();
-    if !sc.load.borrow().journeys_on() {
+    if !slot.sc.journeys_on {
         exchange(w, conn, ctx, t, slot, away).await;
         return;
     }
+    slot.pending_step(Some(t));
+    journey(w, conn, ctx, t, slot, away).await;
+    slot.pending_step(None);
+}
+
+/// Open loop, session scenario: the journey of an arrival released at `t`
+/// (see [`arrival`]); its pending step's intended time is kept in the
+/// worker's [`Steps`].
+async fn journey(
+    w: &Rc<WorkerState>,
+    conn: &Conn,
+    ctx: &ConnCtx,
+    t: Instant,
+    slot: &mut VuSlot,
+    away: &mut Option<Away>,
+) {
+    let sc = slot.sc.clone();
     let Some(vu) = slot.vu.as_mut() else { return };
     sc.load.borrow_mut().begin_journey(vu, t);
     let mut intended = t;
@@ -175,6 +274,9 @@ pub(super) async fn arrival(
         else {
             return;
         };
+        // Overdue once `next` is old: while the user thinks, waits for a
+        // stream, then in flight.
+        slot.pending_step(Some(next));
         let Some(vu) = slot.vu.as_mut() else { return };
         // The next step is scheduled now and held while the user thinks (a
         // stop meanwhile counts it as not sent, and the journey as stopped).

@@ -427,29 +427,16 @@ impl Worker<'_> {
         let Some(sc) = self.scenario.as_ref() else {
             return;
         };
+        let steps = self.conns.iter().zip(&sc.vus).filter_map(|(c, vu)| {
+            let j = vu.journey?;
+            Some(if c.has_request {
+                c.intended
+            } else {
+                j.next_intended()
+            })
+        });
         let ages = self.control.journey_ages();
-        let mut counts = Vec::with_capacity(ages.len());
-        for age in ages {
-            let Some(cutoff) = now.checked_sub(*age) else {
-                counts.push(0);
-                continue;
-            };
-            let mut n = self.ledger.pending_due_by(cutoff);
-            for (c, vu) in self.conns.iter().zip(&sc.vus) {
-                let Some(j) = vu.journey else {
-                    continue;
-                };
-                let intended = if c.has_request {
-                    c.intended
-                } else {
-                    j.next_intended()
-                };
-                if intended <= cutoff {
-                    n += 1;
-                }
-            }
-            counts.push(n);
-        }
+        let counts = crate::overdue::journey_overdue(now, ages, &self.ledger, steps);
         self.control.publish_journey_overdue(&counts);
     }
 
