@@ -381,7 +381,11 @@ impl Session for H1Session {
     }
 
     fn recycle(&mut self, answer: Box<Answer>) {
-        self.extra().spare = Some(answer);
+        // Only a capture's buffers are worth keeping (and the box to keep
+        // them in): a `Server` or `Location` alone is not made again.
+        if answer.capture.is_some() {
+            self.extra().spare = Some(answer);
+        }
     }
 
     fn is_closed(&self) -> bool {
