@@ -115,28 +115,34 @@ impl H1Session {
     }
 
     /// Informational (1xx) answers skipped so far for the front request.
+    #[inline]
     pub fn informational(&self) -> u32 {
         self.reader.informational
     }
 
     /// A byte of the front request's final answer has arrived (the
     /// driver's first-byte clock restarts after a 1xx otherwise).
+    #[inline]
     pub fn final_started(&self) -> bool {
         self.reader.final_started()
     }
 
+    #[inline]
     fn extra(&mut self) -> &mut Extra {
         self.extra.get_or_insert_with(Box::default)
     }
 
+    #[inline]
     fn waiting(&self) -> usize {
         self.front.is_some() as usize + self.extra.as_ref().map_or(0, |x| x.behind.len())
     }
 
+    #[inline]
     fn front_id(&self) -> RequestId {
         self.next_id - self.waiting() as u64
     }
 
+    #[inline]
     fn push(&mut self, ev: Event) {
         if self.ready.is_none() {
             // (`ready` is empty only when no event is queued behind it.)
@@ -147,6 +153,7 @@ impl H1Session {
     }
 
     /// The front request's answer is complete or failed: the next comes forward.
+    #[inline]
     fn pop_front(&mut self) {
         self.front = self.extra.as_mut().and_then(|x| x.behind.pop_front());
         self.head_told = false;
@@ -169,6 +176,7 @@ impl H1Session {
     }
 
     /// Sets the reader up for what the front request wants kept.
+    #[inline]
     fn arm(&mut self, want: Want) {
         if self.armed {
             return;
@@ -193,6 +201,7 @@ impl H1Session {
     }
 
     /// What the reader kept of the answer just completed.
+    #[inline]
     fn answer(&mut self, want: Want) -> Option<Box<Answer>> {
         if !want.any() {
             return None;
@@ -267,6 +276,7 @@ impl Session for H1Session {
 
     fn connect(&mut self) {}
 
+    #[inline]
     fn capacity(&self) -> usize {
         if self.closed {
             0
@@ -275,6 +285,7 @@ impl Session for H1Session {
         }
     }
 
+    #[inline]
     fn submit(&mut self, request: &H1Request, want: Want) -> Result<RequestId, SubmitError> {
         if self.closed {
             return Err(SubmitError::Closed);
@@ -355,23 +366,26 @@ impl Session for H1Session {
         self.closed = true;
     }
 
+    #[inline]
     fn pending_out(&self) -> &[u8] {
         &self.out[(self.out_at as usize).min(self.out.len())..]
     }
 
+    #[inline]
     fn consume_out(&mut self, n: usize) {
         let at = self.out_at as usize + n;
         self.out_at = at.min(u32::MAX as usize) as u32;
         if at >= self.out.len() {
-            self.out = self
-                .extra
-                .as_mut()
-                .and_then(|x| x.unsent.pop_front())
-                .unwrap_or_default();
-            self.out_at = 0;
+            // (A written request's bytes stay until the next submit replaces
+            // them: one reference count change per request, not two.)
+            if let Some(next) = self.extra.as_mut().and_then(|x| x.unsent.pop_front()) {
+                self.out = next;
+                self.out_at = 0;
+            }
         }
     }
 
+    #[inline]
     fn poll_event(&mut self) -> Option<Event> {
         let ev = self.ready.take()?;
         if let Some(x) = self.extra.as_deref_mut() {
@@ -388,6 +402,7 @@ impl Session for H1Session {
         }
     }
 
+    #[inline]
     fn is_closed(&self) -> bool {
         self.closed
     }
