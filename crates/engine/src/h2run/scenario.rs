@@ -291,6 +291,10 @@ async fn journey(
         // The user thinks first; nothing is scheduled meanwhile (as the
         // HTTP/1 worker's sleepers): a stop now ends the journey as stopped,
         // and no request of it counts as not sent.
+        if w.stopping() {
+            sc.load.borrow_mut().stop_journey(vu);
+            return;
+        }
         if !think.is_zero() {
             let _thinking = Thinking::new(w, &sc);
             let stopped = tokio::select! {
