@@ -387,48 +387,70 @@ fn a_journey_run_over_http2_against_a_stopped_server_aborts_early() {
 /// Journeys over HTTP/2 against an nginx that keeps answering, with think
 /// times longer than the bound: never aborted (a thinking user's next step
 /// is not overdue before its intended time, and an answered step is not
-/// pending). `-n` journeys, so that the run ends when they all did (a
-/// deadline would cut some short, and their steps count as unanswered at
-/// the end).
+/// pending). With `-n` journeys the run ends when they all did; with `-d`
+/// the deadline cuts the later ones short while their users think, which
+/// stops them without leaving a step unanswered (a step is taken when due,
+/// after the think time, as over HTTP/1), so the threshold passes too.
 #[test]
 fn journeys_over_http2_against_a_server_that_answers_are_not_aborted() {
     let sc = three_pages("abort-journeys-h2-ok", "1s");
     for wire in [Wire::H2c, Wire::H2Tls] {
-        let tag = format!("abort-journeys-ok-{wire:?}");
-        let Some((v, code, err)) = against_nginx(
-            &tag,
-            wire,
-            false,
-            &["-n", "40", "--threshold", "p99<500ms"],
-            &[
-                "--scenario",
-                &sc,
-                "--rate",
-                "20",
-                "-c",
-                "2",
-                "--streams",
-                "50",
-            ],
-        ) else {
-            return;
-        };
-        assert!(
-            !warning_codes(&v).contains(&"aborted"),
-            "{wire:?}: {}",
-            v["warnings"]
-        );
-        // Exit 4 only if the threshold really failed at the end (a busy
-        // machine can hold an answer that long): never by an abort.
-        let p99 = v["latency"]["percentiles_us"]["p99"].as_u64().unwrap();
-        assert!(
-            code == 0 || (code == 4 && p99 >= 500_000),
-            "{wire:?}: exit {code}, p99 {p99} µs: {err}"
-        );
-        let j = &v["journeys"];
-        assert_eq!(j["completed"].as_u64(), Some(40), "{wire:?}: {j}");
-        // Arrivals over 2 s, then two think times of 1 s: not cut short.
-        let d = v["duration_s"].as_f64().unwrap();
-        assert!(d >= 3.0, "{wire:?}: ran {d} s");
+        for until in [["-n", "40"], ["-d", "4s"]] {
+            let tag = format!("abort-journeys-ok-{wire:?}-{}", &until[0][1..]);
+            let opts = [until[0], until[1], "--threshold", "p99<500ms"];
+            let Some((v, code, err)) = against_nginx(
+                &tag,
+                wire,
+                false,
+                &opts,
+                &[
+                    "--scenario",
+                    &sc,
+                    "--rate",
+                    "20",
+                    "-c",
+                    "2",
+                    "--streams",
+                    "50",
+                ],
+            ) else {
+                return;
+            };
+            let run = format!("{wire:?} {until:?}");
+            assert!(
+                !warning_codes(&v).contains(&"aborted"),
+                "{run}: {}",
+                v["warnings"]
+            );
+            // Exit 4 only if the threshold really failed at the end (a busy
+            // machine can hold an answer that long): never by an abort, and
+            // never for steps left unanswered.
+            let p99 = v["latency"]["percentiles_us"]["p99"].as_u64().unwrap();
+            assert!(
+                code == 0 || (code == 4 && p99 >= 500_000),
+                "{run}: exit {code}, p99 {p99} µs: {err}"
+            );
+            assert_eq!(counter(&v, "not_sent"), 0, "{run}: {}", v["counters"]);
+            let j = &v["journeys"];
+            assert_eq!(
+                j["started"].as_u64().unwrap(),
+                j["completed"].as_u64().unwrap()
+                    + j["abandoned"].as_u64().unwrap()
+                    + j["in_flight_at_end"].as_u64().unwrap(),
+                "{run}: {j}"
+            );
+            let d = v["duration_s"].as_f64().unwrap();
+            if until[0] == "-n" {
+                assert_eq!(j["completed"].as_u64(), Some(40), "{run}: {j}");
+                // Arrivals over 2 s, then two think times of 1 s: not cut short.
+                assert!(d >= 3.0, "{run}: ran {d} s");
+            } else {
+                // 20 a second for 4 s; the first 2 s of them completed, the
+                // rest were stopped by the deadline while their users thought.
+                assert_eq!(j["arrived"].as_u64(), Some(80), "{run}: {j}");
+                assert!(j["completed"].as_u64().unwrap() >= 30, "{run}: {j}");
+                assert!(j["abandoned_stop"].as_u64().unwrap() >= 30, "{run}: {j}");
+            }
+        }
     }
 }

@@ -1158,6 +1158,90 @@ fn journeys_run_over_http2_streams_with_the_same_accounting() {
     assert_ledger_adds_up(&v);
 }
 
+/// Journeys with 1 s think times cut by the deadline (`-d 4s`) against a
+/// healthy nginx, over h2c and over HTTP/1: a user still thinking at the
+/// deadline has its journey stopped, and its next step, never due before the
+/// stop, is no request at all (before, HTTP/2 took it from the ledger before
+/// the think time: "not sent", counted unanswered by the threshold: exit 4).
+/// Both protocols account the same way (the categories, not exact numbers).
+#[test]
+fn journeys_thinking_at_the_deadline_leave_no_unanswered_steps_over_http2_as_over_http1() {
+    let mut runs = Vec::new();
+    for h2 in [true, false] {
+        let tag = format!("journeys-deadline-h2-{h2}");
+        let Some((_ng, sc, url)) = journey_setup(&tag, h2, "1s", "") else {
+            return;
+        };
+        let mut args = vec!["--rate", "10", "-d", "4s", "--threshold", "p99<500ms"];
+        if h2 {
+            args.push("--h2c");
+        }
+        // Exit 0 (`rj` asserts it): the threshold is met.
+        let v = rj(&journey_args(&sc, &args, &url));
+        let proto = if h2 { "HTTP/2" } else { "HTTP/1.1" };
+        assert_eq!(v["config"]["http_version"], if h2 { "2" } else { "1.1" });
+        let j = journeys(&v).clone();
+        eprintln!("{proto}: {}  journeys {j}", v["counters"]);
+        assert_journeys_add_up(&j);
+        assert_ledger_adds_up(&v);
+        // Nothing scheduled was left unanswered: no step never sent, none in
+        // flight at the end (the drain waits for the last answers).
+        assert_eq!(counter(&v, "not_sent"), 0, "{proto}: {}", v["counters"]);
+        assert_eq!(
+            counter(&v, "in_flight_at_end"),
+            0,
+            "{proto}: {}",
+            v["counters"]
+        );
+        assert_eq!(counter(&v, "failed"), 0, "{proto}: {}", v["counters"]);
+        // 10 arrivals a second for 4 s, all started; those that arrived in
+        // the first 2 s completed (three steps, two think times of 1 s), the
+        // later ones were stopped by the deadline.
+        assert_eq!(n(&j, "arrived"), 40, "{proto}: {j}");
+        assert_eq!(n(&j, "not_started"), 0, "{proto}: {j}");
+        assert!(n(&j, "completed") >= 15, "{proto}: {j}");
+        assert!(n(&j, "abandoned_stop") >= 15, "{proto}: {j}");
+        assert_eq!(
+            n(&j, "abandoned_check") + n(&j, "abandoned_error"),
+            0,
+            "{proto}: {j}"
+        );
+        // Each step's latency runs from its intended time (the journey's
+        // start plus the think times before it), not from the arrival.
+        let (b, c) = (request(&v, "b"), request(&v, "c"));
+        assert!(n(c, "completed") >= 15, "{proto}: {c}");
+        // (From the arrival, step c would take over 2 s.)
+        assert_eq!(
+            slow(&v, "b", 1000) + slow(&v, "c", 1000),
+            0,
+            "{proto}: {b} {c}"
+        );
+        // Every step sent was answered, step by step.
+        for r in ["a", "b", "c"] {
+            let q = request(&v, r);
+            assert_eq!(n(q, "sent"), n(q, "completed"), "{proto}: {q}");
+        }
+        runs.push((proto, v));
+    }
+    // The same run shape gives the same categories over both protocols:
+    // journeys arrived, started, completed or stopped (within a journey or
+    // two at the deadline), and requests scheduled = completed.
+    let (h2, h1) = (&runs[0].1, &runs[1].1);
+    let (j2, j1) = (journeys(h2), journeys(h1));
+    for k in ["arrived", "started", "not_started", "in_flight_at_end"] {
+        assert_eq!(n(j2, k), n(j1, k), "{k}: {j2} vs {j1}");
+    }
+    for k in ["completed", "abandoned_stop"] {
+        assert!(n(j2, k).abs_diff(n(j1, k)) <= 2, "{k}: {j2} vs {j1}");
+    }
+    assert!(
+        counter(h2, "scheduled").abs_diff(counter(h1, "scheduled")) <= 4,
+        "{} vs {}",
+        h2["counters"],
+        h1["counters"]
+    );
+}
+
 #[test]
 fn a_server_stall_shows_in_the_later_steps_of_http2_journeys_too() {
     let Some((ng, sc, url)) = journey_setup("journeys-h2-stall", true, "100ms", "") else {

@@ -338,7 +338,7 @@ async fn control(w: Rc<WorkerState>) {
         if let Some(level) = level {
             set_level(&w, level);
         }
-        if w.control.borrow().finished(now, &w.ledger.borrow()) {
+        if w.control.borrow().finished(now, &w.ledger.borrow()) && !journeys_thinking(&w) {
             break;
         }
         let wake = {
@@ -361,6 +361,13 @@ async fn control(w: Rc<WorkerState>) {
             _ = tokio::time::sleep_until(wake.into()) => {}
         }
     }
+}
+
+/// Open-loop sessions: whether users think before their journey's next step
+/// while the run goes on (their steps are not in the ledger yet: the worker
+/// is not done, as the HTTP/1 worker's `journeys_thinking`).
+fn journeys_thinking(w: &WorkerState) -> bool {
+    !w.control.borrow().stopping() && w.sc.as_ref().is_some_and(|sc| sc.thinking())
 }
 
 /// Closed loop with `--stages`: the level (this worker's share of the stage

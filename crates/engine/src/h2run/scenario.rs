@@ -56,6 +56,8 @@ pub(super) struct ScWorker {
     journeys_on: bool,
     /// Open-loop sessions: the journeys' pending steps, one place per stream.
     steps: Steps,
+    /// Open-loop sessions: users thinking before their journey's next step.
+    thinking: Cell<u64>,
 }
 
 /// Open-loop sessions: the intended time of each stream's pending journey
@@ -117,6 +119,7 @@ impl ScWorker {
             pool: RefCell::new(Vec::new()),
             next_id: Cell::new(index as u64),
             later_steps: Cell::new(0),
+            thinking: Cell::new(0),
             s,
         }
     }
@@ -166,6 +169,12 @@ impl ScWorker {
         let steps = self.steps.pending();
         let counts = crate::overdue::journey_overdue(now, ages, ledger, steps);
         control.publish_journey_overdue(&counts);
+    }
+
+    /// Open-loop sessions: whether users think before their journey's next
+    /// step (not yet taken from the ledger: the worker is not done).
+    pub(super) fn thinking(&self) -> bool {
+        self.thinking.get() > 0
     }
 
     /// Open loop: an arrival's connection failed before its journey began.
@@ -233,7 +242,8 @@ pub(super) async fn exchange(
 /// Open loop: an arrival released at `t` (held by the caller). A session
 /// scenario walks a journey on this stream: a fresh user, each step intended
 /// at `t` plus the think times before it, the next step taken from the
-/// ledger (held while the user thinks). Other scenarios send one request.
+/// ledger when it is due (after the think time, as the HTTP/1 worker takes
+/// it), then held while it waits for a stream. Other scenarios send one request.
 pub(super) async fn arrival(
     w: &Rc<WorkerState>,
     conn: &Conn,
@@ -278,19 +288,30 @@ async fn journey(
         // stream, then in flight.
         slot.pending_step(Some(next));
         let Some(vu) = slot.vu.as_mut() else { return };
-        // The next step is scheduled now and held while the user thinks (a
-        // stop meanwhile counts it as not sent, and the journey as stopped).
+        // The user thinks first; nothing is scheduled meanwhile (as the
+        // HTTP/1 worker's sleepers): a stop now ends the journey as stopped,
+        // and no request of it counts as not sent.
+        if w.stopping() {
+            sc.load.borrow_mut().stop_journey(vu);
+            return;
+        }
+        if !think.is_zero() {
+            let _thinking = Thinking::new(w, &sc);
+            let stopped = tokio::select! {
+                _ = tokio::time::sleep(think) => false,
+                _ = w.stop_n.notified() => true,
+            };
+            if stopped {
+                sc.load.borrow_mut().stop_journey(vu);
+                return;
+            }
+        }
+        // The step is due: scheduled now, held while it waits for a stream.
         if !w.ledger.borrow_mut().take() {
             sc.load.borrow_mut().stop_journey(vu);
             return;
         }
         sc.later_steps.set(sc.later_steps.get() + 1);
-        if !think.is_zero() {
-            tokio::select! {
-                _ = tokio::time::sleep(think) => {}
-                _ = w.stop_n.notified() => return,
-            }
-        }
         match super::exchange::stream_ready(w, conn).await {
             Ok(()) => {}
             Err(super::exchange::Waited::Stopped) => return,
@@ -308,6 +329,31 @@ async fn journey(
             return;
         }
         intended = next;
+    }
+}
+
+/// Counts a journey's user as thinking (the worker is not done while one
+/// does and the run goes on: the ledger holds nothing for it meanwhile).
+struct Thinking<'a> {
+    w: &'a WorkerState,
+    sc: &'a ScWorker,
+}
+
+impl<'a> Thinking<'a> {
+    fn new(w: &'a WorkerState, sc: &'a ScWorker) -> Thinking<'a> {
+        sc.thinking.set(sc.thinking.get() + 1);
+        Thinking { w, sc }
+    }
+}
+
+impl Drop for Thinking<'_> {
+    fn drop(&mut self) {
+        let n = self.sc.thinking.get() - 1;
+        self.sc.thinking.set(n);
+        if n == 0 {
+            // The control task may be waiting for the last thinker.
+            self.w.changed.notify_one();
+        }
     }
 }
 
