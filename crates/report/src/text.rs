@@ -321,6 +321,13 @@ fn text_unescaped(rec: &RunRecord) -> String {
             count(c.redirects)
         );
     }
+    if c.retried > 0 {
+        let _ = writeln!(
+            o,
+            "Retried after GOAWAY/REFUSED_STREAM: {} (not processed by the server, sent again)",
+            count(c.retried)
+        );
+    }
     if rec.config.load.is_open() {
         let _ = writeln!(
             o,
