@@ -411,10 +411,63 @@ impl WorkerState {
         self.failed(kind, msg);
     }
 
-    /// A held request was written.
-    fn sent(&self) {
+    /// A held request was written (`again`: a refused one sent a second
+    /// time, which `counters.sent` counts once).
+    fn sent(&self, again: bool) {
         self.ledger.borrow_mut().sent();
-        self.rec.borrow_mut().counters.sent += 1;
+        if !again {
+            self.rec.borrow_mut().counters.sent += 1;
+        }
+    }
+
+    /// A request in flight was refused unprocessed by the server: it waits
+    /// (with its intended time) for a stream to send it again. Open loop:
+    /// idle streams look and a connection opens if none can take it; closed
+    /// loop: a stream takes it before new work, at the latest the refusing
+    /// connection's slot when it reconnects.
+    fn refuse(self: &Rc<Self>, intended: Instant) {
+        self.ledger.borrow_mut().refuse(intended);
+        if self.open_loop {
+            self.work.notify_waiters();
+            open::maybe_connect(self);
+        }
+        // (Not an end: only the control task may have to look again.)
+        if self.ledger.borrow().in_flight() == 0 {
+            self.changed.notify_one();
+        }
+    }
+
+    /// Closed loop: a refused request for a stream of connection `c`, taken
+    /// before new work; under `--requests-per-conn` it uses one of the
+    /// connection's requests (that reserved one goes back to the budget).
+    fn take_refused_for(&self, c: &ConnCtx) -> Option<Instant> {
+        let mut ledger = self.ledger.borrow_mut();
+        if ledger.refused() == 0 {
+            return None;
+        }
+        match c.quota.get() {
+            Some(0) => None,
+            Some(q) => {
+                let t = ledger.take_refused()?;
+                c.quota.set(Some(q - 1));
+                ledger.give_back(1);
+                Some(t)
+            }
+            None => ledger.take_refused(),
+        }
+    }
+
+    /// Closed loop: up to `n` refused requests for a new connection (oldest first).
+    fn take_refused_n(&self, n: u64) -> Vec<Instant> {
+        let mut ledger = self.ledger.borrow_mut();
+        let mut got = Vec::new();
+        for _ in 0..n {
+            match ledger.take_refused() {
+                Some(t) => got.push(t),
+                None => break,
+            }
+        }
+        got
     }
 
     /// A request in flight failed.
