@@ -28,8 +28,11 @@
 //! - **in flight**: written, not yet ended.
 //! - **refused**: HTTP/2, written and refused by the server unprocessed
 //!   (GOAWAY naming a lower last stream id, or REFUSED_STREAM), waiting to be
-//!   sent again on a stream that can take it (RFC 9113 §8.7), with its
-//!   original intended time; taking one counts it `retried`. The driver
+//!   sent again (RFC 9113 §8.7), with its original intended time; taking one
+//!   counts it `retried`. Each waits for a connection whose serial is above
+//!   the one it names (after GOAWAY: the newest connection's at the refusal,
+//!   so it goes out on a connection opened since, not on an old one that may
+//!   be about to refuse it too; after REFUSED_STREAM: 0, any). The driver
 //!   retries a request at most once (a second refusal is a failure). When the
 //!   run ends first it was not sent (the server never processed it).
 //!
@@ -53,8 +56,9 @@ pub struct Ledger {
     held: u64,
     pending: VecDeque<Instant>,
     in_flight: u64,
-    /// Refused unprocessed, to be sent again (their intended times, oldest first).
-    refused: VecDeque<Instant>,
+    /// Refused unprocessed, to be sent again: their intended times (oldest
+    /// first) and the connection serial a connection taking one must exceed.
+    refused: VecDeque<(Instant, u64)>,
     /// Refused requests taken to be sent again.
     retried: u64,
     stopping: bool,
@@ -325,25 +329,34 @@ impl Ledger {
 
     /// A request in flight was refused by the server unprocessed (HTTP/2
     /// GOAWAY with a lower last stream id, or REFUSED_STREAM): it waits to be
-    /// sent again, keeping its intended time `t` (latency still counts from
-    /// it). Kept in intended-time order, oldest first.
-    pub fn refuse(&mut self, t: Instant) {
+    /// sent again on a connection whose serial is above `after` (0: any),
+    /// keeping its intended time `t` (latency still counts from it). Kept in
+    /// intended-time order, oldest first.
+    pub fn refuse(&mut self, t: Instant, after: u64) {
         self.in_flight -= 1;
-        let at = self.refused.partition_point(|x| *x <= t);
-        self.refused.insert(at, t);
+        let at = self.refused.partition_point(|x| x.0 <= t);
+        self.refused.insert(at, (t, after));
     }
 
-    /// The oldest refused request, now held by the caller to be sent again
-    /// (counted `retried`); none once the run is stopping.
+    /// The oldest refused request connection `serial` may send, now held by
+    /// the caller to be sent again (counted `retried`); none once the run is
+    /// stopping. (A scan of a handful: refusals are rare and few wait.)
     #[inline]
-    pub fn take_refused(&mut self) -> Option<Instant> {
-        if self.stopping {
+    pub fn take_refused(&mut self, serial: u64) -> Option<Instant> {
+        if self.stopping || self.refused.is_empty() {
             return None;
         }
-        let t = self.refused.pop_front()?;
+        let i = self.refused.iter().position(|r| r.1 < serial)?;
+        let (t, _) = self.refused.remove(i)?;
         self.held += 1;
         self.retried += 1;
         Some(t)
+    }
+
+    /// Refused requests no connection up to serial `newest` may send: they
+    /// wait for a new connection.
+    pub fn refused_for_new(&self, newest: u64) -> usize {
+        self.refused.iter().filter(|r| r.1 >= newest).count()
     }
 
     /// A held request failed before it was written (its connect failed).
@@ -461,6 +474,11 @@ mod tests {
         refusals: u64,
         retakes: u64,
         second_refusals: u64,
+        /// Each slot's connection serial, the newest given, and a model of
+        /// the refused requests (intended time, serial to exceed).
+        serial: Vec<u64>,
+        newest: u64,
+        model: Vec<(Instant, u64)>,
     }
 
     impl Sim {
@@ -501,8 +519,13 @@ mod tests {
                 l.refused
                     .iter()
                     .zip(l.refused.iter().skip(1))
-                    .all(|(a, b)| a <= b),
+                    .all(|(a, b)| a.0 <= b.0),
                 "refused requests wait oldest first"
+            );
+            assert_eq!(
+                l.refused_for_new(self.newest),
+                self.model.iter().filter(|r| r.1 >= self.newest).count(),
+                "waiting for a new connection, step {step}"
             );
         }
 
@@ -591,21 +614,44 @@ mod tests {
                 }
                 // The server refuses it unprocessed (GOAWAY, REFUSED_STREAM):
                 // back to be sent again, or failed when it was already a retry.
+                // GOAWAY: only a connection opened since may send it again;
+                // REFUSED_STREAM: any.
                 (12, Slot::InFlight(t, again)) => {
                     if again {
                         self.ledger.finish_failed();
                         self.second_refusals += 1;
                     } else {
-                        self.ledger.refuse(t);
+                        let after = if self.pick(2) == 0 { self.newest } else { 0 };
+                        self.ledger.refuse(t, after);
+                        let at = self.model.partition_point(|r| r.0 <= t);
+                        self.model.insert(at, (t, after));
                         self.refusals += 1;
                     }
                     self.slots[i] = Slot::Free;
                 }
-                // A free stream takes a refused request before new work.
+                // A free stream takes the oldest refused request its
+                // connection may send, before new work; or its connection
+                // is replaced by a new one.
                 (13, Slot::Free) => {
-                    if let Some(t) = self.ledger.take_refused() {
-                        self.retakes += 1;
-                        self.slots[i] = Slot::Held(t, true);
+                    let serial = self.serial[i];
+                    let want = self.model.iter().position(|r| r.1 < serial);
+                    let got = self.ledger.take_refused(serial);
+                    if self.ledger.stopping() {
+                        assert_eq!(got, None, "nothing is re-sent once stopping");
+                    } else {
+                        assert_eq!(got, want.map(|j| self.model[j].0), "the oldest it may send");
+                    }
+                    match got {
+                        Some(t) => {
+                            self.model.remove(want.unwrap());
+                            self.retakes += 1;
+                            self.slots[i] = Slot::Held(t, true);
+                        }
+                        None if self.pick(2) == 0 => {
+                            self.newest += 1;
+                            self.serial[i] = self.newest;
+                        }
+                        None => {}
                     }
                 }
                 _ => {}
@@ -653,6 +699,9 @@ mod tests {
                 refusals: 0,
                 retakes: 0,
                 second_refusals: 0,
+                serial: (1..=slots as u64).collect(),
+                newest: slots as u64,
+                model: Vec::new(),
             };
             let steps = 50 + sim.pick(400) as u32;
             for step in 0..steps {
@@ -697,9 +746,10 @@ mod tests {
         );
     }
 
-    /// A refused request waits with its intended time, oldest first, is
-    /// taken again before the stop (counted retried) and after it is not
-    /// sent; the run is not done while one waits.
+    /// A refused request waits with its intended time, oldest first, for a
+    /// connection newer than the refusal; is taken again before the stop
+    /// (counted retried) and after it is not sent; the run is not done while
+    /// one waits.
     #[test]
     fn refused_requests_wait_oldest_first_and_end_once() {
         let t = Instant::now();
@@ -709,16 +759,23 @@ mod tests {
         for _ in 0..3 {
             l.sent();
         }
-        l.refuse(later);
-        l.refuse(t);
+        // After GOAWAY on connection 1 (the newest, 2): only a later one.
+        l.refuse(later, 2);
+        l.refuse(t, 2);
         l.finish_completed();
         assert_eq!((l.refused(), l.in_flight(), l.held()), (2, 0, 0));
+        assert_eq!(l.refused_for_new(2), 2);
         assert!(!l.done());
-        assert_eq!(l.take_refused(), Some(t));
+        assert_eq!(
+            l.take_refused(2),
+            None,
+            "not on a connection as old as the refusal"
+        );
+        assert_eq!(l.take_refused(3), Some(t), "oldest first");
         l.sent();
         l.finish_completed();
         l.begin_stop(later);
-        assert_eq!(l.take_refused(), None, "nothing is re-sent once stopping");
+        assert_eq!(l.take_refused(4), None, "nothing is re-sent once stopping");
         let mut c = Counters::default();
         l.close_into(&mut c);
         assert_eq!(

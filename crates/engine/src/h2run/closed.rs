@@ -68,6 +68,7 @@ pub(super) async fn closed_conn(
 ) {
     let mut intended = w.start;
     let mut again: Vec<Instant> = Vec::new();
+    let mut serial = 0;
     loop {
         if held == 0 && again.is_empty() {
             let want = w.wanted(ci);
@@ -83,7 +84,8 @@ pub(super) async fn closed_conn(
                 continue;
             }
             // Refused requests first (oldest first), then new ones.
-            again = w.take_refused_n(want);
+            serial = w.next_serial();
+            again = w.take_refused_n(want, serial);
             let rest = want - again.len() as u64;
             match w.plan().requests_per_conn {
                 Some(k) if rest > 0 => (quota, held) = w.reserve_block(k, rest),
@@ -96,7 +98,10 @@ pub(super) async fn closed_conn(
             }
             intended = Instant::now();
         }
-        let ctx = ConnCtx::new(quota);
+        if serial == 0 {
+            serial = w.next_serial();
+        }
+        let ctx = ConnCtx::new(std::mem::take(&mut serial), quota);
         match connect(&w, &ctx).await {
             Err(ConnectFail::Stopped) => return, // held requests count as not sent
             Err(ConnectFail::Failed(kind, msg)) => {

@@ -65,7 +65,7 @@ pub(super) async fn exchange(
         });
     let r = match r {
         Ok(f) => Ok(f),
-        Err(u) if u.unprocessed && !again => return w.refuse(intended),
+        Err(u) if u.unprocessed && !again => return w.refuse(intended, conn.retiring()),
         Err(u) => Err(u.fail),
     };
     let r = match (r, follow_on) {

@@ -72,19 +72,23 @@ pub(super) async fn pace(w: Rc<WorkerState>) {
 /// Open loop: opens connections while the queue is longer than what idle
 /// streams and connections being set up will take, up to the cap.
 pub(super) fn maybe_connect(w: &Rc<WorkerState>) {
-    while !w.stopping()
-        && w.ledger.borrow().pending() as u64 + w.ledger.borrow().refused() as u64
+    // (A request refused after GOAWAY waits for a connection newer than
+    // the refusal: one is opened for it even when older ones idle.)
+    let wanted = |w: &WorkerState| {
+        let ledger = w.ledger.borrow();
+        ledger.pending() as u64 + ledger.refused() as u64
             > w.idle.get() + w.connecting.get() * w.streams
-        && w.conns_live.get() < w.max_conns
-    {
+            || ledger.refused_for_new(w.serials.get()) > 0
+    };
+    while !w.stopping() && wanted(w) && w.conns_live.get() < w.max_conns {
         w.conns_live.set(w.conns_live.get() + 1);
         w.connecting.set(w.connecting.get() + 1);
-        tokio::task::spawn_local(open_conn(w.clone()));
+        let ctx = ConnCtx::new(w.next_serial(), w.plan().requests_per_conn);
+        tokio::task::spawn_local(open_conn(w.clone(), ctx));
     }
 }
 
-pub(super) async fn open_conn(w: Rc<WorkerState>) {
-    let ctx = ConnCtx::new(w.plan().requests_per_conn);
+pub(super) async fn open_conn(w: Rc<WorkerState>, ctx: Rc<ConnCtx>) {
     let r = connect(&w, &ctx).await;
     w.connecting.set(w.connecting.get() - 1);
     match r {
@@ -133,7 +137,7 @@ pub(super) async fn open_stream(w: Rc<WorkerState>, ctx: Rc<ConnCtx>, conn: Conn
             }
             let next = {
                 let mut ledger = w.ledger.borrow_mut();
-                match ledger.take_refused() {
+                match ledger.take_refused(ctx.serial) {
                     Some(t) => Some((t, true)),
                     None => ledger.dequeue().map(|t| (t, false)),
                 }
