@@ -101,6 +101,9 @@ pub(super) async fn open_conn(w: Rc<WorkerState>, ctx: Rc<ConnCtx>) {
                 if let Some(sc) = w.sc.as_ref() {
                     sc.journey_failed_to_start();
                 }
+            } else if w.ledger.borrow_mut().take_refused(ctx.serial).is_some() {
+                // It was for a refused request waiting for a new connection.
+                w.fail_held(kind, msg);
             }
             tokio::task::yield_now().await;
         }
