@@ -612,4 +612,81 @@ mod tests {
                 .expect("the exchange finished");
         });
     }
+
+    /// GOAWAY naming stream 1 as the last processed, with streams 1, 3 and 5
+    /// open, and RST_STREAM(REFUSED_STREAM) on 3: stream 1 is answered, 3
+    /// and 5 fail flagged unprocessed (may be sent again), and the
+    /// connection is retiring (takes no new stream) before it closes.
+    #[test]
+    fn refused_requests_are_flagged_unprocessed_and_the_connection_retires() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let (client, mut server) = tokio::io::duplex(1 << 16);
+            let (conn, task) = H2Conn::start(Http2Session::new(), client);
+            let _task = tokio::task::spawn_local(task);
+            let req =
+                Http2Request::from_parts("GET", "http", "a.test", "/", &[], Default::default())
+                    .unwrap();
+            let replies: Vec<_> = (0..3)
+                .map(|_| conn.send(&req, Want::NOTHING).unwrap().refusable())
+                .collect();
+            assert!(!conn.retiring());
+            let check = async {
+                let mut preface = [0u8; 24];
+                server.read_exact(&mut preface).await.unwrap();
+                let mut heads = Vec::new();
+                for _ in 0..16 {
+                    let (kind, _, id) = read_frame(&mut server).await;
+                    if kind == frame::HEADERS {
+                        heads.push(id);
+                        if heads.len() == 3 {
+                            break;
+                        }
+                    }
+                }
+                assert_eq!(heads, [1, 3, 5]);
+                let mut out = frame(frame::SETTINGS, 0, 0, &[]);
+                // RST_STREAM(3, REFUSED_STREAM = 7), GOAWAY(last 1, NO_ERROR).
+                out.extend(frame(frame::RST_STREAM, 0, 3, &7u32.to_be_bytes()));
+                let mut ga = 1u32.to_be_bytes().to_vec();
+                ga.extend_from_slice(&0u32.to_be_bytes());
+                out.extend(frame(frame::GOAWAY, 0, 0, &ga));
+                out.extend(frame(frame::HEADERS, frame::END_HEADERS, 1, &[0x88]));
+                server.write_all(&out).await.unwrap();
+                let mut replies = replies.into_iter();
+                let first = replies.next().unwrap();
+                let mut got = Vec::new();
+                for r in replies {
+                    got.push(
+                        r.await
+                            .map(|f| f.status)
+                            .map_err(|u| (u.fail.0, u.unprocessed)),
+                    );
+                }
+                assert_eq!(got[0], Err((ErrorKind::StreamReset, true)));
+                assert_eq!(got[1], Err((ErrorKind::GoAway, true)));
+                // Stream 1 still open: the connection takes no new stream,
+                // and is not closed yet; its answer is not refused.
+                assert!(conn.retiring() && !conn.dead());
+                server
+                    .write_all(&frame(frame::DATA, frame::END_STREAM, 1, b"ok"))
+                    .await
+                    .unwrap();
+                let answer = first.await.map_err(|u| u.unprocessed);
+                assert_eq!(
+                    answer.map(|f| (f.status, f.body_bytes)).ok(),
+                    Some((200, 2))
+                );
+                got
+            };
+            let got = tokio::time::timeout(Duration::from_secs(10), check)
+                .await
+                .expect("the exchange finished");
+            assert_eq!(got.len(), 2);
+        });
+    }
 }
