@@ -601,6 +601,19 @@ mod tests {
         );
     }
 
+    /// HTTP/2 requests sent again after a refusal get a line (text) and a
+    /// row (HTML) when there are any, and nothing when there are none.
+    #[test]
+    fn retries_after_a_refusal_are_said_only_when_there_are_some() {
+        let mut a = crate::compare::tests::synth(2000, 1000, 1, 4);
+        let line = "Retried after GOAWAY/REFUSED_STREAM";
+        assert!(!text(&a).contains(line));
+        a.counters.retried = 1234;
+        assert!(text(&a).contains(&format!("{line}: 1,234 (not processed")));
+        let page = crate::html::report(&[("a", &a)]);
+        assert!(page.contains("Retried (GOAWAY/REFUSED_STREAM)"));
+    }
+
     #[test]
     fn formats() {
         assert_eq!(count(1234567), "1,234,567");
