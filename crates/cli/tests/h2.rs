@@ -387,11 +387,23 @@ fn stream_resets_are_their_own_error_kind() {
     let srv = H2Server::start(None, Behaviour::ResetEvery10th);
     let url = format!("http://127.0.0.1:{}/", srv.addr.port());
     let v = run_json(&["--h2c", "-n", "200", "-c", "2", "--streams", "5", &url]);
-    assert_eq!(srv.streams(), 200);
-    assert_eq!(error_count(&v, "stream_reset"), 20, "{}", v["errors"]);
-    assert_eq!(counter(&v, "completed"), 180);
-    let msg = v["errors"][0]["message"].as_str().unwrap();
-    assert!(msg.contains("REFUSED_STREAM"), "{msg}");
+    // REFUSED_STREAM means "not processed": each refused request is sent
+    // once more (a new stream, so the server's count grows by the retries);
+    // refused again, it fails as `stream_reset`. Which requests the server's
+    // every-10th rule hits a second time depends on the interleaving, but
+    // the sums are exact: every 10th stream was refused, once or twice.
+    let retried = counter(&v, "retried");
+    let failed = error_count(&v, "stream_reset");
+    assert!(retried > 0, "{}", v["counters"]);
+    assert_eq!(srv.streams(), 200 + retried);
+    assert_eq!(retried + failed, srv.streams() / 10, "{}", v["counters"]);
+    assert_eq!(counter(&v, "failed"), failed, "{}", v["errors"]);
+    assert_eq!(counter(&v, "completed"), 200 - failed);
+    assert_eq!(counter(&v, "sent"), 200, "a retried request is sent once");
+    if failed > 0 {
+        let msg = v["errors"][0]["message"].as_str().unwrap();
+        assert!(msg.contains("REFUSED_STREAM"), "{msg}");
+    }
     // A reset stream does not cost the connection.
     assert_eq!(srv.connections(), 2);
     assert_schema(&v);
@@ -483,10 +495,11 @@ fn frame(ty: u8, flags: u8, id: u32, payload: &[u8]) -> Vec<u8> {
 }
 
 /// A raw HTTP/2 server (no h2 crate, so the test decides the last stream id):
-/// it waits for 10 requests on a connection, sends GOAWAY(NO_ERROR) naming the
-/// 5th as the last it will process, answers those 5, and closes.
-fn goaway_server() -> ScriptServer {
-    ScriptServer::start(|mut s| {
+/// it waits for 10 requests on a connection (or 500 ms without one once the
+/// first came), sends GOAWAY(NO_ERROR) naming the `serve`th as the last it
+/// will process (0: none), answers those, and closes.
+fn goaway_server(serve: usize) -> ScriptServer {
+    ScriptServer::start(move |mut s| {
         let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
         let mut preface = [0u8; 24];
         if s.read_exact(&mut preface).is_err() || &preface[..3] != b"PRI" {
@@ -505,11 +518,20 @@ fn goaway_server() -> ScriptServer {
                 4 if flags & 1 == 0 => {
                     let _ = s.write_all(&frame(4, 1, 0, &[]));
                 }
-                1 => ids.push(id),
+                1 => {
+                    ids.push(id);
+                    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+                }
                 _ => {}
             }
         }
-        let Some(&last) = ids.get(4) else { return };
+        if ids.is_empty() {
+            return;
+        }
+        let last = match serve {
+            0 => 0,
+            n => ids[(n - 1).min(ids.len() - 1)],
+        };
         let mut out = Vec::new();
         let mut ga = last.to_be_bytes().to_vec();
         ga.extend_from_slice(&0u32.to_be_bytes());
@@ -532,18 +554,78 @@ fn goaway_server() -> ScriptServer {
     })
 }
 
+/// Every scheduled request ended exactly once.
+fn assert_every_request_ends_once(v: &serde_json::Value) {
+    let c = &v["counters"];
+    let ended = ["completed", "failed", "in_flight_at_end", "not_sent"]
+        .iter()
+        .map(|k| c[k].as_u64().unwrap())
+        .sum::<u64>();
+    assert_eq!(
+        ended,
+        counter(v, "scheduled"),
+        "every request ends once: {c}"
+    );
+}
+
 #[test]
 fn goaway_is_counted_and_the_connection_replaced() {
-    let srv = goaway_server();
+    let srv = goaway_server(5);
     let url = format!("http://{}/", srv.addr);
-    // Each connection: 10 streams sent, 5 served, 5 refused by GOAWAY.
+    // Each connection: 10 streams sent, 5 served, 5 refused by GOAWAY. The
+    // refused ones were not processed (RFC 9113 §8.7): the next connection
+    // sends them first (oldest first: its streams 1-9, which the server
+    // serves) and 5 new ones (refused in turn). So connection 1 takes 10 new
+    // requests, connections 2-19 take 5 each (100 in all), and connection 20
+    // carries only the last 5 retries (the server serves all 5 it got).
     let v = run_json(&["--h2c", "-n", "100", "-c", "1", "--streams", "10", &url]);
-    assert_eq!(counter(&v, "completed"), 50, "{}", v["errors"]);
-    assert_eq!(error_count(&v, "goaway"), 50, "{}", v["errors"]);
-    assert_eq!(counter(&v, "connections_opened"), 10);
-    assert_eq!(srv.accepted.load(Ordering::SeqCst), 10);
+    assert_eq!(counter(&v, "completed"), 100, "{}", v["errors"]);
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    assert_eq!(counter(&v, "retried"), 95, "{}", v["counters"]);
+    assert_eq!(counter(&v, "scheduled"), 100);
+    assert_eq!(counter(&v, "sent"), 100, "a retried request is sent once");
+    assert_eq!(counter(&v, "connections_opened"), 20);
+    assert_eq!(srv.accepted.load(Ordering::SeqCst), 20);
+    assert_every_request_ends_once(&v);
+    assert_schema(&v);
+    // The text report says how many were sent again (-n 20: connection 1
+    // takes 10, 2 and 3 take 5 new each, 4 only the last 5 retries).
+    let out = redline(&[
+        "run",
+        "-q",
+        "--h2c",
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "--streams",
+        "10",
+        &url,
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("Retried after GOAWAY/REFUSED_STREAM: 15 "),
+        "{text}"
+    );
+
+    // A server that refuses everything: each request is sent twice, and the
+    // second refusal is a `goaway` failure with the server's reason.
+    let none = goaway_server(0);
+    let url0 = format!("http://{}/", none.addr);
+    let v = run_json(&["--h2c", "-n", "10", "-c", "1", "--streams", "10", &url0]);
+    assert_eq!(counter(&v, "completed"), 0, "{}", v["errors"]);
+    assert_eq!(error_count(&v, "goaway"), 10, "{}", v["errors"]);
+    assert_eq!(counter(&v, "retried"), 10, "{}", v["counters"]);
+    assert_eq!(counter(&v, "connections_opened"), 2);
+    assert_eq!(none.accepted.load(Ordering::SeqCst), 2);
     let msg = v["errors"][0]["message"].as_str().unwrap();
     assert!(msg.contains("GOAWAY (NO_ERROR)"), "{msg}");
+    assert_every_request_ends_once(&v);
     assert_schema(&v);
 
     // Timed: connections keep being replaced and the run ends on time.
@@ -570,19 +652,10 @@ fn goaway_is_counted_and_the_connection_replaced() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(error_count(&v, "goaway") > 0, "{}", v["errors"]);
+    assert!(counter(&v, "retried") > 0, "{}", v["counters"]);
     assert!(counter(&v, "connections_opened") > 2);
     assert!(took < Duration::from_secs(10), "{took:?}");
-    let c = &v["counters"];
-    let ended = ["completed", "failed", "in_flight_at_end", "not_sent"]
-        .iter()
-        .map(|k| c[k].as_u64().unwrap())
-        .sum::<u64>();
-    assert_eq!(
-        ended,
-        counter(&v, "scheduled"),
-        "every request ends once: {c}"
-    );
+    assert_every_request_ends_once(&v);
 }
 
 // ---------------------------------------------------------------- bad input
@@ -1450,6 +1523,98 @@ fn nginx_tls_stages_and_find_use_http2_by_alpn() {
     assert_eq!(seen.len(), 4);
     assert!(seen.iter().all(|s| s.protocol == "HTTP/2.0"));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// nginx ends each HTTP/2 connection with GOAWAY after `keepalive_requests`
+/// (here 100), refusing the streams the client had already opened past it.
+/// Those were not processed: redline sends them again on a new connection,
+/// so a closed-loop run (and an open-loop one) ends with every request
+/// answered once, and nginx's log has exactly one line per request.
+#[test]
+fn nginx_goaway_refusals_are_sent_again_and_nothing_is_lost() {
+    let files = [("index.html", vec![b'x'; 100])];
+    let extra = NGINX_LOG.replace("keepalive_requests 100000;", "keepalive_requests 100;");
+    let Some(ng) = start_nginx(&NginxSite {
+        tag: "h2-goaway",
+        files: &files,
+        tls: None,
+        h2: true,
+        http_extra: &extra,
+        types: "",
+    }) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", ng.port);
+    // One worker with both connections, and two workers with one each: a
+    // retry goes to a connection opened after the refusal either way.
+    for threads in ["1", "2"] {
+        take_nginx_log(&ng.dir);
+        let v = run_json(&[
+            "--h2c",
+            "-n",
+            "2000",
+            "--streams",
+            "10",
+            "-c",
+            "2",
+            "-t",
+            threads,
+            &url,
+        ]);
+        let c = &v["counters"];
+        assert_eq!(
+            counter(&v, "completed"),
+            2000,
+            "-t {threads}: {c} {}",
+            v["errors"]
+        );
+        assert_eq!(counter(&v, "failed"), 0, "-t {threads}: {}", v["errors"]);
+        assert!(counter(&v, "retried") > 0, "-t {threads}: {c}");
+        assert_eq!(counter(&v, "sent"), 2000, "-t {threads}: {c}");
+        // 100 requests per connection: at least 20 connections.
+        assert!(counter(&v, "connections_opened") >= 20, "-t {threads}: {c}");
+        assert_every_request_ends_once(&v);
+        let seen = take_nginx_log(&ng.dir);
+        assert_eq!(
+            seen.len(),
+            2000,
+            "-t {threads}: nginx served each request once"
+        );
+        assert!(seen
+            .iter()
+            .all(|s| s.protocol == "HTTP/2.0" && s.status == 200));
+        assert!(seen.iter().all(|s| s.conn > 0));
+        // nginx served at most 100 on any connection.
+        let mut per_conn = std::collections::BTreeMap::new();
+        for s in &seen {
+            *per_conn.entry(s.conn).or_insert(0u32) += 1;
+        }
+        assert!(per_conn.values().all(|n| *n <= 100), "{per_conn:?}");
+    }
+
+    // Open loop: 2,000 sends at 2,000/s over 2 connections (at most 100
+    // requests each on nginx's side): none fails, each reaches nginx once.
+    take_nginx_log(&ng.dir);
+    let v = run_json(&[
+        "--h2c",
+        "--rate",
+        "2000",
+        "-d",
+        "1s",
+        "--streams",
+        "10",
+        "-c",
+        "2",
+        &url,
+    ]);
+    let c = &v["counters"];
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    assert_every_request_ends_once(&v);
+    let answered = counter(&v, "completed");
+    assert!(answered > 0, "{c}");
+    assert!(counter(&v, "connections_opened") >= answered / 100, "{c}");
+    let seen = take_nginx_log(&ng.dir);
+    assert_eq!(seen.len() as u64, answered, "{c}");
 }
 
 /// `--scenario` over h2c against nginx: sessions (a user per stream, a CSV

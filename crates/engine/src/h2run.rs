@@ -141,6 +141,9 @@ struct WorkerState {
     conns_live: Cell<u64>,
     /// Open loop: streams waiting for work.
     idle: Cell<u64>,
+    /// The newest connection's serial (each connection of the run's target
+    /// gets the next): a request refused after GOAWAY waits for a newer one.
+    serials: Cell<u64>,
     last_done: Cell<Instant>,
     want_server: Cell<bool>,
     /// Bytes read but not yet attributed to a response (for the per-second series).
@@ -166,6 +169,8 @@ struct WorkerState {
 
 /// One connection, as its stream tasks see it.
 struct ConnCtx {
+    /// Its serial (see `WorkerState::serials`; 0: another origin's).
+    serial: u64,
     dead: Cell<bool>,
     closed: Notify,
     /// Requests this connection may still take (`--requests-per-conn`; None: no limit).
@@ -178,8 +183,9 @@ struct ConnCtx {
 }
 
 impl ConnCtx {
-    fn new(quota: Option<u64>) -> Rc<ConnCtx> {
+    fn new(serial: u64, quota: Option<u64>) -> Rc<ConnCtx> {
         Rc::new(ConnCtx {
+            serial,
             dead: Cell::new(false),
             closed: Notify::new(),
             quota: Cell::new(quota),
@@ -255,6 +261,7 @@ pub fn run_worker(setup: &Arc<H2Setup>, spec: WorkerSpec) -> WorkerResult {
         connecting: Cell::new(0),
         conns_live: Cell::new(0),
         idle: Cell::new(0),
+        serials: Cell::new(0),
         last_done: Cell::new(spec.start),
         want_server: Cell::new(true),
         unattributed: Rc::new(Cell::new(0)),
@@ -419,10 +426,74 @@ impl WorkerState {
         self.failed(kind, msg);
     }
 
-    /// A held request was written.
-    fn sent(&self) {
+    /// A held request was written (`again`: a refused one sent a second
+    /// time, which `counters.sent` counts once).
+    fn sent(&self, again: bool) {
         self.ledger.borrow_mut().sent();
-        self.rec.borrow_mut().counters.sent += 1;
+        if !again {
+            self.rec.borrow_mut().counters.sent += 1;
+        }
+    }
+
+    /// The next connection's serial.
+    fn next_serial(&self) -> u64 {
+        self.serials.set(self.serials.get() + 1);
+        self.serials.get()
+    }
+
+    /// A request in flight was refused unprocessed by the server: it waits
+    /// (with its intended time) for a stream to send it again: after GOAWAY
+    /// (`retiring`: its connection takes no new stream) one of a connection
+    /// opened since, so not an older one that may be about to refuse it too;
+    /// after REFUSED_STREAM any, this one included. Open loop: idle streams
+    /// look and a connection opens if none can take it; closed loop: a
+    /// stream takes it before new work, at the latest the refusing
+    /// connection's slot when it reconnects.
+    fn refuse(self: &Rc<Self>, intended: Instant, retiring: bool) {
+        let after = if retiring { self.serials.get() } else { 0 };
+        self.ledger.borrow_mut().refuse(intended, after);
+        if self.open_loop {
+            self.work.notify_waiters();
+            open::maybe_connect(self);
+        }
+        // (Not an end: only the control task may have to look again.)
+        if self.ledger.borrow().in_flight() == 0 {
+            self.changed.notify_one();
+        }
+    }
+
+    /// Closed loop: a refused request for a stream of connection `c`, taken
+    /// before new work; under `--requests-per-conn` it uses one of the
+    /// connection's requests (that reserved one goes back to the budget).
+    fn take_refused_for(&self, c: &ConnCtx) -> Option<Instant> {
+        let mut ledger = self.ledger.borrow_mut();
+        if ledger.refused() == 0 {
+            return None;
+        }
+        match c.quota.get() {
+            Some(0) => None,
+            Some(q) => {
+                let t = ledger.take_refused(c.serial)?;
+                c.quota.set(Some(q - 1));
+                ledger.give_back(1);
+                Some(t)
+            }
+            None => ledger.take_refused(c.serial),
+        }
+    }
+
+    /// Closed loop: up to `n` refused requests for new connection `serial`
+    /// (oldest first).
+    fn take_refused_n(&self, n: u64, serial: u64) -> Vec<Instant> {
+        let mut ledger = self.ledger.borrow_mut();
+        let mut got = Vec::new();
+        for _ in 0..n {
+            match ledger.take_refused(serial) {
+                Some(t) => got.push(t),
+                None => break,
+            }
+        }
+        got
     }
 
     /// A request in flight failed.

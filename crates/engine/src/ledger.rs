@@ -13,7 +13,8 @@
 //! reserved ─give_back─► budget                          in flight ─abandon_in_flight─► in_flight_at_end
 //! pacer ─release_due(now)─► held ─enqueue─► pending ─dequeue─► held
 //! held ─fail_held─► failed        pending ─fail_pending─► failed
-//! held ─drop_held─► not_sent      close_into: held, pending ─► not_sent; in flight ─► in_flight_at_end
+//! held ─drop_held─► not_sent      close_into: held, pending, refused ─► not_sent; in flight ─► in_flight_at_end
+//! in flight ─refuse─► refused ─take_refused─► held   (HTTP/2: not processed by the server; re-sent once)
 //! ```
 //!
 //! - **budget**: closed loop, requests not yet taken (`None`: until the deadline).
@@ -25,6 +26,15 @@
 //! - **held**: taken by a connection or stream (or a connect attempt), not yet
 //!   written.
 //! - **in flight**: written, not yet ended.
+//! - **refused**: HTTP/2, written and refused by the server unprocessed
+//!   (GOAWAY naming a lower last stream id, or REFUSED_STREAM), waiting to be
+//!   sent again (RFC 9113 §8.7), with its original intended time; taking one
+//!   counts it `retried`. Each waits for a connection whose serial is above
+//!   the one it names (after GOAWAY: the newest connection's at the refusal,
+//!   so it goes out on a connection opened since, not on an old one that may
+//!   be about to refuse it too; after REFUSED_STREAM: 0, any). The driver
+//!   retries a request at most once (a second refusal is a failure). When the
+//!   run ends first it was not sent (the server never processed it).
 //!
 //! Taking, reserving and releasing count a request `scheduled`; each then ends
 //! exactly once: completed, failed, not sent (held or pending when the run
@@ -46,6 +56,11 @@ pub struct Ledger {
     held: u64,
     pending: VecDeque<Instant>,
     in_flight: u64,
+    /// Refused unprocessed, to be sent again: their intended times (oldest
+    /// first) and the connection serial a connection taking one must exceed.
+    refused: VecDeque<(Instant, u64)>,
+    /// Refused requests taken to be sent again.
+    retried: u64,
     stopping: bool,
     /// Open loop: the schedule, its origin and the deadline it stops at.
     pacer: Option<Pacer>,
@@ -94,6 +109,8 @@ impl Ledger {
             held: 0,
             pending: VecDeque::new(),
             in_flight: 0,
+            refused: VecDeque::new(),
+            retried: 0,
             stopping: false,
             pacer,
             start,
@@ -137,6 +154,17 @@ impl Ledger {
     #[inline]
     pub fn pending(&self) -> usize {
         self.pending.len()
+    }
+
+    /// Requests refused unprocessed and waiting to be sent again.
+    #[inline]
+    pub fn refused(&self) -> usize {
+        self.refused.len()
+    }
+
+    /// Refused requests taken to be sent again so far.
+    pub fn retried(&self) -> u64 {
+        self.retried
     }
 
     /// How requests ended so far.
@@ -299,6 +327,38 @@ impl Ledger {
         self.ends.failed += 1;
     }
 
+    /// A request in flight was refused by the server unprocessed (HTTP/2
+    /// GOAWAY with a lower last stream id, or REFUSED_STREAM): it waits to be
+    /// sent again on a connection whose serial is above `after` (0: any),
+    /// keeping its intended time `t` (latency still counts from it). Kept in
+    /// intended-time order, oldest first.
+    pub fn refuse(&mut self, t: Instant, after: u64) {
+        self.in_flight -= 1;
+        let at = self.refused.partition_point(|x| x.0 <= t);
+        self.refused.insert(at, (t, after));
+    }
+
+    /// The oldest refused request connection `serial` may send, now held by
+    /// the caller to be sent again (counted `retried`); none once the run is
+    /// stopping. (A scan of a handful: refusals are rare and few wait.)
+    #[inline]
+    pub fn take_refused(&mut self, serial: u64) -> Option<Instant> {
+        if self.stopping || self.refused.is_empty() {
+            return None;
+        }
+        let i = self.refused.iter().position(|r| r.1 < serial)?;
+        let (t, _) = self.refused.remove(i)?;
+        self.held += 1;
+        self.retried += 1;
+        Some(t)
+    }
+
+    /// Refused requests no connection up to serial `newest` may send: they
+    /// wait for a new connection.
+    pub fn refused_for_new(&self, newest: u64) -> usize {
+        self.refused.iter().filter(|r| r.1 >= newest).count()
+    }
+
     /// A held request failed before it was written (its connect failed).
     pub fn fail_held(&mut self) {
         self.held -= 1;
@@ -355,7 +415,10 @@ impl Ledger {
     /// Whether everything scheduled has ended and nothing more will be
     /// (closed loop: the budget is spent; open loop: the schedule is over).
     pub fn done(&self) -> bool {
-        let idle = self.held == 0 && self.in_flight == 0 && self.pending.is_empty();
+        let idle = self.held == 0
+            && self.in_flight == 0
+            && self.pending.is_empty()
+            && self.refused.is_empty();
         if self.pacer.is_some() {
             idle && self.next_due.is_none()
         } else {
@@ -363,17 +426,20 @@ impl Ledger {
         }
     }
 
-    /// Ends the ledger: held and pending requests were not sent, requests in
-    /// flight are in flight at the end; adds what it counted to `counters`.
+    /// Ends the ledger: held, pending and refused requests were not sent
+    /// (a refused one was not processed), requests in flight are in flight
+    /// at the end; adds what it counted to `counters`.
     pub fn close_into(&mut self, counters: &mut Counters) {
-        self.ends.not_sent += self.held + self.pending.len() as u64;
+        self.ends.not_sent += self.held + self.pending.len() as u64 + self.refused.len() as u64;
         self.ends.in_flight_at_end += self.in_flight;
         self.held = 0;
         self.pending.clear();
+        self.refused.clear();
         self.in_flight = 0;
         counters.scheduled += self.ends.scheduled;
         counters.not_sent += self.ends.not_sent;
         counters.in_flight_at_end += self.ends.in_flight_at_end;
+        counters.retried += self.retried;
     }
 }
 
@@ -389,8 +455,9 @@ mod tests {
     #[derive(Clone, Copy, PartialEq, Debug)]
     enum Slot {
         Free,
-        Held(Instant),
-        InFlight,
+        /// Its intended time; whether it is a refused request sent again.
+        Held(Instant, bool),
+        InFlight(Instant, bool),
     }
 
     /// A driver without sockets: `slots` connections doing random things to
@@ -403,6 +470,15 @@ mod tests {
         quota: Vec<u64>,
         now: Instant,
         k: Option<u64>,
+        /// Refusals put back, taken again, and refused a second time (failed).
+        refusals: u64,
+        retakes: u64,
+        second_refusals: u64,
+        /// Each slot's connection serial, the newest given, and a model of
+        /// the refused requests (intended time, serial to exceed).
+        serial: Vec<u64>,
+        newest: u64,
+        model: Vec<(Instant, u64)>,
     }
 
     impl Sim {
@@ -417,23 +493,45 @@ mod tests {
             let held = self
                 .slots
                 .iter()
-                .filter(|s| matches!(s, Slot::Held(_)))
+                .filter(|s| matches!(s, Slot::Held(..)))
                 .count() as u64;
-            let flying = self.slots.iter().filter(|s| **s == Slot::InFlight).count() as u64;
+            let flying = self
+                .slots
+                .iter()
+                .filter(|s| matches!(s, Slot::InFlight(..)))
+                .count() as u64;
             assert_eq!(l.held(), held, "held, step {step}");
             assert_eq!(l.in_flight(), flying, "in flight, step {step}");
             assert_eq!(l.reserved, self.quota.iter().sum::<u64>(), "reserved");
             let e = l.ends();
             assert_eq!(
                 e.scheduled,
-                e.ended() + l.held() + l.pending() as u64 + l.in_flight(),
+                e.ended() + l.held() + l.pending() as u64 + l.in_flight() + l.refused() as u64,
                 "conservation, step {step}"
+            );
+            assert_eq!(l.retried(), self.retakes, "retried, step {step}");
+            assert_eq!(
+                self.refusals,
+                self.retakes + l.refused() as u64,
+                "refused requests are taken again or still wait, step {step}"
+            );
+            assert!(
+                l.refused
+                    .iter()
+                    .zip(l.refused.iter().skip(1))
+                    .all(|(a, b)| a.0 <= b.0),
+                "refused requests wait oldest first"
+            );
+            assert_eq!(
+                l.refused_for_new(self.newest),
+                self.model.iter().filter(|r| r.1 >= self.newest).count(),
+                "waiting for a new connection, step {step}"
             );
         }
 
         fn step(&mut self) {
             let i = self.pick(self.slots.len() as u64) as usize;
-            let op = self.pick(12);
+            let op = self.pick(14);
             let now = self.now;
             match (op, self.slots[i]) {
                 // Take (closed loop), from the connection's quota first.
@@ -448,22 +546,22 @@ mod tests {
                         self.ledger.take()
                     };
                     if took {
-                        self.slots[i] = Slot::Held(now);
+                        self.slots[i] = Slot::Held(now, false);
                     }
                 }
                 // Open loop: a free connection takes the oldest waiting request.
                 (0 | 1, Slot::Free) => {
                     if let Some(t) = self.ledger.dequeue() {
-                        self.slots[i] = Slot::Held(t);
+                        self.slots[i] = Slot::Held(t, false);
                     }
                 }
                 // Send.
-                (2 | 3, Slot::Held(_)) => {
+                (2 | 3, Slot::Held(t, again)) => {
                     self.ledger.sent();
-                    self.slots[i] = Slot::InFlight;
+                    self.slots[i] = Slot::InFlight(t, again);
                 }
                 // Connect failed.
-                (4, Slot::Held(_)) => {
+                (4, Slot::Held(..)) => {
                     self.ledger.fail_held();
                     self.slots[i] = Slot::Free;
                 }
@@ -471,12 +569,12 @@ mod tests {
                     self.ledger.fail_pending();
                 }
                 // Answer.
-                (5 | 6, Slot::InFlight) => {
+                (5 | 6, Slot::InFlight(..)) => {
                     self.ledger.finish_completed();
                     self.slots[i] = Slot::Free;
                 }
                 // Failure or time-out.
-                (7, Slot::InFlight) => {
+                (7, Slot::InFlight(..)) => {
                     self.ledger.finish_failed();
                     self.slots[i] = Slot::Free;
                 }
@@ -492,7 +590,7 @@ mod tests {
                     while let Some(t) = self.ledger.release_due(self.now) {
                         let free = self.slots.iter().position(|s| *s == Slot::Free);
                         match free {
-                            Some(j) if self.pick(2) == 0 => self.slots[j] = Slot::Held(t),
+                            Some(j) if self.pick(2) == 0 => self.slots[j] = Slot::Held(t, false),
                             _ => self.ledger.enqueue(t),
                         }
                     }
@@ -502,16 +600,58 @@ mod tests {
                     self.ledger.begin_stop(now);
                     for s in &mut self.slots {
                         match *s {
-                            Slot::Held(_) if self.rng.next_u64().is_multiple_of(2) => {
+                            Slot::Held(..) if self.rng.next_u64().is_multiple_of(2) => {
                                 self.ledger.drop_held();
                                 *s = Slot::Free;
                             }
-                            Slot::InFlight if self.rng.next_u64().is_multiple_of(4) => {
+                            Slot::InFlight(..) if self.rng.next_u64().is_multiple_of(4) => {
                                 self.ledger.abandon_in_flight();
                                 *s = Slot::Free;
                             }
                             _ => {}
                         }
+                    }
+                }
+                // The server refuses it unprocessed (GOAWAY, REFUSED_STREAM):
+                // back to be sent again, or failed when it was already a retry.
+                // GOAWAY: only a connection opened since may send it again;
+                // REFUSED_STREAM: any.
+                (12, Slot::InFlight(t, again)) => {
+                    if again {
+                        self.ledger.finish_failed();
+                        self.second_refusals += 1;
+                    } else {
+                        let after = if self.pick(2) == 0 { self.newest } else { 0 };
+                        self.ledger.refuse(t, after);
+                        let at = self.model.partition_point(|r| r.0 <= t);
+                        self.model.insert(at, (t, after));
+                        self.refusals += 1;
+                    }
+                    self.slots[i] = Slot::Free;
+                }
+                // A free stream takes the oldest refused request its
+                // connection may send, before new work; or its connection
+                // is replaced by a new one.
+                (13, Slot::Free) => {
+                    let serial = self.serial[i];
+                    let want = self.model.iter().position(|r| r.1 < serial);
+                    let got = self.ledger.take_refused(serial);
+                    if self.ledger.stopping() {
+                        assert_eq!(got, None, "nothing is re-sent once stopping");
+                    } else {
+                        assert_eq!(got, want.map(|j| self.model[j].0), "the oldest it may send");
+                    }
+                    match got {
+                        Some(t) => {
+                            self.model.remove(want.unwrap());
+                            self.retakes += 1;
+                            self.slots[i] = Slot::Held(t, true);
+                        }
+                        None if self.pick(2) == 0 => {
+                            self.newest += 1;
+                            self.serial[i] = self.newest;
+                        }
+                        None => {}
                     }
                 }
                 _ => {}
@@ -528,6 +668,7 @@ mod tests {
         let start = Instant::now();
         let mut stopped = 0;
         let mut done = 0;
+        let (mut retakes, mut second_refusals, mut refused_at_end) = (0, 0, 0);
         for seed in 0..10_000u64 {
             let mut rng = SplitMix64(seed);
             let open = rng.next_u64().is_multiple_of(2);
@@ -555,6 +696,12 @@ mod tests {
                 quota: vec![0; slots],
                 now: start,
                 k,
+                refusals: 0,
+                retakes: 0,
+                second_refusals: 0,
+                serial: (1..=slots as u64).collect(),
+                newest: slots as u64,
+                model: Vec::new(),
             };
             let steps = 50 + sim.pick(400) as u32;
             for step in 0..steps {
@@ -568,7 +715,16 @@ mod tests {
             done += u32::from(sim.ledger.done());
             let mut counters = Counters::default();
             let before = sim.ledger.ends();
+            let waiting = sim.ledger.refused() as u64;
+            refused_at_end += waiting;
+            retakes += sim.retakes;
+            second_refusals += sim.second_refusals;
             sim.ledger.close_into(&mut counters);
+            assert_eq!(counters.retried, sim.retakes, "seed {seed}: retried");
+            assert!(
+                counters.not_sent >= waiting,
+                "seed {seed}: refused → not sent"
+            );
             let e = sim.ledger.ends();
             assert_eq!(e.scheduled, before.scheduled, "closing schedules nothing");
             assert_eq!(e.ended(), e.scheduled, "seed {seed}: {e:?}");
@@ -583,6 +739,50 @@ mod tests {
         }
         // The interleavings reached both ends: stopped runs and finished ones.
         assert!(stopped > 1_000 && done > 100, "{stopped} {done}");
+        // Refusals were taken again, refused twice, and left waiting at the end.
+        assert!(
+            retakes > 1_000 && second_refusals > 100 && refused_at_end > 100,
+            "{retakes} {second_refusals} {refused_at_end}"
+        );
+    }
+
+    /// A refused request waits with its intended time, oldest first, for a
+    /// connection newer than the refusal; is taken again before the stop
+    /// (counted retried) and after it is not sent; the run is not done while
+    /// one waits.
+    #[test]
+    fn refused_requests_wait_oldest_first_and_end_once() {
+        let t = Instant::now();
+        let later = t + Duration::from_millis(5);
+        let mut l = Ledger::new(Some(3), None, t, None);
+        assert_eq!(l.take_n(3), 3);
+        for _ in 0..3 {
+            l.sent();
+        }
+        // After GOAWAY on connection 1 (the newest, 2): only a later one.
+        l.refuse(later, 2);
+        l.refuse(t, 2);
+        l.finish_completed();
+        assert_eq!((l.refused(), l.in_flight(), l.held()), (2, 0, 0));
+        assert_eq!(l.refused_for_new(2), 2);
+        assert!(!l.done());
+        assert_eq!(
+            l.take_refused(2),
+            None,
+            "not on a connection as old as the refusal"
+        );
+        assert_eq!(l.take_refused(3), Some(t), "oldest first");
+        l.sent();
+        l.finish_completed();
+        l.begin_stop(later);
+        assert_eq!(l.take_refused(4), None, "nothing is re-sent once stopping");
+        let mut c = Counters::default();
+        l.close_into(&mut c);
+        assert_eq!(
+            (c.scheduled, c.retried, c.not_sent, c.in_flight_at_end),
+            (3, 1, 1, 0)
+        );
+        assert_eq!(l.ends().completed, 2);
     }
 
     /// A closed-loop budget with `--requests-per-conn`: blocks come back when

@@ -197,6 +197,20 @@ fn summary_table(runs: &[(&str, &RunRecord)]) -> String {
             Box::new(|r| r.note.clone().unwrap_or_else(|| "-".into())),
         ),
     ];
+    // HTTP/2 requests the server refused unprocessed and redline sent again.
+    if runs.iter().any(|(_, r)| r.counters.retried > 0) {
+        let at = rows
+            .iter()
+            .position(|(k, _)| *k == "Failed")
+            .map_or(0, |i| i + 1);
+        rows.insert(
+            at,
+            (
+                "Retried (GOAWAY/REFUSED_STREAM)",
+                Box::new(|r| count(r.counters.retried)),
+            ),
+        );
+    }
     // As the text report says it: numbers from a server whose certificate
     // was not checked.
     if runs.iter().any(|(_, r)| r.config.insecure) {

@@ -321,6 +321,13 @@ fn text_unescaped(rec: &RunRecord) -> String {
             count(c.redirects)
         );
     }
+    if c.retried > 0 {
+        let _ = writeln!(
+            o,
+            "Retried after GOAWAY/REFUSED_STREAM: {} (not processed by the server, sent again)",
+            count(c.retried)
+        );
+    }
     if rec.config.load.is_open() {
         let _ = writeln!(
             o,
@@ -592,6 +599,19 @@ mod tests {
             b.contains("processes 7/5.4") && b.contains("processes 7/7.0"),
             "{b}"
         );
+    }
+
+    /// HTTP/2 requests sent again after a refusal get a line (text) and a
+    /// row (HTML) when there are any, and nothing when there are none.
+    #[test]
+    fn retries_after_a_refusal_are_said_only_when_there_are_some() {
+        let mut a = crate::compare::tests::synth(2000, 1000, 1, 4);
+        let line = "Retried after GOAWAY/REFUSED_STREAM";
+        assert!(!text(&a).contains(line));
+        a.counters.retried = 1234;
+        assert!(text(&a).contains(&format!("{line}: 1,234 (not processed")));
+        let page = crate::html::report(&[("a", &a)]);
+        assert!(page.contains("Retried (GOAWAY/REFUSED_STREAM)"));
     }
 
     #[test]

@@ -74,6 +74,12 @@ pub struct Counters {
     /// in length has many, which is not an error by itself).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub length_differs: u64,
+    /// HTTP/2: requests the server said it did not process (GOAWAY naming a
+    /// lower last stream id, or RST_STREAM REFUSED_STREAM) that were sent
+    /// again (RFC 9113 §8.7), each at most once. A retried request still
+    /// counts once in `scheduled`, `sent` and how it ended.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retried: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -117,6 +123,7 @@ impl Counters {
         s |= sat_add(&mut self.peak_connections, o.peak_connections);
         s |= sat_add(&mut self.redirects, o.redirects);
         s |= sat_add(&mut self.length_differs, o.length_differs);
+        s |= sat_add(&mut self.retried, o.retried);
         s
     }
 }

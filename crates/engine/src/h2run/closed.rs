@@ -1,6 +1,10 @@
 //! The closed loop over HTTP/2: each connection slot runs `--streams`
 //! stream tasks, each sending its next request as soon as its last ended;
-//! `--stages` parks the streams above the level (see `set_level`).
+//! `--stages` parks the streams above the level (see `set_level`). A request
+//! the server refused unprocessed (GOAWAY, REFUSED_STREAM) waits in the
+//! ledger; a stream takes it before new work, and a slot reconnecting after
+//! GOAWAY takes the waiting ones first, so it goes out again on a new
+//! connection with its original intended time.
 
 use super::conn::connect;
 use super::exchange::{exchange, no_stream, stream_ready, Waited};
@@ -54,6 +58,8 @@ pub(super) fn start_closed(w: &Rc<WorkerState>) {
 
 /// One closed-loop connection slot: connects, runs its streams, and reconnects
 /// while there is work (after GOAWAY, a failure, or `--requests-per-conn`).
+/// `held`: new requests taken for the next connection; `again`: refused
+/// requests taken to be sent again on it (their intended times).
 pub(super) async fn closed_conn(
     w: Rc<WorkerState>,
     ci: u64,
@@ -61,8 +67,10 @@ pub(super) async fn closed_conn(
     mut held: u64,
 ) {
     let mut intended = w.start;
+    let mut again: Vec<Instant> = Vec::new();
+    let mut serial = 0;
     loop {
-        if held == 0 {
+        if held == 0 && again.is_empty() {
             let want = w.wanted(ci);
             if want == 0 {
                 // --stages: the level is below this connection; wait for a rise.
@@ -75,32 +83,45 @@ pub(super) async fn closed_conn(
                 }
                 continue;
             }
+            // Refused requests first (oldest first), then new ones.
+            serial = w.next_serial();
+            again = w.take_refused_n(want, serial);
+            let rest = want - again.len() as u64;
             match w.plan().requests_per_conn {
-                Some(k) => (quota, held) = w.reserve_block(k, want),
-                None => held = w.take_n(want),
+                Some(k) if rest > 0 => (quota, held) = w.reserve_block(k, rest),
+                Some(_) => (quota, held) = (Some(0), 0),
+                None => held = w.take_n(rest),
             }
-            if held == 0 {
+            if held == 0 && again.is_empty() {
                 w.changed.notify_one();
                 return;
             }
             intended = Instant::now();
         }
-        let ctx = ConnCtx::new(quota);
+        if serial == 0 {
+            serial = w.next_serial();
+        }
+        let ctx = ConnCtx::new(std::mem::take(&mut serial), quota);
         match connect(&w, &ctx).await {
             Err(ConnectFail::Stopped) => return, // held requests count as not sent
             Err(ConnectFail::Failed(kind, msg)) => {
-                for _ in 0..held {
+                for _ in 0..held + again.len() as u64 {
                     w.fail_held(kind, msg.clone());
                 }
                 held = 0;
+                again.clear();
                 w.return_quota(&ctx);
                 // A failure can be immediate (no socket, no port): let the rest run.
                 tokio::task::yield_now().await;
             }
             Ok(conn) => {
                 let mut set = JoinSet::new();
+                let refused = again.len() as u64;
                 for j in 0..w.streams {
-                    let first = (j < held).then_some(intended);
+                    let first = match again.get(j as usize) {
+                        Some(&t) => Some((t, true)),
+                        None => (j < refused + held).then_some((intended, false)),
+                    };
                     let slot = ci * w.streams + j;
                     set.spawn_local(closed_stream(
                         w.clone(),
@@ -112,6 +133,7 @@ pub(super) async fn closed_conn(
                 }
                 drop(conn);
                 held = 0;
+                again.clear();
                 while set.join_next().await.is_some() {}
                 w.return_quota(&ctx);
             }
@@ -127,7 +149,7 @@ pub(super) async fn closed_stream(
     w: Rc<WorkerState>,
     ctx: Rc<ConnCtx>,
     conn: Conn,
-    mut first: Option<Instant>,
+    mut first: Option<(Instant, bool)>,
     slot: u64,
 ) {
     let mut away = None;
@@ -161,7 +183,7 @@ pub(super) async fn closed_stream(
         }
         let free_at = Instant::now();
         let ready = stream_ready(&w, &conn).await;
-        let intended = match (first.take(), ready) {
+        let (intended, again) = match (first.take(), ready) {
             (Some(_), Err(Waited::Failed((k, m)))) => return w.fail_held(k, m),
             (Some(_), Err(Waited::TimedOut)) => {
                 return w.fail_held(ErrorKind::Timeout, no_stream())
@@ -171,18 +193,18 @@ pub(super) async fn closed_stream(
             // The connection is gone, allows no stream or the run stops:
             // nothing was taken; the connection is replaced when its streams end.
             (None, Err(_)) => return,
-            (None, Ok(())) => {
-                if !w.take_for(&ctx) {
-                    return;
-                }
-                free_at
-            }
+            // A refused request waiting to be sent again goes before new work.
+            (None, Ok(())) => match w.take_refused_for(&ctx) {
+                Some(t) => (t, true),
+                None if w.take_for(&ctx) => (free_at, false),
+                None => return,
+            },
         };
         if w.stopping() {
             return; // held: not sent
         }
         match vu.as_mut() {
-            None => exchange(&w, &conn, intended, &mut away).await,
+            None => exchange(&w, &conn, intended, again, &mut away).await,
             Some(user) => {
                 let think = scenario::exchange(&w, &conn, &ctx, intended, user, &mut away).await;
                 // The virtual user thinks; its next request is due when it is done.

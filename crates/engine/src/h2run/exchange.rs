@@ -1,11 +1,14 @@
 //! One request on one HTTP/2 stream: waiting for a stream slot, submitting
 //! the request (the session sends its body under flow control), awaiting the
 //! answer the connection task delivers, and recording it (with `-L`, its
-//! redirects).
+//! redirects). A request the server refused unprocessed (GOAWAY naming a
+//! lower last stream id, or REFUSED_STREAM) goes back to the ledger to be
+//! sent again once (RFC 9113 §8.7), keeping its intended time; refused a
+//! second time, it fails (`goaway` / `stream_reset`).
 
 use super::errors::Fail;
 use super::follow::{self, follow, Away};
-pub(super) use super::wire::{Fetched, Waited};
+pub(super) use super::wire::{Fetched, Unanswered, Waited};
 use super::{Conn, WorkerState};
 use crate::session::Want;
 use redline_stats::{ErrorKind, Timing};
@@ -28,11 +31,15 @@ pub(super) fn no_stream() -> Cow<'static, str> {
 }
 
 /// Sends one request (held by the caller) and reads its response to the end;
-/// with `-L` follows its redirects (see [`follow`]).
+/// with `-L` follows its redirects (see [`follow`]). `again`: it is a refused
+/// request sent a second time (not counted `sent` again, not retried again).
+/// Latency counts from `intended` (for a retry: its first intended time);
+/// service, waiting and transfer from this attempt's send.
 pub(super) async fn exchange(
     w: &Rc<WorkerState>,
     conn: &Conn,
     intended: Instant,
+    again: bool,
     away: &mut Option<Away>,
 ) {
     let follow_on = w.plan().follow.as_deref();
@@ -46,11 +53,21 @@ pub(super) async fn exchange(
         Ok(r) => r,
         Err((k, m)) => return w.fail_held(k, m),
     };
-    w.sent();
+    w.sent(again);
     let deadline = sent + w.plan().timeout;
-    let r = tokio::time::timeout_at(deadline.into(), reply)
+    let r = tokio::time::timeout_at(deadline.into(), reply.refusable())
         .await
-        .unwrap_or_else(|_| Err(timed_out()));
+        .unwrap_or_else(|_| {
+            Err(Unanswered {
+                fail: timed_out(),
+                unprocessed: false,
+            })
+        });
+    let r = match r {
+        Ok(f) => Ok(f),
+        Err(u) if u.unprocessed && !again => return w.refuse(intended, conn.retiring()),
+        Err(u) => Err(u.fail),
+    };
     let r = match (r, follow_on) {
         (Ok(f), Some(fo)) if crate::redirect::is_redirect(f.status) && f.location.is_some() => {
             let plan = w.plan();

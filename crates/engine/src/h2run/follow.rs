@@ -352,7 +352,7 @@ pub(super) async fn away_conn(
     }
     if away.is_none() {
         let origin = resolve()?;
-        let ctx = ConnCtx::new(None);
+        let ctx = ConnCtx::new(0, None);
         let conn = match connect_to(w, &ctx, Some(&origin)).await {
             Ok(Connected::H2(sr)) => AwayConn::H2(sr),
             Ok(Connected::H1(io, open)) => AwayConn::H1(Box::new(H1Conn {

@@ -1,6 +1,8 @@
 //! The open loop over HTTP/2: the pacer releases intended send times onto the
 //! ledger's queue, idle streams take them, and connections open (up to the
 //! cap) only while the queue is longer than what idle streams can take.
+//! A request refused unprocessed (GOAWAY, REFUSED_STREAM) waits in the
+//! ledger and is taken before the queue, with its original intended time.
 
 use super::conn::connect;
 use super::exchange::{exchange, no_stream, stream_ready, Waited};
@@ -70,18 +72,23 @@ pub(super) async fn pace(w: Rc<WorkerState>) {
 /// Open loop: opens connections while the queue is longer than what idle
 /// streams and connections being set up will take, up to the cap.
 pub(super) fn maybe_connect(w: &Rc<WorkerState>) {
-    while !w.stopping()
-        && w.ledger.borrow().pending() as u64 > w.idle.get() + w.connecting.get() * w.streams
-        && w.conns_live.get() < w.max_conns
-    {
+    // (A request refused after GOAWAY waits for a connection newer than
+    // the refusal: one is opened for it even when older ones idle.)
+    let wanted = |w: &WorkerState| {
+        let ledger = w.ledger.borrow();
+        ledger.pending() as u64 + ledger.refused() as u64
+            > w.idle.get() + w.connecting.get() * w.streams
+            || ledger.refused_for_new(w.serials.get()) > 0
+    };
+    while !w.stopping() && wanted(w) && w.conns_live.get() < w.max_conns {
         w.conns_live.set(w.conns_live.get() + 1);
         w.connecting.set(w.connecting.get() + 1);
-        tokio::task::spawn_local(open_conn(w.clone()));
+        let ctx = ConnCtx::new(w.next_serial(), w.plan().requests_per_conn);
+        tokio::task::spawn_local(open_conn(w.clone(), ctx));
     }
 }
 
-pub(super) async fn open_conn(w: Rc<WorkerState>) {
-    let ctx = ConnCtx::new(w.plan().requests_per_conn);
+pub(super) async fn open_conn(w: Rc<WorkerState>, ctx: Rc<ConnCtx>) {
     let r = connect(&w, &ctx).await;
     w.connecting.set(w.connecting.get() - 1);
     match r {
@@ -94,6 +101,9 @@ pub(super) async fn open_conn(w: Rc<WorkerState>) {
                 if let Some(sc) = w.sc.as_ref() {
                     sc.journey_failed_to_start();
                 }
+            } else if w.ledger.borrow_mut().take_refused(ctx.serial).is_some() {
+                // It was for a refused request waiting for a new connection.
+                w.fail_held(kind, msg);
             }
             tokio::task::yield_now().await;
         }
@@ -117,13 +127,26 @@ pub(super) async fn open_stream(w: Rc<WorkerState>, ctx: Rc<ConnCtx>, conn: Conn
         if ctx.quota.get() == Some(0) {
             return; // --requests-per-conn reached: the connection closes
         }
-        let t = loop {
-            if w.stopping() || ctx.dead.get() {
+        let (t, again) = loop {
+            // A connection that takes no new stream (after GOAWAY) takes no
+            // work: its streams end and it is replaced; a wake-up meant for
+            // work goes on to another stream.
+            if w.stopping() || ctx.dead.get() || conn.retiring() {
+                let ledger = w.ledger.borrow();
+                if ledger.pending() + ledger.refused() > 0 {
+                    w.work.notify_one();
+                }
                 return;
             }
-            let next = w.ledger.borrow_mut().dequeue();
-            if let Some(t) = next {
-                break t;
+            let next = {
+                let mut ledger = w.ledger.borrow_mut();
+                match ledger.take_refused(ctx.serial) {
+                    Some(t) => Some((t, true)),
+                    None => ledger.dequeue().map(|t| (t, false)),
+                }
+            };
+            if let Some(next) = next {
+                break next;
             }
             w.idle.set(w.idle.get() + 1);
             tokio::select! {
@@ -158,7 +181,7 @@ pub(super) async fn open_stream(w: Rc<WorkerState>, ctx: Rc<ConnCtx>, conn: Conn
             return;
         }
         match vu.as_mut() {
-            None => exchange(&w, &conn, t, &mut away).await,
+            None => exchange(&w, &conn, t, again, &mut away).await,
             Some(user) => scenario::arrival(&w, &conn, &ctx, t, user, &mut away).await,
         }
     }

@@ -452,7 +452,7 @@ async fn send(
     let want = Some((cap.want_headers, cap.want_body));
     let follow_on = w.plan().follow.as_deref();
     let counted_sent = || {
-        w.sent();
+        w.sent(false);
         if let Some(sc) = w.sc.as_ref() {
             sc.load.borrow_mut().sent(r);
         }

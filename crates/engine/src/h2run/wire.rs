@@ -11,7 +11,8 @@
 //! `Rc` handle: [`H2Conn::ready`] waits for a free stream (bounded by the
 //! caller's time-out and the run's stop), [`H2Conn::send`] submits a request
 //! and gives a [`Reply`] future for its answer (dropped before the answer:
-//! the stream is cancelled). Wake-ups: a submit wakes the connection task (a
+//! the stream is cancelled; [`Reply::refusable`] also says whether the server
+//! refused it unprocessed, so it may be sent again). Wake-ups: a submit wakes the connection task (a
 //! task already woken is not queued twice, so every request submitted since
 //! its last turn goes out in one write); each read batch wakes only the
 //! streams whose requests it ended, once each.
@@ -61,6 +62,9 @@ struct Slot {
     id: RequestId,
     first_byte: Option<Instant>,
     result: Option<Result<Fetched, Fail>>,
+    /// The server refused it unprocessed (GOAWAY with a lower last stream
+    /// id, or REFUSED_STREAM): it may be sent again (RFC 9113 §8.7).
+    unprocessed: bool,
     waker: Option<Waker>,
 }
 
@@ -203,6 +207,7 @@ impl<S: Session> H2Conn<S> {
                     id,
                     first_byte: None,
                     result: None,
+                    unprocessed: false,
                     waker: None,
                 });
                 st.dirty = true;
@@ -225,6 +230,28 @@ impl<S: Session> H2Conn<S> {
     }
 }
 
+/// A session that can say it takes no new stream ever again (HTTP/2: after
+/// GOAWAY), while streams open on it may still end.
+pub(super) trait Retiring {
+    /// No new stream will ever be possible.
+    fn retiring(&self) -> bool;
+}
+
+impl Retiring for crate::http2::Http2Session {
+    fn retiring(&self) -> bool {
+        crate::http2::Http2Session::retiring(self)
+    }
+}
+
+impl<S: Session + Retiring> H2Conn<S> {
+    /// The connection takes no new stream ever again (GOAWAY received, or
+    /// closed): a stream without work should end, not take a request here.
+    pub(super) fn retiring(&self) -> bool {
+        let st = self.inner.state.borrow();
+        st.gone || st.session.is_closed() || st.session.retiring()
+    }
+}
+
 /// A submitted request's answer; dropped before it: the stream is cancelled.
 pub(super) struct Reply<S: Session> {
     inner: Rc<Inner<S>>,
@@ -232,22 +259,38 @@ pub(super) struct Reply<S: Session> {
     done: bool,
 }
 
-impl<S: Session> Future for Reply<S> {
-    type Output = Result<Fetched, Fail>;
+/// How a request ended that got no answer: why, and whether the server
+/// said it did not process it (then it may be sent again).
+pub(super) struct Unanswered {
+    pub(super) fail: Fail,
+    pub(super) unprocessed: bool,
+}
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+impl<S: Session> Reply<S> {
+    /// This reply as a future that also says whether a failed request was
+    /// refused unprocessed.
+    pub(super) fn refusable(self) -> Refusable<S> {
+        Refusable(self)
+    }
+
+    fn poll_answer(&mut self, cx: &mut Context<'_>) -> Poll<Result<Fetched, Unanswered>> {
         let id = self.id;
         let mut st = self.inner.state.borrow_mut();
         let Some(i) = st.slots.iter().position(|s| s.id == id) else {
             drop(st);
             self.done = true;
-            return Poll::Ready(Err(closed_fail()));
+            return Poll::Ready(Err(Unanswered {
+                fail: closed_fail(),
+                unprocessed: false,
+            }));
         };
         if st.slots[i].result.is_some() {
             let slot = st.slots.swap_remove(i);
             drop(st);
             self.done = true;
-            return Poll::Ready(slot.result.unwrap_or_else(|| Err(closed_fail())));
+            let unprocessed = slot.unprocessed;
+            let result = slot.result.unwrap_or_else(|| Err(closed_fail()));
+            return Poll::Ready(result.map_err(|fail| Unanswered { fail, unprocessed }));
         }
         let slot = &mut st.slots[i];
         match &slot.waker {
@@ -255,6 +298,25 @@ impl<S: Session> Future for Reply<S> {
             _ => slot.waker = Some(cx.waker().clone()),
         }
         Poll::Pending
+    }
+}
+
+impl<S: Session> Future for Reply<S> {
+    type Output = Result<Fetched, Fail>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.poll_answer(cx).map(|r| r.map_err(|u| u.fail))
+    }
+}
+
+/// A [`Reply`] that keeps the `unprocessed` flag of a failure.
+pub(super) struct Refusable<S: Session>(Reply<S>);
+
+impl<S: Session> Future for Refusable<S> {
+    type Output = Result<Fetched, Unanswered>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.0.poll_answer(cx)
     }
 }
 
@@ -436,10 +498,16 @@ fn deliver<S: Session>(st: &mut State<S>) {
                     capture,
                 }));
             }
-            Event::Failed { kind, message, .. } => {
-                // (A request the server did not process counts as failed,
-                // with the server's reason, as for a connection that went away.)
+            Event::Failed {
+                kind,
+                message,
+                unprocessed,
+                ..
+            } => {
+                // A request the server did not process fails with the
+                // server's reason and the flag: the stream may send it again.
                 slot.result = Some(Err((kind, message.clone())));
+                slot.unprocessed = unprocessed;
                 st.last_fail = Some((kind, message));
                 let slot = st.slots.iter_mut().find(|s| s.id == id);
                 if let Some(w) = slot.and_then(|s| s.waker.take()) {
@@ -542,6 +610,83 @@ mod tests {
             tokio::time::timeout(Duration::from_secs(10), check)
                 .await
                 .expect("the exchange finished");
+        });
+    }
+
+    /// GOAWAY naming stream 1 as the last processed, with streams 1, 3 and 5
+    /// open, and RST_STREAM(REFUSED_STREAM) on 3: stream 1 is answered, 3
+    /// and 5 fail flagged unprocessed (may be sent again), and the
+    /// connection is retiring (takes no new stream) before it closes.
+    #[test]
+    fn refused_requests_are_flagged_unprocessed_and_the_connection_retires() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let (client, mut server) = tokio::io::duplex(1 << 16);
+            let (conn, task) = H2Conn::start(Http2Session::new(), client);
+            let _task = tokio::task::spawn_local(task);
+            let req =
+                Http2Request::from_parts("GET", "http", "a.test", "/", &[], Default::default())
+                    .unwrap();
+            let replies: Vec<_> = (0..3)
+                .map(|_| conn.send(&req, Want::NOTHING).unwrap().refusable())
+                .collect();
+            assert!(!conn.retiring());
+            let check = async {
+                let mut preface = [0u8; 24];
+                server.read_exact(&mut preface).await.unwrap();
+                let mut heads = Vec::new();
+                for _ in 0..16 {
+                    let (kind, _, id) = read_frame(&mut server).await;
+                    if kind == frame::HEADERS {
+                        heads.push(id);
+                        if heads.len() == 3 {
+                            break;
+                        }
+                    }
+                }
+                assert_eq!(heads, [1, 3, 5]);
+                let mut out = frame(frame::SETTINGS, 0, 0, &[]);
+                // RST_STREAM(3, REFUSED_STREAM = 7), GOAWAY(last 1, NO_ERROR).
+                out.extend(frame(frame::RST_STREAM, 0, 3, &7u32.to_be_bytes()));
+                let mut ga = 1u32.to_be_bytes().to_vec();
+                ga.extend_from_slice(&0u32.to_be_bytes());
+                out.extend(frame(frame::GOAWAY, 0, 0, &ga));
+                out.extend(frame(frame::HEADERS, frame::END_HEADERS, 1, &[0x88]));
+                server.write_all(&out).await.unwrap();
+                let mut replies = replies.into_iter();
+                let first = replies.next().unwrap();
+                let mut got = Vec::new();
+                for r in replies {
+                    got.push(
+                        r.await
+                            .map(|f| f.status)
+                            .map_err(|u| (u.fail.0, u.unprocessed)),
+                    );
+                }
+                assert_eq!(got[0], Err((ErrorKind::StreamReset, true)));
+                assert_eq!(got[1], Err((ErrorKind::GoAway, true)));
+                // Stream 1 still open: the connection takes no new stream,
+                // and is not closed yet; its answer is not refused.
+                assert!(conn.retiring() && !conn.dead());
+                server
+                    .write_all(&frame(frame::DATA, frame::END_STREAM, 1, b"ok"))
+                    .await
+                    .unwrap();
+                let answer = first.await.map_err(|u| u.unprocessed);
+                assert_eq!(
+                    answer.map(|f| (f.status, f.body_bytes)).ok(),
+                    Some((200, 2))
+                );
+                got
+            };
+            let got = tokio::time::timeout(Duration::from_secs(10), check)
+                .await
+                .expect("the exchange finished");
+            assert_eq!(got.len(), 2);
         });
     }
 }

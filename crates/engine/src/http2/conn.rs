@@ -177,6 +177,12 @@ impl Http2Session {
         self.open
     }
 
+    /// The connection takes no new stream ever again (GOAWAY received, its
+    /// stream ids used up, or dead), though streams open may still end.
+    pub fn retiring(&self) -> bool {
+        self.dead || self.goaway || self.exhausted
+    }
+
     fn remove(&mut self, sid: u32) -> Option<Stream> {
         let i = (sid >> 1) as usize & (self.slots.len() - 1);
         if self.slots[i].as_ref().is_some_and(|s| s.sid == sid) {
