@@ -1615,6 +1615,49 @@ fn nginx_goaway_refusals_are_sent_again_and_nothing_is_lost() {
     assert!(counter(&v, "connections_opened") >= answered / 100, "{c}");
     let seen = take_nginx_log(&ng.dir);
     assert_eq!(seen.len() as u64, answered, "{c}");
+
+    // A session scenario (three steps per user, a user per stream): a step
+    // refused unprocessed is sent again by its user on a newer connection,
+    // and its per-request numbers count it once.
+    let d = temp_dir("goaway-scenario");
+    let sc = d.join("s.toml");
+    std::fs::write(
+        &sc,
+        "mode = \"session\"\n[[step]]\nname = \"a\"\npath = \"/index.html?a\"\n\
+         [[step]]\nname = \"b\"\npath = \"/index.html?b\"\n\
+         [[step]]\nname = \"c\"\npath = \"/index.html?c\"\n",
+    )
+    .unwrap();
+    take_nginx_log(&ng.dir);
+    let v = run_json(&[
+        "--h2c",
+        "--scenario",
+        sc.to_str().unwrap(),
+        "-n",
+        "1500",
+        "--streams",
+        "10",
+        "-c",
+        "2",
+        &url,
+    ]);
+    let c = &v["counters"];
+    assert_eq!(counter(&v, "completed"), 1500, "{c} {}", v["errors"]);
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    assert!(counter(&v, "retried") > 0, "{c}");
+    assert_eq!(counter(&v, "sent"), 1500, "{c}");
+    assert_every_request_ends_once(&v);
+    let reqs = v["requests"].as_array().expect("per-request numbers");
+    assert_eq!(reqs.len(), 3);
+    let mut sent = 0;
+    for r in reqs {
+        assert_eq!(r["sent"], r["completed"], "{r}");
+        assert_eq!(r["errors"], 0, "{r}");
+        sent += r["sent"].as_u64().unwrap();
+    }
+    assert_eq!(sent, 1500, "{}", v["requests"]);
+    let seen = take_nginx_log(&ng.dir);
+    assert_eq!(seen.len(), 1500, "nginx served each step once");
 }
 
 /// `--scenario` over h2c against nginx: sessions (a user per stream, a CSV

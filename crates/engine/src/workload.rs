@@ -168,6 +168,12 @@ impl ScenarioLoad {
         self.stats[r].sent += 1;
     }
 
+    /// Request `r`, written, was refused unprocessed by the server: it goes
+    /// again (and counts as sent then), its user keeps it chosen.
+    pub fn unsent(&mut self, r: usize) {
+        self.stats[r].sent = self.stats[r].sent.saturating_sub(1);
+    }
+
     /// An arrival released by the schedule.
     pub fn arrived(&mut self) {
         if self.journeys_on {

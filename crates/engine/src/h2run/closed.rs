@@ -206,7 +206,8 @@ pub(super) async fn closed_stream(
         match vu.as_mut() {
             None => exchange(&w, &conn, intended, again, &mut away).await,
             Some(user) => {
-                let think = scenario::exchange(&w, &conn, &ctx, intended, user, &mut away).await;
+                let think =
+                    scenario::exchange(&w, &conn, &ctx, intended, again, user, &mut away).await;
                 // The virtual user thinks; its next request is due when it is done.
                 if let Some(d) = think.filter(|d| !d.is_zero()) {
                     if w.stopping() {

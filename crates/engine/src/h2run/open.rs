@@ -182,7 +182,7 @@ pub(super) async fn open_stream(w: Rc<WorkerState>, ctx: Rc<ConnCtx>, conn: Conn
         }
         match vu.as_mut() {
             None => exchange(&w, &conn, t, again, &mut away).await,
-            Some(user) => scenario::arrival(&w, &conn, &ctx, t, user, &mut away).await,
+            Some(user) => scenario::arrival(&w, &conn, &ctx, t, again, user, &mut away).await,
         }
     }
 }

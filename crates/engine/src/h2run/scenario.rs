@@ -18,6 +18,15 @@
 //! or waits for a stream); the control task counts them with the arrivals
 //! still queued ([`ScWorker::publish_overdue`], as the HTTP/1 worker does).
 //!
+//! A request to the run's own host that the server refused unprocessed
+//! (GOAWAY, REFUSED_STREAM) is sent again once, as plain requests are
+//! (`h2run/exchange.rs`): the ledger holds it as refused with its intended
+//! time, the user keeps it chosen (its `sent` count is taken back, no
+//! answer is recorded) and sends it on the next stream it gets, on a
+//! connection opened since the refusal after GOAWAY. Journeys (open-loop
+//! sessions) are not retried: their steps are tied to their stream, and a
+//! refused step fails its journey as before.
+//!
 //! Virtual users outlive their stream task (a connection replaced after
 //! GOAWAY keeps its users' cookies and session steps): a stream takes one
 //! from the worker's pool and gives it back when it ends. Their ids are the
@@ -27,6 +36,7 @@
 use super::errors::Fail;
 use super::exchange::timed_out;
 use super::follow::{away_conn, away_exchange, follow, Away, Outgoing, Redirected};
+use super::wire::Unanswered;
 use super::{Conn, ConnCtx, Req, WorkerState};
 use crate::h1::Capture;
 use crate::scenario::{Scenario, Vu};
@@ -225,15 +235,18 @@ impl Drop for VuSlot {
 /// Sends the virtual user's next request (held by the caller) and reads the
 /// answer; with `-L` follows its redirects with the user's cookie jar.
 /// Returns the think time owed before the next one (closed loop).
+/// `again`: the request is one the server refused, sent a second time (not
+/// counted `sent` again, not retried again).
 pub(super) async fn exchange(
     w: &Rc<WorkerState>,
     conn: &Conn,
     ctx: &ConnCtx,
     intended: Instant,
+    again: bool,
     slot: &mut VuSlot,
     away: &mut Option<Away>,
 ) -> Option<Duration> {
-    match exchange_then(w, conn, ctx, intended, slot, away).await {
+    match exchange_then(w, conn, ctx, intended, again, slot, away).await {
         Then::Next(think) => think,
         Then::Step { .. } | Then::Over | Then::Free => None,
     }
@@ -249,11 +262,12 @@ pub(super) async fn arrival(
     conn: &Conn,
     ctx: &ConnCtx,
     t: Instant,
+    again: bool,
     slot: &mut VuSlot,
     away: &mut Option<Away>,
 ) {
     if !slot.sc.journeys_on {
-        exchange(w, conn, ctx, t, slot, away).await;
+        exchange(w, conn, ctx, t, again, slot, away).await;
         return;
     }
     slot.pending_step(Some(t));
@@ -280,7 +294,7 @@ async fn journey(
         let Then::Step {
             think,
             intended: next,
-        } = exchange_then(w, conn, ctx, intended, slot, away).await
+        } = exchange_then(w, conn, ctx, intended, false, slot, away).await
         else {
             return;
         };
@@ -363,6 +377,7 @@ async fn exchange_then(
     conn: &Conn,
     ctx: &ConnCtx,
     intended: Instant,
+    again: bool,
     slot: &mut VuSlot,
     away: &mut Option<Away>,
 ) -> Then {
@@ -377,7 +392,9 @@ async fn exchange_then(
     let plan = w.plan();
     let own = t.origin == plan.target.origin;
     slot.in_flight = true;
-    let result = send(w, conn, s, r, vu, own, away).await;
+    // Journeys' steps are tied to their stream: not retried (see the module text).
+    let retry = !again && !sc.journeys_on;
+    let result = send(w, conn, s, r, vu, own, away, again, retry).await;
     slot.in_flight = false;
     // The connection this request went over was made for it: its connect time.
     let made = match (own, away.as_ref()) {
@@ -389,7 +406,13 @@ async fn exchange_then(
         sc.load.borrow_mut().stats[r].connect.record(d);
     }
     let then = match result {
-        Err(Unsent(kind, msg)) => {
+        Err(NotAnswered::Refused) => {
+            // Not processed: sent again later (the user keeps it chosen).
+            sc.load.borrow_mut().unsent(r);
+            w.refuse(intended, conn.retiring());
+            return Then::Next(None);
+        }
+        Err(NotAnswered::Unsent(kind, msg)) => {
             w.fail_held(kind, msg);
             sc.load.borrow_mut().ended(vu, Ended::Failed)
         }
@@ -429,11 +452,20 @@ async fn exchange_then(
     then
 }
 
-/// A request that failed before it was sent (still held).
-struct Unsent(ErrorKind, Cow<'static, str>);
+/// A request that got no answer and is not an answered failure.
+enum NotAnswered {
+    /// It failed before it was sent (still held).
+    Unsent(ErrorKind, Cow<'static, str>),
+    /// The server refused it unprocessed (in flight still): it may go again.
+    Refused,
+}
+use NotAnswered::Unsent;
 
 /// Sends request `r` and reads its answer (and its redirects): when it was
-/// sent and how it ended, or why it could not be sent.
+/// sent and how it ended, or why it could not be sent. `again`: a refused
+/// request's second sending (not counted `sent` again); `retry`: a refusal
+/// comes back as [`NotAnswered::Refused`] instead of a failure.
+#[allow(clippy::too_many_arguments)]
 async fn send(
     w: &Rc<WorkerState>,
     conn: &Conn,
@@ -442,7 +474,9 @@ async fn send(
     vu: &mut Vu,
     own: bool,
     away: &mut Option<Away>,
-) -> Result<(Instant, Result<super::exchange::Fetched, Fail>), Unsent> {
+    again: bool,
+    retry: bool,
+) -> Result<(Instant, Result<super::exchange::Fetched, Fail>), NotAnswered> {
     let q = &s.requests[r];
     let t = &s.targets[q.target];
     s.prepare(r, vu, false);
@@ -452,7 +486,7 @@ async fn send(
     let want = Some((cap.want_headers, cap.want_body));
     let follow_on = w.plan().follow.as_deref();
     let counted_sent = || {
-        w.sent(false);
+        w.sent(again);
         if let Some(sc) = w.sc.as_ref() {
             sc.load.borrow_mut().sent(r);
         }
@@ -468,9 +502,19 @@ async fn send(
         let sent = Instant::now();
         let reply = conn.send(&req, want).map_err(|(k, m)| Unsent(k, m))?;
         counted_sent();
-        let got = tokio::time::timeout_at((sent + q.timeout).into(), reply)
+        let got = tokio::time::timeout_at((sent + q.timeout).into(), reply.refusable())
             .await
-            .unwrap_or_else(|_| Err(timed_out()));
+            .unwrap_or_else(|_| {
+                Err(Unanswered {
+                    fail: timed_out(),
+                    unprocessed: false,
+                })
+            });
+        let got = match got {
+            Ok(f) => Ok(f),
+            Err(u) if u.unprocessed && retry => return Err(NotAnswered::Refused),
+            Err(u) => Err(u.fail),
+        };
         (sent, got)
     } else {
         // Another host of the scenario: this stream's connection there, in
