@@ -9,28 +9,7 @@
 use bytes::Bytes;
 use redline_engine::h1::HeadMemo;
 use redline_engine::session::{Event, H1Request, H1Session, Session, Want};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-struct Counting;
-
-thread_local! {
-    static COUNT: Cell<Option<u64>> = const { Cell::new(None) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = COUNT.try_with(|c| c.set(c.get().map(|n| n + 1)));
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
-        let _ = COUNT.try_with(|c| c.set(c.get().map(|n| n + 1)));
-        unsafe { System.realloc(ptr, layout, new) }
-    }
-}
+use redline_testkit::alloc::{self, Counting};
 
 #[global_allocator]
 static A: Counting = Counting;
@@ -87,11 +66,11 @@ fn count(want: Want) -> u64 {
     for _ in 0..100 {
         one(&mut s);
     }
-    COUNT.with(|c| c.set(Some(0)));
+    alloc::start();
     for _ in 0..1000 {
         one(&mut s);
     }
-    COUNT.with(|c| c.replace(None)).unwrap()
+    alloc::stop()
 }
 
 #[test]
@@ -123,11 +102,11 @@ fn count_bare_reader() -> u64 {
     for _ in 0..100 {
         one(&mut r);
     }
-    COUNT.with(|c| c.set(Some(0)));
+    alloc::start();
     for _ in 0..1000 {
         one(&mut r);
     }
-    COUNT.with(|c| c.replace(None)).unwrap()
+    alloc::stop()
 }
 
 #[test]

@@ -5,28 +5,7 @@
 
 use redline_engine::http2::{frame, hpack, Http2Request, Http2Session};
 use redline_engine::session::{Event, Session, Want};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
-struct Counting;
-
-thread_local! {
-    static COUNT: Cell<Option<u64>> = const { Cell::new(None) };
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = COUNT.try_with(|c| c.set(c.get().map(|n| n + 1)));
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
-        let _ = COUNT.try_with(|c| c.set(c.get().map(|n| n + 1)));
-        unsafe { System.realloc(ptr, layout, new) }
-    }
-}
+use redline_testkit::alloc::{self, Counting};
 
 #[global_allocator]
 static A: Counting = Counting;
@@ -90,10 +69,10 @@ fn a_plain_get_allocates_nothing_per_request() {
     for i in 0..100 {
         one(i, &mut s, &mut out);
     }
-    COUNT.with(|c| c.set(Some(0)));
+    alloc::start();
     for i in 100..1100 {
         one(i, &mut s, &mut out);
     }
-    let n = COUNT.with(|c| c.replace(None)).unwrap();
+    let n = alloc::stop();
     assert_eq!(n, 0, "{n} allocations in 1,000 GETs");
 }

@@ -2,6 +2,7 @@
 //! only, never published): one copy of what the test binaries used to carry
 //! each on their own.
 //!
+//! - [`alloc`]: a counting global allocator for allocation tests;
 //! - [`need`]: a real server or browser a test needs is missing: a note and
 //!   a skip locally, a failure under `CI=true` ([`need::missing`], [`need::require`]);
 //! - [`proc`]: run a binary with a hard time limit, its history in a
@@ -16,6 +17,7 @@
 //! Every loop here is bounded in count and time; servers are watched by PID.
 #![warn(missing_docs)]
 
+pub mod alloc;
 pub mod chromium;
 pub mod need;
 pub mod nginx;
