@@ -63,12 +63,18 @@ fn count(want: Want) -> u64 {
         }
         assert!(done && !s.is_closed());
     };
+    warm_then_count(|| one(&mut s))
+}
+
+/// Runs `one` 100 times to warm its buffers, then counts the allocations
+/// of 1,000 more.
+fn warm_then_count(mut one: impl FnMut()) -> u64 {
     for _ in 0..100 {
-        one(&mut s);
+        one();
     }
     alloc::start();
     for _ in 0..1000 {
-        one(&mut s);
+        one();
     }
     alloc::stop()
 }
@@ -99,14 +105,7 @@ fn count_bare_reader() -> u64 {
         assert!(matches!(p, Progress::Done { .. }));
         assert_eq!(r.capture.as_ref().unwrap().body.len(), 440);
     };
-    for _ in 0..100 {
-        one(&mut r);
-    }
-    alloc::start();
-    for _ in 0..1000 {
-        one(&mut r);
-    }
-    alloc::stop()
+    warm_then_count(|| one(&mut r))
 }
 
 #[test]

@@ -540,6 +540,21 @@ mod tests {
         (h[3], h[4], id)
     }
 
+    /// Runs `f` on a current-thread runtime with a local task set (the
+    /// connection task is `!Send`, as in the driver).
+    fn on_one_thread(f: impl std::future::Future<Output = ()>) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tokio::task::LocalSet::new().block_on(&rt, f);
+    }
+
+    /// A plain GET.
+    fn get() -> Http2Request {
+        Http2Request::from_parts("GET", "http", "a.test", "/", &[], Default::default()).unwrap()
+    }
+
     fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
         let mut f = Vec::new();
         frame::write_head(&mut f, payload.len(), kind, flags, stream);
@@ -553,18 +568,11 @@ mod tests {
     /// stays; with no handle left and nothing owed the task ends.
     #[test]
     fn answers_reach_their_streams_and_a_dropped_reply_cancels() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, async {
+        on_one_thread(async {
             let (client, mut server) = tokio::io::duplex(1 << 16);
             let (conn, task) = H2Conn::start(Http2Session::new(), client);
             let task = tokio::task::spawn_local(task);
-            let req =
-                Http2Request::from_parts("GET", "http", "a.test", "/", &[], Default::default())
-                    .unwrap();
+            let req = get();
             let never = Notify::new();
             assert!(conn.ready(Duration::from_secs(5), &never).await.is_ok());
             let first = conn.send(&req, Want::NOTHING).unwrap();
@@ -619,18 +627,11 @@ mod tests {
     /// connection is retiring (takes no new stream) before it closes.
     #[test]
     fn refused_requests_are_flagged_unprocessed_and_the_connection_retires() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let local = tokio::task::LocalSet::new();
-        local.block_on(&rt, async {
+        on_one_thread(async {
             let (client, mut server) = tokio::io::duplex(1 << 16);
             let (conn, task) = H2Conn::start(Http2Session::new(), client);
             let _task = tokio::task::spawn_local(task);
-            let req =
-                Http2Request::from_parts("GET", "http", "a.test", "/", &[], Default::default())
-                    .unwrap();
+            let req = get();
             let replies: Vec<_> = (0..3)
                 .map(|_| conn.send(&req, Want::NOTHING).unwrap().refusable())
                 .collect();
