@@ -1658,6 +1658,52 @@ fn nginx_goaway_refusals_are_sent_again_and_nothing_is_lost() {
     assert_eq!(sent, 1500, "{}", v["requests"]);
     let seen = take_nginx_log(&ng.dir);
     assert_eq!(seen.len(), 1500, "nginx served each step once");
+
+    // Open-loop journeys (300 a second, three steps 20 ms apart): a journey
+    // whose connection retires (GOAWAY after 100 requests) or whose step
+    // was refused goes on over another connection, as over HTTP/1 (a
+    // journey used to fail with its connection: 26 of 900 here).
+    std::fs::write(
+        &sc,
+        "mode = \"session\"\n[[step]]\nname = \"a\"\npath = \"/index.html?a\"\nthink = \"20ms\"\n\
+         [[step]]\nname = \"b\"\npath = \"/index.html?b\"\nthink = \"20ms\"\n\
+         [[step]]\nname = \"c\"\npath = \"/index.html?c\"\n",
+    )
+    .unwrap();
+    take_nginx_log(&ng.dir);
+    let v = run_json(&[
+        "--h2c",
+        "--scenario",
+        sc.to_str().unwrap(),
+        "--rate",
+        "300",
+        "-d",
+        "2s",
+        "--streams",
+        "10",
+        "-c",
+        "2",
+        &url,
+    ]);
+    let c = &v["counters"];
+    let j = &v["journeys"];
+    assert_eq!(counter(&v, "failed"), 0, "{c} {j} {}", v["errors"]);
+    assert_every_request_ends_once(&v);
+    let answered = counter(&v, "completed");
+    assert!(counter(&v, "connections_opened") >= answered / 100, "{c}");
+    assert!(answered >= 1500, "{c} {j}");
+    assert_eq!(j["abandoned_error"], 0, "{j}");
+    assert_eq!(j["started"], j["arrived"], "{j}");
+    let ended = ["completed", "abandoned", "in_flight_at_end"]
+        .map(|k| j[k].as_u64().unwrap())
+        .iter()
+        .sum::<u64>();
+    assert_eq!(ended, j["started"].as_u64().unwrap(), "{j}");
+    let reqs = v["requests"].as_array().expect("per-request numbers");
+    let sent: u64 = reqs.iter().map(|r| r["sent"].as_u64().unwrap()).sum();
+    assert_eq!(sent, counter(&v, "sent"), "{}", v["requests"]);
+    let seen = take_nginx_log(&ng.dir);
+    assert_eq!(seen.len() as u64, answered, "nginx served each step once");
 }
 
 /// `--scenario` over h2c against nginx: sessions (a user per stream, a CSV

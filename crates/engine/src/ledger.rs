@@ -353,6 +353,20 @@ impl Ledger {
         Some(t)
     }
 
+    /// A request in flight was refused unprocessed and its caller keeps it
+    /// to send again itself (an HTTP/2 journey's step, which waits with its
+    /// user for a stream elsewhere): held again. See [`Ledger::retry_held`].
+    pub fn refuse_held(&mut self) {
+        self.in_flight -= 1;
+        self.held += 1;
+    }
+
+    /// A request refused and held by its caller ([`Ledger::refuse_held`])
+    /// is about to be sent again: counted `retried`, as [`Ledger::take_refused`] counts.
+    pub fn retry_held(&mut self) {
+        self.retried += 1;
+    }
+
     /// Refused requests no connection up to serial `newest` may send: they
     /// wait for a new connection.
     pub fn refused_for_new(&self, newest: u64) -> usize {

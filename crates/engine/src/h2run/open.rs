@@ -2,7 +2,8 @@
 //! ledger's queue, idle streams take them, and connections open (up to the
 //! cap) only while the queue is longer than what idle streams can take.
 //! A request refused unprocessed (GOAWAY, REFUSED_STREAM) waits in the
-//! ledger and is taken before the queue, with its original intended time.
+//! ledger and is taken before the queue, with its original intended time;
+//! a parked journey (`h2run/scenario.rs`) is taken before both.
 
 use super::conn::connect;
 use super::exchange::{exchange, no_stream, stream_ready, Waited};
@@ -74,11 +75,15 @@ pub(super) async fn pace(w: Rc<WorkerState>) {
 pub(super) fn maybe_connect(w: &Rc<WorkerState>) {
     // (A request refused after GOAWAY waits for a connection newer than
     // the refusal: one is opened for it even when older ones idle.)
+    // Parked journeys wait likewise (see `h2run/scenario.rs`).
     let wanted = |w: &WorkerState| {
         let ledger = w.ledger.borrow();
-        ledger.pending() as u64 + ledger.refused() as u64
+        let (parked, parked_new) =
+            w.sc.as_ref()
+                .map_or((0, 0), |sc| sc.parked(w.serials.get()));
+        ledger.pending() as u64 + ledger.refused() as u64 + parked
             > w.idle.get() + w.connecting.get() * w.streams
-            || ledger.refused_for_new(w.serials.get()) > 0
+            || ledger.refused_for_new(w.serials.get()) as u64 + parked_new > 0
     };
     while !w.stopping() && wanted(w) && w.conns_live.get() < w.max_conns {
         w.conns_live.set(w.conns_live.get() + 1);
@@ -104,6 +109,9 @@ pub(super) async fn open_conn(w: Rc<WorkerState>, ctx: Rc<ConnCtx>) {
             } else if w.ledger.borrow_mut().take_refused(ctx.serial).is_some() {
                 // It was for a refused request waiting for a new connection.
                 w.fail_held(kind, msg);
+            } else if let Some(sc) = w.sc.as_ref() {
+                // Or for a parked journey: it fails with its step.
+                sc.fail_parked(&w, ctx.serial, kind, msg);
             }
             tokio::task::yield_now().await;
         }
@@ -133,10 +141,22 @@ pub(super) async fn open_stream(w: Rc<WorkerState>, ctx: Rc<ConnCtx>, conn: Conn
             // work goes on to another stream.
             if w.stopping() || ctx.dead.get() || conn.retiring() {
                 let ledger = w.ledger.borrow();
-                if ledger.pending() + ledger.refused() > 0 {
+                let parked = w.sc.as_ref().map_or(0, |sc| sc.parked(0).0);
+                if ledger.pending() + ledger.refused() > 0 || parked > 0 {
                     w.work.notify_one();
                 }
                 return;
+            }
+            // A parked journey first: its step is held already.
+            let parked =
+                w.sc.as_ref()
+                    .and_then(|sc| sc.take_parked(ctx.serial, w.stopping()));
+            if let (Some(p), Some(user)) = (parked, vu.as_mut()) {
+                if let Some(q) = ctx.quota.get() {
+                    ctx.quota.set(Some(q.saturating_sub(1)));
+                }
+                scenario::resume(&w, &conn, &ctx, p, user, &mut away).await;
+                continue;
             }
             let next = {
                 let mut ledger = w.ledger.borrow_mut();

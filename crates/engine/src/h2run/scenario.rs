@@ -23,9 +23,15 @@
 //! (`h2run/exchange.rs`): the ledger holds it as refused with its intended
 //! time, the user keeps it chosen (its `sent` count is taken back, no
 //! answer is recorded) and sends it on the next stream it gets, on a
-//! connection opened since the refusal after GOAWAY. Journeys (open-loop
-//! sessions) are not retried: their steps are tied to their stream, and a
-//! refused step fails its journey as before.
+//! connection opened since the refusal after GOAWAY.
+//!
+//! A journey outlives its connection too. When its step was refused, or its
+//! connection takes no new stream when the next step is due (GOAWAY, or
+//! closed, as HTTP/1 reconnects), the journey is *parked*: its user waits
+//! in the worker's [`Parked`] queue with the step's intended time, the step
+//! held in the ledger, and the next free stream of a connection that may
+//! send it takes the journey before new arrivals ([`resume`]). A refused
+//! step is sent once more (counted `retried`); a second refusal fails it.
 //!
 //! Virtual users outlive their stream task (a connection replaced after
 //! GOAWAY keeps its users' cookies and session steps): a stream takes one
@@ -45,6 +51,7 @@ use crate::workload::{Ended, ScenarioLoad, Then};
 use redline_stats::{ErrorKind, Journeys, RequestStats, Timing};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -68,6 +75,22 @@ pub(super) struct ScWorker {
     steps: Steps,
     /// Open-loop sessions: users thinking before their journey's next step.
     thinking: Cell<u64>,
+    /// Open-loop sessions: journeys waiting for a stream on another
+    /// connection, oldest first (a handful: they wait for one stream each).
+    parked: RefCell<VecDeque<Parked>>,
+}
+
+/// An open-loop journey whose next step waits for a stream of another
+/// connection than the one it walked on (see the module text); the step is
+/// held in the ledger.
+pub(super) struct Parked {
+    vu: Vu,
+    /// The step's intended time.
+    intended: Instant,
+    /// The step was refused unprocessed: this is its second sending.
+    again: bool,
+    /// Only a connection whose serial is above this may send it (after GOAWAY).
+    after: u64,
 }
 
 /// Open-loop sessions: the intended time of each stream's pending journey
@@ -130,20 +153,25 @@ impl ScWorker {
             next_id: Cell::new(index as u64),
             later_steps: Cell::new(0),
             thinking: Cell::new(0),
+            parked: RefCell::new(VecDeque::new()),
             s,
         }
     }
 
-    /// A virtual user for a stream: one that waits in the pool, or a new one.
-    pub(super) fn take_vu(self: &Rc<Self>) -> VuSlot {
-        let vu = self.pool.borrow_mut().pop().unwrap_or_else(|| {
+    /// A user that waits in the pool, or a new one.
+    fn pooled_vu(&self) -> Vu {
+        self.pool.borrow_mut().pop().unwrap_or_else(|| {
             let id = self.next_id.get();
             self.next_id.set(id + self.stride);
             self.s.new_vu(id)
-        });
+        })
+    }
+
+    /// A virtual user for a stream: one that waits in the pool, or a new one.
+    pub(super) fn take_vu(self: &Rc<Self>) -> VuSlot {
         VuSlot {
             sc: self.clone(),
-            vu: Some(vu),
+            vu: Some(self.pooled_vu()),
             in_flight: false,
             place: self.journeys_on.then(|| self.steps.take()),
         }
@@ -158,6 +186,11 @@ impl ScWorker {
     /// the stream tasks ended); `scheduled`: what the ledger scheduled.
     pub(super) fn finish(&self, scheduled: u64) -> (Vec<RequestStats>, Option<Journeys>) {
         let mut load = self.load.borrow_mut();
+        // Journeys still waiting for a stream: the run ended before their
+        // step was sent (the ledger counts the step not sent).
+        for mut p in self.parked.borrow_mut().drain(..) {
+            load.end_journey_at_end(&mut p.vu, false);
+        }
         load.set_arrived(scheduled.saturating_sub(self.later_steps.get()));
         load.take_results()
     }
@@ -176,7 +209,8 @@ impl ScWorker {
         if !self.journeys_on || ages.is_empty() {
             return;
         }
-        let steps = self.steps.pending();
+        let mut steps = self.steps.pending();
+        steps.extend(self.parked.borrow().iter().map(|p| p.intended));
         let counts = crate::overdue::journey_overdue(now, ages, ledger, steps);
         control.publish_journey_overdue(&counts);
     }
@@ -190,6 +224,70 @@ impl ScWorker {
     /// Open loop: an arrival's connection failed before its journey began.
     pub(super) fn journey_failed_to_start(&self) {
         self.load.borrow_mut().journey_failed_to_start();
+    }
+
+    /// Parks the journey of `slot`'s user, its step intended at `intended`
+    /// held in the ledger (see [`Parked`]); the slot gets a fresh user for
+    /// its next arrival. Wakes idle streams, and opens a connection when
+    /// none may take it.
+    fn park(
+        &self,
+        w: &Rc<WorkerState>,
+        slot: &mut VuSlot,
+        intended: Instant,
+        again: bool,
+        after: u64,
+    ) {
+        let Some(vu) = slot.vu.replace(self.pooled_vu()) else {
+            return;
+        };
+        slot.pending_step(None);
+        self.parked.borrow_mut().push_back(Parked {
+            vu,
+            intended,
+            again,
+            after,
+        });
+        w.work.notify_waiters();
+        super::open::maybe_connect(w);
+    }
+
+    /// The oldest parked journey a stream of connection `serial` may walk
+    /// on (none once the run is stopping: its step is not sent).
+    pub(super) fn take_parked(&self, serial: u64, stopping: bool) -> Option<Parked> {
+        let mut parked = self.parked.borrow_mut();
+        if stopping || parked.is_empty() {
+            return None;
+        }
+        let i = parked.iter().position(|p| p.after < serial)?;
+        parked.remove(i)
+    }
+
+    /// Parked journeys: all, and those that wait for a connection newer
+    /// than serial `newest`.
+    pub(super) fn parked(&self, newest: u64) -> (u64, u64) {
+        let parked = self.parked.borrow();
+        let new = parked.iter().filter(|p| p.after >= newest).count();
+        (parked.len() as u64, new as u64)
+    }
+
+    /// The connect of connection `serial` (opened for parked journeys)
+    /// failed: the oldest journey it was for fails with its step. False
+    /// when none waited for it.
+    pub(super) fn fail_parked(
+        &self,
+        w: &WorkerState,
+        serial: u64,
+        kind: ErrorKind,
+        msg: Cow<'static, str>,
+    ) -> bool {
+        let Some(mut p) = self.take_parked(serial, false) else {
+            return false;
+        };
+        w.fail_held(kind, msg);
+        self.load.borrow_mut().fail_journey(&mut p.vu);
+        self.pool.borrow_mut().push(p.vu);
+        true
     }
 }
 
@@ -210,6 +308,13 @@ impl VuSlot {
     pub(super) fn pending_step(&self, t: Option<Instant>) {
         if let Some(i) = self.place {
             self.sc.steps.set(i, t);
+        }
+    }
+
+    /// The stream walks `vu`'s journey: its own idle user goes to the pool.
+    fn adopt(&mut self, vu: Vu) {
+        if let Some(idle) = self.vu.replace(vu) {
+            self.sc.pool.borrow_mut().push(idle);
         }
     }
 }
@@ -247,8 +352,13 @@ pub(super) async fn exchange(
     away: &mut Option<Away>,
 ) -> Option<Duration> {
     match exchange_then(w, conn, ctx, intended, again, slot, away).await {
-        Then::Next(think) => think,
-        Then::Step { .. } | Then::Over | Then::Free => None,
+        Ok(Then::Next(think)) => think,
+        Ok(Then::Step { .. } | Then::Over | Then::Free) => None,
+        Err(Refused) => {
+            // Not processed: sent again later (the user keeps it chosen).
+            w.refuse(intended, conn.retiring());
+            None
+        }
     }
 }
 
@@ -271,32 +381,65 @@ pub(super) async fn arrival(
         return;
     }
     slot.pending_step(Some(t));
-    journey(w, conn, ctx, t, slot, away).await;
+    let sc = slot.sc.clone();
+    if let Some(vu) = slot.vu.as_mut() {
+        sc.load.borrow_mut().begin_journey(vu, t);
+        journey(w, conn, ctx, t, false, slot, away).await;
+    }
     slot.pending_step(None);
 }
 
-/// Open loop, session scenario: the journey of an arrival released at `t`
-/// (see [`arrival`]); its pending step's intended time is kept in the
-/// worker's [`Steps`].
+/// Open loop: walks a parked journey (see [`Parked`]) on this stream of a
+/// connection that may send its step (the step is held in the ledger).
+pub(super) async fn resume(
+    w: &Rc<WorkerState>,
+    conn: &Conn,
+    ctx: &ConnCtx,
+    p: Parked,
+    slot: &mut VuSlot,
+    away: &mut Option<Away>,
+) {
+    slot.adopt(p.vu);
+    if p.again {
+        w.ledger.borrow_mut().retry_held();
+    }
+    slot.pending_step(Some(p.intended));
+    if step_ready(w, conn, ctx, slot, p.intended, p.again).await {
+        journey(w, conn, ctx, p.intended, p.again, slot, away).await;
+    }
+    slot.pending_step(None);
+}
+
+/// Open loop, session scenario: walks the journey of `slot`'s user from its
+/// step intended at `intended` (held; `again`: refused once, sent a second
+/// time) while this stream can carry it (see [`arrival`]); its pending
+/// step's intended time is kept in the worker's [`Steps`]. The journey ends
+/// here, or is parked for another connection's stream.
 async fn journey(
     w: &Rc<WorkerState>,
     conn: &Conn,
     ctx: &ConnCtx,
-    t: Instant,
+    mut intended: Instant,
+    mut again: bool,
     slot: &mut VuSlot,
     away: &mut Option<Away>,
 ) {
     let sc = slot.sc.clone();
-    let Some(vu) = slot.vu.as_mut() else { return };
-    sc.load.borrow_mut().begin_journey(vu, t);
-    let mut intended = t;
     for _ in 0..sc.s.requests.len() {
-        let Then::Step {
-            think,
-            intended: next,
-        } = exchange_then(w, conn, ctx, intended, false, slot, away).await
-        else {
-            return;
+        let (think, next) = match exchange_then(w, conn, ctx, intended, again, slot, away).await {
+            Ok(Then::Step {
+                think,
+                intended: next,
+            }) => (think, next),
+            Ok(_) => return,
+            Err(Refused) => {
+                // Not processed: the user waits with its step (held again)
+                // for a stream elsewhere; after GOAWAY, on a newer connection.
+                w.ledger.borrow_mut().refuse_held();
+                let after = if conn.retiring() { w.serials.get() } else { 0 };
+                sc.park(w, slot, intended, true, after);
+                return;
+            }
         };
         // Overdue once `next` is old: while the user thinks, waits for a
         // stream, then in flight.
@@ -326,24 +469,52 @@ async fn journey(
             return;
         }
         sc.later_steps.set(sc.later_steps.get() + 1);
-        match super::exchange::stream_ready(w, conn).await {
-            Ok(()) => {}
-            Err(super::exchange::Waited::Stopped) => return,
-            Err(e) => {
-                let (k, m) = match e {
-                    super::exchange::Waited::Failed(f) => f,
-                    _ => (ErrorKind::Timeout, super::exchange::no_stream()),
-                };
-                w.fail_held(k, m);
-                sc.load.borrow_mut().fail_journey(vu);
-                return;
-            }
-        }
-        if w.stopping() {
+        if !step_ready(w, conn, ctx, slot, next, false).await {
             return;
         }
         intended = next;
+        again = false;
     }
+}
+
+/// A journey's step intended at `intended` is held: waits for a stream of
+/// this connection for it (true: one is ready and the run goes on). When
+/// the connection takes no new stream (GOAWAY, closed), the journey is
+/// parked for another's; when it allows none within `--timeout`, the step
+/// fails and with it the journey.
+async fn step_ready(
+    w: &Rc<WorkerState>,
+    conn: &Conn,
+    ctx: &ConnCtx,
+    slot: &mut VuSlot,
+    intended: Instant,
+    again: bool,
+) -> bool {
+    let sc = slot.sc.clone();
+    use super::exchange::{stream_ready, Waited};
+    let gone = || conn.retiring() || ctx.dead.get();
+    let fail = if gone() {
+        None
+    } else {
+        match stream_ready(w, conn).await {
+            Ok(()) => return !w.stopping(),
+            Err(Waited::Stopped) => return false,
+            Err(_) if gone() => None,
+            Err(Waited::Failed(f)) => Some(f),
+            Err(Waited::TimedOut) => Some((ErrorKind::Timeout, super::exchange::no_stream())),
+        }
+    };
+    match fail {
+        Some((k, m)) => {
+            w.fail_held(k, m);
+            if let Some(vu) = slot.vu.as_mut() {
+                sc.load.borrow_mut().fail_journey(vu);
+            }
+        }
+        None if w.stopping() => {}
+        None => sc.park(w, slot, intended, again, 0),
+    }
+    false
 }
 
 /// Counts a journey's user as thinking (the worker is not done while one
@@ -380,10 +551,10 @@ async fn exchange_then(
     again: bool,
     slot: &mut VuSlot,
     away: &mut Option<Away>,
-) -> Then {
+) -> Result<Then, Refused> {
     let sc = slot.sc.clone();
     let Some(vu) = slot.vu.as_mut() else {
-        return Then::Free;
+        return Ok(Then::Free);
     };
     let s: &Scenario = &sc.s;
     let r = sc.load.borrow_mut().next(vu);
@@ -392,9 +563,7 @@ async fn exchange_then(
     let plan = w.plan();
     let own = t.origin == plan.target.origin;
     slot.in_flight = true;
-    // Journeys' steps are tied to their stream: not retried (see the module text).
-    let retry = !again && !sc.journeys_on;
-    let result = send(w, conn, s, r, vu, own, away, again, retry).await;
+    let result = send(w, conn, s, r, vu, own, away, again, !again).await;
     slot.in_flight = false;
     // The connection this request went over was made for it: its connect time.
     let made = match (own, away.as_ref()) {
@@ -407,10 +576,10 @@ async fn exchange_then(
     }
     let then = match result {
         Err(NotAnswered::Refused) => {
-            // Not processed: sent again later (the user keeps it chosen).
+            // Not processed: the caller sends it again (the user keeps it
+            // chosen; its `sent` is taken back).
             sc.load.borrow_mut().unsent(r);
-            w.refuse(intended, conn.retiring());
-            return Then::Next(None);
+            return Err(Refused);
         }
         Err(NotAnswered::Unsent(kind, msg)) => {
             w.fail_held(kind, msg);
@@ -449,8 +618,12 @@ async fn exchange_then(
             then
         }
     };
-    then
+    Ok(then)
 }
+
+/// The server refused the request unprocessed (GOAWAY, REFUSED_STREAM): it
+/// is still in flight in the ledger, for the caller to send again.
+struct Refused;
 
 /// A request that got no answer and is not an answered failure.
 enum NotAnswered {

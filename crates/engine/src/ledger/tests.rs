@@ -176,6 +176,15 @@ impl Sim {
                 if again {
                     self.ledger.finish_failed();
                     self.second_refusals += 1;
+                } else if self.pick(3) == 0 {
+                    // A journey's step: its user keeps it (held) and sends
+                    // it again from another stream.
+                    self.ledger.refuse_held();
+                    self.ledger.retry_held();
+                    self.refusals += 1;
+                    self.retakes += 1;
+                    self.slots[i] = Slot::Held(t, true);
+                    return;
                 } else {
                     let after = if self.pick(2) == 0 { self.newest } else { 0 };
                     self.ledger.refuse(t, after);
