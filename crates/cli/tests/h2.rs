@@ -1967,3 +1967,154 @@ fn https_scenario_speaks_to_each_host_in_the_protocol_it_picks() {
     assert_eq!(other.h1_requests(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A raw HTTP/2 server whose first connection refuses a request and whose
+/// later ones serve every request (200 "hello"). `redirect_first`: the
+/// first connection answers its first request with a 302 to `/b` on the
+/// same origin, then refuses the next one (the hop) with GOAWAY naming the
+/// first as the last it processed; else it refuses its first request with
+/// GOAWAY(last 0). Either way it then closes.
+fn refusing_once_server(redirect_first: bool) -> ScriptServer {
+    let conns = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    ScriptServer::start(move |mut s| {
+        let first = conns.fetch_add(1, Ordering::SeqCst) == 0;
+        let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+        let mut preface = [0u8; 24];
+        if s.read_exact(&mut preface).is_err() || &preface[..3] != b"PRI" {
+            return;
+        }
+        if s.write_all(&frame(4, 0, 0, &[])).is_err() {
+            return;
+        }
+        let goaway = |last: u32| {
+            let mut ga = last.to_be_bytes().to_vec();
+            ga.extend_from_slice(&0u32.to_be_bytes());
+            frame(7, 0, 0, &ga)
+        };
+        let mut redirected = None;
+        // Bounded: at most 1,000 frames, each read bounded by the time-out.
+        for _ in 0..1_000 {
+            let Some((ty, flags, id, _)) = read_frame(&mut s) else {
+                break;
+            };
+            match ty {
+                4 if flags & 1 == 0 => {
+                    let _ = s.write_all(&frame(4, 1, 0, &[]));
+                }
+                1 if first && redirect_first && redirected.is_none() => {
+                    // :status 302 (literal, name index 8), location: /b
+                    // (literal, name index 46), END_STREAM | END_HEADERS.
+                    let block = [0x08, 3, b'3', b'0', b'2', 0x0f, 0x1f, 2, b'/', b'b'];
+                    let _ = s.write_all(&frame(1, 5, id, &block));
+                    redirected = Some(id);
+                }
+                1 if first => {
+                    let _ = s.write_all(&goaway(redirected.unwrap_or(0)));
+                    break;
+                }
+                1 => {
+                    let mut out = frame(1, 4, id, &[0x88]);
+                    out.extend(frame(0, 1, id, b"hello"));
+                    let _ = s.write_all(&out);
+                }
+                _ => {}
+            }
+        }
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        let mut sink = [0u8; 4096];
+        for _ in 0..10_000 {
+            match s.read(&mut sink) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+}
+
+/// A `-L` hop the server refused unprocessed is sent once more (RFC 9113
+/// §8.7), as the first request is: on the request's own origin over a new
+/// connection when its own took GOAWAY; to another origin over a new
+/// connection there. A scenario's request to another host likewise.
+#[test]
+fn refused_redirect_hops_and_requests_to_other_hosts_are_sent_again() {
+    // The hop on the request's own origin: connection 1 redirects, then
+    // refuses the hop with GOAWAY; connection 2 serves it.
+    let own = refusing_once_server(true);
+    let v = run_json(&["--h2c", "-n", "1", "-L", &format!("http://{}/a", own.addr)]);
+    let c = &v["counters"];
+    assert_eq!(counter(&v, "completed"), 1, "{c} {}", v["errors"]);
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    assert_eq!(counter(&v, "redirects"), 1, "{c}");
+    assert_eq!(counter(&v, "retried"), 1, "{c}");
+    assert_eq!(counter(&v, "sent"), 1, "{c}");
+    assert_eq!(v["status_codes"]["200"], 1, "{}", v["status_codes"]);
+    assert_eq!(own.accepted.load(Ordering::SeqCst), 2);
+    assert_every_request_ends_once(&v);
+
+    // A hop to another origin (nginx redirects there): its first
+    // connection refuses it, a second serves it.
+    let files = [("index.html", vec![b'x'; 100])];
+    let away = refusing_once_server(false);
+    let p2 = common::nginx::free_port();
+    let extra = format!(
+        "{NGINX_LOG}\n  server {{ {} location / {{ return 302 http://{}/b; }} }}",
+        h2_listen(p2),
+        away.addr
+    );
+    let Some(ng) = start_nginx(&NginxSite {
+        tag: "h2-refused-hop",
+        files: &files,
+        tls: None,
+        h2: true,
+        http_extra: &extra,
+        types: "",
+    }) else {
+        return;
+    };
+    let v = run_json(&["--h2c", "-n", "1", "-L", &format!("http://127.0.0.1:{p2}/")]);
+    let c = &v["counters"];
+    assert_eq!(counter(&v, "completed"), 1, "{c} {}", v["errors"]);
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    assert_eq!(counter(&v, "retried"), 1, "{c}");
+    assert_eq!(v["status_codes"]["200"], 1, "{}", v["status_codes"]);
+    assert_eq!(away.accepted.load(Ordering::SeqCst), 2);
+    assert_every_request_ends_once(&v);
+
+    // A scenario's step to another host.
+    let other = refusing_once_server(false);
+    let d = temp_dir("refused-host");
+    let sc = d.join("s.toml");
+    std::fs::write(
+        &sc,
+        format!(
+            "mode = \"session\"\n[hosts]\nother = \"http://{}\"\n\
+             [[step]]\nname = \"a\"\npath = \"/index.html\"\n\
+             [[step]]\nname = \"b\"\nhost = \"other\"\npath = \"/b\"\n",
+            other.addr
+        ),
+    )
+    .unwrap();
+    take_nginx_log(&ng.dir);
+    let url = format!("http://127.0.0.1:{}/", ng.port);
+    let v = run_json(&[
+        "--h2c",
+        "-n",
+        "2",
+        "-c",
+        "1",
+        "--scenario",
+        sc.to_str().unwrap(),
+        &url,
+    ]);
+    let c = &v["counters"];
+    assert_eq!(counter(&v, "completed"), 2, "{c} {}", v["errors"]);
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    assert_eq!(counter(&v, "retried"), 1, "{c}");
+    for r in v["requests"].as_array().expect("per-request numbers") {
+        assert_eq!(r["sent"], 1, "{r}");
+        assert_eq!(r["completed"], 1, "{r}");
+    }
+    assert_eq!(other.accepted.load(Ordering::SeqCst), 2);
+    assert_eq!(take_nginx_log(&ng.dir).len(), 1);
+    assert_every_request_ends_once(&v);
+}

@@ -355,15 +355,17 @@ impl Ledger {
 
     /// A request in flight was refused unprocessed and its caller keeps it
     /// to send again itself (an HTTP/2 journey's step, which waits with its
-    /// user for a stream elsewhere): held again. See [`Ledger::retry_held`].
+    /// user for a stream elsewhere): held again. See [`Ledger::count_retry`].
     pub fn refuse_held(&mut self) {
         self.in_flight -= 1;
         self.held += 1;
     }
 
-    /// A request refused and held by its caller ([`Ledger::refuse_held`])
-    /// is about to be sent again: counted `retried`, as [`Ledger::take_refused`] counts.
-    pub fn retry_held(&mut self) {
+    /// A refused request its caller kept (held after [`Ledger::refuse_held`],
+    /// or still in flight: a redirect hop or a request to another host, which
+    /// its stream sends again at once) goes again: counted `retried`, as
+    /// [`Ledger::take_refused`] counts.
+    pub fn count_retry(&mut self) {
         self.retried += 1;
     }
 

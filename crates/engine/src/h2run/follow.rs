@@ -15,6 +15,7 @@
 use super::conn::{connect_to, Connected, Io, OpenGuard};
 use super::errors::{io_message, Fail};
 use super::exchange::{timed_out, Fetched, Waited};
+use super::wire::Unanswered;
 use super::{Conn, ConnCtx, ConnectFail, Req, WorkerState};
 use crate::h1::{Capture, Progress, ResponseReader};
 use crate::plan::request::RequestSpec;
@@ -29,14 +30,17 @@ use std::time::{Duration, Instant};
 /// requests or redirects go there.
 pub(super) struct Away {
     key: String,
+    /// Where it goes (to connect again after GOAWAY).
+    origin: Arc<crate::redirect::Origin>,
     pub(super) conn: AwayConn,
     pub(super) ctx: Rc<ConnCtx>,
 }
 
 impl Away {
-    /// An HTTP/2 connection there that takes no more requests.
+    /// An HTTP/2 connection there that takes no more requests (closed, or
+    /// GOAWAY received: a new one is made).
     fn dead(&self) -> bool {
-        matches!(&self.conn, AwayConn::H2(c) if c.dead())
+        matches!(&self.conn, AwayConn::H2(c) if c.retiring())
     }
 }
 
@@ -126,11 +130,15 @@ pub(super) struct Outgoing<'a> {
 /// HTTP/2, the server's pick; drops the connection when it may not carry
 /// another request. `on_sent` runs when the request leaves.
 /// `Err(Ok(fail))`: it failed before it was sent; `Err(Err(fail))` after.
+/// `retry`: an HTTP/2 request the server refused unprocessed (GOAWAY,
+/// REFUSED_STREAM) is sent once more (counted `retried`), after GOAWAY on a
+/// new connection there (RFC 9113 §8.7); the time returned is that send's.
 pub(super) async fn away_exchange(
     w: &Rc<WorkerState>,
     away: &mut Option<Away>,
     out: Outgoing<'_>,
     mut on_sent: impl FnMut(),
+    mut retry: bool,
 ) -> Result<(Instant, Fetched), Result<Fail, Fail>> {
     let Outgoing {
         spec,
@@ -138,28 +146,69 @@ pub(super) async fn away_exchange(
         timeout,
         capture,
     } = out;
+    let mut first = true;
+    // At most two turns: the second only for a refused request.
+    for _ in 0..2 {
+        let Some(a) = away.as_mut() else {
+            return Err(Ok((ErrorKind::Other, "no connection to that host".into())));
+        };
+        let AwayConn::H2(conn) = &mut a.conn else {
+            return away_h1(away, spec, timeout, capture, on_sent).await;
+        };
+        let req = Req::from_spec(spec, scheme).map_err(|e| Ok((ErrorKind::Other, e.into())))?;
+        let want = Want {
+            server: false,
+            location: w.plan().follow.is_some(),
+            capture,
+        };
+        let sent = Instant::now();
+        let reply = send_when_ready(conn, &req, want, timeout)
+            .await
+            .map_err(|f| if first { Ok(f) } else { Err(f) })?;
+        if first {
+            on_sent();
+            first = false;
+        }
+        let got = tokio::time::timeout_at((sent + timeout).into(), reply.refusable())
+            .await
+            .unwrap_or_else(|_| {
+                Err(Unanswered {
+                    fail: timed_out(),
+                    unprocessed: false,
+                })
+            });
+        match got {
+            Ok(f) => return Ok((sent, f)),
+            Err(u) if u.unprocessed && retry => {
+                retry = false;
+                w.ledger.borrow_mut().count_retry();
+                if conn.retiring() {
+                    // A new connection there (`first` is false: a failed
+                    // connect fails the request as sent).
+                    let (key, origin) = (a.key.clone(), a.origin.clone());
+                    *away = None;
+                    away_conn(w, key, || Ok(origin), away).await.map_err(Err)?;
+                }
+            }
+            Err(u) => return Err(Err(u.fail)),
+        }
+    }
+    Err(Err(timed_out()))
+}
+
+/// [`away_exchange`] over an HTTP/1.1 connection.
+async fn away_h1(
+    away: &mut Option<Away>,
+    spec: &RequestSpec,
+    timeout: Duration,
+    capture: Option<(bool, bool)>,
+    mut on_sent: impl FnMut(),
+) -> Result<(Instant, Fetched), Result<Fail, Fail>> {
     let Some(a) = away.as_mut() else {
         return Err(Ok((ErrorKind::Other, "no connection to that host".into())));
     };
     let r = match &mut a.conn {
-        AwayConn::H2(conn) => {
-            let req = Req::from_spec(spec, scheme).map_err(|e| Ok((ErrorKind::Other, e.into())))?;
-            let want = Want {
-                server: false,
-                location: w.plan().follow.is_some(),
-                capture,
-            };
-            let sent = Instant::now();
-            let reply = send_when_ready(conn, &req, want, timeout)
-                .await
-                .map_err(Ok)?;
-            on_sent();
-            tokio::time::timeout_at((sent + timeout).into(), reply)
-                .await
-                .unwrap_or_else(|_| Err(timed_out()))
-                .map(|f| (sent, f))
-                .map_err(Err)
-        }
+        AwayConn::H2(_) => Err(Ok((ErrorKind::Other, "not an HTTP/1.1 connection".into()))),
         AwayConn::H1(h) => {
             let sent = Instant::now();
             on_sent();
@@ -242,8 +291,14 @@ pub(super) async fn follow(
         let (spec, get) = hop_spec(req.orig, cur.status, &to, same_origin, was_get, cookies);
         w.rec.borrow_mut().counters.redirects += 1;
         let deadline_after = req.timeout;
-        cur = match own_conn.filter(|_| same_origin) {
-            Some(conn) => {
+        // A hop the server refused unprocessed (GOAWAY, REFUSED_STREAM) is
+        // sent once more (counted `retried`): on the stream's connection
+        // unless it takes no new stream, else over a connection of the
+        // stream's own there, as to another origin.
+        let mut own_hop = own_conn.filter(|_| same_origin);
+        let mut retry = true;
+        cur = loop {
+            if let Some(conn) = own_hop {
                 let hop = Req::from_spec(&spec, to.scheme()).map_err(|_| {
                     (
                         ErrorKind::BadRedirect,
@@ -257,37 +312,55 @@ pub(super) async fn follow(
                     capture: req.capture,
                 };
                 let answer = async {
-                    send_when_ready(conn, &hop, want, deadline_after)
-                        .await?
+                    let reply = send_when_ready(conn, &hop, want, deadline_after)
                         .await
+                        .map_err(|fail| Unanswered {
+                            fail,
+                            unprocessed: false,
+                        })?;
+                    reply.refusable().await
                 };
-                tokio::time::timeout_at((sent + deadline_after).into(), answer)
+                let got = tokio::time::timeout_at((sent + deadline_after).into(), answer)
                     .await
-                    .unwrap_or_else(|_| Err(timed_out()))?
-            }
-            None => {
-                let resolve = || {
-                    f.origin(&to).map_err(|e| {
-                        let kind = if e.resolve {
-                            ErrorKind::Resolve
-                        } else {
-                            ErrorKind::BadRedirect
-                        };
-                        (kind, Cow::Owned(e.message))
-                    })
-                };
-                away_conn(w, key, resolve, away).await?;
-                let out = Outgoing {
-                    spec: &spec,
-                    scheme: to.scheme(),
-                    timeout: deadline_after,
-                    capture: req.capture,
-                };
-                let r = away_exchange(w, away, out, || {}).await;
-                match r {
-                    Ok((_, f)) => f,
-                    Err(Ok(e)) | Err(Err(e)) => return Err(e),
+                    .unwrap_or_else(|_| {
+                        Err(Unanswered {
+                            fail: timed_out(),
+                            unprocessed: false,
+                        })
+                    });
+                match got {
+                    Ok(f) => break f,
+                    Err(u) if u.unprocessed && retry => {
+                        retry = false;
+                        w.ledger.borrow_mut().count_retry();
+                        if conn.retiring() {
+                            own_hop = None;
+                        }
+                        continue;
+                    }
+                    Err(u) => return Err(u.fail),
                 }
+            }
+            let resolve = || {
+                f.origin(&to).map_err(|e| {
+                    let kind = if e.resolve {
+                        ErrorKind::Resolve
+                    } else {
+                        ErrorKind::BadRedirect
+                    };
+                    (kind, Cow::Owned(e.message))
+                })
+            };
+            away_conn(w, key.clone(), resolve, away).await?;
+            let out = Outgoing {
+                spec: &spec,
+                scheme: to.scheme(),
+                timeout: deadline_after,
+                capture: req.capture,
+            };
+            match away_exchange(w, away, out, || {}, retry).await {
+                Ok((_, f)) => break f,
+                Err(Ok(e)) | Err(Err(e)) => return Err(e),
             }
         };
         hops += 1;
@@ -366,7 +439,12 @@ pub(super) async fn away_conn(
             // worker drops it (counted as in flight at the end).
             Err(ConnectFail::Stopped) => return std::future::pending().await,
         };
-        *away = Some(Away { key, conn, ctx });
+        *away = Some(Away {
+            key,
+            origin,
+            conn,
+            ctx,
+        });
     }
     Ok(())
 }

@@ -401,7 +401,7 @@ pub(super) async fn resume(
 ) {
     slot.adopt(p.vu);
     if p.again {
-        w.ledger.borrow_mut().retry_held();
+        w.ledger.borrow_mut().count_retry();
     }
     slot.pending_step(Some(p.intended));
     if step_ready(w, conn, ctx, slot, p.intended, p.again).await {
@@ -709,7 +709,7 @@ async fn send(
             timeout: q.timeout,
             capture: want,
         };
-        let r = away_exchange(w, away, out, counted_sent).await;
+        let r = away_exchange(w, away, out, counted_sent, retry).await;
         match r {
             Ok((sent, f)) => (sent, Ok(f)),
             Err(Ok((k, m))) => return Err(Unsent(k, m)),

@@ -151,8 +151,9 @@ impl<S: Session> H2Conn<S> {
         (H2Conn { inner }, task)
     }
 
-    /// The connection is closed (or takes no more requests).
-    pub(super) fn dead(&self) -> bool {
+    /// The connection is closed (the tests tell it from retiring).
+    #[cfg(test)]
+    fn dead(&self) -> bool {
         let st = self.inner.state.borrow();
         st.gone || st.session.is_closed()
     }

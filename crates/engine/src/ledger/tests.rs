@@ -180,7 +180,7 @@ impl Sim {
                     // A journey's step: its user keeps it (held) and sends
                     // it again from another stream.
                     self.ledger.refuse_held();
-                    self.ledger.retry_held();
+                    self.ledger.count_retry();
                     self.refusals += 1;
                     self.retakes += 1;
                     self.slots[i] = Slot::Held(t, true);
