@@ -11,6 +11,13 @@
 //! `h2` by ALPN (or, in an h2c run, a cleartext origin by prior knowledge),
 //! else HTTP/1.1 with the spec's HTTP/1 encoding, read by the engine's
 //! [`ResponseReader`].
+//!
+//! A hop or request to another origin that an HTTP/2 server refused
+//! unprocessed (GOAWAY, REFUSED_STREAM; RFC 9113 §8.7) is sent once more by
+//! its stream, still in flight in the ledger (counted `retried`): on the
+//! same connection after REFUSED_STREAM; after GOAWAY an own-origin hop goes
+//! over the stream's [`Away`] connection to that origin, and an [`Away`]
+//! connection that took GOAWAY is replaced.
 
 use super::conn::{connect_to, Connected, Io, OpenGuard};
 use super::errors::{io_message, Fail};
