@@ -55,14 +55,7 @@ pub(super) async fn exchange(
     };
     w.sent(again);
     let deadline = sent + w.plan().timeout;
-    let r = tokio::time::timeout_at(deadline.into(), reply.refusable())
-        .await
-        .unwrap_or_else(|_| {
-            Err(Unanswered {
-                fail: timed_out(),
-                unprocessed: false,
-            })
-        });
+    let r = answer_by(deadline, reply.refusable()).await;
     let r = match r {
         Ok(f) => Ok(f),
         Err(u) if u.unprocessed && !again => return w.refuse(intended, conn.retiring()),
@@ -108,6 +101,17 @@ pub(super) async fn exchange(
 }
 
 /// A request given up on: its stream is reset (CANCEL); the connection stays.
+/// Waits for `answer` until `deadline`; past it, a time-out (which the
+/// server did not refuse: not sent again).
+pub(super) async fn answer_by(
+    deadline: Instant,
+    answer: impl std::future::Future<Output = Result<Fetched, Unanswered>>,
+) -> Result<Fetched, Unanswered> {
+    tokio::time::timeout_at(deadline.into(), answer)
+        .await
+        .unwrap_or_else(|_| Err(Unanswered::failed(timed_out())))
+}
+
 pub(super) fn timed_out() -> Fail {
     (
         ErrorKind::Timeout,

@@ -21,7 +21,7 @@
 
 use super::conn::{connect_to, Connected, Io, OpenGuard};
 use super::errors::{io_message, Fail};
-use super::exchange::{timed_out, Fetched, Waited};
+use super::exchange::{answer_by, timed_out, Fetched, Waited};
 use super::wire::Unanswered;
 use super::{Conn, ConnCtx, ConnectFail, Req, WorkerState};
 use crate::h1::{Capture, Progress, ResponseReader};
@@ -176,14 +176,7 @@ pub(super) async fn away_exchange(
             on_sent();
             first = false;
         }
-        let got = tokio::time::timeout_at((sent + timeout).into(), reply.refusable())
-            .await
-            .unwrap_or_else(|_| {
-                Err(Unanswered {
-                    fail: timed_out(),
-                    unprocessed: false,
-                })
-            });
+        let got = answer_by(sent + timeout, reply.refusable()).await;
         match got {
             Ok(f) => return Ok((sent, f)),
             Err(u) if u.unprocessed && retry => {
@@ -321,20 +314,10 @@ pub(super) async fn follow(
                 let answer = async {
                     let reply = send_when_ready(conn, &hop, want, deadline_after)
                         .await
-                        .map_err(|fail| Unanswered {
-                            fail,
-                            unprocessed: false,
-                        })?;
+                        .map_err(Unanswered::failed)?;
                     reply.refusable().await
                 };
-                let got = tokio::time::timeout_at((sent + deadline_after).into(), answer)
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(Unanswered {
-                            fail: timed_out(),
-                            unprocessed: false,
-                        })
-                    });
+                let got = answer_by(sent + deadline_after, answer).await;
                 match got {
                     Ok(f) => break f,
                     Err(u) if u.unprocessed && retry => {

@@ -40,9 +40,8 @@
 //! share one (data rows per user stay distinct).
 
 use super::errors::Fail;
-use super::exchange::timed_out;
+use super::exchange::answer_by;
 use super::follow::{away_conn, away_exchange, follow, Away, Outgoing, Redirected};
-use super::wire::Unanswered;
 use super::{Conn, ConnCtx, Req, WorkerState};
 use crate::h1::Capture;
 use crate::scenario::{Scenario, Vu};
@@ -675,14 +674,7 @@ async fn send(
         let sent = Instant::now();
         let reply = conn.send(&req, want).map_err(|(k, m)| Unsent(k, m))?;
         counted_sent();
-        let got = tokio::time::timeout_at((sent + q.timeout).into(), reply.refusable())
-            .await
-            .unwrap_or_else(|_| {
-                Err(Unanswered {
-                    fail: timed_out(),
-                    unprocessed: false,
-                })
-            });
+        let got = answer_by(sent + q.timeout, reply.refusable()).await;
         let got = match got {
             Ok(f) => Ok(f),
             Err(u) if u.unprocessed && retry => return Err(NotAnswered::Refused),

@@ -267,6 +267,16 @@ pub(super) struct Unanswered {
     pub(super) unprocessed: bool,
 }
 
+impl Unanswered {
+    /// A failure the server did not call unprocessed.
+    pub(super) fn failed(fail: Fail) -> Unanswered {
+        Unanswered {
+            fail,
+            unprocessed: false,
+        }
+    }
+}
+
 impl<S: Session> Reply<S> {
     /// This reply as a future that also says whether a failed request was
     /// refused unprocessed.
@@ -280,10 +290,7 @@ impl<S: Session> Reply<S> {
         let Some(i) = st.slots.iter().position(|s| s.id == id) else {
             drop(st);
             self.done = true;
-            return Poll::Ready(Err(Unanswered {
-                fail: closed_fail(),
-                unprocessed: false,
-            }));
+            return Poll::Ready(Err(Unanswered::failed(closed_fail())));
         };
         if st.slots[i].result.is_some() {
             let slot = st.slots.swap_remove(i);
