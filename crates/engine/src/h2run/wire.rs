@@ -5,7 +5,8 @@
 //! reads, hands the bytes to the session and delivers the session's events
 //! to the streams waiting for them (a `Head` stamps the first byte's time; a
 //! `Done` or `Failed` completes the request), until the session is closed or
-//! no stream uses the connection any more and nothing waits.
+//! no stream uses the connection any more and nothing waits; then it says
+//! goodbye (GOAWAY(NO_ERROR), TLS close_notify, FIN), best effort and bounded.
 //!
 //! Streams (tasks on the same thread) talk to it through [`H2Conn`], a cheap
 //! `Rc` handle: [`H2Conn::ready`] waits for a free stream (bounded by the
@@ -28,11 +29,14 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::sync::Notify;
 
 /// How much one read takes from the socket.
 const READ_BUF: usize = 64 * 1024;
+
+/// How long a closing connection may take to say goodbye.
+const GOODBYE_WAIT: Duration = Duration::from_millis(100);
 
 /// What was kept of a complete answer.
 pub(super) struct Fetched {
@@ -365,6 +369,7 @@ async fn drive<S: Session, T: AsyncRead + AsyncWrite + Unpin>(
     let mut at = 0usize;
     let mut unflushed = false;
     let mut buf = vec![0u8; READ_BUF].into_boxed_slice();
+    let mut graceful = false;
     let end: Fail = loop {
         let turn = poll_fn(|cx| {
             let mut st = inner.state.borrow_mut();
@@ -443,9 +448,37 @@ async fn drive<S: Session, T: AsyncRead + AsyncWrite + Unpin>(
                 };
                 break (kind, io_message(&e));
             }
-            Turn::Idle => break closed_fail(),
+            Turn::Idle => {
+                graceful = true;
+                break closed_fail();
+            }
         }
     };
+    let (fatal, bye) = end_streams(&inner, end, graceful);
+    inner.room.notify_waiters();
+    if graceful {
+        // The client closes: GOAWAY (HTTP/2), TLS close_notify, FIN. Best
+        // effort and bounded: a peer that reads nothing does not hold it.
+        let _ = tokio::time::timeout(GOODBYE_WAIT, async {
+            if !bye.is_empty() {
+                io.write_all(&bye).await?;
+            }
+            io.shutdown().await
+        })
+        .await;
+    }
+    fatal
+}
+
+/// The connection task ended with `end`: fails the requests still waiting
+/// (with the session's own reason when it had one). Returns the session's
+/// fatal message and, when the client closes (`graceful`), what it says
+/// before it goes.
+fn end_streams<S: Session>(
+    inner: &Inner<S>,
+    end: Fail,
+    graceful: bool,
+) -> (Option<String>, Vec<u8>) {
     let mut st = inner.state.borrow_mut();
     st.gone = true;
     st.task = None;
@@ -462,9 +495,12 @@ async fn drive<S: Session, T: AsyncRead + AsyncWrite + Unpin>(
     }
     st.last_fail.get_or_insert(end);
     let fatal = st.session.fatal().map(str::to_string);
-    drop(st);
-    inner.room.notify_waiters();
-    fatal
+    let mut bye = Vec::new();
+    if graceful {
+        st.session.close();
+        st.session.bytes_out(&mut bye);
+    }
+    (fatal, bye)
 }
 
 /// Hands the session's events to the requests waiting for them.
@@ -622,6 +658,11 @@ mod tests {
                 assert!(!conn.dead());
                 drop(conn);
                 assert_eq!(task.await.unwrap(), None);
+                // Nothing left to do: the client says goodbye with
+                // GOAWAY(NO_ERROR, last stream 0), then closes.
+                let mut rest = Vec::new();
+                server.read_to_end(&mut rest).await.unwrap();
+                assert_eq!(rest, frame(frame::GOAWAY, 0, 0, &[0; 8]));
             };
             tokio::time::timeout(Duration::from_secs(10), check)
                 .await

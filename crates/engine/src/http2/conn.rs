@@ -424,6 +424,14 @@ impl Session for Http2Session {
         Ok(id)
     }
 
+    fn close(&mut self) {
+        if !self.dead {
+            // The client takes no stream from the server: last id 0.
+            frame::write_goaway(&mut self.out, frame::NO_ERROR);
+            self.dead = true;
+        }
+    }
+
     fn cancel(&mut self, id: RequestId) {
         let sid = self
             .slots

@@ -380,6 +380,21 @@ fn window_updates_go_out_once_half_a_window_is_read() {
 }
 
 #[test]
+fn close_says_goaway_no_error_once_and_takes_nothing_after() {
+    let mut s = connected(&[]);
+    s.close();
+    let frames = out(&mut s);
+    assert_eq!(frames.len(), 1);
+    assert_eq!((frames[0].0.kind, frames[0].0.stream), (GOAWAY, 0));
+    assert_eq!(frames[0].1, [0u8; 8], "last stream 0, NO_ERROR");
+    assert!(s.is_closed());
+    assert_eq!(s.capacity(), 0);
+    assert!(s.submit(&req("GET", b""), Want::NOTHING).is_err());
+    s.close();
+    assert!(out(&mut s).is_empty(), "said once");
+}
+
+#[test]
 fn ping_is_acked_and_unknown_frames_ignored() {
     let mut s = connected(&[]);
     s.bytes_in(&f(PING, 0, 0, b"12345678"));

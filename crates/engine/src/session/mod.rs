@@ -185,6 +185,10 @@ pub trait Session {
     }
     /// No request will be taken again (closed, failed, or `Connection: close`).
     fn is_closed(&self) -> bool;
+    /// The client closes the connection, nothing outstanding: queue what the
+    /// protocol says before it goes (HTTP/2: GOAWAY(NO_ERROR), RFC 9113
+    /// §6.8); nothing is taken after. HTTP/1.1 says nothing.
+    fn close(&mut self) {}
     /// The peer cannot speak this protocol at all (for HTTP/2: an HTTP/1
     /// answer to the connection preface): the whole run should stop with
     /// this message rather than retry.
