@@ -2118,3 +2118,85 @@ fn refused_redirect_hops_and_requests_to_other_hosts_are_sent_again() {
     assert_eq!(take_nginx_log(&ng.dir).len(), 1);
     assert_every_request_ends_once(&v);
 }
+
+/// A raw HTTP/2 server that answers one request per connection (200
+/// "hello") and then closes it, without GOAWAY.
+fn one_answer_server() -> ScriptServer {
+    ScriptServer::start(move |mut s| {
+        let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+        let mut preface = [0u8; 24];
+        if s.read_exact(&mut preface).is_err() || &preface[..3] != b"PRI" {
+            return;
+        }
+        if s.write_all(&frame(4, 0, 0, &[])).is_err() {
+            return;
+        }
+        // Bounded: at most 100 frames, each read bounded by the time-out.
+        for _ in 0..100 {
+            let Some((ty, flags, id, _)) = read_frame(&mut s) else {
+                return;
+            };
+            match ty {
+                4 if flags & 1 == 0 => {
+                    let _ = s.write_all(&frame(4, 1, 0, &[]));
+                }
+                1 => {
+                    let mut out = frame(1, 4, id, &[0x88]);
+                    out.extend(frame(0, 1, id, b"hello"));
+                    let _ = s.write_all(&out);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        let mut sink = [0u8; 4096];
+        for _ in 0..10_000 {
+            match s.read(&mut sink) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+}
+
+/// Open-loop journeys over HTTP/2 against a server that closes each
+/// connection after one answer: a journey's next step goes on a new
+/// connection, as over HTTP/1.1 (it used to fail with its connection).
+#[test]
+fn journeys_go_on_over_a_new_connection_when_theirs_closes() {
+    let srv = one_answer_server();
+    let d = temp_dir("journey-close");
+    let sc = d.join("s.toml");
+    std::fs::write(
+        &sc,
+        "mode = \"session\"\n[[step]]\nname = \"a\"\npath = \"/a\"\nthink = \"50ms\"\n\
+         [[step]]\nname = \"b\"\npath = \"/b\"\n",
+    )
+    .unwrap();
+    let url = format!("http://{}/", srv.addr);
+    let v = run_json(&[
+        "--h2c",
+        "--scenario",
+        sc.to_str().unwrap(),
+        "--rate",
+        "20",
+        "-d",
+        "1s",
+        "-c",
+        "4",
+        &url,
+    ]);
+    let c = &v["counters"];
+    let j = &v["journeys"];
+    assert_eq!(counter(&v, "failed"), 0, "{c} {j} {}", v["errors"]);
+    assert_eq!(j["abandoned_error"], 0, "{j}");
+    assert!(j["completed"].as_u64().unwrap() >= 10, "{j}");
+    let answered = counter(&v, "completed");
+    assert_eq!(
+        counter(&v, "connections_opened"),
+        answered,
+        "a connection per answer: {c}"
+    );
+    assert_every_request_ends_once(&v);
+}

@@ -31,7 +31,10 @@
 //! in the worker's [`Parked`] queue with the step's intended time, the step
 //! held in the ledger, and the next free stream of a connection that may
 //! send it takes the journey before new arrivals ([`resume`]). A refused
-//! step is sent once more (counted `retried`); a second refusal fails it.
+//! step is sent once more (counted `retried`); a second refusal fails it,
+//! and so does the loss of the connection a parked step was resumed on
+//! before the step went out (a server that closes every connection shows
+//! in the errors instead of moving journeys around forever).
 //!
 //! Virtual users outlive their stream task (a connection replaced after
 //! GOAWAY keeps its users' cookies and session steps): a stream takes one
@@ -403,7 +406,7 @@ pub(super) async fn resume(
         w.ledger.borrow_mut().count_retry();
     }
     slot.pending_step(Some(p.intended));
-    if step_ready(w, conn, ctx, slot, p.intended, p.again).await {
+    if step_ready(w, conn, ctx, slot, (p.intended, p.again), false).await {
         journey(w, conn, ctx, p.intended, p.again, slot, away).await;
     }
     slot.pending_step(None);
@@ -468,7 +471,7 @@ async fn journey(
             return;
         }
         sc.later_steps.set(sc.later_steps.get() + 1);
-        if !step_ready(w, conn, ctx, slot, next, false).await {
+        if !step_ready(w, conn, ctx, slot, (next, false), true).await {
             return;
         }
         intended = next;
@@ -479,28 +482,35 @@ async fn journey(
 /// A journey's step intended at `intended` is held: waits for a stream of
 /// this connection for it (true: one is ready and the run goes on). When
 /// the connection takes no new stream (GOAWAY, closed), the journey is
-/// parked for another's; when it allows none within `--timeout`, the step
-/// fails and with it the journey.
+/// parked for another's (`may_park`: the step was not parked before; a
+/// parked step whose new connection goes too fails, as a request would, so
+/// a server that closes every connection shows in the errors); when it
+/// allows none within `--timeout`, the step fails and with it the journey.
 async fn step_ready(
     w: &Rc<WorkerState>,
     conn: &Conn,
     ctx: &ConnCtx,
     slot: &mut VuSlot,
-    intended: Instant,
-    again: bool,
+    (intended, again): (Instant, bool),
+    may_park: bool,
 ) -> bool {
+    use super::exchange::{no_stream, stream_ready, Waited};
     let sc = slot.sc.clone();
-    use super::exchange::{stream_ready, Waited};
     let gone = || conn.retiring() || ctx.dead.get();
+    let closed = || {
+        let m = "the connection closed before the journey's step could be sent";
+        (ErrorKind::Closed, Cow::Borrowed(m))
+    };
     let fail = if gone() {
-        None
+        (!may_park).then(closed)
     } else {
         match stream_ready(w, conn).await {
             Ok(()) => return !w.stopping(),
             Err(Waited::Stopped) => return false,
-            Err(_) if gone() => None,
+            Err(_) if gone() && may_park => None,
             Err(Waited::Failed(f)) => Some(f),
-            Err(Waited::TimedOut) => Some((ErrorKind::Timeout, super::exchange::no_stream())),
+            Err(_) if gone() => Some(closed()),
+            Err(_) => Some((ErrorKind::Timeout, no_stream())),
         }
     };
     match fail {
