@@ -305,16 +305,6 @@ fn json_of(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).expect("JSON output")
 }
 
-fn free_port() -> Option<u16> {
-    Some(
-        TcpListener::bind("127.0.0.1:0")
-            .ok()?
-            .local_addr()
-            .ok()?
-            .port(),
-    )
-}
-
 /// Sends SIGTERM to a child (so a server's parent stops its workers), waits
 /// up to 10 s, then kills it.
 fn stop_child(child: &mut Child) {
@@ -349,7 +339,7 @@ impl Apache {
         if !Path::new(bin).exists() || !modules.join("mod_mpm_prefork.so").exists() {
             return Err("apache2 is not installed (apt-get install -y apache2)".into());
         }
-        let port = free_port().ok_or("no free port")?;
+        let port = redline_testkit::free_port();
         let dir =
             std::env::temp_dir().join(format!("redline-apache-test-{}-{port}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);

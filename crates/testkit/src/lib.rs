@@ -26,18 +26,35 @@ pub mod proc;
 pub mod script;
 pub mod timing;
 
-/// A loopback port that was free a moment ago (for servers that cannot bind port 0).
+/// A loopback port that was free a moment ago (for servers that cannot bind
+/// port 0), never one this process was given before: tests run in parallel,
+/// and the kernel may hand a port just released to the next `bind(0)`, so two
+/// servers could be told the same port and one test talk to the other's.
 pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    l.local_addr().expect("local address").port()
+    use std::sync::Mutex;
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    // Bounded: the ephemeral range has thousands of ports.
+    for _ in 0..1_000 {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = l.local_addr().expect("local address").port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
+    panic!("no loopback port this process was not given before");
 }
 
-/// A fresh temporary directory for one test's files.
+/// A fresh temporary directory for one test's files (unique in this
+/// process by a counter, across processes by the process id).
 pub fn tmpdir(tag: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let d = std::env::temp_dir().join(format!(
         "redline-test-{tag}-{}-{}",
         std::process::id(),
-        free_port()
+        NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("create the test directory");

@@ -136,10 +136,18 @@ http {{
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
-    let n = Nginx { child, port, dir };
+    let mut n = Nginx { child, port, dir };
     let end = Instant::now() + Duration::from_secs(10);
     while Instant::now() < end {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        // Ours answers, not another process on the port: nginx alive (by
+        // its PID) and its pid file written, which it does once listening.
+        let alive = matches!(n.child.try_wait(), Ok(None));
+        if !alive {
+            break;
+        }
+        if n.dir.join("nginx.pid").exists()
+            && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        {
             return Some(n);
         }
         std::thread::sleep(Duration::from_millis(20));
