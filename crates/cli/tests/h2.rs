@@ -2195,10 +2195,7 @@ fn journeys_go_on_over_a_new_connection_when_theirs_closes() {
     assert_eq!(j["abandoned_error"], 0, "{j}");
     assert!(j["completed"].as_u64().unwrap() >= 10, "{j}");
     let answered = counter(&v, "completed");
-    assert_eq!(
-        counter(&v, "connections_opened"),
-        answered,
-        "a connection per answer: {c}"
-    );
+    // A connection per answer (one opened as the run stops may carry none).
+    assert!(counter(&v, "connections_opened") >= answered, "{c}");
     assert_every_request_ends_once(&v);
 }
