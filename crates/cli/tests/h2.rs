@@ -494,18 +494,50 @@ fn frame(ty: u8, flags: u8, id: u32, payload: &[u8]) -> Vec<u8> {
     f
 }
 
+/// A raw server's side of the connection preface: reads the client's, sends
+/// empty SETTINGS (reads are bounded by a 3 s time-out). False: not HTTP/2.
+fn raw_accept(s: &mut std::net::TcpStream) -> bool {
+    let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+    let mut preface = [0u8; 24];
+    if s.read_exact(&mut preface).is_err() || &preface[..3] != b"PRI" {
+        return false;
+    }
+    s.write_all(&frame(4, 0, 0, &[])).is_ok()
+}
+
+/// A raw server closes: FIN, then reads until the client closes (bounded).
+fn raw_close(s: &mut std::net::TcpStream) {
+    let _ = s.shutdown(std::net::Shutdown::Write);
+    let mut sink = [0u8; 4096];
+    for _ in 0..10_000 {
+        match s.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// GOAWAY(NO_ERROR) naming `last` as the last stream processed.
+fn goaway(last: u32) -> Vec<u8> {
+    let mut ga = last.to_be_bytes().to_vec();
+    ga.extend_from_slice(&0u32.to_be_bytes());
+    frame(7, 0, 0, &ga)
+}
+
+/// HEADERS `:status 200` (static table index 8), then DATA "hello" ending stream `id`.
+fn ok_hello(id: u32) -> Vec<u8> {
+    let mut out = frame(1, 4, id, &[0x88]);
+    out.extend(frame(0, 1, id, b"hello"));
+    out
+}
+
 /// A raw HTTP/2 server (no h2 crate, so the test decides the last stream id):
 /// it waits for 10 requests on a connection (or 500 ms without one once the
 /// first came), sends GOAWAY(NO_ERROR) naming the `serve`th as the last it
 /// will process (0: none), answers those, and closes.
 fn goaway_server(serve: usize) -> ScriptServer {
     ScriptServer::start(move |mut s| {
-        let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
-        let mut preface = [0u8; 24];
-        if s.read_exact(&mut preface).is_err() || &preface[..3] != b"PRI" {
-            return;
-        }
-        if s.write_all(&frame(4, 0, 0, &[])).is_err() {
+        if !raw_accept(&mut s) {
             return;
         }
         let mut ids = Vec::new();
@@ -532,25 +564,12 @@ fn goaway_server(serve: usize) -> ScriptServer {
             0 => 0,
             n => ids[(n - 1).min(ids.len() - 1)],
         };
-        let mut out = Vec::new();
-        let mut ga = last.to_be_bytes().to_vec();
-        ga.extend_from_slice(&0u32.to_be_bytes());
-        out.extend(frame(7, 0, 0, &ga));
+        let mut out = goaway(last);
         for &id in ids.iter().filter(|&&id| id <= last) {
-            // HEADERS :status 200 (static table index 8), then DATA "hello" END_STREAM.
-            out.extend(frame(1, 4, id, &[0x88]));
-            out.extend(frame(0, 1, id, b"hello"));
+            out.extend(ok_hello(id));
         }
         let _ = s.write_all(&out);
-        let _ = s.shutdown(std::net::Shutdown::Write);
-        // Read until the client closes (bounded by the read time-out).
-        let mut sink = [0u8; 4096];
-        for _ in 0..10_000 {
-            match s.read(&mut sink) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-        }
+        raw_close(&mut s);
     })
 }
 
@@ -1980,19 +1999,9 @@ fn refusing_once_server(redirect_first: bool) -> ScriptServer {
     let conns = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     ScriptServer::start(move |mut s| {
         let first = conns.fetch_add(1, Ordering::SeqCst) == 0;
-        let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
-        let mut preface = [0u8; 24];
-        if s.read_exact(&mut preface).is_err() || &preface[..3] != b"PRI" {
+        if !raw_accept(&mut s) {
             return;
         }
-        if s.write_all(&frame(4, 0, 0, &[])).is_err() {
-            return;
-        }
-        let goaway = |last: u32| {
-            let mut ga = last.to_be_bytes().to_vec();
-            ga.extend_from_slice(&0u32.to_be_bytes());
-            frame(7, 0, 0, &ga)
-        };
         let mut redirected = None;
         // Bounded: at most 1,000 frames, each read bounded by the time-out.
         for _ in 0..1_000 {
@@ -2015,21 +2024,12 @@ fn refusing_once_server(redirect_first: bool) -> ScriptServer {
                     break;
                 }
                 1 => {
-                    let mut out = frame(1, 4, id, &[0x88]);
-                    out.extend(frame(0, 1, id, b"hello"));
-                    let _ = s.write_all(&out);
+                    let _ = s.write_all(&ok_hello(id));
                 }
                 _ => {}
             }
         }
-        let _ = s.shutdown(std::net::Shutdown::Write);
-        let mut sink = [0u8; 4096];
-        for _ in 0..10_000 {
-            match s.read(&mut sink) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-        }
+        raw_close(&mut s);
     })
 }
 
@@ -2125,12 +2125,7 @@ fn refused_redirect_hops_and_requests_to_other_hosts_are_sent_again() {
 /// "hello") and then closes it, without GOAWAY.
 fn one_answer_server() -> ScriptServer {
     ScriptServer::start(move |mut s| {
-        let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
-        let mut preface = [0u8; 24];
-        if s.read_exact(&mut preface).is_err() || &preface[..3] != b"PRI" {
-            return;
-        }
-        if s.write_all(&frame(4, 0, 0, &[])).is_err() {
+        if !raw_accept(&mut s) {
             return;
         }
         // Bounded: at most 100 frames, each read bounded by the time-out.
@@ -2143,22 +2138,13 @@ fn one_answer_server() -> ScriptServer {
                     let _ = s.write_all(&frame(4, 1, 0, &[]));
                 }
                 1 => {
-                    let mut out = frame(1, 4, id, &[0x88]);
-                    out.extend(frame(0, 1, id, b"hello"));
-                    let _ = s.write_all(&out);
+                    let _ = s.write_all(&ok_hello(id));
                     break;
                 }
                 _ => {}
             }
         }
-        let _ = s.shutdown(std::net::Shutdown::Write);
-        let mut sink = [0u8; 4096];
-        for _ in 0..10_000 {
-            match s.read(&mut sink) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-        }
+        raw_close(&mut s);
     })
 }
 
