@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::nginx::{pki, start_nginx, NginxSite, Pki};
+use common::nginx::{pki, start_nginx, Nginx, NginxSite, Pki};
 use common::*;
 use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 use std::io::{Read, Write};
@@ -1093,6 +1093,19 @@ const NGINX_LOG: &str = "log_format h2t '$server_port $server_protocol $connecti
      $request_method $request_uri $status $msec \"$http_authorization\" \"$http_cookie\"';\n  \
      access_log {d}/access.log h2t;\n  keepalive_requests 100000;";
 
+/// nginx serving `files` over h2c (prior knowledge) with `http_extra` in its
+/// `http` block (None: nginx missing, which fails under CI).
+fn h2c_nginx(tag: &str, files: &[(&str, Vec<u8>)], http_extra: &str) -> Option<Nginx> {
+    start_nginx(&NginxSite {
+        tag,
+        files,
+        tls: None,
+        h2: true,
+        http_extra,
+        types: "",
+    })
+}
+
 /// One line of [`NGINX_LOG`].
 struct Seen {
     port: u16,
@@ -1177,14 +1190,7 @@ fn nginx_h2c_runs_stages_rate_stages_redirects_and_find() {
         h2_listen(p2),
         h2_listen(p3)
     );
-    let Some(ng) = start_nginx(&NginxSite {
-        tag: "h2-modes",
-        files: &files,
-        tls: None,
-        h2: true,
-        http_extra: &extra,
-        types: "",
-    }) else {
+    let Some(ng) = h2c_nginx("h2-modes", &files, &extra) else {
         return;
     };
     let main = format!("http://127.0.0.1:{}/index.html", ng.port);
@@ -1553,14 +1559,7 @@ fn nginx_tls_stages_and_find_use_http2_by_alpn() {
 fn nginx_goaway_refusals_are_sent_again_and_nothing_is_lost() {
     let files = [("index.html", vec![b'x'; 100])];
     let extra = NGINX_LOG.replace("keepalive_requests 100000;", "keepalive_requests 100;");
-    let Some(ng) = start_nginx(&NginxSite {
-        tag: "h2-goaway",
-        files: &files,
-        tls: None,
-        h2: true,
-        http_extra: &extra,
-        types: "",
-    }) else {
+    let Some(ng) = h2c_nginx("h2-goaway", &files, &extra) else {
         return;
     };
     let url = format!("http://127.0.0.1:{}/index.html", ng.port);
@@ -1747,14 +1746,7 @@ fn nginx_h2c_runs_a_scenario() {
         h2_listen(p2),
         h2_listen(p3)
     );
-    let Some(ng) = start_nginx(&NginxSite {
-        tag: "h2-scenario",
-        files: &files,
-        tls: None,
-        h2: true,
-        http_extra: &extra,
-        types: "",
-    }) else {
+    let Some(ng) = h2c_nginx("h2-scenario", &files, &extra) else {
         return;
     };
     let dir = temp_dir("h2c-scenario");
@@ -2063,14 +2055,7 @@ fn refused_redirect_hops_and_requests_to_other_hosts_are_sent_again() {
         h2_listen(p2),
         away.addr
     );
-    let Some(ng) = start_nginx(&NginxSite {
-        tag: "h2-refused-hop",
-        files: &files,
-        tls: None,
-        h2: true,
-        http_extra: &extra,
-        types: "",
-    }) else {
+    let Some(ng) = h2c_nginx("h2-refused-hop", &files, &extra) else {
         return;
     };
     let v = run_json(&["--h2c", "-n", "1", "-L", &format!("http://127.0.0.1:{p2}/")]);
