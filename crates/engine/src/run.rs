@@ -194,7 +194,7 @@ pub fn execute_watching(
     // --abort-on-fail: each worker's schedule, replicated for the estimate.
     let mut schedules = Vec::new();
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
-    let results: Vec<WorkerResult> = std::thread::scope(|scope| {
+    let results: Vec<(WorkerResult, Starvation)> = std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for (i, poll) in polls.into_iter().enumerate() {
             let iu = i as u64;
@@ -255,12 +255,14 @@ pub fn execute_watching(
                     let done = done_tx.clone();
                     let h2 = h2.clone();
                     move || {
+                        let waited = Starvation::now();
                         let r = match &h2 {
                             Some(h2) => crate::h2run::run_worker(h2, spec),
                             None => run_worker(plan, spec, poll),
                         };
+                        let waited = Starvation::now().since(waited);
                         let _ = done.send(());
-                        r
+                        (r, waited)
                     }
                 });
             match h {
@@ -354,9 +356,14 @@ pub fn execute_watching(
     let (mut user, mut sys) = (Duration::ZERO, Duration::ZERO);
     let mut peak_open = 0;
     let (_, length_differs) = redline_stats::recorder::LengthTally::length_check(
-        results.iter().map(|r| &r.recorder.lengths),
+        results.iter().map(|(r, _)| &r.recorder.lengths),
     );
-    for r in results {
+    let mut starved = Starvation::default();
+    let mut most_waited = Duration::ZERO;
+    for (r, waited) in results {
+        starved.run_delay += waited.run_delay;
+        starved.involuntary += waited.involuntary;
+        most_waited = most_waited.max(waited.run_delay);
         end = end.max(r.end);
         busiest = busiest.max(r.cpu_user + r.cpu_sys);
         user += r.cpu_user;
@@ -394,6 +401,9 @@ pub fn execute_watching(
             (Some(a), Some(b)) => (b - a).max(0.0),
             _ => 0.0,
         },
+        run_delay_s: starved.run_delay.as_secs_f64(),
+        most_waited_share: (most_waited.as_secs_f64() / secs).min(1.0),
+        involuntary_switches: starved.involuntary,
         ..Default::default()
     };
     if let (Some(a), Some(b)) = (tcp_before, tcp_counters()) {
@@ -549,3 +559,51 @@ pub fn environment() -> Environment {
 
 #[cfg(test)]
 mod tests;
+
+/// How long a worker thread waited for a CPU while ready to run (the
+/// kernel's run-queue delay, `/proc/thread-self/schedstat`) and how often
+/// the scheduler took the CPU from it (involuntary context switches): a
+/// client that shares its CPUs with busy processes sends late and slow
+/// without using much CPU itself, which only these counters show.
+#[derive(Debug, Clone, Copy, Default)]
+struct Starvation {
+    run_delay: Duration,
+    involuntary: u64,
+}
+
+impl Starvation {
+    /// The calling thread's counters now (zero where unreadable).
+    fn now() -> Starvation {
+        let run_delay = std::fs::read_to_string("/proc/thread-self/schedstat")
+            .ok()
+            .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .map(Duration::from_nanos)
+            .unwrap_or_default();
+        Starvation {
+            run_delay,
+            involuntary: involuntary_switches(),
+        }
+    }
+
+    /// What grew since `before`.
+    fn since(self, before: Starvation) -> Starvation {
+        Starvation {
+            run_delay: self.run_delay.saturating_sub(before.run_delay),
+            involuntary: self.involuntary.saturating_sub(before.involuntary),
+        }
+    }
+}
+
+/// Involuntary context switches of the calling thread so far (the
+/// scheduler took its CPU away while it could still run).
+fn involuntary_switches() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: getrusage writes into the zeroed struct we own; RUSAGE_THREAD is valid on Linux.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
+            return ru.ru_nivcsw.max(0) as u64;
+        }
+    }
+    0
+}

@@ -234,6 +234,18 @@ pub struct ClientUsage {
     /// ListenOverflows`): counted here when the server runs on this host.
     #[serde(default)]
     pub listen_overflows: u64,
+    /// Seconds the worker threads waited for a CPU while ready to run (the
+    /// kernel's run-queue delay), summed over the threads.
+    #[serde(default)]
+    pub run_delay_s: f64,
+    /// The largest share of the run that one worker thread spent waiting
+    /// for a CPU, 0–1: a client starved by other processes on its CPUs.
+    #[serde(default)]
+    pub most_waited_share: f64,
+    /// Times the scheduler took a CPU from a worker thread that could still
+    /// run (involuntary context switches), summed over the threads.
+    #[serde(default)]
+    pub involuntary_switches: u64,
 }
 
 /// Something the reader must know to trust (or distrust) the numbers.

@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 
 mod diagnose;
+pub mod evidence;
 mod status;
 #[cfg(test)]
 use diagnose::is_loopback;
@@ -76,6 +77,58 @@ pub struct HostWatch {
     /// The most tasks (processes and threads) the cgroup ever held (`pids.peak`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup_tasks_peak: Option<u64>,
+    /// The CPUs the server's processes may run on (the union of their
+    /// affinities, which a cpuset narrows), e.g. `0` or `0-3`: not the
+    /// watcher's own CPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus_allowed: Option<String>,
+    /// The server cgroup's CPU quota, in CPUs (cgroup v2 `cpu.max`, v1
+    /// `cpu.cfs_quota_us` / `cpu.cfs_period_us`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_quota: Option<f64>,
+    /// The server cgroup's memory limit, KiB (v2 `memory.max`, else
+    /// `memory.high`; v1 `memory.limit_in_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_memory_limit_kib: Option<u64>,
+    /// Where the samples' pressure (PSI) figures come from: `cgroup` (the
+    /// server's own cgroup v2 `*.pressure`) or `machine` (`/proc/pressure`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi_source: Option<String>,
+}
+
+impl HostWatch {
+    /// The CPUs the server could use: the count of [`HostWatch::cpus_allowed`],
+    /// lowered by a CPU quota, else the machine's CPUs (records from before
+    /// they were measured).
+    pub fn cpu_capacity(&self) -> f64 {
+        let allowed = self
+            .cpus_allowed
+            .as_deref()
+            .and_then(cpu_list_len)
+            .filter(|n| *n > 0)
+            .map(|n| n as f64)
+            .unwrap_or(self.cpus.max(1) as f64);
+        match self.cpu_quota {
+            Some(q) if q > 0.0 => allowed.min(q),
+            _ => allowed,
+        }
+    }
+}
+
+/// How many CPUs a list such as `0-3,6` names (None: malformed).
+pub fn cpu_list_len(list: &str) -> Option<u32> {
+    let mut n = 0u32;
+    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
+            None => {
+                let a = part.parse::<u32>().ok()?;
+                (a, a)
+            }
+        };
+        n = n.checked_add(b.checked_sub(a)? + 1)?;
+    }
+    Some(n)
 }
 
 /// One watched process as seen in one sample.
@@ -152,6 +205,52 @@ pub struct WatchSample {
     /// full accept queue since the previous sample (TcpExt ListenOverflows).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub listen_overflows: u64,
+    /// Seconds per second the server's threads waited on a run queue, ready
+    /// to run with no CPU free for them (`/proc/PID/task/*/schedstat`),
+    /// summed over its threads: 1.0 is one thread waiting all the time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_delay_per_s: Option<f64>,
+    /// Seconds per second the server's cgroup was held back by its CPU quota.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_per_s: Option<f64>,
+    /// PSI `cpu some`: % of the interval some task waited for a CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi_cpu: Option<f64>,
+    /// PSI `memory some`: % of the interval some task stalled on memory
+    /// (reclaim, swap-in, refaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi_memory: Option<f64>,
+    /// PSI `memory full`: % of the interval every task stalled on memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi_memory_full: Option<f64>,
+    /// PSI `io some`: % of the interval some task waited for block I/O.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi_io: Option<f64>,
+    /// PSI `io full`: % of the interval every task waited for block I/O.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psi_io_full: Option<f64>,
+    /// Major page faults (pages read back from disk or swap) of the server's
+    /// processes and their reaped children, per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub major_faults_per_s: Option<f64>,
+    /// Bytes per second the server's processes had the block layer read
+    /// (`/proc/PID/io` `read_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_read_per_s: Option<f64>,
+    /// Bytes per second the server's processes had the block layer write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_write_per_s: Option<f64>,
+    /// Processes the OOM killer killed in the server's cgroup since the
+    /// previous sample.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub oom_kills: u64,
+    /// Times the server's cgroup hit its memory limit since the previous sample.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub memory_limit_hits: u64,
+    /// CPU of the busiest single server process since the previous sample,
+    /// % of one CPU (an event-loop worker at 100 % is saturated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest_process_cpu: Option<f64>,
 }
 
 /// Peak and mean of one quantity over the samples.

@@ -70,14 +70,16 @@ pub struct Cgroup {
     pub cpuacct: Option<PathBuf>,
     /// The v1 pids controller's directory.
     pub pids: Option<PathBuf>,
+    /// The v1 cpu controller's directory (CFS quota and throttling).
+    pub cpu: Option<PathBuf>,
     /// A directory whose `cgroup.procs` lists the group's processes.
     pub procs: Option<PathBuf>,
-    /// The label's part for each of `v2`, `memory`, `cpuacct`, `pids`.
-    parts: [Option<String>; 4],
+    /// The label's part for each of `v2`, `memory`, `cpuacct`, `pids`, `cpu`.
+    parts: [Option<String>; 5],
 }
 
 /// One reading of a cgroup's counters (None: not available there).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Reading {
     /// Memory charged to the group now (including its page cache), KiB.
     pub memory_kib: Option<u64>,
@@ -89,6 +91,21 @@ pub struct Reading {
     pub processes: Option<u64>,
     /// The most tasks (processes and threads) it ever held (`pids.peak`).
     pub tasks_peak: Option<u64>,
+    /// Its memory limit, KiB: v2 `memory.max` (else `memory.high`), v1
+    /// `memory.limit_in_bytes`; None when unlimited.
+    pub memory_limit_kib: Option<u64>,
+    /// Processes the OOM killer killed in it since it was made (v2
+    /// `memory.events` `oom_kill`, v1 `memory.oom_control` `oom_kill`).
+    pub oom_kills: Option<u64>,
+    /// Times its memory hit the limit (v2 `memory.events` `max` + `high`,
+    /// v1 `memory.failcnt`).
+    pub limit_hits: Option<u64>,
+    /// Its CPU quota in CPUs (v2 `cpu.max`, v1 `cpu.cfs_quota_us` /
+    /// `cpu.cfs_period_us`); None when unlimited.
+    pub cpu_quota: Option<f64>,
+    /// Microseconds its tasks were held back by the quota (`throttled_usec`,
+    /// v1 `throttled_time` ns / 1000).
+    pub throttled_usec: Option<u64>,
 }
 
 /// The v2 hierarchy's root: `root` on a pure v2 machine, `root/unified` on a hybrid one.
@@ -102,6 +119,7 @@ fn v2_root(root: &Path) -> Option<PathBuf> {
 fn v1_mount(root: &Path, ctl: &str) -> Option<PathBuf> {
     let names: &[&str] = match ctl {
         "cpuacct" => &["cpuacct", "cpu,cpuacct", "cpuacct,cpu"],
+        "cpu" => &["cpu", "cpu,cpuacct", "cpuacct,cpu"],
         "name=systemd" => &["systemd"],
         _ => &[],
     };
@@ -135,7 +153,7 @@ impl Cgroup {
                 c.v2 = Some(d);
             }
         }
-        for (i, ctl) in ["memory", "cpuacct", "pids"].into_iter().enumerate() {
+        for (i, ctl) in ["memory", "cpuacct", "pids", "cpu"].into_iter().enumerate() {
             let Some(path) = m.v1.get(ctl) else {
                 continue;
             };
@@ -162,7 +180,8 @@ impl Cgroup {
             0 => &mut self.v2,
             1 => &mut self.memory,
             2 => &mut self.cpuacct,
-            _ => &mut self.pids,
+            3 => &mut self.pids,
+            _ => &mut self.cpu,
         }
     }
 
@@ -173,7 +192,11 @@ impl Cgroup {
 
     /// True when there is nothing to read.
     pub fn is_empty(&self) -> bool {
-        self.v2.is_none() && self.memory.is_none() && self.cpuacct.is_none() && self.pids.is_none()
+        self.v2.is_none()
+            && self.memory.is_none()
+            && self.cpuacct.is_none()
+            && self.pids.is_none()
+            && self.cpu.is_none()
     }
 
     /// Keeps only the directories whose processes are all in `server` (or
@@ -195,7 +218,7 @@ impl Cgroup {
             })
         };
         let mut first = None;
-        for i in 0..4 {
+        for i in 0..5 {
             let slot = self.slot(i).clone();
             if own(&slot) {
                 first = first.or(slot);
@@ -223,8 +246,31 @@ impl Cgroup {
                 .ok()
                 .and_then(|t| stat_field(&t, "usage_usec"));
             r.tasks_peak = read_u64(&d.join("pids.peak"));
+            r.memory_limit_kib = read_limit(&d.join("memory.max"))
+                .or_else(|| read_limit(&d.join("memory.high")))
+                .map(|b| b / 1024);
+            if let Some(ev) = read_bounded(&d.join("memory.events")) {
+                r.oom_kills = stat_field(&ev, "oom_kill");
+                r.limit_hits = match (stat_field(&ev, "max"), stat_field(&ev, "high")) {
+                    (None, None) => None,
+                    (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+                };
+            }
+            if let Some(t) = read_bounded(&d.join("cpu.max")) {
+                r.cpu_quota = parse_quota(&t);
+            }
+            r.throttled_usec = fs::read_to_string(d.join("cpu.stat"))
+                .ok()
+                .and_then(|t| stat_field(&t, "throttled_usec"));
         }
         if let Some(d) = &self.memory {
+            r.memory_limit_kib = r
+                .memory_limit_kib
+                .or_else(|| read_limit(&d.join("memory.limit_in_bytes")).map(|b| b / 1024));
+            r.oom_kills = r.oom_kills.or_else(|| {
+                read_bounded(&d.join("memory.oom_control")).and_then(|t| stat_field(&t, "oom_kill"))
+            });
+            r.limit_hits = r.limit_hits.or_else(|| read_u64(&d.join("memory.failcnt")));
             r.memory_kib = r
                 .memory_kib
                 .or_else(|| read_u64(&d.join("memory.usage_in_bytes")).map(|b| b / 1024));
@@ -239,6 +285,23 @@ impl Cgroup {
         }
         if let Some(d) = &self.pids {
             r.tasks_peak = r.tasks_peak.or_else(|| read_u64(&d.join("pids.peak")));
+        }
+        if let Some(d) = &self.cpu {
+            if r.cpu_quota.is_none() {
+                let quota = read_bounded(&d.join("cpu.cfs_quota_us"))
+                    .and_then(|q| q.trim().parse::<i64>().ok());
+                let period = read_u64(&d.join("cpu.cfs_period_us"));
+                r.cpu_quota = match (quota, period) {
+                    (Some(q), Some(p)) if q > 0 && p > 0 => Some(q as f64 / p as f64),
+                    _ => None,
+                };
+            }
+            r.throttled_usec = r.throttled_usec.or_else(|| {
+                fs::read_to_string(d.join("cpu.stat"))
+                    .ok()
+                    .and_then(|t| stat_field(&t, "throttled_time"))
+                    .map(|ns| ns / 1000)
+            });
         }
         r.processes = self.pids().map(|v| v.len() as u64);
         r
@@ -329,6 +392,22 @@ fn read_u64(path: &Path) -> Option<u64> {
     read_bounded(path)?.trim().parse().ok()
 }
 
+/// A memory limit in bytes; None for `max` or v1's "unlimited" (a page-rounded
+/// `i64::MAX`, anything from 2^60 up).
+fn read_limit(path: &Path) -> Option<u64> {
+    let t = read_bounded(path)?;
+    let v: u64 = t.trim().parse().ok()?;
+    (v < 1 << 60).then_some(v)
+}
+
+/// CPUs from a v2 `cpu.max` (`max 100000` or `50000 100000`).
+fn parse_quota(text: &str) -> Option<f64> {
+    let mut it = text.split_whitespace();
+    let q: f64 = it.next()?.parse().ok()?;
+    let p: f64 = it.next()?.parse().ok()?;
+    (q > 0.0 && p > 0.0).then(|| q / p)
+}
+
 fn stat_field(text: &str, key: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(' ')?;
@@ -354,6 +433,15 @@ mod tests {
         assert_eq!(
             stat_field("usage_usec 12345\nuser_usec 1\n", "usage_usec"),
             Some(12345)
+        );
+        assert_eq!(parse_quota("max 100000\n"), None);
+        assert_eq!(parse_quota("50000 100000\n"), Some(0.5));
+        assert_eq!(
+            stat_field(
+                "oom_kill_disable 0\nunder_oom 0\noom_kill 227\n",
+                "oom_kill"
+            ),
+            Some(227)
         );
     }
 }

@@ -10,6 +10,7 @@ pub mod effective;
 pub mod glob;
 pub mod procfs;
 pub mod render;
+pub mod resources;
 pub mod sampler;
 pub mod size;
 pub mod status;

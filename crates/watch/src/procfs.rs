@@ -27,6 +27,8 @@ pub struct ProcInfo {
     pub state: char,
     /// Threads.
     pub threads: u32,
+    /// Major page faults of the process and its reaped children.
+    pub major_faults: u64,
     /// Resident set size, KiB.
     pub rss_kib: u64,
     /// Proportional set size, KiB (RSS when `smaps_rollup` is unreadable).
@@ -70,6 +72,9 @@ pub struct Stat {
     pub child_ticks: u64,
     /// Threads (field 20).
     pub threads: u32,
+    /// majflt + cmajflt (fields 12, 13): major page faults of the process
+    /// and of the children it reaped.
+    pub major_faults: u64,
 }
 
 /// Machine-wide memory, load and swap counters.
@@ -129,6 +134,8 @@ pub fn parse_stat_full(text: &str) -> Option<Stat> {
     let cutime: i64 = rest.get(13)?.parse().ok()?;
     let cstime: i64 = rest.get(14)?.parse().ok()?;
     let threads = rest.get(17)?.parse().ok()?;
+    let majflt: u64 = rest.get(9).and_then(|v| v.parse().ok()).unwrap_or(0);
+    let cmajflt: u64 = rest.get(10).and_then(|v| v.parse().ok()).unwrap_or(0);
     Some(Stat {
         comm,
         state,
@@ -136,6 +143,7 @@ pub fn parse_stat_full(text: &str) -> Option<Stat> {
         ticks: utime + stime,
         child_ticks: (cutime.max(0) + cstime.max(0)) as u64,
         threads,
+        major_faults: majflt.saturating_add(cmajflt),
     })
 }
 
@@ -235,6 +243,7 @@ pub fn read_identity(root: &Path, pid: u32) -> Option<ProcInfo> {
         child_ticks: st.child_ticks,
         state: st.state,
         threads: st.threads,
+        major_faults: st.major_faults,
         exact: true,
         ..Default::default()
     })

@@ -10,12 +10,25 @@
 
 use crate::cgroup::{self, Cgroup};
 use crate::procfs::{self, MachineInfo, ProcInfo, Target};
+use crate::resources::{self, Pressures};
 use redline_stats::watch::{HostWatch, NamedKib, ProcSample, ServerWatch, WatchSample};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// The saturation counters of one process at a sample.
+#[derive(Debug, Clone, Copy, Default)]
+struct Extra {
+    delay_ns: Option<u64>,
+    faults: u64,
+    io: Option<(u64, u64)>,
+}
+
+/// Threads read per process for the run-queue delay (a threaded server has
+/// tens; a bound keeps one sample short).
+const MAX_TASKS: usize = 512;
 
 /// Takes samples of the targets' processes and the machine.
 pub struct Sampler {
@@ -32,6 +45,15 @@ pub struct Sampler {
     last_swap: Option<(u64, u64)>,
     /// ListenOverflows at the previous sample.
     last_overflows: Option<u64>,
+    /// PID → run-queue delay (ns), major faults, block bytes read and
+    /// written, at the last sample.
+    last_extra: HashMap<u32, Extra>,
+    /// PSI at the last sample.
+    last_psi: Pressures,
+    /// The cgroup's OOM kills, limit hits and throttled µs at the last sample.
+    last_cg: (Option<u64>, Option<u64>, Option<u64>),
+    /// The union of the server processes' allowed CPUs seen so far.
+    cpus_allowed: BTreeSet<u32>,
     ticks_per_s: f64,
     host: HostWatch,
     names: BTreeSet<String>,
@@ -124,6 +146,10 @@ impl Sampler {
             cgroup_decided: false,
             last_swap: None,
             last_overflows: None,
+            last_extra: HashMap::new(),
+            last_psi: Pressures::default(),
+            last_cg: (None, None, None),
+            cpus_allowed: BTreeSet::new(),
             ticks_per_s: procfs::clock_ticks() as f64,
             host: HostWatch {
                 host: hostname(),
@@ -211,6 +237,11 @@ impl Sampler {
             self.decide_cgroup(&chosen);
         }
         let reading = self.cgroup.as_ref().map(Cgroup::read).unwrap_or_default();
+        let (psi, from_cgroup) = resources::pressures(
+            &self.root,
+            self.cgroup.as_ref().and_then(|c| c.v2.as_deref()),
+        );
+        self.host.psi_source = Some(if from_cgroup { "cgroup" } else { "machine" }.into());
         let dt = t - self.last_t;
         let first = self.host.samples.is_empty();
         let mut s = WatchSample {
@@ -224,6 +255,11 @@ impl Sampler {
         };
         let mut ticks = HashMap::new();
         let mut used_ticks = 0u64;
+        let mut extra = HashMap::new();
+        let mut busiest_ticks = 0u64;
+        let mut delay_ns: Option<u64> = None;
+        let mut faults = 0u64;
+        let mut io: Option<(u64, u64)> = None;
         for p in &chosen {
             s.rss_kib += p.rss_kib;
             s.pss_kib += p.pss_kib;
@@ -243,8 +279,36 @@ impl Sampler {
                 None => 0,
             };
             used_ticks += total.saturating_sub(before);
+            busiest_ticks = busiest_ticks.max(total.saturating_sub(before));
             ticks.insert(p.pid, (total, p.ppid));
             self.names.insert(p.comm.clone());
+            if let Some(c) = resources::cpus_allowed(&self.root, p.pid) {
+                self.cpus_allowed.extend(c);
+            }
+            let now = Extra {
+                delay_ns: resources::run_delay_ns(&self.root, p.pid, MAX_TASKS),
+                faults: p.major_faults,
+                io: resources::proc_io(&self.root, p.pid),
+            };
+            // As with CPU: a process new since the last sample counts from zero.
+            let was = match self.last_extra.get(&p.pid) {
+                Some(e) => *e,
+                None if first => now,
+                None => Extra {
+                    delay_ns: now.delay_ns.map(|_| 0),
+                    faults: 0,
+                    io: now.io.map(|_| (0, 0)),
+                },
+            };
+            if let (Some(a), Some(b)) = (now.delay_ns, was.delay_ns) {
+                delay_ns = Some(delay_ns.unwrap_or(0) + a.saturating_sub(b));
+            }
+            faults += now.faults.saturating_sub(was.faults);
+            if let (Some(a), Some(b)) = (now.io, was.io) {
+                let (r, w) = io.unwrap_or((0, 0));
+                io = Some((r + a.0.saturating_sub(b.0), w + a.1.saturating_sub(b.1)));
+            }
+            extra.insert(p.pid, now);
         }
         // A process gone since the last sample was reaped by its parent,
         // whose children's CPU now holds all of it: what was already counted
@@ -266,6 +330,47 @@ impl Sampler {
             if let (Some(now), Some(before)) = (m.listen_overflows, self.last_overflows) {
                 s.listen_overflows = now.saturating_sub(before);
             }
+            s.run_delay_per_s = delay_ns.map(|ns| ns as f64 / 1e9 / dt);
+            s.busiest_process_cpu = Some(busiest_ticks as f64 / self.ticks_per_s / dt * 100.0);
+            s.major_faults_per_s = Some(faults as f64 / dt);
+            s.io_read_per_s = io.map(|(r, _)| r as f64 / dt);
+            s.io_write_per_s = io.map(|(_, w)| w as f64 / dt);
+            let pct = |b: Option<u64>, n: Option<u64>| resources::stall_percent(b, n, dt);
+            let (lp, p) = (&self.last_psi, &psi);
+            s.psi_cpu = pct(lp.cpu.map(|x| x.some_us), p.cpu.map(|x| x.some_us));
+            s.psi_memory = pct(lp.memory.map(|x| x.some_us), p.memory.map(|x| x.some_us));
+            s.psi_memory_full = pct(
+                lp.memory.and_then(|x| x.full_us),
+                p.memory.and_then(|x| x.full_us),
+            );
+            s.psi_io = pct(lp.io.map(|x| x.some_us), p.io.map(|x| x.some_us));
+            s.psi_io_full = pct(lp.io.and_then(|x| x.full_us), p.io.and_then(|x| x.full_us));
+            let delta = |b: Option<u64>, n: Option<u64>| match (b, n) {
+                (Some(b), Some(n)) => n.saturating_sub(b),
+                _ => 0,
+            };
+            s.oom_kills = delta(self.last_cg.0, reading.oom_kills);
+            s.memory_limit_hits = delta(self.last_cg.1, reading.limit_hits);
+            if let (Some(b), Some(n)) = (self.last_cg.2, reading.throttled_usec) {
+                s.throttled_per_s = Some(n.saturating_sub(b) as f64 / 1e6 / dt);
+            }
+        }
+        self.last_psi = psi;
+        self.last_cg = (
+            reading.oom_kills,
+            reading.limit_hits,
+            reading.throttled_usec,
+        );
+        self.last_extra = extra;
+        if !self.cpus_allowed.is_empty() {
+            let v: Vec<u32> = self.cpus_allowed.iter().copied().collect();
+            self.host.cpus_allowed = Some(resources::format_cpu_list(&v));
+        }
+        if reading.cpu_quota.is_some() {
+            self.host.cpu_quota = reading.cpu_quota;
+        }
+        if reading.memory_limit_kib.is_some() {
+            self.host.cgroup_memory_limit_kib = reading.memory_limit_kib;
         }
         self.last_cpu_usec = reading.cpu_usec;
         if let Some(pk) = reading.memory_peak_kib {

@@ -6,6 +6,10 @@
 use crate::plan::{Load, Plan};
 use redline_stats::RunRecord;
 
+/// The share of the run one worker thread may wait for a CPU while ready to
+/// run before the client is called starved (`client_starved`).
+pub const STARVED_SHARE: f64 = 0.2;
+
 pub(super) fn add_warnings(
     rec: &mut RunRecord,
     plan: &Plan,
@@ -39,6 +43,24 @@ pub(super) fn add_warnings(
                 "the client used {:.0}% of a CPU in its busiest thread: redline itself may have been the limit; \
                  give it more threads (-t) or cores, or compare with a lighter load",
                 rec.client.busiest_thread_share * 100.0
+            ),
+        );
+        limited = true;
+    }
+    // Starved: a worker thread that waited for a CPU for a fifth of the run
+    // while ready to run sent late and read late, whatever its own CPU use
+    // says (a busy process on its CPUs, or a server sharing them).
+    if rec.client.most_waited_share >= STARVED_SHARE && rec.duration_s >= 1.0 {
+        rec.warn(
+            "client_starved",
+            format!(
+                "a worker thread of redline waited for a CPU {:.0}% of the run while ready to run \
+                 (run-queue delay {:.2} s over all threads, {} involuntary context switches): other \
+                 processes on its CPUs held it back, so the figures are a lower bound; run redline \
+                 on CPUs of its own (taskset) or another machine",
+                rec.client.most_waited_share * 100.0,
+                rec.client.run_delay_s,
+                rec.client.involuntary_switches
             ),
         );
         limited = true;

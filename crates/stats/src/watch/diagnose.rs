@@ -35,6 +35,10 @@ pub struct Diagnosis {
     pub evidence: Vec<String>,
     /// What to change (or to add, to know).
     pub advice: String,
+    /// Other resources whose own evidence showed saturation too, in order
+    /// (each with its evidence and advice; none of them contradicts the first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<Diagnosis>,
 }
 
 /// A status read placed on the run's clock, with the load level then.
@@ -61,8 +65,9 @@ pub const KEEPALIVE_SHARE: f64 = 0.3;
 /// Warning codes that say the client, not the server, may have been the
 /// limit (the engine flags the record `client_limited` for each); a
 /// `rate_short` of a [`server_held`] run is the server's doing.
-pub const CLIENT_LIMIT_CODES: [&str; 6] = [
+pub const CLIENT_LIMIT_CODES: [&str; 7] = [
     "client_cpu",
+    "client_starved",
     "fd_limit",
     "client_resources",
     "scheduler_lag",
@@ -80,13 +85,15 @@ pub fn server_held(rec: &crate::RunRecord) -> bool {
 }
 
 /// The warnings that make a run the client's limit, not the server's:
-/// [`CLIENT_LIMIT_CODES`], less the `rate_short` of a [`server_held`] run.
+/// [`CLIENT_LIMIT_CODES`], less the `rate_short` and `scheduler_lag` of a
+/// [`server_held`] run: requests that waited for a connection the server
+/// held were sent late because of the server, not the client.
 pub fn client_limits(rec: &crate::RunRecord) -> Vec<&crate::record::Warning> {
     let held = server_held(rec);
     rec.warnings
         .iter()
         .filter(|w| CLIENT_LIMIT_CODES.contains(&w.code.as_str()))
-        .filter(|w| !(held && w.code == "rate_short"))
+        .filter(|w| !(held && matches!(w.code.as_str(), "rate_short" | "scheduler_lag")))
         .collect()
 }
 
@@ -200,24 +207,63 @@ pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagno
     };
     // Something gave out: a knee on a staged run, trouble on a plain one.
     let stalled = !staged || rec.knee.is_some();
-    if let Some(w) = &rec.server_status {
-        if let Some(d) = diagnose_status(rec, w, max_level, unit, stalled) {
-            return Some(d);
+    let pool = rec
+        .server_status
+        .as_ref()
+        .and_then(|w| diagnose_status(rec, w, max_level, unit, stalled));
+    let cpu = super::evidence::cpu(rec);
+    let memory = super::evidence::memory(rec);
+    let disk = super::evidence::disk_io(rec);
+    // One decision over all the evidence, server first. A pool that is
+    // full because its workers wait for the CPU is a CPU limit: raising it
+    // makes the server slower, so it is not named at all.
+    let mut found: Vec<Diagnosis> = Vec::new();
+    let oom = memory
+        .as_ref()
+        .is_some_and(|m| m.evidence.iter().any(|e| e.contains("OOM killer")));
+    if oom {
+        found.extend(memory.clone());
+    }
+    if let Some(mut c) = cpu {
+        if let Some(p) = &pool {
+            c.evidence.push(format!(
+                "the {} looked full ({}), but only because its workers waited for the CPU: raising {} would make the server slower",
+                if p.resource == "keepalive" { "worker pool" } else { "pool" },
+                p.evidence.first().map(String::as_str).unwrap_or("the status page"),
+                if p.directive.is_empty() { "it" } else { p.directive.as_str() }
+            ));
+        }
+        found.push(c);
+    } else if let Some(p) = pool.clone() {
+        if !oom {
+            found.extend(memory.clone());
+        }
+        found.push(p);
+    }
+    if !oom && !found.iter().any(|d| d.resource == "memory") {
+        found.extend(memory);
+    }
+    found.extend(disk);
+    let pool_full = pool.is_some();
+    if stalled {
+        // The backlog after the pool: a full pool fills the accept queue.
+        found.extend(diagnose_backlog(rec));
+        found.extend(super::evidence::link(rec, pool_full));
+        if found.is_empty() {
+            found.extend(super::evidence::upstream(rec, pool_full, false));
+        }
+        found.extend(diagnose_client(rec));
+        if found.is_empty() {
+            found.extend(diagnose_bandwidth(rec));
         }
     }
-    if let Some(d) = rec.server_watch.as_ref().and_then(diagnose_watch) {
-        return Some(d);
+    if !found.is_empty() {
+        let mut first = found.remove(0);
+        first.also = found;
+        return Some(first);
     }
     if !stalled {
         return None;
-    }
-    // The backlog before the client: connects the server left unanswered
-    // also leave the client short of connections (connections_short).
-    if let Some(d) = diagnose_backlog(rec)
-        .or_else(|| diagnose_client(rec))
-        .or_else(|| diagnose_bandwidth(rec))
-    {
-        return Some(d);
     }
     let mut add = Vec::new();
     if rec.server_status.is_none() {
@@ -625,6 +671,7 @@ pub(super) fn diagnose_status(
             advice: format!(
                 "workers are held by idle keep-alive connections: lower KeepAliveTimeout (to 1-5 s) so they return to the pool sooner, or raise MaxRequestWorkers above {limit} if memory allows (redline size)"
             ),
+            ..Default::default()
         });
     }
     let (directive, advice) = match w.server.as_str() {
@@ -653,35 +700,6 @@ pub(super) fn diagnose_status(
         at_s,
         evidence,
         advice,
+        ..Default::default()
     })
-}
-
-pub(super) fn diagnose_watch(w: &ServerWatch) -> Option<Diagnosis> {
-    for h in &w.hosts {
-        if h.swapped() {
-            return Some(Diagnosis {
-                resource: "memory".into(),
-                directive: "MaxRequestWorkers / pm.max_children / worker_processes".into(),
-                evidence: vec![format!(
-                    "{} swapped: {} pages in, {} out",
-                    h.host, h.summary.swapped_in_pages, h.summary.swapped_out_pages
-                )],
-                advice: "the machine ran out of memory: lower the worker count to what fits (redline size)".into(),
-                ..Default::default()
-            });
-        }
-        let cap = h.cpus.max(1) as f64 * 100.0;
-        if h.summary.cpu_percent.peak >= 0.9 * cap {
-            return Some(Diagnosis {
-                resource: "cpu".into(),
-                evidence: vec![format!(
-                    "the server's processes on {} used up to {:.0}% CPU of {:.0}% ({} CPUs)",
-                    h.host, h.summary.cpu_percent.peak, cap, h.cpus
-                )],
-                advice: "the server's CPU is saturated: more workers will not help; make each request cheaper (caching, compression level) or add CPUs".into(),
-                ..Default::default()
-            });
-        }
-    }
-    None
 }
