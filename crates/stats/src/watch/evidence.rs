@@ -211,12 +211,17 @@ pub fn memory(rec: &RunRecord) -> Option<Diagnosis> {
             .cgroup_memory_peak_kib
             .or(h.summary.cgroup_memory_kib.map(|p| p.peak as u64));
         let near_limit = matches!((limit, peak), (Some(l), Some(p)) if p * 10 >= l * 9);
+        // The machine's PSI counts every program's stalls (a build beside
+        // the server shows here too): it is the server's evidence only from
+        // its own cgroup, or when the machine itself ran short of memory.
+        let own_psi = h.psi_source.as_deref() == Some("cgroup") || h.memory_low();
         let pressure = sustained(&samples, |s| {
             s.psi_memory.is_some_and(|p| p >= PSI_PRESSURE)
         });
         let stalled = sustained(&samples, |s| {
             s.psi_memory_full.is_some_and(|p| p >= PSI_PRESSURE)
-        });
+        })
+        .filter(|_| own_psi);
         let thrash = sustained(&samples, |s| {
             s.major_faults_per_s.is_some_and(|f| f >= 500.0)
         })
@@ -255,7 +260,7 @@ pub fn memory(rec: &RunRecord) -> Option<Diagnosis> {
             ));
         }
         if let Some(p) = mean(&samples, |s| s.psi_memory) {
-            if p >= 1.0 {
+            if p >= 1.0 && own_psi {
                 evidence.push(format!(
                     "PSI memory ({}): some task stalled on memory {p:.0}% of the time",
                     h.psi_source.as_deref().unwrap_or("machine")

@@ -506,3 +506,235 @@ fn a_plain_run_with_a_full_scoreboard_names_the_pool() {
     rec.counters.in_flight_at_end = 0;
     assert!(diagnose(&rec).is_none());
 }
+
+/// A watched host on the run's clock (same start) with one sample every
+/// 0.5 s over 8 s, made by `f(t)`.
+fn watched(cpus: u32, allowed: Option<&str>, f: impl Fn(f64) -> WatchSample) -> ServerWatch {
+    let mut h = HostWatch {
+        host: "srv".into(),
+        started_at: "2026-11-24T08:00:00.000Z".into(),
+        cpus,
+        cpus_allowed: allowed.map(String::from),
+        mem_total_kib: 1 << 24,
+        process_names: vec!["php-fpm8.2".into()],
+        samples: (0..17).map(|i| f(i as f64 * 0.5)).collect(),
+        ..Default::default()
+    };
+    for s in &mut h.samples {
+        s.mem_available_kib = 1 << 23;
+    }
+    h.summarize();
+    ServerWatch {
+        targets: vec!["1".into()],
+        hosts: vec![h],
+    }
+}
+
+/// A staged run 1 -> 16 connections whose throughput stops at 2, with a
+/// php-fpm status page full at 8 from 3 s on.
+fn pinned_pool() -> crate::RunRecord {
+    let mut rec = staged(&[1.0, 2.0, 4.0, 8.0, 16.0], &[45.0, 50.0, 50.0, 50.0, 50.0]);
+    rec.duration_s = 10.0;
+    rec.knee = Some(crate::stages::Knee {
+        level: 2.0,
+        ..knee()
+    });
+    let reads: Vec<(f64, u64, u64, u64)> = (0..20)
+        .map(|i| {
+            let t = i as f64 * 0.5;
+            if t < 3.0 {
+                (t, 4, 4, 0)
+            } else {
+                (t, 8, 0, 0)
+            }
+        })
+        .collect();
+    let mut st = status("php-fpm", None, &reads);
+    st.server = "php-fpm".into();
+    rec.server_status = Some(st);
+    rec
+}
+
+/// The php-fpm pool pinned to one core: the pool is full only
+/// because its workers wait for the CPU, so the CPU is named, with the
+/// CPUs the server may use (1), not the machine's (2); the pool is not
+/// named, and the advice says raising it would make it slower.
+#[test]
+fn a_cpu_bound_pool_on_one_core_is_a_cpu_limit() {
+    let mut rec = pinned_pool();
+    // Without a watch the status page's full pool is the verdict.
+    assert_eq!(diagnose(&rec).unwrap().resource, "worker_pool");
+    rec.server_watch = Some(watched(2, Some("0"), |t| WatchSample {
+        t,
+        processes: 9,
+        cpu_percent: 97.0,
+        run_delay_per_s: Some(6.0),
+        ..Default::default()
+    }));
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "cpu", "{d:?}");
+    assert!(
+        d.evidence[0].contains("CPU 0 (1.00 CPUs)"),
+        "{:?}",
+        d.evidence
+    );
+    assert!(d
+        .evidence
+        .iter()
+        .any(|e| e.contains("would make the server slower")));
+    assert!(d.also.iter().all(|a| a.resource != "worker_pool"));
+    // The same CPU use on a server that may use both CPUs is not saturated
+    // (97 % of 200 %), and its threads did not wait: the pool is the limit.
+    rec.server_watch = Some(watched(2, Some("0-1"), |t| WatchSample {
+        t,
+        processes: 9,
+        cpu_percent: 97.0,
+        run_delay_per_s: Some(0.05),
+        ..Default::default()
+    }));
+    assert_eq!(diagnose(&rec).unwrap().resource, "worker_pool");
+    // Half a CPU used, threads queued for it (others hold the CPU): CPU.
+    rec.server_watch = Some(watched(2, Some("0"), |t| WatchSample {
+        t,
+        processes: 9,
+        cpu_percent: 55.0,
+        run_delay_per_s: Some(5.0),
+        ..Default::default()
+    }));
+    assert_eq!(diagnose(&rec).unwrap().resource, "cpu");
+    // One noisy sample is not saturation.
+    rec.server_watch = Some(watched(2, Some("0"), |t| WatchSample {
+        t,
+        processes: 9,
+        cpu_percent: if (t - 4.0).abs() < 0.1 { 99.0 } else { 20.0 },
+        ..Default::default()
+    }));
+    assert_eq!(diagnose(&rec).unwrap().resource, "worker_pool");
+}
+
+/// A cgroup whose OOM killer killed workers names memory first, with the
+/// limit and the kill count; without kills or pressure it does not.
+#[test]
+fn oom_kills_in_the_servers_cgroup_are_a_memory_limit() {
+    let mut rec = staged(&[5.0, 10.0, 20.0], &[20.0, 12.0, 8.0]);
+    rec.duration_s = 6.0;
+    rec.knee = Some(knee());
+    let mut w = watched(2, Some("0-1"), |t| WatchSample {
+        t,
+        processes: 12,
+        cpu_percent: 30.0,
+        oom_kills: u64::from(t > 2.0 && t < 5.0),
+        memory_limit_hits: 40,
+        cgroup_memory_kib: Some(160 * 1024),
+        ..Default::default()
+    });
+    w.hosts[0].cgroup_memory_limit_kib = Some(160 * 1024);
+    w.hosts[0].cgroup = Some("v1 memory:/rl".into());
+    w.hosts[0].summarize();
+    rec.server_watch = Some(w.clone());
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "memory", "{d:?}");
+    assert_eq!(d.limit, Some(160));
+    assert!(
+        d.evidence[0].contains("OOM killer killed 5 processes"),
+        "{:?}",
+        d.evidence
+    );
+    // Machine-wide memory pressure (a build beside the server) without the
+    // server's own evidence names nothing.
+    let mut calm = watched(2, Some("0-1"), |t| WatchSample {
+        t,
+        processes: 12,
+        cpu_percent: 30.0,
+        psi_memory: Some(60.0),
+        psi_memory_full: Some(40.0),
+        ..Default::default()
+    });
+    calm.hosts[0].psi_source = Some("machine".into());
+    rec.server_watch = Some(calm);
+    assert_ne!(diagnose(&rec).unwrap().resource, "memory");
+}
+
+/// A link: throughput stopped at 2 connections, bytes/s flat after it, the
+/// server idle: `link` at about the shaped rate. The same with the server
+/// busy is not a link.
+#[test]
+fn flat_bytes_with_an_idle_server_is_the_link() {
+    let mut rec = staged(&[1.0, 2.0, 4.0, 8.0], &[3.0, 4.0, 4.0, 4.0]);
+    for (s, b) in rec.stages.iter_mut().zip([1.5e6, 2.0e6, 2.02e6, 1.98e6]) {
+        s.bytes_per_sec = b;
+    }
+    rec.duration_s = 8.0;
+    rec.knee = Some(crate::stages::Knee {
+        level: 2.0,
+        ..knee()
+    });
+    rec.server_watch = Some(watched(2, Some("0-1"), |t| WatchSample {
+        t,
+        processes: 2,
+        cpu_percent: 3.0,
+        ..Default::default()
+    }));
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "link", "{d:?}");
+    assert_eq!(d.limit, Some(16));
+    assert!(d.advice.contains("about 16 Mbit/s"), "{}", d.advice);
+    rec.server_watch = Some(watched(2, Some("0-1"), |t| WatchSample {
+        t,
+        processes: 2,
+        cpu_percent: 190.0,
+        ..Default::default()
+    }));
+    assert_eq!(diagnose(&rec).unwrap().resource, "cpu");
+    // Without a watch the link cannot be told from a busy server.
+    rec.server_watch = None;
+    assert_eq!(diagnose(&rec).unwrap().resource, "unknown");
+}
+
+/// Open loop against an nginx whose connections the server held while its
+/// CPU idled: the upstream, not the client, even with the scheduler lag
+/// that having no free connection causes.
+#[test]
+fn a_held_proxy_with_an_idle_cpu_waits_on_its_upstream() {
+    let mut rec = plain();
+    rec.counters.waited_for_connection = 500;
+    rec.counters.peak_connections = 20;
+    rec.warn("rate_short", "sent 20 of 80 req/s".to_string());
+    rec.warn("scheduler_lag", "p99 lag 2 s".to_string());
+    assert!(client_limits(&rec).is_empty());
+    assert_eq!(diagnose(&rec).unwrap().resource, "server_concurrency");
+    let mut w = watched(2, Some("0-1"), |t| WatchSample {
+        t,
+        processes: 2,
+        cpu_percent: 4.0,
+        ..Default::default()
+    });
+    w.hosts[0].process_names = vec!["nginx".into()];
+    w.hosts[0].summarize();
+    rec.server_watch = Some(w);
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "upstream", "{d:?}");
+    assert!(d.evidence[0].contains("held all 20 connections"));
+}
+
+/// A starved client is the client; a starved client beside a saturated
+/// server names the server first and the client after it.
+#[test]
+fn a_starved_client_is_named_after_the_server() {
+    let mut rec = plain();
+    rec.warn("client_starved", "waited 45% of the run".to_string());
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "client");
+    let mut w = watched(2, Some("0"), |t| WatchSample {
+        t,
+        processes: 2,
+        cpu_percent: 99.0,
+        ..Default::default()
+    });
+    w.hosts[0].process_names = vec!["apache2".into()];
+    rec.server_watch = Some(w);
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "cpu");
+    assert_eq!(d.also.len(), 1);
+    assert_eq!(d.also[0].resource, "client");
+}
