@@ -553,39 +553,22 @@ pub fn render_diagnosis(rec: &redline_stats::RunRecord) -> String {
     let Some(d) = &rec.diagnosis else {
         return o;
     };
-    let what = match d.resource.as_str() {
-        "worker_pool" => "the worker pool ran out",
-        "keepalive" => "workers were held by idle keep-alive connections",
-        "cpu" => "the server's CPU saturated",
-        "memory" => "the server's machine ran out of memory",
-        "server_gone" => "the server went away",
-        "client" => "the client (redline itself) was the limit",
-        "listen_backlog" => "the server's listen backlog overflowed",
-        "bandwidth" => "the bandwidth ran out",
-        "server_concurrency" => "the server's concurrency was the limit",
-        _ => "not known from this run",
-    };
     let unit = match rec.config.stages.as_ref().map(|p| p.unit.as_str()) {
         Some("rps") => "req/s",
         _ => "connections",
     };
-    let at = match (d.limit, d.at_level, d.at_s) {
-        (Some(l), Some(a), _) => format!(" at {l} (first reached at {a:.0} {unit})"),
-        (Some(l), None, Some(t)) => format!(" at {l} (reached {t:.1} s into the run)"),
-        (Some(l), None, None) => format!(" at {l} connections"),
-        (None, _, Some(t)) => format!(" at {t:.1} s"),
-        _ => String::new(),
-    };
-    let dir = if d.directive.is_empty() {
-        String::new()
-    } else {
-        format!(" [{}]", d.directive)
-    };
-    let _ = writeln!(o, "\nDiagnosis: {what}{at}{dir}");
+    let _ = writeln!(o, "\nDiagnosis: {}", d.headline(unit));
     for e in &d.evidence {
         let _ = writeln!(o, "  - {e}");
     }
     let _ = writeln!(o, "  => {}", d.advice);
+    for a in &d.also {
+        let _ = writeln!(o, "Also: {}", a.headline(unit));
+        for e in &a.evidence {
+            let _ = writeln!(o, "  - {e}");
+        }
+        let _ = writeln!(o, "  => {}", a.advice);
+    }
     o
 }
 

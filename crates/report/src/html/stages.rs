@@ -132,7 +132,24 @@ pub(super) fn status_section(runs: &[(&str, &RunRecord)]) -> String {
             for e in &d.evidence {
                 let _ = write!(out, "<li>{}</li>", esc(e));
             }
-            let _ = writeln!(out, "</ul><p>{}</p></div>", esc(&d.advice));
+            let _ = writeln!(out, "</ul><p>{}</p>", esc(&d.advice));
+            let unit = match r.config.stages.as_ref().map(|p| p.unit.as_str()) {
+                Some("rps") => "req/s",
+                _ => "connections",
+            };
+            for a in &d.also {
+                let _ = write!(
+                    out,
+                    "<div class=\"also\" data-resource=\"{}\"><p><b>Also: {}</b></p><ul>",
+                    esc(&a.resource),
+                    esc(&a.headline(unit))
+                );
+                for e in &a.evidence {
+                    let _ = write!(out, "<li>{}</li>", esc(e));
+                }
+                let _ = writeln!(out, "</ul><p>{}</p></div>", esc(&a.advice));
+            }
+            let _ = writeln!(out, "</div>");
         }
     }
     let mut lines = Vec::new();

@@ -41,6 +41,48 @@ pub struct Diagnosis {
     pub also: Vec<Diagnosis>,
 }
 
+impl Diagnosis {
+    /// What gave out, in words, for a resource code.
+    pub fn what(resource: &str) -> &'static str {
+        match resource {
+            "worker_pool" => "the worker pool ran out",
+            "keepalive" => "workers were held by idle keep-alive connections",
+            "cpu" => "the server's CPU saturated",
+            "memory" => "the server ran out of memory",
+            "disk_io" => "the server waited on its disk",
+            "fds" => "the server ran out of file descriptors",
+            "upstream" => "the server waited on its upstream (the backend behind it)",
+            "link" => "the link between client and server was full",
+            "server_gone" => "the server went away",
+            "client" => "the client (redline itself) was the limit",
+            "listen_backlog" => "the server's listen backlog overflowed",
+            "bandwidth" => "the bandwidth ran out",
+            "server_concurrency" => "the server's concurrency was the limit",
+            _ => "not known from this run",
+        }
+    }
+
+    /// The first line of the diagnosis: what gave out, where, the
+    /// directive (`unit`: the stage unit, `connections` or `req/s`).
+    pub fn headline(&self, unit: &str) -> String {
+        let at = match (self.limit, self.at_level, self.at_s) {
+            (Some(l), _, _) if self.resource == "link" => format!(" at about {l} Mbit/s"),
+            (Some(l), _, _) if self.resource == "memory" => format!(" (a limit of {l} MiB)"),
+            (Some(l), Some(a), _) => format!(" at {l} (first reached at {a:.0} {unit})"),
+            (Some(l), None, Some(t)) => format!(" at {l} (reached {t:.1} s into the run)"),
+            (Some(l), None, None) => format!(" at {l} connections"),
+            (None, _, Some(t)) => format!(" at {t:.1} s"),
+            _ => String::new(),
+        };
+        let dir = if self.directive.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", self.directive)
+        };
+        format!("{}{at}{dir}", Diagnosis::what(&self.resource))
+    }
+}
+
 /// A status read placed on the run's clock, with the load level then.
 pub(super) struct Placed<'a> {
     s: &'a StatusSample,
@@ -259,6 +301,9 @@ pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagno
     }
     if !found.is_empty() {
         let mut first = found.remove(0);
+        if first.resource != "client" {
+            first.evidence.extend(error_facts(rec));
+        }
         first.also = found;
         return Some(first);
     }
@@ -702,4 +747,46 @@ pub(super) fn diagnose_status(
         advice,
         ..Default::default()
     })
+}
+
+/// The errors that go with a server's limit: 5xx answers (and how many came
+/// past the knee), connections reset or refused by the server.
+pub(super) fn error_facts(rec: &crate::RunRecord) -> Vec<String> {
+    let mut v = Vec::new();
+    let total: u64 = rec.series.iter().map(|p| p.requests).sum();
+    let fivexx: u64 = rec.series.iter().map(|p| p.status_classes[4]).sum();
+    if fivexx > 0 {
+        let past = rec.knee.as_ref().and_then(|k| {
+            let from = rec.stages.iter().find(|s| s.level_to > k.level)?.start_s;
+            Some(
+                rec.series
+                    .iter()
+                    .filter(|p| p.t as f64 >= from.floor())
+                    .map(|p| p.status_classes[4])
+                    .sum::<u64>(),
+            )
+        });
+        v.push(format!(
+            "{fivexx} of {total} answers were 5xx{}",
+            past.map(|n| format!(", {n} of them past the knee"))
+                .unwrap_or_default()
+        ));
+    }
+    let count = |k: crate::ErrorKind| -> u64 {
+        rec.errors
+            .iter()
+            .filter(|e| e.kind == k)
+            .map(|e| e.count)
+            .sum()
+    };
+    let (reset, refused) = (
+        count(crate::ErrorKind::Reset),
+        count(crate::ErrorKind::Refused),
+    );
+    if reset + refused > 0 {
+        v.push(format!(
+            "the server reset {reset} connections and refused {refused}"
+        ));
+    }
+    v
 }
