@@ -92,11 +92,56 @@ fn render_host(o: &mut String, h: &HostWatch) {
         kib(s.pss_per_process_kib.mean),
         kib(s.private_per_process_kib.mean)
     );
+    let may = match (&h.cpus_allowed, h.cpu_quota) {
+        (Some(l), Some(q)) => format!("; it may use CPUs {l}, quota {q:.2} CPUs"),
+        (Some(l), None) => format!(
+            "; it may use CPU{} {l}",
+            if l.contains(['-', ',']) { "s" } else { "" }
+        ),
+        (None, Some(q)) => format!("; quota {q:.2} CPUs"),
+        (None, None) => String::new(),
+    };
     let _ = writeln!(
         o,
-        "  CPU             {:>9.0}% {:>9.0}%   (of one CPU; {} CPUs)",
+        "  CPU             {:>9.0}% {:>9.0}%   (of one CPU; the machine has {} CPUs{may})",
         s.cpu_percent.peak, s.cpu_percent.mean, h.cpus
     );
+    let samples: Vec<_> = h.samples.iter().skip(1).collect();
+    let avg = |f: &dyn Fn(&redline_stats::watch::WatchSample) -> Option<f64>| {
+        let v: Vec<f64> = samples.iter().filter_map(|x| f(x)).collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    if let Some(d) = avg(&|x| x.run_delay_per_s) {
+        let _ = writeln!(
+            o,
+            "  waiting for CPU {d:>9.2} s/s (mean run-queue delay of its threads)"
+        );
+    }
+    let psi: Vec<String> = [
+        ("cpu", avg(&|x| x.psi_cpu)),
+        ("memory", avg(&|x| x.psi_memory)),
+        ("io", avg(&|x| x.psi_io)),
+    ]
+    .into_iter()
+    .filter_map(|(k, v)| v.map(|v| format!("{k} {v:.0}%")))
+    .collect();
+    if !psi.is_empty() {
+        let _ = writeln!(
+            o,
+            "  pressure (PSI)  {} (mean share of time some task stalled; {})",
+            psi.join(", "),
+            h.psi_source.as_deref().unwrap_or("machine")
+        );
+    }
+    if let Some(l) = h.cgroup_memory_limit_kib {
+        let oom: u64 = h.samples.iter().map(|x| x.oom_kills).sum();
+        let hits: u64 = h.samples.iter().map(|x| x.memory_limit_hits).sum();
+        let _ = writeln!(
+            o,
+            "  cgroup memory   limit {}, {oom} OOM kills, {hits} limit hits during the watch",
+            kib(l as f64)
+        );
+    }
     let _ = writeln!(
         o,
         "  load average    {:>10.2} {:>10.2}",
