@@ -75,8 +75,10 @@ fn scoreboard(body: &str) -> Option<(u64, std::collections::BTreeMap<String, u64
 }
 
 /// Apache mod_status `?auto`: BusyWorkers (which include the `K` slots),
-/// IdleWorkers, Total Accesses, the scoreboard's states. Also returns the
-/// scoreboard's length (its slots).
+/// IdleWorkers, Total Accesses, the scoreboard's states, and on the threaded
+/// MPMs `Processes`, `Stopping` and the event MPM's connection states
+/// (`ConnsTotal`, `ConnsAsyncWriting`, `ConnsAsyncKeepAlive`,
+/// `ConnsAsyncClosing`). Also returns the scoreboard's length (its slots).
 pub fn parse_apache(body: &str) -> Result<(StatusSample, Option<u64>), String> {
     let busy = num(body, "BusyWorkers").ok_or("no BusyWorkers line (is it ?auto?)")?;
     let sb = scoreboard(body);
@@ -87,11 +89,26 @@ pub fn parse_apache(body: &str) -> Result<(StatusSample, Option<u64>), String> {
             idle: num(body, "IdleWorkers"),
             keepalive: sb.as_ref().map(|s| s.1.get("K").copied().unwrap_or(0)),
             requests: num(body, "Total Accesses"),
+            processes: num(body, "Processes"),
+            stopping: num(body, "Stopping"),
+            conns_total: num(body, "ConnsTotal"),
+            async_writing: num(body, "ConnsAsyncWriting"),
+            async_keepalive: num(body, "ConnsAsyncKeepAlive"),
+            async_closing: num(body, "ConnsAsyncClosing"),
             states,
             ..Default::default()
         },
         sb.map(|s| s.0),
     ))
+}
+
+/// Apache: the MPM its `?auto` page names (`ServerMPM: event`, 2.4.35 and
+/// later), lowercased; None on older pages and other servers.
+pub fn apache_mpm(body: &str) -> Option<String> {
+    fields(body)
+        .find(|(k, _)| *k == "ServerMPM")
+        .map(|(_, v)| v.to_ascii_lowercase())
+        .filter(|v| !v.is_empty() && v.len() <= 32 && v.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
 /// lighttpd mod_status `?auto`: BusyServers, IdleServers, Total Accesses,
@@ -259,15 +276,79 @@ impl StatusUrl {
 /// The most of a status page read (Apache's with a large scoreboard is a few KiB).
 const MAX_BODY: u64 = 1 << 20;
 
+/// Why a read of the status page failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailKind {
+    /// No full answer in time (connect or answer): the server had no
+    /// worker free to answer it, or was that slow.
+    Timeout,
+    /// Connection refused or reset: nothing listening, or the server dropped it.
+    Refused,
+    /// An answer, but not HTTP 200 or not a status page redline reads.
+    NotStatus,
+    /// Anything else (name resolution, ...).
+    Other,
+}
+
+impl FailKind {
+    /// The name kept in the record (`StatusFailure::kind`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FailKind::Timeout => "timeout",
+            FailKind::Refused => "refused",
+            FailKind::NotStatus => "not_status",
+            FailKind::Other => "other",
+        }
+    }
+
+    fn of_io(e: &std::io::Error) -> FailKind {
+        use std::io::ErrorKind as K;
+        match e.kind() {
+            K::TimedOut | K::WouldBlock => FailKind::Timeout,
+            K::ConnectionRefused | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => {
+                FailKind::Refused
+            }
+            _ => FailKind::Other,
+        }
+    }
+}
+
+/// A failed read: its kind and one line saying what happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadError {
+    /// Why, as a kind.
+    pub kind: FailKind,
+    /// Why, in words (one line).
+    pub message: String,
+}
+
+impl ReadError {
+    fn new(kind: FailKind, message: String) -> ReadError {
+        ReadError { kind, message }
+    }
+}
+
 /// GETs the page (HTTP/1.0, `Connection: close`, at most 1 MiB, the whole
 /// exchange bounded by about `timeout` after connecting); Err: one line.
 pub fn fetch(url: &StatusUrl, timeout: Duration) -> Result<String, String> {
+    fetch_read(url, timeout).map_err(|e| e.message)
+}
+
+/// [`fetch`], telling why it failed ([`FailKind`]).
+pub fn fetch_read(url: &StatusUrl, timeout: Duration) -> Result<String, ReadError> {
     let addr = (url.host.as_str(), url.port)
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {}: {e}", url.host))?
+        .map_err(|e| ReadError::new(FailKind::Other, format!("cannot resolve {}: {e}", url.host)))?
         .next()
-        .ok_or_else(|| format!("cannot resolve {}", url.host))?;
-    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("{addr}: {e}"))?;
+        .ok_or_else(|| ReadError::new(FailKind::Other, format!("cannot resolve {}", url.host)))?;
+    let io = |e: std::io::Error| ReadError::new(FailKind::of_io(&e), format!("{addr}: {e}"));
+    let late = || {
+        ReadError::new(
+            FailKind::Timeout,
+            format!("{addr}: no full answer within {timeout:?}"),
+        )
+    };
+    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(io)?;
     let _ = s.set_read_timeout(Some(timeout));
     let _ = s.set_write_timeout(Some(timeout));
     let host = if url.host.contains(':') {
@@ -279,8 +360,7 @@ pub fn fetch(url: &StatusUrl, timeout: Duration) -> Result<String, String> {
         "GET {} HTTP/1.0\r\nHost: {host}:{}\r\nUser-Agent: redline\r\nConnection: close\r\n\r\n",
         url.path, url.port
     );
-    s.write_all(req.as_bytes())
-        .map_err(|e| format!("{addr}: {e}"))?;
+    s.write_all(req.as_bytes()).map_err(io)?;
     // One deadline for the whole answer: a server trickling bytes must not
     // hold the reader (and the run's end) past it.
     let deadline = Instant::now() + timeout;
@@ -289,7 +369,7 @@ pub fn fetch(url: &StatusUrl, timeout: Duration) -> Result<String, String> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!("{addr}: no full answer within {timeout:?}"));
+            return Err(late());
         }
         let _ = s.set_read_timeout(Some(left));
         match s.read(&mut chunk) {
@@ -297,7 +377,10 @@ pub fn fetch(url: &StatusUrl, timeout: Duration) -> Result<String, String> {
             Ok(n) => {
                 buf.extend_from_slice(&chunk[..n]);
                 if buf.len() as u64 > MAX_BODY {
-                    return Err(format!("{addr}: the answer is over 1 MiB"));
+                    return Err(ReadError::new(
+                        FailKind::NotStatus,
+                        format!("{addr}: the answer is over 1 MiB"),
+                    ));
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -307,27 +390,58 @@ pub fn fetch(url: &StatusUrl, timeout: Duration) -> Result<String, String> {
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                return Err(format!("{addr}: no full answer within {timeout:?}"))
+                return Err(late())
             }
-            Err(e) => return Err(format!("{addr}: {e}")),
+            Err(e) => return Err(io(e)),
         }
     }
     let text = String::from_utf8_lossy(&buf);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or("the answer is not HTTP")?;
+    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| {
+        ReadError::new(
+            FailKind::NotStatus,
+            format!("{addr}: the answer is not HTTP"),
+        )
+    })?;
     let status = head
         .lines()
         .next()
         .and_then(|l| l.split_whitespace().nth(1))
         .unwrap_or("");
     if status != "200" {
-        return Err(format!(
-            "HTTP {status} from {} (is the status page enabled and allowed from here?)",
-            url.display()
+        return Err(ReadError::new(
+            FailKind::NotStatus,
+            format!(
+                "HTTP {status} from {} (is the status page enabled and allowed from here?)",
+                url.display()
+            ),
         ));
     }
     Ok(body.to_string())
+}
+
+/// Reads the page once: its sample, slots and the MPM (Apache); `kind` is
+/// told from the body when not known yet. Err: why, with its kind.
+pub fn read_once(
+    url: &StatusUrl,
+    kind: Option<StatusKind>,
+    timeout: Duration,
+) -> Result<(StatusKind, StatusSample, Option<u64>, Option<String>), ReadError> {
+    let body = fetch_read(url, timeout)?;
+    let kind = kind.or_else(|| StatusKind::detect(&body)).ok_or_else(|| {
+        ReadError::new(
+            FailKind::NotStatus,
+            format!(
+                "{} is not a status page redline reads (Apache ?auto, nginx stub_status, lighttpd ?auto, php-fpm)",
+                url.display()
+            ),
+        )
+    })?;
+    let (s, slots) = parse(kind, &body)
+        .map_err(|e| ReadError::new(FailKind::NotStatus, format!("{}: {e}", url.display())))?;
+    let mpm = (kind == StatusKind::Apache)
+        .then(|| apache_mpm(&body))
+        .flatten();
+    Ok((kind, s, slots, mpm))
 }
 
 /// Reads the page once and tells its format; Err: one line.
@@ -406,48 +520,70 @@ pub fn discover(
 pub struct StatusWatcher {
     stop: mpsc::Sender<()>,
     thread: JoinHandle<StatusWatch>,
+    first_error: Option<String>,
+}
+
+/// How long one read may take at a given interval: twice the interval,
+/// between 1 s and 5 s. A read that takes longer is a failed read
+/// (`timeout`), and the next one starts at once.
+pub fn read_timeout(interval: Duration) -> Duration {
+    (interval * 2).clamp(Duration::from_secs(1), Duration::from_secs(5))
 }
 
 impl StatusWatcher {
     /// Starts reading now (one read at once, then every `interval`, at most
-    /// 200,000 kept). Each read is bounded by the interval (at least 1 s).
-    /// Returns once the first read is done (the baseline).
-    pub fn start(url: StatusUrl, kind: StatusKind, interval: Duration) -> StatusWatcher {
+    /// 200,000 kept), each bounded by [`read_timeout`]. `kind` None: told
+    /// from the first page read. Returns once the first read is done (the
+    /// baseline); a failed first read does not stop it: the reader keeps
+    /// trying, and every failed read is kept with its time and kind
+    /// ([`StatusWatcher::first_error`] says why the first failed).
+    pub fn start(url: StatusUrl, kind: Option<StatusKind>, interval: Duration) -> StatusWatcher {
         let (tx, rx) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::channel();
+        let timeout = read_timeout(interval);
         let thread = std::thread::Builder::new()
             .name("redline-status".into())
             .spawn(move || {
-                let timeout = interval.max(Duration::from_secs(1));
+                let mut kind = kind;
                 let mut w = StatusWatch {
                     url: url.display(),
-                    server: kind.name().into(),
+                    server: kind.map(|k| k.name()).unwrap_or("unknown").into(),
                     started_at: redline_stats::time::now_rfc3339(),
                     interval_s: interval.as_secs_f64(),
                     ..Default::default()
                 };
                 let start = Instant::now();
-                let read = |w: &mut StatusWatch| {
+                let mut read = |w: &mut StatusWatch| -> Option<String> {
                     let t = start.elapsed().as_secs_f64();
-                    match fetch(&url, timeout).and_then(|b| parse(kind, &b)) {
-                        Ok((mut s, slots)) => {
+                    match read_once(&url, kind, timeout) {
+                        Ok((k, mut s, slots, mpm)) => {
+                            if kind.is_none() {
+                                kind = Some(k);
+                                w.server = k.name().into();
+                            }
                             s.t = t;
                             if slots.is_some() {
                                 w.slots = slots.max(w.slots);
                             }
-                            w.samples.push(s);
+                            if mpm.is_some() {
+                                w.mpm = mpm;
+                            }
+                            if w.samples.len() < 200_000 {
+                                w.samples.push(s);
+                            }
+                            None
                         }
                         Err(e) => {
-                            w.failed += 1;
-                            w.last_error = Some(e);
+                            w.add_failure(t, e.kind.name(), e.message.clone());
+                            Some(e.message)
                         }
                     }
                 };
                 for i in 0..200_000 {
                     let began = Instant::now();
-                    read(&mut w);
+                    let err = read(&mut w);
                     if i == 0 {
-                        let _ = ready_tx.send(());
+                        let _ = ready_tx.send(err);
                     }
                     let wait = interval.saturating_sub(began.elapsed());
                     match rx.recv_timeout(wait) {
@@ -461,9 +597,20 @@ impl StatusWatcher {
             .expect("spawn the status thread");
         // The first read is the baseline (the server's request count before
         // the load): the load starts after it.
-        let _ =
-            ready_rx.recv_timeout(interval.max(Duration::from_secs(1)) + Duration::from_secs(1));
-        StatusWatcher { stop: tx, thread }
+        let first_error = match ready_rx.recv_timeout(timeout + Duration::from_secs(1)) {
+            Ok(e) => e,
+            Err(_) => Some(format!("the status page gave no answer within {timeout:?}")),
+        };
+        StatusWatcher {
+            stop: tx,
+            thread,
+            first_error,
+        }
+    }
+
+    /// Why the first read failed (None: it was read).
+    pub fn first_error(&self) -> Option<&str> {
+        self.first_error.as_deref()
     }
 
     /// Stops reading and returns what was read.
@@ -486,15 +633,26 @@ pub fn render_text(rec: &redline_stats::RunRecord) -> String {
         .slots
         .map(|n| format!(", {n} scoreboard slots"))
         .unwrap_or_default();
+    let mpm = w
+        .mpm
+        .as_deref()
+        .map(|m| format!(" {m} MPM"))
+        .unwrap_or_default();
     let _ = writeln!(
         o,
-        "\nServer status ({}, {}{slots}): {} reads{}",
+        "\nServer status ({}{mpm}, {}{slots}): {} reads{}",
         w.server,
         w.url,
         w.samples.len(),
         if w.failed > 0 {
+            let timeouts = w.failures.iter().filter(|f| f.kind == "timeout").count();
+            let late = if timeouts > 0 {
+                format!("{timeouts} timed out; ")
+            } else {
+                String::new()
+            };
             format!(
-                ", {} failed (last: {})",
+                ", {} failed ({late}last: {})",
                 w.failed,
                 w.last_error.as_deref().unwrap_or("?")
             )
@@ -521,6 +679,12 @@ pub fn render_text(rec: &redline_stats::RunRecord) -> String {
         }
         if let Some(n) = x.not_handled {
             let _ = write!(l, "  accepted not handled {n}");
+        }
+        if let Some(k) = x.async_keepalive {
+            let _ = write!(l, "  async keep-alive {:.0}/{:.1}", k.peak, k.mean);
+        }
+        if x.failed > 0 {
+            let _ = write!(l, "  failed reads {}", x.failed);
         }
         l
     };
@@ -627,6 +791,29 @@ mod tests {
         assert!(parse_apache("Total Accesses: 3\n").is_err());
     }
 
+    /// Apache 2.4 event (ServerLimit 1, ThreadsPerChild 4, KeepAliveTimeout
+    /// 30) with three idle keep-alive clients: they hold no worker (the
+    /// scoreboard shows no `K`), only the event MPM's connection counts tell.
+    #[test]
+    fn apache_event_auto() {
+        const EVENT: &str = include_str!("../fixtures/status/apache_event_auto.txt");
+        assert_eq!(StatusKind::detect(EVENT), Some(StatusKind::Apache));
+        let (s, slots) = parse_apache(EVENT).unwrap();
+        assert_eq!((s.busy, s.idle, s.keepalive), (Some(1), Some(3), Some(0)));
+        assert_eq!(s.conns_total, Some(4));
+        assert_eq!(s.async_keepalive, Some(3));
+        assert_eq!(s.async_writing, Some(0));
+        assert_eq!(s.async_closing, Some(1));
+        assert_eq!((s.processes, s.stopping), (Some(1), Some(0)));
+        assert_eq!(slots, Some(4));
+        assert_eq!(apache_mpm(EVENT).as_deref(), Some("event"));
+        // Prefork pages have no Conns* lines and older ones no ServerMPM.
+        let (p, _) = parse_apache(APACHE_BUSY).unwrap();
+        assert_eq!((p.conns_total, p.async_keepalive), (None, None));
+        assert_eq!(apache_mpm("BusyWorkers: 1\n"), None);
+        assert_eq!(apache_mpm("ServerMPM: <script>\n"), None);
+    }
+
     #[test]
     fn lighttpd_auto() {
         let (s, slots) = parse_lighttpd(LIGHTTPD).unwrap();
@@ -706,6 +893,61 @@ mod tests {
         let e = fetch(&u, Duration::from_millis(500)).unwrap_err();
         assert!(e.contains("no full answer"), "{e}");
         assert!(t0.elapsed() < Duration::from_secs(3));
+    }
+
+    #[test]
+    fn failed_reads_say_why() {
+        // Nothing listening: refused.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let closed = StatusUrl {
+            host: "127.0.0.1".into(),
+            port,
+            path: "/server-status?auto".into(),
+        };
+        let e = read_once(&closed, None, Duration::from_secs(2)).unwrap_err();
+        assert_eq!(e.kind, FailKind::Refused, "{}", e.message);
+        // A listener that never answers (its backlog holds the connection).
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let silent = StatusUrl {
+            host: "127.0.0.1".into(),
+            port: l.local_addr().unwrap().port(),
+            path: "/".into(),
+        };
+        let t0 = Instant::now();
+        let e = read_once(&silent, None, Duration::from_millis(300)).unwrap_err();
+        assert_eq!(e.kind, FailKind::Timeout, "{}", e.message);
+        assert!(t0.elapsed() < Duration::from_secs(3));
+        let u = serve(b"HTTP/1.1 200 OK\r\n\r\n<html>hi</html>", Duration::ZERO);
+        let e = read_once(&u, None, Duration::from_secs(2)).unwrap_err();
+        assert_eq!(e.kind, FailKind::NotStatus, "{}", e.message);
+        drop(l);
+    }
+
+    /// A status page that cannot be read at first is tried again at every
+    /// interval; each failed read is kept with its time and why.
+    #[test]
+    fn the_watcher_keeps_trying_and_keeps_the_failures() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = StatusUrl {
+            host: "127.0.0.1".into(),
+            port: l.local_addr().unwrap().port(),
+            path: "/nginx_status".into(),
+        };
+        drop(l);
+        let w = StatusWatcher::start(url.clone(), None, Duration::from_millis(50));
+        assert!(w.first_error().is_some());
+        std::thread::sleep(Duration::from_millis(300));
+        let seen = w.stop();
+        assert!(seen.failed >= 3, "{seen:?}");
+        assert_eq!(seen.failed as usize, seen.failures.len());
+        assert!(seen.failures.iter().all(|f| f.kind == "refused"));
+        assert!(seen.failures.windows(2).all(|p| p[0].t <= p[1].t));
+        assert!(seen.samples.is_empty());
+        assert_eq!(seen.server, "unknown");
     }
 
     #[test]
