@@ -626,6 +626,7 @@ pub fn render_text(rec: &redline_stats::RunRecord) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     let Some(w) = &rec.server_status else {
+        o.push_str(&render_server_log(rec));
         o.push_str(&render_diagnosis(rec));
         return o;
     };
@@ -706,7 +707,39 @@ pub fn render_text(rec: &redline_stats::RunRecord) -> String {
             }
         }
     }
+    o.push_str(&render_server_log(rec));
     o.push_str(&render_diagnosis(rec));
+    o
+}
+
+/// The server's error log in the text report: one line per finding.
+pub fn render_server_log(rec: &redline_stats::RunRecord) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let Some(l) = &rec.server_log else {
+        return o;
+    };
+    if l.findings.is_empty() {
+        return o;
+    }
+    let paths: String = l
+        .paths
+        .join(", ")
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    let _ = writeln!(o, "\nServer error log ({paths}):");
+    for f in &l.findings {
+        let at = f
+            .first_t
+            .map(|t| format!(", first at {t:.1} s"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "  {} x {:?} ({} [{}]{at})",
+            f.count, f.message, f.resource, f.directive
+        );
+    }
     o
 }
 
