@@ -470,7 +470,7 @@ pub fn scan(
         f.count += 1;
     }
     let mut v: Vec<LogFinding> = by.into_values().collect();
-    v.sort_by(|a, b| b.count.cmp(&a.count));
+    v.sort_by_key(|f| std::cmp::Reverse(f.count));
     v
 }
 
@@ -490,7 +490,7 @@ fn merge(into: &mut Vec<LogFinding>, more: Vec<LogFinding>) {
             None => into.push(f),
         }
     }
-    into.sort_by(|a, b| b.count.cmp(&a.count));
+    into.sort_by_key(|f| std::cmp::Reverse(f.count));
 }
 
 /// A log path from a configuration value: None for syslog, pipes, stderr
