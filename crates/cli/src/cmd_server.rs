@@ -188,12 +188,15 @@ pub struct RunWatchArgs {
     pub server_config: Option<PathBuf>,
 }
 
-/// A watcher running beside the load, and the status page reader.
-pub struct WatchHandle(
-    Option<Watcher>,
-    Option<redline_watch::status::StatusWatcher>,
-    Option<redline_stats::ServerConfig>,
-);
+/// A watcher running beside the load, the status page reader, the server's
+/// configuration, its error logs and the warnings found on the way.
+pub struct WatchHandle {
+    watcher: Option<Watcher>,
+    status: Option<redline_watch::status::StatusWatcher>,
+    config: Option<redline_stats::ServerConfig>,
+    errlog: Option<redline_watch::errlog::ErrorLogs>,
+    warnings: Vec<(&'static str, String)>,
+}
 
 fn dur(s: &str) -> Result<Duration, String> {
     redline_engine::parse_duration(s)
@@ -260,19 +263,84 @@ pub fn before_run(a: &RunWatchArgs) -> Result<Option<WatchHandle>, String> {
         ),
         None => discover_config(&targets),
     };
+    let mut warnings = Vec::new();
+    // A status page that cannot be read now is not a reason to stop: it needs
+    // a worker of the server itself, and a server whose workers are all held
+    // (by idle keep-alive clients, say) is exactly what the run is to show.
+    // The reader keeps trying; its failed reads are evidence.
     let status = match &a.server_status {
         Some(u) => {
             let url = redline_watch::status::StatusUrl::parse(u)?;
-            let kind = redline_watch::status::probe(&url, Duration::from_secs(5))
-                .map_err(|e| format!("--server-status: {e}"))?;
-            Some((url, kind))
+            let shown = url.display();
+            let w = redline_watch::status::StatusWatcher::start(url, None, interval);
+            if let Some(e) = w.first_error() {
+                warnings.push((
+                    "status_unreadable",
+                    format!(
+                        "the status page {shown} could not be read when the run started ({e}); the run went on, reading it again every {interval:?} (failed reads are kept in server_status.failures)"
+                    ),
+                ));
+            }
+            Some(w)
         }
-        None => discover_status(&targets),
+        None => discover_status(&targets).map(|(url, kind)| {
+            redline_watch::status::StatusWatcher::start(url, Some(kind), interval)
+        }),
     };
-    let status =
-        status.map(|(url, kind)| redline_watch::status::StatusWatcher::start(url, kind, interval));
+    let errlog = start_errlog(a, &targets, &mut warnings);
     let watcher = (!targets.is_empty()).then(|| Watcher::start(targets, interval));
-    Ok(Some(WatchHandle(watcher, status, config)))
+    Ok(Some(WatchHandle {
+        watcher,
+        status,
+        config,
+        errlog,
+        warnings,
+    }))
+}
+
+/// Notes where the server's error logs end now (from `--server-config`, the
+/// watched processes' configuration, their open files); None when none is
+/// found. A log found but not readable is a warning.
+fn start_errlog(
+    a: &RunWatchArgs,
+    targets: &[Target],
+    warnings: &mut Vec<(&'static str, String)>,
+) -> Option<redline_watch::errlog::ErrorLogs> {
+    let root = procfs::proc_root();
+    let pids: Vec<u32> = if targets.is_empty() {
+        Vec::new()
+    } else {
+        let all = procfs::all_processes(&root);
+        let mut v: Vec<u32> = procfs::select(&all, targets)
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        let units: Vec<String> = targets
+            .iter()
+            .filter_map(|t| match t {
+                Target::Unit(u) => Some(u.clone()),
+                _ => None,
+            })
+            .collect();
+        if !units.is_empty() {
+            let cg = redline_watch::cgroup::cgroup_root();
+            for u in &units {
+                if let Some(dir) = redline_watch::cgroup::of_unit(&cg, u).and_then(|c| c.procs) {
+                    v.extend(redline_watch::errlog::pids_of_cgroup(&dir));
+                }
+            }
+        }
+        v
+    };
+    let found = redline_watch::errlog::find(&root, a.server_config.as_deref(), &pids);
+    if found.is_empty() {
+        return None;
+    }
+    let (logs, errors) = redline_watch::errlog::ErrorLogs::start(&found);
+    for e in errors {
+        warnings.push(("server_log_unreadable", e));
+    }
+    (!logs.is_empty()).then_some(logs)
 }
 
 /// The configuration of the server `--watch` names (one instance), read from
@@ -377,16 +445,33 @@ fn add_watch_warnings(w: &ServerWatch, rec: &mut RunRecord) {
 
 /// Stops watching and puts what was seen into the record.
 pub fn after_run(h: Option<WatchHandle>, rec: &mut RunRecord) {
-    let Some(WatchHandle(w, status, config)) = h else {
+    let Some(WatchHandle {
+        watcher: w,
+        status,
+        config,
+        errlog,
+        warnings,
+    }) = h
+    else {
         // No watch: the diagnosis still reads the run itself (a plain run's trouble).
         redline_stats::stages::analyze_server(rec);
         return;
     };
+    for (code, msg) in warnings {
+        rec.warn(code, msg);
+    }
     if config.is_some() {
         rec.server_config = config;
     }
     if let Some(st) = status {
         rec.server_status = Some(st.stop());
+    }
+    if let Some(logs) = errlog {
+        let (log, errors) = logs.finish(&rec.started_at);
+        for e in errors {
+            rec.warn("server_log_unreadable", e);
+        }
+        rec.server_log = Some(log);
     }
     let Some(w) = w else {
         redline_stats::stages::analyze_server(rec);

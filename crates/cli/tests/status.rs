@@ -533,7 +533,9 @@ fn php_fpm_status_through_nginx() {
     assert_eq!(d["limit"], 2, "{d}");
 }
 
-/// Bad `--server-status` values: one line on stderr, exit 2, no secret echoed.
+/// Bad `--server-status` values: one line on stderr, exit 2, no secret
+/// echoed. (A well-formed URL nothing answers is not bad input: see
+/// [`status_page_unreadable_at_the_start_is_a_warning`].)
 #[test]
 fn bad_server_status_is_one_line_and_exit_2() {
     let port = free_port();
@@ -541,7 +543,6 @@ fn bad_server_status_is_one_line_and_exit_2() {
         "https://127.0.0.1/server-status".to_string(),
         "http://user:s3cret@127.0.0.1/server-status".to_string(),
         "nonsense".to_string(),
-        format!("http://127.0.0.1:{port}/server-status?auto"),
     ] {
         let out = redline(&[
             "run",
@@ -946,4 +947,396 @@ fn a_server_that_goes_away_is_diagnosed_with_the_instant() {
             );
         }
     }
+}
+
+/// The issue's case: every Apache worker is held by an idle keep-alive
+/// client (prefork, MaxRequestWorkers 2, KeepAlive On, two clients that
+/// sent one request each and wait), so the status page cannot answer. The
+/// run goes on with a `status_unreadable` warning, and the reads that timed
+/// out during the run are kept with their times as evidence.
+#[test]
+fn status_page_unreadable_at_the_start_is_a_warning() {
+    use std::io::{Read, Write};
+    let Some(ap) = start_apache_with(
+        true,
+        2,
+        "MinSpareServers 1\nMaxSpareServers 2\nStartServers 2",
+    ) else {
+        return;
+    };
+    std::fs::write(ap.dir.join("idx.html"), "hi\n").unwrap();
+    let _ = Command::new("chmod")
+        .args(["a+r"])
+        .arg(ap.dir.join("idx.html"))
+        .status();
+    let mut idle = Vec::new();
+    for _ in 0..2 {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", ap.port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(b"GET /idx.html HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        let n = c.read(&mut buf).unwrap();
+        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+        idle.push(c); // each holds a worker in K for 15 s
+    }
+    let url = format!("http://127.0.0.1:{}/idx.html", ap.port);
+    let status = format!("http://127.0.0.1:{}/server-status?auto", ap.port);
+    let (out, _) = redline_with_limit(
+        &[
+            "run",
+            &url,
+            "-d",
+            "2s",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--server-status",
+            &status,
+            "--watch-interval",
+            "250ms",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(60),
+    );
+    drop(idle);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(2), "not a usage error: {err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON record");
+    assert_run_schema(&v);
+    let w = v["warnings"].as_array().unwrap();
+    let warn = w
+        .iter()
+        .find(|x| x["code"] == "status_unreadable")
+        .unwrap_or_else(|| panic!("no status_unreadable warning: {w:?}"));
+    let msg = warn["message"].as_str().unwrap();
+    assert!(
+        msg.contains("went on") && msg.contains("server-status"),
+        "{msg}"
+    );
+    let st = &v["server_status"];
+    let failures = st["failures"].as_array().expect("failed reads kept");
+    assert!(!failures.is_empty(), "{st}");
+    assert_eq!(st["failed"].as_u64().unwrap() as usize, failures.len());
+    assert!(
+        failures.iter().any(|f| f["kind"] == "timeout"),
+        "reads that found no free worker time out: {st}"
+    );
+    let mut last = -1.0;
+    for f in failures {
+        let t = f["t"].as_f64().unwrap();
+        assert!(t >= last, "oldest first: {st}");
+        last = t;
+    }
+}
+
+/// Apache event (ServerLimit 1, ThreadsPerChild 4, MaxRequestWorkers 4,
+/// KeepAlive On, KeepAliveTimeout 30) with three idle keep-alive clients:
+/// on event they hold no worker (no `K` in the scoreboard), only its
+/// connection states tell. Apache refreshes those numbers when its listener
+/// handles a timeout, so a helper keeps one going: a virtual host with
+/// KeepAliveTimeout 1 asked every 300 ms.
+#[test]
+fn apache_event_async_keepalive_during_a_run() {
+    use std::io::{Read, Write};
+    let m = Path::new("/usr/lib/apache2/modules");
+    let present = Path::new("/usr/sbin/apache2").exists()
+        && ["mod_mpm_event.so", "mod_status.so", "mod_authz_core.so"]
+            .iter()
+            .all(|x| m.join(x).exists());
+    if !require("apache2 with mod_mpm_event and mod_status", present) {
+        return;
+    }
+    let dir = tmpdir("status-apache-event");
+    let port = free_port();
+    std::fs::write(dir.join("idx.html"), "hi\n").unwrap();
+    let user = if is_root() {
+        "User www-data\nGroup www-data\n"
+    } else {
+        ""
+    };
+    let (d, m) = (dir.display(), m.display());
+    let conf = format!(
+        "ServerRoot {d}\nServerName 127.0.0.1\nListen 127.0.0.1:{port}\nPidFile {d}/apache2.pid\n\
+         ErrorLog {d}/error.log\nDefaultRuntimeDir {d}\nMutex file:{d} default\n\
+         LoadModule mpm_event_module {m}/mod_mpm_event.so\n\
+         LoadModule authz_core_module {m}/mod_authz_core.so\n\
+         LoadModule status_module {m}/mod_status.so\n{user}\
+         ServerLimit 1\nStartServers 1\nThreadsPerChild 4\nMaxRequestWorkers 4\n\
+         MinSpareThreads 1\nMaxSpareThreads 4\nKeepAlive On\nKeepAliveTimeout 30\n\
+         DocumentRoot {d}\n<Location /server-status>\n  SetHandler server-status\n</Location>\n\
+         <Directory {d}>\n  Require all granted\n</Directory>\n\
+         <VirtualHost 127.0.0.1:{port}>\n  ServerName 127.0.0.1\n</VirtualHost>\n\
+         <VirtualHost 127.0.0.1:{port}>\n  ServerName tick.invalid\n  KeepAliveTimeout 1\n</VirtualHost>\n"
+    );
+    std::fs::write(dir.join("apache2.conf"), conf).unwrap();
+    let mut cmd = Command::new("/usr/sbin/apache2");
+    cmd.args(["-D", "FOREGROUND", "-f"])
+        .arg(dir.join("apache2.conf"));
+    let ap = match spawn(cmd, dir, port) {
+        Ok(s) => s,
+        Err(e) => {
+            require(&format!("a runnable apache2 event ({e})"), false);
+            return;
+        }
+    };
+    let get = |host: &str| -> std::net::TcpStream {
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", ap.port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(format!("GET /idx.html HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes())
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        let n = c.read(&mut buf).unwrap_or(0);
+        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+        c
+    };
+    let idle: Vec<_> = (0..3).map(|_| get("127.0.0.1")).collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ticker = {
+        let stop = stop.clone();
+        let port = ap.port;
+        std::thread::spawn(move || {
+            for _ in 0..200 {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                if let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                    let _ = c.set_read_timeout(Some(Duration::from_secs(2)));
+                    let _ = c.write_all(b"GET /idx.html HTTP/1.1\r\nHost: tick.invalid\r\n\r\n");
+                    let mut buf = [0u8; 1024];
+                    let _ = c.read(&mut buf);
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+            }
+        })
+    };
+    let url = format!("http://127.0.0.1:{}/idx.html", ap.port);
+    let status = format!("http://127.0.0.1:{}/server-status?auto", ap.port);
+    let v = run_json(
+        &[
+            "run",
+            &url,
+            "-d",
+            "3s",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--server-status",
+            &status,
+            "--watch-interval",
+            "250ms",
+            "-o",
+            "json",
+        ],
+        Duration::from_secs(60),
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = ticker.join();
+    drop(idle);
+    let st = &v["server_status"];
+    assert_eq!(st["server"], "apache", "{st}");
+    assert_eq!(st["mpm"], "event", "{st}");
+    assert_eq!(st["slots"], 4, "{st}");
+    let ka = max_of(&v, "async_keepalive");
+    assert!(
+        ka >= 3,
+        "the three idle clients held without a worker: {ka}; {st}"
+    );
+    assert!(max_of(&v, "conns_total") >= 3, "{st}");
+    assert_eq!(
+        max_of(&v, "keepalive"),
+        0,
+        "event shows no K slots for them"
+    );
+}
+
+/// Each real server's error log during a run: what the record's
+/// `server_log` holds, checked against the log file itself.
+fn finding<'a>(v: &'a serde_json::Value, message: &str) -> &'a serde_json::Value {
+    let log = &v["server_log"];
+    log["findings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no server_log: {log}"))
+        .iter()
+        .find(|f| f["message"] == message)
+        .unwrap_or_else(|| panic!("no {message:?} finding: {log}"))
+}
+
+/// The finding agrees with the log file: its path is read, the file has as
+/// many such lines (or more, written after the run), and the example is one.
+fn check_against_file(v: &serde_json::Value, f: &serde_json::Value, file: &Path, needle: &str) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains(needle)).collect();
+    assert!(
+        !lines.is_empty(),
+        "{} has no {needle:?}:\n{text}",
+        file.display()
+    );
+    let canon = std::fs::canonicalize(file).unwrap().display().to_string();
+    let paths = v["server_log"]["paths"].as_array().unwrap();
+    assert!(paths.iter().any(|p| p == canon.as_str()), "{paths:?}");
+    assert_eq!(f["path"], canon.as_str());
+    let count = f["count"].as_u64().unwrap();
+    assert!(
+        count >= 1 && count as usize <= lines.len(),
+        "{count} vs {lines:?}"
+    );
+    let ex = f["example"].as_str().unwrap();
+    assert!(ex.chars().count() <= 240);
+    let prefix: String = ex.chars().take(60).collect();
+    assert!(
+        lines.iter().any(|l| l.starts_with(&prefix)),
+        "{ex:?} not in {lines:?}"
+    );
+    assert!(v["server_log"]["bytes_read"].as_u64().unwrap() > 0);
+}
+
+/// Apache prefork, MaxRequestWorkers 2, a 0.5 s CGI under 10 connections:
+/// Apache logs "server reached MaxRequestWorkers setting" and the record
+/// says so (worker_pool, MaxRequestWorkers), the log found from the
+/// process --watch names.
+#[test]
+fn apache_error_log_names_max_request_workers() {
+    let Some(ap) = start_apache_with(
+        false,
+        2,
+        "MinSpareServers 1\nMaxSpareServers 2\nStartServers 1",
+    ) else {
+        return;
+    };
+    use std::os::unix::fs::PermissionsExt;
+    let cgi = ap.dir.join("cgi/half.cgi");
+    std::fs::write(
+        &cgi,
+        "#!/bin/sh\nsleep 0.5\nprintf 'Content-Type: text/plain\\r\\n\\r\\nok\\n'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&cgi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let url = format!("http://127.0.0.1:{}/cgi-bin/half.cgi", ap.port);
+    let pid = ap.child.id().to_string();
+    let v = run_json(
+        &[
+            "run", &url, "-d", "3s", "-c", "10", "-t", "1", "--watch", &pid, "-o", "json",
+        ],
+        Duration::from_secs(60),
+    );
+    let f = finding(&v, "server reached MaxRequestWorkers setting");
+    assert_eq!(f["resource"], "worker_pool", "{f}");
+    assert_eq!(f["directive"], "MaxRequestWorkers", "{f}");
+    let t = f["first_t"]
+        .as_f64()
+        .expect("Apache's time stamp is placed");
+    assert!((-2.0..10.0).contains(&t), "{t}");
+    check_against_file(
+        &v,
+        f,
+        &ap.dir.join("error.log"),
+        "server reached MaxRequestWorkers setting",
+    );
+}
+
+/// nginx with worker_connections 16 under 40 connections, each held busy by
+/// a slow download (limit_rate: a busy connection cannot be reused, so
+/// nginx refuses the next one): "16 worker_connections are not enough",
+/// read from the log its -c config names.
+#[test]
+fn nginx_error_log_names_worker_connections() {
+    let Some(ng) = start_nginx(16, " location = /big.bin { limit_rate 20k; }") else {
+        return;
+    };
+    std::fs::write(ng.dir.join("big.bin"), vec![b'x'; 200_000]).unwrap();
+    let _ = Command::new("chmod")
+        .args(["a+r"])
+        .arg(ng.dir.join("big.bin"))
+        .status();
+    let url = format!("http://127.0.0.1:{}/big.bin", ng.port);
+    let pid = ng.child.id().to_string();
+    let (out, _) = redline_with_limit(
+        &[
+            "run", &url, "-d", "2s", "-c", "40", "-t", "1", "--watch", &pid, "-o", "json",
+        ],
+        Duration::from_secs(60),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|_| panic!("JSON: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_run_schema(&v);
+    let f = finding(&v, "worker_connections are not enough");
+    assert_eq!(f["resource"], "worker_pool", "{f}");
+    assert_eq!(f["directive"], "worker_connections", "{f}");
+    check_against_file(
+        &v,
+        f,
+        &ng.dir.join("error.log"),
+        "worker_connections are not enough",
+    );
+}
+
+/// php-fpm (pm dynamic, pm.max_children 1) behind nginx, 4 clients of a
+/// 0.3 s script: "server reached pm.max_children setting", from the log the
+/// php-fpm master holds open (and its -y config names).
+#[test]
+fn php_fpm_error_log_names_max_children() {
+    let fpm_bin = ["/usr/sbin/php-fpm8.2", "/usr/sbin/php-fpm"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    if !require("php-fpm", fpm_bin.is_some()) {
+        return;
+    }
+    let dir = tmpdir("errlog-fpm");
+    std::fs::write(dir.join("slow.php"), "<?php usleep(300000); echo \"ok\";\n").unwrap();
+    let app = free_port();
+    let user = if is_root() {
+        "user = www-data\ngroup = www-data\n"
+    } else {
+        ""
+    };
+    let d = dir.display();
+    std::fs::write(
+        dir.join("fpm.conf"),
+        format!(
+            "[global]\npid = {d}/fpm.pid\nerror_log = {d}/fpm.log\ndaemonize = no\n[www]\n{user}\
+             listen = 127.0.0.1:{app}\npm = dynamic\npm.max_children = 1\npm.start_servers = 1\n\
+             pm.min_spare_servers = 1\npm.max_spare_servers = 1\n"
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(fpm_bin.unwrap());
+    cmd.arg("-y").arg(dir.join("fpm.conf")).arg("-F");
+    let fpm = match spawn(cmd, dir.clone(), app) {
+        Ok(s) => s,
+        Err(e) => {
+            require(&format!("a runnable php-fpm ({e})"), false);
+            return;
+        }
+    };
+    let extra = format!(
+        " location ~ \\.php$ {{ fastcgi_pass 127.0.0.1:{app}; fastcgi_param SCRIPT_FILENAME {d}$fastcgi_script_name; fastcgi_param REQUEST_METHOD GET; fastcgi_param SCRIPT_NAME $fastcgi_script_name; }}"
+    );
+    let Some(ng) = start_nginx(64, &extra) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/slow.php", ng.port);
+    let pid = fpm.child.id().to_string();
+    let v = run_json(
+        &[
+            "run", &url, "-d", "3s", "-c", "4", "-t", "1", "--watch", &pid, "-o", "json",
+        ],
+        Duration::from_secs(60),
+    );
+    let f = finding(&v, "server reached pm.max_children setting");
+    assert_eq!(f["resource"], "worker_pool", "{f}");
+    assert_eq!(f["directive"], "pm.max_children", "{f}");
+    assert!(
+        f["first_t"].as_f64().is_some(),
+        "php-fpm's time stamp is placed: {f}"
+    );
+    check_against_file(
+        &v,
+        f,
+        &dir.join("fpm.log"),
+        "server reached pm.max_children setting",
+    );
 }

@@ -13,8 +13,10 @@ use std::ops::AddAssign;
 
 mod config;
 mod merge;
+mod server_log;
 pub use config::{Environment, LoadModel, RunConfig, ScheduledStart, SegmentConfig};
 pub use merge::RecordError;
+pub use server_log::{LogFinding, ServerLog};
 
 /// The `format` field of every run record.
 pub const FORMAT: &str = "redline.run";
@@ -350,6 +352,9 @@ pub struct RunRecord {
     /// The server's tuning directives in effect for this run (`--server-config`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_config: Option<ServerConfig>,
+    /// What the server's error log said during the run (`--watch`, `--server-config`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_log: Option<ServerLog>,
 }
 
 /// The effective values of the directives `tune` knows, read from the
@@ -432,6 +437,7 @@ impl RunRecord {
             server_watch: None,
             server_status: None,
             server_config: None,
+            server_log: None,
             diagnosis: None,
             requests: Vec::new(),
             replay: None,

@@ -18,7 +18,7 @@ pub use diagnose::{
     client_limits, diagnose, diagnose_with, server_held, trouble, Diagnosis, BLOWUP_MIN_US,
     BLOWUP_RATIO, CLIENT_LIMIT_CODES, KEEPALIVE_SHARE, LINK_SHARE, LOOPBACK_CEILING_BYTES,
 };
-pub use status::{StatusSample, StatusWatch, StatusWindow};
+pub use status::{StatusFailure, StatusSample, StatusWatch, StatusWindow, MAX_FAILURES};
 
 /// Samples of the watched server processes and the machine(s) during a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

@@ -75,8 +75,10 @@ fn scoreboard(body: &str) -> Option<(u64, std::collections::BTreeMap<String, u64
 }
 
 /// Apache mod_status `?auto`: BusyWorkers (which include the `K` slots),
-/// IdleWorkers, Total Accesses, the scoreboard's states. Also returns the
-/// scoreboard's length (its slots).
+/// IdleWorkers, Total Accesses, the scoreboard's states, and on the threaded
+/// MPMs `Processes`, `Stopping` and the event MPM's connection states
+/// (`ConnsTotal`, `ConnsAsyncWriting`, `ConnsAsyncKeepAlive`,
+/// `ConnsAsyncClosing`). Also returns the scoreboard's length (its slots).
 pub fn parse_apache(body: &str) -> Result<(StatusSample, Option<u64>), String> {
     let busy = num(body, "BusyWorkers").ok_or("no BusyWorkers line (is it ?auto?)")?;
     let sb = scoreboard(body);
@@ -87,11 +89,26 @@ pub fn parse_apache(body: &str) -> Result<(StatusSample, Option<u64>), String> {
             idle: num(body, "IdleWorkers"),
             keepalive: sb.as_ref().map(|s| s.1.get("K").copied().unwrap_or(0)),
             requests: num(body, "Total Accesses"),
+            processes: num(body, "Processes"),
+            stopping: num(body, "Stopping"),
+            conns_total: num(body, "ConnsTotal"),
+            async_writing: num(body, "ConnsAsyncWriting"),
+            async_keepalive: num(body, "ConnsAsyncKeepAlive"),
+            async_closing: num(body, "ConnsAsyncClosing"),
             states,
             ..Default::default()
         },
         sb.map(|s| s.0),
     ))
+}
+
+/// Apache: the MPM its `?auto` page names (`ServerMPM: event`, 2.4.35 and
+/// later), lowercased; None on older pages and other servers.
+pub fn apache_mpm(body: &str) -> Option<String> {
+    fields(body)
+        .find(|(k, _)| *k == "ServerMPM")
+        .map(|(_, v)| v.to_ascii_lowercase())
+        .filter(|v| !v.is_empty() && v.len() <= 32 && v.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
 /// lighttpd mod_status `?auto`: BusyServers, IdleServers, Total Accesses,
@@ -259,15 +276,79 @@ impl StatusUrl {
 /// The most of a status page read (Apache's with a large scoreboard is a few KiB).
 const MAX_BODY: u64 = 1 << 20;
 
+/// Why a read of the status page failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailKind {
+    /// No full answer in time (connect or answer): the server had no
+    /// worker free to answer it, or was that slow.
+    Timeout,
+    /// Connection refused or reset: nothing listening, or the server dropped it.
+    Refused,
+    /// An answer, but not HTTP 200 or not a status page redline reads.
+    NotStatus,
+    /// Anything else (name resolution, ...).
+    Other,
+}
+
+impl FailKind {
+    /// The name kept in the record (`StatusFailure::kind`).
+    pub fn name(self) -> &'static str {
+        match self {
+            FailKind::Timeout => "timeout",
+            FailKind::Refused => "refused",
+            FailKind::NotStatus => "not_status",
+            FailKind::Other => "other",
+        }
+    }
+
+    fn of_io(e: &std::io::Error) -> FailKind {
+        use std::io::ErrorKind as K;
+        match e.kind() {
+            K::TimedOut | K::WouldBlock => FailKind::Timeout,
+            K::ConnectionRefused | K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe => {
+                FailKind::Refused
+            }
+            _ => FailKind::Other,
+        }
+    }
+}
+
+/// A failed read: its kind and one line saying what happened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadError {
+    /// Why, as a kind.
+    pub kind: FailKind,
+    /// Why, in words (one line).
+    pub message: String,
+}
+
+impl ReadError {
+    fn new(kind: FailKind, message: String) -> ReadError {
+        ReadError { kind, message }
+    }
+}
+
 /// GETs the page (HTTP/1.0, `Connection: close`, at most 1 MiB, the whole
 /// exchange bounded by about `timeout` after connecting); Err: one line.
 pub fn fetch(url: &StatusUrl, timeout: Duration) -> Result<String, String> {
+    fetch_read(url, timeout).map_err(|e| e.message)
+}
+
+/// [`fetch`], telling why it failed ([`FailKind`]).
+pub fn fetch_read(url: &StatusUrl, timeout: Duration) -> Result<String, ReadError> {
     let addr = (url.host.as_str(), url.port)
         .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {}: {e}", url.host))?
+        .map_err(|e| ReadError::new(FailKind::Other, format!("cannot resolve {}: {e}", url.host)))?
         .next()
-        .ok_or_else(|| format!("cannot resolve {}", url.host))?;
-    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("{addr}: {e}"))?;
+        .ok_or_else(|| ReadError::new(FailKind::Other, format!("cannot resolve {}", url.host)))?;
+    let io = |e: std::io::Error| ReadError::new(FailKind::of_io(&e), format!("{addr}: {e}"));
+    let late = || {
+        ReadError::new(
+            FailKind::Timeout,
+            format!("{addr}: no full answer within {timeout:?}"),
+        )
+    };
+    let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(io)?;
     let _ = s.set_read_timeout(Some(timeout));
     let _ = s.set_write_timeout(Some(timeout));
     let host = if url.host.contains(':') {
@@ -279,8 +360,7 @@ pub fn fetch(url: &StatusUrl, timeout: Duration) -> Result<String, String> {
         "GET {} HTTP/1.0\r\nHost: {host}:{}\r\nUser-Agent: redline\r\nConnection: close\r\n\r\n",
         url.path, url.port
     );
-    s.write_all(req.as_bytes())
-        .map_err(|e| format!("{addr}: {e}"))?;
+    s.write_all(req.as_bytes()).map_err(io)?;
     // One deadline for the whole answer: a server trickling bytes must not
     // hold the reader (and the run's end) past it.
     let deadline = Instant::now() + timeout;
@@ -289,7 +369,7 @@ pub fn fetch(url: &StatusUrl, timeout: Duration) -> Result<String, String> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(format!("{addr}: no full answer within {timeout:?}"));
+            return Err(late());
         }
         let _ = s.set_read_timeout(Some(left));
         match s.read(&mut chunk) {
@@ -297,7 +377,10 @@ pub fn fetch(url: &StatusUrl, timeout: Duration) -> Result<String, String> {
             Ok(n) => {
                 buf.extend_from_slice(&chunk[..n]);
                 if buf.len() as u64 > MAX_BODY {
-                    return Err(format!("{addr}: the answer is over 1 MiB"));
+                    return Err(ReadError::new(
+                        FailKind::NotStatus,
+                        format!("{addr}: the answer is over 1 MiB"),
+                    ));
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -307,27 +390,58 @@ pub fn fetch(url: &StatusUrl, timeout: Duration) -> Result<String, String> {
                     std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                 ) =>
             {
-                return Err(format!("{addr}: no full answer within {timeout:?}"))
+                return Err(late())
             }
-            Err(e) => return Err(format!("{addr}: {e}")),
+            Err(e) => return Err(io(e)),
         }
     }
     let text = String::from_utf8_lossy(&buf);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or("the answer is not HTTP")?;
+    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| {
+        ReadError::new(
+            FailKind::NotStatus,
+            format!("{addr}: the answer is not HTTP"),
+        )
+    })?;
     let status = head
         .lines()
         .next()
         .and_then(|l| l.split_whitespace().nth(1))
         .unwrap_or("");
     if status != "200" {
-        return Err(format!(
-            "HTTP {status} from {} (is the status page enabled and allowed from here?)",
-            url.display()
+        return Err(ReadError::new(
+            FailKind::NotStatus,
+            format!(
+                "HTTP {status} from {} (is the status page enabled and allowed from here?)",
+                url.display()
+            ),
         ));
     }
     Ok(body.to_string())
+}
+
+/// Reads the page once: its sample, slots and the MPM (Apache); `kind` is
+/// told from the body when not known yet. Err: why, with its kind.
+pub fn read_once(
+    url: &StatusUrl,
+    kind: Option<StatusKind>,
+    timeout: Duration,
+) -> Result<(StatusKind, StatusSample, Option<u64>, Option<String>), ReadError> {
+    let body = fetch_read(url, timeout)?;
+    let kind = kind.or_else(|| StatusKind::detect(&body)).ok_or_else(|| {
+        ReadError::new(
+            FailKind::NotStatus,
+            format!(
+                "{} is not a status page redline reads (Apache ?auto, nginx stub_status, lighttpd ?auto, php-fpm)",
+                url.display()
+            ),
+        )
+    })?;
+    let (s, slots) = parse(kind, &body)
+        .map_err(|e| ReadError::new(FailKind::NotStatus, format!("{}: {e}", url.display())))?;
+    let mpm = (kind == StatusKind::Apache)
+        .then(|| apache_mpm(&body))
+        .flatten();
+    Ok((kind, s, slots, mpm))
 }
 
 /// Reads the page once and tells its format; Err: one line.
@@ -406,48 +520,70 @@ pub fn discover(
 pub struct StatusWatcher {
     stop: mpsc::Sender<()>,
     thread: JoinHandle<StatusWatch>,
+    first_error: Option<String>,
+}
+
+/// How long one read may take at a given interval: twice the interval,
+/// between 1 s and 5 s. A read that takes longer is a failed read
+/// (`timeout`), and the next one starts at once.
+pub fn read_timeout(interval: Duration) -> Duration {
+    (interval * 2).clamp(Duration::from_secs(1), Duration::from_secs(5))
 }
 
 impl StatusWatcher {
     /// Starts reading now (one read at once, then every `interval`, at most
-    /// 200,000 kept). Each read is bounded by the interval (at least 1 s).
-    /// Returns once the first read is done (the baseline).
-    pub fn start(url: StatusUrl, kind: StatusKind, interval: Duration) -> StatusWatcher {
+    /// 200,000 kept), each bounded by [`read_timeout`]. `kind` None: told
+    /// from the first page read. Returns once the first read is done (the
+    /// baseline); a failed first read does not stop it: the reader keeps
+    /// trying, and every failed read is kept with its time and kind
+    /// ([`StatusWatcher::first_error`] says why the first failed).
+    pub fn start(url: StatusUrl, kind: Option<StatusKind>, interval: Duration) -> StatusWatcher {
         let (tx, rx) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::channel();
+        let timeout = read_timeout(interval);
         let thread = std::thread::Builder::new()
             .name("redline-status".into())
             .spawn(move || {
-                let timeout = interval.max(Duration::from_secs(1));
+                let mut kind = kind;
                 let mut w = StatusWatch {
                     url: url.display(),
-                    server: kind.name().into(),
+                    server: kind.map(|k| k.name()).unwrap_or("unknown").into(),
                     started_at: redline_stats::time::now_rfc3339(),
                     interval_s: interval.as_secs_f64(),
                     ..Default::default()
                 };
                 let start = Instant::now();
-                let read = |w: &mut StatusWatch| {
+                let mut read = |w: &mut StatusWatch| -> Option<String> {
                     let t = start.elapsed().as_secs_f64();
-                    match fetch(&url, timeout).and_then(|b| parse(kind, &b)) {
-                        Ok((mut s, slots)) => {
+                    match read_once(&url, kind, timeout) {
+                        Ok((k, mut s, slots, mpm)) => {
+                            if kind.is_none() {
+                                kind = Some(k);
+                                w.server = k.name().into();
+                            }
                             s.t = t;
                             if slots.is_some() {
                                 w.slots = slots.max(w.slots);
                             }
-                            w.samples.push(s);
+                            if mpm.is_some() {
+                                w.mpm = mpm;
+                            }
+                            if w.samples.len() < 200_000 {
+                                w.samples.push(s);
+                            }
+                            None
                         }
                         Err(e) => {
-                            w.failed += 1;
-                            w.last_error = Some(e);
+                            w.add_failure(t, e.kind.name(), e.message.clone());
+                            Some(e.message)
                         }
                     }
                 };
                 for i in 0..200_000 {
                     let began = Instant::now();
-                    read(&mut w);
+                    let err = read(&mut w);
                     if i == 0 {
-                        let _ = ready_tx.send(());
+                        let _ = ready_tx.send(err);
                     }
                     let wait = interval.saturating_sub(began.elapsed());
                     match rx.recv_timeout(wait) {
@@ -461,9 +597,20 @@ impl StatusWatcher {
             .expect("spawn the status thread");
         // The first read is the baseline (the server's request count before
         // the load): the load starts after it.
-        let _ =
-            ready_rx.recv_timeout(interval.max(Duration::from_secs(1)) + Duration::from_secs(1));
-        StatusWatcher { stop: tx, thread }
+        let first_error = match ready_rx.recv_timeout(timeout + Duration::from_secs(1)) {
+            Ok(e) => e,
+            Err(_) => Some(format!("the status page gave no answer within {timeout:?}")),
+        };
+        StatusWatcher {
+            stop: tx,
+            thread,
+            first_error,
+        }
+    }
+
+    /// Why the first read failed (None: it was read).
+    pub fn first_error(&self) -> Option<&str> {
+        self.first_error.as_deref()
     }
 
     /// Stops reading and returns what was read.
@@ -473,244 +620,8 @@ impl StatusWatcher {
     }
 }
 
-/// The status page in the text report: one line for the run, then one per
-/// stage (peak/mean busy, lowest idle, keep-alive, the server's own req/s).
-pub fn render_text(rec: &redline_stats::RunRecord) -> String {
-    use std::fmt::Write as _;
-    let mut o = String::new();
-    let Some(w) = &rec.server_status else {
-        o.push_str(&render_diagnosis(rec));
-        return o;
-    };
-    let slots = w
-        .slots
-        .map(|n| format!(", {n} scoreboard slots"))
-        .unwrap_or_default();
-    let _ = writeln!(
-        o,
-        "\nServer status ({}, {}{slots}): {} reads{}",
-        w.server,
-        w.url,
-        w.samples.len(),
-        if w.failed > 0 {
-            format!(
-                ", {} failed (last: {})",
-                w.failed,
-                w.last_error.as_deref().unwrap_or("?")
-            )
-        } else {
-            String::new()
-        }
-    );
-    let line = |x: &redline_stats::watch::StatusWindow| {
-        let mut l = format!("busy {:.0}/{:.1}", x.busy.peak, x.busy.mean);
-        if let Some(i) = x.min_idle {
-            let _ = write!(l, "  idle lowest {i}");
-        }
-        if let Some(k) = x.keepalive {
-            let _ = write!(l, "  keep-alive {:.0}/{:.1}", k.peak, k.mean);
-        }
-        if let Some(r) = x.requests_per_s {
-            let _ = write!(l, "  {r:.0} req/s (server's count)");
-        }
-        if let Some(q) = x.max_listen_queue {
-            let _ = write!(l, "  listen queue peak {q}");
-        }
-        if let Some(m) = x.max_children_reached {
-            let _ = write!(l, "  max children reached +{m}");
-        }
-        if let Some(n) = x.not_handled {
-            let _ = write!(l, "  accepted not handled {n}");
-        }
-        l
-    };
-    if let Some(all) = w.window(&rec.started_at, f64::MIN, f64::MAX) {
-        let _ = writeln!(o, "  whole run (peak/mean): {}", line(&all));
-    }
-    let width = (0..rec.stages.len())
-        .map(|i| rec.stages[i].name(i).chars().count())
-        .max()
-        .unwrap_or(0);
-    for (i, st) in rec.stages.iter().enumerate() {
-        let name = st.name(i);
-        match &st.status {
-            Some(x) => {
-                let _ = writeln!(o, "  {name:<width$}  {}", line(x));
-            }
-            None => {
-                let _ = writeln!(o, "  {name:<width$}  no read");
-            }
-        }
-    }
-    o.push_str(&render_diagnosis(rec));
-    o
-}
-
-/// The diagnosis in the text report: what gave out, the evidence, the change.
-pub fn render_diagnosis(rec: &redline_stats::RunRecord) -> String {
-    use std::fmt::Write as _;
-    let mut o = String::new();
-    let Some(d) = &rec.diagnosis else {
-        return o;
-    };
-    let unit = match rec.config.stages.as_ref().map(|p| p.unit.as_str()) {
-        Some("rps") => "req/s",
-        _ => "connections",
-    };
-    let _ = writeln!(o, "\nDiagnosis: {}", d.headline(unit));
-    for e in &d.evidence {
-        let _ = writeln!(o, "  - {e}");
-    }
-    let _ = writeln!(o, "  => {}", d.advice);
-    for a in &d.also {
-        let _ = writeln!(o, "Also: {}", a.headline(unit));
-        for e in &a.evidence {
-            let _ = writeln!(o, "  - {e}");
-        }
-        let _ = writeln!(o, "  => {}", a.advice);
-    }
-    o
-}
+mod render;
+pub use render::{render_diagnosis, render_server_log, render_text};
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const APACHE_IDLE: &str = include_str!("../fixtures/status/apache_auto.txt");
-    const APACHE_BUSY: &str = include_str!("../fixtures/status/apache_auto_busy.txt");
-    const LIGHTTPD: &str = include_str!("../fixtures/status/lighttpd_auto.txt");
-    const NGINX_IDLE: &str = include_str!("../fixtures/status/nginx_stub.txt");
-    const NGINX_BUSY: &str = include_str!("../fixtures/status/nginx_stub_busy.txt");
-    const FPM_IDLE: &str = include_str!("../fixtures/status/fpm_status.txt");
-    const FPM_BUSY: &str = include_str!("../fixtures/status/fpm_status_busy.txt");
-
-    #[test]
-    fn detects_each_format() {
-        assert_eq!(StatusKind::detect(APACHE_IDLE), Some(StatusKind::Apache));
-        assert_eq!(StatusKind::detect(APACHE_BUSY), Some(StatusKind::Apache));
-        assert_eq!(StatusKind::detect(LIGHTTPD), Some(StatusKind::Lighttpd));
-        assert_eq!(StatusKind::detect(NGINX_BUSY), Some(StatusKind::Nginx));
-        assert_eq!(StatusKind::detect(FPM_BUSY), Some(StatusKind::PhpFpm));
-        assert_eq!(StatusKind::detect("<html>It works</html>"), None);
-    }
-
-    /// Apache 2.4 prefork, MaxRequestWorkers 10, under `ab -k -c 8`.
-    #[test]
-    fn apache_auto() {
-        let (s, slots) = parse_apache(APACHE_BUSY).unwrap();
-        assert_eq!(s.busy, Some(3));
-        assert_eq!(s.idle, Some(0));
-        assert_eq!(s.keepalive, Some(1));
-        assert_eq!(s.requests, Some(2930));
-        assert_eq!(s.states.get("W"), Some(&2));
-        assert_eq!(s.states.get("."), Some(&7));
-        assert_eq!(slots, Some(10));
-        let (s, _) = parse_apache(APACHE_IDLE).unwrap();
-        assert_eq!((s.busy, s.idle, s.keepalive), (Some(1), Some(1), Some(0)));
-        assert!(parse_apache("Total Accesses: 3\n").is_err());
-    }
-
-    #[test]
-    fn lighttpd_auto() {
-        let (s, slots) = parse_lighttpd(LIGHTTPD).unwrap();
-        assert_eq!((s.busy, s.idle, s.requests), (Some(1), Some(1364), Some(0)));
-        assert_eq!(slots, Some(1365));
-        assert_eq!(s.states.get("h"), Some(&1));
-    }
-
-    #[test]
-    fn nginx_stub_status() {
-        let s = parse_nginx(NGINX_BUSY).unwrap();
-        assert_eq!(s.active, Some(9));
-        assert_eq!(
-            (s.accepts, s.handled, s.requests),
-            (Some(10), Some(10), Some(2641))
-        );
-        assert_eq!((s.busy, s.keepalive), (Some(1), Some(8)));
-        let s = parse_nginx(NGINX_IDLE).unwrap();
-        assert_eq!((s.busy, s.keepalive, s.active), (Some(1), Some(0), Some(1)));
-        assert!(parse_nginx("Active connections: 1\n").is_err());
-        assert!(parse_nginx("hello").is_err());
-    }
-
-    /// php-fpm 8.2, pm static with 3 children, 8 clients of a 0.2 s script.
-    #[test]
-    fn php_fpm_status() {
-        let s = parse_php_fpm(FPM_BUSY).unwrap();
-        assert_eq!((s.busy, s.idle, s.processes), (Some(3), Some(0), Some(3)));
-        assert_eq!((s.listen_queue, s.max_children_reached), (Some(5), Some(0)));
-        assert_eq!(s.requests, Some(16));
-        let s = parse_php_fpm(FPM_IDLE).unwrap();
-        assert_eq!((s.busy, s.idle), (Some(0), Some(3)));
-    }
-
-    /// A one-shot local server answering `answer` (in pieces `gap` apart).
-    fn serve(answer: &'static [u8], gap: Duration) -> StatusUrl {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        std::thread::spawn(move || {
-            if let Ok((mut c, _)) = l.accept() {
-                let mut req = [0u8; 1024];
-                let _ = c.read(&mut req);
-                for piece in answer.chunks(8) {
-                    if c.write_all(piece).is_err() {
-                        return;
-                    }
-                    std::thread::sleep(gap);
-                }
-            }
-        });
-        StatusUrl {
-            host: "127.0.0.1".into(),
-            port,
-            path: "/nginx_status".into(),
-        }
-    }
-
-    #[test]
-    fn fetch_answers_and_refusals() {
-        let ok: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nActive connections: 1 \nserver accepts handled requests\n 1 1 1 \nReading: 0 Writing: 1 Waiting: 0 \n";
-        let u = serve(ok, Duration::ZERO);
-        assert_eq!(probe(&u, Duration::from_secs(5)), Ok(StatusKind::Nginx));
-        let u = serve(b"HTTP/1.1 403 Forbidden\r\n\r\nno", Duration::ZERO);
-        assert!(fetch(&u, Duration::from_secs(5))
-            .unwrap_err()
-            .contains("HTTP 403"));
-        let u = serve(
-            b"HTTP/1.1 200 OK\r\n\r\n<html>It works</html>",
-            Duration::ZERO,
-        );
-        assert!(probe(&u, Duration::from_secs(5))
-            .unwrap_err()
-            .contains("not a status page"));
-        // A server trickling its answer is cut at the deadline.
-        let u = serve(ok, Duration::from_millis(200));
-        let t0 = Instant::now();
-        let e = fetch(&u, Duration::from_millis(500)).unwrap_err();
-        assert!(e.contains("no full answer"), "{e}");
-        assert!(t0.elapsed() < Duration::from_secs(3));
-    }
-
-    #[test]
-    fn status_urls() {
-        let u = StatusUrl::parse("http://127.0.0.1:8080/server-status?auto").unwrap();
-        assert_eq!(
-            (u.host.as_str(), u.port, u.path.as_str()),
-            ("127.0.0.1", 8080, "/server-status?auto")
-        );
-        let u = StatusUrl::parse("http://[::1]/nginx_status").unwrap();
-        assert_eq!((u.host.as_str(), u.port), ("::1", 80));
-        assert_eq!(u.display(), "http://[::1]:80/nginx_status");
-        assert_eq!(StatusUrl::parse("http://h").unwrap().path, "/");
-        for bad in [
-            "https://x/",
-            "ftp://x",
-            "http://u:secret@x/",
-            "http://x:99999/",
-            "http:///x",
-        ] {
-            let e = StatusUrl::parse(bad).unwrap_err();
-            assert!(!e.contains("secret"), "{e}");
-        }
-    }
-}
+mod tests;

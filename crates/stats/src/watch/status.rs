@@ -28,8 +28,33 @@ pub struct StatusWatch {
     /// Why the last failed read failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// Each failed read, oldest first (at most [`MAX_FAILURES`] kept; `failed`
+    /// counts them all). A status page needs a worker of the server itself,
+    /// so reads that time out while the load runs are evidence of a full
+    /// pool, not noise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<StatusFailure>,
+    /// Apache: the MPM the page names (`ServerMPM: event`, Apache 2.4.35 and
+    /// later): `event`, `worker` or `prefork`. Absent when the page does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpm: Option<String>,
     /// The reads, oldest first.
     pub samples: Vec<StatusSample>,
+}
+
+/// The most failed reads a [`StatusWatch`] keeps one by one.
+pub const MAX_FAILURES: usize = 10_000;
+
+/// One failed read of the status page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct StatusFailure {
+    /// Seconds since reading started (when the read began).
+    pub t: f64,
+    /// Why: `timeout` (no full answer in time: the server had no worker
+    /// free to answer, or was too slow), `refused` (nothing listening, or
+    /// the connection was reset), `not_status` (an answer, but not a status
+    /// page redline reads, or not HTTP 200), `other` (name resolution, ...).
+    pub kind: String,
 }
 
 /// One read of a status page. A field the server's page does not give is absent.
@@ -64,7 +89,8 @@ pub struct StatusSample {
     /// resource limit such as worker_connections).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handled: Option<u64>,
-    /// php-fpm: processes in the pool (total processes).
+    /// php-fpm: processes in the pool (total processes); Apache: its child
+    /// processes (`Processes`, threaded MPMs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub processes: Option<u64>,
     /// php-fpm: times the pool hit pm.max_children since start.
@@ -73,6 +99,28 @@ pub struct StatusSample {
     /// php-fpm: requests waiting for a free process (listen queue).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listen_queue: Option<u64>,
+    /// Apache event: the connections its processes hold (`ConnsTotal`),
+    /// whether a worker thread serves them or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conns_total: Option<u64>,
+    /// Apache event: connections waiting, without a worker, for the client
+    /// to read the rest of an answer (`ConnsAsyncWriting`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub async_writing: Option<u64>,
+    /// Apache event: idle keep-alive connections, held without a worker
+    /// (`ConnsAsyncKeepAlive`): on event they never show as `K` in the
+    /// scoreboard. Apache refreshes the `Conns*` numbers only when its
+    /// listener handles a connection's timeout, so they may lag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub async_keepalive: Option<u64>,
+    /// Apache event: connections being closed (lingering close) without a
+    /// worker (`ConnsAsyncClosing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub async_closing: Option<u64>,
+    /// Apache (threaded MPMs): processes exiting gracefully (`Stopping`),
+    /// whose slots are not free yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopping: Option<u64>,
     /// Apache/lighttpd: workers per scoreboard state (`W` sending, `K`
     /// keep-alive, `R` reading, `_` waiting, `.` open slot, ...).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -104,19 +152,68 @@ pub struct StatusWindow {
     /// nginx: connections accepted but not handled inside the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_handled: Option<u64>,
+    /// Apache event: connections held (`ConnsTotal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conns_total: Option<PeakMean>,
+    /// Apache event: idle keep-alive connections held without a worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub async_keepalive: Option<PeakMean>,
+    /// Apache event: connections waiting for the client to read an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub async_writing: Option<PeakMean>,
+    /// Apache event: connections in lingering close.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub async_closing: Option<PeakMean>,
+    /// Reads that failed inside the window (see [`StatusWatch::failures_between`]).
+    #[serde(default, skip_serializing_if = "is_zero32")]
+    pub failed: u32,
+}
+
+fn is_zero32(n: &u32) -> bool {
+    *n == 0
 }
 
 impl StatusWatch {
-    /// The reads in `[t0_s, t1_s]` seconds since the run started
-    /// (`run_started_at`, RFC 3339), summarized; `None` without any read there.
-    pub fn window(&self, run_started_at: &str, t0_s: f64, t1_s: f64) -> Option<StatusWindow> {
-        let off = match (
+    /// Seconds from the run's start (`run_started_at`, RFC 3339) to this
+    /// watch's start: add it to a sample's or failure's `t` to place it on
+    /// the run's clock.
+    pub fn offset_s(&self, run_started_at: &str) -> f64 {
+        match (
             crate::time::parse_rfc3339_ms(&self.started_at),
             crate::time::parse_rfc3339_ms(run_started_at),
         ) {
             (Some(h), Some(r)) => (h - r) as f64 / 1000.0,
             _ => 0.0,
-        };
+        }
+    }
+
+    /// Records a failed read at `t` (seconds since reading started).
+    pub fn add_failure(&mut self, t: f64, kind: &str, message: String) {
+        self.failed += 1;
+        self.last_error = Some(message);
+        if self.failures.len() < MAX_FAILURES {
+            self.failures.push(StatusFailure {
+                t,
+                kind: kind.into(),
+            });
+        }
+    }
+
+    /// The failed reads in `[t0_s, t1_s]` seconds since the run started
+    /// (`run_started_at`, RFC 3339), on the run's clock: `(t, kind)`.
+    pub fn failures_between(&self, run_started_at: &str, t0_s: f64, t1_s: f64) -> Vec<(f64, &str)> {
+        let off = self.offset_s(run_started_at);
+        self.failures
+            .iter()
+            .map(|f| (f.t + off, f.kind.as_str()))
+            .filter(|(t, _)| *t >= t0_s && *t <= t1_s)
+            .collect()
+    }
+
+    /// The reads in `[t0_s, t1_s]` seconds since the run started
+    /// (`run_started_at`, RFC 3339), summarized; `None` without any read there.
+    pub fn window(&self, run_started_at: &str, t0_s: f64, t1_s: f64) -> Option<StatusWindow> {
+        let off = self.offset_s(run_started_at);
         if t0_s.is_nan() || t1_s.is_nan() || t1_s < t0_s {
             return None;
         }
@@ -154,6 +251,11 @@ impl StatusWatch {
                 (Some((a, _)), Some((h, _))) => Some(a.saturating_sub(h)),
                 _ => None,
             },
+            conns_total: opt_peak(|x| x.conns_total),
+            async_keepalive: opt_peak(|x| x.async_keepalive),
+            async_writing: opt_peak(|x| x.async_writing),
+            async_closing: opt_peak(|x| x.async_closing),
+            failed: self.failures_between(run_started_at, t0_s, t1_s).len() as u32,
         })
     }
 }
