@@ -124,7 +124,10 @@ fn find_fails_a_step_that_broke_the_slo_even_when_the_client_was_limited() {
         ),
         "{t}"
     );
-    assert!(!t.contains("no step failed") && !t.contains("no answer"), "{t}");
+    assert!(
+        !t.contains("no step failed") && !t.contains("no answer"),
+        "{t}"
+    );
     assert!(!t.contains("max rate meeting SLO"), "{t}");
     // The search ended on the client's limit before any pass.
     assert_eq!(code, Some(1), "{t}{err}");
@@ -208,8 +211,14 @@ fn find_retries_a_client_limited_first_step_lower_then_says_so() {
         ),
         "{t}"
     );
-    assert!(t.contains("the client was the limit: the open-file limit is 40"), "{t}");
-    assert!(!t.contains("no answer") && !t.contains("PASS") && !t.contains("FAIL"), "{t}");
+    assert!(
+        t.contains("the client was the limit: the open-file limit is 40"),
+        "{t}"
+    );
+    assert!(
+        !t.contains("no answer") && !t.contains("PASS") && !t.contains("FAIL"),
+        "{t}"
+    );
     assert!(
         t.contains("Diagnosis (step 4, 5.0 req/s): the client (redline itself) was the limit"),
         "{t}"

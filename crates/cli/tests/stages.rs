@@ -376,7 +376,10 @@ fn find_fails_a_step_the_server_could_not_take_even_when_the_client_lagged() {
         t.contains("no rate met the SLO (down to 300000 req/s"),
         "{t}"
     );
-    assert!(!t.contains("no step failed") && !t.contains("no answer"), "{t}");
+    assert!(
+        !t.contains("no step failed") && !t.contains("no answer"),
+        "{t}"
+    );
     // The same in JSON; the client's lag, when there was some, is noted.
     let mut json = args.to_vec();
     json.extend(["-o", "json", "-q"]);

@@ -83,7 +83,10 @@ fn a_client_limited_first_step_is_tried_lower_up_to_three_times() {
 #[test]
 fn a_retry_that_passes_searches_on_and_the_answer_says_what_was_client_limited() {
     use Verdict::*;
-    let (s, rates, next) = replay(100.0, &[(ClientLimited, false), (Pass, false), (Pass, false)]);
+    let (s, rates, next) = replay(
+        100.0,
+        &[(ClientLimited, false), (Pass, false), (Pass, false)],
+    );
     assert_eq!(rates, vec![100.0, 50.0, 100.0]);
     assert_eq!(next, Next::Rate(200.0));
     let a = s.answer(Stopped::MaxSteps);
@@ -95,7 +98,11 @@ fn a_retry_that_passes_searches_on_and_the_answer_says_what_was_client_limited()
     // A client-limited step above the last pass is named.
     let (s, _, _) = replay(
         100.0,
-        &[(ClientLimited, false), (ClientLimited, false), (Pass, false)],
+        &[
+            (ClientLimited, false),
+            (ClientLimited, false),
+            (Pass, false),
+        ],
     );
     assert_eq!(
         s.answer(Stopped::MaxSteps),
@@ -145,11 +152,20 @@ fn plain_endings_keep_their_words() {
     assert!(!s.client_before_any_pass());
     let (s, _, next) = replay(0.15, &[(Fail, false)]);
     assert_eq!(next, Next::Stop(Stopped::NoPass));
-    assert_eq!(s.answer(Stopped::NoPass), "no rate met the SLO (down to 0.1 req/s)");
+    assert_eq!(
+        s.answer(Stopped::NoPass),
+        "no rate met the SLO (down to 0.1 req/s)"
+    );
     // Failures, then client-limited below them.
     let (s, _, next) = replay(
         100.0,
-        &[(Fail, true), (ClientLimited, false), (ClientLimited, false), (ClientLimited, false), (ClientLimited, false)],
+        &[
+            (Fail, true),
+            (ClientLimited, false),
+            (ClientLimited, false),
+            (ClientLimited, false),
+            (ClientLimited, false),
+        ],
     );
     assert_eq!(next, Next::Stop(Stopped::ClientLimited));
     assert_eq!(
@@ -159,7 +175,18 @@ fn plain_endings_keep_their_words() {
     );
     assert!(s.client_before_any_pass());
     // Precision ends a bisection.
-    let (_, rates, next) = replay(100.0, &[(Pass, false), (Fail, false), (Pass, false), (Pass, false), (Pass, false), (Pass, false), (Pass, false)]);
+    let (_, rates, next) = replay(
+        100.0,
+        &[
+            (Pass, false),
+            (Fail, false),
+            (Pass, false),
+            (Pass, false),
+            (Pass, false),
+            (Pass, false),
+            (Pass, false),
+        ],
+    );
     assert_eq!(rates, vec![100.0, 200.0, 150.0, 175.0, 187.5, 193.75]);
     assert_eq!(next, Next::Stop(Stopped::Precision));
     // Interrupted before any step ended.

@@ -301,9 +301,15 @@ fn one_noisy_middle_stage_is_no_knee() {
         .map(|l| (l as f64, if l == 3 { 150 } else { l * 100 }))
         .collect();
     let (p, series) = stepped(&levels, None);
-    assert!(find_knee(&p, &series).is_none(), "{:?}", find_knee(&p, &series));
+    assert!(
+        find_knee(&p, &series).is_none(),
+        "{:?}",
+        find_knee(&p, &series)
+    );
     // Nor when the noisy stage is a p99 spike.
-    let lat: Vec<u64> = (1..=8).map(|l| if l == 5 { 80_000 } else { 10_000 }).collect();
+    let lat: Vec<u64> = (1..=8)
+        .map(|l| if l == 5 { 80_000 } else { 10_000 })
+        .collect();
     let levels: Vec<(f64, u64)> = (1..=8).map(|l| (l as f64, l * 100)).collect();
     let (p, series) = stepped(&levels, Some(&lat));
     assert!(find_knee(&p, &series).is_none());
@@ -389,7 +395,8 @@ fn a_noisy_base_does_not_decide_the_knee() {
             k.evidence
         );
         assert!(
-            k.evidence.contains("it is the last level, so no later level could confirm it"),
+            k.evidence
+                .contains("it is the last level, so no later level could confirm it"),
             "{}",
             k.evidence
         );
@@ -408,7 +415,10 @@ fn a_noisy_base_does_not_decide_the_knee() {
 /// Rate stages (`rps`) follow the same rule: a noisy middle step is no knee.
 #[test]
 fn rate_steps_need_a_persisting_break_too() {
-    let mut p = plan(true, &[(1.0, 100.0), (1.0, 200.0), (1.0, 300.0), (1.0, 400.0)]);
+    let mut p = plan(
+        true,
+        &[(1.0, 100.0), (1.0, 200.0), (1.0, 300.0), (1.0, 400.0)],
+    );
     p.unit = "rps".into();
     let series = vec![
         sec(0, 100, 5_000),
