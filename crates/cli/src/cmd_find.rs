@@ -31,7 +31,7 @@
 //!
 //! After the search, the step that says why is diagnosed from its own record
 //! (`watch::diagnose`: the first failing step above the capacity, else the
-//! client-limited one, else the capacity): printed under the answer, and
+//! last client-limited one, else the capacity): printed under the answer, and
 //! `diagnosis` in the JSON. `--watch`, `--server-status` and
 //! `--server-config` work as for `run`, on every step.
 //!
@@ -436,7 +436,7 @@ pub fn run(a: FindArgs) -> Exit {
         if let (true, Some(last)) = (retry, steps.last_mut()) {
             last.retried_lower = true;
             say(&format!(
-                "     no step has passed yet: the same search again at {} req/s",
+                "     client-limited before any step passed: trying again at half the rate, {} req/s",
                 fmt_rate(rate)
             ));
         }
@@ -569,7 +569,7 @@ pub fn run(a: FindArgs) -> Exit {
     let answer = search.answer(stopped);
     let why = stopped.why();
     // The step that says why: the first failing step above the capacity,
-    // else the client-limited one, else the capacity itself.
+    // else the last client-limited one, else the capacity itself.
     let why_step = failed
         .and_then(|f| {
             steps

@@ -199,7 +199,7 @@ fn find_retries_a_client_limited_first_step_lower_then_says_so() {
         assert!(l.split_whitespace().nth(1) == Some(rate), "{l}\n{t}");
     }
     assert_eq!(
-        t.matches("no step has passed yet: the same search again at ")
+        t.matches("client-limited before any step passed: trying again at half the rate, ")
             .count(),
         3,
         "{t}"
