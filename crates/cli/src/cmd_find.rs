@@ -10,20 +10,28 @@
 //! doubles from `--start-rate` until a step fails (halves while the first
 //! ones fail), then bisects between the last pass and the first fail until
 //! the gap is under `--precision`, `--max-steps` steps ran, or the next step
-//! would overrun `--time-budget`. A step where the client was the limit (its
-//! own CPU, file descriptors or ports, scheduler lag, or a rate it did not
-//! send: the warnings client_cpu, fd_limit, client_resources, scheduler_lag,
-//! rate_short) is neither pass nor fail, whatever else the record says: the
-//! search stops there, says so, and never takes that rate as the server's
-//! capacity. A step whose rate was not sent because every connection was
-//! held by the server while requests waited for one (the engine's rate_short
-//! with all `-c` connections open: `watch::server_held`) is the server's
-//! limit: FAIL, "server concurrency". connections_busy alone (requests
-//! waited, the rate was sent) is judged by the SLO.
+//! would overrun `--time-budget`.
+//!
+//! A step is judged as `run --threshold` judges a run: a step that broke the
+//! SLO has FAILED, whatever else its record says; when the client was also
+//! the limit (its own CPU, file descriptors or ports, scheduler lag, or a
+//! rate it did not send: the warnings client_cpu, fd_limit,
+//! client_resources, scheduler_lag, rate_short) the note line says so, and
+//! the step still counts as a failure. A step whose rate was not sent
+//! because every connection was held by the server while requests waited
+//! for one (the engine's rate_short with all `-c` connections open:
+//! `watch::server_held`) is the server's limit: FAIL, "server concurrency".
+//! connections_busy alone (requests waited, the rate was sent) is judged by
+//! the SLO. A step that met the SLO while the client was the limit is
+//! CLIENT-LIMITED, neither pass nor fail, never taken as the server's
+//! capacity: before any pass it is tried again at half its rate (up to 3
+//! times, within `--max-steps` and `--time-budget`); after a pass the search
+//! stops there. The answer says which steps were client-limited, in words
+//! (`search.rs`: the rules without sockets).
 //!
 //! After the search, the step that says why is diagnosed from its own record
 //! (`watch::diagnose`: the first failing step above the capacity, else the
-//! client-limited one, else the capacity): printed under the answer, and
+//! last client-limited one, else the capacity): printed under the answer, and
 //! `diagnosis` in the JSON. `--watch`, `--server-status` and
 //! `--server-config` work as for `run`, on every step.
 //!
@@ -33,7 +41,8 @@
 //! before the first step and every step keeps the answer.
 //!
 //! Exit codes: 0 an answer (or a lower bound) was found; 4 no step met the
-//! SLO; 1 the client was the limit before any step passed, or a run failed;
+//! SLO; 1 the search ended on a client-limited step before any step passed,
+//! or a run failed;
 //! 2 bad input; 130 interrupted.
 
 use crate::exit::{fail, Exit};
@@ -44,6 +53,12 @@ use redline_report::thresholds::{check, Outcome, Threshold};
 use redline_stats::{Hist, RunRecord};
 use std::io::Write;
 use std::time::{Duration, Instant};
+
+mod search;
+#[cfg(test)]
+mod tests;
+
+use search::{Next, Search, Stopped, Verdict};
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum FindOutput {
@@ -142,23 +157,6 @@ fn percent(s: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    Pass,
-    Fail,
-    ClientLimited,
-}
-
-impl Verdict {
-    fn name(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-            Verdict::ClientLimited => "client_limited",
-        }
-    }
-}
-
 #[derive(Debug)]
 struct Step {
     step: u32,
@@ -172,8 +170,11 @@ struct Step {
     verdict: Verdict,
     /// Each SLO threshold as `PASS p99<200ms (measured …)`.
     outcomes: Vec<String>,
-    /// Why the step is not the server's (client-limited steps).
+    /// The client's own limits during the step (its warnings), on a
+    /// CLIENT-LIMITED step and on a FAIL step where the client was also limited.
     note: Option<String>,
+    /// A CLIENT-LIMITED step before any pass, tried again at half its rate.
+    retried_lower: bool,
     /// The server held every connection while requests waited (a FAIL).
     server_held: bool,
     /// Why the step hit trouble, from its record (`watch::diagnose`).
@@ -195,6 +196,8 @@ impl Step {
             "verdict": self.verdict.name(),
             "outcomes": self.outcomes,
             "note": self.note,
+            "client_limited": self.note.is_some(),
+            "retried_lower": self.retried_lower,
             "server_held": self.server_held,
             "diagnosis": self.diagnosis,
         })
@@ -250,14 +253,8 @@ fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (S
     // requests waited, the rate was sent) is judged by the SLO.
     let held = redline_stats::watch::server_held(rec)
         && rec.warnings.iter().any(|w| w.code == "rate_short");
-    let pass = outcomes.iter().all(|o| o.pass) && !held;
-    let verdict = if !limit.is_empty() {
-        Verdict::ClientLimited
-    } else if pass {
-        Verdict::Pass
-    } else {
-        Verdict::Fail
-    };
+    // A broken SLO or a held server is a failure, whatever the client did.
+    let verdict = Verdict::of(outcomes.iter().all(|o| o.pass), held, !limit.is_empty());
     let step = Step {
         step: 0,
         target_rate: 0.0,
@@ -273,6 +270,7 @@ fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (S
         verdict,
         outcomes: outcomes.iter().map(|o| o.to_string()).collect(),
         note: (!limit.is_empty()).then(|| limit.join("; ")),
+        retried_lower: false,
         server_held: held,
         diagnosis: None,
         diagnosis_text: String::new(),
@@ -302,6 +300,7 @@ fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (S
     (step, rec.interrupted)
 }
 
+/// A rate for people: `20.0`, `150`.
 fn fmt_rate(r: f64) -> String {
     if r >= 100.0 {
         format!("{r:.0}")
@@ -422,15 +421,24 @@ pub fn run(a: FindArgs) -> Exit {
     let started = Instant::now();
     let mut steps: Vec<Step> = Vec::new();
     let mut side_failed = false;
-    let (mut pass, mut failed): (Option<f64>, Option<f64>) = (None, None);
+    let mut search = Search::new(a.precision);
     let mut rate = a.start_rate;
-    let stopped: &str = loop {
+    // The last step was client-limited before any pass: this one retries it lower.
+    let mut retry = false;
+    let stopped: Stopped = loop {
         if steps.len() as u32 >= a.max_steps {
-            break "max_steps";
+            break Stopped::MaxSteps;
         }
         // A step costs its length plus up to the 1 s grace.
         if started.elapsed() + step_len + Duration::from_secs(1) > a.time_budget {
-            break "time_budget";
+            break Stopped::TimeBudget;
+        }
+        if let (true, Some(last)) = (retry, steps.last_mut()) {
+            last.retried_lower = true;
+            say(&format!(
+                "     client-limited before any step passed: trying again at half the rate, {} req/s",
+                fmt_rate(rate)
+            ));
         }
         let plan = match build(rate) {
             Ok(p) => p,
@@ -498,7 +506,7 @@ pub fn run(a: FindArgs) -> Exit {
         step.step = n;
         step.target_rate = rate;
         if interrupted {
-            break "interrupted";
+            break Stopped::Interrupted;
         }
         say(&format!(
             "{:>4} {:>12} {:>10.1} {:>10.1} {:>10} {:>10} {:>7.2}%  {}",
@@ -526,41 +534,29 @@ pub fn run(a: FindArgs) -> Exit {
                 Verdict::ClientLimited => "CLIENT-LIMITED".to_string(),
             }
         ));
-        let verdict = step.verdict;
-        if let Some(note) = &step.note {
-            say(&format!("     the client was the limit: {note}"));
-        } else if step.server_held {
+        if step.server_held {
             say(&format!(
                 "     the server held all {} connections while requests waited for one: its concurrency is the limit at this rate",
                 rec.config.load.connections()
             ));
         }
+        if let Some(note) = &step.note {
+            match step.verdict {
+                Verdict::Fail => say(&format!(
+                    "     the client was also limited: {note}; the step failed all the same, so it counts as a failure"
+                )),
+                _ => say(&format!("     the client was the limit: {note}")),
+            }
+        }
+        let next = search.record(rate, step.verdict, step.note.is_some());
         steps.push(step);
-        match verdict {
-            Verdict::ClientLimited => break "client_limited",
-            Verdict::Pass => pass = Some(pass.map_or(rate, |p: f64| p.max(rate))),
-            Verdict::Fail => failed = Some(failed.map_or(rate, |f: f64| f.min(rate))),
-        }
-        rate = match (pass, failed) {
-            (Some(p), None) => p * 2.0,
-            (None, Some(f)) => {
-                if f / 2.0 < 0.1 {
-                    break "no_pass";
-                }
-                f / 2.0
-            }
-            (Some(p), Some(f)) => {
-                if (f - p) / p <= a.precision {
-                    break "precision";
-                }
-                (p + f) / 2.0
-            }
-            (None, None) => break "no_pass",
+        retry = matches!(next, Next::Retry(_));
+        rate = match next {
+            Next::Rate(r) | Next::Retry(r) => r,
+            Next::Stop(why) => break why,
         };
-        if rate > 10_000_000.0 {
-            break "max_steps";
-        }
     };
+    let (pass, failed) = (search.pass, search.failed);
     // The view is left, then the lines it held are printed where they belong.
     drop(view);
     for (to_stderr, l) in held.take() {
@@ -570,41 +566,22 @@ pub fn run(a: FindArgs) -> Exit {
             say_now(&l);
         }
     }
-    let answer = match (pass, failed) {
-        (Some(p), Some(f)) => format!(
-            "max rate meeting SLO: {} req/s (between {} and {} req/s)",
-            fmt_rate(p),
-            fmt_rate(p),
-            fmt_rate(f)
-        ),
-        (Some(p), None) => format!(
-            "max rate meeting SLO: at least {} req/s (no step failed)",
-            fmt_rate(p)
-        ),
-        (None, Some(f)) => format!("no rate met the SLO (down to {} req/s)", fmt_rate(f)),
-        (None, None) => "no step completed: no answer".to_string(),
-    };
-    let why = match stopped {
-        "precision" => "the bracket is within --precision".to_string(),
-        "max_steps" => "--max-steps reached".into(),
-        "time_budget" => "the next step would overrun --time-budget".into(),
-        "client_limited" => {
-            "the client, not the server, was the limit at the last step: the server's capacity may be higher; \
-             give redline more cores (-t) or machines"
-                .into()
-        }
-        "interrupted" => "interrupted".into(),
-        _ => "no rate passed".into(),
-    };
+    let answer = search.answer(stopped);
+    let why = stopped.why();
     // The step that says why: the first failing step above the capacity,
-    // else the client-limited one, else the capacity itself.
+    // else the last client-limited one, else the capacity itself.
     let why_step = failed
         .and_then(|f| {
             steps
                 .iter()
                 .find(|s| s.verdict == Verdict::Fail && s.target_rate == f)
         })
-        .or_else(|| steps.iter().find(|s| s.verdict == Verdict::ClientLimited))
+        .or_else(|| {
+            steps
+                .iter()
+                .rev()
+                .find(|s| s.verdict == Verdict::ClientLimited)
+        })
         .or_else(|| {
             pass.and_then(|p| {
                 steps
@@ -641,7 +618,13 @@ pub fn run(a: FindArgs) -> Exit {
             "max_rate": pass,
             "lower": pass,
             "upper": failed,
-            "stopped": stopped,
+            "client_limited_at": steps
+                .iter()
+                .filter(|s| s.verdict == Verdict::ClientLimited)
+                .map(|s| s.target_rate)
+                .reduce(f64::min),
+            "stopped": stopped.name(),
+            "answer": answer,
             "diagnosis": why_step.map(|s| {
                 let mut d = serde_json::to_value(&s.diagnosis).unwrap_or_default();
                 if let Some(o) = d.as_object_mut() {
@@ -665,7 +648,7 @@ pub fn run(a: FindArgs) -> Exit {
             classname: "redline.find".into(),
             time_s: started.elapsed().as_secs_f64(),
             verdict: match pass {
-                Some(_) if stopped != "interrupted" => Verdict::Pass,
+                Some(_) if stopped != Stopped::Interrupted => Verdict::Pass,
                 _ => Verdict::Failure {
                     message: answer.clone(),
                     text: format!("{answer} (search stopped: {why})"),
@@ -683,11 +666,12 @@ pub fn run(a: FindArgs) -> Exit {
         }
     }
     match (stopped, pass) {
-        ("interrupted", _) => Exit::Interrupted,
+        (Stopped::Interrupted, _) => Exit::Interrupted,
         // A step that could not be saved (or its --html written).
         (_, Some(_)) if side_failed => Exit::Failure,
         (_, Some(_)) => Exit::Ok,
-        ("client_limited", None) => Exit::Failure,
+        // The client was the limit before any step passed.
+        _ if search.client_before_any_pass() => Exit::Failure,
         (_, None) => Exit::Threshold,
     }
 }

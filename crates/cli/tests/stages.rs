@@ -221,8 +221,8 @@ fn find_text_output_and_bad_input() {
     let _serial = serial();
     let srv = builtin();
     let url = format!("http://{}/?delay=50ms", srv.local_addr());
-    // Every step fails a 1 ms bound: no rate meets it (exit 4). When the host
-    // stalls the client, the step is rightly CLIENT-LIMITED (exit 1) instead.
+    // Every step fails a 1 ms bound: no rate meets it (exit 4), even when
+    // the host stalls the client (the step's note then says so).
     timing_sensitive(3, || {
         let out = redline(&[
             "find",
@@ -330,13 +330,14 @@ fn find_sends_runs_request_flags() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// A step the client cannot send (300,000 req/s from one thread over 8
+/// A step the server cannot take (300,000 req/s from one thread over 8
 /// connections to a 1 ms server: at most ~8,000 req/s, every connection
-/// busy) is CLIENT-LIMITED, not PASS or FAIL, even though most requests
-/// waited for a connection; the search stops there without taking that
-/// rate (or any) as the server's capacity, and exits 1.
+/// held by the server while requests waited) FAILED, whatever the client's
+/// own scheduler did: FAIL (server concurrency), never CLIENT-LIMITED, and
+/// when the client lagged too its note line says so. No rate met the SLO
+/// (exit 4); the answer never says "no step failed" nor "no answer".
 #[test]
-fn find_reports_a_client_limited_step_as_such() {
+fn find_fails_a_step_the_server_could_not_take_even_when_the_client_lagged() {
     let _serial = serial();
     let srv = builtin();
     let url = format!("http://{}/?delay=1ms", srv.local_addr());
@@ -355,59 +356,49 @@ fn find_reports_a_client_limited_step_as_such() {
         "1s",
         "--warmup",
         "0s",
+        "--max-steps",
+        "1",
         "--no-save",
     ];
     let (out, _) = redline_with_limit(&args, Duration::from_secs(30));
     let t = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert_eq!(out.status.code(), Some(4), "{t}");
     let step = t
         .lines()
         .find(|l| l.trim_start().starts_with("1 "))
         .unwrap_or_else(|| panic!("no step line: {t}"));
     assert!(step.contains("300000"), "{step}");
-    assert!(step.trim_end().ends_with("CLIENT-LIMITED"), "{step}");
-    assert!(!t.contains("PASS") && !t.contains("FAIL"), "{t}");
-    // The client's own scheduler fell behind: its limit. That the builtin
-    // server also held the 8 connections is not blamed on the client.
+    assert!(step.contains("FAIL (server concurrency; p99<10s"), "{step}");
+    assert!(!t.contains("CLIENT-LIMITED"), "{t}");
+    assert!(t.contains("the server held all 8 connections"), "{t}");
+    assert!(!t.contains("the client was the limit:"), "{t}");
     assert!(
-        t.contains("the client was the limit: scheduler lag p99 "),
+        t.contains("no rate met the SLO (down to 300000 req/s"),
         "{t}"
     );
-    assert!(!t.contains("the client was the limit: sent "), "{t}");
     assert!(
-        t.contains("Diagnosis (step 1, 300000 req/s): the client (redline itself) was the limit"),
+        !t.contains("no step failed") && !t.contains("no answer"),
         "{t}"
     );
-    assert!(!t.contains("max rate meeting SLO"), "{t}");
-    assert!(t.contains("no step completed: no answer"), "{t}");
-    assert!(
-        t.contains("the client, not the server, was the limit"),
-        "{t}"
-    );
-    // The same in JSON: the verdict, no answer, and why the search stopped.
+    // The same in JSON; the client's lag, when there was some, is noted.
     let mut json = args.to_vec();
     json.extend(["-o", "json", "-q"]);
     let (out, _) = redline_with_limit(&json, Duration::from_secs(30));
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(4));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let steps = v["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 1, "{v}");
-    assert_eq!(steps[0]["verdict"], "client_limited", "{v}");
-    assert!(
-        steps[0]["sent_per_sec"].as_f64().unwrap() < 150_000.0,
-        "{v}"
-    );
-    assert!(
-        steps[0]["note"]
-            .as_str()
-            .unwrap()
-            .contains("scheduler lag p99 "),
-        "{v}"
-    );
-    assert_eq!(v["diagnosis"]["resource"], "client", "{v}");
-    assert_eq!(v["diagnosis"]["step"], 1, "{v}");
-    assert_eq!(v["stopped"], "client_limited");
-    assert!(v["max_rate"].is_null() && v["upper"].is_null(), "{v}");
+    let s0 = &steps[0];
+    assert_eq!(s0["verdict"], "fail", "{v}");
+    assert_eq!(s0["server_held"], true, "{v}");
+    assert!(s0["sent_per_sec"].as_f64().unwrap() < 150_000.0, "{v}");
+    assert_eq!(s0["client_limited"], s0["note"].is_string(), "{v}");
+    if let Some(note) = s0["note"].as_str() {
+        assert!(note.contains("scheduler lag p99 "), "{v}");
+    }
+    assert_eq!(v["upper"].as_f64(), Some(300000.0), "{v}");
+    assert!(v["max_rate"].is_null(), "{v}");
+    assert_eq!(v["stopped"], "max_steps");
 }
 
 /// `--time-budget`: a step starts only if it can end (plus 1 s to drain)
@@ -436,32 +427,36 @@ fn find_time_budget_stops_the_search() {
         "2500ms",
         "--no-save",
     ];
-    let (out, took) = redline_with_limit(&args, Duration::from_secs(30));
-    let t = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{t}");
-    let steps: Vec<&str> = t
-        .lines()
-        .filter(|l| l.trim_end().ends_with("PASS"))
-        .collect();
-    assert_eq!(steps.len(), 1, "{t}");
-    assert!(
-        t.contains("max rate meeting SLO: at least 20.0 req/s (no step failed)"),
-        "{t}"
-    );
-    assert!(
-        t.contains("(search stopped: the next step would overrun --time-budget)"),
-        "{t}"
-    );
-    eprintln!("find with a 2.5s budget took {took:?}");
-    let mut json = args.to_vec();
-    json.extend(["-o", "json", "-q"]);
-    let (out, _) = redline_with_limit(&json, Duration::from_secs(30));
-    assert_eq!(out.status.code(), Some(0));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["stopped"], "time_budget", "{v}");
-    assert_eq!(v["steps"].as_array().unwrap().len(), 1, "{v}");
-    assert_eq!(v["max_rate"].as_f64(), Some(20.0), "{v}");
-    assert!(v["upper"].is_null(), "{v}");
+    // A host that stalls the client makes the step CLIENT-LIMITED (said so,
+    // exit 1): the lower retry would overrun the budget. A quiet host judges.
+    timing_sensitive(3, || {
+        let (out, took) = redline_with_limit(&args, Duration::from_secs(30));
+        let t = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{t}");
+        let steps: Vec<&str> = t
+            .lines()
+            .filter(|l| l.trim_end().ends_with("PASS"))
+            .collect();
+        assert_eq!(steps.len(), 1, "{t}");
+        assert!(
+            t.contains("max rate meeting SLO: at least 20.0 req/s (no step failed)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("(search stopped: the next step would overrun --time-budget)"),
+            "{t}"
+        );
+        eprintln!("find with a 2.5s budget took {took:?}");
+        let mut json = args.to_vec();
+        json.extend(["-o", "json", "-q"]);
+        let (out, _) = redline_with_limit(&json, Duration::from_secs(30));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(0), "{v}");
+        assert_eq!(v["stopped"], "time_budget", "{v}");
+        assert_eq!(v["steps"].as_array().unwrap().len(), 1, "{v}");
+        assert_eq!(v["max_rate"].as_f64(), Some(20.0), "{v}");
+        assert!(v["upper"].is_null(), "{v}");
+    });
     // No step fits: one clear line, exit 2, no traffic.
     let out = redline(&[
         "find",

@@ -14,11 +14,17 @@
 //! 10 samples; for connections the whole number the engine keeps open), every
 //! distinct level its own group when there are at most 12, else 10
 //! equal-width level bands; throughput and p99 computed per group. Starting
-//! from the lowest loaded group `L0`, a group `L` still scales when
-//! throughput(L) ≥ [`SCALING`] × throughput(L0) × L/L0, its p99 is at most
-//! [`P99_FACTOR`] × p99(L0) (and at least 1 ms above it, so microsecond noise
-//! does not count), and its errors stay under 1 %. The knee is the last level
-//! before the first group that fails one of these.
+//! from the lowest loaded group `L0` (the base), a group `L` still scales
+//! when throughput(L) ≥ [`SCALING`] × throughput(L0) × L/L0, its p99 is at
+//! most [`P99_FACTOR`] × p99(L0) (and at least 1 ms above it, so microsecond
+//! noise does not count), and its errors stay under 1 %. A group that fails
+//! one of these is a break; the knee is the last level before the first
+//! break that persists: the next [`PERSIST`] loaded groups (those left) break
+//! too. A break followed by a group that scales again is one noisy stage (a
+//! dip), not the knee. The base is `L0` unless it is out of line with the
+//! next two groups while they agree with each other (its throughput per unit
+//! of load under [`SCALING`] × the next group's, or the next group breaking
+//! from it on throughput): then the next group is the base.
 
 use crate::hist::{Hist, SERIES_SIGFIG};
 use crate::record::{RunRecord, SeriesPoint};
@@ -390,66 +396,172 @@ fn fmt_us(us: u64) -> String {
     }
 }
 
+/// How many loaded levels after a breaking level must break too for it to
+/// be the knee (all that are left when fewer remain): one noisy stage never
+/// decides the knee.
+pub const PERSIST: usize = 2;
+
+/// A level that does not scale from the base, and why.
+struct Break {
+    /// `throughput`, `p99` or `errors`.
+    reason: &'static str,
+    /// The numbers, in words.
+    evidence: String,
+    /// The level and the figure that broke, short: `16 connections (27% of
+    /// proportional throughput)`.
+    short: String,
+}
+
+/// A level with its unit for people: `1 connection`, `8 connections`,
+/// `200 req/s`.
+fn level_with_unit(l: f64, unit: &str) -> String {
+    let n = fmt_level(l);
+    match unit {
+        "req/s" => format!("{n} {unit}"),
+        _ if n == "1" => format!("{n} {}", unit.trim_end_matches('s')),
+        _ => format!("{n} {unit}"),
+    }
+}
+
+/// Throughput per unit of load for people: `100.0 req/s per connection`,
+/// `98% of the offered rate`.
+fn per_unit(p: &LevelPoint, unit: &str) -> String {
+    let x = p.requests_per_sec / p.level;
+    match unit {
+        "req/s" => format!("{:.0}% of the offered rate", x * 100.0),
+        _ => format!("{x:.1} req/s per {}", unit.trim_end_matches('s')),
+    }
+}
+
+/// Whether level `p` breaks from `base` (throughput under [`SCALING`] ×
+/// proportional, p99 above the bound, errors over 1 %), first reason first.
+fn level_break(base: &LevelPoint, p: &LevelPoint, unit: &str) -> Option<Break> {
+    let p99_bound = (base.p99_us as f64 * P99_FACTOR).max(base.p99_us as f64 + 1000.0);
+    let expected = base.requests_per_sec * p.level / base.level;
+    let at = level_with_unit(p.level, unit);
+    let from = level_with_unit(base.level, unit);
+    if p.requests_per_sec < SCALING * expected {
+        let share = p.requests_per_sec / expected.max(1e-9) * 100.0;
+        Some(Break {
+            reason: "throughput",
+            evidence: format!(
+                "at {at} throughput was {:.1} req/s, {share:.0}% of the {expected:.1} req/s that \
+                 proportional scaling from {from} ({:.1} req/s) predicts; p99 went from {} to {}",
+                p.requests_per_sec,
+                base.requests_per_sec,
+                fmt_us(base.p99_us),
+                fmt_us(p.p99_us)
+            ),
+            short: format!("{at} ({share:.0}% of proportional throughput)"),
+        })
+    } else if p.p99_us as f64 > p99_bound {
+        Some(Break {
+            reason: "p99",
+            evidence: format!(
+                "at {at} p99 was {}, {:.1}× the {} at {from} (the bound is {P99_FACTOR}×); \
+                 throughput {:.1} req/s",
+                fmt_us(p.p99_us),
+                p.p99_us as f64 / (base.p99_us.max(1)) as f64,
+                fmt_us(base.p99_us),
+                p.requests_per_sec
+            ),
+            short: format!("{at} (p99 {})", fmt_us(p.p99_us)),
+        })
+    } else if p.error_share > 0.01 && base.error_share <= 0.01 {
+        Some(Break {
+            reason: "errors",
+            evidence: format!(
+                "at {at} {:.1}% of requests failed or were not 2xx (at {from}: {:.1}%)",
+                p.error_share * 100.0,
+                base.error_share * 100.0
+            ),
+            short: format!("{at} ({:.1}% errors)", p.error_share * 100.0),
+        })
+    } else {
+        None
+    }
+}
+
+/// The level the others are judged from: the first loaded level, unless it
+/// is out of line with the next two while those two agree with each other
+/// (the second scales to the third): its throughput per unit of load is
+/// under [`SCALING`] × the second's (a slow first stage), or the second
+/// breaks from it on throughput (a first stage noisy upwards). Then the
+/// second level is the base. The index in `loaded` and, when moved, why.
+fn pick_base(loaded: &[&LevelPoint], unit: &str) -> (usize, Option<String>) {
+    if loaded.len() < 3 {
+        return (0, None);
+    }
+    let (a, b, c) = (loaded[0], loaded[1], loaded[2]);
+    let per = |p: &LevelPoint| p.requests_per_sec / p.level;
+    let next_agree = level_break(b, c, unit).is_none();
+    let low = per(a) < SCALING * per(b);
+    let high = level_break(a, b, unit).is_some_and(|x| x.reason == "throughput");
+    if !next_agree || !(low || high) {
+        return (0, None);
+    }
+    let note = format!(
+        "the first loaded level ({}, {:.1} req/s: {}) was out of line with the next two \
+         ({} and {}, which agree), so {} is the base",
+        level_with_unit(a.level, unit),
+        a.requests_per_sec,
+        per_unit(a, unit),
+        per_unit(b, unit),
+        per_unit(c, unit),
+        level_with_unit(b.level, unit)
+    );
+    (1, Some(note))
+}
+
 /// The knee by load levels: None when there are fewer than two loaded levels
-/// or when every level scaled (see the module text for the rule).
+/// or when no level broke for good (see the module text for the rule). A
+/// level that breaks counts only when the next [`PERSIST`] loaded levels
+/// (those that are left) break too; a break that does not persist is a dip,
+/// named in the evidence of a later knee. The first loaded level is the base
+/// unless it is out of line with the next two ([`pick_base`]).
 pub fn band_knee(plan: &StagePlan, series: &[SeriesPoint]) -> Option<Knee> {
     let pts = by_level(plan, series);
-    let base_i = pts.iter().position(|p| p.requests_per_sec > 0.0)?;
-    let base = &pts[base_i];
+    let first = pts.iter().position(|p| p.requests_per_sec > 0.0)?;
+    let loaded: Vec<&LevelPoint> = pts[first..].iter().collect();
     let unit = plan.unit_name();
-    let p99_bound = (base.p99_us as f64 * P99_FACTOR).max(base.p99_us as f64 + 1000.0);
-    let mut ok = base;
-    for p in &pts[base_i + 1..] {
-        let expected = base.requests_per_sec * p.level / base.level;
-        let (reason, evidence) = if p.requests_per_sec < SCALING * expected {
-            (
-                "throughput",
-                format!(
-                    "at {} {unit} throughput was {:.1} req/s, {:.0}% of the {:.1} req/s that \
-                     proportional scaling from {} {unit} ({:.1} req/s) predicts; p99 went from {} to {}",
-                    fmt_level(p.level),
-                    p.requests_per_sec,
-                    p.requests_per_sec / expected.max(1e-9) * 100.0,
-                    expected,
-                    fmt_level(base.level),
-                    base.requests_per_sec,
-                    fmt_us(base.p99_us),
-                    fmt_us(p.p99_us)
-                ),
-            )
-        } else if p.p99_us as f64 > p99_bound {
-            (
-                "p99",
-                format!(
-                    "at {} {unit} p99 was {}, {:.1}× the {} at {} {unit} (the bound is {P99_FACTOR}×); \
-                     throughput {:.1} req/s",
-                    fmt_level(p.level),
-                    fmt_us(p.p99_us),
-                    p.p99_us as f64 / (base.p99_us.max(1)) as f64,
-                    fmt_us(base.p99_us),
-                    fmt_level(base.level),
-                    p.requests_per_sec
-                ),
-            )
-        } else if p.error_share > 0.01 && base.error_share <= 0.01 {
-            (
-                "errors",
-                format!(
-                    "at {} {unit} {:.1}% of requests failed or were not 2xx (at {} {unit}: {:.1}%)",
-                    fmt_level(p.level),
-                    p.error_share * 100.0,
-                    fmt_level(base.level),
-                    base.error_share * 100.0
-                ),
-            )
-        } else {
-            ok = p;
+    let (base_i, base_note) = pick_base(&loaded, unit);
+    let base = loaded[base_i];
+    let rest = &loaded[base_i + 1..];
+    let breaks: Vec<Option<Break>> = rest.iter().map(|p| level_break(base, p, unit)).collect();
+    let mut dips: Vec<String> = Vec::new();
+    for (j, b) in breaks.iter().enumerate() {
+        let Some(b) = b else { continue };
+        let after = &breaks[j + 1..(j + 1 + PERSIST).min(breaks.len())];
+        if !after.iter().all(Option::is_some) {
+            dips.push(level_with_unit(rest[j].level, unit));
             continue;
-        };
+        }
+        let ok = if j == 0 { base } else { rest[j - 1] };
+        let mut evidence = b.evidence.clone();
+        if after.is_empty() {
+            evidence.push_str("; it is the last level, so no later level could confirm it");
+        } else {
+            let shorts: Vec<&str> = after.iter().flatten().map(|x| x.short.as_str()).collect();
+            evidence.push_str(&format!(
+                "; it persisted at the next level{}: {}",
+                if shorts.len() > 1 { "s" } else { "" },
+                shorts.join(", ")
+            ));
+        }
+        if !dips.is_empty() {
+            evidence.push_str(&format!(
+                "; the dip{} at {} did not persist (the next level scaled again)",
+                if dips.len() > 1 { "s" } else { "" },
+                dips.join(", ")
+            ));
+        }
+        if let Some(n) = &base_note {
+            evidence.push_str(&format!("; {n}"));
+        }
         return Some(Knee {
             level: ok.level,
             unit: plan.unit.clone(),
-            reason: reason.into(),
+            reason: b.reason.into(),
             evidence,
             low: None,
             high: None,

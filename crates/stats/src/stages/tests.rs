@@ -276,3 +276,163 @@ fn server_per_stage_is_derived_and_recomputed_after_a_merge() {
         .unwrap()
         .contains("\"server\""));
 }
+
+/// A stepped run of one second per level: `(level, req/s)`, latency 10 ms
+/// (`lat_us` overrides it per level when given).
+fn stepped(levels: &[(f64, u64)], lat_us: Option<&[u64]>) -> (StagePlan, Vec<SeriesPoint>) {
+    let p = plan(
+        true,
+        &levels.iter().map(|(l, _)| (1.0, *l)).collect::<Vec<_>>(),
+    );
+    let series = levels
+        .iter()
+        .enumerate()
+        .map(|(t, (_, n))| sec(t as u32, *n, lat_us.map_or(10_000, |l| l[t])))
+        .collect();
+    (p, series)
+}
+
+/// One noisy stage in the middle of a run that scales (100 req/s per
+/// connection, the stage at 3 connections at half that) is a dip, not the
+/// knee: no knee at all. (The rule before said 2.)
+#[test]
+fn one_noisy_middle_stage_is_no_knee() {
+    let levels: Vec<(f64, u64)> = (1..=8)
+        .map(|l| (l as f64, if l == 3 { 150 } else { l * 100 }))
+        .collect();
+    let (p, series) = stepped(&levels, None);
+    assert!(
+        find_knee(&p, &series).is_none(),
+        "{:?}",
+        find_knee(&p, &series)
+    );
+    // Nor when the noisy stage is a p99 spike.
+    let lat: Vec<u64> = (1..=8)
+        .map(|l| if l == 5 { 80_000 } else { 10_000 })
+        .collect();
+    let levels: Vec<(f64, u64)> = (1..=8).map(|l| (l as f64, l * 100)).collect();
+    let (p, series) = stepped(&levels, Some(&lat));
+    assert!(find_knee(&p, &series).is_none());
+}
+
+/// The issue's run: a true plateau at 10 connections (50 req/s each up to
+/// 10, 500 req/s above) with a noisy stage at 3: the knee is 10, and the
+/// evidence says what persisted and which dip did not.
+#[test]
+fn a_plateau_at_ten_with_a_noisy_stage_knees_at_ten() {
+    let levels: Vec<(f64, u64)> = [1, 2, 3, 4, 6, 8, 10, 14, 18, 24]
+        .iter()
+        .map(|&l| (l as f64, if l == 3 { 60 } else { l.min(10) * 50 }))
+        .collect();
+    let (p, series) = stepped(&levels, None);
+    let k = find_knee(&p, &series).expect("a knee");
+    assert_eq!((k.level, k.reason.as_str()), (10.0, "throughput"), "{k:?}");
+    assert!(
+        k.evidence.contains(
+            "it persisted at the next levels: 18 connections (56% of proportional throughput), \
+             24 connections (42% of proportional throughput)"
+        ),
+        "{}",
+        k.evidence
+    );
+    assert!(
+        k.evidence
+            .contains("the dip at 3 connections did not persist (the next level scaled again)"),
+        "{}",
+        k.evidence
+    );
+    // The same plateau without the noisy stage: 10 as well.
+    let levels: Vec<(f64, u64)> = [1, 2, 3, 4, 6, 8, 10, 14, 18, 24]
+        .iter()
+        .map(|&l| (l as f64, l.min(10) * 50))
+        .collect();
+    let (p, series) = stepped(&levels, None);
+    assert_eq!(find_knee(&p, &series).map(|k| k.level), Some(10.0));
+}
+
+/// A break needs the next levels to break too: a break followed by one level
+/// that scales again, then the real knee.
+#[test]
+fn a_break_counts_only_when_it_persists() {
+    // 100 req/s per connection up to 8, flat at 800 above; the stage at 4
+    // is noisy and the stage at 5 scales again.
+    let levels: Vec<(f64, u64)> = [1, 2, 4, 5, 8, 12, 16]
+        .iter()
+        .map(|&l| (l as f64, if l == 4 { 250 } else { l.min(8) * 100 }))
+        .collect();
+    let (p, series) = stepped(&levels, None);
+    let k = find_knee(&p, &series).expect("a knee");
+    assert_eq!(k.level, 8.0, "{k:?}");
+    // Two breaking levels in a row, then scaling again: still a dip
+    // (PERSIST = 2 needs the two after a break to break too).
+    assert_eq!(PERSIST, 2);
+    let levels: Vec<(f64, u64)> = [1, 2, 3, 4, 5, 6]
+        .iter()
+        .map(|&l| (l as f64, if l == 3 || l == 4 { l * 60 } else { l * 100 }))
+        .collect();
+    let (p, series) = stepped(&levels, None);
+    assert!(find_knee(&p, &series).is_none());
+}
+
+/// The base is the first loaded level, unless it is out of line with the
+/// next two: a first stage noisy upwards (180 req/s at 1 connection, then
+/// 100 per connection) or downwards (50) does not move the knee off 8.
+#[test]
+fn a_noisy_base_does_not_decide_the_knee() {
+    for first in [180, 50] {
+        let levels: Vec<(f64, u64)> = [1, 2, 4, 8, 16]
+            .iter()
+            .map(|&l| (l as f64, if l == 1 { first } else { l.min(8) * 100 }))
+            .collect();
+        let (p, series) = stepped(&levels, None);
+        let k = find_knee(&p, &series).unwrap_or_else(|| panic!("no knee with {first}"));
+        assert_eq!((k.level, k.reason.as_str()), (8.0, "throughput"), "{k:?}");
+        assert!(
+            k.evidence.contains(&format!(
+                "the first loaded level (1 connection, {first}.0 req/s"
+            )) && k.evidence.contains("so 2 connections is the base"),
+            "{}",
+            k.evidence
+        );
+        assert!(
+            k.evidence
+                .contains("it is the last level, so no later level could confirm it"),
+            "{}",
+            k.evidence
+        );
+    }
+    // A base in line with the next two stays the base.
+    let levels: Vec<(f64, u64)> = [1, 2, 4, 8, 16]
+        .iter()
+        .map(|&l| (l as f64, l.min(8) * 100))
+        .collect();
+    let (p, series) = stepped(&levels, None);
+    let k = find_knee(&p, &series).unwrap();
+    assert_eq!(k.level, 8.0);
+    assert!(!k.evidence.contains("out of line"), "{}", k.evidence);
+}
+
+/// Rate stages (`rps`) follow the same rule: a noisy middle step is no knee.
+#[test]
+fn rate_steps_need_a_persisting_break_too() {
+    let mut p = plan(
+        true,
+        &[(1.0, 100.0), (1.0, 200.0), (1.0, 300.0), (1.0, 400.0)],
+    );
+    p.unit = "rps".into();
+    let series = vec![
+        sec(0, 100, 5_000),
+        sec(1, 120, 5_000),
+        sec(2, 300, 5_000),
+        sec(3, 400, 5_000),
+    ];
+    assert!(find_knee(&p, &series).is_none());
+    let series = vec![
+        sec(0, 100, 5_000),
+        sec(1, 200, 5_000),
+        sec(2, 210, 5_000),
+        sec(3, 205, 5_000),
+    ];
+    let k = find_knee(&p, &series).expect("a knee");
+    assert_eq!((k.level, k.unit.as_str()), (200.0, "rps"), "{k:?}");
+}
