@@ -87,6 +87,9 @@ impl Diagnosis {
 pub(super) struct Placed<'a> {
     s: &'a StatusSample,
     level: f64,
+    /// A read that timed out: the page needs a free worker of the server
+    /// itself (nginx's does not), so it says none was free.
+    failed: bool,
 }
 
 /// The load level at `t` seconds into the run, from the stages (ramps
@@ -249,12 +252,35 @@ pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagno
     };
     // Something gave out: a knee on a staged run, trouble on a plain one.
     let stalled = !staged || rec.knee.is_some();
-    let pool = rec
+    // The pool from the status page, else from the server's own words in
+    // its error log; the log's lines are cited either way.
+    let pool = match rec
         .server_status
         .as_ref()
-        .and_then(|w| diagnose_status(rec, w, max_level, unit, stalled));
+        .and_then(|w| diagnose_status(rec, w, max_level, unit, stalled))
+    {
+        Some(mut p) => {
+            p.evidence.extend(
+                super::evidence::log_says(rec, "worker_pool")
+                    .into_iter()
+                    .map(super::evidence::quote),
+            );
+            Some(p)
+        }
+        None => super::evidence::log_pool(rec),
+    };
     let cpu = super::evidence::cpu(rec);
-    let memory = super::evidence::memory(rec);
+    let memory = super::evidence::memory(rec).map(|mut m| {
+        m.evidence.extend(
+            super::evidence::log_says(rec, "memory")
+                .into_iter()
+                .map(super::evidence::quote),
+        );
+        m
+    });
+    // Memory in the server's own words only (no watch to confirm it): named
+    // after the pool, which a worker killed for memory also empties.
+    let memory_said = super::evidence::log_says(rec, "memory");
     let disk = super::evidence::disk_io(rec);
     // One decision over all the evidence, server first. A pool that is
     // full because its workers wait for the CPU is a CPU limit: raising it
@@ -285,14 +311,33 @@ pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagno
     if !oom && !found.iter().any(|d| d.resource == "memory") {
         found.extend(memory);
     }
+    if !found.iter().any(|d| d.resource == "memory") && !memory_said.is_empty() {
+        found.push(Diagnosis {
+            resource: "memory".into(),
+            evidence: memory_said.iter().map(|f| super::evidence::quote(f)).collect(),
+            advice: "the server says it ran out of memory: lower the worker count to what fits (redline size), or raise its memory limit; add --watch PID to see its cgroup's limit and OOM kills".into(),
+            ..Default::default()
+        });
+    }
+    found.extend(super::evidence::log_fds(rec));
     found.extend(disk);
     let pool_full = pool.is_some();
     if stalled {
         // The backlog after the pool: a full pool fills the accept queue.
         found.extend(diagnose_backlog(rec));
         found.extend(super::evidence::link(rec, pool_full));
+        let said = super::evidence::log_upstream(rec);
         if found.is_empty() {
-            found.extend(super::evidence::upstream(rec, pool_full, false));
+            let seen = super::evidence::upstream(rec, pool_full, said.is_some());
+            match (seen, said) {
+                (Some(mut d), Some(s)) => {
+                    d.evidence.extend(s.evidence);
+                    found.push(d);
+                }
+                (d, s) => found.extend(d.or(s)),
+            }
+        } else {
+            found.extend(said);
         }
         found.extend(diagnose_client(rec));
         if found.is_empty() {
@@ -557,10 +602,27 @@ pub(super) fn diagnose_status(
     // nginx: a connection is a worker_connections slot, busy or waiting.
     let nginx = w.server == "nginx";
     let measure = |s: &StatusSample| if nginx { s.active } else { s.busy };
-    let placed: Vec<Placed> = w
+    // Reads that timed out while the load ran, placed like reads: Apache,
+    // lighttpd and php-fpm answer their status page with a worker of
+    // their own, so a timeout says no worker was free.
+    let timeouts: Vec<StatusSample> = if nginx {
+        Vec::new()
+    } else {
+        w.failures
+            .iter()
+            .filter(|f| f.kind == "timeout")
+            .map(|f| StatusSample {
+                t: f.t,
+                ..Default::default()
+            })
+            .collect()
+    };
+    let mut placed: Vec<Placed> = w
         .samples
         .iter()
-        .filter_map(|s| {
+        .map(|s| (s, false))
+        .chain(timeouts.iter().map(|s| (s, true)))
+        .filter_map(|(s, failed)| {
             let level = if rec.stages.is_empty() {
                 // A plain run: its one level, while it ran.
                 let t = s.t + off;
@@ -568,10 +630,13 @@ pub(super) fn diagnose_status(
             } else {
                 level_at(&rec.stages, s.t + off)?
             };
-            measure(s)?;
-            Some(Placed { s, level })
+            if !failed {
+                measure(s)?;
+            }
+            Some(Placed { s, level, failed })
         })
         .collect();
+    placed.sort_by(|a, b| a.s.t.total_cmp(&b.s.t));
     let limit = placed.iter().filter_map(|p| measure(p.s)).max()?;
     if limit == 0 {
         return None;
@@ -584,7 +649,9 @@ pub(super) fn diagnose_status(
     } else {
         limit
     };
-    let full = |p: &Placed| measure(p.s).unwrap_or(0) >= floor && p.s.idle.is_none_or(|i| i == 0);
+    let full = |p: &Placed| {
+        p.failed || (measure(p.s).unwrap_or(0) >= floor && p.s.idle.is_none_or(|i| i == 0))
+    };
     let first = placed.iter().position(full)?;
     let after = &placed[first..];
     let full_share = after.iter().filter(|p| full(p)).count() as f64 / after.len() as f64;
@@ -635,8 +702,14 @@ pub(super) fn diagnose_status(
         ));
     }
     let at_level = (!plain).then_some(at_level);
-    if after.iter().any(|p| p.s.idle.is_some()) {
+    if after.iter().any(|p| !p.failed && p.s.idle.is_some()) {
         evidence.push("no idle worker was left".into());
+    }
+    let unread = after.iter().filter(|p| p.failed).count();
+    if unread > 0 {
+        evidence.push(format!(
+            "{unread} of those reads of the status page timed out: it needs a free worker of the server itself, and none was free"
+        ));
     }
     // Throughput: the stages past the limit against the one that reached it.
     let reached = rec
@@ -697,7 +770,7 @@ pub(super) fn diagnose_status(
     // Keep-alive: Apache counts K slots as busy.
     let (k, b): (u64, u64) = after
         .iter()
-        .filter(|p| full(p))
+        .filter(|p| full(p) && !p.failed)
         .map(|p| (p.s.keepalive.unwrap_or(0), p.s.busy.unwrap_or(0)))
         .fold((0, 0), |a, x| (a.0 + x.0, a.1 + x.1));
     let k_share = if b > 0 { k as f64 / b as f64 } else { 0.0 };

@@ -476,3 +476,137 @@ pub fn upstream(rec: &RunRecord, pool_full: bool, log_upstream: bool) -> Option<
         ..Default::default()
     })
 }
+
+/// The error-log findings (`server_log`, the server's own words) about one
+/// resource, most frequent first.
+pub fn log_says<'a>(rec: &'a RunRecord, resource: &str) -> Vec<&'a crate::record::LogFinding> {
+    let mut v: Vec<&crate::record::LogFinding> = rec
+        .server_log
+        .iter()
+        .flat_map(|l| &l.findings)
+        .filter(|f| f.resource == resource && f.count > 0)
+        .collect();
+    v.sort_by_key(|f| std::cmp::Reverse(f.count));
+    v
+}
+
+/// One finding as an evidence line: the server's words, how often, when,
+/// and where (the example line, already shortened and redacted).
+pub fn quote(f: &crate::record::LogFinding) -> String {
+    format!(
+        "the server's error log{} said \"{}\" {} time{}{}: {}",
+        if f.path.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", f.path)
+        },
+        f.message,
+        f.count,
+        if f.count == 1 { "" } else { "s" },
+        f.first_t
+            .map(|t| format!(", first {t:.1} s into the run"))
+            .unwrap_or_default(),
+        f.example
+    )
+}
+
+/// A worker pool or connection slots the server itself said it ran out of
+/// (Apache "server reached MaxRequestWorkers setting", nginx
+/// "worker_connections are not enough", php-fpm "server reached
+/// pm.max_children setting", lighttpd "connection limit reached"); on
+/// Apache, with idle keep-alive connections holding the slots (scoreboard
+/// `K`, or event's `ConnsAsyncKeepAlive`), it is keep-alive.
+pub fn log_pool(rec: &RunRecord) -> Option<Diagnosis> {
+    let found = log_says(rec, "worker_pool");
+    let f = found.first()?;
+    let mut evidence: Vec<String> = found.iter().map(|f| quote(f)).collect();
+    let limit = rec
+        .server_config
+        .as_ref()
+        .and_then(|c| c.directives.get(f.directive.as_str()))
+        .and_then(|v| v.value.trim().parse::<u64>().ok());
+    // Keep-alive on Apache: K slots (prefork, worker) or connections held
+    // by event's listener without a worker.
+    let apache = f.directive == "MaxRequestWorkers" || f.directive == "ServerLimit";
+    let ka = rec.server_status.as_ref().filter(|_| apache).and_then(|st| {
+        let k = st
+            .samples
+            .iter()
+            .filter_map(|s| s.keepalive.zip(s.busy))
+            .filter(|(_, b)| *b > 0)
+            .map(|(k, b)| k as f64 / b as f64)
+            .fold(0.0, f64::max);
+        let conns = st.samples.iter().filter_map(|s| s.conns_total).max().unwrap_or(0);
+        let idle = st
+            .samples
+            .iter()
+            .filter_map(|s| s.async_keepalive)
+            .max()
+            .unwrap_or(0);
+        if conns > 0 && idle as f64 >= super::KEEPALIVE_SHARE * conns as f64 {
+            Some(format!(
+                "the status page: up to {idle} of {conns} connections were idle keep-alive connections (ConnsAsyncKeepAlive), waiting for a client's next request"
+            ))
+        } else if k >= super::KEEPALIVE_SHARE {
+            Some(format!(
+                "the status page: up to {:.0}% of the busy workers were in keep-alive (scoreboard K)",
+                k * 100.0
+            ))
+        } else {
+            None
+        }
+    });
+    if let Some(k) = ka {
+        evidence.push(k);
+        return Some(Diagnosis {
+            resource: "keepalive".into(),
+            directive: "KeepAliveTimeout, MaxKeepAliveRequests".into(),
+            limit,
+            evidence,
+            advice: "the server's slots are held by idle keep-alive connections: lower KeepAliveTimeout (to 1-5 s) so they return sooner, lower MaxKeepAliveRequests, or raise MaxRequestWorkers if memory allows (redline size)".into(),
+            ..Default::default()
+        });
+    }
+    Some(Diagnosis {
+        resource: "worker_pool".into(),
+        directive: f.directive.clone(),
+        limit,
+        evidence,
+        advice: format!(
+            "the server said it ran out of workers or connection slots: raise {}{} if memory allows (redline size says how far), or make each request shorter",
+            f.directive,
+            limit.map(|l| format!(" (now {l})")).unwrap_or_default()
+        ),
+        ..Default::default()
+    })
+}
+
+/// File descriptors, in the server's own words ("Too many open files").
+pub fn log_fds(rec: &RunRecord) -> Option<Diagnosis> {
+    let found = log_says(rec, "fds");
+    let f = found.first()?;
+    Some(Diagnosis {
+        resource: "fds".into(),
+        directive: f.directive.clone(),
+        evidence: found.iter().map(|f| quote(f)).collect(),
+        advice: format!(
+            "the server ran out of file descriptors: raise {} (and the service's LimitNOFILE / ulimit -n)",
+            f.directive
+        ),
+        ..Default::default()
+    })
+}
+
+/// The upstream, in the server's own words (nginx "upstream timed out",
+/// "no live upstreams", connections to it refused or its queue full).
+pub fn log_upstream(rec: &RunRecord) -> Option<Diagnosis> {
+    let found = log_says(rec, "upstream");
+    let f = found.first()?;
+    Some(Diagnosis {
+        resource: "upstream".into(),
+        directive: f.directive.clone(),
+        evidence: found.iter().map(|f| quote(f)).collect(),
+        advice: "the server's upstream (the backend it proxies to) did not keep up: watch that backend (--watch its PID, --server-status of its status page) and raise its pool or make it faster; raising the front server's workers will not help".into(),
+        ..Default::default()
+    })
+}

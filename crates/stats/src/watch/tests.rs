@@ -738,3 +738,118 @@ fn a_starved_client_is_named_after_the_server() {
     assert_eq!(d.also.len(), 1);
     assert_eq!(d.also[0].resource, "client");
 }
+
+fn finding(
+    resource: &str,
+    directive: &str,
+    message: &str,
+    count: u64,
+) -> crate::record::LogFinding {
+    crate::record::LogFinding {
+        resource: resource.into(),
+        directive: directive.into(),
+        message: message.into(),
+        count,
+        first_t: Some(1.5),
+        example: format!("[mpm_event:error] AH00484: {message}"),
+        path: "/var/log/apache2/error.log".into(),
+    }
+}
+
+/// Apache event with idle keep-alive connections: the busy workers peak at
+/// 1 of 4 (no full scoreboard), but Apache said it reached
+/// MaxRequestWorkers and most connections were idle keep-alive ones held
+/// by the listener: keep-alive, quoted from the log.
+#[test]
+fn event_keepalive_from_the_servers_own_words() {
+    let mut rec = plain();
+    rec.warn("connections_busy", "every connection busy".to_string());
+    let mut st = status(
+        "apache",
+        Some(4),
+        &[(0.5, 1, 3, 0), (1.0, 1, 3, 0), (2.0, 1, 3, 0)],
+    );
+    for s in &mut st.samples {
+        s.conns_total = Some(12);
+        s.async_keepalive = Some(10);
+    }
+    rec.server_status = Some(st);
+    // Without the log: the status page alone shows no full pool.
+    assert_eq!(diagnose(&rec).unwrap().resource, "unknown");
+    rec.server_log = Some(crate::record::ServerLog {
+        paths: vec!["/var/log/apache2/error.log".into()],
+        bytes_read: 300,
+        findings: vec![finding(
+            "worker_pool",
+            "MaxRequestWorkers",
+            "server reached MaxRequestWorkers setting",
+            1,
+        )],
+    });
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "keepalive", "{d:?}");
+    assert!(d.evidence[0].contains("server reached MaxRequestWorkers setting"));
+    assert!(d
+        .evidence
+        .iter()
+        .any(|e| e.contains("10 of 12 connections")));
+    // No keep-alive connections: the pool, in Apache's words.
+    for s in &mut rec.server_status.as_mut().unwrap().samples {
+        s.async_keepalive = Some(0);
+    }
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "worker_pool");
+    assert_eq!(d.directive, "MaxRequestWorkers");
+}
+
+/// Status reads that time out while the load runs are full reads (the
+/// page needs a worker itself); on nginx, whose page needs none, they are not.
+#[test]
+fn status_timeouts_during_the_run_say_no_worker_was_free() {
+    let mut rec = staged(&[5.0, 10.0, 20.0, 40.0], &[25.0, 48.0, 50.0, 50.0]);
+    rec.knee = Some(crate::stages::Knee {
+        level: 10.0,
+        ..knee()
+    });
+    let mut st = status(
+        "apache",
+        Some(10),
+        &[(0.25, 6, 4, 6), (0.75, 6, 4, 6), (2.25, 10, 0, 9)],
+    );
+    for i in 0..10 {
+        st.failures.push(StatusFailure {
+            t: 2.5 + i as f64 * 0.5,
+            kind: "timeout".into(),
+        });
+    }
+    rec.server_status = Some(st.clone());
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "keepalive", "{d:?}");
+    assert!(d
+        .evidence
+        .iter()
+        .any(|e| e.contains("10 of those reads of the status page timed out")));
+    st.server = "nginx".into();
+    rec.server_status = Some(st);
+    assert_ne!(diagnose(&rec).unwrap().resource, "keepalive");
+}
+
+/// nginx's own words about its upstream name the upstream without a watch.
+#[test]
+fn upstream_from_the_proxys_log() {
+    let mut rec = plain();
+    rec.warn("connections_busy", "every connection busy".to_string());
+    rec.server_log = Some(crate::record::ServerLog {
+        paths: vec!["/var/log/nginx/error.log".into()],
+        bytes_read: 300,
+        findings: vec![finding(
+            "upstream",
+            "proxy_read_timeout / the upstream's capacity",
+            "upstream timed out",
+            7,
+        )],
+    });
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "upstream", "{d:?}");
+    assert!(d.evidence[0].contains("\"upstream timed out\" 7 times"));
+}
