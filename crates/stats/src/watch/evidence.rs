@@ -304,11 +304,13 @@ pub fn disk_io(rec: &RunRecord) -> Option<Diagnosis> {
     let w = rec.server_watch.as_ref()?;
     for h in &w.hosts {
         let samples = loaded(rec, h);
-        let share = sustained(&samples, |s| {
+        let Some(share) = sustained(&samples, |s| {
             s.psi_io.is_some_and(|p| p >= 3.0 * PSI_PRESSURE)
                 && s.io_read_per_s.unwrap_or(0.0) + s.io_write_per_s.unwrap_or(0.0)
                     >= 512.0 * 1024.0
-        })?;
+        }) else {
+            continue;
+        };
         let r = mean(&samples, |s| s.io_read_per_s).unwrap_or(0.0);
         let wr = mean(&samples, |s| s.io_write_per_s).unwrap_or(0.0);
         let p = mean(&samples, |s| s.psi_io).unwrap_or(0.0);
