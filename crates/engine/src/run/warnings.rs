@@ -8,7 +8,7 @@ use redline_stats::RunRecord;
 
 /// The share of the run one worker thread may wait for a CPU while ready to
 /// run before the client is called starved (`client_starved`).
-pub const STARVED_SHARE: f64 = 0.2;
+pub const STARVED_SHARE: f64 = 0.25;
 
 pub(super) fn add_warnings(
     rec: &mut RunRecord,
@@ -47,7 +47,7 @@ pub(super) fn add_warnings(
         );
         limited = true;
     }
-    // Starved: a worker thread that waited for a CPU for a fifth of the run
+    // Starved: a worker thread that waited for a CPU a quarter of the run
     // while ready to run sent late and read late, whatever its own CPU use
     // says (a busy process on its CPUs, or a server sharing them).
     if rec.client.most_waited_share >= STARVED_SHARE && rec.duration_s >= 1.0 {
