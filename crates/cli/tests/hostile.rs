@@ -614,6 +614,7 @@ fn open_loop_above_a_slow_servers_capacity_blames_the_server() {
     let codes = warning_codes(&v);
     let client_says = [
         "client_cpu",
+        "client_starved",
         "scheduler_lag",
         "fd_limit",
         "client_resources",
