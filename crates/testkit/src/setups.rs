@@ -68,8 +68,9 @@ pub struct Setup {
     pub limit: &'static str,
     /// Needs root (cgroups, network namespaces, `tc`).
     pub needs_root: bool,
-    /// Pins CPUs or measures the client: must not run beside other setups.
-    pub cpu_sensitive: bool,
+    /// Must not run beside other setups: it pins CPUs, shapes the link,
+    /// measures the client, or its evidence is host-wide (ListenOverflows).
+    pub exclusive: bool,
     start: Start,
 }
 
@@ -105,12 +106,12 @@ impl Setup {
 
 /// Every setup, in the order of docs/diagnosis-setups.md.
 pub fn all() -> Vec<Setup> {
-    let s = |name, expected, limit, needs_root, cpu_sensitive, start: Start| Setup {
+    let s = |name, expected, limit, needs_root, exclusive, start: Start| Setup {
         name,
         expected,
         limit,
         needs_root,
-        cpu_sensitive,
+        exclusive,
         start,
     };
     vec![
@@ -183,7 +184,7 @@ pub fn all() -> Vec<Setup> {
             "listen_backlog",
             "Apache prefork MaxRequestWorkers 1, ListenBacklog 1, a 1 s CGI",
             false,
-            false,
+            true,
             listen_backlog,
         ),
         s(
