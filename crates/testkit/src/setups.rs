@@ -492,7 +492,10 @@ impl Running {
             }
             Check::Busy { pid } => vec![cpu_seconds(*pid)],
             Check::Pinned { master, .. } => {
-                vec![children(*master).iter().map(|p| cpu_seconds(*p)).sum()]
+                let kids = children(*master);
+                let run: f64 = kids.iter().map(|p| schedstat(*p).0).sum();
+                let wait: f64 = kids.iter().map(|p| schedstat(*p).1).sum();
+                vec![run, wait]
             }
             _ => Vec::new(),
         }
@@ -557,15 +560,19 @@ impl Running {
                 let lists: Vec<String> = kids.iter().map(|p| cpus_allowed(*p)).collect();
                 let pinned = !kids.is_empty() && lists.iter().all(|l| l == cpus);
                 let share = d(0) / secs;
+                // Saturation, whatever else the host runs on that CPU: the
+                // workers waited in the run queue longer than they ran (on
+                // average more than one was ready for the one CPU).
                 Evidence {
-                    holds: pinned && share >= 0.6,
+                    holds: pinned && share >= 0.3 && d(1) >= d(0),
                     line: format!(
-                        "{} workers, Cpus_allowed_list {:?}; their CPU time {:.2} s in {:.1} s = {:.0} % of one core",
+                        "{} workers, Cpus_allowed_list {:?}; they ran {:.2} s in {:.1} s ({:.0} % of one core) and waited {:.2} s for the CPU (/proc/PID/schedstat)",
                         kids.len(),
                         lists.first().map(String::as_str).unwrap_or("?"),
                         d(0),
                         secs,
-                        share * 100.0
+                        share * 100.0,
+                        d(1)
                     ),
                 }
             }
@@ -680,6 +687,20 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
     (t(11) + t(12)) / hz.max(1.0)
+}
+
+/// (time on a CPU, time waiting in the run queue) of a process's main
+/// thread, seconds (`/proc/PID/schedstat`).
+pub fn schedstat(pid: u32) -> (f64, f64) {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/schedstat")).unwrap_or_default();
+    let f: Vec<f64> = s
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    (
+        f.first().copied().unwrap_or(0.0) / 1e9,
+        f.get(1).copied().unwrap_or(0.0) / 1e9,
+    )
 }
 
 /// The PIDs whose parent is `pid`.
