@@ -70,7 +70,9 @@ fn main() {
         }
     }
     if !std::path::Path::new(&redline).exists() {
-        eprintln!("no redline binary at {redline} (cargo build --release -p redline, or --redline PATH)");
+        eprintln!(
+            "no redline binary at {redline} (cargo build --release -p redline, or --redline PATH)"
+        );
         std::process::exit(2);
     }
     let chosen: Vec<setups::Setup> = if names.is_empty() {
@@ -178,7 +180,12 @@ fn main() {
         eprintln!("written to {f}");
     }
     let (r, w, n, runs): (usize, usize, usize, usize) = rows.iter().fold((0, 0, 0, 0), |a, x| {
-        (a.0 + x.right, a.1 + x.wrong, a.2 + x.not_known, a.3 + x.runs)
+        (
+            a.0 + x.right,
+            a.1 + x.wrong,
+            a.2 + x.not_known,
+            a.3 + x.runs,
+        )
     });
     println!("{r} right, {w} wrong, {n} not known of {runs} runs");
     if STOP.load(Ordering::SeqCst) {

@@ -505,11 +505,16 @@ impl Running {
     /// redline; `wall` is how long the run took.
     pub fn evidence(&self, wall: Duration) -> Evidence {
         let now = self.measure();
-        let d = |i: usize| now.get(i).copied().unwrap_or(0.0) - self.before.get(i).copied().unwrap_or(0.0);
+        let d = |i: usize| {
+            now.get(i).copied().unwrap_or(0.0) - self.before.get(i).copied().unwrap_or(0.0)
+        };
         let secs = wall.as_secs_f64().max(0.001);
         match &self.check {
             Check::Log { file, needle } => match log_line(file, needle) {
-                Some(l) => Evidence { holds: true, line: l },
+                Some(l) => Evidence {
+                    holds: true,
+                    line: l,
+                },
                 None => Evidence {
                     holds: false,
                     line: format!("no \"{needle}\" in {}", file.display()),
@@ -551,7 +556,11 @@ impl Running {
                     line: format!(
                         "the cgroup {}: oom_kill {oom}, {} {fail}",
                         cg.dir.display(),
-                        if cg.v2 { "memory.events max" } else { "memory.failcnt" }
+                        if cg.v2 {
+                            "memory.events max"
+                        } else {
+                            "memory.failcnt"
+                        }
                     ),
                 }
             }
@@ -628,7 +637,8 @@ impl Cgroup {
             let ev = std::fs::read_to_string(self.dir.join("memory.events")).unwrap_or_default();
             (keyed(&ev, "oom_kill"), keyed(&ev, "max"))
         } else {
-            let oc = std::fs::read_to_string(self.dir.join("memory.oom_control")).unwrap_or_default();
+            let oc =
+                std::fs::read_to_string(self.dir.join("memory.oom_control")).unwrap_or_default();
             let fail = std::fs::read_to_string(self.dir.join("memory.failcnt"))
                 .ok()
                 .and_then(|s| s.trim().parse().ok())
@@ -734,7 +744,9 @@ pub fn cpus_allowed(pid: u32) -> String {
 /// (bytes sent, dropped, overlimits) of the root qdisc of `lo` in `ns`.
 fn tc_counters(ns: &str) -> (u64, u64, u64) {
     let out = Command::new("ip")
-        .args(["netns", "exec", ns, "tc", "-s", "qdisc", "show", "dev", "lo"])
+        .args([
+            "netns", "exec", ns, "tc", "-s", "qdisc", "show", "dev", "lo",
+        ])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
@@ -760,7 +772,10 @@ fn tc_counters(ns: &str) -> (u64, u64, u64) {
 fn spawn(mut cmd: Command, what: &'static str, log: Option<&Path>) -> Result<Proc, StartError> {
     let (o, e) = match log.and_then(|l| std::fs::File::create(l).ok()) {
         Some(f) => (
-            Stdio::from(f.try_clone().map_err(|e| StartError::Failed(e.to_string()))?),
+            Stdio::from(
+                f.try_clone()
+                    .map_err(|e| StartError::Failed(e.to_string()))?,
+            ),
             Stdio::from(f),
         ),
         None => (Stdio::null(), Stdio::null()),
@@ -822,7 +837,11 @@ fn wait_ready(p: &mut Proc, port: u16, ns: Option<&str>, log: &Path) -> Result<(
 }
 
 fn chmod_readable(dir: &Path) {
-    let _ = Command::new("chmod").arg("-R").arg("a+rX").arg(dir).status();
+    let _ = Command::new("chmod")
+        .arg("-R")
+        .arg("a+rX")
+        .arg(dir)
+        .status();
 }
 
 fn write_exec(path: &Path, text: &str) {
@@ -848,8 +867,14 @@ struct ApacheSpec {
 fn apache_files(dir: &Path) {
     std::fs::create_dir_all(dir.join("cgi")).unwrap();
     let ok = "printf 'Content-Type: text/plain\\r\\n\\r\\nok\\n'";
-    write_exec(&dir.join("cgi/slow.cgi"), &format!("#!/bin/sh\nsleep 0.2\n{ok}\n"));
-    write_exec(&dir.join("cgi/slow1.cgi"), &format!("#!/bin/sh\nsleep 1\n{ok}\n"));
+    write_exec(
+        &dir.join("cgi/slow.cgi"),
+        &format!("#!/bin/sh\nsleep 0.2\n{ok}\n"),
+    );
+    write_exec(
+        &dir.join("cgi/slow1.cgi"),
+        &format!("#!/bin/sh\nsleep 1\n{ok}\n"),
+    );
     write_exec(
         &dir.join("cgi/mem.cgi"),
         "#!/usr/bin/perl\nmy $x = \"x\" x (20 * 1024 * 1024);\nselect(undef, undef, undef, 0.3);\n\
@@ -868,9 +893,14 @@ fn start_apache(
     let cgi = if spec.mpm == "prefork" { "cgi" } else { "cgid" };
     let cgi_so = format!("mod_{cgi}.so");
     if !Path::new(APACHE).exists()
-        || ![mpm_so.as_str(), "mod_status.so", cgi_so.as_str(), "mod_alias.so"]
-            .iter()
-            .all(|x| m.join(x).exists())
+        || ![
+            mpm_so.as_str(),
+            "mod_status.so",
+            cgi_so.as_str(),
+            "mod_alias.so",
+        ]
+        .iter()
+        .all(|x| m.join(x).exists())
     {
         return Err(StartError::Missing(
             "apache2 with its MPMs, mod_status and mod_cgi (apt-get install apache2)".into(),
@@ -1040,10 +1070,16 @@ fn start_fpm(
     pin: Option<&str>,
 ) -> Result<(Proc, u16, u16, PathBuf, PathBuf, PathBuf), StartError> {
     let Some(bin) = fpm_bin() else {
-        return Err(StartError::Missing("php-fpm (apt-get install php-fpm)".into()));
+        return Err(StartError::Missing(
+            "php-fpm (apt-get install php-fpm)".into(),
+        ));
     };
     let dir = tmpdir(tag);
-    std::fs::write(dir.join("slow.php"), "<?php usleep(200000); echo \"ok\\n\";\n").unwrap();
+    std::fs::write(
+        dir.join("slow.php"),
+        "<?php usleep(200000); echo \"ok\\n\";\n",
+    )
+    .unwrap();
     // ~20 ms of the process's own CPU time (not wall time), however busy the CPU.
     std::fs::write(
         dir.join("burn.php"),
@@ -1129,7 +1165,8 @@ fn watch(args: &mut Vec<String>, pid: u32) {
 /// One GET on a new connection kept open afterwards (keep-alive): the
 /// connection, and whether an answer came within `wait`.
 fn idle_client(port: u16, path: &str, wait: Duration) -> Option<(TcpStream, bool)> {
-    let mut c = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(2)).ok()?;
+    let mut c =
+        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(2)).ok()?;
     c.set_read_timeout(Some(wait)).ok()?;
     c.write_all(format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").as_bytes())
         .ok()?;
@@ -1140,7 +1177,9 @@ fn idle_client(port: u16, path: &str, wait: Duration) -> Option<(TcpStream, bool
 
 /// One GET of a status page on a new connection: the body.
 fn get(port: u16, path: &str) -> String {
-    let Ok(mut c) = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(2)) else {
+    let Ok(mut c) =
+        TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_secs(2))
+    else {
         return String::new();
     };
     let _ = c.set_read_timeout(Some(Duration::from_secs(3)));
@@ -1454,9 +1493,12 @@ fn make_memory_cgroup(limit: u64) -> Result<Cgroup, StartError> {
         let _ = std::fs::write(v2.join("cgroup.subtree_control"), "+memory");
         (v2.join(&name), true)
     } else {
-        return Err(StartError::Missing("a cgroup memory controller (v1 or v2)".into()));
+        return Err(StartError::Missing(
+            "a cgroup memory controller (v1 or v2)".into(),
+        ));
     };
-    std::fs::create_dir(&dir).map_err(|e| StartError::Failed(format!("mkdir {}: {e}", dir.display())))?;
+    std::fs::create_dir(&dir)
+        .map_err(|e| StartError::Failed(format!("mkdir {}: {e}", dir.display())))?;
     let cg = Cgroup { dir, v2: is_v2 };
     let (file, val) = if is_v2 {
         ("memory.max", limit.to_string())
@@ -1629,11 +1671,18 @@ fn ip(args: &[&str]) -> Result<(), StartError> {
 fn shaped_link() -> Result<Running, StartError> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    if Command::new("tc").arg("-V").output().is_err() || Command::new("ip").arg("-V").output().is_err()
+    if Command::new("tc").arg("-V").output().is_err()
+        || Command::new("ip").arg("-V").output().is_err()
     {
-        return Err(StartError::Missing("ip and tc (apt-get install iproute2)".into()));
+        return Err(StartError::Missing(
+            "ip and tc (apt-get install iproute2)".into(),
+        ));
     }
-    let ns = format!("rl-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    let ns = format!(
+        "rl-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
     ip(&["ip", "netns", "add", &ns])?;
     let mut r = Running::new(Vec::new());
     r.netns = Some(ns.clone());
