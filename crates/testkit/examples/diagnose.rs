@@ -132,6 +132,12 @@ fn main() {
             let out = running.run(&redline);
             let gone = running.gone();
             drop(running);
+            if STOP.load(Ordering::SeqCst) {
+                // Cut short by Ctrl-C: not a verdict.
+                row.verdicts.push("interrupted".into());
+                rows.push(row);
+                break 'setups;
+            }
             let res = out.resource().to_string();
             let v = verdict(s.expected, &res);
             match v {
