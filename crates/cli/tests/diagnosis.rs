@@ -115,6 +115,11 @@ fn starved_client() {
     check("starved_client");
 }
 
+#[test]
+fn nginx_cpu() {
+    check("nginx_cpu");
+}
+
 /// Every setup has its test here (a new setup needs one).
 #[test]
 fn every_setup_has_a_test() {

@@ -203,6 +203,14 @@ pub fn all() -> Vec<Setup> {
             true,
             starved_client,
         ),
+        s(
+            "nginx_cpu",
+            "cpu",
+            "nginx, 1 worker pinned to CPU 0, gzip_comp_level 9 on a 1 MiB text file",
+            true,
+            true,
+            nginx_cpu,
+        ),
     ]
 }
 
@@ -290,6 +298,9 @@ enum Check {
     CgroupOom(Cgroup),
     /// The children of this master: their allowed CPUs and their CPU time.
     Pinned { master: u32, cpus: &'static str },
+    /// One pinned worker of this master that ran or waited for its CPU all
+    /// the run long.
+    CpuBound { master: u32, cpus: &'static str },
     /// TcpExt ListenOverflows grew.
     ListenOverflows,
     /// `tc -s qdisc show dev lo` in the namespace.
@@ -491,7 +502,7 @@ impl Running {
                 vec![sent as f64, dropped as f64, over as f64]
             }
             Check::Busy { pid } => vec![cpu_seconds(*pid)],
-            Check::Pinned { master, .. } => {
+            Check::Pinned { master, .. } | Check::CpuBound { master, .. } => {
                 let kids = children(*master);
                 let run: f64 = kids.iter().map(|p| schedstat(*p).0).sum();
                 let wait: f64 = kids.iter().map(|p| schedstat(*p).1).sum();
@@ -582,6 +593,25 @@ impl Running {
                         secs,
                         share * 100.0,
                         d(1)
+                    ),
+                }
+            }
+            Check::CpuBound { master, cpus } => {
+                let kids = children(*master);
+                let lists: Vec<String> = kids.iter().map(|p| cpus_allowed(*p)).collect();
+                let pinned = !kids.is_empty() && lists.iter().all(|l| l == cpus);
+                // Never idle: running, or ready and waiting for its one CPU.
+                let busy = (d(0) + d(1)) / secs;
+                Evidence {
+                    holds: pinned && d(0) / secs >= 0.3 && busy >= 0.8,
+                    line: format!(
+                        "{} worker(s), Cpus_allowed_list {:?}; ran {:.2} s and waited {:.2} s for the CPU in {:.1} s: busy {:.0} % of the run (/proc/PID/schedstat)",
+                        kids.len(),
+                        lists.first().map(String::as_str).unwrap_or("?"),
+                        d(0),
+                        d(1),
+                        secs,
+                        busy * 100.0
                     ),
                 }
             }
@@ -1775,5 +1805,62 @@ fn starved_client() -> Result<Running, StartError> {
     r.args = args;
     r.prefix = strings(&["taskset", "-c", "1"]);
     r.check = Check::Busy { pid: bpid };
+    Ok(r)
+}
+
+fn nginx_cpu() -> Result<Running, StartError> {
+    if Command::new("taskset").arg("-V").output().is_err() {
+        return Err(StartError::Missing("taskset (util-linux)".into()));
+    }
+    let (p, port, dir, conf) = start_nginx(
+        "setup-nginx-cpu",
+        NginxSpec {
+            worker_connections: 1024,
+            server: String::new(),
+            http: " gzip on; gzip_comp_level 9; gzip_types text/plain; gzip_min_length 0;".into(),
+            pin: Some("0"),
+            ns: None,
+        },
+    )?;
+    // 1 MiB of words from a fixed pseudo-random sequence: work for gzip -9.
+    let words = [
+        "worker", "pool", "keep", "alive", "memory", "cgroup", "latency", "backlog", "upstream",
+        "shaper", "client", "server", "request", "answer", "limit", "knee",
+    ];
+    let mut text = String::with_capacity(1 << 20);
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    while text.len() < 1 << 20 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        text.push_str(words[(x % 16) as usize]);
+        text.push(if x % 11 == 0 { '\n' } else { ' ' });
+        text.push_str(&(x % 1000).to_string());
+        text.push(' ');
+    }
+    std::fs::write(dir.join("big.txt"), text).unwrap();
+    chmod_readable(&dir);
+    let master = p.pid();
+    let mut r = Running::new(Vec::new());
+    r.pids = vec![master];
+    r.procs.push(p);
+    r.dirs.push(dir);
+    let mut args = strings(&["run", &format!("http://127.0.0.1:{port}/big.txt")]);
+    args.extend(strings(&[
+        "-H",
+        "Accept-Encoding: gzip",
+        "-c",
+        "8",
+        "-d",
+        "8s",
+        "--server-status",
+        &format!("http://127.0.0.1:{port}/nginx_status"),
+        "--server-config",
+        &conf.display().to_string(),
+    ]));
+    watch(&mut args, master);
+    tail(&mut args);
+    r.args = args;
+    r.check = Check::CpuBound { master, cpus: "0" };
     Ok(r)
 }
