@@ -1834,7 +1834,7 @@ fn nginx_cpu() -> Result<Running, StartError> {
         x ^= x >> 7;
         x ^= x << 17;
         text.push_str(words[(x % 16) as usize]);
-        text.push(if x % 11 == 0 { '\n' } else { ' ' });
+        text.push(if x.is_multiple_of(11) { '\n' } else { ' ' });
         text.push_str(&(x % 1000).to_string());
         text.push(' ');
     }
