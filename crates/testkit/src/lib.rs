@@ -10,6 +10,8 @@
 //! - [`script`]: scripted TCP/HTTP servers on 127.0.0.1:0 whose every loop is bounded;
 //! - [`pki`]: a test CA and a leaf for `localhost`/`127.0.0.1` (rcgen);
 //! - [`nginx`]: Debian's nginx on a free loopback port with its own prefix;
+//! - [`setups`]: real servers with one known limit each, for the diagnosis
+//!   (issue 30): started, run against, their own evidence read, cleaned up;
 //! - [`timing`]: retrying a test whose numbers depend on the host's timing;
 //! - [`chromium`]: headless Chromium: a page rendered to its DOM, or driven
 //!   over DevTools ([`chromium::DevTools`]).
@@ -24,6 +26,7 @@ pub mod nginx;
 pub mod pki;
 pub mod proc;
 pub mod script;
+pub mod setups;
 pub mod timing;
 
 /// A loopback port that was free a moment ago (for servers that cannot bind
