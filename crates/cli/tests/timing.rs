@@ -107,9 +107,14 @@ fn open_loop_stall_shows_in_latency_not_in_service_time() {
         assert!(codes.contains(&"connections_busy"), "{codes:?}");
         // Only the client's own trouble flags the run (a debug build on a busy
         // machine may really lag behind when the stalled responses flood in).
-        let clients_own = ["scheduler_lag", "client_cpu", "client_starved", "rate_short"]
-            .iter()
-            .any(|c| codes.contains(c));
+        let clients_own = [
+            "scheduler_lag",
+            "client_cpu",
+            "client_starved",
+            "rate_short",
+        ]
+        .iter()
+        .any(|c| codes.contains(c));
         assert_eq!(v["client_limited"], clients_own, "{}", v["warnings"]);
         let lag_p99 = v["scheduler_lag"]["percentiles_us"]["p99"]
             .as_u64()

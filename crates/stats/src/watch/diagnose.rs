@@ -185,6 +185,13 @@ pub fn trouble(rec: &crate::RunRecord) -> Vec<String> {
             c.in_flight_at_end, c.not_sent
         ));
     }
+    let answers: u64 = rec.series.iter().map(|p| p.requests).sum();
+    let fivexx: u64 = rec.series.iter().map(|p| p.status_classes[4]).sum();
+    if fivexx > 0 && fivexx * 100 >= answers {
+        t.push(format!(
+            "{fivexx} of {answers} answers were 5xx (server errors)"
+        ));
+    }
     let (p50, p99) = (rec.latency.percentile(50.0), rec.latency.percentile(99.0));
     if p99 >= BLOWUP_MIN_US && p99 >= BLOWUP_RATIO * p50.max(1) {
         t.push(format!(
@@ -232,9 +239,11 @@ pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagno
     if !staged {
         facts.extend(more);
     }
-    if !staged && facts.is_empty() {
-        return None;
-    }
+    // A plain run without trouble is still diagnosed when a server
+    // resource's own evidence shows it saturated (a closed loop pushes the
+    // server to its limit by design: that limit is the answer); the rules
+    // that need trouble or a knee are left out for it.
+    let calm = !staged && facts.is_empty();
     if let Some(d) = diagnose_gone(rec) {
         return Some(d);
     }
@@ -251,7 +260,7 @@ pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagno
         rec.counters.peak_connections as f64
     };
     // Something gave out: a knee on a staged run, trouble on a plain one.
-    let stalled = !staged || rec.knee.is_some();
+    let stalled = if staged { rec.knee.is_some() } else { !calm };
     // The pool from the status page, else from the server's own words in
     // its error log; the log's lines are cited either way.
     let pool = match rec
@@ -352,7 +361,7 @@ pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagno
         first.also = found;
         return Some(first);
     }
-    if !stalled {
+    if !stalled || calm {
         return None;
     }
     let mut add = Vec::new();

@@ -545,9 +545,21 @@ pub fn log_pool(rec: &RunRecord) -> Option<Diagnosis> {
             .filter_map(|s| s.async_keepalive)
             .max()
             .unwrap_or(0);
+        // Event's workers were never all busy, yet Apache said it reached
+        // MaxRequestWorkers: the connections it held without a worker
+        // (keep-alive, mostly; its Conns* counts refresh late) filled it.
+        let busy_peak = st.samples.iter().filter_map(|s| s.busy).max();
+        let event_idle_workers = st.mpm.as_deref() == Some("event")
+            && matches!((busy_peak, st.slots), (Some(b), Some(n)) if b < n);
         if conns > 0 && idle as f64 >= super::KEEPALIVE_SHARE * conns as f64 {
             Some(format!(
                 "the status page: up to {idle} of {conns} connections were idle keep-alive connections (ConnsAsyncKeepAlive), waiting for a client's next request"
+            ))
+        } else if event_idle_workers {
+            Some(format!(
+                "the status page (event MPM): busy workers peaked at {} of {} while Apache said it reached MaxRequestWorkers: its slots were held by connections without a worker (idle keep-alive; up to {idle} counted in ConnsAsyncKeepAlive)",
+                busy_peak.unwrap_or(0),
+                st.slots.unwrap_or(0)
             ))
         } else if k >= super::KEEPALIVE_SHARE {
             Some(format!(

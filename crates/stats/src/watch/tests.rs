@@ -502,8 +502,14 @@ fn a_plain_run_with_a_full_scoreboard_names_the_pool() {
     assert_eq!(d.limit, Some(10));
     assert_eq!((d.at_level, d.at_s), (None, Some(0.2)));
     assert!(d.evidence[0].contains("0.2 s into the run"), "{d:?}");
-    // Without trouble, a full scoreboard alone says nothing on a plain run.
+    // Without trouble, a scoreboard with every slot busy while more
+    // connections wait is still the server saying its pool is the limit.
     rec.counters.in_flight_at_end = 0;
+    assert_eq!(diagnose(&rec).unwrap().resource, "worker_pool");
+    // Idle 0 on a pool that could grow (slots free) is not, without trouble.
+    let reads: Vec<(f64, u64, u64, u64)> =
+        (0..6).map(|i| (i as f64 * 0.5 + 0.2, 8, 0, 0)).collect();
+    rec.server_status = Some(status("apache", Some(16), &reads));
     assert!(diagnose(&rec).is_none());
 }
 
@@ -793,10 +799,21 @@ fn event_keepalive_from_the_servers_own_words() {
         .evidence
         .iter()
         .any(|e| e.contains("10 of 12 connections")));
-    // No keep-alive connections: the pool, in Apache's words.
+    // Event's Conns* counts refresh late: with none seen, workers that were
+    // never all busy while Apache said it reached MaxRequestWorkers still
+    // say keep-alive (connections held without a worker).
     for s in &mut rec.server_status.as_mut().unwrap().samples {
         s.async_keepalive = Some(0);
     }
+    rec.server_status.as_mut().unwrap().mpm = Some("event".into());
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "keepalive", "{d:?}");
+    assert!(d
+        .evidence
+        .iter()
+        .any(|e| e.contains("busy workers peaked at 1 of 4")));
+    // Prefork (or an unknown MPM) without K slots: the pool, in Apache's words.
+    rec.server_status.as_mut().unwrap().mpm = None;
     let d = diagnose(&rec).unwrap();
     assert_eq!(d.resource, "worker_pool");
     assert_eq!(d.directive, "MaxRequestWorkers");
