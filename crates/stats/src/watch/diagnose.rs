@@ -276,7 +276,8 @@ pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagno
             );
             Some(p)
         }
-        None => super::evidence::log_pool(rec),
+        None => super::evidence::log_pool(rec)
+            .or_else(|| super::evidence::event_keepalive(rec, stalled, max_level)),
     };
     let cpu = super::evidence::cpu(rec);
     let memory = super::evidence::memory(rec).map(|mut m| {
@@ -332,8 +333,19 @@ pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagno
     found.extend(disk);
     let pool_full = pool.is_some();
     if stalled {
-        // The backlog after the pool: a full pool fills the accept queue.
-        found.extend(diagnose_backlog(rec));
+        // The backlog after the pool: a full pool fills the accept queue;
+        // but a backlog set below the connections the load opened is its
+        // own limit (connects dropped and retried after 1 s, 3 s, …), first.
+        if let Some(b) = diagnose_backlog(rec) {
+            let small =
+                super::evidence::configured_backlog(rec).is_some_and(|n| (n as f64) < max_level);
+            let at = found
+                .iter()
+                .position(|d| matches!(d.resource.as_str(), "worker_pool" | "keepalive"))
+                .filter(|_| small)
+                .unwrap_or(found.len());
+            found.insert(at, b);
+        }
         found.extend(super::evidence::link(rec, pool_full));
         let said = super::evidence::log_upstream(rec);
         if found.is_empty() {

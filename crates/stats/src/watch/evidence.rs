@@ -351,12 +351,23 @@ pub fn link(rec: &RunRecord, pool_full: bool) -> Option<Diagnosis> {
     if past.len() < 2 {
         return None;
     }
+    // Flat: as the load rose past the knee the bytes/s did not rise above
+    // the knee's stage (stages of a few large answers are lumpy, so a dip
+    // is allowed, a collapse is not).
+    let first = past[0].bytes_per_sec;
     let lo = past
         .iter()
         .map(|s| s.bytes_per_sec)
         .fold(f64::INFINITY, f64::min);
     let hi = past.iter().map(|s| s.bytes_per_sec).fold(0.0, f64::max);
-    if lo <= 0.0 || hi / lo > FLAT_RATIO {
+    let avg = past.iter().map(|s| s.bytes_per_sec).sum::<f64>() / past.len() as f64;
+    if first <= 0.0 || hi > FLAT_RATIO * first || avg < 0.5 * first {
+        return None;
+    }
+    // The time went into moving the bytes, not into making the answer: the
+    // first byte came early, the last late.
+    let (ttfb, total) = (rec.waiting.percentile(50.0), rec.latency.percentile(50.0));
+    if total > 0 && ttfb * 2 > total {
         return None;
     }
     // The server must be seen idle: without a watch, a CPU-bound server
@@ -377,7 +388,7 @@ pub fn link(rec: &RunRecord, pool_full: bool) -> Option<Diagnosis> {
             h.host
         ));
     }
-    let mbit = (lo + hi) / 2.0 * 8.0 / 1e6;
+    let mbit = hi * 8.0 / 1e6;
     let mut evidence = vec![format!(
         "past {} {} the bytes read stayed between {:.2} and {:.2} MB/s ({:.1} Mbit/s) while the load rose to {}",
         crate::stages::fmt_level(k.level),
@@ -388,13 +399,11 @@ pub fn link(rec: &RunRecord, pool_full: bool) -> Option<Diagnosis> {
         crate::stages::fmt_level(past.last().map(|s| s.level_to).unwrap_or(k.level))
     )];
     evidence.extend(idle);
-    if let (Some(a), Some(b)) = (rec.stages.first(), rec.stages.last()) {
-        evidence.push(format!(
-            "p99 went from {:.1} ms to {:.1} ms: each answer took longer to arrive, not to make",
-            a.p99_us as f64 / 1000.0,
-            b.p99_us as f64 / 1000.0
-        ));
-    }
+    evidence.push(format!(
+        "the first byte of an answer came after {:.1} ms and the whole answer after {:.1} ms (medians): the time went into the transfer, not into making the answer",
+        ttfb as f64 / 1000.0,
+        total as f64 / 1000.0
+    ));
     Some(Diagnosis {
         resource: "link".into(),
         limit: Some(mbit.round() as u64),
@@ -418,6 +427,12 @@ pub fn upstream(rec: &RunRecord, pool_full: bool, log_upstream: bool) -> Option<
         || rec.warnings.iter().any(|w| w.code == "connections_busy")
         || rec.knee.is_some();
     if !held {
+        return None;
+    }
+    // Waiting on a backend is waiting for the first byte; a slow transfer
+    // (a link) is not.
+    let (ttfb, total) = (rec.waiting.percentile(50.0), rec.latency.percentile(50.0));
+    if !log_upstream && ttfb * 2 < total {
         return None;
     }
     let w = rec.server_watch.as_ref()?;
@@ -622,5 +637,93 @@ pub fn log_upstream(rec: &RunRecord) -> Option<Diagnosis> {
         evidence: found.iter().map(|f| quote(f)).collect(),
         advice: "the server's upstream (the backend it proxies to) did not keep up: watch that backend (--watch its PID, --server-status of its status page) and raise its pool or make it faster; raising the front server's workers will not help".into(),
         ..Default::default()
+    })
+}
+
+/// Apache event's connection slots held by idle keep-alive connections: a
+/// load that stopped scaling (`stalled`) while Apache held fewer
+/// connections than the load offered, most of them idle keep-alive ones
+/// without a worker (`ConnsAsyncKeepAlive` at [`super::KEEPALIVE_SHARE`]
+/// of `ConnsTotal`), and its workers never all busy: event's per-process
+/// connection limit (`ThreadsPerChild` + `AsyncRequestWorkerFactor` × idle
+/// workers) was full of idle clients, so new connections waited in the
+/// listen queue.
+pub fn event_keepalive(rec: &RunRecord, stalled: bool, max_level: f64) -> Option<Diagnosis> {
+    let st = rec.server_status.as_ref()?;
+    if st.server != "apache" || !stalled {
+        return None;
+    }
+    let off = st.offset_s(&rec.started_at);
+    let during: Vec<&StatusSample> = st
+        .samples
+        .iter()
+        .filter(|s| s.t + off >= 0.0 && s.t + off <= rec.duration_s)
+        .collect();
+    let conns = during.iter().filter_map(|s| s.conns_total).max()?;
+    let idle = during
+        .iter()
+        .filter_map(|s| s.async_keepalive.zip(s.conns_total))
+        .filter(|(k, c)| *c > 0 && *k as f64 >= super::KEEPALIVE_SHARE * *c as f64)
+        .map(|(k, _)| k)
+        .max()?;
+    let busy = during.iter().filter_map(|s| s.busy).max().unwrap_or(0);
+    let slots = st.slots.unwrap_or(u64::MAX);
+    let offered = max_level + idle as f64;
+    if idle < 2 || busy >= slots || offered <= conns as f64 {
+        return None;
+    }
+    let mut evidence = vec![
+        format!(
+            "Apache{} held at most {conns} connections, up to {idle} of them idle keep-alive connections without a worker (ConnsAsyncKeepAlive), while the load rose to {max_level:.0} connections: new connections waited in its listen queue",
+            st.mpm.as_deref().map(|m| format!(" ({m} MPM)")).unwrap_or_default()
+        ),
+        format!(
+            "its workers were never all busy (at most {busy}{}): the slots were held by idle clients, not by work",
+            if slots == u64::MAX {
+                String::new()
+            } else {
+                format!(" of {slots}")
+            }
+        ),
+    ];
+    let timeouts = st
+        .failures_between(&rec.started_at, 0.0, rec.duration_s)
+        .into_iter()
+        .filter(|(_, k)| *k == "timeout")
+        .count();
+    if timeouts > 0 {
+        evidence.push(format!(
+            "{timeouts} reads of the status page timed out during the load (it needs a connection slot too)"
+        ));
+    }
+    evidence.extend(log_says(rec, "worker_pool").into_iter().map(quote));
+    Some(Diagnosis {
+        resource: "keepalive".into(),
+        directive: "KeepAliveTimeout, MaxKeepAliveRequests (event: AsyncRequestWorkerFactor)".into(),
+        evidence,
+        advice: "idle keep-alive clients fill Apache event's connection slots: lower KeepAliveTimeout (to 1-5 s), raise AsyncRequestWorkerFactor or ThreadsPerChild (and MaxRequestWorkers) if memory allows".into(),
+        ..Default::default()
+    })
+}
+
+/// The listen backlog the server's config sets (Apache `ListenBacklog`,
+/// lighttpd `server.listen-backlog`, nginx `listen … backlog=N`), when
+/// recorded.
+pub fn configured_backlog(rec: &RunRecord) -> Option<u64> {
+    let c = rec.server_config.as_ref()?;
+    for k in ["ListenBacklog", "server.listen-backlog"] {
+        if let Some(n) = c
+            .directives
+            .get(k)
+            .and_then(|v| v.value.trim().parse().ok())
+        {
+            return Some(n);
+        }
+    }
+    c.directives.get("listen").and_then(|v| {
+        v.value
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("backlog="))
+            .and_then(|n| n.trim_end_matches(';').parse().ok())
     })
 }

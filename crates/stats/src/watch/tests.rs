@@ -336,6 +336,8 @@ fn plain() -> crate::RunRecord {
         rec.series
             .push(crate::record::SeriesPoint::new(t, 80, 0, 8000, &h));
         rec.latency.merge(&h);
+        // The first byte came with the answer (a small one).
+        rec.waiting.merge(&h);
     }
     rec.counters.scheduled = 240;
     rec.counters.sent = 240;
@@ -869,4 +871,78 @@ fn upstream_from_the_proxys_log() {
     let d = diagnose(&rec).unwrap();
     assert_eq!(d.resource, "upstream", "{d:?}");
     assert!(d.evidence[0].contains("\"upstream timed out\" 7 times"));
+}
+
+/// Apache event whose log line came before the run: its status page alone
+/// shows the connections held by idle keep-alive clients while the load
+/// rose past them, with workers to spare.
+#[test]
+fn event_keepalive_from_the_status_page_alone() {
+    let mut rec = staged(&[1.0, 4.0, 10.0, 20.0], &[4.5, 8.0, 9.0, 9.5]);
+    rec.duration_s = 8.0;
+    rec.knee = Some(crate::stages::Knee {
+        level: 1.0,
+        ..knee()
+    });
+    let mut st = status(
+        "apache",
+        Some(4),
+        &[(0.5, 2, 2, 0), (3.0, 2, 2, 0), (6.0, 3, 1, 0)],
+    );
+    st.mpm = Some("event".into());
+    for s in &mut st.samples {
+        s.conns_total = Some(9);
+        s.async_keepalive = Some(8);
+    }
+    rec.server_status = Some(st.clone());
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "keepalive", "{d:?}");
+    assert!(d.evidence[0].contains("held at most 9 connections, up to 8 of them idle keep-alive"));
+    // Few keep-alive connections among them: not keep-alive.
+    for s in &mut st.samples {
+        s.async_keepalive = Some(1);
+    }
+    rec.server_status = Some(st);
+    assert_ne!(diagnose(&rec).unwrap().resource, "keepalive");
+}
+
+/// A backlog set below the connections the load opened comes before the
+/// full pool it sits in front of; a default-sized one after it.
+#[test]
+fn a_tiny_backlog_comes_before_the_pool_behind_it() {
+    let mut rec = plain();
+    rec.counters.peak_connections = 20;
+    rec.counters.in_flight_at_end = 5;
+    rec.client.listen_overflows = 172;
+    rec.server_log = Some(crate::record::ServerLog {
+        paths: vec!["/x/error.log".into()],
+        bytes_read: 1,
+        findings: vec![finding(
+            "worker_pool",
+            "MaxRequestWorkers",
+            "server reached MaxRequestWorkers setting",
+            1,
+        )],
+    });
+    let mut cfg = crate::ServerConfig {
+        server: "apache".into(),
+        file: "/x/apache2.conf".into(),
+        ..Default::default()
+    };
+    cfg.directives.insert(
+        "ListenBacklog".into(),
+        crate::ConfigValue {
+            value: "1".into(),
+            ..Default::default()
+        },
+    );
+    rec.server_config = Some(cfg.clone());
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "listen_backlog", "{d:?}");
+    assert_eq!(d.also[0].resource, "worker_pool");
+    cfg.directives.get_mut("ListenBacklog").unwrap().value = "511".into();
+    rec.server_config = Some(cfg);
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "worker_pool", "{d:?}");
+    assert_eq!(d.also[0].resource, "listen_backlog");
 }
