@@ -626,7 +626,12 @@ pub(super) fn diagnose_status(
     // Reads that timed out while the load ran, placed like reads: Apache,
     // lighttpd and php-fpm answer their status page with a worker of
     // their own, so a timeout says no worker was free.
-    let timeouts: Vec<StatusSample> = if nginx {
+    // Apache event answers with a worker too, but its connections wait for
+    // a connection slot, which idle keep-alive clients may hold while
+    // workers idle: its timeouts say nothing of the workers.
+    let event =
+        w.mpm.as_deref() == Some("event") || w.samples.iter().any(|s| s.conns_total.is_some());
+    let timeouts: Vec<StatusSample> = if nginx || event {
         Vec::new()
     } else {
         w.failures
@@ -673,7 +678,8 @@ pub(super) fn diagnose_status(
     let full = |p: &Placed| {
         p.failed || (measure(p.s).unwrap_or(0) >= floor && p.s.idle.is_none_or(|i| i == 0))
     };
-    let first = placed.iter().position(full)?;
+    // The plateau starts at a read that saw it; timeouts only continue it.
+    let first = placed.iter().position(|p| !p.failed && full(p))?;
     let after = &placed[first..];
     let full_share = after.iter().filter(|p| full(p)).count() as f64 / after.len() as f64;
     if full_share < 0.8 || max_level <= limit as f64 || after.len() < 2 {
