@@ -660,9 +660,19 @@ pub fn event_keepalive(rec: &RunRecord, stalled: bool, max_level: f64) -> Option
         .filter(|s| s.t + off >= 0.0 && s.t + off <= rec.duration_s)
         .collect();
     let conns = during.iter().filter_map(|s| s.conns_total).max()?;
+    // A connection event holds without a worker is idle keep-alive,
+    // writing or closing; its Conns* counts refresh late, so the held
+    // connections less the busy workers count too.
     let idle = during
         .iter()
-        .filter_map(|s| s.async_keepalive.zip(s.conns_total))
+        .filter_map(|s| {
+            let c = s.conns_total?;
+            let without = c
+                .saturating_sub(s.busy.unwrap_or(0))
+                .saturating_sub(s.async_writing.unwrap_or(0))
+                .saturating_sub(s.async_closing.unwrap_or(0));
+            Some((s.async_keepalive.unwrap_or(0).max(without), c))
+        })
         .filter(|(k, c)| *c > 0 && *k as f64 >= super::KEEPALIVE_SHARE * *c as f64)
         .map(|(k, _)| k)
         .max()?;
@@ -674,7 +684,7 @@ pub fn event_keepalive(rec: &RunRecord, stalled: bool, max_level: f64) -> Option
     }
     let mut evidence = vec![
         format!(
-            "Apache{} held at most {conns} connections, up to {idle} of them idle keep-alive connections without a worker (ConnsAsyncKeepAlive), while the load rose to {max_level:.0} connections: new connections waited in its listen queue",
+            "Apache{} held at most {conns} connections, up to {idle} of them without a worker (idle keep-alive: ConnsTotal less busy workers, ConnsAsyncKeepAlive), while the load rose to {max_level:.0} connections: new connections waited in its listen queue",
             st.mpm.as_deref().map(|m| format!(" ({m} MPM)")).unwrap_or_default()
         ),
         format!(

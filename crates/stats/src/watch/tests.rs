@@ -782,8 +782,10 @@ fn event_keepalive_from_the_servers_own_words() {
         s.async_keepalive = Some(10);
     }
     rec.server_status = Some(st);
-    // Without the log: the status page alone shows no full pool.
-    assert_eq!(diagnose(&rec).unwrap().resource, "unknown");
+    // Without the log: the status page alone shows the held connections.
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "keepalive");
+    assert!(!d.evidence.iter().any(|e| e.contains("error log")));
     rec.server_log = Some(crate::record::ServerLog {
         paths: vec!["/var/log/apache2/error.log".into()],
         bytes_read: 300,
@@ -897,10 +899,17 @@ fn event_keepalive_from_the_status_page_alone() {
     rec.server_status = Some(st.clone());
     let d = diagnose(&rec).unwrap();
     assert_eq!(d.resource, "keepalive", "{d:?}");
-    assert!(d.evidence[0].contains("held at most 9 connections, up to 8 of them idle keep-alive"));
-    // Few keep-alive connections among them: not keep-alive.
+    assert!(d.evidence[0].contains("held at most 9 connections, up to 8 of them without a worker"));
+    // Its Conns* counts refresh late: 0 keep-alive counted, 9 held, 2 busy.
+    for s in &mut st.samples {
+        s.async_keepalive = Some(0);
+    }
+    rec.server_status = Some(st.clone());
+    assert_eq!(diagnose(&rec).unwrap().resource, "keepalive");
+    // Most connections busy (writing answers): not keep-alive.
     for s in &mut st.samples {
         s.async_keepalive = Some(1);
+        s.async_writing = Some(6);
     }
     rec.server_status = Some(st);
     assert_ne!(diagnose(&rec).unwrap().resource, "keepalive");
