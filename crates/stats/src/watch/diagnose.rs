@@ -274,7 +274,16 @@ pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagno
                     .into_iter()
                     .map(super::evidence::quote),
             );
-            Some(p)
+            // Apache event with its connection slots full of idle
+            // keep-alive clients: the busy workers are what got in; the
+            // idle clients kept the rest out. Keep-alive first.
+            match super::evidence::event_keepalive(rec, stalled, max_level) {
+                Some(mut k) if p.resource == "worker_pool" => {
+                    k.also.push(p);
+                    Some(k)
+                }
+                _ => Some(p),
+            }
         }
         None => super::evidence::log_pool(rec)
             .or_else(|| super::evidence::event_keepalive(rec, stalled, max_level)),
@@ -365,6 +374,16 @@ pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagno
             found.extend(diagnose_bandwidth(rec));
         }
     }
+    // A finding that carries its own `also` (keep-alive before the pool
+    // it starved) lists them right after it.
+    let found: Vec<Diagnosis> = found
+        .into_iter()
+        .flat_map(|mut d| {
+            let more = std::mem::take(&mut d.also);
+            std::iter::once(d).chain(more)
+        })
+        .collect();
+    let mut found = found;
     if !found.is_empty() {
         let mut first = found.remove(0);
         if first.resource != "client" {

@@ -679,7 +679,7 @@ pub fn event_keepalive(rec: &RunRecord, stalled: bool, max_level: f64) -> Option
     let busy = during.iter().filter_map(|s| s.busy).max().unwrap_or(0);
     let slots = st.slots.unwrap_or(u64::MAX);
     let offered = max_level + idle as f64;
-    if idle < 2 || busy >= slots || offered <= conns as f64 {
+    if idle < 2 || offered <= conns as f64 {
         return None;
     }
     let mut evidence = vec![
@@ -687,14 +687,20 @@ pub fn event_keepalive(rec: &RunRecord, stalled: bool, max_level: f64) -> Option
             "Apache{} held at most {conns} connections, up to {idle} of them without a worker (idle keep-alive: ConnsTotal less busy workers, ConnsAsyncKeepAlive), while the load rose to {max_level:.0} connections: new connections waited in its listen queue",
             st.mpm.as_deref().map(|m| format!(" ({m} MPM)")).unwrap_or_default()
         ),
-        format!(
-            "its workers were never all busy (at most {busy}{}): the slots were held by idle clients, not by work",
-            if slots == u64::MAX {
-                String::new()
-            } else {
-                format!(" of {slots}")
-            }
-        ),
+        if busy >= slots {
+            format!(
+                "its {slots} workers were all busy with the few connections that got in: the idle clients kept the rest of the load out"
+            )
+        } else {
+            format!(
+                "its workers were never all busy (at most {busy}{}): the slots were held by idle clients, not by work",
+                if slots == u64::MAX {
+                    String::new()
+                } else {
+                    format!(" of {slots}")
+                }
+            )
+        },
     ];
     let timeouts = st
         .failures_between(&rec.started_at, 0.0, rec.duration_s)

@@ -900,6 +900,23 @@ fn event_keepalive_from_the_status_page_alone() {
     let d = diagnose(&rec).unwrap();
     assert_eq!(d.resource, "keepalive", "{d:?}");
     assert!(d.evidence[0].contains("held at most 9 connections, up to 8 of them without a worker"));
+    // The few workers that got connections all busy: keep-alive still
+    // first (the idle clients kept the rest out), the pool after it.
+    let mut busy = st.clone();
+    busy.samples = (0..12)
+        .map(|i| StatusSample {
+            t: 0.5 + i as f64 * 0.5,
+            busy: Some(4),
+            idle: Some(0),
+            conns_total: Some(12),
+            async_keepalive: Some(8),
+            ..Default::default()
+        })
+        .collect();
+    rec.server_status = Some(busy);
+    let d = diagnose(&rec).unwrap();
+    assert_eq!(d.resource, "keepalive", "{d:?}");
+    assert_eq!(d.also[0].resource, "worker_pool");
     // Its Conns* counts refresh late: 0 keep-alive counted, 9 held, 2 busy.
     for s in &mut st.samples {
         s.async_keepalive = Some(0);
