@@ -856,19 +856,43 @@ fn nginx_lua_modules() -> Option<Vec<PathBuf>> {
     (ndk.is_file() && lua.is_file()).then(|| vec![ndk, lua])
 }
 
-/// The fixture names for one server, sorted.
+/// The second home of grammar fixtures (one folder per construct or broken
+/// config kind): `crates/watch/fixtures/tune/grammar/SERVER/NAME`.
+fn tune_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tune")
+}
+
+/// The fixture names for one server, sorted (both homes; a name is in one).
 fn grammar_fixtures(o: Oracle) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(fixtures().join("grammar").join(o.dir()))
-        .unwrap()
+    let mut v: Vec<String> = [fixtures(), tune_fixtures()]
+        .iter()
+        .filter_map(|root| std::fs::read_dir(root.join("grammar").join(o.dir())).ok())
+        .flatten()
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
         .collect();
     v.sort();
     v
 }
 
+/// A grammar fixture's folder for `Tree::copy` (relative to tests/fixtures,
+/// or absolute when it is under fixtures/tune).
+fn grammar_rel(dir: &str, name: &str) -> String {
+    let old = format!("grammar/{dir}/{name}");
+    if fixtures().join(&old).is_dir() {
+        old
+    } else {
+        tune_fixtures()
+            .join("grammar")
+            .join(dir)
+            .join(name)
+            .display()
+            .to_string()
+    }
+}
+
 /// A fixture copied to a temp tree; the lua fixture gets the module loaded when installed.
 fn grammar_tree(o: Oracle, name: &str) -> Option<Tree> {
-    let t = Tree::copy(&format!("grammar/{}/{name}", o.dir()));
+    let t = Tree::copy(&grammar_rel(o.dir(), &name));
     if name.contains("lua") {
         let Some(mods) = nginx_lua_modules() else {
             // Without the module nginx refuses any *_by_lua_block: only a
@@ -917,7 +941,7 @@ fn grammar_fixtures_agree_with_each_servers_config_test() {
             let Some(t) = grammar_tree(o, &name) else {
                 // Without the module nginx refuses the directive, so only tune is asked.
                 eprintln!("note: nginx lua module not installed: {name} checked by tune only");
-                let t = Tree::copy(&format!("grammar/{}/{name}", o.dir()));
+                let t = Tree::copy(&grammar_rel(o.dir(), &name));
                 let r = analyze_as(o, &t.path(o.main()));
                 assert!(parse_errors(&r).is_empty(), "{name}: {:#?}", r.findings);
                 continue;
@@ -1075,7 +1099,7 @@ fn every_fix_pastes_where_it_says_and_the_server_accepts_it() {
             if !name.starts_with("ok-") || name == "ok-lua-block" {
                 continue;
             }
-            total += paste_every_fix(o, &format!("grammar/{}/{name}", o.dir()), o.main(), 0);
+            total += paste_every_fix(o, &grammar_rel(o.dir(), &name), o.main(), 0);
         }
     }
     if require("apache2", Oracle::Apache.bin().is_some()) {
@@ -1095,7 +1119,7 @@ fn every_fix_pastes_where_it_says_and_the_server_accepts_it() {
 // What each construct means, on the same fixtures.
 
 fn grammar(o: Oracle, name: &str) -> (Tree, TuneReport) {
-    let t = Tree::copy(&format!("grammar/{}/{name}", o.dir()));
+    let t = Tree::copy(&grammar_rel(o.dir(), &name));
     let r = analyze_as(o, &t.path(o.main()));
     (t, r)
 }
@@ -1400,6 +1424,100 @@ fn lighttpd_variables_concatenation_and_conditionals() {
     assert!(codes(&r).contains(&"unusual_syntax"));
 }
 
+/// lighttpd 1.4.69's grammar, each construct in its own fixture (held to
+/// `lighttpd -tt` by `grammar_fixtures_agree_with_each_servers_config_test`).
+#[test]
+fn lighttpd_bare_variables_append_replace_and_includes_as_lighttpd_reads_them() {
+    // A bare `server_root = "/x"` is var.server_root: no parse error, and the
+    // mod_deflate loaded after it is seen (the false "not in server.modules").
+    let (_t, r) = grammar(Oracle::Lighttpd, "ok-bare-variables");
+    assert!(parse_errors(&r).is_empty(), "{:#?}", r.findings);
+    assert!(r.modules.contains(&"mod_deflate".to_string()), "{r:#?}");
+    assert!(!codes(&r).contains(&"no_compression"), "{:#?}", r.findings);
+    let a = redline_watch::tune::lighttpd::assignments(&_t.path("lighttpd.conf"));
+    let val = |k: &str| a.iter().find(|x| x.key == k).map(|x| x.val.clone());
+    use redline_watch::tune::lighttpd::Val;
+    assert_eq!(val("var.server_root"), Some(Val::Str("/tmp".into())));
+    assert_eq!(
+        val("server.errorlog"),
+        Some(Val::Str("/tmp/redline-lighttpd-error.log".into()))
+    );
+
+    // `+=` adds, `:=` replaces: mod_deflate loaded, the idle time is 5, not 30.
+    let (t, r) = grammar(Oracle::Lighttpd, "ok-append-and-replace");
+    assert!(parse_errors(&r).is_empty(), "{:#?}", r.findings);
+    assert!(r.modules.contains(&"mod_deflate".to_string()));
+    assert!(!codes(&r).contains(&"keepalive_timeout_high"), "{:#?}", r.findings);
+    let a = redline_watch::tune::lighttpd::assignments(&t.path("lighttpd.conf"));
+    let cond = a
+        .iter()
+        .find(|x| x.key == "deflate.mimetypes" && !x.cond.is_empty())
+        .unwrap();
+    assert_eq!(cond.val.strings(), vec!["text/", "application/json"]);
+
+    // Includes are relative to the main file's directory, also from an included file.
+    let (t, r) = grammar(Oracle::Lighttpd, "ok-include-relative-to-main-file");
+    assert!(parse_errors(&r).is_empty(), "{:#?}", r.findings);
+    assert!(r.files.iter().any(|f| Path::new(f) == t.path("extra.conf")));
+    assert!(r.modules.contains(&"mod_deflate".to_string()));
+    let (t, r) = grammar(Oracle::Lighttpd, "bad-include-relative-to-including-file");
+    let e = parse_errors(&r);
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert_eq!(
+        (e[0].file.as_str(), e[0].line),
+        (t.path("conf.d/site.conf").to_str().unwrap(), 1)
+    );
+    assert!(e[0].message.contains("extra.conf"), "{e:#?}");
+
+    // Refused: `=` twice in one context, an env. variable set, a bare name used before it is set.
+    for (name, line, words) in [
+        ("bad-duplicate-setting", 4, "duplicate config variable server.port"),
+        ("bad-setting-an-env-variable", 4, "env.REDLINE_X"),
+        ("bad-unknown-bare-variable", 3, "unknown variable var.server_root"),
+    ] {
+        let (_t, r) = grammar(Oracle::Lighttpd, name);
+        let e = parse_errors(&r);
+        assert_eq!(e.len(), 1, "{name}: {e:#?}");
+        assert_eq!(e[0].line, line, "{name}: {e:#?}");
+        assert!(e[0].message.contains(words), "{name}: {e:#?}");
+    }
+    // After the unknown variable, the rest is still read: server_root is set
+    // on line 5 and the port on line 4.
+    let (t, _r) = grammar(Oracle::Lighttpd, "bad-unknown-bare-variable");
+    let a = redline_watch::tune::lighttpd::assignments(&t.path("lighttpd.conf"));
+    assert!(a.iter().any(|x| x.key == "server.port"));
+    assert!(a.iter().any(|x| x.key == "var.server_root"));
+}
+
+/// An include_shell redline does not run: a verdict on something missing
+/// says it depends on it and is not a warning; nothing is executed.
+#[test]
+fn lighttpd_findings_that_depend_on_an_include_shell_say_so() {
+    let (t, r) = grammar(Oracle::Lighttpd, "ok-include-shell-judged-with-care");
+    let note = one(&r, "include_shell_not_run");
+    assert_eq!(note.line, 6);
+    let deflate = r
+        .findings
+        .iter()
+        .find(|f| f.code == "no_compression")
+        .unwrap();
+    assert_eq!(deflate.level, Level::Info, "{deflate:#?}");
+    let at = format!("{}:6", t.path("lighttpd.conf").display());
+    assert!(
+        deflate.message.contains("not known for sure") && deflate.message.contains(&at),
+        "{deflate:#?}"
+    );
+    // Without the include_shell, the same config gets the warning.
+    let plain = t.write(
+        "plain.conf",
+        "server.document-root = \"/tmp\"\nserver.port = 8080\n",
+    );
+    let r = analyze_as(Oracle::Lighttpd, &plain);
+    let deflate = one(&r, "no_compression");
+    assert_eq!(deflate.level, Level::Warn);
+    assert!(!deflate.message.contains("include_shell"));
+}
+
 #[test]
 fn special_and_binary_files_are_refused_without_blocking() {
     let t = Tree::copy("lighttpd");
@@ -1579,9 +1697,7 @@ fn cut_and_corrupted_configs_never_panic() {
         for name in grammar_fixtures(o) {
             let text = std::fs::read(
                 fixtures()
-                    .join("grammar")
-                    .join(o.dir())
-                    .join(&name)
+                    .join(grammar_rel(o.dir(), &name))
                     .join(o.main()),
             )
             .unwrap();
@@ -1784,7 +1900,7 @@ fn lighttpd_settings_sit_in_the_blocks_lighttpd_p_prints() {
         if !name.starts_with("ok-") {
             continue;
         }
-        let t = Tree::copy(&format!("grammar/lighttpd/{name}"));
+        let t = Tree::copy(&grammar_rel("lighttpd", &name));
         let conf = t.path("lighttpd.conf");
         if codes(&analyze_as(Oracle::Lighttpd, &conf)).contains(&"unusual_syntax") {
             continue; // 1.4.74 syntax: this lighttpd reads it otherwise, as tune says.
@@ -1859,7 +1975,7 @@ fn apache_directives_kept_are_those_apache2_dump_config_prints() {
     let mut trees: Vec<(String, &str)> = grammar_fixtures(Oracle::Apache)
         .into_iter()
         .filter(|n| n.starts_with("ok-"))
-        .map(|n| (format!("grammar/apache/{n}"), "httpd.conf"))
+        .map(|n| (grammar_rel("apache", &n), "httpd.conf"))
         .collect();
     trees.push(("debian-apache2".into(), "apache2.conf"));
     // Not in the dump: what Apache acts on while reading.
@@ -1958,7 +2074,7 @@ fn apache_virtual_hosts_are_those_apache2_dump_vhosts_names() {
     }
     let mut compared = 0;
     for name in ["ok-vhosts-on-one-address", "ok-common-site-snippets"] {
-        let t = Tree::copy(&format!("grammar/apache/{name}"));
+        let t = Tree::copy(&grammar_rel("apache", &name));
         let conf = t.path("httpd.conf");
         std::fs::create_dir_all(t.path("logs")).unwrap();
         let mut cmd = std::process::Command::new(Oracle::Apache.bin().unwrap());

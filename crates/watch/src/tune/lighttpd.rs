@@ -109,11 +109,11 @@ fn reader(path: &Path) -> Reader {
         ..Default::default()
     };
     // lighttpd's own variables: var.CWD and var.PID.
+    let global = r.vars.entry(Vec::new()).or_default();
     if let Ok(cwd) = std::env::current_dir() {
-        r.vars
-            .insert("var.CWD".into(), Val::Str(cwd.display().to_string()));
+        global.insert("var.CWD".into(), Val::Str(cwd.display().to_string()));
     }
-    r.vars.insert("var.PID".into(), Val::Int(0));
+    global.insert("var.PID".into(), Val::Int(0));
     r.read(path, &[], None);
     r
 }
@@ -357,6 +357,31 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
             none,
             "mod_expire loaded".into(),
         ));
+    }
+    // What an include_shell that was not run prints is not known: a
+    // verdict on something missing, or on a default, may be wrong.
+    if let Some((file, line, cmd)) = r.unrun.first() {
+        let shell = format!(
+            "{}:{line} (`include_shell \"{cmd}\"`, not run)",
+            file.display()
+        );
+        let more = match r.unrun.len() {
+            1 => String::new(),
+            n => format!(" and {} more", n - 1),
+        };
+        for x in f.iter_mut() {
+            let about_missing = x.line == 0 && x.code != "include_shell_not_run";
+            if !about_missing || x.code == "parse_error" {
+                continue;
+            }
+            x.message = format!(
+                "{}; not known for sure: the include_shell at {shell}{more} may set it",
+                x.message
+            );
+            if x.level == Level::Warn {
+                x.level = Level::Info;
+            }
+        }
     }
     TuneReport {
         server: Server::Lighttpd,
