@@ -1447,7 +1447,11 @@ fn lighttpd_bare_variables_append_replace_and_includes_as_lighttpd_reads_them() 
     let (t, r) = grammar(Oracle::Lighttpd, "ok-append-and-replace");
     assert!(parse_errors(&r).is_empty(), "{:#?}", r.findings);
     assert!(r.modules.contains(&"mod_deflate".to_string()));
-    assert!(!codes(&r).contains(&"keepalive_timeout_high"), "{:#?}", r.findings);
+    assert!(
+        !codes(&r).contains(&"keepalive_timeout_high"),
+        "{:#?}",
+        r.findings
+    );
     let a = redline_watch::tune::lighttpd::assignments(&t.path("lighttpd.conf"));
     let cond = a
         .iter()
@@ -1471,9 +1475,17 @@ fn lighttpd_bare_variables_append_replace_and_includes_as_lighttpd_reads_them() 
 
     // Refused: `=` twice in one context, an env. variable set, a bare name used before it is set.
     for (name, line, words) in [
-        ("bad-duplicate-setting", 4, "duplicate config variable server.port"),
+        (
+            "bad-duplicate-setting",
+            4,
+            "duplicate config variable server.port",
+        ),
         ("bad-setting-an-env-variable", 4, "env.REDLINE_X"),
-        ("bad-unknown-bare-variable", 3, "unknown variable var.server_root"),
+        (
+            "bad-unknown-bare-variable",
+            3,
+            "unknown variable var.server_root",
+        ),
     ] {
         let (_t, r) = grammar(Oracle::Lighttpd, name);
         let e = parse_errors(&r);
@@ -1695,12 +1707,8 @@ fn cut_and_corrupted_configs_never_panic() {
     let mut n = 0;
     for o in [Oracle::Nginx, Oracle::Apache, Oracle::Lighttpd] {
         for name in grammar_fixtures(o) {
-            let text = std::fs::read(
-                fixtures()
-                    .join(grammar_rel(o.dir(), &name))
-                    .join(o.main()),
-            )
-            .unwrap();
+            let text =
+                std::fs::read(fixtures().join(grammar_rel(o.dir(), &name)).join(o.main())).unwrap();
             let p = t.path(o.main());
             let mut variants: Vec<Vec<u8>> = (0..text.len())
                 .step_by(17)

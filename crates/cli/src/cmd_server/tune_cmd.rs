@@ -27,7 +27,8 @@ pub(super) fn cmd_tune(a: TuneArgs) -> Exit {
     if !a.watch.is_empty() {
         // The same sizing as `redline size` (same budget, per-worker cost
         // and paid-once part); tune compares MaxRequestWorkers with what
-        // remains for the workers, through the same `size::apache_workers`.
+        // remains for the workers, through the same `size::apache_fit`
+        // (one verdict: "[OK] N fit" here is the N `size` prints).
         let inp = match live_size_input(&a.watch, "--watch", budget, false) {
             Ok(i) => i,
             Err((code, e)) => return fail(code, e),

@@ -646,24 +646,32 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         (Some(budget), Some(per), Some(d)) => {
             if let Some(v) = int(d) {
                 let threaded = matches!(mpm.as_deref(), Some("worker") | Some("event"));
-                let tpc = threads_per_child.unwrap_or(25) as i64;
+                let tpc = threads_per_child.unwrap_or(25).max(1) as i64;
                 let processes = if threaded { (v + tpc - 1) / tpc } else { v };
-                let need = processes.max(0) as u64 * per;
-                // The one arithmetic `redline size` uses (budget: what the workers may use).
-                let allowed = crate::size::apache_workers(budget, 0, per, threaded.then_some(tpc as u64))
-                    .max_request_workers;
-                if need > budget {
+                // The one verdict `redline size` gives (budget: what the
+                // workers may use; the same per-process cost and margin).
+                let (w, over) = crate::size::apache_fit(
+                    budget,
+                    0,
+                    per,
+                    threaded.then_some(tpc as u64),
+                    v.max(0) as u64,
+                );
+                let allowed = w.max_request_workers;
+                let cost = crate::size::with_margin(per.max(1));
+                let margin = crate::size::SAFETY_MARGIN_PERCENT;
+                if over {
                     f.push(
                         Finding::new(Level::Warn, "max_request_workers_over_memory", at(d), format!(
-                            "{} {v}: {processes} processes × {} KiB = {} KiB, above the budget of {} KiB",
-                            d.raw_name, per, need, budget
+                            "{} {v} ({processes} processes) is above the {allowed} that fit the memory budget: {budget} KiB / {cost} KiB per process ({per} KiB + {margin}% margin)",
+                            d.raw_name
                         ))
                         .why("at full load the machine swaps, and every request waits for the disk (the Italian article's test 5)")
-                        .change(format!("{} {allowed}\n# budget {budget} KiB / {per} KiB per process", d.raw_name)),
+                        .change(format!("{} {allowed}\n# budget {budget} KiB / {cost} KiB per process ({per} KiB + {margin}% margin)", d.raw_name)),
                     );
                 } else {
                     f.push(Finding::new(Level::Ok, "max_request_workers_over_memory", at(d), format!(
-                        "{} {v} fits the memory budget ({need} of {budget} KiB)", d.raw_name
+                        "{} {v} fits the memory budget: {allowed} fit ({budget} KiB / {cost} KiB per process with the {margin}% margin)", d.raw_name
                     )));
                 }
             }

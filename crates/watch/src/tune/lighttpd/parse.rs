@@ -453,7 +453,11 @@ impl Reader {
                         format!("{key}: setting an env. variable is not supported (lighttpd refuses it)"),
                     ));
                 }
-                let here = self.vars.get(cond.to_vec().as_slice()).and_then(|m| m.get(&key)).cloned();
+                let here = self
+                    .vars
+                    .get(cond.to_vec().as_slice())
+                    .and_then(|m| m.get(&key))
+                    .cloned();
                 let val = match op {
                     // `=` sets a name once per context; `:=` replaces.
                     "=" if here.is_some() => {
@@ -466,7 +470,9 @@ impl Reader {
                     }
                     // `+=` adds to the value in this context, else to the one in effect here.
                     "+=" => match here.or_else(|| self.lookup(cond, &key)) {
-                        Some(old) => old.plus(val).map_err(|e| (first.line, format!("{key} += …: {e}")))?,
+                        Some(old) => old
+                            .plus(val)
+                            .map_err(|e| (first.line, format!("{key} += …: {e}")))?,
                         None => val,
                     },
                     _ => val,
