@@ -1176,17 +1176,26 @@ fn nginx_lua_block_bodies_are_not_directives() {
 }
 
 #[test]
-fn nginx_location_fix_goes_inside_a_server_block() {
+fn nginx_expires_fix_is_a_map_at_the_http_level_never_a_location() {
     let (t, r) = grammar(Oracle::Nginx, "ok-fix-placement");
     let f = one(&r, "no_expires");
     let fix = f.fix.as_ref().unwrap();
-    assert!(fix.text.starts_with("location "), "{fix:#?}");
-    assert!(fix.context.starts_with("http > server ("), "{fix:#?}");
-    // Line 10 is `server {` (the first server block), not line 8 (`http {`).
+    // A new location would take URLs away from `location /` (a proxy_pass there).
+    assert!(!fix.text.contains("location"), "{fix:#?}");
+    assert!(
+        fix.text
+            .starts_with("map $sent_http_content_type $expires {\n    default off;"),
+        "{fix:#?}"
+    );
+    assert!(fix.text.ends_with("\nexpires $expires;"), "{fix:#?}");
+    assert_eq!(fix.context, "http");
+    // Line 7 is `http {`.
     assert_eq!(
         (Path::new(&fix.file), fix.line),
-        (t.path("nginx.conf").as_path(), 10)
+        (t.path("nginx.conf").as_path(), 7)
     );
+    // keepalive_timeout 0 at the http level is the server's: flagged.
+    assert_eq!(one(&r, "keepalive_off").context, "http");
     // The sendfile off inside a location says so, and is replaced there.
     let f = one(&r, "sendfile_off");
     assert_eq!(
@@ -1194,6 +1203,119 @@ fn nginx_location_fix_goes_inside_a_server_block() {
         "http > server (a.example 127.0.0.1:8080) > location /"
     );
     assert_eq!(f.fix.as_ref().unwrap().old, "sendfile off;");
+}
+
+#[test]
+fn nginx_keepalive_off_in_one_location_is_that_locations_choice() {
+    let (_t, r) = grammar(Oracle::Nginx, "ok-keepalive-off-in-a-health-check-location");
+    assert!(codes(&r).is_empty(), "{:#?}", r.findings);
+}
+
+#[test]
+fn nginx_upstream_keepalive_needs_http_1_1_and_an_empty_connection_header() {
+    let (t, r) = grammar(Oracle::Nginx, "ok-upstream-keepalive-on-http-1.0");
+    let v: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "upstream_keepalive_unused")
+        .collect();
+    assert_eq!(v.len(), 2, "{:#?}", r.findings);
+    for f in &v {
+        assert_eq!(f.level, Level::Warn);
+        assert_eq!(f.line, 16, "{f:#?}");
+        assert!(f
+            .message
+            .contains("upstream app keeps idle connections (keepalive 16)"));
+        let fix = f.fix.as_ref().unwrap();
+        // Into the proxying location, after the line of its `{`.
+        assert_eq!(
+            (Path::new(&fix.file), fix.line),
+            (t.path("nginx.conf").as_path(), 15)
+        );
+        assert_eq!(fix.context, "http > server (127.0.0.1:8080) > location /");
+    }
+    let texts: BTreeSet<&str> = v.iter().map(|f| f.change.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "proxy_http_version 1.1;",
+            "proxy_set_header Connection \"\";"
+        ]
+        .into()
+    );
+
+    // Headers set in the server: the Connection header joins them there; the
+    // location's own proxy_http_version 1.0 is replaced where it is.
+    let (_t, r) = grammar(
+        Oracle::Nginx,
+        "ok-upstream-keepalive-headers-set-in-the-server",
+    );
+    let v: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "upstream_keepalive_unused")
+        .collect();
+    assert_eq!(v.len(), 2, "{:#?}", r.findings);
+    let version = v
+        .iter()
+        .find(|f| f.change.starts_with("proxy_http_version"))
+        .unwrap();
+    let fix = version.fix.as_ref().unwrap();
+    assert_eq!(
+        (fix.line, fix.old.as_str()),
+        (19, "proxy_http_version 1.0;")
+    );
+    let conn = v
+        .iter()
+        .find(|f| f.change.starts_with("proxy_set_header"))
+        .unwrap();
+    let fix = conn.fix.as_ref().unwrap();
+    assert_eq!(fix.context, "http > server (127.0.0.1:8080)", "{fix:#?}");
+
+    let (_t, r) = grammar(Oracle::Nginx, "ok-upstream-keepalive-used");
+    assert!(codes(&r).is_empty(), "{:#?}", r.findings);
+}
+
+#[test]
+fn nginx_a_file_included_twice_gives_each_finding_once() {
+    let (t, r) = grammar(Oracle::Nginx, "ok-file-included-twice");
+    let f = one(&r, "sendfile_off");
+    assert_eq!(
+        (f.file.as_str(), f.line),
+        (t.path("snippet.conf").to_str().unwrap(), 1)
+    );
+    assert!(
+        f.context.contains("127.0.0.1:8080")
+            && f.context.contains("also read in")
+            && f.context.contains("127.0.0.1:8081"),
+        "{f:#?}"
+    );
+    assert_eq!(r.files.len(), 2, "{:?}", r.files);
+}
+
+#[test]
+fn nginx_a_vhost_given_alone_is_not_told_what_nginx_conf_sets() {
+    let t = Tree::copy(&grammar_rel("nginx", "ok-vhost-given-alone"));
+    let r = analyze_as(Oracle::Nginx, &t.path("vhost.conf"));
+    assert_eq!(
+        codes(&r),
+        ["partial_config", "no_expires"],
+        "{:#?}",
+        r.findings
+    );
+    // The expires fix goes at the top of the vhost file, which nginx reads
+    // at the http level, and the whole configuration still passes nginx -t.
+    let fix = one(&r, "no_expires").fix.clone().unwrap();
+    assert_eq!(
+        (Path::new(&fix.file), fix.line),
+        (t.path("vhost.conf").as_path(), 0)
+    );
+    if require("nginx", Oracle::Nginx.bin().is_some()) {
+        let text = std::fs::read_to_string(t.path("vhost.conf")).unwrap();
+        std::fs::write(t.path("vhost.conf"), fix.apply(&text).unwrap()).unwrap();
+        let (ok, out) = Oracle::Nginx.test(&t.0, &t.path("nginx.conf"));
+        assert!(ok, "{out}");
+    }
 }
 
 #[test]
@@ -1857,13 +1979,13 @@ fn nginx_fix_into_a_one_line_block_goes_right_after_its_brace() {
         ("http {", "http {\nsendfile on;")
     );
     let fix = one(&r, "no_expires").fix.clone().unwrap();
-    assert_eq!(fix.old, "server {");
+    assert_eq!(fix.old, "http {");
     assert!(
-        fix.text.starts_with("server {\nlocation ~* "),
+        fix.text.starts_with("http {\nmap $sent_http_content_type "),
         "{}",
         fix.text
     );
-    assert_eq!(fix.context, "http > server (127.0.0.1:8080)");
+    assert_eq!(fix.context, "http");
 }
 
 #[test]

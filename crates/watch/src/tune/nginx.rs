@@ -131,6 +131,59 @@ fn describe(stmts: &[Stmt], blocks: &[Block], mut b: Option<usize>) -> String {
     parts.join(" > ")
 }
 
+/// A fix that puts `text` inside block `b`: after a line that ends inside
+/// it; when none does (a block on one line), right after its `{`, by
+/// replacing the opening.
+fn fix_into(s: &[Stmt], blocks: &[Block], b: usize, text: &str) -> Option<Fix> {
+    let bl = &blocks[b];
+    let ctx = describe(s, blocks, Some(b));
+    match bl.insert_after {
+        Some(l) => Some(Fix::insert_after(&bl.file, &ctx, l, text)),
+        None => s.iter().find(|x| x.opens == Some(b)).map(|x| {
+            Fix::replace(
+                &x.file,
+                &ctx,
+                (x.line, x.end_line),
+                &x.source,
+                &format!("{}\n{text}", x.source),
+            )
+        }),
+    }
+}
+
+/// The blocks from `b` outwards (`location`, `server`, `http`), then None
+/// for the top level of the file.
+fn chain(blocks: &[Block], b: Option<usize>) -> Vec<Option<usize>> {
+    let mut v = Vec::new();
+    let mut cur = b;
+    while let Some(i) = cur {
+        v.push(Some(i));
+        cur = blocks[i].parent;
+    }
+    v.push(None);
+    v
+}
+
+/// The statements named `name` in effect at block `b`, by nginx's
+/// inheritance: those of the innermost level (from `b` outwards) that has
+/// any; an inner level with one replaces all of an outer level's
+/// (`proxy_set_header`, `add_header` and plain values alike).
+fn effective<'a>(s: &'a [Stmt], blocks: &[Block], b: Option<usize>, name: &str) -> Vec<&'a Stmt> {
+    for level in chain(blocks, b) {
+        // `if` blocks in a location take the location's values unless they set their own.
+        let here: Vec<&Stmt> = s
+            .iter()
+            .filter(|x| x.parent == level && x.name == name)
+            .collect();
+        if !here.is_empty() {
+            return here;
+        }
+    }
+    Vec::new()
+}
+
+mod upstream;
+
 /// Every statement and block of a configuration file (includes followed),
 /// as `analyze` reads it; for the effective values a run records.
 pub fn statements(path: &Path) -> (Vec<Stmt>, Vec<Block>) {
@@ -188,24 +241,22 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
     let http = http_idx.and_then(|i| s.iter().find(|x| x.opens == Some(i)));
     let http_at = http.map(at).unwrap_or((path, 0));
     // Insert a line into a block: its file, its context and the line.
-    // Into a block: after a line that ends inside it; when none does (a
-    // block on one line), right after its `{`, by replacing the opening.
-    let into = |b: usize, text: &str| -> Option<Fix> {
-        let bl = &blocks[b];
-        let ctx = describe(s, blocks, Some(b));
-        match bl.insert_after {
-            Some(l) => Some(Fix::insert_after(&bl.file, &ctx, l, text)),
-            None => s.iter().find(|x| x.opens == Some(b)).map(|x| {
-                Fix::replace(
-                    &x.file,
-                    &ctx,
-                    (x.line, x.end_line),
-                    &x.source,
-                    &format!("{}\n{text}", x.source),
-                )
-            }),
-        }
-    };
+    let into = |b: usize, text: &str| -> Option<Fix> { fix_into(s, blocks, b, text) };
+    // No http block: a part of a configuration (a vhost or a snippet from
+    // conf.d/ or sites-enabled/, read inside nginx.conf's http block).
+    // What nginx.conf sets (sendfile, gzip) is not in it: not judged missing.
+    let partial = http_idx.is_none() && split_dump(text).is_none();
+    if partial {
+        f.push(
+            Finding::new(
+                Level::Info,
+                "partial_config",
+                (path, 0),
+                "no http block: read as a part of a configuration (a vhost or snippet included in nginx.conf's http block); what nginx.conf sets (sendfile, gzip) is not judged missing".into(),
+            )
+            .why("give the main nginx.conf, or `nginx -T` output, for the whole picture"),
+        );
+    }
     let replace = |x: &Stmt, text: &str| -> Fix {
         Fix::replace(&x.file, &ctx_of(x), (x.line, x.end_line), &x.source, text)
     };
@@ -231,7 +282,7 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
                 .fix(replace(x, "sendfile on;")),
         );
     }
-    if sf.is_empty() {
+    if sf.is_empty() && !partial {
         f.push(with_fix(
             Finding::new(
                 Level::Warn,
@@ -243,7 +294,7 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
             .change("sendfile on;"),
             http_idx.and_then(|b| into(b, "sendfile on;")),
         ));
-    } else if off.is_empty() {
+    } else if off.is_empty() && !sf.is_empty() {
         f.push(Finding::new(
             Level::Ok,
             "sendfile_off",
@@ -259,6 +310,13 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
         let Some(secs) = parse_time(v) else {
             continue;
         };
+        // Off in one location (a health check, a long poll, an endpoint
+        // whose clients never reuse a connection) is a choice for that
+        // location, not the server's keep-alive.
+        let in_location = x.ctx.iter().any(|c| c == "location");
+        if secs == 0.0 && in_location {
+            continue;
+        }
         if secs == 0.0 {
             bad = true;
             f.push(
@@ -336,7 +394,7 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
                 format!("gzip on for {}", types[0].args.join(" ")),
             ));
         }
-    } else {
+    } else if !(partial && gz.is_empty()) {
         let has_types = !find("gzip_types").is_empty();
         let text = if has_types {
             "gzip on;"
@@ -409,18 +467,30 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
                     .is_some_and(|a| a.eq_ignore_ascii_case("cache-control"))
         })
     {
-        // A location goes inside a server block, never at the http level.
-        let server = blocks
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.name == "server" && b.parent == http_idx && http_idx.is_some())
-            .min_by_key(|(_, b)| b.insert_after.is_none())
-            .map(|(i, _)| i);
-        let text = "location ~* \\.(css|js|png|jpg|svg|woff2)$ { expires 7d; }";
-        let at_ = server
-            .and_then(|i| s.iter().find(|x| x.opens == Some(i)))
-            .map(at)
-            .unwrap_or(http_at);
+        // A map on the response's Content-Type, and `expires` set from it,
+        // at the http level: no new location, so no URL changes hands
+        // (a `location ~* \.(css|js)$` would take /app.js away from a
+        // `location / { proxy_pass … }`); types not in the map get `off`,
+        // nginx's default, and `expires` changes headers only, never a
+        // status or a body.
+        let var = expires_var(s);
+        let text = format!(
+            "map $sent_http_content_type ${var} {{\n    default off;\n    ~^text/css 7d;\n    ~^application/javascript 7d;\n    ~^image/ 30d;\n    ~^font/ 30d;\n}}\nexpires ${var};"
+        );
+        let (at_, fix) = match http_idx {
+            Some(b) => (http_at, into(b, &text)),
+            // A vhost or snippet is read inside http: its top level is the http level.
+            None if partial => (
+                (path, 0),
+                Some(Fix::insert_after(
+                    path,
+                    "http (this file is included there)",
+                    0,
+                    &text,
+                )),
+            ),
+            None => (http_at, None),
+        };
         f.push(with_fix(
             Finding::new(
                 Level::Info,
@@ -429,21 +499,73 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
                 "no expires or Cache-Control anywhere".into(),
             )
             .why("browsers revalidate every image and stylesheet on each page view")
-            .change(format!("{text}    # in a server {{}} block")),
-            server.and_then(|b| into(b, text)),
+            .change(format!("{text}    # at the http level")),
+            fix,
         ));
     }
 
+    // Upstream keep-alive that no location can use.
+    f.extend(upstream::checks(s, blocks));
+
+    let f = once_each(f);
+    let mut files: Vec<String> = Vec::new();
+    for p in &r.files {
+        let p = p.display().to_string();
+        if !files.contains(&p) {
+            files.push(p);
+        }
+    }
     TuneReport {
         server: Server::Nginx,
         config: path.display().to_string(),
-        files: r.files.iter().map(|p| p.display().to_string()).collect(),
+        files,
         modules: vec![],
         mpm: None,
         threads_per_child: None,
         tools,
         findings: f,
     }
+}
+
+/// A variable name for the expires map: `expires`, unless a `map`, `set`
+/// or `geo` of the config already makes `$expires`.
+fn expires_var(s: &[Stmt]) -> &'static str {
+    let taken = |v: &str| {
+        s.iter().any(|x| {
+            matches!(x.name.as_str(), "map" | "set" | "geo" | "split_clients")
+                && x.args.iter().any(|a| a == v)
+        })
+    };
+    if taken("$expires") {
+        "redline_expires"
+    } else {
+        "expires"
+    }
+}
+
+/// One finding per place: a file included twice (in two server blocks, or
+/// twice by mistake) gives each of its findings once, with the other places
+/// it is read named in its context.
+fn once_each(f: Vec<Finding>) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    for x in f {
+        let same = out.iter_mut().find(|y| {
+            y.code == x.code && y.file == x.file && y.line == x.line && y.message == x.message
+        });
+        match same {
+            Some(y) if y.level == Level::Ok || y.file.is_empty() => {}
+            Some(y) => {
+                if !x.context.is_empty()
+                    && x.context != y.context
+                    && !y.context.contains(&x.context)
+                {
+                    y.context = format!("{}; also read in {}", y.context, x.context);
+                }
+            }
+            None => out.push(x),
+        }
+    }
+    out
 }
 
 fn at(s: &Stmt) -> (&Path, usize) {
