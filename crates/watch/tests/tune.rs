@@ -892,7 +892,7 @@ fn grammar_rel(dir: &str, name: &str) -> String {
 
 /// A fixture copied to a temp tree; the lua fixture gets the module loaded when installed.
 fn grammar_tree(o: Oracle, name: &str) -> Option<Tree> {
-    let t = Tree::copy(&grammar_rel(o.dir(), &name));
+    let t = Tree::copy(&grammar_rel(o.dir(), name));
     if name.contains("lua") {
         let Some(mods) = nginx_lua_modules() else {
             // Without the module nginx refuses any *_by_lua_block: only a
@@ -1119,7 +1119,7 @@ fn every_fix_pastes_where_it_says_and_the_server_accepts_it() {
 // What each construct means, on the same fixtures.
 
 fn grammar(o: Oracle, name: &str) -> (Tree, TuneReport) {
-    let t = Tree::copy(&grammar_rel(o.dir(), &name));
+    let t = Tree::copy(&grammar_rel(o.dir(), name));
     let r = analyze_as(o, &t.path(o.main()));
     (t, r)
 }
@@ -1621,6 +1621,19 @@ fn lighttpd_bare_variables_append_replace_and_includes_as_lighttpd_reads_them() 
     let a = redline_watch::tune::lighttpd::assignments(&t.path("lighttpd.conf"));
     assert!(a.iter().any(|x| x.key == "server.port"));
     assert!(a.iter().any(|x| x.key == "var.server_root"));
+}
+
+/// Strings side by side (a forgotten comma): lighttpd 1.4.69 accepts the
+/// line and keeps the first only; tune reads it so and names the dropped one.
+#[test]
+fn lighttpd_adjacent_strings_keep_only_the_first() {
+    let (_t, r) = grammar(Oracle::Lighttpd, "ok-adjacent-strings-keep-the-first");
+    assert!(parse_errors(&r).is_empty(), "{:#?}", r.findings);
+    assert_eq!(r.modules, ["mod_access"]);
+    let f = one(&r, "unusual_syntax");
+    assert_eq!(f.line, 5);
+    assert!(f.message.contains("\"mod_deflate\""), "{f:#?}");
+    assert!(codes(&r).contains(&"no_compression"));
 }
 
 /// An include_shell redline does not run: a verdict on something missing
@@ -2204,7 +2217,7 @@ fn apache_virtual_hosts_are_those_apache2_dump_vhosts_names() {
     }
     let mut compared = 0;
     for name in ["ok-vhosts-on-one-address", "ok-common-site-snippets"] {
-        let t = Tree::copy(&grammar_rel("apache", &name));
+        let t = Tree::copy(&grammar_rel("apache", name));
         let conf = t.path("httpd.conf");
         std::fs::create_dir_all(t.path("logs")).unwrap();
         let mut cmd = std::process::Command::new(Oracle::Apache.bin().unwrap());

@@ -16,6 +16,7 @@ pub(super) fn cmd_tune(a: TuneArgs) -> Exit {
     let mut opts = TuneOptions {
         server: a.server,
         use_tools: !a.no_tools,
+        server_test: !a.no_tools,
         htaccess: a.htaccess,
         ..Default::default()
     };

@@ -124,6 +124,12 @@ pub fn assignments(path: &Path) -> Vec<Assign> {
     reader(path).assigns
 }
 
+/// The files a configuration reads, main first (`include_shell` output not
+/// among them: it is never run).
+pub fn files(path: &Path) -> Vec<PathBuf> {
+    reader(path).files
+}
+
 /// Reads and checks a lighttpd configuration.
 pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
     let _ = opts;

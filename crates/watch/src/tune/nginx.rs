@@ -195,6 +195,153 @@ pub fn statements(path: &Path) -> (Vec<Stmt>, Vec<Block>) {
     (r.stmts, r.blocks)
 }
 
+/// Where a directive tune advises on may be, how many arguments it takes,
+/// and what values, as nginx's own modules declare them (`NGX_HTTP_MAIN_CONF
+/// | NGX_HTTP_SRV_CONF | …`, `NGX_CONF_FLAG`, `NGX_CONF_TAKE12`): checked
+/// without the binary, so that a line nginx refuses is reported, never
+/// passed as `[OK]`. `http` stands for http, server, location (and `if` in a
+/// location where nginx allows it).
+struct Rule {
+    name: &'static str,
+    /// Enclosing blocks allowed: "" (main), "events", "http", "upstream", "location".
+    ctx: &'static [&'static str],
+    min: usize,
+    max: usize,
+    value: Check,
+}
+
+/// A value check: None when fine, else (the value, what it must be).
+type Check = fn(&[String]) -> Option<(String, &'static str)>;
+
+fn flag(a: &[String]) -> Option<(String, &'static str)> {
+    let v = a.first()?;
+    (v != "on" && v != "off").then(|| (v.clone(), ", it must be \"on\" or \"off\""))
+}
+fn number(a: &[String]) -> Option<(String, &'static str)> {
+    let v = a.first()?;
+    v.parse::<u64>()
+        .is_err()
+        .then(|| (v.clone(), " (a number)"))
+}
+fn number_or_auto(a: &[String]) -> Option<(String, &'static str)> {
+    let v = a.first()?;
+    (v != "auto" && v.parse::<u64>().is_err()).then(|| (v.clone(), " (a number or \"auto\")"))
+}
+fn times(a: &[String]) -> Option<(String, &'static str)> {
+    a.iter()
+        .find(|v| parse_time(v).is_none())
+        .map(|v| (v.clone(), " (a time: 75s, 1m, 500ms)"))
+}
+fn http_version(a: &[String]) -> Option<(String, &'static str)> {
+    let v = a.first()?;
+    (v != "1.0" && v != "1.1").then(|| (v.clone(), ", it must be \"1.0\" or \"1.1\""))
+}
+fn any(_: &[String]) -> Option<(String, &'static str)> {
+    None
+}
+
+const RULES: &[Rule] = &[
+    Rule {
+        name: "sendfile",
+        ctx: &["http", "location-if"],
+        min: 1,
+        max: 1,
+        value: flag,
+    },
+    Rule {
+        name: "gzip",
+        ctx: &["http", "location-if"],
+        min: 1,
+        max: 1,
+        value: flag,
+    },
+    Rule {
+        name: "gzip_types",
+        ctx: &["http"],
+        min: 1,
+        max: usize::MAX,
+        value: any,
+    },
+    Rule {
+        name: "keepalive_timeout",
+        ctx: &["http"],
+        min: 1,
+        max: 2,
+        value: times,
+    },
+    Rule {
+        name: "keepalive_requests",
+        ctx: &["http", "upstream"],
+        min: 1,
+        max: 1,
+        value: number,
+    },
+    Rule {
+        name: "worker_processes",
+        ctx: &[""],
+        min: 1,
+        max: 1,
+        value: number_or_auto,
+    },
+    Rule {
+        name: "worker_connections",
+        ctx: &["events"],
+        min: 1,
+        max: 1,
+        value: number,
+    },
+    Rule {
+        name: "expires",
+        ctx: &["http", "location-if"],
+        min: 1,
+        max: 2,
+        value: any,
+    },
+    Rule {
+        name: "proxy_http_version",
+        ctx: &["http"],
+        min: 1,
+        max: 1,
+        value: http_version,
+    },
+    Rule {
+        name: "keepalive",
+        ctx: &["upstream"],
+        min: 1,
+        max: 1,
+        value: number,
+    },
+];
+
+/// What nginx would say about a statement tune advises on, or None when it
+/// is fine (or not one tune checks).
+fn refused(x: &Stmt, partial: bool) -> Option<String> {
+    let rule = RULES.iter().find(|r| r.name == x.name)?;
+    let inner = x.ctx.last().map(String::as_str).unwrap_or("");
+    let in_http = x.ctx.first().is_some_and(|c| c == "http");
+    let allowed = rule.ctx.iter().any(|c| match *c {
+        "" => x.ctx.is_empty(),
+        "http" => in_http && matches!(inner, "http" | "server" | "location"),
+        "location-if" => {
+            in_http && inner == "if" && x.ctx.iter().rev().nth(1).is_some_and(|c| c == "location")
+        }
+        other => inner == other,
+    });
+    // The top of a file read alone (a vhost, a snippet) is inside http in the real tree.
+    let top_of_a_part = partial && x.ctx.is_empty() && rule.ctx.contains(&"http");
+    if !(allowed || top_of_a_part) {
+        return Some(format!("\"{}\" directive is not allowed here", x.name));
+    }
+    if x.args.len() < rule.min || x.args.len() > rule.max {
+        return Some(format!(
+            "invalid number of arguments in \"{}\" directive",
+            x.name
+        ));
+    }
+    (rule.value)(&x.args)
+        .map(|(v, hint)| format!("invalid value \"{v}\" in \"{}\" directive{hint}", x.name))
+}
+
 /// Reads and checks an nginx configuration (or `nginx -T` output).
 pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
     let _ = opts;
@@ -224,10 +371,35 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
         r.base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         r.read(path, &[], None, None);
     }
-    let s = &r.stmts;
+    // Lines nginx would refuse: reported, and left out of the checks (no
+    // `[OK] sendfile on` for `sendfile maybe;`).
+    let mut f = Vec::new();
+    let whole = r
+        .blocks
+        .iter()
+        .any(|b| b.name == "http" && b.parent.is_none())
+        || r.stmts
+            .iter()
+            .any(|x| x.ctx.is_empty() && x.name == "events");
+    for x in &r.stmts {
+        if let Some(msg) = refused(x, !whole) {
+            f.push(
+                // At the line nginx names: where the statement ends.
+                Finding::new(Level::Warn, "config_error", (x.file.as_path(), x.end_line), format!("{}: {msg}", x.source.trim_end_matches(';')))
+                    .why("nginx refuses this line (nginx -t fails, a reload keeps the old configuration); the checks below leave it out")
+                    .context(describe(&r.stmts, &r.blocks, x.parent)),
+            );
+        }
+    }
+    let valid: Vec<Stmt> = r
+        .stmts
+        .iter()
+        .filter(|x| refused(x, !whole).is_none())
+        .cloned()
+        .collect();
+    let s = &valid;
     let blocks = &r.blocks;
     let ctx_of = |x: &Stmt| describe(s, blocks, x.parent);
-    let mut f = Vec::new();
     for (file, line, msg) in &r.errors {
         f.push(
             Finding::new(Level::Warn, "parse_error", (file, *line), msg.clone())

@@ -172,6 +172,74 @@ pub(super) fn load_module_hint(c: &Config, short: &str, then: &str) -> String {
     }
 }
 
+/// What Apache would say about a directive tune advises on (its argument
+/// count, value and context, as core and the MPMs declare them), or None.
+fn refused(d: &Directive) -> Option<String> {
+    // Sections a server-config / virtual-host directive may not be in.
+    const PER_DIR: &[&str] = &[
+        "directory",
+        "directorymatch",
+        "location",
+        "locationmatch",
+        "files",
+        "filesmatch",
+        "proxy",
+        "proxymatch",
+        "limit",
+        "limitexcept",
+        "if",
+        "elseif",
+        "else",
+    ];
+    let kinds: Vec<&str> = d
+        .ctx
+        .iter()
+        .filter_map(|c| c.split_whitespace().next())
+        .collect();
+    let per_dir = kinds
+        .iter()
+        .find(|k| PER_DIR.contains(&k.to_ascii_lowercase().as_str()));
+    let in_vhost = kinds.iter().any(|k| k.eq_ignore_ascii_case("virtualhost"));
+    let (one, server_only, vhost_ok, values): (bool, bool, bool, &[&str]) = match d.name.as_str() {
+        "keepalive" => (false, true, true, &["on", "off"]),
+        "timeout" | "keepalivetimeout" | "maxkeepaliverequests" => (true, true, true, &[]),
+        "maxrequestworkers"
+        | "maxclients"
+        | "serverlimit"
+        | "threadsperchild"
+        | "threadlimit"
+        | "maxconnectionsperchild"
+        | "maxrequestsperchild" => (true, true, false, &[]),
+        "hostnamelookups" => (true, false, true, &["on", "off", "double"]),
+        "enablesendfile" => (true, false, true, &["on", "off"]),
+        _ => return None,
+    };
+    if server_only {
+        if let Some(k) = per_dir {
+            return Some(format!("{} not allowed in <{k}> context", d.raw_name));
+        }
+        if in_vhost && !vhost_ok {
+            return Some(format!(
+                "{} not allowed in <VirtualHost> context",
+                d.raw_name
+            ));
+        }
+    }
+    if one && d.args.len() != 1 {
+        return Some(format!("{} takes one argument", d.raw_name));
+    }
+    let v = first_lower(d);
+    if !values.is_empty() && !values.contains(&v.as_str()) {
+        let list = values.join(", ");
+        return Some(format!(
+            "{} must be one of: {list} (not {:?})",
+            d.raw_name,
+            d.args.first().cloned().unwrap_or_default()
+        ));
+    }
+    None
+}
+
 /// The effective server-wide value (outside any section).
 pub(super) fn global<'a>(c: &'a Config, name: &str) -> Option<&'a Directive> {
     c.directives
@@ -203,6 +271,16 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
     if htaccess {
         return analyze_htaccess(path, &c, f);
     }
+    // Lines Apache refuses: reported, and left out of the checks.
+    for d in &c.directives {
+        if let Some(msg) = refused(d) {
+            f.push(
+                Finding::new(Level::Warn, "config_error", at(d), format!("{}: {msg}", d.source.trim()))
+                    .why("Apache refuses this line (apache2 -t fails, a restart does not come up); the checks below leave it out"),
+            );
+        }
+    }
+    c.directives.retain(|d| refused(d).is_none());
     let static_mpm = statics.iter().map(|m| module_id(m)).find_map(|m| {
         m.strip_prefix("mpm_")
             .and_then(|x| x.strip_suffix("_module"))

@@ -60,7 +60,7 @@ pub(super) fn tokenize(text: &str) -> Result<Vec<Tk>, (usize, String)> {
                 let sl = line;
                 loop {
                     if i >= b.len() {
-                        return Err((sl, "a string is never closed".into()));
+                        return Err((sl, "missing closing quote: a string is never closed".into()));
                     }
                     match b[i] {
                         b'\\' if i + 1 < b.len() => {
@@ -581,6 +581,17 @@ impl Reader {
             let line = p.line();
             let w = self.value(p, cond)?;
             v = v.plus(w).map_err(|e| (line, e))?;
+        }
+        // lighttpd 1.4.69 accepts strings side by side and keeps only the
+        // first (`( "mod_access" "mod_deflate" )` loads mod_access alone).
+        while let Some(T::Str(dropped)) = p.peek().cloned() {
+            let line = p.line();
+            p.i += 1;
+            self.notes.push((
+                p.file.to_path_buf(),
+                line,
+                format!("\"{dropped}\" follows another string without a ',' or '+': lighttpd accepts the line and drops it"),
+            ));
         }
         Ok(v)
     }
