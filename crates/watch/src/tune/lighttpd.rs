@@ -1,17 +1,22 @@
 //! lighttpd configuration, read with lighttpd's grammar (its configuration
-//! docs): `key = value`, `key += value`, `key := value`, one per line (`;` is
-//! not a separator); values are strings, integers, arrays `( ... )` over any
-//! number of lines (`"a" => "b"` pairs too), variables (`var.name`, an earlier
-//! setting's key, `env.NAME` from the environment) and their `+`
-//! concatenation; `include EXPR` with globs (relative to the main file's
-//! directory; a plain path must exist, a glob may match nothing); Debian's
-//! `include_shell ".../include-conf-enabled.pl"` (read as conf-enabled/*.conf;
-//! its `use-ipv6.pl` and `create-mime.conf.pl` print nothing the checks use,
-//! and any other `include_shell` is named as not run, never executed);
-//! `$HTTP["host"] == "x" { ... }` conditionals, nested, chained with `else`
-//! / `elif` / `else $COND`, the `{` on the same line or the next, a whole
-//! block on one line; `global { }`. Settings inside a conditional keep it as
-//! their context and are never taken as server-wide.
+//! docs and 1.4.69's `configparser.y`): `key = value`, `key += value`, `key
+//! := value`, one per line (`;` is not a separator); values are strings,
+//! integers, arrays `( ... )` over any number of lines (`"k" => "b"` pairs
+//! too), variables (`var.name`, a bare name without a dot, which lighttpd
+//! stores as `var.name`, an earlier setting's key, `env.NAME` from the
+//! environment) looked up from the current conditional outwards, and their
+//! `+` concatenation; `=` once per context, `:=` replaces, `+=` adds to the
+//! value in effect; `include EXPR` with globs (relative to the main file's
+//! directory, also from an included file; a plain path must exist, a glob
+//! may match nothing); Debian's `include_shell ".../include-conf-enabled.pl"`
+//! (read as conf-enabled/*.conf; its `use-ipv6.pl` and `create-mime.conf.pl`
+//! print nothing the checks use, and any other `include_shell` is named as
+//! not run, never executed, and the findings about something missing say it
+//! may set it); `$HTTP["host"] == "x" { ... }` conditionals, nested, chained
+//! with `else` / `elif` / `else $COND`, the `{` on the same line or the next,
+//! a whole block on one line; `global { }`. Settings inside a conditional
+//! keep it as their context and are never taken as server-wide. An error
+//! skips one statement: the settings after it are still read.
 
 use super::{read_config, resolve, Finding, Fix, Level, Server, TuneOptions, TuneReport};
 use crate::glob;
