@@ -90,6 +90,68 @@ pub fn apache_workers(
     }
 }
 
+/// The one verdict on a configured `MaxRequestWorkers` against memory, that
+/// `tune` prints and `size` computes: it fits when it is at most what
+/// [`apache_workers`] allows (the same margin, the same per-process cost).
+/// Returns what fits and whether the configured value is above it (never
+/// above when the budget allows more than Apache's compiled ceiling).
+pub fn apache_fit(
+    budget_kib: u64,
+    fixed_kib: u64,
+    per_process_kib: u64,
+    threads_per_child: Option<u64>,
+    configured: u64,
+) -> (ApacheWorkers, bool) {
+    let w = apache_workers(budget_kib, fixed_kib, per_process_kib, threads_per_child);
+    let over = !w.capped && configured > w.max_request_workers;
+    (w, over)
+}
+
+/// True for a process with no memory of its own: a zombie (exited, not yet
+/// reaped by its parent: only its PID and exit status remain) or a kernel
+/// thread. Such a process is not a worker to average over or size from.
+pub fn memoryless(p: &ProcInfo) -> bool {
+    p.state == 'Z' || (p.rss_kib == 0 && p.pss_kib == 0 && p.private_kib == 0)
+}
+
+/// The processes whose parent is not among them: one per server instance
+/// (a server's main process), or several when unrelated servers were
+/// watched together (`--watch NGINXPID --watch FPMPID`).
+pub fn roots(procs: &[ProcInfo]) -> Vec<&ProcInfo> {
+    let pids: HashSet<u32> = procs.iter().map(|p| p.pid).collect();
+    procs
+        .iter()
+        .filter(|p| !pids.contains(&p.ppid) && !memoryless(p))
+        .collect()
+}
+
+/// The process `pid` and its descendants among `procs` (one instance out of
+/// several watched together).
+pub fn instance_tree(procs: &[ProcInfo], pid: u32) -> Vec<ProcInfo> {
+    if !procs.iter().any(|p| p.pid == pid) {
+        return Vec::new();
+    }
+    let mut keep: HashSet<u32> = HashSet::from([pid]);
+    // Parents before children is not guaranteed: repeat until nothing is added
+    // (bounded by the process count).
+    for _ in 0..procs.len() {
+        let before = keep.len();
+        for p in procs {
+            if keep.contains(&p.ppid) {
+                keep.insert(p.pid);
+            }
+        }
+        if keep.len() == before {
+            break;
+        }
+    }
+    procs
+        .iter()
+        .filter(|p| keep.contains(&p.pid))
+        .cloned()
+        .collect()
+}
+
 /// How much memory the web server may use.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Budget {
@@ -236,10 +298,22 @@ pub fn compute(inp: &SizeInput) -> Result<SizeReport, String> {
     if total == 0 {
         return Err("cannot read MemTotal from /proc/meminfo".into());
     }
-    // Workers: the processes whose parent is also a server process.
+    // Workers: the processes whose parent is also a server process. Zombies
+    // (and anything else without memory) are not workers: counted as 0 KiB
+    // they would lower the mean, and they cost nothing to add.
     let pids: HashSet<u32> = inp.server.iter().map(|p| p.pid).collect();
-    let (parents, mut workers): (Vec<&ProcInfo>, Vec<&ProcInfo>) =
-        inp.server.iter().partition(|p| !pids.contains(&p.ppid));
+    let zombies = inp.server.iter().filter(|p| memoryless(p)).count();
+    let (parents, mut workers): (Vec<&ProcInfo>, Vec<&ProcInfo>) = inp
+        .server
+        .iter()
+        .filter(|p| !memoryless(p))
+        .partition(|p| !pids.contains(&p.ppid));
+    if parents.is_empty() && workers.is_empty() {
+        return Err(format!(
+            "the server's {} processes have no memory of their own (zombies): nothing to size",
+            inp.server.len()
+        ));
+    }
     let single = workers.is_empty();
     if single {
         workers = parents.clone();
@@ -350,6 +424,13 @@ pub fn compute(inp: &SizeInput) -> Result<SizeReport, String> {
     let mut tasks = n + 1;
     let mut per_process_connections: Option<u64> = None;
     let mut notes = inp.evidence.clone();
+    if zombies > 0 {
+        notes.push(format!(
+            "{zombies} zombie process{} (exited, not yet reaped by the server) left out: no memory of {}",
+            if zombies == 1 { "" } else { "es" },
+            if zombies == 1 { "its own" } else { "their own" }
+        ));
+    }
     let mpm = inp.mpm.as_ref().map(|(m, _)| *m);
     match inp.kind {
         ServerKind::Apache => match mpm.unwrap_or(Mpm::Prefork) {
@@ -488,7 +569,7 @@ pub fn compute(inp: &SizeInput) -> Result<SizeReport, String> {
         others: shown_others,
         budget_kib: budget,
         budget_source: source,
-        processes: inp.server.len(),
+        processes: inp.server.len() - zombies,
         workers: if single { 0 } else { workers.len() },
         threads_per_process,
         per_worker_private_kib: per_worker,
@@ -512,7 +593,16 @@ pub fn compute(inp: &SizeInput) -> Result<SizeReport, String> {
 /// processes at that sample. Records from before the per-process snapshot
 /// existed are sized from the per-sample totals (the largest process's
 /// private memory per worker; the shared part as PSS − private), with a note.
-pub fn input_from_watch(h: &HostWatch, budget: Option<Budget>) -> Result<SizeInput, String> {
+///
+/// `instance` (a main PID) sizes only that process and its descendants, for
+/// an entry that watched several servers together (`run --watch NGINXPID
+/// --watch FPMPID`); without it such an entry is refused with the list of
+/// its instances, never sized as one server.
+pub fn input_from_watch(
+    h: &HostWatch,
+    budget: Option<Budget>,
+    instance: Option<u32>,
+) -> Result<SizeInput, String> {
     let peak = h
         .samples
         .iter()
@@ -560,6 +650,44 @@ pub fn input_from_watch(h: &HostWatch, budget: Option<Budget>) -> Result<SizeInp
             "PSS and private memory were estimated during the watch (smaps_rollup unreadable): run the watch as root or as the server's user".into(),
         );
     }
+    let server = match instance {
+        Some(pid) if h.peak_processes.is_empty() && h.targets.len() > 1 => {
+            return Err(format!(
+                "--instance {pid}: this record has no per-process snapshot (made by an older redline), so the {} watched together ({}) cannot be told apart",
+                h.targets.len(),
+                h.targets.join(", ")
+            ))
+        }
+        Some(pid) if !h.peak_processes.is_empty() => {
+            let one = instance_tree(&server, pid);
+            if one.is_empty() {
+                let list: Vec<String> = roots(&server)
+                    .iter()
+                    .map(|p| format!("{} (pid {})", p.comm, p.pid))
+                    .collect();
+                return Err(format!(
+                    "--instance {pid}: no process {pid} among the watched processes at their peak; the instances there: {}",
+                    list.join(", ")
+                ));
+            }
+            one
+        }
+        _ => {
+            let r = roots(&server);
+            if r.len() > 1 {
+                let list: Vec<String> = r
+                    .iter()
+                    .map(|p| format!("{} (pid {})", p.comm, p.pid))
+                    .collect();
+                return Err(format!(
+                    "{} servers were watched together ({}): give one with --instance PID",
+                    r.len(),
+                    list.join(", ")
+                ));
+            }
+            server
+        }
+    };
     let others = h
         .peak_others
         .iter()
@@ -597,8 +725,11 @@ pub fn input_from_watch(h: &HostWatch, budget: Option<Budget>) -> Result<SizeInp
         limits: None,
         evidence,
         source: Some(format!(
-            "{} on {}, watched from {}: the processes at the sample with the most private memory (t={:.1}s)",
+            "{}{} on {}, watched from {}: the processes at the sample with the most private memory (t={:.1}s)",
             h.targets.join(", "),
+            instance
+                .map(|p| format!(" (instance pid {p} and its children)"))
+                .unwrap_or_default(),
             h.host,
             h.started_at,
             peak.t

@@ -856,19 +856,43 @@ fn nginx_lua_modules() -> Option<Vec<PathBuf>> {
     (ndk.is_file() && lua.is_file()).then(|| vec![ndk, lua])
 }
 
-/// The fixture names for one server, sorted.
+/// The second home of grammar fixtures (one folder per construct or broken
+/// config kind): `crates/watch/fixtures/tune/grammar/SERVER/NAME`.
+fn tune_fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tune")
+}
+
+/// The fixture names for one server, sorted (both homes; a name is in one).
 fn grammar_fixtures(o: Oracle) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(fixtures().join("grammar").join(o.dir()))
-        .unwrap()
+    let mut v: Vec<String> = [fixtures(), tune_fixtures()]
+        .iter()
+        .filter_map(|root| std::fs::read_dir(root.join("grammar").join(o.dir())).ok())
+        .flatten()
         .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
         .collect();
     v.sort();
     v
 }
 
+/// A grammar fixture's folder for `Tree::copy` (relative to tests/fixtures,
+/// or absolute when it is under fixtures/tune).
+fn grammar_rel(dir: &str, name: &str) -> String {
+    let old = format!("grammar/{dir}/{name}");
+    if fixtures().join(&old).is_dir() {
+        old
+    } else {
+        tune_fixtures()
+            .join("grammar")
+            .join(dir)
+            .join(name)
+            .display()
+            .to_string()
+    }
+}
+
 /// A fixture copied to a temp tree; the lua fixture gets the module loaded when installed.
 fn grammar_tree(o: Oracle, name: &str) -> Option<Tree> {
-    let t = Tree::copy(&format!("grammar/{}/{name}", o.dir()));
+    let t = Tree::copy(&grammar_rel(o.dir(), name));
     if name.contains("lua") {
         let Some(mods) = nginx_lua_modules() else {
             // Without the module nginx refuses any *_by_lua_block: only a
@@ -917,7 +941,7 @@ fn grammar_fixtures_agree_with_each_servers_config_test() {
             let Some(t) = grammar_tree(o, &name) else {
                 // Without the module nginx refuses the directive, so only tune is asked.
                 eprintln!("note: nginx lua module not installed: {name} checked by tune only");
-                let t = Tree::copy(&format!("grammar/{}/{name}", o.dir()));
+                let t = Tree::copy(&grammar_rel(o.dir(), &name));
                 let r = analyze_as(o, &t.path(o.main()));
                 assert!(parse_errors(&r).is_empty(), "{name}: {:#?}", r.findings);
                 continue;
@@ -1075,7 +1099,7 @@ fn every_fix_pastes_where_it_says_and_the_server_accepts_it() {
             if !name.starts_with("ok-") || name == "ok-lua-block" {
                 continue;
             }
-            total += paste_every_fix(o, &format!("grammar/{}/{name}", o.dir()), o.main(), 0);
+            total += paste_every_fix(o, &grammar_rel(o.dir(), &name), o.main(), 0);
         }
     }
     if require("apache2", Oracle::Apache.bin().is_some()) {
@@ -1095,7 +1119,7 @@ fn every_fix_pastes_where_it_says_and_the_server_accepts_it() {
 // What each construct means, on the same fixtures.
 
 fn grammar(o: Oracle, name: &str) -> (Tree, TuneReport) {
-    let t = Tree::copy(&format!("grammar/{}/{name}", o.dir()));
+    let t = Tree::copy(&grammar_rel(o.dir(), name));
     let r = analyze_as(o, &t.path(o.main()));
     (t, r)
 }
@@ -1152,17 +1176,26 @@ fn nginx_lua_block_bodies_are_not_directives() {
 }
 
 #[test]
-fn nginx_location_fix_goes_inside_a_server_block() {
+fn nginx_expires_fix_is_a_map_at_the_http_level_never_a_location() {
     let (t, r) = grammar(Oracle::Nginx, "ok-fix-placement");
     let f = one(&r, "no_expires");
     let fix = f.fix.as_ref().unwrap();
-    assert!(fix.text.starts_with("location "), "{fix:#?}");
-    assert!(fix.context.starts_with("http > server ("), "{fix:#?}");
-    // Line 10 is `server {` (the first server block), not line 8 (`http {`).
+    // A new location would take URLs away from `location /` (a proxy_pass there).
+    assert!(!fix.text.contains("location"), "{fix:#?}");
+    assert!(
+        fix.text
+            .starts_with("map $sent_http_content_type $expires {\n    default off;"),
+        "{fix:#?}"
+    );
+    assert!(fix.text.ends_with("\nexpires $expires;"), "{fix:#?}");
+    assert_eq!(fix.context, "http");
+    // Line 7 is `http {`.
     assert_eq!(
         (Path::new(&fix.file), fix.line),
-        (t.path("nginx.conf").as_path(), 10)
+        (t.path("nginx.conf").as_path(), 7)
     );
+    // keepalive_timeout 0 at the http level is the server's: flagged.
+    assert_eq!(one(&r, "keepalive_off").context, "http");
     // The sendfile off inside a location says so, and is replaced there.
     let f = one(&r, "sendfile_off");
     assert_eq!(
@@ -1170,6 +1203,119 @@ fn nginx_location_fix_goes_inside_a_server_block() {
         "http > server (a.example 127.0.0.1:8080) > location /"
     );
     assert_eq!(f.fix.as_ref().unwrap().old, "sendfile off;");
+}
+
+#[test]
+fn nginx_keepalive_off_in_one_location_is_that_locations_choice() {
+    let (_t, r) = grammar(Oracle::Nginx, "ok-keepalive-off-in-a-health-check-location");
+    assert!(codes(&r).is_empty(), "{:#?}", r.findings);
+}
+
+#[test]
+fn nginx_upstream_keepalive_needs_http_1_1_and_an_empty_connection_header() {
+    let (t, r) = grammar(Oracle::Nginx, "ok-upstream-keepalive-on-http-1.0");
+    let v: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "upstream_keepalive_unused")
+        .collect();
+    assert_eq!(v.len(), 2, "{:#?}", r.findings);
+    for f in &v {
+        assert_eq!(f.level, Level::Warn);
+        assert_eq!(f.line, 16, "{f:#?}");
+        assert!(f
+            .message
+            .contains("upstream app keeps idle connections (keepalive 16)"));
+        let fix = f.fix.as_ref().unwrap();
+        // Into the proxying location, after the line of its `{`.
+        assert_eq!(
+            (Path::new(&fix.file), fix.line),
+            (t.path("nginx.conf").as_path(), 15)
+        );
+        assert_eq!(fix.context, "http > server (127.0.0.1:8080) > location /");
+    }
+    let texts: BTreeSet<&str> = v.iter().map(|f| f.change.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "proxy_http_version 1.1;",
+            "proxy_set_header Connection \"\";"
+        ]
+        .into()
+    );
+
+    // Headers set in the server: the Connection header joins them there; the
+    // location's own proxy_http_version 1.0 is replaced where it is.
+    let (_t, r) = grammar(
+        Oracle::Nginx,
+        "ok-upstream-keepalive-headers-set-in-the-server",
+    );
+    let v: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "upstream_keepalive_unused")
+        .collect();
+    assert_eq!(v.len(), 2, "{:#?}", r.findings);
+    let version = v
+        .iter()
+        .find(|f| f.change.starts_with("proxy_http_version"))
+        .unwrap();
+    let fix = version.fix.as_ref().unwrap();
+    assert_eq!(
+        (fix.line, fix.old.as_str()),
+        (19, "proxy_http_version 1.0;")
+    );
+    let conn = v
+        .iter()
+        .find(|f| f.change.starts_with("proxy_set_header"))
+        .unwrap();
+    let fix = conn.fix.as_ref().unwrap();
+    assert_eq!(fix.context, "http > server (127.0.0.1:8080)", "{fix:#?}");
+
+    let (_t, r) = grammar(Oracle::Nginx, "ok-upstream-keepalive-used");
+    assert!(codes(&r).is_empty(), "{:#?}", r.findings);
+}
+
+#[test]
+fn nginx_a_file_included_twice_gives_each_finding_once() {
+    let (t, r) = grammar(Oracle::Nginx, "ok-file-included-twice");
+    let f = one(&r, "sendfile_off");
+    assert_eq!(
+        (f.file.as_str(), f.line),
+        (t.path("snippet.conf").to_str().unwrap(), 1)
+    );
+    assert!(
+        f.context.contains("127.0.0.1:8080")
+            && f.context.contains("also read in")
+            && f.context.contains("127.0.0.1:8081"),
+        "{f:#?}"
+    );
+    assert_eq!(r.files.len(), 2, "{:?}", r.files);
+}
+
+#[test]
+fn nginx_a_vhost_given_alone_is_not_told_what_nginx_conf_sets() {
+    let t = Tree::copy(&grammar_rel("nginx", "ok-vhost-given-alone"));
+    let r = analyze_as(Oracle::Nginx, &t.path("vhost.conf"));
+    assert_eq!(
+        codes(&r),
+        ["partial_config", "no_expires"],
+        "{:#?}",
+        r.findings
+    );
+    // The expires fix goes at the top of the vhost file, which nginx reads
+    // at the http level, and the whole configuration still passes nginx -t.
+    let fix = one(&r, "no_expires").fix.clone().unwrap();
+    assert_eq!(
+        (Path::new(&fix.file), fix.line),
+        (t.path("vhost.conf").as_path(), 0)
+    );
+    if require("nginx", Oracle::Nginx.bin().is_some()) {
+        let text = std::fs::read_to_string(t.path("vhost.conf")).unwrap();
+        std::fs::write(t.path("vhost.conf"), fix.apply(&text).unwrap()).unwrap();
+        let (ok, out) = Oracle::Nginx.test(&t.0, &t.path("nginx.conf"));
+        assert!(ok, "{out}");
+    }
 }
 
 #[test]
@@ -1400,6 +1546,125 @@ fn lighttpd_variables_concatenation_and_conditionals() {
     assert!(codes(&r).contains(&"unusual_syntax"));
 }
 
+/// lighttpd 1.4.69's grammar, each construct in its own fixture (held to
+/// `lighttpd -tt` by `grammar_fixtures_agree_with_each_servers_config_test`).
+#[test]
+fn lighttpd_bare_variables_append_replace_and_includes_as_lighttpd_reads_them() {
+    // A bare `server_root = "/x"` is var.server_root: no parse error, and the
+    // mod_deflate loaded after it is seen (the false "not in server.modules").
+    let (_t, r) = grammar(Oracle::Lighttpd, "ok-bare-variables");
+    assert!(parse_errors(&r).is_empty(), "{:#?}", r.findings);
+    assert!(r.modules.contains(&"mod_deflate".to_string()), "{r:#?}");
+    assert!(!codes(&r).contains(&"no_compression"), "{:#?}", r.findings);
+    let a = redline_watch::tune::lighttpd::assignments(&_t.path("lighttpd.conf"));
+    let val = |k: &str| a.iter().find(|x| x.key == k).map(|x| x.val.clone());
+    use redline_watch::tune::lighttpd::Val;
+    assert_eq!(val("var.server_root"), Some(Val::Str("/tmp".into())));
+    assert_eq!(
+        val("server.errorlog"),
+        Some(Val::Str("/tmp/redline-lighttpd-error.log".into()))
+    );
+
+    // `+=` adds, `:=` replaces: mod_deflate loaded, the idle time is 5, not 30.
+    let (t, r) = grammar(Oracle::Lighttpd, "ok-append-and-replace");
+    assert!(parse_errors(&r).is_empty(), "{:#?}", r.findings);
+    assert!(r.modules.contains(&"mod_deflate".to_string()));
+    assert!(
+        !codes(&r).contains(&"keepalive_timeout_high"),
+        "{:#?}",
+        r.findings
+    );
+    let a = redline_watch::tune::lighttpd::assignments(&t.path("lighttpd.conf"));
+    let cond = a
+        .iter()
+        .find(|x| x.key == "deflate.mimetypes" && !x.cond.is_empty())
+        .unwrap();
+    assert_eq!(cond.val.strings(), vec!["text/", "application/json"]);
+
+    // Includes are relative to the main file's directory, also from an included file.
+    let (t, r) = grammar(Oracle::Lighttpd, "ok-include-relative-to-main-file");
+    assert!(parse_errors(&r).is_empty(), "{:#?}", r.findings);
+    assert!(r.files.iter().any(|f| Path::new(f) == t.path("extra.conf")));
+    assert!(r.modules.contains(&"mod_deflate".to_string()));
+    let (t, r) = grammar(Oracle::Lighttpd, "bad-include-relative-to-including-file");
+    let e = parse_errors(&r);
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert_eq!(
+        (e[0].file.as_str(), e[0].line),
+        (t.path("conf.d/site.conf").to_str().unwrap(), 1)
+    );
+    assert!(e[0].message.contains("extra.conf"), "{e:#?}");
+
+    // Refused: `=` twice in one context, an env. variable set, a bare name used before it is set.
+    for (name, line, words) in [
+        (
+            "bad-duplicate-setting",
+            4,
+            "duplicate config variable server.port",
+        ),
+        ("bad-setting-an-env-variable", 4, "env.REDLINE_X"),
+        (
+            "bad-unknown-bare-variable",
+            3,
+            "unknown variable var.server_root",
+        ),
+    ] {
+        let (_t, r) = grammar(Oracle::Lighttpd, name);
+        let e = parse_errors(&r);
+        assert_eq!(e.len(), 1, "{name}: {e:#?}");
+        assert_eq!(e[0].line, line, "{name}: {e:#?}");
+        assert!(e[0].message.contains(words), "{name}: {e:#?}");
+    }
+    // After the unknown variable, the rest is still read: server_root is set
+    // on line 5 and the port on line 4.
+    let (t, _r) = grammar(Oracle::Lighttpd, "bad-unknown-bare-variable");
+    let a = redline_watch::tune::lighttpd::assignments(&t.path("lighttpd.conf"));
+    assert!(a.iter().any(|x| x.key == "server.port"));
+    assert!(a.iter().any(|x| x.key == "var.server_root"));
+}
+
+/// Strings side by side (a forgotten comma): lighttpd 1.4.69 accepts the
+/// line and keeps the first only; tune reads it so and names the dropped one.
+#[test]
+fn lighttpd_adjacent_strings_keep_only_the_first() {
+    let (_t, r) = grammar(Oracle::Lighttpd, "ok-adjacent-strings-keep-the-first");
+    assert!(parse_errors(&r).is_empty(), "{:#?}", r.findings);
+    assert_eq!(r.modules, ["mod_access"]);
+    let f = one(&r, "unusual_syntax");
+    assert_eq!(f.line, 5);
+    assert!(f.message.contains("\"mod_deflate\""), "{f:#?}");
+    assert!(codes(&r).contains(&"no_compression"));
+}
+
+/// An include_shell redline does not run: a verdict on something missing
+/// says it depends on it and is not a warning; nothing is executed.
+#[test]
+fn lighttpd_findings_that_depend_on_an_include_shell_say_so() {
+    let (t, r) = grammar(Oracle::Lighttpd, "ok-include-shell-judged-with-care");
+    let note = one(&r, "include_shell_not_run");
+    assert_eq!(note.line, 6);
+    let deflate = r
+        .findings
+        .iter()
+        .find(|f| f.code == "no_compression")
+        .unwrap();
+    assert_eq!(deflate.level, Level::Info, "{deflate:#?}");
+    let at = format!("{}:6", t.path("lighttpd.conf").display());
+    assert!(
+        deflate.message.contains("not known for sure") && deflate.message.contains(&at),
+        "{deflate:#?}"
+    );
+    // Without the include_shell, the same config gets the warning.
+    let plain = t.write(
+        "plain.conf",
+        "server.document-root = \"/tmp\"\nserver.port = 8080\n",
+    );
+    let r = analyze_as(Oracle::Lighttpd, &plain);
+    let deflate = one(&r, "no_compression");
+    assert_eq!(deflate.level, Level::Warn);
+    assert!(!deflate.message.contains("include_shell"));
+}
+
 #[test]
 fn special_and_binary_files_are_refused_without_blocking() {
     let t = Tree::copy("lighttpd");
@@ -1577,14 +1842,8 @@ fn cut_and_corrupted_configs_never_panic() {
     let mut n = 0;
     for o in [Oracle::Nginx, Oracle::Apache, Oracle::Lighttpd] {
         for name in grammar_fixtures(o) {
-            let text = std::fs::read(
-                fixtures()
-                    .join("grammar")
-                    .join(o.dir())
-                    .join(&name)
-                    .join(o.main()),
-            )
-            .unwrap();
+            let text =
+                std::fs::read(fixtures().join(grammar_rel(o.dir(), &name)).join(o.main())).unwrap();
             let p = t.path(o.main());
             let mut variants: Vec<Vec<u8>> = (0..text.len())
                 .step_by(17)
@@ -1733,13 +1992,13 @@ fn nginx_fix_into_a_one_line_block_goes_right_after_its_brace() {
         ("http {", "http {\nsendfile on;")
     );
     let fix = one(&r, "no_expires").fix.clone().unwrap();
-    assert_eq!(fix.old, "server {");
+    assert_eq!(fix.old, "http {");
     assert!(
-        fix.text.starts_with("server {\nlocation ~* "),
+        fix.text.starts_with("http {\nmap $sent_http_content_type "),
         "{}",
         fix.text
     );
-    assert_eq!(fix.context, "http > server (127.0.0.1:8080)");
+    assert_eq!(fix.context, "http");
 }
 
 #[test]
@@ -1784,7 +2043,7 @@ fn lighttpd_settings_sit_in_the_blocks_lighttpd_p_prints() {
         if !name.starts_with("ok-") {
             continue;
         }
-        let t = Tree::copy(&format!("grammar/lighttpd/{name}"));
+        let t = Tree::copy(&grammar_rel("lighttpd", &name));
         let conf = t.path("lighttpd.conf");
         if codes(&analyze_as(Oracle::Lighttpd, &conf)).contains(&"unusual_syntax") {
             continue; // 1.4.74 syntax: this lighttpd reads it otherwise, as tune says.
@@ -1859,7 +2118,7 @@ fn apache_directives_kept_are_those_apache2_dump_config_prints() {
     let mut trees: Vec<(String, &str)> = grammar_fixtures(Oracle::Apache)
         .into_iter()
         .filter(|n| n.starts_with("ok-"))
-        .map(|n| (format!("grammar/apache/{n}"), "httpd.conf"))
+        .map(|n| (grammar_rel("apache", &n), "httpd.conf"))
         .collect();
     trees.push(("debian-apache2".into(), "apache2.conf"));
     // Not in the dump: what Apache acts on while reading.
@@ -1958,7 +2217,7 @@ fn apache_virtual_hosts_are_those_apache2_dump_vhosts_names() {
     }
     let mut compared = 0;
     for name in ["ok-vhosts-on-one-address", "ok-common-site-snippets"] {
-        let t = Tree::copy(&format!("grammar/apache/{name}"));
+        let t = Tree::copy(&grammar_rel("apache", name));
         let conf = t.path("httpd.conf");
         std::fs::create_dir_all(t.path("logs")).unwrap();
         let mut cmd = std::process::Command::new(Oracle::Apache.bin().unwrap());

@@ -250,7 +250,7 @@ pub(super) fn size_from_record(a: &SizeArgs, budget: Option<Budget>) -> Exit {
         }
         None => entries[0],
     };
-    let mut inp = match size::input_from_watch(host, budget) {
+    let mut inp = match size::input_from_watch(host, budget, a.instance) {
         Ok(i) => i,
         Err(e) => return fail(Exit::Usage, format!("{name}: {e}")),
     };

@@ -16,6 +16,7 @@ pub(super) fn cmd_tune(a: TuneArgs) -> Exit {
     let mut opts = TuneOptions {
         server: a.server,
         use_tools: !a.no_tools,
+        server_test: !a.no_tools,
         htaccess: a.htaccess,
         ..Default::default()
     };
@@ -27,7 +28,8 @@ pub(super) fn cmd_tune(a: TuneArgs) -> Exit {
     if !a.watch.is_empty() {
         // The same sizing as `redline size` (same budget, per-worker cost
         // and paid-once part); tune compares MaxRequestWorkers with what
-        // remains for the workers, through the same `size::apache_workers`.
+        // remains for the workers, through the same `size::apache_fit`
+        // (one verdict: "[OK] N fit" here is the N `size` prints).
         let inp = match live_size_input(&a.watch, "--watch", budget, false) {
             Ok(i) => i,
             Err((code, e)) => return fail(code, e),

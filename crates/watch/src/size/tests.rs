@@ -61,7 +61,7 @@ fn from_a_run_record_same_arithmetic_as_live() {
         }],
         ..Default::default()
     };
-    let inp = input_from_watch(&h, Some(Budget::Kib(100_000))).unwrap();
+    let inp = input_from_watch(&h, Some(Budget::Kib(100_000)), None).unwrap();
     let r = compute(&inp).unwrap();
     assert_eq!(r.fixed_kib, 5000);
     assert_eq!(r.per_worker_private_kib, 3000);
@@ -73,7 +73,7 @@ fn from_a_run_record_same_arithmetic_as_live() {
         "{:?}",
         r.mpm
     );
-    let r = compute(&input_from_watch(&h, None).unwrap()).unwrap();
+    let r = compute(&input_from_watch(&h, None, None).unwrap()).unwrap();
     assert_eq!(r.budget_kib, 1_000_000 - 100_000 - 100_000);
     assert_eq!(r.others[0].name, "mysqld");
 
@@ -87,7 +87,7 @@ fn from_a_run_record_same_arithmetic_as_live() {
         max_process_private_kib: 3000,
         ..Default::default()
     };
-    let inp = input_from_watch(&old, Some(Budget::Kib(100_000))).unwrap();
+    let inp = input_from_watch(&old, Some(Budget::Kib(100_000)), None).unwrap();
     let r = compute(&inp).unwrap();
     assert_eq!(r.per_worker_private_kib, 3000);
     assert_eq!(r.fixed_kib, 3000);
@@ -97,7 +97,7 @@ fn from_a_run_record_same_arithmetic_as_live() {
     // Nothing seen: a clear error.
     let mut none = h.clone();
     none.samples.iter_mut().for_each(|s| s.processes = 0);
-    assert!(input_from_watch(&none, None)
+    assert!(input_from_watch(&none, None, None)
         .unwrap_err()
         .contains("no process"));
 }
@@ -387,4 +387,172 @@ fn tune_and_size_share_the_arithmetic() {
         None,
     );
     assert_eq!(tune_side.max_request_workers, r.max_workers);
+}
+
+fn watch_of(targets: &[&str], procs: &[ProcInfo]) -> HostWatch {
+    use redline_stats::watch::{ProcSample, WatchSample};
+    HostWatch {
+        host: "web1".into(),
+        targets: targets.iter().map(|t| t.to_string()).collect(),
+        cpus: 2,
+        mem_total_kib: 1_000_000,
+        pss_exact: true,
+        samples: vec![WatchSample {
+            processes: procs.len() as u32,
+            private_kib: procs.iter().map(|p| p.private_kib).sum(),
+            ..Default::default()
+        }],
+        peak_processes: procs
+            .iter()
+            .map(|x| ProcSample {
+                pid: x.pid,
+                ppid: x.ppid,
+                name: x.comm.clone(),
+                threads: 1,
+                rss_kib: x.rss_kib,
+                pss_kib: x.pss_kib,
+                private_kib: x.private_kib,
+                kernel_kib: x.kernel_kib,
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn named(name: &str, pid: u32, ppid: u32, private: u64, pss: u64) -> ProcInfo {
+    ProcInfo {
+        comm: name.into(),
+        exe: name.into(),
+        ..p(pid, ppid, private, pss)
+    }
+}
+
+/// `run --watch NGINXPID --watch FPMPID` keeps both servers in one entry:
+/// `--instance` sizes the one asked for, from its own processes only, and
+/// without it the entry is refused with its instances listed.
+#[test]
+fn instance_selects_one_server_of_several_watched_together() {
+    let procs = [
+        named("nginx", 7000, 1, 1000, 2000),
+        named("nginx", 7001, 7000, 4000, 5000),
+        named("php-fpm8.2", 8000, 1, 2000, 6000),
+        named("php-fpm8.2", 8001, 8000, 30_000, 35_000),
+        named("php-fpm8.2", 8002, 8000, 20_000, 25_000),
+    ];
+    let h = watch_of(&["7000", "8000"], &procs);
+    let budget = Some(Budget::Kib(500_000));
+    let err = input_from_watch(&h, budget, None).unwrap_err();
+    assert!(
+        err.contains("2 servers were watched together")
+            && err.contains("nginx (pid 7000)")
+            && err.contains("php-fpm8.2 (pid 8000)")
+            && err.contains("--instance PID"),
+        "{err}"
+    );
+    let fpm = compute(&input_from_watch(&h, budget, Some(8000)).unwrap()).unwrap();
+    assert_eq!(fpm.server, "PHP-FPM");
+    assert_eq!((fpm.processes, fpm.workers), (3, 2));
+    assert_eq!(fpm.per_worker_private_kib, 30_000);
+    assert!(
+        fpm.directives[0].starts_with("pm.max_children = "),
+        "{fpm:?}"
+    );
+    assert!(fpm.source.as_deref().unwrap().contains("instance pid 8000"));
+    let ngx = compute(&input_from_watch(&h, budget, Some(7000)).unwrap()).unwrap();
+    assert_eq!(ngx.server, "nginx");
+    assert_eq!((ngx.processes, ngx.per_worker_private_kib), (2, 4000));
+    let err = input_from_watch(&h, budget, Some(9999)).unwrap_err();
+    assert!(
+        err.contains("no process 9999") && err.contains("pid 8000"),
+        "{err}"
+    );
+    // A worker's PID sizes that worker's subtree only: still a PID of the record.
+    assert_eq!(instance_tree(&procs, 8001).len(), 1);
+}
+
+/// A zombie child (exited, not reaped) has no memory: it is not a 0 KiB
+/// worker in the mean, nor a process in the count, and the report says so.
+#[test]
+fn zombies_are_not_processes_with_memory() {
+    let live = vec![
+        p(10, 1, 2000, 4000),
+        p(11, 10, 3000, 3500),
+        p(12, 10, 3000, 3500),
+    ];
+    let mut with_zombies = live.clone();
+    for pid in [13, 14] {
+        with_zombies.push(ProcInfo {
+            state: 'Z',
+            ..p(pid, 10, 0, 0)
+        });
+    }
+    let inp = |server: Vec<ProcInfo>| SizeInput {
+        server,
+        budget: Some(Budget::Kib(100_000)),
+        ..apache_input(Mpm::Prefork, None)
+    };
+    let a = compute(&inp(live)).unwrap();
+    let b = compute(&inp(with_zombies.clone())).unwrap();
+    assert_eq!(b.mean_worker_private_kib, 3000);
+    assert_eq!((b.processes, b.workers), (3, 2));
+    assert_eq!(
+        (b.max_workers, b.fixed_kib, b.per_worker_cost_kib),
+        (a.max_workers, a.fixed_kib, a.per_worker_cost_kib)
+    );
+    assert!(
+        b.notes.iter().any(|n| n.contains("2 zombie processes")),
+        "{:?}",
+        b.notes
+    );
+    // Only zombies: nothing to size, said as such.
+    let only: Vec<ProcInfo> = with_zombies
+        .into_iter()
+        .filter(|p| p.state == 'Z')
+        .collect();
+    assert!(compute(&inp(only)).unwrap_err().contains("zombies"));
+}
+
+/// `tune --watch` and `size` on the same measurement: the same number. The
+/// issue's case: 60 configured, 63 fit without the margin, 57 with it.
+#[test]
+fn tune_says_what_size_says_at_the_margin() {
+    let (w, over) = apache_fit(63_000, 0, 1000, None, 60);
+    assert_eq!((w.max_request_workers, over), (57, true));
+    assert!(!apache_fit(63_000, 0, 1000, None, 57).1);
+    let dir = std::env::temp_dir().join(format!("redline-size-fit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("httpd.conf");
+    std::fs::write(
+        &conf,
+        "LoadModule mpm_prefork_module modules/mod_mpm_prefork.so\nMaxRequestWorkers 60\n",
+    )
+    .unwrap();
+    let r = crate::tune::analyze(
+        &conf,
+        &crate::tune::TuneOptions {
+            server: Some(crate::tune::Server::Apache),
+            budget_kib: Some(63_000),
+            worker_private_kib: Some(1000),
+            static_modules: Some(vec!["core.c".into()]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.code == "max_request_workers_over_memory")
+        .unwrap();
+    assert_eq!(f.level, crate::tune::Level::Warn, "{f:#?}");
+    assert!(f.message.contains("above the 57 that fit"), "{f:#?}");
+    assert!(f.change.starts_with("MaxRequestWorkers 57\n"), "{f:#?}");
+    // size, with the same budget left for the workers and the same worker: 57.
+    let inp = SizeInput {
+        server: vec![p(10, 1, 0, 0), p(11, 10, 1000, 1000)],
+        budget: Some(Budget::Kib(63_000)),
+        ..apache_input(Mpm::Prefork, None)
+    };
+    let s = compute(&inp).unwrap();
+    assert_eq!((s.fixed_kib, s.max_workers), (0, 57), "{s:?}");
 }

@@ -1,17 +1,22 @@
 //! lighttpd configuration, read with lighttpd's grammar (its configuration
-//! docs): `key = value`, `key += value`, `key := value`, one per line (`;` is
-//! not a separator); values are strings, integers, arrays `( ... )` over any
-//! number of lines (`"a" => "b"` pairs too), variables (`var.name`, an earlier
-//! setting's key, `env.NAME` from the environment) and their `+`
-//! concatenation; `include EXPR` with globs (relative to the main file's
-//! directory; a plain path must exist, a glob may match nothing); Debian's
-//! `include_shell ".../include-conf-enabled.pl"` (read as conf-enabled/*.conf;
-//! its `use-ipv6.pl` and `create-mime.conf.pl` print nothing the checks use,
-//! and any other `include_shell` is named as not run, never executed);
-//! `$HTTP["host"] == "x" { ... }` conditionals, nested, chained with `else`
-//! / `elif` / `else $COND`, the `{` on the same line or the next, a whole
-//! block on one line; `global { }`. Settings inside a conditional keep it as
-//! their context and are never taken as server-wide.
+//! docs and 1.4.69's `configparser.y`): `key = value`, `key += value`, `key
+//! := value`, one per line (`;` is not a separator); values are strings,
+//! integers, arrays `( ... )` over any number of lines (`"k" => "b"` pairs
+//! too), variables (`var.name`, a bare name without a dot, which lighttpd
+//! stores as `var.name`, an earlier setting's key, `env.NAME` from the
+//! environment) looked up from the current conditional outwards, and their
+//! `+` concatenation; `=` once per context, `:=` replaces, `+=` adds to the
+//! value in effect; `include EXPR` with globs (relative to the main file's
+//! directory, also from an included file; a plain path must exist, a glob
+//! may match nothing); Debian's `include_shell ".../include-conf-enabled.pl"`
+//! (read as conf-enabled/*.conf; its `use-ipv6.pl` and `create-mime.conf.pl`
+//! print nothing the checks use, and any other `include_shell` is named as
+//! not run, never executed, and the findings about something missing say it
+//! may set it); `$HTTP["host"] == "x" { ... }` conditionals, nested, chained
+//! with `else` / `elif` / `else $COND`, the `{` on the same line or the next,
+//! a whole block on one line; `global { }`. Settings inside a conditional
+//! keep it as their context and are never taken as server-wide. An error
+//! skips one statement: the settings after it are still read.
 
 use super::{read_config, resolve, Finding, Fix, Level, Server, TuneOptions, TuneReport};
 use crate::glob;
@@ -109,11 +114,11 @@ fn reader(path: &Path) -> Reader {
         ..Default::default()
     };
     // lighttpd's own variables: var.CWD and var.PID.
+    let global = r.vars.entry(Vec::new()).or_default();
     if let Ok(cwd) = std::env::current_dir() {
-        r.vars
-            .insert("var.CWD".into(), Val::Str(cwd.display().to_string()));
+        global.insert("var.CWD".into(), Val::Str(cwd.display().to_string()));
     }
-    r.vars.insert("var.PID".into(), Val::Int(0));
+    global.insert("var.PID".into(), Val::Int(0));
     r.read(path, &[], None);
     r
 }
@@ -122,6 +127,12 @@ fn reader(path: &Path) -> Reader {
 /// conditionals it is in (what `lighttpd -p` prints, before merging).
 pub fn assignments(path: &Path) -> Vec<Assign> {
     reader(path).assigns
+}
+
+/// The files a configuration reads, main first (`include_shell` output not
+/// among them: it is never run).
+pub fn files(path: &Path) -> Vec<PathBuf> {
+    reader(path).files
 }
 
 /// Reads and checks a lighttpd configuration.
@@ -357,6 +368,31 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
             none,
             "mod_expire loaded".into(),
         ));
+    }
+    // What an include_shell that was not run prints is not known: a
+    // verdict on something missing, or on a default, may be wrong.
+    if let Some((file, line, cmd)) = r.unrun.first() {
+        let shell = format!(
+            "{}:{line} (`include_shell \"{cmd}\"`, not run)",
+            file.display()
+        );
+        let more = match r.unrun.len() {
+            1 => String::new(),
+            n => format!(" and {} more", n - 1),
+        };
+        for x in f.iter_mut() {
+            let about_missing = x.line == 0 && x.code != "include_shell_not_run";
+            if !about_missing || x.code == "parse_error" {
+                continue;
+            }
+            x.message = format!(
+                "{}; not known for sure: the include_shell at {shell}{more} may set it",
+                x.message
+            );
+            if x.level == Level::Warn {
+                x.level = Level::Info;
+            }
+        }
     }
     TuneReport {
         server: Server::Lighttpd,

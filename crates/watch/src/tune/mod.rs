@@ -5,6 +5,7 @@
 pub mod apache;
 pub mod lighttpd;
 pub mod nginx;
+pub mod servertest;
 
 use serde::Serialize;
 use std::fmt::Write;
@@ -244,6 +245,10 @@ pub struct TuneOptions {
     pub budget_kib: Option<u64>,
     /// Measured private memory of one worker process, KiB.
     pub worker_private_kib: Option<u64>,
+    /// Run the server's own config test first when it is installed (`nginx
+    /// -t`, `apache2 -t`, `lighttpd -t`), safely ([`servertest`]); its
+    /// errors come before tune's findings.
+    pub server_test: bool,
     /// Read the file as an Apache `.htaccess` (also when it is named `.htaccess`).
     pub htaccess: bool,
     /// Modules compiled into httpd (`apache2 -l`: `core.c`, `prefork.c`, ...);
@@ -335,8 +340,98 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> Result<TuneReport, String> {
         Server::Nginx => nginx::analyze(path, &text, opts),
         Server::Lighttpd => lighttpd::analyze(path, opts),
     };
+    if opts.server_test && !opts.htaccess {
+        match servertest::run(server, path, &text) {
+            (Some(t), _) => {
+                let verdict = if t.accepted {
+                    "accepts the configuration"
+                } else {
+                    "REFUSES the configuration: its errors come first"
+                };
+                r.tools.insert(0, format!("{}: {verdict}", t.command));
+                // The server's own words replace tune's parse error at the same place.
+                let said: Vec<(String, usize)> = t
+                    .findings
+                    .iter()
+                    .filter(|f| f.level == Level::Warn)
+                    .map(|f| (f.file.clone(), f.line))
+                    .collect();
+                r.findings.retain(|f| {
+                    !matches!(f.code.as_str(), "parse_error" | "config_error")
+                        || !said
+                            .iter()
+                            .any(|(file, line)| *line == f.line && same_file(file, &f.file))
+                });
+                let mut v = t.findings;
+                v.append(&mut r.findings);
+                r.findings = v;
+            }
+            (None, Some(why)) => r.tools.insert(0, why),
+            (None, None) => {}
+        }
+    }
+    // No [OK] about a directive on a line the server refuses.
+    let refused: Vec<String> = r
+        .findings
+        .iter()
+        .filter(|f| {
+            f.level == Level::Warn && matches!(f.code.as_str(), "config_error" | "config_test")
+        })
+        .flat_map(|f| directives_at(&f.file, f.line))
+        .collect();
+    if !refused.is_empty() {
+        r.findings.retain(|f| {
+            f.level != Level::Ok || {
+                let first = f
+                    .message
+                    .split_whitespace()
+                    .next()
+                    .map(squash)
+                    .unwrap_or_default();
+                !refused.iter().any(|d| {
+                    !first.is_empty() && (d.starts_with(&first) || first.starts_with(d.as_str()))
+                })
+            }
+        });
+    }
+    // Stable: the server's own errors stay first among the warnings.
     r.findings.sort_by_key(|f| std::cmp::Reverse(f.level));
     Ok(r)
+}
+
+/// A name without case, `-` or `_` (`keep-alive` and `KeepAlive` alike).
+fn squash(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The directives on line `line` of `file` and on the line before (nginx
+/// names a statement by the line of its `;`), squashed; comments and
+/// section lines left out.
+fn directives_at(file: &str, line: usize) -> Vec<String> {
+    let Ok(text) = read_config(Path::new(file)) else {
+        return Vec::new();
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    [line, line.saturating_sub(1)]
+        .iter()
+        .filter(|&&n| n > 0)
+        .filter_map(|&n| lines.get(n - 1))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| !w.starts_with('#') && !w.starts_with('<') && !w.starts_with('}') && *w != "{")
+        .map(squash)
+        .filter(|w| w.len() > 2)
+        .collect()
+}
+
+/// Two names of one file (one may be relative to the working folder).
+fn same_file(a: &str, b: &str) -> bool {
+    a == b || {
+        let c = |p: &str| std::fs::canonicalize(p).ok();
+        c(a).is_some() && c(a) == c(b)
+    }
 }
 
 fn section(o: &mut String, title: &str) {

@@ -131,6 +131,59 @@ fn describe(stmts: &[Stmt], blocks: &[Block], mut b: Option<usize>) -> String {
     parts.join(" > ")
 }
 
+/// A fix that puts `text` inside block `b`: after a line that ends inside
+/// it; when none does (a block on one line), right after its `{`, by
+/// replacing the opening.
+fn fix_into(s: &[Stmt], blocks: &[Block], b: usize, text: &str) -> Option<Fix> {
+    let bl = &blocks[b];
+    let ctx = describe(s, blocks, Some(b));
+    match bl.insert_after {
+        Some(l) => Some(Fix::insert_after(&bl.file, &ctx, l, text)),
+        None => s.iter().find(|x| x.opens == Some(b)).map(|x| {
+            Fix::replace(
+                &x.file,
+                &ctx,
+                (x.line, x.end_line),
+                &x.source,
+                &format!("{}\n{text}", x.source),
+            )
+        }),
+    }
+}
+
+/// The blocks from `b` outwards (`location`, `server`, `http`), then None
+/// for the top level of the file.
+fn chain(blocks: &[Block], b: Option<usize>) -> Vec<Option<usize>> {
+    let mut v = Vec::new();
+    let mut cur = b;
+    while let Some(i) = cur {
+        v.push(Some(i));
+        cur = blocks[i].parent;
+    }
+    v.push(None);
+    v
+}
+
+/// The statements named `name` in effect at block `b`, by nginx's
+/// inheritance: those of the innermost level (from `b` outwards) that has
+/// any; an inner level with one replaces all of an outer level's
+/// (`proxy_set_header`, `add_header` and plain values alike).
+fn effective<'a>(s: &'a [Stmt], blocks: &[Block], b: Option<usize>, name: &str) -> Vec<&'a Stmt> {
+    for level in chain(blocks, b) {
+        // `if` blocks in a location take the location's values unless they set their own.
+        let here: Vec<&Stmt> = s
+            .iter()
+            .filter(|x| x.parent == level && x.name == name)
+            .collect();
+        if !here.is_empty() {
+            return here;
+        }
+    }
+    Vec::new()
+}
+
+mod upstream;
+
 /// Every statement and block of a configuration file (includes followed),
 /// as `analyze` reads it; for the effective values a run records.
 pub fn statements(path: &Path) -> (Vec<Stmt>, Vec<Block>) {
@@ -140,6 +193,153 @@ pub fn statements(path: &Path) -> (Vec<Stmt>, Vec<Block>) {
     };
     r.read(path, &[], None, None);
     (r.stmts, r.blocks)
+}
+
+/// Where a directive tune advises on may be, how many arguments it takes,
+/// and what values, as nginx's own modules declare them (`NGX_HTTP_MAIN_CONF
+/// | NGX_HTTP_SRV_CONF | …`, `NGX_CONF_FLAG`, `NGX_CONF_TAKE12`): checked
+/// without the binary, so that a line nginx refuses is reported, never
+/// passed as `[OK]`. `http` stands for http, server, location (and `if` in a
+/// location where nginx allows it).
+struct Rule {
+    name: &'static str,
+    /// Enclosing blocks allowed: "" (main), "events", "http", "upstream", "location".
+    ctx: &'static [&'static str],
+    min: usize,
+    max: usize,
+    value: Check,
+}
+
+/// A value check: None when fine, else (the value, what it must be).
+type Check = fn(&[String]) -> Option<(String, &'static str)>;
+
+fn flag(a: &[String]) -> Option<(String, &'static str)> {
+    let v = a.first()?;
+    (v != "on" && v != "off").then(|| (v.clone(), ", it must be \"on\" or \"off\""))
+}
+fn number(a: &[String]) -> Option<(String, &'static str)> {
+    let v = a.first()?;
+    v.parse::<u64>()
+        .is_err()
+        .then(|| (v.clone(), " (a number)"))
+}
+fn number_or_auto(a: &[String]) -> Option<(String, &'static str)> {
+    let v = a.first()?;
+    (v != "auto" && v.parse::<u64>().is_err()).then(|| (v.clone(), " (a number or \"auto\")"))
+}
+fn times(a: &[String]) -> Option<(String, &'static str)> {
+    a.iter()
+        .find(|v| parse_time(v).is_none())
+        .map(|v| (v.clone(), " (a time: 75s, 1m, 500ms)"))
+}
+fn http_version(a: &[String]) -> Option<(String, &'static str)> {
+    let v = a.first()?;
+    (v != "1.0" && v != "1.1").then(|| (v.clone(), ", it must be \"1.0\" or \"1.1\""))
+}
+fn any(_: &[String]) -> Option<(String, &'static str)> {
+    None
+}
+
+const RULES: &[Rule] = &[
+    Rule {
+        name: "sendfile",
+        ctx: &["http", "location-if"],
+        min: 1,
+        max: 1,
+        value: flag,
+    },
+    Rule {
+        name: "gzip",
+        ctx: &["http", "location-if"],
+        min: 1,
+        max: 1,
+        value: flag,
+    },
+    Rule {
+        name: "gzip_types",
+        ctx: &["http"],
+        min: 1,
+        max: usize::MAX,
+        value: any,
+    },
+    Rule {
+        name: "keepalive_timeout",
+        ctx: &["http"],
+        min: 1,
+        max: 2,
+        value: times,
+    },
+    Rule {
+        name: "keepalive_requests",
+        ctx: &["http", "upstream"],
+        min: 1,
+        max: 1,
+        value: number,
+    },
+    Rule {
+        name: "worker_processes",
+        ctx: &[""],
+        min: 1,
+        max: 1,
+        value: number_or_auto,
+    },
+    Rule {
+        name: "worker_connections",
+        ctx: &["events"],
+        min: 1,
+        max: 1,
+        value: number,
+    },
+    Rule {
+        name: "expires",
+        ctx: &["http", "location-if"],
+        min: 1,
+        max: 2,
+        value: any,
+    },
+    Rule {
+        name: "proxy_http_version",
+        ctx: &["http"],
+        min: 1,
+        max: 1,
+        value: http_version,
+    },
+    Rule {
+        name: "keepalive",
+        ctx: &["upstream"],
+        min: 1,
+        max: 1,
+        value: number,
+    },
+];
+
+/// What nginx would say about a statement tune advises on, or None when it
+/// is fine (or not one tune checks).
+fn refused(x: &Stmt, partial: bool) -> Option<String> {
+    let rule = RULES.iter().find(|r| r.name == x.name)?;
+    let inner = x.ctx.last().map(String::as_str).unwrap_or("");
+    let in_http = x.ctx.first().is_some_and(|c| c == "http");
+    let allowed = rule.ctx.iter().any(|c| match *c {
+        "" => x.ctx.is_empty(),
+        "http" => in_http && matches!(inner, "http" | "server" | "location"),
+        "location-if" => {
+            in_http && inner == "if" && x.ctx.iter().rev().nth(1).is_some_and(|c| c == "location")
+        }
+        other => inner == other,
+    });
+    // The top of a file read alone (a vhost, a snippet) is inside http in the real tree.
+    let top_of_a_part = partial && x.ctx.is_empty() && rule.ctx.contains(&"http");
+    if !(allowed || top_of_a_part) {
+        return Some(format!("\"{}\" directive is not allowed here", x.name));
+    }
+    if x.args.len() < rule.min || x.args.len() > rule.max {
+        return Some(format!(
+            "invalid number of arguments in \"{}\" directive",
+            x.name
+        ));
+    }
+    (rule.value)(&x.args)
+        .map(|(v, hint)| format!("invalid value \"{v}\" in \"{}\" directive{hint}", x.name))
 }
 
 /// Reads and checks an nginx configuration (or `nginx -T` output).
@@ -171,10 +371,35 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
         r.base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         r.read(path, &[], None, None);
     }
-    let s = &r.stmts;
+    // Lines nginx would refuse: reported, and left out of the checks (no
+    // `[OK] sendfile on` for `sendfile maybe;`).
+    let mut f = Vec::new();
+    let whole = r
+        .blocks
+        .iter()
+        .any(|b| b.name == "http" && b.parent.is_none())
+        || r.stmts
+            .iter()
+            .any(|x| x.ctx.is_empty() && x.name == "events");
+    for x in &r.stmts {
+        if let Some(msg) = refused(x, !whole) {
+            f.push(
+                // At the line nginx names: where the statement ends.
+                Finding::new(Level::Warn, "config_error", (x.file.as_path(), x.end_line), format!("{}: {msg}", x.source.trim_end_matches(';')))
+                    .why("nginx refuses this line (nginx -t fails, a reload keeps the old configuration); the checks below leave it out")
+                    .context(describe(&r.stmts, &r.blocks, x.parent)),
+            );
+        }
+    }
+    let valid: Vec<Stmt> = r
+        .stmts
+        .iter()
+        .filter(|x| refused(x, !whole).is_none())
+        .cloned()
+        .collect();
+    let s = &valid;
     let blocks = &r.blocks;
     let ctx_of = |x: &Stmt| describe(s, blocks, x.parent);
-    let mut f = Vec::new();
     for (file, line, msg) in &r.errors {
         f.push(
             Finding::new(Level::Warn, "parse_error", (file, *line), msg.clone())
@@ -188,24 +413,22 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
     let http = http_idx.and_then(|i| s.iter().find(|x| x.opens == Some(i)));
     let http_at = http.map(at).unwrap_or((path, 0));
     // Insert a line into a block: its file, its context and the line.
-    // Into a block: after a line that ends inside it; when none does (a
-    // block on one line), right after its `{`, by replacing the opening.
-    let into = |b: usize, text: &str| -> Option<Fix> {
-        let bl = &blocks[b];
-        let ctx = describe(s, blocks, Some(b));
-        match bl.insert_after {
-            Some(l) => Some(Fix::insert_after(&bl.file, &ctx, l, text)),
-            None => s.iter().find(|x| x.opens == Some(b)).map(|x| {
-                Fix::replace(
-                    &x.file,
-                    &ctx,
-                    (x.line, x.end_line),
-                    &x.source,
-                    &format!("{}\n{text}", x.source),
-                )
-            }),
-        }
-    };
+    let into = |b: usize, text: &str| -> Option<Fix> { fix_into(s, blocks, b, text) };
+    // No http block: a part of a configuration (a vhost or a snippet from
+    // conf.d/ or sites-enabled/, read inside nginx.conf's http block).
+    // What nginx.conf sets (sendfile, gzip) is not in it: not judged missing.
+    let partial = http_idx.is_none() && split_dump(text).is_none();
+    if partial {
+        f.push(
+            Finding::new(
+                Level::Info,
+                "partial_config",
+                (path, 0),
+                "no http block: read as a part of a configuration (a vhost or snippet included in nginx.conf's http block); what nginx.conf sets (sendfile, gzip) is not judged missing".into(),
+            )
+            .why("give the main nginx.conf, or `nginx -T` output, for the whole picture"),
+        );
+    }
     let replace = |x: &Stmt, text: &str| -> Fix {
         Fix::replace(&x.file, &ctx_of(x), (x.line, x.end_line), &x.source, text)
     };
@@ -231,7 +454,7 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
                 .fix(replace(x, "sendfile on;")),
         );
     }
-    if sf.is_empty() {
+    if sf.is_empty() && !partial {
         f.push(with_fix(
             Finding::new(
                 Level::Warn,
@@ -243,7 +466,7 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
             .change("sendfile on;"),
             http_idx.and_then(|b| into(b, "sendfile on;")),
         ));
-    } else if off.is_empty() {
+    } else if off.is_empty() && !sf.is_empty() {
         f.push(Finding::new(
             Level::Ok,
             "sendfile_off",
@@ -259,6 +482,13 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
         let Some(secs) = parse_time(v) else {
             continue;
         };
+        // Off in one location (a health check, a long poll, an endpoint
+        // whose clients never reuse a connection) is a choice for that
+        // location, not the server's keep-alive.
+        let in_location = x.ctx.iter().any(|c| c == "location");
+        if secs == 0.0 && in_location {
+            continue;
+        }
         if secs == 0.0 {
             bad = true;
             f.push(
@@ -336,7 +566,7 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
                 format!("gzip on for {}", types[0].args.join(" ")),
             ));
         }
-    } else {
+    } else if !(partial && gz.is_empty()) {
         let has_types = !find("gzip_types").is_empty();
         let text = if has_types {
             "gzip on;"
@@ -409,18 +639,30 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
                     .is_some_and(|a| a.eq_ignore_ascii_case("cache-control"))
         })
     {
-        // A location goes inside a server block, never at the http level.
-        let server = blocks
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.name == "server" && b.parent == http_idx && http_idx.is_some())
-            .min_by_key(|(_, b)| b.insert_after.is_none())
-            .map(|(i, _)| i);
-        let text = "location ~* \\.(css|js|png|jpg|svg|woff2)$ { expires 7d; }";
-        let at_ = server
-            .and_then(|i| s.iter().find(|x| x.opens == Some(i)))
-            .map(at)
-            .unwrap_or(http_at);
+        // A map on the response's Content-Type, and `expires` set from it,
+        // at the http level: no new location, so no URL changes hands
+        // (a `location ~* \.(css|js)$` would take /app.js away from a
+        // `location / { proxy_pass … }`); types not in the map get `off`,
+        // nginx's default, and `expires` changes headers only, never a
+        // status or a body.
+        let var = expires_var(s);
+        let text = format!(
+            "map $sent_http_content_type ${var} {{\n    default off;\n    ~^text/css 7d;\n    ~^application/javascript 7d;\n    ~^image/ 30d;\n    ~^font/ 30d;\n}}\nexpires ${var};"
+        );
+        let (at_, fix) = match http_idx {
+            Some(b) => (http_at, into(b, &text)),
+            // A vhost or snippet is read inside http: its top level is the http level.
+            None if partial => (
+                (path, 0),
+                Some(Fix::insert_after(
+                    path,
+                    "http (this file is included there)",
+                    0,
+                    &text,
+                )),
+            ),
+            None => (http_at, None),
+        };
         f.push(with_fix(
             Finding::new(
                 Level::Info,
@@ -429,21 +671,73 @@ pub fn analyze(path: &Path, text: &str, opts: &TuneOptions) -> TuneReport {
                 "no expires or Cache-Control anywhere".into(),
             )
             .why("browsers revalidate every image and stylesheet on each page view")
-            .change(format!("{text}    # in a server {{}} block")),
-            server.and_then(|b| into(b, text)),
+            .change(format!("{text}    # at the http level")),
+            fix,
         ));
     }
 
+    // Upstream keep-alive that no location can use.
+    f.extend(upstream::checks(s, blocks));
+
+    let f = once_each(f);
+    let mut files: Vec<String> = Vec::new();
+    for p in &r.files {
+        let p = p.display().to_string();
+        if !files.contains(&p) {
+            files.push(p);
+        }
+    }
     TuneReport {
         server: Server::Nginx,
         config: path.display().to_string(),
-        files: r.files.iter().map(|p| p.display().to_string()).collect(),
+        files,
         modules: vec![],
         mpm: None,
         threads_per_child: None,
         tools,
         findings: f,
     }
+}
+
+/// A variable name for the expires map: `expires`, unless a `map`, `set`
+/// or `geo` of the config already makes `$expires`.
+fn expires_var(s: &[Stmt]) -> &'static str {
+    let taken = |v: &str| {
+        s.iter().any(|x| {
+            matches!(x.name.as_str(), "map" | "set" | "geo" | "split_clients")
+                && x.args.iter().any(|a| a == v)
+        })
+    };
+    if taken("$expires") {
+        "redline_expires"
+    } else {
+        "expires"
+    }
+}
+
+/// One finding per place: a file included twice (in two server blocks, or
+/// twice by mistake) gives each of its findings once, with the other places
+/// it is read named in its context.
+fn once_each(f: Vec<Finding>) -> Vec<Finding> {
+    let mut out: Vec<Finding> = Vec::new();
+    for x in f {
+        let same = out.iter_mut().find(|y| {
+            y.code == x.code && y.file == x.file && y.line == x.line && y.message == x.message
+        });
+        match same {
+            Some(y) if y.level == Level::Ok || y.file.is_empty() => {}
+            Some(y) => {
+                if !x.context.is_empty()
+                    && x.context != y.context
+                    && !y.context.contains(&x.context)
+                {
+                    y.context = format!("{}; also read in {}", y.context, x.context);
+                }
+            }
+            None => out.push(x),
+        }
+    }
+    out
 }
 
 fn at(s: &Stmt) -> (&Path, usize) {

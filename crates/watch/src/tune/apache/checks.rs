@@ -172,6 +172,74 @@ pub(super) fn load_module_hint(c: &Config, short: &str, then: &str) -> String {
     }
 }
 
+/// What Apache would say about a directive tune advises on (its argument
+/// count, value and context, as core and the MPMs declare them), or None.
+fn refused(d: &Directive) -> Option<String> {
+    // Sections a server-config / virtual-host directive may not be in.
+    const PER_DIR: &[&str] = &[
+        "directory",
+        "directorymatch",
+        "location",
+        "locationmatch",
+        "files",
+        "filesmatch",
+        "proxy",
+        "proxymatch",
+        "limit",
+        "limitexcept",
+        "if",
+        "elseif",
+        "else",
+    ];
+    let kinds: Vec<&str> = d
+        .ctx
+        .iter()
+        .filter_map(|c| c.split_whitespace().next())
+        .collect();
+    let per_dir = kinds
+        .iter()
+        .find(|k| PER_DIR.contains(&k.to_ascii_lowercase().as_str()));
+    let in_vhost = kinds.iter().any(|k| k.eq_ignore_ascii_case("virtualhost"));
+    let (one, server_only, vhost_ok, values): (bool, bool, bool, &[&str]) = match d.name.as_str() {
+        "keepalive" => (false, true, true, &["on", "off"]),
+        "timeout" | "keepalivetimeout" | "maxkeepaliverequests" => (true, true, true, &[]),
+        "maxrequestworkers"
+        | "maxclients"
+        | "serverlimit"
+        | "threadsperchild"
+        | "threadlimit"
+        | "maxconnectionsperchild"
+        | "maxrequestsperchild" => (true, true, false, &[]),
+        "hostnamelookups" => (true, false, true, &["on", "off", "double"]),
+        "enablesendfile" => (true, false, true, &["on", "off"]),
+        _ => return None,
+    };
+    if server_only {
+        if let Some(k) = per_dir {
+            return Some(format!("{} not allowed in <{k}> context", d.raw_name));
+        }
+        if in_vhost && !vhost_ok {
+            return Some(format!(
+                "{} not allowed in <VirtualHost> context",
+                d.raw_name
+            ));
+        }
+    }
+    if one && d.args.len() != 1 {
+        return Some(format!("{} takes one argument", d.raw_name));
+    }
+    let v = first_lower(d);
+    if !values.is_empty() && !values.contains(&v.as_str()) {
+        let list = values.join(", ");
+        return Some(format!(
+            "{} must be one of: {list} (not {:?})",
+            d.raw_name,
+            d.args.first().cloned().unwrap_or_default()
+        ));
+    }
+    None
+}
+
 /// The effective server-wide value (outside any section).
 pub(super) fn global<'a>(c: &'a Config, name: &str) -> Option<&'a Directive> {
     c.directives
@@ -203,6 +271,16 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
     if htaccess {
         return analyze_htaccess(path, &c, f);
     }
+    // Lines Apache refuses: reported, and left out of the checks.
+    for d in &c.directives {
+        if let Some(msg) = refused(d) {
+            f.push(
+                Finding::new(Level::Warn, "config_error", at(d), format!("{}: {msg}", d.source.trim()))
+                    .why("Apache refuses this line (apache2 -t fails, a restart does not come up); the checks below leave it out"),
+            );
+        }
+    }
+    c.directives.retain(|d| refused(d).is_none());
     let static_mpm = statics.iter().map(|m| module_id(m)).find_map(|m| {
         m.strip_prefix("mpm_")
             .and_then(|x| x.strip_suffix("_module"))
@@ -646,24 +724,32 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         (Some(budget), Some(per), Some(d)) => {
             if let Some(v) = int(d) {
                 let threaded = matches!(mpm.as_deref(), Some("worker") | Some("event"));
-                let tpc = threads_per_child.unwrap_or(25) as i64;
+                let tpc = threads_per_child.unwrap_or(25).max(1) as i64;
                 let processes = if threaded { (v + tpc - 1) / tpc } else { v };
-                let need = processes.max(0) as u64 * per;
-                // The one arithmetic `redline size` uses (budget: what the workers may use).
-                let allowed = crate::size::apache_workers(budget, 0, per, threaded.then_some(tpc as u64))
-                    .max_request_workers;
-                if need > budget {
+                // The one verdict `redline size` gives (budget: what the
+                // workers may use; the same per-process cost and margin).
+                let (w, over) = crate::size::apache_fit(
+                    budget,
+                    0,
+                    per,
+                    threaded.then_some(tpc as u64),
+                    v.max(0) as u64,
+                );
+                let allowed = w.max_request_workers;
+                let cost = crate::size::with_margin(per.max(1));
+                let margin = crate::size::SAFETY_MARGIN_PERCENT;
+                if over {
                     f.push(
                         Finding::new(Level::Warn, "max_request_workers_over_memory", at(d), format!(
-                            "{} {v}: {processes} processes × {} KiB = {} KiB, above the budget of {} KiB",
-                            d.raw_name, per, need, budget
+                            "{} {v} ({processes} processes) is above the {allowed} that fit the memory budget: {budget} KiB / {cost} KiB per process ({per} KiB + {margin}% margin)",
+                            d.raw_name
                         ))
                         .why("at full load the machine swaps, and every request waits for the disk (the Italian article's test 5)")
-                        .change(format!("{} {allowed}\n# budget {budget} KiB / {per} KiB per process", d.raw_name)),
+                        .change(format!("{} {allowed}\n# budget {budget} KiB / {cost} KiB per process ({per} KiB + {margin}% margin)", d.raw_name)),
                     );
                 } else {
                     f.push(Finding::new(Level::Ok, "max_request_workers_over_memory", at(d), format!(
-                        "{} {v} fits the memory budget ({need} of {budget} KiB)", d.raw_name
+                        "{} {v} fits the memory budget: {allowed} fit ({budget} KiB / {cost} KiB per process with the {margin}% margin)", d.raw_name
                     )));
                 }
             }

@@ -60,7 +60,7 @@ pub(super) fn tokenize(text: &str) -> Result<Vec<Tk>, (usize, String)> {
                 let sl = line;
                 loop {
                     if i >= b.len() {
-                        return Err((sl, "a string is never closed".into()));
+                        return Err((sl, "missing closing quote: a string is never closed".into()));
                     }
                     match b[i] {
                         b'\\' if i + 1 < b.len() => {
@@ -172,7 +172,12 @@ pub(super) struct Reader {
     /// Things not checked (an `include_shell` that was not run).
     pub(super) notes: Vec<(PathBuf, usize, String)>,
     pub(super) base: PathBuf,
-    pub(super) vars: HashMap<String, Val>,
+    /// Variables and settings by the conditional they were set in (the
+    /// empty path: the global context), as lighttpd keeps one array per
+    /// context and looks a name up from the current context outwards.
+    pub(super) vars: HashMap<Vec<String>, HashMap<String, Val>>,
+    /// `include_shell` commands that were not run: (file, line, command).
+    pub(super) unrun: Vec<(PathBuf, usize, String)>,
     pub(super) open: Vec<PathBuf>,
     /// The main file's last line (where a server-wide setting may be added).
     pub(super) main_lines: usize,
@@ -287,7 +292,10 @@ impl Reader {
         }
     }
 
-    /// Statements until `}` (inside a block) or the end.
+    /// Statements until `}` (inside a block) or the end. A statement
+    /// lighttpd would refuse is reported and skipped to the end of its line
+    /// (its block too, when it opened one), so one error does not hide the
+    /// settings after it.
     pub(super) fn block(&mut self, p: &mut P, cond: &[String], inner: bool) -> Result<(), PErr> {
         loop {
             p.skip_eols();
@@ -299,9 +307,63 @@ impl Reader {
                     return Ok(());
                 }
                 Some(T::Punct('}')) => return Err((p.line(), "unexpected '}'".into())),
-                _ => self.statement(p, cond)?,
+                _ => {
+                    let start = p.i;
+                    if let Err((l, m)) = self.statement(p, cond) {
+                        self.errors.push((p.file.to_path_buf(), l, m));
+                        Self::skip_statement(p, start);
+                    }
+                }
             }
         }
+    }
+
+    /// After an error in the statement starting at token `start`: moves to
+    /// the end of its line, past the block it opens when it opens one.
+    fn skip_statement(p: &mut P, start: usize) {
+        p.i = start;
+        let mut depth = 0usize;
+        while let Some(t) = p.peek() {
+            match t {
+                T::Punct('{') => depth += 1,
+                T::Punct('}') if depth == 0 => return,
+                T::Punct('}') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        p.i += 1;
+                        if p.peek() == Some(&T::Eol) {
+                            p.i += 1;
+                        }
+                        return;
+                    }
+                }
+                T::Eol if depth == 0 => {
+                    p.i += 1;
+                    return;
+                }
+                _ => {}
+            }
+            p.i += 1;
+        }
+    }
+
+    /// A name as lighttpd stores it: a name without a `.` is a variable
+    /// (`server_root` is `var.server_root`).
+    pub(super) fn full_name(k: &str) -> String {
+        if k.contains('.') {
+            k.to_string()
+        } else {
+            format!("var.{k}")
+        }
+    }
+
+    /// A name's value from the current context outwards (lighttpd's
+    /// `configparser_get_variable`).
+    fn lookup(&self, cond: &[String], key: &str) -> Option<Val> {
+        (0..=cond.len())
+            .rev()
+            .find_map(|n| self.vars.get(&cond[..n]).and_then(|m| m.get(key)))
+            .cloned()
     }
 
     /// After a statement: the end of its line, a `}` (left for the block) or the end.
@@ -345,7 +407,7 @@ impl Reader {
                 Self::end_of_statement(p)
             }
             T::Key(k) if k == "include" || k == "include_shell" => {
-                let v = self.expr(p)?;
+                let v = self.expr(p, cond)?;
                 Self::end_of_statement(p)?;
                 let line = first.line;
                 let s = match v {
@@ -368,32 +430,57 @@ impl Reader {
                 Ok(())
             }
             T::Key(k) => {
-                let key = k.clone();
+                let key = Self::full_name(k);
                 let op = match p.bump().map(|t| &t.t) {
                     Some(T::Op(o @ ("=" | "+=" | ":="))) => *o,
                     _ => {
                         return Err((
                             first.line,
-                            format!("{key}: expected '=', '+=' or ':=' after the name"),
+                            format!("{k}: expected '=', '+=' or ':=' after the name"),
                         ))
                     }
                 };
                 let vstart = p.tk.get(p.i).map(|t| t.start).unwrap_or(p.text.len());
-                let val = self.expr(p)?;
+                let val = self.expr(p, cond)?;
                 let last = &p.tk[p.i - 1];
                 let value = p.text[vstart..last.end].to_string();
                 let source = p.text[first.start..last.end].to_string();
                 let end_line = last.line + p.text[last.start..last.end].matches('\n').count();
                 Self::end_of_statement(p)?;
-                let val = if op == "+=" {
-                    match self.vars.get(&key) {
-                        Some(old) => old.clone().plus(val).map_err(|e| (first.line, e))?,
-                        None => val,
+                if key.starts_with("env.") {
+                    return Err((
+                        first.line,
+                        format!("{key}: setting an env. variable is not supported (lighttpd refuses it)"),
+                    ));
+                }
+                let here = self
+                    .vars
+                    .get(cond.to_vec().as_slice())
+                    .and_then(|m| m.get(&key))
+                    .cloned();
+                let val = match op {
+                    // `=` sets a name once per context; `:=` replaces.
+                    "=" if here.is_some() => {
+                        self.errors.push((
+                            p.file.to_path_buf(),
+                            first.line,
+                            format!("duplicate config variable {key}: it is already set in this context (lighttpd refuses `=` twice; use `:=` to replace or `+=` to add)"),
+                        ));
+                        val
                     }
-                } else {
-                    val
+                    // `+=` adds to the value in this context, else to the one in effect here.
+                    "+=" => match here.or_else(|| self.lookup(cond, &key)) {
+                        Some(old) => old
+                            .plus(val)
+                            .map_err(|e| (first.line, format!("{key} += …: {e}")))?,
+                        None => val,
+                    },
+                    _ => val,
                 };
-                self.vars.insert(key.clone(), val.clone());
+                self.vars
+                    .entry(cond.to_vec())
+                    .or_default()
+                    .insert(key.clone(), val.clone());
                 self.assigns.push(Assign {
                     key,
                     append: op == "+=",
@@ -439,7 +526,7 @@ impl Reader {
                     ))
                 }
             }
-            self.expr(p)?;
+            self.expr(p, cond)?;
             let end = p.tk[p.i - 1].end;
             let label = p.text[start..end]
                 .split_whitespace()
@@ -487,18 +574,29 @@ impl Reader {
         }
     }
 
-    pub(super) fn expr(&mut self, p: &mut P) -> Result<Val, PErr> {
-        let mut v = self.value(p)?;
+    pub(super) fn expr(&mut self, p: &mut P, cond: &[String]) -> Result<Val, PErr> {
+        let mut v = self.value(p, cond)?;
         while p.peek() == Some(&T::Op("+")) {
             p.i += 1;
             let line = p.line();
-            let w = self.value(p)?;
+            let w = self.value(p, cond)?;
             v = v.plus(w).map_err(|e| (line, e))?;
+        }
+        // lighttpd 1.4.69 accepts strings side by side and keeps only the
+        // first (`( "mod_access" "mod_deflate" )` loads mod_access alone).
+        while let Some(T::Str(dropped)) = p.peek().cloned() {
+            let line = p.line();
+            p.i += 1;
+            self.notes.push((
+                p.file.to_path_buf(),
+                line,
+                format!("\"{dropped}\" follows another string without a ',' or '+': lighttpd accepts the line and drops it"),
+            ));
         }
         Ok(v)
     }
 
-    pub(super) fn value(&mut self, p: &mut P) -> Result<Val, PErr> {
+    pub(super) fn value(&mut self, p: &mut P, cond: &[String]) -> Result<Val, PErr> {
         let line = p.line();
         match p.bump().map(|t| t.t.clone()) {
             Some(T::Str(s)) => Ok(Val::Str(s)),
@@ -507,12 +605,19 @@ impl Reader {
                 if let Some(name) = k.strip_prefix("env.") {
                     return Ok(std::env::var(name).map(Val::Str).unwrap_or(Val::Unknown));
                 }
-                match self.vars.get(&k) {
-                    Some(v) => Ok(v.clone()),
-                    None => Err((
-                        line,
-                        format!("unknown variable {k} (set it before it is used)"),
-                    )),
+                let key = Self::full_name(&k);
+                match self.lookup(cond, &key) {
+                    Some(v) => Ok(v),
+                    None => {
+                        // lighttpd refuses the file; the setting is kept as
+                        // unknown so that the lines after it are still read.
+                        self.errors.push((
+                            p.file.to_path_buf(),
+                            line,
+                            format!("unknown variable {key} (set it before it is used)"),
+                        ));
+                        Ok(Val::Unknown)
+                    }
                 }
             }
             Some(T::Punct('(')) => {
@@ -522,10 +627,10 @@ impl Reader {
                         p.i += 1;
                         return Ok(Val::Arr(items));
                     }
-                    let v = self.expr(p)?;
+                    let v = self.expr(p, cond)?;
                     if p.peek() == Some(&T::Op("=>")) {
                         p.i += 1;
-                        let w = self.expr(p)?;
+                        let w = self.expr(p, cond)?;
                         let k = match v {
                             Val::Str(s) => s,
                             _ => return Err((line, "an array key must be a string".into())),
@@ -569,14 +674,18 @@ impl Reader {
             // Debian's helpers that print only the IPv6 socket and the
             // MIME map: nothing the checks look at.
             "use-ipv6.pl" | "create-mime.conf.pl" | "create-mime.assign.pl" => {}
-            _ => self.notes.push((
-                file.to_path_buf(),
-                line,
-                format!(
-                    "include_shell {:?} was not run: the settings it prints are not checked",
-                    cmd.trim()
-                ),
-            )),
+            _ => {
+                self.unrun
+                    .push((file.to_path_buf(), line, cmd.trim().to_string()));
+                self.notes.push((
+                    file.to_path_buf(),
+                    line,
+                    format!(
+                        "include_shell {:?} was not run: the settings it prints are not checked",
+                        cmd.trim()
+                    ),
+                ))
+            }
         }
     }
 }
