@@ -162,7 +162,7 @@ pub struct TuneArgs {
     /// Also write a JUnit XML report to FILE: one test case per finding, failing at the --fail-on level (default warning).
     #[arg(long = "junit", value_name = "FILE")]
     junit: Option<std::path::PathBuf>,
-    /// Do not run apache2ctl/nginx to confirm included files and modules.
+    /// Do not run the servers' own tools: neither their config test (nginx -t, apache2 -t, lighttpd -t) nor apache2ctl/nginx to confirm included files and modules.
     #[arg(long = "no-tools")]
     no_tools: bool,
     /// Read CONFIG as an Apache .htaccess (automatic when it is named .htaccess).
