@@ -235,10 +235,20 @@ pub fn diagnose(rec: &crate::RunRecord) -> Option<Diagnosis> {
 /// record alone shows none.
 pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagnosis> {
     let staged = !rec.stages.is_empty();
-    let mut facts = if staged { Vec::new() } else { trouble(rec) };
+    let mut facts = trouble(rec);
     if !staged {
         facts.extend(more);
     }
+    // A staged run is diagnosed when it stopped scaling, or when it failed
+    // or left requests unanswered (a server that answered nothing has no knee).
+    let broke = staged
+        && (rec.counters.failed > 0
+            || (!rec.interrupted
+                && rec
+                    .counters
+                    .in_flight_at_end
+                    .saturating_add(rec.counters.not_sent)
+                    > 0));
     // A plain run without trouble is still diagnosed when a server
     // resource's own evidence shows it saturated (a closed loop pushes the
     // server to its limit by design: that limit is the answer); the rules
@@ -260,7 +270,11 @@ pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagno
         rec.counters.peak_connections as f64
     };
     // Something gave out: a knee on a staged run, trouble on a plain one.
-    let stalled = if staged { rec.knee.is_some() } else { !calm };
+    let stalled = if staged {
+        rec.knee.is_some() || broke
+    } else {
+        !calm
+    };
     // The pool from the status page, else from the server's own words in
     // its error log; the log's lines are cited either way.
     let pool = match rec
@@ -421,7 +435,15 @@ pub fn diagnose_with(rec: &crate::RunRecord, more: Vec<String>) -> Option<Diagno
                 ),
             }
         }
-        Some(w) => format!("the status page gave no read ({} failed)", w.failed),
+        Some(w) => format!(
+            "the status page gave no read during the run ({} failed{}): every worker or connection slot may have been held, even for it",
+            w.failed,
+            if w.failures.iter().all(|f| f.kind == "timeout") && !w.failures.is_empty() {
+                ", all timed out"
+            } else {
+                ""
+            }
+        ),
         None => "no server-side evidence was recorded".into(),
     });
     let to_know = if add.is_empty() {
