@@ -377,6 +377,16 @@ impl Scenario {
         }
     }
 
+    /// The method the record shows for the run: the requests' one method,
+    /// or `mixed`.
+    pub fn method_shown(&self) -> String {
+        match self.requests.first() {
+            Some(f) if self.requests.iter().all(|r| r.method == f.method) => f.method.clone(),
+            Some(_) => "mixed".into(),
+            None => String::new(),
+        }
+    }
+
     /// The number of variables a virtual user holds.
     pub fn var_count(&self) -> usize {
         self.vars.len()
