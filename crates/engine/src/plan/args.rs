@@ -112,7 +112,7 @@ pub struct PlanArgs {
     pub replay: Option<LogReplay>,
     /// An https run without a version flag and without a known [`Self::alpn`]
     /// asks the server while the plan is built (one TLS handshake offering
-    /// `h2, http/1.1`, [`crate::alpn::probe`]). The commands that run a plan
+    /// `h2, http/1.1`, `crate::alpn::probe`). The commands that run a plan
     /// set it; left off (the default), such a plan stays HTTP/1.1 with
     /// [`Alpn::Unasked`] and nothing is sent (tests, fuzzing, agents' shares).
     pub ask_alpn: bool,

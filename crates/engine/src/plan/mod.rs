@@ -1,11 +1,11 @@
 //! The plan: everything a run needs, validated and resolved before any traffic.
 //!
 //! Raw options ([`PlanArgs`], syntax already checked by the CLI) become a
-//! [`Plan`] here, once: the URL is resolved ([`target`], shared with scenario
-//! hosts), the protocol chosen ([`mode`]: a [`Wire`] and how it was chosen,
+//! [`Plan`] here, once: the URL is resolved (`target`, shared with scenario
+//! hosts), the protocol chosen (`mode`: a [`Wire`] and how it was chosen,
 //! ALPN included), the request described once ([`request::RequestSpec`]) and
 //! encoded for HTTP/1 and HTTP/2, the load model checked for sense
-//! ([`load`]), and the recorded config redacted ([`redact`]). Nothing after
+//! (`load`), and the recorded config redacted (`redact`). Nothing after
 //! this point can fail on user input.
 //!
 //! - `args.rs`: the arguments as given;
@@ -21,8 +21,8 @@ mod build;
 mod load;
 mod mode;
 mod redact;
-pub mod request;
-pub mod target;
+pub(crate) mod request;
+pub(crate) mod target;
 
 pub use args::{Arrival, LogReplay, PlanArgs, StageArgs};
 pub use load::{
@@ -184,7 +184,7 @@ impl Plan {
 
     /// Settles the protocol of an https run that left it open
     /// ([`Alpn::Unasked`]): one TLS handshake offers `h2, http/1.1`
-    /// ([`crate::alpn::probe`]) and the server's pick decides. Called once by
+    /// (`crate::alpn::probe`) and the server's pick decides. Called once by
     /// [`Plan::build`] when [`PlanArgs::ask_alpn`] is set, before any worker
     /// starts; nothing to do for any other plan. Returns a note for the user
     /// when h2 was offered but cannot be used.

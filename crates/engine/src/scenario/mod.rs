@@ -20,7 +20,7 @@ mod compile;
 pub mod file;
 #[cfg(test)]
 mod render_tests;
-pub mod replay;
+pub(crate) mod replay;
 mod vu;
 
 pub use compile::{load, parse_csv};
