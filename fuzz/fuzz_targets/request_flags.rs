@@ -1,6 +1,7 @@
 //! Paths, queries, methods and header flags from the command line: a plan or a
 //! clear error, never a panic, and a secret never in the recorded config.
-//! The plan is also converted to its HTTP/2 form (`h2run::prepare`).
+//! The plan is also converted to its HTTP/2 form (`Http2Request::from_spec`,
+//! what the HTTP/2 driver's `prepare` does with it).
 //! (The host is a fixed loopback literal so no name is ever resolved.)
 #![no_main]
 use libfuzzer_sys::fuzz_target;
@@ -34,9 +35,9 @@ fuzz_target!(|data: &[u8]| {
         Ok(p) => {
             let shown = format!("{:?} {:?}", p.config.url, p.config.headers);
             assert!(!shown.contains("SECRET"), "{shown}");
-            // The same request in HTTP/2 form (h2run): converted or refused with
-            // a clear error, never a panic or a secret.
-            if let Err(e) = redline_engine::h2run::prepare(&p) {
+            // The same request in HTTP/2 form (as the HTTP/2 driver makes it):
+            // converted or refused with a clear error, never a panic or a secret.
+            if let Err(e) = redline_engine::http2::Http2Request::from_spec(&p.spec, p.scheme()) {
                 assert!(!e.contains("SECRET"), "{e}");
             }
         }

@@ -3,18 +3,17 @@
 //! intended send time), faster or slower with `--speed`, or at an even
 //! `--rate`; the usual run report plus the log's and the replay's status
 //! codes, a per-URL table and the URLs whose status changed. Flags → log
-//! (`redline_engine::replay`) → plan with a replay scenario and the log's
-//! schedule → the normal run path (`cli::run_built`).
+//! (`redline_engine::replay`) → the plan, built once from the flags and the
+//! log (`PlanArgs::replay`: the replay scenario, the load and the log's
+//! schedule, recorded as `config.schedule`) → the normal run path
+//! (`cli::run_built`).
 
 use crate::cli::run_built;
 use crate::exit::{fail, Exit};
 use crate::flags::{ConnectionArgs, OutArgs, ProtocolArgs, RequestArgs, ThresholdArgs};
 use clap::Args;
-use redline_engine::pacer::Profile;
-use redline_engine::plan::Staged;
+use redline_engine::plan::LogReplay;
 use redline_engine::replay::{Log, LogFormat, Options};
-use redline_engine::scenario::replay::ReplayArgs as ScReplayArgs;
-use redline_engine::scenario::Scenario;
 use redline_engine::Plan;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -203,8 +202,9 @@ pub(crate) fn run(a: ReplayArgs) -> Exit {
     let n = s.kept;
     let speed_used = speed.unwrap_or(1.0);
     let replay_s = s.span_s / speed_used;
-    // The plan: BASE_URL with the shared flags, open loop at the mean rate
-    // for n requests; the log's schedule and requests are set below.
+    let bad_lines = s.bad_lines;
+    // The plan, built once: BASE_URL with the shared flags; the log makes
+    // its requests, load and schedule (`PlanArgs::replay`).
     let request = RequestArgs {
         headers: a.headers.clone(),
         ..RequestArgs::default()
@@ -213,40 +213,16 @@ pub(crate) fn run(a: ReplayArgs) -> Exit {
         Ok(p) => p,
         Err(e) => return fail(Exit::Usage, e),
     };
-    pa.rate = Some(rate.unwrap_or(n as f64 / replay_s.max(1e-9)));
-    pa.requests = Some(n);
-    let tls = pa.tls.clone();
-    let http10 = pa.http10;
-    let timeout = pa.timeout;
-    let mut plan = match Plan::build(pa) {
+    let log = Arc::new(log);
+    pa.replay = Some(LogReplay {
+        log: log.clone(),
+        hosts: host_urls.clone(),
+        speed: speed_used,
+        rate,
+    });
+    pa.ask_alpn = true;
+    let plan = match Plan::build(pa) {
         Ok(p) => p,
-        Err(e) => return fail(Exit::Usage, e),
-    };
-    let prefix = plan
-        .target
-        .path
-        .split('?')
-        .next()
-        .unwrap_or("")
-        .trim_end_matches('/')
-        .to_string();
-    let cli_headers: Vec<(String, String)> = a
-        .headers
-        .iter()
-        .filter_map(|h| h.split_once(':'))
-        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-        .collect();
-    let sc = match Scenario::replay(ScReplayArgs {
-        base: &a.base,
-        hosts: &host_urls,
-        log: &log,
-        prefix: &prefix,
-        tls: &tls,
-        http10,
-        cli_headers: &cli_headers,
-        timeout,
-    }) {
-        Ok(sc) => sc,
         Err(e) => {
             // A `--host-map` URL is a host of the generated scenario: say it as the flag.
             let mut m = e.to_string();
@@ -257,35 +233,21 @@ pub(crate) fn run(a: ReplayArgs) -> Exit {
             return fail(Exit::Usage, m);
         }
     };
-    let first = &sc.requests[0].method;
-    plan.config.method = if sc.requests.iter().all(|r| &r.method == first) {
-        first.clone()
-    } else {
-        "mixed".into()
-    };
-    plan.config.body_bytes = 0;
-    plan.config.scenario = Some(format!("replay of {}", a.log.display()));
+    if let Some(note) = &plan.note {
+        eprintln!("redline: note: {note}");
+    }
     // Each named request's status in the log, for the record's requests.
-    let original: std::collections::HashMap<String, u16> = sc
-        .requests
+    let original: std::collections::HashMap<String, u16> = plan
+        .scenario
         .iter()
+        .flat_map(|sc| sc.requests.iter())
         .zip(&log.groups)
         .map(|(r, g)| (r.name.clone(), g.original_status))
         .collect();
-    plan.scenario = Some(Arc::new(sc));
     let mut summary = log.summary.clone();
     match rate {
         Some(r) => summary.rate = Some(r),
-        None => {
-            summary.speed = Some(speed_used);
-            plan.staged = Some(Staged {
-                profile: Profile::from_stages(&log.stages(speed_used), true),
-                rate: true,
-            });
-        }
-    }
-    if let Some(note) = plan.resolve() {
-        eprintln!("redline: note: {note}");
+        None => summary.speed = Some(speed_used),
     }
     if !a.out.quiet {
         let how = match rate {
@@ -300,10 +262,10 @@ pub(crate) fn run(a: ReplayArgs) -> Exit {
             "redline: replaying {} requests of {} {how}{}",
             redline_report::count(n),
             redline_report::escape::clean(&a.log.display().to_string()),
-            if s.bad_lines > 0 {
+            if bad_lines > 0 {
                 format!(
                     " ({} lines did not parse)",
-                    redline_report::count(s.bad_lines)
+                    redline_report::count(bad_lines)
                 )
             } else {
                 String::new()

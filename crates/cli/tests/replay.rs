@@ -560,6 +560,64 @@ fn the_logs_times_are_kept_at_speed() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// The record states the load that ran: a log with 5, 20 and 5 requests in
+/// three seconds replays as that schedule (`config.schedule`, arrival
+/// `replay` at the mean rate), not as "open loop, constant, 10 req/s"; at an
+/// even `--rate` it is that constant rate, with no schedule.
+#[test]
+fn the_record_states_the_logs_schedule() {
+    let server = common::builtin();
+    let d = tmpdir("replay-schedule");
+    std::fs::create_dir_all(&d).unwrap();
+    let log = d.join("steps.log");
+    let mut text = String::new();
+    for (sec, n) in [(0, 5), (1, 20), (2, 5)] {
+        for i in 0..n {
+            text += &format!(
+                "10.0.0.1 - - [26/Nov/2026:10:00:0{sec} +0100] \"GET /?size={i} HTTP/1.1\" 200 1\n"
+            );
+        }
+    }
+    std::fs::write(&log, text).unwrap();
+    let base = format!("http://{}", server.local_addr());
+    let v = replay_json(&[log.to_str().unwrap(), &base, "-t", "1"]);
+    assert_eq!(counter(&v, "sent"), 30);
+    let cfg = &v["config"];
+    assert_eq!(
+        cfg["schedule"],
+        serde_json::json!({"bucket_s": 1, "speed": 1.0, "counts": [5, 20, 5]}),
+        "{cfg}"
+    );
+    assert_eq!(cfg["load"]["type"], "open");
+    assert_eq!(cfg["load"]["arrival"], "replay");
+    assert_eq!(cfg["load"]["rate"], 10.0);
+    assert_eq!(cfg["load"]["requests"], 30);
+    // The text report says so too.
+    let out = run(&[
+        "replay",
+        log.to_str().unwrap(),
+        &base,
+        "-t",
+        "1",
+        "--speed",
+        "10x",
+    ]);
+    assert!(out.status.success());
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("the log's times (mean 100 req/s)"),
+        "{shown}"
+    );
+    // Flattened to an even rate: that is the load, and there is no schedule.
+    let v = replay_json(&[log.to_str().unwrap(), &base, "-t", "1", "--rate", "200"]);
+    assert_eq!(counter(&v, "sent"), 30);
+    assert_eq!(v["config"]["load"]["arrival"], "constant");
+    assert_eq!(v["config"]["load"]["rate"], 200.0);
+    assert!(v["config"].get("schedule").is_none(), "{}", v["config"]);
+    assert_eq!(server.stats().requests, 90);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// Over HTTP/2 (`--h2c` to nginx with `listen … http2`): the log nginx wrote
 /// for h2c traffic replays with the same counts, and the deleted page is a 404.
 #[test]

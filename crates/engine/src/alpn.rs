@@ -1,7 +1,7 @@
 //! The ALPN probe for https runs that leave the version open (no `--http2`,
 //! `--http1.1` or `--http1.0`): one TLS handshake offering `h2` and
-//! `http/1.1`. [`crate::Plan::resolve`] asks it once, before any worker
-//! starts, and settles the plan's protocol from the answer (HTTP/2 when the
+//! `http/1.1`. [`crate::Plan::build`] asks it once when told to
+//! ([`crate::PlanArgs::ask_alpn`]), before any worker starts, and settles the plan's protocol from the answer (HTTP/2 when the
 //! server picks `h2` and the plan can run over it, [`crate::Protocol::supports`];
 //! the config then says [`NEGOTIATED_H2`]).
 

@@ -4,7 +4,7 @@
 //! publishing of live counts and finished seconds (what the progress line
 //! shows, `--abort-on-fail` judges and agents stream) a few times a second.
 //!
-//! Sans IO like the [`crate::ledger::Ledger`]: `now` is passed in, and the
+//! Sans IO like the `crate::ledger::Ledger`: `now` is passed in, and the
 //! driver decides how it waits until [`Control::next_wake`] (the HTTP/1
 //! worker in its `mio` poll, the HTTP/2 worker in a tokio `select!`).
 
@@ -75,7 +75,7 @@ pub struct Live {
     /// `--abort-on-fail` with open-loop sessions: the ages asked for (set
     /// when the run starts; empty: nothing to count) and, for each, the
     /// journeys' steps unanswered that long after their intended time, as
-    /// the worker counted them at its last publish ([`crate::overdue`]).
+    /// the worker counted them at its last publish (`crate::overdue`).
     pub journey_ages: Vec<Duration>,
     /// See [`Live::journey_ages`].
     pub journey_overdue: Mutex<Vec<u64>>,
@@ -148,7 +148,7 @@ impl Control {
 
     /// True once, at the tick where sending must stop: the stop flag was set
     /// or the deadline passed. The driver then calls its own stop, which calls
-    /// [`Control::begin_stop`] and [`Ledger::begin_stop`].
+    /// [`Control::begin_stop`] and `Ledger::begin_stop`.
     pub fn stop_due(&mut self, now: Instant) -> bool {
         if self.stopping() {
             return false;

@@ -1,6 +1,6 @@
 //! An incremental HTTP/1.x response reader that counts bodies instead of storing them.
 //!
-//! The head is parsed in place (by [`crate::head`]) straight from the worker's read
+//! The head is parsed in place (by `crate::head`) straight from the worker's read
 //! buffer; only a head split across reads is copied (into a small per-connection
 //! buffer, bounded by [`MAX_HEAD`]). Bodies are framed by Content-Length, chunked
 //! encoding or connection close, and only counted. 1xx responses are skipped.

@@ -46,13 +46,12 @@ mod open;
 mod scenario;
 mod wire;
 
-pub(crate) use errors::MAX_HEADER_LIST;
 pub(crate) use open::PACE_QUANTUM;
 
 use crate::control::Control;
+use crate::core::spec::{thread_cpu, WorkerResult, WorkerSpec};
 use crate::ledger::Ledger;
 use crate::plan::Plan;
-use crate::worker::{thread_cpu, WorkerResult, WorkerSpec};
 use redline_stats::{ErrorKind, Recorder};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};

@@ -396,7 +396,7 @@ impl Levels {
     pub fn active_at(&self, t: f64) -> u64 {
         let whole = self.profile.connections_at(t);
         let mine = self.segment.as_ref().map_or(whole, |s| s.scale_int(whole));
-        crate::run::share(mine, self.workers, self.index)
+        share(mine, self.workers, self.index)
     }
 
     /// The most connections (HTTP/2: streams) [`Levels::active_at`] gives
@@ -404,13 +404,19 @@ impl Levels {
     pub fn peak(&self) -> u64 {
         let whole = self.profile.max_level().round().max(0.0) as u64;
         let mine = self.segment.as_ref().map_or(whole, |s| s.scale_int(whole));
-        crate::run::share(mine, self.workers, self.index)
+        share(mine, self.workers, self.index)
     }
 
     /// When to check again (seconds), see [`Profile::next_check`].
     pub fn next_check(&self, t: f64) -> Option<f64> {
         self.profile.next_check(t)
     }
+}
+
+/// The `i`-th of `parts` shares of `total`, the remainder going to the first
+/// shares (workers' shares of connections, requests and stage levels).
+pub(crate) fn share(total: u64, parts: u64, i: u64) -> u64 {
+    total / parts + u64::from(i < total % parts)
 }
 
 #[cfg(test)]

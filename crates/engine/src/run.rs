@@ -2,9 +2,12 @@
 //! instant, reports live progress from published snapshots, and folds the
 //! workers' recorders into one run record with the client-limit warnings.
 
+use crate::control::Live;
+use crate::core::spec::{WorkerResult, WorkerSpec};
+use crate::pacer::share;
 use crate::pacer::{Levels, Pacer, Profile};
 use crate::plan::{Load, Plan};
-use crate::worker::{make_poll, run_worker, Live, WorkerResult, WorkerSpec};
+use crate::worker::{make_poll, run_worker};
 use warnings::{add_warnings, steal_seconds, tcp_counters};
 
 mod warnings;
@@ -99,11 +102,6 @@ pub enum EngineError {
     Http2(String),
 }
 
-/// The `i`-th of `parts` shares of `total`, the remainder going to the first shares.
-pub fn share(total: u64, parts: u64, i: u64) -> u64 {
-    total / parts + u64::from(i < total % parts)
-}
-
 /// Runs the plan to the end (or until `stop`), calling `progress` about every 250 ms.
 pub fn execute(
     plan: &Plan,
@@ -127,7 +125,7 @@ pub fn execute_with_series(
 
 /// As [`execute_with_series`], and `progress` also gets, for each of `ages`,
 /// how many scheduled requests were still unanswered that long after their
-/// intended send time (a lower bound, see [`crate::overdue`]): what
+/// intended send time (a lower bound, see `crate::overdue`): what
 /// `--abort-on-fail` counts as unanswered; and, in scenario runs, each
 /// named request's (completed, errors) so far, in the scenario's order.
 pub fn execute_watching(
@@ -414,7 +412,7 @@ pub fn execute_watching(
     Ok(rec)
 }
 
-/// Worker `i`'s schedule as [`crate::overdue`] needs it.
+/// Worker `i`'s schedule as `crate::overdue` needs it.
 fn schedule_of(
     plan: &Plan,
     pacer: &Option<Pacer>,

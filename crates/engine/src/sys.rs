@@ -11,6 +11,8 @@
 //! Only the plain-socket hot path uses these; TLS, connects and everything
 //! else go through `std`/`mio` as before. The registrations stay `mio`'s, so
 //! an event's token and readiness bits mean what they mean there.
+//!
+//! [`io_msg`] is the one wording of socket errors, the same for every driver.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -139,6 +141,29 @@ pub fn wait(epfd: RawFd, events: &mut Events, timeout: Option<Duration>) -> io::
     })?;
     events.len = n.min(events.buf.len());
     Ok(())
+}
+
+/// A socket error in a few words (the errno's meaning, with what to do
+/// where there is something to do), the same for every driver.
+pub(crate) fn io_msg(e: &std::io::Error) -> std::borrow::Cow<'static, str> {
+    use std::borrow::Cow;
+    use std::io::ErrorKind as K;
+    Cow::Borrowed(match e.kind() {
+        K::ConnectionRefused => "connection refused",
+        K::ConnectionReset => "connection reset by peer",
+        K::ConnectionAborted => "connection aborted",
+        K::BrokenPipe => "broken pipe",
+        K::TimedOut => "timed out",
+        K::AddrNotAvailable => "no local address available (ports exhausted?)",
+        _ => match e.raw_os_error() {
+            Some(24) => "too many open files (raise ulimit -n)",
+            Some(23) => "too many open files in the system",
+            Some(99) => "no local address available (ports exhausted?)",
+            Some(101) => "network unreachable",
+            Some(113) => "no route to host",
+            _ => return Cow::Owned(e.to_string()),
+        },
+    })
 }
 
 #[cfg(test)]

@@ -27,27 +27,24 @@ mod lifecycle;
 mod transport;
 
 use crate::control::Control;
-pub use crate::control::Live;
+use crate::core::spec::{thread_cpu, WorkerResult, WorkerSpec};
 use crate::h1::HeadMemo;
 use crate::ledger::Ledger;
-use crate::pacer::Pacer;
 use crate::plan::Plan;
 use crate::scenario::Vu;
 use crate::session::{H1Request, H1Session};
-use crate::sys::{self, Events};
+use crate::sys::{self, io_msg, Events};
 use crate::timer::{PreciseTimer, Spin};
 use crate::workload::ScenarioLoad;
 use conns::{Conn, ConnState, Fifo, TimeoutList, NIL};
 use mio::{Poll, Token, Waker};
 use redline_stats::{ErrorKind, Recorder};
-use redline_stats::{Journeys, RequestStats};
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::collections::VecDeque;
 use std::io::ErrorKind as IoKind;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -56,50 +53,6 @@ const TIMER: Token = Token(usize::MAX - 2);
 const READ_BUF: usize = 64 * 1024;
 /// Open loop: at most this many connects per pass of the event loop.
 const CONNECTS_PER_PASS: u32 = 4;
-
-/// What a worker is asked to do.
-pub struct WorkerSpec {
-    /// Worker number.
-    pub index: usize,
-    /// Global id of this worker's first virtual user (scenario runs).
-    pub first_vu: u64,
-    /// The run's common start.
-    pub start: Instant,
-    /// Connections (closed loop) or connection cap (open loop) of this worker.
-    pub connections: u64,
-    /// Closed loop: requests this worker sends (None: until the deadline).
-    pub budget: Option<u64>,
-    /// When sending stops.
-    pub deadline: Option<Instant>,
-    /// Open loop: the schedule.
-    pub pacer: Option<Pacer>,
-    /// Set to stop early (Ctrl-C).
-    pub stop: Arc<AtomicBool>,
-    /// Published counts.
-    pub live: Arc<Live>,
-    /// Closed loop with `--stages`: this worker's connections over time.
-    pub levels: Option<crate::pacer::Levels>,
-}
-
-/// What a worker hands back.
-pub struct WorkerResult {
-    /// Its measurements.
-    pub recorder: Recorder,
-    /// When its last request ended.
-    pub end: Instant,
-    /// User CPU time of the thread.
-    pub cpu_user: Duration,
-    /// System CPU time of the thread.
-    pub cpu_sys: Duration,
-    /// Most connections open at once.
-    pub peak_open: u64,
-    /// Whether it was stopped early.
-    pub interrupted: bool,
-    /// Scenario runs: numbers per named request.
-    pub requests: Vec<RequestStats>,
-    /// Open-loop sessions: how the journeys ended.
-    pub journeys: Option<Journeys>,
-}
 
 /// A scenario run's per-worker state: a virtual user per connection slot
 /// (closed loop: the slot's user for the whole run; open-loop sessions: the
@@ -653,42 +606,4 @@ impl<'p> Worker<'p> {
             }
         }
     }
-}
-
-pub(crate) fn io_msg(e: &std::io::Error) -> Cow<'static, str> {
-    use std::io::ErrorKind as K;
-    Cow::Borrowed(match e.kind() {
-        K::ConnectionRefused => "connection refused",
-        K::ConnectionReset => "connection reset by peer",
-        K::ConnectionAborted => "connection aborted",
-        K::BrokenPipe => "broken pipe",
-        K::TimedOut => "timed out",
-        K::AddrNotAvailable => "no local address available (ports exhausted?)",
-        _ => match e.raw_os_error() {
-            Some(24) => "too many open files (raise ulimit -n)",
-            Some(23) => "too many open files in the system",
-            Some(99) => "no local address available (ports exhausted?)",
-            Some(101) => "network unreachable",
-            Some(113) => "no route to host",
-            _ => return Cow::Owned(e.to_string()),
-        },
-    })
-}
-
-/// CPU time (user, system) of the calling thread.
-pub fn thread_cpu() -> (Duration, Duration) {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: getrusage writes into the zeroed struct we own; RUSAGE_THREAD is valid on Linux.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } == 0 {
-            return (tv(ru.ru_utime), tv(ru.ru_stime));
-        }
-    }
-    (Duration::ZERO, Duration::ZERO)
-}
-
-/// Converts a timeval.
-pub fn tv(t: libc::timeval) -> Duration {
-    Duration::new(t.tv_sec.max(0) as u64, (t.tv_usec.max(0) as u32) * 1000)
 }

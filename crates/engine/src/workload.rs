@@ -32,15 +32,6 @@ use redline_stats::{Journeys, RequestStats, Timing};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The bytes of the fixed request (keep-alive or `Connection: close`).
-pub fn fixed_request(plan: &Plan, close: bool) -> &[u8] {
-    if close {
-        &plan.request_close
-    } else {
-        &plan.request
-    }
-}
-
 /// Whether a plan's scenario runs as open-loop journeys.
 pub fn journeys(plan: &Plan) -> bool {
     plan.scenario

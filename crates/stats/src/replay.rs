@@ -2,7 +2,8 @@
 //! the text and JSON reports can show it: lines read, kept, skipped (other
 //! methods) and unparsable (with the first few), the log's time span, how its
 //! times were replayed, and the log's own status counts (to set against the
-//! replayed `status_codes`; per URL the requests' `original_status`).
+//! replayed `status_codes`; per URL the requests' `original_status`), and
+//! the schedule it ran ([`ReplaySchedule`], in the record's config).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -82,5 +83,103 @@ impl ReplaySummary {
             add(self.original_statuses.entry(k.clone()).or_insert(0), *v);
         }
         self.span_s = self.span_s.max(o.span_s);
+    }
+}
+
+/// The most counts a [`ReplaySchedule`] keeps: one a second for a day of
+/// log; a longer log is summarised in buckets of several seconds.
+pub const MAX_SCHEDULE_COUNTS: usize = 86_400;
+
+/// The load a replay ran at its logged times (`config.schedule`): how many
+/// requests each second of the log sent, so the record states the schedule
+/// that ran, not only its mean rate. Bounded: at most
+/// [`MAX_SCHEDULE_COUNTS`] counts, each of `bucket_s` seconds of the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplaySchedule {
+    /// Seconds of the log per count: 1, or more for a log longer than
+    /// [`MAX_SCHEDULE_COUNTS`] seconds (the smallest that fits).
+    pub bucket_s: u64,
+    /// The log's times were divided by this (`--speed`): count `i` was
+    /// scheduled from `i × bucket_s / speed` to `(i + 1) × bucket_s / speed`
+    /// seconds after the start.
+    pub speed: f64,
+    /// Requests scheduled in each bucket, from the first request's second.
+    pub counts: Vec<u64>,
+}
+
+impl ReplaySchedule {
+    /// The schedule of requests logged at `seconds` (from the first
+    /// request's second, in any order), replayed at `speed`.
+    pub fn from_seconds<I>(seconds: I, speed: f64) -> ReplaySchedule
+    where
+        I: IntoIterator<Item = u64>,
+        I::IntoIter: Clone,
+    {
+        let it = seconds.into_iter();
+        let span = it.clone().max().map_or(0, |s| s.saturating_add(1));
+        let bucket_s = span.div_ceil(MAX_SCHEDULE_COUNTS as u64).max(1);
+        let mut counts = vec![0u64; span.div_ceil(bucket_s) as usize];
+        for s in it {
+            if let Some(c) = counts.get_mut((s / bucket_s) as usize) {
+                *c += 1;
+            }
+        }
+        ReplaySchedule {
+            bucket_s,
+            speed,
+            counts,
+        }
+    }
+
+    /// The requests in all.
+    pub fn requests(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Adds another machine's share of the same schedule (same buckets and
+    /// speed): counts add. `false` (and nothing changed) when they differ.
+    pub fn merge(&mut self, o: &ReplaySchedule) -> bool {
+        if self.bucket_s != o.bucket_s || self.speed != o.speed {
+            return false;
+        }
+        if self.counts.len() < o.counts.len() {
+            self.counts.resize(o.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+            *a = a.saturating_add(*b);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_counts_each_second_and_stays_bounded() {
+        let s = ReplaySchedule::from_seconds([0u64, 0, 1, 1, 1, 3], 2.0);
+        assert_eq!((s.bucket_s, s.counts.clone()), (1, vec![2, 3, 0, 1]));
+        assert_eq!(s.requests(), 6);
+        let empty = ReplaySchedule::from_seconds(Vec::<u64>::new(), 1.0);
+        assert_eq!((empty.bucket_s, empty.counts.len()), (1, 0));
+        // A day fits one count a second; a day and a second takes 2 s buckets.
+        let day = MAX_SCHEDULE_COUNTS as u64;
+        let s = ReplaySchedule::from_seconds([0, day - 1], 1.0);
+        assert_eq!((s.bucket_s, s.counts.len()), (1, MAX_SCHEDULE_COUNTS));
+        let s = ReplaySchedule::from_seconds([0, 1, day], 1.0);
+        assert_eq!(s.bucket_s, 2);
+        assert_eq!(s.counts.len(), MAX_SCHEDULE_COUNTS / 2 + 1);
+        assert_eq!((s.counts[0], s.counts[MAX_SCHEDULE_COUNTS / 2]), (2, 1));
+        // A year of log: still at most the bound, every request counted.
+        let s = ReplaySchedule::from_seconds((0..1000).map(|i| i * 31_536), 1.0);
+        assert!(s.counts.len() <= MAX_SCHEDULE_COUNTS);
+        assert_eq!(s.requests(), 1000);
+        // Merging shares of one schedule adds; another shape is refused.
+        let mut a = ReplaySchedule::from_seconds([0u64, 2], 1.0);
+        assert!(a.merge(&ReplaySchedule::from_seconds([0u64, 3], 1.0)));
+        assert_eq!(a.counts, vec![2, 0, 1, 1]);
+        assert!(!a.merge(&ReplaySchedule::from_seconds([0u64], 2.0)));
+        assert_eq!(a.requests(), 4);
     }
 }

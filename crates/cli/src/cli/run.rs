@@ -17,19 +17,20 @@ pub(super) fn cmd_run(a: RunArgs) -> Exit {
         Err(e) => return fail(Exit::Usage, e),
     };
     pa.segment = segment;
+    // https without a version flag: HTTP/2 when the server picks it by ALPN
+    // (asked once while the plan is built, before any traffic).
+    pa.ask_alpn = true;
     let pa_vs = a.vs.clone().map(|url| PlanArgs { url, ..pa.clone() });
-    let mut plan = match Plan::build(pa) {
+    let plan = match Plan::build(pa) {
         Ok(p) => p,
         Err(e) => return fail(Exit::Usage, e),
     };
-    // https without a version flag: HTTP/2 when the server picks it by ALPN
-    // (asked once, before any traffic).
-    if let Some(note) = plan.resolve() {
+    if let Some(note) = &plan.note {
         eprintln!("redline: note: {note}");
     }
     let plan_vs = match pa_vs.map(Plan::build).transpose() {
-        Ok(Some(mut p)) => {
-            if let Some(note) = p.resolve() {
+        Ok(Some(p)) => {
+            if let Some(note) = &p.note {
                 eprintln!("redline: note (--vs): {note}");
             }
             Some(p)

@@ -41,7 +41,7 @@ pub(super) fn start_closed(w: &Rc<WorkerState>) {
             let b = w.ledger.borrow().budget();
             for ci in 0..c {
                 let n = match b {
-                    Some(b) => crate::run::share(b, c, ci).min(w.streams),
+                    Some(b) => crate::pacer::share(b, c, ci).min(w.streams),
                     None => w.wanted(ci),
                 };
                 holds.push((None, w.take_n(n)));

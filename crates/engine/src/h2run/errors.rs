@@ -9,9 +9,6 @@ use std::io;
 
 pub(super) type Fail = (ErrorKind, Cow<'static, str>);
 
-/// The limit on a response's header block (the codec's `max_header_list_size`).
-pub(crate) const MAX_HEADER_LIST: u32 = 256 * 1024;
-
 pub(super) fn tls_error(e: &io::Error) -> Fail {
     match e.kind() {
         io::ErrorKind::InvalidData => (ErrorKind::Tls, Cow::Owned(e.to_string())),
@@ -25,5 +22,5 @@ pub(super) fn tls_error(e: &io::Error) -> Fail {
 
 /// The same words as the HTTP/1 engine for the same socket errors.
 pub(super) fn io_message(e: &io::Error) -> Cow<'static, str> {
-    crate::worker::io_msg(e)
+    crate::sys::io_msg(e)
 }

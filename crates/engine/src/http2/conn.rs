@@ -30,9 +30,10 @@ pub const STREAM_WINDOW: u32 = 1 << 20;
 pub const CONN_WINDOW: u32 = 1 << 24;
 /// The dynamic table size the client advertises (SETTINGS_HEADER_TABLE_SIZE).
 pub const HEADER_TABLE: u32 = 4096;
-/// The server's decoder table size until its SETTINGS says otherwise
-/// (RFC 9113 §6.5.2).
-pub const HPACK_DEFAULT_TABLE: u32 = 4096;
+pub use super::hpack::HPACK_DEFAULT_TABLE;
+/// The limit on a response's header list (SETTINGS_MAX_HEADER_LIST_SIZE,
+/// advertised and enforced here: a longer one is `malformed`).
+pub const MAX_HEADER_LIST: u32 = 256 * 1024;
 
 /// What the server's HPACK decoder table holds of this connection's fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,7 +54,7 @@ const MAX_OPEN: usize = 4096;
 /// The largest header block (HEADERS + CONTINUATIONs) buffered before it is
 /// decoded: beyond it the connection fails (a block that large holds more
 /// than the header list limit anyway).
-const MAX_BLOCK: usize = 2 * crate::h2run::MAX_HEADER_LIST as usize;
+const MAX_BLOCK: usize = 2 * MAX_HEADER_LIST as usize;
 
 /// One open stream.
 struct Stream {
@@ -310,10 +311,7 @@ impl Session for Http2Session {
             &[
                 (frame::SETTINGS_ENABLE_PUSH, 0),
                 (frame::SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW),
-                (
-                    frame::SETTINGS_MAX_HEADER_LIST_SIZE,
-                    crate::h2run::MAX_HEADER_LIST,
-                ),
+                (frame::SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST),
                 (frame::SETTINGS_HEADER_TABLE_SIZE, HEADER_TABLE),
             ],
         );

@@ -3,10 +3,10 @@
 //! (`request.rs`) and the connection state behind the session seam
 //! (`conn.rs`: [`Http2Session`]). No socket, timer or task lives here.
 
-pub mod conn;
+pub(crate) mod conn;
 pub mod frame;
 pub mod hpack;
-pub mod request;
+pub(crate) mod request;
 #[cfg(test)]
 mod tests;
 

@@ -1,12 +1,23 @@
-//! An HTTP/2 request built once (from the plan's `RequestSpec`, or from
-//! parts for scenario steps and redirect hops): its HPACK header block is
-//! encoded here, so submitting it copies bytes and writes frame headers.
+//! An HTTP/2 request built once (from the plan's `RequestSpec`, whose
+//! `Http2Request::from_spec` lives with the spec in `plan/request.rs` so the
+//! codec imports nothing of the plan, or from parts for scenario steps and
+//! redirect hops): its HPACK header block is encoded here, so submitting it
+//! copies bytes and writes frame headers. [`h2_dropped`]: the fields HTTP/2
+//! does not carry.
 
 use super::hpack::{self, IndexedBlocks};
-use crate::plan::request::{h2_dropped, header_ok, RequestSpec};
+use crate::field::header_ok;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Headers HTTP/2 forbids (RFC 9113 §8.2.2) or expresses as pseudo-headers.
+pub(crate) fn h2_dropped(name: &str) -> bool {
+    matches!(
+        name,
+        "host" | "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
+    )
+}
 
 /// Gives each request built [`Http2Request::with_indexing`] its own key.
 static NEXT_KEY: AtomicU64 = AtomicU64::new(1);
@@ -39,21 +50,6 @@ pub struct Http2Request {
 }
 
 impl Http2Request {
-    /// The run's request for `scheme` (`http` or `https`): `Host` becomes
-    /// `:authority`, connection-specific fields go (`TE` unless
-    /// `trailers`), as [`RequestSpec::to_h2`] does. Err: a usage error's
-    /// text (naming a header, never its value).
-    pub fn from_spec(spec: &RequestSpec, scheme: &str) -> Result<Http2Request, String> {
-        Http2Request::from_parts(
-            &spec.method,
-            scheme,
-            &spec.authority,
-            &spec.path,
-            &spec.headers,
-            Bytes::from(spec.body.clone()),
-        )
-    }
-
     /// A request from its parts (scenario steps, redirect hops); `headers`
     /// in any case, `Host` and connection-specific ones dropped.
     pub fn from_parts(
@@ -119,7 +115,7 @@ impl Http2Request {
             &self.authority,
             &self.path,
             &self.headers,
-            super::conn::HPACK_DEFAULT_TABLE as usize,
+            hpack::HPACK_DEFAULT_TABLE as usize,
         )
         .map(Arc::new);
         self.key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);

@@ -114,7 +114,7 @@ fn the_preface_and_settings_are_what_the_client_promises() {
     assert!(pairs.contains(&(SETTINGS_ENABLE_PUSH, 0)));
     assert!(pairs.contains(&(SETTINGS_INITIAL_WINDOW_SIZE, 1 << 20)));
     assert!(pairs.contains(&(SETTINGS_HEADER_TABLE_SIZE, 4096)));
-    assert!(pairs.contains(&(SETTINGS_MAX_HEADER_LIST_SIZE, crate::h2run::MAX_HEADER_LIST)));
+    assert!(pairs.contains(&(SETTINGS_MAX_HEADER_LIST_SIZE, super::conn::MAX_HEADER_LIST)));
     assert_eq!(frames[1].1, ((1u32 << 24) - 65_535).to_be_bytes());
     // Before the server's SETTINGS: 100 streams (see conn.rs).
     assert_eq!(s.capacity(), 100);

@@ -106,8 +106,36 @@ pub struct PlanArgs {
     pub segment: Option<Segment>,
     /// The server's ALPN answer when already known (`find`'s later steps
     /// reuse the first step's): an https run without a version flag then
-    /// takes it instead of asking again in [`super::Plan::resolve`].
+    /// takes it instead of asking again.
     pub alpn: Option<Alpn>,
+    /// `redline replay`: the access log replayed against [`Self::url`], and how.
+    pub replay: Option<LogReplay>,
+    /// An https run without a version flag and without a known [`Self::alpn`]
+    /// asks the server while the plan is built (one TLS handshake offering
+    /// `h2, http/1.1`, `crate::alpn::probe`). The commands that run a plan
+    /// set it; left off (the default), such a plan stays HTTP/1.1 with
+    /// [`Alpn::Unasked`] and nothing is sent (tests, fuzzing, agents' shares).
+    pub ask_alpn: bool,
+}
+
+/// `redline replay`'s log and how it is replayed, as given.
+/// [`super::Plan::build`] makes all of the run from it: the replay scenario
+/// (one named request per URL and logged status, ticks in the log's order,
+/// [`crate::scenario::Scenario::replay`]), the load (open loop, the log's
+/// kept requests) and its schedule (the log's seconds at `speed`, or an even
+/// `rate`), recorded as it ran.
+#[derive(Debug, Clone)]
+pub struct LogReplay {
+    /// The log, read.
+    pub log: std::sync::Arc<crate::replay::Log>,
+    /// `--host-map` targets (URLs), in order: a logged host mapped to `i`
+    /// goes to `hosts[i - 1]`.
+    pub hosts: Vec<String>,
+    /// `--speed`: the log's times divided by this (1 when not given).
+    pub speed: f64,
+    /// `-r/--rate`: the requests in order at this even rate instead of at
+    /// their times.
+    pub rate: Option<f64>,
 }
 
 /// `--stages` and its companions, as given.
@@ -155,6 +183,8 @@ impl PlanArgs {
             max_redirs: None,
             segment: None,
             alpn: None,
+            replay: None,
+            ask_alpn: false,
         }
     }
 }

@@ -103,10 +103,67 @@ fn urls_load(
     Ok((crate::urls::to_scenario(&targets, order), String::new()))
 }
 
+/// `redline replay`: the log sets the load (open loop, its kept requests,
+/// at their mean rate over the log's span at `speed`, or at `rate`); the
+/// flags that would set it another way are refused.
+fn replay_load(a: &mut PlanArgs, r: &super::LogReplay) -> Result<(), PlanError> {
+    if a.scenario.is_some() || a.urls.is_some() || a.stages.is_some() {
+        return Err(usage(
+            "a replay's requests and schedule come from its log: drop --scenario, --urls and --stages",
+        ));
+    }
+    if a.rate.is_some() || a.requests.is_some() || a.duration.is_some() {
+        return Err(usage(
+            "a replay's load comes from its log: give its rate and request count with the replay (--rate, -n)",
+        ));
+    }
+    if !(r.speed.is_finite() && r.speed > 0.0) {
+        return Err(usage("--speed must be a factor above 0"));
+    }
+    let n = r.log.summary.kept;
+    if n == 0 || r.log.groups.is_empty() || r.log.ticks.is_empty() {
+        return Err(usage(format!(
+            "{}: no request to replay",
+            r.log.summary.log
+        )));
+    }
+    let span = r.log.summary.span_s / r.speed;
+    a.rate = Some(r.rate.unwrap_or(n as f64 / span.max(1e-9)));
+    a.requests = Some(n);
+    Ok(())
+}
+
+/// The replay scenario of `r`: BASE_URL's path (`target_path`, query
+/// dropped) goes before every logged path; `-H` headers on every request.
+fn replay_scenario(
+    a: &PlanArgs,
+    r: &super::LogReplay,
+    target_path: &str,
+    cli_headers: &[(String, String)],
+) -> Result<crate::scenario::Scenario, PlanError> {
+    let prefix = target_path
+        .split('?')
+        .next()
+        .unwrap_or("")
+        .trim_end_matches('/');
+    crate::scenario::Scenario::replay(crate::scenario::replay::ReplayArgs {
+        base: &a.url,
+        hosts: &r.hosts,
+        log: &r.log,
+        prefix,
+        tls: &a.tls,
+        http10: a.http10,
+        cli_headers,
+        timeout: a.timeout,
+    })
+}
+
 impl Plan {
-    /// Validates and resolves options into a plan. Pure but for name
-    /// resolution: an https run that leaves the version open gets its
-    /// protocol from [`Plan::resolve`] (or from [`PlanArgs::alpn`]).
+    /// Validates and resolves options into a plan, the one value a run
+    /// reads: nothing changes it afterwards. Pure but for name resolution
+    /// and, when [`PlanArgs::ask_alpn`] is set, the one ALPN probe of an
+    /// https run that leaves the version open (or its answer, already known,
+    /// from [`PlanArgs::alpn`]).
     pub fn build(mut a: PlanArgs) -> Result<Plan, PlanError> {
         let scenario_file = match (a.scenario.clone(), a.urls.clone()) {
             (Some(_), Some(_)) => {
@@ -116,6 +173,9 @@ impl Plan {
             (Some((path, _)), None) => Some(scenario_load(&mut a, &path)?),
             (None, None) => None,
         };
+        if let Some(r) = a.replay.clone() {
+            replay_load(&mut a, &r)?;
+        }
         let resolved = super::target::resolve(&a.url, &a.tls)?;
         let url = &resolved.url;
         let tls = resolved.tls.clone();
@@ -244,6 +304,7 @@ impl Plan {
         if auth.is_some() {
             shown_headers.push(format!("Authorization: {REDACTED}"));
         }
+        let replay_at_times = a.replay.as_ref().filter(|r| r.rate.is_none());
         let load_model = match &load {
             Load::Closed {
                 connections,
@@ -262,7 +323,10 @@ impl Plan {
                 duration,
             } => LoadModel::Open {
                 rate: *rate,
-                arrival: arrival.name().into(),
+                arrival: match replay_at_times {
+                    Some(_) => "replay".into(),
+                    None => arrival.name().into(),
+                },
                 max_connections: *max_connections,
                 requests: *requests,
                 duration_s: duration.map(|d| d.as_secs_f64()),
@@ -294,6 +358,12 @@ impl Plan {
                 index: s.index() as u64,
                 count: s.sequence().len() as u64,
             }),
+            schedule: replay_at_times.map(|r| {
+                redline_stats::replay::ReplaySchedule::from_seconds(
+                    r.log.ticks.iter().map(|t| t.second),
+                    r.speed,
+                )
+            }),
         };
         let seed = a.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
@@ -320,20 +390,29 @@ impl Plan {
                     timeout: a.timeout,
                 })?;
                 config.scenario = Some(format!("{} ({})", sc.name, sc.file));
-                let first = &sc.requests[0].method;
-                config.method = if sc.requests.iter().all(|r| &r.method == first) {
-                    first.clone()
-                } else {
-                    "mixed".into()
-                };
+                config.method = sc.method_shown();
                 config.body_bytes = 0;
                 let mut sc = sc;
                 sc.segment = a.segment.clone();
                 sc.seed = seed;
                 Some(std::sync::Arc::new(sc))
             }
-            _ => None,
+            _ => match &a.replay {
+                Some(r) => {
+                    let sc = replay_scenario(&a, r, &resolved.target.path, &extra)?;
+                    config.scenario = Some(format!("replay of {}", r.log.summary.log));
+                    config.method = sc.method_shown();
+                    config.body_bytes = 0;
+                    Some(std::sync::Arc::new(sc))
+                }
+                None => None,
+            },
         };
+        // A replay at the log's times: one stage per second of the log.
+        let replay_staged = replay_at_times.map(|r| super::Staged {
+            profile: crate::pacer::Profile::from_stages(&r.log.stages(r.speed), true),
+            rate: true,
+        });
         let mut plan = Plan {
             scenario,
             target: resolved.target,
@@ -351,7 +430,7 @@ impl Plan {
             seed,
             config,
             tls,
-            staged: staged.map(|s| s.1),
+            staged: staged.map(|s| s.1).or(replay_staged),
             wire,
             alpn,
             streams,
@@ -362,6 +441,7 @@ impl Plan {
                 ))
             }),
             segment,
+            note: None,
         };
         if http2 {
             // The request must also be expressible in HTTP/2 (e.g. no control
@@ -371,6 +451,10 @@ impl Plan {
         // The server's answer already known (`find`'s later steps): taken now.
         // A note was given when it was first asked; nothing to say again.
         let _ = plan.settle_alpn();
+        // Not known yet: asked now, once, before any traffic.
+        if a.ask_alpn {
+            plan.note = plan.resolve();
+        }
         Ok(plan)
     }
 }

@@ -1,11 +1,11 @@
 //! The plan: everything a run needs, validated and resolved before any traffic.
 //!
 //! Raw options ([`PlanArgs`], syntax already checked by the CLI) become a
-//! [`Plan`] here, once: the URL is resolved ([`target`], shared with scenario
-//! hosts), the protocol chosen ([`mode`]: a [`Wire`] and how it was chosen,
+//! [`Plan`] here, once: the URL is resolved (`target`, shared with scenario
+//! hosts), the protocol chosen (`mode`: a [`Wire`] and how it was chosen,
 //! ALPN included), the request described once ([`request::RequestSpec`]) and
 //! encoded for HTTP/1 and HTTP/2, the load model checked for sense
-//! ([`load`]), and the recorded config redacted ([`redact`]). Nothing after
+//! (`load`), and the recorded config redacted (`redact`). Nothing after
 //! this point can fail on user input.
 //!
 //! - `args.rs`: the arguments as given;
@@ -21,10 +21,10 @@ mod build;
 mod load;
 mod mode;
 mod redact;
-pub mod request;
-pub mod target;
+pub(crate) mod request;
+pub(crate) mod target;
 
-pub use args::{Arrival, PlanArgs, StageArgs};
+pub use args::{Arrival, LogReplay, PlanArgs, StageArgs};
 pub use load::{
     parse_duration, Load, SegmentPlan, Staged, DEFAULT_CONNECTIONS, DEFAULT_DURATION,
     DEFAULT_OPEN_CONNECTIONS,
@@ -116,7 +116,8 @@ pub struct Plan {
     pub staged: Option<Staged>,
     /// What the run speaks ([`Wire::protocol`]: which engine runs it).
     pub wire: Wire,
-    /// How `wire` was chosen; [`Alpn::Unasked`] until [`Plan::resolve`].
+    /// How `wire` was chosen ([`Alpn::Unasked`]: an https run left open
+    /// whose build did not ask the server, [`PlanArgs::ask_alpn`]).
     pub alpn: Alpn,
     /// HTTP/2: concurrent streams per connection.
     pub streams: u32,
@@ -124,6 +125,9 @@ pub struct Plan {
     pub follow: Option<std::sync::Arc<crate::redirect::Follow>>,
     /// `--segment`: this run is one share of a larger one.
     pub segment: Option<SegmentPlan>,
+    /// What the build has to tell the user: the server offered HTTP/2 when
+    /// asked ([`PlanArgs::ask_alpn`]) but this run cannot use it, and why.
+    pub note: Option<String>,
 }
 
 impl Plan {
@@ -180,9 +184,14 @@ impl Plan {
 
     /// Settles the protocol of an https run that left it open
     /// ([`Alpn::Unasked`]): one TLS handshake offers `h2, http/1.1`
-    /// ([`crate::alpn::probe`]) and the server's pick decides. Run once,
-    /// before any worker starts; nothing to do for any other plan. Returns a
-    /// note for the user when h2 was offered but cannot be used.
+    /// (`crate::alpn::probe`) and the server's pick decides. Called once by
+    /// [`Plan::build`] when [`PlanArgs::ask_alpn`] is set, before any worker
+    /// starts; nothing to do for any other plan. Returns a note for the user
+    /// when h2 was offered but cannot be used.
+    ///
+    /// Public only for `find`'s first step, the last caller after the build
+    /// (`cli/src/cmd_find.rs`, which sets [`PlanArgs::ask_alpn`] instead
+    /// once it is next changed); new code sets the flag.
     pub fn resolve(&mut self) -> Option<String> {
         if self.alpn != Alpn::Unasked {
             return None;

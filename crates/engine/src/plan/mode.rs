@@ -46,7 +46,8 @@ pub enum Alpn {
     /// (`--http2` offers only `h2`, `--http1.1`/`--http1.0` only `http/1.1`).
     Fixed,
     /// An https run without a version flag whose server has not been asked
-    /// yet: HTTP/1.1 until [`super::Plan::resolve`] offers `h2, http/1.1`.
+    /// yet: HTTP/1.1 unless the build asks the server
+    /// ([`super::PlanArgs::ask_alpn`]), offering `h2, http/1.1`.
     Unasked,
     /// Asked once: the server picked `h2`.
     PickedH2,
@@ -104,7 +105,7 @@ impl Mode {
 impl Protocol {
     /// Whether this protocol's engine runs `mode`: the one feature matrix.
     /// The plan's refusals (`--http2`/`--h2c` with a mode HTTP/2 does not run)
-    /// and the automatic ALPN upgrade of https runs ([`super::Plan::resolve`]) both ask it.
+    /// and the automatic ALPN upgrade of https runs (asked in [`super::Plan::build`]) both ask it.
     pub fn supports(self, mode: Mode) -> bool {
         match (self, mode) {
             (Protocol::Http1, _) => true,

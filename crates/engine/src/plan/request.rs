@@ -7,7 +7,8 @@
 //! `h2run` sends), so neither protocol parses the other's form. Scenario
 //! requests (`Scenario::prepare`/`Scenario::spec`) and redirect hops
 //! (`redirect::hop_spec`) are specs too, encoded for HTTP/1 by the same
-//! [`RequestSpec::encode_h1_into`].
+//! [`RequestSpec::encode_h1_into`]; `Http2Request::from_spec` (at the end)
+//! gives the HTTP/2 codec's request with its header block encoded once.
 
 use super::args::PlanArgs;
 use super::{usage, PlanError};
@@ -48,16 +49,7 @@ pub struct H2Request {
     pub body: Bytes,
 }
 
-/// Whether `name: value` can be sent as a header (a token name; no CR or LF
-/// in the value): the run's `-H` and a scenario's headers are checked alike.
-pub fn header_ok(name: &str, value: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_graphic() && !b"()<>@,;:\\\"/[]?={}".contains(&b))
-        && !value.contains('\r')
-        && !value.contains('\n')
-}
+pub use crate::field::header_ok;
 
 /// Splits and checks `-H` flags (`Name: value`, name and value trimmed).
 pub fn parse_headers(flags: &[String]) -> Result<Vec<(String, String)>, PlanError> {
@@ -77,13 +69,7 @@ pub fn parse_headers(flags: &[String]) -> Result<Vec<(String, String)>, PlanErro
     Ok(out)
 }
 
-/// Headers HTTP/2 forbids (RFC 9113 §8.2.2) or expresses as pseudo-headers.
-pub(crate) fn h2_dropped(name: &str) -> bool {
-    matches!(
-        name,
-        "host" | "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
-    )
-}
+pub(crate) use crate::http2::request::h2_dropped;
 
 impl RequestSpec {
     /// The run's request from its flags: `extra` are the checked `-H`
@@ -307,5 +293,27 @@ pub fn unchunk(b: &[u8]) -> Option<Vec<u8>> {
         }
         out.extend_from_slice(&rest[..n]);
         rest = &rest[n + 2..];
+    }
+}
+
+/// The HTTP/2 form of a spec lives here, with the spec, so the HTTP/2 codec
+/// (`http2/request.rs`) imports nothing of the plan: layers point down.
+impl crate::http2::Http2Request {
+    /// The run's request for `scheme` (`http` or `https`): `Host` becomes
+    /// `:authority`, connection-specific fields go (`TE` unless
+    /// `trailers`), as [`RequestSpec::to_h2`] does. Err: a usage error's
+    /// text (naming a header, never its value).
+    pub fn from_spec(
+        spec: &RequestSpec,
+        scheme: &str,
+    ) -> Result<crate::http2::Http2Request, String> {
+        crate::http2::Http2Request::from_parts(
+            &spec.method,
+            scheme,
+            &spec.authority,
+            &spec.path,
+            &spec.headers,
+            Bytes::from(spec.body.clone()),
+        )
     }
 }

@@ -235,16 +235,21 @@ fn one_spec_two_encodings() {
 }
 
 /// ALPN is settled in the plan: an https run that leaves the version open
-/// takes the server's answer (asked once by `resolve`, or known from an
+/// takes the server's answer (asked once by the build, or known from an
 /// earlier plan), and the record says so; flags and cleartext URLs fix it.
 #[test]
 fn the_protocol_is_decided_in_the_plan() {
     let p = Plan::build(PlanArgs::new("https://127.0.0.1:1/")).unwrap();
     assert_eq!((p.wire, p.alpn), (Wire::Http11, Alpn::Unasked));
-    // Nothing listens on port 1: the probe gets no answer, HTTP/1.1 stays.
-    let mut q = p.clone();
-    assert_eq!(q.resolve(), None);
-    assert_eq!((q.wire, q.alpn), (Wire::Http11, Alpn::NotH2));
+    // Asked while building: nothing listens on port 1, the probe gets no
+    // answer, HTTP/1.1 stays.
+    let mut a = PlanArgs::new("https://127.0.0.1:1/");
+    a.ask_alpn = true;
+    let q = Plan::build(a).unwrap();
+    assert_eq!(
+        (q.wire, q.alpn, q.note.as_deref()),
+        (Wire::Http11, Alpn::NotH2, None)
+    );
     assert_eq!(q.config.negotiated, None);
     let mut a = PlanArgs::new("https://127.0.0.1:1/");
     a.alpn = Some(Alpn::PickedH2);

@@ -20,7 +20,7 @@ mod compile;
 pub mod file;
 #[cfg(test)]
 mod render_tests;
-pub mod replay;
+pub(crate) mod replay;
 mod vu;
 
 pub use compile::{load, parse_csv};
@@ -374,6 +374,16 @@ impl Scenario {
         match line.copied().flatten() {
             Some(l) => format!("{}:{l}: {whose}", self.file),
             None => format!("{}: {whose}", self.file),
+        }
+    }
+
+    /// The method the record shows for the run: the requests' one method,
+    /// or `mixed`.
+    pub fn method_shown(&self) -> String {
+        match self.requests.first() {
+            Some(f) if self.requests.iter().all(|r| r.method == f.method) => f.method.clone(),
+            Some(_) => "mixed".into(),
+            None => String::new(),
         }
     }
 

@@ -6,7 +6,7 @@
 //! so every session is tested with byte buffers alone.
 //!
 //! - [`H1Session`] (`session/h1.rs`): HTTP/1.1 over the engine's own sans-IO reader
-//!   ([`crate::h1::ResponseReader`], heads scanned by [`crate::head`], with the
+//!   ([`crate::h1::ResponseReader`], heads scanned by `crate::head`, with the
 //!   worker's [`HeadMemo`]); requests are pre-encoded bytes; pipelining up to
 //!   a depth (1: plain keep-alive).
 //! - [`Http2Session`] (`crate::http2`): redline's own sans-IO HTTP/2 client

@@ -73,6 +73,17 @@ impl LoadModel {
                 max_connections,
                 requests,
                 duration_s,
+            } if arrival == "replay" => format!(
+                "open loop, the log's times (mean {} req/s), up to {max_connections} connections, {}",
+                trim_float(*rate),
+                bound(requests, duration_s)
+            ),
+            LoadModel::Open {
+                rate,
+                arrival,
+                max_connections,
+                requests,
+                duration_s,
             } => format!(
                 "open loop, {} req/s {arrival}, up to {max_connections} connections, {}",
                 trim_float(*rate),
@@ -135,6 +146,10 @@ pub struct RunConfig {
     /// `--segment`: this run was one share of a larger one (its load above is the share).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub segment: Option<SegmentConfig>,
+    /// `redline replay` at the log's times: the per-second schedule that ran
+    /// (the load above is open loop, arrival `replay`, at its mean rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::replay::ReplaySchedule>,
 }
 
 /// The share of a whole run a segment ran (`--segment`, `redline agent`).
@@ -182,6 +197,7 @@ impl RunConfig {
             follow_redirects: None,
             negotiated: None,
             segment: None,
+            schedule: None,
         }
     }
 }

@@ -34,6 +34,15 @@ impl AddAssign<&RunRecord> for RunRecord {
         if self.config.segment != o.config.segment {
             self.config.segment = None;
         }
+        // Shares of one replay schedule add up; anything else has none.
+        let same = match (&mut self.config.schedule, &o.config.schedule) {
+            (Some(a), Some(b)) => a.merge(b),
+            (None, None) => true,
+            _ => false,
+        };
+        if !same {
+            self.config.schedule = None;
+        }
         match (&mut self.scheduled_start, &o.scheduled_start) {
             (Some(a), Some(b)) => {
                 if b.at < a.at {

@@ -71,7 +71,7 @@ impl Sink for HeadSink {
 
     fn field(&mut self, name: &[u8], value: Option<&[u8]>) {
         self.size += name.len() + value.map_or(0, <[u8]>::len) + 32;
-        if self.size > crate::h2run::MAX_HEADER_LIST as usize {
+        if self.size > super::MAX_HEADER_LIST as usize {
             self.over = true;
             return;
         }

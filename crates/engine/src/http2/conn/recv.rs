@@ -346,7 +346,7 @@ impl Http2Session {
         let Some(s) = find(&mut self.slots, sid) else {
             return; // cancelled or failed: decoded for the table's sake only
         };
-        if sink.over || list > crate::h2run::MAX_HEADER_LIST as usize {
+        if sink.over || list > super::MAX_HEADER_LIST as usize {
             // As h2 did: a list over the limit costs the stream (Malformed
             // Header); a block too big to buffer costs the connection
             // (HeadTooLarge, in CONTINUATION above).

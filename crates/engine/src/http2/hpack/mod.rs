@@ -3,14 +3,18 @@
 //! with its dynamic table (`decoder.rs`) and the request encoder, which
 //! encodes a request's header block once (`encoder.rs`).
 
-pub mod decoder;
+pub(crate) mod decoder;
 pub mod encoder;
-pub mod huffman;
+pub(crate) mod huffman;
 #[cfg(test)]
 mod tests;
 
 pub use decoder::{Decoder, Sink};
 pub use encoder::{encode_block, encode_indexed, IndexedBlocks};
+
+/// The server's decoder table size until its SETTINGS says otherwise
+/// (RFC 9113 §6.5.2).
+pub const HPACK_DEFAULT_TABLE: u32 = 4096;
 
 /// Why a header block cannot be decoded (a connection error:
 /// COMPRESSION_ERROR, RFC 9113 §4.3).
