@@ -347,9 +347,10 @@ pub fn run(a: FindArgs) -> Exit {
         };
         pa.rate = Some(a.start_rate);
         pa.duration = Some(step_len);
+        pa.ask_alpn = true;
         match Plan::build(pa) {
-            Ok(mut p) => {
-                if let Some(note) = p.resolve() {
+            Ok(p) => {
+                if let Some(note) = &p.note {
                     eprintln!("redline: note: {note}");
                 }
                 p

@@ -188,11 +188,7 @@ impl Plan {
     /// [`Plan::build`] when [`PlanArgs::ask_alpn`] is set, before any worker
     /// starts; nothing to do for any other plan. Returns a note for the user
     /// when h2 was offered but cannot be used.
-    ///
-    /// Public only for `find`'s first step, the last caller after the build
-    /// (`cli/src/cmd_find.rs`, which sets [`PlanArgs::ask_alpn`] instead
-    /// once it is next changed); new code sets the flag.
-    pub fn resolve(&mut self) -> Option<String> {
+    pub(crate) fn resolve(&mut self) -> Option<String> {
         if self.alpn != Alpn::Unasked {
             return None;
         }
