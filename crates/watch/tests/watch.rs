@@ -262,3 +262,172 @@ fn several_instances_are_kept_apart_with_their_addresses() {
     let one = split_instances(&p, &all, &[Target::Pid(200), Target::Name("nginx".into())]);
     assert_eq!(one.len(), 1);
 }
+
+/// The server's own cgroup v2 gives its limits and saturation: memory.max,
+/// memory.events (oom_kill, max, high), cpu.max and throttled_usec, its own
+/// PSI files (the machine's are not read then), and the CPUs its processes
+/// may use from their affinity; counters count per interval.
+#[test]
+fn cgroup_v2_limits_oom_kills_throttling_and_its_own_pressure() {
+    let t = Tmp::new("v2-sat");
+    let (p, cg) = (t.proc(), t.cg());
+    machine(&p);
+    // The machine's PSI, which must not be read for a server with its own.
+    write(
+        &p.join("pressure/cpu"),
+        "some avg10=90.00 avg60=0 avg300=0 total=999999999\n",
+    );
+    let unit = "/system.slice/apache2.service";
+    for pid in [100, 101] {
+        process(&p, pid, if pid == 100 { 1 } else { 100 }, 'S', 5, 0);
+        write(&p.join(format!("{pid}/cgroup")), &format!("0::{unit}\n"));
+        write(
+            &p.join(format!("{pid}/status")),
+            "Name:\tapache2\nVmRSS:\t3000 kB\nThreads:\t1\nCpus_allowed_list:\t2-3\n",
+        );
+        write(&p.join(format!("{pid}/task/{pid}/schedstat")), "1000 0 5\n");
+    }
+    v2_group(&cg, unit, &[100, 101], 1_000_000);
+    let d = cg.join(unit.trim_start_matches('/'));
+    let at = |oom: u64, max: u64, thr: u64, psi_cpu: u64, psi_mem: u64, delay: u64| {
+        write(&d.join("memory.max"), &format!("{}\n", 160 * 1024 * 1024));
+        write(
+            &d.join("memory.events"),
+            &format!("low 0\nhigh 0\nmax {max}\noom 3\noom_kill {oom}\n"),
+        );
+        write(&d.join("cpu.max"), "150000 100000\n");
+        write(
+            &d.join("cpu.stat"),
+            &format!("usage_usec 1000000\nuser_usec 0\nsystem_usec 0\nnr_throttled 4\nthrottled_usec {thr}\n"),
+        );
+        write(
+            &d.join("cpu.pressure"),
+            &format!("some avg10=0 avg60=0 avg300=0 total={psi_cpu}\nfull avg10=0 avg60=0 avg300=0 total=0\n"),
+        );
+        write(
+            &d.join("memory.pressure"),
+            &format!("some avg10=0 avg60=0 avg300=0 total={psi_mem}\nfull avg10=0 avg60=0 avg300=0 total=0\n"),
+        );
+        for pid in [100, 101] {
+            write(
+                &p.join(format!("{pid}/task/{pid}/schedstat")),
+                &format!("1000 {delay} 5\n"),
+            );
+        }
+    };
+    at(2, 10, 0, 0, 0, 0);
+    let mut s = sampler(&t, vec![Target::Pid(100)]);
+    s.sample();
+    std::thread::sleep(Duration::from_millis(50));
+    at(7, 25, 20_000, 30_000, 10_000, 40_000_000);
+    let s2 = s.sample().clone();
+    let w = s.finish();
+    let h = &w.hosts[0];
+    let dt = s2.t - h.samples[0].t;
+    assert_eq!(h.cgroup_memory_limit_kib, Some(160 * 1024));
+    assert_eq!(h.cpu_quota, Some(1.5));
+    assert_eq!(h.cpus_allowed.as_deref(), Some("2-3"));
+    assert_eq!(h.cpu_capacity(), 1.5);
+    assert_eq!(h.psi_source.as_deref(), Some("cgroup"));
+    assert_eq!(s2.oom_kills, 5);
+    assert_eq!(s2.memory_limit_hits, 15);
+    let close = |a: Option<f64>, b: f64| (a.unwrap() - b).abs() < 1e-6 * b.max(1.0);
+    assert!(
+        close(s2.throttled_per_s, 0.02 / dt),
+        "{:?}",
+        s2.throttled_per_s
+    );
+    assert!(close(s2.psi_cpu, (3.0 / dt).min(100.0)), "{:?}", s2.psi_cpu);
+    assert!(
+        close(s2.psi_memory, (1.0 / dt).min(100.0)),
+        "{:?}",
+        s2.psi_memory
+    );
+    // Two threads waited 40 ms each.
+    assert!(
+        close(s2.run_delay_per_s, 0.08 / dt),
+        "{:?}",
+        s2.run_delay_per_s
+    );
+    let text = redline_watch::render_text(&w);
+    assert!(
+        text.contains("it may use CPUs 2-3, quota 1.50 CPUs"),
+        "{text}"
+    );
+    assert!(
+        text.contains("limit 160.0 MiB, 5 OOM kills, 15 limit hits"),
+        "{text}"
+    );
+}
+
+/// cgroup v1 (a hybrid host: memory, cpu and cpuacct controllers apart):
+/// memory.limit_in_bytes, memory.oom_control's oom_kill, memory.failcnt,
+/// cpu.cfs_quota_us / cpu.cfs_period_us and cpu.stat's throttled_time.
+#[test]
+fn cgroup_v1_limits_oom_kills_and_quota() {
+    let t = Tmp::new("v1-sat");
+    let (p, cg) = (t.proc(), t.cg());
+    machine(&p);
+    let path = "/redline-test";
+    for pid in [100, 101] {
+        process(&p, pid, if pid == 100 { 1 } else { 100 }, 'S', 5, 0);
+        write(
+            &p.join(format!("{pid}/cgroup")),
+            &format!("7:memory:{path}\n6:cpu:{path}\n5:cpuacct:{path}\n0::/\n"),
+        );
+    }
+    for ctl in ["memory", "cpu", "cpuacct"] {
+        write(&cg.join(ctl).join("cgroup.procs"), "1\n");
+        write(
+            &cg.join(ctl).join("redline-test/cgroup.procs"),
+            "100\n101\n",
+        );
+    }
+    let m = cg.join("memory/redline-test");
+    let c = cg.join("cpu/redline-test");
+    write(
+        &m.join("memory.usage_in_bytes"),
+        &format!("{}\n", 150 * 1024 * 1024),
+    );
+    write(
+        &m.join("memory.limit_in_bytes"),
+        &format!("{}\n", 160 * 1024 * 1024),
+    );
+    write(
+        &cg.join("cpuacct/redline-test/cpuacct.usage"),
+        "1000000000\n",
+    );
+    write(&c.join("cpu.cfs_period_us"), "100000\n");
+    write(&c.join("cpu.cfs_quota_us"), "50000\n");
+    let at = |oom: u64, fail: u64, thr_ns: u64| {
+        write(
+            &m.join("memory.oom_control"),
+            &format!("oom_kill_disable 0\nunder_oom 0\noom_kill {oom}\n"),
+        );
+        write(&m.join("memory.failcnt"), &format!("{fail}\n"));
+        write(
+            &c.join("cpu.stat"),
+            &format!("nr_periods 10\nnr_throttled 3\nthrottled_time {thr_ns}\n"),
+        );
+    };
+    at(0, 100, 0);
+    let mut s = sampler(&t, vec![Target::Pid(100)]);
+    s.sample();
+    std::thread::sleep(Duration::from_millis(50));
+    at(227, 5100, 30_000_000);
+    let s2 = s.sample().clone();
+    let w = s.finish();
+    let h = &w.hosts[0];
+    assert_eq!(h.cgroup_memory_limit_kib, Some(160 * 1024));
+    assert_eq!(h.cpu_quota, Some(0.5));
+    assert_eq!(s2.oom_kills, 227);
+    assert_eq!(s2.memory_limit_hits, 5000);
+    let dt = s2.t - h.samples[0].t;
+    assert!((s2.throttled_per_s.unwrap() - 0.03 / dt).abs() < 1e-6);
+    assert_eq!(h.psi_source.as_deref(), Some("machine"));
+    // An unlimited v1 group (the page-rounded i64::MAX) has no limit.
+    write(&m.join("memory.limit_in_bytes"), "9223372036854771712\n");
+    let mut s = sampler(&t, vec![Target::Pid(100)]);
+    s.sample();
+    assert_eq!(s.finish().hosts[0].cgroup_memory_limit_kib, None);
+}
