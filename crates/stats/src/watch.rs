@@ -117,18 +117,56 @@ impl HostWatch {
 
 /// How many CPUs a list such as `0-3,6` names (None: malformed).
 pub fn cpu_list_len(list: &str) -> Option<u32> {
-    let mut n = 0u32;
-    for part in list.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+    parse_cpu_list(list).map(|v| v.len() as u32)
+}
+
+/// The CPUs of a list such as `0-3,6,8-9` (the kernel's `Cpus_allowed_list`,
+/// `cpuset.cpus`), sorted, each once; None for a malformed list. At most
+/// 65,536 CPUs.
+pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
+    let mut v = Vec::new();
+    for part in text
+        .trim()
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
         let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a.parse::<u32>().ok()?, b.parse::<u32>().ok()?),
+            Some((a, b)) => (a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?),
             None => {
                 let a = part.parse::<u32>().ok()?;
                 (a, a)
             }
         };
-        n = n.checked_add(b.checked_sub(a)? + 1)?;
+        if b < a || b >= 65_536 {
+            return None;
+        }
+        v.extend(a..=b);
     }
-    Some(n)
+    v.sort_unstable();
+    v.dedup();
+    Some(v)
+}
+
+/// Writes CPUs back as a compact list (`0-3,6`).
+pub fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
 }
 
 /// One watched process as seen in one sample.

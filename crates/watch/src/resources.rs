@@ -19,49 +19,7 @@ fn read_small(path: &Path) -> Option<String> {
     Some(s)
 }
 
-/// The CPUs of a list such as `0-3,6,8-9` (the kernel's `Cpus_allowed_list`,
-/// `cpuset.cpus`); None for a malformed list. At most 65,536 CPUs.
-pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
-    let mut v = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.trim().is_empty()) {
-        let part = part.trim();
-        let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?),
-            None => {
-                let a = part.parse::<u32>().ok()?;
-                (a, a)
-            }
-        };
-        if b < a || b >= 65_536 {
-            return None;
-        }
-        v.extend(a..=b);
-    }
-    v.sort_unstable();
-    v.dedup();
-    Some(v)
-}
-
-/// Writes CPUs back as a compact list (`0-3,6`).
-pub fn format_cpu_list(cpus: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let start = cpus[i];
-        let mut end = start;
-        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
-            i += 1;
-            end = cpus[i];
-        }
-        out.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    out.join(",")
-}
+pub use redline_stats::watch::{format_cpu_list, parse_cpu_list};
 
 /// The CPUs a process may run on (`Cpus_allowed_list` in its `status`: its
 /// affinity, already narrowed by its cpuset).

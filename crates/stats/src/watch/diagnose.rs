@@ -487,13 +487,7 @@ pub(super) fn diagnose_gone(rec: &crate::RunRecord) -> Option<Diagnosis> {
         .rposition(|p| p.requests > 0)
         .map(|i| rec.series[i].t as f64 + 1.0);
     let mut evidence = vec![w.message.clone()];
-    let count = |k: crate::ErrorKind| -> u64 {
-        rec.errors
-            .iter()
-            .filter(|e| e.kind == k)
-            .map(|e| e.count)
-            .sum()
-    };
+    let count = |k: crate::ErrorKind| error_count(rec, k);
     let (refused, reset) = (
         count(crate::ErrorKind::Refused),
         count(crate::ErrorKind::Reset),
@@ -913,13 +907,7 @@ pub(super) fn error_facts(rec: &crate::RunRecord) -> Vec<String> {
                 .unwrap_or_default()
         ));
     }
-    let count = |k: crate::ErrorKind| -> u64 {
-        rec.errors
-            .iter()
-            .filter(|e| e.kind == k)
-            .map(|e| e.count)
-            .sum()
-    };
+    let count = |k: crate::ErrorKind| error_count(rec, k);
     let (reset, refused) = (
         count(crate::ErrorKind::Reset),
         count(crate::ErrorKind::Refused),
@@ -930,4 +918,13 @@ pub(super) fn error_facts(rec: &crate::RunRecord) -> Vec<String> {
         ));
     }
     v
+}
+
+/// Failed requests of one kind in the record.
+fn error_count(rec: &crate::RunRecord, kind: crate::ErrorKind) -> u64 {
+    rec.errors
+        .iter()
+        .filter(|e| e.kind == kind)
+        .map(|e| e.count)
+        .sum()
 }
