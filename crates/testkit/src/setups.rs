@@ -1175,6 +1175,31 @@ fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
 
+/// The redline arguments of a setup's run: `run` on the setup's URL
+/// (`path` on 127.0.0.1:`port`), its load flags, the status page when it
+/// has one, its configuration, `--watch PID` and the common tail.
+fn run_args(
+    port: u16,
+    path: &str,
+    load: &[&str],
+    status: Option<&str>,
+    conf: &Path,
+    pid: u32,
+) -> Vec<String> {
+    let mut args = strings(&["run", &format!("http://127.0.0.1:{port}{path}")]);
+    args.extend(strings(load));
+    if let Some(st) = status {
+        args.extend(strings(&[
+            "--server-status",
+            &format!("http://127.0.0.1:{port}{st}"),
+        ]));
+    }
+    args.extend(strings(&["--server-config", &conf.display().to_string()]));
+    watch(&mut args, pid);
+    tail(&mut args);
+    args
+}
+
 /// The common tail of every run: JSON, quiet, not saved, watched every 250 ms.
 fn tail(args: &mut Vec<String>) {
     args.extend(strings(&[
@@ -1233,20 +1258,20 @@ fn apache_prefork_pool() -> Result<Running, StartError> {
             wrap: Vec::new(),
         },
     )?;
-    let mut args = strings(&["run", &format!("http://127.0.0.1:{port}/cgi-bin/slow.cgi")]);
-    args.extend(strings(&[
-        "--stages",
-        "2s:1,2s:5,2s:10,2s:20,2s:40",
-        "--step",
-        "-t",
-        "1",
-        "--server-status",
-        &format!("http://127.0.0.1:{port}/server-status?auto"),
-        "--server-config",
-        &conf.display().to_string(),
-    ]));
-    watch(&mut args, p.pid());
-    tail(&mut args);
+    let args = run_args(
+        port,
+        "/cgi-bin/slow.cgi",
+        &[
+            "--stages",
+            "2s:1,2s:5,2s:10,2s:20,2s:40",
+            "--step",
+            "-t",
+            "1",
+        ],
+        Some("/server-status?auto"),
+        &conf,
+        p.pid(),
+    );
     let mut r = Running::new(args);
     r.pids = vec![p.pid()];
     r.check = Check::Log {
@@ -1305,21 +1330,21 @@ fn apache_prefork_keepalive() -> Result<Running, StartError> {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    let mut args = strings(&["run", &format!("http://127.0.0.1:{port}/cgi-bin/slow.cgi")]);
-    args.extend(strings(&[
-        "--stages",
-        "2s:1,2s:4,2s:10,2s:20",
-        "--step",
-        "-t",
-        "1",
-        "--no-keepalive",
-        "--server-status",
-        &format!("http://127.0.0.1:{port}/server-status?auto"),
-        "--server-config",
-        &conf.display().to_string(),
-    ]));
-    watch(&mut args, r.pids[0]);
-    tail(&mut args);
+    let args = run_args(
+        port,
+        "/cgi-bin/slow.cgi",
+        &[
+            "--stages",
+            "2s:1,2s:4,2s:10,2s:20",
+            "--step",
+            "-t",
+            "1",
+            "--no-keepalive",
+        ],
+        Some("/server-status?auto"),
+        &conf,
+        r.pids[0],
+    );
     r.args = args;
     r.check = Check::KeepAlive {
         file: errlog,
@@ -1354,23 +1379,23 @@ fn apache_event_keepalive() -> Result<Running, StartError> {
     let idle_n = 10;
     let (idle, answered) = hold_idle(port, idle_n);
     r.idle = idle;
-    let mut args = strings(&["run", &format!("http://127.0.0.1:{port}/cgi-bin/slow.cgi")]);
-    args.extend(strings(&[
-        "--stages",
-        "2s:1,2s:4,2s:10,2s:20",
-        "--step",
-        "-t",
-        "1",
-        "--no-keepalive",
-        "--timeout",
-        "5s",
-        "--server-status",
-        &format!("http://127.0.0.1:{port}/server-status?auto"),
-        "--server-config",
-        &conf.display().to_string(),
-    ]));
-    watch(&mut args, r.pids[0]);
-    tail(&mut args);
+    let args = run_args(
+        port,
+        "/cgi-bin/slow.cgi",
+        &[
+            "--stages",
+            "2s:1,2s:4,2s:10,2s:20",
+            "--step",
+            "-t",
+            "1",
+            "--no-keepalive",
+            "--timeout",
+            "5s",
+        ],
+        Some("/server-status?auto"),
+        &conf,
+        r.pids[0],
+    );
     r.args = args;
     r.check = Check::EventKeepAlive {
         file: errlog,
@@ -1391,20 +1416,14 @@ fn nginx_worker_connections() -> Result<Running, StartError> {
             ns: None,
         },
     )?;
-    let mut args = strings(&["run", &format!("http://127.0.0.1:{port}/index.html")]);
-    args.extend(strings(&[
-        "--stages",
-        "2s:10,2s:50,2s:150,2s:150",
-        "--step",
-        "-t",
-        "1",
-        "--server-status",
-        &format!("http://127.0.0.1:{port}/nginx_status"),
-        "--server-config",
-        &conf.display().to_string(),
-    ]));
-    watch(&mut args, p.pid());
-    tail(&mut args);
+    let args = run_args(
+        port,
+        "/index.html",
+        &["--stages", "2s:10,2s:50,2s:150,2s:150", "--step", "-t", "1"],
+        Some("/nginx_status"),
+        &conf,
+        p.pid(),
+    );
     let mut r = Running::new(args);
     r.pids = vec![p.pid()];
     r.check = Check::Log {
@@ -1440,20 +1459,14 @@ fn php_fpm_pool() -> Result<Running, StartError> {
     )?;
     r.procs.push(ng);
     r.dirs.push(ndir);
-    let mut args = strings(&["run", &format!("http://127.0.0.1:{port}/slow.php")]);
-    args.extend(strings(&[
-        "--stages",
-        "2s:1,2s:2,2s:4,2s:8",
-        "--step",
-        "-t",
-        "1",
-        "--server-status",
-        &format!("http://127.0.0.1:{port}/status"),
-        "--server-config",
-        &fconf.display().to_string(),
-    ]));
-    watch(&mut args, r.pids[0]);
-    tail(&mut args);
+    let args = run_args(
+        port,
+        "/slow.php",
+        &["--stages", "2s:1,2s:2,2s:4,2s:8", "--step", "-t", "1"],
+        Some("/status"),
+        &fconf,
+        r.pids[0],
+    );
     r.args = args;
     r.check = Check::Log {
         file: log,
@@ -1489,19 +1502,14 @@ fn php_fpm_cpu_pinned() -> Result<Running, StartError> {
     )?;
     r.procs.push(ng);
     r.dirs.push(ndir);
-    let mut args = strings(&["run", &format!("http://127.0.0.1:{port}/burn.php")]);
-    args.extend(strings(&[
-        "-c",
-        "16",
-        "-d",
-        "8s",
-        "--server-status",
-        &format!("http://127.0.0.1:{port}/status"),
-        "--server-config",
-        &fconf.display().to_string(),
-    ]));
-    watch(&mut args, master);
-    tail(&mut args);
+    let args = run_args(
+        port,
+        "/burn.php",
+        &["-c", "16", "-d", "8s"],
+        Some("/status"),
+        &fconf,
+        master,
+    );
     r.args = args;
     r.check = Check::Pinned { master, cpus: "0" };
     Ok(r)
@@ -1575,21 +1583,14 @@ fn apache_cgroup_memory() -> Result<Running, StartError> {
     r.pids = vec![p.pid()];
     r.procs.push(p);
     r.dirs.push(dir);
-    let mut args = strings(&["run", &format!("http://127.0.0.1:{port}/cgi-bin/mem.cgi")]);
-    args.extend(strings(&[
-        "-c",
-        "20",
-        "-d",
-        "8s",
-        "-t",
-        "1",
-        "--server-status",
-        &format!("http://127.0.0.1:{port}/server-status?auto"),
-        "--server-config",
-        &conf.display().to_string(),
-    ]));
-    watch(&mut args, r.pids[0]);
-    tail(&mut args);
+    let args = run_args(
+        port,
+        "/cgi-bin/mem.cgi",
+        &["-c", "20", "-d", "8s", "-t", "1"],
+        Some("/server-status?auto"),
+        &conf,
+        r.pids[0],
+    );
     r.args = args;
     r.check = Check::CgroupOom(Cgroup {
         dir: r.cgroup.as_ref().unwrap().dir.clone(),
@@ -1626,21 +1627,14 @@ fn nginx_proxy_slow_backend() -> Result<Running, StartError> {
     r.pids = vec![ng.pid()];
     r.procs.push(ng);
     r.dirs.push(ndir);
-    let mut args = strings(&["run", &format!("http://127.0.0.1:{port}/cgi-bin/slow.cgi")]);
-    args.extend(strings(&[
-        "-r",
-        "60",
-        "-c",
-        "100",
-        "-d",
-        "8s",
-        "--server-status",
-        &format!("http://127.0.0.1:{port}/nginx_status"),
-        "--server-config",
-        &nconf.display().to_string(),
-    ]));
-    watch(&mut args, r.pids[0]);
-    tail(&mut args);
+    let args = run_args(
+        port,
+        "/cgi-bin/slow.cgi",
+        &["-r", "60", "-c", "100", "-d", "8s"],
+        Some("/nginx_status"),
+        &nconf,
+        r.pids[0],
+    );
     r.args = args;
     r.check = Check::Log {
         file: berr,
@@ -1664,19 +1658,15 @@ fn listen_backlog() -> Result<Running, StartError> {
             wrap: Vec::new(),
         },
     )?;
-    let mut args = strings(&["run", &format!("http://127.0.0.1:{port}/cgi-bin/slow1.cgi")]);
-    args.extend(strings(&[
-        "-c",
-        "20",
-        "-t",
-        "1",
-        "-d",
-        "6s",
-        "--server-config",
-        &conf.display().to_string(),
-    ]));
-    watch(&mut args, p.pid());
-    tail(&mut args);
+    // No status page: with one, the run would see the one busy worker.
+    let args = run_args(
+        port,
+        "/cgi-bin/slow1.cgi",
+        &["-c", "20", "-t", "1", "-d", "6s"],
+        None,
+        &conf,
+        p.pid(),
+    );
     let mut r = Running::new(args);
     r.pids = vec![p.pid()];
     r.check = Check::ListenOverflows;
@@ -1741,20 +1731,14 @@ fn shaped_link() -> Result<Running, StartError> {
     r.pids = vec![p.pid()];
     r.procs.push(p);
     r.dirs.push(dir);
-    let mut args = strings(&["run", &format!("http://127.0.0.1:{port}/big.bin")]);
-    args.extend(strings(&[
-        "--stages",
-        "2s:1,2s:2,2s:4,2s:8",
-        "--step",
-        "-t",
-        "1",
-        "--server-status",
-        &format!("http://127.0.0.1:{port}/nginx_status"),
-        "--server-config",
-        &conf.display().to_string(),
-    ]));
-    watch(&mut args, r.pids[0]);
-    tail(&mut args);
+    let args = run_args(
+        port,
+        "/big.bin",
+        &["--stages", "2s:1,2s:2,2s:4,2s:8", "--step", "-t", "1"],
+        Some("/nginx_status"),
+        &conf,
+        r.pids[0],
+    );
     r.args = args;
     r.prefix = strings(&["ip", "netns", "exec", &ns]);
     r.check = Check::Shaper {
@@ -1792,19 +1776,14 @@ fn starved_client() -> Result<Running, StartError> {
     let busy = spawn(busy, "busy loop", None)?;
     let bpid = busy.pid();
     r.procs.push(busy);
-    let mut args = strings(&["run", &format!("http://127.0.0.1:{port}/index.html")]);
-    args.extend(strings(&[
-        "-c",
-        "20",
-        "-d",
-        "6s",
-        "--server-status",
-        &format!("http://127.0.0.1:{port}/nginx_status"),
-        "--server-config",
-        &conf.display().to_string(),
-    ]));
-    watch(&mut args, r.pids[0]);
-    tail(&mut args);
+    let args = run_args(
+        port,
+        "/index.html",
+        &["-c", "20", "-d", "6s"],
+        Some("/nginx_status"),
+        &conf,
+        r.pids[0],
+    );
     r.args = args;
     r.prefix = strings(&["taskset", "-c", "1"]);
     r.check = Check::Busy { pid: bpid };
@@ -1848,21 +1827,14 @@ fn nginx_cpu() -> Result<Running, StartError> {
     r.pids = vec![master];
     r.procs.push(p);
     r.dirs.push(dir);
-    let mut args = strings(&["run", &format!("http://127.0.0.1:{port}/big.txt")]);
-    args.extend(strings(&[
-        "-H",
-        "Accept-Encoding: gzip",
-        "-c",
-        "8",
-        "-d",
-        "8s",
-        "--server-status",
-        &format!("http://127.0.0.1:{port}/nginx_status"),
-        "--server-config",
-        &conf.display().to_string(),
-    ]));
-    watch(&mut args, master);
-    tail(&mut args);
+    let args = run_args(
+        port,
+        "/big.txt",
+        &["-H", "Accept-Encoding: gzip", "-c", "8", "-d", "8s"],
+        Some("/nginx_status"),
+        &conf,
+        master,
+    );
     r.args = args;
     r.check = Check::CpuBound { master, cpus: "0" };
     Ok(r)
