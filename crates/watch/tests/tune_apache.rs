@@ -169,3 +169,144 @@ fn without_a_server_root_relative_paths_are_read_from_the_compiled_in_root() {
     let r = with_server_root(&t.0, || analyze(&conf, &with_test).unwrap());
     assert!(r.tools[0].contains("accepts"), "{:?}", r.tools);
 }
+
+/// Applies every fix of a report, each distinct fix once, the last line
+/// first in each file; returns how many.
+fn apply_all(r: &TuneReport) -> usize {
+    use std::collections::BTreeMap;
+    let mut by_file: BTreeMap<String, Vec<&redline_watch::tune::Fix>> = BTreeMap::new();
+    for f in r.findings.iter().filter(|f| f.level != Level::Ok) {
+        if let Some(x) = &f.fix {
+            by_file.entry(x.file.clone()).or_default().push(x);
+        }
+    }
+    let mut n = 0;
+    for (file, mut fixes) in by_file {
+        fixes.sort_by_key(|x| std::cmp::Reverse((x.line, x.end_line)));
+        let mut text = std::fs::read_to_string(&file).unwrap_or_default();
+        for x in fixes {
+            text = x
+                .apply(&text)
+                .unwrap_or_else(|| panic!("{file}: the fix does not apply: {x:#?}\n{text}"));
+            n += 1;
+        }
+        if let Some(d) = Path::new(&file).parent() {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(&file, text).unwrap();
+    }
+    n
+}
+
+/// No two fixes of a report at the same line of a file (one replacing it,
+/// the other replacing it or inserting after it).
+fn assert_one_fix_per_line(r: &TuneReport) {
+    let mut seen = std::collections::BTreeSet::new();
+    for f in r.findings.iter().filter(|f| f.level != Level::Ok) {
+        if let Some(x) = &f.fix {
+            if x.action == redline_watch::tune::FixAction::Replace {
+                assert!(
+                    seen.insert((x.file.clone(), x.end_line)),
+                    "two fixes at {}:{}: {:#?}",
+                    x.file,
+                    x.end_line,
+                    r.findings
+                );
+            }
+        }
+    }
+    for f in r.findings.iter().filter(|f| f.level != Level::Ok) {
+        if let Some(x) = &f.fix {
+            if x.action == redline_watch::tune::FixAction::InsertAfter {
+                assert!(
+                    !seen.contains(&(x.file.clone(), x.line)),
+                    "a fix inserts after a line another fix replaces: {:#?}",
+                    r.findings
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_memory_fix_raises_server_limit_with_max_request_workers_in_one_fix() {
+    // (fixture, threads per child, the MaxRequestWorkers that should fit)
+    for (name, tpc, fit) in [
+        ("prefork-over-server-limit", None, 400u64),
+        ("event-over-server-limit", Some(25u64), 600),
+    ] {
+        let t = Tree::of(&fixture(name), "tune-apache-mrw");
+        let conf = t.path("httpd.conf");
+        // A budget that fits `fit` workers of 1 MiB each with size's margin.
+        let per = 1024u64;
+        let budget = (1..4_000_000u64)
+            .step_by(64)
+            .find(|b| {
+                redline_watch::size::apache_fit(*b, 0, per, tpc, 1000)
+                    .0
+                    .max_request_workers
+                    >= fit
+            })
+            .unwrap();
+        let allowed = redline_watch::size::apache_fit(budget, 0, per, tpc, 1000)
+            .0
+            .max_request_workers;
+        let o = TuneOptions {
+            budget_kib: Some(budget),
+            worker_private_kib: Some(per),
+            ..opts()
+        };
+        let r = analyze(&conf, &o).unwrap();
+        assert_one_fix_per_line(&r);
+        let mem = warnings(&r, "max_request_workers_over_memory");
+        let limit = warnings(&r, "max_request_workers_over_limit");
+        assert!(
+            mem.len() == 1 && limit.len() == 1,
+            "{name}: {:#?}",
+            r.findings
+        );
+        // One fix on the MaxRequestWorkers line, ServerLimit in it.
+        let fix = mem[0].fix.as_ref().unwrap();
+        assert_eq!(fix.line, 9, "{name}: {fix:#?}");
+        let need = match tpc {
+            Some(t) => allowed.div_ceil(t),
+            None => allowed,
+        };
+        assert!(
+            allowed > 256
+                && fix.text.starts_with(&format!(
+                    "ServerLimit {need}\nMaxRequestWorkers {allowed}\n"
+                )),
+            "{name}: {}",
+            fix.text
+        );
+        assert!(limit[0].fix.is_none() && limit[0].change.is_empty());
+        assert!(limit[0].message.contains("max_request_workers_over_memory"));
+        // Applied together: the memory check passes and the limit is gone.
+        assert!(apply_all(&r) >= 1, "{name}");
+        let after = analyze(&conf, &o).unwrap();
+        for code in [
+            "max_request_workers_over_memory",
+            "max_request_workers_over_limit",
+        ] {
+            assert!(
+                warnings(&after, code).is_empty(),
+                "{name}: {:#?}",
+                after.findings
+            );
+        }
+        if !require("apache2", apache2().is_some()) {
+            continue;
+        }
+        // Apache lowers it before (prefork AH00180, event AH00515), not
+        // after: ServerLimit allows it.
+        let orig = fixture(name).join("httpd.conf");
+        let (ok, said) = apache_test(&orig, None);
+        assert!(ok && said.contains("exceed"), "{name}: {said}");
+        let (ok, said) = apache_test(&conf, None);
+        assert!(
+            ok && !said.contains("exceed") && !said.contains("ServerLimit"),
+            "{name}: {said}"
+        );
+    }
+}

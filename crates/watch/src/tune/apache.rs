@@ -16,7 +16,8 @@
 //! Then the checks.
 
 use super::{
-    read_config, resolve, split_args, Finding, Fix, Level, Server, TuneOptions, TuneReport,
+    read_config, resolve, split_args, Finding, Fix, FixAction, Level, Server, TuneOptions,
+    TuneReport,
 };
 use crate::glob;
 use std::collections::{BTreeSet, HashMap};

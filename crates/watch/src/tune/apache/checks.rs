@@ -727,11 +727,11 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         }
     }
 
-    // The MPM's own limits.
-    mpm_checks(&c, mpm.as_deref(), &mut f);
-
-    // MaxRequestWorkers against memory.
+    // MaxRequestWorkers against memory: what fits is the value the MPM
+    // checks' fixes aim at too, so that all of tune's fixes agree.
     let mrw = global(&c, "maxrequestworkers").or_else(|| global(&c, "maxclients"));
+    let mut memory: Option<Finding> = None;
+    let mut goal: Option<i64> = None;
     match (opts.budget_kib, opts.worker_private_kib, mrw) {
         (Some(budget), Some(per), Some(d)) => {
             if let Some(v) = int(d) {
@@ -751,22 +751,32 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
                 let cost = crate::size::with_margin(per.max(1));
                 let margin = crate::size::SAFETY_MARGIN_PERCENT;
                 if over {
-                    f.push(
+                    goal = Some(allowed as i64);
+                    // Above the ServerLimit in effect (256 prefork, 16
+                    // processes threaded): ServerLimit goes with it, in the
+                    // same fix (else AH00180 lowers it at start).
+                    let limit = mpm::server_limit_for(&c, mpm.as_deref(), allowed as i64);
+                    let mut text = String::new();
+                    if let Some(sl) = limit.filter(|_| global(&c, "serverlimit").is_none()) {
+                        text.push_str(&format!("ServerLimit {sl}\n"));
+                    }
+                    text.push_str(&format!("{} {allowed}\n# budget {budget} KiB / {cost} KiB per process ({per} KiB + {margin}% margin)", d.raw_name));
+                    memory = Some(
                         Finding::new(Level::Warn, "max_request_workers_over_memory", at(d), format!(
                             "{} {v} ({processes} processes) is above the {allowed} that fit the memory budget: {budget} KiB / {cost} KiB per process ({per} KiB + {margin}% margin)",
                             d.raw_name
                         ))
                         .why("at full load the machine swaps, and every request waits for the disk (the Italian article's test 5)")
-                        .change(format!("{} {allowed}\n# budget {budget} KiB / {cost} KiB per process ({per} KiB + {margin}% margin)", d.raw_name)),
+                        .change(text),
                     );
                 } else {
-                    f.push(Finding::new(Level::Ok, "max_request_workers_over_memory", at(d), format!(
+                    memory = Some(Finding::new(Level::Ok, "max_request_workers_over_memory", at(d), format!(
                         "{} {v} fits the memory budget: {allowed} fit ({budget} KiB / {cost} KiB per process with the {margin}% margin)", d.raw_name
                     )));
                 }
             }
         }
-        (Some(_), None, _) => f.push(Finding::new(
+        (Some(_), None, _) => memory = Some(Finding::new(
             Level::Info,
             "max_request_workers_unchecked",
             (Path::new(""), 0),
@@ -774,6 +784,11 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         )),
         _ => {}
     }
+
+    // The MPM's own limits (after the memory verdict: a fix on the same
+    // line merges into the memory one, whose value wins).
+    f.extend(memory);
+    mpm_checks(&c, mpm.as_deref(), goal, &mut f);
 
     attach_fixes(&c, path, &mut f);
     TuneReport {
@@ -825,4 +840,88 @@ pub(super) fn attach_fixes(c: &Config, path: &Path, f: &mut [Finding]) {
         };
         x.fix = Some(fix);
     }
+    merge_same_line(f);
+}
+
+/// Two fixes at one line never conflict: a fix that replaces a line and any
+/// other fix replacing it or inserting after it become one fix, kept by the
+/// finding whose fix replaces the line (the first such); the others say
+/// whose fix changes their line. In merged replacement texts a directive is
+/// written once (the keeper's).
+pub(super) fn merge_same_line(f: &mut [Finding]) {
+    let anchor = |x: &Fix| (x.file.clone(), x.end_line);
+    for i in 0..f.len() {
+        for j in i + 1..f.len() {
+            let (Some(a), Some(b)) = (&f[i].fix, &f[j].fix) else {
+                continue;
+            };
+            if f[i].level == Level::Ok || f[j].level == Level::Ok || anchor(a) != anchor(b) {
+                continue;
+            }
+            let replace = |x: &Fix| x.action == FixAction::Replace;
+            let (keep, gone, merged) = match (replace(a), replace(b)) {
+                (false, false) => continue,
+                (true, true) => (
+                    i,
+                    j,
+                    Fix {
+                        text: merge_texts(&a.text, &b.text),
+                        ..a.clone()
+                    },
+                ),
+                (true, false) => (
+                    i,
+                    j,
+                    Fix {
+                        text: format!("{}\n{}", a.text, b.text),
+                        ..a.clone()
+                    },
+                ),
+                (false, true) => (
+                    j,
+                    i,
+                    Fix {
+                        text: format!("{}\n{}", b.text, a.text),
+                        ..b.clone()
+                    },
+                ),
+            };
+            let code = f[keep].code.clone();
+            f[keep].change = merged.text.clone();
+            if f[keep].context.is_empty() {
+                f[keep].context = merged.context.clone();
+            }
+            f[keep].fix = Some(merged);
+            f[gone].fix = None;
+            f[gone].change.clear();
+            f[gone].message.push_str(&format!(
+                " (the fix of {code}, on the same line, changes it)"
+            ));
+        }
+    }
+}
+
+/// `a` then the lines of `b` whose directive `a` does not set (comments and
+/// other lines once).
+fn merge_texts(a: &str, b: &str) -> String {
+    let name = |l: &str| {
+        let t = l.trim();
+        (!t.is_empty() && !t.starts_with('#')).then(|| {
+            t.split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase()
+        })
+    };
+    let mut out: Vec<&str> = a.lines().collect();
+    for l in b.lines() {
+        let dup = match name(l) {
+            Some(n) => out.iter().any(|o| name(o).as_deref() == Some(n.as_str())),
+            None => out.contains(&l),
+        };
+        if !dup {
+            out.push(l);
+        }
+    }
+    out.join("\n")
 }
