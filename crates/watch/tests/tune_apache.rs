@@ -310,3 +310,89 @@ fn the_memory_fix_raises_server_limit_with_max_request_workers_in_one_fix() {
         );
     }
 }
+
+#[test]
+fn if_elseif_and_else_are_conditions_not_server_wide_settings() {
+    let t = Tree::of(&fixture("if-conditions"), "tune-apache-if");
+    let conf = t.path("httpd.conf");
+    let r = analyze(&conf, &opts()).unwrap();
+    let one = |code: &str| -> Finding {
+        let v = warnings(&r, code);
+        assert_eq!(v.len(), 1, "{code}: {:#?}", r.findings);
+        v[0].clone()
+    };
+    // Compression and expiry set only for static.example are not [OK]; the
+    // finding names the condition.
+    let at = format!("{}:14", conf.display());
+    let z = one("no_compression");
+    assert!(
+        z.message
+            .contains("only inside <If \"%{HTTP_HOST} == 'static.example'\">")
+            && z.message.contains(&at),
+        "{z:#?}"
+    );
+    let e = one("no_expires");
+    assert!(
+        e.message.contains("only inside <If") && e.message.contains(&at),
+        "{e:#?}"
+    );
+    // What only the <ElseIf> or the <Else> sets says so, at its line.
+    let s = one("sendfile_off");
+    assert!(
+        s.line == 21 && s.message.contains("only inside <ElseIf") && s.context.contains("<ElseIf"),
+        "{s:#?}"
+    );
+    let m = one("mmap_off");
+    assert!(
+        m.line == 24 && m.message.contains("only inside <Else>"),
+        "{m:#?}"
+    );
+    // EnableSendfile On outside the conditions is the server's setting.
+    assert!(
+        warnings(&r, "sendfile_default_off").is_empty(),
+        "{:#?}",
+        r.findings
+    );
+    // No fix goes into a condition meant for something else: the additions
+    // go server-wide, after the sections; the two replacements stay on
+    // their own lines.
+    let text = std::fs::read_to_string(&conf).unwrap();
+    for f in r.findings.iter().filter(|f| f.level != Level::Ok) {
+        let Some(x) = &f.fix else { continue };
+        match x.action {
+            redline_watch::tune::FixAction::InsertAfter => {
+                assert!(x.line >= 25 && x.context.is_empty(), "{}: {x:#?}", f.code)
+            }
+            redline_watch::tune::FixAction::Replace => {
+                assert!(x.line == 21 || x.line == 24, "{}: {x:#?}", f.code)
+            }
+        }
+    }
+    assert_one_fix_per_line(&r);
+    apply_all(&r);
+    let fixed = std::fs::read_to_string(&conf).unwrap();
+    // The <If> block is as it was.
+    let block = |s: &str| -> String {
+        s.lines()
+            .skip_while(|l| !l.starts_with("<If "))
+            .take_while(|l| !l.starts_with("</If>"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(block(&fixed), block(&text));
+    let after = analyze(&conf, &opts()).unwrap();
+    for code in ["no_compression", "no_expires", "sendfile_off", "mmap_off"] {
+        assert!(
+            warnings(&after, code).is_empty(),
+            "{code}: {:#?}",
+            after.findings
+        );
+    }
+    if !require("apache2", apache2().is_some()) {
+        return;
+    }
+    let (ok, said) = apache_test(&fixture("if-conditions").join("httpd.conf"), None);
+    assert!(ok, "{said}");
+    let (ok, said) = apache_test(&conf, None);
+    assert!(ok, "{said}\n{fixed}");
+}

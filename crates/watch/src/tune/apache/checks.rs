@@ -240,6 +240,26 @@ fn refused(d: &Directive) -> Option<String> {
     None
 }
 
+/// The `<If>`, `<ElseIf>` or `<Else>` a directive is under, in words
+/// (`inside <If "%{HTTP_HOST} == 'a'"> at FILE:LINE`), or None when it holds
+/// for every request its other sections match.
+pub(super) fn condition(c: &Config, d: &Directive) -> Option<String> {
+    let s = d
+        .path
+        .iter()
+        .map(|&i| &c.sections[i])
+        .rfind(|s| matches!(s.kind.as_str(), "if" | "elseif" | "else"))?;
+    let at = format!("{}:{}", s.file.display(), s.line);
+    Some(match s.kind.as_str() {
+        "if" => format!("inside <If \"{}\"> at {at}, when it matches", s.arg),
+        "elseif" => format!(
+            "inside <ElseIf \"{}\"> at {at}, when it matches and the conditions before it do not",
+            s.arg
+        ),
+        _ => format!("inside <Else> at {at}, when none of the conditions before it matches"),
+    })
+}
+
 /// The effective server-wide value (outside any section).
 pub(super) fn global<'a>(c: &'a Config, name: &str) -> Option<&'a Directive> {
     c.directives
@@ -543,7 +563,7 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
     // Modules: loaded, and configured.
     let main = (path, 0usize);
     let text_types = "text/html text/plain text/css text/xml application/javascript application/json image/svg+xml";
-    let deflate_applied = c.directives.iter().any(|d| {
+    let applies_deflate = |d: &Directive| {
         let has = |a: &String| a.to_ascii_uppercase().split(';').any(|x| x == "DEFLATE");
         match d.name.as_str() {
             "addoutputfilterbytype" => {
@@ -557,7 +577,17 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
             "filterprovider" => d.args.get(1).is_some_and(has),
             _ => false,
         }
-    });
+    };
+    // Applied everywhere, or only where an <If>/<ElseIf>/<Else> matches.
+    let deflate_applied = c
+        .directives
+        .iter()
+        .any(|d| applies_deflate(d) && condition(&c, d).is_none());
+    let deflate_only_if = c
+        .directives
+        .iter()
+        .filter(|d| applies_deflate(d))
+        .find_map(|d| condition(&c, d));
     let filter_line = format!("AddOutputFilterByType DEFLATE {text_types}");
     if c.modules.contains("deflate_module") && deflate_applied {
         f.push(Finding::new(
@@ -566,6 +596,22 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
             (Path::new(""), 0),
             "mod_deflate loaded and applied to text types".into(),
         ));
+    } else if let (true, Some(cond)) = (c.modules.contains("deflate_module"), &deflate_only_if) {
+        let text = if c.modules.contains("filter_module") {
+            filter_line.clone()
+        } else {
+            load_module_hint(&c, "filter", &format!("\n{filter_line}"))
+        };
+        f.push(
+            Finding::new(
+                Level::Warn,
+                "no_compression",
+                main,
+                format!("mod_deflate is applied only {cond}: every other request goes out uncompressed"),
+            )
+            .why("HTML, CSS and JavaScript go out uncompressed where the condition does not hold: 3 to 5 times the bytes")
+            .change(text),
+        );
     } else if c.modules.contains("deflate_module") {
         let text = if c.modules.contains("filter_module") {
             filter_line.clone()
@@ -603,18 +649,23 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         );
     }
     let expires_lines = "ExpiresActive On\nExpiresByType image/png \"access plus 7 days\"\nExpiresByType image/jpeg \"access plus 7 days\"\nExpiresByType image/svg+xml \"access plus 7 days\"\nExpiresByType text/css \"access plus 7 days\"\nExpiresByType application/javascript \"access plus 7 days\"";
-    let covered = c.directives.iter().any(|e| {
+    // An ExpiresActive On over an expiry for static types; None when there
+    // is none, Some(None) when one holds for every request, Some(Some(cond))
+    // when only under an <If>/<ElseIf>/<Else>.
+    let expiry = |e: &Directive| -> Option<Option<String>> {
         let static_type = e.name == "expiresdefault"
             || e.name == "expiresbytype"
                 && e.args.first().is_some_and(|t| {
                     let t = t.to_ascii_lowercase();
                     t.starts_with("image/") || t == "text/css" || t.contains("javascript")
                 });
-        static_type
-            && c.directives.iter().any(|a| {
-                a.name == "expiresactive" && first_lower(a) == "on" && e.ctx.starts_with(&a.ctx)
-            })
-    });
+        let on = c.directives.iter().find(|a| {
+            a.name == "expiresactive" && first_lower(a) == "on" && e.ctx.starts_with(&a.ctx)
+        })?;
+        static_type.then(|| condition(&c, e).or_else(|| condition(&c, on)))
+    };
+    let covered = c.directives.iter().any(|e| expiry(e) == Some(None));
+    let expires_only_if = c.directives.iter().find_map(|e| expiry(e).flatten());
     if c.modules.contains("expires_module") && covered {
         f.push(Finding::new(
             Level::Ok,
@@ -622,6 +673,12 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
             (Path::new(""), 0),
             "mod_expires loaded, ExpiresActive On for static types".into(),
         ));
+    } else if let (true, Some(cond)) = (c.modules.contains("expires_module"), &expires_only_if) {
+        f.push(
+            Finding::new(Level::Info, "no_expires", main, format!("ExpiresActive On covers images, CSS or JavaScript only {cond}: every other request gets no expiry"))
+                .why("without Expires/Cache-Control max-age, browsers revalidate every image and stylesheet on each page; the server-wide lines below leave the condition's own settings as they are")
+                .change(expires_lines),
+        );
     } else if c.modules.contains("expires_module") {
         f.push(
             Finding::new(Level::Info, "no_expires", main, "mod_expires is loaded but no ExpiresActive On covers an ExpiresByType for images, CSS or JavaScript".into())
@@ -820,6 +877,10 @@ pub(super) fn attach_fixes(c: &Config, path: &Path, f: &mut [Finding]) {
             Some(d) => {
                 let ctx = c.describe(&d.path);
                 x.context = ctx.clone();
+                // A directive only a condition sets: the finding says so.
+                if let Some(cond) = condition(c, d) {
+                    x.message.push_str(&format!(" (only {cond})"));
+                }
                 Fix::replace(&d.file, &ctx, (d.line, d.end_line), &d.source, &x.change)
             }
             None if c.htaccess => {
