@@ -396,3 +396,125 @@ fn if_elseif_and_else_are_conditions_not_server_wide_settings() {
     let (ok, said) = apache_test(&conf, None);
     assert!(ok, "{said}\n{fixed}");
 }
+
+/// Debian's `a2enmod`/`a2enconf` as a user runs them from a fix's first
+/// line (`# a2enmod expires && a2enconf redline-no-expires (Debian)…`).
+fn debian_enable(root: &Path, fix_text: &str) -> Vec<String> {
+    let mut done = Vec::new();
+    let Some(cmds) = fix_text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("# "))
+        .and_then(|l| l.split(" (Debian)").next())
+    else {
+        return done;
+    };
+    for cmd in cmds.split("&&") {
+        let w: Vec<&str> = cmd.split_whitespace().collect();
+        match w.first() {
+            Some(&"a2enmod") => {
+                for m in &w[1..] {
+                    let avail = Path::new("/etc/apache2/mods-available");
+                    let text = std::fs::read_to_string(avail.join(format!("{m}.load")))
+                        .unwrap_or_else(|_| {
+                            format!("LoadModule {m}_module /usr/lib/apache2/modules/mod_{m}.so\n")
+                        });
+                    std::fs::write(root.join(format!("mods-enabled/{m}.load")), text).unwrap();
+                    if let Ok(c) = std::fs::read_to_string(avail.join(format!("{m}.conf"))) {
+                        std::fs::write(root.join(format!("mods-enabled/{m}.conf")), c).unwrap();
+                    }
+                    done.push(format!("a2enmod {m}"));
+                }
+            }
+            Some(&"a2enconf") => {
+                for n in &w[1..] {
+                    std::fs::copy(
+                        root.join(format!("conf-available/{n}.conf")),
+                        root.join(format!("conf-enabled/{n}.conf")),
+                    )
+                    .unwrap();
+                    done.push(format!("a2enconf {n}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    done
+}
+
+#[test]
+fn on_debians_layout_module_fixes_say_a2enmod_and_conf_fixes_go_to_conf_available() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/debian-apache2");
+    let t = Tree::of(&src, "tune-apache-debian");
+    // Without mod_deflate, as a site that never enabled it.
+    std::fs::remove_file(t.path("mods-enabled/deflate.load")).unwrap();
+    std::fs::remove_file(t.path("mods-enabled/deflate.conf")).unwrap();
+    let conf = t.path("apache2.conf");
+    let loads_before: Vec<(PathBuf, String)> = std::fs::read_dir(t.path("mods-enabled"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (p.clone(), std::fs::read_to_string(&p).unwrap()))
+        .collect();
+    let main_before = std::fs::read_to_string(&conf).unwrap();
+    let r = with_server_root(&t.0, || analyze(&conf, &opts()).unwrap());
+    let mut cmds = Vec::new();
+    for code in ["no_expires", "no_compression", "sendfile_default_off"] {
+        let f = warnings(&r, code);
+        assert_eq!(f.len(), 1, "{code}: {:#?}", r.findings);
+        let x = f[0].fix.as_ref().unwrap();
+        assert!(
+            x.file.contains("/conf-available/redline-") && !f[0].change.contains("LoadModule"),
+            "{code}: {x:#?}"
+        );
+    }
+    assert!(warnings(&r, "no_expires")[0]
+        .change
+        .contains("a2enmod expires"));
+    assert!(warnings(&r, "no_compression")[0]
+        .change
+        .contains("a2enmod deflate"));
+    assert_one_fix_per_line(&r);
+    // Every fix applied, then the commands each names.
+    std::fs::create_dir_all(t.path("conf-available")).unwrap();
+    apply_all(&r);
+    for f in r.findings.iter().filter(|f| f.level != Level::Ok) {
+        if let Some(x) = &f.fix {
+            cmds.extend(debian_enable(&t.0, &x.text));
+        }
+    }
+    assert!(
+        cmds.contains(&"a2enmod expires".to_string())
+            && cmds.contains(&"a2enmod deflate".to_string()),
+        "{cmds:?}"
+    );
+    // Nothing written into the modules' own files, nor a server-wide line
+    // into apache2.conf (only the Timeout line replaced there).
+    for (p, text) in &loads_before {
+        assert_eq!(
+            &std::fs::read_to_string(p).unwrap(),
+            text,
+            "{}",
+            p.display()
+        );
+    }
+    let main_after = std::fs::read_to_string(&conf).unwrap();
+    assert_eq!(main_after.lines().count(), main_before.lines().count());
+    let after = with_server_root(&t.0, || analyze(&conf, &opts()).unwrap());
+    for code in [
+        "no_expires",
+        "no_compression",
+        "sendfile_default_off",
+        "timeout_high",
+    ] {
+        assert!(
+            warnings(&after, code).is_empty(),
+            "{code}: {:#?}",
+            after.findings
+        );
+    }
+    if !require("apache2", apache2().is_some()) {
+        return;
+    }
+    let (ok, said) = apache_test(&conf, Some(&t.0));
+    assert!(ok, "{said}");
+}

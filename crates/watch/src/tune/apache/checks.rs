@@ -160,16 +160,59 @@ pub(super) fn modules_dir(c: &Config) -> String {
 }
 
 /// The lines that load module `short` (e.g. `expires`), with the path the
-/// other modules use; on Debian's layout `a2enmod` first, as a comment line
-/// (Apache has no comments after a directive).
+/// other modules use, then `then`; on Debian's layout no LoadModule line but
+/// `# a2enmod short` (Debian's tool writes the module's own `.load` link;
+/// `then` may name more modules, ` filter`), which [`attach_fixes`] turns
+/// into a conf-available file's command line.
 pub(super) fn load_module_hint(c: &Config, short: &str, then: &str) -> String {
-    let dir = modules_dir(c);
-    let load = format!("LoadModule {short}_module {dir}/mod_{short}.so");
-    if dir.starts_with("/usr/lib/apache2/") {
-        format!("# Debian: a2enmod {short}, or:\n{load}{then}")
-    } else {
-        format!("{load}{then}")
+    if debian_root(c).is_some() {
+        return format!("# a2enmod {short}{then}");
     }
+    let dir = modules_dir(c);
+    format!("LoadModule {short}_module {dir}/mod_{short}.so{then}")
+}
+
+/// The ServerRoot of a tree in Debian's layout (modules read from
+/// `mods-enabled/`, `conf-enabled/` included), where `a2enmod` and
+/// `a2enconf` work; None for any other layout.
+pub(super) fn debian_root(c: &Config) -> Option<PathBuf> {
+    let conf_enabled = c.directives.iter().any(|d| {
+        matches!(d.name.as_str(), "include" | "includeoptional")
+            && d.args.iter().any(|a| a.starts_with("conf-enabled/"))
+    });
+    let mods_enabled = c.directives.iter().any(|d| {
+        matches!(d.name.as_str(), "include" | "includeoptional")
+            && d.args.iter().any(|a| a.starts_with("mods-enabled/"))
+    });
+    (conf_enabled && mods_enabled && !c.htaccess).then(|| c.server_root.clone())
+}
+
+/// On Debian's layout a server-wide addition is a file of its own in
+/// `conf-available/` (`redline-CODE.conf`), enabled with `a2enconf`, after
+/// the `a2enmod` of any module it needs, both named on its first line: no
+/// line goes into apache2.conf or into another module's `.load` file.
+fn debian_conf_fix(root: &Path, code: &str, change: &str) -> Fix {
+    let name = format!("redline-{}", code.replace('_', "-"));
+    let mut cmds = Vec::new();
+    let mut body = Vec::new();
+    for l in change.lines() {
+        match l.trim().strip_prefix("# a2enmod ") {
+            Some(m) => cmds.push(format!("a2enmod {}", m.trim())),
+            None => body.push(l),
+        }
+    }
+    cmds.push(format!("a2enconf {name}"));
+    let text = format!(
+        "# {} (Debian); then: systemctl reload apache2\n{}",
+        cmds.join(" && "),
+        body.join("\n")
+    );
+    Fix::insert_after(
+        &root.join("conf-available").join(format!("{name}.conf")),
+        "a new file in conf-available",
+        0,
+        &text,
+    )
 }
 
 /// What Apache would say about a directive tune advises on (its argument
@@ -631,10 +674,14 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
     } else {
         let mut then = String::new();
         if !c.modules.contains("filter_module") {
-            then.push_str(&format!(
-                "\nLoadModule filter_module {}/mod_filter.so",
-                modules_dir(&c)
-            ));
+            if debian_root(&c).is_some() {
+                then.push_str(" filter");
+            } else {
+                then.push_str(&format!(
+                    "\nLoadModule filter_module {}/mod_filter.so",
+                    modules_dir(&c)
+                ));
+            }
         }
         then.push_str(&format!("\n{filter_line}"));
         f.push(
@@ -865,6 +912,7 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
 /// goes server-wide, a LoadModule after the last server-level LoadModule
 /// line, anything else after the main file's last line.
 pub(super) fn attach_fixes(c: &Config, path: &Path, f: &mut [Finding]) {
+    let debian = debian_root(c);
     for x in f.iter_mut() {
         if x.level == Level::Ok || x.change.is_empty() || x.fix.is_some() {
             continue;
@@ -886,6 +934,11 @@ pub(super) fn attach_fixes(c: &Config, path: &Path, f: &mut [Finding]) {
             None if c.htaccess => {
                 Fix::insert_after(path, ".htaccess, top level", c.main_lines, &x.change)
             }
+            None if debian.is_some() => debian_conf_fix(
+                debian.as_deref().unwrap_or(Path::new("")),
+                &x.code,
+                &x.change,
+            ),
             None if x.change.contains("LoadModule ") => {
                 match c
                     .directives
@@ -899,6 +952,9 @@ pub(super) fn attach_fixes(c: &Config, path: &Path, f: &mut [Finding]) {
             }
             None => Fix::insert_after(path, "", c.main_lines, &x.change),
         };
+        if fix.action == FixAction::InsertAfter && fix.line == 0 && debian.is_some() {
+            x.change = fix.text.clone();
+        }
         x.fix = Some(fix);
     }
     merge_same_line(f);
