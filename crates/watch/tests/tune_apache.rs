@@ -518,3 +518,47 @@ fn on_debians_layout_module_fixes_say_a2enmod_and_conf_fixes_go_to_conf_availabl
     let (ok, said) = apache_test(&conf, Some(&t.0));
     assert!(ok, "{said}");
 }
+
+#[test]
+fn modules_an_htaccess_in_the_document_root_uses_are_used_even_after_allowoverride_none() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tune/site/apache-wordpress");
+    let t = Tree::of(&src, "tune-apache-htaccess");
+    let conf = t.path("httpd.conf");
+    let text = std::fs::read_to_string(&conf)
+        .unwrap()
+        .replace("@DIR@", &t.0.display().to_string())
+        .replace("@PORT@", "8080")
+        // The user followed "AllowOverride None" without moving the rules.
+        .replace("AllowOverride All", "AllowOverride None");
+    std::fs::write(&conf, text).unwrap();
+    let r = analyze(&conf, &opts()).unwrap();
+    assert!(
+        !r.findings
+            .iter()
+            .any(|f| f.code == "module_unused" && f.level != Level::Ok),
+        "WordPress's .htaccess uses mod_rewrite: {:#?}",
+        r.findings
+    );
+    // .htaccess files deeper down: no automatic move, the finding says where.
+    let t2 = Tree::of(&src, "tune-apache-htaccess2");
+    let conf = t2.path("httpd.conf");
+    let text = std::fs::read_to_string(&conf)
+        .unwrap()
+        .replace("@DIR@", &t2.0.display().to_string())
+        .replace("@PORT@", "8080");
+    std::fs::write(&conf, text).unwrap();
+    std::fs::write(t2.path("htdocs/wp-content/.htaccess"), "Options -Indexes\n").unwrap();
+    let r = analyze(&conf, &opts()).unwrap();
+    let f: Vec<&Finding> = r
+        .findings
+        .iter()
+        .filter(|f| f.code == "allow_override")
+        .collect();
+    assert!(
+        f.len() == 1
+            && f[0].level == Level::Info
+            && f[0].change.is_empty()
+            && f[0].message.contains("2 .htaccess files"),
+        "{f:#?}"
+    );
+}

@@ -303,6 +303,45 @@ pub(super) fn condition(c: &Config, d: &Directive) -> Option<String> {
     })
 }
 
+/// The folder of the `<Directory>` a directive is in (a plain path, not a
+/// wildcard or a regex).
+fn directory_of(c: &Config, d: &Directive) -> Option<PathBuf> {
+    let s = d
+        .path
+        .iter()
+        .map(|&i| &c.sections[i])
+        .rfind(|s| s.kind == "directory")?;
+    (!s.arg.starts_with('~') && !crate::glob::has_wildcard(&s.arg))
+        .then(|| resolve(&c.server_root, &s.arg))
+}
+
+/// The `.htaccess` files (by AccessFileName) in a folder and below it,
+/// bounded (8 levels, 10,000 entries), sorted.
+fn htaccess_files(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![(dir.to_path_buf(), 0usize)];
+    let mut budget = 10_000usize;
+    while let Some((d, depth)) = todo.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            if budget == 0 {
+                break;
+            }
+            budget -= 1;
+            let Ok(t) = e.file_type() else { continue };
+            if t.is_dir() && depth < 8 {
+                todo.push((e.path(), depth + 1));
+            } else if t.is_file() && e.file_name() == std::ffi::OsStr::new(name) {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// The effective server-wide value (outside any section).
 pub(super) fn global<'a>(c: &'a Config, name: &str) -> Option<&'a Directive> {
     c.directives
@@ -400,23 +439,58 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         ));
     }
 
-    // AllowOverride
+    // AllowOverride. Its fix keeps the site: the rules of the one .htaccess
+    // it lets in move into the <Directory> (WordPress's permalinks keep
+    // working); with .htaccess files deeper down, moving them is the user's.
+    let access_name = global(&c, "accessfilename")
+        .and_then(|d| d.args.first().cloned())
+        .unwrap_or_else(|| ".htaccess".into());
     let ao = effective(&c, "allowoverride");
     let mut bad = false;
     for d in &ao {
         if first_lower(d) != "none" {
             bad = true;
             let dir = d.ctx.last().cloned().unwrap_or_else(|| "server".into());
-            f.push(
-                Finding::new(
-                    Level::Warn,
-                    "allow_override",
-                    at(d),
-                    format!("AllowOverride {} in <{dir}>", d.args.join(" ")),
-                )
-                .why("Apache looks for .htaccess in every directory of every requested path, on every request")
-                .change("AllowOverride None\n# move the .htaccess rules into this <Directory>"),
-            );
+            let folder = directory_of(&c, d);
+            let found = folder
+                .as_deref()
+                .map(|p| htaccess_files(p, &access_name))
+                .unwrap_or_default();
+            let finding = Finding::new(
+                Level::Warn,
+                "allow_override",
+                at(d),
+                format!("AllowOverride {} in <{dir}>", d.args.join(" ")),
+            )
+            .why("Apache looks for .htaccess in every directory of every requested path, on every request");
+            let top = folder.as_ref().map(|p| p.join(&access_name));
+            let finding = match (found.len(), top) {
+                (0, _) => finding.change("AllowOverride None\n# move the .htaccess rules into this <Directory>"),
+                (1, Some(top)) if found[0] == top => {
+                    let rules: Vec<String> = read_config(&top)
+                        .unwrap_or_default()
+                        .lines()
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                        .map(str::to_string)
+                        .collect();
+                    finding.change(format!(
+                        "AllowOverride None\n# the rules of {}, which Apache no longer reads:\n{}",
+                        top.display(),
+                        rules.join("\n")
+                    ))
+                }
+                (n, _) => Finding {
+                    level: Level::Info,
+                    message: format!(
+                        "AllowOverride {} in <{dir}>, with {n} {access_name} files under it ({}): move their rules into <Directory> sections, then AllowOverride None",
+                        d.args.join(" "),
+                        found.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+                    ),
+                    ..finding
+                },
+            };
+            f.push(finding);
         }
     }
     if !bad {
@@ -757,7 +831,29 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         overrides.contains("all") || kinds.iter().any(|k| overrides.contains(*k))
     };
     // Modules loaded that nothing uses.
-    let uses = |pred: &dyn Fn(&Directive) -> bool| c.directives.iter().any(pred);
+    // The .htaccess files in the DocumentRoots and the folders AllowOverride
+    // opens: what they use is used (the server reads them today, and a
+    // site whose AllowOverride was just turned off still has its rules).
+    let mut roots: Vec<PathBuf> = c
+        .directives
+        .iter()
+        .filter(|d| d.name == "documentroot")
+        .filter_map(|d| d.args.first())
+        .map(|a| resolve(&c.server_root, a))
+        .collect();
+    roots.extend(ao.iter().filter_map(|d| directory_of(&c, d)));
+    let mut in_htaccess: Vec<Directive> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for r in &roots {
+        for h in htaccess_files(r, &access_name) {
+            if seen.insert(h.clone()) {
+                in_htaccess.extend(read_rooted(&h, true, &[], &c.server_root).directives);
+            }
+        }
+    }
+    let uses = |pred: &dyn Fn(&Directive) -> bool| {
+        c.directives.iter().any(pred) || in_htaccess.iter().any(pred)
+    };
     type Uses<'a> = &'a dyn Fn(&Directive) -> bool;
     let checks: [(&str, Uses); 6] = [
         ("cgi_module", &|d: &Directive| {
