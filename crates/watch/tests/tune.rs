@@ -3,7 +3,8 @@
 //! must appear exactly when its setting is there, at the right file and line.
 
 use redline_testkit::need::require;
-use redline_watch::tune::{analyze, Finding, Level, Server, TuneOptions, TuneReport};
+use redline_watch::tune::apache::with_server_root;
+use redline_watch::tune::{Finding, Level, Server, TuneOptions, TuneReport};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -88,6 +89,14 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(e.path(), &t).unwrap();
         }
     }
+}
+
+/// `tune` on a copied tree, read as `apache2 -d FOLDER` reads it (the
+/// folder of the main file is the ServerRoot where the tree sets none), as
+/// the oracle below runs Apache on the copies.
+fn analyze(p: &Path, o: &TuneOptions) -> Result<TuneReport, String> {
+    let root = p.parent().unwrap_or(Path::new("/")).to_path_buf();
+    with_server_root(&root, || redline_watch::tune::analyze(p, o))
 }
 
 fn opts() -> TuneOptions {
@@ -312,12 +321,20 @@ fn missing_deflate_module() {
     std::fs::remove_file(t.path("mods-enabled/deflate.conf")).unwrap();
     let r = apache(&t);
     assert_eq!(not_ok(&r), stock_plus(&["no_compression"]));
+    // Debian's layout: `a2enmod deflate` (its deflate.conf applies it), and
+    // the filter line in a conf-available file of its own.
     let f = one(&r, "no_compression");
     assert!(
         f.change
-            .contains("LoadModule deflate_module /usr/lib/apache2/modules/mod_deflate.so"),
+            .starts_with("# a2enmod deflate && a2enconf redline-no-compression")
+            && !f.change.contains("LoadModule"),
         "{}",
         f.change
+    );
+    let x = f.fix.as_ref().unwrap();
+    assert_eq!(
+        Path::new(&x.file),
+        t.path("conf-available/redline-no-compression.conf")
     );
     pasteable(&f.change);
 }
@@ -536,20 +553,34 @@ fn unreadable_main_file_is_an_error() {
 
 #[test]
 fn the_expires_hint_uses_the_modules_path_of_the_config() {
+    // Debian's layout: `a2enmod expires`, the lines in conf-available, and
+    // nothing written into another module's .load file (issue 34).
     let t = Tree::copy("debian-apache2");
     let r = apache(&t);
     let f = one(&r, "no_expires");
     assert!(
-        f.change.contains("a2enmod expires")
-            && f.change
-                .contains("\nLoadModule expires_module /usr/lib/apache2/modules/mod_expires.so\n")
+        f.change
+            .starts_with("# a2enmod expires && a2enconf redline-no-expires")
+            && !f.change.contains("LoadModule")
             && f.change.contains("\nExpiresActive On\n")
             && f.change.contains("ExpiresByType text/css"),
         "{}",
         f.change
     );
+    let x = f.fix.as_ref().unwrap();
+    assert_eq!(
+        Path::new(&x.file),
+        t.path("conf-available/redline-no-expires.conf")
+    );
+    pasteable(&f.change);
+    // Another layout: the LoadModule line with the path its modules use.
+    let u = Tree::copy("grammar/apache/ok-event-limits");
+    let r = analyze(&u.path("httpd.conf"), &opts()).unwrap();
+    let f = one(&r, "no_expires");
     assert!(
-        !f.change.contains(" modules/mod_expires.so"),
+        f.change
+            .starts_with("LoadModule expires_module /usr/lib/apache2/modules/mod_expires.so\n")
+            && !f.change.contains("a2enmod"),
         "{}",
         f.change
     );
@@ -977,6 +1008,49 @@ fn grammar_fixtures_agree_with_each_servers_config_test() {
     }
 }
 
+/// What Debian's `a2enmod` and `a2enconf` do, for a fix whose first line
+/// names them (`# a2enmod expires && a2enconf redline-no-expires (Debian)…`),
+/// in the tree at `root`: the module's .load (and .conf) from the system's
+/// mods-available (else its LoadModule line), the conf into conf-enabled.
+fn debian_enable(root: &Path, fix_text: &str) {
+    let Some(first) = fix_text.lines().next() else {
+        return;
+    };
+    let Some(cmds) = first
+        .strip_prefix("# ")
+        .and_then(|l| l.split(" (Debian)").next())
+    else {
+        return;
+    };
+    for cmd in cmds.split("&&") {
+        let w: Vec<&str> = cmd.split_whitespace().collect();
+        match w.first() {
+            Some(&"a2enmod") => {
+                for m in &w[1..] {
+                    let avail = Path::new("/etc/apache2/mods-available");
+                    let dst = root.join("mods-enabled");
+                    let load = avail.join(format!("{m}.load"));
+                    let text = std::fs::read_to_string(&load).unwrap_or_else(|_| {
+                        format!("LoadModule {m}_module /usr/lib/apache2/modules/mod_{m}.so\n")
+                    });
+                    std::fs::write(dst.join(format!("{m}.load")), text).unwrap();
+                    if let Ok(conf) = std::fs::read_to_string(avail.join(format!("{m}.conf"))) {
+                        std::fs::write(dst.join(format!("{m}.conf")), conf).unwrap();
+                    }
+                }
+            }
+            Some(&"a2enconf") => {
+                for n in &w[1..] {
+                    let from = root.join("conf-available").join(format!("{n}.conf"));
+                    let to = root.join("conf-enabled").join(format!("{n}.conf"));
+                    std::fs::copy(&from, &to).unwrap();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Every fix of every finding for one tree, each pasted on a fresh copy;
 /// returns how many were pasted.
 fn paste_every_fix(o: Oracle, tree: &str, main: &str, min: usize) -> usize {
@@ -999,11 +1073,14 @@ fn paste_every_fix(o: Oracle, tree: &str, main: &str, min: usize) -> usize {
             .strip_prefix(&t.0)
             .unwrap_or_else(|_| panic!("{tree}: fix outside the tree: {fix:#?}"));
         let target = u.0.join(rel);
-        let text = std::fs::read_to_string(&target).unwrap();
+        // A new file (Debian's conf-available) starts empty.
+        let text = std::fs::read_to_string(&target).unwrap_or_default();
         let pasted = fix
             .apply(&text)
             .unwrap_or_else(|| panic!("{tree}: {} does not apply: {fix:#?}", f.code));
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
         std::fs::write(&target, &pasted).unwrap();
+        debian_enable(&u.0, &fix.text);
         let (accepted, out) = o.test(&u.0, &u.path(main));
         assert!(
             accepted,
@@ -2181,7 +2258,9 @@ fn apache_directives_kept_are_those_apache2_dump_config_prints() {
                 line = 0;
             }
         }
-        let c = redline_watch::tune::apache::read(&conf);
+        let c = with_server_root(conf.parent().unwrap(), || {
+            redline_watch::tune::apache::read(&conf)
+        });
         let kept: BTreeSet<(String, usize, String)> = c
             .directives
             .iter()
@@ -2237,7 +2316,9 @@ fn apache_virtual_hosts_are_those_apache2_dump_vhosts_names() {
                 Some((host.to_string(), file.to_string(), line.parse().ok()?))
             })
             .collect();
-        let c = redline_watch::tune::apache::read(&conf);
+        let c = with_server_root(conf.parent().unwrap(), || {
+            redline_watch::tune::apache::read(&conf)
+        });
         let vhosts: BTreeSet<(String, String, usize)> = c
             .sections
             .iter()

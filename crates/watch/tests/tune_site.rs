@@ -300,3 +300,202 @@ fn every_nginx_fix_together_keeps_a_reverse_proxy_serving_the_same() {
     assert!(left.is_empty(), "{:#?}", again.findings);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The Apache of the WordPress-like site, stopped by its PID on drop
+/// (SIGTERM: the parent stops its children, then exits).
+struct ApacheSite {
+    child: Child,
+}
+
+impl Drop for ApacheSite {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts Apache in the foreground on `conf` and waits, at most 10 s, until
+/// it answers on `port`.
+fn start_apache(bin: &Path, dir: &Path, conf: &Path, port: u16) -> ApacheSite {
+    use std::os::unix::process::CommandExt;
+    let child = Command::new(bin)
+        .arg("-f")
+        .arg(conf)
+        .arg("-DFOREGROUND")
+        // Apache stops by signalling its whole process group: its own, not
+        // the test's.
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start apache2");
+    let mut a = ApacheSite { child };
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end {
+        if !matches!(a.child.try_wait(), Ok(None)) {
+            break;
+        }
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return a;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let log = std::fs::read_to_string(dir.join("error.log")).unwrap_or_default();
+    drop(a);
+    panic!("apache2 did not start on port {port}: {log}");
+}
+
+/// Waits (at most 10 s) until nothing listens on `port` any more.
+fn port_free(port: u16) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end && TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn every_apache_fix_together_keeps_a_wordpress_site_serving_the_same() {
+    let bin = Path::new("/usr/sbin/apache2");
+    if !require("apache2 (apt-get install -y apache2)", bin.is_file()) {
+        return;
+    }
+    let dir = redline_testkit::tmpdir("tune-site-apache");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/tune/site/apache-wordpress"),
+        &dir,
+    );
+    let port = redline_testkit::free_port();
+    let conf = dir.join("httpd.conf");
+    let text = std::fs::read_to_string(&conf)
+        .unwrap()
+        .replace("@DIR@", &dir.display().to_string())
+        .replace("@PORT@", &port.to_string());
+    std::fs::write(&conf, text).unwrap();
+
+    let urls = [
+        "/",
+        "/2024/hello/",
+        "/category/news/",
+        "/index.php",
+        "/wp-content/style.css",
+        "/wp-content/app.js",
+        "/wp-content/logo.svg",
+        "/readme.html",
+        "/wp-content/missing.css",
+        "/.htaccess",
+    ];
+    let site = start_apache(bin, &dir, &conf, port);
+    let before: Vec<Resp> = urls.iter().map(|u| get(port, u)).collect();
+    drop(site);
+    port_free(port);
+    // What the site serves, as a user would check it: pretty permalinks
+    // reach index.php, static files are themselves.
+    assert_eq!(before[1].status, 200);
+    assert_eq!(before[1].body, b"<h1>index for /2024/hello/</h1>\n");
+    assert_eq!(before[0].body, b"<h1>index for /</h1>\n");
+    assert_eq!(before[4].body, b"body { color: #333; }\n");
+    assert_eq!(
+        before[9].status,
+        403,
+        "{:?}",
+        String::from_utf8_lossy(&before[9].body)
+    );
+
+    let opts = TuneOptions {
+        server: Some(Server::Apache),
+        ..Default::default()
+    };
+    let r = analyze(&conf, &opts).unwrap();
+    let codes: Vec<&str> = r
+        .findings
+        .iter()
+        .filter(|f| f.level != Level::Ok)
+        .map(|f| f.code.as_str())
+        .collect();
+    for want in [
+        "allow_override",
+        "timeout_high",
+        "keepalive_off",
+        "no_compression",
+        "no_expires",
+    ] {
+        assert!(codes.contains(&want), "{want} not found: {:#?}", r.findings);
+    }
+    // The .htaccess uses mod_rewrite: never "unused", with or without
+    // AllowOverride.
+    assert!(
+        !r.findings.iter().any(|f| f.code == "module_unused"
+            && f.level != Level::Ok
+            && f.message.contains("rewrite")),
+        "{:#?}",
+        r.findings
+    );
+    let n = apply_all(&r);
+    assert!(n >= 5, "{n} fixes: {:#?}", r.findings);
+    let fixed = std::fs::read_to_string(&conf).unwrap();
+    assert!(
+        fixed.contains("AllowOverride None\n# the rules of"),
+        "{fixed}"
+    );
+    let t = Command::new(bin)
+        .arg("-t")
+        .arg("-f")
+        .arg(&conf)
+        .output()
+        .unwrap();
+    assert!(
+        t.status.success(),
+        "apache2 -t refuses the fixed config: {}\n{fixed}",
+        String::from_utf8_lossy(&t.stderr)
+    );
+
+    // Restarted: the same status and body for every URL.
+    let site = start_apache(bin, &dir, &conf, port);
+    let after: Vec<Resp> = urls.iter().map(|u| get(port, u)).collect();
+    drop(site);
+    for ((u, b), a) in urls.iter().zip(&before).zip(&after) {
+        assert_eq!(
+            (a.status, &a.body),
+            (b.status, &b.body),
+            "{u}: {} {:?} before, {} {:?} after the fixes\n{fixed}",
+            b.status,
+            String::from_utf8_lossy(&b.body),
+            a.status,
+            String::from_utf8_lossy(&a.body)
+        );
+    }
+    // The fixes did what they say: the stylesheet now expires.
+    let cc = |r: &Resp| r.headers.get("expires").cloned().unwrap_or_default();
+    assert!(!cc(&after[4]).is_empty(), "{:?}", after[4].headers);
+    // And tune, asked again, does not call rewrite unused now that the
+    // .htaccess is no longer read: its rules are in the config.
+    let again = analyze(&conf, &opts).unwrap();
+    let left: Vec<&str> = again
+        .findings
+        .iter()
+        .filter(|f| f.level == Level::Warn)
+        .map(|f| f.code.as_str())
+        .collect();
+    assert!(left.is_empty(), "{:#?}", again.findings);
+    assert!(
+        !again
+            .findings
+            .iter()
+            .any(|f| f.code == "module_unused" && f.level != Level::Ok),
+        "{:#?}",
+        again.findings
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

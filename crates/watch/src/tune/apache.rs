@@ -2,8 +2,10 @@
 //! directive per line (`\` continues it), `#` comments only at a line's
 //! start; Include (an error when a path or wildcard matches nothing, as
 //! Apache refuses to start then) and IncludeOptional (silent), with globs and
-//! directories, relative to ServerRoot (the main file's directory unless
-//! set), an include loop reported once; `<IfModule>` by either name
+//! directories, relative to ServerRoot (when the tree sets none, the
+//! compiled-in one Apache itself uses: `apache2 -V`'s HTTPD_ROOT, Debian's
+//! `/etc/apache2` without the binary or under `--no-tools`; never the main
+//! file's folder, which Apache does not look at), an include loop reported once; `<IfModule>` by either name
 //! (`mod_x.c` or `x_module`, `prefork.c` for a static MPM) against LoadModule
 //! as read plus the modules compiled in (`apache2 -l`); `<IfDefine>`,
 //! `Define`, `${VAR}` (Debian's `envvars` too); context sections
@@ -14,7 +16,8 @@
 //! Then the checks.
 
 use super::{
-    read_config, resolve, split_args, Finding, Fix, Level, Server, TuneOptions, TuneReport,
+    read_config, resolve, split_args, Finding, Fix, FixAction, Level, Server, TuneOptions,
+    TuneReport,
 };
 use crate::glob;
 use std::collections::{BTreeSet, HashMap};
@@ -26,7 +29,64 @@ mod read;
 pub use checks::analyze;
 use checks::{at, attach_fixes, global, int, options_check};
 use mpm::mpm_checks;
-pub use read::{compiled_in, is_htaccess, read, read_with};
+pub use read::{compiled_in, is_htaccess, read, read_rooted, read_with};
+
+/// The ServerRoot of Debian's and Ubuntu's build (`apache2 -V`: `HTTPD_ROOT`),
+/// used when the binary cannot be asked.
+pub const DEBIAN_SERVER_ROOT: &str = "/etc/apache2";
+
+thread_local! {
+    static ROOT_OVERRIDE: std::cell::RefCell<Option<PathBuf>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` reading Apache configurations as `apache2 -d ROOT` would in
+/// this thread: ROOT is the ServerRoot where a tree sets none (a tree's own
+/// `ServerRoot` still wins, as in Apache). The config test of
+/// [`super::servertest`] gets the same `-d`.
+pub fn with_server_root<T>(root: &Path, f: impl FnOnce() -> T) -> T {
+    let old = ROOT_OVERRIDE.with(|r| r.replace(Some(root.to_path_buf())));
+    let out = f();
+    ROOT_OVERRIDE.with(|r| *r.borrow_mut() = old);
+    out
+}
+
+/// The `-d ROOT` given by [`with_server_root`] in this thread, if any.
+pub fn server_root_override() -> Option<PathBuf> {
+    ROOT_OVERRIDE.with(|r| r.borrow().clone())
+}
+
+/// The ServerRoot Apache uses when the configuration sets none: the
+/// [`with_server_root`] override, else (when `ask`) the installed binary's
+/// compiled-in `HTTPD_ROOT` (`apache2 -V`, asked once, with an empty config
+/// so that nothing of the system's is read), else [`DEBIAN_SERVER_ROOT`].
+pub fn default_server_root(ask: bool) -> PathBuf {
+    if let Some(r) = server_root_override() {
+        return r;
+    }
+    static ASKED: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    let asked = ask
+        .then(|| {
+            ASKED.get_or_init(|| {
+                let bin = super::servertest::binary(Server::Apache)?;
+                let out = std::process::Command::new(bin)
+                    .args(["-V", "-f", "/dev/null"])
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .ok()?;
+                httpd_root(&String::from_utf8_lossy(&out.stdout))
+            })
+        })
+        .and_then(Clone::clone);
+    asked.unwrap_or_else(|| PathBuf::from(DEBIAN_SERVER_ROOT))
+}
+
+/// `-D HTTPD_ROOT="/etc/apache2"` in `apache2 -V` output.
+pub fn httpd_root(v: &str) -> Option<PathBuf> {
+    v.lines()
+        .find_map(|l| l.trim().strip_prefix("-D HTTPD_ROOT="))
+        .map(|r| PathBuf::from(r.trim().trim_matches('"')))
+        .filter(|p| p.is_absolute())
+}
 
 /// One active directive.
 #[derive(Debug, Clone)]
@@ -88,9 +148,13 @@ pub struct Config {
     pub htaccess: bool,
     /// Lines in the main file.
     pub main_lines: usize,
+    /// The ServerRoot relative paths are read from: the tree's own, else
+    /// the compiled-in one.
+    pub server_root: PathBuf,
+    /// True when the tree sets ServerRoot itself.
+    pub server_root_set: bool,
     defines: HashMap<String, String>,
     env: HashMap<String, String>,
-    server_root: PathBuf,
     open: Vec<PathBuf>,
     builtin: BTreeSet<String>,
 }

@@ -11,9 +11,11 @@
 //!   linked, and `nginx -t -p SCRATCH -c COPY -e SCRATCH/error.log` run on
 //!   the copy. Its messages name the original files and lines.
 //! - Apache: `apache2 -t -f FILE` (`httpd` elsewhere) stops after reading
-//!   the config, before logs, pid file or piped loggers are opened; run with
-//!   `-d` the main file's folder when it sets no ServerRoot, and the
-//!   variables of a Debian `envvars` beside it (read, never run).
+//!   the config, before logs, pid file or piped loggers are opened; without
+//!   a ServerRoot in the tree Apache reads relative paths from its
+//!   compiled-in root, as tune's reader does (no `-d`, unless one was given
+//!   with `apache::with_server_root`), with the variables of a Debian
+//!   `envvars` beside the main file (read, never run).
 //! - lighttpd: `lighttpd -t -f FILE` (syntax only: `-tt` is a pre-flight
 //!   start that binds the ports and opens the logs), and only when no file
 //!   has an `include_shell`, which lighttpd would run while reading.
@@ -392,8 +394,11 @@ fn apache_test(bin: &Path, path: &Path) -> Result<ServerTest, String> {
     });
     let mut cmd = Command::new(bin);
     cmd.arg("-t").arg("-f").arg(&main).current_dir(&scratch.0);
-    if !has_root {
-        cmd.arg("-d").arg(&dir);
+    // Without a ServerRoot in the tree Apache reads relative paths from its
+    // compiled-in root, and so does tune's reader: no `-d` then, unless
+    // the caller gave one (`apache::with_server_root`).
+    if let (false, Some(root)) = (has_root, super::apache::server_root_override()) {
+        cmd.arg("-d").arg(root);
     }
     for (k, v) in apache_env(&dir) {
         cmd.env(k, v);

@@ -160,16 +160,59 @@ pub(super) fn modules_dir(c: &Config) -> String {
 }
 
 /// The lines that load module `short` (e.g. `expires`), with the path the
-/// other modules use; on Debian's layout `a2enmod` first, as a comment line
-/// (Apache has no comments after a directive).
+/// other modules use, then `then`; on Debian's layout no LoadModule line but
+/// `# a2enmod short` (Debian's tool writes the module's own `.load` link;
+/// `then` may name more modules, ` filter`), which [`attach_fixes`] turns
+/// into a conf-available file's command line.
 pub(super) fn load_module_hint(c: &Config, short: &str, then: &str) -> String {
-    let dir = modules_dir(c);
-    let load = format!("LoadModule {short}_module {dir}/mod_{short}.so");
-    if dir.starts_with("/usr/lib/apache2/") {
-        format!("# Debian: a2enmod {short}, or:\n{load}{then}")
-    } else {
-        format!("{load}{then}")
+    if debian_root(c).is_some() {
+        return format!("# a2enmod {short}{then}");
     }
+    let dir = modules_dir(c);
+    format!("LoadModule {short}_module {dir}/mod_{short}.so{then}")
+}
+
+/// The ServerRoot of a tree in Debian's layout (modules read from
+/// `mods-enabled/`, `conf-enabled/` included), where `a2enmod` and
+/// `a2enconf` work; None for any other layout.
+pub(super) fn debian_root(c: &Config) -> Option<PathBuf> {
+    let conf_enabled = c.directives.iter().any(|d| {
+        matches!(d.name.as_str(), "include" | "includeoptional")
+            && d.args.iter().any(|a| a.starts_with("conf-enabled/"))
+    });
+    let mods_enabled = c.directives.iter().any(|d| {
+        matches!(d.name.as_str(), "include" | "includeoptional")
+            && d.args.iter().any(|a| a.starts_with("mods-enabled/"))
+    });
+    (conf_enabled && mods_enabled && !c.htaccess).then(|| c.server_root.clone())
+}
+
+/// On Debian's layout a server-wide addition is a file of its own in
+/// `conf-available/` (`redline-CODE.conf`), enabled with `a2enconf`, after
+/// the `a2enmod` of any module it needs, both named on its first line: no
+/// line goes into apache2.conf or into another module's `.load` file.
+fn debian_conf_fix(root: &Path, code: &str, change: &str) -> Fix {
+    let name = format!("redline-{}", code.replace('_', "-"));
+    let mut cmds = Vec::new();
+    let mut body = Vec::new();
+    for l in change.lines() {
+        match l.trim().strip_prefix("# a2enmod ") {
+            Some(m) => cmds.push(format!("a2enmod {}", m.trim())),
+            None => body.push(l),
+        }
+    }
+    cmds.push(format!("a2enconf {name}"));
+    let text = format!(
+        "# {} (Debian); then: systemctl reload apache2\n{}",
+        cmds.join(" && "),
+        body.join("\n")
+    );
+    Fix::insert_after(
+        &root.join("conf-available").join(format!("{name}.conf")),
+        "a new file in conf-available",
+        0,
+        &text,
+    )
 }
 
 /// What Apache would say about a directive tune advises on (its argument
@@ -240,6 +283,65 @@ fn refused(d: &Directive) -> Option<String> {
     None
 }
 
+/// The `<If>`, `<ElseIf>` or `<Else>` a directive is under, in words
+/// (`inside <If "%{HTTP_HOST} == 'a'"> at FILE:LINE`), or None when it holds
+/// for every request its other sections match.
+pub(super) fn condition(c: &Config, d: &Directive) -> Option<String> {
+    let s = d
+        .path
+        .iter()
+        .map(|&i| &c.sections[i])
+        .rfind(|s| matches!(s.kind.as_str(), "if" | "elseif" | "else"))?;
+    let at = format!("{}:{}", s.file.display(), s.line);
+    Some(match s.kind.as_str() {
+        "if" => format!("inside <If \"{}\"> at {at}, when it matches", s.arg),
+        "elseif" => format!(
+            "inside <ElseIf \"{}\"> at {at}, when it matches and the conditions before it do not",
+            s.arg
+        ),
+        _ => format!("inside <Else> at {at}, when none of the conditions before it matches"),
+    })
+}
+
+/// The folder of the `<Directory>` a directive is in (a plain path, not a
+/// wildcard or a regex).
+fn directory_of(c: &Config, d: &Directive) -> Option<PathBuf> {
+    let s = d
+        .path
+        .iter()
+        .map(|&i| &c.sections[i])
+        .rfind(|s| s.kind == "directory")?;
+    (!s.arg.starts_with('~') && !crate::glob::has_wildcard(&s.arg))
+        .then(|| resolve(&c.server_root, &s.arg))
+}
+
+/// The `.htaccess` files (by AccessFileName) in a folder and below it,
+/// bounded (8 levels, 10,000 entries), sorted.
+fn htaccess_files(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![(dir.to_path_buf(), 0usize)];
+    let mut budget = 10_000usize;
+    while let Some((d, depth)) = todo.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            if budget == 0 {
+                break;
+            }
+            budget -= 1;
+            let Ok(t) = e.file_type() else { continue };
+            if t.is_dir() && depth < 8 {
+                todo.push((e.path(), depth + 1));
+            } else if t.is_file() && e.file_name() == std::ffi::OsStr::new(name) {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// The effective server-wide value (outside any section).
 pub(super) fn global<'a>(c: &'a Config, name: &str) -> Option<&'a Directive> {
     c.directives
@@ -256,8 +358,20 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         None if opts.use_tools => compiled_in().unwrap_or_default(),
         None => Vec::new(),
     };
-    let mut c = read_with(path, htaccess, &statics);
+    let root = default_server_root(opts.use_tools);
+    let mut c = read_rooted(path, htaccess, &statics, &root);
     let mut tools = Vec::new();
+    if !htaccess && !c.server_root_set {
+        let from = match server_root_override() {
+            Some(_) => "as given (apache2 -d)",
+            None if opts.use_tools => "compiled in (apache2 -V's HTTPD_ROOT, or Debian's default)",
+            None => "Debian's compiled-in default",
+        };
+        tools.push(format!(
+            "no ServerRoot in the configuration: relative paths are read from {}, {from}, as Apache reads them (set ServerRoot to read them elsewhere)",
+            root.display()
+        ));
+    }
     if opts.use_tools && !htaccess && is_system_config(path) {
         confirm_with_tools(&mut c, &mut tools);
     }
@@ -325,23 +439,58 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         ));
     }
 
-    // AllowOverride
+    // AllowOverride. Its fix keeps the site: the rules of the one .htaccess
+    // it lets in move into the <Directory> (WordPress's permalinks keep
+    // working); with .htaccess files deeper down, moving them is the user's.
+    let access_name = global(&c, "accessfilename")
+        .and_then(|d| d.args.first().cloned())
+        .unwrap_or_else(|| ".htaccess".into());
     let ao = effective(&c, "allowoverride");
     let mut bad = false;
     for d in &ao {
         if first_lower(d) != "none" {
             bad = true;
             let dir = d.ctx.last().cloned().unwrap_or_else(|| "server".into());
-            f.push(
-                Finding::new(
-                    Level::Warn,
-                    "allow_override",
-                    at(d),
-                    format!("AllowOverride {} in <{dir}>", d.args.join(" ")),
-                )
-                .why("Apache looks for .htaccess in every directory of every requested path, on every request")
-                .change("AllowOverride None\n# move the .htaccess rules into this <Directory>"),
-            );
+            let folder = directory_of(&c, d);
+            let found = folder
+                .as_deref()
+                .map(|p| htaccess_files(p, &access_name))
+                .unwrap_or_default();
+            let finding = Finding::new(
+                Level::Warn,
+                "allow_override",
+                at(d),
+                format!("AllowOverride {} in <{dir}>", d.args.join(" ")),
+            )
+            .why("Apache looks for .htaccess in every directory of every requested path, on every request");
+            let top = folder.as_ref().map(|p| p.join(&access_name));
+            let finding = match (found.len(), top) {
+                (0, _) => finding.change("AllowOverride None\n# move the .htaccess rules into this <Directory>"),
+                (1, Some(top)) if found[0] == top => {
+                    let rules: Vec<String> = read_config(&top)
+                        .unwrap_or_default()
+                        .lines()
+                        .map(str::trim)
+                        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                        .map(str::to_string)
+                        .collect();
+                    finding.change(format!(
+                        "AllowOverride None\n# the rules of {}, which Apache no longer reads:\n{}",
+                        top.display(),
+                        rules.join("\n")
+                    ))
+                }
+                (n, _) => Finding {
+                    level: Level::Info,
+                    message: format!(
+                        "AllowOverride {} in <{dir}>, with {n} {access_name} files under it ({}): move their rules into <Directory> sections, then AllowOverride None",
+                        d.args.join(" "),
+                        found.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+                    ),
+                    ..finding
+                },
+            };
+            f.push(finding);
         }
     }
     if !bad {
@@ -531,7 +680,7 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
     // Modules: loaded, and configured.
     let main = (path, 0usize);
     let text_types = "text/html text/plain text/css text/xml application/javascript application/json image/svg+xml";
-    let deflate_applied = c.directives.iter().any(|d| {
+    let applies_deflate = |d: &Directive| {
         let has = |a: &String| a.to_ascii_uppercase().split(';').any(|x| x == "DEFLATE");
         match d.name.as_str() {
             "addoutputfilterbytype" => {
@@ -545,7 +694,17 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
             "filterprovider" => d.args.get(1).is_some_and(has),
             _ => false,
         }
-    });
+    };
+    // Applied everywhere, or only where an <If>/<ElseIf>/<Else> matches.
+    let deflate_applied = c
+        .directives
+        .iter()
+        .any(|d| applies_deflate(d) && condition(&c, d).is_none());
+    let deflate_only_if = c
+        .directives
+        .iter()
+        .filter(|d| applies_deflate(d))
+        .find_map(|d| condition(&c, d));
     let filter_line = format!("AddOutputFilterByType DEFLATE {text_types}");
     if c.modules.contains("deflate_module") && deflate_applied {
         f.push(Finding::new(
@@ -554,6 +713,22 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
             (Path::new(""), 0),
             "mod_deflate loaded and applied to text types".into(),
         ));
+    } else if let (true, Some(cond)) = (c.modules.contains("deflate_module"), &deflate_only_if) {
+        let text = if c.modules.contains("filter_module") {
+            filter_line.clone()
+        } else {
+            load_module_hint(&c, "filter", &format!("\n{filter_line}"))
+        };
+        f.push(
+            Finding::new(
+                Level::Warn,
+                "no_compression",
+                main,
+                format!("mod_deflate is applied only {cond}: every other request goes out uncompressed"),
+            )
+            .why("HTML, CSS and JavaScript go out uncompressed where the condition does not hold: 3 to 5 times the bytes")
+            .change(text),
+        );
     } else if c.modules.contains("deflate_module") {
         let text = if c.modules.contains("filter_module") {
             filter_line.clone()
@@ -573,10 +748,14 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
     } else {
         let mut then = String::new();
         if !c.modules.contains("filter_module") {
-            then.push_str(&format!(
-                "\nLoadModule filter_module {}/mod_filter.so",
-                modules_dir(&c)
-            ));
+            if debian_root(&c).is_some() {
+                then.push_str(" filter");
+            } else {
+                then.push_str(&format!(
+                    "\nLoadModule filter_module {}/mod_filter.so",
+                    modules_dir(&c)
+                ));
+            }
         }
         then.push_str(&format!("\n{filter_line}"));
         f.push(
@@ -591,18 +770,23 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         );
     }
     let expires_lines = "ExpiresActive On\nExpiresByType image/png \"access plus 7 days\"\nExpiresByType image/jpeg \"access plus 7 days\"\nExpiresByType image/svg+xml \"access plus 7 days\"\nExpiresByType text/css \"access plus 7 days\"\nExpiresByType application/javascript \"access plus 7 days\"";
-    let covered = c.directives.iter().any(|e| {
+    // An ExpiresActive On over an expiry for static types; None when there
+    // is none, Some(None) when one holds for every request, Some(Some(cond))
+    // when only under an <If>/<ElseIf>/<Else>.
+    let expiry = |e: &Directive| -> Option<Option<String>> {
         let static_type = e.name == "expiresdefault"
             || e.name == "expiresbytype"
                 && e.args.first().is_some_and(|t| {
                     let t = t.to_ascii_lowercase();
                     t.starts_with("image/") || t == "text/css" || t.contains("javascript")
                 });
-        static_type
-            && c.directives.iter().any(|a| {
-                a.name == "expiresactive" && first_lower(a) == "on" && e.ctx.starts_with(&a.ctx)
-            })
-    });
+        let on = c.directives.iter().find(|a| {
+            a.name == "expiresactive" && first_lower(a) == "on" && e.ctx.starts_with(&a.ctx)
+        })?;
+        static_type.then(|| condition(&c, e).or_else(|| condition(&c, on)))
+    };
+    let covered = c.directives.iter().any(|e| expiry(e) == Some(None));
+    let expires_only_if = c.directives.iter().find_map(|e| expiry(e).flatten());
     if c.modules.contains("expires_module") && covered {
         f.push(Finding::new(
             Level::Ok,
@@ -610,6 +794,12 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
             (Path::new(""), 0),
             "mod_expires loaded, ExpiresActive On for static types".into(),
         ));
+    } else if let (true, Some(cond)) = (c.modules.contains("expires_module"), &expires_only_if) {
+        f.push(
+            Finding::new(Level::Info, "no_expires", main, format!("ExpiresActive On covers images, CSS or JavaScript only {cond}: every other request gets no expiry"))
+                .why("without Expires/Cache-Control max-age, browsers revalidate every image and stylesheet on each page; the server-wide lines below leave the condition's own settings as they are")
+                .change(expires_lines),
+        );
     } else if c.modules.contains("expires_module") {
         f.push(
             Finding::new(Level::Info, "no_expires", main, "mod_expires is loaded but no ExpiresActive On covers an ExpiresByType for images, CSS or JavaScript".into())
@@ -641,7 +831,29 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         overrides.contains("all") || kinds.iter().any(|k| overrides.contains(*k))
     };
     // Modules loaded that nothing uses.
-    let uses = |pred: &dyn Fn(&Directive) -> bool| c.directives.iter().any(pred);
+    // The .htaccess files in the DocumentRoots and the folders AllowOverride
+    // opens: what they use is used (the server reads them today, and a
+    // site whose AllowOverride was just turned off still has its rules).
+    let mut roots: Vec<PathBuf> = c
+        .directives
+        .iter()
+        .filter(|d| d.name == "documentroot")
+        .filter_map(|d| d.args.first())
+        .map(|a| resolve(&c.server_root, a))
+        .collect();
+    roots.extend(ao.iter().filter_map(|d| directory_of(&c, d)));
+    let mut in_htaccess: Vec<Directive> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for r in &roots {
+        for h in htaccess_files(r, &access_name) {
+            if seen.insert(h.clone()) {
+                in_htaccess.extend(read_rooted(&h, true, &[], &c.server_root).directives);
+            }
+        }
+    }
+    let uses = |pred: &dyn Fn(&Directive) -> bool| {
+        c.directives.iter().any(pred) || in_htaccess.iter().any(pred)
+    };
     type Uses<'a> = &'a dyn Fn(&Directive) -> bool;
     let checks: [(&str, Uses); 6] = [
         ("cgi_module", &|d: &Directive| {
@@ -715,11 +927,11 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         }
     }
 
-    // The MPM's own limits.
-    mpm_checks(&c, mpm.as_deref(), &mut f);
-
-    // MaxRequestWorkers against memory.
+    // MaxRequestWorkers against memory: what fits is the value the MPM
+    // checks' fixes aim at too, so that all of tune's fixes agree.
     let mrw = global(&c, "maxrequestworkers").or_else(|| global(&c, "maxclients"));
+    let mut memory: Option<Finding> = None;
+    let mut goal: Option<i64> = None;
     match (opts.budget_kib, opts.worker_private_kib, mrw) {
         (Some(budget), Some(per), Some(d)) => {
             if let Some(v) = int(d) {
@@ -739,22 +951,32 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
                 let cost = crate::size::with_margin(per.max(1));
                 let margin = crate::size::SAFETY_MARGIN_PERCENT;
                 if over {
-                    f.push(
+                    goal = Some(allowed as i64);
+                    // Above the ServerLimit in effect (256 prefork, 16
+                    // processes threaded): ServerLimit goes with it, in the
+                    // same fix (else AH00180 lowers it at start).
+                    let limit = mpm::server_limit_for(&c, mpm.as_deref(), allowed as i64);
+                    let mut text = String::new();
+                    if let Some(sl) = limit.filter(|_| global(&c, "serverlimit").is_none()) {
+                        text.push_str(&format!("ServerLimit {sl}\n"));
+                    }
+                    text.push_str(&format!("{} {allowed}\n# budget {budget} KiB / {cost} KiB per process ({per} KiB + {margin}% margin)", d.raw_name));
+                    memory = Some(
                         Finding::new(Level::Warn, "max_request_workers_over_memory", at(d), format!(
                             "{} {v} ({processes} processes) is above the {allowed} that fit the memory budget: {budget} KiB / {cost} KiB per process ({per} KiB + {margin}% margin)",
                             d.raw_name
                         ))
                         .why("at full load the machine swaps, and every request waits for the disk (the Italian article's test 5)")
-                        .change(format!("{} {allowed}\n# budget {budget} KiB / {cost} KiB per process ({per} KiB + {margin}% margin)", d.raw_name)),
+                        .change(text),
                     );
                 } else {
-                    f.push(Finding::new(Level::Ok, "max_request_workers_over_memory", at(d), format!(
+                    memory = Some(Finding::new(Level::Ok, "max_request_workers_over_memory", at(d), format!(
                         "{} {v} fits the memory budget: {allowed} fit ({budget} KiB / {cost} KiB per process with the {margin}% margin)", d.raw_name
                     )));
                 }
             }
         }
-        (Some(_), None, _) => f.push(Finding::new(
+        (Some(_), None, _) => memory = Some(Finding::new(
             Level::Info,
             "max_request_workers_unchecked",
             (Path::new(""), 0),
@@ -762,6 +984,11 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
         )),
         _ => {}
     }
+
+    // The MPM's own limits (after the memory verdict: a fix on the same
+    // line merges into the memory one, whose value wins).
+    f.extend(memory);
+    mpm_checks(&c, mpm.as_deref(), goal, &mut f);
 
     attach_fixes(&c, path, &mut f);
     TuneReport {
@@ -781,6 +1008,7 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
 /// goes server-wide, a LoadModule after the last server-level LoadModule
 /// line, anything else after the main file's last line.
 pub(super) fn attach_fixes(c: &Config, path: &Path, f: &mut [Finding]) {
+    let debian = debian_root(c);
     for x in f.iter_mut() {
         if x.level == Level::Ok || x.change.is_empty() || x.fix.is_some() {
             continue;
@@ -793,11 +1021,20 @@ pub(super) fn attach_fixes(c: &Config, path: &Path, f: &mut [Finding]) {
             Some(d) => {
                 let ctx = c.describe(&d.path);
                 x.context = ctx.clone();
+                // A directive only a condition sets: the finding says so.
+                if let Some(cond) = condition(c, d) {
+                    x.message.push_str(&format!(" (only {cond})"));
+                }
                 Fix::replace(&d.file, &ctx, (d.line, d.end_line), &d.source, &x.change)
             }
             None if c.htaccess => {
                 Fix::insert_after(path, ".htaccess, top level", c.main_lines, &x.change)
             }
+            None if debian.is_some() => debian_conf_fix(
+                debian.as_deref().unwrap_or(Path::new("")),
+                &x.code,
+                &x.change,
+            ),
             None if x.change.contains("LoadModule ") => {
                 match c
                     .directives
@@ -811,6 +1048,93 @@ pub(super) fn attach_fixes(c: &Config, path: &Path, f: &mut [Finding]) {
             }
             None => Fix::insert_after(path, "", c.main_lines, &x.change),
         };
+        if fix.action == FixAction::InsertAfter && fix.line == 0 && debian.is_some() {
+            x.change = fix.text.clone();
+        }
         x.fix = Some(fix);
     }
+    merge_same_line(f);
+}
+
+/// Two fixes at one line never conflict: a fix that replaces a line and any
+/// other fix replacing it or inserting after it become one fix, kept by the
+/// finding whose fix replaces the line (the first such); the others say
+/// whose fix changes their line. In merged replacement texts a directive is
+/// written once (the keeper's).
+pub(super) fn merge_same_line(f: &mut [Finding]) {
+    let anchor = |x: &Fix| (x.file.clone(), x.end_line);
+    for i in 0..f.len() {
+        for j in i + 1..f.len() {
+            let (Some(a), Some(b)) = (&f[i].fix, &f[j].fix) else {
+                continue;
+            };
+            if f[i].level == Level::Ok || f[j].level == Level::Ok || anchor(a) != anchor(b) {
+                continue;
+            }
+            let replace = |x: &Fix| x.action == FixAction::Replace;
+            let (keep, gone, merged) = match (replace(a), replace(b)) {
+                (false, false) => continue,
+                (true, true) => (
+                    i,
+                    j,
+                    Fix {
+                        text: merge_texts(&a.text, &b.text),
+                        ..a.clone()
+                    },
+                ),
+                (true, false) => (
+                    i,
+                    j,
+                    Fix {
+                        text: format!("{}\n{}", a.text, b.text),
+                        ..a.clone()
+                    },
+                ),
+                (false, true) => (
+                    j,
+                    i,
+                    Fix {
+                        text: format!("{}\n{}", b.text, a.text),
+                        ..b.clone()
+                    },
+                ),
+            };
+            let code = f[keep].code.clone();
+            f[keep].change = merged.text.clone();
+            if f[keep].context.is_empty() {
+                f[keep].context = merged.context.clone();
+            }
+            f[keep].fix = Some(merged);
+            f[gone].fix = None;
+            f[gone].change.clear();
+            f[gone].message.push_str(&format!(
+                " (the fix of {code}, on the same line, changes it)"
+            ));
+        }
+    }
+}
+
+/// `a` then the lines of `b` whose directive `a` does not set (comments and
+/// other lines once).
+fn merge_texts(a: &str, b: &str) -> String {
+    let name = |l: &str| {
+        let t = l.trim();
+        (!t.is_empty() && !t.starts_with('#')).then(|| {
+            t.split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase()
+        })
+    };
+    let mut out: Vec<&str> = a.lines().collect();
+    for l in b.lines() {
+        let dup = match name(l) {
+            Some(n) => out.iter().any(|o| name(o).as_deref() == Some(n.as_str())),
+            None => out.contains(&l),
+        };
+        if !dup {
+            out.push(l);
+        }
+    }
+    out.join("\n")
 }

@@ -9,7 +9,11 @@ use super::*;
 /// Defaults from the MPM docs (prefork: ServerLimit 256, StartServers 5,
 /// MinSpareServers 5, MaxSpareServers 10; worker/event: ServerLimit 16,
 /// ThreadLimit 64, ThreadsPerChild 25, MinSpareThreads 75, MaxSpareThreads 250).
-pub(super) fn mpm_checks(c: &Config, mpm: Option<&str>, f: &mut Vec<Finding>) {
+///
+/// `goal`: the MaxRequestWorkers another fix sets (the memory check's), which
+/// this check's fixes aim at instead of the configured value, so that the
+/// fixes agree when applied together.
+pub(super) fn mpm_checks(c: &Config, mpm: Option<&str>, goal: Option<i64>, f: &mut Vec<Finding>) {
     let Some(mpm) = mpm else {
         return;
     };
@@ -52,12 +56,16 @@ pub(super) fn mpm_checks(c: &Config, mpm: Option<&str>, f: &mut Vec<Finding>) {
         let tpc_eff = tpc.min(thread_limit).max(1);
         let cap = server_limit * tpc_eff;
         if mrw > cap {
-            let need = (mrw + tpc_eff - 1) / tpc_eff;
+            let want = goal.unwrap_or(mrw);
+            let need = (want + tpc_eff - 1) / tpc_eff;
             let fix = match sl_d {
-                Some(d) => place(Some(d), &format!("ServerLimit {need}")),
-                None => place(
+                Some(d) if need > server_limit => place(Some(d), &format!("ServerLimit {need}")),
+                _ if need <= server_limit => {
+                    place(Some(mrw_d), &format!("{} {want}", mrw_d.raw_name))
+                }
+                _ => place(
                     Some(mrw_d),
-                    &format!("ServerLimit {need}\n{} {mrw}", mrw_d.raw_name),
+                    &format!("ServerLimit {need}\n{} {want}", mrw_d.raw_name),
                 ),
             };
             f.push(
@@ -112,11 +120,15 @@ pub(super) fn mpm_checks(c: &Config, mpm: Option<&str>, f: &mut Vec<Finding>) {
     } else {
         let server_limit = v("serverlimit").unwrap_or(256);
         if mrw > server_limit {
+            let want = goal.unwrap_or(mrw);
             let fix = match sl_d {
-                Some(d) => place(Some(d), &format!("ServerLimit {mrw}")),
-                None => place(
+                Some(d) if want > server_limit => place(Some(d), &format!("ServerLimit {want}")),
+                _ if want <= server_limit => {
+                    place(Some(mrw_d), &format!("{} {want}", mrw_d.raw_name))
+                }
+                _ => place(
                     Some(mrw_d),
-                    &format!("ServerLimit {mrw}\n{} {mrw}", mrw_d.raw_name),
+                    &format!("ServerLimit {want}\n{} {want}", mrw_d.raw_name),
                 ),
             };
             f.push(
@@ -211,4 +223,28 @@ pub(super) fn mpm_checks(c: &Config, mpm: Option<&str>, f: &mut Vec<Finding>) {
             ),
         ));
     }
+}
+
+/// The ServerLimit `max_request_workers` needs when it is above the one in
+/// effect (set, or the MPM's default: prefork 256 processes, worker/event
+/// 16 processes of ThreadsPerChild threads, as AH00180 applies them); None
+/// when it fits.
+pub(super) fn server_limit_for(
+    c: &Config,
+    mpm: Option<&str>,
+    max_request_workers: i64,
+) -> Option<i64> {
+    let v = |n: &str| global(c, n).and_then(int);
+    let threaded = matches!(mpm, Some("worker" | "event"));
+    let (per, default) = if threaded {
+        let tpc = v("threadsperchild")
+            .unwrap_or(25)
+            .min(v("threadlimit").unwrap_or(64))
+            .max(1);
+        (tpc, 16)
+    } else {
+        (1, 256)
+    };
+    let need = (max_request_workers + per - 1) / per;
+    (need > v("serverlimit").unwrap_or(default)).then_some(need)
 }

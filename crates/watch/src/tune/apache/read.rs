@@ -226,6 +226,7 @@ impl Config {
                 "serverroot" => {
                     if let Some(r) = args.first() {
                         self.server_root = PathBuf::from(r);
+                        self.server_root_set = true;
                     }
                 }
                 "servername" => {
@@ -479,19 +480,29 @@ pub fn is_htaccess(path: &Path) -> bool {
     path.file_name().is_some_and(|n| n == ".htaccess")
 }
 
-/// Reads a configuration (the main file; ServerRoot defaults to its directory).
+/// Reads a configuration (the main file; without a ServerRoot in the tree,
+/// relative paths are read from the installed httpd's compiled-in one, as
+/// Apache reads them).
 pub fn read(path: &Path) -> Config {
-    read_with(path, is_htaccess(path), &[])
+    read_rooted(path, is_htaccess(path), &[], &default_server_root(true))
 }
 
 /// Reads a configuration, as an `.htaccess` or not, with these modules
-/// compiled in (names as `apache2 -l` prints them, e.g. `prefork.c`).
+/// compiled in (names as `apache2 -l` prints them, e.g. `prefork.c`);
+/// without a ServerRoot in the tree, from [`default_server_root`]`(false)`
+/// (Debian's `/etc/apache2` unless [`with_server_root`] says otherwise).
 pub fn read_with(path: &Path, htaccess: bool, static_modules: &[String]) -> Config {
+    read_rooted(path, htaccess, static_modules, &default_server_root(false))
+}
+
+/// Reads a configuration with `root` as the ServerRoot until the tree sets
+/// one (Apache's `-d ROOT`).
+pub fn read_rooted(path: &Path, htaccess: bool, static_modules: &[String], root: &Path) -> Config {
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     let mut builtin: BTreeSet<String> = BUILTIN.iter().map(|s| s.to_string()).collect();
     builtin.extend(static_modules.iter().map(|m| module_id(m)));
     let mut c = Config {
-        server_root: dir.clone(),
+        server_root: root.to_path_buf(),
         env: if htaccess {
             HashMap::new()
         } else {
