@@ -13,13 +13,17 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+mod habits;
 mod run;
+mod shell;
 use run::{cmd_run, run_plan};
 
 /// The text under `--help`: the exit codes (from [`Exit`]) and the one rule.
 fn after_help() -> String {
     format!(
-        "{}\nAim redline only at servers you own or are allowed to test.",
+        "{}\nNO_COLOR=1 (any non-empty value) turns colour off in the live view.\n\
+         Shell completion: redline completions bash|zsh|fish|powershell; man pages: redline man.\n\
+         Aim redline only at servers you own or are allowed to test.",
         Exit::help_line()
     )
 }
@@ -66,6 +70,10 @@ enum Command {
     /// Drop-in for wrk: wrk's flags and wrk's summary, measured by redline (`redline wrk -h`).
     #[command(disable_help_flag = true)]
     Wrk(DropinArgs),
+    /// Print a shell completion script: redline completions bash|zsh|fish|powershell|elvish.
+    Completions(shell::CompletionsArgs),
+    /// Print the man page (roff) of redline or of one command; --dir DIR writes them all.
+    Man(shell::ManArgs),
 }
 
 /// A drop-in's arguments, parsed by the drop-in itself (ab's and wrk's own syntax).
@@ -389,19 +397,53 @@ pub(crate) fn interrupt() {
 
 /// Entry point; returns the process exit code.
 pub fn main() -> Exit {
-    let args = normalize_args(std::env::args().collect());
-    let cli = match Cli::try_parse_from(args) {
+    parse_and_run(std::env::args().collect())
+}
+
+/// Parses the command line (the shorthand, typos, other tools' habits,
+/// warnings) and runs the command.
+fn parse_and_run(raw: Vec<String>) -> Exit {
+    use clap::FromArgMatches;
+    let cmd = shell::command();
+    if let Some(first) = raw.get(1) {
+        let known = first == "help"
+            || cmd
+                .get_subcommands()
+                .any(|c| c.get_name() == first || c.get_all_aliases().any(|a| a == first));
+        if !known {
+            if let Some(msg) = habits::subcommand_typo(first, &cmd) {
+                return fail(Exit::Usage, msg);
+            }
+        }
+    }
+    let args = normalize_args(raw);
+    if let Some(msg) = habits::before_parse(&args) {
+        return fail(Exit::Usage, msg);
+    }
+    let parsed = cmd
+        .try_get_matches_from(&args)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() {
-                Exit::Usage
-            } else {
-                Exit::Ok
-            };
-            let _ = e.print();
-            return code;
+            if !e.use_stderr() {
+                let _ = e.print();
+                return Exit::Ok;
+            }
+            if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                // `redline` alone: the help, as usage error.
+                let _ = e.print();
+                return Exit::Usage;
+            }
+            let msg = habits::after_error(&args)
+                .or_else(|| habits::unknown_argument(&e, &args))
+                .unwrap_or_else(|| habits::one_line(&e, &args));
+            return fail(Exit::Usage, msg);
         }
     };
+    for w in habits::warnings(&args) {
+        eprintln!("redline: {w}");
+    }
     match cli.cmd {
         Command::Run(a) => cmd_run(*a),
         Command::Serve(a) => cmd_serve(a),
@@ -415,6 +457,8 @@ pub fn main() -> Exit {
         Command::Ab(a) => crate::cmd_ab::main(&a.args),
         Command::Wrk(a) => crate::cmd_wrk::main(&a.args),
         Command::Replay(a) => crate::cmd_replay::run(*a),
+        Command::Completions(a) => shell::completions(a),
+        Command::Man(a) => shell::man(a),
     }
 }
 

@@ -63,6 +63,8 @@ struct AbOpts {
     no_percentiles: bool,
     no_confidence: bool,
     quiet: bool,
+    /// `-r`: go on after socket errors (a refused target is then a report).
+    keep_going: bool,
     csv: Option<PathBuf>,
     gnuplot: Option<PathBuf>,
     url: String,
@@ -220,7 +222,7 @@ fn parse(args: &[String]) -> Result<Option<AbOpts>, String> {
             'd' => o.no_percentiles = true,
             'S' => o.no_confidence = true,
             'q' => o.quiet = true,
-            'r' => {}
+            'r' => o.keep_going = true,
             'e' => o.csv = Some(PathBuf::from(v)),
             'g' => o.gnuplot = Some(PathBuf::from(v)),
             'V' => {
@@ -400,6 +402,12 @@ pub fn main(args: &[String]) -> Exit {
     }
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
+    // As ab (without -r) on a target that refuses: apr's one line and errno
+    // as the exit code, no report.
+    if !o.keep_going && refused(&plan) {
+        eprintln!("apr_socket_recv: Connection refused (111)");
+        return Exit::Refused;
+    }
     let shown = std::rc::Rc::new(std::cell::Cell::new(0u64));
     let view = AbView {
         host,
@@ -413,6 +421,19 @@ pub fn main(args: &[String]) -> Exit {
             as crate::cli::Progress
     });
     run_dropin(&plan, Box::new(move |rec| view.render(rec)), progress)
+}
+
+/// Does the plan's target refuse a TCP connection (the first thing ab and
+/// wrk learn on a closed port)? One connect, bounded by the plan's connect
+/// time-out (at most 5 s); any other outcome is left to the run.
+pub(crate) fn refused(plan: &Plan) -> bool {
+    connect_error(plan).is_some_and(|e| e.kind() == std::io::ErrorKind::ConnectionRefused)
+}
+
+/// The error of one TCP connect to the plan's target, if it failed.
+pub(crate) fn connect_error(plan: &Plan) -> Option<std::io::Error> {
+    let limit = plan.connect_timeout.min(Duration::from_secs(5));
+    std::net::TcpStream::connect_timeout(&plan.target.addr, limit).err()
 }
 
 /// ab's "Completed N requests" lines on stderr for each multiple of `every`

@@ -67,6 +67,12 @@ fn har(a: HarArgs) -> Exit {
             got.dropped_hosts.len()
         ));
     }
+    if got.from_cache > 0 {
+        note.push_str(&format!(
+            "; dropped {} served from the browser's cache (never on the network)",
+            got.from_cache
+        ));
+    }
     if !got.removed.is_empty() {
         note.push_str(&format!(
             "; removed credentials: {} (--keep-secrets keeps them)",

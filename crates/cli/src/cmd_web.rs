@@ -140,6 +140,9 @@ pub struct AuditArgs {
     /// Do not probe TLS (second connection, certificate) or plain http: only what the page's load saw.
     #[arg(long = "no-probes")]
     no_probes: bool,
+    /// Accepted as on `page` and `run`: an audit saves nothing in the history.
+    #[arg(long = "no-save")]
+    _no_save: bool,
 }
 
 fn dur(s: &str) -> Result<Duration, String> {

@@ -172,6 +172,18 @@ pub fn main(args: &[String]) -> Exit {
         Ok(p) => p,
         Err(e) => return fail(Exit::Usage, format!("wrk: {e}")),
     };
+    // As wrk, which connects once before it starts: a target it cannot
+    // reach is one line on stderr and exit code 1, nothing on stdout.
+    if let Some(e) = crate::cmd_ab::connect_error(&plan) {
+        if e.kind() == std::io::ErrorKind::ConnectionRefused {
+            eprintln!(
+                "unable to connect to {} {}",
+                clean(&service(&o.url)),
+                strerror(&e)
+            );
+            return Exit::Failure;
+        }
+    }
     println!(
         "Running {} test @ {}",
         format_units(o.duration as f64, &TIME_S, 0),
@@ -187,6 +199,32 @@ pub fn main(args: &[String]) -> Exit {
         Box::new(move |rec| Ok(summary(rec, threads, latency))),
         None,
     )
+}
+
+/// wrk's `host:service` of a URL: the host as written and the port as
+/// written, or the scheme when there is none (`localhost:http`).
+fn service(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
+    let auth = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let auth = auth.rsplit_once('@').map_or(auth, |(_, a)| a);
+    let (host, port) = match auth.rsplit_once(':') {
+        Some((h, p)) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => (h, p),
+        _ => (auth, scheme),
+    };
+    format!(
+        "{}:{port}",
+        host.trim_start_matches('[').trim_end_matches(']')
+    )
+}
+
+/// The C library's words for an error (`Connection refused`), without
+/// Rust's " (os error 111)".
+fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" (os error ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
 }
 
 /// wrk's unit tables (units.c): base, larger units, scale.

@@ -18,16 +18,20 @@ pub enum Exit {
     Threshold,
     /// Interrupted by Ctrl-C (the report is still printed).
     Interrupted,
+    /// `redline ab`: the target refused the connection (ab's own exit code,
+    /// the errno ECONNREFUSED).
+    Refused,
 }
 
 impl Exit {
     /// Every exit code, in order.
-    pub const ALL: [Exit; 6] = [
+    pub const ALL: [Exit; 7] = [
         Exit::Ok,
         Exit::Failure,
         Exit::Usage,
         Exit::Findings,
         Exit::Threshold,
+        Exit::Refused,
         Exit::Interrupted,
     ];
 
@@ -40,6 +44,7 @@ impl Exit {
             Exit::Findings => 3,
             Exit::Threshold => 4,
             Exit::Interrupted => 130,
+            Exit::Refused => 111,
         }
     }
 
@@ -52,6 +57,7 @@ impl Exit {
             Exit::Findings => "findings (audit/tune --fail-on)",
             Exit::Threshold => "a --threshold failed",
             Exit::Interrupted => "interrupted (report still printed)",
+            Exit::Refused => "redline ab: connection refused, as ab",
         };
         let parts: Vec<String> = Exit::ALL
             .iter()
@@ -89,6 +95,11 @@ impl Exit {
             Exit::Interrupted => {
                 "interrupted by Ctrl-C, or `q`/Ctrl-C in the live view (the report is still \
                  printed, marked *interrupted*; a second Ctrl-C quits at once)"
+            }
+            Exit::Refused => {
+                "`redline ab` only: the target refused the connection; as ab, \
+                 `apr_socket_recv: Connection refused (111)` on stderr and no report \
+                 (`redline wrk` exits 1 with wrk's `unable to connect to HOST:PORT Connection refused`)"
             }
         }
     }

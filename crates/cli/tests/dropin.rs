@@ -544,3 +544,75 @@ fn bad_flags_are_one_line_and_exit_2() {
         assert!(String::from_utf8_lossy(&out.stdout).contains("Usage: redline"));
     }
 }
+
+/// A port nothing listens on (bound, then closed: connects are refused).
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// Runs `bin args` with a time limit, any exit code: (code, stdout, stderr).
+fn any_output(bin: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let child = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let out = wait_limit(child, Duration::from_secs(30));
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A refused connection (issue 35, point 5): `redline ab` and `redline wrk`
+/// say what ab and wrk say, on the same stream, with the same exit code,
+/// at once (wrk connects once before it starts; ab stops at the first
+/// refusal unless -r), checked against the real tools.
+#[test]
+fn refused_connection_as_ab_and_wrk_say_it() {
+    let port = closed_port();
+    if let Some(ab) = tool("/usr/bin/ab", "apache2-utils") {
+        for args in [
+            &["-n", "100", "-c", "4"][..],
+            &["-k", "-n", "1000", "-c", "8"][..],
+        ] {
+            let url = format!("http://127.0.0.1:{port}/");
+            let mut a = args.to_vec();
+            a.push(&url);
+            let (code, out, err) = any_output(ab, &a);
+            let mut ours = vec!["ab"];
+            ours.extend_from_slice(&a);
+            let t0 = std::time::Instant::now();
+            let (our_code, our_out, our_err) = any_output(common::bin(), &ours);
+            assert!(t0.elapsed() < Duration::from_secs(5));
+            assert_eq!(our_code, code, "ab {a:?}: {our_err}");
+            assert_eq!(our_err, err, "ab {a:?}");
+            // stdout ends as ab's does: the "Benchmarking" line, no report.
+            let last = |s: &str| s.lines().last().unwrap_or("").to_string();
+            assert_eq!(last(&our_out), last(&out), "ab {a:?}");
+            assert!(!our_out.contains("Complete requests"), "{our_out}");
+        }
+        assert_eq!(
+            any_output(ab, &["-n", "1", &format!("http://127.0.0.1:{port}/")]).0,
+            Some(111)
+        );
+    }
+    if let Some(wrk) = tool("/usr/bin/wrk", "wrk") {
+        for host in ["127.0.0.1", "localhost"] {
+            let url = format!("http://{host}:{port}/");
+            let a = ["-t2", "-c16", "-d5s", url.as_str()];
+            let (code, out, err) = any_output(wrk, &a);
+            let t0 = std::time::Instant::now();
+            let (our_code, our_out, our_err) =
+                any_output(common::bin(), &["wrk", "-t2", "-c16", "-d5s", &url]);
+            assert!(t0.elapsed() < Duration::from_secs(3), "wrk stops at once");
+            assert_eq!(our_code, code, "{our_err}");
+            assert_eq!(our_out, out);
+            assert_eq!(our_err, err);
+        }
+    }
+}

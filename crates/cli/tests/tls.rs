@@ -71,12 +71,13 @@ fn certificate_checked_by_default_and_cacert_or_insecure_work() {
     let srv = tls_server(p.server.clone());
     let url = format!("https://127.0.0.1:{}/", srv.addr.port());
 
-    // Default: the certificate is not trusted → a tls error per request.
-    let v = run_json(&["-n", "5", "-c", "1", &url]);
-    assert_eq!(error_count(&v, "tls"), 5, "{}", v["errors"]);
-    let msg = v["errors"][0]["message"].as_str().unwrap().to_lowercase();
-    assert!(msg.contains("certificate"), "{msg}");
-    assert_eq!(counter(&v, "completed"), 0);
+    // Default: the certificate is not trusted → the run stops before it
+    // starts, with the fix (issue 35; tls_refusal below tells each reason).
+    let e = refused(&["-n", "5", "-c", "1", &url]);
+    assert!(
+        e.contains("--cacert FILE") && e.contains("--insecure"),
+        "{e}"
+    );
 
     // --cacert: trusted, keep-alive over one TLS session per connection.
     let dir = std::env::temp_dir().join(format!("redline-tls-{}", std::process::id()));
@@ -143,26 +144,143 @@ fn bad_tls_files_are_usage_errors() {
 }
 
 #[test]
-fn plain_http_server_behind_an_https_url_is_a_tls_error_not_a_hang() {
+fn plain_http_server_behind_an_https_url_says_use_http() {
     let srv = builtin();
     let url = format!("https://{}/", srv.local_addr());
-    let (out, took) = redline_with_limit(
-        &[
-            "run",
-            "-o",
-            "json",
-            "-q",
-            "-n",
-            "3",
-            "-c",
-            "1",
-            "--timeout",
-            "2s",
-            &url,
-        ],
-        Duration::from_secs(20),
+    for extra in [&[][..], &["--http2"][..], &["--http1.1"][..]] {
+        let mut args = vec!["-n", "3", "-c", "1", "--timeout", "2s"];
+        args.extend_from_slice(extra);
+        args.push(&url);
+        let e = refused(&args);
+        let plain = format!("use http://{}/", srv.local_addr());
+        assert!(
+            e.contains("the server answered in plain HTTP") && e.contains(&plain),
+            "{extra:?}: {e}"
+        );
+    }
+}
+
+/// Runs `redline run ARGS` (-o json, a long load) expecting the TLS refusal:
+/// exit 1 within seconds, one line on stderr, no report and no diagnosis on
+/// stdout; that line.
+fn refused(args: &[&str]) -> String {
+    let mut a = vec!["run", "-o", "json", "-q", "--no-save"];
+    a.extend_from_slice(args);
+    let (out, took) = redline_with_limit(&a, Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{a:?}: {err}");
+    assert_eq!(err.trim().lines().count(), 1, "{a:?}: {err}");
+    assert!(err.starts_with("redline: error: https://"), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(counter(&v, "failed"), 3, "{}", v["errors"]);
-    assert!(took < Duration::from_secs(10));
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    err
+}
+
+/// A server with `chain`/`key`, counting its connections.
+fn server_with(
+    chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+    key: Vec<u8>,
+) -> ScriptServer {
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key));
+    let cfg = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .unwrap();
+    tls_server(Arc::new(cfg))
+}
+
+/// Each certificate reason rustls gives is one line naming the cause and the
+/// fix, after at most a couple of handshakes (not one per connection and
+/// request: the load asked here is 100 connections for 60 s).
+#[test]
+fn tls_refusal_names_the_cause_and_the_fix() {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let dir = std::env::temp_dir().join(format!("redline-tlsr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let load = ["-c", "100", "-d", "60s"];
+
+    // A self-signed CA certificate used as the server's own (CaUsedAsEndEntity).
+    let key = KeyPair::generate().unwrap();
+    let mut p = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_self = p.self_signed(&key).unwrap();
+    let srv = server_with(vec![ca_self.der().clone()], key.serialize_der());
+    let url = format!("https://127.0.0.1:{}/", srv.addr.port());
+    let pem = dir.join("self.pem");
+    std::fs::write(&pem, ca_self.pem()).unwrap();
+    for extra in [
+        &[][..],
+        &["--http2"][..],
+        &["--cacert", pem.to_str().unwrap()][..],
+    ] {
+        let mut a = load.to_vec();
+        a.extend_from_slice(extra);
+        a.push(&url);
+        let e = refused(&a);
+        assert!(
+            e.contains("is a CA certificate used as the server's own"),
+            "{e}"
+        );
+        assert!(e.contains("--insecure"), "{e}");
+    }
+    assert!(srv.accepted.load(std::sync::atomic::Ordering::SeqCst) <= 6);
+    // --insecure goes through.
+    let v = run_json(&["-n", "3", "-c", "1", "--insecure", "--no-save", &url]);
+    assert_eq!(counter(&v, "completed"), 3, "{}", v["errors"]);
+
+    // A leaf signed by an unknown CA (UnknownIssuer): --cacert is the fix.
+    let pk = common::nginx::pki();
+    let srv = server_with(pk.chain.clone(), pk.key_der.clone());
+    let url = format!("https://127.0.0.1:{}/", srv.addr.port());
+    let mut a = load.to_vec();
+    a.push(&url);
+    let e = refused(&a);
+    assert!(e.contains("not signed by a CA this machine trusts"), "{e}");
+    assert!(
+        e.contains("--cacert FILE") && e.contains("--insecure"),
+        "{e}"
+    );
+    assert!(srv.accepted.load(std::sync::atomic::Ordering::SeqCst) <= 3);
+
+    // A trusted CA, a leaf for another name (NotValidForName).
+    let ca_key = KeyPair::generate().unwrap();
+    let mut cap = CertificateParams::new(Vec::<String>::new()).unwrap();
+    cap.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = cap.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(cap, ca_key);
+    let ca_pem = dir.join("ca.pem");
+    std::fs::write(&ca_pem, ca.pem()).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["example.test".to_string()])
+        .unwrap()
+        .signed_by(&leaf_key, &issuer)
+        .unwrap();
+    let srv = server_with(vec![leaf.der().clone()], leaf_key.serialize_der());
+    let url = format!("https://127.0.0.1:{}/", srv.addr.port());
+    let mut a = load.to_vec();
+    a.extend_from_slice(&["--cacert", ca_pem.to_str().unwrap(), &url]);
+    let e = refused(&a);
+    assert!(e.contains("is not valid for the name '127.0.0.1'"), "{e}");
+
+    // An expired leaf of a trusted CA (Expired).
+    let mut lp = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    lp.not_before = rcgen::date_time_ymd(2001, 1, 1);
+    lp.not_after = rcgen::date_time_ymd(2002, 1, 1);
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = lp.signed_by(&leaf_key, &issuer).unwrap();
+    let srv = server_with(vec![leaf.der().clone()], leaf_key.serialize_der());
+    let url = format!("https://127.0.0.1:{}/", srv.addr.port());
+    let mut a = load.to_vec();
+    a.extend_from_slice(&["--cacert", ca_pem.to_str().unwrap(), &url]);
+    let e = refused(&a);
+    assert!(e.contains("has expired"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

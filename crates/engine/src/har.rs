@@ -6,7 +6,8 @@
 //! (`Cookie`, `Authorization`, `Proxy-Authorization`, `X-Api-Key`-like
 //! headers, token-like query and form fields) are removed unless kept;
 //! requests to hosts other than the first page's are dropped unless all are
-//! kept. Nothing read is trusted: sizes are bounded by the file limit, every
+//! kept. Entries the browser answered from its own cache never went to the
+//! network ([`from_cache`]) and are dropped, counted. Nothing read is trusted: sizes are bounded by the file limit, every
 //! string is escaped into TOML, control characters never reach a message.
 
 use serde_json::Value;
@@ -33,6 +34,8 @@ pub struct Imported {
     pub dropped_hosts: BTreeMap<String, usize>,
     /// Entries skipped because they are not http(s) requests (data:, ws:…).
     pub skipped: usize,
+    /// Entries the browser served from its cache (never on the network), dropped.
+    pub from_cache: usize,
     /// Credentials removed, by header or field name (lower case), with counts.
     pub removed: BTreeMap<String, usize>,
 }
@@ -233,6 +236,44 @@ fn redact_json(v: &mut Value, removed: &mut BTreeMap<String, usize>, depth: usiz
     }
 }
 
+/// Did the browser answer this entry from its own cache, without the
+/// network? Chrome marks it `_fromCache: "memory"` or `"disk"`; Firefox and
+/// others leave a `cache.beforeRequest` entry with no timings, or record
+/// timings that are all -1 or 0 (send, wait and receive present, and the
+/// entry's `time` 0). A conditional request answered 304 went to the network:
+/// its timings say so, and it is kept.
+pub fn from_cache(e: &Value) -> bool {
+    match e.get("_fromCache") {
+        Some(Value::String(w)) if !w.is_empty() => return true,
+        Some(Value::Bool(true)) => return true,
+        _ => {}
+    }
+    let t = e.get("timings").filter(|t| t.is_object());
+    let num = |k: &str| t.and_then(|t| t.get(k)).and_then(Value::as_f64);
+    let none_on_wire = |k: &str| num(k).is_none_or(|v| v <= 0.0);
+    let no_timings = t.is_none_or(|t| {
+        [
+            "blocked", "dns", "connect", "ssl", "send", "wait", "receive",
+        ]
+        .iter()
+        .all(|k| t.get(*k).and_then(Value::as_f64).is_none_or(|v| v <= 0.0))
+    });
+    let cache_hit = e
+        .get("cache")
+        .and_then(|c| c.get("beforeRequest"))
+        .is_some_and(Value::is_object);
+    if cache_hit && no_timings {
+        return true;
+    }
+    let all_idle = ["send", "wait", "receive"].iter().all(|k| num(k).is_some())
+        && no_timings
+        && ["send", "wait", "receive"].iter().all(|k| none_on_wire(k));
+    all_idle
+        && e.get("time")
+            .and_then(Value::as_f64)
+            .is_none_or(|v| v <= 0.0)
+}
+
 fn s<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
     v.get(k).and_then(Value::as_str)
 }
@@ -269,6 +310,10 @@ pub fn import(text: &str, source: &str, opts: Options) -> Result<Imported, Strin
         };
         if !matches!(u.scheme(), "http" | "https") || u.host_str().is_none() {
             out.skipped += 1;
+            continue;
+        }
+        if from_cache(e) {
+            out.from_cache += 1;
             continue;
         }
         if method.is_empty()
@@ -384,6 +429,12 @@ pub fn import(text: &str, source: &str, opts: Options) -> Result<Imported, Strin
         })
         .or_else(|| reqs.first().map(|r| (r.origin.clone(), r.host.clone())));
     let Some((base, first_host)) = first else {
+        if out.from_cache > 0 {
+            return Err(format!(
+                "{shown}: no request went to the network ({} served from the browser's cache): record with the cache disabled (DevTools: Disable cache)",
+                out.from_cache
+            ));
+        }
         return Err(format!("{shown}: no http(s) request in the recording"));
     };
     // Order by start time (stable: the file's order breaks ties).
@@ -422,6 +473,13 @@ pub fn import(text: &str, source: &str, opts: Options) -> Result<Imported, Strin
                 .map(|(h, n)| format!("{} ({n})", crate::gen::shown(h)))
                 .collect::<Vec<_>>()
                 .join(", ")
+        );
+    }
+    if out.from_cache > 0 {
+        let _ = writeln!(
+            t,
+            "# Dropped (served from the browser's cache, never on the network): {} entries.",
+            out.from_cache
         );
     }
     if !out.removed.is_empty() {
@@ -521,6 +579,57 @@ mod tests {
         ] {
             assert_eq!(parse_time_ms(bad), None, "{bad}");
         }
+    }
+
+    /// Only what went to the network is kept, in order, with the idle time
+    /// between network requests as think time; cache hits (Chrome's
+    /// `_fromCache`, Firefox's `cache.beforeRequest` with no timings, timings
+    /// all -1/0) are dropped and counted; a 304 revalidation is kept.
+    #[test]
+    fn browser_cache_hits_are_dropped() {
+        let har = r#"{"log":{"version":"1.2","entries":[
+          {"startedDateTime":"2026-01-01T00:00:00.000Z","time":100,
+           "request":{"method":"GET","url":"http://site.test/","headers":[]},
+           "timings":{"blocked":1,"dns":-1,"connect":-1,"send":0.1,"wait":90,"receive":9}},
+          {"startedDateTime":"2026-01-01T00:00:00.100Z","time":0.4,"_fromCache":"memory",
+           "request":{"method":"GET","url":"http://site.test/mem.css","headers":[]},
+           "timings":{"blocked":-1,"dns":-1,"connect":-1,"send":0,"wait":0.2,"receive":0.2}},
+          {"startedDateTime":"2026-01-01T00:00:00.150Z","time":3,"_fromCache":"disk",
+           "request":{"method":"GET","url":"http://site.test/disk.js","headers":[]},
+           "timings":{"blocked":-1,"dns":-1,"connect":-1,"send":0,"wait":1,"receive":2}},
+          {"startedDateTime":"2026-01-01T00:00:00.200Z","time":0,
+           "request":{"method":"GET","url":"http://site.test/ff.png","headers":[]},
+           "cache":{"beforeRequest":{"lastAccess":"2026-01-01T00:00:00.000Z","eTag":"x","hitCount":3}},
+           "timings":{"blocked":-1,"dns":-1,"connect":-1,"ssl":-1,"send":0,"wait":0,"receive":0}},
+          {"startedDateTime":"2026-01-01T00:00:00.250Z","time":0,
+           "request":{"method":"GET","url":"http://site.test/idle.svg","headers":[]},
+           "timings":{"blocked":-1,"dns":-1,"connect":-1,"send":0,"wait":0,"receive":0}},
+          {"startedDateTime":"2026-01-01T00:00:00.600Z","time":20,
+           "request":{"method":"GET","url":"http://site.test/api","headers":[]},
+           "response":{"status":304},
+           "cache":{"beforeRequest":{"eTag":"y"}},
+           "timings":{"blocked":0,"dns":-1,"connect":-1,"send":0,"wait":19,"receive":1}},
+          {"startedDateTime":"2026-01-01T00:00:01.000Z","time":5,
+           "request":{"method":"GET","url":"http://site.test/last","headers":[]},
+           "timings":{"send":0,"wait":4,"receive":1}}
+        ]}}"#;
+        let got = import(har, "rec.har", Options::default()).unwrap();
+        assert_eq!(got.from_cache, 4);
+        assert_eq!(got.requests, 3);
+        let t = &got.toml;
+        let names: Vec<&str> = t
+            .lines()
+            .filter_map(|l| l.strip_prefix("name = \"GET "))
+            .collect();
+        assert_eq!(names, ["/\"", "/api\"", "/last\""], "{t}");
+        // Idle from 0.1 s (the page's end) to 0.6 s, then 0.62 s to 1.0 s.
+        assert!(t.contains("think = \"500ms\""), "{t}");
+        assert!(t.contains("think = \"380ms\""), "{t}");
+        assert!(t.contains("browser's cache"), "{t}");
+        // Nothing but cache hits: nothing to import.
+        let only = r#"{"log":{"entries":[{"_fromCache":"disk","startedDateTime":"2026-01-01T00:00:00.000Z",
+          "request":{"method":"GET","url":"http://site.test/"}}]}}"#;
+        assert!(import(only, "c.har", Options::default()).is_err());
     }
 
     #[test]

@@ -100,6 +100,10 @@ pub enum EngineError {
     /// HTTP/2 could not be used (e.g. the server does not offer h2 over TLS).
     #[error("{0}")]
     Http2(String),
+    /// No TLS connection can succeed: the certificate is refused, or the
+    /// server speaks plain HTTP (`crate::tls::refused`); the line says the fix.
+    #[error("{0}")]
+    Tls(String),
 }
 
 /// Runs the plan to the end (or until `stop`), calling `progress` about every 250 ms.
@@ -144,6 +148,11 @@ pub fn execute_watching(
             format!("this segment had nothing to run: {why}"),
         );
         return Ok(rec);
+    }
+    // One handshake first: a certificate every connection would refuse
+    // stops the run here, not after thousands of failed handshakes.
+    if let Some(line) = crate::tls::refused_plan(plan) {
+        return Err(EngineError::Tls(line));
     }
     let threads = plan.threads as u64;
     let conns_total = plan.load.max_connections();

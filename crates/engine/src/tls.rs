@@ -7,6 +7,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// What a connection needs to start TLS.
 #[derive(Debug, Clone)]
@@ -141,4 +142,125 @@ impl ServerCertVerifier for NoVerify {
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
     }
+}
+
+/// Why no TLS connection to a target can succeed, known from one handshake
+/// before the run (`refused`): every connection would fail the same way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The server's certificate was refused; rustls' reason (`UnknownIssuer`,
+    /// `Other(OtherError(CaUsedAsEndEntity))`, `NotValidForName`, `Expired`…).
+    Certificate(String),
+    /// The server answered the ClientHello in plain HTTP (`HTTP/1.1 400 …`).
+    PlainHttp,
+    /// The server answered, but not in TLS.
+    NotTls(String),
+}
+
+impl Refusal {
+    /// The one line a user reads: what is wrong, and the flag or change that
+    /// fixes it. `url` is the target as shown (credentials redacted), `host`
+    /// the name checked against the certificate.
+    pub fn line(&self, url: &str, host: &str) -> String {
+        let cert = |why: &str, fix: &str| format!("{url}: the server's certificate {why}: {fix}");
+        match self {
+            Refusal::PlainHttp => {
+                let plain = url.replacen("https://", "http://", 1);
+                format!("{url}: the server answered in plain HTTP, not TLS: use {plain}")
+            }
+            Refusal::NotTls(what) => format!(
+                "{url}: the server did not answer in TLS ({what}): is it an https port? (plain HTTP: use http://)"
+            ),
+            Refusal::Certificate(r) if r.contains("CaUsedAsEndEntity") => cert(
+                "is a CA certificate used as the server's own (a self-signed certificate made with CA:TRUE), refused even with --cacert",
+                "give the server a certificate signed by that CA, or skip the check with --insecure",
+            ),
+            Refusal::Certificate(r) if r.contains("UnknownIssuer") => cert(
+                "is not signed by a CA this machine trusts (self-signed, or a private CA)",
+                "trust that CA with --cacert FILE (PEM), or skip the check with --insecure",
+            ),
+            Refusal::Certificate(r) if r.contains("NotValidForName") => cert(
+                &format!("is not valid for the name '{host}'"),
+                "use a name it was issued for, or skip the check with --insecure",
+            ),
+            Refusal::Certificate(r) if r.contains("NotValidYet") => cert(
+                "is not valid yet (or a clock is wrong)",
+                "check the server's and this machine's clocks, or skip the check with --insecure",
+            ),
+            Refusal::Certificate(r) if r.contains("Expired") => cert(
+                "has expired (or this machine's clock is wrong)",
+                "renew it, or skip the check with --insecure",
+            ),
+            Refusal::Certificate(r) => cert(
+                &format!("was refused ({r})"),
+                "trust its CA with --cacert FILE (PEM), or skip the check with --insecure",
+            ),
+        }
+    }
+}
+
+/// One TLS handshake with `setup` to `addr` within `limit`: the reason every
+/// connection of a run would fail, or `None` (the handshake worked, or failed
+/// for a reason that may not last: refused, timed out, closed, an alert; the
+/// run then shows it request by request).
+pub fn refused(setup: &TlsSetup, addr: std::net::SocketAddr, limit: Duration) -> Option<Refusal> {
+    use std::io::{Read, Write};
+    let deadline = Instant::now() + limit;
+    let mut cfg = (*setup.config).clone();
+    // As the ALPN probe: a server that speaks only h2 is not refused for ALPN.
+    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let mut conn = rustls::ClientConnection::new(Arc::new(cfg), setup.server_name.clone()).ok()?;
+    let mut sock = std::net::TcpStream::connect_timeout(&addr, limit).ok()?;
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut first = true;
+    for _ in 0..1000 {
+        if !conn.is_handshaking() {
+            break;
+        }
+        while conn.wants_write() {
+            conn.write_tls(&mut sock).ok()?;
+        }
+        let left = deadline.checked_duration_since(Instant::now())?;
+        if left.is_zero() {
+            return None;
+        }
+        sock.set_read_timeout(Some(left)).ok()?;
+        let n = match sock.read(&mut buf) {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => n,
+        };
+        if std::mem::take(&mut first) && buf[..n].starts_with(b"HTTP/") {
+            return Some(Refusal::PlainHttp);
+        }
+        let mut rd = &buf[..n];
+        while !rd.is_empty() {
+            conn.read_tls(&mut rd).ok()?;
+            if let Err(e) = conn.process_new_packets() {
+                // The alert rustls queued for the server.
+                let _ = conn.write_tls(&mut sock);
+                return match e {
+                    rustls::Error::InvalidCertificate(c) => {
+                        Some(Refusal::Certificate(format!("{c:?}")))
+                    }
+                    rustls::Error::InvalidMessage(m) => Some(Refusal::NotTls(format!("{m:?}"))),
+                    _ => None,
+                };
+            }
+        }
+    }
+    conn.send_close_notify();
+    let _ = conn.write_tls(&mut sock);
+    let _ = sock.flush();
+    None
+}
+
+/// [`refused`] for a plan's target (https plans only): the one line to stop
+/// the run with, before any worker starts.
+pub(crate) fn refused_plan(plan: &crate::Plan) -> Option<String> {
+    let tls = plan.tls.as_ref()?;
+    let limit = plan
+        .connect_timeout
+        .min(plan.timeout)
+        .min(Duration::from_secs(5));
+    refused(tls, plan.target.addr, limit).map(|r| r.line(&plan.target.display, &plan.target.host))
 }

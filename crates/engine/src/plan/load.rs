@@ -244,25 +244,42 @@ pub(super) fn staged_load(
     ))
 }
 
-/// Parses a duration: `30s`, `2m`, `1h`, `500ms`, `250us`, `1.5s`, or plain seconds.
+/// Parses a duration: `30s`, `2m`, `1h`, `500ms`, `250us`, `1.5s`, plain
+/// seconds, or parts added up as Go and k6 write them: `1m30s`, `1h2m3s`,
+/// `2s500ms` (every part with its unit).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
-    let err = || format!("invalid duration '{s}' (examples: 30s, 2m, 500ms, 1.5s)");
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num.parse().map_err(|_| err())?;
-    let secs = match unit.trim() {
-        "" | "s" | "sec" | "secs" => v,
-        "ms" => v / 1e3,
-        "us" | "µs" => v / 1e6,
-        "ns" => v / 1e9,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => return Err(err()),
-    };
-    if !secs.is_finite() || !(0.0..=365.0 * 86_400.0).contains(&secs) {
+    let err = || format!("invalid duration '{s}' (examples: 30s, 2m, 1m30s, 500ms, 1.5s)");
+    let mut rest = s;
+    let mut secs = 0.0;
+    let mut parts = 0;
+    while !rest.is_empty() {
+        let split = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (num, tail) = rest.split_at(split);
+        let unit_len = tail
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(tail.len());
+        let (unit, next) = tail.split_at(unit_len);
+        let v: f64 = num.parse().map_err(|_| err())?;
+        // A bare number is seconds only alone: `1m30` is refused.
+        if unit.trim().is_empty() && (parts > 0 || !next.is_empty()) {
+            return Err(err());
+        }
+        secs += match unit.trim() {
+            "" | "s" | "sec" | "secs" => v,
+            "ms" => v / 1e3,
+            "us" | "µs" => v / 1e6,
+            "ns" => v / 1e9,
+            "m" | "min" => v * 60.0,
+            "h" => v * 3600.0,
+            _ => return Err(err()),
+        };
+        parts += 1;
+        rest = next;
+    }
+    if parts == 0 || !secs.is_finite() || !(0.0..=365.0 * 86_400.0).contains(&secs) {
         return Err(err());
     }
     Ok(Duration::from_secs_f64(secs))
@@ -281,5 +298,14 @@ mod tests {
         assert!(parse_duration("abc").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("").is_err());
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1h2m3s").unwrap(), Duration::from_secs(3723));
+        assert_eq!(
+            parse_duration("2s500ms").unwrap(),
+            Duration::from_millis(2500)
+        );
+        assert!(parse_duration("1m30").is_err());
+        assert!(parse_duration("1m 30s x").is_err());
+        assert!(parse_duration("m30s").is_err());
     }
 }
