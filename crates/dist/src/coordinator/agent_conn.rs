@@ -70,15 +70,6 @@ pub(super) fn recv_before(
     }
 }
 
-/// Counts a connection waiting for its registration while it lives.
-pub(super) struct Pending(pub(super) Arc<std::sync::atomic::AtomicUsize>);
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
 /// Checks the numbers of a `ready` message (a hostile or broken agent's
 /// NaN, negative or absurd values are refused, not used).
 pub fn sane_ready(
@@ -109,7 +100,7 @@ pub(super) fn conn_thread(
     stream: TcpStream,
     tx: mpsc::Sender<Ev>,
     token: Option<protocol::Token>,
-    pending: Pending,
+    pending: redline_stats::gate::Ticket,
 ) {
     let Ok(w) = stream.try_clone() else {
         return;
