@@ -306,8 +306,13 @@ fn forged_records_and_absurd_numbers_are_refused() {
     };
     let a = fake(0, inflated);
     let b = fake(1, old);
-    assert_eq!(a.join().unwrap()["type"], "ack");
-    assert_eq!(b.join().unwrap()["type"], "ack");
+    // Each is told its record was refused, and why (not acked).
+    for (h, why) in [(a, "counters do not add up"), (b, "it started at 2026-01-01")] {
+        let r = h.join().unwrap();
+        assert_eq!(r["type"], "refused", "{r}");
+        let reason = r["reason"].as_str().unwrap();
+        assert!(reason.contains("record was refused") && reason.contains(why), "{r}");
+    }
     c.wait_for("agent 1 lost", Duration::from_secs(30));
     let (code, stdout, err) = c.finish();
     assert_eq!(code, Some(1), "{err}");
@@ -322,6 +327,101 @@ fn forged_records_and_absurd_numbers_are_refused() {
     );
     assert!(!err.contains("PASS"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Protocol versions: an agent greeted by a coordinator speaking version 99
+/// exits 1 at once with one line naming both versions (and never
+/// registers); the coordinator refuses an agent registering with version 99
+/// the same way; an agent whose record the coordinator refused exits 1
+/// saying so.
+#[test]
+fn other_protocol_versions_and_refused_records_fail_the_agent() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let t = Instant::now();
+    let a = agent_env(0, 1, port, &[], &["http://127.0.0.1:9/", "-n", "10"]);
+    let (s, _) = l.accept().unwrap();
+    let mut p = Peer::from(s);
+    p.send(&json!({"type": "hello", "nonce": "ab", "version": 99}));
+    assert!(p.closed_within(Duration::from_secs(10)), "it registered");
+    let out = wait_limit(a, Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("protocol version 99") && err.contains("this agent speaks 1"),
+        "{err}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+
+    // The coordinator refuses an agent of another version, naming both.
+    let c = Coord::start_env(&["--agents", "1", "--ready-timeout", "3s"], &[]);
+    let mut p = Peer::connect(c.port);
+    assert_eq!(p.recv()["version"], 1);
+    let mut r = register(0, 1, None);
+    r["version"] = json!(99);
+    p.send(&r);
+    let r = p.recv();
+    assert_eq!(r["type"], "refused", "{r}");
+    let reason = r["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("protocol version 99") && reason.contains("the coordinator speaks 1"),
+        "{reason}"
+    );
+    let (code, _, _) = c.finish();
+    assert_eq!(code, Some(1));
+
+    // A coordinator written here refuses the agent's record.
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let a = agent_env(0, 1, port, &[], &[&url, "-n", "20", "-c", "1"]);
+    let (s, _) = l.accept().unwrap();
+    let mut p = Peer::from(s);
+    p.send(&json!({"type": "hello", "nonce": "ab", "version": 1}));
+    assert_eq!(p.recv()["type"], "register");
+    p.send(&json!({"type": "registered"}));
+    let mut m = p.recv();
+    for _ in 0..16 {
+        if m["type"] != "ping" {
+            break;
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+            * 1000.0;
+        p.send(&json!({"type": "pong", "id": m["id"], "now_ms": now}));
+        m = p.recv();
+    }
+    assert_eq!(m["type"], "ready", "{m}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1000.0;
+    p.send(&json!({"type": "start", "at_ms": now + 200.0}));
+    let mut done = false;
+    for _ in 0..1000 {
+        let m = p.recv();
+        if m["type"] == "done" {
+            done = true;
+            break;
+        }
+        if m.is_null() {
+            break;
+        }
+    }
+    assert!(done, "no record from the agent");
+    p.send(&json!({"type": "refused", "reason": "agent 0's record was refused: made up"}));
+    let out = wait_limit(a, Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the coordinator refused the record: agent 0's record was refused: made up"),
+        "{err}"
+    );
 }
 
 /// A ready message with an absurd run length is refused (before, the

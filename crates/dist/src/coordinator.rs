@@ -401,20 +401,39 @@ pub fn coordinate_judged(
                         index: i,
                         count: n,
                     };
-                    match rec.map(|v| serde_json::from_value::<RunRecord>(*v)) {
+                    let verdict = match rec.map(|v| serde_json::from_value::<RunRecord>(*v)) {
                         Some(Ok(r)) => match check_record(&r, &window) {
                             Ok(()) => {
                                 a.last_progress = (r.counters.completed, r.counters.failed);
                                 a.record = Some(r);
+                                Ok(())
                             }
                             Err(why) => {
-                                let why = format!("sent a record that was refused: {why}");
-                                on_event(&Event::Lost(i, why.clone()));
-                                a.failure = Some(why);
+                                on_event(&Event::Lost(
+                                    i,
+                                    format!("sent a record that was refused: {why}"),
+                                ));
+                                a.failure = Some(format!("sent a record that was refused: {why}"));
+                                Err(why)
                             }
                         },
-                        Some(Err(e)) => a.failure = Some(format!("sent an unreadable record: {e}")),
-                        None => {}
+                        Some(Err(e)) => {
+                            a.failure = Some(format!("sent an unreadable record: {e}"));
+                            Err(format!("an unreadable record: {e}"))
+                        }
+                        None => Ok(()),
+                    };
+                    // The agent learns the verdict (its exit code says it):
+                    // the ack, or why its record was refused.
+                    if let Some(s) = slots.get(&i) {
+                        let m = match verdict {
+                            Ok(()) => Msg::Ack,
+                            Err(why) => Msg::Refused {
+                                reason: format!("agent {i}'s record was refused: {why}"),
+                            },
+                        };
+                        let mut g = s.writer.lock().unwrap_or_else(|p| p.into_inner());
+                        let _ = protocol::send(&mut *g, &m);
                     }
                     finished.insert(i, true);
                     on_event(&Event::Finished(i));

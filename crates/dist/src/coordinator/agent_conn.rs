@@ -136,7 +136,7 @@ pub(super) fn conn_thread(
             if version != protocol::VERSION {
                 let _ = send(&Msg::Refused {
                     reason: format!(
-                        "protocol version {version}, the coordinator speaks {}",
+                        "agent {index} speaks protocol version {version}, the coordinator speaks {}: run the same redline version on both",
                         protocol::VERSION
                     ),
                 });
@@ -245,10 +245,8 @@ pub(super) fn conn_thread(
                 note,
             })) => {
                 done = true;
-                // Ack before the main loop hears of it: once the last record is
-                // in, the main loop shuts every connection, and an agent that
-                // has not had its ack yet would report a lost coordinator.
-                let _ = send(&Msg::Ack);
+                // The main loop checks the record and answers (Ack or
+                // Refused) before it shuts any connection.
                 let _ = tx.send(Ev::Done(index, lateness_ms, record, note));
             }
             Ok(Some(Msg::Abort { reason })) => {
