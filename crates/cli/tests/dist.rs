@@ -632,7 +632,9 @@ fn k8s_puts_credentials_in_a_secret_and_bundles_files() {
         vec!["-H", "X-Whatever: s3cret1"],
     ];
     for extra in spellings {
-        let with_body = !extra.iter().any(|a| a.starts_with("-b") || a.starts_with("--body"));
+        let with_body = !extra
+            .iter()
+            .any(|a| a.starts_with("-b") || a.starts_with("--body"));
         let mut args = vec![
             "k8s",
             "--parallel",
@@ -664,23 +666,28 @@ fn k8s_puts_credentials_in_a_secret_and_bundles_files() {
         let items = list["items"].as_array().unwrap();
         let secret = &items[0];
         let b64 = |v: &serde_json::Value| {
-                let o = Command::new("base64")
-                    .arg("-d")
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .spawn()
-                    .and_then(|mut ch| {
-                        use std::io::Write;
-                        ch.stdin
-                            .take()
-                            .unwrap()
-                            .write_all(v.as_str().unwrap().as_bytes())?;
-                        ch.wait_with_output()
-                    })
-                    .unwrap();
-                String::from_utf8_lossy(&o.stdout).into_owned()
+            let o = Command::new("base64")
+                .arg("-d")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .and_then(|mut ch| {
+                    use std::io::Write;
+                    ch.stdin
+                        .take()
+                        .unwrap()
+                        .write_all(v.as_str().unwrap().as_bytes())?;
+                    ch.wait_with_output()
+                })
+                .unwrap();
+            String::from_utf8_lossy(&o.stdout).into_owned()
         };
-        let decoded: Vec<String> = secret["data"].as_object().unwrap().values().map(b64).collect();
+        let decoded: Vec<String> = secret["data"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(b64)
+            .collect();
         assert!(
             decoded.iter().any(|d| d.contains("s3cret1")),
             "{extra:?}: {decoded:?}"
@@ -692,7 +699,10 @@ fn k8s_puts_credentials_in_a_secret_and_bundles_files() {
         );
         // Nothing of the ConfigMap's files, decoded, holds a credential.
         for (k, v) in items[1]["binaryData"].as_object().unwrap() {
-            assert!(!b64(v).contains("s3cret"), "{extra:?}: {k} in the ConfigMap");
+            assert!(
+                !b64(v).contains("s3cret"),
+                "{extra:?}: {k} in the ConfigMap"
+            );
         }
         assert!(
             decoded.iter().any(|d| d == "KEYs3cret9"),

@@ -307,11 +307,17 @@ fn forged_records_and_absurd_numbers_are_refused() {
     let a = fake(0, inflated);
     let b = fake(1, old);
     // Each is told its record was refused, and why (not acked).
-    for (h, why) in [(a, "counters do not add up"), (b, "it started at 2026-01-01")] {
+    for (h, why) in [
+        (a, "counters do not add up"),
+        (b, "it started at 2026-01-01"),
+    ] {
         let r = h.join().unwrap();
         assert_eq!(r["type"], "refused", "{r}");
         let reason = r["reason"].as_str().unwrap();
-        assert!(reason.contains("record was refused") && reason.contains(why), "{r}");
+        assert!(
+            reason.contains("record was refused") && reason.contains(why),
+            "{r}"
+        );
     }
     c.wait_for("agent 1 lost", Duration::from_secs(30));
     let (code, stdout, err) = c.finish();

@@ -442,11 +442,25 @@ fn dropins_never_print_url_credentials() {
     let text = ours_all(&["wrk", "-t", "1", "-c", "1", "-d", "1s", &url]);
     assert!(!text.contains("PASSW0RDq"), "{text}");
     assert!(
-        text.starts_with(&format!("Running 1s test @ http://u:[redacted]@{a}/?size=10\n")),
+        text.starts_with(&format!(
+            "Running 1s test @ http://u:[redacted]@{a}/?size=10\n"
+        )),
         "{text}"
     );
-    let text = ours_all(&["wrk", "-t", "1", "-c", "1", "-d", "1s", &format!("http://T0KENq@{a}/")]);
-    assert!(!text.contains("T0KENq") && text.contains("[redacted]@"), "{text}");
+    let text = ours_all(&[
+        "wrk",
+        "-t",
+        "1",
+        "-c",
+        "1",
+        "-d",
+        "1s",
+        &format!("http://T0KENq@{a}/"),
+    ]);
+    assert!(
+        !text.contains("T0KENq") && text.contains("[redacted]@"),
+        "{text}"
+    );
     let text = ours_all(&["ab", "-n", "3", &url]);
     assert!(!text.contains("PASSW0RDq"), "{text}");
     for bad in [
@@ -455,7 +469,10 @@ fn dropins_never_print_url_credentials() {
     ] {
         for tool in ["ab", "wrk"] {
             let e = usage_error(&[tool, &bad]);
-            assert!(!e.contains("PASSW0RDq") && e.contains("[redacted]"), "{tool}: {e}");
+            assert!(
+                !e.contains("PASSW0RDq") && e.contains("[redacted]"),
+                "{tool}: {e}"
+            );
         }
     }
 }

@@ -705,7 +705,16 @@ fn decoded_text_never_takes_the_budget_past_one_resource() {
     });
     let budget: u64 = 24 * 1024 * 1024;
     let (out, _) = redline_with_limit(
-        &["page", "-q", "--no-save", "-o", "json", "--max-bytes", "24MiB", &srv.url()],
+        &[
+            "page",
+            "-q",
+            "--no-save",
+            "-o",
+            "json",
+            "--max-bytes",
+            "24MiB",
+            &srv.url(),
+        ],
         Duration::from_secs(120),
     );
     let v = json_of(&out);
@@ -714,7 +723,10 @@ fn decoded_text_never_takes_the_budget_past_one_resource() {
         let used = view["budget_used"].as_u64().unwrap();
         eprintln!("{}: {used} bytes counted of {budget}", view["view"]);
         assert!(used > budget, "{used}");
-        assert!(used <= budget + TEXT as u64, "{used} counted, {budget} allowed");
+        assert!(
+            used <= budget + TEXT as u64,
+            "{used} counted, {budget} allowed"
+        );
         assert!(view["requests"].as_u64().unwrap() < SHEETS as u64);
     }
 }

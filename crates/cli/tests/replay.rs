@@ -563,12 +563,30 @@ fn years_long_schedules_are_refused_and_d_replays_a_window() {
     let cases: Vec<(Vec<&str>, &[&str])> = vec![
         (vec![y, &base], &["7973 years", "9999-12-31", "-d"]),
         (vec![g, &base], &["10 years", "2016-11-26", "2026-11-26"]),
-        (vec![m, &base, "--log-format", fmt], &["1970-01-01", "57 years"]),
-        (vec![ten, &base, "--rate", "0.0001"], &["10 requests at 0.0001 req/s"]),
-        (vec![ten, &base, "--max-duration", "5s"], &["would last 10 s", "--max-duration 5 s"]),
-        (vec![ten, &base, "--max-duration", "0s"], &["--max-duration must be above 0"]),
-        (vec![ten, &base, "--max-duration", "745h"], &["at most 30 days"]),
-        (vec![ten, &base, "-d", "0s"], &["-d/--duration must be above 0"]),
+        (
+            vec![m, &base, "--log-format", fmt],
+            &["1970-01-01", "57 years"],
+        ),
+        (
+            vec![ten, &base, "--rate", "0.0001"],
+            &["10 requests at 0.0001 req/s"],
+        ),
+        (
+            vec![ten, &base, "--max-duration", "5s"],
+            &["would last 10 s", "--max-duration 5 s"],
+        ),
+        (
+            vec![ten, &base, "--max-duration", "0s"],
+            &["--max-duration must be above 0"],
+        ),
+        (
+            vec![ten, &base, "--max-duration", "745h"],
+            &["at most 30 days"],
+        ),
+        (
+            vec![ten, &base, "-d", "0s"],
+            &["-d/--duration must be above 0"],
+        ),
     ];
     for (args, want) in cases {
         let mut a = vec!["replay"];

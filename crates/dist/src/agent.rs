@@ -339,7 +339,10 @@ impl Session {
                 Msg::Ack => return Ok(()),
                 Msg::Stop { .. } => continue,
                 Msg::Refused { reason } => {
-                    return Err(format!("the coordinator refused the record: {}", clean(&reason)))
+                    return Err(format!(
+                        "the coordinator refused the record: {}",
+                        clean(&reason)
+                    ))
                 }
                 other => return Err(format!("unexpected answer to the record: {}", kind(&other))),
             }

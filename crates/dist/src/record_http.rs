@@ -18,10 +18,10 @@
 //! `fetch`. The client reads at most [`MAX_RECORD`] bytes within its time-out.
 
 use crate::protocol::Token;
+use redline_stats::gate::{Gate, Ticket};
 use ring::hmac;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use redline_stats::gate::{Gate, Ticket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};

@@ -16,8 +16,8 @@ pub use encode::OtlpHistogram;
 pub use model::{Metrics, Tracker};
 
 use redline_engine::Snapshot;
-use redline_stats::{RunRecord, SeriesPoint};
 use redline_stats::gate::{Gate, Ticket};
+use redline_stats::{RunRecord, SeriesPoint};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
