@@ -537,7 +537,7 @@ fn years_long_schedules_are_refused_and_d_replays_a_window() {
     for i in 0..10 {
         text += &line(&format!("26/Nov/2026:10:00:0{i}"), &format!("/?size={i}"));
     }
-    std::fs::write(&d.join("ten.log"), &text).unwrap();
+    std::fs::write(d.join("ten.log"), &text).unwrap();
     text += &line("31/Dec/9999:23:59:59", "/late");
     std::fs::write(&y9999, &text).unwrap();
     let gap = d.join("gap.log");
