@@ -48,6 +48,7 @@ fuzz_target!(|data: &[u8]| {
         limit: (sel & 0x40 != 0).then_some(5),
         breakdown: 1 + (sel as usize >> 3 & 3),
         host_map: vec![("example.com".into(), 1)],
+        window_s: (sel & 0x20 != 0).then_some(3),
     };
     let log = Log::from_bytes(body, "fuzz.log", &format, &opts);
     let s = &log.summary;

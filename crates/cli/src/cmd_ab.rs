@@ -7,6 +7,7 @@
 
 use crate::cli::run_dropin;
 use crate::exit::{fail, Exit};
+use redline_engine::plan::REDACTED;
 use redline_engine::{Plan, PlanArgs};
 use redline_stats::{ErrorKind, Hist, RunRecord};
 use std::fmt::Write as _;
@@ -157,6 +158,28 @@ pub(crate) fn clean(s: &str) -> String {
     out
 }
 
+/// A URL given on the command line as the drop-ins show it (reports and
+/// errors alike): its user information hidden (`user:[redacted]@`, or
+/// `[redacted]@` for a user alone, which may be a token); the caller then
+/// escapes it ([`clean`] or [`printable`]).
+/// Works on text that is not a valid URL too: everything between `://` and
+/// the last `@` before any `?` or `#` counts as user information.
+pub(crate) fn shown_url(url: &str) -> String {
+    let Some(p) = url.find("://") else {
+        return url.to_string();
+    };
+    let rest = &url[p + 3..];
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..end].rfind('@') else {
+        return url.to_string();
+    };
+    let shown = match rest[..at].split_once(':') {
+        Some((user, _)) if !user.contains('/') => format!("{user}:{REDACTED}"),
+        _ => REDACTED.to_string(),
+    };
+    format!("{}{shown}{}", &url[..p + 3], &rest[at..])
+}
+
 /// Text from outside (a `Server` header, a URL) as the report shows it:
 /// control characters escaped, everything else as is.
 pub(crate) fn printable(s: &str) -> String {
@@ -286,7 +309,7 @@ fn url_parts(url: &str) -> Result<(String, u16, String), String> {
     let bad = || {
         format!(
             "ab: invalid URL '{}': ab's form is http[s]://hostname[:port]/path",
-            clean(url)
+            clean(&shown_url(url))
         )
     };
     let (rest, default_port) = if let Some(r) = url.strip_prefix("http://") {

@@ -17,6 +17,41 @@ use redline_engine::replay::{Log, LogFormat, Options};
 use redline_engine::Plan;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// `--max-duration`'s default: a day.
+pub(crate) const DEFAULT_MAX_DURATION: Duration = Duration::from_secs(86_400);
+/// The longest `--max-duration` (and `-d`) accepted: 30 days.
+const MAX_MAX_DURATION: Duration = Duration::from_secs(30 * 86_400);
+
+fn dur(s: &str) -> Result<Duration, String> {
+    redline_engine::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A span for messages, in the largest unit that keeps it readable
+/// (`10 s`, `2.5 h`, `3.0 days`, `7973 years`).
+fn span(s: f64) -> String {
+    const DAY: f64 = 86_400.0;
+    if s < 120.0 {
+        format!("{s:.0} s")
+    } else if s < 2.0 * 3600.0 {
+        format!("{:.1} min", s / 60.0)
+    } else if s < 2.0 * DAY {
+        format!("{:.1} h", s / 3600.0)
+    } else if s < 730.0 * DAY {
+        format!("{:.1} days", s / DAY)
+    } else {
+        format!("{:.0} years", s / (365.25 * DAY))
+    }
+}
+
+/// Unix seconds as a UTC date for messages (the log's own times).
+fn date(t: i64) -> String {
+    match u64::try_from(t) {
+        Ok(s) => redline_stats::time::rfc3339(std::time::UNIX_EPOCH + Duration::from_secs(s)),
+        Err(_) => format!("{t} s before 1970"),
+    }
+}
 
 /// `redline replay`.
 #[derive(Args, Debug)]
@@ -49,6 +84,15 @@ pub(crate) struct ReplayArgs {
     /// Only the first N requests of the log (by time).
     #[arg(short = 'n', long = "requests", value_name = "N")]
     requests: Option<u64>,
+    /// Replay a window: only the first DURATION of the schedule (at --speed,
+    /// or the first rate × DURATION requests with --rate).
+    #[arg(short = 'd', long = "duration", value_name = "DURATION", value_parser = dur)]
+    duration: Option<Duration>,
+    /// Refuse a schedule longer than this (default 24h; at most 30 days): a
+    /// log line dated 9999, a $msec of 0 or a years-long gap is named instead
+    /// of replayed for years.
+    #[arg(long = "max-duration", value_name = "DURATION", value_parser = dur)]
+    max_duration: Option<Duration>,
     /// URLs listed by name in the per-URL breakdown, the most requested first
     /// (1-1000); the rest are grouped per method and status as '(other URLs)'.
     #[arg(long, value_name = "N", default_value_t = 100,
@@ -164,6 +208,34 @@ pub(crate) fn run(a: ReplayArgs) -> Exit {
     if a.requests == Some(0) {
         return fail(Exit::Usage, "-n/--requests must be at least 1");
     }
+    let max = a.max_duration.unwrap_or(DEFAULT_MAX_DURATION);
+    for (flag, d) in [("--max-duration", Some(max)), ("-d/--duration", a.duration)] {
+        match d {
+            Some(d) if d.is_zero() => {
+                return fail(Exit::Usage, format!("{flag} must be above 0"));
+            }
+            Some(d) if d > MAX_MAX_DURATION => {
+                return fail(
+                    Exit::Usage,
+                    format!("{flag} is at most 30 days ({}s given)", d.as_secs()),
+                );
+            }
+            _ => {}
+        }
+    }
+    // -d: the schedule's first DURATION is the log's first DURATION × speed
+    // (whole seconds, as the log has them); with --rate, the first rate × DURATION requests.
+    let (window_s, limit) = match (a.duration, rate) {
+        (None, _) => (None, a.requests),
+        (Some(d), None) => (
+            Some((d.as_secs_f64() * speed.unwrap_or(1.0)).ceil().max(1.0) as u64),
+            a.requests,
+        ),
+        (Some(d), Some(r)) => {
+            let n = (d.as_secs_f64() * r).ceil().max(1.0) as u64;
+            (None, Some(a.requests.map_or(n, |m| m.min(n))))
+        }
+    };
     let format = match a.log_format.as_deref() {
         Some(f) => match LogFormat::parse(f) {
             Ok(f) => f,
@@ -173,9 +245,10 @@ pub(crate) fn run(a: ReplayArgs) -> Exit {
     };
     let opts = Options {
         methods,
-        limit: a.requests,
+        limit,
         breakdown: a.breakdown as usize,
         host_map,
+        window_s,
     };
     let log = match Log::read(&a.log, &format, &opts) {
         Ok(l) => l,
@@ -202,6 +275,37 @@ pub(crate) fn run(a: ReplayArgs) -> Exit {
     let n = s.kept;
     let speed_used = speed.unwrap_or(1.0);
     let replay_s = s.span_s / speed_used;
+    // Bounded: a schedule beyond --max-duration is refused, naming why.
+    let schedule_s = match rate {
+        Some(r) => n as f64 / r,
+        None => replay_s,
+    };
+    if schedule_s > max.as_secs_f64() {
+        let why = match (rate, log.largest_gap()) {
+            (None, Some((gap, before, after))) if gap as f64 / speed_used > 3600.0 => format!(
+                "its longest gap without a request is {} (from {} to {}: a wrong date, a $msec of 0?)",
+                span(gap as f64),
+                date(log.start.saturating_add(before as i64)),
+                date(log.start.saturating_add(after as i64))
+            ),
+            (None, _) => format!(
+                "its requests span {} ({} to {})",
+                span(s.span_s),
+                date(log.start),
+                date(log.start.saturating_add(s.span_s as i64 - 1))
+            ),
+            (Some(r), _) => format!("{n} requests at {r} req/s"),
+        };
+        return fail(
+            Exit::Usage,
+            format!(
+                "{}: the replay would last {}, more than --max-duration {}: {why}; replay a window with -d, or give --speed, --rate or --max-duration",
+                redline_report::escape::clean(&a.log.display().to_string()),
+                span(schedule_s),
+                span(max.as_secs_f64())
+            ),
+        );
+    }
     let bad_lines = s.bad_lines;
     // The plan, built once: BASE_URL with the shared flags; the log makes
     // its requests, load and schedule (`PlanArgs::replay`).

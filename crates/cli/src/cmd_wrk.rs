@@ -6,7 +6,7 @@
 //! working while the numbers are redline's.
 
 use crate::cli::run_dropin;
-use crate::cmd_ab::{clean, getopt, printable};
+use crate::cmd_ab::{clean, getopt, printable, shown_url};
 use crate::exit::{fail, Exit};
 use redline_engine::{Plan, PlanArgs};
 use redline_stats::{ErrorKind, RunRecord};
@@ -187,7 +187,7 @@ pub fn main(args: &[String]) -> Exit {
     println!(
         "Running {} test @ {}",
         format_units(o.duration as f64, &TIME_S, 0),
-        printable(&o.url)
+        printable(&shown_url(&o.url))
     );
     println!("  {} threads and {} connections", o.threads, o.connections);
     use std::io::Write as _;

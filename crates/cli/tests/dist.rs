@@ -599,7 +599,7 @@ fn k8s_puts_credentials_in_a_secret_and_bundles_files() {
     let dir = std::env::temp_dir().join(format!("redline-k8s-sec-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let body = dir.join("body.json");
-    std::fs::write(&body, "{\"a\":1}").unwrap();
+    std::fs::write(&body, "{\"password\":\"s3cret2\"}").unwrap();
     let key = dir.join("client.key");
     std::fs::write(&key, "KEYs3cret9").unwrap();
     let cert = dir.join("client.pem");
@@ -626,8 +626,15 @@ fn k8s_puts_credentials_in_a_secret_and_bundles_files() {
         vec!["-HX-Api-Key: s3cret1"],
         vec!["--header=X-Auth-Token: s3cret1"],
         vec!["http://user:s3cret1@web.example/"],
+        // Bodies and every custom header, whatever its name.
+        vec!["-b", "{\"password\":\"s3cret1\"}"],
+        vec!["--body={\"password\":\"s3cret1\"}"],
+        vec!["-H", "X-Whatever: s3cret1"],
     ];
     for extra in spellings {
+        let with_body = !extra
+            .iter()
+            .any(|a| a.starts_with("-b") || a.starts_with("--body"));
         let mut args = vec![
             "k8s",
             "--parallel",
@@ -640,7 +647,10 @@ fn k8s_puts_credentials_in_a_secret_and_bundles_files() {
             "5s",
         ];
         args.extend(&extra);
-        args.extend(["--body-file", b, "--cert", c, "--key", k]);
+        if with_body {
+            args.extend(["--body-file", b]);
+        }
+        args.extend(["--cert", c, "--key", k]);
         if !extra.iter().any(|a| a.starts_with("http")) {
             args.push("http://web.example/");
         }
@@ -655,32 +665,45 @@ fn k8s_puts_credentials_in_a_secret_and_bundles_files() {
         let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let items = list["items"].as_array().unwrap();
         let secret = &items[0];
+        let b64 = |v: &serde_json::Value| {
+            let o = Command::new("base64")
+                .arg("-d")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .spawn()
+                .and_then(|mut ch| {
+                    use std::io::Write;
+                    ch.stdin
+                        .take()
+                        .unwrap()
+                        .write_all(v.as_str().unwrap().as_bytes())?;
+                    ch.wait_with_output()
+                })
+                .unwrap();
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        };
         let decoded: Vec<String> = secret["data"]
             .as_object()
             .unwrap()
             .values()
-            .map(|v| {
-                let o = Command::new("base64")
-                    .arg("-d")
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .spawn()
-                    .and_then(|mut ch| {
-                        use std::io::Write;
-                        ch.stdin
-                            .take()
-                            .unwrap()
-                            .write_all(v.as_str().unwrap().as_bytes())?;
-                        ch.wait_with_output()
-                    })
-                    .unwrap();
-                String::from_utf8_lossy(&o.stdout).into_owned()
-            })
+            .map(b64)
             .collect();
         assert!(
             decoded.iter().any(|d| d.contains("s3cret1")),
             "{extra:?}: {decoded:?}"
         );
+        assert_eq!(
+            decoded.iter().any(|d| d.contains("s3cret2")),
+            with_body,
+            "the body file is in the Secret"
+        );
+        // Nothing of the ConfigMap's files, decoded, holds a credential.
+        for (k, v) in items[1]["binaryData"].as_object().unwrap() {
+            assert!(
+                !b64(v).contains("s3cret"),
+                "{extra:?}: {k} in the ConfigMap"
+            );
+        }
         assert!(
             decoded.iter().any(|d| d == "KEYs3cret9"),
             "the key file is in the Secret"
@@ -691,9 +714,10 @@ fn k8s_puts_credentials_in_a_secret_and_bundles_files() {
             run.iter().any(|a| a.contains("$(REDLINE_SECRET_0)")),
             "{run:?}"
         );
-        assert!(
+        assert_eq!(
             run.iter()
                 .any(|a| a.starts_with("--body-file=/etc/redline/")),
+            with_body,
             "{run:?}"
         );
         assert!(
@@ -701,7 +725,7 @@ fn k8s_puts_credentials_in_a_secret_and_bundles_files() {
             "{run:?}"
         );
         let bin_keys: Vec<&String> = items[1]["binaryData"].as_object().unwrap().keys().collect();
-        assert_eq!(bin_keys.len(), 2, "body and cert: {bin_keys:?}");
+        assert_eq!(bin_keys.len(), 1, "the cert alone: {bin_keys:?}");
         let env = items[3]["spec"]["template"]["spec"]["containers"][0]["env"]
             .as_array()
             .unwrap();

@@ -157,8 +157,8 @@ fn without_the_token_no_one_takes_an_index() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Before registration: a line without end is cut at 64 KiB, connections
-/// past 64 waiting ones are closed at once, a silent one is dropped after
+/// Before registration: a line without end is cut at 64 KiB, past 64
+/// waiting connections the oldest are closed, a silent one is dropped after
 /// its time-out; an agent registers and runs afterwards.
 #[test]
 fn unregistered_connections_are_bounded() {
@@ -180,24 +180,31 @@ fn unregistered_connections_are_bounded() {
         cut || big.closed_within(Duration::from_secs(15)),
         "not cut off"
     );
-    // 80 idle connections: at most 64 get a hello; the rest are closed at once.
+    // 80 idle connections: each gets a hello, but at most 64 wait at once:
+    // the oldest 16 are closed (the newcomers are not).
     let mut idle: Vec<Peer> = (0..80).map(|_| Peer::connect(c.port)).collect();
     let mut greeted = 0;
-    let mut closed = 0;
     let mut silent = None;
     for (i, p) in idle.iter_mut().enumerate() {
         let _ = p.w.set_read_timeout(Some(Duration::from_secs(5)));
         match p.recv() {
             v if v["type"] == "hello" => {
                 greeted += 1;
-                silent.get_or_insert(i);
+                if i >= 16 {
+                    silent.get_or_insert(i);
+                }
             }
-            Value::Null => closed += 1,
+            Value::Null => {}
             v => panic!("unexpected {v}"),
         }
     }
-    assert!(greeted <= 64, "{greeted} waiting connections");
-    assert!(closed >= 16, "{closed} closed");
+    assert!(greeted >= 64, "{greeted} greeted");
+    let closed = idle[..16]
+        .iter_mut()
+        .map(|p| p.closed_within(Duration::from_secs(2)))
+        .filter(|c| *c)
+        .count();
+    assert_eq!(closed, 16, "the oldest waiting connections are closed");
     // One that never registers is dropped after its time-out (10 s).
     let silent = silent.expect("some connection was greeted");
     assert!(idle[silent].closed_within(Duration::from_secs(25)));
@@ -299,8 +306,19 @@ fn forged_records_and_absurd_numbers_are_refused() {
     };
     let a = fake(0, inflated);
     let b = fake(1, old);
-    assert_eq!(a.join().unwrap()["type"], "ack");
-    assert_eq!(b.join().unwrap()["type"], "ack");
+    // Each is told its record was refused, and why (not acked).
+    for (h, why) in [
+        (a, "counters do not add up"),
+        (b, "it started at 2026-01-01"),
+    ] {
+        let r = h.join().unwrap();
+        assert_eq!(r["type"], "refused", "{r}");
+        let reason = r["reason"].as_str().unwrap();
+        assert!(
+            reason.contains("record was refused") && reason.contains(why),
+            "{r}"
+        );
+    }
     c.wait_for("agent 1 lost", Duration::from_secs(30));
     let (code, stdout, err) = c.finish();
     assert_eq!(code, Some(1), "{err}");
@@ -315,6 +333,101 @@ fn forged_records_and_absurd_numbers_are_refused() {
     );
     assert!(!err.contains("PASS"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Protocol versions: an agent greeted by a coordinator speaking version 99
+/// exits 1 at once with one line naming both versions (and never
+/// registers); the coordinator refuses an agent registering with version 99
+/// the same way; an agent whose record the coordinator refused exits 1
+/// saying so.
+#[test]
+fn other_protocol_versions_and_refused_records_fail_the_agent() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let t = Instant::now();
+    let a = agent_env(0, 1, port, &[], &["http://127.0.0.1:9/", "-n", "10"]);
+    let (s, _) = l.accept().unwrap();
+    let mut p = Peer::from(s);
+    p.send(&json!({"type": "hello", "nonce": "ab", "version": 99}));
+    assert!(p.closed_within(Duration::from_secs(10)), "it registered");
+    let out = wait_limit(a, Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("protocol version 99") && err.contains("this agent speaks 1"),
+        "{err}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+
+    // The coordinator refuses an agent of another version, naming both.
+    let c = Coord::start_env(&["--agents", "1", "--ready-timeout", "3s"], &[]);
+    let mut p = Peer::connect(c.port);
+    assert_eq!(p.recv()["version"], 1);
+    let mut r = register(0, 1, None);
+    r["version"] = json!(99);
+    p.send(&r);
+    let r = p.recv();
+    assert_eq!(r["type"], "refused", "{r}");
+    let reason = r["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("protocol version 99") && reason.contains("the coordinator speaks 1"),
+        "{reason}"
+    );
+    let (code, _, _) = c.finish();
+    assert_eq!(code, Some(1));
+
+    // A coordinator written here refuses the agent's record.
+    let srv = builtin();
+    let url = format!("http://{}/", srv.local_addr());
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let a = agent_env(0, 1, port, &[], &[&url, "-n", "20", "-c", "1"]);
+    let (s, _) = l.accept().unwrap();
+    let mut p = Peer::from(s);
+    p.send(&json!({"type": "hello", "nonce": "ab", "version": 1}));
+    assert_eq!(p.recv()["type"], "register");
+    p.send(&json!({"type": "registered"}));
+    let mut m = p.recv();
+    for _ in 0..16 {
+        if m["type"] != "ping" {
+            break;
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+            * 1000.0;
+        p.send(&json!({"type": "pong", "id": m["id"], "now_ms": now}));
+        m = p.recv();
+    }
+    assert_eq!(m["type"], "ready", "{m}");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1000.0;
+    p.send(&json!({"type": "start", "at_ms": now + 200.0}));
+    let mut done = false;
+    for _ in 0..1000 {
+        let m = p.recv();
+        if m["type"] == "done" {
+            done = true;
+            break;
+        }
+        if m.is_null() {
+            break;
+        }
+    }
+    assert!(done, "no record from the agent");
+    p.send(&json!({"type": "refused", "reason": "agent 0's record was refused: made up"}));
+    let out = wait_limit(a, Duration::from_secs(30));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the coordinator refused the record: agent 0's record was refused: made up"),
+        "{err}"
+    );
 }
 
 /// A ready message with an absurd run length is refused (before, the

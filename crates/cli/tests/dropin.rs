@@ -431,6 +431,52 @@ fn ab_sends_cookie_and_auth_without_printing_them() {
     );
 }
 
+/// A password or token in the URL appears in no output of either drop-in:
+/// not wrk's `Running … @ URL` line, not ab's report, not an error line
+/// (the built-in target: no nginx needed). What is shown is `[redacted]`.
+#[test]
+fn dropins_never_print_url_credentials() {
+    let srv = common::builtin();
+    let a = srv.local_addr();
+    let url = format!("http://u:PASSW0RDq@{a}/?size=10");
+    let text = ours_all(&["wrk", "-t", "1", "-c", "1", "-d", "1s", &url]);
+    assert!(!text.contains("PASSW0RDq"), "{text}");
+    assert!(
+        text.starts_with(&format!(
+            "Running 1s test @ http://u:[redacted]@{a}/?size=10\n"
+        )),
+        "{text}"
+    );
+    let text = ours_all(&[
+        "wrk",
+        "-t",
+        "1",
+        "-c",
+        "1",
+        "-d",
+        "1s",
+        &format!("http://T0KENq@{a}/"),
+    ]);
+    assert!(
+        !text.contains("T0KENq") && text.contains("[redacted]@"),
+        "{text}"
+    );
+    let text = ours_all(&["ab", "-n", "3", &url]);
+    assert!(!text.contains("PASSW0RDq"), "{text}");
+    for bad in [
+        format!("http://u:PASSW0RDq@{a}:99999/"),
+        "http://u:PASSW0RDq@[bad/".to_string(),
+    ] {
+        for tool in ["ab", "wrk"] {
+            let e = usage_error(&[tool, &bad]);
+            assert!(
+                !e.contains("PASSW0RDq") && e.contains("[redacted]"),
+                "{tool}: {e}"
+            );
+        }
+    }
+}
+
 #[test]
 fn ab_time_limit_is_a_time_limit() {
     let Some((ng, _)) = nginx("dropin-ab-t") else {

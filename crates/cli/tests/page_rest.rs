@@ -670,6 +670,67 @@ fn a_page_of_huge_stylesheets_stops_at_the_byte_budget() {
     );
 }
 
+/// Decoded text counts against `--max-bytes` without going past it by more
+/// than one resource: 40 gzip'd stylesheets of 10 MiB of text each (about
+/// 10 KiB on the wire) under a 24 MiB budget on 6 connections; the view
+/// stops with at most 24 MiB + one sheet counted (before: every response in
+/// flight added its 10 MiB after the budget ran out).
+#[test]
+fn decoded_text_never_takes_the_budget_past_one_resource() {
+    use std::io::Write as _;
+    const SHEETS: usize = 40;
+    const TEXT: usize = 10 * 1024 * 1024;
+    let mut page = String::from("<html>");
+    for i in 0..SHEETS {
+        page.push_str(&format!("<link rel=stylesheet href=/z/{i}.css>"));
+    }
+    page.push_str("</html>");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&vec![b' '; TEXT]).unwrap();
+    let sheet = Arc::new(gz.finish().unwrap());
+    let srv = ScriptServer::start(move |mut s| {
+        for _ in 0..SHEETS + 1 {
+            let Some(path) = read_path(&mut s) else {
+                return;
+            };
+            let ok = if path.starts_with("/z/") {
+                respond(&mut s, "text/css", "Content-Encoding: gzip\r\n", &sheet)
+            } else {
+                respond(&mut s, "text/html", "", page.as_bytes())
+            };
+            if !ok {
+                return;
+            }
+        }
+    });
+    let budget: u64 = 24 * 1024 * 1024;
+    let (out, _) = redline_with_limit(
+        &[
+            "page",
+            "-q",
+            "--no-save",
+            "-o",
+            "json",
+            "--max-bytes",
+            "24MiB",
+            &srv.url(),
+        ],
+        Duration::from_secs(120),
+    );
+    let v = json_of(&out);
+    for view in v["views"].as_array().unwrap() {
+        assert_eq!(view["budget_exhausted"], true, "{}", view["view"]);
+        let used = view["budget_used"].as_u64().unwrap();
+        eprintln!("{}: {used} bytes counted of {budget}", view["view"]);
+        assert!(used > budget, "{used}");
+        assert!(
+            used <= budget + TEXT as u64,
+            "{used} counted, {budget} allowed"
+        );
+        assert!(view["requests"].as_u64().unwrap() < SHEETS as u64);
+    }
+}
+
 #[test]
 fn bad_input_is_one_line_with_its_exit_code() {
     let srv = ScriptServer::start(|mut s| {

@@ -520,6 +520,104 @@ fn bad_input_is_one_line_and_exit_2() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Schedules beyond `--max-duration` (default 24 h) are refused in one
+/// line naming the gap and its dates, at once (exit 2, nothing sent): a
+/// line dated 9999, a `$msec` of 0, a 10-year gap, an absurdly slow
+/// `--rate`. `-d` replays a window: the first N seconds of the schedule
+/// (the 9999 line left out and counted as cut), or rate × N requests.
+#[test]
+fn years_long_schedules_are_refused_and_d_replays_a_window() {
+    let server = common::builtin();
+    let base = format!("http://{}", server.local_addr());
+    let d = tmpdir("replay-years");
+    std::fs::create_dir_all(&d).unwrap();
+    let line = |t: &str, p: &str| format!("10.0.0.1 - - [{t} +0000] \"GET {p} HTTP/1.1\" 200 1\n");
+    let y9999 = d.join("y9999.log");
+    let mut text = String::new();
+    for i in 0..10 {
+        text += &line(&format!("26/Nov/2026:10:00:0{i}"), &format!("/?size={i}"));
+    }
+    std::fs::write(d.join("ten.log"), &text).unwrap();
+    text += &line("31/Dec/9999:23:59:59", "/late");
+    std::fs::write(&y9999, &text).unwrap();
+    let gap = d.join("gap.log");
+    std::fs::write(
+        &gap,
+        line("26/Nov/2016:10:00:00", "/a") + &line("26/Nov/2026:10:00:00", "/b"),
+    )
+    .unwrap();
+    let msec = d.join("msec.log");
+    std::fs::write(
+        &msec,
+        "1795687200.123 200 \"GET /a\"\n0.000 200 \"GET /b\"\n1795687201.5 200 \"GET /c\"\n",
+    )
+    .unwrap();
+    let (y, g, m) = (
+        y9999.to_str().unwrap(),
+        gap.to_str().unwrap(),
+        msec.to_str().unwrap(),
+    );
+    let ten = d.join("ten.log");
+    let ten = ten.to_str().unwrap();
+    let fmt = "$msec $status \"$request_method $request_uri\"";
+    let cases: Vec<(Vec<&str>, &[&str])> = vec![
+        (vec![y, &base], &["7973 years", "9999-12-31", "-d"]),
+        (vec![g, &base], &["10 years", "2016-11-26", "2026-11-26"]),
+        (
+            vec![m, &base, "--log-format", fmt],
+            &["1970-01-01", "57 years"],
+        ),
+        (
+            vec![ten, &base, "--rate", "0.0001"],
+            &["10 requests at 0.0001 req/s"],
+        ),
+        (
+            vec![ten, &base, "--max-duration", "5s"],
+            &["would last 10 s", "--max-duration 5 s"],
+        ),
+        (
+            vec![ten, &base, "--max-duration", "0s"],
+            &["--max-duration must be above 0"],
+        ),
+        (
+            vec![ten, &base, "--max-duration", "745h"],
+            &["at most 30 days"],
+        ),
+        (
+            vec![ten, &base, "-d", "0s"],
+            &["-d/--duration must be above 0"],
+        ),
+    ];
+    for (args, want) in cases {
+        let mut a = vec!["replay"];
+        a.extend(args.iter().copied());
+        let t = Instant::now();
+        let out = run(&a);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{a:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{a:?}: {err}");
+        for w in want {
+            assert!(err.contains(w), "{a:?} wants {w:?}: {err}");
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{a:?}");
+    }
+    assert_eq!(server.stats().requests, 0, "nothing was sent");
+    // A window: the first 3 s of the 9999 log (its last line cut).
+    let t = Instant::now();
+    let v = replay_json(&[y, &base, "-d", "3s", "-t", "1"]);
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert_eq!(counter(&v, "sent"), 3);
+    assert_eq!(v["replay"]["kept"], 3);
+    assert_eq!(v["replay"]["cut"], 8);
+    // At 2x, 2 s of schedule are the log's first 4 s; with --rate 5, 10 requests.
+    let v = replay_json(&[y, &base, "-d", "2s", "--speed", "2x", "-t", "1"]);
+    assert_eq!(counter(&v, "sent"), 4);
+    let v = replay_json(&[y, &base, "-d", "2s", "--rate", "5", "-t", "1"]);
+    assert_eq!(counter(&v, "sent"), 10);
+    assert_eq!(server.stats().requests, 17);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// The log's gaps are kept at `--speed`: requests 4 s apart in the log are
 /// sent 1 s apart at 4x (a lower bound: the pacer never sends early), and
 /// every request is sent once.

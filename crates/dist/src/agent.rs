@@ -51,6 +51,14 @@ impl ProgressSender {
     }
 }
 
+/// What a coordinator's greeting means to this agent.
+enum Greeting {
+    /// Its hello, in this agent's protocol: the session and the nonce.
+    Hello(Session, String),
+    /// Another protocol version: why, naming both (not tried again).
+    Refuse(String),
+}
+
 impl Session {
     /// Connects (retrying until `retry_for` has passed: pods start in any
     /// order) and registers as agent `index` of `total` running `plan`,
@@ -93,7 +101,9 @@ impl Session {
                 })
                 .and_then(Session::greeted);
             match attempt {
-                Ok(x) => break x,
+                Ok(Greeting::Hello(s, nonce)) => break (s, nonce),
+                // Another protocol: trying again would not help.
+                Ok(Greeting::Refuse(why)) => return Err(why),
                 Err(e) if start.elapsed() >= retry_for => {
                     return Err(format!("cannot reach the coordinator at {addr}: {e}"));
                 }
@@ -121,8 +131,9 @@ impl Session {
         }
     }
 
-    /// A new connection, once the coordinator's `hello` came: the session and the nonce.
-    fn greeted(stream: TcpStream) -> Result<(Session, String), String> {
+    /// A new connection, once the coordinator's `hello` came: the session and
+    /// the nonce, or why this agent cannot work with that coordinator.
+    fn greeted(stream: TcpStream) -> Result<Greeting, String> {
         let _ = stream.set_nodelay(true);
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
@@ -136,6 +147,12 @@ impl Session {
             rtt_ms: 0.0,
         };
         let nonce = match s.recv()? {
+            Msg::Hello { version, .. } if version != protocol::VERSION => {
+                return Ok(Greeting::Refuse(format!(
+                    "the coordinator speaks protocol version {version}, this agent speaks {}: run the same redline version on both",
+                    protocol::VERSION
+                )))
+            }
             Msg::Hello { nonce, .. } if nonce.len() <= 128 => nonce,
             Msg::Hello { .. } => return Err("the coordinator sent an absurd nonce".into()),
             other => {
@@ -145,7 +162,7 @@ impl Session {
                 ))
             }
         };
-        Ok((s, nonce))
+        Ok(Greeting::Hello(s, nonce))
     }
 
     fn send(&self, m: &Msg) -> Result<(), String> {
@@ -321,6 +338,12 @@ impl Session {
             match self.recv()? {
                 Msg::Ack => return Ok(()),
                 Msg::Stop { .. } => continue,
+                Msg::Refused { reason } => {
+                    return Err(format!(
+                        "the coordinator refused the record: {}",
+                        clean(&reason)
+                    ))
+                }
                 other => return Err(format!("unexpected answer to the record: {}", kind(&other))),
             }
         }

@@ -11,8 +11,9 @@
 //! Hostile peers: before registration a connection must prove it knows the
 //! token (an HMAC of the coordinator's nonce, [`protocol::auth_proof`]) within
 //! [`REGISTER_TIMEOUT`], in one line of at most [`protocol::MAX_HELLO_LINE`]
-//! bytes; at most [`MAX_UNREGISTERED`] such connections wait at once (more
-//! are closed at once). Every agent must run the same plan (its
+//! bytes; at most [`MAX_UNREGISTERED`] such connections wait at once (at the
+//! cap the oldest waiting one is closed, not the newcomer:
+//! `redline_stats::gate`, so idle or slow connections cannot keep an agent out). Every agent must run the same plan (its
 //! [`protocol::PlanId`] fingerprint equals the first registered agent's;
 //! otherwise it is refused, naming the fields that differ). Numbers from a
 //! peer are checked before use ([`sane_ready`]), and each record on arrival
@@ -39,7 +40,7 @@ mod agent_conn;
 mod check;
 mod live;
 pub use agent_conn::sane_ready;
-use agent_conn::{abort_all, conn_thread, stop_all, Ev, Pending, ReadyInfo, Slot};
+use agent_conn::{abort_all, conn_thread, stop_all, Ev, ReadyInfo, Slot};
 pub use check::{check_consistent, check_record, merge_outcome, Window};
 pub use live::{Live, LiveSecond};
 use live::{SecondAcc, SECOND_SHOW_AFTER};
@@ -200,7 +201,7 @@ pub fn coordinate_judged(
     let (tx, rx) = mpsc::channel::<Ev>();
     listener.set_nonblocking(true)?;
     let stop_accept = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let unregistered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let gate = redline_stats::gate::Gate::new(MAX_UNREGISTERED);
     let accept = {
         let tx = tx.clone();
         let stop = stop_accept.clone();
@@ -212,15 +213,12 @@ pub fn coordinate_judged(
                 while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                     match listener.accept() {
                         Ok((s, _)) => {
-                            use std::sync::atomic::Ordering::SeqCst;
-                            // Bounded: past MAX_UNREGISTERED waiting
-                            // connections, new ones are closed at once.
-                            if unregistered.fetch_add(1, SeqCst) >= MAX_UNREGISTERED {
-                                unregistered.fetch_sub(1, SeqCst);
+                            // Bounded: past MAX_UNREGISTERED connections
+                            // waiting to register, the oldest is closed.
+                            let Some(pending) = gate.admit(&s) else {
                                 let _ = s.shutdown(Shutdown::Both);
                                 continue;
-                            }
-                            let pending = Pending(unregistered.clone());
+                            };
                             let _ = s.set_nonblocking(false);
                             let _ = s.set_nodelay(true);
                             // TLS: the protocol reads the bridge's plain end.
@@ -403,20 +401,39 @@ pub fn coordinate_judged(
                         index: i,
                         count: n,
                     };
-                    match rec.map(|v| serde_json::from_value::<RunRecord>(*v)) {
+                    let verdict = match rec.map(|v| serde_json::from_value::<RunRecord>(*v)) {
                         Some(Ok(r)) => match check_record(&r, &window) {
                             Ok(()) => {
                                 a.last_progress = (r.counters.completed, r.counters.failed);
                                 a.record = Some(r);
+                                Ok(())
                             }
                             Err(why) => {
-                                let why = format!("sent a record that was refused: {why}");
-                                on_event(&Event::Lost(i, why.clone()));
-                                a.failure = Some(why);
+                                on_event(&Event::Lost(
+                                    i,
+                                    format!("sent a record that was refused: {why}"),
+                                ));
+                                a.failure = Some(format!("sent a record that was refused: {why}"));
+                                Err(why)
                             }
                         },
-                        Some(Err(e)) => a.failure = Some(format!("sent an unreadable record: {e}")),
-                        None => {}
+                        Some(Err(e)) => {
+                            a.failure = Some(format!("sent an unreadable record: {e}"));
+                            Err(format!("an unreadable record: {e}"))
+                        }
+                        None => Ok(()),
+                    };
+                    // The agent learns the verdict (its exit code says it):
+                    // the ack, or why its record was refused.
+                    if let Some(s) = slots.get(&i) {
+                        let m = match verdict {
+                            Ok(()) => Msg::Ack,
+                            Err(why) => Msg::Refused {
+                                reason: format!("agent {i}'s record was refused: {why}"),
+                            },
+                        };
+                        let mut g = s.writer.lock().unwrap_or_else(|p| p.into_inner());
+                        let _ = protocol::send(&mut *g, &m);
                     }
                     finished.insert(i, true);
                     on_event(&Event::Finished(i));

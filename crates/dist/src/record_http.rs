@@ -11,24 +11,27 @@
 //! HTTP: meant for loopback and `kubectl port-forward` (a tunnel).
 //!
 //! Bounds: a request head of at most [`MAX_HEAD`] bytes within
-//! [`REQUEST_TIMEOUT`] (whole head, not per read), at most [`MAX_CONNS`]
-//! connections served at once (more are closed at once). The client reads
-//! at most [`MAX_RECORD`] bytes within its time-out.
+//! [`REQUEST_TIMEOUT`] (whole head, not per read); a thread per connection,
+//! at most [`MAX_CONNS`] of them still sending their head at once: at the
+//! cap the oldest such connection is closed, not the new one
+//! (`redline_stats::gate`), so slow or idle clients cannot starve a
+//! `fetch`. The client reads at most [`MAX_RECORD`] bytes within its time-out.
 
 use crate::protocol::Token;
+use redline_stats::gate::{Gate, Ticket};
 use ring::hmac;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// The longest request head the server reads.
 pub const MAX_HEAD: usize = 8 * 1024;
 /// How long a connection has to send its whole request head.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-/// Connections served at once.
-pub const MAX_CONNS: usize = 16;
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// Connections sending their request head at once (more: the oldest is closed).
+pub const MAX_CONNS: usize = 32;
 /// The largest record the client accepts (as `redline merge` reads files).
 pub const MAX_RECORD: u64 = 256 * 1024 * 1024;
 
@@ -43,7 +46,7 @@ struct Shared {
     changed: Condvar,
     /// The token's tag under `key` (None: no token asked).
     auth: Option<(hmac::Key, hmac::Tag)>,
-    busy: AtomicUsize,
+    gate: Arc<Gate>,
     stop: AtomicBool,
 }
 
@@ -74,7 +77,7 @@ impl RecordServer {
             served: Mutex::new(0),
             changed: Condvar::new(),
             auth,
-            busy: AtomicUsize::new(0),
+            gate: Gate::new(MAX_CONNS),
             stop: AtomicBool::new(false),
         });
         listener.set_nonblocking(true)?;
@@ -142,22 +145,14 @@ fn accept_loop(listener: TcpListener, sh: Arc<Shared>) {
     while !sh.stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((s, _)) => {
-                if sh.busy.load(Ordering::SeqCst) >= MAX_CONNS {
-                    drop(s); // too many at once: closed, not queued
-                    continue;
-                }
-                sh.busy.fetch_add(1, Ordering::SeqCst);
+                let _ = s.set_nonblocking(false);
+                let Some(ticket) = sh.gate.admit(&s) else {
+                    continue; // every place holds an answered connection
+                };
                 let sh2 = sh.clone();
-                let spawned = std::thread::Builder::new()
+                let _ = std::thread::Builder::new()
                     .name("record-conn".into())
-                    .spawn(move || {
-                        let _ = s.set_nonblocking(false);
-                        serve_one(s, &sh2);
-                        sh2.busy.fetch_sub(1, Ordering::SeqCst);
-                    });
-                if spawned.is_err() {
-                    sh.busy.fetch_sub(1, Ordering::SeqCst);
-                }
+                    .spawn(move || serve_one(s, &sh2, ticket));
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 std::thread::sleep(Duration::from_millis(20));
@@ -222,10 +217,11 @@ pub fn request_parts(head: &str) -> (&str, &str, &str) {
     (method, path, presented)
 }
 
-fn serve_one(mut s: TcpStream, sh: &Shared) {
+fn serve_one(mut s: TcpStream, sh: &Shared, mut ticket: Ticket) {
     let Some(head) = read_head(&mut s) else {
         return;
     };
+    ticket.headed();
     let (method, path, presented) = request_parts(&head);
     let text = "text/plain; charset=utf-8";
     if method != "GET" {

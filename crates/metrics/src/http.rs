@@ -203,16 +203,23 @@ pub struct Request {
     pub accept: Option<String>,
 }
 
-/// Reads one request head from `s` (at most 16 KiB, 2 s), None if broken.
+/// How long a scrape client has to send its whole request head (not per
+/// read: a client sending a byte a second is cut off too).
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Reads one request head from `s` (at most 16 KiB, [`HEAD_TIMEOUT`] for the
+/// whole head), None if broken, slow or too long.
 pub fn read_request(s: &mut TcpStream) -> Option<Request> {
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    let deadline = std::time::Instant::now() + HEAD_TIMEOUT;
     s.set_write_timeout(Some(Duration::from_secs(2))).ok()?;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 2048];
     while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-        if buf.len() > 16 * 1024 {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if buf.len() > 16 * 1024 || left.is_zero() {
             return None;
         }
+        s.set_read_timeout(Some(left)).ok()?;
         match s.read(&mut chunk) {
             Ok(0) | Err(_) => return None,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),

@@ -16,8 +16,9 @@ pub use encode::OtlpHistogram;
 pub use model::{Metrics, Tracker};
 
 use redline_engine::Snapshot;
+use redline_stats::gate::{Gate, Ticket};
 use redline_stats::{RunRecord, SeriesPoint};
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -307,57 +308,70 @@ impl Drop for Exporter {
                 }
             }
             self.shared.stop.store(true, Ordering::SeqCst);
-            // Wake the blocking accept.
-            if let Some(a) = self.addr {
-                let wake = match a {
-                    SocketAddr::V4(v) if v.ip().is_unspecified() => {
-                        SocketAddr::from(([127, 0, 0, 1], v.port()))
-                    }
-                    SocketAddr::V6(v) if v.ip().is_unspecified() => {
-                        SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, v.port()))
-                    }
-                    a => a,
-                };
-                let _ = std::net::TcpStream::connect_timeout(&wake, Duration::from_secs(1));
-            }
+            // The accept loop sees `stop` within 20 ms.
             let _ = h.join();
         }
     }
 }
 
-/// The scrape endpoint: one connection at a time, each bounded in size and time.
+/// Scrape clients allowed to be sending their request head at once (more:
+/// the oldest is dropped, see `redline_stats::gate`).
+pub const MAX_WAITING: usize = 32;
+
+/// The scrape endpoint: a thread per connection, each bounded in size and
+/// time ([`http::HEAD_TIMEOUT`]), admitted by a [`Gate`] so slow, idle or
+/// flooding clients never delay another's scrape nor the run's end (the
+/// accept loop looks at `stop` every 20 ms; connection threads are not
+/// waited for).
 fn serve(l: TcpListener, sh: Arc<Shared>) {
-    for conn in l.incoming() {
-        if sh.stop.load(Ordering::SeqCst) {
-            return;
-        }
-        let Ok(mut s) = conn else {
-            // EMFILE and the like: do not spin.
-            std::thread::sleep(Duration::from_millis(50));
+    let gate = Gate::new(MAX_WAITING);
+    if l.set_nonblocking(true).is_err() {
+        return;
+    }
+    while !sh.stop.load(Ordering::SeqCst) {
+        let s = match l.accept() {
+            Ok((s, _)) => s,
+            // WouldBlock, EMFILE and the like: do not spin.
+            Err(_) => {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+        };
+        let _ = s.set_nonblocking(false);
+        let Some(ticket) = gate.admit(&s) else {
             continue;
         };
-        let Some(req) = http::read_request(&mut s) else {
-            continue;
-        };
-        let path = req.path.split('?').next().unwrap_or("");
-        match path {
-            "/metrics" => {
-                let f = text::Format::from_accept(req.accept.as_deref());
-                if let Some(m) = sh.metrics() {
-                    let body = text::render(&m, f);
-                    http::respond(&mut s, "200 OK", f.content_type(), body.as_bytes());
-                    if m.finished {
-                        sh.final_served.store(true, Ordering::SeqCst);
-                    }
+        let sh = sh.clone();
+        let _ = std::thread::Builder::new()
+            .name("redline-scrape".into())
+            .spawn(move || answer(s, &sh, ticket));
+    }
+}
+
+/// Answers one scrape connection.
+fn answer(mut s: TcpStream, sh: &Shared, mut ticket: Ticket) {
+    let Some(req) = http::read_request(&mut s) else {
+        return;
+    };
+    ticket.headed();
+    let path = req.path.split('?').next().unwrap_or("");
+    match path {
+        "/metrics" => {
+            let f = text::Format::from_accept(req.accept.as_deref());
+            if let Some(m) = sh.metrics() {
+                let body = text::render(&m, f);
+                http::respond(&mut s, "200 OK", f.content_type(), body.as_bytes());
+                if m.finished {
+                    sh.final_served.store(true, Ordering::SeqCst);
                 }
             }
-            "/" => http::respond(
-                &mut s,
-                "200 OK",
-                "text/plain; charset=utf-8",
-                b"redline: metrics at /metrics\n",
-            ),
-            _ => http::respond(&mut s, "404 Not Found", "text/plain", b"not found\n"),
         }
+        "/" => http::respond(
+            &mut s,
+            "200 OK",
+            "text/plain; charset=utf-8",
+            b"redline: metrics at /metrics\n",
+        ),
+        _ => http::respond(&mut s, "404 Not Found", "text/plain", b"not found\n"),
     }
 }

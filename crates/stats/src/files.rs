@@ -110,18 +110,129 @@ pub fn read(p: &Path, kind: Kind, label: &str) -> Result<Vec<u8>, String> {
     Ok(b)
 }
 
-/// [`read`] as UTF-8 text; invalid UTF-8 is an error naming the file.
+/// [`read`] as UTF-8 text; invalid UTF-8 is an error naming the file. JSON
+/// kinds (a run record, a HAR file) must also pass [`json_shape`] before
+/// any parser sees them.
 pub fn read_text(p: &Path, kind: Kind, label: &str) -> Result<String, String> {
     let b = read(p, kind, label)?;
-    String::from_utf8(b).map_err(|_| {
+    let shown = || {
         let sep = if label.is_empty() { "" } else { " " };
-        format!("{label}{sep}{} is not UTF-8 text", p.display())
-    })
+        format!("{label}{sep}{}", p.display())
+    };
+    if matches!(kind, Kind::Record | Kind::Har) {
+        json_shape(&b).map_err(|e| format!("{}: {e}", shown()))?;
+    }
+    String::from_utf8(b).map_err(|_| format!("{} is not UTF-8 text", shown()))
+}
+
+/// What reading a JSON input may cost beyond its text, estimated from its
+/// shape before parsing: 512 MiB. Parsed into `serde_json::Value` a number,
+/// string, key or array costs up to [`JSON_VALUE_COST`] bytes (its slot,
+/// with a vector's spare room), an object [`JSON_OBJECT_COST`] more (its
+/// map's first node); string bytes come on top and are at most the text's.
+/// So a JSON reader of a 256 MiB file holds at most about 2 × 256 MiB +
+/// 512 MiB = 1 GiB (4 × the file limit), whatever the shape.
+pub const MAX_JSON_COST: u64 = 512 << 20;
+/// The estimated cost of one JSON value (see [`MAX_JSON_COST`]).
+pub const JSON_VALUE_COST: u64 = 64;
+/// The estimated extra cost of one JSON object (see [`MAX_JSON_COST`]).
+pub const JSON_OBJECT_COST: u64 = 640;
+/// The longest JSON string (raw bytes between its quotes): 32 MiB. A run
+/// record's longest strings are histograms of a few KiB; a HAR holding a
+/// larger response body is refused (export it without content).
+pub const MAX_JSON_STRING: u64 = 32 << 20;
+
+/// Checks a JSON text's shape before any parser materializes it, in one
+/// pass without allocating: its estimated cost at most [`MAX_JSON_COST`]
+/// and no string longer than [`MAX_JSON_STRING`]. So every JSON reader of a
+/// file (`merge`, `report`, `compare`, `fetch`, `import har`, `size
+/// --from`) stays within about 4 × its file's size limit in memory,
+/// whatever the file's shape: a 240 MiB record of `[0,0,0,…]` (126 million
+/// values, 3 GiB when parsed) or 8 MiB of `[{"a":0},…]` (1 GB) are refused
+/// at once. Err: one line saying what and where.
+pub fn json_shape(b: &[u8]) -> Result<(), String> {
+    // One value per separator or opening outside strings (an upper bound of
+    // the values), an object's map on top.
+    let mut cost: u64 = JSON_VALUE_COST;
+    let mut in_str = false;
+    let mut escaped = false;
+    let mut str_start = 0usize;
+    for (i, &c) in b.iter().enumerate() {
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if c == b'\\' {
+                escaped = true;
+            } else if c == b'"' {
+                in_str = false;
+            } else if (i - str_start) as u64 > MAX_JSON_STRING {
+                return Err(format!(
+                    "a JSON string at byte {str_start} is longer than {} (at most): not read",
+                    human(MAX_JSON_STRING)
+                ));
+            }
+            continue;
+        }
+        match c {
+            b'"' => {
+                in_str = true;
+                str_start = i;
+            }
+            b',' | b'[' | b'{' | b':' => {
+                cost += JSON_VALUE_COST + if c == b'{' { JSON_OBJECT_COST } else { 0 };
+                if cost > MAX_JSON_COST {
+                    return Err(format!(
+                        "a JSON structure that would take more than {} to read (at byte {i}): not read",
+                        human(MAX_JSON_COST)
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_shapes_past_the_bounds_are_refused_in_one_line() {
+        assert!(json_shape(br#"{"a": [1, 2, {"b": "x,y[{"}], "c": "\"["}"#).is_ok());
+        let values = (MAX_JSON_COST / JSON_VALUE_COST) as usize;
+        let mut many = b"[0".to_vec();
+        many.extend(b",0".repeat(values - 2));
+        many.push(b']');
+        assert!(json_shape(&many).is_ok());
+        many.pop();
+        many.extend(b",0]");
+        let e = json_shape(&many).unwrap_err();
+        assert!(
+            e.contains("a JSON structure that would take more than 512 MiB to read")
+                && !e.contains('\n'),
+            "{e}"
+        );
+        // Objects cost their map too.
+        let objects = (MAX_JSON_COST / (JSON_OBJECT_COST + 3 * JSON_VALUE_COST)) as usize;
+        let mut o = b"[".to_vec();
+        o.extend(b"{\"a\":0},".repeat(objects + 1));
+        o.extend(b"0]");
+        assert!(json_shape(&o).is_err());
+        // Separators inside strings are not values.
+        let mut s = b"[\"".to_vec();
+        s.extend(b",".repeat(values + 10));
+        s.extend(b"\"]");
+        assert!(json_shape(&s).is_ok());
+        let mut long = b"{\"k\": \"".to_vec();
+        long.extend(std::iter::repeat_n(b'a', MAX_JSON_STRING as usize + 2));
+        long.extend(b"\"}");
+        let e = json_shape(&long).unwrap_err();
+        assert!(
+            e.contains("a JSON string at byte 6 is longer than 32 MiB"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn devices_fifos_and_directories_are_refused_at_once() {

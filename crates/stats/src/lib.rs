@@ -8,6 +8,7 @@
 
 pub mod error;
 pub mod files;
+pub mod gate;
 pub mod hist;
 pub mod record;
 pub mod recorder;

@@ -499,6 +499,8 @@ impl RunRecord {
 
     /// Parses a run record from JSON, refusing other formats and newer versions.
     pub fn from_json(s: &str) -> Result<RunRecord, RecordError> {
+        // Bounded before anything is materialized (`files::json_shape`).
+        crate::files::json_shape(s.as_bytes()).map_err(RecordError::Shape)?;
         let v: serde_json::Value = serde_json::from_str(s).map_err(RecordError::Json)?;
         match v.get("format").and_then(|f| f.as_str()) {
             Some(FORMAT) => {}

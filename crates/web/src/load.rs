@@ -686,8 +686,19 @@ pub fn load(
                 }
                 if let Some(b) = &e.body {
                     // What is kept counts too: decoded text can be far
-                    // larger than the bytes that carried it.
-                    budget.charge(b.len() as u64);
+                    // larger than the bytes that carried it. A body that
+                    // would take the view past its budget is not kept and
+                    // the budget is used up from here: responses in flight
+                    // when it ran out (several connections) would otherwise
+                    // each add up to 10 MiB of decoded text past the limit
+                    // (256 MiB counted 300 MiB).
+                    let n = b.len() as u64;
+                    if budget.used().saturating_add(n) > budget.limit() {
+                        budget.charge(budget.limit().saturating_sub(budget.used()) + 1);
+                        e.body = None;
+                    } else {
+                        budget.charge(n);
+                    }
                 }
                 if e.kind == Kind::Image || e.content_type.starts_with("image/") {
                     if let Some(b) = &e.body {

@@ -59,3 +59,20 @@ fn ctime_layout() {
     // 2026-11-26 00:16:12 UTC was a Thursday.
     assert_eq!(ctime_string(1_795_652_172), "Thu Nov 26 00:16:12 2026");
 }
+
+#[test]
+fn shown_urls_hide_user_information() {
+    for (given, shown) in [
+        ("http://u:PW@h:1/p?q=1", "http://u:[redacted]@h:1/p?q=1"),
+        ("https://TOKEN@h/", "https://[redacted]@h/"),
+        ("http://u:p@ss:w@h/", "http://u:[redacted]@h/"),
+        ("http://u:PW@[bad/", "http://u:[redacted]@[bad/"),
+        ("http://h/a?mail=x@y", "http://h/a?mail=x@y"),
+        ("http://h/", "http://h/"),
+        ("nonsense", "nonsense"),
+    ] {
+        assert_eq!(shown_url(given), shown, "{given}");
+    }
+    let e = url_parts("http://u:PASSWORD@h:99999/").unwrap_err();
+    assert!(!e.contains("PASSWORD"), "{e}");
+}

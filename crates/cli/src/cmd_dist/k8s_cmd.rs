@@ -99,9 +99,10 @@ pub(super) fn file_key(prefix: &str, path: &str) -> String {
 pub(super) const MAX_K8S_FILE: u64 = k8s::MAX_BUNDLE as u64;
 
 /// Rewrites parsed run arguments for the cluster: credentials become
-/// `$(REDLINE_SECRET_N)` references to the Secret, files are bundled (into
-/// the ConfigMap, or the Secret for keys and scenarios that carry
-/// credentials) and named by their path in the pods. Err: a clear refusal.
+/// `$(REDLINE_SECRET_N)` references to the Secret (basic auth, every body,
+/// every header value, URLs with credentials), files are bundled (CA and
+/// client certificates into the ConfigMap; keys, body files, URL lists and
+/// scenarios into the Secret) and named by their path in the pods. Err: a clear refusal.
 pub(super) fn bundle_run(items: &mut [RunArg], b: &mut Bundle) -> Result<(), String> {
     for a in items.iter() {
         if let Some((_, why)) = K8S_REFUSED.iter().find(|(id, _)| *id == a.id) {
@@ -117,13 +118,21 @@ pub(super) fn bundle_run(items: &mut [RunArg], b: &mut Bundle) -> Result<(), Str
         for v in vals.iter_mut() {
             n += 1;
             *v = match a.id.as_str() {
-                "basic_auth" => b.secret(v),
-                "headers" if secret_header(v) => {
+                // Every request body and every custom header value may be a
+                // credential (`{"password": …}`, an API key under any
+                // name): all of them go to the Secret, never the ConfigMap.
+                "basic_auth" | "body" => b.secret(v),
+                "headers" => {
                     let (name, value) = v.split_once(':').unwrap_or((v.as_str(), ""));
                     format!("{}: {}", name.trim(), b.secret(value.trim()))
                 }
                 "url" if secret_url(v) => b.secret(v),
-                "body_file" | "cacert" | "cert" => {
+                "body_file" | "urls" => {
+                    let what = format!("--{}", a.long.as_deref().unwrap_or(&a.id));
+                    let data = read_bounded(std::path::Path::new(v), MAX_K8S_FILE, &what)?;
+                    b.file(file_key(&format!("f{n}-"), v), data, true)?
+                }
+                "cacert" | "cert" => {
                     let what = format!("--{}", a.long.as_deref().unwrap_or(&a.id));
                     let data = read_bounded(std::path::Path::new(v), MAX_K8S_FILE, &what)?;
                     b.file(file_key(&format!("f{n}-"), v), data, false)?
@@ -142,8 +151,9 @@ pub(super) fn bundle_run(items: &mut [RunArg], b: &mut Bundle) -> Result<(), Str
 }
 
 /// Bundles a scenario and the files it names (which must sit next to it:
-/// the pods see one flat folder). A scenario with credentials (headers or
-/// URLs that look like them) goes into the Secret, with its files.
+/// the pods see one flat folder). Scenarios hold headers, bodies, forms and
+/// data files (users and their passwords), so every scenario goes into the
+/// Secret, with its files.
 pub(super) fn bundle_scenario(path: &str, b: &mut Bundle) -> Result<String, String> {
     let p = std::path::Path::new(path);
     let data = read_bounded(p, MAX_K8S_FILE, "--scenario")?;
@@ -156,17 +166,7 @@ pub(super) fn bundle_scenario(path: &str, b: &mut Bundle) -> Result<String, Stri
         .filter_map(|r| r.body_file.clone())
         .collect();
     named.extend(sc.data.as_ref().map(|d| d.file.clone()));
-    let secret = sc
-        .headers
-        .iter()
-        .chain(sc.request.iter().flat_map(|r| r.headers.iter()))
-        .any(|(k, v)| secret_header(&format!("{k}: {v}")))
-        || sc
-            .base
-            .iter()
-            .chain(sc.hosts.values())
-            .chain(sc.request.iter().filter_map(|r| r.url.as_ref()))
-            .any(|u| secret_url(u));
+    let secret = true;
     let dir = p.parent().unwrap_or(std::path::Path::new("."));
     for f in named {
         let ok_name = !f.is_empty()

@@ -23,6 +23,8 @@ fn credentials_go_to_the_secret_in_every_spelling() {
         &["-H", "X-Whatever: Bearer s3cret", "http://x/"],
         &["http://user:s3cret@x/"],
         &["http://x/?api_key=s3cret"],
+        &["-H", "X-Anything: s3cret", "http://x/"],
+        &["-b", "{\"password\": \"s3cret\"}", "http://x/"],
     ] {
         let mut items = parse_run(&v(args)).unwrap();
         let mut b = Bundle::default();
@@ -39,15 +41,20 @@ fn credentials_go_to_the_secret_in_every_spelling() {
         // The rendered arguments parse back to the same plan.
         assert_eq!(parse_run(&render_run(&items)).unwrap(), items, "{args:?}");
     }
-    // Not credentials: left as they are.
+    // Not credentials: left as they are; every header value goes to the
+    // Secret all the same.
     let mut items = parse_run(&v(&["-H", "Accept: x", "http://x/a@b", "-c", "3"])).unwrap();
     let mut b = Bundle::default();
     bundle_run(&mut items, &mut b).unwrap();
-    assert!(b.secret_env.is_empty());
+    assert_eq!(b.secret_env.len(), 1);
     assert_eq!(
         render_run(&items),
         // clap's order of definition: the request group before the connections group.
-        v(&["--header=Accept: x", "--connections=3", "http://x/a@b"])
+        v(&[
+            "--header=Accept: $(REDLINE_SECRET_0)",
+            "--connections=3",
+            "http://x/a@b"
+        ])
     );
     // A non-regular file is refused with one line.
     let mut items = parse_run(&v(&["--body-file", "/dev/zero", "http://x/"])).unwrap();

@@ -70,15 +70,6 @@ pub(super) fn recv_before(
     }
 }
 
-/// Counts a connection waiting for its registration while it lives.
-pub(super) struct Pending(pub(super) Arc<std::sync::atomic::AtomicUsize>);
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
 /// Checks the numbers of a `ready` message (a hostile or broken agent's
 /// NaN, negative or absurd values are refused, not used).
 pub fn sane_ready(
@@ -109,7 +100,7 @@ pub(super) fn conn_thread(
     stream: TcpStream,
     tx: mpsc::Sender<Ev>,
     token: Option<protocol::Token>,
-    pending: Pending,
+    pending: redline_stats::gate::Ticket,
 ) {
     let Ok(w) = stream.try_clone() else {
         return;
@@ -145,7 +136,7 @@ pub(super) fn conn_thread(
             if version != protocol::VERSION {
                 let _ = send(&Msg::Refused {
                     reason: format!(
-                        "protocol version {version}, the coordinator speaks {}",
+                        "agent {index} speaks protocol version {version}, the coordinator speaks {}: run the same redline version on both",
                         protocol::VERSION
                     ),
                 });
@@ -254,10 +245,8 @@ pub(super) fn conn_thread(
                 note,
             })) => {
                 done = true;
-                // Ack before the main loop hears of it: once the last record is
-                // in, the main loop shuts every connection, and an agent that
-                // has not had its ack yet would report a lost coordinator.
-                let _ = send(&Msg::Ack);
+                // The main loop checks the record and answers (Ack or
+                // Refused) before it shuts any connection.
                 let _ = tx.send(Ev::Done(index, lateness_ms, record, note));
             }
             Ok(Some(Msg::Abort { reason })) => {

@@ -41,6 +41,9 @@ pub struct Options {
     /// `--host-map`: a logged host (lower case) and the target it goes to
     /// (1-based index into the map's targets; 0 is BASE_URL).
     pub host_map: Vec<(String, usize)>,
+    /// `-d`: only the requests of the log's first N seconds (from the first
+    /// request's second), applied before `limit`; the rest count as `cut`.
+    pub window_s: Option<u64>,
 }
 
 impl Default for Options {
@@ -50,6 +53,7 @@ impl Default for Options {
             limit: None,
             breakdown: 100,
             host_map: Vec::new(),
+            window_s: None,
         }
     }
 }
@@ -104,6 +108,8 @@ pub struct Log {
     pub ticks: Vec<Tick>,
     /// Paths (with queries) the ticks name.
     pub paths: Vec<Box<str>>,
+    /// The first request's time (Unix seconds, as logged).
+    pub start: i64,
 }
 
 #[derive(Clone, Copy)]
@@ -345,6 +351,11 @@ impl Log {
         drop(path_ids);
         // Time order; lines of one second keep their order in the file.
         raws.sort_by_key(|r| r.time);
+        if let (Some(w), Some(first)) = (opts.window_s, raws.first().map(|r| r.time)) {
+            let keep = raws.partition_point(|r| (r.time.saturating_sub(first) as u64) < w);
+            summary.cut += (raws.len() - keep) as u64;
+            raws.truncate(keep);
+        }
         if let Some(n) = opts.limit {
             if (raws.len() as u64) > n {
                 summary.cut += raws.len() as u64 - n;
@@ -427,7 +438,20 @@ impl Log {
             groups,
             ticks,
             paths,
+            start: first,
         }
+    }
+
+    /// The longest stretch without a request: (its length in seconds, the
+    /// log's second before it and after it, from [`Log::start`]); None with
+    /// fewer than two seconds of requests. What a line dated 9999 or a
+    /// `$msec` of 0 looks like.
+    pub fn largest_gap(&self) -> Option<(u64, u64, u64)> {
+        self.ticks
+            .windows(2)
+            .map(|w| (w[1].second - w[0].second, w[0].second, w[1].second))
+            .filter(|g| g.0 > 0)
+            .max_by_key(|g| g.0)
     }
 
     /// The open-loop schedule's stages at `speed`: each second of the log
@@ -477,6 +501,36 @@ mod tests {
 
     fn log_of(text: &str, opts: &Options) -> Log {
         Log::from_bytes(text.as_bytes(), "t.log", &LogFormat::default_format(), opts)
+    }
+
+    #[test]
+    fn a_window_keeps_the_first_seconds_and_the_largest_gap_is_found() {
+        let mut t = String::new();
+        for (ts, p) in [
+            ("26/Nov/2026:10:00:00", "/a"),
+            ("26/Nov/2026:10:00:01", "/b"),
+            ("26/Nov/2026:10:00:02", "/c"),
+            ("31/Dec/9999:23:59:59", "/late"),
+        ] {
+            t += &line(ts, "GET", p, 200);
+        }
+        let log = log_of(&t, &Options::default());
+        let (gap, before, after) = log.largest_gap().unwrap();
+        assert_eq!((before, after), (2, gap + 2));
+        assert!(gap > 200_000_000_000, "{gap}");
+        assert!(log.summary.span_s > 2e11);
+        let w = log_of(
+            &t,
+            &Options {
+                window_s: Some(2),
+                ..Options::default()
+            },
+        );
+        let s = &w.summary;
+        assert_eq!((s.kept, s.cut, s.span_s), (2, 2, 2.0));
+        assert_eq!(s.original_statuses["200"], 2);
+        assert_eq!(w.groups.iter().map(|g| g.requests).sum::<u64>(), 2);
+        assert_eq!(w.largest_gap(), Some((1, 0, 1)));
     }
 
     #[test]

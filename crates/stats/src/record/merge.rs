@@ -15,6 +15,10 @@ pub enum RecordError {
     /// Written by a newer redline.
     #[error("run record version {0} is newer than this redline understands ({FORMAT_VERSION}); upgrade redline")]
     NewerVersion(u64),
+    /// A shape past the JSON bounds (`files::json_shape`): too many values
+    /// or too long a string.
+    #[error("not a valid run record: {0}")]
+    Shape(String),
 }
 
 impl AddAssign<&RunRecord> for RunRecord {
