@@ -1146,10 +1146,11 @@ fn apache_event_async_keepalive_during_a_run() {
         "the three idle clients held without a worker: {ka}; {st}"
     );
     assert!(max_of(&v, "conns_total") >= 3, "{st}");
-    assert_eq!(
-        max_of(&v, "keepalive"),
-        0,
-        "event shows no K slots for them"
+    // Event holds them without a worker: not as K slots (a worker thread
+    // may pass through K for a moment while it hands a connection back).
+    assert!(
+        max_of(&v, "keepalive") < 3,
+        "event shows no K slot per idle client: {st}"
     );
 }
 

@@ -204,6 +204,34 @@ impl Refusal {
 /// for a reason that may not last: refused, timed out, closed, an alert; the
 /// run then shows it request by request).
 pub fn refused(setup: &TlsSetup, addr: std::net::SocketAddr, limit: Duration) -> Option<Refusal> {
+    handshake(setup, addr, limit).refusal
+}
+
+/// What one TLS handshake offering `h2, http/1.1` told: the protocol the
+/// server picked (ALPN) when it completed, or why every connection would
+/// be refused. The ALPN probe of an https run without a version flag and
+/// the certificate check before any worker starts are this one handshake.
+#[derive(Debug, Clone, Default)]
+pub struct Handshake {
+    /// The server's ALPN pick, when the handshake completed with one.
+    pub alpn: Option<Vec<u8>>,
+    /// Why no connection of the run could succeed ([`refused`]).
+    pub refusal: Option<Refusal>,
+}
+
+/// The handshake behind [`refused`] and the ALPN probe.
+pub fn handshake(setup: &TlsSetup, addr: std::net::SocketAddr, limit: Duration) -> Handshake {
+    let mut alpn = None;
+    let refusal = handshake_into(setup, addr, limit, &mut alpn);
+    Handshake { alpn, refusal }
+}
+
+fn handshake_into(
+    setup: &TlsSetup,
+    addr: std::net::SocketAddr,
+    limit: Duration,
+    alpn: &mut Option<Vec<u8>>,
+) -> Option<Refusal> {
     use std::io::{Read, Write};
     let deadline = Instant::now() + limit;
     let mut cfg = (*setup.config).clone();
@@ -248,6 +276,9 @@ pub fn refused(setup: &TlsSetup, addr: std::net::SocketAddr, limit: Duration) ->
             }
         }
     }
+    if !conn.is_handshaking() {
+        *alpn = conn.alpn_protocol().map(<[u8]>::to_vec);
+    }
     conn.send_close_notify();
     let _ = conn.write_tls(&mut sock);
     let _ = sock.flush();
@@ -257,6 +288,10 @@ pub fn refused(setup: &TlsSetup, addr: std::net::SocketAddr, limit: Duration) ->
 /// [`refused`] for a plan's target (https plans only): the one line to stop
 /// the run with, before any worker starts.
 pub(crate) fn refused_plan(plan: &crate::Plan) -> Option<String> {
+    // The ALPN probe of the build was this check already.
+    if let Some(checked) = &plan.tls_checked {
+        return checked.clone();
+    }
     let tls = plan.tls.as_ref()?;
     let limit = plan
         .connect_timeout

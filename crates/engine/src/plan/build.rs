@@ -442,6 +442,7 @@ impl Plan {
             }),
             segment,
             note: None,
+            tls_checked: None,
         };
         if http2 {
             // The request must also be expressible in HTTP/2 (e.g. no control

@@ -128,6 +128,11 @@ pub struct Plan {
     /// What the build has to tell the user: the server offered HTTP/2 when
     /// asked ([`PlanArgs::ask_alpn`]) but this run cannot use it, and why.
     pub note: Option<String>,
+    /// The build's ALPN probe was also the certificate check that runs
+    /// before any worker (`crate::tls::refused_plan`): `Some(None)` the
+    /// handshake was not refused, `Some(Some(line))` it was, with the line
+    /// to stop with; `None` no probe was made.
+    pub tls_checked: Option<Option<String>>,
 }
 
 impl Plan {
@@ -184,7 +189,8 @@ impl Plan {
 
     /// Settles the protocol of an https run that left it open
     /// ([`Alpn::Unasked`]): one TLS handshake offers `h2, http/1.1`
-    /// (`crate::alpn::probe`) and the server's pick decides. Called once by
+    /// (`crate::tls::handshake`) and the server's pick decides; the same
+    /// handshake is the run's certificate check (`tls_checked`). Called once by
     /// [`Plan::build`] when [`PlanArgs::ask_alpn`] is set, before any worker
     /// starts; nothing to do for any other plan. Returns a note for the user
     /// when h2 was offered but cannot be used.
@@ -192,7 +198,20 @@ impl Plan {
         if self.alpn != Alpn::Unasked {
             return None;
         }
-        self.alpn = match crate::alpn::probe(self).as_deref() {
+        // One handshake both asks ALPN and checks the certificate.
+        let hs = self.tls.as_ref().map(|tls| {
+            let limit = self
+                .connect_timeout
+                .min(self.timeout)
+                .min(crate::alpn::PROBE_LIMIT);
+            crate::tls::handshake(tls, self.target.addr, limit)
+        });
+        let picked = hs.as_ref().and_then(|h| h.alpn.clone());
+        self.tls_checked = hs.map(|h| {
+            h.refusal
+                .map(|r| r.line(&self.target.display, &self.target.host))
+        });
+        self.alpn = match picked.as_deref() {
             Some(b"h2") => Alpn::PickedH2,
             _ => Alpn::NotH2,
         };
