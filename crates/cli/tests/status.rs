@@ -560,32 +560,40 @@ fn bad_server_status_is_one_line_and_exit_2() {
     }
 }
 
+/// `n` keep-alive clients of `ap`, each after one answered GET of a small
+/// file, kept open and idle (each holds a prefork worker in `K`).
+fn hold_idle(ap: &Server, n: usize) -> Vec<std::net::TcpStream> {
+    use std::io::{Read, Write};
+    std::fs::write(ap.dir.join("idx.html"), "hi\n").unwrap();
+    let _ = Command::new("chmod")
+        .args(["a+r"])
+        .arg(ap.dir.join("idx.html"))
+        .status();
+    (0..n)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(("127.0.0.1", ap.port)).unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            c.write_all(b"GET /idx.html HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                .unwrap();
+            let mut buf = [0u8; 4096];
+            let got = c.read(&mut buf).unwrap();
+            assert!(String::from_utf8_lossy(&buf[..got]).starts_with("HTTP/1.1 200"));
+            c
+        })
+        .collect()
+}
+
 /// Clients that idle between requests hold Apache's workers in keep-alive
 /// (`KeepAlive On`, `KeepAliveTimeout 15`): six connections that each sent
 /// one request and wait, then a ramp to 20 connections on the slow CGI. The
 /// pool of 10 fills with 6 idle K slots: the diagnosis names keep-alive.
 #[test]
 fn apache_workers_held_by_keepalive() {
-    use std::io::{Read, Write};
     let Some(ap) = start_apache(true) else {
         return;
     };
-    std::fs::write(ap.dir.join("idx.html"), "hi\n").unwrap();
-    let _ = Command::new("chmod")
-        .args(["a+r"])
-        .arg(ap.dir.join("idx.html"))
-        .status();
-    let mut idle = Vec::new();
-    for _ in 0..6 {
-        let mut c = std::net::TcpStream::connect(("127.0.0.1", ap.port)).unwrap();
-        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        c.write_all(b"GET /idx.html HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            .unwrap();
-        let mut buf = [0u8; 4096];
-        let n = c.read(&mut buf).unwrap();
-        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
-        idle.push(c); // kept open, idle: a worker waits in K for 15 s
-    }
+    // Kept open, idle: each holds a worker in K for 15 s.
+    let idle = hold_idle(&ap, 6);
     let url = format!("http://127.0.0.1:{}/cgi-bin/slow.cgi", ap.port);
     let status = format!("http://127.0.0.1:{}/server-status?auto", ap.port);
     let v = run_json(
@@ -956,7 +964,6 @@ fn a_server_that_goes_away_is_diagnosed_with_the_instant() {
 /// out during the run are kept with their times as evidence.
 #[test]
 fn status_page_unreadable_at_the_start_is_a_warning() {
-    use std::io::{Read, Write};
     let Some(ap) = start_apache_with(
         true,
         2,
@@ -964,22 +971,7 @@ fn status_page_unreadable_at_the_start_is_a_warning() {
     ) else {
         return;
     };
-    std::fs::write(ap.dir.join("idx.html"), "hi\n").unwrap();
-    let _ = Command::new("chmod")
-        .args(["a+r"])
-        .arg(ap.dir.join("idx.html"))
-        .status();
-    let mut idle = Vec::new();
-    for _ in 0..2 {
-        let mut c = std::net::TcpStream::connect(("127.0.0.1", ap.port)).unwrap();
-        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        c.write_all(b"GET /idx.html HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            .unwrap();
-        let mut buf = [0u8; 4096];
-        let n = c.read(&mut buf).unwrap();
-        assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
-        idle.push(c); // each holds a worker in K for 15 s
-    }
+    let idle = hold_idle(&ap, 2);
     let url = format!("http://127.0.0.1:{}/idx.html", ap.port);
     let status = format!("http://127.0.0.1:{}/server-status?auto", ap.port);
     let (out, _) = redline_with_limit(
