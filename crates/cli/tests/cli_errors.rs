@@ -255,3 +255,30 @@ fn no_save_is_accepted_by_every_command_that_saves() {
     assert!(!stdout(&out).is_empty());
     server.shutdown();
 }
+
+/// `redline completions bash | head -1` and `redline man | head`: a reader
+/// that stops early ends the output quietly (exit 0, no panic), as `cat`
+/// or `ls` would.
+#[test]
+fn completions_and_man_into_a_reader_that_stops_early() {
+    use std::io::Read;
+    for args in [
+        ["completions", "bash"],
+        ["completions", "powershell"],
+        ["man", "run"],
+    ] {
+        let mut child = std::process::Command::new(bin())
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        // The pipe is closed here, with most of the output still unwritten.
+        let out = redline_testkit::proc::wait_limit(child, std::time::Duration::from_secs(30));
+        let err = stderr(&out);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}

@@ -127,8 +127,23 @@ pub(crate) fn completions(a: CompletionsArgs) -> Exit {
         Shell::Elvish => S::Elvish,
     };
     let mut cmd = command();
-    clap_complete::generate(sh, &mut cmd, "redline", &mut std::io::stdout());
-    Exit::Ok
+    // Into a buffer first: clap_complete panics when its writer fails (a
+    // reader that stopped early, `| head`).
+    let mut out = Vec::new();
+    clap_complete::generate(sh, &mut cmd, "redline", &mut out);
+    print_out(&out, "the completion script")
+}
+
+/// Writes `out` on stdout; a reader that went away early (`| head`) is not
+/// an error.
+fn print_out(out: &[u8], what: &str) -> Exit {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(out).and_then(|()| stdout.flush()) {
+        Ok(()) => Exit::Ok,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Ok,
+        Err(e) => fail(Exit::Failure, format!("cannot write {what}: {e}")),
+    }
 }
 
 /// Prints a man page (roff) or writes them all into `--dir`.
@@ -173,11 +188,7 @@ pub(crate) fn man(a: ManArgs) -> Exit {
     if let Err(e) = clap_mangen::Man::new(page).render(&mut out) {
         return fail(Exit::Failure, format!("cannot render the man page: {e}"));
     }
-    use std::io::Write;
-    match std::io::stdout().write_all(&out) {
-        Ok(()) => Exit::Ok,
-        Err(e) => fail(Exit::Failure, format!("cannot write the man page: {e}")),
-    }
+    print_out(&out, "the man page")
 }
 
 #[cfg(test)]
