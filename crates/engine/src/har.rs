@@ -561,6 +561,40 @@ pub fn import(text: &str, source: &str, opts: Options) -> Result<Imported, Strin
 mod tests {
     use super::*;
 
+    /// Regression (bench/fuzz.sh, 2026-11-28, target `har`): the input
+    /// `1SECR\n\n\n\n\n\nETMARK\n\n3\n` placed in a URL's query next to
+    /// credentials. URL parsing drops tabs and newlines, so the query becomes
+    /// `1SECRETMARK3`: text from the input itself, not a credential. Every
+    /// credential's value stays out of the scenario and the scenario parses.
+    #[test]
+    fn fuzz_har_newlines_in_query_are_not_a_leak() {
+        let s = std::str::from_utf8(b"1SECR\n\n\n\n\n\nETMARK\n\n3\n").unwrap();
+        let har = serde_json::json!({"log": {"entries": [{
+            "startedDateTime": "2026-01-01T00:00:00Z",
+            "request": {
+                "method": "POST",
+                "url": format!(
+                    "http://a.test/{}?{s}&token=SECRETMARK1",
+                    url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>()
+                ),
+                "headers": [
+                    {"name": "Authorization", "value": "SECRETMARK2"},
+                    {"name": "Cookie", "value": "sid=SECRETMARK3"},
+                    {"name": s, "value": "x"},
+                ],
+                "postData": {"mimeType": "application/json",
+                             "text": format!("{{\"password\":\"SECRETMARK4\",\"x\":{}}}",
+                                             serde_json::Value::String(s.to_string()))},
+            }
+        }]}});
+        let got = import(&har.to_string(), "fuzz.har", Options::default()).unwrap();
+        for secret in ["SECRETMARK1", "SECRETMARK2", "sid=SECRETMARK3", "SECRETMARK4"] {
+            assert!(!got.toml.contains(secret), "{secret} in\n{}", got.toml);
+        }
+        assert!(got.toml.contains("?1SECRETMARK3&token=redacted"), "{}", got.toml);
+        crate::scenario::file::parse(&got.toml, "out.toml").unwrap();
+    }
+
     #[test]
     fn iso_times_parse() {
         assert_eq!(parse_time_ms("1970-01-01T00:00:00Z"), Some(0));
