@@ -588,10 +588,19 @@ mod tests {
             }
         }]}});
         let got = import(&har.to_string(), "fuzz.har", Options::default()).unwrap();
-        for secret in ["SECRETMARK1", "SECRETMARK2", "sid=SECRETMARK3", "SECRETMARK4"] {
+        for secret in [
+            "SECRETMARK1",
+            "SECRETMARK2",
+            "sid=SECRETMARK3",
+            "SECRETMARK4",
+        ] {
             assert!(!got.toml.contains(secret), "{secret} in\n{}", got.toml);
         }
-        assert!(got.toml.contains("?1SECRETMARK3&token=redacted"), "{}", got.toml);
+        assert!(
+            got.toml.contains("?1SECRETMARK3&token=redacted"),
+            "{}",
+            got.toml
+        );
         crate::scenario::file::parse(&got.toml, "out.toml").unwrap();
     }
 
