@@ -1148,6 +1148,18 @@ fn apache_event_async_keepalive_during_a_run() {
 
 /// Each real server's error log during a run: what the record's
 /// `server_log` holds, checked against the log file itself.
+/// A 3 s closed-loop run of `conns` connections on `url` with `--watch PID`
+/// (the server's error log is found from it): the run record.
+fn run_watched(url: &str, conns: u32, pid: &str) -> serde_json::Value {
+    let c = conns.to_string();
+    run_json(
+        &[
+            "run", url, "-d", "3s", "-c", &c, "-t", "1", "--watch", pid, "-o", "json",
+        ],
+        Duration::from_secs(60),
+    )
+}
+
 fn finding<'a>(v: &'a serde_json::Value, message: &str) -> &'a serde_json::Value {
     let log = &v["server_log"];
     log["findings"]
@@ -1210,12 +1222,7 @@ fn apache_error_log_names_max_request_workers() {
     std::fs::set_permissions(&cgi, std::fs::Permissions::from_mode(0o755)).unwrap();
     let url = format!("http://127.0.0.1:{}/cgi-bin/half.cgi", ap.port);
     let pid = ap.child.id().to_string();
-    let v = run_json(
-        &[
-            "run", &url, "-d", "3s", "-c", "10", "-t", "1", "--watch", &pid, "-o", "json",
-        ],
-        Duration::from_secs(60),
-    );
+    let v = run_watched(&url, 10, &pid);
     let f = finding(&v, "server reached MaxRequestWorkers setting");
     assert_eq!(f["resource"], "worker_pool", "{f}");
     assert_eq!(f["directive"], "MaxRequestWorkers", "{f}");
@@ -1313,12 +1320,7 @@ fn php_fpm_error_log_names_max_children() {
     };
     let url = format!("http://127.0.0.1:{}/slow.php", ng.port);
     let pid = fpm.child.id().to_string();
-    let v = run_json(
-        &[
-            "run", &url, "-d", "3s", "-c", "4", "-t", "1", "--watch", &pid, "-o", "json",
-        ],
-        Duration::from_secs(60),
-    );
+    let v = run_watched(&url, 4, &pid);
     let f = finding(&v, "server reached pm.max_children setting");
     assert_eq!(f["resource"], "worker_pool", "{f}");
     assert_eq!(f["directive"], "pm.max_children", "{f}");
