@@ -164,6 +164,26 @@ fn apply_all(r: &TuneReport) -> usize {
     n
 }
 
+/// tune's report on `conf` read as `server`, which must hold every finding
+/// code in `want` at a level above [OK].
+fn analyze_expecting(conf: &Path, server: Server, want: &[&str]) -> TuneReport {
+    let opts = TuneOptions {
+        server: Some(server),
+        ..Default::default()
+    };
+    let r = analyze(conf, &opts).unwrap();
+    let codes: Vec<&str> = r
+        .findings
+        .iter()
+        .filter(|f| f.level != Level::Ok)
+        .map(|f| f.code.as_str())
+        .collect();
+    for w in want {
+        assert!(codes.contains(w), "{w} not found: {:#?}", r.findings);
+    }
+    r
+}
+
 #[test]
 fn every_nginx_fix_together_keeps_a_reverse_proxy_serving_the_same() {
     let Some(bin) = nginx_bin() else {
@@ -222,26 +242,17 @@ fn every_nginx_fix_together_keeps_a_reverse_proxy_serving_the_same() {
     assert_eq!(before[8].body, b"up\n");
 
     // Every fix tune prints, applied together.
-    let opts = TuneOptions {
-        server: Some(Server::Nginx),
-        ..Default::default()
-    };
-    let r = analyze(&conf, &opts).unwrap();
-    let codes: Vec<&str> = r
-        .findings
-        .iter()
-        .filter(|f| f.level != Level::Ok)
-        .map(|f| f.code.as_str())
-        .collect();
-    for want in [
-        "sendfile_off",
-        "keepalive_off",
-        "no_compression",
-        "no_expires",
-        "upstream_keepalive_unused",
-    ] {
-        assert!(codes.contains(&want), "{want} not found: {:#?}", r.findings);
-    }
+    let r = analyze_expecting(
+        &conf,
+        Server::Nginx,
+        &[
+            "sendfile_off",
+            "keepalive_off",
+            "no_compression",
+            "no_expires",
+            "upstream_keepalive_unused",
+        ],
+    );
     // The health check's own keepalive_timeout 0 is not one of them.
     assert!(
         !r.findings
@@ -290,7 +301,7 @@ fn every_nginx_fix_together_keeps_a_reverse_proxy_serving_the_same() {
     assert_eq!(cc(&after[6]), "max-age=2592000", "{:?}", after[6].headers);
     assert_eq!(cc(&after[0]), "", "{:?}", after[0].headers);
     // And nothing tune warned about is left.
-    let again = analyze(&conf, &opts).unwrap();
+    let again = analyze_expecting(&conf, Server::Nginx, &[]);
     let left: Vec<&str> = again
         .findings
         .iter()
@@ -413,26 +424,17 @@ fn every_apache_fix_together_keeps_a_wordpress_site_serving_the_same() {
         String::from_utf8_lossy(&before[9].body)
     );
 
-    let opts = TuneOptions {
-        server: Some(Server::Apache),
-        ..Default::default()
-    };
-    let r = analyze(&conf, &opts).unwrap();
-    let codes: Vec<&str> = r
-        .findings
-        .iter()
-        .filter(|f| f.level != Level::Ok)
-        .map(|f| f.code.as_str())
-        .collect();
-    for want in [
-        "allow_override",
-        "timeout_high",
-        "keepalive_off",
-        "no_compression",
-        "no_expires",
-    ] {
-        assert!(codes.contains(&want), "{want} not found: {:#?}", r.findings);
-    }
+    let r = analyze_expecting(
+        &conf,
+        Server::Apache,
+        &[
+            "allow_override",
+            "timeout_high",
+            "keepalive_off",
+            "no_compression",
+            "no_expires",
+        ],
+    );
     // The .htaccess uses mod_rewrite: never "unused", with or without
     // AllowOverride.
     assert!(
@@ -481,7 +483,7 @@ fn every_apache_fix_together_keeps_a_wordpress_site_serving_the_same() {
     assert!(!cc(&after[4]).is_empty(), "{:?}", after[4].headers);
     // And tune, asked again, does not call rewrite unused now that the
     // .htaccess is no longer read: its rules are in the config.
-    let again = analyze(&conf, &opts).unwrap();
+    let again = analyze_expecting(&conf, Server::Apache, &[]);
     let left: Vec<&str> = again
         .findings
         .iter()
