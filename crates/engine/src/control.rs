@@ -5,8 +5,8 @@
 //! shows, `--abort-on-fail` judges and agents stream) a few times a second.
 //!
 //! Sans IO like the `crate::ledger::Ledger`: `now` is passed in, and the
-//! driver decides how it waits until [`Control::next_wake`] (the HTTP/1
-//! worker in its `mio` poll, the HTTP/2 worker in a tokio `select!`).
+//! core's [`crate::core::Core::tick`] runs it between each driver's I/O
+//! (every driver waits in its `mio` poll until [`Control::next_wake`]).
 
 use crate::ledger::Ledger;
 use crate::pacer::Levels;

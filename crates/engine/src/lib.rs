@@ -2,9 +2,9 @@
 //!
 //! A [`Plan`] (validated options, prebuilt request bytes) is run by
 //! [`execute`] on thread-per-core workers, each with its own poller,
-//! connections and recorder (HTTP/2 runs on the HTTP/2 driver's workers,
-//! one tokio runtime per thread); both drivers keep their requests in the
-//! request ledger and run the [`control::Control`] tick.
+//! connections and recorder; the load modes are written once in the
+//! protocol-free core (`core/`), which drives a byte-moving driver per
+//! protocol (`worker/` for HTTP/1.1, `mux/` for HTTP/2) through one seam.
 //! The result is one [`redline_stats::RunRecord`].
 #![deny(missing_docs)]
 
@@ -35,13 +35,15 @@ pub mod replay;
 pub mod scenario;
 pub mod urls;
 pub(crate) mod workload;
-// core: protocol-free, socket-free state every driver shares.
+// core: the load modes, protocol-free and socket-free (the `Link` seam).
 pub mod control;
 mod core;
 pub(crate) mod ledger;
 pub(crate) mod overdue;
-// driver: event loops that move bytes (HTTP/1 on mio, HTTP/2 on tokio).
-pub(crate) mod h2run;
+// driver: event loops that move bytes (HTTP/1.1, and HTTP/2 with its
+// other-origin HTTP/1.1 connections), both on mio.
+pub(crate) mod ioloop;
+pub(crate) mod mux;
 pub(crate) mod worker;
 // run: threads, the fd limit, the record.
 #[cfg(test)]

@@ -164,7 +164,7 @@ pub fn execute_watching(
     let fd_note = prepare_fds(plan);
     // HTTP/2 (--http2, --h2c) runs on its own workers (h2run.rs), same specs and results.
     let h2 = match plan.protocol() == crate::plan::Protocol::Http2 {
-        true => Some(crate::h2run::prepare(plan).map_err(EngineError::Http2)?),
+        true => Some(crate::mux::prepare(plan).map_err(EngineError::Http2)?),
         false => None,
     };
 
@@ -264,7 +264,7 @@ pub fn execute_watching(
                     move || {
                         let waited = Starvation::now();
                         let r = match &h2 {
-                            Some(h2) => crate::h2run::run_worker(h2, spec),
+                            Some(h2) => crate::mux::run_worker(h2, plan, spec, poll),
                             None => run_worker(plan, spec, poll),
                         };
                         let waited = Starvation::now().since(waited);

@@ -1,15 +1,12 @@
 //! The one fine timer: a non-blocking monotonic `timerfd` for sub-millisecond
-//! wake-ups (poll time-outs and tokio's timer are millisecond-grained, too
-//! coarse for open-loop schedules above a thousand requests per second).
+//! wake-ups (poll time-outs are millisecond-grained, too coarse for
+//! open-loop schedules above a thousand requests per second).
 //!
-//! Both drivers use the same descriptor and the same arm/drain code: the
-//! HTTP/1 worker registers it in its `mio` poller ([`PreciseTimer`]); the
-//! HTTP/2 worker registers it in its tokio runtime's poller through
-//! `AsyncFd` ([`FineTimer`], which falls back to tokio's timer when the
-//! descriptor cannot be made). Also here: [`Spin`], the HTTP/1 worker's
-//! poll-before-sleep policy (when waiting should look before it sleeps).
+//! Every driver registers it in its `mio` poller ([`PreciseTimer`], through
+//! the driver loop's `Sleeper`). Also here: [`Spin`], the poll-before-sleep
+//! policy (when waiting should look before it sleeps).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A non-blocking monotonic timerfd, with the thread's timer slack lowered
 /// from 50 µs to 1 µs so wake-ups are on time.
@@ -107,72 +104,6 @@ impl PreciseTimer {
             use std::os::fd::AsRawFd;
             drain_fd(self.fd.as_raw_fd());
         }
-    }
-}
-
-/// The fine timer in a tokio runtime's poller (the HTTP/2 worker).
-pub(crate) struct FineTimer {
-    #[cfg(target_os = "linux")]
-    fd: tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>,
-}
-
-impl FineTimer {
-    /// A timer in the current runtime; None where there is no timerfd.
-    #[cfg(target_os = "linux")]
-    pub(crate) fn new() -> Option<FineTimer> {
-        let fd = timerfd()?;
-        // SAFETY: the OwnedFd is open, owned by the AsyncFd for its whole life,
-        // and always returns the same descriptor.
-        let fd = unsafe {
-            tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
-        }
-        .ok()?;
-        Some(FineTimer { fd })
-    }
-
-    /// A timer in the current runtime; None where there is no timerfd.
-    #[cfg(not(target_os = "linux"))]
-    pub(crate) fn new() -> Option<FineTimer> {
-        None
-    }
-
-    /// Sleeps until `t`.
-    #[cfg(target_os = "linux")]
-    pub(crate) async fn sleep_until(&self, t: Instant) {
-        use std::os::fd::AsRawFd;
-        let after = t.saturating_duration_since(Instant::now());
-        if after.is_zero() {
-            return;
-        }
-        if !arm_fd(self.fd.as_raw_fd(), after) {
-            return tokio::time::sleep_until(t.into()).await;
-        }
-        loop {
-            let Ok(mut guard) = self.fd.readable().await else {
-                return tokio::time::sleep_until(t.into()).await;
-            };
-            if drain_fd(self.fd.as_raw_fd()) {
-                return;
-            }
-            guard.clear_ready();
-            if Instant::now() >= t {
-                return;
-            }
-        }
-    }
-
-    /// Sleeps until `t`.
-    #[cfg(not(target_os = "linux"))]
-    pub(crate) async fn sleep_until(&self, t: Instant) {
-        tokio::time::sleep_until(t.into()).await
-    }
-}
-
-/// Sleeps until `t` on the fine timer, or on tokio's when there is none.
-pub(crate) async fn sleep_until(timer: Option<&FineTimer>, t: Instant) {
-    match timer {
-        Some(f) => f.sleep_until(t).await,
-        None => tokio::time::sleep_until(t.into()).await,
     }
 }
 

@@ -22,25 +22,20 @@ mod link;
 mod transport;
 
 use crate::core::spec::{WorkerResult, WorkerSpec};
-use crate::core::Core;
+use crate::core::{ConnState, Core};
 use crate::h1::HeadMemo;
+use crate::ioloop::{Sleeper, TIMER, WAKE};
 use crate::plan::Plan;
 use crate::session::H1Request;
-use crate::sys::{self, Events};
-use crate::timer::{PreciseTimer, Spin};
+use crate::sys::{io_msg, Events};
 use conns::{Conn, Fifo, NIL};
 use mio::{Poll, Token, Waker};
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
 use std::io::ErrorKind as IoKind;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crate::sys::io_msg;
-
-const WAKE: Token = Token(usize::MAX - 1);
-const TIMER: Token = Token(usize::MAX - 2);
 const READ_BUF: usize = 64 * 1024;
 
 /// The HTTP/1 driver's state: sockets, sessions, buffers, time-outs, timers.
@@ -57,12 +52,7 @@ pub(crate) struct H1Link {
     /// Time-out FIFOs of requests in flight and of connects.
     request_timeouts: Fifo,
     connect_timeouts: Fifo,
-    /// Poll-before-sleep state (see [`H1Link::wait`]).
-    spin: Spin,
-    timer: Option<PreciseTimer>,
-    timer_armed: Option<Instant>,
-    /// Open loop: how long after a send time the worker may wake (see `poll_timeout`).
-    batch: Duration,
+    sleeper: Sleeper,
 }
 
 /// Creates the worker's poller and waker (the waker lets Ctrl-C interrupt a poll).
@@ -74,20 +64,13 @@ pub fn make_poll() -> std::io::Result<(Poll, Arc<Waker>)> {
 
 /// Runs one worker to completion on the current thread.
 pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
-    let open_loop = spec.pacer.is_some();
     let slots = spec.connections.min(u32::MAX as u64 - 2) as usize;
     let now = Instant::now();
-    // Batch sends only when they come closer than 100 µs apart (above 10,000
-    // req/s per worker); slower schedules are served on time.
-    let batch = match &spec.pacer {
-        Some(p) if p.interval() < Duration::from_micros(100) => Duration::from_micros(100),
-        _ => Duration::ZERO,
-    };
-    let timer = if open_loop {
-        PreciseTimer::new(&poll, TIMER)
-    } else {
-        None
-    };
+    let sleeper = Sleeper::new(
+        &poll,
+        spec.pacer.is_some(),
+        spec.pacer.as_ref().map(|p| p.interval()),
+    );
     let mut link = H1Link {
         poll,
         conns: (0..slots).map(|_| Conn::new(now)).collect(),
@@ -109,10 +92,7 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
             head: NIL,
             tail: NIL,
         },
-        spin: Spin::new(),
-        timer,
-        timer_armed: None,
-        batch,
+        sleeper,
     };
     let mut core = Core::new(plan, spec, slots);
     link.run(&mut core);
@@ -130,8 +110,17 @@ impl H1Link {
             if core.tick(self, now) {
                 break;
             }
-            let timeout = self.poll_timeout(core, now);
-            if let Err(e) = self.wait(core, &mut events, timeout) {
+            let first = [self.request_timeouts.head, self.connect_timeouts.head]
+                .into_iter()
+                .filter(|&h| h != NIL)
+                .map(|h| self.conns[h as usize].deadline)
+                .min();
+            let timeout = self.sleeper.timeout(core, now, first);
+            let in_flight = core.ledger.in_flight();
+            if let Err(e) = self
+                .sleeper
+                .wait(&self.poll, in_flight, &mut events, timeout)
+            {
                 if e.kind() != IoKind::Interrupted {
                     // The poller itself failed: nothing more can be measured.
                     core.rec
@@ -154,18 +143,12 @@ impl H1Link {
                 }
                 match Token(ev.token()) {
                     WAKE => {}
-                    TIMER => {
-                        if let Some(t) = &self.timer {
-                            t.drain();
-                        }
-                        self.timer_armed = None;
-                    }
+                    TIMER => self.sleeper.fired(),
                     Token(i) => {
                         let i = i as u32;
                         if (i as usize) >= self.conns.len() {
                             continue;
                         }
-                        use crate::core::ConnState;
                         match self.conns[i as usize].state {
                             ConnState::Connecting => self.on_connect_event(core, i),
                             ConnState::Handshaking => self.drive_handshake(core, i),
@@ -195,70 +178,6 @@ impl H1Link {
             if let Some(s) = c.sock.take() {
                 let _ = self.poll.registry().deregister(&mut { s });
             }
-        }
-    }
-
-    /// Waits for events. With requests in flight it first looks a few times
-    /// without sleeping: on a fast server the answer is often a microsecond
-    /// away, and a thread that sleeps for it costs the server a wake-up of this
-    /// CPU (an inter-processor interrupt, on a virtual machine an exit to the
-    /// host) and itself a trip through the scheduler. Looks that keep finding
-    /// nothing (a slow server) switch the looking off for a while, so an idle
-    /// or slow run does not pay for it.
-    fn wait(
-        &mut self,
-        core: &Core<'_>,
-        events: &mut Events,
-        timeout: Option<Duration>,
-    ) -> std::io::Result<()> {
-        if core.ledger.in_flight() > 0 && timeout != Some(Duration::ZERO) && self.spin.armed() {
-            for _ in 0..self.spin.polls {
-                sys::wait(self.poll.as_raw_fd(), events, Some(Duration::ZERO))?;
-                if !events.is_empty() {
-                    self.spin.hit();
-                    return Ok(());
-                }
-            }
-            self.spin.miss();
-        }
-        sys::wait(self.poll.as_raw_fd(), events, timeout)
-    }
-
-    /// How long the poll may sleep: until the core's next wake, the first
-    /// time-out, or the schedule's next send time (timed by the timerfd).
-    fn poll_timeout(&mut self, core: &Core<'_>, now: Instant) -> Option<Duration> {
-        let mut next = core.next_wake(now);
-        if next <= now {
-            return Some(Duration::ZERO);
-        }
-        if self.request_timeouts.head != NIL {
-            next = next.min(self.conns[self.request_timeouts.head as usize].deadline);
-        }
-        if self.connect_timeouts.head != NIL {
-            next = next.min(self.conns[self.connect_timeouts.head as usize].deadline);
-        }
-        let coarse = next.saturating_duration_since(now);
-        match core.ledger.next_due() {
-            Some(t) if t <= now => Some(Duration::ZERO),
-            Some(t) if t < now + coarse => {
-                // The schedule needs sub-millisecond wake-ups: arm the timerfd
-                // (poll's own timeout is millisecond-grained). At high rates a
-                // wake-up takes a small batch: waking `batch` after the next send
-                // time sends the requests due by then together, so one timer
-                // syscall and one poll serve several requests, for at most
-                // `batch` of scheduler lag (100 µs, well under the 1 ms goal).
-                let wake = t + self.batch;
-                if let Some(timer) = &self.timer {
-                    if self.timer_armed.is_none_or(|a| a > wake) {
-                        timer.arm(wake.saturating_duration_since(now));
-                        self.timer_armed = Some(wake);
-                    }
-                    Some(coarse)
-                } else {
-                    Some(t.saturating_duration_since(now))
-                }
-            }
-            _ => Some(coarse),
         }
     }
 }

@@ -159,12 +159,6 @@ impl ScenarioLoad {
         self.stats[r].sent += 1;
     }
 
-    /// Request `r`, written, was refused unprocessed by the server: it goes
-    /// again (and counts as sent then), its user keeps it chosen.
-    pub fn unsent(&mut self, r: usize) {
-        self.stats[r].sent = self.stats[r].sent.saturating_sub(1);
-    }
-
     /// An arrival released by the schedule.
     pub fn arrived(&mut self) {
         if self.journeys_on {
@@ -296,34 +290,6 @@ impl ScenarioLoad {
                 }
             }
         }
-    }
-
-    /// Open loop: `vu`'s journey could not send its next step (its stream or
-    /// connection failed before it): abandoned on an error.
-    pub fn fail_journey(&mut self, vu: &mut Vu) {
-        if vu.journey.take().is_some() {
-            self.abandon(Abandon::Error);
-        }
-    }
-
-    /// Drivers that do not count arrivals one by one (HTTP/2): the arrivals
-    /// are the requests the schedule released, less the journeys' later steps.
-    pub fn set_arrived(&mut self, n: u64) {
-        if self.journeys_on {
-            self.journeys.arrived = n;
-        }
-    }
-
-    /// The per-request numbers and the journeys so far, taken out (for a
-    /// driver that keeps the workload behind a shared reference).
-    pub fn take_results(&mut self) -> (Vec<RequestStats>, Option<Journeys>) {
-        let stats = std::mem::take(&mut self.stats);
-        if !self.journeys_on {
-            return (stats, None);
-        }
-        let mut j = std::mem::take(&mut self.journeys);
-        j.not_started = j.arrived.saturating_sub(j.started);
-        (stats, Some(j))
     }
 
     /// The per-request numbers and, for journeys, how they ended

@@ -61,8 +61,12 @@ pub fn run_json(bin: &str, args: &[&str]) -> serde_json::Value {
     a.extend_from_slice(args);
     let (out, _) = run_with_limit(bin, &a, Duration::from_secs(60));
     let err = String::from_utf8_lossy(&out.stderr);
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}; stderr: {err}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
     let no_answer = out.status.code() == Some(1)
         && counter(&v, "completed") == 0
         && err.contains("no request was answered");

@@ -243,7 +243,7 @@ impl<'p> Core<'p> {
         // Requests waiting for a connect that never happened were not sent.
         for (i, s) in self.slots.iter_mut().enumerate() {
             // (A redirect hop connecting is a request already sent: in flight.)
-            if s.has_request && link.state(i as u32).opening() && s.redir.is_none() {
+            if s.has_request && link.state(i as u32).opening() && !s.in_flight() {
                 s.has_request = false;
                 self.ledger.drop_held();
             }
@@ -252,9 +252,13 @@ impl<'p> Core<'p> {
             let s = &mut self.slots[i as usize];
             if s.has_request {
                 s.has_request = false;
-                if s.redir.take().is_some() {
-                    // Sent, redirected, and now waiting for a connection to
-                    // the next hop that will not be made: in flight at the end.
+                let sent = s.in_flight();
+                s.redir = None;
+                s.again = false;
+                if sent {
+                    // Sent (redirected, or refused unprocessed), and now
+                    // waiting for a connection that will not be made: in
+                    // flight at the end.
                     self.ledger.abandon_in_flight();
                 } else {
                     self.ledger.drop_held();
@@ -388,11 +392,31 @@ impl<'p> Core<'p> {
         }
     }
 
-    /// The driver opened a connection for slot `i` (counted until it closes).
-    pub(crate) fn opened(&mut self) {
+    /// A slot waits for its connection to come up (until
+    /// [`Core::connection_ready`] or [`Core::connect_failed`]).
+    pub(crate) fn waiting(&mut self) {
         self.connecting += 1;
+    }
+
+    /// The driver opened a socket (counted until it closes).
+    pub(crate) fn socket_opened(&mut self) {
         self.open += 1;
         self.peak_open = self.peak_open.max(self.open);
+    }
+
+    /// Slot `i` connects to the run's own origin (not a redirect's, not
+    /// another host of a scenario): an HTTP/2 driver shares those connections.
+    pub(crate) fn own_origin(&self, i: u32) -> bool {
+        if self.slots[i as usize].away.is_some() {
+            return false;
+        }
+        match &self.scenario {
+            Some(sc) => {
+                let t = &sc.load.scenario.targets[sc.vus[i as usize].target];
+                t.origin == self.plan.target.origin
+            }
+            None => true,
+        }
     }
 
     /// Slot `i`'s TCP connect took `took` (the run's and, in a scenario, the
@@ -414,7 +438,7 @@ impl<'p> Core<'p> {
         if let Some(sc) = self.scenario.as_mut() {
             for (i, vu) in sc.vus.iter_mut().enumerate() {
                 let s = &self.slots[i];
-                let in_flight = s.has_request && (link.state(i as u32).busy() || s.redir.is_some());
+                let in_flight = s.has_request && (link.state(i as u32).busy() || s.in_flight());
                 sc.load.end_journey_at_end(vu, in_flight);
             }
         }

@@ -62,6 +62,14 @@ impl Core<'_> {
     /// next, a redirect's next hop, or a new connection first when the
     /// request goes elsewhere.
     pub(crate) fn send(&mut self, link: &mut impl Link, i: u32, intended: Instant, now: Instant) {
+        let s = &mut self.slots[i as usize];
+        if std::mem::take(&mut s.again) {
+            // Refused unprocessed: the same request again (still in flight).
+            if let Some(what) = s.last {
+                let timeout = self.timeout_of(i);
+                return link.submit(self, i, what, timeout, now);
+            }
+        }
         if self.slots[i as usize].redir.is_some() {
             // The connection for the next redirect hop is up.
             return self.send_hop(link, i, now);
@@ -107,6 +115,7 @@ impl Core<'_> {
             }
             None => Outgoing::Plan { close },
         };
+        self.slots[i as usize].last = Some(what);
         link.submit(self, i, what, timeout, now);
     }
 
@@ -170,6 +179,7 @@ impl Core<'_> {
         self.ledger.finish_completed();
         let s = &mut self.slots[i as usize];
         s.has_request = false;
+        s.retried = false;
         let redirected = s.redir.take();
         let t = Timing {
             intended: s.intended,
@@ -380,13 +390,43 @@ impl Core<'_> {
 
     /// Sends the next hop of a redirected request on slot `i` (connected and idle).
     fn send_hop(&mut self, link: &mut impl Link, i: u32, now: Instant) {
-        let timeout = match &self.scenario {
+        let timeout = self.timeout_of(i);
+        self.slots[i as usize].last = Some(Outgoing::Hop);
+        link.submit(self, i, Outgoing::Hop, timeout, now);
+    }
+
+    /// The answer time-out of slot `i`'s request (a scenario request's own).
+    fn timeout_of(&self, i: u32) -> std::time::Duration {
+        match &self.scenario {
             Some(sc) => sc.vus[i as usize]
                 .chosen
                 .map_or(self.plan.timeout, |r| sc.load.scenario.requests[r].timeout),
             None => self.plan.timeout,
-        };
-        link.submit(self, i, Outgoing::Hop, timeout, now);
+        }
+    }
+
+    /// The server refused slot `i`'s request unprocessed (HTTP/2 GOAWAY
+    /// naming a lower stream, REFUSED_STREAM; RFC 9113 §8.7): it goes once
+    /// more on a new connection, still in flight in the ledger (counted
+    /// `retried`); refused again, it fails with `kind`.
+    pub(crate) fn refused(
+        &mut self,
+        link: &mut impl Link,
+        i: u32,
+        kind: ErrorKind,
+        msg: Cow<'static, str>,
+        now: Instant,
+    ) {
+        let s = &mut self.slots[i as usize];
+        if s.retried || !s.has_request || s.last.is_none() || self.ledger.stopping() {
+            return self.fail(link, i, kind, msg, now);
+        }
+        s.retried = true;
+        s.again = true;
+        link.settle(i);
+        self.ledger.count_retry();
+        self.close(link, i);
+        self.restart.push_back(i);
     }
 
     /// Slot `i`'s request failed (no answer): ends it in the ledger, the
@@ -406,6 +446,7 @@ impl Core<'_> {
             self.ledger.finish_failed();
             let s = &mut self.slots[i as usize];
             s.has_request = false;
+            s.retried = false;
             s.redir = None;
             self.rec.error(kind, msg, now);
             self.last_done = now;
@@ -639,8 +680,12 @@ impl Core<'_> {
         let s = &mut self.slots[i as usize];
         if s.has_request {
             s.has_request = false;
-            if s.redir.take().is_some() {
-                // A redirect hop: the request was in flight.
+            let sent = s.in_flight();
+            s.redir = None;
+            s.again = false;
+            s.retried = false;
+            if sent {
+                // A redirect hop or a request sent again: it was in flight.
                 self.ledger.finish_failed();
             } else {
                 self.ledger.fail_held();

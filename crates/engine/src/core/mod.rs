@@ -161,9 +161,22 @@ pub(crate) struct Slot {
     /// The connection is open to a redirect's origin, not the request's own:
     /// the next request replaces the connection.
     pub(crate) away: Option<Arc<Origin>>,
+    /// What the slot's request was submitted as (to send it again).
+    pub(crate) last: Option<Outgoing>,
+    /// The server refused the request unprocessed and it goes again on a
+    /// new connection (once: [`Core::refused`]).
+    pub(crate) again: bool,
+    /// It went again already.
+    pub(crate) retried: bool,
 }
 
 impl Slot {
+    /// The slot's request was sent already and waits for a connection (a
+    /// redirect's next hop, or a request refused unprocessed going again).
+    pub(crate) fn in_flight(&self) -> bool {
+        self.redir.is_some() || self.again
+    }
+
     fn new(now: Instant) -> Slot {
         Slot {
             has_request: false,
@@ -173,6 +186,9 @@ impl Slot {
             quota: 0,
             redir: None,
             away: None,
+            last: None,
+            again: false,
+            retried: false,
         }
     }
 }

@@ -53,7 +53,8 @@ impl Link for Fake {
     fn connect(&mut self, core: &mut Core<'_>, i: u32, now: Instant) {
         let _ = core.destination(i);
         self.connects += 1;
-        core.opened();
+        core.waiting();
+        core.socket_opened();
         self.states[i as usize] = ConnState::Connecting;
         if self.hang {
             return;

@@ -228,15 +228,11 @@ pub(super) fn add_warnings(
                     limited = true;
                 }
             }
-            // Sends are coalesced by design: the HTTP/1 worker batches sends
-            // closer than 100 µs apart (worker.rs), the HTTP/2 pacer wakes at
-            // most every 200 µs (`h2run::PACE_QUANTUM`). Lag up to twice that
-            // window is the design, not the client falling behind.
+            // Sends are coalesced by design: every driver's sleeper batches
+            // sends closer than 100 µs apart (`ioloop::Sleeper`). Lag up to
+            // twice that window is the design, not the client falling behind.
             let interval_us = plan.threads as f64 / rate * 1e6;
-            let window_us = match plan.protocol() {
-                crate::plan::Protocol::Http2 => crate::h2run::PACE_QUANTUM.as_micros() as f64,
-                _ => 100.0,
-            };
+            let window_us = 100.0;
             let allowed_us = if interval_us < window_us {
                 interval_us.max(2.0 * window_us)
             } else {

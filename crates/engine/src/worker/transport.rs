@@ -39,7 +39,8 @@ impl H1Link {
                 c.sock = Some(s);
                 c.state = ConnState::Connecting;
                 c.deadline = now + core.plan.connect_timeout;
-                core.opened();
+                core.waiting();
+                core.socket_opened();
                 self.push(i, TimeoutList::Connects);
                 // On loopback (and often a LAN) the handshake completes inside
                 // connect() itself: go on at once, without waiting for the

@@ -1,0 +1,679 @@
+//! The multiplexing driver's socket side: opening a connection (TCP, TLS
+//! with ALPN), reading into its session and handing the session's events to
+//! the core for the slots they belong to, writing what the sessions have to
+//! send, and a connection's end (every slot on it told once).
+
+use super::conn::{with_session, CState, Conn, Proto, NIL};
+use super::MuxLink;
+use crate::core::{Answered, Core};
+use crate::session::{Event, H1Session, Session};
+use crate::sys::{self, io_msg};
+use crate::tls::TlsSetup;
+use mio::net::TcpStream;
+use mio::{Interest, Token};
+use redline_stats::ErrorKind;
+use std::borrow::Cow;
+use std::cmp::Reverse;
+use std::io::{ErrorKind as IoKind, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::Instant;
+
+impl MuxLink {
+    /// A free connection entry for the own origin's group `group` (`own`)
+    /// or a slot's private connection.
+    pub(super) fn new_conn(&mut self, own: bool, group: u32, now: Instant) -> u32 {
+        let c = match self.free_conns.pop() {
+            Some(c) => c,
+            None => {
+                self.conns.push(Conn::new(now));
+                self.conns.len() as u32 - 1
+            }
+        };
+        let conn = &mut self.conns[c as usize];
+        conn.own = own;
+        conn.group = group;
+        conn.users.clear();
+        conn.streams.clear();
+        conn.blocked.clear();
+        conn.submitted = 0;
+        conn.full = false;
+        conn.unattributed = 0;
+        conn.either = false;
+        conn.answered = 0;
+        conn.eof = false;
+        c
+    }
+
+    /// Starts connection `c` to `addr` (for slot `i`, whose connect time it
+    /// counts): TCP, then TLS, then the protocol's preface.
+    pub(super) fn dial(
+        &mut self,
+        core: &mut Core<'_>,
+        c: u32,
+        addr: SocketAddr,
+        tls: Option<TlsSetup>,
+        i: u32,
+        now: Instant,
+    ) {
+        let h2c = self.h2c;
+        let own_tls = self.own_tls.clone();
+        let conn = &mut self.conns[c as usize];
+        conn.state = CState::Connecting;
+        conn.connect_start = now;
+        conn.first_user = i;
+        conn.addr = Some(addr);
+        // The run's origin speaks HTTP/2; another https origin picks by
+        // ALPN; another cleartext one gets h2c in an h2c run, else HTTP/1.1.
+        conn.tls_setup = match (conn.own, tls) {
+            (true, Some(_)) => own_tls,
+            (false, Some(t)) => {
+                let mut cfg = (*t.config).clone();
+                cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+                conn.either = true;
+                Some(TlsSetup {
+                    config: Arc::new(cfg),
+                    ..t
+                })
+            }
+            (_, None) => None,
+        };
+        conn.proto = if conn.own || conn.tls_setup.is_some() || h2c {
+            Proto::H2(Box::default())
+        } else {
+            Proto::H1(Box::new(H1Session::new(1)))
+        };
+        match TcpStream::connect(addr) {
+            Ok(mut s) => {
+                if let Err(e) = self.poll.registry().register(
+                    &mut s,
+                    Token(c as usize),
+                    Interest::READABLE | Interest::WRITABLE,
+                ) {
+                    return self.conn_failed(
+                        core,
+                        c,
+                        ErrorKind::from_io(&e, true),
+                        io_msg(&e),
+                        now,
+                    );
+                }
+                let conn = &mut self.conns[c as usize];
+                conn.sock = Some(s);
+                core.socket_opened();
+                let deadline = now + core.plan.connect_timeout;
+                self.connect_timeouts.push(Reverse((deadline, c, conn.gen)));
+                if conn.sock.as_ref().is_some_and(|s| s.peer_addr().is_ok()) {
+                    self.connected(core, c, Instant::now());
+                }
+            }
+            Err(e) => self.conn_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now),
+        }
+    }
+
+    /// A poller event on connection `c`.
+    pub(super) fn on_event(&mut self, core: &mut Core<'_>, c: u32, ev: crate::sys::Event) {
+        let now = Instant::now();
+        match self.conns[c as usize].state {
+            CState::Closed => {}
+            CState::Connecting => {
+                let Some(s) = self.conns[c as usize].sock.as_ref() else {
+                    return;
+                };
+                match s.take_error() {
+                    Ok(Some(e)) | Err(e) => {
+                        return self.conn_failed(
+                            core,
+                            c,
+                            ErrorKind::from_io(&e, true),
+                            io_msg(&e),
+                            now,
+                        )
+                    }
+                    Ok(None) => {}
+                }
+                match s.peer_addr() {
+                    Ok(_) => self.connected(core, c, now),
+                    Err(e) if e.kind() == IoKind::NotConnected => {}
+                    Err(e) => {
+                        self.conn_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now)
+                    }
+                }
+            }
+            CState::Handshaking => self.drive_handshake(core, c),
+            CState::Open => {
+                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                    self.read(core, c);
+                }
+                if ev.is_writable() && self.conns[c as usize].state == CState::Open {
+                    self.flush(core, c);
+                }
+            }
+        }
+    }
+
+    /// TCP is up: counts the connect time, then TLS or the preface.
+    fn connected(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+        let conn = &mut self.conns[c as usize];
+        if let Some(s) = conn.sock.as_ref() {
+            let _ = s.set_nodelay(true);
+        }
+        let took = now.saturating_duration_since(conn.connect_start);
+        core.connected(conn.first_user, took);
+        if let Some(t) = conn.tls_setup.take() {
+            match rustls::ClientConnection::new(t.config, t.server_name) {
+                Ok(tls) => {
+                    conn.tls = Some(Box::new(tls));
+                    conn.connect_start = now;
+                    conn.state = CState::Handshaking;
+                    self.drive_handshake(core, c);
+                }
+                Err(e) => self.conn_failed(core, c, ErrorKind::Tls, Cow::Owned(e.to_string()), now),
+            }
+            return;
+        }
+        self.ready(core, c, now);
+    }
+
+    /// Moves TLS handshake bytes both ways until it is done or the socket would block.
+    fn drive_handshake(&mut self, core: &mut Core<'_>, c: u32) {
+        let now = Instant::now();
+        let conn = &mut self.conns[c as usize];
+        let (Some(s), Some(tls)) = (conn.sock.as_mut(), conn.tls.as_mut()) else {
+            return;
+        };
+        let mut result: Result<(), (ErrorKind, Cow<'static, str>)> = Ok(());
+        for _ in 0..64 {
+            let mut progressed = false;
+            while tls.wants_write() {
+                match tls.write_tls(s) {
+                    Ok(_) => progressed = true,
+                    Err(e) if e.kind() == IoKind::WouldBlock => break,
+                    Err(e) if e.kind() == IoKind::Interrupted => {}
+                    Err(e) => {
+                        result = Err((ErrorKind::from_io(&e, true), io_msg(&e)));
+                        break;
+                    }
+                }
+            }
+            if result.is_err() || !tls.is_handshaking() {
+                break;
+            }
+            if tls.wants_read() {
+                match tls.read_tls(s) {
+                    Ok(0) => {
+                        result = Err((
+                            ErrorKind::Tls,
+                            "connection closed during the TLS handshake".into(),
+                        ));
+                        break;
+                    }
+                    Ok(n) => {
+                        core.rec.counters.bytes_read += n as u64;
+                        progressed = true;
+                        if let Err(e) = tls.process_new_packets() {
+                            let _ = tls.write_tls(s);
+                            result = Err((ErrorKind::Tls, Cow::Owned(e.to_string())));
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == IoKind::WouldBlock => {}
+                    Err(e) if e.kind() == IoKind::Interrupted => progressed = true,
+                    Err(e) => {
+                        result = Err((ErrorKind::from_io(&e, true), io_msg(&e)));
+                        break;
+                    }
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+        let done = !tls.is_handshaking() && !tls.wants_write();
+        match result {
+            Err((kind, msg)) => self.conn_failed(core, c, kind, msg, now),
+            Ok(()) if done => {
+                core.rec
+                    .tls
+                    .record(now.saturating_duration_since(conn.connect_start));
+                let h2 = tls.alpn_protocol() == Some(b"h2");
+                if conn.own && !h2 {
+                    let msg = format!(
+                        "the server at {} did not offer HTTP/2 (ALPN h2) over TLS; \
+                         run without --http2 to test it with HTTP/1.1",
+                        core.plan.target.display
+                    );
+                    self.fatal(core, msg);
+                    return self.conn_failed(
+                        core,
+                        c,
+                        ErrorKind::Other,
+                        "the server did not offer HTTP/2".into(),
+                        now,
+                    );
+                }
+                if conn.either && !h2 {
+                    conn.proto = Proto::H1(Box::new(H1Session::new(1)));
+                }
+                self.ready(core, c, now);
+            }
+            Ok(()) => {}
+        }
+    }
+
+    /// Connection `c` is up: the preface goes out and every slot waiting
+    /// for it is ready.
+    fn ready(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+        let conn = &mut self.conns[c as usize];
+        conn.state = CState::Open;
+        conn.gen = conn.gen.wrapping_add(1); // its connect time-out is over
+        with_session!(&mut conn.proto, s => s.connect());
+        self.dirty(c);
+        let users = self.conns[c as usize].users.clone();
+        for i in users {
+            if self.slots[i as usize].conn == c && !self.slots[i as usize].busy {
+                core.connection_ready(self, i, now);
+            }
+        }
+    }
+
+    /// Connection `c` failed or ended: every slot on it is told once (a
+    /// request on it fails, unless the server said it was not processed; a
+    /// slot waiting for the connect fails its connect; an idle one goes),
+    /// then the socket closes.
+    pub(super) fn conn_failed(
+        &mut self,
+        core: &mut Core<'_>,
+        c: u32,
+        kind: ErrorKind,
+        msg: Cow<'static, str>,
+        now: Instant,
+    ) {
+        let opening = matches!(
+            self.conns[c as usize].state,
+            CState::Connecting | CState::Handshaking
+        );
+        self.last_words(core, c);
+        self.end_streams(core, c, now);
+        self.check_fatal(core, c);
+        let users = self.conns[c as usize].users.clone();
+        for i in users {
+            if self.slots[i as usize].conn != c {
+                continue;
+            }
+            if opening {
+                core.connect_failed(self, i, kind, msg.clone(), now);
+            } else if self.slots[i as usize].busy {
+                if self.slots[i as usize].blocked {
+                    // Never sent: it goes on another connection.
+                    core.refused(self, i, kind, msg.clone(), now);
+                } else {
+                    core.fail(self, i, kind, msg.clone(), now);
+                }
+            } else if core.slots[i as usize].has_request {
+                // Already moving to another connection (its old one retired):
+                // it leaves this one and goes on its way.
+                self.detach(core, i);
+            } else {
+                core.drop_idle(self, i, now);
+            }
+        }
+        self.shut(core, c);
+    }
+
+    /// The session's events for the requests on connection `c`, each handed
+    /// to the core for its slot.
+    fn end_streams(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+        for _ in 0..1_000_000 {
+            let Some(ev) = with_session!(&mut self.conns[c as usize].proto, s => s.poll_event())
+            else {
+                break;
+            };
+            let id = match &ev {
+                Event::Head { id, .. } | Event::Done { id, .. } | Event::Failed { id, .. } => *id,
+            };
+            let conn = &mut self.conns[c as usize];
+            let Some(k) = conn.streams.iter().position(|&(sid, _)| sid == id) else {
+                continue; // given up already
+            };
+            let i = conn.streams[k].1;
+            if let Event::Head { .. } = ev {
+                let s = &mut self.slots[i as usize];
+                if s.first_byte.is_none() {
+                    s.first_byte = Some(now);
+                }
+                continue;
+            }
+            conn.streams.swap_remove(k);
+            match ev {
+                Event::Failed {
+                    kind,
+                    message,
+                    unprocessed,
+                    ..
+                } => {
+                    // A reused connection the server closed as this request
+                    // went out, before any byte of its answer: not processed,
+                    // so an idempotent request goes again once (RFC 9110
+                    // §9.2.2), as browsers do.
+                    let raced = self.conns[c as usize].eof
+                        && self.conns[c as usize].answered > 0
+                        && self.slots[i as usize].first_byte.is_none()
+                        && idempotent(&core.request_spec(i).method);
+                    if unprocessed || raced {
+                        core.refused(self, i, kind, message, now);
+                    } else {
+                        core.fail(self, i, kind, message, now);
+                    }
+                }
+                done => {
+                    self.conns[c as usize].answered += 1;
+                    let wire = std::mem::take(&mut self.conns[c as usize].unattributed);
+                    let s = &self.slots[i as usize];
+                    let first = s.first_byte.or(Some(now));
+                    if let Some(a) = Answered::from_event(done, s.sent, first, wire) {
+                        core.complete(self, i, now, a);
+                    }
+                }
+            }
+        }
+        // Streams freed: requests waiting for one go now.
+        self.unblock(core, c, now);
+    }
+
+    /// Submits the requests waiting for a stream on connection `c` while it has room.
+    fn unblock(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+        for _ in 0..self.slots.len() {
+            let conn = &mut self.conns[c as usize];
+            if conn.blocked.is_empty() || conn.state != CState::Open {
+                return;
+            }
+            if conn.proto.capacity() == 0 && !conn.proto.retiring() && !conn.full {
+                return;
+            }
+            let i = conn.blocked.remove(0);
+            self.slots[i as usize].blocked = false;
+            self.try_submit(core, i, now);
+        }
+    }
+
+    /// Reads what connection `c`'s socket holds into its session.
+    fn read(&mut self, core: &mut Core<'_>, c: u32) {
+        for _ in 0..1_000_000 {
+            let conn = &mut self.conns[c as usize];
+            let Some(s) = conn.sock.as_mut() else { return };
+            let now = Instant::now();
+            let got = if let Some(tls) = conn.tls.as_mut() {
+                match tls.read_tls(s) {
+                    Ok(0) => None,
+                    Ok(n) => {
+                        core.rec.bytes_read(n as u64);
+                        conn.unattributed += n as u64;
+                        if let Err(e) = tls.process_new_packets() {
+                            let _ = tls.write_tls(s);
+                            return self.conn_failed(
+                                core,
+                                c,
+                                ErrorKind::Tls,
+                                Cow::Owned(e.to_string()),
+                                now,
+                            );
+                        }
+                        let mut eof = false;
+                        loop {
+                            match tls.reader().read(&mut self.buf) {
+                                Ok(0) => {
+                                    eof = true;
+                                    break;
+                                }
+                                Ok(k) => {
+                                    with_session!(&mut conn.proto, s => s.bytes_in(&self.buf[..k]))
+                                }
+                                Err(e) if e.kind() == IoKind::WouldBlock => break,
+                                Err(e) => {
+                                    let kind = if e.kind() == IoKind::UnexpectedEof {
+                                        ErrorKind::Closed
+                                    } else {
+                                        ErrorKind::Tls
+                                    };
+                                    self.end_streams(core, c, now);
+                                    return self.conn_failed(
+                                        core,
+                                        c,
+                                        kind,
+                                        Cow::Owned(e.to_string()),
+                                        now,
+                                    );
+                                }
+                            }
+                        }
+                        if eof {
+                            None
+                        } else {
+                            Some(n)
+                        }
+                    }
+                    Err(e) if e.kind() == IoKind::WouldBlock => break,
+                    Err(e) if e.kind() == IoKind::Interrupted => continue,
+                    Err(e) => {
+                        self.end_streams(core, c, now);
+                        return self.conn_failed(
+                            core,
+                            c,
+                            ErrorKind::from_io(&e, false),
+                            io_msg(&e),
+                            now,
+                        );
+                    }
+                }
+            } else {
+                match sys::recv(s.as_raw_fd(), &mut self.buf) {
+                    Ok(0) => None,
+                    Ok(n) => {
+                        core.rec.bytes_read(n as u64);
+                        conn.unattributed += n as u64;
+                        with_session!(&mut conn.proto, s => s.bytes_in(&self.buf[..n]));
+                        Some(n)
+                    }
+                    Err(e) if e.kind() == IoKind::WouldBlock => break,
+                    Err(e) if e.kind() == IoKind::Interrupted => continue,
+                    Err(e) => {
+                        self.end_streams(core, c, now);
+                        return self.conn_failed(
+                            core,
+                            c,
+                            ErrorKind::from_io(&e, false),
+                            io_msg(&e),
+                            now,
+                        );
+                    }
+                }
+            };
+            match got {
+                Some(_) => {
+                    self.end_streams(core, c, now);
+                    if self.after_events(core, c, now) {
+                        return;
+                    }
+                }
+                None => {
+                    // The peer closed: requests without a complete answer fail.
+                    self.conns[c as usize].eof = true;
+                    with_session!(&mut self.conns[c as usize].proto, s => s.eof());
+                    self.end_streams(core, c, now);
+                    self.check_fatal(core, c);
+                    return self.conn_failed(
+                        core,
+                        c,
+                        ErrorKind::Closed,
+                        "connection closed before any response".into(),
+                        now,
+                    );
+                }
+            }
+        }
+        self.dirty(c);
+    }
+
+    /// After a read's events: a server that cannot speak HTTP/2 ends the
+    /// run; a closed session ends the connection. True when it ended.
+    fn after_events(&mut self, core: &mut Core<'_>, c: u32, now: Instant) -> bool {
+        self.check_fatal(core, c);
+        let conn = &self.conns[c as usize];
+        if conn.state != CState::Open {
+            return true;
+        }
+        let conn = &self.conns[c as usize];
+        if conn.proto.is_closed() && conn.streams.is_empty() {
+            self.flush(core, c);
+            self.conn_failed(
+                core,
+                c,
+                ErrorKind::Closed,
+                "the connection closed".into(),
+                now,
+            );
+            return true;
+        }
+        self.dirty(c);
+        false
+    }
+
+    /// A plain connection failing while open (a write refused): what the
+    /// server said before it went is read into the session first (an
+    /// HTTP/1 server's answer to the preface names the problem).
+    fn last_words(&mut self, core: &mut Core<'_>, c: u32) {
+        let conn = &mut self.conns[c as usize];
+        if conn.state != CState::Open || conn.eof || conn.tls.is_some() {
+            return;
+        }
+        let Some(s) = conn.sock.as_ref() else { return };
+        for _ in 0..64 {
+            match sys::recv(s.as_raw_fd(), &mut self.buf) {
+                Ok(n) if n > 0 => {
+                    core.rec.bytes_read(n as u64);
+                    with_session!(&mut conn.proto, p => p.bytes_in(&self.buf[..n]));
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// A server that cannot speak HTTP/2 at all (an HTTP/1 answer to the
+    /// preface) ends the run with what its session says.
+    fn check_fatal(&mut self, core: &mut Core<'_>, c: u32) {
+        let conn = &self.conns[c as usize];
+        let fatal = with_session!(&conn.proto, s => s.fatal().map(str::to_string));
+        if let Some(m) = fatal.filter(|_| conn.own) {
+            let msg = format!("the server at {} {m}", core.plan.target.display);
+            self.fatal(core, msg);
+        }
+    }
+
+    /// Writes what connection `c`'s session has to send, as far as the socket takes it.
+    pub(super) fn flush(&mut self, core: &mut Core<'_>, c: u32) {
+        let conn = &mut self.conns[c as usize];
+        conn.dirty = false;
+        if conn.state != CState::Open {
+            return;
+        }
+        let Some(s) = conn.sock.as_mut() else { return };
+        let result = if let Some(tls) = conn.tls.as_mut() {
+            let bytes = conn.proto.pending_out();
+            if !bytes.is_empty() {
+                let _ = tls.writer().write_all(bytes);
+                let n = bytes.len();
+                conn.proto.consume_out(n);
+            }
+            let mut r = Ok(());
+            while tls.wants_write() {
+                match tls.write_tls(s) {
+                    Ok(n) => core.rec.counters.bytes_written += n as u64,
+                    Err(e) if e.kind() == IoKind::WouldBlock => break,
+                    Err(e) if e.kind() == IoKind::Interrupted => {}
+                    Err(e) => {
+                        r = Err(e);
+                        break;
+                    }
+                }
+            }
+            r
+        } else {
+            let mut r = Ok(());
+            for _ in 0..1_000_000 {
+                let bytes = conn.proto.pending_out();
+                if bytes.is_empty() {
+                    break;
+                }
+                match sys::send(s.as_raw_fd(), bytes) {
+                    Ok(n) => {
+                        conn.proto.consume_out(n);
+                        core.rec.counters.bytes_written += n as u64;
+                    }
+                    Err(e) if e.kind() == IoKind::WouldBlock => break,
+                    Err(e) if e.kind() == IoKind::Interrupted => {}
+                    Err(e) => {
+                        r = Err(e);
+                        break;
+                    }
+                }
+            }
+            r
+        };
+        if let Err(e) = result {
+            let now = Instant::now();
+            self.conn_failed(core, c, ErrorKind::from_io(&e, false), io_msg(&e), now);
+        }
+    }
+
+    /// Writes every connection with bytes to write.
+    pub(super) fn flush_all(&mut self, core: &mut Core<'_>) {
+        while let Some(c) = self.dirty.pop() {
+            self.flush(core, c);
+        }
+    }
+
+    /// Closes connection `c`'s socket (saying goodbye on HTTP/2 when it was
+    /// open); its entry is free once no slot uses it.
+    pub(super) fn shut(&mut self, core: &mut Core<'_>, c: u32) {
+        let conn = &mut self.conns[c as usize];
+        if conn.state == CState::Open {
+            if let Proto::H2(sess) = &mut conn.proto {
+                if conn.streams.is_empty() {
+                    sess.close();
+                }
+            }
+            if let Some(tls) = conn.tls.as_mut() {
+                tls.send_close_notify();
+            }
+            // Best effort: what fits in the socket buffer now.
+            self.flush(core, c);
+        }
+        let conn = &mut self.conns[c as usize];
+        if conn.sock.take().is_some() {
+            core.open -= 1;
+        }
+        conn.tls = None;
+        conn.tls_setup = None;
+        conn.state = CState::Closed;
+        conn.gen = conn.gen.wrapping_add(1);
+        conn.dirty = false;
+        if conn.group != NIL && self.groups[conn.group as usize] == c {
+            self.groups[conn.group as usize] = NIL;
+        }
+        if conn.users.is_empty() && !self.free_conns.contains(&c) {
+            conn.group = NIL;
+            self.free_conns.push(c);
+        }
+    }
+}
+
+/// Methods a client may send again after a connection closed before any
+/// answer (RFC 9110 §9.2.2).
+fn idempotent(method: &str) -> bool {
+    matches!(
+        method,
+        "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
+    )
+}
