@@ -714,7 +714,8 @@ fn error_classes(rec: &RunRecord) -> (u64, u64, u64) {
             | ErrorKind::Timeout
             | ErrorKind::Closed
             | ErrorKind::StreamReset
-            | ErrorKind::GoAway => recv += e.count,
+            | ErrorKind::GoAway
+            | ErrorKind::NoStream => recv += e.count,
             _ => except += e.count,
         }
     }

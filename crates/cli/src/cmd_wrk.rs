@@ -386,7 +386,7 @@ fn summary(rec: &RunRecord, threads: u64, latency: bool) -> String {
             | ErrorKind::NoLocalAddress
             | ErrorKind::Resolve
             | ErrorKind::Tls => connect += e.count,
-            ErrorKind::Timeout => timeout += e.count,
+            ErrorKind::Timeout | ErrorKind::NoStream => timeout += e.count,
             _ => read += e.count,
         }
     }

@@ -589,6 +589,72 @@ fn assert_every_request_ends_once(v: &serde_json::Value) {
     );
 }
 
+/// A server that allows no stream at all (SETTINGS_MAX_CONCURRENT_STREAMS
+/// 0) and never changes its mind: a request that waits for a stream fails
+/// as `no_stream` one `--timeout` after it was sent (the first may have left
+/// before the server's SETTINGS came, and then times out as any unanswered
+/// request), the run ends then, and a warning names the setting (issue 36).
+#[test]
+fn a_server_allowing_no_stream_ends_the_run_on_time_with_its_own_error() {
+    let srv = ScriptServer::start(|mut s| {
+        let _ = s.set_read_timeout(Some(Duration::from_secs(3)));
+        let mut preface = [0u8; 24];
+        if s.read_exact(&mut preface).is_err() {
+            return;
+        }
+        // SETTINGS: MAX_CONCURRENT_STREAMS (0x3) = 0.
+        let _ = s.write_all(&frame(4, 0, 0, &[0, 3, 0, 0, 0, 0]));
+        for _ in 0..100 {
+            let Some((ty, flags, _, _)) = read_frame(&mut s) else {
+                return;
+            };
+            if ty == 4 && flags & 1 == 0 {
+                let _ = s.write_all(&frame(4, 1, 0, &[]));
+            }
+        }
+    });
+    let url = format!("http://{}/", srv.addr);
+    let (out, took) = redline_with_limit(
+        &[
+            "run",
+            "-o",
+            "json",
+            "-q",
+            "--no-save",
+            "--h2c",
+            "-n",
+            "4",
+            "-c",
+            "1",
+            "--timeout",
+            "1s",
+            &url,
+        ],
+        Duration::from_secs(30),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "nothing was answered");
+    let no_stream = error_count(&v, "no_stream");
+    assert!(no_stream >= 3, "{}", v["errors"]);
+    assert_eq!(no_stream + error_count(&v, "timeout"), 4, "{}", v["errors"]);
+    assert_eq!(counter(&v, "failed"), 4, "{}", v["counters"]);
+    // One request at a time, each given up after its --timeout: 4 s, not more.
+    assert!(took < Duration::from_secs(8), "{took:?}");
+    let w = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "no_stream")
+        .unwrap_or_else(|| panic!("no 'no_stream' warning: {}", v["warnings"]));
+    assert!(
+        w["message"]
+            .as_str()
+            .unwrap()
+            .contains("SETTINGS_MAX_CONCURRENT_STREAMS"),
+        "{w}"
+    );
+}
+
 #[test]
 fn goaway_is_counted_and_the_connection_replaced() {
     let srv = goaway_server(5);

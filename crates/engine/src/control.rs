@@ -20,7 +20,7 @@ const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
 /// The error kinds, by name, in the order of [`Live::errors`] (the
 /// metrics exporters' label values).
-pub const ERROR_KINDS: [&str; 15] = [
+pub const ERROR_KINDS: [&str; 16] = [
     "refused",
     "connect_timeout",
     "reset",
@@ -33,6 +33,7 @@ pub const ERROR_KINDS: [&str; 15] = [
     "tls",
     "stream_reset",
     "goaway",
+    "no_stream",
     "too_many_redirects",
     "bad_redirect",
     "other",

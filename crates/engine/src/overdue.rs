@@ -19,10 +19,9 @@
 //!   slots: steps in flight or waiting for a connection whose intended time
 //!   is at least `age` old, next steps as old whose user still thinks after
 //!   a late answer, and arrivals waiting for a slot; the count is taken as
-//!   reported. Both drivers count with [`journey_overdue`], from their own
-//!   slots (`Worker::publish_journey_overdue` for HTTP/1; over HTTP/2 the
-//!   streams' journeys register their pending step's intended time,
-//!   `h2run/scenario.rs`).
+//!   reported. The core counts with [`journey_overdue`] from its slots
+//!   (`Core::publish_journey_overdue`, `core/lifecycle.rs`), whatever the
+//!   protocol.
 //!
 //! Whole seconds are the clock (`T` is a second boundary; `finished` at
 //! `T − age` is read at the second boundary before it), so every estimate errs

@@ -1,7 +1,7 @@
 //! `-L/--follow-redirects` for the HTTP/1 worker and the HTTP/2 one: origins
 //! (resolved once and cached), and the request of each hop, rewritten from the
 //! original request's spec ([`hop_spec`]: the HTTP/1 worker encodes it, an
-//! HTTP/2 driver can send it without parsing; `h2run::follow` still rewrites
+//! HTTP/2 driver can send it without parsing; the core's `follow` rewrites
 //! bytes with [`hop_request`] and re-parses them).
 //!
 //! Rules (as curl and browsers): 303, and 301/302 after a POST, become a GET

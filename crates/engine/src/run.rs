@@ -162,7 +162,7 @@ pub fn execute_watching(
         Load::Open { .. } => None,
     };
     let fd_note = prepare_fds(plan);
-    // HTTP/2 (--http2, --h2c) runs on its own workers (h2run.rs), same specs and results.
+    // HTTP/2 (--http2, --h2c) runs on the multiplexing driver (mux.rs), same core, specs and results.
     let h2 = match plan.protocol() == crate::plan::Protocol::Http2 {
         true => Some(crate::mux::prepare(plan).map_err(EngineError::Http2)?),
         false => None,

@@ -69,6 +69,9 @@ pub enum ErrorKind {
     /// completely) served; the connection is replaced.
     #[serde(rename = "goaway")]
     GoAway,
+    /// HTTP/2: the server opened no stream for the request within
+    /// `--timeout` (its `SETTINGS_MAX_CONCURRENT_STREAMS` left none free).
+    NoStream,
     /// `--follow-redirects`: more redirects in a row than `--max-redirs`.
     TooManyRedirects,
     /// `--follow-redirects`: a redirect's `Location` is not a usable http(s)
@@ -94,6 +97,7 @@ impl ErrorKind {
             ErrorKind::Tls => "tls",
             ErrorKind::StreamReset => "stream_reset",
             ErrorKind::GoAway => "goaway",
+            ErrorKind::NoStream => "no_stream",
             ErrorKind::TooManyRedirects => "too_many_redirects",
             ErrorKind::BadRedirect => "bad_redirect",
             ErrorKind::Other => "other",

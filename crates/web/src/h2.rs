@@ -3,7 +3,7 @@
 //!
 //! The loader is blocking (a thread per fetch), so each https connection that
 //! offers `h2` gets its own thread running a single-threaded tokio runtime
-//! (the engine's `h2run` does the same per worker). That thread does the TLS
+//! (as the engine's HTTP/2 load driver once did). That thread does the TLS
 //! handshake (tokio-rustls, the same rustls configuration as every other
 //! connection of the load). If the server picks `http/1.1` (or ignores ALPN)
 //! the session is handed back as a blocking [`Conn`] and the thread ends; if

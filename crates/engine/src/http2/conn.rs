@@ -127,7 +127,7 @@ fn find(slots: &mut [Option<Stream>], sid: u32) -> Option<&mut Stream> {
     slots[i].as_mut().filter(|s| s.sid == sid)
 }
 
-/// The same kind and words as `h2run` for a header block too large to take.
+/// The kind and words for a header block too large to take.
 fn head_too_large() -> (ErrorKind, Cow<'static, str>) {
     (
         ErrorKind::Malformed(MalformedKind::HeadTooLarge),

@@ -126,13 +126,16 @@ impl Link for MuxLink {
             if s.gen != gen || !s.busy {
                 continue;
             }
-            let msg: Cow<'static, str> = if s.blocked {
-                "no free stream within --timeout (the server's SETTINGS_MAX_CONCURRENT_STREAMS)"
-                    .into()
+            let (kind, msg): (ErrorKind, Cow<'static, str>) = if s.blocked {
+                let m = "no free HTTP/2 stream within --timeout (the server's SETTINGS_MAX_CONCURRENT_STREAMS)";
+                (ErrorKind::NoStream, m.into())
             } else {
-                "no complete response within --timeout".into()
+                (
+                    ErrorKind::Timeout,
+                    "no complete response within --timeout".into(),
+                )
             };
-            core.fail(self, i, ErrorKind::Timeout, msg, now);
+            core.fail(self, i, kind, msg, now);
         }
         while let Some(&Reverse((t, c, gen))) = self.connect_timeouts.peek() {
             if t > now {

@@ -70,7 +70,7 @@ pub fn h2_connections(level: u64, streams: u32) -> u64 {
 pub enum Protocol {
     /// HTTP/1.1 (and 1.0): the mio worker (`worker.rs`).
     Http1,
-    /// HTTP/2, over TLS (ALPN) or cleartext (h2c): `h2run.rs`.
+    /// HTTP/2, over TLS (ALPN) or cleartext (h2c): the `mux` driver.
     Http2,
 }
 

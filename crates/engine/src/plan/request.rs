@@ -4,7 +4,7 @@
 //! ([`RequestSpec::encode_h1`], built once into `Plan::request` and
 //! `Plan::request_close`, which the HTTP/1 worker writes as they are) and
 //! HTTP/2 headers ([`RequestSpec::to_h2`]: pseudo-headers and fields, which
-//! `h2run` sends), so neither protocol parses the other's form. Scenario
+//! the `mux` driver sends), so neither protocol parses the other's form. Scenario
 //! requests (`Scenario::prepare`/`Scenario::spec`) and redirect hops
 //! (`redirect::hop_spec`) are specs too, encoded for HTTP/1 by the same
 //! [`RequestSpec::encode_h1_into`]; `Http2Request::from_spec` (at the end)

@@ -36,6 +36,23 @@ pub(super) fn add_warnings(
             ),
         );
     }
+    // HTTP/2: requests that waited for a stream the server never opened.
+    let no_stream: u64 = rec
+        .errors
+        .iter()
+        .filter(|e| e.kind == redline_stats::ErrorKind::NoStream)
+        .map(|e| e.count)
+        .sum();
+    if no_stream > 0 {
+        rec.warn(
+            "no_stream",
+            format!(
+                "{no_stream} requests waited past --timeout for an HTTP/2 stream the server never \
+                 opened: it allows too few concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS); \
+                 raise it on the server (nginx: http2_max_concurrent_streams) or use fewer --streams"
+            ),
+        );
+    }
     if rec.client.busiest_thread_share > 0.9 && rec.duration_s >= 0.5 {
         rec.warn(
             "client_cpu",

@@ -14,8 +14,8 @@
 //!   header blocks encoded once, streams in a slab, flow control): a submit
 //!   is a copy of the request's block behind a frame header, an answer is
 //!   decoded without allocating (only `:status`, `content-length` and what
-//!   [`Want`] asks). The HTTP/2 load driver (`h2run`, its connection task
-//!   in `h2run/wire.rs`) runs every connection on it; it replaced an adapter
+//!   [`Want`] asks). The HTTP/2 load driver (`mux/`) runs every connection
+//!   on it; it replaced an adapter
 //!   over the `h2` crate (async, not sans-IO), which cost a poll of every
 //!   open stream per call.
 //! - HTTP/3 would be a third implementation: `quinn-proto` is sans-IO already
@@ -31,8 +31,9 @@
 //! slot, submits each request to it, writes [`Session::pending_out`] straight
 //! from the session's buffer (the plan's shared bytes), feeds what it reads
 //! to [`H1Session::bytes_in_memo`] (the worker's one head memo) and acts on
-//! the events; the HTTP/2 driver's connection task (`h2run/wire.rs`) owns
-//! each connection's socket and [`Http2Session`], generic over [`Session`].
+//! the events; the multiplexing driver (`mux/`, mio) keeps an
+//! [`Http2Session`] per connection, or an [`H1Session`] where another origin
+//! picked HTTP/1.1, and hands each event to the core for its slot.
 
 mod h1;
 #[cfg(test)]
