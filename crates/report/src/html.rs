@@ -157,7 +157,16 @@ fn summary_table(runs: &[(&str, &RunRecord)]) -> String {
         ),
         ("Completed", Box::new(|r| count(r.counters.completed))),
         ("Failed", Box::new(|r| count(r.counters.failed))),
-        ("Non-2xx", Box::new(|r| count(r.counters.non_2xx))),
+        (
+            "Refused status",
+            Box::new(|r| {
+                format!(
+                    "{} (outside {})",
+                    count(r.refused_status()),
+                    r.config.status_rule()
+                )
+            }),
+        ),
         (
             "Transfer",
             Box::new(|r| format!("{}/s", bytes(r.bytes_per_sec))),

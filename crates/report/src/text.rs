@@ -87,7 +87,7 @@ pub fn knee_line(rec: &RunRecord) -> Option<String> {
             ),
         },
         None => {
-            let pts = stages::by_level(plan, &rec.series);
+            let pts = stages::by_level(plan, &rec.series, &rec.config.status_rule());
             match pts.last() {
                 Some(p) if pts.len() >= 2 => format!(
                     "redline: no knee: throughput grew in proportion to the load up to {} {} \
@@ -157,7 +157,11 @@ fn stage_table(o: &mut String, rec: &RunRecord) {
             count(s.errors + s.non_2xx)
         );
     }
-    o.push_str("  (whole seconds inside each stage; errors include non-2xx responses)\n");
+    let _ = writeln!(
+        o,
+        "  (whole seconds inside each stage; errors include statuses outside {})",
+        rec.config.status_rule()
+    );
     if let Some(l) = knee_line(rec) {
         let _ = writeln!(o, "{l}");
     }
@@ -259,14 +263,22 @@ fn text_unescaped(rec: &RunRecord) -> String {
     let _ = writeln!(o, "Duration:         {:.3} s", rec.duration_s);
     o.push('\n');
 
+    let rule = cfg.status_rule();
+    let refused = rec.refused_status();
     let _ = writeln!(
         o,
-        "Requests:         {} completed, {} failed, {} non-2xx",
+        "Requests:         {} completed, {} failed, {} with a status outside {}{}",
         count(c.completed),
         count(c.failed),
-        count(c.non_2xx)
+        count(refused),
+        rule,
+        if rule.is_default() {
+            " (--expect-status)"
+        } else {
+            ""
+        }
     );
-    let ok = c.completed.saturating_sub(c.non_2xx);
+    let ok = rec.succeeded();
     let _ = writeln!(
         o,
         "Succeeded:        {} of {} scheduled ({})",

@@ -237,8 +237,7 @@ pub(super) fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         Some(c) => {
             match redline_metrics::Exporter::start(
                 c,
-                &plan.config.url,
-                plan.config.stages.as_ref(),
+                &plan.config,
                 plan.scenario
                     .as_ref()
                     .map(|sc| sc.requests.iter().map(|r| r.name.clone()).collect())
@@ -279,6 +278,7 @@ pub(super) fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
     let mut last: Option<Snapshot> = None;
     let mut last_print = Duration::ZERO;
     let mut aborted: Option<String> = None;
+    let rule = plan.expect_status.clone();
     let (planned_requests, planned_duration_s) = match &plan.load {
         redline_engine::Load::Closed {
             requests, duration, ..
@@ -325,6 +325,7 @@ pub(super) fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
                     series,
                     planned_requests,
                     planned_duration_s,
+                    rule: &rule,
                 };
                 let unanswered = |t: &redline_report::thresholds::Threshold| {
                     age_of(t)

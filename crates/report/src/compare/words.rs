@@ -106,14 +106,16 @@ pub(super) fn knee_words(r: &RunRecord) -> String {
             plan.unit_name(),
             k.reason
         ),
-        None => match redline_stats::stages::by_level(plan, &r.series).last() {
-            Some(p) => format!(
-                "no knee up to {} {}",
-                redline_stats::stages::fmt_level(p.level),
-                plan.unit_name()
-            ),
-            None => "no knee".into(),
-        },
+        None => {
+            match redline_stats::stages::by_level(plan, &r.series, &r.config.status_rule()).last() {
+                Some(p) => format!(
+                    "no knee up to {} {}",
+                    redline_stats::stages::fmt_level(p.level),
+                    plan.unit_name()
+                ),
+                None => "no knee".into(),
+            }
+        }
     }
 }
 

@@ -20,7 +20,7 @@ pub(super) fn stage_charts(runs: &[(&str, &RunRecord)]) -> String {
                 i,
                 *name,
                 *r,
-                redline_stats::stages::by_level(plan, &r.series),
+                redline_stats::stages::by_level(plan, &r.series, &r.config.status_rule()),
             ))
         })
         .filter(|(_, _, _, pts)| !pts.is_empty())
