@@ -165,7 +165,7 @@ struct Step {
     requests_per_sec: f64,
     p50_us: u64,
     p99_us: u64,
-    /// Failed, unanswered and non-2xx as a share of what was measured.
+    /// Failed, unanswered and refused statuses (`--expect-status`) as a share of what was measured.
     error_share: f64,
     verdict: Verdict,
     /// Each SLO threshold as `PASS p99<200ms (measured …)`.

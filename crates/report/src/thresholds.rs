@@ -40,7 +40,8 @@ pub enum Metric {
     Max,
     /// Completed responses per second.
     Rps,
-    /// Failed requests, non-2xx responses and unanswered requests, as a share
+    /// Failed requests, responses with a status the run's rule refuses
+    /// (`--expect-status`, default: outside 2xx and 3xx) and unanswered requests, as a share
     /// of all scheduled ones.
     Errors,
 }

@@ -224,7 +224,7 @@ pub(super) fn text_unescaped(
     if c.runs.0 >= 2 && c.runs.1 >= 2 {
         let _ = writeln!(
             o,
-            "\nEach run is one sample ({} of A, {} of B; values are means over the runs): a verdict needs {:.0}% confidence from a Welch t-test over the runs and a change of at least {MIN_EFFECT_PCT}%; errors count failures and non-2xx responses.",
+            "\nEach run is one sample ({} of A, {} of B; values are means over the runs): a verdict needs {:.0}% confidence from a Welch t-test over the runs and a change of at least {MIN_EFFECT_PCT}%; errors count failures and statuses outside each run's --expect-status (default 2xx and 3xx).",
             c.runs.0,
             c.runs.1,
             LEVEL * 100.0
