@@ -470,12 +470,11 @@ pub fn run(a: FindArgs) -> Exit {
                 None,
                 None,
             );
+            v.model().target_rate = Some(rate);
         }
         let result = execute_with_series(&plan, &stop, |s, series| {
             if let Some(v) = &view {
-                let e = s.elapsed.as_secs_f64();
-                v.model()
-                    .snapshot(e, s.completed, s.failed, Some(s.open), series);
+                v.model().engine(s, series);
             }
         });
         let mut rec = match result {

@@ -209,6 +209,9 @@ pub(crate) fn live_model(plan: &Plan, stage: &str) -> crate::live::Model {
         } => (*requests, duration.map(|d| d.as_secs_f64())),
     };
     m.begin(stage, duration, requests, plan.config.stages.clone());
+    if let redline_engine::Load::Open { rate, .. } = &plan.load {
+        m.target_rate = Some(*rate);
+    }
     m
 }
 
@@ -314,9 +317,7 @@ pub(super) fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
                 p(s);
             }
             if let Some(v) = &view {
-                let e = s.elapsed.as_secs_f64();
-                v.model()
-                    .snapshot(e, s.completed, s.failed, Some(s.open), series);
+                v.model().engine(s, series);
             }
             if hooks.abort_on_fail && aborted.is_none() {
                 let so_far = redline_report::thresholds::SoFar {

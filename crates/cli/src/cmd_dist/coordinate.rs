@@ -154,6 +154,7 @@ pub(super) fn cmd_coordinate(a: CoordinateArgs) -> Exit {
                             p90_us: x.p90_us,
                             p99_us: x.p99_us,
                             status: x.status_classes,
+                            bytes: None,
                         });
                     }
                     Stopping(why) => m.stage = format!("stopping every agent: {why}"),
