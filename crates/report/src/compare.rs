@@ -47,6 +47,7 @@ use bootstrap::{block_bootstrap, bootstrap_z, iid_bootstrap, Stat};
 pub use significance::{cv, lag1, mann_whitney, n_eff, normal_cdf, student_p, welch};
 use significance::{eff_welch, mean_var, p_of_z, Noise};
 use words::rate;
+pub use words::show;
 pub use words::{config_changes, knees, text};
 
 /// Fewest complete seconds per run for the per-second tests.

@@ -57,6 +57,27 @@ fn trim_num(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// A staged run's plan in words: `10s:8,10s:16 (connections, steps)`.
+pub fn stages_line(rec: &RunRecord) -> Option<String> {
+    let p = rec.config.stages.as_ref()?;
+    let per_s = if rec.journeys.is_some() {
+        "journeys/s"
+    } else {
+        "req/s"
+    };
+    let list: Vec<String> = p
+        .stages
+        .iter()
+        .map(|s| format!("{}s:{}", trim_num(s.duration_s), stages::fmt_level(s.level)))
+        .collect();
+    Some(format!(
+        "{} ({}, {})",
+        list.join(","),
+        p.unit_name().replace("req/s", per_s),
+        if p.step { "steps" } else { "linear ramps" }
+    ))
+}
+
 /// The knee as one line: `redline: the server stops scaling at …`, or what
 /// the run showed when it scaled all the way (None without stages).
 pub fn knee_line(rec: &RunRecord) -> Option<String> {
@@ -242,19 +263,8 @@ fn text_unescaped(rec: &RunRecord) -> String {
         cfg.threads,
         if cfg.threads == 1 { "" } else { "s" }
     );
-    if let Some(p) = &cfg.stages {
-        let list: Vec<String> = p
-            .stages
-            .iter()
-            .map(|s| format!("{}s:{}", trim_num(s.duration_s), stages::fmt_level(s.level)))
-            .collect();
-        let _ = writeln!(
-            o,
-            "Stages:           {} ({}, {})",
-            list.join(","),
-            p.unit_name().replace("req/s", per_s),
-            if p.step { "steps" } else { "linear ramps" }
-        );
+    if let Some(l) = stages_line(rec) {
+        let _ = writeln!(o, "Stages:           {l}");
     }
     if rec.merged_runs > 1 {
         let _ = writeln!(o, "Merged runs:      {}", rec.merged_runs);

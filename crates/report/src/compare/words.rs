@@ -10,7 +10,8 @@ pub(super) fn rate(l: &redline_stats::LoadModel) -> Option<u64> {
     }
 }
 
-pub(super) fn show(unit: Unit, v: f64, r: &RunRecord) -> String {
+/// A value of a row for people, in its unit (errors with their share).
+pub fn show(unit: Unit, v: f64, r: &RunRecord) -> String {
     match unit {
         Unit::PerSec => format!("{v:.2}"),
         Unit::Micros => dur_us(v),
