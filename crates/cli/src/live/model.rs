@@ -199,7 +199,7 @@ impl Model {
             .filter(|(_, n)| *n > 0)
             .map(|(k, n)| (*k, n))
             .collect();
-        kinds.sort_by(|a, b| b.1.cmp(&a.1));
+        kinds.sort_by_key(|k| std::cmp::Reverse(k.1));
         self.error_kinds = kinds;
     }
 
