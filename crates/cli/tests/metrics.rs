@@ -350,6 +350,12 @@ fn prometheus_scrape_remote_write_and_otlp_match_the_record() {
             Some(n404),
             "{job}: 4xx"
         );
+        // The status rule: the 404s are the answers counted as failed.
+        assert_eq!(
+            settle(p, &m("redline_responses_refused_total", ""), n404),
+            Some(n404),
+            "{job}: refused"
+        );
         assert_eq!(
             settle(p, &m("redline_latency_seconds_count", ""), completed),
             Some(completed),
