@@ -14,32 +14,20 @@
 mod common;
 
 use common::nginx::{free_port, start_nginx, tmpdir, NginxSite};
-use common::{bin, builtin, chromium_dump, wait_limit};
+use common::{builtin, chromium_dump};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-fn rl(dir: &Path, args: &[&str]) -> Output {
-    let child = Command::new(bin())
-        .args(args)
-        .env("REDLINE_DB", dir.join("history.db"))
-        .env("XDG_DATA_HOME", dir.join("xdg"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn redline");
-    wait_limit(child, Duration::from_secs(90))
-}
-
-fn ok(out: &Output) {
+/// Runs redline (90 s at most) and asserts it succeeded; its stdout.
+fn ok(args: &[&str]) -> Vec<u8> {
+    let (out, _) = common::redline_with_limit(args, Duration::from_secs(90));
     assert!(
         out.status.success(),
-        "exit {:?}\n{}\n{}",
+        "{args:?}: exit {:?}\n{}",
         out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    out.stdout
 }
 
 /// Renders `page` in headless Chromium with a screenshot: the DOM after the
@@ -97,25 +85,21 @@ fn a_staged_report_starts_with_the_stage_table_and_the_knee() {
     let page = dir.join("staged.html");
     let json = dir.join("staged.json");
     let url = format!("http://127.0.0.1:{front}/?delay=10ms");
-    let out = rl(
-        &dir,
-        &[
-            "run",
-            "-q",
-            "--no-save",
-            "-o",
-            "json",
-            "--stages",
-            "3s:1,3s:2,3s:4,3s:8",
-            "--step",
-            "--html",
-            page.to_str().unwrap(),
-            &url,
-        ],
-    );
-    ok(&out);
-    std::fs::write(&json, &out.stdout).unwrap();
-    let rec: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = ok(&[
+        "run",
+        "-q",
+        "--no-save",
+        "-o",
+        "json",
+        "--stages",
+        "3s:1,3s:2,3s:4,3s:8",
+        "--step",
+        "--html",
+        page.to_str().unwrap(),
+        &url,
+    ]);
+    std::fs::write(&json, &out).unwrap();
+    let rec: serde_json::Value = serde_json::from_slice(&out).unwrap();
     let knee = rec["knee"]["level"]
         .as_f64()
         .unwrap_or_else(|| panic!("a knee at the 200 req/s cap: {}", rec["stages"]));
@@ -150,20 +134,33 @@ fn report_a_b_has_change_and_verdict_and_warns_of_other_urls() {
     let srv = builtin();
     let a = format!("http://{}/?size=300", srv.local_addr());
     let b = format!("http://{}/?size=300&delay=2ms", srv.local_addr());
+    let mut records = Vec::new();
     for (label, url) in [("before", &a), ("after", &b)] {
         // 2.5 s: the last second is partial.
-        ok(&rl(
-            &dir,
-            &[
-                "run", "-q", "-d", "2500ms", "-c", "4", "--label", label, url,
-            ],
-        ));
+        let rec = dir.join(format!("{label}.json"));
+        let out = ok(&[
+            "run",
+            "-q",
+            "--no-save",
+            "-o",
+            "json",
+            "-d",
+            "2500ms",
+            "-c",
+            "4",
+            url,
+        ]);
+        std::fs::write(&rec, out).unwrap();
+        records.push(rec);
     }
     let page = dir.join("compare.html");
-    ok(&rl(
-        &dir,
-        &["report", "before", "after", "-o", page.to_str().unwrap()],
-    ));
+    ok(&[
+        "report",
+        records[0].to_str().unwrap(),
+        records[1].to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
     let html = std::fs::read_to_string(&page).unwrap();
     let warn = at(&html, "data-warning=\"different-urls\"");
     let cmp = at(&html, "<h2>Comparison</h2>");
