@@ -165,7 +165,7 @@ struct Step {
     requests_per_sec: f64,
     p50_us: u64,
     p99_us: u64,
-    /// Failed, unanswered and non-2xx as a share of what was measured.
+    /// Failed, unanswered and refused statuses (`--expect-status`) as a share of what was measured.
     error_share: f64,
     verdict: Verdict,
     /// Each SLO threshold as `PASS p99<200ms (measured …)`.
@@ -219,7 +219,8 @@ fn client_limits(rec: &RunRecord) -> Vec<&str> {
 /// Judges one step's record: the seconds after the warm-up.
 fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (Step, bool) {
     let mut lat = Hist::with_sigfig(redline_stats::hist::SERIES_SIGFIG);
-    let (mut completed, mut failed, mut non_2xx) = (0u64, 0u64, 0u64);
+    let (mut completed, mut failed) = (0u64, 0u64);
+    let mut codes = std::collections::BTreeMap::new();
     let mut in_window = 0u64;
     // From the warm-up's end on, the drain after the step included: those
     // responses answer requests sent in the measured window.
@@ -227,7 +228,7 @@ fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (S
         lat.merge(&p.hist.to_hist());
         completed += p.requests;
         failed += p.errors;
-        non_2xx += p.status_classes.iter().sum::<u64>() - p.status_classes[1];
+        p.add_codes_to(&mut codes);
         if p.t < warm_s + measured_s {
             in_window += p.requests;
         }
@@ -242,7 +243,9 @@ fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (S
     m.latency = lat;
     m.counters.completed = completed;
     m.counters.failed = failed;
-    m.counters.non_2xx = non_2xx;
+    m.status_codes = codes;
+    // The SLO's `errors` counts the answers the run's status rule refuses.
+    let refused = m.refused_status();
     m.requests_per_sec = in_window as f64 / measured_s.max(1) as f64;
     let outcomes: Vec<Outcome> = check(&m, slo);
     let ended = completed + failed + unanswered;
@@ -263,7 +266,7 @@ fn judge(rec: &RunRecord, slo: &[Threshold], warm_s: u32, measured_s: u32) -> (S
         p50_us: m.latency.percentile(50.0),
         p99_us: m.latency.percentile(99.0),
         error_share: if ended > 0 {
-            (failed + non_2xx + unanswered) as f64 / ended as f64
+            (failed + refused + unanswered) as f64 / ended as f64
         } else {
             0.0
         },
@@ -467,12 +470,11 @@ pub fn run(a: FindArgs) -> Exit {
                 None,
                 None,
             );
+            v.model().target_rate = Some(rate);
         }
         let result = execute_with_series(&plan, &stop, |s, series| {
             if let Some(v) = &view {
-                let e = s.elapsed.as_secs_f64();
-                v.model()
-                    .snapshot(e, s.completed, s.failed, Some(s.open), series);
+                v.model().engine(s, series);
             }
         });
         let mut rec = match result {

@@ -168,6 +168,9 @@ pub struct TuneArgs {
     /// Read CONFIG as an Apache .htaccess (automatic when it is named .htaccess).
     #[arg(long = "htaccess")]
     htaccess: bool,
+    /// Apache: the ServerRoot where the config sets none, as `apache2 -d DIR` (default: the installed apache2's compiled-in root, /etc/apache2 on Debian); relative Include and LoadModule paths are read from it, and the config test gets the same -d.
+    #[arg(long = "server-root", value_name = "DIR")]
+    server_root: Option<PathBuf>,
 }
 
 /// Flags `redline run` takes for watching the server.

@@ -27,6 +27,11 @@ fn arrival(s: &str) -> Result<Arrival, String> {
     s.parse()
 }
 
+fn expect_status(s: &str) -> Result<redline_stats::ExpectStatus, String> {
+    s.parse()
+        .map_err(|e: redline_stats::ExpectStatusError| e.to_string())
+}
+
 fn threshold(s: &str) -> Result<redline_report::thresholds::Threshold, String> {
     s.parse()
 }
@@ -65,6 +70,11 @@ pub struct RequestArgs {
     /// With -L: the most redirects per request (default 10); one more is the error too_many_redirects.
     #[arg(long = "max-redirs", value_name = "N", requires = "follow_redirects")]
     pub max_redirs: Option<u32>,
+    /// The statuses that count as success, e.g. '200-299,301' or '2xx' (default
+    /// 2xx and 3xx); any other status counts as a failed request in thresholds,
+    /// reports, JUnit, metrics and find's SLO.
+    #[arg(long = "expect-status", value_name = "CODES", value_parser = expect_status)]
+    pub expect_status: Option<redline_stats::ExpectStatus>,
 }
 
 impl RequestArgs {
@@ -270,6 +280,7 @@ pub fn plan_args(
     pa.basic_auth = request.basic_auth.clone();
     pa.follow_redirects = request.follow_redirects;
     pa.max_redirs = request.max_redirs;
+    pa.expect_status = request.expect_status.clone();
     pa.connections = conn.connections;
     pa.threads = conn.threads;
     pa.keepalive = !conn.no_keepalive;

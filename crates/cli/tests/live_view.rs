@@ -143,17 +143,19 @@ fn live_view_shows_the_run_and_q_prints_the_report_interrupted() {
     // The screen fills in after the first finished second.
     let s = tm.wait("live", Duration::from_secs(20), |s| {
         number_after(s, "2xx").unwrap_or(0) > 0
-            && s.contains("second ")
+            && s.contains("Totals to second ")
             && number_after(s, "progress").unwrap_or(0) > 0
     });
     assert!(s.contains(&format!("redline run {url}")), "{s}");
     for want in [
         "Requests/s over time",
-        "req/s now",
-        "Latency p50 p90 p99",
-        "p50",
-        "p90",
-        "p99",
+        "req/s (s ",
+        "bytes/s",
+        "Latency over time (• p50  ▄ p90  █ p99)",
+        "p50 •",
+        "p90 ▄",
+        "p99 █",
+        "Errors by kind, now",
         "open conns",
         "time left",
         "q or Ctrl-C: stop and print the report",
@@ -164,10 +166,12 @@ fn live_view_shows_the_run_and_q_prints_the_report_interrupted() {
     assert_eq!(number_after(&s, "5xx"), Some(0), "{s}");
     let pct = number_after(&s, "progress").unwrap();
     assert!((1..100).contains(&pct), "progress {pct}%:\n{s}");
-    assert!(number_after(&s, "req/s now").unwrap_or(0) > 0, "{s}");
+    let rate_line = s.lines().find(|l| l.contains("req/s (s ")).unwrap();
+    assert!(number_after(rate_line, ")").unwrap_or(0) > 0, "{s}");
+    assert_done_is_the_sum_of_classes(&s);
     // nginx closes a connection after 1000 requests (keepalive_requests): one
     // may be reopening at the moment of the snapshot.
-    let open = number_after(&s, "open conns").unwrap_or(0);
+    let open = number_after(&s, "open conns now").unwrap_or(0);
     assert!((1..=4).contains(&open), "open conns {open}:\n{s}");
     // No progress line under the view.
     assert!(!s.contains("req/s now,"), "{s}");
@@ -188,6 +192,65 @@ fn live_view_shows_the_run_and_q_prints_the_report_interrupted() {
     );
     // The alternate screen is gone: nothing of the view is left on the main screen.
     assert!(!all.contains("Requests/s over time"), "{all}");
+}
+
+/// One consistent snapshot per frame: `done` (and the status panel's `sum`)
+/// is the sum of the status classes on the same screen.
+fn assert_done_is_the_sum_of_classes(s: &str) {
+    let classes: u64 = ["1xx", "2xx", "3xx", "4xx", "5xx"]
+        .iter()
+        .map(|c| number_after(s, c).unwrap_or_else(|| panic!("{c}:\n{s}")))
+        .sum();
+    assert_eq!(number_after(s, "done"), Some(classes), "{s}");
+    assert_eq!(number_after(s, "sum"), Some(classes), "{s}");
+}
+
+/// An open-loop run under NO_COLOR: target and sent rate, bytes/s, the
+/// latency lines told apart by their marks, and no colour at all on screen.
+#[test]
+fn open_loop_without_colour_shows_target_and_sent_rate() {
+    let Some(tm) = Tmux::start("nocolor") else {
+        return;
+    };
+    let Some(ng) = nginx_site("nocolor") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/", ng.port);
+    let bin = common::bin();
+    tm.run(
+        "nocolor",
+        &format!("NO_COLOR=1 {bin} run --no-save --rate 400 -d 30s {url}"),
+    );
+    let s = tm.wait("nocolor", Duration::from_secs(20), |s| {
+        number_after(s, "2xx").unwrap_or(0) > 0
+            && s.contains("Totals to second 3")
+            && s.contains("now")
+    });
+    assert_eq!(number_after(&s, "target req/s"), Some(400), "{s}");
+    let sent = number_after(&s, "sent req/s").unwrap_or(0);
+    assert!((300..=500).contains(&sent), "sent {sent}/s:\n{s}");
+    assert!(number_after(&s, "bytes/s").is_some(), "{s}");
+    for mark in ["p50 •", "p90 ▄", "p99 █"] {
+        assert!(s.contains(mark), "{mark:?}:\n{s}");
+    }
+    assert_done_is_the_sum_of_classes(&s);
+    // The screen with its escapes: no foreground or background colour
+    // (SGR 30-38, 40-48, 90-97, 100-107), bold and the like allowed.
+    let raw = tm.tmux(&["capture-pane", "-p", "-e", "-t", "nocolor"]);
+    for seq in raw.split("\u{1b}[").skip(1) {
+        let Some(params) = seq.split('m').next().filter(|p| p.len() < seq.len()) else {
+            continue;
+        };
+        for p in params.split(';').filter_map(|p| p.parse::<u32>().ok()) {
+            assert!(
+                !matches!(p, 30..=38 | 40..=48 | 90..=97 | 100..=107),
+                "colour (SGR {params}) on screen under NO_COLOR"
+            );
+        }
+    }
+    tm.tmux(&["send-keys", "-t", "nocolor", "q"]);
+    let s = tm.wait("nocolor", Duration::from_secs(20), |s| s.contains("exit="));
+    assert!(s.contains("exit=130"), "{s}");
 }
 
 #[test]
@@ -318,7 +381,7 @@ fn coordinate_shows_the_merged_run_and_q_quits() {
         })
         .collect();
     let s = tm.wait("coord", Duration::from_secs(30), |s| {
-        number_after(s, "2xx").unwrap_or(0) > 0 && number_after(s, "agents").is_some()
+        number_after(s, "2xx").unwrap_or(0) > 0 && number_after(s, "│agents").is_some()
     });
     assert!(
         s.contains(&format!("redline coordinate on 127.0.0.1:{port}")),
@@ -327,7 +390,7 @@ fn coordinate_shows_the_merged_run_and_q_quits() {
     assert!(s.contains("q or Ctrl-C: quit at once"), "{s}");
     assert!(s.contains("agent 1 ready"), "{s}");
     assert!(number_after(&s, "2xx").unwrap_or(0) > 0, "{s}");
-    assert_eq!(number_after(&s, "agents"), Some(2), "{s}");
+    assert_eq!(number_after(&s, "│agents"), Some(2), "{s}");
     assert!(number_after(&s, "progress").is_some(), "{s}");
     // No progress or per-second lines under the view.
     assert!(!s.contains(" agents, "), "{s}");
@@ -362,9 +425,9 @@ fn a_second_q_quits_at_once_with_the_terminal_restored() {
         ),
     );
     let s = tm.wait("q2", Duration::from_secs(20), |s| {
-        number_after(s, "open conns") == Some(2)
+        number_after(s, "open conns now") == Some(2)
     });
-    assert_eq!(number_after(&s, "open conns"), Some(2), "{s}");
+    assert_eq!(number_after(&s, "open conns now"), Some(2), "{s}");
     tm.tmux(&["send-keys", "-t", "q2", "q", "q"]);
     let s = tm.wait("q2", Duration::from_secs(20), |s| s.contains("exit="));
     assert!(s.contains("exit="), "{s}");

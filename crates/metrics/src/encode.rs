@@ -364,7 +364,7 @@ mod tests {
         let mut rec =
             redline_stats::RunRecord::new(cfg, Default::default(), "2026-01-01T00:00:00Z".into());
         let mut h = redline_stats::Hist::with_sigfig(2);
-        for us in [200, 700, 700, 3_000, 90_000_000] {
+        for us in [210, 700, 700, 3_000, 90_000_000] {
             h.record_us(us);
         }
         let mut p = redline_stats::SeriesPoint::new(0, 5, 0, 100, &h);
@@ -385,8 +385,10 @@ mod tests {
         assert_eq!(d.count, 5);
         assert_eq!(d.bucket_counts.len(), LATENCY_BUCKETS_S.len() + 1);
         assert_eq!(d.bucket_counts.iter().sum::<u64>(), 5);
-        assert_eq!(d.bucket_counts[0], 1, "0.2 ms");
-        assert_eq!(d.bucket_counts[1], 2, "0.7 ms");
+        let bucket = |s: f64| LATENCY_BUCKETS_S.iter().position(|b| *b >= s).unwrap();
+        assert_eq!(d.bucket_counts[bucket(0.00021)], 1, "0.21 ms");
+        assert_eq!(d.bucket_counts[bucket(0.0007)], 2, "0.7 ms");
+        assert_eq!(d.bucket_counts[bucket(0.003)], 1, "3 ms");
         assert_eq!(*d.bucket_counts.last().unwrap(), 1, "90 s: over 60 s");
         let done = m.iter().find(|m| m.name == "redline_run_finished").unwrap();
         assert!(matches!(done.data, Some(otm::metric::Data::Gauge(_))));

@@ -151,13 +151,12 @@ pub struct Exporter {
 }
 
 impl Exporter {
-    /// Binds the scrape address and starts the push threads for a run of
-    /// `url` with `stages` and, in scenario runs, the named `requests` (Err:
-    /// one line; nothing started).
+    /// Binds the scrape address and starts the push threads for a run
+    /// configured as `run` (its URL, stages and status rule) and, in scenario
+    /// runs, the named `requests` (Err: one line; nothing started).
     pub fn start(
         cfg: &Config,
-        url: &str,
-        stages: Option<&redline_stats::stages::StagePlan>,
+        run: &redline_stats::RunConfig,
         requests: Vec<String>,
     ) -> Result<Exporter, String> {
         cfg.check()?;
@@ -166,7 +165,11 @@ impl Exporter {
             None => None,
         };
         let shared = Arc::new(Shared {
-            tracker: Mutex::new(Tracker::new(url, stages).with_requests(requests)),
+            tracker: Mutex::new(
+                Tracker::new(&run.url, run.stages.as_ref())
+                    .with_rule(run.status_rule())
+                    .with_requests(requests),
+            ),
             final_served: AtomicBool::new(false),
             stop: AtomicBool::new(false),
         });

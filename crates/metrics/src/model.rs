@@ -6,15 +6,23 @@
 
 use redline_engine::control::ERROR_KINDS;
 use redline_engine::Snapshot;
-use redline_stats::{Hist, RunRecord, SeriesPoint};
+use redline_stats::{ExpectStatus, Hist, RunRecord, SeriesPoint};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The upper bounds (seconds) of the latency histogram's buckets, `+Inf`
-/// besides (docs/metrics.md).
-pub const LATENCY_BUCKETS_S: [f64; 16] = [
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
-    60.0,
-];
+/// besides (docs/metrics.md): 100 µs × 2^(k/8), whole µs, to 62 s. Each
+/// bound is at most 9.3 % above the one before (9.05 % but for rounding
+/// to whole µs), so a PromQL quantile
+/// interpolated inside a bucket is within 9.3 % of the value it estimates
+/// (the former 1-2.5-5 bounds put 10-25 ms in one bucket: a p99 33 % high).
+pub static LATENCY_BUCKETS_S: std::sync::LazyLock<Vec<f64>> = std::sync::LazyLock::new(|| {
+    (0..=BUCKETS_PER_OCTAVE * 19 + 2)
+        .map(|k| (100.0 * 2f64.powf(k as f64 / BUCKETS_PER_OCTAVE as f64)).round() / 1e6)
+        .collect()
+});
+
+/// Latency buckets per doubling (2^(1/8) = 1.0905 between bounds).
+const BUCKETS_PER_OCTAVE: u32 = 8;
 
 /// A finished second is taken into the counters once the run is this far
 /// past its end, so every worker's share of it has arrived (workers publish
@@ -147,6 +155,8 @@ pub fn target_label(url: &str) -> String {
 #[derive(Debug, Clone)]
 struct StageAcc {
     classes: [u64; 5],
+    /// Answers the run's status rule refuses (`--expect-status`).
+    refused: u64,
     errors: u64,
     hist: Hist,
 }
@@ -155,15 +165,17 @@ impl StageAcc {
     fn new() -> StageAcc {
         StageAcc {
             classes: [0; 5],
+            refused: 0,
             errors: 0,
             hist: Hist::with_sigfig(2),
         }
     }
 
-    fn add(&mut self, p: &SeriesPoint) {
+    fn add(&mut self, p: &SeriesPoint, rule: &ExpectStatus) {
         for (a, b) in self.classes.iter_mut().zip(p.status_classes) {
             *a = a.saturating_add(b);
         }
+        self.refused = self.refused.saturating_add(p.refused(rule));
         self.errors = self.errors.saturating_add(p.errors);
         self.hist.merge(&p.hist.to_hist());
     }
@@ -180,6 +192,7 @@ pub struct Tracker {
     live: Snapshot,
     next_t: u32,
     stages: Vec<StageAcc>,
+    rule: ExpectStatus,
     requests: Vec<redline_stats::RequestStats>,
     /// Scenario runs, while the run goes: each named request's (completed, errors).
     live_requests: Vec<(String, u64, u64)>,
@@ -220,10 +233,17 @@ impl Tracker {
             },
             next_t: 0,
             stages: vec![StageAcc::new(); n],
+            rule: ExpectStatus::default(),
             requests: Vec::new(),
             live_requests: Vec::new(),
             finished: false,
         }
+    }
+
+    /// The run's status rule (`--expect-status`), for `redline_responses_refused`.
+    pub fn with_rule(mut self, rule: ExpectStatus) -> Tracker {
+        self.rule = rule;
+        self
     }
 
     /// Scenario runs: the names of the requests, in the scenario's order.
@@ -265,7 +285,7 @@ impl Tracker {
         for p in series {
             if p.t >= self.next_t && f64::from(p.t) + 1.0 + SETTLE_S <= el {
                 let k = self.stage_of(f64::from(p.t));
-                self.stages[k].add(p);
+                self.stages[k].add(p, &self.rule);
                 next = next.max(p.t + 1);
             }
         }
@@ -279,7 +299,7 @@ impl Tracker {
         }
         for p in &rec.series {
             let k = self.stage_of(f64::from(p.t));
-            self.stages[k].add(p);
+            self.stages[k].add(p, &self.rule);
         }
         let c = &rec.counters;
         let mut errors = [0u64; ERROR_KINDS.len()];
@@ -344,8 +364,13 @@ impl Tracker {
             ),
         ];
         let mut responses = Vec::new();
+        let mut refused = Vec::new();
         let mut latency = Vec::new();
         for (k, s) in self.stages.iter().enumerate() {
+            refused.push(Series {
+                labels: stage_label(k),
+                value: num(s.refused),
+            });
             for (i, class) in CLASSES.iter().enumerate() {
                 let mut labels = vec![("class", class.to_string())];
                 labels.extend(stage_label(k));
@@ -364,6 +389,12 @@ impl Tracker {
             help: "Responses by status class (and stage), from finished seconds.",
             kind: Kind::Counter,
             series: responses,
+        });
+        fams.push(Family {
+            name: "redline_responses_refused",
+            help: "Responses with a status the run counts as failed (--expect-status, default outside 2xx and 3xx), by stage, from finished seconds.",
+            kind: Kind::Counter,
+            series: refused,
         });
         fams.push(Family {
             name: "redline_errors",
@@ -507,17 +538,76 @@ mod tests {
     #[test]
     fn buckets_are_cumulative_and_end_at_the_count() {
         let mut h = Hist::with_sigfig(2);
-        for us in [300, 800, 2_000, 40_000, 70_000_000] {
+        let values = [300u64, 830, 2_000, 42_000, 70_000_000];
+        for us in values {
             h.record_us(us);
         }
         let v = HistValue::of(&h);
         assert_eq!(v.count, 5);
-        assert_eq!(v.buckets[0], 1, "<= 0.5 ms");
-        assert_eq!(v.buckets[1], 2, "<= 1 ms");
-        assert_eq!(v.buckets[2], 3, "<= 2.5 ms");
-        assert_eq!(v.buckets[6], 4, "<= 50 ms");
+        assert_eq!(v.buckets.len(), LATENCY_BUCKETS_S.len());
+        for (b, got) in LATENCY_BUCKETS_S.iter().zip(&v.buckets) {
+            let us = b * 1e6;
+            // The values sit over 2 % from every bound (the HDR histogram
+            // keeps 2 digits), so each bound counts exactly those under it.
+            assert!(values.iter().all(|&x| (x as f64 - us).abs() > 0.02 * us));
+            let want = values.iter().filter(|&&x| x as f64 <= us).count() as u64;
+            assert_eq!(*got, want, "<= {b} s");
+        }
         assert_eq!(*v.buckets.last().unwrap(), 4, "70 s is only in +Inf");
         assert!(v.buckets.windows(2).all(|w| w[0] <= w[1]));
+    }
+
+    /// PromQL interpolates a quantile inside a bucket: within a bucket's
+    /// width of the value, so each bound is at most 9.1 % above the one
+    /// before (issue 35: a coarse 10-25 ms bucket made p99 33 % high).
+    #[test]
+    fn buckets_are_fine_enough_for_a_quantile_within_ten_percent() {
+        let b = &*LATENCY_BUCKETS_S;
+        assert_eq!(b[0], 0.0001);
+        assert!(*b.last().unwrap() >= 60.0, "{}", b.last().unwrap());
+        for w in b.windows(2) {
+            assert!(w[1] / w[0] <= 1.093, "{} -> {}", w[0], w[1]);
+        }
+        assert!(b.len() < 160, "{} buckets", b.len());
+    }
+
+    #[test]
+    fn refused_answers_follow_the_runs_rule() {
+        let mut h = Hist::with_sigfig(2);
+        h.record_us(1000);
+        let mut p = SeriesPoint::new(0, 4, 0, 0, &h);
+        p.status_classes = [0, 2, 2, 0, 0];
+        p.status_codes = vec![(200, 2), (301, 1), (304, 1)];
+        let refused = |rule: Option<&str>| {
+            let mut t = Tracker::new("http://127.0.0.1:1/", None).with_rule(ExpectStatus::of(rule));
+            let mut rec = RunRecord::new(
+                redline_stats::RunConfig::get(
+                    "http://127.0.0.1:1/",
+                    redline_stats::LoadModel::Closed {
+                        connections: 1,
+                        requests: Some(4),
+                        duration_s: None,
+                    },
+                ),
+                Default::default(),
+                "t".into(),
+            );
+            rec.series.push(p.clone());
+            t.finish(&rec);
+            let m = t.metrics();
+            let f = m
+                .families
+                .iter()
+                .find(|f| f.name == "redline_responses_refused")
+                .unwrap();
+            match f.series[0].value {
+                Value::Num(v) => v,
+                _ => panic!("{f:?}"),
+            }
+        };
+        assert_eq!(refused(None), 0.0, "2xx and 3xx succeed by default");
+        assert_eq!(refused(Some("200-299")), 2.0);
+        assert_eq!(refused(Some("200-299,304")), 1.0);
     }
 
     #[test]

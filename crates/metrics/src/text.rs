@@ -149,7 +149,7 @@ mod tests {
             "redline_responses_total{target=\"http://127.0.0.1:8080/x\",class=\"2xx\"} 0\n"
         ));
         assert!(p.contains(
-            "redline_latency_seconds_bucket{target=\"http://127.0.0.1:8080/x\",le=\"0.0005\"} 0\n"
+            "redline_latency_seconds_bucket{target=\"http://127.0.0.1:8080/x\",le=\"0.0001\"} 0\n"
         ));
         assert!(p.contains("le=\"+Inf\"} 0\n"));
         assert!(!p.contains("secret") && !p.contains("u:p"));

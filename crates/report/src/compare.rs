@@ -47,6 +47,7 @@ use bootstrap::{block_bootstrap, bootstrap_z, iid_bootstrap, Stat};
 pub use significance::{cv, lag1, mann_whitney, n_eff, normal_cdf, student_p, welch};
 use significance::{eff_welch, mean_var, p_of_z, Noise};
 use words::rate;
+pub use words::show;
 pub use words::{config_changes, knees, text};
 
 /// Fewest complete seconds per run for the per-second tests.
@@ -359,15 +360,15 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Comparison {
     }
     rows.push(max_row);
 
-    // Errors: failures (and non-2xx) per finished request, two-proportion
+    // Errors: failures (and refused statuses, `--expect-status`) per finished request, two-proportion
     // z-test, its variance inflated by how bursty each run's errors were
     // (variance / mean of the per-second error counts, at least 1).
-    let bad = |r: &RunRecord| (r.counters.failed + r.counters.non_2xx) as f64;
+    let bad = |r: &RunRecord| (r.counters.failed + r.refused_status()) as f64;
     let fin = |r: &RunRecord| (r.counters.completed + r.counters.failed) as f64;
     let dispersion = |r: &RunRecord| {
         let x: Vec<f64> = full_seconds(r)
             .into_iter()
-            .map(|p| (p.errors + p.status_classes.iter().sum::<u64>() - p.status_classes[1]) as f64)
+            .map(|p| (p.errors + p.refused(&r.config.status_rule())) as f64)
             .collect();
         let (m, v) = mean_var(&x);
         if m > 0.0 {
@@ -432,7 +433,7 @@ type RunMetric = (&'static str, Unit, fn(&RunRecord) -> f64, bool);
 fn error_share(r: &RunRecord) -> f64 {
     let fin = (r.counters.completed + r.counters.failed) as f64;
     if fin > 0.0 {
-        (r.counters.failed + r.counters.non_2xx) as f64 / fin
+        (r.counters.failed + r.refused_status()) as f64 / fin
     } else {
         0.0
     }

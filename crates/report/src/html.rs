@@ -15,6 +15,7 @@ use redline_stats::{Hist, RunRecord};
 use std::fmt::Write as _;
 
 mod chart;
+mod compare;
 mod server;
 mod stages;
 #[cfg(test)]
@@ -25,7 +26,7 @@ use chart::{
     RUN_COLORS, W,
 };
 use server::server_charts;
-use stages::{stage_charts, status_section};
+use stages::{stage_charts, stage_table, status_section};
 
 /// Escapes text for HTML content and attributes.
 /// Control characters are escaped first ([`crate::escape::clean`]).
@@ -148,7 +149,7 @@ fn summary_table(runs: &[(&str, &RunRecord)]) -> String {
             "Server",
             Box::new(|r| r.server.software.clone().unwrap_or_else(|| "-".into())),
         ),
-        ("Load", Box::new(|r| r.config.load.describe())),
+        ("Load", Box::new(load_words)),
         ("Started", Box::new(|r| r.started_at.clone())),
         ("Duration", Box::new(|r| format!("{:.3} s", r.duration_s))),
         (
@@ -157,7 +158,16 @@ fn summary_table(runs: &[(&str, &RunRecord)]) -> String {
         ),
         ("Completed", Box::new(|r| count(r.counters.completed))),
         ("Failed", Box::new(|r| count(r.counters.failed))),
-        ("Non-2xx", Box::new(|r| count(r.counters.non_2xx))),
+        (
+            "Refused status",
+            Box::new(|r| {
+                format!(
+                    "{} (outside {})",
+                    count(r.refused_status()),
+                    r.config.status_rule()
+                )
+            }),
+        ),
         (
             "Transfer",
             Box::new(|r| format!("{}/s", bytes(r.bytes_per_sec))),
@@ -361,7 +371,10 @@ svg.chart{width:100%;height:auto;display:block}
 .grid{stroke:#e9ecef;stroke-width:1}.frame{fill:none;stroke:#adb5bd}
 .tick{font-size:12px;fill:#495057}.axis{font-size:13px;fill:#212529}
 .legend{display:flex;flex-wrap:wrap;gap:16px;font-size:13px;margin-top:2px}.legend span{display:inline-flex;align-items:center;gap:6px}
-.warn{background:#fff4e6;border-left:4px solid #e67700;padding:8px 12px;margin:8px 0}
+.warn{background:#fff4e6;border-left:4px solid #e67700;padding:8px 12px;margin:8px 0}.warn ul{margin:4px 0 0;padding-left:20px}
+table.stages td,table.stages th{padding:3px 14px 3px 0;text-align:right}table.stages td:first-child,table.stages td:last-child{text-align:left}table.stages caption{text-align:left;font-weight:600;margin-bottom:4px}table.stages tbody tr:nth-child(odd){background:#f8f9fa}
+tr.knee td{font-weight:700;background:#fff4e6}tr.knee td:last-child{color:#c92a2a}
+table.compare tr.better td.verdict{color:#2b8a3e;font-weight:600}table.compare tr.worse td.verdict{color:#c92a2a;font-weight:600}
 .cols{display:flex;gap:40px;flex-wrap:wrap}
 .note{color:#495057;font-size:13px}
 .scroll{overflow-x:auto}table.server-stages{font-size:13px}table.server-stages caption{text-align:left;font-weight:600;margin-bottom:4px}
@@ -415,6 +428,15 @@ fn config_changes(runs: &[(&str, &RunRecord)]) -> String {
     s
 }
 
+/// The load in words: the stages of a staged run (its load model's
+/// connections are only the last stage's), else the load model.
+fn load_words(r: &RunRecord) -> String {
+    match crate::stages_line(r) {
+        Some(l) => format!("stages {l}"),
+        None => r.config.load.describe(),
+    }
+}
+
 /// The HTML report of one run, or of two (the second overlaid, dashed).
 pub fn report(runs: &[(&str, &RunRecord)]) -> String {
     let runs = &runs[..runs.len().min(2)];
@@ -440,13 +462,22 @@ pub fn report(runs: &[(&str, &RunRecord)]) -> String {
         "<p class=\"sub\">{} {} — {}</p>",
         esc(&first.config.method),
         esc(&first.config.url),
-        esc(&first.config.load.describe())
+        esc(&load_words(first))
     );
     if runs.len() == 2 {
         s.push_str("<p class=\"note\">Before/after: the first run is drawn solid, the second dashed.</p>\n");
     }
+    s.push_str(&compare::comparison(runs));
     s.push_str(&warnings(runs));
     s.push_str(&config_changes(runs));
+    // A staged run's answer first: the stage table with the knee, then
+    // throughput and response time against the load.
+    let table = stage_table(runs);
+    if !table.is_empty() {
+        s.push_str("<h2>Load levels</h2>\n");
+        s.push_str(&table);
+        s.push_str(&stage_charts(runs));
+    }
     s.push_str("<h2>Summary</h2>\n");
     s.push_str(&summary_table(runs));
     s.push_str("<p class=\"note\">Latency counts from the intended send time, so queueing and stalls show.</p>\n");
@@ -466,7 +497,9 @@ pub fn report(runs: &[(&str, &RunRecord)]) -> String {
         "received (MiB/s)",
         |p| p.bytes as f64 / (1024.0 * 1024.0),
     ));
-    s.push_str(&stage_charts(runs));
+    if table.is_empty() {
+        s.push_str(&stage_charts(runs));
+    }
     s.push_str("<h2>Errors and status codes</h2>\n");
     s.push_str(&per_second_chart(
         runs,

@@ -30,7 +30,7 @@ pub mod text;
 pub mod thresholds;
 
 pub use json::{json, write_json};
-pub use text::{knee_line, text};
+pub use text::{knee_line, stages_line, text};
 
 use redline_stats::RunRecord;
 

@@ -62,16 +62,18 @@ pub fn text(rec: &RunRecord) -> String {
     let _ = writeln!(
         o,
         "  {:<w$}{:>9}{:>9}{:>8}{:>8}{:>8}",
-        "request", "sent", "ok", "4xx5xx", "errors", "checks✗",
+        "request", "sent", "ok", "status✗", "errors", "checks✗",
     );
+    let rule = rec.config.status_rule();
     for r in &rec.requests {
+        let refused = r.refused(&rule);
         let name: String = r.name.chars().take(w).collect();
         let _ = writeln!(
             o,
             "  {name:<w$}{:>9}{:>9}{:>8}{:>8}{:>8}",
             count(r.sent),
-            count(r.completed.saturating_sub(r.bad_status)),
-            count(r.bad_status),
+            count(r.completed.saturating_sub(refused)),
+            count(refused),
             count(r.errors),
             count(r.failed_checks),
         );

@@ -57,6 +57,27 @@ fn trim_num(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// A staged run's plan in words: `10s:8,10s:16 (connections, steps)`.
+pub fn stages_line(rec: &RunRecord) -> Option<String> {
+    let p = rec.config.stages.as_ref()?;
+    let per_s = if rec.journeys.is_some() {
+        "journeys/s"
+    } else {
+        "req/s"
+    };
+    let list: Vec<String> = p
+        .stages
+        .iter()
+        .map(|s| format!("{}s:{}", trim_num(s.duration_s), stages::fmt_level(s.level)))
+        .collect();
+    Some(format!(
+        "{} ({}, {})",
+        list.join(","),
+        p.unit_name().replace("req/s", per_s),
+        if p.step { "steps" } else { "linear ramps" }
+    ))
+}
+
 /// The knee as one line: `redline: the server stops scaling at …`, or what
 /// the run showed when it scaled all the way (None without stages).
 pub fn knee_line(rec: &RunRecord) -> Option<String> {
@@ -87,7 +108,7 @@ pub fn knee_line(rec: &RunRecord) -> Option<String> {
             ),
         },
         None => {
-            let pts = stages::by_level(plan, &rec.series);
+            let pts = stages::by_level(plan, &rec.series, &rec.config.status_rule());
             match pts.last() {
                 Some(p) if pts.len() >= 2 => format!(
                     "redline: no knee: throughput grew in proportion to the load up to {} {} \
@@ -157,7 +178,11 @@ fn stage_table(o: &mut String, rec: &RunRecord) {
             count(s.errors + s.non_2xx)
         );
     }
-    o.push_str("  (whole seconds inside each stage; errors include non-2xx responses)\n");
+    let _ = writeln!(
+        o,
+        "  (whole seconds inside each stage; errors include statuses outside {})",
+        rec.config.status_rule()
+    );
     if let Some(l) = knee_line(rec) {
         let _ = writeln!(o, "{l}");
     }
@@ -238,19 +263,8 @@ fn text_unescaped(rec: &RunRecord) -> String {
         cfg.threads,
         if cfg.threads == 1 { "" } else { "s" }
     );
-    if let Some(p) = &cfg.stages {
-        let list: Vec<String> = p
-            .stages
-            .iter()
-            .map(|s| format!("{}s:{}", trim_num(s.duration_s), stages::fmt_level(s.level)))
-            .collect();
-        let _ = writeln!(
-            o,
-            "Stages:           {} ({}, {})",
-            list.join(","),
-            p.unit_name().replace("req/s", per_s),
-            if p.step { "steps" } else { "linear ramps" }
-        );
+    if let Some(l) = stages_line(rec) {
+        let _ = writeln!(o, "Stages:           {l}");
     }
     if rec.merged_runs > 1 {
         let _ = writeln!(o, "Merged runs:      {}", rec.merged_runs);
@@ -259,14 +273,22 @@ fn text_unescaped(rec: &RunRecord) -> String {
     let _ = writeln!(o, "Duration:         {:.3} s", rec.duration_s);
     o.push('\n');
 
+    let rule = cfg.status_rule();
+    let refused = rec.refused_status();
     let _ = writeln!(
         o,
-        "Requests:         {} completed, {} failed, {} non-2xx",
+        "Requests:         {} completed, {} failed, {} with a status outside {}{}",
         count(c.completed),
         count(c.failed),
-        count(c.non_2xx)
+        count(refused),
+        rule,
+        if rule.is_default() {
+            " (--expect-status)"
+        } else {
+            ""
+        }
     );
-    let ok = c.completed.saturating_sub(c.non_2xx);
+    let ok = rec.succeeded();
     let _ = writeln!(
         o,
         "Succeeded:        {} of {} scheduled ({})",

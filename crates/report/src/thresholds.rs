@@ -40,7 +40,8 @@ pub enum Metric {
     Max,
     /// Completed responses per second.
     Rps,
-    /// Failed requests, non-2xx responses and unanswered requests, as a share
+    /// Failed requests, responses with a status the run's rule refuses
+    /// (`--expect-status`, default: outside 2xx and 3xx) and unanswered requests, as a share
     /// of all scheduled ones.
     Errors,
 }
@@ -189,7 +190,8 @@ struct Measured<'a> {
     latency: &'a Hist,
     completed: u64,
     failed: u64,
-    non_2xx: u64,
+    /// Answers the run's status rule refuses (`--expect-status`).
+    refused: u64,
     /// Scheduled but never answered: in flight or not sent at the end.
     unanswered: u64,
     rps: f64,
@@ -223,7 +225,7 @@ fn outcome(t: &Threshold, m: &Measured) -> Outcome {
             if scheduled == 0 {
                 1.0
             } else {
-                (m.failed + m.non_2xx + m.unanswered) as f64 / scheduled as f64
+                (m.failed + m.refused + m.unanswered) as f64 / scheduled as f64
             }
         }
     };
@@ -254,7 +256,7 @@ pub fn check(rec: &RunRecord, thresholds: &[Threshold]) -> Vec<Outcome> {
         latency: &rec.latency,
         completed: c.completed,
         failed: c.failed,
-        non_2xx: c.non_2xx,
+        refused: rec.refused_status(),
         unanswered: c.in_flight_at_end.saturating_add(c.not_sent),
         rps: rec.requests_per_sec,
     };
@@ -273,6 +275,8 @@ pub struct SoFar<'a> {
     pub planned_requests: Option<u64>,
     /// The run's duration, when bounded by time.
     pub planned_duration_s: Option<f64>,
+    /// The run's status rule (`--expect-status`).
+    pub rule: &'a redline_stats::ExpectStatus,
 }
 
 /// How long after its intended send time a request not yet answered counts as
@@ -303,12 +307,12 @@ pub fn hopeless_counting(
     unanswered: impl Fn(&Threshold) -> u64,
 ) -> Option<String> {
     let mut lat = Hist::with_sigfig(redline_stats::hist::SERIES_SIGFIG);
-    let (mut completed, mut failed, mut non_2xx) = (0u64, 0u64, 0u64);
+    let (mut completed, mut failed, mut refused) = (0u64, 0u64, 0u64);
     for p in s.series {
         lat.merge(&p.hist.to_hist());
         completed += p.requests;
         failed += p.errors;
-        non_2xx += p.status_classes.iter().sum::<u64>() - p.status_classes[1];
+        refused += p.refused(s.rule);
     }
     let failed_now = failed.max(s.failed);
     let seconds = s.series.last().map_or(0, |p| p.t + 1);
@@ -316,7 +320,7 @@ pub fn hopeless_counting(
         latency: &lat,
         completed,
         failed,
-        non_2xx,
+        refused,
         unanswered: 0,
         rps: if seconds > 0 {
             completed as f64 / seconds as f64
@@ -352,13 +356,14 @@ pub fn hopeless_counting(
             }
             (Metric::Errors, Op::Lt | Op::Le) => {
                 if let Some(n) = s.planned_requests.filter(|n| *n > 0) {
-                    let bad = failed_now + non_2xx + unanswered(t);
+                    let bad = failed_now + refused + unanswered(t);
                     let floor = bad as f64 / n as f64;
                     if !holds(t.op, floor, t.value) {
                         return too_late(
                             t,
                             format!(
-                                "{bad} of the {n} requests already failed, were not 2xx or went unanswered ({:.2}%)",
+                                "{bad} of the {n} requests already failed, had a status outside {} or went unanswered ({:.2}%)",
+                                s.rule,
                                 floor * 100.0
                             ),
                         );
@@ -413,22 +418,22 @@ pub fn check_request(
     req: &redline_stats::RequestStats,
     thresholds: &[Threshold],
 ) -> Vec<Outcome> {
-    let mut r = RunRecord::new(
-        rec.config.clone(),
-        rec.environment.clone(),
-        rec.started_at.clone(),
-    );
-    r.latency = req.latency.clone();
-    r.counters.completed = req.completed;
-    r.counters.failed = req.errors;
-    r.counters.non_2xx = req.bad_status;
-    r.requests_per_sec = if rec.counters.completed > 0 {
-        rec.requests_per_sec * req.completed as f64 / rec.counters.completed as f64
-    } else {
-        0.0
+    let rule = rec.config.status_rule();
+    let m = Measured {
+        latency: &req.latency,
+        completed: req.completed,
+        failed: req.errors,
+        refused: req.refused(&rule),
+        unanswered: 0,
+        rps: if rec.counters.completed > 0 {
+            rec.requests_per_sec * req.completed as f64 / rec.counters.completed as f64
+        } else {
+            0.0
+        },
     };
-    check(&r, thresholds)
-        .into_iter()
+    thresholds
+        .iter()
+        .map(|t| outcome(t, &m))
         .map(|mut o| {
             o.threshold.text = format!("{}: {}", req.name, o.threshold.text);
             o
@@ -467,6 +472,9 @@ mod tests {
         }
     }
 
+    static DEFAULT_RULE: std::sync::LazyLock<redline_stats::ExpectStatus> =
+        std::sync::LazyLock::new(redline_stats::ExpectStatus::default);
+
     #[test]
     fn hopeless_when_no_later_data_can_help() {
         use redline_stats::hist::SERIES_SIGFIG;
@@ -487,6 +495,7 @@ mod tests {
             series,
             planned_requests: None,
             planned_duration_s: Some(60.0),
+            rule: &DEFAULT_RULE,
         };
         let series: &'static [SeriesPoint] = Box::leak(series.into_boxed_slice());
         // p99 judged on data only after 5 s (10 % of 60 s is 6 s).
@@ -547,7 +556,11 @@ mod tests {
             rec.latency.record_us(v * 1000); // 1..100 ms
         }
         rec.counters.completed = 100;
-        rec.counters.non_2xx = 2;
+        // 2 server errors and 10 redirects: only the 500s count as failed.
+        rec.status_codes.insert("200".into(), 88);
+        rec.status_codes.insert("301".into(), 10);
+        rec.status_codes.insert("500".into(), 2);
+        rec.counters.non_2xx = 12;
         rec.duration_s = 1.0;
         rec.derive();
         let ts: Vec<Threshold> = [
@@ -562,6 +575,11 @@ mod tests {
         .collect();
         let pass: Vec<bool> = check(&rec, &ts).iter().map(|o| o.pass).collect();
         assert_eq!(pass, vec![true, false, false, true, true]);
+        // With --expect-status 200-299 the redirects fail too.
+        let mut strict = rec.clone();
+        strict.config.expect_status = Some("200-299".into());
+        let o = check(&strict, &ts[2..4]);
+        assert!(!o[1].pass && (o[1].actual - 0.12).abs() < 1e-9, "{}", o[1]);
         // A server that answered 100 and then went silent for 400 more:
         // unanswered requests are errors and slower than every answer.
         let mut silent = rec.clone();

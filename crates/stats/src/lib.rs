@@ -17,6 +17,7 @@ pub mod requests;
 pub mod rng;
 pub mod segment;
 pub mod stages;
+pub mod status;
 pub mod time;
 pub mod watch;
 
@@ -29,4 +30,5 @@ pub use record::{
 };
 pub use recorder::{Recorder, Timing};
 pub use requests::{CheckCount, Journeys, RequestStats};
+pub use status::{ExpectStatus, ExpectStatusError};
 pub use watch::ServerWatch;

@@ -159,6 +159,11 @@ pub struct SeriesPoint {
     /// Responses by status class in this second: 1xx, 2xx, 3xx, 4xx, 5xx.
     #[serde(default)]
     pub status_classes: [u64; 5],
+    /// Responses by status code in this second, `[code, count]` by code (so
+    /// any `--expect-status` rule can be applied to one second; absent in
+    /// records written before it was kept, where the classes stand in).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub status_codes: Vec<(u16, u64)>,
     /// The second's latency histogram (HdrHistogram V2, base64; 2 digits).
     pub hist: SeriesHist,
 }
@@ -172,6 +177,7 @@ impl SeriesPoint {
             errors,
             bytes,
             status_classes: [0; 5],
+            status_codes: Vec::new(),
             p50_us: h.percentile(50.0),
             p90_us: h.percentile(90.0),
             p99_us: h.percentile(99.0),
@@ -187,6 +193,10 @@ impl SeriesPoint {
         for (a, b) in classes.iter_mut().zip(o.status_classes) {
             *a = a.saturating_add(b);
         }
+        let mut codes = std::mem::take(&mut self.status_codes);
+        for &(c, n) in &o.status_codes {
+            add_code(&mut codes, c, n);
+        }
         *self = SeriesPoint::new(
             self.t,
             self.requests.saturating_add(o.requests),
@@ -195,6 +205,49 @@ impl SeriesPoint {
             &h,
         );
         self.status_classes = classes;
+        self.status_codes = codes;
+    }
+
+    /// Answers in this second the rule refuses (by code when the codes were
+    /// kept, else by class).
+    pub fn refused(&self, rule: &crate::status::ExpectStatus) -> u64 {
+        if self.status_codes.is_empty() {
+            rule.refused_classes(&self.status_classes)
+        } else {
+            rule.refused(self.status_codes.iter().copied())
+        }
+    }
+}
+
+impl SeriesPoint {
+    /// Adds this second's answers to a map by status (as a record's
+    /// `status_codes`), so the answers of a window of seconds can be judged as
+    /// a whole run's; a second recorded without its codes adds each class
+    /// under its first code (`300` for 3xx).
+    pub fn add_codes_to(&self, by_code: &mut BTreeMap<String, u64>) {
+        let mut add = |c: u16, n: u64| {
+            if n > 0 {
+                let v = by_code.entry(c.to_string()).or_insert(0);
+                *v = v.saturating_add(n);
+            }
+        };
+        if self.status_codes.is_empty() {
+            for (i, n) in self.status_classes.iter().enumerate() {
+                add((i as u16 + 1) * 100, *n);
+            }
+        } else {
+            for &(c, n) in &self.status_codes {
+                add(c, n);
+            }
+        }
+    }
+}
+
+/// Adds `n` answers with status `code` to a list kept sorted by code.
+pub(crate) fn add_code(codes: &mut Vec<(u16, u64)>, code: u16, n: u64) {
+    match codes.binary_search_by_key(&code, |x| x.0) {
+        Ok(i) => codes[i].1 = codes[i].1.saturating_add(n),
+        Err(i) => codes.insert(i, (code, n)),
     }
 }
 
@@ -403,6 +456,21 @@ pub struct ConfigValue {
 }
 
 impl RunRecord {
+    /// Complete answers whose status the run's rule refuses
+    /// (`--expect-status`, default: anything outside 2xx and 3xx). Every
+    /// judgment counts these as failed requests; `counters.non_2xx` stays
+    /// ab's own count.
+    pub fn refused_status(&self) -> u64 {
+        self.config.status_rule().refused_in(&self.status_codes)
+    }
+
+    /// Complete answers the run's status rule accepts ("Succeeded").
+    pub fn succeeded(&self) -> u64 {
+        self.counters
+            .completed
+            .saturating_sub(self.refused_status())
+    }
+
     /// An empty record for a configuration.
     pub fn new(config: RunConfig, environment: Environment, started_at: String) -> RunRecord {
         RunRecord {

@@ -61,6 +61,7 @@ pub struct Recorder {
     sec_errors: u64,
     sec_bytes: u64,
     sec_classes: [u64; 5],
+    sec_codes: Vec<(u16, u64)>,
     series: Vec<SeriesPoint>,
 }
 
@@ -88,6 +89,7 @@ impl Recorder {
             sec_errors: 0,
             sec_bytes: 0,
             sec_classes: [0; 5],
+            sec_codes: Vec::new(),
             series: Vec::new(),
         }
     }
@@ -138,6 +140,12 @@ impl Recorder {
         // Status classes 1xx–5xx (anything else, e.g. 6xx, counts as 5xx).
         let class = (status as usize / 100).clamp(1, 5) - 1;
         self.sec_classes[class] += 1;
+        // A second sees one or a few codes: a short sorted list, no allocation
+        // once its codes are known (the list is reused second to second).
+        match self.sec_codes.iter_mut().find(|x| x.0 == status) {
+            Some(x) => x.1 += 1,
+            None => crate::record::add_code(&mut self.sec_codes, status, 1),
+        }
     }
 
     /// Counts bytes read from the network (at the time they were read).
@@ -188,6 +196,8 @@ impl Recorder {
         );
         p.status_classes = self.sec_classes;
         self.sec_classes = [0; 5];
+        p.status_codes = self.sec_codes.clone();
+        self.sec_codes.clear();
         self.series.push(p);
         self.sec_hist.inner_reset();
         self.sec_requests = 0;

@@ -88,6 +88,11 @@ impl RequestStats {
         }
     }
 
+    /// Complete responses whose status `rule` refuses (`--expect-status`).
+    pub fn refused(&self, rule: &crate::ExpectStatus) -> u64 {
+        rule.refused_in(&self.statuses)
+    }
+
     /// Counts a complete response's status.
     pub fn count_status(&mut self, status: u16) {
         // The key is formatted on the stack: no allocation once a status is known.

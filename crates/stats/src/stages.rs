@@ -28,6 +28,7 @@
 
 use crate::hist::{Hist, SERIES_SIGFIG};
 use crate::record::{RunRecord, SeriesPoint};
+use crate::status::ExpectStatus;
 use serde::{Deserialize, Serialize};
 
 /// Throughput must reach this share of proportional scaling. 0.8 leaves room
@@ -174,7 +175,8 @@ pub struct StageSummary {
     pub bytes_per_sec: f64,
     /// Failed requests.
     pub errors: u64,
-    /// Responses with a status outside 2xx.
+    /// Responses with a status the run's rule refuses (`--expect-status`,
+    /// default: outside 2xx and 3xx; the field keeps its older name).
     #[serde(default)]
     pub non_2xx: u64,
     /// The watched server (`--watch`) during the stage, one entry per host of
@@ -229,7 +231,7 @@ pub struct LevelPoint {
     pub seconds: u32,
     /// Completed responses per second.
     pub requests_per_sec: f64,
-    /// Errors and non-2xx responses as a share of what ended.
+    /// Errors and refused statuses (`--expect-status`) as a share of what ended.
     pub error_share: f64,
     /// Latency percentiles (µs).
     pub p50_us: u64,
@@ -244,18 +246,18 @@ struct Acc {
     seconds: u32,
     requests: u64,
     errors: u64,
-    non_2xx: u64,
+    refused: u64,
     bytes: u64,
     level_sum: f64,
     hist: Option<Hist>,
 }
 
 impl Acc {
-    fn add(&mut self, p: &SeriesPoint, level: f64) {
+    fn add(&mut self, p: &SeriesPoint, level: f64, rule: &ExpectStatus) {
         self.seconds += 1;
         self.requests += p.requests;
         self.errors += p.errors;
-        self.non_2xx += p.status_classes.iter().sum::<u64>() - p.status_classes[1];
+        self.refused += p.refused(rule);
         self.bytes += p.bytes;
         self.level_sum += level;
         self.hist
@@ -268,7 +270,11 @@ impl Acc {
 }
 
 /// Per-stage summaries from the series.
-pub fn summarize(plan: &StagePlan, series: &[SeriesPoint]) -> Vec<StageSummary> {
+pub fn summarize(
+    plan: &StagePlan,
+    series: &[SeriesPoint],
+    rule: &ExpectStatus,
+) -> Vec<StageSummary> {
     let mut out = Vec::with_capacity(plan.stages.len());
     let (mut start, mut prev) = (0.0f64, 0.0f64);
     for s in &plan.stages {
@@ -288,7 +294,7 @@ pub fn summarize(plan: &StagePlan, series: &[SeriesPoint]) -> Vec<StageSummary> 
         };
         let mut a = Acc::default();
         for p in chosen {
-            a.add(p, 0.0);
+            a.add(p, 0.0, rule);
         }
         let secs = a.seconds.max(1) as f64;
         out.push(StageSummary {
@@ -312,7 +318,7 @@ pub fn summarize(plan: &StagePlan, series: &[SeriesPoint]) -> Vec<StageSummary> 
                 0.0
             },
             errors: a.errors,
-            non_2xx: a.non_2xx,
+            non_2xx: a.refused,
             server: Vec::new(),
             status: None,
         });
@@ -323,7 +329,7 @@ pub fn summarize(plan: &StagePlan, series: &[SeriesPoint]) -> Vec<StageSummary> 
 }
 
 /// Throughput and latency by load level (see the module text for the grouping).
-pub fn by_level(plan: &StagePlan, series: &[SeriesPoint]) -> Vec<LevelPoint> {
+pub fn by_level(plan: &StagePlan, series: &[SeriesPoint], rule: &ExpectStatus) -> Vec<LevelPoint> {
     let end = plan.total_s();
     let mut secs: Vec<(f64, &SeriesPoint)> = series
         .iter()
@@ -353,7 +359,7 @@ pub fn by_level(plan: &StagePlan, series: &[SeriesPoint]) -> Vec<LevelPoint> {
         } else {
             (((l - lo) / (hi - lo).max(1e-12)) * bands as f64).floor() as usize
         };
-        accs[i.min(bands - 1)].add(p, *l);
+        accs[i.min(bands - 1)].add(p, *l, rule);
     }
     accs.into_iter()
         .filter(|a| a.seconds > 0)
@@ -364,7 +370,7 @@ pub fn by_level(plan: &StagePlan, series: &[SeriesPoint]) -> Vec<LevelPoint> {
                 seconds: a.seconds,
                 requests_per_sec: a.requests as f64 / a.seconds as f64,
                 error_share: if ended > 0 {
-                    (a.errors + a.non_2xx) as f64 / ended as f64
+                    (a.errors + a.refused) as f64 / ended as f64
                 } else {
                     0.0
                 },
@@ -519,8 +525,8 @@ fn pick_base(loaded: &[&LevelPoint], unit: &str) -> (usize, Option<String>) {
 /// (those that are left) break too; a break that does not persist is a dip,
 /// named in the evidence of a later knee. The first loaded level is the base
 /// unless it is out of line with the next two ([`pick_base`]).
-pub fn band_knee(plan: &StagePlan, series: &[SeriesPoint]) -> Option<Knee> {
-    let pts = by_level(plan, series);
+pub fn band_knee(plan: &StagePlan, series: &[SeriesPoint], rule: &ExpectStatus) -> Option<Knee> {
+    let pts = by_level(plan, series, rule);
     let first = pts.iter().position(|p| p.requests_per_sec > 0.0)?;
     let loaded: Vec<&LevelPoint> = pts[first..].iter().collect();
     let unit = plan.unit_name();
@@ -576,8 +582,8 @@ pub fn band_knee(plan: &StagePlan, series: &[SeriesPoint]) -> Option<Knee> {
 /// knee of the level bands counts only when it comes before that fit's
 /// range; band levels are said as whole numbers. Otherwise the level rule
 /// ([`band_knee`]). None when every level scaled.
-pub fn find_knee(plan: &StagePlan, series: &[SeriesPoint]) -> Option<Knee> {
-    let band = band_knee(plan, series);
+pub fn find_knee(plan: &StagePlan, series: &[SeriesPoint], rule: &ExpectStatus) -> Option<Knee> {
+    let band = band_knee(plan, series, rule);
     if plan.step || plan.unit == "rps" {
         return band;
     }
@@ -712,8 +718,9 @@ pub fn ramp_knee(plan: &StagePlan, series: &[SeriesPoint]) -> Option<Knee> {
 pub fn analyze(rec: &mut RunRecord) {
     match &rec.config.stages {
         Some(plan) => {
-            rec.stages = summarize(plan, &rec.series);
-            rec.knee = find_knee(plan, &rec.series);
+            let rule = rec.config.status_rule();
+            rec.stages = summarize(plan, &rec.series, &rule);
+            rec.knee = find_knee(plan, &rec.series, &rule);
         }
         None => {
             rec.stages.clear();

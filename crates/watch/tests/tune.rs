@@ -604,7 +604,25 @@ fn a_loaded_module_nothing_uses_is_found_at_its_loadmodule_line() {
     let f = one(&r, "module_unused");
     assert_eq!((Path::new(&f.file), f.line), (p.as_path(), 2));
     assert!(f.message.contains("rewrite_module"), "{}", f.message);
-    assert!(f.change.contains("a2dismod rewrite"), "{}", f.change);
+    // Debian's layout: a2dismod, nothing else to paste.
+    assert!(f.change.starts_with("# a2dismod rewrite "), "{}", f.change);
+    assert!(!f.change.contains("LoadModule"), "{}", f.change);
+    // Another layout: the line commented out, no a2dismod.
+    let u = Tree::copy("grammar/apache/ok-event-limits");
+    u.append(
+        "httpd.conf",
+        "LoadModule rewrite_module /usr/lib/apache2/modules/mod_rewrite.so",
+    );
+    let r2 = analyze(&u.path("httpd.conf"), &opts()).unwrap();
+    let g = one(&r2, "module_unused");
+    // (Fixes inserted after the same last line are merged into this one.)
+    assert!(
+        g.change
+            .starts_with("#LoadModule rewrite_module /usr/lib/apache2/modules/mod_rewrite.so\n")
+            && !g.change.contains("a2dismod"),
+        "{}",
+        g.change
+    );
     // Used by a site: no finding.
     t.write(
         "conf-enabled/zz-site.conf",

@@ -209,6 +209,9 @@ pub(crate) fn live_model(plan: &Plan, stage: &str) -> crate::live::Model {
         } => (*requests, duration.map(|d| d.as_secs_f64())),
     };
     m.begin(stage, duration, requests, plan.config.stages.clone());
+    if let redline_engine::Load::Open { rate, .. } = &plan.load {
+        m.target_rate = Some(*rate);
+    }
     m
 }
 
@@ -237,8 +240,7 @@ pub(super) fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
         Some(c) => {
             match redline_metrics::Exporter::start(
                 c,
-                &plan.config.url,
-                plan.config.stages.as_ref(),
+                &plan.config,
                 plan.scenario
                     .as_ref()
                     .map(|sc| sc.requests.iter().map(|r| r.name.clone()).collect())
@@ -279,6 +281,7 @@ pub(super) fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
     let mut last: Option<Snapshot> = None;
     let mut last_print = Duration::ZERO;
     let mut aborted: Option<String> = None;
+    let rule = plan.expect_status.clone();
     let (planned_requests, planned_duration_s) = match &plan.load {
         redline_engine::Load::Closed {
             requests, duration, ..
@@ -314,9 +317,7 @@ pub(super) fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
                 p(s);
             }
             if let Some(v) = &view {
-                let e = s.elapsed.as_secs_f64();
-                v.model()
-                    .snapshot(e, s.completed, s.failed, Some(s.open), series);
+                v.model().engine(s, series);
             }
             if hooks.abort_on_fail && aborted.is_none() {
                 let so_far = redline_report::thresholds::SoFar {
@@ -325,6 +326,7 @@ pub(super) fn run_plan(plan: &Plan, out: &OutArgs, hooks: &Hooks) -> Exit {
                     series,
                     planned_requests,
                     planned_duration_s,
+                    rule: &rule,
                 };
                 let unanswered = |t: &redline_report::thresholds::Threshold| {
                     age_of(t)

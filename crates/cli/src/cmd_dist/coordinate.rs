@@ -124,6 +124,9 @@ pub(super) fn cmd_coordinate(a: CoordinateArgs) -> Exit {
             series: live.series,
             planned_requests: live.planned_requests,
             planned_duration_s: live.planned_duration_s,
+            // The agents' rule is not known here until their records arrive
+            // (the final check reads it from the merged record).
+            rule: &redline_stats::ExpectStatus::default(),
         };
         redline_report::thresholds::hopeless(&thresholds, &so_far)
     };
@@ -151,6 +154,7 @@ pub(super) fn cmd_coordinate(a: CoordinateArgs) -> Exit {
                             p90_us: x.p90_us,
                             p99_us: x.p99_us,
                             status: x.status_classes,
+                            bytes: None,
                         });
                     }
                     Stopping(why) => m.stage = format!("stopping every agent: {why}"),

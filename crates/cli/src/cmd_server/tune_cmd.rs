@@ -42,7 +42,20 @@ pub(super) fn cmd_tune(a: TuneArgs) -> Exit {
             Err(e) => return fail(Exit::Failure, e),
         }
     }
-    let r = match tune::analyze(&a.config, &opts) {
+    let analyzed = match &a.server_root {
+        Some(root) if !root.is_dir() => {
+            return fail(
+                Exit::Usage,
+                format!(
+                    "--server-root {}: not a directory (give the ServerRoot Apache would use, as apache2 -d)",
+                    root.display()
+                ),
+            )
+        }
+        Some(root) => tune::apache::with_server_root(root, || tune::analyze(&a.config, &opts)),
+        None => tune::analyze(&a.config, &opts),
+    };
+    let r = match analyzed {
         Ok(r) => r,
         Err(e) => return fail(Exit::Usage, e),
     };

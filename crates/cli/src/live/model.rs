@@ -3,6 +3,12 @@
 //! the engine's side, read by the drawing thread. Bounded: at most
 //! [`MAX_SECONDS`] seconds and [`MAX_LOG`] lines are kept, whatever the run's
 //! length.
+//!
+//! One frame is one consistent picture (issue 35): the totals, status
+//! classes, rates, bytes/s and percentiles all come from the finished
+//! seconds (so `done` is the sum of the classes, and the rate is the last
+//! second's); only the progress bar, open connections, the sent rate and
+//! the error kinds are the live snapshot's, each labelled as such.
 
 use redline_stats::stages::StagePlan;
 use redline_stats::SeriesPoint;
@@ -30,6 +36,8 @@ pub struct Second {
     pub p99_us: u64,
     /// Responses by status class: 1xx..5xx.
     pub status: [u64; 5],
+    /// Bytes read in it (None: not known, a coordinator's merged second).
+    pub bytes: Option<u64>,
 }
 
 impl From<&SeriesPoint> for Second {
@@ -42,6 +50,7 @@ impl From<&SeriesPoint> for Second {
             p90_us: p.p90_us,
             p99_us: p.p99_us,
             status: p.status_classes,
+            bytes: Some(p.bytes),
         }
     }
 }
@@ -61,10 +70,18 @@ pub struct Model {
     pub planned_duration_s: Option<f64>,
     /// The planned request count, when bounded by count.
     pub planned_requests: Option<u64>,
-    /// Responses completed so far.
+    /// Responses completed so far (live: for the progress bar).
     pub completed: u64,
-    /// Requests failed so far.
+    /// Requests failed so far (live: for the progress bar).
     pub failed: u64,
+    /// Open loop: the rate asked for, requests/s (`--rate`; with
+    /// `--rate-stages` the stage plan's level now is shown instead).
+    pub target_rate: Option<f64>,
+    /// Requests sent per second over the last second or so of snapshots
+    /// (None: not known yet, or not given by the caller).
+    pub sent_rate: Option<f64>,
+    /// Failed requests by kind now (live), most first; kinds with none left out.
+    pub error_kinds: Vec<(&'static str, u64)>,
     /// Connections open now (None: not known, e.g. a coordinator).
     pub open: Option<u64>,
     /// Agents reporting (coordinator).
@@ -75,6 +92,8 @@ pub struct Model {
     pub seconds: VecDeque<Second>,
     /// Responses by status class over the finished seconds kept and dropped.
     pub status: [u64; 5],
+    /// Errors over the finished seconds kept and dropped.
+    pub seconds_errors: u64,
     /// Step lines and events, oldest first.
     pub log: VecDeque<String>,
     /// Ctrl-C or `q` was pressed: the run is stopping.
@@ -89,6 +108,8 @@ pub struct Model {
     last: Option<(f64, u64)>,
     /// How many of the engine's series points were taken.
     taken: usize,
+    /// Recent (elapsed s, sent) snapshots, for [`Model::sent_rate`].
+    sends: VecDeque<(f64, u64)>,
 }
 
 impl Model {
@@ -113,6 +134,7 @@ impl Model {
         let (title, stopping) = (std::mem::take(&mut self.title), self.stopping);
         *self = Model {
             title,
+            target_rate: self.target_rate,
             quit_at_once: self.quit_at_once,
             log_prefix: std::mem::take(&mut self.log_prefix),
             changes: self.changes + 1,
@@ -156,12 +178,53 @@ impl Model {
         self.taken = series.len();
     }
 
+    /// The engine's live snapshot and its finished seconds: as
+    /// [`Model::snapshot`], plus the sent rate and the error kinds.
+    pub fn engine(&mut self, s: &redline_engine::Snapshot, series: &[SeriesPoint]) {
+        let e = s.elapsed.as_secs_f64();
+        self.snapshot(e, s.completed, s.failed, Some(s.open), series);
+        // The sent rate over the snapshots of the last second or so.
+        self.sends.push_back((e, s.sent));
+        while self.sends.len() > 2 && e - self.sends[1].0 >= 1.0 {
+            self.sends.pop_front();
+        }
+        if let (Some(&(t0, n0)), Some(&(t1, n1))) = (self.sends.front(), self.sends.back()) {
+            if t1 - t0 >= 0.5 && n1 >= n0 {
+                self.sent_rate = Some((n1 - n0) as f64 / (t1 - t0));
+            }
+        }
+        let mut kinds: Vec<(&'static str, u64)> = redline_engine::control::ERROR_KINDS
+            .iter()
+            .zip(s.errors)
+            .filter(|(_, n)| *n > 0)
+            .map(|(k, n)| (*k, n))
+            .collect();
+        kinds.sort_by_key(|k| std::cmp::Reverse(k.1));
+        self.error_kinds = kinds;
+    }
+
+    /// The rate asked for now, requests/s: the `--rate-stages` level at
+    /// this second, or `--rate`.
+    pub fn target_now(&self) -> Option<f64> {
+        match &self.stages {
+            Some(p) if p.unit == "rps" => Some(p.effective_at(self.elapsed_s)),
+            _ => self.target_rate,
+        }
+    }
+
+    /// Responses in the finished seconds (kept and dropped): the sum of
+    /// [`Model::status`].
+    pub fn done(&self) -> u64 {
+        self.status.iter().fold(0u64, |a, b| a.saturating_add(*b))
+    }
+
     /// One finished second (from a snapshot's series or a coordinator).
     pub fn push_second(&mut self, s: Second) {
         self.changes += 1;
         for (a, b) in self.status.iter_mut().zip(s.status) {
             *a = a.saturating_add(b);
         }
+        self.seconds_errors = self.seconds_errors.saturating_add(s.errors);
         if self.seconds.len() == MAX_SECONDS {
             self.seconds.pop_front();
         }

@@ -116,6 +116,9 @@ pub struct PlanArgs {
     /// set it; left off (the default), such a plan stays HTTP/1.1 with
     /// [`Alpn::Unasked`] and nothing is sent (tests, fuzzing, agents' shares).
     pub ask_alpn: bool,
+    /// `--expect-status`: the statuses that count as success (`None`: 2xx
+    /// and 3xx, [`redline_stats::ExpectStatus::default`]).
+    pub expect_status: Option<redline_stats::ExpectStatus>,
 }
 
 /// `redline replay`'s log and how it is replayed, as given.
@@ -185,6 +188,7 @@ impl PlanArgs {
             alpn: None,
             replay: None,
             ask_alpn: false,
+            expect_status: None,
         }
     }
 }

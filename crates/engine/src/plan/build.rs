@@ -364,6 +364,11 @@ impl Plan {
                     r.speed,
                 )
             }),
+            expect_status: a
+                .expect_status
+                .as_ref()
+                .filter(|r| !r.is_default())
+                .map(|r| r.to_string()),
         };
         let seed = a.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
@@ -443,6 +448,7 @@ impl Plan {
             segment,
             note: None,
             tls_checked: None,
+            expect_status: a.expect_status.clone().unwrap_or_default(),
         };
         if http2 {
             // The request must also be expressible in HTTP/2 (e.g. no control

@@ -133,6 +133,11 @@ pub struct Plan {
     /// handshake was not refused, `Some(Some(line))` it was, with the line
     /// to stop with; `None` no probe was made.
     pub tls_checked: Option<Option<String>>,
+    /// Which answers succeeded (`--expect-status`; recorded in
+    /// `config.expect_status` when not the default). The one status rule:
+    /// a driver that judges an answer (`--abort-on-fail`'s live counts, a
+    /// ledger's failures) calls `expect_status.ok(status)`.
+    pub expect_status: redline_stats::ExpectStatus,
 }
 
 impl Plan {

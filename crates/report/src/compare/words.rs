@@ -10,7 +10,8 @@ pub(super) fn rate(l: &redline_stats::LoadModel) -> Option<u64> {
     }
 }
 
-pub(super) fn show(unit: Unit, v: f64, r: &RunRecord) -> String {
+/// A value of a row for people, in its unit (errors with their share).
+pub fn show(unit: Unit, v: f64, r: &RunRecord) -> String {
     match unit {
         Unit::PerSec => format!("{v:.2}"),
         Unit::Micros => dur_us(v),
@@ -106,14 +107,16 @@ pub(super) fn knee_words(r: &RunRecord) -> String {
             plan.unit_name(),
             k.reason
         ),
-        None => match redline_stats::stages::by_level(plan, &r.series).last() {
-            Some(p) => format!(
-                "no knee up to {} {}",
-                redline_stats::stages::fmt_level(p.level),
-                plan.unit_name()
-            ),
-            None => "no knee".into(),
-        },
+        None => {
+            match redline_stats::stages::by_level(plan, &r.series, &r.config.status_rule()).last() {
+                Some(p) => format!(
+                    "no knee up to {} {}",
+                    redline_stats::stages::fmt_level(p.level),
+                    plan.unit_name()
+                ),
+                None => "no knee".into(),
+            }
+        }
     }
 }
 
@@ -222,7 +225,7 @@ pub(super) fn text_unescaped(
     if c.runs.0 >= 2 && c.runs.1 >= 2 {
         let _ = writeln!(
             o,
-            "\nEach run is one sample ({} of A, {} of B; values are means over the runs): a verdict needs {:.0}% confidence from a Welch t-test over the runs and a change of at least {MIN_EFFECT_PCT}%; errors count failures and non-2xx responses.",
+            "\nEach run is one sample ({} of A, {} of B; values are means over the runs): a verdict needs {:.0}% confidence from a Welch t-test over the runs and a change of at least {MIN_EFFECT_PCT}%; errors count failures and statuses outside each run's --expect-status (default 2xx and 3xx).",
             c.runs.0,
             c.runs.1,
             LEVEL * 100.0

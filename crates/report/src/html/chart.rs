@@ -21,6 +21,35 @@ pub(super) struct Line {
     pub(super) color: &'static str,
     pub(super) dashed: bool,
     pub(super) points: Vec<(f64, f64)>,
+    /// The last point is a partial second (the run ended inside it): drawn
+    /// hollow, joined by a dotted segment, and left out of the axis range.
+    pub(super) partial_last: bool,
+}
+
+impl Line {
+    /// The points that set the axis range (a partial last second's aside).
+    pub(super) fn full_points(&self) -> &[(f64, f64)] {
+        let n = self.points.len();
+        &self.points[..if self.partial_last {
+            n.saturating_sub(1)
+        } else {
+            n
+        }]
+    }
+}
+
+/// How much of second `t` a run of `r` covered (1: all of it).
+pub(super) fn covered(r: &RunRecord, t: u32) -> f64 {
+    if r.duration_s > 0.0 {
+        (r.duration_s - t as f64).clamp(0.0, 1.0)
+    } else {
+        1.0
+    }
+}
+
+/// Whether a run's last second is partial (the run ended inside it).
+pub(super) fn last_partial(r: &RunRecord) -> bool {
+    r.series.last().is_some_and(|p| covered(r, p.t) < 0.999)
 }
 
 /// An axis: its range, ticks (position, text) and label with the unit.
@@ -145,17 +174,34 @@ pub(super) fn line_chart(title: &str, x: &Axis, y: &Axis, lines: &[Line]) -> Str
             .iter()
             .map(|(a, b)| format!("{:.1},{:.1}", sx(*a), sy(b.min(y.max))))
             .collect();
+        let full = l.full_points().len();
         let _ = write!(
             s,
             "<polyline class=\"series\" data-n=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{} points=\"{}\"><title>{}</title></polyline>",
             l.points.len(),
             l.color,
             if l.dashed { " stroke-dasharray=\"7 4\"" } else { "" },
-            pts.join(" "),
+            pts[..full].join(" "),
             esc(&l.name)
         );
+        if full < pts.len() {
+            // The partial last second: dotted, thin, a hollow point.
+            let (a, b) = l.points[full];
+            let _ = write!(
+                s,
+                "<polyline class=\"partial\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" stroke-dasharray=\"2 4\" points=\"{}\"/><circle class=\"partial\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" fill=\"#fff\" stroke=\"{}\" stroke-width=\"1.5\"><title>{}: {} at {} (partial last second: the run ended inside it, few samples)</title></circle>",
+                l.color,
+                pts[full.saturating_sub(1)..].join(" "),
+                sx(a),
+                sy(b.min(y.max)),
+                l.color,
+                esc(&l.name),
+                trim(b),
+                trim(a)
+            );
+        }
         if l.points.len() <= 90 {
-            for (a, b) in &l.points {
+            for (a, b) in &l.points[..full] {
                 let _ = write!(
                     s,
                     "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{}\"><title>{}: {} at {}</title></circle>",
@@ -202,6 +248,7 @@ pub(super) fn percentile_chart(runs: &[(&str, &RunRecord)]) -> String {
         .enumerate()
         .filter(|(_, (_, r))| !r.latency.is_empty())
         .map(|(i, (name, r))| Line {
+            partial_last: false,
             name: name.to_string(),
             color: RUN_COLORS[i % 2],
             dashed: i == 1,
@@ -248,9 +295,14 @@ pub(super) fn time_axis(runs: &[(&str, &RunRecord)]) -> Axis {
 }
 
 pub(super) fn latency_time_chart(runs: &[(&str, &RunRecord)]) -> String {
+    // The axis fits the whole seconds: a partial last second's few answers
+    // are drawn as partial, clamped to the top, never a spike that squashes the rest.
     let max_us = runs
         .iter()
-        .flat_map(|(_, r)| r.series.iter().map(|p| p.p99_us as f64))
+        .flat_map(|(_, r)| {
+            let n = r.series.len() - usize::from(last_partial(r));
+            r.series[..n].iter().map(|p| p.p99_us as f64)
+        })
         .fold(0.0, f64::max);
     let (div, unit) = lat_unit(max_us);
     let mut lines = Vec::new();
@@ -262,24 +314,28 @@ pub(super) fn latency_time_chart(runs: &[(&str, &RunRecord)]) -> String {
                 .map(|p| (p.t as f64 + 0.5, f(p) as f64 / div))
                 .collect()
         };
+        let partial = last_partial(r) && r.series.last().is_some_and(|p| p.requests > 0);
         let suffix = if runs.len() > 1 {
             format!(" — {name}")
         } else {
             String::new()
         };
         lines.push(Line {
+            partial_last: partial,
             name: format!("p50{suffix}"),
             color: P50,
             dashed: i == 1,
             points: pts(|p| p.p50_us),
         });
         lines.push(Line {
+            partial_last: partial,
             name: format!("p90{suffix}"),
             color: P90,
             dashed: i == 1,
             points: pts(|p| p.p90_us),
         });
         lines.push(Line {
+            partial_last: partial,
             name: format!("p99{suffix}"),
             color: P99,
             dashed: i == 1,
@@ -295,6 +351,36 @@ pub(super) fn latency_time_chart(runs: &[(&str, &RunRecord)]) -> String {
     )
 }
 
+/// A per-second rate's points: the partial last second scaled to the time
+/// it covers (marked partial), or left out when it covers under a quarter.
+fn rate_points(
+    r: &RunRecord,
+    f: impl Fn(&redline_stats::SeriesPoint) -> f64,
+) -> (Vec<(f64, f64)>, bool) {
+    let mut partial = false;
+    let points = r
+        .series
+        .iter()
+        .filter_map(|p| {
+            let c = covered(r, p.t);
+            if c < 0.25 {
+                return None;
+            }
+            partial = c < 0.999;
+            Some((p.t as f64 + 0.5, f(p) / c))
+        })
+        .collect();
+    (points, partial)
+}
+
+/// The top of a chart's values, partial last seconds aside.
+fn top(lines: &[Line]) -> f64 {
+    lines
+        .iter()
+        .flat_map(|l| l.full_points().iter().map(|p| p.1))
+        .fold(0.0, f64::max)
+}
+
 pub(super) fn per_second_chart(
     runs: &[(&str, &RunRecord)],
     title: &str,
@@ -304,62 +390,42 @@ pub(super) fn per_second_chart(
     let lines: Vec<Line> = runs
         .iter()
         .enumerate()
-        .map(|(i, (name, r))| Line {
-            name: name.to_string(),
-            color: RUN_COLORS[i % 2],
-            dashed: i == 1,
-            // Per-second rates: the partial last second is scaled to the
-            // time it covers, or left out when it covers under a quarter.
-            points: r
-                .series
-                .iter()
-                .filter_map(|p| {
-                    let covered = (r.duration_s - p.t as f64).clamp(0.0, 1.0);
-                    if r.duration_s > 0.0 && covered < 0.25 {
-                        return None;
-                    }
-                    let scale = if r.duration_s > 0.0 { covered } else { 1.0 };
-                    Some((p.t as f64 + 0.5, f(p) / scale))
-                })
-                .collect(),
+        .map(|(i, (name, r))| {
+            let (points, partial_last) = rate_points(r, f);
+            Line {
+                partial_last,
+                name: name.to_string(),
+                color: RUN_COLORS[i % 2],
+                dashed: i == 1,
+                points,
+            }
         })
         .collect();
-    let max = lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1))
-        .fold(0.0, f64::max);
-    line_chart(title, &time_axis(runs), &linear_axis(max, label), &lines)
+    line_chart(
+        title,
+        &time_axis(runs),
+        &linear_axis(top(&lines), label),
+        &lines,
+    )
 }
 
 /// Responses per second by status class (one line per class seen, per run).
 pub(super) fn status_time_chart(runs: &[(&str, &RunRecord)]) -> String {
     const CLASS_COLORS: [&str; 5] = ["#868e96", "#2b8a3e", "#1c7ed6", "#e67700", "#c92a2a"];
     let mut lines = Vec::new();
-    let mut max: f64 = 0.0;
     for (i, (name, r)) in runs.iter().enumerate() {
         for (class, color) in CLASS_COLORS.iter().enumerate() {
             if r.series.iter().all(|p| p.status_classes[class] == 0) {
                 continue;
             }
-            let points: Vec<(f64, f64)> = r
-                .series
-                .iter()
-                .filter_map(|p| {
-                    let covered = (r.duration_s - p.t as f64).clamp(0.0, 1.0);
-                    if r.duration_s > 0.0 && covered < 0.25 {
-                        return None;
-                    }
-                    let scale = if r.duration_s > 0.0 { covered } else { 1.0 };
-                    Some((p.t as f64 + 0.5, p.status_classes[class] as f64 / scale))
-                })
-                .collect();
-            max = points.iter().map(|p| p.1).fold(max, f64::max);
+            let (points, partial) = rate_points(r, |p| p.status_classes[class] as f64);
             let suffix = if runs.len() > 1 {
                 format!(" — {name}")
             } else {
                 String::new()
             };
             lines.push(Line {
+                partial_last: partial,
                 name: format!("{}xx{suffix}", class + 1),
                 color,
                 dashed: i == 1,
@@ -370,7 +436,7 @@ pub(super) fn status_time_chart(runs: &[(&str, &RunRecord)]) -> String {
     line_chart(
         "Status codes over time (responses per second by class)",
         &time_axis(runs),
-        &linear_axis(max, "responses per second"),
+        &linear_axis(top(&lines), "responses per second"),
         &lines,
     )
 }

@@ -24,6 +24,7 @@ pub(super) fn sample_line(
     let points: Vec<(f64, f64)> = h.samples.iter().map(|p| (p.t, f(p))).collect();
     *max = points.iter().map(|p| p.1).fold(*max, f64::max);
     Line {
+        partial_last: false,
         name,
         color,
         dashed,

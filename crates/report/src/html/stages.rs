@@ -1,5 +1,7 @@
-//! A staged run's part of the report: response time and throughput against
-//! the load level, and the server's status page over the run.
+//! A staged run's part of the report, which it starts with: the stage table
+//! (the knee's stage marked), throughput against the load level with the
+//! ideal-scaling line, response time against the load; and the server's
+//! status page over the run.
 
 use super::*;
 
@@ -20,7 +22,7 @@ pub(super) fn stage_charts(runs: &[(&str, &RunRecord)]) -> String {
                 i,
                 *name,
                 *r,
-                redline_stats::stages::by_level(plan, &r.series),
+                redline_stats::stages::by_level(plan, &r.series, &r.config.status_rule()),
             ))
         })
         .filter(|(_, _, _, pts)| !pts.is_empty())
@@ -47,6 +49,7 @@ pub(super) fn stage_charts(runs: &[(&str, &RunRecord)]) -> String {
         .fold(0.0, f64::max);
     let (div, lu) = lat_unit(max_us);
     let x = linear_axis(max_level, &format!("load ({unit})"));
+    let thr_axis = linear_axis(max_rps, "responses per second (req/s)");
     let mut lat_lines = Vec::new();
     let mut thr_lines = Vec::new();
     for (i, name, _, pts) in &staged {
@@ -66,6 +69,7 @@ pub(super) fn stage_charts(runs: &[(&str, &RunRecord)]) -> String {
             ("p99", P99, |p| p.p99_us),
         ] {
             lat_lines.push(Line {
+                partial_last: false,
                 name: format!("{label}{suffix}"),
                 color,
                 dashed,
@@ -73,30 +77,114 @@ pub(super) fn stage_charts(runs: &[(&str, &RunRecord)]) -> String {
             });
         }
         thr_lines.push(Line {
+            partial_last: false,
             name: format!("throughput{suffix}"),
             color: RUN_COLORS[(*i).min(1)],
             dashed,
             points: pts.iter().map(|p| (p.level, p.requests_per_sec)).collect(),
         });
-    }
-    let mut s = String::from("<h2>Load levels</h2>\n");
-    for (_, _, r, _) in &staged {
-        if let Some(l) = crate::knee_line(r) {
-            let _ = writeln!(s, "<p class=\"note\">{}</p>", esc(&l));
+        // Ideal scaling: the first loaded level's throughput per unit of
+        // load, carried on in proportion to the load.
+        if let Some(b) = pts
+            .iter()
+            .find(|p| p.requests_per_sec > 0.0 && p.level > 0.0)
+        {
+            let per = b.requests_per_sec / b.level;
+            // Drawn to where it leaves the chart (the axis fits the
+            // measured throughput, not the ideal).
+            let end = max_level.min(thr_axis.max / per);
+            thr_lines.push(Line {
+                partial_last: false,
+                name: format!("ideal scaling (× the first level){suffix}"),
+                color: IDEAL,
+                dashed: true,
+                points: vec![(0.0, 0.0), (end, per * end)],
+            });
         }
     }
+    let mut s = String::new();
+    s.push_str(&line_chart(
+        "Throughput against load (dashed grey: ideal scaling from the first level)",
+        &x,
+        &thr_axis,
+        &thr_lines,
+    ));
     s.push_str(&line_chart(
         "Response time against load (p50, p95, p99 per level)",
         &x,
         &linear_axis(max_us / div, &format!("latency ({lu})")),
         &lat_lines,
     ));
-    s.push_str(&line_chart(
-        "Throughput against load",
-        &x,
-        &linear_axis(max_rps, "responses per second (req/s)"),
-        &thr_lines,
-    ));
+    s
+}
+
+/// The grey of the ideal-scaling line.
+const IDEAL: &str = "#868e96";
+
+/// A staged run's stage table, each run's: one row per stage (its time,
+/// load level, req/s, p50/p95/p99, errors), the row of the knee's level
+/// marked, the knee in words under it. Empty without stages.
+pub(super) fn stage_table(runs: &[(&str, &RunRecord)]) -> String {
+    let mut s = String::new();
+    for (name, r) in runs {
+        let Some(plan) = &r.config.stages else {
+            continue;
+        };
+        if r.stages.is_empty() {
+            continue;
+        }
+        let unit = plan.unit_name();
+        let knee = r.knee.as_ref().map(|k| k.level);
+        let _ = write!(
+            s,
+            "<div class=\"scroll\"><table class=\"stages\"><caption>Stages{}: {}</caption><thead><tr><th>stage</th><th>time (s)</th><th>load ({unit})</th><th>req/s</th><th>p50</th><th>p95</th><th>p99</th><th>errors</th><th></th></tr></thead><tbody>",
+            if runs.len() > 1 {
+                format!(" of {}", esc(name))
+            } else {
+                String::new()
+            },
+            esc(&crate::stages_line(r).unwrap_or_default())
+        );
+        let lat = |st: &StageSummary, v: u64| {
+            if st.seconds == 0 || st.requests == 0 {
+                "-".to_string()
+            } else {
+                dur_us(v as f64)
+            }
+        };
+        // The knee's stage: the first whose level reaches the knee's.
+        let knee_at = knee.and_then(|k| r.stages.iter().position(|st| st.level_to >= k - 1e-9));
+        for (i, st) in r.stages.iter().enumerate() {
+            let level = if st.level_from == st.level_to {
+                redline_stats::stages::fmt_level(st.level_to)
+            } else {
+                format!(
+                    "{}→{}",
+                    redline_stats::stages::fmt_level(st.level_from),
+                    redline_stats::stages::fmt_level(st.level_to)
+                )
+            };
+            let is_knee = knee_at == Some(i);
+            let _ = write!(
+                s,
+                "<tr{}><td>{}</td><td>{}–{}</td><td>{level}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                if is_knee { " class=\"knee\"" } else { "" },
+                i + 1,
+                trim(st.start_s),
+                trim(st.end_s),
+                st.requests_per_sec,
+                lat(st, st.p50_us),
+                lat(st, st.p95_us),
+                lat(st, st.p99_us),
+                count(st.errors + st.non_2xx),
+                if is_knee { "◀ knee: last level that scaled" } else { "" }
+            );
+        }
+        s.push_str("</tbody></table></div>\n");
+        if let Some(l) = crate::knee_line(r) {
+            let _ = writeln!(s, "<p class=\"note\">{}</p>", esc(&l));
+        }
+    }
     s
 }
 
@@ -185,6 +273,7 @@ pub(super) fn status_section(runs: &[(&str, &RunRecord)]) -> String {
             }
             max = points.iter().map(|p| p.1).fold(max, f64::max);
             lines.push(Line {
+                partial_last: false,
                 name: format!("{label}{suffix}"),
                 color: COLORS[c],
                 dashed: j % 2 == 1,

@@ -314,3 +314,69 @@ fn ticks_are_nice() {
     assert_eq!(t, vec![0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
     assert!((pct_x(99.0) - 2.0).abs() < 1e-9);
 }
+
+/// A partial last second is drawn dotted and hollow, and its few answers'
+/// latency does not set the chart's range (issue 35: a p50 of 21.5 ms on
+/// 36 requests plotted as a spike over seconds at 4.7 ms).
+#[test]
+fn a_partial_last_second_is_drawn_as_partial_not_a_spike() {
+    let mut a = synth(2000, 1000, 1, 4);
+    let mut h = Hist::with_sigfig(2);
+    for _ in 0..36 {
+        h.record_us(21_500);
+    }
+    let mut p = redline_stats::SeriesPoint::new(4, 36, 0, 36 * 500, &h);
+    p.status_classes = [0, 36, 0, 0, 0];
+    a.series.push(p);
+    a.duration_s = 4.02;
+    let page = report(&[("a", &a)]);
+    let lat = &page[page.find("Latency over time").unwrap()..];
+    let lat = &lat[..lat.find("</figure>").unwrap()];
+    // p50, p90, p99: each with its partial point.
+    assert_eq!(lat.matches("<circle class=\"partial\"").count(), 3, "{lat}");
+    // The axis fits the whole seconds (about 1.5 ms at p99 × 4 tail), not 21.5 ms.
+    assert!(!lat.contains(">25<") && !lat.contains(">20<"), "{lat}");
+    // A whole last second is an ordinary point.
+    let mut whole = synth(2000, 1000, 1, 4);
+    whole.duration_s = 4.0;
+    assert!(!report(&[("a", &whole)]).contains("class=\"partial\""));
+}
+
+/// A staged report starts with the stage table, the knee's stage marked,
+/// then throughput against load with the ideal-scaling line inside the chart.
+#[test]
+fn a_staged_report_starts_with_its_stage_table() {
+    use redline_stats::stages::{StagePlan, StageSpec};
+    let mut a = synth(2000, 1000, 1, 10);
+    // Throughput flat while the load grows from 1 to 5: the knee is at 1.
+    a.config.stages = Some(StagePlan {
+        unit: "connections".into(),
+        step: true,
+        stages: (1..=5)
+            .map(|l| StageSpec {
+                duration_s: 2.0,
+                level: l as f64,
+            })
+            .collect(),
+    });
+    redline_stats::stages::analyze(&mut a);
+    assert!(a.knee.is_some(), "{:?}", a.stages);
+    let h = report(&[("a", &a)]);
+    let table = h.find("<table class=\"stages\">").unwrap();
+    assert!(table < h.find("Throughput against load").unwrap());
+    assert!(h.find("Throughput against load").unwrap() < h.find("<h2>Summary</h2>").unwrap());
+    assert_eq!(h.matches("<tr class=\"knee\">").count(), 1);
+    // The ideal line ends where it leaves the chart: inside the frame.
+    let fig = &h[h.find("Throughput against load").unwrap()..];
+    let fig = &fig[..fig.find("</figure>").unwrap()];
+    let ideal = fig
+        .split("<polyline")
+        .find(|p| p.contains("<title>ideal scaling"))
+        .unwrap();
+    let pts = ideal.split("points=\"").nth(1).unwrap();
+    let pts = &pts[..pts.find('"').unwrap()];
+    for xy in pts.split(' ') {
+        let y: f64 = xy.split(',').nth(1).unwrap().parse().unwrap();
+        assert!(y >= chart::MT - 0.1, "{pts}");
+    }
+}

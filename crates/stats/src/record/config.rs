@@ -150,6 +150,10 @@ pub struct RunConfig {
     /// (the load above is open loop, arrival `replay`, at its mean rate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<crate::replay::ReplaySchedule>,
+    /// `--expect-status`: the statuses that count as success, e.g.
+    /// `200-299,301` (absent: 2xx and 3xx; see [`crate::ExpectStatus`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect_status: Option<String>,
 }
 
 /// The share of a whole run a segment ran (`--segment`, `redline agent`).
@@ -198,7 +202,13 @@ impl RunConfig {
             negotiated: None,
             segment: None,
             schedule: None,
+            expect_status: None,
         }
+    }
+
+    /// The run's status rule (`--expect-status`, default 2xx and 3xx).
+    pub fn status_rule(&self) -> crate::ExpectStatus {
+        crate::ExpectStatus::of(self.expect_status.as_deref())
     }
 }
 

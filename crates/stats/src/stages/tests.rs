@@ -49,9 +49,9 @@ fn serializing_server_knees_at_one() {
             sec(t, 50, 20_000 * level)
         })
         .collect();
-    let k = find_knee(&p, &series).expect("a knee");
+    let k = find_knee(&p, &series, &ExpectStatus::default()).expect("a knee");
     assert_eq!((k.level, k.reason.as_str()), (1.0, "throughput"), "{k:?}");
-    let st = summarize(&p, &series);
+    let st = summarize(&p, &series, &ExpectStatus::default());
     assert_eq!(st.len(), 4);
     assert_eq!(st[3].seconds, 2);
     assert_eq!(st[3].requests_per_sec, 50.0);
@@ -88,7 +88,7 @@ fn ramp_series(p: &StagePlan, noise: f64) -> Vec<SeriesPoint> {
 fn linear_ramp_finds_the_knee_at_ten() {
     let p = plan(false, &[(70.0, 70.0)]);
     for noise in [0.0, 2.0, 5.0] {
-        let k = find_knee(&p, &ramp_series(&p, noise)).expect("a knee");
+        let k = find_knee(&p, &ramp_series(&p, noise), &ExpectStatus::default()).expect("a knee");
         eprintln!("noise ±{noise}: {k:?}");
         assert!((9.0..=11.0).contains(&k.level), "noise {noise}: {k:?}");
         assert_eq!(k.level, k.level.round(), "{k:?}");
@@ -98,7 +98,7 @@ fn linear_ramp_finds_the_knee_at_ten() {
         }
     }
     // Without noise the data pins it: no range.
-    let k = find_knee(&p, &ramp_series(&p, 0.0)).unwrap();
+    let k = find_knee(&p, &ramp_series(&p, 0.0), &ExpectStatus::default()).unwrap();
     assert_eq!((k.level, k.low, k.high), (10.0, None, None), "{k:?}");
 }
 
@@ -107,7 +107,7 @@ fn linear_ramp_finds_the_knee_at_ten() {
 #[test]
 fn noisy_ramp_gives_a_range_around_the_knee() {
     let p = plan(false, &[(70.0, 70.0)]);
-    let k = find_knee(&p, &ramp_series(&p, 20.0)).expect("a knee");
+    let k = find_knee(&p, &ramp_series(&p, 20.0), &ExpectStatus::default()).expect("a knee");
     eprintln!("noise ±20: {k:?}");
     let (lo, hi) = (k.low.expect("a range"), k.high.expect("a range"));
     assert!(lo <= 10.0 && 10.0 <= hi, "{k:?}");
@@ -125,7 +125,7 @@ fn linear_ramp_that_scales_has_no_knee() {
             sec(t, n, 200_000)
         })
         .collect();
-    assert!(find_knee(&p, &series).is_none());
+    assert!(find_knee(&p, &series, &ExpectStatus::default()).is_none());
 }
 
 /// A server that scales to 4 and then only its latency grows.
@@ -138,17 +138,17 @@ fn scaling_server_knees_where_it_stops() {
         sec(2, 390, 10_500),
         sec(3, 420, 19_000),
     ];
-    let k = find_knee(&p, &series).expect("a knee");
+    let k = find_knee(&p, &series, &ExpectStatus::default()).expect("a knee");
     assert_eq!(k.level, 4.0, "{k:?}");
     // Everything scaling: no knee.
-    assert!(find_knee(&p, &series[..3]).is_none());
+    assert!(find_knee(&p, &series[..3], &ExpectStatus::default()).is_none());
     // p99 blowing up while throughput keeps up.
     let series = vec![
         sec(0, 100, 10_000),
         sec(1, 200, 10_000),
         sec(2, 400, 45_000),
     ];
-    let k = find_knee(&p, &series).expect("a knee");
+    let k = find_knee(&p, &series, &ExpectStatus::default()).expect("a knee");
     assert_eq!((k.level, k.reason.as_str()), (2.0, "p99"), "{k:?}");
 }
 
@@ -302,9 +302,9 @@ fn one_noisy_middle_stage_is_no_knee() {
         .collect();
     let (p, series) = stepped(&levels, None);
     assert!(
-        find_knee(&p, &series).is_none(),
+        find_knee(&p, &series, &ExpectStatus::default()).is_none(),
         "{:?}",
-        find_knee(&p, &series)
+        find_knee(&p, &series, &ExpectStatus::default())
     );
     // Nor when the noisy stage is a p99 spike.
     let lat: Vec<u64> = (1..=8)
@@ -312,7 +312,7 @@ fn one_noisy_middle_stage_is_no_knee() {
         .collect();
     let levels: Vec<(f64, u64)> = (1..=8).map(|l| (l as f64, l * 100)).collect();
     let (p, series) = stepped(&levels, Some(&lat));
-    assert!(find_knee(&p, &series).is_none());
+    assert!(find_knee(&p, &series, &ExpectStatus::default()).is_none());
 }
 
 /// The run: a true plateau at 10 connections (50 req/s each up to
@@ -325,7 +325,7 @@ fn a_plateau_at_ten_with_a_noisy_stage_knees_at_ten() {
         .map(|&l| (l as f64, if l == 3 { 60 } else { l.min(10) * 50 }))
         .collect();
     let (p, series) = stepped(&levels, None);
-    let k = find_knee(&p, &series).expect("a knee");
+    let k = find_knee(&p, &series, &ExpectStatus::default()).expect("a knee");
     assert_eq!((k.level, k.reason.as_str()), (10.0, "throughput"), "{k:?}");
     assert!(
         k.evidence.contains(
@@ -347,7 +347,10 @@ fn a_plateau_at_ten_with_a_noisy_stage_knees_at_ten() {
         .map(|&l| (l as f64, l.min(10) * 50))
         .collect();
     let (p, series) = stepped(&levels, None);
-    assert_eq!(find_knee(&p, &series).map(|k| k.level), Some(10.0));
+    assert_eq!(
+        find_knee(&p, &series, &ExpectStatus::default()).map(|k| k.level),
+        Some(10.0)
+    );
 }
 
 /// A break needs the next levels to break too: a break followed by one level
@@ -361,7 +364,7 @@ fn a_break_counts_only_when_it_persists() {
         .map(|&l| (l as f64, if l == 4 { 250 } else { l.min(8) * 100 }))
         .collect();
     let (p, series) = stepped(&levels, None);
-    let k = find_knee(&p, &series).expect("a knee");
+    let k = find_knee(&p, &series, &ExpectStatus::default()).expect("a knee");
     assert_eq!(k.level, 8.0, "{k:?}");
     // Two breaking levels in a row, then scaling again: still a dip
     // (PERSIST = 2 needs the two after a break to break too).
@@ -371,7 +374,7 @@ fn a_break_counts_only_when_it_persists() {
         .map(|&l| (l as f64, if l == 3 || l == 4 { l * 60 } else { l * 100 }))
         .collect();
     let (p, series) = stepped(&levels, None);
-    assert!(find_knee(&p, &series).is_none());
+    assert!(find_knee(&p, &series, &ExpectStatus::default()).is_none());
 }
 
 /// The base is the first loaded level, unless it is out of line with the
@@ -385,7 +388,8 @@ fn a_noisy_base_does_not_decide_the_knee() {
             .map(|&l| (l as f64, if l == 1 { first } else { l.min(8) * 100 }))
             .collect();
         let (p, series) = stepped(&levels, None);
-        let k = find_knee(&p, &series).unwrap_or_else(|| panic!("no knee with {first}"));
+        let k = find_knee(&p, &series, &ExpectStatus::default())
+            .unwrap_or_else(|| panic!("no knee with {first}"));
         assert_eq!((k.level, k.reason.as_str()), (8.0, "throughput"), "{k:?}");
         assert!(
             k.evidence.contains(&format!(
@@ -407,7 +411,7 @@ fn a_noisy_base_does_not_decide_the_knee() {
         .map(|&l| (l as f64, l.min(8) * 100))
         .collect();
     let (p, series) = stepped(&levels, None);
-    let k = find_knee(&p, &series).unwrap();
+    let k = find_knee(&p, &series, &ExpectStatus::default()).unwrap();
     assert_eq!(k.level, 8.0);
     assert!(!k.evidence.contains("out of line"), "{}", k.evidence);
 }
@@ -426,13 +430,13 @@ fn rate_steps_need_a_persisting_break_too() {
         sec(2, 300, 5_000),
         sec(3, 400, 5_000),
     ];
-    assert!(find_knee(&p, &series).is_none());
+    assert!(find_knee(&p, &series, &ExpectStatus::default()).is_none());
     let series = vec![
         sec(0, 100, 5_000),
         sec(1, 200, 5_000),
         sec(2, 210, 5_000),
         sec(3, 205, 5_000),
     ];
-    let k = find_knee(&p, &series).expect("a knee");
+    let k = find_knee(&p, &series, &ExpectStatus::default()).expect("a knee");
     assert_eq!((k.level, k.unit.as_str()), (200.0, "rps"), "{k:?}");
 }

@@ -912,12 +912,15 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
                 .find(|d| d.name == "loadmodule" && d.args.first().is_some_and(|a| a == m));
             let loc = line.map(at).unwrap_or(main);
             let short = m.trim_end_matches("_module");
-            let change = match line {
-                Some(d) => format!(
-                    "# Debian: a2dismod {short}; or comment the line out:\n#{}",
-                    d.source
-                ),
-                None => format!("# a2dismod {short}    (or remove the LoadModule line)"),
+            // Debian's layout: a2dismod removes the module's mods-enabled
+            // link (its .load and .conf), the fix in place comments the line
+            // out; any other layout: the line commented out, no a2dismod.
+            let change = match (line, debian_root(&c).is_some()) {
+                (_, true) => {
+                    format!("# a2dismod {short}    (Debian; then: systemctl reload apache2)")
+                }
+                (Some(d), false) => format!("#{}", d.source),
+                (None, false) => format!("# remove the LoadModule line of {m}"),
             };
             f.push(
                 Finding::new(Level::Info, "module_unused", loc, format!("{m} is loaded but nothing in the config uses it, and no AllowOverride lets .htaccess files use it"))
