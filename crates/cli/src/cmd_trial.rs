@@ -331,7 +331,12 @@ pub fn run(a: TrialArgs) -> Exit {
             }
         }
         (None, Some(before), Some(after)) => (Switch::Shell { before, after }, None),
-        _ => return fail(Exit::Usage, "give --before CMD and --after CMD, or --from-tune ID"),
+        _ => {
+            return fail(
+                Exit::Usage,
+                "give --before CMD and --after CMD, or --from-tune ID",
+            )
+        }
     };
     let (before_words, after_words) = match &switch {
         Switch::Shell { before, after } => (before.clone(), after.clone()),
@@ -512,7 +517,10 @@ pub fn run(a: TrialArgs) -> Exit {
         match std::fs::write(path, redline_report::trial::html(&t)) {
             Ok(()) => eprintln!("redline: wrote the HTML report to {}", path.display()),
             Err(e) => {
-                eprintln!("redline: error: cannot write --html {}: {e}", path.display());
+                eprintln!(
+                    "redline: error: cannot write --html {}: {e}",
+                    path.display()
+                );
                 side_failed = true;
             }
         }
@@ -544,10 +552,9 @@ fn print(s: &str) -> Result<(), Exit> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(s.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(fail(
-            Exit::Failure,
-            format!("cannot write the report: {e}"),
-        )),
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(fail(Exit::Failure, format!("cannot write the report: {e}")))
+        }
         _ => Ok(()),
     }
 }

@@ -318,5 +318,8 @@ fn a_trial_is_one_entry_apart_from_its_rounds() {
     // Run-only references skip the trial: its rounds stay runs.
     assert_eq!(s.resolve_run("last").unwrap(), a);
     let rows = s.list(&Filter::default()).unwrap();
-    assert_eq!((rows[0].kind.as_str(), rows[0].completed), (KIND_TRIAL, 600));
+    assert_eq!(
+        (rows[0].kind.as_str(), rows[0].completed),
+        (KIND_TRIAL, 600)
+    );
 }

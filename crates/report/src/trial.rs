@@ -324,9 +324,12 @@ pub fn welch_interval(a: &[f64], b: &[f64], level: f64) -> Option<(f64, f64)> {
         let shifted: Vec<f64> = b.iter().map(|v| v - d - w).collect();
         welch(a, &shifted).is_none_or(|p| p < alpha)
     };
-    let spread = a.iter().chain(b).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-        (lo.min(*v), hi.max(*v))
-    });
+    let spread = a
+        .iter()
+        .chain(b)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(*v), hi.max(*v))
+        });
     let mut hi = (spread.1 - spread.0).abs().max(1e-12);
     for _ in 0..60 {
         if rejects(hi) {
@@ -802,7 +805,11 @@ pub fn html(t: &TrialRecord) -> String {
     }
     let diff = directive_diff(t);
     if !diff.is_empty() {
-        let _ = writeln!(s, "<h2>Configuration</h2><pre>{}</pre>", esc(diff.trim_end()));
+        let _ = writeln!(
+            s,
+            "<h2>Configuration</h2><pre>{}</pre>",
+            esc(diff.trim_end())
+        );
     }
     let _ = writeln!(
         s,

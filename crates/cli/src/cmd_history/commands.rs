@@ -242,10 +242,7 @@ pub(super) fn cmd_compare(a: CompareArgs) -> CmdResult {
     // A trial compares its own rounds: its verdict.
     let Some(b) = a.b.clone() else {
         return match l.trial(&a.a)? {
-            Some((name, t)) => print(&format!(
-                "{name}\n\n{}",
-                redline_report::trial::text(&t)
-            )),
+            Some((name, t)) => print(&format!("{name}\n\n{}", redline_report::trial::text(&t))),
             None => Err((
                 Exit::Usage,
                 format!(

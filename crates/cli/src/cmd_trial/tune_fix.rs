@@ -69,8 +69,12 @@ pub(super) fn prepare(
     };
     let fix = f.fix.as_ref().expect("filtered on fix");
     let file = PathBuf::from(&fix.file);
-    let original = std::fs::read(&file)
-        .map_err(|e| (Exit::Failure, format!("cannot read {}: {e}", file.display())))?;
+    let original = std::fs::read(&file).map_err(|e| {
+        (
+            Exit::Failure,
+            format!("cannot read {}: {e}", file.display()),
+        )
+    })?;
     let text = String::from_utf8_lossy(&original).into_owned();
     let fixed = fix.apply(&text).ok_or_else(|| {
         (
@@ -84,8 +88,12 @@ pub(super) fn prepare(
     let mut copy = file.clone().into_os_string();
     copy.push(".redline-fixed");
     let copy = PathBuf::from(copy);
-    std::fs::write(&copy, &fixed)
-        .map_err(|e| (Exit::Failure, format!("cannot write {}: {e}", copy.display())))?;
+    std::fs::write(&copy, &fixed).map_err(|e| {
+        (
+            Exit::Failure,
+            format!("cannot write {}: {e}", copy.display()),
+        )
+    })?;
     let said = check(r.server, config, &file, &copy, &original, &fixed)?;
     eprintln!(
         "redline: trial: B is tune's fix {id} ({}), in {}: {said}",

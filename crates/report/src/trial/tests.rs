@@ -62,7 +62,11 @@ fn clear_gain_is_called_with_its_direction() {
     assert_eq!(rps.metric, "Requests/sec");
     assert_eq!(rps.call, Call::Better);
     assert!(rps.ci.0 > 0.0 && rps.ci.0 <= rps.diff && rps.diff <= rps.ci.1);
-    let p50 = v.metrics.iter().find(|m| m.metric == "Latency p50").unwrap();
+    let p50 = v
+        .metrics
+        .iter()
+        .find(|m| m.metric == "Latency p50")
+        .unwrap();
     assert_eq!(p50.call, Call::Better, "lower latency is better");
     assert!(v.significant);
     let t = text(&TrialRecord {
@@ -99,7 +103,10 @@ fn overlapping_rounds_are_no_clear_difference() {
     assert!(!v.significant, "{v:?}");
     let rps = &v.metrics[0];
     assert_eq!(rps.call, Call::NoClearDifference);
-    assert!(rps.ci.0 < 0.0 && rps.ci.1 > 0.0, "the interval crosses zero");
+    assert!(
+        rps.ci.0 < 0.0 && rps.ci.1 > 0.0,
+        "the interval crosses zero"
+    );
     // Bonferroni over the metrics with values on both sides.
     assert_eq!(v.tested, 5);
     assert!((rps.level - (1.0 - 0.05 / 5.0)).abs() < 1e-12);
@@ -145,5 +152,9 @@ fn record_round_trips_and_refuses_others() {
     assert_eq!(TrialRecord::from_json(&j).unwrap(), t);
     assert!(TrialRecord::from_json("{\"format\":\"redline-run\"}").is_err());
     let h = html(&t);
-    assert_eq!(h.matches("class=\"round\"").count(), 6 * 5, "every round of each charted metric");
+    assert_eq!(
+        h.matches("class=\"round\"").count(),
+        6 * 5,
+        "every round of each charted metric"
+    );
 }
