@@ -236,9 +236,14 @@ fn settle(probe: &redline_engine::Plan, wait: Duration, max: Duration) -> Result
     ))
 }
 
-/// The one-request plan `settle` sends: the run's target and TLS settings.
+/// The one-request plan `settle` sends: a GET of the run's target with its
+/// headers and TLS settings (any answer counts; no body, so a POST target is
+/// not written to by the probe).
 fn probe_plan(p: &crate::cli::Prepared) -> Result<redline_engine::Plan, String> {
     let mut pa = p.plan_args.clone();
+    pa.method = None;
+    pa.body = None;
+    pa.content_type = None;
     if pa.url.is_empty() {
         pa.url = p.plan.config.url.clone();
     }

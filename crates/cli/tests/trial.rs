@@ -260,6 +260,7 @@ fn gzip_off_sends_more_bytes() {
         "#SetOutputFilter DEFLATE",
     );
     let url = format!("http://127.0.0.1:{port}/page.html");
+    let html = conf.with_file_name("trial.html");
     let (out, v) = trial(
         &[
             &url,
@@ -276,10 +277,16 @@ fn gzip_off_sends_more_bytes() {
             "-d",
             "1s",
             "--no-save",
+            "--html",
+            html.to_str().unwrap(),
         ],
         &db("trial-gzip-db"),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The HTML draws every round of each metric, A and B.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(page.matches("data-state=\"A\"").count(), 3 * 5, "{page}");
+    assert_eq!(page.matches("data-state=\"B\"").count(), 3 * 5);
     let bytes = row(&v, "Bytes/response");
     eprintln!(
         "gzip on → off: {bytes}\n{}\n{}",
