@@ -183,6 +183,15 @@ fn restore_once() -> Option<Result<(), String>> {
 /// Called by the second Ctrl-C before the process quits: the switch command
 /// running now is killed and state A restored.
 pub(crate) fn on_quit() {
+    let pending = PENDING.lock().map(|g| g.is_some()).unwrap_or(false);
+    if !pending {
+        // Nothing to restore, or the restore of A is running: let it end (bounded).
+        let t0 = Instant::now();
+        while CHILD_GROUP.load(Ordering::SeqCst) != 0 && t0.elapsed() < COMMAND_LIMIT {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        return;
+    }
     let g = CHILD_GROUP.swap(0, Ordering::SeqCst);
     if g > 0 {
         // SAFETY: kill(2) on the process group of a child this process started.
