@@ -48,12 +48,15 @@ fn states(conf: &Path, pid: u32, signal: &str, from: &str, to: &str) -> (String,
 }
 
 /// Runs `redline trial ARGS -o json` with its history in `db` (90 s at most):
-/// the output and the trial record.
+/// the output and the trial record, checked against docs/trial.schema.json.
 fn trial(args: &[&str], db: &Path) -> (std::process::Output, Value) {
     let mut all = vec!["trial", "-o", "json", "--db", db.to_str().unwrap()];
     all.extend_from_slice(args);
     let (out, _) = common::redline_with_limit(&all, Duration::from_secs(90));
     let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    if !v.is_null() {
+        common::assert_schema("trial.schema.json", &v);
+    }
     (out, v)
 }
 
@@ -203,6 +206,10 @@ fn prefork_more_workers_is_a_clear_gain_and_history_knows_the_trial() {
         text.contains("In short: B is better on Requests/sec"),
         "{text}"
     );
+    let export = redline(&["export", &id, "--db", d]);
+    let saved: Value = serde_json::from_slice(&export.stdout).unwrap();
+    common::assert_schema("trial.schema.json", &saved);
+    assert_eq!(saved["verdict"], v["verdict"]);
     let cmp = redline(&["compare", "workers", "--db", d]);
     assert_eq!(cmp.status.code(), Some(0), "{}", stderr(&cmp));
     assert!(String::from_utf8_lossy(&cmp.stdout).contains("Verdict"));
@@ -517,6 +524,7 @@ fn ctrl_c_stops_the_round_and_puts_state_a_back() {
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert_eq!(std::fs::read_to_string(&state).unwrap(), "A\n");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_schema("trial.schema.json", &v);
     assert_eq!(v["interrupted"], true);
     assert_eq!(v["restored"], true);
     assert_eq!(v["rounds"][1]["interrupted"], true, "{v:#}");
