@@ -199,7 +199,7 @@ fn prefork_more_workers_is_a_clear_gain_and_history_knows_the_trial() {
     let show = redline(&["show", &id, "--db", d]);
     let text = String::from_utf8_lossy(&show.stdout);
     assert!(
-        text.contains("MaxRequestWorkers") && text.contains("10 → 40"),
+        text.contains("MaxRequestWorkers") && text.contains("10 -> 40"),
         "{text}"
     );
     assert!(

@@ -533,47 +533,59 @@ fn change_words(m: &MetricVerdict) -> String {
     }
 }
 
-/// The directives that changed from A to B, one line each; a line about a
-/// side without a recorded configuration; empty when neither has one.
+/// The directives that changed from A to B with the effect on p99 and
+/// req/s, as `compare` prints them (`compare::config_changes`, given the
+/// recorded configurations and this verdict); empty when neither side
+/// recorded one.
 pub fn directive_diff(t: &TrialRecord) -> String {
-    let mut o = String::new();
-    match (&t.config_a, &t.config_b) {
-        (None, None) => {}
-        (Some(_), None) | (None, Some(_)) => o.push_str(
-            "Server configuration: recorded on one side only (give --server-config FILE)\n\n",
-        ),
-        (Some(a), Some(b)) => {
-            let ch = a.changes(b);
-            if a.server != b.server {
-                let _ = writeln!(
-                    o,
-                    "Server configuration: A is {}, B is {}\n",
-                    a.server, b.server
-                );
-            } else if ch.is_empty() {
-                let _ = writeln!(
-                    o,
-                    "Server configuration: no tuning directive changed ({}, {} directives recorded)\n",
-                    a.server,
-                    a.directives.len()
-                );
-            } else {
-                let w = ch.iter().map(|x| x.0.len()).max().unwrap_or(0).max(9) + 2;
-                let _ = writeln!(o, "Server configuration changed ({}):", a.server);
-                for (name, va, vb) in &ch {
-                    let _ = writeln!(
-                        o,
-                        "  {:<w$}{} → {}",
-                        crate::escape::clean(name),
-                        crate::escape::clean(va),
-                        crate::escape::clean(vb)
-                    );
-                }
-                o.push('\n');
-            }
-        }
+    use crate::compare::{Comparison, Row, Unit as CUnit, Verdict as CVerdict};
+    if t.config_a.is_none() && t.config_b.is_none() {
+        return String::new();
     }
-    o
+    let side = |c: &Option<ServerConfig>| {
+        let load = redline_stats::LoadModel::Closed {
+            connections: 1,
+            requests: None,
+            duration_s: None,
+        };
+        let mut r = RunRecord::new(
+            redline_stats::RunConfig::get(&t.url, load),
+            redline_stats::Environment::default(),
+            t.started_at.clone(),
+        );
+        r.server_config = c.clone();
+        r
+    };
+    let rows = t
+        .verdict
+        .metrics
+        .iter()
+        .map(|m| Row {
+            metric: match m.metric.as_str() {
+                "Requests/sec" => "Requests/sec",
+                "Latency p99" => "Latency p99",
+                _ => "",
+            },
+            unit: CUnit::PerSec,
+            a: m.a,
+            b: m.b,
+            change_pct: m.change_pct,
+            verdict: match m.call {
+                Call::Better => CVerdict::Better,
+                Call::Worse => CVerdict::Worse,
+                Call::NoClearDifference => CVerdict::NoChange,
+                Call::NotTested => CVerdict::NotTested,
+            },
+            confidence: None,
+            test: String::new(),
+        })
+        .collect();
+    let c = Comparison {
+        rows,
+        warnings: Vec::new(),
+        runs: (0, 0),
+    };
+    crate::compare::config_changes(&c, &side(&t.config_a), &side(&t.config_b))
 }
 
 /// The text report: what was switched, the directive diff, the verdict per
