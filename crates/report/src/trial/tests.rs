@@ -158,3 +158,49 @@ fn record_round_trips_and_refuses_others() {
         "every round of each charted metric"
     );
 }
+
+#[test]
+fn a_round_takes_its_numbers_from_the_run_record() {
+    let load = redline_stats::LoadModel::Closed {
+        connections: 4,
+        requests: None,
+        duration_s: Some(2.0),
+    };
+    let mut r = RunRecord::new(
+        redline_stats::RunConfig::get("http://127.0.0.1:1/", load),
+        redline_stats::Environment::default(),
+        "2026-01-01T00:00:00Z".into(),
+    );
+    r.duration_s = 2.0;
+    r.counters.completed = 190;
+    r.counters.failed = 10;
+    r.counters.non_2xx = 10;
+    r.counters.bytes_read = 190 * 1000;
+    r.derive();
+    for us in [1000, 2000, 3000] {
+        r.latency.record_us(us);
+    }
+    r.knee = Some(redline_stats::stages::Knee {
+        level: 40.0,
+        unit: "connections".into(),
+        reason: "throughput".into(),
+        evidence: String::new(),
+        low: None,
+        high: None,
+    });
+    let x = Round::of(3, State::B, Some(7), &r);
+    assert_eq!((x.n, x.state, x.run_id), (3, State::B, Some(7)));
+    assert!((x.requests_per_sec - 95.0).abs() < 1e-9);
+    assert!(
+        (x.error_share - 0.1).abs() < 1e-9,
+        "failed and non-2xx of finished"
+    );
+    assert!((x.bytes_per_response - 1000.0).abs() < 1e-9);
+    assert_eq!(x.knee, Some(40.0));
+    // Not watched: no server metrics (they are left out of the verdict).
+    assert_eq!(
+        (x.server_memory_kib, x.server_cpu_ms_per_request),
+        (None, None)
+    );
+    assert!((x.p50_us - 2000.0).abs() <= 2.0);
+}
