@@ -17,6 +17,7 @@ mod habits;
 mod run;
 mod shell;
 use run::{cmd_run, run_plan};
+pub(crate) use run::{prepare, Prepared};
 
 /// The text under `--help`: the exit codes (from [`Exit`]) and the one rule.
 fn after_help() -> String {
@@ -59,6 +60,8 @@ enum Command {
     Server(crate::cmd_server::ServerCmd),
     #[command(flatten)]
     Dist(crate::cmd_dist::DistCmd),
+    /// Prove a change: interleaved rounds of the server before (--before CMD) and after (--after CMD, or --from-tune ID), with a verdict per metric.
+    Trial(Box<crate::cmd_trial::TrialArgs>),
     /// Replay an access log's requests at their logged times (or --speed 2x, --rate R) against BASE_URL.
     Replay(Box<crate::cmd_replay::ReplayArgs>),
     /// Turn a recording into a scenario: `redline import har FILE.har > scenario.toml`.
@@ -391,6 +394,8 @@ pub(crate) fn interrupt() {
         stop_handle().stop();
     } else {
         crate::live::restore();
+        // A trial puts the server back in its state A first.
+        crate::cmd_trial::on_quit();
         std::process::exit(Exit::Interrupted.code());
     }
 }
@@ -457,6 +462,7 @@ fn parse_and_run(raw: Vec<String>) -> Exit {
         Command::Ab(a) => crate::cmd_ab::main(&a.args),
         Command::Wrk(a) => crate::cmd_wrk::main(&a.args),
         Command::Replay(a) => crate::cmd_replay::run(*a),
+        Command::Trial(a) => crate::cmd_trial::run(*a),
         Command::Completions(a) => shell::completions(a),
         Command::Man(a) => shell::man(a),
     }

@@ -31,9 +31,9 @@ pub enum HistoryCmd {
     Export(ExportArgs),
     /// Delete saved runs.
     Rm(RmArgs),
-    /// Compare two runs (before, after): changes and whether they are significant.
+    /// Compare two runs (before, after): changes and whether they are significant; `compare TRIAL`: a trial's verdict.
     Compare(CompareArgs),
-    /// Write a self-contained HTML report of a run, or of two runs overlaid.
+    /// Write a self-contained HTML report of a run, of two runs overlaid, or of a trial.
     Report(ReportArgs),
     /// Merge runs made at the same time (e.g. from several machines) into one record.
     Merge(MergeArgs),
@@ -103,8 +103,9 @@ pub struct CompareArgs {
     /// The run before (saved run or run-record JSON file); a label with several
     /// runs (`run --repeat N`) on both sides compares the runs as samples.
     a: String,
-    /// The run after (saved run or run-record JSON file, or a label with several runs).
-    b: String,
+    /// The run after (saved run or run-record JSON file, or a label with several
+    /// runs); left out when A is a trial (`redline trial`): its verdict.
+    b: Option<String>,
     #[command(flatten)]
     db: DbArg,
 }
@@ -523,7 +524,49 @@ impl Loader {
                     Loaded::Page(page_of(&json, &format!("saved page load {id}"))?),
                 ))
             }
+            Saved::Trial(_) => Err((
+                Exit::Usage,
+                format!(
+                    "{r} is a trial: `redline compare {id}` shows its verdict, or compare its rounds by their labels (LABEL:A LABEL:B)"
+                ),
+            )),
         }
+    }
+
+    /// The trial `r` names (a saved trial, or a `trial -o json` file), or
+    /// None when it names something else.
+    fn trial(
+        &mut self,
+        r: &str,
+    ) -> Result<Option<(String, redline_report::trial::TrialRecord)>, (Exit, String)> {
+        let p = Path::new(r);
+        let json = if p.is_file() || r.ends_with(".json") || r.contains('/') {
+            let text = redline_stats::files::read_text(p, redline_stats::files::Kind::Record, "")
+                .map_err(|e| (Exit::Usage, e))?;
+            let is_trial = serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| {
+                v.get("format").and_then(|f| f.as_str()) == Some(redline_report::trial::FORMAT)
+            });
+            if !is_trial {
+                return Ok(None);
+            }
+            (r.to_string(), text)
+        } else {
+            let path = redline_history::resolve_path(self.db.as_deref()).map_err(history_err)?;
+            if !path.exists() {
+                return Ok(None);
+            }
+            let s = self.store()?;
+            let Ok(id) = s.resolve(r) else {
+                return Ok(None);
+            };
+            match s.get_saved(id).map_err(history_err)? {
+                Saved::Trial(json) => (format!("trial {id}"), json),
+                _ => return Ok(None),
+            }
+        };
+        let t = redline_report::trial::TrialRecord::from_json(&json.1)
+            .map_err(|e| (Exit::Usage, format!("{}: {e}", json.0)))?;
+        Ok(Some((json.0, t)))
     }
 }
 

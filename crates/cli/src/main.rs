@@ -8,6 +8,7 @@ mod cmd_history;
 mod cmd_import;
 mod cmd_replay;
 mod cmd_server;
+mod cmd_trial;
 mod cmd_web;
 mod cmd_wrk;
 mod exit;

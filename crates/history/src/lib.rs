@@ -3,6 +3,8 @@
 //! page`) are kept in the same table and id sequence, marked `kind = 'page'`,
 //! with the page report's JSON as their record: they can be listed, shown,
 //! exported and compared with each other, not merged or drawn as runs.
+//! Trials (`redline trial`) are kept the same way, `kind = 'trial'`, their
+//! record the trial's JSON; each of their rounds is a run of its own.
 //!
 //! The database lives at `$XDG_DATA_HOME/redline/history.db` (else
 //! `~/.local/share/redline/history.db`), or where `--db` / `REDLINE_DB` say.
@@ -67,6 +69,9 @@ const MIGRATIONS: &[&str] = &[
 pub const KIND_RUN: &str = "run";
 /// A saved page load (`redline page`).
 pub const KIND_PAGE: &str = "page";
+/// A saved trial (`redline trial`): its record is the trial's JSON, its
+/// rounds are saved as runs of their own.
+pub const KIND_TRIAL: &str = "trial";
 
 /// What can go wrong with the history.
 #[derive(Debug, thiserror::Error)]
@@ -247,6 +252,35 @@ pub enum Saved {
     Run(Box<RunRecord>),
     /// A page load (`redline page`): its JSON report.
     Page(String),
+    /// A trial (`redline trial`): its JSON record.
+    Trial(String),
+}
+
+/// The columns of a saved trial (the record is the trial's JSON).
+#[derive(Debug, Clone)]
+pub struct TrialSave<'a> {
+    /// When the first round started (RFC 3339).
+    pub started_at: &'a str,
+    /// The target (credentials removed).
+    pub url: &'a str,
+    /// The method.
+    pub method: &'a str,
+    /// The rounds and their load, in words.
+    pub load: &'a str,
+    /// The trial's label.
+    pub label: &'a str,
+    /// `--note`.
+    pub note: Option<&'a str>,
+    /// Wall time of the trial, seconds.
+    pub duration_s: f64,
+    /// Mean req/s of B's rounds.
+    pub requests_per_sec: f64,
+    /// Responses over all rounds.
+    pub completed: u64,
+    /// Stopped before every round ran.
+    pub interrupted: bool,
+    /// The trial record (JSON, secrets already removed).
+    pub record: &'a str,
 }
 
 /// Filters for [`Store::list`].
@@ -584,6 +618,39 @@ impl Store {
         Ok(id)
     }
 
+    /// Saves a trial; returns its id (in the runs' sequence).
+    pub fn save_trial(&mut self, t: &TrialSave) -> Result<i64, HistoryError> {
+        let path = self.path.clone();
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| classify(&path, e))?;
+        tx.execute(
+            "INSERT INTO runs (saved_at, started_at, url, method, load_model, load, label, note,
+                duration_s, requests_per_sec, completed, failed, non_2xx, p50_us, p99_us,
+                client_limited, interrupted, merged_runs, record, kind)
+             VALUES (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?1, ?2, ?3, 'trial', ?4, ?5, ?6,
+                ?7, ?8, ?9, 0, 0, 0, 0, 0, ?10, 0, ?11, 'trial')",
+            params![
+                t.started_at,
+                t.url,
+                t.method,
+                t.load,
+                t.label,
+                t.note,
+                finite(t.duration_s),
+                finite(t.requests_per_sec),
+                t.completed as i64,
+                t.interrupted,
+                t.record,
+            ],
+        )
+        .map_err(|e| classify(&path, e))?;
+        let id = tx.last_insert_rowid();
+        tx.commit().map_err(|e| classify(&path, e))?;
+        Ok(id)
+    }
+
     /// Runs matching `f`, newest first.
     pub fn list(&self, f: &Filter) -> Result<Vec<RunSummary>, HistoryError> {
         let mut sql = String::from(
@@ -710,6 +777,12 @@ impl Store {
                 wanted: "run",
                 hint: "show, export and compare take page loads; report and merge take runs",
             }),
+            Saved::Trial(_) => Err(HistoryError::WrongKind {
+                id,
+                found: "trial",
+                wanted: "run",
+                hint: "show, export, report and `compare ID` take a trial; its rounds are runs of their own (`redline history --label LABEL:A`)",
+            }),
         }
     }
 
@@ -725,6 +798,9 @@ impl Store {
             .ok_or_else(|| HistoryError::NotFound(id.to_string()))?;
         if kind == KIND_PAGE {
             return Ok(Saved::Page(json));
+        }
+        if kind == KIND_TRIAL {
+            return Ok(Saved::Trial(json));
         }
         RunRecord::from_json(&json)
             .map(|r| Saved::Run(Box::new(r)))

@@ -284,3 +284,42 @@ fn since_parses_dates_and_ages() {
     assert!(since_bound("yesterday", 0).is_err());
     assert!(since_bound("5y", 0).is_err());
 }
+
+#[test]
+fn a_trial_is_one_entry_apart_from_its_rounds() {
+    let p = tmp("trials");
+    let mut s = Store::open(&p).unwrap();
+    let a = s
+        .save(&rec("http://a/", Some("t:A"), "2025-01-01T00:00:00.000Z"))
+        .unwrap();
+    let json = r#"{"format":"redline-trial"}"#;
+    let t = s
+        .save_trial(&TrialSave {
+            started_at: "2025-01-01T00:00:00.000Z",
+            url: "http://a/",
+            method: "GET",
+            load: "trial, 3+3 rounds",
+            label: "t",
+            note: None,
+            duration_s: 12.0,
+            requests_per_sec: 50.0,
+            completed: 600,
+            interrupted: false,
+            record: json,
+        })
+        .unwrap();
+    assert_eq!(s.resolve("t").unwrap(), t);
+    assert!(matches!(s.get_saved(t).unwrap(), Saved::Trial(j) if j == json));
+    let e = s.get(t).unwrap_err();
+    assert!(
+        matches!(e, HistoryError::WrongKind { found: "trial", .. }),
+        "{e}"
+    );
+    // Run-only references skip the trial: its rounds stay runs.
+    assert_eq!(s.resolve_run("last").unwrap(), a);
+    let rows = s.list(&Filter::default()).unwrap();
+    assert_eq!(
+        (rows[0].kind.as_str(), rows[0].completed),
+        (KIND_TRIAL, 600)
+    );
+}

@@ -12,6 +12,7 @@
 //! - [`requests`]: the per-request tables of a scenario run (part of `text`);
 //! - [`replay`]: a replay's log, status codes and per-URL table (part of `text`);
 //! - [`thresholds`]: `--threshold` bounds checked against a record;
+//! - [`trial`]: a before/after trial's verdict over its rounds (`trial`), text, JSON and HTML;
 //! - [`junit`]: JUnit XML for CI (`--junit`).
 //!
 //! [`Format`] and [`write`] pick the sink for `--output`. Page loads and
@@ -28,6 +29,7 @@ pub mod replay;
 pub mod requests;
 pub mod text;
 pub mod thresholds;
+pub mod trial;
 
 pub use json::{json, write_json};
 pub use text::{knee_line, stages_line, text};

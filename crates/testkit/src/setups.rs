@@ -1013,6 +1013,40 @@ fn prefork(workers: u32) -> String {
     )
 }
 
+/// A plain Apache prefork for a test of its own (`redline trial`): its
+/// CGIs and idx.html ([`apache_files`]), MaxRequestWorkers `workers` under
+/// ServerLimit `limit` (a restart can raise it up to `limit`), every child
+/// started at once (StartServers and the spare bounds at `limit`, which
+/// Apache holds to MaxRequestWorkers), so a 1-second run after a restart
+/// (`kill -HUP`) does not measure the spawn ramp; KeepAlive Off, the status
+/// page, and the `extra` lines. The running server (stopped and removed on
+/// drop), its port and its configuration file.
+pub fn apache_prefork(
+    tag: &str,
+    workers: u32,
+    limit: u32,
+    extra: &str,
+) -> Result<(Running, u16, PathBuf), StartError> {
+    let (p, port, dir, _errlog, conf) = start_apache(
+        tag,
+        ApacheSpec {
+            mpm: "prefork",
+            mpm_lines: format!(
+                "StartServers {limit}\nMinSpareServers {limit}\nMaxSpareServers {limit}\nServerLimit {limit}\nMaxRequestWorkers {workers}"
+            ),
+            keepalive: None,
+            status: true,
+            extra: extra.to_string(),
+            wrap: Vec::new(),
+        },
+    )?;
+    let mut r = Running::new(Vec::new());
+    r.pids = vec![p.pid()];
+    r.procs.push(p);
+    r.dirs.push(dir);
+    Ok((r, port, conf))
+}
+
 /// An nginx of a setup.
 struct NginxSpec {
     worker_connections: u32,

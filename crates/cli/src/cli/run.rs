@@ -4,26 +4,102 @@
 use super::*;
 
 pub(super) fn cmd_run(a: RunArgs) -> Exit {
+    let p = match prepare(a) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    match p.repeat {
+        None => run_plan(&p.plan, &p.out, &p.hooks),
+        Some(rep) => run_repeated(&p.plan, p.plan_vs.as_ref(), rep, &p.out, p.hooks),
+    }
+}
+
+/// What `run`'s arguments build before any traffic: the plan (and `--vs`'s),
+/// the hooks around the engine, the output flags and `--repeat`.
+pub(crate) struct Prepared {
+    /// The plan every run of this command runs.
+    pub(crate) plan: Plan,
+    /// The plan's arguments (a `trial` probes the server with a one-request plan of them).
+    pub(crate) plan_args: PlanArgs,
+    plan_vs: Option<Plan>,
+    hooks: Hooks,
+    /// `-o`, `-q`, `--junit`, `--no-tui`.
+    pub(crate) out: OutArgs,
+    repeat: Option<crate::cmd_history::Repeat>,
+}
+
+impl Prepared {
+    /// The save flags given (`--label`, `--note`, `--db`, `--no-save`, `--html`, `--live-json`).
+    pub(crate) fn save(&self) -> &crate::cmd_history::RunSaveArgs {
+        &self.hooks.save
+    }
+    /// The watch flags given (`--watch`, `--server-config`…).
+    pub(crate) fn watch(&self) -> &crate::cmd_server::RunWatchArgs {
+        &self.hooks.watch
+    }
+    /// The flags that make it more than one plain run, in words (`--repeat`,
+    /// `--vs`, `--segment`, `--start-at`, `--live-seconds`), when given.
+    pub(crate) fn not_one_run(&self) -> Option<&'static str> {
+        if self.repeat.is_some() {
+            Some("--repeat/--vs/--pause")
+        } else if self.hooks.start_at.is_some() || self.plan.segment.is_some() {
+            Some("--segment/--start-at")
+        } else if self.hooks.live_seconds.is_some() {
+            Some("--live-seconds")
+        } else {
+            None
+        }
+    }
+    /// Runs the plan once on the normal run path (watch, save, thresholds),
+    /// saved with `save`, quietly, its report left to the caller: the exit
+    /// code and the run record (none when the run could not start).
+    pub(crate) fn run_once(
+        &mut self,
+        save: crate::cmd_history::RunSaveArgs,
+    ) -> (Exit, Option<redline_stats::RunRecord>) {
+        let out = OutArgs {
+            output: Output::Text,
+            quiet: true,
+            junit: None,
+            no_tui: true,
+        };
+        self.hooks.save = save;
+        self.hooks.kept = Some(Default::default());
+        self.hooks.report = Some(Box::new(|_| Ok(String::new())));
+        let code = run_plan(&self.plan, &out, &self.hooks);
+        let rec = self
+            .hooks
+            .kept
+            .take()
+            .and_then(|k| k.into_inner().into_iter().next());
+        (code, rec)
+    }
+}
+
+/// Builds what `run`'s arguments ask for, before any traffic; Err: the exit
+/// code, its one line already printed.
+pub(crate) fn prepare(a: RunArgs) -> Result<Prepared, Exit> {
     let metrics = a.metrics.config();
     if let Err(e) = metrics.check() {
-        return fail(Exit::Usage, e);
+        return Err(fail(Exit::Usage, e));
     }
     let mut pa = match a.plan_args() {
         Ok(p) => p,
-        Err(e) => return fail(Exit::Usage, e),
+        Err(e) => return Err(fail(Exit::Usage, e)),
     };
     let (segment, start_at) = match a.dist.resolve() {
         Ok(x) => x,
-        Err(e) => return fail(Exit::Usage, e),
+        Err(e) => return Err(fail(Exit::Usage, e)),
     };
     pa.segment = segment;
     // https without a version flag: HTTP/2 when the server picks it by ALPN
     // (asked once while the plan is built, before any traffic).
     pa.ask_alpn = true;
     let pa_vs = a.vs.clone().map(|url| PlanArgs { url, ..pa.clone() });
+    let plan_args = pa.clone();
     let plan = match Plan::build(pa) {
         Ok(p) => p,
-        Err(e) => return fail(Exit::Usage, e),
+        Err(e) => return Err(fail(Exit::Usage, e)),
     };
     if let Some(note) = &plan.note {
         eprintln!("redline: note: {note}");
@@ -36,7 +112,7 @@ pub(super) fn cmd_run(a: RunArgs) -> Exit {
             Some(p)
         }
         Ok(None) => None,
-        Err(e) => return fail(Exit::Usage, format!("--vs: {e}")),
+        Err(e) => return Err(fail(Exit::Usage, format!("--vs: {e}"))),
     };
     let mut thresholds = a.thresholds.thresholds;
     let mut request_thresholds = Vec::new();
@@ -49,7 +125,7 @@ pub(super) fn cmd_run(a: RunArgs) -> Exit {
         for (i, t) in sc.thresholds.iter().enumerate() {
             match parse(t, None, i) {
                 Ok(t) => thresholds.push(t),
-                Err(e) => return fail(Exit::Usage, e),
+                Err(e) => return Err(fail(Exit::Usage, e)),
             }
         }
         for (n, r) in sc.requests.iter().enumerate() {
@@ -57,7 +133,7 @@ pub(super) fn cmd_run(a: RunArgs) -> Exit {
             for (i, t) in r.thresholds.iter().enumerate() {
                 match parse(t, Some(n), i) {
                     Ok(t) => v.push(t),
-                    Err(e) => return fail(Exit::Usage, e),
+                    Err(e) => return Err(fail(Exit::Usage, e)),
                 }
             }
             if !v.is_empty() {
@@ -79,17 +155,19 @@ pub(super) fn cmd_run(a: RunArgs) -> Exit {
         metrics: Some(metrics),
         annotate: None,
     };
-    match a.repeat {
-        None => run_plan(&plan, &a.out, &hooks),
-        Some(n) => {
-            let rep = crate::cmd_history::Repeat {
-                n,
-                pause: a.pause,
-                vs_label: a.vs_label,
-            };
-            run_repeated(&plan, plan_vs.as_ref(), rep, &a.out, hooks)
-        }
-    }
+    let repeat = a.repeat.map(|n| crate::cmd_history::Repeat {
+        n,
+        pause: a.pause,
+        vs_label: a.vs_label,
+    });
+    Ok(Prepared {
+        plan,
+        plan_args,
+        plan_vs,
+        hooks,
+        out: a.out,
+        repeat,
+    })
 }
 
 /// `--repeat N` (and `--vs URL`): the plan N times, or A and B alternately N

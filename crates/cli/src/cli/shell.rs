@@ -15,7 +15,7 @@ pub(crate) const GROUPS: &[(&str, &[&str])] = &[
             "run", "find", "replay", "import", "ab", "wrk", "demo", "serve",
         ],
     ),
-    ("Server", &["watch", "size", "tune"]),
+    ("Server", &["watch", "size", "tune", "trial"]),
     ("Page and audit", &["page", "audit"]),
     (
         "History and reports",

@@ -61,6 +61,22 @@ pub(super) fn cmd_list(a: ListArgs) -> CmdResult {
             ));
             continue;
         }
+        if r.kind == redline_history::KIND_TRIAL {
+            o.push_str(&format!(
+                "{:>5}{} {:<19}  {:<16}  {:<26}  {:>11.1}  {:>8}  {:>8}  {:>7}  TRIAL {}\n",
+                r.id,
+                if r.interrupted { "*" } else { " " },
+                short(&started, 19),
+                short(r.label.as_deref().unwrap_or("-"), 16),
+                short(&compact_load(&r.load), 26),
+                r.requests_per_sec,
+                "-",
+                "-",
+                "-",
+                r.url
+            ));
+            continue;
+        }
         let flag = if r.interrupted {
             "*"
         } else if r.client_limited {
@@ -88,6 +104,9 @@ pub(super) fn cmd_list(a: ListArgs) -> CmdResult {
     if rows.iter().any(|r| r.kind == redline_history::KIND_PAGE) {
         o.push_str("(PAGE: a page load of `redline page`; errors: the first view's)\n");
     }
+    if rows.iter().any(|r| r.kind == redline_history::KIND_TRIAL) {
+        o.push_str("(TRIAL: a before/after trial of `redline trial`, req/s: B's mean; `redline show ID`)\n");
+    }
     print(&o)
 }
 
@@ -101,6 +120,14 @@ pub(super) fn cmd_show(a: OneRun) -> CmdResult {
             return print(&format!(
                 "Page load {id}\n\n{}",
                 redline_web::render::page_compare::show(&p)
+            ));
+        }
+        Saved::Trial(json) => {
+            let t = redline_report::trial::TrialRecord::from_json(&json)
+                .map_err(|e| (Exit::Failure, format!("saved trial {id}: {e}")))?;
+            return print(&format!(
+                "Trial {id}\n\n{}",
+                redline_report::trial::text(&t)
             ));
         }
         Saved::Run(rec) => rec,
@@ -123,7 +150,7 @@ pub(super) fn cmd_export(a: ExportArgs) -> CmdResult {
     let s = l.store()?;
     let id = s.resolve(&a.run).map_err(history_err)?;
     let json = match s.get_saved(id).map_err(history_err)? {
-        Saved::Page(json) => json + "\n",
+        Saved::Page(json) | Saved::Trial(json) => json + "\n",
         Saved::Run(rec) => redline_report::json(&rec),
     };
     match &a.output {
@@ -182,7 +209,7 @@ impl Loader {
             .map_err(history_err)?;
         let ids: Vec<i64> = rows
             .iter()
-            .filter(|x| x.kind != redline_history::KIND_PAGE)
+            .filter(|x| x.kind == redline_history::KIND_RUN)
             .map(|x| x.id)
             .collect();
         if ids.len() < 2 {
@@ -212,8 +239,30 @@ pub(super) fn group_name(label: &str, g: &[(i64, RunRecord)]) -> String {
 
 pub(super) fn cmd_compare(a: CompareArgs) -> CmdResult {
     let mut l = Loader::new(&a.db);
+    // A trial compares its own rounds: its verdict.
+    let Some(b) = a.b.clone() else {
+        return match l.trial(&a.a)? {
+            Some((name, t)) => print(&format!("{name}\n\n{}", redline_report::trial::text(&t))),
+            None => Err((
+                Exit::Usage,
+                format!(
+                    "compare needs two runs (before, after), or one trial: {} is not a trial",
+                    a.a
+                ),
+            )),
+        };
+    };
+    for r in [&a.a, &b] {
+        if let Some((name, _)) = l.trial(r)? {
+            return Err((
+                Exit::Usage,
+                format!("{r} is {name}: `redline compare {r}` alone shows its verdict"),
+            ));
+        }
+    }
+    let a = (a.a, b);
     // Two labels with several runs each: the runs are the samples.
-    let (ga, gb) = (l.group(&a.a)?, l.group(&a.b)?);
+    let (ga, gb) = (l.group(&a.0)?, l.group(&a.1)?);
     for (side, g, other) in [("A", &ga, &gb), ("B", &gb, &ga)] {
         if let (Some(g), None) = (g, other) {
             eprintln!(
@@ -228,12 +277,12 @@ pub(super) fn cmd_compare(a: CompareArgs) -> CmdResult {
             gb.iter().map(|x| x.1.clone()).collect(),
         );
         let c = redline_report::compare::compare_runs(&ra, &rb);
-        let (na, nb) = (group_name(&a.a, &ga), group_name(&a.b, &gb));
+        let (na, nb) = (group_name(&a.0, &ga), group_name(&a.1, &gb));
         let (la, lb) = (&ra[ra.len() - 1], &rb[rb.len() - 1]);
         return print(&redline_report::compare::text(&c, la, lb, &na, &nb));
     }
-    let (na, ra) = l.run_or_page(&a.a)?;
-    let (nb, rb) = l.run_or_page(&a.b)?;
+    let (na, ra) = l.run_or_page(&a.0)?;
+    let (nb, rb) = l.run_or_page(&a.1)?;
     match (ra, rb) {
         (Loaded::Run(ra), Loaded::Run(rb)) => {
             let c = redline_report::compare::compare(&ra, &rb);
@@ -251,7 +300,14 @@ pub(super) fn cmd_compare(a: CompareArgs) -> CmdResult {
 
 pub(super) fn cmd_report(a: ReportArgs) -> CmdResult {
     let mut l = Loader::new(&a.db);
-    let (na, ra) = l.any(&a.run)?;
+    let trial = match a.run2 {
+        None => l.trial(&a.run)?,
+        Some(_) => None,
+    };
+    let (na, ra) = match trial {
+        Some((_, t)) => return write_html(&a, &redline_report::trial::html(&t)),
+        None => l.any(&a.run)?,
+    };
     let second = match &a.run2 {
         Some(r) => Some(l.any(r)?),
         None => None,
@@ -261,15 +317,20 @@ pub(super) fn cmd_report(a: ReportArgs) -> CmdResult {
         runs.push((nb.as_str(), rb));
     }
     let html = redline_report::html::report(&runs);
+    write_html(&a, &html)
+}
+
+/// `report`'s page to `-o FILE` or standard output.
+fn write_html(a: &ReportArgs, html: &str) -> CmdResult {
     match &a.output {
         Some(p) => {
-            write_out(p, "the HTML report", &html)?;
+            write_out(p, "the HTML report", html)?;
             if p != Path::new("-") {
                 eprintln!("redline: wrote the HTML report to {}", p.display());
             }
             Ok(())
         }
-        None => print(&html),
+        None => print(html),
     }
 }
 

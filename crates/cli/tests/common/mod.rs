@@ -70,10 +70,12 @@ pub fn builtin() -> redline_serve::Server {
 
 /// Asserts that a run record fits the committed `docs/run-record.schema.json`.
 pub fn assert_run_schema(v: &serde_json::Value) {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/run-record.schema.json"
-    );
+    assert_schema("run-record.schema.json", v)
+}
+
+/// Asserts that `v` fits the committed schema `docs/NAME`.
+pub fn assert_schema(name: &str, v: &serde_json::Value) {
+    let path = format!("{}/../../docs/{name}", env!("CARGO_MANIFEST_DIR"));
     let schema: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let validator = jsonschema::validator_for(&schema).expect("schema compiles");
