@@ -86,6 +86,9 @@ pub struct CommonArgs {
     /// Discover for a phone: Lighthouse's Moto G Power, 412x823 at DPR 1.75 (--viewport and --dpr override its parts).
     #[arg(long)]
     mobile: bool,
+    /// The User-Agent sent (default: Chromium's, desktop Linux, or Android with --mobile).
+    #[arg(long = "user-agent", short = 'A', value_name = "STRING")]
+    user_agent: Option<String>,
     /// Device pixel ratio for srcset, image-set() and resolution queries (default 1; 1.75 with --mobile).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     dpr: Option<String>,
@@ -238,6 +241,14 @@ fn prepare(c: &CommonArgs) -> Result<(redline_web::url::Url, LoadOpts), String> 
         vp.dpr = redline_web::viewport::parse_dpr(d)?;
     }
     opts.viewport = vp;
+    opts.client.user_agent = match &c.user_agent {
+        Some(ua) if ua.contains(['\r', '\n']) => {
+            return Err("invalid --user-agent: line breaks are not allowed".into())
+        }
+        Some(ua) => ua.clone(),
+        None if c.mobile => redline_web::http::CHROME_MOBILE_UA.to_string(),
+        None => redline_web::http::CHROME_DESKTOP_UA.to_string(),
+    };
     opts.same_origin = c.same_origin;
     opts.max_bytes = c.max_bytes;
     if c.insecure || c.cacert.is_some() {

@@ -106,6 +106,21 @@ pub enum Kind {
     Other,
 }
 
+impl Kind {
+    /// The request destination a fetch of this kind has (its `Accept`).
+    pub fn dest(self) -> crate::http::Dest {
+        use crate::http::Dest;
+        match self {
+            Kind::Document | Kind::Iframe => Dest::Document,
+            Kind::Stylesheet => Dest::Style,
+            Kind::Script => Dest::Script,
+            Kind::Image => Dest::Image,
+            Kind::Font => Dest::Font,
+            Kind::Other => Dest::Other,
+        }
+    }
+}
+
 /// One reference found in HTML or CSS.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Embed {

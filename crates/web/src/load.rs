@@ -17,7 +17,7 @@ use crate::discover::{Found, Kind, Session};
 use crate::h2::H2Conn;
 use crate::http::{
     connect_timed, display_url, host_key, Budget, ClientOpts, Conn, ConnInfo, ConnectTimes,
-    Connected, FetchError, Response,
+    Connected, Dest, FetchError, Response,
 };
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -189,6 +189,10 @@ pub struct Entry {
     pub retried: bool,
     /// `Location` of a redirect.
     pub redirect_to: Option<String>,
+    /// Asked for after the load event, by the browser itself: the
+    /// `/favicon.ico` of a page that declares no icon. Not part of the
+    /// page's time, errors or grade.
+    pub after_load: bool,
     /// Width and height the HTML asked for (`<img width height>`).
     pub html_size: Option<(Option<u32>, Option<u32>)>,
     /// Intrinsic size read from the image's header bytes.
@@ -214,7 +218,8 @@ pub struct Load {
     pub started_at: String,
     /// The waterfall, in start order.
     pub entries: Vec<Entry>,
-    /// From the first request to the last byte (ms).
+    /// From the first request to the last byte of the page, cache hits
+    /// included, up to its load event (the favicon after it not counted) (ms).
     pub elapsed_ms: f64,
     /// Requests sent.
     pub requests: usize,
@@ -271,6 +276,8 @@ struct Job {
     retried: bool,
     /// How many times it was sent again (at most [`MAX_SENT_AGAIN`]).
     sent_again: u8,
+    /// The browser's own favicon, after the load event.
+    after_load: bool,
 }
 
 /// A request the server did not process goes again at most this often: each
@@ -417,6 +424,7 @@ pub fn load(
         size: None,
         retried: false,
         sent_again: 0,
+        after_load: false,
     });
     let wait_limit = opts.client.timeout + opts.client.connect_timeout + Duration::from_secs(5);
     for _round in 0..1_000_000u32 {
@@ -520,14 +528,33 @@ pub fn load(
         if in_flight == 0 {
             // Idle: what waited for stylesheets that never answered.
             let found = session.flush();
-            if found.is_empty() {
-                break;
+            if !found.is_empty() {
+                enqueue(found, 0, 0, &mut queue, &mut seen, &mut truncated, opts);
+                if !queue.is_empty() {
+                    continue;
+                }
             }
-            enqueue(found, 0, 0, &mut queue, &mut seen, &mut truncated, opts);
-            if queue.is_empty() {
-                break;
+            // The load event: nothing of the page is left. Chromium asks for
+            // its own /favicon.ico now, and not again in later views once it
+            // failed.
+            if let Some(u) = session.after_load() {
+                let failed = cache.is_some_and(|c| c.missing.contains(&display_url(&u)));
+                if !failed && !budget.exhausted() && seen.insert(u.to_string()) {
+                    queue.push_back(Job {
+                        url: u,
+                        kind: Kind::Image,
+                        parent: Some(0),
+                        depth: 0,
+                        redirects: 0,
+                        size: None,
+                        retried: false,
+                        sent_again: 0,
+                        after_load: true,
+                    });
+                    continue;
+                }
             }
-            continue;
+            break;
         }
         let Ok(ev) = rx.recv_timeout(wait_limit) else {
             break;
@@ -609,6 +636,7 @@ pub fn load(
             reused: false,
             retried: job.retried,
             redirect_to: None,
+            after_load: job.after_load,
             html_size: job.size,
             intrinsic: None,
             headers: Vec::new(),
@@ -741,6 +769,7 @@ pub fn load(
                                 size: job.size,
                                 retried: false,
                                 sent_again: 0,
+                                after_load: job.after_load,
                             });
                         }
                     }

@@ -631,13 +631,26 @@ pub(super) fn broken(cx: &Ctx) -> Check {
             _ => None,
         };
         if let Some(why) = bad {
+            if e.after_load {
+                // Chromium's own /favicon.ico of a page that declares no
+                // icon: asked for after the load event, not by the page.
+                f.push(finding(
+                    Severity::Info,
+                    e,
+                    format!("{why}: the browser's own favicon request (add the file, or declare an icon with <link rel=icon>)"),
+                ));
+                continue;
+            }
             if !e.third_party {
                 own_bad += 1;
             }
             f.push(finding(Severity::Error, e, why));
         }
     }
-    let n = all.iter().filter(|e| !e.third_party).count();
+    let n = all
+        .iter()
+        .filter(|e| !e.third_party && !e.after_load)
+        .count();
     check(
         "broken",
         "No broken resources (4xx/5xx)",

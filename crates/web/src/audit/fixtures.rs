@@ -32,6 +32,7 @@ pub(crate) fn entry(url: &str, kind: Kind, ct: &str, wire: u64) -> Entry {
         protocol: Some("http/1.1".into()),
         reused: false,
         retried: false,
+        after_load: false,
         redirect_to: None,
         html_size: None,
         intrinsic: None,

@@ -98,7 +98,7 @@ pub fn probe_http(u: &Url, opts: &ClientOpts) -> HttpProbe {
     // One small answer: the connect time-out bounds it too.
     o.timeout = o.timeout.min(o.connect_timeout);
     match crate::http::connect(u, &o, 1) {
-        Ok((crate::http::Connected::H1(mut c), _)) => match c.get(u, &[], &o) {
+        Ok((crate::http::Connected::H1(mut c), _)) => match c.get(u, crate::http::Dest::Document, &[], &o) {
             Ok((r, _)) => {
                 p.status = Some(r.status);
                 p.location = r

@@ -9,11 +9,11 @@ pub(super) fn summarize(
     truncated: bool,
 ) -> Load {
     let requested: Vec<&Entry> = entries.iter().filter(|e| !e.from_cache).collect();
-    let start = requested
-        .iter()
-        .map(|e| e.start_ms)
-        .fold(f64::INFINITY, f64::min);
-    let end = requested.iter().map(|e| e.end_ms).fold(0.0, f64::max);
+    // The page's time covers every entry of the page, cache hits included,
+    // and ends at its load event: the favicon after it is not the page's.
+    let page: Vec<&Entry> = entries.iter().filter(|e| !e.after_load).collect();
+    let start = page.iter().map(|e| e.start_ms).fold(f64::INFINITY, f64::min);
+    let end = page.iter().map(|e| e.end_ms).fold(0.0, f64::max);
     let mut hosts: Vec<HostConns> = Vec::new();
     for c in &conns {
         let h = match hosts.iter_mut().position(|h| h.origin == c.origin) {
@@ -45,7 +45,7 @@ pub(super) fn summarize(
         hosts,
         view,
         started_at: String::new(),
-        elapsed_ms: if requested.is_empty() {
+        elapsed_ms: if page.is_empty() {
             0.0
         } else {
             (end - start).max(0.0)
@@ -62,7 +62,7 @@ pub(super) fn summarize(
         conns,
         errors: requested
             .iter()
-            .filter(|e| e.error.is_some() || e.status.is_some_and(|s| s >= 400))
+            .filter(|e| !e.after_load && (e.error.is_some() || e.status.is_some_and(|s| s >= 400)))
             .count(),
         truncated,
         budget_exhausted: false,

@@ -181,7 +181,14 @@ fn check_section(c: &Check) -> String {
             ("nginx", fix.nginx),
             ("lighttpd", fix.lighttpd),
         ] {
-            let _ = write!(s, "<div><b>Fix ({name})</b><pre>{}</pre></div>", esc(cfg));
+            // Line by line: `esc` shows a line break as `\n`, and the block
+            // must be the text output's, ready to paste.
+            let lines: Vec<String> = cfg.lines().map(esc).collect();
+            let _ = write!(
+                s,
+                "<div><b>Fix ({name})</b><pre class=\"fix\">{}</pre></div>",
+                lines.join("\n")
+            );
         }
         s.push_str("</div>\n");
     }

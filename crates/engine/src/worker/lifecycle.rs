@@ -1,79 +1,31 @@
-//! What a request's end means, for every protocol: sending a request on a
-//! slot (the workload's choice), completing or failing it (the one place
-//! that ends a request in the ledger, the recorder and the workload
-//! together), following redirects (`-L`) and going to other hosts, think
-//! times, and what a slot does next (`after`: the closed loop's next
-//! request, the open loop's queue, a stage level that fell, a journey's next
-//! step). The driver calls the `pub(crate)` event methods when its sessions
-//! say a connection came up or failed, or a request was answered or failed.
+//! The HTTP/1 worker's request lifecycle: sending a request on a slot,
+//! completing or failing it (through the ledger), following redirects,
+//! scenario choices and think times, and what a slot does next (`after`).
 
-use super::{ConnState, Core, Link, Outgoing, Redirected};
+use super::conns::{ConnState, Redirected, TimeoutList, NIL};
+use super::Worker;
 use crate::redirect::Cookies;
-use crate::session::{Answer, Event, Want};
+use crate::session::{Answer, Event, H1Request, Session, SubmitError, Want};
 use crate::workload::{Ended, Then};
 use redline_stats::{ErrorKind, Timing};
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::time::Instant;
 
-/// A request's answer, as the driver's session gave it.
-pub(crate) struct Answered {
-    pub(crate) status: u16,
-    pub(crate) body_bytes: u64,
-    /// What the session kept ([`Core::want`]); handed back to it when done.
-    pub(crate) answer: Option<Box<Answer>>,
-    /// When its request was written and its first response byte came.
-    pub(crate) sent: Instant,
-    pub(crate) first_byte: Option<Instant>,
-    /// Response bytes on the wire.
-    pub(crate) wire: u64,
-}
-
-impl Answered {
-    /// The answer of an [`Event::Done`] (None for other events), with its
-    /// timing from the driver.
-    pub(crate) fn from_event(
-        ev: Event,
-        sent: Instant,
-        first_byte: Option<Instant>,
-        wire: u64,
-    ) -> Option<Answered> {
-        match ev {
-            Event::Done {
-                status,
-                body_bytes,
-                answer,
-                ..
-            } => Some(Answered {
-                status,
-                body_bytes,
-                answer,
-                sent,
-                first_byte,
-                wire,
-            }),
-            _ => None,
-        }
-    }
-}
-
-impl Core<'_> {
-    /// Sends a request on slot `i` (connected and idle): the workload's
-    /// next, a redirect's next hop, or a new connection first when the
-    /// request goes elsewhere.
-    pub(crate) fn send(&mut self, link: &mut impl Link, i: u32, intended: Instant, now: Instant) {
-        if self.slots[i as usize].redir.is_some() {
+impl Worker<'_> {
+    /// Writes a request on connection `i` (connected and idle).
+    pub(super) fn send(&mut self, i: u32, intended: Instant, now: Instant) {
+        if self.conns[i as usize].redir.is_some() {
             // The connection for the next redirect hop is up.
-            return self.send_hop(link, i, now);
+            return self.send_hop(i, now);
         }
-        if self.slots[i as usize].away.is_some() {
+        if self.conns[i as usize].away.is_some() {
             // Open to where the last request was redirected: the next request
             // starts again at its own URL, on a new connection.
-            return self.send_on_new_connection(link, i, intended);
+            return self.send_on_new_connection(i, intended);
         }
         let plan = self.plan;
         let mut timeout = plan.timeout;
-        let mut chosen = None;
         if let Some(sc) = self.scenario.as_mut() {
             let vu = &mut sc.vus[i as usize];
             if sc.load.journeys_on() && vu.journey.is_none() {
@@ -84,37 +36,59 @@ impl Core<'_> {
             let q = &sc.load.scenario.requests[r];
             if vu.target != q.target {
                 // The next request goes to another host: replace the connection.
-                return self.send_on_new_connection(link, i, intended);
+                return self.send_on_new_connection(i, intended);
             }
             timeout = q.timeout;
             sc.load.sent(r);
-            chosen = Some(r);
         }
-        let s = &mut self.slots[i as usize];
-        s.has_request = true;
-        s.intended = intended;
-        s.on_conn += 1;
-        s.close_after = plan.requests_per_conn.is_some_and(|n| s.on_conn >= n);
-        let close = s.close_after;
+        let c = &mut self.conns[i as usize];
+        c.has_request = true;
+        c.intended = intended;
+        c.sent = now;
+        c.first_byte = None;
+        c.wire = 0;
+        c.on_conn += 1;
+        c.close_after = plan.requests_per_conn.is_some_and(|n| c.on_conn >= n);
+        c.state = ConnState::Writing;
+        c.deadline = now + timeout;
         self.ledger.sent();
         self.rec.counters.sent += 1;
-        let what = match chosen {
-            Some(r) => {
-                let sc = self.scenario.as_mut().expect("scenario");
-                let vu = &mut sc.vus[i as usize];
-                sc.load.scenario.prepare(r, vu, close);
-                Outgoing::Scenario { r, close }
-            }
-            None => Outgoing::Plan { close },
+        let want = self.want(i);
+        let c = &mut self.conns[i as usize];
+        let submitted = if let Some(sc) = self.scenario.as_mut() {
+            let vu = &mut sc.vus[i as usize];
+            let r = vu.chosen.unwrap_or(0);
+            sc.load.scenario.prepare(r, vu, c.close_after);
+            let request = sc.load.scenario.h1_request(r, vu, c.close_after);
+            c.session.submit(&request, want)
+        } else if c.close_after {
+            c.session.submit(&self.request_close, want)
+        } else {
+            c.session.submit(&self.request, want)
         };
-        link.submit(self, i, what, timeout, now);
+        if self.scenario.is_some() {
+            self.push_sorted(i);
+        } else {
+            self.push(i, TimeoutList::Requests);
+        }
+        if submitted.is_err() {
+            // (A connection's session takes a request whenever the slot is
+            // idle: this is not expected.)
+            return self.fail(
+                i,
+                ErrorKind::Closed,
+                "the connection could not take the request".into(),
+                now,
+            );
+        }
+        self.write_more(i);
     }
 
     /// What slot `i`'s session keeps of the next answer: the `Server`
     /// header only until the first answer named it (a reader that still
     /// wants it would keep the head memo unused), the `Location` with
     /// `-L`, and what a scenario request's checks, extraction and cookies need.
-    pub(crate) fn want(&self, i: u32) -> Want {
+    pub(super) fn want(&self, i: u32) -> Want {
         Want {
             server: self.want_server,
             location: self.plan.follow.is_some(),
@@ -125,53 +99,31 @@ impl Core<'_> {
         }
     }
 
-    /// Scenario request `r` as rendered for slot `i`'s user (its HTTP/1
-    /// bytes, asking to close when `close`).
-    pub(crate) fn scenario_request(&self, i: u32, r: usize, close: bool) -> crate::session::H1Request {
-        let sc = self.scenario.as_ref().expect("scenario");
-        sc.load.scenario.h1_request(r, &sc.vus[i as usize], close)
-    }
-
-    /// Slot `i`'s redirected request's next hop: its spec, whether it asks
-    /// to close, whether it is a HEAD request.
-    pub(crate) fn hop(&self, i: u32) -> Option<(&crate::plan::RequestSpec, bool, bool)> {
-        let r = self.slots[i as usize].redir.as_deref()?;
-        let head = match &self.scenario {
-            Some(sc) => sc.vus[i as usize]
-                .chosen
-                .is_some_and(|r| sc.load.scenario.requests[r].head_request),
-            None => self.plan.head_request,
-        };
-        Some((&r.spec, r.close, head))
-    }
-
-    /// Slot `i`'s request was answered: follows a redirect, or ends the
-    /// request (ledger, recorder, workload) and decides what the connection
-    /// and the slot do next.
-    pub(crate) fn complete(&mut self, link: &mut impl Link, i: u32, now: Instant, answered: Answered) {
+    /// Slot `i`'s request was answered (`answered`, as its session's
+    /// [`Event::Done`] said): follows a redirect, or records the answer
+    /// and decides what the connection and the slot do next.
+    pub(super) fn complete(&mut self, i: u32, now: Instant, answered: Answered) {
         if let Some(f) = self.plan.follow.as_deref() {
             let to = answered.answer.as_ref().and_then(|a| a.location.as_ref());
             if crate::redirect::is_redirect(answered.status) && to.is_some() {
-                return self.follow(link, i, f, now, answered);
+                return self.follow(i, f, now, answered);
             }
         }
-        link.settle(i);
+        self.unlink(i);
         self.ledger.finish_completed();
-        let s = &mut self.slots[i as usize];
-        s.has_request = false;
-        let redirected = s.redir.take();
+        let c = &mut self.conns[i as usize];
+        c.has_request = false;
+        let redirected = c.redir.take();
         let t = Timing {
-            intended: s.intended,
-            sent: answered.sent,
-            first_byte: answered.first_byte.unwrap_or(now),
+            intended: c.intended,
+            sent: c.sent,
+            first_byte: c.first_byte.unwrap_or(now),
             done: now,
         };
         let Answered {
             status,
             body_bytes,
             mut answer,
-            wire,
-            ..
         } = answered;
         if self.want_server {
             if let Some(s) = answer.as_mut().and_then(|a| a.server.take()) {
@@ -179,7 +131,7 @@ impl Core<'_> {
             }
             self.want_server = false;
         }
-        self.rec.response(&t, status, wire, body_bytes);
+        self.rec.response(&t, status, c.wire, body_bytes);
         if let Some(sc) = self.scenario.as_mut() {
             let vu = &mut sc.vus[i as usize];
             if vu.chosen.is_some() {
@@ -195,39 +147,41 @@ impl Core<'_> {
                 apply(vu, then);
             }
         }
+        let c = &mut self.conns[i as usize];
         if let Some(a) = answer {
-            link.recycle(i, a);
+            c.session.recycle(a);
         }
         self.last_done = now;
-        let reusable =
-            link.reusable(i) && !self.slots[i as usize].close_after && self.plan.keepalive;
+        // (The session closes on `Connection: close`, on bytes after the
+        // answer, and at the server's close.)
+        let reusable = !c.session.is_closed() && !c.close_after && self.plan.keepalive;
         if reusable {
-            link.idle(i);
+            c.state = ConnState::Idle;
         } else {
-            self.close(link, i);
+            self.close(i);
         }
-        self.after(link, i, now);
+        self.after(i, now);
     }
 
     /// The request for slot `i` needs another connection: closes this one and
     /// queues the slot to reconnect, or, once the run is stopping (no more
     /// connects), counts the request as never sent.
-    pub(crate) fn send_on_new_connection(&mut self, link: &mut impl Link, i: u32, intended: Instant) {
-        self.close(link, i);
-        let s = &mut self.slots[i as usize];
+    pub(super) fn send_on_new_connection(&mut self, i: u32, intended: Instant) {
+        self.close(i);
+        let c = &mut self.conns[i as usize];
         if self.ledger.stopping() {
-            s.has_request = false;
+            c.has_request = false;
             self.ledger.drop_held();
             return;
         }
-        s.has_request = true;
-        s.intended = intended;
+        c.has_request = true;
+        c.intended = intended;
         self.restart.push_back(i);
     }
 
     /// The spec of the request slot `i` sent (before any redirect): the
     /// plan's, or the scenario request as rendered for the slot's user.
-    pub(crate) fn request_spec(&self, i: u32) -> &crate::plan::RequestSpec {
+    pub(super) fn request_spec(&self, i: u32) -> &crate::plan::RequestSpec {
         match &self.scenario {
             Some(sc) => {
                 let vu = &sc.vus[i as usize];
@@ -237,15 +191,14 @@ impl Core<'_> {
         }
     }
 
-    /// `--follow-redirects`: the answer just read is a redirect with a
+    /// `--follow-redirects`: the response just read is a redirect with a
     /// `Location`. Follows it — on the same connection when it stays on the
     /// connection's origin and may be reused, else on a new connection to the
     /// new origin — or ends the request as `too_many_redirects`,
     /// `bad_redirect` or `resolve`. The request stays in flight throughout;
     /// its latency runs to the end of the final response.
-    fn follow(
+    pub(super) fn follow(
         &mut self,
-        link: &mut impl Link,
         i: u32,
         f: &crate::redirect::Follow,
         now: Instant,
@@ -253,18 +206,18 @@ impl Core<'_> {
     ) {
         use crate::redirect::{hop_spec, origin_key, resolve_location};
         let plan = self.plan;
+        let c = &mut self.conns[i as usize];
         let status = answered.status;
         let Some(mut answer) = answered.answer else {
             // (`complete` follows only answers with a `Location`.)
-            return self.fail(link, i, ErrorKind::BadRedirect, "no Location kept".into(), now);
+            return self.fail(i, ErrorKind::BadRedirect, "no Location kept".into(), now);
         };
         let location = answer.location.take().unwrap_or_default();
-        let s = &mut self.slots[i as usize];
-        let hops = s.redir.as_ref().map_or(0, |r| r.hops);
-        let was_get = s.redir.as_ref().is_some_and(|r| r.get);
+        let hops = c.redir.as_ref().map_or(0, |r| r.hops);
+        let was_get = c.redir.as_ref().is_some_and(|r| r.get);
         if hops >= f.max {
             let msg = format!("more than {} redirects (--max-redirs)", f.max);
-            return self.fail(link, i, ErrorKind::TooManyRedirects, Cow::Owned(msg), now);
+            return self.fail(i, ErrorKind::TooManyRedirects, Cow::Owned(msg), now);
         }
         let own_key = match &self.scenario {
             Some(sc) => sc.load.scenario.targets[sc.vus[i as usize].target]
@@ -274,10 +227,10 @@ impl Core<'_> {
         };
         // The original request's spec and whether it asked to close (hops
         // are rewritten from it, and keep its `Connection` line).
-        let (orig, close, base) = match self.slots[i as usize].redir.as_mut() {
+        let (orig, close, base) = match c.redir.as_mut() {
             Some(r) => (std::mem::take(&mut r.orig), r.close, Ok(r.url.clone())),
             None => {
-                let close = self.slots[i as usize].close_after;
+                let close = c.close_after;
                 let orig = self.request_spec(i).clone();
                 let base = url::Url::parse(&format!("{own_key}{}", orig.path));
                 (orig, close, base)
@@ -285,7 +238,6 @@ impl Core<'_> {
         };
         let Ok(base) = base else {
             return self.fail(
-                link,
                 i,
                 ErrorKind::BadRedirect,
                 "the redirected request's URL cannot be rebuilt".into(),
@@ -294,7 +246,7 @@ impl Core<'_> {
         };
         let to = match resolve_location(&base, &location) {
             Ok(u) => u,
-            Err(m) => return self.fail(link, i, ErrorKind::BadRedirect, Cow::Borrowed(m), now),
+            Err(m) => return self.fail(i, ErrorKind::BadRedirect, Cow::Borrowed(m), now),
         };
         let key = origin_key(&to);
         let same_origin = key == own_key;
@@ -309,10 +261,11 @@ impl Core<'_> {
                     } else {
                         ErrorKind::BadRedirect
                     };
-                    return self.fail(link, i, kind, Cow::Owned(e.message), now);
+                    return self.fail(i, kind, Cow::Owned(e.message), now);
                 }
             }
         };
+        let c = &mut self.conns[i as usize];
         let jar = match self.scenario.as_mut() {
             Some(sc) => {
                 let vu = &mut sc.vus[i as usize];
@@ -332,70 +285,93 @@ impl Core<'_> {
             None => Cookies::Given,
         };
         let (spec, get) = hop_spec(&orig, status, &to, same_origin, was_get, cookies);
+        let bytes = spec.encode_h1(close).into();
         self.rec.counters.redirects += 1;
-        link.recycle(i, answer);
-        let s = &mut self.slots[i as usize];
-        let on_conn = s.away.as_ref().map_or(own_key.as_str(), |o| o.key.as_str()) == key;
-        let reuse = on_conn && link.reusable(i) && !s.close_after && plan.keepalive;
-        s.redir = Some(Box::new(Redirected {
+        c.session.recycle(answer);
+        let on_conn = c.away.as_ref().map_or(own_key.as_str(), |o| o.key.as_str()) == key;
+        let reuse = on_conn && !c.session.is_closed() && !c.close_after && plan.keepalive;
+        c.redir = Some(Box::new(Redirected {
             hops: hops + 1,
             url: to,
             orig,
             close,
-            spec,
+            bytes,
             to: dest,
             get,
         }));
         if reuse {
-            link.idle(i);
-            self.send_hop(link, i, now);
+            c.state = ConnState::Idle;
+            self.send_hop(i, now);
         } else {
             // Still the same request (in flight); the next hop needs a new connection.
-            self.close(link, i);
+            self.close(i);
             self.restart.push_back(i);
         }
     }
 
-    /// Sends the next hop of a redirected request on slot `i` (connected and idle).
-    fn send_hop(&mut self, link: &mut impl Link, i: u32, now: Instant) {
+    /// Sends the next hop of a redirected request on connection `i` (connected and idle).
+    pub(super) fn send_hop(&mut self, i: u32, now: Instant) {
         let timeout = match &self.scenario {
             Some(sc) => sc.vus[i as usize]
                 .chosen
                 .map_or(self.plan.timeout, |r| sc.load.scenario.requests[r].timeout),
             None => self.plan.timeout,
         };
-        link.submit(self, i, Outgoing::Hop, timeout, now);
+        let want = self.want(i);
+        let head = match &self.scenario {
+            Some(sc) => sc.vus[i as usize]
+                .chosen
+                .is_some_and(|r| sc.load.scenario.requests[r].head_request),
+            None => self.plan.head_request,
+        };
+        let c = &mut self.conns[i as usize];
+        c.first_byte = None;
+        c.state = ConnState::Writing;
+        c.deadline = now + timeout;
+        let submitted = match c.redir.as_deref() {
+            Some(r) => {
+                let request = H1Request {
+                    wire: r.bytes.clone(),
+                    head,
+                };
+                c.session.submit(&request, want)
+            }
+            None => Err(SubmitError::Closed),
+        };
+        if self.scenario.is_some() {
+            self.push_sorted(i);
+        } else {
+            self.push(i, TimeoutList::Requests);
+        }
+        if submitted.is_err() {
+            return self.fail(
+                i,
+                ErrorKind::Closed,
+                "the connection could not take the redirected request".into(),
+                now,
+            );
+        }
+        self.write_more(i);
     }
 
-    /// Slot `i`'s request failed (no answer): ends it in the ledger, the
-    /// recorder and the workload, closes the connection and decides what
-    /// the slot does next.
-    pub(crate) fn fail(
-        &mut self,
-        link: &mut impl Link,
-        i: u32,
-        kind: ErrorKind,
-        msg: Cow<'static, str>,
-        now: Instant,
-    ) {
-        let s = &mut self.slots[i as usize];
-        if s.has_request && link.state(i).busy() {
-            link.settle(i);
+    pub(super) fn fail(&mut self, i: u32, kind: ErrorKind, msg: Cow<'static, str>, now: Instant) {
+        let c = &mut self.conns[i as usize];
+        if c.has_request && (c.state == ConnState::Reading || c.state == ConnState::Writing) {
+            self.unlink(i);
             self.ledger.finish_failed();
-            let s = &mut self.slots[i as usize];
-            s.has_request = false;
-            s.redir = None;
+            self.conns[i as usize].has_request = false;
+            self.conns[i as usize].redir = None;
             self.rec.error(kind, msg, now);
             self.last_done = now;
             self.request_ended(i);
         }
-        self.close(link, i);
-        self.after(link, i, now);
+        self.close(i);
+        self.after(i, now);
     }
 
     /// Scenario runs: the slot's request failed (no response): counted
     /// against it; a journey is abandoned.
-    fn request_ended(&mut self, i: u32) {
+    pub(super) fn request_ended(&mut self, i: u32) {
         let Some(sc) = self.scenario.as_mut() else {
             return;
         };
@@ -409,7 +385,7 @@ impl Core<'_> {
     /// Scenario runs: the request slot `i` sends next (chosen once, then kept
     /// until the request ends). A slot waiting for an arrival's journey
     /// connects for the journey's first step (chosen when it starts).
-    pub(crate) fn choose(&mut self, i: u32) -> usize {
+    pub(super) fn choose(&mut self, i: u32) -> usize {
         let sc = self.scenario.as_mut().expect("scenario");
         let vu = &mut sc.vus[i as usize];
         if sc.load.journeys_on() && vu.journey.is_none() {
@@ -421,21 +397,21 @@ impl Core<'_> {
     /// Open-loop sessions: slot `i`'s journey sends its next step, meant
     /// for `intended`; when the run stops first, the journey is abandoned
     /// and the slot is free again.
-    fn next_step(&mut self, link: &mut impl Link, i: u32, intended: Instant, now: Instant) {
-        let st = link.state(i);
+    pub(super) fn next_step(&mut self, i: u32, intended: Instant, now: Instant) {
+        let st = self.conns[i as usize].state;
         match st {
-            ConnState::Idle if self.take_for(i, st) => self.send(link, i, intended, now),
-            ConnState::Closed if self.take_for(i, st) => {
-                let s = &mut self.slots[i as usize];
-                s.intended = intended;
-                s.has_request = true;
+            ConnState::Idle if self.take_for(i) => self.send(i, intended, now),
+            ConnState::Closed if self.take_for(i) => {
+                let c = &mut self.conns[i as usize];
+                c.intended = intended;
+                c.has_request = true;
                 self.restart.push_back(i);
             }
             _ => {
                 if let Some(sc) = self.scenario.as_mut() {
                     sc.load.stop_journey(&mut sc.vus[i as usize]);
                 }
-                self.after(link, i, now);
+                self.after(i, now);
             }
         }
     }
@@ -447,14 +423,14 @@ impl Core<'_> {
     /// arrivals waiting for a slot (their first step). Exact at `now`, not
     /// estimated: a count never includes an answered request. A few times a
     /// second (with each publish): O(slots) per age.
-    pub(crate) fn publish_journey_overdue(&self, now: Instant) {
+    pub(super) fn publish_journey_overdue(&self, now: Instant) {
         let Some(sc) = self.scenario.as_ref() else {
             return;
         };
-        let steps = self.slots.iter().zip(&sc.vus).filter_map(|(s, vu)| {
+        let steps = self.conns.iter().zip(&sc.vus).filter_map(|(c, vu)| {
             let j = vu.journey?;
-            Some(if s.has_request {
-                s.intended
+            Some(if c.has_request {
+                c.intended
             } else {
                 j.next_intended()
             })
@@ -465,7 +441,7 @@ impl Core<'_> {
     }
 
     /// Scenario runs: virtual users whose think time is over send their next request.
-    pub(crate) fn wake_sleepers(&mut self, link: &mut impl Link, now: Instant) {
+    pub(super) fn wake_sleepers(&mut self, now: Instant) {
         for _ in 0..100_000 {
             let Some(sc) = self.scenario.as_mut() else {
                 return;
@@ -482,17 +458,17 @@ impl Core<'_> {
             if let Some(j) = vu.journey {
                 // Open-loop sessions: the step is meant for the journey's
                 // start plus its think times, not for this wake-up.
-                self.next_step(link, i, j.next_intended(), now);
+                self.next_step(i, j.next_intended(), now);
                 continue;
             }
-            let st = link.state(i);
+            let st = self.conns[i as usize].state;
             match st {
                 // Latency counts from when the user meant to send: the end of its think time.
-                ConnState::Idle if self.take_for(i, st) => self.send(link, i, t, now),
-                ConnState::Closed if self.take_for(i, st) => {
-                    let s = &mut self.slots[i as usize];
-                    s.intended = t;
-                    s.has_request = true;
+                ConnState::Idle if self.take_for(i) => self.send(i, t, now),
+                ConnState::Closed if self.take_for(i) => {
+                    let c = &mut self.conns[i as usize];
+                    c.intended = t;
+                    c.has_request = true;
                     self.restart.push_back(i);
                 }
                 _ => {}
@@ -500,9 +476,9 @@ impl Core<'_> {
         }
     }
 
-    /// Decides what slot `i` does next once its request ended (or its connection went away).
-    pub(crate) fn after(&mut self, link: &mut impl Link, i: u32, now: Instant) {
-        let st = link.state(i);
+    /// Decides what slot `i` does next once its request ended (or its socket went away).
+    pub(super) fn after(&mut self, i: u32, now: Instant) {
+        let st = self.conns[i as usize].state;
         if self.open_loop {
             if let Some(sc) = self.scenario.as_mut() {
                 let vu = &mut sc.vus[i as usize];
@@ -520,14 +496,14 @@ impl Core<'_> {
                             sc.sleepers.push(Reverse((now + think, i)));
                             return;
                         }
-                        return self.next_step(link, i, j.next_intended(), now);
+                        return self.next_step(i, j.next_intended(), now);
                     }
                 }
             }
             match st {
                 ConnState::Idle => {
                     if let Some(t) = self.ledger.dequeue() {
-                        self.send(link, i, t, now);
+                        self.send(i, t, now);
                     } else {
                         self.idle.push(i);
                     }
@@ -556,96 +532,93 @@ impl Core<'_> {
         }
         if self.staged && self.active > self.target {
             // The level fell: this slot parks (its request is done; not an error).
-            self.close(link, i);
+            self.close(i);
             self.free.push(i);
             self.active -= 1;
             return;
         }
         match st {
-            ConnState::Idle if self.take_for(i, st) => self.send(link, i, now, now),
-            ConnState::Closed if self.take_for(i, st) => {
-                let s = &mut self.slots[i as usize];
-                s.intended = now;
-                s.has_request = true;
+            ConnState::Idle if self.take_for(i) => self.send(i, now, now),
+            ConnState::Closed if self.take_for(i) => {
+                let c = &mut self.conns[i as usize];
+                c.intended = now;
+                c.has_request = true;
                 self.restart.push_back(i);
             }
             _ => {}
         }
     }
 
-    /// Closes slot `i`'s connection: requests reserved for it go back to the budget.
-    pub(crate) fn close(&mut self, link: &mut impl Link, i: u32) {
-        link.close(self, i);
-        let s = &mut self.slots[i as usize];
-        s.away = None;
-        if s.quota > 0 {
-            self.ledger.give_back(std::mem::take(&mut s.quota));
+    pub(super) fn close(&mut self, i: u32) {
+        if self.conns[i as usize].list != TimeoutList::None {
+            self.unlink(i);
+        }
+        let c = &mut self.conns[i as usize];
+        // Closing the socket takes it out of the epoll set: no deregister call.
+        if c.sock.take().is_some() {
+            self.open -= 1;
+        }
+        c.tls = None;
+        c.away = None;
+        c.state = ConnState::Closed;
+        // Requests reserved for a connection that ended early go back to the budget.
+        if c.quota > 0 {
+            self.ledger.give_back(std::mem::take(&mut c.quota));
         }
     }
 
-    /// Slot `i`'s connection (and its TLS session) is up: send its request,
-    /// or the oldest waiting one, or wait for work.
-    pub(crate) fn connection_ready(&mut self, link: &mut impl Link, i: u32, now: Instant) {
-        self.connecting -= 1;
-        let s = &self.slots[i as usize];
-        if s.has_request {
-            let intended = s.intended;
-            self.send(link, i, intended, now);
-        } else if let Some(t) = self.ledger.dequeue() {
-            self.send(link, i, t, now);
-        } else {
-            self.idle.push(i);
-        }
-    }
-
-    /// Slot `i`'s connect or handshake failed (`opening`: it was still in
-    /// progress): its request fails, or, in the open loop, the oldest
-    /// waiting request it was opened for.
-    pub(crate) fn connect_failed(
-        &mut self,
-        link: &mut impl Link,
-        i: u32,
-        kind: ErrorKind,
-        msg: Cow<'static, str>,
-        now: Instant,
-    ) {
-        let opening = link.state(i).opening();
-        self.close(link, i);
-        if opening {
-            self.connecting -= 1;
-        }
-        let s = &mut self.slots[i as usize];
-        if s.has_request {
-            s.has_request = false;
-            if s.redir.take().is_some() {
-                // A redirect hop: the request was in flight.
-                self.ledger.finish_failed();
-            } else {
-                self.ledger.fail_held();
+    pub(super) fn expire(&mut self, now: Instant) {
+        while self.request_timeouts.head != NIL {
+            let i = self.request_timeouts.head;
+            if self.conns[i as usize].deadline > now {
+                break;
             }
-            self.rec.error(kind, msg, now);
-            self.last_done = now;
-            self.request_ended(i);
-            self.after(link, i, now);
-        } else if self.open_loop {
-            // The connect was for the oldest waiting request: it fails with it.
-            if self.ledger.fail_pending() {
-                self.rec.error(kind, msg, now);
-                self.last_done = now;
-                self.request_ended(i);
-                if let Some(sc) = self.scenario.as_mut() {
-                    // An arrival whose journey could not begin.
-                    sc.load.journey_failed_to_start();
-                }
+            self.fail(
+                i,
+                ErrorKind::Timeout,
+                "no complete response within --timeout".into(),
+                now,
+            );
+        }
+        while self.connect_timeouts.head != NIL {
+            let i = self.connect_timeouts.head;
+            if self.conns[i as usize].deadline > now {
+                break;
             }
-            self.free.push(i);
+            self.connect_failed(
+                i,
+                ErrorKind::ConnectTimeout,
+                "connect timed out".into(),
+                now,
+            );
         }
     }
+}
 
-    /// An idle connection went away (server's keep-alive time-out): not an error.
-    pub(crate) fn drop_idle(&mut self, link: &mut impl Link, i: u32, now: Instant) {
-        self.close(link, i);
-        self.after(link, i, now);
+/// A request's answer as its session's [`Event::Done`] gave it.
+pub(super) struct Answered {
+    pub(super) status: u16,
+    pub(super) body_bytes: u64,
+    /// What the session kept ([`Worker::want`]); handed back to it when done.
+    pub(super) answer: Option<Box<Answer>>,
+}
+
+impl Answered {
+    /// The answer of a [`Event::Done`]; None for other events.
+    pub(super) fn from_event(ev: Event) -> Option<Answered> {
+        match ev {
+            Event::Done {
+                status,
+                body_bytes,
+                answer,
+                ..
+            } => Some(Answered {
+                status,
+                body_bytes,
+                answer,
+            }),
+            _ => None,
+        }
     }
 }
 
