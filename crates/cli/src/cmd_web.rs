@@ -9,7 +9,8 @@
 //!
 //! Exit codes: 0 ok; 1 the page could not be loaded (refused, timed out, not
 //! HTTP, TLS handshake or certificate refused; for `page`, not an HTML page:
-//! `audit` also checks a single resource) or a report
+//! `audit` also checks a single resource; for `page`, a page that answered
+//! 4xx/5xx, after the report, as `audit --fail-on` fails it) or a report
 //! (`--html`, `--har`) could not be written; 2 usage error (bad flag, URL,
 //! header, size, unresolvable host, unreadable `--cacert`);
 //! [`Exit::Findings`] (3) `audit --fail-on` found something that bad.
@@ -580,7 +581,24 @@ fn cmd_page(a: PageArgs) -> Exit {
             &rep, &u,
         ))),
     };
-    if code == crate::exit::Exit::Ok && !saved {
+    if code != crate::exit::Exit::Ok {
+        return code;
+    }
+    // The page itself (after redirects) answered an error: the report is
+    // out, and the exit code says it, as `audit --fail-on` does.
+    let page_status = rep.views[0]
+        .entries
+        .iter()
+        .rfind(|e| e.kind == redline_web::discover::Kind::Document)
+        .and_then(|d| d.status)
+        .filter(|s| *s >= 400);
+    if let Some(st) = page_status {
+        return crate::exit::fail(
+            crate::exit::Exit::Failure,
+            format!("the page answered {st}, not 2xx"),
+        );
+    }
+    if !saved {
         crate::exit::Exit::Failure
     } else {
         code

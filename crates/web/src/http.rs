@@ -25,6 +25,7 @@ pub use redline_engine::tls::TlsArgs;
 mod connect;
 mod decode;
 mod exchange;
+mod trust;
 pub use connect::{
     connect, connect_timed, display_url, host_key, probe_alpn, AlpnProbe, Connected,
 };
@@ -32,6 +33,7 @@ pub(crate) use connect::{server_name, tls_error, tls_info};
 pub use decode::{decode, is_text_type, Decoded};
 pub use exchange::request_bytes;
 pub(crate) use exchange::{finish, ms};
+pub(crate) use trust::verifier;
 
 /// The TLS client configurations of a load: one offering ALPN `http/1.1`
 /// only (`--http1.1`) and one offering `h2, http/1.1`, like a browser (fetch
@@ -56,7 +58,13 @@ impl Tls {
         let base = redline_engine::tls::setup("localhost", args)?;
         let mut fetch = (*base.config).clone();
         fetch.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let mut probe = (*base.config).clone();
+        if !args.insecure {
+            // The engine's roots, and a self-signed --cacert certificate
+            // the server presents trusted as curl trusts it.
+            let v = verifier(args, fetch.crypto_provider().clone())?;
+            fetch.dangerous().set_certificate_verifier(v);
+        }
+        let mut probe = fetch.clone();
         probe.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Tls {
             fetch: Arc::new(fetch),
