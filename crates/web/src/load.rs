@@ -136,7 +136,8 @@ pub struct Entry {
     pub url: String,
     /// What it is.
     pub kind: Kind,
-    /// The entry that referenced it (index), none for the page.
+    /// The entry that referenced it (its index in this view's entries),
+    /// none for the page.
     pub parent: Option<usize>,
     /// Another site than the page's (the user may not be able to fix it).
     pub third_party: bool,
@@ -344,6 +345,26 @@ struct Done {
     conditional: bool,
     /// The HTTP/2 connection it was sent on.
     h2_conn: Option<u64>,
+}
+
+/// The entries in start order (they were pushed as they ended), each
+/// `parent` renumbered to its parent's new place.
+fn in_start_order(entries: Vec<Entry>) -> Vec<Entry> {
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by(|&a, &b| entries[a].start_ms.total_cmp(&entries[b].start_ms));
+    let mut new_of = vec![0; entries.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_of[old] = new;
+    }
+    let mut slots: Vec<Option<Entry>> = entries.into_iter().map(Some).collect();
+    order
+        .iter()
+        .filter_map(|&old| slots[old].take())
+        .map(|mut e| {
+            e.parent = e.parent.and_then(|p| new_of.get(p).copied());
+            e
+        })
+        .collect()
 }
 
 /// Same site: equal hosts, or DNS names sharing their last two labels.
@@ -791,7 +812,7 @@ pub fn load(
             opts,
         );
     }
-    entries.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+    let entries = in_start_order(entries);
     conns.sort_by_key(|c| c.id);
     let exhausted = budget.exhausted();
     let mut l = summarize(view, entries, conns, truncated || exhausted);
