@@ -804,13 +804,25 @@ fn render_blocking_chain_hints_and_repeat_visitor_bytes() {
         r
     });
     let (v, out) = audit_json(&["--no-probes", &srv.url()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rb = check(&v, "render-blocking");
     let urls: Vec<String> = rb["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| f["url"].as_str().unwrap().rsplit('/').next().unwrap().to_string())
+        .map(|f| {
+            f["url"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     let mut sorted = urls.clone();
     sorted.sort();
@@ -846,9 +858,14 @@ fn render_blocking_chain_hints_and_repeat_visitor_bytes() {
         .map(|f| f.to_string())
         .collect();
     assert_eq!(found.len(), 2, "{hints:#}");
-    assert!(found.iter().any(|f| f.contains("unused.invalid")), "{found:?}");
     assert!(
-        found.iter().any(|f| f.contains("never.png") && f.contains("\"saving_bytes\"")),
+        found.iter().any(|f| f.contains("unused.invalid")),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|f| f.contains("never.png") && f.contains("\"saving_bytes\"")),
         "{found:?}"
     );
     assert!(!found.iter().any(|f| f.contains("f.woff2")), "{found:?}");
@@ -866,7 +883,13 @@ fn render_blocking_chain_hints_and_repeat_visitor_bytes() {
     for f in per_resource {
         let url = f["url"].as_str().unwrap();
         let saving = f["saving_bytes"].as_u64().unwrap();
-        assert!(f["evidence"].as_str().unwrap().contains("a repeat visitor downloads"), "{f}");
+        assert!(
+            f["evidence"]
+                .as_str()
+                .unwrap()
+                .contains("a repeat visitor downloads"),
+            "{f}"
+        );
         if url.ends_with("/imported.css") {
             let wire = saving as f64 / 0.8;
             assert!((150.0..400.0).contains(&wire), "{f}");
@@ -874,5 +897,11 @@ fn render_blocking_chain_hints_and_repeat_visitor_bytes() {
             assert!(saving > 0, "{f}");
         }
     }
-    assert!(cs["summary"].as_str().unwrap().contains("a repeat visitor would download"), "{cs:#}");
+    assert!(
+        cs["summary"]
+            .as_str()
+            .unwrap()
+            .contains("a repeat visitor would download"),
+        "{cs:#}"
+    );
 }

@@ -939,16 +939,25 @@ fn html_fix_blocks_are_the_text_fixes_and_pass_the_config_test() {
         };
         let from_text = text_fixes(&text, name);
         let from_html = html_fixes(&html, name);
-        assert!(from_text.len() >= 5, "{s:?}: {} fixes\n{text}", from_text.len());
+        assert!(
+            from_text.len() >= 5,
+            "{s:?}: {} fixes\n{text}",
+            from_text.len()
+        );
         assert_eq!(from_html, from_text, "{s:?}");
         let conf = base.dir.join("pasted.conf");
         for fix in &from_html {
             assert!(!fix.contains("\\n"), "{s:?}: a literal \\n in\n{fix}");
             std::fs::write(&conf, config(s, &base.dir, base.port, fix, Compress::Off)).unwrap();
             if let Err(e) = config_test(s, &conf) {
-                panic!("{s:?}: the fix pasted from the HTML report fails the config test:\n{fix}\n{e}");
+                panic!(
+                    "{s:?}: the fix pasted from the HTML report fails the config test:\n{fix}\n{e}"
+                );
             }
         }
-        eprintln!("{s:?}: {} fix blocks from the HTML pass the config test", from_html.len());
+        eprintln!(
+            "{s:?}: {} fix blocks from the HTML pass the config test",
+            from_html.len()
+        );
     }
 }

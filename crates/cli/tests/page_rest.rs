@@ -399,10 +399,7 @@ fn har_export_is_valid_har_1_2_with_consistent_timings_and_no_secrets() {
             };
             assert_eq!(val("Authorization").as_deref(), Some("[redacted]"));
             assert_eq!(val("Cookie").as_deref(), Some("[redacted]"));
-            assert!(
-                val("User-Agent").unwrap().contains(" Chrome/"),
-                "{h}"
-            );
+            assert!(val("User-Agent").unwrap().contains(" Chrome/"), "{h}");
         }
     }
     let css = entries
@@ -894,7 +891,11 @@ fn page_of_an_error_page_exits_1_after_its_report() {
             "/missing" => ("404 Not Found", "", "<html><p>not here</p></html>"),
             "/failing" => ("503 Service Unavailable", "", "<html><p>down</p></html>"),
             "/moved" => ("301 Moved Permanently", "Location: /missing\r\n", ""),
-            "/fine" => ("200 OK", "", "<html><link rel=icon href=data:,><p>hi</p></html>"),
+            "/fine" => (
+                "200 OK",
+                "",
+                "<html><link rel=icon href=data:,><p>hi</p></html>",
+            ),
             _ => ("404 Not Found", "", "no"),
         };
         format!(
@@ -911,7 +912,10 @@ fn page_of_an_error_page_exits_1_after_its_report() {
             assert_eq!(out.status.code(), Some(1), "{path} {format}");
             let err = String::from_utf8_lossy(&out.stderr);
             assert_eq!(err.lines().count(), 1, "{err}");
-            assert!(err.contains(&format!("answered {status}, not 2xx")), "{err}");
+            assert!(
+                err.contains(&format!("answered {status}, not 2xx")),
+                "{err}"
+            );
             let text = String::from_utf8_lossy(&out.stdout);
             match format {
                 "json" => {
@@ -923,5 +927,10 @@ fn page_of_an_error_page_exits_1_after_its_report() {
         }
     }
     let out = common::redline(&["page", "-q", "--no-save", &format!("{base}/fine")]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

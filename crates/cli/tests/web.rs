@@ -303,7 +303,11 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
 fn requests_carry_chromium_headers_per_destination() {
     let (srv, seen) = negotiating_site();
     let out = redline(&["page", "-o", "json", "-q", "--no-save", &srv.url()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let first = v["views"][0]["entries"].as_array().unwrap();
     let img = first
@@ -328,9 +332,16 @@ fn requests_carry_chromium_headers_per_destination() {
     ] {
         let h = head(path);
         assert!(header(&h, "accept").unwrap().starts_with(accept), "{h}");
-        assert_eq!(header(&h, "accept-encoding"), Some("gzip, deflate, br, zstd"), "{h}");
+        assert_eq!(
+            header(&h, "accept-encoding"),
+            Some("gzip, deflate, br, zstd"),
+            "{h}"
+        );
         let ua = header(&h, "user-agent").unwrap();
-        assert!(ua.contains("(X11; Linux x86_64)") && ua.contains(" Chrome/"), "{ua}");
+        assert!(
+            ua.contains("(X11; Linux x86_64)") && ua.contains(" Chrome/"),
+            "{ua}"
+        );
     }
     // --mobile sends Chrome's Android User-Agent; --user-agent overrides it.
     for (flags, want) in [
@@ -343,7 +354,11 @@ fn requests_carry_chromium_headers_per_destination() {
         let url = srv.url();
         args.push(&url);
         let out = redline(&args);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let seen = seen.lock().unwrap();
         assert!(!seen.is_empty());
         for (h, _) in seen.iter() {
@@ -362,7 +377,11 @@ fn requests_carry_chromium_headers_per_destination() {
 fn the_favicon_comes_after_the_load_and_outside_the_grade() {
     let (srv, seen) = negotiating_site();
     let out = redline(&["page", "-o", "json", "-q", "--no-save", &srv.url()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     let view = &v["views"][0];
     let entries = view["entries"].as_array().unwrap();
@@ -382,6 +401,32 @@ fn the_favicon_comes_after_the_load_and_outside_the_grade() {
     // Not the page's error, nor part of its time.
     assert_eq!(view["errors"], 0, "{view}");
     assert!(view["elapsed_ms"].as_f64().unwrap() <= page_end + 0.01);
+    // Every view's time covers all its entries, cache hits included (the
+    // cached view takes all four from the cache).
+    for v in v["views"].as_array().unwrap() {
+        let es: Vec<&serde_json::Value> = v["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["after_load"] == false)
+            .collect();
+        let start = es
+            .iter()
+            .map(|e| e["start_ms"].as_f64().unwrap())
+            .fold(f64::MAX, f64::min);
+        let end = es
+            .iter()
+            .map(|e| e["end_ms"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        let elapsed = v["elapsed_ms"].as_f64().unwrap();
+        assert!(
+            (elapsed - (end - start)).abs() < 0.01,
+            "{}: {elapsed} vs {}",
+            v["view"],
+            end - start
+        );
+    }
+    assert_eq!(v["views"][2]["from_cache"], 4, "{}", v["views"][2]);
     // The last request on the wire, and not asked again after its 404
     // (reload and cached views).
     let seen = seen.lock().unwrap().clone();
@@ -389,9 +434,17 @@ fn the_favicon_comes_after_the_load_and_outside_the_grade() {
         .iter()
         .map(|(h, _)| h.split_whitespace().nth(1).unwrap_or(""))
         .collect();
-    assert_eq!(paths.iter().filter(|p| **p == "/favicon.ico").count(), 1, "{paths:?}");
+    assert_eq!(
+        paths.iter().filter(|p| **p == "/favicon.ico").count(),
+        1,
+        "{paths:?}"
+    );
     // The page's four requests, then the favicon.
-    assert_eq!(paths.iter().position(|p| *p == "/favicon.ico"), Some(4), "{paths:?}");
+    assert_eq!(
+        paths.iter().position(|p| *p == "/favicon.ico"),
+        Some(4),
+        "{paths:?}"
+    );
     // The audit lists it, but not as a broken resource of the page.
     let out = redline(&["audit", "-o", "json", "-q", &srv.url()]);
     let a: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
@@ -403,7 +456,10 @@ fn the_favicon_comes_after_the_load_and_outside_the_grade() {
         .unwrap();
     assert_eq!(broken["score"], 100, "{broken}");
     assert_ne!(broken["severity"], "error", "{broken}");
-    assert!(broken["summary"].as_str().unwrap().starts_with("0 of 4"), "{broken}");
+    assert!(
+        broken["summary"].as_str().unwrap().starts_with("0 of 4"),
+        "{broken}"
+    );
     let favs: Vec<_> = broken["findings"]
         .as_array()
         .unwrap()

@@ -505,7 +505,14 @@ fn a_self_signed_certificate_given_with_cacert_works_as_with_curl() {
     std::fs::create_dir_all(&dir).unwrap();
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     let made = std::process::Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"])
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
         .args(["-nodes", "-days", "30", "-subj", "/CN=localhost"])
         .args(["-addext", "subjectAltName=DNS:localhost", "-keyout"])
         .arg(&key)
@@ -566,7 +573,11 @@ fn a_self_signed_certificate_given_with_cacert_works_as_with_curl() {
         }
     }
     let url = format!("https://localhost:{}/", n.port);
-    assert_eq!(curl(&url, false).unwrap_or(false), false, "curl without --cacert");
+    assert_eq!(
+        curl(&url, false).unwrap_or(false),
+        false,
+        "curl without --cacert"
+    );
     let out = redline(&["page", "-q", "--no-save", &url]);
     assert_eq!(out.status.code(), Some(1), "without --cacert");
     let _ = std::fs::remove_dir_all(&dir);

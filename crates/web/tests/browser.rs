@@ -484,7 +484,10 @@ fn request_headers_match_chromium_per_destination() {
         "/fonts/preloaded.woff2",
         "/favicon.ico",
     ] {
-        assert!(want.contains_key(path), "Chromium did not ask for {path}: {want:?}");
+        assert!(
+            want.contains_key(path),
+            "Chromium did not ask for {path}: {want:?}"
+        );
     }
     assert!(want.len() >= 9, "{want:#?}");
     assert_eq!(got, want);

@@ -348,7 +348,9 @@ pub(super) fn vary(cx: &Ctx) -> Check {
 /// deciles of the age of resources in browser caches, in hours: 0, 0.2, 1,
 /// 3, 8, 12, 24, 48, 72, 168, 8760), linear between deciles, 1 past a year.
 pub fn cache_hit_probability(secs: u64) -> f64 {
-    const DECILES_H: [f64; 11] = [0.0, 0.2, 1.0, 3.0, 8.0, 12.0, 24.0, 48.0, 72.0, 168.0, 8760.0];
+    const DECILES_H: [f64; 11] = [
+        0.0, 0.2, 1.0, 3.0, 8.0, 12.0, 24.0, 48.0, 72.0, 168.0, 8760.0,
+    ];
     let h = secs as f64 / 3600.0;
     let Some(up) = DECILES_H.iter().position(|d| *d >= h) else {
         return 1.0;

@@ -273,8 +273,7 @@ pub(super) fn hints(cx: &Ctx) -> Check {
         n += 1;
         let origin = crate::http::host_key(&u);
         let used = cx.first.entries.iter().any(|e| {
-            !e.after_load
-                && Url::parse(&e.url).is_ok_and(|eu| crate::http::host_key(&eu) == origin)
+            !e.after_load && Url::parse(&e.url).is_ok_and(|eu| crate::http::host_key(&eu) == origin)
         });
         if Some(&origin) == page_origin.as_ref() {
             f.push(note(
@@ -319,19 +318,19 @@ pub(super) fn hints(cx: &Ctx) -> Check {
     )
 }
 
-const FIX_RENDER_BLOCKING: Fix = Fix {
+pub(super) const FIX_RENDER_BLOCKING: Fix = Fix {
     apache: "# in the HTML, not the server: <script defer src=…> (or async) for scripts;\n# inline the CSS the first screen needs and load the rest with\n# <link rel=preload as=style onload=\"this.rel='stylesheet'\">; media=\"print\" for print sheets",
     nginx: "# in the HTML, not the server: <script defer src=…> (or async) for scripts;\n# inline the CSS the first screen needs and load the rest with\n# <link rel=preload as=style onload=\"this.rel='stylesheet'\">; media=\"print\" for print sheets",
     lighttpd: "# in the HTML, not the server: <script defer src=…> (or async) for scripts;\n# inline the CSS the first screen needs and load the rest with\n# <link rel=preload as=style onload=\"this.rel='stylesheet'\">; media=\"print\" for print sheets",
 };
 
-const FIX_CHAIN: Fix = Fix {
+pub(super) const FIX_CHAIN: Fix = Fix {
     apache: "# in the HTML: no CSS @import (link each sheet from the page); preload late fonts:\n# <link rel=preload as=font type=font/woff2 href=… crossorigin>",
     nginx: "# in the HTML: no CSS @import (link each sheet from the page); preload late fonts:\n# <link rel=preload as=font type=font/woff2 href=… crossorigin>",
     lighttpd: "# in the HTML: no CSS @import (link each sheet from the page); preload late fonts:\n# <link rel=preload as=font type=font/woff2 href=… crossorigin>",
 };
 
-const FIX_HINTS: Fix = Fix {
+pub(super) const FIX_HINTS: Fix = Fix {
     apache: "# in the HTML: remove <link rel=preconnect> to origins the page does not use,\n# and <link rel=preload> of resources it does not use (or fix their URL and as=)",
     nginx: "# in the HTML: remove <link rel=preconnect> to origins the page does not use,\n# and <link rel=preload> of resources it does not use (or fix their URL and as=)",
     lighttpd: "# in the HTML: remove <link rel=preconnect> to origins the page does not use,\n# and <link rel=preload> of resources it does not use (or fix their URL and as=)",

@@ -98,16 +98,18 @@ pub fn probe_http(u: &Url, opts: &ClientOpts) -> HttpProbe {
     // One small answer: the connect time-out bounds it too.
     o.timeout = o.timeout.min(o.connect_timeout);
     match crate::http::connect(u, &o, 1) {
-        Ok((crate::http::Connected::H1(mut c), _)) => match c.get(u, crate::http::Dest::Document, &[], &o) {
-            Ok((r, _)) => {
-                p.status = Some(r.status);
-                p.location = r
-                    .header("location")
-                    .and_then(|l| u.join(l).ok())
-                    .map(|l| crate::http::display_url(&l));
+        Ok((crate::http::Connected::H1(mut c), _)) => {
+            match c.get(u, crate::http::Dest::Document, &[], &o) {
+                Ok((r, _)) => {
+                    p.status = Some(r.status);
+                    p.location = r
+                        .header("location")
+                        .and_then(|l| u.join(l).ok())
+                        .map(|l| crate::http::display_url(&l));
+                }
+                Err(e) => p.error = Some(e.to_string()),
             }
-            Err(e) => p.error = Some(e.to_string()),
-        },
+        }
         Ok(_) => p.error = Some("not HTTP/1.1".into()),
         Err(e) => p.error = Some(e.to_string()),
     }

@@ -84,7 +84,11 @@ impl Trust {
         name: &ServerName<'_>,
         now: UnixTime,
     ) -> Option<Result<(), rustls::Error>> {
-        if !self.pinned.iter().any(|p| p.as_ref() == end_entity.as_ref()) {
+        if !self
+            .pinned
+            .iter()
+            .any(|p| p.as_ref() == end_entity.as_ref())
+        {
             return None;
         }
         let parsed = match rustls::server::ParsedCertificate::try_from(end_entity) {

@@ -12,7 +12,10 @@ pub(super) fn summarize(
     // The page's time covers every entry of the page, cache hits included,
     // and ends at its load event: the favicon after it is not the page's.
     let page: Vec<&Entry> = entries.iter().filter(|e| !e.after_load).collect();
-    let start = page.iter().map(|e| e.start_ms).fold(f64::INFINITY, f64::min);
+    let start = page
+        .iter()
+        .map(|e| e.start_ms)
+        .fold(f64::INFINITY, f64::min);
     let end = page.iter().map(|e| e.end_ms).fold(0.0, f64::max);
     let mut hosts: Vec<HostConns> = Vec::new();
     for c in &conns {
