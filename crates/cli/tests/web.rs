@@ -468,3 +468,104 @@ fn the_favicon_comes_after_the_load_and_outside_the_grade() {
         .collect();
     assert_eq!(favs.len(), 1, "{broken}");
 }
+
+/// Reads `file` in headless Chromium emulating a phone (412×823 CSS px,
+/// DPR 1.75, Lighthouse's Moto G Power) and returns what the page measures
+/// of itself: the document's width, the elements sticking out past the
+/// screen's right edge (outside a box that scrolls), and the smallest
+/// waterfall label in CSS px as shown.
+fn at_phone_width(
+    devtools: &mut redline_testkit::chromium::DevTools,
+    file: &std::path::Path,
+) -> serde_json::Value {
+    use serde_json::json;
+    let (tid, sid) = devtools.new_tab();
+    let s = Some(sid.as_str());
+    devtools.call(
+        s,
+        "Emulation.setDeviceMetricsOverride",
+        json!({"width": 412, "height": 823, "deviceScaleFactor": 1.75, "mobile": true}),
+    );
+    devtools.call(s, "Page.enable", json!({}));
+    devtools.call(
+        s,
+        "Page.navigate",
+        json!({"url": format!("file://{}", file.display())}),
+    );
+    assert!(
+        devtools.wait_event(&sid, "Page.loadEventFired", Duration::from_secs(30)),
+        "{}: no load event",
+        file.display()
+    );
+    const MEASURE: &str = r#"(function(){
+      var vw = document.documentElement.clientWidth, out = [];
+      function scrolls(el){ for (var p = el.parentElement; p; p = p.parentElement) {
+        var o = getComputedStyle(p).overflowX; if (o == 'auto' || o == 'scroll') return true; } return false; }
+      document.querySelectorAll('body *').forEach(function(el){
+        var r = el.getBoundingClientRect();
+        if (r.width > 0 && r.right > vw + 0.5 && !scrolls(el) && out.length < 20)
+          out.push(el.tagName + ' ' + Math.round(r.right));
+      });
+      var min = 1e9, labels = 0;
+      document.querySelectorAll('svg.chart').forEach(function(svg){
+        var k = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+        svg.querySelectorAll('text').forEach(function(t){
+          labels++; min = Math.min(min, parseFloat(getComputedStyle(t).fontSize) * k); });
+      });
+      return JSON.stringify({viewport: vw, scroll_width: document.documentElement.scrollWidth,
+        sticking_out: out, labels: labels, min_label_px: min});
+    })()"#;
+    let r = devtools.call(
+        s,
+        "Runtime.evaluate",
+        json!({"expression": MEASURE, "returnByValue": true}),
+    );
+    devtools.call(None, "Target.closeTarget", json!({"targetId": tid}));
+    serde_json::from_str(r["result"]["value"].as_str().expect("a measure")).expect("JSON")
+}
+
+/// The page and audit HTML reports read on a phone: nothing wider than the
+/// 412 px screen (the waterfall scrolls sideways in its own box), and every
+/// waterfall label at least 10 px as shown.
+#[test]
+fn html_reports_are_readable_at_a_phones_width() {
+    let srv = site();
+    let dir = redline_testkit::tmpdir("html-412");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (page, audit) = (dir.join("page.html"), dir.join("audit.html"));
+    let url = srv.url();
+    for (cmd, file) in [("page", &page), ("audit", &audit)] {
+        let f = file.display().to_string();
+        let out = redline(&[cmd, "-q", "--no-save", "--html", &f, &url]);
+        assert!(
+            out.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let Some(mut devtools) = redline_testkit::chromium::DevTools::launch("html-412") else {
+        return;
+    };
+    for file in [&page, &audit] {
+        let m = at_phone_width(&mut devtools, file);
+        assert_eq!(m["viewport"], 412, "{m}");
+        assert!(
+            m["scroll_width"].as_f64().unwrap() <= 412.0,
+            "{}: {m}",
+            file.display()
+        );
+        assert_eq!(
+            m["sticking_out"],
+            serde_json::json!([]),
+            "{}: {m}",
+            file.display()
+        );
+        assert!(m["labels"].as_u64().unwrap() >= 4, "{m}");
+        assert!(
+            m["min_label_px"].as_f64().unwrap() >= 10.0,
+            "{}: {m}",
+            file.display()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
