@@ -61,6 +61,9 @@ fn system_font() -> Option<Vec<u8>> {
 /// 1×1 GIF: served for every image path.
 const GIF: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
 
+/// Each request's target and header fields (names lower case), in order.
+type Heads = Mutex<Vec<(String, Vec<(String, String)>)>>;
+
 /// The recording server: files from the fixture folder; any image path gets
 /// a GIF, any font path the system font; the rest 404. `no-store`, so
 /// neither client reuses anything.
@@ -68,7 +71,7 @@ struct Server {
     addr: SocketAddr,
     log: Arc<Mutex<Vec<String>>>,
     /// Each request's target and header fields (names lower case), in order.
-    heads: Arc<Mutex<Vec<(String, Vec<(String, String)>)>>>,
+    heads: Arc<Heads>,
     stop: Arc<AtomicBool>,
 }
 
@@ -149,8 +152,6 @@ fn content_type(path: &str, file_exists: bool) -> Option<&'static str> {
         _ => return None,
     })
 }
-
-type Heads = Mutex<Vec<(String, Vec<(String, String)>)>>;
 
 fn serve(mut s: TcpStream, log: &Mutex<Vec<String>>, heads: &Heads, font: &[u8]) {
     let mut r = BufReader::new(s.try_clone().expect("clone"));

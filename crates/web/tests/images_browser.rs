@@ -1,7 +1,9 @@
 //! The size the images check says an image is shown at, against Chromium:
 //! a page of the constructs the model reads (`sizes` with `w` candidates,
 //! a stylesheet width overriding the `width` attribute, `max-width`
-//! capping an `em` width, an `x` candidate without width), real PNGs of
+//! capping an `em` width, an `x` candidate without width, descendant and
+//! child selectors under `@media`, an attribute selector, an image under
+//! `display: none` and one `hidden`), real PNGs of
 //! known sizes served from 127.0.0.1:0, and `chromium --dump-dom` (a
 //! 1350 px window at DPR 1 and 2, a 560 px one at 2) writing each
 //! image's `currentSrc` and layout width into the page.
@@ -68,13 +70,19 @@ const PAGE: &str = r#"<!doctype html><html><head>
 <img id=pair srcset="s.png 400w, l.png 1600w" sizes="(max-width: 600px) 100vw, 300px" src=l.png>
 <img id=dense src=a.png srcset="a2.png 2x">
 <img id=cap class=cap src=c.png width=700>
+<div class=p><img id=desc src=d.png width=500></div>
+<ul><li><img id=child class=x src=e.png></li></ul>
+<img id=attr src=f.png data-kind=thumb width=400>
+<div class=gone><p><img id=hidden src=g.png width=300></p></div>
+<img id=attrhidden hidden src=k.png width=80>
 <script>onload = () => document.body.insertAdjacentHTML('beforeend', '<pre id=out>' +
   [...document.images].map(i => i.currentSrc.split('/').pop() + ' ' +
   i.getBoundingClientRect().width).join(';') + '</pre>')</script>
 </body></html>"#;
-const SHEET: &str =
-    "img.hero { width: 360px }\n@media (max-width: 600px) { img.hero { width: 100px } }\n";
-const IMAGES: [(&str, u32, u32); 7] = [
+const SHEET: &str = "img.hero { width: 360px }\n@media (max-width: 600px) { img.hero { width: 100px } }\n\
+.p img { width: 224px }\n@media (max-width: 600px) { body .p > img { width: 112px } }\n\
+li > img.x { width: 150px }\nul img { width: 90px }\nimg[data-kind] { width: 64px }\n.gone { display: none }\n";
+const IMAGES: [(&str, u32, u32); 12] = [
     ("p.png", 720, 540),
     ("h.png", 720, 480),
     ("s.png", 400, 300),
@@ -82,6 +90,11 @@ const IMAGES: [(&str, u32, u32); 7] = [
     ("a.png", 400, 400),
     ("a2.png", 800, 800),
     ("c.png", 400, 300),
+    ("d.png", 1600, 1200),
+    ("e.png", 600, 400),
+    ("f.png", 640, 480),
+    ("g.png", 900, 600),
+    ("k.png", 300, 300),
 ];
 
 /// Serves `dir` on 127.0.0.1:0 (one request per connection) until dropped.
@@ -252,9 +265,14 @@ fn displayed_widths_match_chromium() {
                 (f, w)
             })
             .collect();
-        let mut want = want;
+        // Not rendered (display: none on an ancestor, `hidden`): width 0
+        // in Chromium, not sized by redline.
+        let (mut want, hidden): (Vec<_>, Vec<_>) = want.into_iter().partition(|(_, w)| *w > 0.0);
+        let mut hidden: Vec<String> = hidden.into_iter().map(|(f, _)| f).collect();
+        hidden.sort();
+        assert_eq!(hidden, ["g.png", "k.png"], "DPR {dpr}");
         want.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(want.len(), 5, "DPR {dpr}: {want:?}");
+        assert_eq!(want.len(), 8, "DPR {dpr}: {want:?}");
         for ((wf, ww), (gf, gw)) in want.iter().zip(&got) {
             assert_eq!(wf, gf, "DPR {dpr}: chromium {want:?}, redline {got:?}");
             assert!(
