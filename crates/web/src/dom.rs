@@ -199,17 +199,27 @@ struct Compound {
     tag: Option<String>,
     ids: Vec<String>,
     classes: Vec<String>,
-    /// Attribute selectors: name, and the operator (`=`, `~`, `|`, `^`,
-    /// `$`, `*`) with its value and whether it ignores case (`i`).
-    attrs: Vec<(String, Option<(u8, String, bool)>)>,
+    /// Attribute selectors.
+    attrs: Vec<AttrSel>,
     never: bool,
 }
 
-/// One `[…]` of a selector: (name, operator, value, case-insensitive).
-fn attr_selector(inner: &str) -> (String, Option<(u8, String, bool)>) {
+/// One `[…]` of a selector.
+#[derive(Clone, Debug)]
+struct AttrSel {
+    name: String,
+    /// The operator (`=`, `~`, `|`, `^`, `$`, `*`), its value, and whether
+    /// it ignores case (`i`); none: `[name]`.
+    op: Option<(u8, String, bool)>,
+}
+
+fn attr_selector(inner: &str) -> AttrSel {
     let ops = ['=', '~', '|', '^', '$', '*'];
     let Some(p) = inner.find(ops) else {
-        return (inner.trim().to_ascii_lowercase(), None);
+        return AttrSel {
+            name: inner.trim().to_ascii_lowercase(),
+            op: None,
+        };
     };
     let name = inner[..p].trim().to_ascii_lowercase();
     let mut op = inner.as_bytes()[p];
@@ -232,15 +242,18 @@ fn attr_selector(inner: &str) -> (String, Option<(u8, String, bool)>) {
         }
     };
     let ci = flags.trim().eq_ignore_ascii_case("i");
-    (name, Some((op, value, ci)))
+    AttrSel {
+        name,
+        op: Some((op, value, ci)),
+    }
 }
 
 /// Whether element `n` meets attribute selector `a`.
-fn attr_matches(a: &(String, Option<(u8, String, bool)>), n: &Node) -> bool {
-    let Some((_, v)) = n.attrs.iter().find(|(k, _)| *k == a.0) else {
+fn attr_matches(a: &AttrSel, n: &Node) -> bool {
+    let Some((_, v)) = n.attrs.iter().find(|(k, _)| *k == a.name) else {
         return false;
     };
-    let Some((op, want, ci)) = &a.1 else {
+    let Some((op, want, ci)) = &a.op else {
         return true;
     };
     let (v, want) = if *ci {
