@@ -14,6 +14,9 @@ use crate::load::Entry;
 use crate::page::{bytes, millis};
 use url::Url;
 
+/// A render-blocking resource adding less than this is not a finding
+/// (Lighthouse's `MINIMUM_WASTED_MS`).
+pub const BLOCKING_MIN_MS: f64 = 50.0;
 /// Render-blocking time (after the HTML arrived) below this is a note.
 pub const BLOCKING_NOTE_MS: f64 = 300.0;
 /// A critical chain this deep (the page, a stylesheet, what it imports…) is
@@ -44,7 +47,7 @@ fn entry_for<'a>(cx: &'a Ctx, base: &Url, href: &str) -> Option<&'a Entry> {
 }
 
 pub(super) fn render_blocking(cx: &Ctx) -> Check {
-    const THRESHOLD: &str = "stylesheets and synchronous scripts in the head hold the first paint until they have loaded (Lighthouse's render-blocking resources); each is charged the time it adds after the HTML arrived, under 300 ms a note";
+    const THRESHOLD: &str = "stylesheets and synchronous scripts in the head hold the first paint until they have loaded (Lighthouse's render-blocking resources); each is charged the time it adds after the HTML arrived: from 50 ms a finding (Lighthouse), from 300 ms a warning";
     let Some((doc, base, scan)) = page_scan(cx) else {
         return check(
             "render-blocking",
@@ -74,6 +77,9 @@ pub(super) fn render_blocking(cx: &Ctx) -> Check {
     for e in &blocking {
         let adds = (e.end_ms - reached).max(0.0);
         reached = reached.max(e.end_ms);
+        if adds < BLOCKING_MIN_MS {
+            continue;
+        }
         let sev = if adds >= BLOCKING_NOTE_MS {
             Severity::Warning
         } else {
@@ -98,7 +104,7 @@ pub(super) fn render_blocking(cx: &Ctx) -> Check {
     }
     let total = reached - html_end;
     let own = blocking.iter().filter(|e| !e.third_party).count();
-    let score = if blocking.is_empty() || total <= 0.0 {
+    let score = if f.is_empty() {
         100
     } else if total < BLOCKING_NOTE_MS {
         85
