@@ -87,6 +87,20 @@ pub const MAX_DECODED: u64 = 50 * 1024 * 1024;
 pub const KEEP_TEXT: usize = 10 * 1024 * 1024;
 /// Images: this many leading bytes are kept to read the intrinsic size.
 pub const KEEP_IMAGE: usize = 256 * 1024;
+/// JPEG, PNG and BMP images up to this size are kept whole, for the
+/// audit's re-encoding (Lighthouse's `MAX_RESOURCE_SIZE_TO_ENCODE`).
+pub const KEEP_ENCODABLE: usize = 2000 * 1024;
+
+/// A type the audit re-encodes as WebP and JPEG (Lighthouse's
+/// `image/((x|ms|x-ms)-)?(png|bmp|jpeg)`).
+pub fn is_encodable(ctype: &str) -> bool {
+    let t = ctype.strip_prefix("image/").unwrap_or("");
+    let t = ["x-ms-", "ms-", "x-"]
+        .iter()
+        .find_map(|p| t.strip_prefix(p))
+        .unwrap_or(t);
+    matches!(t, "png" | "bmp" | "jpeg")
+}
 const MAX_HEAD: usize = 64 * 1024;
 /// The default byte budget of one view of a page load (`--max-bytes`).
 pub const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;

@@ -291,3 +291,116 @@ fn displayed_widths_match_chromium() {
         );
     }
 }
+
+/// A photograph-like picture (smooth colour fields and fine noise),
+/// deterministic, as PNG and as JPEG (quality 90).
+fn photo(w: u32, h: u32) -> (Vec<u8>, Vec<u8>) {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let img = image::RgbImage::from_fn(w, h, |x, y| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let n = (seed % 48) as i32 - 24;
+        let fx = x as f64 / w as f64;
+        let fy = y as f64 / h as f64;
+        let c = |v: f64| (v * 255.0) as i32 + n;
+        image::Rgb([
+            c(0.5 + 0.4 * (fx * 6.0).sin()).clamp(0, 255) as u8,
+            c(0.4 + 0.3 * (fy * 5.0 + fx).cos()).clamp(0, 255) as u8,
+            c(0.3 + 0.25 * ((fx + fy) * 4.0).sin()).clamp(0, 255) as u8,
+        ])
+    });
+    let mut png = Vec::new();
+    img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .expect("png");
+    let mut jpeg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
+        .encode_image(&img)
+        .expect("jpeg");
+    (png, jpeg)
+}
+
+/// The re-encoding behind the images-format check against Chromium's own
+/// encoder, which Lighthouse asks over DevTools (`Audits.getEncodedResponse`,
+/// WebP at 0.85 and JPEG at 0.92, sizes only): a PNG and a JPEG photograph
+/// each within 10 % of Chromium's sizes.
+#[test]
+fn reencoded_sizes_match_chromiums_encoder() {
+    use redline_testkit::chromium::DevTools;
+    use serde_json::json;
+    let dir = TmpDir(std::env::temp_dir().join(format!("redline-encode-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).expect("tmp dir");
+    let (png_file, jpeg_file) = photo(1200, 800);
+    std::fs::write(dir.0.join("p.png"), &png_file).expect("write");
+    std::fs::write(dir.0.join("j.jpg"), &jpeg_file).expect("write");
+    std::fs::write(
+        dir.0.join("index.html"),
+        "<!doctype html><img src=p.png><img src=j.jpg>",
+    )
+    .expect("write");
+    let srv = Server::start(dir.0.clone());
+    let Some(mut d) = DevTools::launch("encode") else {
+        return;
+    };
+    let (tid, sid) = d.new_tab();
+    let s = Some(sid.as_str());
+    d.call(s, "Network.enable", json!({}));
+    d.call(s, "Page.enable", json!({}));
+    d.call(
+        s,
+        "Page.navigate",
+        json!({"url": format!("http://127.0.0.1:{}/index.html", srv.port)}),
+    );
+    // Each image's request id, from its response.
+    let mut ids: Vec<(String, String)> = Vec::new();
+    let end = Instant::now() + Duration::from_secs(30);
+    while ids.len() < 2 {
+        let Some(ev) = d.next_event(end) else {
+            panic!("Chromium loaded only {ids:?} within 30 s");
+        };
+        if ev["method"] == "Network.responseReceived" {
+            let url = ev["params"]["response"]["url"].as_str().unwrap_or("");
+            let name = url.rsplit('/').next().unwrap_or("").to_string();
+            if name == "p.png" || name == "j.jpg" {
+                ids.push((
+                    ev["params"]["requestId"].as_str().unwrap_or("").to_string(),
+                    name,
+                ));
+            }
+        }
+    }
+    assert!(
+        d.wait_event(&sid, "Page.loadEventFired", Duration::from_secs(30)),
+        "no load event"
+    );
+    for (id, name) in &ids {
+        let mut size = |encoding: &str, quality: f64| -> u64 {
+            let r = d.call(
+                s,
+                "Audits.getEncodedResponse",
+                json!({"requestId": id, "encoding": encoding, "quality": quality, "sizeOnly": true}),
+            );
+            r["encodedSize"].as_u64().expect("encodedSize")
+        };
+        let (webp, jpeg) = (size("webp", 0.85), size("jpeg", 0.92));
+        let body = if name == "p.png" {
+            &png_file
+        } else {
+            &jpeg_file
+        };
+        let ours = redline_web::audit::encode::reencode(body).expect("decodes");
+        eprintln!("{name}: Chromium WebP {webp} JPEG {jpeg}; redline {ours:?}");
+        let near = |a: u64, b: u64| (a as f64 / b as f64 - 1.0).abs() <= 0.10;
+        assert!(
+            near(ours.webp, webp),
+            "{name}: WebP {} vs Chromium's {webp}",
+            ours.webp
+        );
+        assert!(
+            near(ours.jpeg, jpeg),
+            "{name}: JPEG {} vs Chromium's {jpeg}",
+            ours.jpeg
+        );
+    }
+    d.call(None, "Target.closeTarget", json!({"targetId": tid}));
+}

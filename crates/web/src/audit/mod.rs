@@ -16,6 +16,7 @@
 
 mod checks;
 mod critical;
+pub mod encode;
 mod text;
 use checks::{
     broken, cache_html, cache_static, compression, compression_binary, html_weight, http2,

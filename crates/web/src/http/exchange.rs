@@ -306,6 +306,8 @@ pub(crate) fn finish(
         .unwrap_or_default();
     let keep_cap = if is_text_type(&ctype) {
         KEEP_TEXT
+    } else if is_encodable(&ctype) {
+        KEEP_ENCODABLE
     } else if ctype.starts_with("image/") || ctype.is_empty() {
         KEEP_IMAGE
     } else {
