@@ -842,6 +842,15 @@ fn render_blocking_chain_hints_and_repeat_visitor_bytes() {
     let total = charged.iter().sum::<f64>();
     assert!((350.0..10_000.0).contains(&total), "{charged:?}");
     assert_eq!(rb["severity"], "warning", "{rb:#}");
+    // The first view's render-critical time ends with the head's blocking
+    // resources (the 400 ms sheet); its network-complete time after.
+    let first = &v["views"][0];
+    let render = first["render_ms"].as_f64().expect("render_ms");
+    assert!(render >= 400.0, "{first}");
+    assert!(
+        render <= first["elapsed_ms"].as_f64().unwrap() + 0.01,
+        "{first}"
+    );
     let chain = check(&v, "critical-chain");
     let path = chain["summary"].as_str().unwrap();
     assert!(path.starts_with("longest chain: 3 levels"), "{chain:#}");

@@ -29,6 +29,7 @@ mod fetch;
 mod summary;
 mod view_cache;
 use fetch::{enqueue, fetch_one, ms};
+pub use summary::render_blocking;
 use summary::summarize;
 use view_cache::cached_entry;
 pub use view_cache::Cache;
@@ -219,9 +220,15 @@ pub struct Load {
     pub started_at: String,
     /// The waterfall, in start order.
     pub entries: Vec<Entry>,
-    /// From the first request to the last byte of the page, cache hits
-    /// included, up to its load event (the favicon after it not counted) (ms).
+    /// Network-complete: from the first request to the last byte of the
+    /// page, cache hits included, up to its load event (the favicon after
+    /// it not counted) (ms).
     pub elapsed_ms: f64,
+    /// Render-critical: from the first request to the end of the page's
+    /// HTML and of every resource that blocks its first paint (stylesheets
+    /// and synchronous scripts of its head) (ms); none when the page's
+    /// document did not answer.
+    pub render_ms: Option<f64>,
     /// Requests sent.
     pub requests: usize,
     /// Taken from the cache without a request.
@@ -815,7 +822,7 @@ pub fn load(
     let entries = in_start_order(entries);
     conns.sort_by_key(|c| c.id);
     let exhausted = budget.exhausted();
-    let mut l = summarize(view, entries, conns, truncated || exhausted);
+    let mut l = summarize(view, entries, conns, truncated || exhausted, &opts.viewport);
     l.discovery = session.notes;
     l.started_at = started_at;
     l.budget_exhausted = exhausted;

@@ -35,6 +35,16 @@ fn page_scan<'a>(cx: &'a Ctx) -> Option<(&'a Entry, Url, HtmlScan)> {
     Some((doc, base, scan))
 }
 
+/// The first view's entries that block the page's first paint.
+fn blocking_entries(cx: &Ctx) -> Vec<usize> {
+    match super::final_document(cx.first) {
+        Some(d) if cx.doc().is_some() => {
+            crate::load::render_blocking(&cx.first.entries, d, &cx.first.discovery.viewport)
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// The first view's fetched entry for `href` as written in the page.
 fn entry_for<'a>(cx: &'a Ctx, base: &Url, href: &str) -> Option<&'a Entry> {
     let mut u = base.join(href).ok()?;
@@ -48,7 +58,7 @@ fn entry_for<'a>(cx: &'a Ctx, base: &Url, href: &str) -> Option<&'a Entry> {
 
 pub(super) fn render_blocking(cx: &Ctx) -> Check {
     const THRESHOLD: &str = "stylesheets and synchronous scripts in the head hold the first paint until they have loaded (Lighthouse's render-blocking resources); each is charged the time it adds after the HTML arrived: from 50 ms a finding (Lighthouse), from 300 ms a warning";
-    let Some((doc, base, scan)) = page_scan(cx) else {
+    let Some((doc, _, _)) = page_scan(cx) else {
         return check(
             "render-blocking",
             "No render-blocking resources",
@@ -59,14 +69,11 @@ pub(super) fn render_blocking(cx: &Ctx) -> Check {
             FIX_RENDER_BLOCKING,
         );
     };
-    let mut blocking: Vec<&Entry> = Vec::new();
-    for href in &scan.blocking {
-        if let Some(e) = entry_for(cx, &base, href) {
-            if !blocking.iter().any(|b| b.url == e.url) {
-                blocking.push(e);
-            }
-        }
-    }
+    let mut blocking: Vec<&Entry> = blocking_entries(cx)
+        .into_iter()
+        .map(|i| &cx.first.entries[i])
+        .filter(|e| !e.from_cache)
+        .collect();
     blocking.sort_by(|a, b| a.end_ms.total_cmp(&b.end_ms));
     // Each resource is charged what it adds to the wait after the HTML
     // arrived, beyond the ones that ended before it (they load in
@@ -138,7 +145,7 @@ fn critical(e: &Entry, blocking: &[String]) -> bool {
 
 pub(super) fn critical_chain(cx: &Ctx) -> Check {
     const THRESHOLD: &str = "every level of a chain of render-critical requests (the page, a stylesheet, what it imports, its fonts) is one more round trip before the first paint (Lighthouse's critical request chains); 3 levels or more are a note";
-    let Some((_, base, scan)) = page_scan(cx) else {
+    if page_scan(cx).is_none() {
         return check(
             "critical-chain",
             "Short critical request chains",
@@ -148,11 +155,10 @@ pub(super) fn critical_chain(cx: &Ctx) -> Check {
             Vec::new(),
             FIX_CHAIN,
         );
-    };
-    let blocking: Vec<String> = scan
-        .blocking
-        .iter()
-        .filter_map(|h| entry_for(cx, &base, h).map(|e| e.url.clone()))
+    }
+    let blocking: Vec<String> = blocking_entries(cx)
+        .into_iter()
+        .map(|i| cx.first.entries[i].url.clone())
         .collect();
     let entries = &cx.first.entries;
     // The longest chain ends at the critical entry that ends last among the

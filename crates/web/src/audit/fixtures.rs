@@ -50,6 +50,7 @@ pub(crate) fn page(img: Entry) -> Load {
             img,
         ],
         elapsed_ms: 1.0,
+        render_ms: None,
         requests: 2,
         from_cache: 0,
         not_modified: 0,

@@ -97,17 +97,18 @@ fn by(n: u64) -> String {
 }
 
 fn views_table(r: &PageReport) -> String {
-    let mut s = String::from("<table class=\"summary\"><thead><tr><th>view</th><th>time</th><th>requests</th><th>from cache</th><th>304s</th><th>on the wire</th><th>decoded</th><th>connections</th><th>errors</th></tr></thead><tbody>\n");
+    let mut s = String::from("<table class=\"summary\"><thead><tr><th>view</th><th>time</th><th>render-critical</th><th>requests</th><th>from cache</th><th>304s</th><th>on the wire</th><th>decoded</th><th>connections</th><th>errors</th></tr></thead><tbody>\n");
     for v in &r.summary {
         let _ = writeln!(
             s,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
             esc(v.view.name()),
             if v.failed == r.runs {
                 "failed".to_string()
             } else {
                 ms(v.elapsed_ms)
             },
+            v.render_ms.map_or("-".to_string(), ms),
             v.requests,
             v.from_cache,
             v.not_modified,
