@@ -9,7 +9,8 @@
 //!
 //! Exit codes: 0 ok; 1 the page could not be loaded (refused, timed out, not
 //! HTTP, TLS handshake or certificate refused; for `page`, not an HTML page:
-//! `audit` also checks a single resource) or a report
+//! `audit` also checks a single resource; for `page`, a page that answered
+//! 4xx/5xx, after the report, as `audit --fail-on` fails it) or a report
 //! (`--html`, `--har`) could not be written; 2 usage error (bad flag, URL,
 //! header, size, unresolvable host, unreadable `--cacert`);
 //! [`Exit::Findings`] (3) `audit --fail-on` found something that bad.
@@ -86,6 +87,9 @@ pub struct CommonArgs {
     /// Discover for a phone: Lighthouse's Moto G Power, 412x823 at DPR 1.75 (--viewport and --dpr override its parts).
     #[arg(long)]
     mobile: bool,
+    /// The User-Agent sent (default: Chromium's, desktop Linux, or Android with --mobile).
+    #[arg(long = "user-agent", short = 'A', value_name = "STRING")]
+    user_agent: Option<String>,
     /// Device pixel ratio for srcset, image-set() and resolution queries (default 1; 1.75 with --mobile).
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     dpr: Option<String>,
@@ -238,6 +242,14 @@ fn prepare(c: &CommonArgs) -> Result<(redline_web::url::Url, LoadOpts), String> 
         vp.dpr = redline_web::viewport::parse_dpr(d)?;
     }
     opts.viewport = vp;
+    opts.client.user_agent = match &c.user_agent {
+        Some(ua) if ua.contains(['\r', '\n']) => {
+            return Err("invalid --user-agent: line breaks are not allowed".into())
+        }
+        Some(ua) => ua.clone(),
+        None if c.mobile => redline_web::http::CHROME_MOBILE_UA.to_string(),
+        None => redline_web::http::CHROME_DESKTOP_UA.to_string(),
+    };
     opts.same_origin = c.same_origin;
     opts.max_bytes = c.max_bytes;
     if c.insecure || c.cacert.is_some() {
@@ -569,7 +581,24 @@ fn cmd_page(a: PageArgs) -> Exit {
             &rep, &u,
         ))),
     };
-    if code == crate::exit::Exit::Ok && !saved {
+    if code != crate::exit::Exit::Ok {
+        return code;
+    }
+    // The page itself (after redirects) answered an error: the report is
+    // out, and the exit code says it, as `audit --fail-on` does.
+    let page_status = rep.views[0]
+        .entries
+        .iter()
+        .rfind(|e| e.kind == redline_web::discover::Kind::Document)
+        .and_then(|d| d.status)
+        .filter(|s| *s >= 400);
+    if let Some(st) = page_status {
+        return crate::exit::fail(
+            crate::exit::Exit::Failure,
+            format!("the page answered {st}, not 2xx"),
+        );
+    }
+    if !saved {
         crate::exit::Exit::Failure
     } else {
         code

@@ -879,3 +879,85 @@ fn every_printable_fix_passes_the_config_test_and_starts() {
     }
     eprintln!("{tested} fixes pasted, config-tested and started");
 }
+
+/// The fix blocks for `server` ("Apache", "nginx", "lighttpd") of a text
+/// report, in order, as the lines under `fix (NAME):` (indent removed).
+fn text_fixes(text: &str, server: &str) -> Vec<String> {
+    let head = format!("fix ({server}):");
+    let mut out = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(l) = lines.next() {
+        if l.trim() != head {
+            continue;
+        }
+        let mut block = Vec::new();
+        while let Some(n) = lines.next_if(|n| n.starts_with("          ")) {
+            block.push(&n[10..]);
+        }
+        out.push(block.join("\n"));
+    }
+    out
+}
+
+/// The fix blocks for `server` of an HTML report, in order, as a browser
+/// shows them (the `<pre>` after `Fix (NAME)`, entities decoded).
+fn html_fixes(html: &str, server: &str) -> Vec<String> {
+    let head = format!("<b>Fix ({server})</b><pre class=\"fix\">");
+    html.split(&head)
+        .skip(1)
+        .map(|rest| {
+            let pre = &rest[..rest.find("</pre>").expect("closed <pre>")];
+            pre.replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&#39;", "'")
+                .replace("&amp;", "&")
+        })
+        .collect()
+}
+
+/// Every fix block of `audit --html` is the text output's, character for
+/// character, and each pasted from the HTML into a copy of the server's
+/// config passes that server's own config test.
+#[test]
+fn html_fix_blocks_are_the_text_fixes_and_pass_the_config_test() {
+    for s in [Server::Nginx, Server::Apache, Server::Lighttpd] {
+        if !require(bin(s), Path::new(bin(s)).exists()) {
+            continue;
+        }
+        let base = start(s, "", Compress::Off, "html");
+        let html_path = base.dir.join("audit.html");
+        let url = format!("http://127.0.0.1:{}/index.html", base.port);
+        let html_arg = html_path.display().to_string();
+        let out = redline(&["audit", "-q", "--no-probes", "--html", &html_arg, &url]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let html = std::fs::read_to_string(&html_path).expect("the HTML report");
+        let name = match s {
+            Server::Apache => "Apache",
+            Server::Nginx => "nginx",
+            Server::Lighttpd => "lighttpd",
+        };
+        let from_text = text_fixes(&text, name);
+        let from_html = html_fixes(&html, name);
+        assert!(
+            from_text.len() >= 5,
+            "{s:?}: {} fixes\n{text}",
+            from_text.len()
+        );
+        assert_eq!(from_html, from_text, "{s:?}");
+        let conf = base.dir.join("pasted.conf");
+        for fix in &from_html {
+            assert!(!fix.contains("\\n"), "{s:?}: a literal \\n in\n{fix}");
+            std::fs::write(&conf, config(s, &base.dir, base.port, fix, Compress::Off)).unwrap();
+            if let Err(e) = config_test(s, &conf) {
+                panic!(
+                    "{s:?}: the fix pasted from the HTML report fails the config test:\n{fix}\n{e}"
+                );
+            }
+        }
+        eprintln!(
+            "{s:?}: {} fix blocks from the HTML pass the config test",
+            from_html.len()
+        );
+    }
+}

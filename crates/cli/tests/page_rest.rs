@@ -399,7 +399,7 @@ fn har_export_is_valid_har_1_2_with_consistent_timings_and_no_secrets() {
             };
             assert_eq!(val("Authorization").as_deref(), Some("[redacted]"));
             assert_eq!(val("Cookie").as_deref(), Some("[redacted]"));
-            assert!(val("User-Agent").unwrap().starts_with("redline/"));
+            assert!(val("User-Agent").unwrap().contains(" Chrome/"), "{h}");
         }
     }
     let css = entries
@@ -877,5 +877,60 @@ fn a_view_with_more_failed_requests_is_not_compared() {
             "repeat view: not compared with the first view (1 failed requests against 0)"
         ),
         "{text}"
+    );
+}
+
+/// `page` of a page that answers 4xx/5xx (also after a redirect) prints its
+/// report and exits 1 with one line saying the status, as `audit --fail-on`
+/// fails it; a page that ends 2xx exits 0.
+#[test]
+fn page_of_an_error_page_exits_1_after_its_report() {
+    let (srv, _) = redline_testkit::script::routed_server(|head, _| {
+        let path = head.split_whitespace().nth(1).unwrap_or("/");
+        let (status, extra, body) = match path {
+            "/missing" => ("404 Not Found", "", "<html><p>not here</p></html>"),
+            "/failing" => ("503 Service Unavailable", "", "<html><p>down</p></html>"),
+            "/moved" => ("301 Moved Permanently", "Location: /missing\r\n", ""),
+            "/fine" => (
+                "200 OK",
+                "",
+                "<html><link rel=icon href=data:,><p>hi</p></html>",
+            ),
+            _ => ("404 Not Found", "", "no"),
+        };
+        format!(
+            "HTTP/1.1 {status}\r\nContent-Type: text/html\r\n{extra}Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    });
+    let base = format!("http://{}", srv.addr);
+    for (path, status) in [("/missing", 404), ("/failing", 503), ("/moved", 404)] {
+        let url = format!("{base}{path}");
+        for format in ["text", "json"] {
+            let out = common::redline(&["page", "-q", "--no-save", "-o", format, &url]);
+            assert_eq!(out.status.code(), Some(1), "{path} {format}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(
+                err.contains(&format!("answered {status}, not 2xx")),
+                "{err}"
+            );
+            let text = String::from_utf8_lossy(&out.stdout);
+            match format {
+                "json" => {
+                    let v: serde_json::Value = serde_json::from_str(&text).expect("the report");
+                    assert_eq!(v["format"], "redline.page");
+                }
+                _ => assert!(text.contains("First view"), "{text}"),
+            }
+        }
+    }
+    let out = common::redline(&["page", "-q", "--no-save", &format!("{base}/fine")]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }

@@ -493,3 +493,88 @@ fn html_reports_render_in_headless_chromium() {
     assert!(dom.contains("TLS handshake") && dom.contains("TLSv1.3"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A self-signed certificate as `openssl req -x509` makes it (its own CA:
+/// `CA:TRUE`), for `localhost` only, served by nginx: with `--cacert` of
+/// that file redline trusts it as `curl --cacert` does (HTTP/2 and
+/// `--http1.1`), and refuses it, as curl does, for a name it does not carry
+/// (127.0.0.1) and without `--cacert`.
+#[test]
+fn a_self_signed_certificate_given_with_cacert_works_as_with_curl() {
+    let dir = tmpdir("self-signed");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args(["-nodes", "-days", "30", "-subj", "/CN=localhost"])
+        .args(["-addext", "subjectAltName=DNS:localhost", "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output();
+    if !redline_testkit::need::require(
+        "openssl (apt-get install openssl)",
+        made.as_ref().is_ok_and(|o| o.status.success()),
+    ) {
+        return;
+    }
+    let pem = std::fs::read_to_string(&cert).unwrap();
+    let text = std::process::Command::new("openssl")
+        .args(["x509", "-noout", "-text", "-in"])
+        .arg(&cert)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("CA:TRUE"),
+        "the certificate should be its own CA, as openssl makes it"
+    );
+    let p = Pki {
+        ca_pem: pem.clone(),
+        leaf_pem: pem,
+        key_pem: std::fs::read_to_string(&key).unwrap(),
+        chain: Vec::new(),
+        key_der: Vec::new(),
+    };
+    let Some(n) = nginx(&p, true) else { return };
+    let cacert = cert.display().to_string();
+    let curl = |url: &str, with_ca: bool| -> Option<bool> {
+        let mut c = std::process::Command::new("curl");
+        c.args(["-sS", "-o", "/dev/null", "--max-time", "20"]);
+        if with_ca {
+            c.args(["--cacert", &cacert]);
+        }
+        c.arg(url).output().ok().map(|o| o.status.success())
+    };
+    for (host, trusted) in [("localhost", true), ("127.0.0.1", false)] {
+        let url = format!("https://{host}:{}/", n.port);
+        let curl_ok = curl(&url, true);
+        if redline_testkit::need::require("curl (apt-get install curl)", curl_ok.is_some()) {
+            assert_eq!(curl_ok, Some(trusted), "curl --cacert {url}");
+        }
+        for extra in [None, Some("--http1.1")] {
+            let mut args = vec!["page", "-q", "--no-save", "--cacert", &cacert];
+            args.extend(extra);
+            args.push(&url);
+            let out = redline(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            if trusted {
+                assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+            } else {
+                assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+                assert!(err.contains("certificate"), "{err}");
+            }
+        }
+    }
+    let url = format!("https://localhost:{}/", n.port);
+    assert!(!curl(&url, false).unwrap_or(false), "curl without --cacert");
+    let out = redline(&["page", "-q", "--no-save", &url]);
+    assert_eq!(out.status.code(), Some(1), "without --cacert");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -33,24 +33,41 @@ pub fn run_with_limit(bin: &str, args: &[&str], limit: Duration) -> (Output, Dur
 }
 
 /// Waits for `child` at most `limit` (polling every 10 ms); past it, kills
-/// the child and panics with its stderr.
+/// the child and panics with its stderr. Its stdout and stderr are read
+/// while it runs, so output past a pipe's 64 KiB does not stall it.
 pub fn wait_limit(mut child: Child, limit: Duration) -> Output {
+    fn drain<R: std::io::Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    }
+    let out = drain(child.stdout.take());
+    let err = drain(child.stderr.take());
     let start = Instant::now();
-    loop {
+    let status = loop {
         match child.try_wait().expect("wait") {
-            Some(_) => break,
+            Some(st) => break st,
             None if start.elapsed() > limit => {
                 let _ = child.kill();
-                let out = child.wait_with_output().expect("output");
+                let _ = child.wait();
+                let stderr = err.join().unwrap_or_default();
                 panic!(
                     "redline did not finish within {limit:?}; stderr: {}",
-                    String::from_utf8_lossy(&out.stderr)
+                    String::from_utf8_lossy(&stderr)
                 );
             }
             None => std::thread::sleep(Duration::from_millis(10)),
         }
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
     }
-    child.wait_with_output().expect("output")
 }
 
 /// Runs `bin run --output json -q ARGS` (60 s at most) and parses the

@@ -106,6 +106,21 @@ pub enum Kind {
     Other,
 }
 
+impl Kind {
+    /// The request destination a fetch of this kind has (its `Accept`).
+    pub fn dest(self) -> crate::http::Dest {
+        use crate::http::Dest;
+        match self {
+            Kind::Document | Kind::Iframe => Dest::Document,
+            Kind::Stylesheet => Dest::Style,
+            Kind::Script => Dest::Script,
+            Kind::Image => Dest::Image,
+            Kind::Font => Dest::Font,
+            Kind::Other => Dest::Other,
+        }
+    }
+}
+
 /// One reference found in HTML or CSS.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Embed {
@@ -156,6 +171,16 @@ pub struct HtmlScan {
     pub tree: crate::dom::Tree,
     /// A `<link rel=icon>` was declared.
     pub has_icon: bool,
+    /// What blocks the first paint (Lighthouse's render-blocking
+    /// resources), as written: stylesheets in the head that apply
+    /// (media matches, not alternate) and classic scripts in the head
+    /// without `async` or `defer`.
+    pub blocking: Vec<String>,
+    /// `<link rel=preconnect href>` as written.
+    pub preconnects: Vec<String>,
+    /// `<link rel=preload>`: the URL as written (the `imagesrcset` choice
+    /// for images) and its `as`.
+    pub preloads: Vec<(String, String)>,
     /// The screen the document is laid out on (mobile without a
     /// `width=device-width` viewport: 980 px wide).
     pub layout: Viewport,

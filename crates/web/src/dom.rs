@@ -39,6 +39,9 @@ pub struct Node {
     pub hidden: bool,
     /// `style` attribute.
     pub style: Option<String>,
+    /// Its attributes (the first 32), for attribute selectors matched
+    /// exactly ([`matches_exactly`]).
+    pub attrs: Vec<(String, String)>,
 }
 
 /// The elements of a document in document order (a parent before its children).
@@ -105,6 +108,11 @@ impl Tree {
                 n.style = Some(s.to_string());
             }
             n.hidden |= attrs.iter().any(|(k, _)| k == "hidden");
+            for (k, v) in attrs.iter().take(32) {
+                if n.attrs.len() < 32 && !n.attrs.iter().any(|(a, _)| a == k) {
+                    n.attrs.push((k.clone(), v.clone()));
+                }
+            }
         };
         match tag {
             "html" => {
@@ -191,7 +199,76 @@ struct Compound {
     tag: Option<String>,
     ids: Vec<String>,
     classes: Vec<String>,
+    /// Attribute selectors.
+    attrs: Vec<AttrSel>,
     never: bool,
+}
+
+/// One `[…]` of a selector.
+#[derive(Clone, Debug)]
+struct AttrSel {
+    name: String,
+    /// The operator (`=`, `~`, `|`, `^`, `$`, `*`), its value, and whether
+    /// it ignores case (`i`); none: `[name]`.
+    op: Option<(u8, String, bool)>,
+}
+
+fn attr_selector(inner: &str) -> AttrSel {
+    let ops = ['=', '~', '|', '^', '$', '*'];
+    let Some(p) = inner.find(ops) else {
+        return AttrSel {
+            name: inner.trim().to_ascii_lowercase(),
+            op: None,
+        };
+    };
+    let name = inner[..p].trim().to_ascii_lowercase();
+    let mut op = inner.as_bytes()[p];
+    let mut rest = &inner[p + 1..];
+    if op != b'=' {
+        rest = rest.strip_prefix('=').unwrap_or(rest);
+    } else {
+        op = b'=';
+    }
+    let rest = rest.trim();
+    let (value, flags) = match rest.chars().next() {
+        Some(q @ ('"' | '\'')) => {
+            let body = &rest[1..];
+            let e = body.find(q).unwrap_or(body.len());
+            (body[..e].to_string(), body.get(e + 1..).unwrap_or(""))
+        }
+        _ => {
+            let e = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            (rest[..e].to_string(), &rest[e..])
+        }
+    };
+    let ci = flags.trim().eq_ignore_ascii_case("i");
+    AttrSel {
+        name,
+        op: Some((op, value, ci)),
+    }
+}
+
+/// Whether element `n` meets attribute selector `a`.
+fn attr_matches(a: &AttrSel, n: &Node) -> bool {
+    let Some((_, v)) = n.attrs.iter().find(|(k, _)| *k == a.name) else {
+        return false;
+    };
+    let Some((op, want, ci)) = &a.op else {
+        return true;
+    };
+    let (v, want) = if *ci {
+        (v.to_ascii_lowercase(), want.to_ascii_lowercase())
+    } else {
+        (v.clone(), want.clone())
+    };
+    match op {
+        b'=' => v == want,
+        b'~' => v.split_ascii_whitespace().any(|w| w == want),
+        b'|' => v == want || v.starts_with(&format!("{want}-")),
+        b'^' => !want.is_empty() && v.starts_with(&want),
+        b'$' => !want.is_empty() && v.ends_with(&want),
+        _ => !want.is_empty() && v.contains(&want),
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -214,6 +291,8 @@ pub struct Selector {
     /// It has parts taken as matching (attribute selectors, pseudo-classes):
     /// it may match more than the browser's, so it never hides anything.
     pub approx: bool,
+    /// It has pseudo-classes (taken as matching even by [`matches_exactly`]).
+    pub pseudo_class: bool,
 }
 
 fn ident_byte(c: u8) -> bool {
@@ -252,6 +331,7 @@ pub fn parse_selector(sel: &str) -> Option<Selector> {
         spec: (0, 0, 0),
         pseudo: None,
         approx: false,
+        pseudo_class: false,
     };
     let mut pending: Option<Comb> = None;
     let mut started = false;
@@ -304,8 +384,18 @@ pub fn parse_selector(sel: &str) -> Option<Selector> {
                 i = e.max(i + 1);
             }
             b'[' => {
-                while i < b.len() && b[i] != b']' {
+                let s = i + 1;
+                let mut q = 0u8;
+                while i < b.len() && (b[i] != b']' || q != 0) {
+                    match b[i] {
+                        b'"' | b'\'' if q == 0 => q = b[i],
+                        c if c == q => q = 0,
+                        _ => {}
+                    }
                     i += 1;
+                }
+                if cur.attrs.len() < 8 {
+                    cur.attrs.push(attr_selector(sel.get(s..i.min(b.len()))?));
                 }
                 i += 1;
                 out.spec.1 += 1;
@@ -339,6 +429,7 @@ pub fn parse_selector(sel: &str) -> Option<Selector> {
                         cur.never = true;
                     }
                     out.approx = true;
+                    out.pseudo_class = true;
                     if name != "where" {
                         out.spec.1 += 1;
                     }
@@ -359,25 +450,34 @@ pub fn parse_selector(sel: &str) -> Option<Selector> {
     started.then_some(out)
 }
 
-fn compound_matches(c: &Compound, n: &Node) -> bool {
+fn compound_matches(c: &Compound, n: &Node, exact: bool) -> bool {
     !c.never
         && c.tag.as_ref().is_none_or(|t| *t == n.tag)
         && c.ids.iter().all(|id| n.id.as_ref() == Some(id))
         && c.classes.iter().all(|k| n.classes.contains(k))
+        && (!exact || c.attrs.iter().all(|a| attr_matches(a, n)))
 }
 
-/// Whether `sel` matches element `i` of `t`.
+/// Whether `sel` matches element `i` of `t`, attribute selectors taken as
+/// matching (discovery: an attribute a script may set still loads).
 pub fn matches(sel: &Selector, t: &Tree, i: usize) -> bool {
     let mut budget = 10_000u32;
-    match_at(sel, t, sel.compounds.len() - 1, i, &mut budget)
+    match_at(sel, t, sel.compounds.len() - 1, i, &mut budget, false)
 }
 
-fn match_at(sel: &Selector, t: &Tree, k: usize, i: usize, budget: &mut u32) -> bool {
+/// As [`matches`], with attribute selectors matched against the
+/// attributes the HTML gives (the audit's image sizes).
+pub fn matches_exactly(sel: &Selector, t: &Tree, i: usize) -> bool {
+    let mut budget = 10_000u32;
+    match_at(sel, t, sel.compounds.len() - 1, i, &mut budget, true)
+}
+
+fn match_at(sel: &Selector, t: &Tree, k: usize, i: usize, budget: &mut u32, exact: bool) -> bool {
     if *budget == 0 {
         return false;
     }
     *budget -= 1;
-    if !compound_matches(&sel.compounds[k], &t.nodes[i]) {
+    if !compound_matches(&sel.compounds[k], &t.nodes[i], exact) {
         return false;
     }
     if k == 0 {
@@ -385,12 +485,16 @@ fn match_at(sel: &Selector, t: &Tree, k: usize, i: usize, budget: &mut u32) -> b
     }
     let n = &t.nodes[i];
     match sel.combs[k - 1] {
-        Comb::Child => n.parent.is_some_and(|p| match_at(sel, t, k - 1, p, budget)),
-        Comb::Adjacent => n.prev.is_some_and(|p| match_at(sel, t, k - 1, p, budget)),
+        Comb::Child => n
+            .parent
+            .is_some_and(|p| match_at(sel, t, k - 1, p, budget, exact)),
+        Comb::Adjacent => n
+            .prev
+            .is_some_and(|p| match_at(sel, t, k - 1, p, budget, exact)),
         Comb::Descendant => {
             let mut a = n.parent;
             while let Some(p) = a {
-                if match_at(sel, t, k - 1, p, budget) {
+                if match_at(sel, t, k - 1, p, budget, exact) {
                     return true;
                 }
                 a = t.nodes[p].parent;
@@ -400,7 +504,7 @@ fn match_at(sel: &Selector, t: &Tree, k: usize, i: usize, budget: &mut u32) -> b
         Comb::Sibling => {
             let mut a = n.prev;
             while let Some(p) = a {
-                if match_at(sel, t, k - 1, p, budget) {
+                if match_at(sel, t, k - 1, p, budget, exact) {
                     return true;
                 }
                 a = t.nodes[p].prev;
@@ -564,7 +668,7 @@ pub fn cascade(
                     break;
                 }
                 budget -= 1;
-                if !compound_matches(last, &t.nodes[i]) || !matches(&sel, t, i) {
+                if !compound_matches(last, &t.nodes[i], false) || !matches(&sel, t, i) {
                     continue;
                 }
                 bx[slot].apply(r, (sel.spec, order as u32), *src, sel.approx);

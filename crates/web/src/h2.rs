@@ -71,17 +71,14 @@ impl H2Conn {
     pub fn get(
         &self,
         u: &Url,
+        dest: crate::http::Dest,
         extra: &[(String, String)],
         opts: &ClientOpts,
     ) -> Result<Response, FetchError> {
-        let mut headers = vec![
-            ("user-agent".to_string(), opts.user_agent.clone()),
-            ("accept".to_string(), "*/*".to_string()),
-            ("accept-encoding".to_string(), "gzip, br".to_string()),
-        ];
-        for (n, v) in opts.headers.iter().chain(extra.iter()) {
-            headers.push((n.to_ascii_lowercase(), v.clone()));
-        }
+        let headers = crate::http::request_headers(dest, extra, opts)
+            .into_iter()
+            .map(|(n, v)| (n.to_ascii_lowercase(), v))
+            .collect();
         let (reply, rx) = mpsc::sync_channel(1);
         let req = Req {
             url: u.clone(),

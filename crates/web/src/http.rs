@@ -1,8 +1,10 @@
 //! A small blocking HTTP/1.1 client for the page loader: one `Conn` per TCP
 //! connection (keep-alive), over TLS for https (rustls, the engine's
 //! verification: bundled and system roots, `--cacert`, `--insecure`), timing
-//! per phase (DNS, connect, TLS, waiting, transfer), `Accept-Encoding: gzip,
-//! br`, decoding with a cap on the decoded size, and the body kept only where
+//! per phase (DNS, connect, TLS, waiting, transfer), the request headers
+//! Chromium sends ([`request_headers`]: its User-Agent, `Accept` per
+//! destination, `Accept-Encoding: gzip, deflate, br, zstd`), decoding with a
+//! cap on the decoded size, and the body kept only where
 //! a later step reads it (HTML, CSS, JS and other text; the first bytes of
 //! images for their intrinsic size). An https connection offers `h2,
 //! http/1.1` in ALPN like a browser (`--http1.1`: `http/1.1` only); when the
@@ -23,6 +25,7 @@ pub use redline_engine::tls::TlsArgs;
 mod connect;
 mod decode;
 mod exchange;
+mod trust;
 pub use connect::{
     connect, connect_timed, display_url, host_key, probe_alpn, AlpnProbe, Connected,
 };
@@ -30,6 +33,7 @@ pub(crate) use connect::{server_name, tls_error, tls_info};
 pub use decode::{decode, is_text_type, Decoded};
 pub use exchange::request_bytes;
 pub(crate) use exchange::{finish, ms};
+pub(crate) use trust::verifier;
 
 /// The TLS client configurations of a load: one offering ALPN `http/1.1`
 /// only (`--http1.1`) and one offering `h2, http/1.1`, like a browser (fetch
@@ -54,7 +58,13 @@ impl Tls {
         let base = redline_engine::tls::setup("localhost", args)?;
         let mut fetch = (*base.config).clone();
         fetch.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let mut probe = (*base.config).clone();
+        if !args.insecure {
+            // The engine's roots, and a self-signed --cacert certificate
+            // the server presents trusted as curl trusts it.
+            let v = verifier(args, fetch.crypto_provider().clone())?;
+            fetch.dangerous().set_certificate_verifier(v);
+        }
+        let mut probe = fetch.clone();
         probe.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Tls {
             fetch: Arc::new(fetch),
@@ -77,6 +87,20 @@ pub const MAX_DECODED: u64 = 50 * 1024 * 1024;
 pub const KEEP_TEXT: usize = 10 * 1024 * 1024;
 /// Images: this many leading bytes are kept to read the intrinsic size.
 pub const KEEP_IMAGE: usize = 256 * 1024;
+/// JPEG, PNG and BMP images up to this size are kept whole, for the
+/// audit's re-encoding (Lighthouse's `MAX_RESOURCE_SIZE_TO_ENCODE`).
+pub const KEEP_ENCODABLE: usize = 2000 * 1024;
+
+/// A type the audit re-encodes as WebP and JPEG (Lighthouse's
+/// `image/((x|ms|x-ms)-)?(png|bmp|jpeg)`).
+pub fn is_encodable(ctype: &str) -> bool {
+    let t = ctype.strip_prefix("image/").unwrap_or("");
+    let t = ["x-ms-", "ms-", "x-"]
+        .iter()
+        .find_map(|p| t.strip_prefix(p))
+        .unwrap_or(t);
+    matches!(t, "png" | "bmp" | "jpeg")
+}
 const MAX_HEAD: usize = 64 * 1024;
 /// The default byte budget of one view of a page load (`--max-bytes`).
 pub const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;
@@ -121,6 +145,65 @@ impl Budget {
     }
 }
 
+/// Chromium's desktop User-Agent on Linux (reduced form: minor versions
+/// zeroed), the loader's default; the major version is the Chromium the
+/// oracle tests run (`crates/web/tests/browser.rs` compares it).
+pub const CHROME_DESKTOP_UA: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
+/// Chromium's reduced Android User-Agent (`--mobile`).
+pub const CHROME_MOBILE_UA: &str = "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Mobile Safari/537.36";
+/// The `Accept-Encoding` Chromium sends (every destination but media), on
+/// http and https alike: every coding [`decode`] reads.
+pub const ACCEPT_ENCODING: &str = "gzip, deflate, br, zstd";
+
+/// What a request is for (the Fetch standard's destination): it picks the
+/// `Accept` header, as Chromium sends it, so a server that negotiates by
+/// `Accept` (WebP/AVIF for images) answers redline as it answers a browser.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dest {
+    /// A page or an iframe's document.
+    Document,
+    /// A stylesheet.
+    Style,
+    /// A script.
+    Script,
+    /// An image (and the favicon).
+    Image,
+    /// A font.
+    Font,
+    /// Anything else (`fetch`, a preload of another type, media).
+    Other,
+}
+
+impl Dest {
+    /// The `Accept` header Chromium 156 sends for this destination (read
+    /// from its requests to a recording server).
+    pub fn accept(self) -> &'static str {
+        match self {
+            Dest::Document => "text/html,application/xhtml+xml,application/xml;q=0.9,image/jxl,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7",
+            Dest::Style => "text/css,*/*;q=0.1",
+            Dest::Image => "image/jxl,image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8",
+            Dest::Script | Dest::Font | Dest::Other => "*/*",
+        }
+    }
+}
+
+/// The header fields of a GET for `dest` after `Host`, in the order they are
+/// sent: User-Agent, Accept, Accept-Encoding, the user's headers, then
+/// `extra` (validators). HTTP/1.1 and HTTP/2 send this one list.
+pub fn request_headers(
+    dest: Dest,
+    extra: &[(String, String)],
+    opts: &ClientOpts,
+) -> Vec<(String, String)> {
+    let mut h = vec![
+        ("User-Agent".to_string(), opts.user_agent.clone()),
+        ("Accept".to_string(), dest.accept().to_string()),
+        ("Accept-Encoding".to_string(), ACCEPT_ENCODING.to_string()),
+    ];
+    h.extend(opts.headers.iter().chain(extra.iter()).cloned());
+    h
+}
+
 /// Options for every request of a load.
 #[derive(Clone, Debug)]
 pub struct ClientOpts {
@@ -130,7 +213,7 @@ pub struct ClientOpts {
     pub connect_timeout: Duration,
     /// Extra request headers, sent on every request to the page's own host.
     pub headers: Vec<(String, String)>,
-    /// The `User-Agent` sent.
+    /// The `User-Agent` sent (default [`CHROME_DESKTOP_UA`]).
     pub user_agent: String,
     /// TLS for https (none: verified against the bundled and system roots).
     pub tls: Option<Tls>,
@@ -147,7 +230,7 @@ impl Default for ClientOpts {
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
             headers: Vec::new(),
-            user_agent: concat!("redline/", env!("CARGO_PKG_VERSION")).to_string(),
+            user_agent: CHROME_DESKTOP_UA.to_string(),
             tls: None,
             http1_only: false,
             budget: None,

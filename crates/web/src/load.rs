@@ -17,7 +17,7 @@ use crate::discover::{Found, Kind, Session};
 use crate::h2::H2Conn;
 use crate::http::{
     connect_timed, display_url, host_key, Budget, ClientOpts, Conn, ConnInfo, ConnectTimes,
-    Connected, FetchError, Response,
+    Connected, Dest, FetchError, Response,
 };
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,6 +29,7 @@ mod fetch;
 mod summary;
 mod view_cache;
 use fetch::{enqueue, fetch_one, ms};
+pub use summary::render_blocking;
 use summary::summarize;
 use view_cache::cached_entry;
 pub use view_cache::Cache;
@@ -136,7 +137,8 @@ pub struct Entry {
     pub url: String,
     /// What it is.
     pub kind: Kind,
-    /// The entry that referenced it (index), none for the page.
+    /// The entry that referenced it (its index in this view's entries),
+    /// none for the page.
     pub parent: Option<usize>,
     /// Another site than the page's (the user may not be able to fix it).
     pub third_party: bool,
@@ -189,6 +191,10 @@ pub struct Entry {
     pub retried: bool,
     /// `Location` of a redirect.
     pub redirect_to: Option<String>,
+    /// Asked for after the load event, by the browser itself: the
+    /// `/favicon.ico` of a page that declares no icon. Not part of the
+    /// page's time, errors or grade.
+    pub after_load: bool,
     /// Width and height the HTML asked for (`<img width height>`).
     pub html_size: Option<(Option<u32>, Option<u32>)>,
     /// Intrinsic size read from the image's header bytes.
@@ -214,8 +220,15 @@ pub struct Load {
     pub started_at: String,
     /// The waterfall, in start order.
     pub entries: Vec<Entry>,
-    /// From the first request to the last byte (ms).
+    /// Network-complete: from the first request to the last byte of the
+    /// page, cache hits included, up to its load event (the favicon after
+    /// it not counted) (ms).
     pub elapsed_ms: f64,
+    /// Render-critical: from the first request to the end of the page's
+    /// HTML and of every resource that blocks its first paint (stylesheets
+    /// and synchronous scripts of its head) (ms); none when the page's
+    /// document did not answer.
+    pub render_ms: Option<f64>,
     /// Requests sent.
     pub requests: usize,
     /// Taken from the cache without a request.
@@ -271,6 +284,8 @@ struct Job {
     retried: bool,
     /// How many times it was sent again (at most [`MAX_SENT_AGAIN`]).
     sent_again: u8,
+    /// The browser's own favicon, after the load event.
+    after_load: bool,
 }
 
 /// A request the server did not process goes again at most this often: each
@@ -337,6 +352,26 @@ struct Done {
     conditional: bool,
     /// The HTTP/2 connection it was sent on.
     h2_conn: Option<u64>,
+}
+
+/// The entries in start order (they were pushed as they ended), each
+/// `parent` renumbered to its parent's new place.
+fn in_start_order(entries: Vec<Entry>) -> Vec<Entry> {
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by(|&a, &b| entries[a].start_ms.total_cmp(&entries[b].start_ms));
+    let mut new_of = vec![0; entries.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_of[old] = new;
+    }
+    let mut slots: Vec<Option<Entry>> = entries.into_iter().map(Some).collect();
+    order
+        .iter()
+        .filter_map(|&old| slots[old].take())
+        .map(|mut e| {
+            e.parent = e.parent.and_then(|p| new_of.get(p).copied());
+            e
+        })
+        .collect()
 }
 
 /// Same site: equal hosts, or DNS names sharing their last two labels.
@@ -417,6 +452,7 @@ pub fn load(
         size: None,
         retried: false,
         sent_again: 0,
+        after_load: false,
     });
     let wait_limit = opts.client.timeout + opts.client.connect_timeout + Duration::from_secs(5);
     for _round in 0..1_000_000u32 {
@@ -520,14 +556,33 @@ pub fn load(
         if in_flight == 0 {
             // Idle: what waited for stylesheets that never answered.
             let found = session.flush();
-            if found.is_empty() {
-                break;
+            if !found.is_empty() {
+                enqueue(found, 0, 0, &mut queue, &mut seen, &mut truncated, opts);
+                if !queue.is_empty() {
+                    continue;
+                }
             }
-            enqueue(found, 0, 0, &mut queue, &mut seen, &mut truncated, opts);
-            if queue.is_empty() {
-                break;
+            // The load event: nothing of the page is left. Chromium asks for
+            // its own /favicon.ico now, and not again in later views once it
+            // failed.
+            if let Some(u) = session.after_load() {
+                let failed = cache.is_some_and(|c| c.missing.contains(&display_url(&u)));
+                if !failed && !budget.exhausted() && seen.insert(u.to_string()) {
+                    queue.push_back(Job {
+                        url: u,
+                        kind: Kind::Image,
+                        parent: Some(0),
+                        depth: 0,
+                        redirects: 0,
+                        size: None,
+                        retried: false,
+                        sent_again: 0,
+                        after_load: true,
+                    });
+                    continue;
+                }
             }
-            continue;
+            break;
         }
         let Ok(ev) = rx.recv_timeout(wait_limit) else {
             break;
@@ -609,6 +664,7 @@ pub fn load(
             reused: false,
             retried: job.retried,
             redirect_to: None,
+            after_load: job.after_load,
             html_size: job.size,
             intrinsic: None,
             headers: Vec::new(),
@@ -741,6 +797,7 @@ pub fn load(
                                 size: job.size,
                                 retried: false,
                                 sent_again: 0,
+                                after_load: job.after_load,
                             });
                         }
                     }
@@ -762,10 +819,10 @@ pub fn load(
             opts,
         );
     }
-    entries.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+    let entries = in_start_order(entries);
     conns.sort_by_key(|c| c.id);
     let exhausted = budget.exhausted();
-    let mut l = summarize(view, entries, conns, truncated || exhausted);
+    let mut l = summarize(view, entries, conns, truncated || exhausted, &opts.viewport);
     l.discovery = session.notes;
     l.started_at = started_at;
     l.budget_exhausted = exhausted;

@@ -17,8 +17,11 @@ pub const VERSION: u32 = 1;
 pub struct ViewSummary {
     /// Which view.
     pub view: View,
-    /// Median elapsed time (ms).
+    /// Median elapsed (network-complete) time (ms).
     pub elapsed_ms: f64,
+    /// Median render-critical time: the page's HTML and what blocks its
+    /// first paint (ms; none when no run's page answered).
+    pub render_ms: Option<f64>,
     /// Every run's elapsed time (ms), in run order.
     pub runs_ms: Vec<f64>,
     /// Median requests sent.
@@ -221,6 +224,10 @@ fn summarize(all: &[&Load]) -> ViewSummary {
             0.0
         } else {
             median(loads.iter().map(|l| l.elapsed_ms).collect())
+        },
+        render_ms: {
+            let r: Vec<f64> = loads.iter().filter_map(|l| l.render_ms).collect();
+            (!r.is_empty()).then(|| median(r))
         },
         runs_ms: loads.iter().map(|l| l.elapsed_ms).collect(),
         requests: m(&|l| l.requests as u64) as usize,
@@ -466,8 +473,8 @@ pub fn summary_table(r: &PageReport) -> String {
     );
     let _ = writeln!(
         s,
-        "  {:<12} {:>10} {:>9} {:>10} {:>6} {:>12} {:>12} {:>6}",
-        "view", "time", "requests", "from cache", "304s", "wire", "decoded", "errors"
+        "  {:<12} {:>10} {:>10} {:>9} {:>10} {:>6} {:>12} {:>12} {:>6}",
+        "view", "time", "render", "requests", "from cache", "304s", "wire", "decoded", "errors"
     );
     for v in &r.summary {
         let time = if v.failed == r.runs {
@@ -475,11 +482,13 @@ pub fn summary_table(r: &PageReport) -> String {
         } else {
             millis(v.elapsed_ms)
         };
+        let render = v.render_ms.map_or("-".to_string(), millis);
         let _ = writeln!(
             s,
-            "  {:<12} {:>10} {:>9} {:>10} {:>6} {:>12} {:>12} {:>6}",
+            "  {:<12} {:>10} {:>10} {:>9} {:>10} {:>6} {:>12} {:>12} {:>6}",
             v.view.name(),
             time,
+            render,
             v.requests,
             v.from_cache,
             v.not_modified,

@@ -61,12 +61,17 @@ fn system_font() -> Option<Vec<u8>> {
 /// 1×1 GIF: served for every image path.
 const GIF: &[u8] = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;";
 
+/// Each request's target and header fields (names lower case), in order.
+type Heads = Mutex<Vec<(String, Vec<(String, String)>)>>;
+
 /// The recording server: files from the fixture folder; any image path gets
 /// a GIF, any font path the system font; the rest 404. `no-store`, so
 /// neither client reuses anything.
 struct Server {
     addr: SocketAddr,
     log: Arc<Mutex<Vec<String>>>,
+    /// Each request's target and header fields (names lower case), in order.
+    heads: Arc<Heads>,
     stop: Arc<AtomicBool>,
 }
 
@@ -82,8 +87,9 @@ impl Server {
         listener.set_nonblocking(true).expect("nonblocking");
         let addr = listener.local_addr().expect("addr");
         let log = Arc::new(Mutex::new(Vec::new()));
+        let heads = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (l2, s2) = (log.clone(), stop.clone());
+        let (l2, h2, s2) = (log.clone(), heads.clone(), stop.clone());
         std::thread::spawn(move || {
             let end = Instant::now() + Duration::from_secs(300);
             while !s2.load(Ordering::SeqCst) && Instant::now() < end {
@@ -91,14 +97,19 @@ impl Server {
                     Ok((sock, _)) => {
                         let _ = sock.set_nonblocking(false);
                         let _ = sock.set_read_timeout(Some(Duration::from_secs(10)));
-                        let (l, f) = (l2.clone(), font.clone());
-                        std::thread::spawn(move || serve(sock, &l, &f));
+                        let (l, h, f) = (l2.clone(), h2.clone(), font.clone());
+                        std::thread::spawn(move || serve(sock, &l, &h, &f));
                     }
                     Err(_) => std::thread::sleep(Duration::from_millis(5)),
                 }
             }
         });
-        Server { addr, log, stop }
+        Server {
+            addr,
+            log,
+            heads,
+            stop,
+        }
     }
 
     fn url(&self, path: &str) -> String {
@@ -142,14 +153,15 @@ fn content_type(path: &str, file_exists: bool) -> Option<&'static str> {
     })
 }
 
-fn serve(mut s: TcpStream, log: &Mutex<Vec<String>>, font: &[u8]) {
+fn serve(mut s: TcpStream, log: &Mutex<Vec<String>>, heads: &Heads, font: &[u8]) {
     let mut r = BufReader::new(s.try_clone().expect("clone"));
     for _ in 0..1000 {
         let mut line = String::new();
         if r.read_line(&mut line).unwrap_or(0) == 0 {
             return;
         }
-        loop {
+        let mut fields = Vec::new();
+        for _ in 0..200 {
             let mut h = String::new();
             if r.read_line(&mut h).unwrap_or(0) == 0 {
                 return;
@@ -157,9 +169,13 @@ fn serve(mut s: TcpStream, log: &Mutex<Vec<String>>, font: &[u8]) {
             if h == "\r\n" || h == "\n" {
                 break;
             }
+            if let Some((n, v)) = h.split_once(':') {
+                fields.push((n.trim().to_ascii_lowercase(), v.trim().to_string()));
+            }
         }
         let target = line.split_whitespace().nth(1).unwrap_or("/").to_string();
         log.lock().expect("log").push(target.clone());
+        heads.lock().expect("heads").push((target.clone(), fields));
         let path = target.split(['?', '#']).next().unwrap_or("/");
         let file = fixtures().join(path.trim_start_matches('/'));
         let ct = content_type(path, file.is_file());
@@ -408,4 +424,72 @@ fn dynamic_imports_are_listed_as_not_followed() {
         .collect();
     assert_eq!(nf, [("/js/mod/on-click.js".to_string(), "dynamic-import")]);
     assert_eq!(l.discovery.viewport, DESKTOP);
+}
+
+/// The fields compared per request: what a server negotiates on.
+fn negotiated(heads: &[(String, Vec<(String, String)>)]) -> BTreeMap<String, Vec<String>> {
+    let mut m = BTreeMap::new();
+    for (target, fields) in heads {
+        let get = |n: &str| {
+            fields
+                .iter()
+                .find(|(k, _)| k == n)
+                .map_or("-".to_string(), |(_, v)| v.clone())
+        };
+        // Headless Chromium names itself HeadlessChrome; Chrome does not.
+        let ua = get("user-agent").replace("HeadlessChrome/", "Chrome/");
+        m.insert(
+            target.clone(),
+            vec![
+                format!("accept: {}", get("accept")),
+                format!("accept-encoding: {}", get("accept-encoding")),
+                format!("user-agent: {ua}"),
+            ],
+        );
+    }
+    m
+}
+
+/// Every request redline sends carries the `Accept` of its destination
+/// (document, iframe, style, script, image, font, favicon), the
+/// `Accept-Encoding` and the User-Agent that Chromium's own request for the
+/// same URL carried.
+#[test]
+fn request_headers_match_chromium_per_destination() {
+    let font = system_font();
+    if !require(
+        "a TrueType font under /usr/share/fonts (fonts-dejavu-core)",
+        font.is_some(),
+    ) {
+        return;
+    }
+    let font = Arc::new(font.expect("checked"));
+    let Some(devtools) = DevTools::launch("headers") else {
+        return;
+    };
+    let mut browser = Browser { devtools };
+    let page = "_headers.html";
+    let srv = Server::start(font.clone());
+    browser.visit(&srv.url(&format!("/{page}")), &DESKTOP, &srv);
+    let want = negotiated(&srv.heads.lock().expect("heads"));
+    let srv = Server::start(font);
+    let url = url::Url::parse(&srv.url(&format!("/{page}"))).expect("url");
+    let _ = load(&url, View::First, None, &LoadOpts::default(), &mut |_| {});
+    let got = negotiated(&srv.heads.lock().expect("heads"));
+    for path in [
+        "/_headers.html",
+        "/_frame-a.html",
+        "/css/fonts.css",
+        "/js/plain.js",
+        "/img/photo.jpg",
+        "/fonts/preloaded.woff2",
+        "/favicon.ico",
+    ] {
+        assert!(
+            want.contains_key(path),
+            "Chromium did not ask for {path}: {want:?}"
+        );
+    }
+    assert!(want.len() >= 9, "{want:#?}");
+    assert_eq!(got, want);
 }

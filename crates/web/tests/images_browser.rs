@@ -1,7 +1,9 @@
 //! The size the images check says an image is shown at, against Chromium:
 //! a page of the constructs the model reads (`sizes` with `w` candidates,
 //! a stylesheet width overriding the `width` attribute, `max-width`
-//! capping an `em` width, an `x` candidate without width), real PNGs of
+//! capping an `em` width, an `x` candidate without width, descendant and
+//! child selectors under `@media`, an attribute selector, an image under
+//! `display: none` and one `hidden`), real PNGs of
 //! known sizes served from 127.0.0.1:0, and `chromium --dump-dom` (a
 //! 1350 px window at DPR 1 and 2, a 560 px one at 2) writing each
 //! image's `currentSrc` and layout width into the page.
@@ -68,13 +70,19 @@ const PAGE: &str = r#"<!doctype html><html><head>
 <img id=pair srcset="s.png 400w, l.png 1600w" sizes="(max-width: 600px) 100vw, 300px" src=l.png>
 <img id=dense src=a.png srcset="a2.png 2x">
 <img id=cap class=cap src=c.png width=700>
+<div class=p><img id=desc src=d.png width=500></div>
+<ul><li><img id=child class=x src=e.png></li></ul>
+<img id=attr src=f.png data-kind=thumb width=400>
+<div class=gone><p><img id=hidden src=g.png width=300></p></div>
+<img id=attrhidden hidden src=k.png width=80>
 <script>onload = () => document.body.insertAdjacentHTML('beforeend', '<pre id=out>' +
   [...document.images].map(i => i.currentSrc.split('/').pop() + ' ' +
   i.getBoundingClientRect().width).join(';') + '</pre>')</script>
 </body></html>"#;
-const SHEET: &str =
-    "img.hero { width: 360px }\n@media (max-width: 600px) { img.hero { width: 100px } }\n";
-const IMAGES: [(&str, u32, u32); 7] = [
+const SHEET: &str = "img.hero { width: 360px }\n@media (max-width: 600px) { img.hero { width: 100px } }\n\
+.p img { width: 224px }\n@media (max-width: 600px) { body .p > img { width: 112px } }\n\
+li > img.x { width: 150px }\nul img { width: 90px }\nimg[data-kind] { width: 64px }\n.gone { display: none }\n";
+const IMAGES: [(&str, u32, u32); 12] = [
     ("p.png", 720, 540),
     ("h.png", 720, 480),
     ("s.png", 400, 300),
@@ -82,6 +90,11 @@ const IMAGES: [(&str, u32, u32); 7] = [
     ("a.png", 400, 400),
     ("a2.png", 800, 800),
     ("c.png", 400, 300),
+    ("d.png", 1600, 1200),
+    ("e.png", 600, 400),
+    ("f.png", 640, 480),
+    ("g.png", 900, 600),
+    ("k.png", 300, 300),
 ];
 
 /// Serves `dir` on 127.0.0.1:0 (one request per connection) until dropped.
@@ -252,9 +265,14 @@ fn displayed_widths_match_chromium() {
                 (f, w)
             })
             .collect();
-        let mut want = want;
+        // Not rendered (display: none on an ancestor, `hidden`): width 0
+        // in Chromium, not sized by redline.
+        let (mut want, hidden): (Vec<_>, Vec<_>) = want.into_iter().partition(|(_, w)| *w > 0.0);
+        let mut hidden: Vec<String> = hidden.into_iter().map(|(f, _)| f).collect();
+        hidden.sort();
+        assert_eq!(hidden, ["g.png", "k.png"], "DPR {dpr}");
         want.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(want.len(), 5, "DPR {dpr}: {want:?}");
+        assert_eq!(want.len(), 8, "DPR {dpr}: {want:?}");
         for ((wf, ww), (gf, gw)) in want.iter().zip(&got) {
             assert_eq!(wf, gf, "DPR {dpr}: chromium {want:?}, redline {got:?}");
             assert!(
@@ -272,4 +290,117 @@ fn displayed_widths_match_chromium() {
             vp.width
         );
     }
+}
+
+/// A photograph-like picture (smooth colour fields and fine noise),
+/// deterministic, as PNG and as JPEG (quality 90).
+fn photo(w: u32, h: u32) -> (Vec<u8>, Vec<u8>) {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let img = image::RgbImage::from_fn(w, h, |x, y| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let n = (seed % 48) as i32 - 24;
+        let fx = x as f64 / w as f64;
+        let fy = y as f64 / h as f64;
+        let c = |v: f64| (v * 255.0) as i32 + n;
+        image::Rgb([
+            c(0.5 + 0.4 * (fx * 6.0).sin()).clamp(0, 255) as u8,
+            c(0.4 + 0.3 * (fy * 5.0 + fx).cos()).clamp(0, 255) as u8,
+            c(0.3 + 0.25 * ((fx + fy) * 4.0).sin()).clamp(0, 255) as u8,
+        ])
+    });
+    let mut png = Vec::new();
+    img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .expect("png");
+    let mut jpeg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
+        .encode_image(&img)
+        .expect("jpeg");
+    (png, jpeg)
+}
+
+/// The re-encoding behind the images-format check against Chromium's own
+/// encoder, which Lighthouse asks over DevTools (`Audits.getEncodedResponse`,
+/// WebP at 0.85 and JPEG at 0.92, sizes only): a PNG and a JPEG photograph
+/// each within 10 % of Chromium's sizes.
+#[test]
+fn reencoded_sizes_match_chromiums_encoder() {
+    use redline_testkit::chromium::DevTools;
+    use serde_json::json;
+    let dir = TmpDir(std::env::temp_dir().join(format!("redline-encode-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).expect("tmp dir");
+    let (png_file, jpeg_file) = photo(1200, 800);
+    std::fs::write(dir.0.join("p.png"), &png_file).expect("write");
+    std::fs::write(dir.0.join("j.jpg"), &jpeg_file).expect("write");
+    std::fs::write(
+        dir.0.join("index.html"),
+        "<!doctype html><img src=p.png><img src=j.jpg>",
+    )
+    .expect("write");
+    let srv = Server::start(dir.0.clone());
+    let Some(mut d) = DevTools::launch("encode") else {
+        return;
+    };
+    let (tid, sid) = d.new_tab();
+    let s = Some(sid.as_str());
+    d.call(s, "Network.enable", json!({}));
+    d.call(s, "Page.enable", json!({}));
+    d.call(
+        s,
+        "Page.navigate",
+        json!({"url": format!("http://127.0.0.1:{}/index.html", srv.port)}),
+    );
+    // Each image's request id, from its response.
+    let mut ids: Vec<(String, String)> = Vec::new();
+    let end = Instant::now() + Duration::from_secs(30);
+    while ids.len() < 2 {
+        let Some(ev) = d.next_event(end) else {
+            panic!("Chromium loaded only {ids:?} within 30 s");
+        };
+        if ev["method"] == "Network.responseReceived" {
+            let url = ev["params"]["response"]["url"].as_str().unwrap_or("");
+            let name = url.rsplit('/').next().unwrap_or("").to_string();
+            if name == "p.png" || name == "j.jpg" {
+                ids.push((
+                    ev["params"]["requestId"].as_str().unwrap_or("").to_string(),
+                    name,
+                ));
+            }
+        }
+    }
+    assert!(
+        d.wait_event(&sid, "Page.loadEventFired", Duration::from_secs(30)),
+        "no load event"
+    );
+    for (id, name) in &ids {
+        let mut size = |encoding: &str, quality: f64| -> u64 {
+            let r = d.call(
+                s,
+                "Audits.getEncodedResponse",
+                json!({"requestId": id, "encoding": encoding, "quality": quality, "sizeOnly": true}),
+            );
+            r["encodedSize"].as_u64().expect("encodedSize")
+        };
+        let (webp, jpeg) = (size("webp", 0.85), size("jpeg", 0.92));
+        let body = if name == "p.png" {
+            &png_file
+        } else {
+            &jpeg_file
+        };
+        let ours = redline_web::audit::encode::reencode(body).expect("decodes");
+        eprintln!("{name}: Chromium WebP {webp} JPEG {jpeg}; redline {ours:?}");
+        let near = |a: u64, b: u64| (a as f64 / b as f64 - 1.0).abs() <= 0.10;
+        assert!(
+            near(ours.webp, webp),
+            "{name}: WebP {} vs Chromium's {webp}",
+            ours.webp
+        );
+        assert!(
+            near(ours.jpeg, jpeg),
+            "{name}: JPEG {} vs Chromium's {jpeg}",
+            ours.jpeg
+        );
+    }
+    d.call(None, "Target.closeTarget", json!({"targetId": tid}));
 }

@@ -8,12 +8,15 @@
 //! each check says which. Findings on third-party hosts are listed apart
 //! and do not count toward the grade. docs/audit.md has the scale and weights.
 //!
-//! Modules: `images` (size at the device pixel ratio, format), `minify`
+//! Modules: `critical` (render-blocking resources, the critical request
+//! chain, unused preconnect/preload), `images` (size at the device pixel ratio, format), `minify`
 //! (the minifiers and wire-size estimates), `revalidate`
 //! (why a conditional GET did not get 304), `security` (response headers,
 //! cookies, HTTP→HTTPS), `transport` (the TLS probe and its checks).
 
 mod checks;
+mod critical;
+pub mod encode;
 mod text;
 use checks::{
     broken, cache_html, cache_static, compression, compression_binary, html_weight, http2,
@@ -369,7 +372,7 @@ fn weight(id: &str) -> u32 {
     match id {
         "broken" | "cache-static" | "compression" | "https" | "tls-certificate" => 3,
         "conditional-get" | "ttfb" | "hsts" | "tls-protocol" | "tls-chain" | "http2" => 2,
-        "alt-svc-h3" => 0,
+        "alt-svc-h3" | "critical-chain" => 0,
         _ => 1,
     }
 }
@@ -493,6 +496,9 @@ pub fn audit(
         cache_html(&cx),
         validators(&cx),
         revalidate::conditional_get(&cx),
+        critical::render_blocking(&cx),
+        critical::critical_chain(&cx),
+        critical::hints(&cx),
         html_weight(&cx),
         minify(&cx),
         images::scaled(&cx),
@@ -610,6 +616,9 @@ pub fn all_fixes() -> Vec<(&'static str, Fix)> {
         ("conditional-get", revalidate::FIX_LM_CHANGES),
         ("conditional-get", revalidate::FIX_NO_VALIDATOR),
         ("conditional-get", revalidate::FIX_IGNORED),
+        ("render-blocking", critical::FIX_RENDER_BLOCKING),
+        ("critical-chain", critical::FIX_CHAIN),
+        ("resource-hints", critical::FIX_HINTS),
         ("html-weight", FIX_BUILD),
         ("minify", FIX_BUILD),
         ("images-scaled", images::FIX_IMAGES),

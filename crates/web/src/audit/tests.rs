@@ -21,6 +21,7 @@ fn http2_grades_own_origins_and_lists_third_parties_apart() {
         view: crate::load::View::First,
         entries: Vec::new(),
         elapsed_ms: 0.0,
+        render_ms: None,
         requests: 0,
         from_cache: 0,
         not_modified: 0,

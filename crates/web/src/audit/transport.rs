@@ -98,16 +98,18 @@ pub fn probe_http(u: &Url, opts: &ClientOpts) -> HttpProbe {
     // One small answer: the connect time-out bounds it too.
     o.timeout = o.timeout.min(o.connect_timeout);
     match crate::http::connect(u, &o, 1) {
-        Ok((crate::http::Connected::H1(mut c), _)) => match c.get(u, &[], &o) {
-            Ok((r, _)) => {
-                p.status = Some(r.status);
-                p.location = r
-                    .header("location")
-                    .and_then(|l| u.join(l).ok())
-                    .map(|l| crate::http::display_url(&l));
+        Ok((crate::http::Connected::H1(mut c), _)) => {
+            match c.get(u, crate::http::Dest::Document, &[], &o) {
+                Ok((r, _)) => {
+                    p.status = Some(r.status);
+                    p.location = r
+                        .header("location")
+                        .and_then(|l| u.join(l).ok())
+                        .map(|l| crate::http::display_url(&l));
+                }
+                Err(e) => p.error = Some(e.to_string()),
             }
-            Err(e) => p.error = Some(e.to_string()),
-        },
+        }
         Ok(_) => p.error = Some("not HTTP/1.1".into()),
         Err(e) => p.error = Some(e.to_string()),
     }
@@ -128,7 +130,7 @@ struct Seen {
 /// nothing secret; the page's own load verifies for real).
 #[derive(Debug)]
 struct Recorder {
-    inner: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+    inner: Option<Arc<dyn ServerCertVerifier>>,
     provider: Arc<rustls::crypto::CryptoProvider>,
     seen: Mutex<Seen>,
 }
@@ -190,26 +192,6 @@ impl ServerCertVerifier for Recorder {
             .signature_verification_algorithms
             .supported_schemes()
     }
-}
-
-fn roots(args: &TlsArgs) -> Result<rustls::RootCertStore, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    for c in rustls_native_certs::load_native_certs().certs {
-        let _ = roots.add(c);
-    }
-    if let Some(p) = &args.cacert {
-        use rustls::pki_types::pem::PemObject;
-        let certs = CertificateDer::pem_file_iter(p)
-            .map_err(|e| format!("cannot read --cacert {}: {e}", p.display()))?;
-        for c in certs {
-            let c = c.map_err(|e| format!("--cacert {}: {e}", p.display()))?;
-            roots
-                .add(c)
-                .map_err(|e| format!("--cacert {}: {e}", p.display()))?;
-        }
-    }
-    Ok(roots)
 }
 
 fn tcp(u: &Url, timeout: Duration) -> Result<TcpStream, String> {
@@ -295,25 +277,11 @@ pub fn probe_tls(u: &Url, args: &TlsArgs, timeout: Duration) -> TlsProbe {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     // Verified even under --insecure: the probe only reports (it sends
     // nothing secret), and whether the chain holds is what the check is for.
-    let inner = {
-        let roots = match roots(args) {
-            Ok(r) => r,
-            Err(e) => {
-                p.error = Some(e);
-                return p;
-            }
-        };
-        match rustls::client::WebPkiServerVerifier::builder_with_provider(
-            Arc::new(roots),
-            provider.clone(),
-        )
-        .build()
-        {
-            Ok(v) => Some(v),
-            Err(e) => {
-                p.error = Some(e.to_string());
-                return p;
-            }
+    let inner = match crate::http::verifier(args, provider.clone()) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            p.error = Some(e);
+            return p;
         }
     };
     let rec = Arc::new(Recorder {

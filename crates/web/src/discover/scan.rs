@@ -118,6 +118,8 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
     let mut media: Option<(bool, bool)> = None;
     let mut y = 0.0f64;
     let mut sheet_no = 0u32;
+    // The head ends at <body> or the first element the head cannot hold.
+    let mut in_head = true;
     while i < n {
         if html[i] != b'<' {
             let end = html[i..]
@@ -218,6 +220,15 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
             continue;
         }
         let inert = template > 0;
+        if in_head
+            && !inert
+            && !matches!(
+                name.as_str(),
+                "html" | "head" | "meta" | "link" | "script" | "style" | "title" | "base"
+            )
+        {
+            in_head = false;
+        }
         if !inert {
             out.presence.tags.insert(name.clone());
             if let Some(id) = attr(&attrs, "id") {
@@ -256,7 +267,7 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
                     ));
                     sheet_no += 1;
                 } else if name == "script" {
-                    handle_script(&attrs, content, &mut out);
+                    handle_script(&attrs, content, &mut out, in_head);
                 }
             }
             i = skip_past(end);
@@ -454,7 +465,7 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
             "base" if out.base.is_none() => {
                 out.base = attr(&attrs, "href").map(str::to_string);
             }
-            "link" => handle_link(&attrs, &mut out, &mut sheet_no),
+            "link" => handle_link(&attrs, &mut out, &mut sheet_no, in_head),
             _ => {}
         }
     }
@@ -473,7 +484,12 @@ pub(super) fn push(v: &mut Vec<Embed>, url: &str, kind: Kind) {
     });
 }
 
-pub(super) fn handle_script(a: &[(String, String)], content: &[u8], out: &mut HtmlScan) {
+pub(super) fn handle_script(
+    a: &[(String, String)],
+    content: &[u8],
+    out: &mut HtmlScan,
+    in_head: bool,
+) {
     let ty = attr(a, "type");
     if ty.is_some_and(|t| t.trim().eq_ignore_ascii_case("importmap")) {
         out.import_maps
@@ -489,6 +505,10 @@ pub(super) fn handle_script(a: &[(String, String)], content: &[u8], out: &mut Ht
     match attr(a, "src") {
         Some(s) => {
             let s = s.trim();
+            let deferred = module || a.iter().any(|(n, _)| n == "async" || n == "defer");
+            if in_head && !deferred && !s.is_empty() && out.blocking.len() < 1000 {
+                out.blocking.push(s.to_string());
+            }
             if !s.is_empty() {
                 out.embeds.push(Embed {
                     url: s.to_string(),
@@ -508,12 +528,20 @@ pub(super) fn handle_script(a: &[(String, String)], content: &[u8], out: &mut Ht
     }
 }
 
-pub(super) fn handle_link(a: &[(String, String)], out: &mut HtmlScan, sheet_no: &mut u32) {
+pub(super) fn handle_link(
+    a: &[(String, String)],
+    out: &mut HtmlScan,
+    sheet_no: &mut u32,
+    in_head: bool,
+) {
     let rel = attr(a, "rel").unwrap_or("").to_ascii_lowercase();
     let rels: Vec<&str> = rel.split_ascii_whitespace().collect();
     let Some(href) = attr(a, "href").map(str::trim).filter(|h| !h.is_empty()) else {
         return;
     };
+    if rels.contains(&"preconnect") && out.preconnects.len() < 100 {
+        out.preconnects.push(href.to_string());
+    }
     let mut e = Embed {
         url: href.to_string(),
         ..Embed::default()
@@ -527,6 +555,9 @@ pub(super) fn handle_link(a: &[(String, String)], out: &mut HtmlScan, sheet_no: 
         let applies = !rels.contains(&"alternate")
             && out.layout.matches_media(attr(a, "media").unwrap_or(""));
         e.kind = Kind::Stylesheet;
+        if applies && in_head && out.blocking.len() < 1000 {
+            out.blocking.push(href.to_string());
+        }
         e.sheet = Some((*sheet_no, applies));
         *sheet_no += 1;
     } else if rels.contains(&"icon") {
@@ -561,6 +592,10 @@ pub(super) fn handle_link(a: &[(String, String)], out: &mut HtmlScan, sheet_no: 
         };
         if !out.layout.matches_media(attr(a, "media").unwrap_or("")) {
             return;
+        }
+        if out.preloads.len() < 100 {
+            let as_ = attr(a, "as").unwrap_or("").to_ascii_lowercase();
+            out.preloads.push((e.url.clone(), as_));
         }
     } else {
         return;

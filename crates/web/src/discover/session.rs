@@ -108,6 +108,9 @@ pub struct Session {
     handed: HashSet<String>,
     /// Stylesheets fetched by `preload` alone.
     preloads: HashSet<String>,
+    /// The page declares no icon: the browser's own `/favicon.ico`, asked
+    /// for after the load event ([`Session::after_load`]).
+    favicon: Option<Url>,
     /// What was left out.
     pub notes: Notes,
 }
@@ -129,6 +132,7 @@ impl Session {
             ctx: HashMap::new(),
             handed: HashSet::new(),
             preloads: HashSet::new(),
+            favicon: None,
             notes: Notes {
                 viewport: vp,
                 ..Notes::default()
@@ -256,6 +260,15 @@ impl Session {
         out
     }
 
+    /// The browser's automatic `/favicon.ico` of a page that declares no
+    /// icon, once: Chromium asks for it after the load event (its request
+    /// comes after every resource of the page, and a 404 is not the page's).
+    /// None when the page declares an icon or scope forbids it (the loader
+    /// skips it when the page itself fetched that URL).
+    pub fn after_load(&mut self) -> Option<Url> {
+        self.favicon.take()
+    }
+
     /// Hands out what waits for stylesheets that never answered (the loader
     /// calls this when it has nothing else to do).
     pub fn flush(&mut self) -> Vec<Found> {
@@ -350,7 +363,7 @@ impl Session {
         if doc == 0 && !scan.has_icon {
             if let Ok(u) = base.join("/favicon.ico") {
                 if self.allowed(&u, Kind::Image) {
-                    self.found(out, u, Kind::Image, None, None);
+                    self.favicon = Some(u);
                 }
             }
         }

@@ -1,4 +1,4 @@
-//! Content decoding (gzip, br, deflate) with a cap on the decoded size, and
+//! Content decoding (gzip, br, deflate, zstd) with a cap on the decoded size, and
 //! which content types are text.
 
 use super::*;
@@ -25,12 +25,23 @@ pub struct Decoded {
 }
 
 /// Decodes a body by its `Content-Encoding` (gzip, x-gzip, deflate, br,
-/// identity), counting at most [`MAX_DECODED`] bytes and keeping `keep`.
+/// zstd, identity), counting at most [`MAX_DECODED`] bytes and keeping `keep`.
 pub fn decode(coding: &str, body: &[u8], keep: usize) -> Decoded {
     let mut reader: Box<dyn Read + '_> = match coding {
         "" | "identity" => Box::new(body),
         "gzip" | "x-gzip" => Box::new(flate2::read::MultiGzDecoder::new(body)),
         "br" => Box::new(brotli_decompressor::Decompressor::new(body, 4096)),
+        "zstd" => match ruzstd::decoding::StreamingDecoder::new(body) {
+            Ok(d) => Box::new(d),
+            Err(e) => {
+                return Decoded {
+                    total: 0,
+                    kept: Vec::new(),
+                    capped: false,
+                    error: Some(format!("zstd data corrupt: {e}")),
+                }
+            }
+        },
         "deflate" => {
             // RFC 9110 says zlib; some servers send raw deflate.
             if body.len() >= 2 && (u16::from(body[0]) << 8 | u16::from(body[1])) % 31 == 0 {

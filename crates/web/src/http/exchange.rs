@@ -7,8 +7,13 @@ pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// Builds the request bytes.
-pub fn request_bytes(u: &Url, extra: &[(String, String)], opts: &ClientOpts) -> Vec<u8> {
+/// Builds the request bytes of a GET for `dest`.
+pub fn request_bytes(
+    u: &Url,
+    dest: Dest,
+    extra: &[(String, String)],
+    opts: &ClientOpts,
+) -> Vec<u8> {
     let mut path = u.path().to_string();
     if let Some(q) = u.query() {
         path.push('?');
@@ -18,14 +23,11 @@ pub fn request_bytes(u: &Url, extra: &[(String, String)], opts: &ClientOpts) -> 
         Some(p) => format!("{}:{p}", u.host_str().unwrap_or("")),
         None => u.host_str().unwrap_or("").to_string(),
     };
-    let mut r = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {}\r\nAccept: */*\r\nAccept-Encoding: gzip, br\r\n",
-        opts.user_agent
-    );
-    for (n, v) in opts.headers.iter().chain(extra.iter()) {
-        r.push_str(n);
+    let mut r = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n");
+    for (n, v) in request_headers(dest, extra, opts) {
+        r.push_str(&n);
         r.push_str(": ");
-        r.push_str(v);
+        r.push_str(&v);
         r.push_str("\r\n");
     }
     r.push_str("\r\n");
@@ -71,10 +73,11 @@ impl Conn {
     pub fn get(
         &mut self,
         u: &Url,
+        dest: Dest,
         extra: &[(String, String)],
         opts: &ClientOpts,
     ) -> Result<(Response, bool), FetchError> {
-        let req = request_bytes(u, extra, opts);
+        let req = request_bytes(u, dest, extra, opts);
         self.budget = opts.budget.clone();
         self.read_timeout = opts.timeout;
         let t = opts.timeout;
@@ -303,6 +306,8 @@ pub(crate) fn finish(
         .unwrap_or_default();
     let keep_cap = if is_text_type(&ctype) {
         KEEP_TEXT
+    } else if is_encodable(&ctype) {
+        KEEP_ENCODABLE
     } else if ctype.starts_with("image/") || ctype.is_empty() {
         KEEP_IMAGE
     } else {

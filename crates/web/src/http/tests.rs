@@ -27,6 +27,9 @@ fn decodes_gzip_and_caps_a_bomb() {
 #[test]
 fn unknown_and_corrupt_codings_are_flagged() {
     assert!(decode("zstd", b"abc", 10).error.is_some());
+    assert!(decode("compress", b"abc", 10)
+        .error
+        .is_some_and(|e| e.contains("unknown content coding")));
     assert!(decode("gzip", b"not gzip", 10).error.is_some());
     let d = decode(
         "deflate",
@@ -50,4 +53,39 @@ fn the_budget_refuses_past_its_limit() {
 fn display_url_hides_credentials() {
     let u = Url::parse("http://user:secret@example.test/x").unwrap();
     assert_eq!(display_url(&u), "http://example.test/x");
+}
+
+/// zstd as the reference `zstd` tool writes it (Chromium asks for zstd, so a
+/// server may send it): decoded whole, and a zstd bomb stops at the cap.
+#[test]
+fn decodes_what_the_zstd_tool_writes() {
+    let zstd = |input: &[u8]| -> Option<Vec<u8>> {
+        let mut child = std::process::Command::new("zstd")
+            .args(["-q", "-c", "-19"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .ok()?;
+        let mut stdin = child.stdin.take()?;
+        let data = input.to_vec();
+        let w = std::thread::spawn(move || stdin.write_all(&data));
+        let out = child.wait_with_output().ok()?;
+        w.join().ok()?.ok()?;
+        out.status.success().then_some(out.stdout)
+    };
+    let text: Vec<u8> = (0..2000)
+        .flat_map(|i| format!("line {i} of a stylesheet {{color:red}}\n").into_bytes())
+        .collect();
+    let Some(z) = zstd(&text) else {
+        redline_testkit::need::missing("zstd (apt-get install zstd)");
+        return;
+    };
+    assert!(z.len() < text.len() / 5, "{} of {}", z.len(), text.len());
+    let d = decode("zstd", &z, usize::MAX);
+    assert_eq!(d.error, None);
+    assert_eq!(d.total, text.len() as u64);
+    assert_eq!(d.kept, text);
+    let bomb = zstd(&vec![0u8; 60 * 1024 * 1024]).expect("zstd ran before");
+    let d = decode("zstd", &bomb, 10);
+    assert!(d.capped && d.total >= MAX_DECODED, "{}", d.total);
 }

@@ -37,6 +37,7 @@ pub(super) fn enqueue(
             size: f.size,
             retried: false,
             sent_again: 0,
+            after_load: false,
         });
     }
 }
@@ -50,6 +51,7 @@ pub(super) fn ms(d: Duration) -> f64 {
 /// of credentials redacted.
 pub(super) fn sent_headers(
     u: &Url,
+    dest: Dest,
     extra: &[(String, String)],
     opts: &ClientOpts,
 ) -> Vec<(String, String)> {
@@ -57,19 +59,14 @@ pub(super) fn sent_headers(
         Some(p) => format!("{}:{p}", u.host_str().unwrap_or("")),
         None => u.host_str().unwrap_or("").to_string(),
     };
-    let mut h = vec![
-        ("Host".to_string(), host),
-        ("User-Agent".to_string(), opts.user_agent.clone()),
-        ("Accept".to_string(), "*/*".to_string()),
-        ("Accept-Encoding".to_string(), "gzip, br".to_string()),
-    ];
-    for (n, v) in opts.headers.iter().chain(extra.iter()) {
-        let v = if redline_engine::redirect::is_credential(n) {
+    let mut h = vec![("Host".to_string(), host)];
+    for (n, v) in crate::http::request_headers(dest, extra, opts) {
+        let v = if redline_engine::redirect::is_credential(&n) {
             "[redacted]".to_string()
         } else {
-            v.clone()
+            v
         };
-        h.push((n.clone(), v));
+        h.push((n, v));
     }
     h
 }
@@ -85,7 +82,8 @@ pub(super) fn fetch_one(
 ) -> Done {
     let conditional = !extra.is_empty();
     let began = Instant::now();
-    let sent = sent_headers(&job.url, extra, opts);
+    let dest = job.kind.dest();
+    let sent = sent_headers(&job.url, dest, extra, opts);
     let done = |job, result, dns_connect, new_conn, conn, h2_conn| Done {
         job,
         start_ms,
@@ -103,7 +101,7 @@ pub(super) fn fetch_one(
     let mut spent = ConnectTimes::default();
     let mut conn = match via {
         Via::H2(c) => {
-            let result = c.get(&job.url, extra, opts).map(|mut r| {
+            let result = c.get(&job.url, dest, extra, opts).map(|mut r| {
                 r.reused = true;
                 r
             });
@@ -113,7 +111,7 @@ pub(super) fn fetch_one(
         Via::New(id) => match connect_timed(&job.url, opts, id, &mut spent) {
             Ok((Connected::H2(c), t)) => {
                 let _ = tx.send(Ev::Ready(host_key(&job.url), Some(c.clone())));
-                let result = c.get(&job.url, extra, opts);
+                let result = c.get(&job.url, dest, extra, opts);
                 let info = c.info.clone();
                 return done(job, result, Some(t), Some(info), None, Some(c.id));
             }
@@ -129,7 +127,7 @@ pub(super) fn fetch_one(
         },
     };
     let reused = dns_connect.is_none();
-    let mut result = conn.get(&job.url, extra, opts);
+    let mut result = conn.get(&job.url, dest, extra, opts);
     if reused && matches!(&result, Err(FetchError::Io(_))) {
         // The server closed an idle keep-alive connection: retry once on a
         // new one (a new number: it is another connection).
@@ -139,13 +137,13 @@ pub(super) fn fetch_one(
                 dns_connect = Some(t);
                 new_conn = Some(c.info.clone());
                 conn = c;
-                result = conn.get(&job.url, extra, opts);
+                result = conn.get(&job.url, dest, extra, opts);
             }
             Ok((Connected::H2(c), t)) => {
                 // The host now picks h2: this request only; the pool stays HTTP/1.1.
                 dns_connect = Some(t);
                 new_conn = Some(c.info.clone());
-                result = c.get(&job.url, extra, opts).map(|r| (r, false));
+                result = c.get(&job.url, dest, extra, opts).map(|r| (r, false));
             }
             Err(e) => {
                 dns_connect = Some(spent);

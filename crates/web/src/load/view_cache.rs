@@ -7,6 +7,9 @@ use super::*;
 #[derive(Clone, Debug, Default)]
 pub struct Cache {
     pub(super) stored: HashMap<String, Stored>,
+    /// The browser's own favicon URLs that failed (4xx/5xx, no answer):
+    /// Chromium does not ask for them again in the session.
+    pub(super) missing: HashSet<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -22,6 +25,12 @@ impl Cache {
     /// Builds the cache a browser would hold after `load`.
     pub fn from_load(load: &Load) -> Cache {
         let mut stored = HashMap::new();
+        let missing = load
+            .entries
+            .iter()
+            .filter(|e| e.after_load && e.status.is_none_or(|s| s >= 400))
+            .map(|e| e.url.clone())
+            .collect();
         for e in &load.entries {
             let Some(status) = e.status else { continue };
             if e.error.is_some() || cache::freshness(status, &e.headers).source == "no-store" {
@@ -38,7 +47,7 @@ impl Cache {
                 },
             );
         }
-        Cache { stored }
+        Cache { stored, missing }
     }
 
     /// As [`Cache::from_load`], moving the kept bodies out of `load` into
@@ -121,6 +130,7 @@ pub(super) fn cached_entry(job: &Job, s: &Stored, now: f64, page_host: &str) -> 
         reused: false,
         retried: false,
         redirect_to: None,
+        after_load: job.after_load,
         html_size: job.size,
         intrinsic,
         headers: s.headers.clone(),

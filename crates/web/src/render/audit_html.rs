@@ -19,6 +19,8 @@ th,td{padding:3px 12px 3px 0;text-align:left;vertical-align:top}
 table.summary td.n{text-align:right;padding-left:24px}table.summary tbody tr:nth-child(odd){background:#f8f9fa}
 figure{margin:12px 0 20px}figcaption{font-weight:600;margin-bottom:4px}
 svg.chart{width:100%;height:auto;display:block}
+.wf{overflow-x:auto}.wf svg.chart{min-width:820px}
+table{display:block;max-width:100%;overflow-x:auto}
 .grid{stroke:#e9ecef;stroke-width:1}
 .tick{font-size:12px;fill:#495057}.axis{font-size:13px;fill:#212529}
 .legend{display:flex;flex-wrap:wrap;gap:16px;font-size:13px;margin-top:2px}.legend span{display:inline-flex;align-items:center;gap:6px}
@@ -95,17 +97,18 @@ fn by(n: u64) -> String {
 }
 
 fn views_table(r: &PageReport) -> String {
-    let mut s = String::from("<table class=\"summary\"><thead><tr><th>view</th><th>time</th><th>requests</th><th>from cache</th><th>304s</th><th>on the wire</th><th>decoded</th><th>connections</th><th>errors</th></tr></thead><tbody>\n");
+    let mut s = String::from("<table class=\"summary\"><thead><tr><th>view</th><th>time</th><th>render-critical</th><th>requests</th><th>from cache</th><th>304s</th><th>on the wire</th><th>decoded</th><th>connections</th><th>errors</th></tr></thead><tbody>\n");
     for v in &r.summary {
         let _ = writeln!(
             s,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
             esc(v.view.name()),
             if v.failed == r.runs {
                 "failed".to_string()
             } else {
                 ms(v.elapsed_ms)
             },
+            v.render_ms.map_or("-".to_string(), ms),
             v.requests,
             v.from_cache,
             v.not_modified,
@@ -181,7 +184,14 @@ fn check_section(c: &Check) -> String {
             ("nginx", fix.nginx),
             ("lighttpd", fix.lighttpd),
         ] {
-            let _ = write!(s, "<div><b>Fix ({name})</b><pre>{}</pre></div>", esc(cfg));
+            // Line by line: `esc` shows a line break as `\n`, and the block
+            // must be the text output's, ready to paste.
+            let lines: Vec<String> = cfg.lines().map(esc).collect();
+            let _ = write!(
+                s,
+                "<div><b>Fix ({name})</b><pre class=\"fix\">{}</pre></div>",
+                lines.join("\n")
+            );
         }
         s.push_str("</div>\n");
     }
@@ -383,7 +393,7 @@ pub fn waterfall(l: &Load, page_url: &str) -> String {
     }
     legend.push_str("<span><svg width=\"10\" height=\"10\"><circle cx=\"5\" cy=\"5\" r=\"4\" fill=\"#adb5bd\"/></svg>from the cache</span></div>");
     format!(
-        "<figure><figcaption>Waterfall, {}: {} requests, {} on the wire, {} connections, {}</figcaption><svg class=\"chart\" viewBox=\"0 0 {W} {h:.0}\" role=\"img\" aria-label=\"waterfall\" data-points=\"{}\">{s}</svg>{legend}</figure>\n",
+        "<figure><figcaption>Waterfall, {}: {} requests, {} on the wire, {} connections, {}</figcaption><div class=\"wf\"><svg class=\"chart\" viewBox=\"0 0 {W} {h:.0}\" role=\"img\" aria-label=\"waterfall\" data-points=\"{}\">{s}</svg></div>{legend}</figure>\n",
         esc(l.view.name()),
         l.requests,
         by(l.wire_bytes),

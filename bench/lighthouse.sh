@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# bench/lighthouse.sh: `redline audit` against Lighthouse (issue 33, point 7).
+#
+# Writes the fixture pages of bench/lighthouse/site.py (real JPEG and PNG
+# photographs, long CSS and JS, render-blocking and deferred resources,
+# images shown smaller than they are) into a temporary folder, serves them
+# with Debian's nginx in two configurations on a free loopback port —
+# "debian" (as installed: gzip for HTML only, no Cache-Control) and "partly"
+# (gzip for CSS and JS too, one hour of caching for images) —, runs
+# Lighthouse (npm `lighthouse` 12.2.3, desktop preset, headless Chromium)
+# and `redline audit -o json --no-probes` on each page, and prints the
+# comparison (bench/lighthouse/compare.py) as Markdown: per audit, the
+# resources each flags, those in both, and redline's bytes over
+# Lighthouse's for the resources in both.
+#
+# Needs: nginx, chromium, node/npm (Lighthouse is installed into the work
+# folder with `npm i -E lighthouse@12.2.3`: 12.3+ lock files need Node 22),
+# python3 with venv (Pillow is installed into the work folder).
+#
+# Environment (all optional):
+#   REDLINE   the redline binary (default: target/debug/redline, built here)
+#   WORK      work folder (default: a new one under /tmp; removed at the end
+#             unless KEEP=1)
+#   MARKDOWN  also write the tables to this file (default: bench/out/lighthouse.md)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+MARKDOWN="${MARKDOWN:-bench/out/lighthouse.md}"
+if [ -z "${REDLINE:-}" ]; then
+    echo "== cargo build -p redline" >&2
+    cargo build -q -p redline >&2
+    REDLINE="$ROOT/target/debug/redline"
+fi
+WORK="${WORK:-$(mktemp -d /tmp/redline-lh.XXXXXX)}"
+mkdir -p "$WORK"
+NGINX_PID=""
+cleanup() {
+    if [ -n "$NGINX_PID" ]; then kill "$NGINX_PID" 2>/dev/null || true; wait "$NGINX_PID" 2>/dev/null || true; fi
+    if [ "${KEEP:-0}" != 1 ]; then rm -rf "$WORK"; fi
+}
+trap cleanup EXIT INT TERM
+
+LH="$WORK/node_modules/.bin/lighthouse"
+if [ ! -x "$LH" ]; then
+    echo "== npm i -E lighthouse@12.2.3 (into $WORK)" >&2
+    (cd "$WORK" && npm i -E lighthouse@12.2.3 --no-audit --no-fund >&2)
+fi
+if [ ! -x "$WORK/venv/bin/python" ]; then
+    echo "== python3 -m venv + pip install pillow (into $WORK)" >&2
+    python3 -m venv "$WORK/venv" >&2
+    "$WORK/venv/bin/pip" install -q pillow >&2
+fi
+"$WORK/venv/bin/python" bench/lighthouse/site.py "$WORK/site"
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+start_nginx() {
+    local variant=$1 extra=""
+    case "$variant" in
+        debian) extra="gzip on;" ;;
+        partly) extra="gzip on; gzip_types text/css application/javascript;
+  location ~* \\.(png|jpe?g)\$ { expires 1h; }" ;;
+    esac
+    mkdir -p "$WORK/nginx/tmp"
+    cat > "$WORK/nginx/nginx.conf" <<CONF
+daemon off; master_process off; worker_processes 1; pid $WORK/nginx/nginx.pid; error_log $WORK/nginx/error.log;
+events { worker_connections 256; }
+http {
+  access_log off;
+  include /etc/nginx/mime.types;
+  client_body_temp_path $WORK/nginx/tmp/body; proxy_temp_path $WORK/nginx/tmp/proxy;
+  fastcgi_temp_path $WORK/nginx/tmp/fcgi; uwsgi_temp_path $WORK/nginx/tmp/uwsgi; scgi_temp_path $WORK/nginx/tmp/scgi;
+  server {
+    listen 127.0.0.1:$PORT;
+    root $WORK/site;
+    $extra
+  }
+}
+CONF
+    /usr/sbin/nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" &
+    NGINX_PID=$!
+    for _ in $(seq 1 100); do
+        if curl -s -o /dev/null "http://127.0.0.1:$PORT/"; then return 0; fi
+        sleep 0.1
+    done
+    echo "nginx did not start: $(cat "$WORK/nginx/error.log")" >&2
+    exit 1
+}
+stop_nginx() {
+    kill "$NGINX_PID" 2>/dev/null || true
+    wait "$NGINX_PID" 2>/dev/null || true
+    NGINX_PID=""
+}
+
+AUDITS=uses-text-compression,uses-long-cache-ttl,uses-responsive-images,modern-image-formats,render-blocking-resources,unminified-css,unminified-javascript
+pairs=()
+for variant in debian partly; do
+    start_nginx "$variant"
+    for page in shop.html blog.html; do
+        url="http://127.0.0.1:$PORT/$page"
+        lh="$WORK/lh-$variant-$page.json"
+        rl="$WORK/rl-$variant-$page.json"
+        echo "== $variant $page: lighthouse" >&2
+        CHROME_PATH=$(command -v chromium) "$LH" "$url" --quiet --output=json --output-path="$lh" \
+            --preset=desktop --only-audits="$AUDITS" \
+            --chrome-flags="--headless=new --no-sandbox --disable-gpu --disable-background-networking --disable-dev-shm-usage" >&2
+        echo "== $variant $page: redline audit" >&2
+        "$REDLINE" audit -o json -q --no-probes "$url" > "$rl" || true
+        pairs+=("$lh" "$rl")
+    done
+    stop_nginx
+done
+mkdir -p "$(dirname "$MARKDOWN")"
+{
+    echo "Lighthouse $("$LH" --version), $(chromium --version), $(/usr/sbin/nginx -v 2>&1), redline $("$REDLINE" --version | awk '{print $2}'), $(date -u +%Y-%m-%d)"
+    echo
+    "$WORK/venv/bin/python" bench/lighthouse/compare.py "${pairs[@]}"
+} | tee "$MARKDOWN"
