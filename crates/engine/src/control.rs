@@ -408,6 +408,7 @@ mod tests {
             K::Tls,
             K::StreamReset,
             K::GoAway,
+            K::NoStream,
             K::TooManyRedirects,
             K::BadRedirect,
             K::Other,
