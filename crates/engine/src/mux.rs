@@ -33,16 +33,13 @@ mod transport;
 use crate::core::spec::{WorkerResult, WorkerSpec};
 use crate::core::{ConnState, Core};
 use crate::http2::Http2Request;
-use crate::ioloop::{Sleeper, TIMER, WAKE};
+use crate::ioloop::Sleeper;
 use crate::plan::Plan;
 use crate::sys::Events;
 use conn::{Conn, SlotIo, NIL};
-use mio::{Poll, Token};
-use redline_stats::ErrorKind;
-use std::borrow::Cow;
+use mio::Poll;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::io::ErrorKind as IoKind;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -146,67 +143,52 @@ pub fn run_worker(setup: &Arc<Setup>, plan: &Plan, spec: WorkerSpec, poll: Poll)
         }),
     };
     let mut core = Core::new(plan, spec, slots);
-    link.run(&mut core);
+    crate::ioloop::run(&mut link, &mut core);
     core.finish(&link)
 }
 
-impl MuxLink {
-    /// The event loop: a pass of the core's control loop, then the socket
-    /// events until the next thing is due.
-    fn run(&mut self, core: &mut Core<'_>) {
-        let mut events = Events::with_capacity(1024);
-        core.start();
-        loop {
-            let now = Instant::now();
-            if core.tick(self, now) {
-                break;
-            }
-            self.flush_all(core);
-            let first = [self.timeouts.peek(), self.connect_timeouts.peek()]
-                .into_iter()
-                .flatten()
-                .map(|Reverse((t, _, _))| *t)
-                .min();
-            let timeout = self.sleeper.timeout(core, now, first);
-            let in_flight = core.ledger.in_flight();
-            if let Err(e) = self
-                .sleeper
-                .wait(&self.poll, in_flight, &mut events, timeout)
-            {
-                if e.kind() != IoKind::Interrupted {
-                    // The poller itself failed: nothing more can be measured.
-                    core.rec
-                        .error(ErrorKind::Other, Cow::Owned(format!("poll: {e}")), now);
-                    core.ledger.begin_stop(now);
-                    core.control.abort(now);
-                }
-                continue;
-            }
-            for (n, ev) in events.iter().enumerate() {
-                if core.open_loop && n % 8 == 7 {
-                    let now = Instant::now();
-                    if core.ledger.next_due().is_some_and(|t| t <= now) {
-                        core.release(self, now);
-                    }
-                }
-                match Token(ev.token()) {
-                    WAKE => {}
-                    TIMER => self.sleeper.fired(),
-                    Token(c) => {
-                        let c = c as u32;
-                        if (c as usize) < self.conns.len() {
-                            self.on_event(core, c, ev);
-                        }
-                    }
-                }
-            }
+impl crate::ioloop::Driver for MuxLink {
+    fn wait(
+        &mut self,
+        in_flight: u64,
+        events: &mut Events,
+        timeout: Option<std::time::Duration>,
+    ) -> std::io::Result<()> {
+        self.sleeper.wait(&self.poll, in_flight, events, timeout)
+    }
+
+    fn sleeper(&mut self) -> &mut Sleeper {
+        &mut self.sleeper
+    }
+
+    fn first_deadline(&self) -> Option<Instant> {
+        [self.timeouts.peek(), self.connect_timeouts.peek()]
+            .into_iter()
+            .flatten()
+            .map(|Reverse((t, _, _))| *t)
+            .min()
+    }
+
+    fn before_wait(&mut self, core: &mut Core<'_>) {
+        self.flush_all(core);
+    }
+
+    fn on_event(&mut self, core: &mut Core<'_>, token: usize, ev: crate::sys::Event) {
+        let c = token as u32;
+        if (c as usize) < self.conns.len() {
+            self.conn_event(core, c, ev);
         }
+    }
+
+    fn shutdown(&mut self, core: &mut Core<'_>) {
         // Say goodbye where it costs nothing, then close what is left.
         for c in 0..self.conns.len() as u32 {
             self.shut(core, c);
         }
     }
+}
 
+impl MuxLink {
     /// The state of slot `i` as the core sees it.
     fn slot_state(&self, i: u32) -> ConnState {
         let s = &self.slots[i as usize];

@@ -24,15 +24,12 @@ mod transport;
 use crate::core::spec::{WorkerResult, WorkerSpec};
 use crate::core::{ConnState, Core};
 use crate::h1::HeadMemo;
-use crate::ioloop::{Sleeper, TIMER, WAKE};
+use crate::ioloop::{Sleeper, WAKE};
 use crate::plan::Plan;
 use crate::session::H1Request;
 use crate::sys::{io_msg, Events};
 use conns::{Conn, Fifo, NIL};
-use mio::{Poll, Token, Waker};
-use redline_stats::ErrorKind;
-use std::borrow::Cow;
-use std::io::ErrorKind as IoKind;
+use mio::{Poll, Waker};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -95,84 +92,60 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
         sleeper,
     };
     let mut core = Core::new(plan, spec, slots);
-    link.run(&mut core);
+    crate::ioloop::run(&mut link, &mut core);
     core.finish(&link)
 }
 
-impl H1Link {
-    /// The event loop: a pass of the core's control loop, then the socket
-    /// events until the next thing is due.
-    fn run(&mut self, core: &mut Core<'_>) {
-        let mut events = Events::with_capacity(1024);
-        core.start();
-        loop {
-            let now = Instant::now();
-            if core.tick(self, now) {
-                break;
-            }
-            let first = [self.request_timeouts.head, self.connect_timeouts.head]
-                .into_iter()
-                .filter(|&h| h != NIL)
-                .map(|h| self.conns[h as usize].deadline)
-                .min();
-            let timeout = self.sleeper.timeout(core, now, first);
-            let in_flight = core.ledger.in_flight();
-            if let Err(e) = self
-                .sleeper
-                .wait(&self.poll, in_flight, &mut events, timeout)
-            {
-                if e.kind() != IoKind::Interrupted {
-                    // The poller itself failed: nothing more can be measured.
-                    core.rec
-                        .error(ErrorKind::Other, Cow::Owned(format!("poll: {e}")), now);
-                    core.ledger.begin_stop(now);
-                    core.control.abort(now);
-                }
-                continue;
-            }
-            for (n, ev) in events.iter().enumerate() {
-                // Open loop: a long batch of events (a thousand connections
-                // answering after a server stall) must not hold back the
-                // schedule; release what fell due every 8 events (an event
-                // costs a read and often a send, 10–15 µs: a check costs ~25 ns).
-                if core.open_loop && n % 8 == 7 {
-                    let now = Instant::now();
-                    if core.ledger.next_due().is_some_and(|t| t <= now) {
-                        core.release(self, now);
-                    }
-                }
-                match Token(ev.token()) {
-                    WAKE => {}
-                    TIMER => self.sleeper.fired(),
-                    Token(i) => {
-                        let i = i as u32;
-                        if (i as usize) >= self.conns.len() {
-                            continue;
-                        }
-                        match self.conns[i as usize].state {
-                            ConnState::Connecting => self.on_connect_event(core, i),
-                            ConnState::Handshaking => self.drive_handshake(core, i),
-                            ConnState::Writing => {
-                                if ev.is_writable() || ev.is_error() {
-                                    self.write_more(core, i);
-                                }
-                                if self.conns[i as usize].state == ConnState::Reading
-                                    && (ev.is_readable() || ev.is_read_closed())
-                                {
-                                    self.on_readable(core, i, ev.is_read_closed() || ev.is_error());
-                                }
-                            }
-                            ConnState::Reading | ConnState::Idle => {
-                                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                                    self.on_readable(core, i, ev.is_read_closed() || ev.is_error());
-                                }
-                            }
-                            ConnState::Closed => {}
-                        }
-                    }
-                }
-            }
+impl crate::ioloop::Driver for H1Link {
+    fn wait(
+        &mut self,
+        in_flight: u64,
+        events: &mut Events,
+        timeout: Option<std::time::Duration>,
+    ) -> std::io::Result<()> {
+        self.sleeper.wait(&self.poll, in_flight, events, timeout)
+    }
+
+    fn sleeper(&mut self) -> &mut Sleeper {
+        &mut self.sleeper
+    }
+
+    fn first_deadline(&self) -> Option<Instant> {
+        [self.request_timeouts.head, self.connect_timeouts.head]
+            .into_iter()
+            .filter(|&h| h != NIL)
+            .map(|h| self.conns[h as usize].deadline)
+            .min()
+    }
+
+    fn on_event(&mut self, core: &mut Core<'_>, token: usize, ev: crate::sys::Event) {
+        let i = token as u32;
+        if (i as usize) >= self.conns.len() {
+            return;
         }
+        match self.conns[i as usize].state {
+            ConnState::Connecting => self.on_connect_event(core, i),
+            ConnState::Handshaking => self.drive_handshake(core, i),
+            ConnState::Writing => {
+                if ev.is_writable() || ev.is_error() {
+                    self.write_more(core, i);
+                }
+                if self.conns[i as usize].state == ConnState::Reading
+                    && (ev.is_readable() || ev.is_read_closed())
+                {
+                    self.on_readable(core, i, ev.is_read_closed() || ev.is_error());
+                }
+            }
+            ConnState::Reading | ConnState::Idle => {
+                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                    self.on_readable(core, i, ev.is_read_closed() || ev.is_error());
+                }
+            }
+            ConnState::Closed => {}
+        }
+    }
+
+    fn shutdown(&mut self, _core: &mut Core<'_>) {
         // Close what is left.
         for c in &mut self.conns {
             if let Some(s) = c.sock.take() {

@@ -174,7 +174,13 @@ impl LiveView {
                         last_draw = Some(Instant::now());
                     }
                     let wait = FRAME.saturating_sub(last_draw.map_or(FRAME, |t| t.elapsed()));
-                    if let Ok(true) = crossterm::event::poll(wait.max(Duration::from_millis(5))) {
+                    let polled = crossterm::event::poll(wait.max(Duration::from_millis(5)));
+                    if polled.is_err() {
+                        // The terminal is gone: no key can come; wait out the
+                        // frame instead of asking again at once (a busy loop).
+                        std::thread::sleep(wait.max(Duration::from_millis(5)));
+                    }
+                    if let Ok(true) = polled {
                         if let Ok(ev) = crossterm::event::read() {
                             if is_quit(&ev) {
                                 let log: Vec<String> = {

@@ -422,3 +422,123 @@ fn stage_levels_start_and_park_slots() {
     let r = core.finish(&link);
     assert_eq!(r.recorder.counters.failed, 0, "parking is not an error");
 }
+
+/// Refuses every request on the wire (HTTP/2 GOAWAY or REFUSED_STREAM: not
+/// processed); how many.
+fn refuse_all(core: &mut Core<'_>, link: &mut Fake, now: Instant) -> usize {
+    let busy: Vec<u32> = (0..link.states.len() as u32)
+        .filter(|&i| link.states[i as usize].busy())
+        .collect();
+    for &i in &busy {
+        core.refused(link, i, ErrorKind::GoAway, "refused".into(), now);
+    }
+    busy.len()
+}
+
+#[test]
+fn a_refused_request_goes_again_once_and_counts_once() {
+    let p = plan(|a| a.requests = Some(3));
+    let t0 = Instant::now();
+    let mut core = Core::new(&p, spec(t0, 1, Some(3)), 1);
+    let mut link = Fake::new(1);
+    core.start();
+    let mut now = t0;
+    let mut refuse_next = true;
+    for _ in 0..100 {
+        if core.tick(&mut link, now) {
+            break;
+        }
+        now += Duration::from_millis(1);
+        // Every request is refused once, then answered.
+        if refuse_next {
+            if refuse_all(&mut core, &mut link, now) > 0 {
+                refuse_next = false;
+            }
+        } else if answer_all(&mut core, &mut link, now, 200, None) > 0 {
+            refuse_next = true;
+        }
+    }
+    assert_eq!(link.sent.len(), 6, "each request twice on the wire");
+    assert_eq!(link.connects, 4, "a new connection after each refusal");
+    let r = core.finish(&link);
+    let c = &r.recorder.counters;
+    assert_eq!((c.sent, c.completed, c.failed, c.not_sent), (3, 3, 0, 0));
+    assert_eq!(c.retried, 3);
+}
+
+#[test]
+fn a_request_refused_twice_fails_once() {
+    let p = plan(|a| a.requests = Some(2));
+    let t0 = Instant::now();
+    let mut core = Core::new(&p, spec(t0, 1, Some(2)), 1);
+    let mut link = Fake::new(1);
+    core.start();
+    let mut now = t0;
+    for _ in 0..100 {
+        if core.tick(&mut link, now) {
+            break;
+        }
+        now += Duration::from_millis(1);
+        refuse_all(&mut core, &mut link, now);
+    }
+    let r = core.finish(&link);
+    let c = &r.recorder.counters;
+    assert_eq!((c.sent, c.completed, c.failed, c.retried), (2, 0, 2, 2));
+    assert_eq!(link.sent.len(), 4);
+}
+
+/// A scenario file for the tests (two requests, the second after a think time).
+fn scenario_file(name: &str, body: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("redline-core-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let f = dir.join("s.toml");
+    std::fs::write(&f, body).expect("write");
+    f
+}
+
+#[test]
+fn scenario_users_think_between_requests() {
+    let f = scenario_file(
+        "think",
+        "mode = \"session\"\n[[step]]\nname = \"a\"\npath = \"/a\"\nthink = \"100ms\"\n\
+         [[step]]\nname = \"b\"\npath = \"/b\"\n",
+    );
+    let p = plan(|a| {
+        a.requests = Some(4);
+        a.scenario = Some((f.clone(), false));
+    });
+    let t0 = Instant::now();
+    let mut core = Core::new(&p, spec(t0, 1, Some(4)), 1);
+    let mut link = Fake::new(1);
+    core.start();
+    let mut now = t0;
+    let mut sent_at = Vec::new();
+    for _ in 0..1000 {
+        if core.tick(&mut link, now) {
+            break;
+        }
+        while sent_at.len() < link.sent.len() {
+            sent_at.push(now - t0);
+        }
+        now += Duration::from_millis(10);
+        answer_all(&mut core, &mut link, now, 200, None);
+    }
+    let _ = std::fs::remove_dir_all(f.parent().expect("dir"));
+    let names: Vec<usize> = link
+        .sent
+        .iter()
+        .map(|(_, w)| match w {
+            Outgoing::Scenario { r, .. } => *r,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(names, [0, 1, 0, 1], "a, then b, in order");
+    // b goes 100 ms (the think time) after a's answer, a right after b's.
+    let gap = |k: usize| sent_at[k] - sent_at[k - 1];
+    assert!(gap(1) >= Duration::from_millis(100), "{sent_at:?}");
+    assert!(gap(2) < Duration::from_millis(50), "{sent_at:?}");
+    let r = core.finish(&link);
+    assert_eq!(r.recorder.counters.completed, 4);
+    let per: Vec<u64> = r.requests.iter().map(|s| s.completed).collect();
+    assert_eq!(per, [2, 2], "per-request numbers");
+}

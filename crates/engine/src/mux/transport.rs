@@ -113,7 +113,7 @@ impl MuxLink {
     }
 
     /// A poller event on connection `c`.
-    pub(super) fn on_event(&mut self, core: &mut Core<'_>, c: u32, ev: crate::sys::Event) {
+    pub(super) fn conn_event(&mut self, core: &mut Core<'_>, c: u32, ev: crate::sys::Event) {
         let now = Instant::now();
         match self.conns[c as usize].state {
             CState::Closed => {}
@@ -176,64 +176,18 @@ impl MuxLink {
         self.ready(core, c, now);
     }
 
-    /// Moves TLS handshake bytes both ways until it is done or the socket would block.
+    /// Moves TLS handshake bytes both ways until it is done or the socket would
+    /// block; done, it checks the protocol the server picked by ALPN.
     fn drive_handshake(&mut self, core: &mut Core<'_>, c: u32) {
         let now = Instant::now();
         let conn = &mut self.conns[c as usize];
         let (Some(s), Some(tls)) = (conn.sock.as_mut(), conn.tls.as_mut()) else {
             return;
         };
-        let mut result: Result<(), (ErrorKind, Cow<'static, str>)> = Ok(());
-        for _ in 0..64 {
-            let mut progressed = false;
-            while tls.wants_write() {
-                match tls.write_tls(s) {
-                    Ok(_) => progressed = true,
-                    Err(e) if e.kind() == IoKind::WouldBlock => break,
-                    Err(e) if e.kind() == IoKind::Interrupted => {}
-                    Err(e) => {
-                        result = Err((ErrorKind::from_io(&e, true), io_msg(&e)));
-                        break;
-                    }
-                }
-            }
-            if result.is_err() || !tls.is_handshaking() {
-                break;
-            }
-            if tls.wants_read() {
-                match tls.read_tls(s) {
-                    Ok(0) => {
-                        result = Err((
-                            ErrorKind::Tls,
-                            "connection closed during the TLS handshake".into(),
-                        ));
-                        break;
-                    }
-                    Ok(n) => {
-                        core.rec.counters.bytes_read += n as u64;
-                        progressed = true;
-                        if let Err(e) = tls.process_new_packets() {
-                            let _ = tls.write_tls(s);
-                            result = Err((ErrorKind::Tls, Cow::Owned(e.to_string())));
-                            break;
-                        }
-                    }
-                    Err(e) if e.kind() == IoKind::WouldBlock => {}
-                    Err(e) if e.kind() == IoKind::Interrupted => progressed = true,
-                    Err(e) => {
-                        result = Err((ErrorKind::from_io(&e, true), io_msg(&e)));
-                        break;
-                    }
-                }
-            }
-            if !progressed {
-                break;
-            }
-        }
-        let done = !tls.is_handshaking() && !tls.wants_write();
+        let result = crate::ioloop::handshake(s, tls, &mut core.rec.counters.bytes_read);
         match result {
             Err((kind, msg)) => self.conn_failed(core, c, kind, msg, now),
-            Ok(()) if done => {
+            Ok(true) => {
                 core.rec
                     .tls
                     .record(now.saturating_duration_since(conn.connect_start));
@@ -258,7 +212,7 @@ impl MuxLink {
                 }
                 self.ready(core, c, now);
             }
-            Ok(()) => {}
+            Ok(false) => {}
         }
     }
 

@@ -111,63 +111,14 @@ impl H1Link {
         let (Some(s), Some(tls)) = (c.sock.as_mut(), c.tls.as_mut()) else {
             return;
         };
-        let mut result: Result<(), (ErrorKind, Cow<'static, str>)> = Ok(());
-        for _ in 0..64 {
-            let mut progressed = false;
-            while tls.wants_write() {
-                match tls.write_tls(s) {
-                    Ok(_) => progressed = true,
-                    Err(e) if e.kind() == IoKind::WouldBlock => break,
-                    Err(e) if e.kind() == IoKind::Interrupted => {}
-                    Err(e) => {
-                        result = Err((ErrorKind::from_io(&e, true), io_msg(&e)));
-                        break;
-                    }
-                }
-            }
-            if result.is_err() || !tls.is_handshaking() {
-                break;
-            }
-            if tls.wants_read() {
-                match tls.read_tls(s) {
-                    Ok(0) => {
-                        result = Err((
-                            ErrorKind::Tls,
-                            "connection closed during the TLS handshake".into(),
-                        ));
-                        break;
-                    }
-                    Ok(n) => {
-                        core.rec.counters.bytes_read += n as u64;
-                        progressed = true;
-                        if let Err(e) = tls.process_new_packets() {
-                            // Send the alert, then fail.
-                            let _ = tls.write_tls(s);
-                            result = Err((ErrorKind::Tls, Cow::Owned(e.to_string())));
-                            break;
-                        }
-                    }
-                    Err(e) if e.kind() == IoKind::WouldBlock => {}
-                    Err(e) if e.kind() == IoKind::Interrupted => progressed = true,
-                    Err(e) => {
-                        result = Err((ErrorKind::from_io(&e, true), io_msg(&e)));
-                        break;
-                    }
-                }
-            }
-            if !progressed {
-                break;
-            }
-        }
-        let done = !tls.is_handshaking() && !tls.wants_write();
-        match result {
+        match crate::ioloop::handshake(s, tls, &mut core.rec.counters.bytes_read) {
             Err((kind, msg)) => core.connect_failed(self, i, kind, msg, now),
-            Ok(()) if done => {
+            Ok(true) => {
                 let d = now.saturating_duration_since(c.connect_start);
                 core.rec.tls.record(d);
                 self.connection_ready(core, i, now);
             }
-            Ok(()) => {}
+            Ok(false) => {}
         }
     }
 
