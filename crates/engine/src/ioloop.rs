@@ -34,11 +34,18 @@ pub(crate) struct Sleeper {
 impl Sleeper {
     /// The sleeper of a worker (`open_loop`: with a timerfd on `poll`;
     /// `interval`: the schedule's mean gap).
-    pub(crate) fn new(poll: &Poll, open_loop: bool, interval: Option<Duration>) -> Sleeper {
-        // Batch sends only when they come closer than 100 µs apart (above 10,000
-        // req/s per worker); slower schedules are served on time.
+    /// `window`: sends closer than this apart are batched (one wake-up and
+    /// one write serve several; the lag this adds is at most `window`).
+    pub(crate) fn new(
+        poll: &Poll,
+        open_loop: bool,
+        interval: Option<Duration>,
+        window: Duration,
+    ) -> Sleeper {
+        // Batch sends only when they come closer than `window` apart;
+        // slower schedules are served on time.
         let batch = match interval {
-            Some(i) if i < Duration::from_micros(100) => Duration::from_micros(100),
+            Some(i) if i < window => window,
             _ => Duration::ZERO,
         };
         Sleeper {

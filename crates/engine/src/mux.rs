@@ -47,6 +47,9 @@ pub(crate) use conn::Proto;
 
 const READ_BUF: usize = 64 * 1024;
 
+/// Open loop: sends closer than this apart go out together (see `run_worker`).
+pub(crate) const PACE_WINDOW: std::time::Duration = std::time::Duration::from_micros(200);
+
 /// What every HTTP/2 worker of a run shares: the plan's request in HTTP/2
 /// form, the TLS configurations (ALPN `h2` for the run's origin; `h2` and
 /// `http/1.1` for others) and the first fatal error (a server without h2).
@@ -118,7 +121,15 @@ pub fn run_worker(setup: &Arc<Setup>, plan: &Plan, spec: WorkerSpec, poll: Poll)
     let groups = groups.clamp(1, 1 << 20) as usize;
     let slots = slots.clamp(1, 1 << 24) as usize;
     let now = Instant::now();
-    let sleeper = Sleeper::new(&poll, open_loop, spec.pacer.as_ref().map(|p| p.interval()));
+    // HTTP/2 writes the requests of one wake-up in one write per connection:
+    // a 200 µs window (as h2load's `--rps` timer) halves the writes at 20,000
+    // req/s against 100 µs.
+    let sleeper = Sleeper::new(
+        &poll,
+        open_loop,
+        spec.pacer.as_ref().map(|p| p.interval()),
+        PACE_WINDOW,
+    );
     let mut link = MuxLink {
         setup: setup.clone(),
         poll,

@@ -67,6 +67,8 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
         &poll,
         spec.pacer.is_some(),
         spec.pacer.as_ref().map(|p| p.interval()),
+        // Above 10,000 req/s per worker, sends 100 µs apart go together.
+        std::time::Duration::from_micros(100),
     );
     let mut link = H1Link {
         poll,
