@@ -485,21 +485,11 @@ impl Core<'_> {
     /// for `intended`; when the run stops first, the journey is abandoned
     /// and the slot is free again.
     fn next_step(&mut self, link: &mut impl Link, i: u32, intended: Instant, now: Instant) {
-        let st = link.state(i);
-        match st {
-            ConnState::Idle if self.take_for(i, st) => self.send(link, i, intended, now),
-            ConnState::Closed if self.take_for(i, st) => {
-                let s = &mut self.slots[i as usize];
-                s.intended = intended;
-                s.has_request = true;
-                self.restart.push_back(i);
+        if !self.next_request(link, i, intended, now) {
+            if let Some(sc) = self.scenario.as_mut() {
+                sc.load.stop_journey(&mut sc.vus[i as usize]);
             }
-            _ => {
-                if let Some(sc) = self.scenario.as_mut() {
-                    sc.load.stop_journey(&mut sc.vus[i as usize]);
-                }
-                self.after(link, i, now);
-            }
+            self.after(link, i, now);
         }
     }
 
@@ -548,18 +538,8 @@ impl Core<'_> {
                 self.next_step(link, i, j.next_intended(), now);
                 continue;
             }
-            let st = link.state(i);
-            match st {
-                // Latency counts from when the user meant to send: the end of its think time.
-                ConnState::Idle if self.take_for(i, st) => self.send(link, i, t, now),
-                ConnState::Closed if self.take_for(i, st) => {
-                    let s = &mut self.slots[i as usize];
-                    s.intended = t;
-                    s.has_request = true;
-                    self.restart.push_back(i);
-                }
-                _ => {}
-            }
+            // Latency counts from when the user meant to send: the end of its think time.
+            self.next_request(link, i, t, now);
         }
     }
 
@@ -624,16 +604,31 @@ impl Core<'_> {
             self.active -= 1;
             return;
         }
+        self.next_request(link, i, now, now);
+    }
+
+    /// Slot `i` takes its next request, meant for `intended`, from the
+    /// ledger: sent at once on its idle connection, or held while it
+    /// connects. False when there is none to take or the slot is busy.
+    fn next_request(
+        &mut self,
+        link: &mut impl Link,
+        i: u32,
+        intended: Instant,
+        now: Instant,
+    ) -> bool {
+        let st = link.state(i);
         match st {
-            ConnState::Idle if self.take_for(i, st) => self.send(link, i, now, now),
+            ConnState::Idle if self.take_for(i, st) => self.send(link, i, intended, now),
             ConnState::Closed if self.take_for(i, st) => {
                 let s = &mut self.slots[i as usize];
-                s.intended = now;
+                s.intended = intended;
                 s.has_request = true;
                 self.restart.push_back(i);
             }
-            _ => {}
+            _ => return false,
         }
+        true
     }
 
     /// Closes slot `i`'s connection: requests reserved for it go back to the budget.
