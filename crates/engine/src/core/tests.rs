@@ -115,6 +115,28 @@ fn spec(start: Instant, connections: u64, budget: Option<u64>) -> WorkerSpec {
     }
 }
 
+/// Runs the core's control loop on the fake link: a pass every `step` of
+/// made-up time (at most `passes`), then `each` (the test's server); true
+/// when the worker finished.
+fn drive(
+    core: &mut Core<'_>,
+    link: &mut Fake,
+    t0: Instant,
+    passes: usize,
+    step: Duration,
+    mut each: impl FnMut(&mut Core<'_>, &mut Fake, Instant),
+) -> bool {
+    let mut now = t0;
+    for _ in 0..passes {
+        if core.tick(link, now) {
+            return true;
+        }
+        now += step;
+        each(core, link, now);
+    }
+    false
+}
+
 /// Answers every request on the wire with `status` (a `Location` of
 /// `location` when given) at `now`; how many it answered.
 fn answer_all(
@@ -154,14 +176,16 @@ fn closed_loop_sends_exactly_n_on_c_connections() {
     let mut core = Core::new(&p, spec(t0, 3, Some(10)), 3);
     let mut link = Fake::new(3);
     core.start();
-    let mut now = t0;
-    for _ in 0..100 {
-        if core.tick(&mut link, now) {
-            break;
-        }
-        now += Duration::from_millis(1);
-        answer_all(&mut core, &mut link, now, 200, None);
-    }
+    drive(
+        &mut core,
+        &mut link,
+        t0,
+        100,
+        Duration::from_millis(1),
+        |core, link, now| {
+            answer_all(core, link, now, 200, None);
+        },
+    );
     assert_eq!(link.sent.len(), 10);
     assert_eq!(link.connects, 3, "keep-alive: one connection per slot");
     assert!(link
@@ -183,14 +207,16 @@ fn requests_per_conn_makes_ceil_n_over_k_connections() {
     let mut core = Core::new(&p, spec(t0, 2, Some(10)), 2);
     let mut link = Fake::new(2);
     core.start();
-    let mut now = t0;
-    for _ in 0..200 {
-        if core.tick(&mut link, now) {
-            break;
-        }
-        now += Duration::from_millis(1);
-        answer_all(&mut core, &mut link, now, 200, None);
-    }
+    drive(
+        &mut core,
+        &mut link,
+        t0,
+        200,
+        Duration::from_millis(1),
+        |core, link, now| {
+            answer_all(core, link, now, 200, None);
+        },
+    );
     assert_eq!(link.sent.len(), 10);
     assert_eq!(link.connects, 4, "⌈10/3⌉ connections");
     // The third request on each connection asks to close it.
@@ -269,14 +295,16 @@ fn too_many_redirects_fail_the_request_once() {
     let mut core = Core::new(&p, spec(t0, 1, Some(2)), 1);
     let mut link = Fake::new(1);
     core.start();
-    let mut now = t0;
-    for _ in 0..100 {
-        if core.tick(&mut link, now) {
-            break;
-        }
-        now += Duration::from_millis(1);
-        answer_all(&mut core, &mut link, now, 302, Some("/loop"));
-    }
+    drive(
+        &mut core,
+        &mut link,
+        t0,
+        100,
+        Duration::from_millis(1),
+        |core, link, now| {
+            answer_all(core, link, now, 302, Some("/loop"));
+        },
+    );
     let r = core.finish(&link);
     let c = &r.recorder.counters;
     assert_eq!((c.sent, c.completed, c.failed), (2, 0, 2));
@@ -473,14 +501,16 @@ fn a_request_refused_twice_fails_once() {
     let mut core = Core::new(&p, spec(t0, 1, Some(2)), 1);
     let mut link = Fake::new(1);
     core.start();
-    let mut now = t0;
-    for _ in 0..100 {
-        if core.tick(&mut link, now) {
-            break;
-        }
-        now += Duration::from_millis(1);
-        refuse_all(&mut core, &mut link, now);
-    }
+    drive(
+        &mut core,
+        &mut link,
+        t0,
+        100,
+        Duration::from_millis(1),
+        |core, link, now| {
+            refuse_all(core, link, now);
+        },
+    );
     let r = core.finish(&link);
     let c = &r.recorder.counters;
     assert_eq!((c.sent, c.completed, c.failed, c.retried), (2, 0, 2, 2));
