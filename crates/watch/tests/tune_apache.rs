@@ -6,7 +6,7 @@
 
 use redline_testkit::need::require;
 use redline_watch::tune::apache::{default_server_root, httpd_root, with_server_root};
-use redline_watch::tune::{analyze, Finding, Level, Server, TuneOptions, TuneReport};
+use redline_watch::tune::{analyze, apply_all, Finding, Level, Server, TuneOptions, TuneReport};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -170,34 +170,6 @@ fn without_a_server_root_relative_paths_are_read_from_the_compiled_in_root() {
     assert!(r.tools[0].contains("accepts"), "{:?}", r.tools);
 }
 
-/// Applies every fix of a report, each distinct fix once, the last line
-/// first in each file; returns how many.
-fn apply_all(r: &TuneReport) -> usize {
-    use std::collections::BTreeMap;
-    let mut by_file: BTreeMap<String, Vec<&redline_watch::tune::Fix>> = BTreeMap::new();
-    for f in r.findings.iter().filter(|f| f.level != Level::Ok) {
-        if let Some(x) = &f.fix {
-            by_file.entry(x.file.clone()).or_default().push(x);
-        }
-    }
-    let mut n = 0;
-    for (file, mut fixes) in by_file {
-        fixes.sort_by_key(|x| std::cmp::Reverse((x.line, x.end_line)));
-        let mut text = std::fs::read_to_string(&file).unwrap_or_default();
-        for x in fixes {
-            text = x
-                .apply(&text)
-                .unwrap_or_else(|| panic!("{file}: the fix does not apply: {x:#?}\n{text}"));
-            n += 1;
-        }
-        if let Some(d) = Path::new(&file).parent() {
-            std::fs::create_dir_all(d).unwrap();
-        }
-        std::fs::write(&file, text).unwrap();
-    }
-    n
-}
-
 /// No two fixes of a report at the same line of a file (one replacing it,
 /// the other replacing it or inserting after it).
 fn assert_one_fix_per_line(r: &TuneReport) {
@@ -283,7 +255,7 @@ fn the_memory_fix_raises_server_limit_with_max_request_workers_in_one_fix() {
         assert!(limit[0].fix.is_none() && limit[0].change.is_empty());
         assert!(limit[0].message.contains("max_request_workers_over_memory"));
         // Applied together: the memory check passes and the limit is gone.
-        assert!(apply_all(&r) >= 1, "{name}");
+        assert!(apply_all(&r).unwrap() >= 1, "{name}");
         let after = analyze(&conf, &o).unwrap();
         for code in [
             "max_request_workers_over_memory",
@@ -369,7 +341,7 @@ fn if_elseif_and_else_are_conditions_not_server_wide_settings() {
         }
     }
     assert_one_fix_per_line(&r);
-    apply_all(&r);
+    apply_all(&r).unwrap();
     let fixed = std::fs::read_to_string(&conf).unwrap();
     // The <If> block is as it was.
     let block = |s: &str| -> String {
@@ -476,7 +448,7 @@ fn on_debians_layout_module_fixes_say_a2enmod_and_conf_fixes_go_to_conf_availabl
     assert_one_fix_per_line(&r);
     // Every fix applied, then the commands each names.
     std::fs::create_dir_all(t.path("conf-available")).unwrap();
-    apply_all(&r);
+    apply_all(&r).unwrap();
     for f in r.findings.iter().filter(|f| f.level != Level::Ok) {
         if let Some(x) = &f.fix {
             cmds.extend(debian_enable(&t.0, &x.text));
@@ -561,4 +533,61 @@ fn modules_an_htaccess_in_the_document_root_uses_are_used_even_after_allowoverri
             && f[0].message.contains("2 .htaccess files"),
         "{f:#?}"
     );
+}
+
+/// Found on the public corpus (bench/tune_corpus.sh): unloading a module
+/// another loaded module needs, or one whose own directives stand outside
+/// an `<IfModule>`, breaks the config. tune calls neither unused with a fix,
+/// and the fixes it does print leave a config `apache2 -t` accepts.
+#[test]
+fn a_module_other_modules_or_bare_directives_need_is_not_unloaded() {
+    if !require("apache2", apache2().is_some()) {
+        return;
+    }
+    let dir = redline_testkit::tmpdir("tune-apache-needed");
+    let m = "/usr/lib/apache2/modules";
+    let conf = dir.join("httpd.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "ServerRoot \"{d}\"\n\
+             LoadModule mpm_event_module {m}/mod_mpm_event.so\n\
+             LoadModule authz_core_module {m}/mod_authz_core.so\n\
+             LoadModule mime_module {m}/mod_mime.so\n\
+             LoadModule proxy_module {m}/mod_proxy.so\n\
+             LoadModule proxy_http_module {m}/mod_proxy_http.so\n\
+             LoadModule socache_shmcb_module {m}/mod_socache_shmcb.so\n\
+             LoadModule ssl_module {m}/mod_ssl.so\n\
+             LoadModule userdir_module {m}/mod_userdir.so\n\
+             User www-data\nGroup www-data\nListen 127.0.0.1:8080\n\
+             PidFile {d}/httpd.pid\nErrorLog {d}/error.log\nDocumentRoot {d}\n\
+             SSLRandomSeed startup builtin\n\
+             <IfModule mod_userdir.c>\n    UserDir disabled\n</IfModule>\n",
+            d = dir.display()
+        ),
+    )
+    .unwrap();
+    let (ok, said) = apache_test(&conf, None);
+    assert!(ok, "the fixture itself must be valid: {said}");
+    let r = analyze(&conf, &opts()).unwrap();
+    let unused: Vec<&str> = warnings(&r, "module_unused")
+        .iter()
+        .map(|f| f.message.split(' ').next().unwrap_or(""))
+        .collect();
+    // mod_proxy_http needs mod_proxy; SSLRandomSeed needs mod_ssl; userdir's
+    // only directive is guarded, so it is the one unused module.
+    assert_eq!(unused, ["userdir_module"], "{:#?}", r.findings);
+    let ssl = r
+        .findings
+        .iter()
+        .find(|f| f.code == "module_unused" && f.message.starts_with("ssl_module"))
+        .expect("ssl_module is explained");
+    assert!(
+        ssl.fix.is_none() && ssl.message.contains("SSLRandomSeed"),
+        "{ssl:#?}"
+    );
+    apply_all(&r).unwrap();
+    let (ok, said) = apache_test(&conf, None);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(ok, "apache2 -t after tune's fixes: {said}");
 }

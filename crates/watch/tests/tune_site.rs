@@ -8,7 +8,7 @@
 
 use redline_testkit::need::require;
 use redline_testkit::nginx::{nginx_bin, start_nginx, NginxSite};
-use redline_watch::tune::{analyze, Fix, Level, Server, TuneOptions, TuneReport};
+use redline_watch::tune::{analyze, apply_all, Level, Server, TuneOptions, TuneReport};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -140,30 +140,6 @@ fn get(port: u16, path: &str) -> Resp {
     }
 }
 
-/// Applies every fix of a report to its files, the last line first in each
-/// file so that no fix moves the lines another one names.
-fn apply_all(r: &TuneReport) -> usize {
-    let mut by_file: BTreeMap<String, Vec<&Fix>> = BTreeMap::new();
-    for f in r.findings.iter().filter(|f| f.level != Level::Ok) {
-        if let Some(x) = &f.fix {
-            by_file.entry(x.file.clone()).or_default().push(x);
-        }
-    }
-    let mut n = 0;
-    for (file, mut fixes) in by_file {
-        fixes.sort_by_key(|x| std::cmp::Reverse((x.line, x.end_line)));
-        let mut text = std::fs::read_to_string(&file).unwrap();
-        for x in fixes {
-            text = x
-                .apply(&text)
-                .unwrap_or_else(|| panic!("{file}: the fix does not apply: {x:#?}\n{text}"));
-            n += 1;
-        }
-        std::fs::write(&file, text).unwrap();
-    }
-    n
-}
-
 /// tune's report on `conf` read as `server`, which must hold every finding
 /// code in `want` at a level above [OK].
 fn analyze_expecting(conf: &Path, server: Server, want: &[&str]) -> TuneReport {
@@ -261,7 +237,7 @@ fn every_nginx_fix_together_keeps_a_reverse_proxy_serving_the_same() {
         "{:#?}",
         r.findings
     );
-    let n = apply_all(&r);
+    let n = apply_all(&r).unwrap();
     assert!(n >= 6, "{n} fixes: {:#?}", r.findings);
     let fixed = std::fs::read_to_string(&conf).unwrap();
     assert!(!fixed.contains("location ~"), "{fixed}");
@@ -444,7 +420,7 @@ fn every_apache_fix_together_keeps_a_wordpress_site_serving_the_same() {
         "{:#?}",
         r.findings
     );
-    let n = apply_all(&r);
+    let n = apply_all(&r).unwrap();
     assert!(n >= 5, "{n} fixes: {:#?}", r.findings);
     let fixed = std::fs::read_to_string(&conf).unwrap();
     assert!(

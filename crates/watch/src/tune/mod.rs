@@ -442,6 +442,38 @@ fn section(o: &mut String, title: &str) {
     );
 }
 
+/// Applies every fix of a report to its files, each distinct fix once and the
+/// last line first in each file, so that no fix moves the lines another one
+/// names; a file a fix creates is written with its folders. Ok: how many were
+/// applied; Err names the first fix whose text is not where it says.
+pub fn apply_all(r: &TuneReport) -> Result<usize, String> {
+    let mut by_file: std::collections::BTreeMap<&str, Vec<&Fix>> = Default::default();
+    for f in r.findings.iter().filter(|f| f.level != Level::Ok) {
+        if let Some(x) = &f.fix {
+            let v = by_file.entry(x.file.as_str()).or_default();
+            if !v.contains(&x) {
+                v.push(x);
+            }
+        }
+    }
+    let mut n = 0;
+    for (file, mut fixes) in by_file {
+        fixes.sort_by_key(|x| std::cmp::Reverse((x.line, x.end_line)));
+        let mut text = std::fs::read_to_string(file).unwrap_or_default();
+        for x in fixes {
+            text = x.apply(&text).ok_or_else(|| {
+                format!("{file}:{}: the fix does not apply: {:?}", x.line, x.text)
+            })?;
+            n += 1;
+        }
+        if let Some(d) = Path::new(file).parent() {
+            std::fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        }
+        std::fs::write(file, text).map_err(|e| format!("{file}: {e}"))?;
+    }
+    Ok(n)
+}
+
 /// `file:line` of a finding, or "".
 pub fn location(f: &Finding) -> String {
     if f.file.is_empty() {

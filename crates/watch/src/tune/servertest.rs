@@ -456,11 +456,31 @@ fn apache_test(bin: &Path, path: &Path) -> Result<ServerTest, String> {
     })
 }
 
+/// An `include_shell` outside comments (lighttpd's own example config names
+/// it in a comment, which runs nothing).
+fn has_include_shell(text: &str) -> bool {
+    text.lines().any(|l| {
+        let mut quoted = false;
+        let mut end = l.len();
+        for (i, c) in l.char_indices() {
+            match c {
+                '"' => quoted = !quoted,
+                '#' if !quoted => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        l[..end].contains("include_shell")
+    })
+}
+
 fn lighttpd_test(bin: &Path, path: &Path) -> Result<ServerTest, String> {
     let main = absolute(path);
     let files = super::lighttpd::files(&main);
     for f in &files {
-        if read_config(f).is_ok_and(|t| t.contains("include_shell")) {
+        if read_config(f).is_ok_and(|t| has_include_shell(&t)) {
             return Err(format!(
                 "lighttpd -t not run: {} has an include_shell, which lighttpd runs while reading (redline never runs commands from a configuration)",
                 f.display()
@@ -527,4 +547,28 @@ fn lighttpd_test(bin: &Path, path: &Path) -> Result<ServerTest, String> {
         accepted: ok,
         findings,
     })
+}
+
+#[cfg(test)]
+mod include_shell_tests {
+    use super::has_include_shell;
+
+    #[test]
+    fn only_an_include_shell_outside_comments_counts() {
+        assert!(has_include_shell(
+            "include_shell \"/usr/share/lighttpd/x.pl\"\n"
+        ));
+        assert!(has_include_shell(
+            "$HTTP[\"host\"] == \"a\" { include_shell \"/bin/x\" }\n"
+        ));
+        assert!(!has_include_shell(
+            "## may include others using 'include_shell'\nserver.port = 80\n"
+        ));
+        assert!(!has_include_shell(
+            "server.tag = \"a\" # include_shell here\n"
+        ));
+        assert!(has_include_shell(
+            "server.tag = \"#\" include_shell \"/bin/x\"\n"
+        ));
+    }
 }

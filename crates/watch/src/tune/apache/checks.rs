@@ -889,8 +889,57 @@ pub fn analyze(path: &Path, opts: &TuneOptions) -> TuneReport {
             d.name == "sslengine" && first_lower(d) == "on"
         }),
     ];
+    // Loaded modules that cannot load without `m` (mod_proxy_http needs
+    // mod_proxy's symbols: with mod_proxy gone, `apache2 -t` fails).
+    let needed_by = |m: &str| {
+        m == "proxy_module"
+            && c.modules.iter().any(|x| {
+                (x.starts_with("proxy_") || x.starts_with("lbmethod_"))
+                    && x != "proxy_module"
+                    && x != "proxy_html_module"
+            })
+    };
+    // The module's own directives outside an `<IfModule>` for it: unloading
+    // it makes each of them an unknown command, except those in the
+    // module's own Debian .conf, which `a2dismod` removes with it.
+    let bare_own = |m: &str| -> Option<&Directive> {
+        let short = m.trim_end_matches("_module");
+        let prefix = match m {
+            "cgid_module" => "scriptsock",
+            "cgi_module" => "scriptlog",
+            _ => short,
+        };
+        let own_conf = format!("{short}.conf");
+        c.directives.iter().find(|d| {
+            d.name.starts_with(prefix)
+                && !d.path.iter().any(|&i| {
+                    c.sections.get(i).is_some_and(|s| {
+                        s.kind == "ifmodule" && module_id(s.arg.trim_start_matches('!')) == m
+                    })
+                })
+                && !(debian_root(&c).is_some()
+                    && d.file.file_name().is_some_and(|n| n == own_conf.as_str())
+                    && d.file.parent().is_some_and(|p| {
+                        p.ends_with("mods-enabled") || p.ends_with("mods-available")
+                    }))
+        })
+    };
     for (m, pred) in checks {
-        if c.modules.contains(m) && !uses(pred) {
+        if c.modules.contains(m) && !uses(pred) && !needed_by(m) {
+            if let Some(d) = bare_own(m) {
+                f.push(Finding::new(
+                    Level::Ok,
+                    "module_unused",
+                    (Path::new(""), 0),
+                    format!(
+                        "{m}: nothing in the config needs it, but {} at {}:{} is its directive outside an <IfModule>: unloading it alone would break the config",
+                        d.raw_name,
+                        d.file.display(),
+                        d.line
+                    ),
+                ));
+                continue;
+            }
             // .htaccess files may use it where AllowOverride lets them.
             let via: &[&str] = match m {
                 "rewrite_module" | "proxy_module" => &["fileinfo"],
