@@ -59,8 +59,12 @@ done
 [ -f "$S/deb-apache2-doc/usr/share/doc/apache2/examples/apache2/apache2.conf" ] && add apache main "$S/deb-apache2-doc/usr/share/doc/apache2/examples/apache2/apache2.conf" "Debian apache2-doc example"
 if [ -f "$S/h5bp-apache/httpd.conf" ]; then
     # Its ServerRoot is /usr/local/apache2: point it at the copy, with Debian's modules.
-    sed -i "s|^ServerRoot .*|ServerRoot \"$S/h5bp-apache\"|" "$S/h5bp-apache/httpd.conf"
-    ln -sfn /usr/lib/apache2/modules "$S/h5bp-apache/modules"; mkdir -p "$S/h5bp-apache/logs"
+    # Debian's httpd has these modules built in: their LoadModule lines are refused.
+    sed -i -e "s|^ServerRoot .*|ServerRoot \"$S/h5bp-apache\"|" \
+        -e "s/^LoadModule \(log_config\|logio\|unixd\|version\|watchdog\|so\)_module/# (built into Debian's httpd) &/" "$S/h5bp-apache/httpd.conf"
+    ln -sfn /usr/lib/apache2/modules "$S/h5bp-apache/modules"; mkdir -p "$S/h5bp-apache/logs" "$S/h5bp-apache/conf"
+    # It reads conf/mime.types as httpd's own install has it: Debian's.
+    [ -f /etc/mime.types ] && ln -sfn /etc/mime.types "$S/h5bp-apache/conf/mime.types"
     add apache main "$S/h5bp-apache/httpd.conf" "h5bp server-configs-apache"
 fi
 # Fragments, each in the smallest whole config the server accepts it in.

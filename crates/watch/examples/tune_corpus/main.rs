@@ -14,6 +14,10 @@
 //!   corpus copy and the server's config test asked again (the files are put
 //!   back after each try).
 //!
+//! - a whole server (kind `main`) is also run (`site.rs`): a copy of its
+//!   tree on a loopback port serves a few files before and after all of
+//!   tune's fixes, and every URL must answer with the same status and body.
+//!
 //! Usage: `cargo run --release -p redline-watch --example tune_corpus --
 //! MANIFEST SCRATCH` prints one line per config and the totals per server
 //! as a Markdown table.
@@ -23,6 +27,8 @@ use redline_watch::tune::{
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+mod site;
 
 #[derive(Default)]
 struct Totals {
@@ -35,6 +41,9 @@ struct Totals {
     fixes_ok: usize,
     sets: usize,
     sets_ok: usize,
+    sites: usize,
+    sites_same: usize,
+    not_runnable: usize,
 }
 
 fn main() {
@@ -161,6 +170,30 @@ fn main() {
                 }
             }
         }
+        if kind == "main" {
+            match site::check(server, &main, &scratch.join(format!("site-{n}"))) {
+                Ok(Ok(said)) => {
+                    t.sites += 1;
+                    t.sites_same += 1;
+                    set.push_str(&format!("; site check: {said}"));
+                }
+                Ok(Err(why)) => {
+                    t.not_runnable += 1;
+                    set.push_str(&format!(
+                        "; does not run here as it is: {}",
+                        why.lines().next().unwrap_or("")
+                    ));
+                }
+                Err(e) => {
+                    t.sites += 1;
+                    set.push_str("; SITE CHECK FAILED");
+                    problems.push(format!(
+                        "{name} {origin} {}: site check: {e}",
+                        path.display()
+                    ))
+                }
+            }
+        }
         println!(
             "{name}\t{origin}\t{}\taccepted{}\tparse errors {}\tfixes {ok}/{} accepted\t{set}",
             path.display(),
@@ -170,11 +203,11 @@ fn main() {
         );
     }
     println!();
-    println!("| server | configs | accepted by the server | false parse errors | rejected (not runnable here) | fixes printed | each accepted | sets accepted together |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| server | configs | accepted by the server | false parse errors | rejected (not runnable here) | fixes printed | each accepted | sets accepted together | whole servers serving the same after all fixes (not runnable as they are) |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (name, t) in &totals {
         println!(
-            "| {name} | {} | {} | {} | {} (tune parse error on {}) | {} | {} | {}/{} |",
+            "| {name} | {} | {} | {} | {} (tune parse error on {}) | {} | {} | {}/{} | {}/{} ({}) |",
             t.configs,
             t.accepted,
             t.false_parse,
@@ -183,7 +216,10 @@ fn main() {
             t.fixes,
             t.fixes_ok,
             t.sets_ok,
-            t.sets
+            t.sets,
+            t.sites_same,
+            t.sites,
+            t.not_runnable
         );
     }
     if !problems.is_empty() {
