@@ -1,6 +1,7 @@
 //! `redline trial` against real servers the tests start: Apache prefork
 //! MaxRequestWorkers 10 → 40 on a 0.2 s CGI (a clear gain), gzip on → off
-//! for a 50 KB page (more bytes), an A/A trial (no difference), tune's
+//! for a 50 KB page (more bytes), KeepAlive On → Off under short-lived
+//! keep-alive visitors (more served), an A/A trial (no difference), tune's
 //! compression fix as state B (`--from-tune`), and the server put back in
 //! state A after a failed switch, a server that does not come back, and
 //! Ctrl-C. Each Apache is started on a free loopback port, watched by PID
@@ -303,6 +304,136 @@ fn gzip_off_sends_more_bytes() {
     assert_eq!(bytes["call"], "worse", "{v:#}");
     assert!(bytes["a"].as_f64().unwrap() < 20_000.0, "{bytes}");
     assert!(bytes["b"].as_f64().unwrap() > 50_000.0, "{bytes}");
+    drop(srv);
+}
+
+/// Short-lived keep-alive visitors, as browsers are: each connects, asks
+/// for idx.html, reads the answer, then leaves its connection open until
+/// the server closes it (at most 3 s), and the next visitor comes 100 ms
+/// later. Stopped (and joined) on drop; bounded to 120 s in any case.
+struct Visitors {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<u64>>,
+}
+
+impl Visitors {
+    fn start(port: u16, n: usize) -> Visitors {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut visits = 0u64;
+                    let t0 = Instant::now();
+                    while !stop.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(120) {
+                        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+                        if let Ok(mut c) =
+                            std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+                        {
+                            let _ = c.set_read_timeout(Some(Duration::from_millis(100)));
+                            let _ =
+                                c.write_all(b"GET /idx.html HTTP/1.1\r\nHost: localhost\r\n\r\n");
+                            // Read until the server closes or 3 s pass.
+                            let held = Instant::now();
+                            let mut buf = [0u8; 4096];
+                            while held.elapsed() < Duration::from_secs(3)
+                                && !stop.load(Ordering::Relaxed)
+                            {
+                                match c.read(&mut buf) {
+                                    Ok(0) => break,
+                                    Ok(_) => {}
+                                    Err(e)
+                                        if matches!(
+                                            e.kind(),
+                                            std::io::ErrorKind::WouldBlock
+                                                | std::io::ErrorKind::TimedOut
+                                        ) => {}
+                                    Err(_) => break,
+                                }
+                            }
+                            visits += 1;
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    visits
+                })
+            })
+            .collect();
+        Visitors { stop, threads }
+    }
+}
+
+impl Drop for Visitors {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// KeepAlive On → Off with many short-lived visitors on a prefork Apache of
+/// 10 workers: with KeepAlive On each visitor's idle connection holds a
+/// worker for up to 3 s, so the measured clients (new connections to a
+/// 0.2 s CGI) get the few workers left; with Off a visitor holds one only
+/// while it is answered. The trial must call Off better on req/s and p50.
+#[test]
+fn keepalive_off_serves_more_when_short_lived_visitors_idle() {
+    let Some((srv, port, conf)) = apache(
+        "trial-keepalive",
+        10,
+        10,
+        "KeepAlive On\nKeepAliveTimeout 5\nMaxKeepAliveRequests 0",
+    ) else {
+        return;
+    };
+    let (a, b) = states(&conf, srv.pids[0], "HUP", "KeepAlive On", "KeepAlive Off");
+    let visitors = Visitors::start(port, 7);
+    let url = format!("http://127.0.0.1:{port}/cgi-bin/slow.cgi");
+    let (out, v) = trial(
+        &[
+            &url,
+            "--before",
+            &a,
+            "--after",
+            &b,
+            "--settle",
+            "500ms",
+            "--no-keepalive",
+            "-c",
+            "10",
+            "-d",
+            "2s",
+            "--server-config",
+            conf.to_str().unwrap(),
+            "--no-save",
+        ],
+        &db("trial-keepalive-db"),
+    );
+    drop(visitors);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let rps = row(&v, "Requests/sec");
+    let per_round: Vec<String> = v["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| format!("{} {:.1}/s p50 {} µs", r["state"], r["requests_per_sec"], r["p50_us"]))
+        .collect();
+    eprintln!(
+        "KeepAlive On → Off: {rps}\n{}\nrounds: {per_round:?}",
+        row(&v, "Latency p50")
+    );
+    assert_eq!(rps["call"], "better", "{v:#}");
+    assert!(rps["change_pct"].as_f64().unwrap() > 30.0, "{rps}");
+    assert_eq!(row(&v, "Latency p50")["call"], "better", "{v:#}");
+    assert_eq!(
+        v["config_a"]["directives"]["KeepAlive"]["value"], "On",
+        "{v:#}"
+    );
+    assert_eq!(v["config_b"]["directives"]["KeepAlive"]["value"], "Off");
+    assert_eq!(v["restored"], true);
     drop(srv);
 }
 
