@@ -61,6 +61,18 @@ fn trial(args: &[&str], db: &Path) -> (std::process::Output, Value) {
     (out, v)
 }
 
+/// `trial URL --before A --after B MORE...` ([`trial`]).
+fn trial_ab(
+    url: &str,
+    (a, b): (&str, &str),
+    more: &[&str],
+    db: &Path,
+) -> (std::process::Output, Value) {
+    let mut args = vec![url, "--before", a, "--after", b];
+    args.extend_from_slice(more);
+    trial(&args, db)
+}
+
 /// The verdict row of `metric`.
 fn row<'a>(v: &'a Value, metric: &str) -> &'a Value {
     v["verdict"]["metrics"]
@@ -133,13 +145,10 @@ fn prefork_more_workers_is_a_clear_gain_and_history_knows_the_trial() {
     );
     let db = db("trial-prefork-db");
     let url = format!("http://127.0.0.1:{port}/cgi-bin/slow.cgi");
-    let (out, v) = trial(
+    let (out, v) = trial_ab(
+        &url,
+        (&a, &b),
         &[
-            &url,
-            "--before",
-            &a,
-            "--after",
-            &b,
             "--rounds",
             "4",
             "--settle",
@@ -269,13 +278,10 @@ fn gzip_off_sends_more_bytes() {
     );
     let url = format!("http://127.0.0.1:{port}/page.html");
     let html = conf.with_file_name("trial.html");
-    let (out, v) = trial(
+    let (out, v) = trial_ab(
+        &url,
+        (&a, &b),
         &[
-            &url,
-            "--before",
-            &a,
-            "--after",
-            &b,
             "--settle",
             "300ms",
             "-H",
@@ -392,13 +398,10 @@ fn keepalive_off_serves_more_when_short_lived_visitors_idle() {
     let (a, b) = states(&conf, srv.pids[0], "HUP", "KeepAlive On", "KeepAlive Off");
     let visitors = Visitors::start(port, 7);
     let url = format!("http://127.0.0.1:{port}/cgi-bin/slow.cgi");
-    let (out, v) = trial(
+    let (out, v) = trial_ab(
+        &url,
+        (&a, &b),
         &[
-            &url,
-            "--before",
-            &a,
-            "--after",
-            &b,
             "--settle",
             "500ms",
             "--no-keepalive",
@@ -419,7 +422,12 @@ fn keepalive_off_serves_more_when_short_lived_visitors_idle() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| format!("{} {:.1}/s p50 {} µs", r["state"], r["requests_per_sec"], r["p50_us"]))
+        .map(|r| {
+            format!(
+                "{} {:.1}/s p50 {} µs",
+                r["state"], r["requests_per_sec"], r["p50_us"]
+            )
+        })
         .collect();
     eprintln!(
         "KeepAlive On → Off: {rps}\n{}\nrounds: {per_round:?}",
