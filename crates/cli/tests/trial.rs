@@ -61,6 +61,15 @@ fn trial(args: &[&str], db: &Path) -> (std::process::Output, Value) {
     (out, v)
 }
 
+/// The trials whose verdict rests on timing (a 0.2 s CGI's throughput) run
+/// one at a time: on 2 cores, two of them at once starve each other's CGIs
+/// and a round of B measured beside the other test's load reads like A.
+static TIMED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn timed() -> std::sync::MutexGuard<'static, ()> {
+    TIMED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// `trial URL --before A --after B MORE...` ([`trial`]).
 fn trial_ab(
     url: &str,
@@ -132,6 +141,7 @@ fn usage_errors_are_one_line() {
 
 #[test]
 fn prefork_more_workers_is_a_clear_gain_and_history_knows_the_trial() {
+    let _one = timed();
     let Some((srv, port, conf)) = apache("trial-prefork", 10, 40, "") else {
         return;
     };
@@ -387,6 +397,7 @@ impl Drop for Visitors {
 /// while it is answered. The trial must call Off better on req/s and p50.
 #[test]
 fn keepalive_off_serves_more_when_short_lived_visitors_idle() {
+    let _one = timed();
     let Some((srv, port, conf)) = apache(
         "trial-keepalive",
         10,
