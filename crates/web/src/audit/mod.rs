@@ -26,6 +26,7 @@ use checks::{
 pub use text::render_text;
 
 mod images;
+mod layout;
 mod minify;
 mod revalidate;
 mod security;
@@ -42,8 +43,9 @@ use std::fmt::Write as _;
 
 /// Format name of the JSON output.
 pub const FORMAT: &str = "redline.audit";
-/// Version of the JSON output.
-pub const VERSION: u32 = 2;
+/// Version of the JSON output. 3: the view that revalidates everything is
+/// `revalidate` (2 called it `repeat`).
+pub const VERSION: u32 = 3;
 
 /// Compression findings only when gzip would save at least this (WebPageTest, Lighthouse).
 pub const GZIP_MIN_SAVING: u64 = 1400;
@@ -221,7 +223,7 @@ pub fn cap(worst: Severity) -> u32 {
 fn is_static(e: &Entry) -> bool {
     matches!(
         e.kind,
-        Kind::Stylesheet | Kind::Script | Kind::Image | Kind::Font
+        Kind::Stylesheet | Kind::Script | Kind::Image | Kind::Font | Kind::Media
     ) || e.content_type.starts_with("image/")
         || e.content_type.starts_with("font/")
         || e.content_type == "text/css"
@@ -260,7 +262,7 @@ fn is_precompressed(ct: &str) -> bool {
 
 struct Ctx<'a> {
     first: &'a Load,
-    repeat: Option<&'a Load>,
+    revalidate: Option<&'a Load>,
     https: bool,
     alpn: &'a [crate::http::AlpnProbe],
     probes: &'a Probes,
@@ -444,7 +446,7 @@ pub struct Probes {
     pub dpr: Option<f64>,
 }
 
-/// Audits a page loaded by [`crate::page::run`]: its first view, its repeat
+/// Audits a page loaded by [`crate::page::run`]: its first view, its revalidate
 /// view and the ALPN probes of its https origins (no probes of its own).
 pub fn audit_page(r: &crate::page::PageReport) -> Audit {
     audit_page_with(r, &Probes::default())
@@ -453,8 +455,8 @@ pub fn audit_page(r: &crate::page::PageReport) -> Audit {
 /// As [`audit_page`], with the TLS and http→https probes ([`transport::probe`]).
 pub fn audit_page_with(r: &crate::page::PageReport, probes: &Probes) -> Audit {
     let first = &r.views[0];
-    let repeat = r.views.iter().find(|l| l.view == crate::load::View::Repeat);
-    let mut a = audit(&r.url, first, repeat, r.summary.clone(), &r.alpn, probes);
+    let revalidate = r.views.iter().find(|l| l.view == crate::load::View::Revalidate);
+    let mut a = audit(&r.url, first, revalidate, r.summary.clone(), &r.alpn, probes);
     a.insecure = r.insecure;
     a.third_party = r.third_party.clone();
     a.deferred = first
@@ -466,12 +468,12 @@ pub fn audit_page_with(r: &crate::page::PageReport, probes: &Probes) -> Audit {
     a
 }
 
-/// Audits a page from its first view, its repeat view when loaded, the
+/// Audits a page from its first view, its revalidate view when loaded, the
 /// ALPN probes of its https origins and the audit's own probes.
 pub fn audit(
     url: &str,
     first: &Load,
-    repeat: Option<&Load>,
+    revalidate: Option<&Load>,
     views: Vec<crate::page::ViewSummary>,
     alpn: &[crate::http::AlpnProbe],
     probes: &Probes,
@@ -479,7 +481,7 @@ pub fn audit(
     let page = page_status(first);
     let cx = Ctx {
         first,
-        repeat,
+        revalidate,
         https: url.starts_with("https:"),
         alpn,
         probes,
