@@ -3,7 +3,9 @@
 //! a stylesheet width overriding the `width` attribute, `max-width`
 //! capping an `em` width, an `x` candidate without width, descendant and
 //! child selectors under `@media`, an attribute selector, an image under
-//! `display: none` and one `hidden`), real PNGs of
+//! `display: none` and one `hidden`; widths in `%` and `calc()` of px, % and
+//! vw through padded, bordered, `border-box` and `max-width` boxes; a
+//! `max-width: 100%` cap), real PNGs of
 //! known sizes served from 127.0.0.1:0, and `chromium --dump-dom` (a
 //! 1350 px window at DPR 1 and 2, a 560 px one at 2) writing each
 //! image's `currentSrc` and layout width into the page.
@@ -75,14 +77,21 @@ const PAGE: &str = r#"<!doctype html><html><head>
 <img id=attr src=f.png data-kind=thumb width=400>
 <div class=gone><p><img id=hidden src=g.png width=300></p></div>
 <img id=attrhidden hidden src=k.png width=80>
+<div class=col><img id=pct class=pct src=m.png></div>
+<section class=boxed><img id=calc class=calc src=n.png></section>
+<img id=vw src=o.png style="width: calc(50vw - 20px)">
+<div class=narrow><p><img id=fluid class=fluid src=q.png width=1200></p></div>
 <script>onload = () => document.body.insertAdjacentHTML('beforeend', '<pre id=out>' +
   [...document.images].map(i => i.currentSrc.split('/').pop() + ' ' +
   i.getBoundingClientRect().width).join(';') + '</pre>')</script>
 </body></html>"#;
 const SHEET: &str = "img.hero { width: 360px }\n@media (max-width: 600px) { img.hero { width: 100px } }\n\
 .p img { width: 224px }\n@media (max-width: 600px) { body .p > img { width: 112px } }\n\
-li > img.x { width: 150px }\nul img { width: 90px }\nimg[data-kind] { width: 64px }\n.gone { display: none }\n";
-const IMAGES: [(&str, u32, u32); 12] = [
+li > img.x { width: 150px }\nul img { width: 90px }\nimg[data-kind] { width: 64px }\n.gone { display: none }\n\
+.col { width: 80%; padding: 0 10px; margin-left: 5% }\n.pct { width: 50% }\n\
+.boxed { box-sizing: border-box; width: 600px; padding: 20px; border: 5px solid #000 }\n.calc { width: calc(100% - 2 * 15px) }\n\
+.narrow { max-width: 400px; margin: 0 auto }\n.fluid { max-width: 100% }\n";
+const IMAGES: [(&str, u32, u32); 16] = [
     ("p.png", 720, 540),
     ("h.png", 720, 480),
     ("s.png", 400, 300),
@@ -95,6 +104,10 @@ const IMAGES: [(&str, u32, u32); 12] = [
     ("f.png", 640, 480),
     ("g.png", 900, 600),
     ("k.png", 300, 300),
+    ("m.png", 800, 600),
+    ("n.png", 800, 600),
+    ("o.png", 1000, 500),
+    ("q.png", 1200, 800),
 ];
 
 /// Serves `dir` on 127.0.0.1:0 (one request per connection) until dropped.
@@ -272,7 +285,7 @@ fn displayed_widths_match_chromium() {
         hidden.sort();
         assert_eq!(hidden, ["g.png", "k.png"], "DPR {dpr}");
         want.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(want.len(), 8, "DPR {dpr}: {want:?}");
+        assert_eq!(want.len(), 12, "DPR {dpr}: {want:?}");
         for ((wf, ww), (gf, gw)) in want.iter().zip(&got) {
             assert_eq!(wf, gf, "DPR {dpr}: chromium {want:?}, redline {got:?}");
             assert!(
