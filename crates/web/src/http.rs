@@ -4,7 +4,7 @@
 //! per phase (DNS, connect, TLS, waiting, transfer), the request headers
 //! Chromium sends ([`request_headers`]: its User-Agent, `Accept` per
 //! destination, `Accept-Encoding: gzip, deflate, br, zstd`; a media source
-//! `Accept-Encoding: identity;q=1, *;q=0` and `Range: bytes=0-`), decoding with a
+//! `Accept-Encoding: identity` and `Range: bytes=0-`), decoding with a
 //! cap on the decoded size, and the body kept only where
 //! a later step reads it (HTML, CSS, JS and other text; the first bytes of
 //! images for their intrinsic size). An https connection offers `h2,
@@ -194,7 +194,7 @@ impl Dest {
     /// (which it reads by byte ranges) takes no content coding.
     pub fn accept_encoding(self) -> &'static str {
         match self {
-            Dest::Media => "identity;q=1, *;q=0",
+            Dest::Media => "identity",
             _ => ACCEPT_ENCODING,
         }
     }

@@ -79,6 +79,8 @@ const MAX_IMAGES: usize = 5_000;
 struct Tag {
     name: String,
     attrs: Vec<(String, String)>,
+    /// Non-blank text comes between the previous tag and this one.
+    text_before: bool,
 }
 
 impl Tag {
@@ -98,9 +100,15 @@ fn tags(html: &str) -> (Vec<Tag>, Vec<(Option<String>, String)>) {
     let b = html.as_bytes();
     let mut i = 0;
     while let Some(p) = html[i..].find('<') {
+        let text_before = !html[i..i + p].trim().is_empty();
         i += p + 1;
         if html[i..].starts_with("!--") {
             i = html[i..].find("-->").map_or(b.len(), |e| i + e + 3);
+            continue;
+        }
+        if html[i..].starts_with(['!', '?']) {
+            // `<!doctype …>`, `<![CDATA[…]>`, `<?xml …?>`: not text.
+            i = html[i..].find('>').map_or(b.len(), |e| i + e + 1);
             continue;
         }
         let end = b[i..]
@@ -179,7 +187,11 @@ fn tags(html: &str) -> (Vec<Tag>, Vec<(Option<String>, String)>) {
             i = e;
         }
         if out.len() < 4 * MAX_IMAGES {
-            out.push(Tag { name, attrs });
+            out.push(Tag {
+                name,
+                attrs,
+                text_before,
+            });
         }
         if i >= b.len() {
             break;
@@ -248,16 +260,21 @@ pub(super) fn scan(html: &[u8], page_url: &str, screen: &Viewport, sheets: &[&st
     let mut tree = Tree::new();
     let nodes: Vec<Option<usize>> = tags
         .iter()
-        .map(|t| match t.name.strip_prefix('/') {
-            Some(end) => {
-                tree.close(end);
-                None
+        .map(|t| {
+            if t.text_before {
+                tree.text("x");
             }
-            None => tree.open(
-                &t.name,
-                &t.attrs,
-                matches!(t.name.as_str(), "script" | "style" | "textarea" | "title"),
-            ),
+            match t.name.strip_prefix('/') {
+                Some(end) => {
+                    tree.close(end);
+                    None
+                }
+                None => tree.open(
+                    &t.name,
+                    &t.attrs,
+                    matches!(t.name.as_str(), "script" | "style" | "textarea" | "title"),
+                ),
+            }
         })
         .collect();
     let mut out = Scan {
@@ -340,6 +357,10 @@ pub(super) fn scan(html: &[u8], page_url: &str, screen: &Viewport, sheets: &[&st
     out
 }
 
+fn cap_unknown(c: Cap) -> bool {
+    c == Cap::Unknown
+}
+
 /// How one rendered `<img>` is shown: `css` is its CSS width (Err: it
 /// needs layout redline does not do); None when nothing gives a width.
 fn shown_one(
@@ -406,6 +427,15 @@ fn shown_one(
             height: None,
             density,
             from: "srcset density",
+            chosen: false,
+        }
+    } else if attr_h.is_none() && !cap_unknown(cap) {
+        // Nothing sizes it: its intrinsic size shows.
+        Shown {
+            width: None,
+            height: None,
+            density: 1.0,
+            from: "intrinsic size",
             chosen: false,
         }
     } else {

@@ -858,6 +858,22 @@ impl Layout<'_> {
         // The line run being filled: at least its tallest item, at most
         // the sum of its items.
         let mut line = Span::exact(0.0);
+        // Margins in `lo`: adjoining ones collapse to the largest, so a
+        // bottom margin waits (`pending`) for the next box's top margin;
+        // a box that may be empty lets margins collapse through it; the
+        // first box's top margin may collapse into this box's own (no
+        // padding or border above): not counted.
+        let mut pending = 0.0f64;
+        let mut collapsing_top = i != 0 && pb_top.lo == 0.0;
+        let close = |content: &mut Span, line: &mut Span, pending: &mut f64, collapsing_top: &mut bool| {
+            if line.lo > 0.0 {
+                content.lo += *pending + line.lo;
+                *pending = 0.0;
+                *collapsing_top = false;
+            }
+            content.hi = content.hi.zip(line.hi).map(|(a, b)| a + b);
+            *line = Span::exact(0.0);
+        };
         for &k in &children[i] {
             let kd = self.disp(k);
             if kd == Disp::None {
@@ -878,7 +894,7 @@ impl Layout<'_> {
             if self.inline_level(k, kd) {
                 // On the current run of lines: at or below its start.
                 let pos = Span {
-                    lo: content_top.lo + content.lo,
+                    lo: content_top.lo + content.lo + pending,
                     hi: content_top.hi.zip(content.hi).zip(line.hi).map(|((a, b), l)| a + b + l),
                 };
                 let h = self.place(k, pos, children, img_h, tops, budget);
@@ -897,12 +913,24 @@ impl Layout<'_> {
                 };
                 continue;
             }
-            content = content.add(line);
-            line = Span::exact(0.0);
-            let h = self.place(k, content_top.add(content), children, img_h, tops, budget);
-            content = content.add(h);
+            close(&mut content, &mut line, &mut pending, &mut collapsing_top);
+            let (mt, mb) = self.margins_lo(k);
+            let gap = if collapsing_top { 0.0 } else { pending.max(mt) };
+            let at = Span {
+                lo: content_top.lo + content.lo + gap,
+                hi: content_top.hi.zip(content.hi).map(|(a, b)| a + b),
+            };
+            let h = self.place(k, at, children, img_h, tops, budget);
+            if h.lo > 0.0 || h.lo.is_infinite() {
+                content.lo += gap + h.lo;
+                pending = mb;
+                collapsing_top = false;
+            } else if !collapsing_top {
+                pending = pending.max(mt).max(mb);
+            }
+            content.hi = content.hi.zip(h.hi).map(|(a, b)| a + b);
         }
-        content = content.add(line);
+        close(&mut content, &mut line, &mut pending, &mut collapsing_top);
         if disp == Disp::Inline {
             // An inline box's content is lines of its container.
             return content;
@@ -931,6 +959,19 @@ impl Layout<'_> {
             _ => inner.lo = 0.0,
         }
         inner.add(margins)
+    }
+
+    /// The top and bottom margins of `i` as far as known and not negative
+    /// (else 0: [`Layout::place`] opens the bounds for a negative one).
+    fn margins_lo(&self, i: usize) -> (f64, f64) {
+        let base = self.containing_width(i);
+        let tag = self.tree.nodes[i].tag.as_str();
+        let m = |name: &str| {
+            self.len(i, name, base, ua_margin_v(tag))
+                .filter(|v| *v >= 0.0)
+                .unwrap_or(0.0)
+        };
+        (m("margin-top"), m("margin-bottom"))
     }
 
     /// A child box of kind `kd` sits on lines (inline-level) rather than

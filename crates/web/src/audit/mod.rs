@@ -9,7 +9,9 @@
 //! and do not count toward the grade. docs/audit.md has the scale and weights.
 //!
 //! Modules: `critical` (render-blocking resources, the critical request
-//! chain, unused preconnect/preload), `images` (size at the device pixel ratio, format), `minify`
+//! chain, unused preconnect/preload), `images` (size at the device pixel ratio, format),
+//! `layout` (containing-block widths, bounds on positions), `offscreen`
+//! (Lighthouse's offscreen-images), `minify`
 //! (the minifiers and wire-size estimates), `revalidate`
 //! (why a conditional GET did not get 304), `security` (response headers,
 //! cookies, HTTP→HTTPS), `transport` (the TLS probe and its checks).
@@ -27,12 +29,14 @@ pub use text::render_text;
 
 mod images;
 mod layout;
+mod offscreen;
 mod minify;
 mod revalidate;
 mod security;
 pub mod transport;
 
 pub use images::shown_widths;
+pub use offscreen::{image_positions, Offscreen, Placed};
 pub use minify::{minified_code, minified_code_len, minified_html, minified_html_len, wire_size};
 
 use crate::cache::human_secs;
@@ -505,6 +509,7 @@ pub fn audit(
         minify(&cx),
         images::scaled(&cx),
         images::format(&cx),
+        offscreen::offscreen(&cx),
         redirects(&cx),
         broken(&cx),
         ttfb(&cx),
@@ -625,6 +630,7 @@ pub fn all_fixes() -> Vec<(&'static str, Fix)> {
         ("minify", FIX_BUILD),
         ("images-scaled", images::FIX_IMAGES),
         ("images-format", images::FIX_IMAGES),
+        ("offscreen-images", offscreen::FIX_OFFSCREEN),
         ("redirects", FIX_REDIRECTS),
         ("broken", FIX_BROKEN),
         ("ttfb", FIX_TTFB),
