@@ -16,8 +16,8 @@
 # Then, with COPIES=1 (the default when they are installed), the same on
 # copies of public sites' pages that Debian ships (`apache2-doc`: the
 # httpd.apache.org manual; `python3-doc`: docs.python.org; `sqlite3-doc`:
-# sqlite.org; `nodejs-doc`: nodejs.org/api; `postgresql-doc-15`:
-# postgresql.org/docs), copied into the work folder and served by the
+# sqlite.org; `postgresql-doc-15`: postgresql.org/docs; not `nodejs-doc`:
+# installing it removes a Node.js that is not Debian's), copied into the work folder and served by the
 # "debian" nginx as the sites' own pages, files and links unchanged.
 #
 # Needs: nginx, chromium, node/npm (Lighthouse is installed into the work
@@ -153,7 +153,6 @@ if [ "$COPIES" != 0 ]; then
     add_copy httpd /usr/share/doc/apache2-doc/manual en/index.html en/rewrite/intro.html
     add_copy python /usr/share/doc/python3-doc/html index.html howto/logging.html
     add_copy sqlite /usr/share/doc/sqlite3 index.html atomiccommit.html
-    add_copy nodejs /usr/share/doc/nodejs/api fs.html
     add_copy postgresql /usr/share/doc/postgresql-doc-15/html sql-select.html
     pairs=()
     start_nginx debian "$COPY"

@@ -432,7 +432,8 @@ fn har_export_is_valid_har_1_2_with_consistent_timings_and_no_secrets() {
     let gif = entries
         .iter()
         .find(|h| {
-            h["pageref"] == "revalidate" && h["request"]["url"].as_str().unwrap().ends_with("/i.gif")
+            h["pageref"] == "revalidate"
+                && h["request"]["url"].as_str().unwrap().ends_with("/i.gif")
         })
         .unwrap();
     assert!(

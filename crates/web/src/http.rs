@@ -220,7 +220,10 @@ pub fn request_headers(
     let mut h = vec![
         ("User-Agent".to_string(), opts.user_agent.clone()),
         ("Accept".to_string(), dest.accept().to_string()),
-        ("Accept-Encoding".to_string(), dest.accept_encoding().to_string()),
+        (
+            "Accept-Encoding".to_string(),
+            dest.accept_encoding().to_string(),
+        ),
     ];
     h.extend(
         dest.extra()

@@ -491,7 +491,8 @@ fn offscreen_verdicts_match_chromium_layout() {
     if !require("chromium (apt-get install chromium)", bin.is_some()) {
         return;
     }
-    let dir = TmpDir(std::env::temp_dir().join(format!("redline-offscreen-{}", std::process::id())));
+    let dir =
+        TmpDir(std::env::temp_dir().join(format!("redline-offscreen-{}", std::process::id())));
     std::fs::create_dir_all(&dir.0).expect("tmp dir");
     std::fs::write(dir.0.join("index.html"), OFF_PAGE).expect("write");
     for (name, w, h) in OFF_IMAGES {
@@ -519,7 +520,10 @@ fn offscreen_verdicts_match_chromium_layout() {
         for (p, (f, b)) in placed.iter().zip(&boxes) {
             assert!(p.url.ends_with(&format!("/{f}")), "{p:?} vs {f}");
             let (top, w, h) = (b[0], b[1], b[2]);
-            let why = format!("{} px: {f}: chromium top {top} {w}×{h}, redline {p:?}", vp.width);
+            let why = format!(
+                "{} px: {f}: chromium top {top} {w}×{h}, redline {p:?}",
+                vp.width
+            );
             if let Some((lo, hi)) = p.top {
                 assert!(lo <= top + 0.5, "{why}");
                 assert!(hi.is_none_or(|hi| hi >= top - 0.5), "{why}");
@@ -545,7 +549,10 @@ fn offscreen_verdicts_match_chromium_layout() {
         assert_eq!(verdict("o1.png"), Some(Offscreen::OnScreen));
         assert_eq!(verdict("o2.png"), Some(Offscreen::OnScreen));
         assert_eq!(verdict("o3.png"), Some(Offscreen::OnScreen));
-        assert!(matches!(verdict("o4.png"), Some(Offscreen::Below { .. })), "{seen:?}");
+        assert!(
+            matches!(verdict("o4.png"), Some(Offscreen::Below { .. })),
+            "{seen:?}"
+        );
         assert_eq!(verdict("o5.png"), Some(Offscreen::Below { wasted: 1.0 }));
         assert_eq!(verdict("o6.png"), Some(Offscreen::Hidden));
         assert_eq!(verdict("o7.png"), Some(Offscreen::LoadingSet));

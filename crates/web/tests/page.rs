@@ -313,6 +313,8 @@ fn repeats_report_medians() {
     let text = page::render_text(&r, &url);
     assert!(text.contains("Summary (medians of 3 runs)"), "{text}");
     assert!(
-        text.contains("first view") && text.contains("revalidate view") && text.contains("cached view")
+        text.contains("first view")
+            && text.contains("revalidate view")
+            && text.contains("cached view")
     );
 }

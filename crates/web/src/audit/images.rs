@@ -308,7 +308,8 @@ pub(super) fn scan(html: &[u8], page_url: &str, screen: &Viewport, sheets: &[&st
                             .is_none_or(|ty| ty.trim().to_ascii_lowercase().starts_with("image/"));
                         if let Some(ss) = t.attr("srcset").filter(|_| type_ok) {
                             if layout.matches_media(t.attr("media").unwrap_or("")) {
-                                *chosen = Some((ss.to_string(), t.attr("sizes").map(str::to_string)));
+                                *chosen =
+                                    Some((ss.to_string(), t.attr("sizes").map(str::to_string)));
                             }
                         }
                     }

@@ -277,11 +277,7 @@ pub(super) fn parse_len(v: &str, vp: &Viewport) -> Val {
 fn term(t: &str, vp: &Viewport) -> Option<Lin> {
     let t = t.trim();
     if let Some(p) = t.strip_suffix('%') {
-        return p
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .map(|pct| Lin { px: 0.0, pct });
+        return p.trim().parse::<f64>().ok().map(|pct| Lin { px: 0.0, pct });
     }
     length_px(t, vp).map(|px| Lin { px, pct: 0.0 })
 }
@@ -688,7 +684,9 @@ impl<'a> Layout<'a> {
             .is_some_and(|b| b.trim().eq_ignore_ascii_case("border-box"));
         let spec = |name: &str| match self.get(i, name).map(|v| parse_len(&v, &self.vp)) {
             None | Some(Val::Auto) => Some(None),
-            Some(Val::Len(l)) => Some(Some(l.resolve(Some(avail))? - if border_box { bp } else { 0.0 })),
+            Some(Val::Len(l)) => Some(Some(
+                l.resolve(Some(avail))? - if border_box { bp } else { 0.0 },
+            )),
             Some(Val::Unknown) => None,
         };
         let mut w = spec("width")?.unwrap_or(avail - m - bp);
@@ -786,7 +784,14 @@ impl Layout<'_> {
         };
         let mut budget = 200_000u32;
         // html at 0; its box holds body.
-        self.place(0, Span::exact(0.0), &children, img_h, &mut tops, &mut budget);
+        self.place(
+            0,
+            Span::exact(0.0),
+            &children,
+            img_h,
+            &mut tops,
+            &mut budget,
+        );
         tops
     }
 
@@ -818,7 +823,10 @@ impl Layout<'_> {
         let (mt, mb) = (margin("margin-top"), margin("margin-bottom"));
         let negative = |m: Option<f64>| m.is_some_and(|m| m < 0.0);
         let margins = match (mt, mb) {
-            (Some(a), Some(b)) if a >= 0.0 && b >= 0.0 => Span { lo: 0.0, hi: Some(a + b) },
+            (Some(a), Some(b)) if a >= 0.0 && b >= 0.0 => Span {
+                lo: 0.0,
+                hi: Some(a + b),
+            },
             _ if negative(mt) || negative(mb) => Span::open(f64::NEG_INFINITY),
             _ => Span::open(0.0),
         };
@@ -830,7 +838,10 @@ impl Layout<'_> {
         // Padding and border above and below the content (unknown: open).
         let pb = |k: usize| -> Span {
             let side = SIDES[k];
-            match (self.len(i, &format!("padding-{side}"), base, 0.0), self.border(i, k)) {
+            match (
+                self.len(i, &format!("padding-{side}"), base, 0.0),
+                self.border(i, k),
+            ) {
                 (Some(p), Some(b)) if p >= 0.0 && b >= 0.0 => Span::exact(p + b),
                 _ => Span::open(0.0),
             }
@@ -838,7 +849,10 @@ impl Layout<'_> {
         let (pb_top, pb_bottom) = (pb(0), pb(2));
         // Where the border box starts: below the top margin, which may
         // collapse through its parent's.
-        let border_top = at.add(Span { lo: 0.0, hi: mt.filter(|m| *m >= 0.0) });
+        let border_top = at.add(Span {
+            lo: 0.0,
+            hi: mt.filter(|m| *m >= 0.0),
+        });
         tops.top.insert(i, border_top);
         if tag == "img" {
             let h = match img_h.get(&i) {
@@ -865,15 +879,16 @@ impl Layout<'_> {
         // padding or border above): not counted.
         let mut pending = 0.0f64;
         let mut collapsing_top = i != 0 && pb_top.lo == 0.0;
-        let close = |content: &mut Span, line: &mut Span, pending: &mut f64, collapsing_top: &mut bool| {
-            if line.lo > 0.0 {
-                content.lo += *pending + line.lo;
-                *pending = 0.0;
-                *collapsing_top = false;
-            }
-            content.hi = content.hi.zip(line.hi).map(|(a, b)| a + b);
-            *line = Span::exact(0.0);
-        };
+        let close =
+            |content: &mut Span, line: &mut Span, pending: &mut f64, collapsing_top: &mut bool| {
+                if line.lo > 0.0 {
+                    content.lo += *pending + line.lo;
+                    *pending = 0.0;
+                    *collapsing_top = false;
+                }
+                content.hi = content.hi.zip(line.hi).map(|(a, b)| a + b);
+                *line = Span::exact(0.0);
+            };
         for &k in &children[i] {
             let kd = self.disp(k);
             if kd == Disp::None {
@@ -882,20 +897,41 @@ impl Layout<'_> {
             if !flow {
                 // Flex, grid, table…: a child lies somewhere in the box.
                 let hi = css_h.and_then(|h| content_top.hi.map(|t| t + h));
-                let h = self.place(k, Span { lo: content_top.lo, hi }, children, img_h, tops, budget);
+                let h = self.place(
+                    k,
+                    Span {
+                        lo: content_top.lo,
+                        hi,
+                    },
+                    children,
+                    img_h,
+                    tops,
+                    budget,
+                );
                 content.lo = content.lo.max(h.lo);
                 content.hi = None;
                 continue;
             }
             if self.is_out_of_flow(k) {
-                self.place(k, Span::open(f64::NEG_INFINITY), children, img_h, tops, budget);
+                self.place(
+                    k,
+                    Span::open(f64::NEG_INFINITY),
+                    children,
+                    img_h,
+                    tops,
+                    budget,
+                );
                 continue;
             }
             if self.inline_level(k, kd) {
                 // On the current run of lines: at or below its start.
                 let pos = Span {
                     lo: content_top.lo + content.lo + pending,
-                    hi: content_top.hi.zip(content.hi).zip(line.hi).map(|((a, b), l)| a + b + l),
+                    hi: content_top
+                        .hi
+                        .zip(content.hi)
+                        .zip(line.hi)
+                        .map(|((a, b), l)| a + b + l),
                 };
                 let h = self.place(k, pos, children, img_h, tops, budget);
                 let kt = self.tree.nodes[k].tag.as_str();
@@ -984,7 +1020,14 @@ impl Layout<'_> {
                 Some(d) => d.trim().to_ascii_lowercase().starts_with("inline"),
                 None => matches!(
                     self.tree.nodes[k].tag.as_str(),
-                    "button" | "select" | "textarea" | "input" | "iframe" | "object" | "video" | "canvas"
+                    "button"
+                        | "select"
+                        | "textarea"
+                        | "input"
+                        | "iframe"
+                        | "object"
+                        | "video"
+                        | "canvas"
                 ),
             },
         }
@@ -998,10 +1041,7 @@ impl Layout<'_> {
         let positioned = c[prop_index("position").expect("kept")]
             .as_deref()
             .is_some_and(|p| {
-                matches!(
-                    p.trim().to_ascii_lowercase().as_str(),
-                    "absolute" | "fixed"
-                )
+                matches!(p.trim().to_ascii_lowercase().as_str(), "absolute" | "fixed")
             });
         floats || positioned
     }
@@ -1023,7 +1063,10 @@ mod tests {
         assert_eq!(l("calc(100% - 20px)"), (-20.0, 100.0));
         assert_eq!(l("calc(50vw + 10px)"), (685.0, 0.0));
         let (px, pct) = l("calc(100% / 3 - 2 * 8px)");
-        assert!(px == -16.0 && (pct - 100.0 / 3.0).abs() < 1e-9, "{px} {pct}");
+        assert!(
+            px == -16.0 && (pct - 100.0 / 3.0).abs() < 1e-9,
+            "{px} {pct}"
+        );
         assert_eq!(l("calc((100% - 40px) / 2)"), (-20.0, 50.0));
         assert_eq!(parse_len("auto", &vp), Val::Auto);
         assert_eq!(parse_len("fit-content", &vp), Val::Unknown);

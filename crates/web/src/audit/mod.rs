@@ -29,15 +29,15 @@ pub use text::render_text;
 
 mod images;
 mod layout;
-mod offscreen;
 mod minify;
+mod offscreen;
 mod revalidate;
 mod security;
 pub mod transport;
 
 pub use images::shown_widths;
-pub use offscreen::{image_positions, Offscreen, Placed};
 pub use minify::{minified_code, minified_code_len, minified_html, minified_html_len, wire_size};
+pub use offscreen::{image_positions, Offscreen, Placed};
 
 use crate::cache::human_secs;
 use crate::discover::{scan_html, Kind};
@@ -459,8 +459,18 @@ pub fn audit_page(r: &crate::page::PageReport) -> Audit {
 /// As [`audit_page`], with the TLS and http→https probes ([`transport::probe`]).
 pub fn audit_page_with(r: &crate::page::PageReport, probes: &Probes) -> Audit {
     let first = &r.views[0];
-    let revalidate = r.views.iter().find(|l| l.view == crate::load::View::Revalidate);
-    let mut a = audit(&r.url, first, revalidate, r.summary.clone(), &r.alpn, probes);
+    let revalidate = r
+        .views
+        .iter()
+        .find(|l| l.view == crate::load::View::Revalidate);
+    let mut a = audit(
+        &r.url,
+        first,
+        revalidate,
+        r.summary.clone(),
+        &r.alpn,
+        probes,
+    );
     a.insecure = r.insecure;
     a.third_party = r.third_party.clone();
     a.deferred = first

@@ -119,10 +119,7 @@ pub fn image_positions(
                 Cap::Unknown => return None,
                 Cap::None => {}
             }
-            let h = img
-                .css_height
-                .or(shown.height)
-                .unwrap_or(w * ih / iw);
+            let h = img.css_height.or(shown.height).unwrap_or(w * ih / iw);
             Some((w, h))
         })
         .collect();
@@ -264,7 +261,9 @@ pub(super) fn offscreen(cx: &Ctx) -> Check {
         f.push((t, fi));
     }
     let known = if unknown > 0 {
-        format!("; {unknown} whose position needs layout redline does not do (not known, not judged)")
+        format!(
+            "; {unknown} whose position needs layout redline does not do (not known, not judged)"
+        )
     } else {
         String::new()
     };
@@ -306,10 +305,17 @@ mod tests {
     }
 
     fn verdicts(html: &str, vp: &Viewport) -> Vec<(String, Offscreen)> {
-        image_positions(html.as_bytes(), "http://a.test/", vp, &[], &|_| Some((400, 300)))
-            .into_iter()
-            .map(|p| (p.url.trim_start_matches("http://a.test/").to_string(), p.verdict))
-            .collect()
+        image_positions(html.as_bytes(), "http://a.test/", vp, &[], &|_| {
+            Some((400, 300))
+        })
+        .into_iter()
+        .map(|p| {
+            (
+                p.url.trim_start_matches("http://a.test/").to_string(),
+                p.verdict,
+            )
+        })
+        .collect()
     }
 
     #[test]

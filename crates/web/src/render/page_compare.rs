@@ -369,7 +369,10 @@ mod tests {
         assert_eq!(a.views[1].view, "revalidate");
         let b = parse(&load(1, &[90.0], 1000, 0)).unwrap();
         let t = text(&a, &b, "old", "new");
-        assert!(t.contains("revalidate view") && !t.contains("repeat"), "{t}");
+        assert!(
+            t.contains("revalidate view") && !t.contains("repeat"),
+            "{t}"
+        );
         assert!(show(&a).contains("revalidate view"), "{}", show(&a));
     }
 
