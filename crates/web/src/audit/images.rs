@@ -502,16 +502,20 @@ fn dim(v: &str) -> Option<f64> {
     v.parse::<u32>().ok().filter(|&x| x > 0).map(f64::from)
 }
 
+/// The text of the stylesheets the first view fetched, in load order.
+pub(super) fn sheets<'a>(cx: &'a Ctx) -> Vec<&'a str> {
+    cx.ok()
+        .filter(|e| e.content_type == "text/css")
+        .filter_map(|e| e.body.as_deref())
+        .filter_map(|b| std::str::from_utf8(b).ok())
+        .collect()
+}
+
 pub(super) fn scaled(cx: &Ctx) -> Check {
     let screen = cx.first.discovery.viewport;
     let dpr = cx.probes.dpr.unwrap_or(screen.dpr).clamp(0.5, 8.0);
     let screen = Viewport { dpr, ..screen };
-    let sheets: Vec<&str> = cx
-        .ok()
-        .filter(|e| e.content_type == "text/css")
-        .filter_map(|e| e.body.as_deref())
-        .filter_map(|b| std::str::from_utf8(b).ok())
-        .collect();
+    let sheets = sheets(cx);
     let model = cx
         .doc()
         .and_then(|d| Some((d.url.as_str(), d.body.as_deref()?)))

@@ -332,28 +332,25 @@ fn product(s: &str, vp: &Viewport, depth: u8) -> Option<Lin> {
     let s = s.trim();
     let mut len: Option<Lin> = None;
     let mut factor = 1.0;
-    let mut divide = false;
-    for part in split_ops(s) {
-        let part = part.trim();
-        match part {
-            "*" => divide = false,
-            "/" => divide = true,
-            _ => {
-                if let Ok(n) = part.parse::<f64>() {
-                    if divide {
-                        if n == 0.0 {
-                            return None;
-                        }
-                        factor /= n;
-                    } else {
-                        factor *= n;
-                    }
-                } else {
-                    if len.is_some() || divide {
+    // `a * b / c / d`: factors split at `*`, each a dividend and divisors.
+    for factor_part in split_top(s, '*') {
+        for (k, part) in split_top(factor_part, '/').into_iter().enumerate() {
+            let part = part.trim();
+            let divide = k > 0;
+            if let Ok(n) = part.parse::<f64>() {
+                if divide {
+                    if n == 0.0 {
                         return None;
                     }
-                    len = Some(calc(part, vp, depth + 1)?);
+                    factor /= n;
+                } else {
+                    factor *= n;
                 }
+            } else {
+                if len.is_some() || divide {
+                    return None;
+                }
+                len = Some(calc(part, vp, depth + 1)?);
             }
         }
     }
@@ -362,26 +359,6 @@ fn product(s: &str, vp: &Viewport, depth: u8) -> Option<Lin> {
         px: l.px * factor,
         pct: l.pct * factor,
     })
-}
-
-/// Splits at `*` and `/` outside parentheses, keeping the operators.
-fn split_ops(s: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            '*' | '/' if depth == 0 => {
-                out.push(&s[start..i]);
-                out.push(&s[i..i + 1]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&s[start..]);
-    out
 }
 
 /// How an element takes part in layout.

@@ -22,7 +22,7 @@
 
 use std::collections::HashMap;
 
-use super::images::scan;
+use super::images::{scan, sheets};
 use super::layout::{Cap, Span};
 use super::{check, finding, pct, Check, Ctx, Fix, Severity};
 use crate::page::bytes;
@@ -180,12 +180,7 @@ fn judge(top: Option<Span>, size: Option<(f64, f64)>, vw: f64, vh: f64) -> Offsc
 pub(super) fn offscreen(cx: &Ctx) -> Check {
     const THRESHOLD: &str = "a finding when an image fetched with the page and not lazy-loaded is hidden or at least 75 % outside the viewport widened by 100 px and by three screens below, and that share of its transfer size is at least 2 KiB (Lighthouse's offscreen-images); positions from block layout, \"not known\" where they need more";
     let screen = cx.first.discovery.viewport;
-    let sheets: Vec<&str> = cx
-        .ok()
-        .filter(|e| e.content_type == "text/css")
-        .filter_map(|e| e.body.as_deref())
-        .filter_map(|b| std::str::from_utf8(b).ok())
-        .collect();
+    let sheets = sheets(cx);
     let sizes: HashMap<String, (u32, u32)> = cx
         .ok()
         .filter_map(|e| Some((url::Url::parse(&e.url).ok()?.to_string(), e.intrinsic?)))
