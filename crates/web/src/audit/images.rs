@@ -502,13 +502,70 @@ fn dim(v: &str) -> Option<f64> {
     v.parse::<u32>().ok().filter(|&x| x > 0).map(f64::from)
 }
 
-/// The text of the stylesheets the first view fetched, in load order.
+/// The text of the stylesheets the first view fetched that apply, in
+/// cascade order (each sheet's imports before it): a `<link rel=stylesheet>` of the page whose `media` does not
+/// match (`print`) or that is an alternate is fetched but left out.
 pub(super) fn sheets<'a>(cx: &'a Ctx) -> Vec<&'a str> {
-    cx.ok()
-        .filter(|e| e.content_type == "text/css")
+    let off: std::collections::HashSet<String> = cx
+        .doc()
+        .and_then(|d| {
+            let body = d.body.as_deref()?;
+            let scan = crate::discover::scan_html(body, &cx.first.discovery.viewport);
+            let page = Url::parse(&d.url).ok()?;
+            let base = scan
+                .base
+                .as_deref()
+                .and_then(|b| page.join(b.trim()).ok())
+                .unwrap_or(page);
+            Some(
+                scan.embeds
+                    .iter()
+                    .filter(|e| e.sheet.is_some_and(|(_, applies)| !applies))
+                    .filter_map(|e| absolute(&base, &e.url))
+                    .collect(),
+            )
+        })
+        .unwrap_or_default();
+    // Cascade order: a sheet's `@import`s (the sheets it led to) before
+    // its own rules, the rest in load order.
+    let entries = &cx.first.entries;
+    let css = |i: usize| {
+        let e = &entries[i];
+        e.content_type == "text/css" && e.status == Some(200) && !e.from_cache
+    };
+    let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut roots = Vec::new();
+    for i in (0..entries.len()).filter(|&i| css(i)) {
+        match entries[i].parent.filter(|&p| p < entries.len() && css(p)) {
+            Some(p) => children.entry(p).or_default().push(i),
+            None => roots.push(i),
+        }
+    }
+    fn emit(i: usize, children: &HashMap<usize, Vec<usize>>, out: &mut Vec<usize>, depth: u8) {
+        if depth < 16 && !out.contains(&i) {
+            for &c in children.get(&i).map(Vec::as_slice).unwrap_or(&[]) {
+                emit(c, children, out, depth + 1);
+            }
+            out.push(i);
+        }
+    }
+    let mut order = Vec::new();
+    for r in roots {
+        emit(r, &children, &mut order, 0);
+    }
+    order
+        .into_iter()
+        .map(|i| &entries[i])
+        .filter(|e| absolute_of(&e.url).is_none_or(|u| !off.contains(&u)))
         .filter_map(|e| e.body.as_deref())
         .filter_map(|b| std::str::from_utf8(b).ok())
         .collect()
+}
+
+fn absolute_of(u: &str) -> Option<String> {
+    let mut u = Url::parse(u).ok()?;
+    u.set_fragment(None);
+    Some(u.to_string())
 }
 
 pub(super) fn scaled(cx: &Ctx) -> Check {

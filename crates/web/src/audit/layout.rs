@@ -646,11 +646,11 @@ impl<'a> Layout<'a> {
         let avail = if i == 0 {
             f64::from(self.vp.width)
         } else {
-            if self.disp(i) != Disp::Block {
+            if !self.block_container(i) {
                 return None;
             }
             let c = self.container(i)?;
-            if c != 0 && self.disp(c) != Disp::Block {
+            if !self.block_container(c) {
                 return None;
             }
             self.content_width(c)?
@@ -680,10 +680,34 @@ impl<'a> Layout<'a> {
     /// (its nearest non-inline ancestor is a block box).
     pub(super) fn containing_width(&self, i: usize) -> Option<f64> {
         let c = self.container(i)?;
-        if c != 0 && self.disp(c) != Disp::Block {
+        if !self.block_container(c) {
             return None;
         }
         self.content_width(c)
+    }
+
+    /// A box whose width is known from its containing block and whose
+    /// content flows in blocks: the root, a block box, or a float with a
+    /// set `width` (a float's `auto` width shrinks to fit: unknown).
+    fn block_container(&self, i: usize) -> bool {
+        if i == 0 || self.disp(i) == Disp::Block {
+            return true;
+        }
+        let c = self.computed(i);
+        let floats = c[FLOAT]
+            .as_deref()
+            .is_some_and(|f| !f.trim().eq_ignore_ascii_case("none"));
+        let positioned = c[prop_index("position").expect("kept")]
+            .as_deref()
+            .is_some_and(|p| matches!(p.trim().to_ascii_lowercase().as_str(), "absolute" | "fixed"));
+        let shown = c[prop_index("display").expect("kept")]
+            .as_deref()
+            .is_none_or(|d| !d.trim().eq_ignore_ascii_case("none"));
+        let sized = matches!(
+            self.get(i, "width").map(|v| parse_len(&v, &self.vp)),
+            Some(Val::Len(_))
+        );
+        floats && !positioned && shown && sized
     }
 
     /// The CSS width of replaced element `i` (an `<img>`): Ok(Some) a width

@@ -213,3 +213,56 @@ fn malformed_markup_and_css_do_not_panic() {
     let d = shown(b"<img src=a.jpg width=5>", "not a url", &DESKTOP, &[]);
     assert!(d.is_empty());
 }
+
+#[test]
+fn print_and_alternate_sheets_do_not_hide_images() {
+    // 720×480 at 30 KB shown at 100 px: a finding when shown at all.
+    let page_with = |links: &str, names: &[&str]| {
+        let html = format!("{META}{links}<img src=h.jpg width=100>");
+        let mut l = loaded(&html, "http://a.test/h.jpg", (720, 480), 30_000, DESKTOP);
+        for name in names {
+            let mut css = entry(
+                &format!("http://a.test/{name}"),
+                Kind::Stylesheet,
+                "text/css",
+                100,
+            );
+            css.body = Some(b"img { display: none }".to_vec());
+            l.entries.push(css);
+        }
+        evidence(&l).len()
+    };
+    // Fetched (Chromium fetches them too) but not applied: the image shows.
+    assert_eq!(
+        page_with(
+            "<link rel=stylesheet media=print href=p.css><link rel='alternate stylesheet' title=x href=a.css>",
+            &["p.css", "a.css"]
+        ),
+        1
+    );
+    // The same rule in a sheet that applies hides it: not judged.
+    assert_eq!(page_with("<link rel=stylesheet href=s.css>", &["s.css"]), 0);
+}
+
+#[test]
+fn imported_sheets_come_before_their_importer_in_the_cascade() {
+    let html = format!("{META}<link rel=stylesheet href=s.css><img src=h.jpg>");
+    let mut l = loaded(&html, "http://a.test/h.jpg", (720, 480), 30_000, DESKTOP);
+    let n = l.entries.len();
+    for (name, body, parent) in [
+        ("s.css", "@import 'i.css'; img { width: 50px }", 0),
+        ("i.css", "img { width: 300px }", n),
+    ] {
+        let mut css = entry(
+            &format!("http://a.test/{name}"),
+            Kind::Stylesheet,
+            "text/css",
+            100,
+        );
+        css.body = Some(body.as_bytes().to_vec());
+        css.parent = Some(parent);
+        l.entries.push(css);
+    }
+    let ev = evidence(&l);
+    assert!(ev.len() == 1 && ev[0].contains("shown at 50×"), "{ev:?}");
+}
