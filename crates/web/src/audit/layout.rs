@@ -699,7 +699,9 @@ impl<'a> Layout<'a> {
             .is_some_and(|f| !f.trim().eq_ignore_ascii_case("none"));
         let positioned = c[prop_index("position").expect("kept")]
             .as_deref()
-            .is_some_and(|p| matches!(p.trim().to_ascii_lowercase().as_str(), "absolute" | "fixed"));
+            .is_some_and(|p| {
+                matches!(p.trim().to_ascii_lowercase().as_str(), "absolute" | "fixed")
+            });
         let shown = c[prop_index("display").expect("kept")]
             .as_deref()
             .is_none_or(|d| !d.trim().eq_ignore_ascii_case("none"));
