@@ -5,7 +5,8 @@
 //! child selectors under `@media`, an attribute selector, an image under
 //! `display: none` and one `hidden`; widths in `%` and `calc()` of px, % and
 //! vw through padded, bordered, `border-box` and `max-width` boxes; a
-//! `max-width: 100%` cap), real PNGs of
+//! `max-width: 100%` cap on a `width` attribute and on a 1600 px photo's
+//! intrinsic width), real PNGs of
 //! known sizes served from 127.0.0.1:0, and `chromium --dump-dom` (a
 //! 1350 px window at DPR 1 and 2, a 560 px one at 2) writing each
 //! image's `currentSrc` and layout width into the page.
@@ -81,6 +82,7 @@ const PAGE: &str = r#"<!doctype html><html><head>
 <section class=boxed><img id=calc class=calc src=n.png></section>
 <img id=vw src=o.png style="width: calc(50vw - 20px)">
 <div class=narrow><p><img id=fluid class=fluid src=q.png width=1200></p></div>
+<div class=narrow><img id=photo class=fluid src=r.png></div>
 <script>onload = () => document.body.insertAdjacentHTML('beforeend', '<pre id=out>' +
   [...document.images].map(i => i.currentSrc.split('/').pop() + ' ' +
   i.getBoundingClientRect().width).join(';') + '</pre>')</script>
@@ -91,7 +93,7 @@ li > img.x { width: 150px }\nul img { width: 90px }\nimg[data-kind] { width: 64p
 .col { width: 80%; padding: 0 10px; margin-left: 5% }\n.pct { width: 50% }\n\
 .boxed { box-sizing: border-box; width: 600px; padding: 20px; border: 5px solid #000 }\n.calc { width: calc(100% - 2 * 15px) }\n\
 .narrow { max-width: 400px; margin: 0 auto }\n.fluid { max-width: 100% }\n";
-const IMAGES: [(&str, u32, u32); 16] = [
+const IMAGES: [(&str, u32, u32); 17] = [
     ("p.png", 720, 540),
     ("h.png", 720, 480),
     ("s.png", 400, 300),
@@ -108,6 +110,7 @@ const IMAGES: [(&str, u32, u32); 16] = [
     ("n.png", 800, 600),
     ("o.png", 1000, 500),
     ("q.png", 1200, 800),
+    ("r.png", 1600, 1200),
 ];
 
 /// Serves `dir` on 127.0.0.1:0 (one request per connection) until dropped.
@@ -282,9 +285,10 @@ fn displayed_widths_match_chromium() {
         let model = shown_widths(PAGE.as_bytes(), &url, &vp, &[SHEET]);
         let got: Vec<(String, f64)> = model
             .iter()
-            .map(|(u, w, d)| {
+            .map(|(u, w, d, max)| {
                 let f = u.rsplit('/').next().unwrap_or_default().to_string();
                 let w = w.unwrap_or_else(|| intrinsic(&f).expect("known image") / d);
+                let w = max.map_or(w, |m| w.min(m));
                 (f, w)
             })
             .collect();
@@ -295,7 +299,7 @@ fn displayed_widths_match_chromium() {
         hidden.sort();
         assert_eq!(hidden, ["g.png", "k.png"], "DPR {dpr}");
         want.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(want.len(), 12, "DPR {dpr}: {want:?}");
+        assert_eq!(want.len(), 13, "DPR {dpr}: {want:?}");
         for ((wf, ww), (gf, gw)) in want.iter().zip(&got) {
             assert_eq!(wf, gf, "DPR {dpr}: chromium {want:?}, redline {got:?}");
             assert!(

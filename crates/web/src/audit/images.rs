@@ -71,6 +71,17 @@ pub(super) struct Shown {
     pub from: &'static str,
     /// Picked by `srcset` among two or more candidates.
     pub chosen: bool,
+    /// A known `max-width` in CSS px (`max-width: 100%` of a box of known
+    /// width): it caps the intrinsic width when `width` is none.
+    pub max: Option<f64>,
+}
+
+impl Shown {
+    /// The displayed width for an image `iw` pixels wide.
+    pub fn width_for(&self, iw: f64) -> f64 {
+        let w = self.width.unwrap_or(iw / self.density.max(0.01));
+        self.max.map_or(w, |m| w.min(m))
+    }
 }
 
 /// At most this many `<img>` elements are modelled (a bound for hostile pages).
@@ -405,6 +416,7 @@ fn shown_one(
             density: 1.0,
             from: "sizes",
             chosen: false,
+            max: None,
         }
     } else if let Some(w) = css_w {
         Shown {
@@ -413,6 +425,7 @@ fn shown_one(
             density,
             from: "CSS width",
             chosen: false,
+            max: None,
         }
     } else if let Some(w) = attr_w {
         Shown {
@@ -421,6 +434,7 @@ fn shown_one(
             density,
             from: "width attribute",
             chosen: false,
+            max: None,
         }
     } else if ss.is_some() && density > 0.0 {
         Shown {
@@ -429,6 +443,7 @@ fn shown_one(
             density,
             from: "srcset density",
             chosen: false,
+            max: None,
         }
     } else if attr_h.is_none() && !cap_unknown(cap) {
         // Nothing sizes it: its intrinsic size shows.
@@ -438,6 +453,7 @@ fn shown_one(
             density: 1.0,
             from: "intrinsic size",
             chosen: false,
+            max: None,
         }
     } else {
         return None;
@@ -453,6 +469,10 @@ fn shown_one(
         width,
         height,
         chosen: ss.is_some() && cands.len() >= 2,
+        max: match cap {
+            Cap::Known(c) if !width_mode => Some(c),
+            _ => None,
+        },
         ..s
     })
 }
@@ -482,16 +502,17 @@ pub(super) fn shown(
 
 /// The images-scaled check's view of a page: for each image URL the HTML
 /// shows on `screen`, its width in CSS px (none: its intrinsic width over
-/// the density) and the `x` density it was picked for; sorted by URL.
+/// the density), the `x` density it was picked for and a known `max-width`
+/// capping that intrinsic width; sorted by URL.
 pub fn shown_widths(
     html: &[u8],
     page_url: &str,
     screen: &Viewport,
     sheets: &[&str],
-) -> Vec<(String, Option<f64>, f64)> {
+) -> Vec<(String, Option<f64>, f64, Option<f64>)> {
     let mut v: Vec<_> = shown(html, page_url, screen, sheets)
         .into_iter()
-        .map(|(u, s)| (u, s.width, s.density))
+        .map(|(u, s)| (u, s.width, s.density, s.max))
         .collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
     v
@@ -600,6 +621,7 @@ pub(super) fn scaled(cx: &Ctx) -> Check {
                     density: 1.0,
                     from: "width attribute",
                     chosen: false,
+                    max: None,
                 },
                 Some((None, Some(h))) => Shown {
                     width: Some(fw * f64::from(h) / fh),
@@ -607,12 +629,15 @@ pub(super) fn scaled(cx: &Ctx) -> Check {
                     density: 1.0,
                     from: "height attribute",
                     chosen: false,
+                    max: None,
                 },
                 _ => continue,
             },
         };
-        let dw = s.width.unwrap_or(fw / s.density.max(0.01)).max(1.0);
+        let dw = s.width_for(fw).max(1.0);
+        let capped = s.width.is_none() && s.max.is_some_and(|m| m < fw / s.density.max(0.01));
         let dh = s.height.unwrap_or(dw * fh / fw).max(1.0);
+        let from = if capped { "max-width" } else { s.from };
         if !e.third_party {
             n += 1;
         }
@@ -636,7 +661,7 @@ pub(super) fn scaled(cx: &Ctx) -> Check {
             e,
             format!(
                 "{iw}×{ih} image shown at {dw:.0}×{dh:.0} CSS px ({}); at DPR {dpr} it needs {nw}×{nh}; about {} of its {} on the wire wasted",
-                s.from,
+                from,
                 bytes(waste),
                 bytes(e.body_wire_bytes)
             ),

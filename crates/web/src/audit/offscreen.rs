@@ -112,13 +112,11 @@ pub fn image_positions(
             let shown = img.shown.as_ref()?;
             let (iw, ih) = intrinsic(&img.url).filter(|(w, h)| *w > 0 && *h > 0)?;
             let (iw, ih) = (f64::from(iw), f64::from(ih));
-            let mut w = shown.width.unwrap_or(iw / shown.density.max(0.01));
-            match img.cap {
-                Cap::Known(c) => w = w.min(c),
-                // A cap of unknown size over a width that may exceed it.
-                Cap::Unknown => return None,
-                Cap::None => {}
+            // A cap of unknown size over a width that may exceed it.
+            if img.cap == Cap::Unknown {
+                return None;
             }
+            let w = shown.width_for(iw);
             let h = img.css_height.or(shown.height).unwrap_or(w * ih / iw);
             Some((w, h))
         })

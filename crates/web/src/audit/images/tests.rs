@@ -266,3 +266,23 @@ fn imported_sheets_come_before_their_importer_in_the_cascade() {
     let ev = evidence(&l);
     assert!(ev.len() == 1 && ev[0].contains("shown at 50×"), "{ev:?}");
 }
+
+#[test]
+fn max_width_caps_an_intrinsic_width() {
+    // A 1600×1200 photo with `max-width: 100%` in a 600 px column.
+    let html = format!(
+        "{META}<style>.col {{ width: 600px }} img {{ max-width: 100% }}</style><div class=col><img src=h.jpg></div>"
+    );
+    let l = loaded(&html, "http://a.test/h.jpg", (1600, 1200), 200_000, DESKTOP);
+    let ev = evidence(&l);
+    assert!(
+        ev.len() == 1 && ev[0].contains("shown at 600×450 CSS px (max-width)"),
+        "{ev:?}"
+    );
+    // In a flex item the column's width is layout: not judged.
+    let html = format!(
+        "{META}<style>.row {{ display: flex }} img {{ max-width: 100% }}</style><div class=row><div><img src=h.jpg></div></div>"
+    );
+    let l = loaded(&html, "http://a.test/h.jpg", (1600, 1200), 200_000, DESKTOP);
+    assert!(evidence(&l).is_empty());
+}
