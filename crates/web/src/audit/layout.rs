@@ -694,14 +694,7 @@ impl<'a> Layout<'a> {
             return true;
         }
         let c = self.computed(i);
-        let floats = c[FLOAT]
-            .as_deref()
-            .is_some_and(|f| !f.trim().eq_ignore_ascii_case("none"));
-        let positioned = c[prop_index("position").expect("kept")]
-            .as_deref()
-            .is_some_and(|p| {
-                matches!(p.trim().to_ascii_lowercase().as_str(), "absolute" | "fixed")
-            });
+        let (floats, positioned) = self.float_position(i);
         let shown = c[prop_index("display").expect("kept")]
             .as_deref()
             .is_none_or(|d| !d.trim().eq_ignore_ascii_case("none"));
@@ -1037,6 +1030,12 @@ impl Layout<'_> {
     }
 
     fn is_out_of_flow(&self, i: usize) -> bool {
+        let (floats, positioned) = self.float_position(i);
+        floats || positioned
+    }
+
+    /// Whether `i` floats, and whether it is absolutely or fixed positioned.
+    fn float_position(&self, i: usize) -> (bool, bool) {
         let c = self.computed(i);
         let floats = c[FLOAT]
             .as_deref()
@@ -1046,7 +1045,7 @@ impl Layout<'_> {
             .is_some_and(|p| {
                 matches!(p.trim().to_ascii_lowercase().as_str(), "absolute" | "fixed")
             });
-        floats || positioned
+        (floats, positioned)
     }
 }
 
