@@ -13,6 +13,13 @@
 # resources each flags, those in both, and redline's bytes over
 # Lighthouse's for the resources in both.
 #
+# Then, with COPIES=1 (the default when they are installed), the same on
+# copies of public sites' pages that Debian ships (`apache2-doc`: the
+# httpd.apache.org manual; `python3-doc`: docs.python.org; `sqlite3-doc`:
+# sqlite.org; `postgresql-doc-15`: postgresql.org/docs; not `nodejs-doc`:
+# installing it removes a Node.js that is not Debian's), copied into the work folder and served by the
+# "debian" nginx as the sites' own pages, files and links unchanged.
+#
 # Needs: nginx, chromium, node/npm (Lighthouse is installed into the work
 # folder with `npm i -E lighthouse@12.2.3`: 12.3+ lock files need Node 22),
 # python3 with venv (Pillow is installed into the work folder).
@@ -22,6 +29,8 @@
 #   WORK      work folder (default: a new one under /tmp; removed at the end
 #             unless KEEP=1)
 #   MARKDOWN  also write the tables to this file (default: bench/out/lighthouse.md)
+#   COPIES    1: also the public-site copies, 0: not, only: only them
+#             (default: 1 when apache2-doc is installed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -54,7 +63,7 @@ fi
 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 start_nginx() {
-    local variant=$1 extra=""
+    local variant=$1 root=${2:-$WORK/site} extra=""
     case "$variant" in
         debian) extra="gzip on;" ;;
         partly) extra="gzip on; gzip_types text/css application/javascript;
@@ -71,7 +80,7 @@ http {
   fastcgi_temp_path $WORK/nginx/tmp/fcgi; uwsgi_temp_path $WORK/nginx/tmp/uwsgi; scgi_temp_path $WORK/nginx/tmp/scgi;
   server {
     listen 127.0.0.1:$PORT;
-    root $WORK/site;
+    root $root;
     $extra
   }
 }
@@ -91,27 +100,63 @@ stop_nginx() {
     NGINX_PID=""
 }
 
-AUDITS=uses-text-compression,uses-long-cache-ttl,uses-responsive-images,modern-image-formats,render-blocking-resources,unminified-css,unminified-javascript
-pairs=()
-for variant in debian partly; do
-    start_nginx "$variant"
-    for page in shop.html blog.html; do
+AUDITS=uses-text-compression,uses-long-cache-ttl,uses-responsive-images,modern-image-formats,render-blocking-resources,unminified-css,unminified-javascript,offscreen-images
+# Lighthouse and redline on each page ($1: a name for the files; the rest
+# page paths); appends the result files to `pairs`.
+run_pages() {
+    local tag=$1 page url lh rl
+    shift
+    for page in "$@"; do
         url="http://127.0.0.1:$PORT/$page"
-        lh="$WORK/lh-$variant-$page.json"
-        rl="$WORK/rl-$variant-$page.json"
-        echo "== $variant $page: lighthouse" >&2
+        lh="$WORK/lh-$tag-${page//\//_}.json"
+        rl="$WORK/rl-$tag-${page//\//_}.json"
+        echo "== $tag $page: lighthouse" >&2
         CHROME_PATH=$(command -v chromium) "$LH" "$url" --quiet --output=json --output-path="$lh" \
             --preset=desktop --only-audits="$AUDITS" \
             --chrome-flags="--headless=new --no-sandbox --disable-gpu --disable-background-networking --disable-dev-shm-usage" >&2
-        echo "== $variant $page: redline audit" >&2
+        echo "== $tag $page: redline audit" >&2
         "$REDLINE" audit -o json -q --no-probes "$url" > "$rl" || true
         pairs+=("$lh" "$rl")
     done
-    stop_nginx
-done
-mkdir -p "$(dirname "$MARKDOWN")"
-{
+}
+header() {
     echo "Lighthouse $("$LH" --version), $(chromium --version), $(/usr/sbin/nginx -v 2>&1), redline $("$REDLINE" --version | awk '{print $2}'), $(date -u +%Y-%m-%d)"
     echo
-    "$WORK/venv/bin/python" bench/lighthouse/compare.py "${pairs[@]}"
-} | tee "$MARKDOWN"
+}
+COPIES="${COPIES:-$([ -d /usr/share/doc/apache2-doc/manual ] && echo 1 || echo 0)}"
+mkdir -p "$(dirname "$MARKDOWN")"
+: > "$MARKDOWN"
+if [ "$COPIES" != only ]; then
+    pairs=()
+    for variant in debian partly; do
+        start_nginx "$variant"
+        run_pages "$variant" shop.html blog.html
+        stop_nginx
+    done
+    { echo "## Fixture pages"; echo; header; "$WORK/venv/bin/python" bench/lighthouse/compare.py "${pairs[@]}"; echo; } | tee -a "$MARKDOWN"
+fi
+if [ "$COPIES" != 0 ]; then
+    # Public sites' pages as Debian ships them: (copy name, folder, pages).
+    COPY="$WORK/copies"
+    mkdir -p "$COPY"
+    pages=()
+    add_copy() {
+        local name=$1 dir=$2 page
+        shift 2
+        if [ ! -d "$dir" ]; then
+            echo "== $dir missing: $name left out" >&2
+            return
+        fi
+        [ -d "$COPY/$name" ] || cp -rL "$dir" "$COPY/$name"
+        for page in "$@"; do pages+=("$name/$page"); done
+    }
+    add_copy httpd /usr/share/doc/apache2-doc/manual en/index.html en/rewrite/intro.html
+    add_copy python /usr/share/doc/python3-doc/html index.html howto/logging.html
+    add_copy sqlite /usr/share/doc/sqlite3 index.html atomiccommit.html
+    add_copy postgresql /usr/share/doc/postgresql-doc-15/html sql-select.html
+    pairs=()
+    start_nginx debian "$COPY"
+    run_pages copies "${pages[@]}"
+    stop_nginx
+    { echo "## Public-site copies (Debian -doc packages, Debian-default nginx)"; echo; header; "$WORK/venv/bin/python" bench/lighthouse/compare.py "${pairs[@]}"; } | tee -a "$MARKDOWN"
+fi

@@ -20,6 +20,7 @@ PAIRS = [
     ("render-blocking-resources", "render-blocking", "ms"),
     ("unminified-css", "minify", "bytes"),
     ("unminified-javascript", "minify", "bytes"),
+    ("offscreen-images", "offscreen-images", "bytes"),
 ]
 
 

@@ -1,5 +1,5 @@
 //! `redline page` and `redline audit` (issue 7): the page loader (measure.pl's
-//! job: the page and everything it embeds, in first, repeat and cached views)
+//! job: the page and everything it embeds, in first, revalidate and cached views)
 //! and the HTTP tuning audit with fixes for Apache, nginx and lighttpd.
 //!
 //! `page` also saves the load in the history (as `run` does; `--no-save`,
@@ -25,7 +25,7 @@ use std::time::Duration;
 /// The web subcommands.
 #[derive(Subcommand, Debug)]
 pub enum WebCmd {
-    /// Load a page with everything it embeds, like a browser (measure.pl): first, repeat and cached views, a waterfall.
+    /// Load a page with everything it embeds, like a browser (measure.pl): first, revalidate and cached views, a waterfall.
     Page(PageArgs),
     /// Check a page's HTTP tuning (caching, validators, compression, keep-alive, images) and say how to fix it.
     Audit(AuditArgs),

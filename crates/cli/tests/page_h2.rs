@@ -2,7 +2,7 @@
 //! loopback port, a certificate made by the test (trusted with `--cacert`),
 //! a page with 10 sub-resources. nginx's own access log (`$connection` and
 //! `$server_protocol`) says how the page was fetched: each view over exactly
-//! one HTTP/2 connection, the repeat view answered 304 over it; with
+//! one HTTP/2 connection, the revalidate view answered 304 over it; with
 //! `--http1.1` HTTP/1.1 lines over several connections.
 
 mod common;
@@ -120,7 +120,7 @@ fn page_over_h2_uses_one_connection_per_view_and_gets_304s() {
 
     let (v, _) = run(&["page", "-o", "json", "-q", "--cacert", &ca, &url]);
     // nginx's view: three views, each one HTTP/2 connection carrying all
-    // 11 requests; the first view 200s, the repeat view 304s.
+    // 11 requests; the first view 200s, the revalidate view 304s.
     let log = take_log(&n);
     assert_eq!(log.len(), 3 * all, "one request per resource per view");
     assert!(log.iter().all(|l| l.protocol == "HTTP/2.0"));

@@ -222,7 +222,7 @@ fn a_view_whose_page_failed_is_not_compared() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("x the speed"), "{text}");
     assert!(
-        text.contains("repeat view: not compared with the first view"),
+        text.contains("revalidate view: not compared with the first view"),
         "{text}"
     );
     assert!(text.contains("failed"), "{text}");
@@ -231,7 +231,7 @@ fn a_view_whose_page_failed_is_not_compared() {
         "First view: ",
         "(empty cache: everything requested)",
         "(every resource revalidated: all requested again with the first view's validators",
-        "(navigating again: fresh responses taken from the cache unrequested, stale ones revalidated)",
+        "(navigating again: fresh responses taken from the cache unrequested, stale ones revalidated (WebPageTest's repeat view))",
     ] {
         assert!(text.contains(what), "{what}: {text}");
     }
@@ -337,7 +337,7 @@ fn har_export_is_valid_har_1_2_with_consistent_timings_and_no_secrets() {
             .iter()
             .map(|p| p["id"].as_str().unwrap())
             .collect::<Vec<_>>(),
-        ["first", "repeat", "cached"]
+        ["first", "revalidate", "cached"]
     );
     assert!(pages[1]["title"].as_str().unwrap().contains("revalidated"));
     let entries = log["entries"].as_array().unwrap();
@@ -428,11 +428,12 @@ fn har_export_is_valid_har_1_2_with_consistent_timings_and_no_secrets() {
     assert!(entries
         .iter()
         .any(|h| h["pageref"] == "cached" && h["_fromCache"] == "disk"));
-    // The repeat view revalidates: its request carries the stored ETag.
+    // The revalidate view revalidates: its request carries the stored ETag.
     let gif = entries
         .iter()
         .find(|h| {
-            h["pageref"] == "repeat" && h["request"]["url"].as_str().unwrap().ends_with("/i.gif")
+            h["pageref"] == "revalidate"
+                && h["request"]["url"].as_str().unwrap().ends_with("/i.gif")
         })
         .unwrap();
     assert!(
@@ -498,7 +499,7 @@ fn page_loads_are_saved_listed_and_compared() {
     assert!(list.contains("page, first view"), "{list}");
     let c = ok(&redline(&["compare", "before", "after", "--db", db]));
     assert!(c.contains("Comparing page loads"), "{c}");
-    for view in ["first view", "repeat view", "cached view"] {
+    for view in ["first view", "revalidate view", "cached view"] {
         let row = c
             .lines()
             .find(|l| l.contains(view))
@@ -509,7 +510,7 @@ fn page_loads_are_saved_listed_and_compared() {
     assert!(!c.contains("better") && !c.contains("worse"), "{c}");
     let show = ok(&redline(&["show", "after", "--db", db]));
     assert!(
-        show.contains("Page load 2") && show.contains("repeat view"),
+        show.contains("Page load 2") && show.contains("revalidate view"),
         "{show}"
     );
     let export: Value =
@@ -874,7 +875,7 @@ fn a_view_with_more_failed_requests_is_not_compared() {
     assert!(!text.contains("x the speed"), "{text}");
     assert!(
         text.contains(
-            "repeat view: not compared with the first view (1 failed requests against 0)"
+            "revalidate view: not compared with the first view (1 failed requests against 0)"
         ),
         "{text}"
     );

@@ -101,7 +101,9 @@ pub enum Kind {
     Image,
     /// A font (`preload as=font`, CSS `url()` of a font file).
     Font,
-    /// `link rel=preload` of another type, `<video>`/`<audio>` sources.
+    /// A `<video>`/`<audio>` source (`src`, the `<source>` taken).
+    Media,
+    /// `link rel=preload` of another type, `<object>`, `<embed>`, `<track>`.
     #[default]
     Other,
 }
@@ -116,6 +118,7 @@ impl Kind {
             Kind::Script => Dest::Script,
             Kind::Image => Dest::Image,
             Kind::Font => Dest::Font,
+            Kind::Media => Dest::Media,
             Kind::Other => Dest::Other,
         }
     }

@@ -1,6 +1,6 @@
 //! `redline page --har FILE`: the page report as HAR 1.2 (the HTTP Archive
 //! format Chrome DevTools and HAR viewers open), one HAR page per view
-//! (first, repeat, cached) of the run shown, an entry per waterfall row.
+//! (first, revalidate, cached) of the run shown, an entry per waterfall row.
 //!
 //! Timings follow the spec and the waterfall: `dns`, `connect` and `ssl`
 //! only on the request that opened its connection (-1 elsewhere), `connect`
@@ -207,7 +207,7 @@ pub fn har(r: &PageReport) -> Value {
     for l in &r.views {
         let id = match l.view {
             crate::load::View::First => "first",
-            crate::load::View::Repeat => "repeat",
+            crate::load::View::Revalidate => "revalidate",
             crate::load::View::Cached => "cached",
         };
         pages.push(page(l, id, &r.url));

@@ -3,7 +3,8 @@
 //! verification: bundled and system roots, `--cacert`, `--insecure`), timing
 //! per phase (DNS, connect, TLS, waiting, transfer), the request headers
 //! Chromium sends ([`request_headers`]: its User-Agent, `Accept` per
-//! destination, `Accept-Encoding: gzip, deflate, br, zstd`), decoding with a
+//! destination, `Accept-Encoding: gzip, deflate, br, zstd`; a media source
+//! `Accept-Encoding: identity` and `Range: bytes=0-`), decoding with a
 //! cap on the decoded size, and the body kept only where
 //! a later step reads it (HTML, CSS, JS and other text; the first bytes of
 //! images for their intrinsic size). An https connection offers `h2,
@@ -151,7 +152,7 @@ impl Budget {
 pub const CHROME_DESKTOP_UA: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
 /// Chromium's reduced Android User-Agent (`--mobile`).
 pub const CHROME_MOBILE_UA: &str = "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Mobile Safari/537.36";
-/// The `Accept-Encoding` Chromium sends (every destination but media), on
+/// The `Accept-Encoding` Chromium sends (every destination but media: [`Dest::accept_encoding`]), on
 /// http and https alike: every coding [`decode`] reads.
 pub const ACCEPT_ENCODING: &str = "gzip, deflate, br, zstd";
 
@@ -170,7 +171,10 @@ pub enum Dest {
     Image,
     /// A font.
     Font,
-    /// Anything else (`fetch`, a preload of another type, media).
+    /// A `<video>`/`<audio>` source: Chromium's media requests ask for the
+    /// whole resource as a range and no content coding ([`Dest::extra`]).
+    Media,
+    /// Anything else (`fetch`, a preload of another type).
     Other,
 }
 
@@ -182,7 +186,25 @@ impl Dest {
             Dest::Document => "text/html,application/xhtml+xml,application/xml;q=0.9,image/jxl,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7",
             Dest::Style => "text/css,*/*;q=0.1",
             Dest::Image => "image/jxl,image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8",
-            Dest::Script | Dest::Font | Dest::Other => "*/*",
+            Dest::Script | Dest::Font | Dest::Media | Dest::Other => "*/*",
+        }
+    }
+
+    /// The `Accept-Encoding` Chromium sends for this destination: media
+    /// (which it reads by byte ranges) takes no content coding.
+    pub fn accept_encoding(self) -> &'static str {
+        match self {
+            Dest::Media => "identity",
+            _ => ACCEPT_ENCODING,
+        }
+    }
+
+    /// Header fields Chromium adds for this destination after
+    /// `Accept-Encoding`: `Range: bytes=0-` on a media request.
+    pub fn extra(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Dest::Media => &[("Range", "bytes=0-")],
+            _ => &[],
         }
     }
 }
@@ -198,8 +220,16 @@ pub fn request_headers(
     let mut h = vec![
         ("User-Agent".to_string(), opts.user_agent.clone()),
         ("Accept".to_string(), dest.accept().to_string()),
-        ("Accept-Encoding".to_string(), ACCEPT_ENCODING.to_string()),
+        (
+            "Accept-Encoding".to_string(),
+            dest.accept_encoding().to_string(),
+        ),
     ];
+    h.extend(
+        dest.extra()
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string())),
+    );
     h.extend(opts.headers.iter().chain(extra.iter()).cloned());
     h
 }

@@ -1,5 +1,5 @@
 //! Page loader and HTTP tuning audit (issue 7): `redline page` loads a page
-//! with everything it embeds the way a browser does (first, repeat and cached
+//! with everything it embeds the way a browser does (first, revalidate and cached
 //! views, a waterfall), and `redline audit` checks the HTTP-level advice
 //! (caching, validators, compression, keep-alive, image sizes, weight) and
 //! says how to fix each finding in Apache, nginx and lighttpd.

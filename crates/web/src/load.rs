@@ -6,7 +6,7 @@
 //! stream limit); follow redirects (5 at most), parse CSS for more, and
 //! record a waterfall. Like a browser, the first connection to an https host
 //! is opened alone: only when its handshake has said `h2` or `http/1.1` does
-//! the host get more requests. Three views: first (empty cache), repeat
+//! the host get more requests. Three views: first (empty cache), revalidate
 //! (every resource revalidated: all requested again, every stored validator
 //! sent, as measure.pl did), cached (navigating again: fresh responses not
 //! requested at all, stale ones revalidated). A failed fetch keeps the time
@@ -40,8 +40,10 @@ pub use view_cache::Cache;
 pub enum View {
     /// Empty cache: everything requested.
     First,
-    /// Everything requested again, with the validators from the first view.
-    Repeat,
+    /// Everything requested again, with the validators from the first view
+    /// (Chromium's validate-cache load, `LOAD_VALIDATE_CACHE`; called
+    /// `repeat` before page format 2 and audit format 3).
+    Revalidate,
     /// Fresh responses from the cache; stale ones revalidated.
     Cached,
 }
@@ -51,7 +53,7 @@ impl View {
     pub fn name(self) -> &'static str {
         match self {
             View::First => "first view",
-            View::Repeat => "repeat view",
+            View::Revalidate => "revalidate view",
             View::Cached => "cached view",
         }
     }
@@ -60,11 +62,11 @@ impl View {
     pub fn describe(self) -> &'static str {
         match self {
             View::First => "empty cache: everything requested",
-            View::Repeat => {
-                "every resource revalidated: all requested again with the first view's validators (measure.pl's second load)"
+            View::Revalidate => {
+                "every resource revalidated: all requested again with the first view's validators (Chromium's validate-cache load, measure.pl's second load)"
             }
             View::Cached => {
-                "navigating again: fresh responses taken from the cache unrequested, stale ones revalidated"
+                "navigating again: fresh responses taken from the cache unrequested, stale ones revalidated (WebPageTest's repeat view)"
             }
         }
     }
@@ -518,7 +520,7 @@ pub fn load(
                 },
             };
             let extra = match (view, stored) {
-                (View::Repeat | View::Cached, Some(s)) => cache::validators(&s.headers),
+                (View::Revalidate | View::Cached, Some(s)) => cache::validators(&s.headers),
                 _ => Vec::new(),
             };
             let own_headers = same_site(job.url.host_str().unwrap_or(""), &page_host);

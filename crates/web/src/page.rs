@@ -1,4 +1,4 @@
-//! `redline page`: the three views of a page (first, repeat, cached), repeated
+//! `redline page`: the three views of a page (first, revalidate, cached), repeated
 //! `-n` times with medians, and their text rendering (waterfall, totals and
 //! the side-by-side summary). A view whose page did not load is left out of
 //! the medians and never compared with another (no speed-up from a failure).
@@ -10,7 +10,9 @@ use url::Url;
 /// Format name of the JSON output.
 pub const FORMAT: &str = "redline.page";
 /// Version of the JSON output.
-pub const VERSION: u32 = 1;
+/// 2: the view that revalidates everything is `revalidate` (1 called it
+/// `repeat`; [`crate::render::page_compare::parse`] still reads 1).
+pub const VERSION: u32 = 2;
 
 /// A view's numbers across the runs (medians).
 #[derive(Clone, Debug, serde::Serialize)]
@@ -55,7 +57,7 @@ pub struct PageReport {
     pub url: String,
     /// How many times the views were loaded.
     pub runs: usize,
-    /// Medians per view, in the order first, repeat, cached.
+    /// Medians per view, in the order first, revalidate, cached.
     pub summary: Vec<ViewSummary>,
     /// The waterfalls of the run whose first view took the median time.
     pub views: Vec<Load>,
@@ -148,7 +150,7 @@ pub fn probe_origins(l: &Load, page: &Url, opts: &LoadOpts) -> Vec<crate::http::
     out
 }
 
-/// Loads the first, repeat and cached views `runs` times.
+/// Loads the first, revalidate and cached views `runs` times.
 pub fn run(url: &Url, runs: usize, opts: &LoadOpts, echo: &mut dyn FnMut(&str)) -> PageReport {
     let runs = runs.max(1);
     let mut all: Vec<[Load; 3]> = Vec::with_capacity(runs);
@@ -162,9 +164,9 @@ pub fn run(url: &Url, runs: usize, opts: &LoadOpts, echo: &mut dyn FnMut(&str)) 
         // later views charge them to their byte budget, and drop their own
         // bodies when done (the audit reads the first view's only).
         let cache = Cache::take_from(&mut first);
-        echo("Repeat view (every resource revalidated):");
-        let mut repeat = load(url, View::Repeat, Some(&cache), opts, echo);
-        strip_bodies(&mut repeat);
+        echo("Revalidate view (every resource revalidated):");
+        let mut revalidate = load(url, View::Revalidate, Some(&cache), opts, echo);
+        strip_bodies(&mut revalidate);
         echo("Cached view (navigating again: fresh from the cache, stale revalidated):");
         let mut cached = load(url, View::Cached, Some(&cache), opts, echo);
         strip_bodies(&mut cached);
@@ -174,7 +176,7 @@ pub fn run(url: &Url, runs: usize, opts: &LoadOpts, echo: &mut dyn FnMut(&str)) 
             // the audit, which loads once) would multiply memory by -n.
             strip_bodies(&mut first);
         }
-        all.push([first, repeat, cached]);
+        all.push([first, revalidate, cached]);
     }
     let summary = (0..3)
         .map(|v| summarize(&all.iter().map(|r| &r[v]).collect::<Vec<_>>()))

@@ -444,6 +444,7 @@ fn negotiated(heads: &[(String, Vec<(String, String)>)]) -> BTreeMap<String, Vec
                 format!("accept: {}", get("accept")),
                 format!("accept-encoding: {}", get("accept-encoding")),
                 format!("user-agent: {ua}"),
+                format!("range: {}", get("range")),
             ],
         );
     }
@@ -451,9 +452,9 @@ fn negotiated(heads: &[(String, Vec<(String, String)>)]) -> BTreeMap<String, Vec
 }
 
 /// Every request redline sends carries the `Accept` of its destination
-/// (document, iframe, style, script, image, font, favicon), the
-/// `Accept-Encoding` and the User-Agent that Chromium's own request for the
-/// same URL carried.
+/// (document, iframe, style, script, image, font, favicon, video and audio
+/// sources), the `Accept-Encoding`, the `Range` and the User-Agent that
+/// Chromium's own request for the same URL carried.
 #[test]
 fn request_headers_match_chromium_per_destination() {
     let font = system_font();
@@ -484,12 +485,14 @@ fn request_headers_match_chromium_per_destination() {
         "/img/photo.jpg",
         "/fonts/preloaded.woff2",
         "/favicon.ico",
+        "/media/clip.mp4",
+        "/media/sound.ogg",
     ] {
         assert!(
             want.contains_key(path),
             "Chromium did not ask for {path}: {want:?}"
         );
     }
-    assert!(want.len() >= 9, "{want:#?}");
+    assert!(want.len() >= 11, "{want:#?}");
     assert_eq!(got, want);
 }

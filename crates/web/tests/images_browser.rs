@@ -3,7 +3,10 @@
 //! a stylesheet width overriding the `width` attribute, `max-width`
 //! capping an `em` width, an `x` candidate without width, descendant and
 //! child selectors under `@media`, an attribute selector, an image under
-//! `display: none` and one `hidden`), real PNGs of
+//! `display: none` and one `hidden`; widths in `%` and `calc()` of px, % and
+//! vw through padded, bordered, `border-box` and `max-width` boxes; a
+//! `max-width: 100%` cap on a `width` attribute and on a 1600 px photo's
+//! intrinsic width), real PNGs of
 //! known sizes served from 127.0.0.1:0, and `chromium --dump-dom` (a
 //! 1350 px window at DPR 1 and 2, a 560 px one at 2) writing each
 //! image's `currentSrc` and layout width into the page.
@@ -75,14 +78,22 @@ const PAGE: &str = r#"<!doctype html><html><head>
 <img id=attr src=f.png data-kind=thumb width=400>
 <div class=gone><p><img id=hidden src=g.png width=300></p></div>
 <img id=attrhidden hidden src=k.png width=80>
+<div class=col><img id=pct class=pct src=m.png></div>
+<section class=boxed><img id=calc class=calc src=n.png></section>
+<img id=vw src=o.png style="width: calc(50vw - 20px)">
+<div class=narrow><p><img id=fluid class=fluid src=q.png width=1200></p></div>
+<div class=narrow><img id=photo class=fluid src=r.png></div>
 <script>onload = () => document.body.insertAdjacentHTML('beforeend', '<pre id=out>' +
   [...document.images].map(i => i.currentSrc.split('/').pop() + ' ' +
   i.getBoundingClientRect().width).join(';') + '</pre>')</script>
 </body></html>"#;
 const SHEET: &str = "img.hero { width: 360px }\n@media (max-width: 600px) { img.hero { width: 100px } }\n\
 .p img { width: 224px }\n@media (max-width: 600px) { body .p > img { width: 112px } }\n\
-li > img.x { width: 150px }\nul img { width: 90px }\nimg[data-kind] { width: 64px }\n.gone { display: none }\n";
-const IMAGES: [(&str, u32, u32); 12] = [
+li > img.x { width: 150px }\nul img { width: 90px }\nimg[data-kind] { width: 64px }\n.gone { display: none }\n\
+.col { width: 80%; padding: 0 10px; margin-left: 5% }\n.pct { width: 50% }\n\
+.boxed { box-sizing: border-box; width: 600px; padding: 20px; border: 5px solid #000 }\n.calc { width: calc(100% - 2 * 15px) }\n\
+.narrow { max-width: 400px; margin: 0 auto }\n.fluid { max-width: 100% }\n";
+const IMAGES: [(&str, u32, u32); 17] = [
     ("p.png", 720, 540),
     ("h.png", 720, 480),
     ("s.png", 400, 300),
@@ -95,6 +106,11 @@ const IMAGES: [(&str, u32, u32); 12] = [
     ("f.png", 640, 480),
     ("g.png", 900, 600),
     ("k.png", 300, 300),
+    ("m.png", 800, 600),
+    ("n.png", 800, 600),
+    ("o.png", 1000, 500),
+    ("q.png", 1200, 800),
+    ("r.png", 1600, 1200),
 ];
 
 /// Serves `dir` on 127.0.0.1:0 (one request per connection) until dropped.
@@ -183,6 +199,15 @@ impl Drop for TmpDir {
 /// (file, layout width) of each image as Chromium shows it on a window of
 /// `vp`'s size at its DPR.
 fn chromium_widths(bin: &str, url: &str, vp: &Viewport, profile: &Path) -> Vec<(String, f64)> {
+    chromium_out(bin, url, vp, profile)
+        .into_iter()
+        .map(|(f, v)| (f, v[0]))
+        .collect()
+}
+
+/// What the page's script wrote into `<pre id=out>`: `file n n…` items
+/// separated by `;`, as (file, numbers), on a window of `vp`'s size.
+fn chromium_out(bin: &str, url: &str, vp: &Viewport, profile: &Path) -> Vec<(String, Vec<f64>)> {
     let mut child = Command::new(bin)
         .args(redline_testkit::chromium::HEADLESS)
         .args([
@@ -214,8 +239,9 @@ fn chromium_widths(bin: &str, url: &str, vp: &Viewport, profile: &Path) -> Vec<(
     dom[start..end]
         .split(';')
         .map(|p| {
-            let (f, w) = p.split_once(' ').expect("pair");
-            (f.to_string(), w.parse::<f64>().expect("width"))
+            let mut it = p.split_whitespace();
+            let f = it.next().expect("file").to_string();
+            (f, it.map(|n| n.parse::<f64>().expect("number")).collect())
         })
         .collect()
 }
@@ -259,9 +285,10 @@ fn displayed_widths_match_chromium() {
         let model = shown_widths(PAGE.as_bytes(), &url, &vp, &[SHEET]);
         let got: Vec<(String, f64)> = model
             .iter()
-            .map(|(u, w, d)| {
+            .map(|(u, w, d, max)| {
                 let f = u.rsplit('/').next().unwrap_or_default().to_string();
                 let w = w.unwrap_or_else(|| intrinsic(&f).expect("known image") / d);
+                let w = max.map_or(w, |m| w.min(m));
                 (f, w)
             })
             .collect();
@@ -272,7 +299,7 @@ fn displayed_widths_match_chromium() {
         hidden.sort();
         assert_eq!(hidden, ["g.png", "k.png"], "DPR {dpr}");
         want.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(want.len(), 8, "DPR {dpr}: {want:?}");
+        assert_eq!(want.len(), 13, "DPR {dpr}: {want:?}");
         for ((wf, ww), (gf, gw)) in want.iter().zip(&got) {
             assert_eq!(wf, gf, "DPR {dpr}: chromium {want:?}, redline {got:?}");
             assert!(
@@ -403,4 +430,136 @@ fn reencoded_sizes_match_chromiums_encoder() {
         );
     }
     d.call(None, "Target.closeTarget", json!({"targetId": tid}));
+}
+
+/// A page for the offscreen rule: images on the first screen (plain, in a
+/// `<figure>`, `display: block` at a `%` width in a padded, bordered box),
+/// one partly past the fourth screen (75 % or more outside: flagged), one
+/// far below, one after a paragraph (its top below the spacer whatever the
+/// text's height), a hidden one, a lazy one, one in a flex row, one
+/// absolutely positioned, and one right after text near the top (its
+/// position needs text layout: not known).
+const OFF_PAGE: &str = r#"<!doctype html><html><head>
+<meta name=viewport content="width=device-width">
+<style>.card { padding: 12px; border: 3px solid #000; margin: 20px 0 }
+.wide { display: block; width: 50% } .spacer { height: 2900px } .deep { height: 5000px }
+.row { display: flex; gap: 10px } .abs { position: absolute; top: 40px; left: 700px }
+h1 { margin: 0 0 30px }</style></head><body>
+<img src=o1.png width=600 height=200>
+<figure><img src=o2.png width=300></figure>
+<div class=card><img class=wide src=o3.png></div>
+<div class=spacer></div>
+<img src=o4.png width=400>
+<div class=deep></div>
+<p>A paragraph of text.</p>
+<img src=o5.png>
+<div style="display: none"><img src=o6.png></div>
+<img src=o7.png loading=lazy>
+<div class=row><img src=o8.png width=200><img src=o9.png width=200></div>
+<div class=abs><img src=o10.png width=100></div>
+<script>onload = () => document.body.insertAdjacentHTML('beforeend', '<pre id=out>' +
+  [...document.images].map(i => { const r = i.getBoundingClientRect();
+  return i.src.split('/').pop() + ' ' + (r.top + scrollY) + ' ' + r.width + ' ' + r.height; }).join(';') + '</pre>')</script>
+</body></html>"#;
+const OFF_IMAGES: [(&str, u32, u32); 10] = [
+    ("o1.png", 600, 200),
+    ("o2.png", 600, 400),
+    ("o3.png", 800, 400),
+    ("o4.png", 400, 400),
+    ("o5.png", 640, 480),
+    ("o6.png", 300, 300),
+    ("o7.png", 300, 300),
+    ("o8.png", 400, 300),
+    ("o9.png", 400, 300),
+    ("o10.png", 200, 200),
+];
+
+/// Lighthouse's offscreen-images share outside for a box at `top` of
+/// `w`×`h` on a `vw`×`vh` viewport (its computeVisiblePixels, left at 0).
+fn lighthouse_wasted(top: f64, w: f64, h: f64, vw: f64, vh: f64) -> f64 {
+    if w * h == 0.0 {
+        return 1.0;
+    }
+    let visible = ((top + h).min(4.0 * vh) - top.max(-100.0)).max(0.0) * w.min(vw + 100.0);
+    1.0 - visible / (w * h)
+}
+
+/// The offscreen rule on Chromium's layout: each image's top lies within
+/// redline's bounds, its size is Chromium's where redline knows it, and
+/// each verdict redline gives is the one Lighthouse's formula gives on
+/// Chromium's boxes (at 1350×940 and on a 560 px window).
+#[test]
+fn offscreen_verdicts_match_chromium_layout() {
+    use redline_web::audit::{image_positions, Offscreen};
+    let bin = redline_testkit::chromium::chromium();
+    if !require("chromium (apt-get install chromium)", bin.is_some()) {
+        return;
+    }
+    let dir =
+        TmpDir(std::env::temp_dir().join(format!("redline-offscreen-{}", std::process::id())));
+    std::fs::create_dir_all(&dir.0).expect("tmp dir");
+    std::fs::write(dir.0.join("index.html"), OFF_PAGE).expect("write");
+    for (name, w, h) in OFF_IMAGES {
+        std::fs::write(dir.0.join(name), png(w, h)).expect("write");
+    }
+    let srv = Server::start(dir.0.clone());
+    let url = format!("http://127.0.0.1:{}/index.html", srv.port);
+    let narrow = Viewport {
+        width: 560,
+        height: 823,
+        dpr: 1.0,
+        mobile: false,
+    };
+    for vp in [DESKTOP, narrow] {
+        let profile = dir.0.join(format!("profile-off-{}", vp.width));
+        let boxes = chromium_out(bin.expect("checked"), &url, &vp, &profile);
+        let size = |u: &str| {
+            let f = u.rsplit('/').next().unwrap_or_default();
+            OFF_IMAGES.iter().find(|i| i.0 == f).map(|i| (i.1, i.2))
+        };
+        let placed = image_positions(OFF_PAGE.as_bytes(), &url, &vp, &[], &size);
+        assert_eq!(placed.len(), boxes.len(), "{placed:?} vs {boxes:?}");
+        let (vw, vh) = (f64::from(vp.width), f64::from(vp.height));
+        let mut seen: Vec<(String, Offscreen)> = Vec::new();
+        for (p, (f, b)) in placed.iter().zip(&boxes) {
+            assert!(p.url.ends_with(&format!("/{f}")), "{p:?} vs {f}");
+            let (top, w, h) = (b[0], b[1], b[2]);
+            let why = format!(
+                "{} px: {f}: chromium top {top} {w}×{h}, redline {p:?}",
+                vp.width
+            );
+            if let Some((lo, hi)) = p.top {
+                assert!(lo <= top + 0.5, "{why}");
+                assert!(hi.is_none_or(|hi| hi >= top - 0.5), "{why}");
+            }
+            if let Some((rw, rh)) = p.size {
+                assert!((rw - w).abs() < 0.5 && (rh - h).abs() < 0.5, "{why}");
+            }
+            let lh = lighthouse_wasted(top, w, h, vw, vh);
+            match p.verdict {
+                Offscreen::Hidden => assert_eq!(w * h, 0.0, "{why}"),
+                Offscreen::Below { wasted } => {
+                    assert!(lh >= 0.75, "{why}: Lighthouse {lh}");
+                    assert!(wasted <= lh + 1e-6, "{why}: Lighthouse {lh}");
+                }
+                Offscreen::OnScreen => assert!(lh < 0.75, "{why}: Lighthouse {lh}"),
+                Offscreen::NotKnown | Offscreen::LoadingSet => {}
+            }
+            seen.push((f.clone(), p.verdict));
+        }
+        eprintln!("{} px: {seen:?}", vp.width);
+        let verdict = |f: &str| seen.iter().find(|(k, _)| k == f).map(|(_, v)| *v);
+        // What the model must settle on this page (else the test is empty).
+        assert_eq!(verdict("o1.png"), Some(Offscreen::OnScreen));
+        assert_eq!(verdict("o2.png"), Some(Offscreen::OnScreen));
+        assert_eq!(verdict("o3.png"), Some(Offscreen::OnScreen));
+        assert!(
+            matches!(verdict("o4.png"), Some(Offscreen::Below { .. })),
+            "{seen:?}"
+        );
+        assert_eq!(verdict("o5.png"), Some(Offscreen::Below { wasted: 1.0 }));
+        assert_eq!(verdict("o6.png"), Some(Offscreen::Hidden));
+        assert_eq!(verdict("o7.png"), Some(Offscreen::LoadingSet));
+        assert_eq!(verdict("o10.png"), Some(Offscreen::NotKnown));
+    }
 }

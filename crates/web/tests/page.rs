@@ -101,7 +101,7 @@ fn validators_on_give_304s_and_fresh_resources_are_not_requested() {
     let site = start(Conf::all_on());
     let r = run(&site);
     let (repeat, cached) = (&r.views[1], &r.views[2]);
-    // Repeat view: every stored response revalidated; all answer 304.
+    // Revalidate view: every stored response revalidated; all answer 304.
     let ok: Vec<&str> = FIRST_VIEW
         .iter()
         .copied()
@@ -148,7 +148,7 @@ fn everything_off_is_found_and_nothing_is_revalidated() {
     let site = start(Conf::all_off());
     let r = run(&site);
     let (repeat, cached) = (&r.views[1], &r.views[2]);
-    // No validators: the repeat view sends no conditional request and gets 200s.
+    // No validators: the revalidate view sends no conditional request and gets 200s.
     assert_eq!(repeat.not_modified, 0);
     assert!(repeat.entries.iter().all(|e| !e.conditional));
     assert!(site
@@ -189,7 +189,7 @@ fn everything_off_is_found_and_nothing_is_revalidated() {
         ])
     );
     assert_eq!(severity(&a, "cache-static"), Severity::Error);
-    // Nothing conditional could be sent: the repeat view got every body
+    // Nothing conditional could be sent: the revalidate view got every body
     // again, and the conditional-GET check names the cause (no validator).
     assert_eq!(severity(&a, "conditional-get"), Severity::Warning);
     let cg = a.checks.iter().find(|c| c.id == "conditional-get").unwrap();
@@ -313,6 +313,8 @@ fn repeats_report_medians() {
     let text = page::render_text(&r, &url);
     assert!(text.contains("Summary (medians of 3 runs)"), "{text}");
     assert!(
-        text.contains("first view") && text.contains("repeat view") && text.contains("cached view")
+        text.contains("first view")
+            && text.contains("revalidate view")
+            && text.contains("cached view")
     );
 }

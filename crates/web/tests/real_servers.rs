@@ -207,7 +207,7 @@ fn check_on(srv: Running, name: &str) {
     assert_eq!(
         r.views[1].not_modified,
         ok_paths(),
-        "{name}: repeat view 304s"
+        "{name}: revalidate view 304s"
     );
     // Cached view: only the two HTML documents and the 404 are requested.
     let requested: BTreeSet<String> = r.views[2]

@@ -31,9 +31,11 @@ use std::collections::HashMap;
 use url::Url;
 
 use crate::discover::decode_entities;
-use crate::dom::{matches_exactly, parse_selector, Selector, Tree};
+use crate::dom::Tree;
 use crate::srcset::{parse_srcset, pick, source_size};
-use crate::viewport::{length_px, Viewport};
+use crate::viewport::Viewport;
+
+use super::layout::{self, Cap, Layout};
 
 use super::{check, finding, pct, Check, Ctx, Fix, Severity, IMAGE_MIN_WASTE};
 use crate::page::bytes;
@@ -69,6 +71,17 @@ pub(super) struct Shown {
     pub from: &'static str,
     /// Picked by `srcset` among two or more candidates.
     pub chosen: bool,
+    /// A known `max-width` in CSS px (`max-width: 100%` of a box of known
+    /// width): it caps the intrinsic width when `width` is none.
+    pub max: Option<f64>,
+}
+
+impl Shown {
+    /// The displayed width for an image `iw` pixels wide.
+    pub fn width_for(&self, iw: f64) -> f64 {
+        let w = self.width.unwrap_or(iw / self.density.max(0.01));
+        self.max.map_or(w, |m| w.min(m))
+    }
 }
 
 /// At most this many `<img>` elements are modelled (a bound for hostile pages).
@@ -77,6 +90,8 @@ const MAX_IMAGES: usize = 5_000;
 struct Tag {
     name: String,
     attrs: Vec<(String, String)>,
+    /// Non-blank text comes between the previous tag and this one.
+    text_before: bool,
 }
 
 impl Tag {
@@ -96,9 +111,15 @@ fn tags(html: &str) -> (Vec<Tag>, Vec<(Option<String>, String)>) {
     let b = html.as_bytes();
     let mut i = 0;
     while let Some(p) = html[i..].find('<') {
+        let text_before = !html[i..i + p].trim().is_empty();
         i += p + 1;
         if html[i..].starts_with("!--") {
             i = html[i..].find("-->").map_or(b.len(), |e| i + e + 3);
+            continue;
+        }
+        if html[i..].starts_with(['!', '?']) {
+            // `<!doctype …>`, `<![CDATA[…]>`, `<?xml …?>`: not text.
+            i = html[i..].find('>').map_or(b.len(), |e| i + e + 1);
             continue;
         }
         let end = b[i..]
@@ -177,7 +198,11 @@ fn tags(html: &str) -> (Vec<Tag>, Vec<(Option<String>, String)>) {
             i = e;
         }
         if out.len() < 4 * MAX_IMAGES {
-            out.push(Tag { name, attrs });
+            out.push(Tag {
+                name,
+                attrs,
+                text_before,
+            });
         }
         if i >= b.len() {
             break;
@@ -186,154 +211,270 @@ fn tags(html: &str) -> (Vec<Tag>, Vec<(Option<String>, String)>) {
     (out, styles)
 }
 
-/// A CSS rule that sets a width in plain lengths, or `display`.
-struct WidthRule {
-    sel: Selector,
-    width: Option<f64>,
-    max_width: Option<f64>,
-    /// `display` it sets: `none` (true) or another value.
-    display_none: Option<bool>,
-}
-
-/// `width`, `max-width` (plain lengths) and `display` of a declaration block.
-fn widths(decls: &str, vp: &Viewport) -> (Option<f64>, Option<f64>, Option<bool>) {
-    let (mut w, mut m, mut d) = (None, None, None);
-    for decl in decls.split(';') {
-        let Some((k, v)) = decl.split_once(':') else {
-            continue;
-        };
-        let v = v.trim().trim_end_matches("!important").trim();
-        match k.trim().to_ascii_lowercase().as_str() {
-            "width" => w = length_px(v, vp).filter(|x| *x > 0.0),
-            "max-width" => m = length_px(v, vp).filter(|x| *x > 0.0),
-            "display" => d = Some(v.eq_ignore_ascii_case("none")),
-            _ => {}
-        }
-    }
-    (w, m, d)
-}
-
-/// The width and display rules of a style sheet, `@media` blocks that
-/// match `vp` included, in cascade order.
-fn width_rules(css: &str, vp: &Viewport, out: &mut Vec<WidthRule>, depth: u8) {
-    let mut css = css.to_string();
-    while let Some(s) = css.find("/*") {
-        let e = css[s + 2..].find("*/").map_or(css.len(), |e| s + 2 + e + 2);
-        css.replace_range(s..e, " ");
-    }
-    let b = css.as_bytes();
-    let mut i = 0;
-    while i < b.len() && out.len() < 10_000 {
-        let Some(open) = css[i..].find(['{', ';']).map(|p| i + p) else {
-            break;
-        };
-        let prelude = css[i..open].trim();
-        if b[open] == b';' {
-            // `@import`, `@charset`: no block.
-            i = open + 1;
-            continue;
-        }
-        // The matching close brace.
-        let (mut d, mut close) = (0i32, b.len());
-        for (k, c) in b.iter().enumerate().skip(open) {
-            match c {
-                b'{' => d += 1,
-                b'}' => {
-                    d -= 1;
-                    if d == 0 {
-                        close = k;
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        let body = &css[open + 1..close.min(b.len())];
-        if let Some(at) = prelude.strip_prefix('@') {
-            let lower = at.to_ascii_lowercase();
-            if depth < 8 {
-                if let Some(q) = lower.strip_prefix("media") {
-                    if vp.matches_media(q) {
-                        width_rules(body, vp, out, depth + 1);
-                    }
-                } else if lower.starts_with("supports") || lower.starts_with("layer") {
-                    width_rules(body, vp, out, depth + 1);
-                }
-            }
-        } else {
-            let (width, max_width, display_none) = widths(body, vp);
-            if width.is_some() || max_width.is_some() || display_none.is_some() {
-                for sel in crate::viewport::split_top(prelude, ',') {
-                    // The element's own box (no pseudo-element), and only
-                    // selectors matched exactly (no pseudo-classes).
-                    if let Some(sel) =
-                        parse_selector(sel).filter(|s| s.pseudo.is_none() && !s.pseudo_class)
-                    {
-                        out.push(WidthRule {
-                            sel,
-                            width,
-                            max_width,
-                            display_none,
-                        });
-                    }
-                }
-            }
-        }
-        i = close + 1;
-    }
-}
-
-/// The last most specific value `get` finds among the rules matching
-/// element `i` (rules in cascade order).
-fn winner<T: Copy>(
-    rules: &[WidthRule],
-    tree: &Tree,
-    i: usize,
-    get: impl Fn(&WidthRule) -> Option<T>,
-) -> Option<T> {
-    let mut best: Option<((u32, u32, u32), T)> = None;
-    for r in rules {
-        let Some(v) = get(r) else { continue };
-        if best.is_none_or(|(s, _)| r.sel.spec >= s) && matches_exactly(&r.sel, tree, i) {
-            best = Some((r.sel.spec, v));
-        }
-    }
-    best.map(|(_, v)| v)
-}
-
-/// The CSS width of the `<img>` element `i`: its `style` attribute, else
-/// the last most specific matching rule (any selector: descendant, child,
-/// sibling, class, id, attribute); `max-width` caps it.
-fn css_width(img: &Tag, tree: &Tree, i: usize, rules: &[WidthRule], vp: &Viewport) -> Option<f64> {
-    let (sw, sm, _) = img
-        .attr("style")
-        .map_or((None, None, None), |s| widths(s, vp));
-    let width = sw.or_else(|| winner(rules, tree, i, |r| r.width))?;
-    let cap = sm.or_else(|| winner(rules, tree, i, |r| r.max_width));
-    Some(cap.map_or(width, |c| width.min(c)))
-}
-
-/// Element `i` is not rendered: it or an ancestor has `hidden` or
-/// `display: none` (its `style` attribute, else the winning rule).
-fn not_rendered(tree: &Tree, i: usize, rules: &[WidthRule], vp: &Viewport) -> bool {
-    let mut at = Some(i);
-    for _ in 0..256 {
-        let Some(k) = at else { return false };
-        let n = &tree.nodes[k];
-        let inline = n.style.as_deref().and_then(|s| widths(s, vp).2);
-        let none = inline.or_else(|| winner(rules, tree, k, |r| r.display_none));
-        if n.hidden && none != Some(false) || none == Some(true) {
-            return true;
-        }
-        at = n.parent;
-    }
-    false
-}
-
 fn absolute(base: &Url, u: &str) -> Option<String> {
     let mut u = base.join(u.trim()).ok()?;
     u.set_fragment(None);
     Some(u.to_string())
+}
+
+/// One `<img>` of the page as the checks read it.
+pub(super) struct Img {
+    /// The URL it fetches (absolute, no fragment).
+    pub url: String,
+    /// Its element in [`Scan::tree`] (None past the tree's bound).
+    pub node: Option<usize>,
+    /// How it is shown; None when not rendered or when its width needs
+    /// layout redline does not do.
+    pub shown: Option<Shown>,
+    /// Not rendered (`display: none` on it or an ancestor, `hidden`).
+    pub hidden: bool,
+    /// `loading=lazy` or `loading=eager`: its loading is already chosen.
+    pub loading_set: bool,
+    /// Its `max-width` (a known one is applied to `shown`).
+    pub cap: Cap,
+    /// A plain CSS `height` in px.
+    pub css_height: Option<f64>,
+}
+
+/// A page's element tree, its kept CSS, its layout viewport and its images.
+pub(super) struct Scan {
+    pub tree: Tree,
+    pub rules: Vec<layout::Rule>,
+    pub layout: Viewport,
+    pub imgs: Vec<Img>,
+}
+
+impl Scan {
+    /// The layout of the page.
+    pub fn layout(&self) -> Layout<'_> {
+        Layout::new(&self.tree, &self.rules, self.layout)
+    }
+}
+
+/// Reads the page's HTML for screen `screen` (`sheets`: the text of the
+/// stylesheets fetched, in load order): each `<img>`, the URL it fetches
+/// as discovery picked it, and the width it is shown at.
+pub(super) fn scan(html: &[u8], page_url: &str, screen: &Viewport, sheets: &[&str]) -> Scan {
+    let layout_vp = crate::discover::scan_html(html, screen).layout;
+    let text = String::from_utf8_lossy(html);
+    let (tags, styles) = tags(&text);
+    let mut rules = Vec::new();
+    for s in sheets {
+        layout::rules(s, &layout_vp, &mut rules, 0);
+    }
+    for (media, s) in &styles {
+        if layout_vp.matches_media(media.as_deref().unwrap_or("")) {
+            layout::rules(s, &layout_vp, &mut rules, 0);
+        }
+    }
+    // The element tree, for the selectors' combinators and the containing blocks.
+    let mut tree = Tree::new();
+    let nodes: Vec<Option<usize>> = tags
+        .iter()
+        .map(|t| {
+            if t.text_before {
+                tree.text("x");
+            }
+            match t.name.strip_prefix('/') {
+                Some(end) => {
+                    tree.close(end);
+                    None
+                }
+                None => tree.open(
+                    &t.name,
+                    &t.attrs,
+                    matches!(t.name.as_str(), "script" | "style" | "textarea" | "title"),
+                ),
+            }
+        })
+        .collect();
+    let mut out = Scan {
+        tree,
+        rules,
+        layout: layout_vp,
+        imgs: Vec::new(),
+    };
+    let Ok(mut base) = Url::parse(page_url) else {
+        return out;
+    };
+    let mut imgs = Vec::new();
+    {
+        let lay = out.layout();
+        let layout = &out.layout;
+        // (srcset, sizes) of the `<source>` a `<picture>` takes.
+        let mut picture: Option<Option<(String, Option<String>)>> = None;
+        for (t, node) in tags.iter().zip(nodes) {
+            match t.name.as_str() {
+                "base" => {
+                    if let Some(b) = t.attr("href").and_then(|h| base.join(h.trim()).ok()) {
+                        base = b;
+                    }
+                }
+                "picture" => picture = Some(None),
+                "/picture" => picture = None,
+                "source" => {
+                    if let Some(chosen @ None) = picture.as_mut() {
+                        let type_ok = t
+                            .attr("type")
+                            .is_none_or(|ty| ty.trim().to_ascii_lowercase().starts_with("image/"));
+                        if let Some(ss) = t.attr("srcset").filter(|_| type_ok) {
+                            if layout.matches_media(t.attr("media").unwrap_or("")) {
+                                *chosen =
+                                    Some((ss.to_string(), t.attr("sizes").map(str::to_string)));
+                            }
+                        }
+                    }
+                }
+                "img" if imgs.len() < MAX_IMAGES => {
+                    let chosen = picture.as_mut().and_then(Option::take);
+                    let (ss, sz, src) = match &chosen {
+                        Some((ss, sz)) => (Some(ss.as_str()), sz.as_deref(), None),
+                        None => (t.attr("srcset"), t.attr("sizes"), t.attr("src")),
+                    };
+                    let Some(url) = pick(ss, sz, src, layout) else {
+                        continue;
+                    };
+                    let Some(abs) = absolute(&base, &url) else {
+                        continue;
+                    };
+                    let loading_set = t.attr("loading").is_some_and(|l| {
+                        matches!(l.trim().to_ascii_lowercase().as_str(), "lazy" | "eager")
+                    });
+                    let hidden = node.is_some_and(|i| lay.not_rendered(i));
+                    let css = node.map(|i| lay.replaced_width(i));
+                    let cap = match css {
+                        Some(Ok((_, c))) => c,
+                        _ => Cap::None,
+                    };
+                    let shown = if hidden {
+                        None
+                    } else {
+                        shown_one(t, ss, sz, src, &url, css, layout)
+                    };
+                    imgs.push(Img {
+                        url: abs,
+                        node,
+                        shown,
+                        hidden,
+                        loading_set,
+                        cap,
+                        css_height: node.and_then(|i| lay.css_height(i)),
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    out.imgs = imgs;
+    out
+}
+
+fn cap_unknown(c: Cap) -> bool {
+    c == Cap::Unknown
+}
+
+/// How one rendered `<img>` is shown: `css` is its CSS width (Err: it
+/// needs layout redline does not do); None when nothing gives a width.
+fn shown_one(
+    t: &Tag,
+    ss: Option<&str>,
+    sz: Option<&str>,
+    src: Option<&str>,
+    url: &str,
+    css: Option<Result<(Option<f64>, Cap), ()>>,
+    layout: &Viewport,
+) -> Option<Shown> {
+    let mut cands = ss.map(parse_srcset).unwrap_or_default();
+    let width_mode = cands.iter().any(|c| c.width.is_some());
+    if !width_mode {
+        if let Some(s) = src {
+            if !cands.iter().any(|c| c.density.unwrap_or(1.0) == 1.0) {
+                cands.push(crate::srcset::Candidate {
+                    url: s.to_string(),
+                    width: None,
+                    density: Some(1.0),
+                });
+            }
+        }
+    }
+    let density = cands
+        .iter()
+        .find(|c| c.url.trim() == url.trim())
+        .and_then(|c| c.density)
+        .unwrap_or(1.0);
+    let attr_w = t.attr("width").and_then(dim);
+    let attr_h = t.attr("height").and_then(dim);
+    let (css_w, cap) = match css {
+        Some(Ok(v)) => v,
+        Some(Err(())) => return None,
+        None => (None, Cap::None),
+    };
+    let s = if width_mode {
+        Shown {
+            width: Some(source_size(sz, layout)),
+            height: None,
+            density: 1.0,
+            from: "sizes",
+            chosen: false,
+            max: None,
+        }
+    } else if let Some(w) = css_w {
+        Shown {
+            width: Some(w),
+            height: None,
+            density,
+            from: "CSS width",
+            chosen: false,
+            max: None,
+        }
+    } else if let Some(w) = attr_w {
+        Shown {
+            width: Some(w),
+            height: attr_h,
+            density,
+            from: "width attribute",
+            chosen: false,
+            max: None,
+        }
+    } else if ss.is_some() && density > 0.0 {
+        Shown {
+            width: None,
+            height: None,
+            density,
+            from: "srcset density",
+            chosen: false,
+            max: None,
+        }
+    } else if attr_h.is_none() && !cap_unknown(cap) {
+        // Nothing sizes it: its intrinsic size shows.
+        Shown {
+            width: None,
+            height: None,
+            density: 1.0,
+            from: "intrinsic size",
+            chosen: false,
+            max: None,
+        }
+    } else {
+        return None;
+    };
+    // A known `max-width` caps a width the page gives (the intrinsic
+    // width's cap is applied where the intrinsic size is known).
+    let width = match (s.width, cap) {
+        (Some(w), Cap::Known(c)) if c < w && !width_mode => Some(c),
+        (w, _) => w,
+    };
+    let height = if width != s.width { None } else { s.height };
+    Some(Shown {
+        width,
+        height,
+        chosen: ss.is_some() && cands.len() >= 2,
+        max: match cap {
+            Cap::Known(c) if !width_mode => Some(c),
+            _ => None,
+        },
+        ..s
+    })
 }
 
 /// How the page's HTML shows each image URL it fetches on screen `screen`
@@ -346,143 +487,14 @@ pub(super) fn shown(
     sheets: &[&str],
 ) -> HashMap<String, Shown> {
     let mut map: HashMap<String, Shown> = HashMap::new();
-    let Ok(mut base) = Url::parse(page_url) else {
-        return map;
-    };
-    let layout = crate::discover::scan_html(html, screen).layout;
-    let text = String::from_utf8_lossy(html);
-    let (tags, styles) = tags(&text);
-    let mut rules = Vec::new();
-    for s in sheets {
-        width_rules(s, &layout, &mut rules, 0);
-    }
-    for (media, s) in &styles {
-        if layout.matches_media(media.as_deref().unwrap_or("")) {
-            width_rules(s, &layout, &mut rules, 0);
-        }
-    }
-    // (srcset, sizes) of the `<source>` a `<picture>` takes.
-    let mut picture: Option<Option<(String, Option<String>)>> = None;
-    let mut n = 0;
-    // The element tree as far as read, for the selectors' combinators.
-    let mut tree = Tree::new();
-    for t in &tags {
-        let node = match t.name.strip_prefix('/') {
-            Some(end) => {
-                tree.close(end);
-                None
-            }
-            None => tree.open(
-                &t.name,
-                &t.attrs,
-                matches!(t.name.as_str(), "script" | "style" | "textarea" | "title"),
-            ),
+    for img in scan(html, page_url, screen, sheets).imgs {
+        let Some(s) = img.shown else { continue };
+        let wider = |old: &Shown| match (old.width, s.width) {
+            (Some(a), Some(b)) => b > a,
+            _ => false,
         };
-        match t.name.as_str() {
-            "base" => {
-                if let Some(b) = t.attr("href").and_then(|h| base.join(h.trim()).ok()) {
-                    base = b;
-                }
-            }
-            "picture" => picture = Some(None),
-            "/picture" => picture = None,
-            "source" => {
-                if let Some(chosen @ None) = picture.as_mut() {
-                    let type_ok = t
-                        .attr("type")
-                        .is_none_or(|ty| ty.trim().to_ascii_lowercase().starts_with("image/"));
-                    if let Some(ss) = t.attr("srcset").filter(|_| type_ok) {
-                        if layout.matches_media(t.attr("media").unwrap_or("")) {
-                            *chosen = Some((ss.to_string(), t.attr("sizes").map(str::to_string)));
-                        }
-                    }
-                }
-            }
-            "img" if n < MAX_IMAGES => {
-                n += 1;
-                let chosen = picture.as_mut().and_then(Option::take);
-                let (ss, sz, src) = match &chosen {
-                    Some((ss, sz)) => (Some(ss.as_str()), sz.as_deref(), None),
-                    None => (t.attr("srcset"), t.attr("sizes"), t.attr("src")),
-                };
-                let Some(url) = pick(ss, sz, src, &layout) else {
-                    continue;
-                };
-                let Some(abs) = absolute(&base, &url) else {
-                    continue;
-                };
-                // Fetched but not shown: nothing to size.
-                if node.is_some_and(|i| not_rendered(&tree, i, &rules, &layout)) {
-                    continue;
-                }
-                let mut cands = ss.map(parse_srcset).unwrap_or_default();
-                let width_mode = cands.iter().any(|c| c.width.is_some());
-                if !width_mode {
-                    if let Some(s) = src {
-                        if !cands.iter().any(|c| c.density.unwrap_or(1.0) == 1.0) {
-                            cands.push(crate::srcset::Candidate {
-                                url: s.to_string(),
-                                width: None,
-                                density: Some(1.0),
-                            });
-                        }
-                    }
-                }
-                let density = cands
-                    .iter()
-                    .find(|c| c.url.trim() == url.trim())
-                    .and_then(|c| c.density)
-                    .unwrap_or(1.0);
-                let attr_w = t.attr("width").and_then(dim);
-                let attr_h = t.attr("height").and_then(dim);
-                let s = if width_mode {
-                    Shown {
-                        width: Some(source_size(sz, &layout)),
-                        height: None,
-                        density: 1.0,
-                        from: "sizes",
-                        chosen: false,
-                    }
-                } else if let Some(w) = node.and_then(|i| css_width(t, &tree, i, &rules, &layout)) {
-                    Shown {
-                        width: Some(w),
-                        height: None,
-                        density,
-                        from: "CSS width",
-                        chosen: false,
-                    }
-                } else if let Some(w) = attr_w {
-                    Shown {
-                        width: Some(w),
-                        height: attr_h,
-                        density,
-                        from: "width attribute",
-                        chosen: false,
-                    }
-                } else if ss.is_some() && density > 0.0 {
-                    Shown {
-                        width: None,
-                        height: None,
-                        density,
-                        from: "srcset density",
-                        chosen: false,
-                    }
-                } else {
-                    continue;
-                };
-                let s = Shown {
-                    chosen: ss.is_some() && cands.len() >= 2,
-                    ..s
-                };
-                let wider = |old: &Shown| match (old.width, s.width) {
-                    (Some(a), Some(b)) => b > a,
-                    _ => false,
-                };
-                if map.get(&abs).is_none_or(wider) {
-                    map.insert(abs, s);
-                }
-            }
-            _ => {}
+        if map.get(&img.url).is_none_or(wider) {
+            map.insert(img.url, s);
         }
     }
     map
@@ -490,16 +502,17 @@ pub(super) fn shown(
 
 /// The images-scaled check's view of a page: for each image URL the HTML
 /// shows on `screen`, its width in CSS px (none: its intrinsic width over
-/// the density) and the `x` density it was picked for; sorted by URL.
+/// the density), the `x` density it was picked for and a known `max-width`
+/// capping that intrinsic width; sorted by URL.
 pub fn shown_widths(
     html: &[u8],
     page_url: &str,
     screen: &Viewport,
     sheets: &[&str],
-) -> Vec<(String, Option<f64>, f64)> {
+) -> Vec<(String, Option<f64>, f64, Option<f64>)> {
     let mut v: Vec<_> = shown(html, page_url, screen, sheets)
         .into_iter()
-        .map(|(u, s)| (u, s.width, s.density))
+        .map(|(u, s)| (u, s.width, s.density, s.max))
         .collect();
     v.sort_by(|a, b| a.0.cmp(&b.0));
     v
@@ -510,16 +523,77 @@ fn dim(v: &str) -> Option<f64> {
     v.parse::<u32>().ok().filter(|&x| x > 0).map(f64::from)
 }
 
+/// The text of the stylesheets the first view fetched that apply, in
+/// cascade order (each sheet's imports before it): a `<link rel=stylesheet>` of the page whose `media` does not
+/// match (`print`) or that is an alternate is fetched but left out.
+pub(super) fn sheets<'a>(cx: &'a Ctx) -> Vec<&'a str> {
+    let off: std::collections::HashSet<String> = cx
+        .doc()
+        .and_then(|d| {
+            let body = d.body.as_deref()?;
+            let scan = crate::discover::scan_html(body, &cx.first.discovery.viewport);
+            let page = Url::parse(&d.url).ok()?;
+            let base = scan
+                .base
+                .as_deref()
+                .and_then(|b| page.join(b.trim()).ok())
+                .unwrap_or(page);
+            Some(
+                scan.embeds
+                    .iter()
+                    .filter(|e| e.sheet.is_some_and(|(_, applies)| !applies))
+                    .filter_map(|e| absolute(&base, &e.url))
+                    .collect(),
+            )
+        })
+        .unwrap_or_default();
+    // Cascade order: a sheet's `@import`s (the sheets it led to) before
+    // its own rules, the rest in load order.
+    let entries = &cx.first.entries;
+    let css = |i: usize| {
+        let e = &entries[i];
+        e.content_type == "text/css" && e.status == Some(200) && !e.from_cache
+    };
+    let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut roots = Vec::new();
+    for i in (0..entries.len()).filter(|&i| css(i)) {
+        match entries[i].parent.filter(|&p| p < entries.len() && css(p)) {
+            Some(p) => children.entry(p).or_default().push(i),
+            None => roots.push(i),
+        }
+    }
+    fn emit(i: usize, children: &HashMap<usize, Vec<usize>>, out: &mut Vec<usize>, depth: u8) {
+        if depth < 16 && !out.contains(&i) {
+            for &c in children.get(&i).map(Vec::as_slice).unwrap_or(&[]) {
+                emit(c, children, out, depth + 1);
+            }
+            out.push(i);
+        }
+    }
+    let mut order = Vec::new();
+    for r in roots {
+        emit(r, &children, &mut order, 0);
+    }
+    order
+        .into_iter()
+        .map(|i| &entries[i])
+        .filter(|e| absolute_of(&e.url).is_none_or(|u| !off.contains(&u)))
+        .filter_map(|e| e.body.as_deref())
+        .filter_map(|b| std::str::from_utf8(b).ok())
+        .collect()
+}
+
+fn absolute_of(u: &str) -> Option<String> {
+    let mut u = Url::parse(u).ok()?;
+    u.set_fragment(None);
+    Some(u.to_string())
+}
+
 pub(super) fn scaled(cx: &Ctx) -> Check {
     let screen = cx.first.discovery.viewport;
     let dpr = cx.probes.dpr.unwrap_or(screen.dpr).clamp(0.5, 8.0);
     let screen = Viewport { dpr, ..screen };
-    let sheets: Vec<&str> = cx
-        .ok()
-        .filter(|e| e.content_type == "text/css")
-        .filter_map(|e| e.body.as_deref())
-        .filter_map(|b| std::str::from_utf8(b).ok())
-        .collect();
+    let sheets = sheets(cx);
     let model = cx
         .doc()
         .and_then(|d| Some((d.url.as_str(), d.body.as_deref()?)))
@@ -547,6 +621,7 @@ pub(super) fn scaled(cx: &Ctx) -> Check {
                     density: 1.0,
                     from: "width attribute",
                     chosen: false,
+                    max: None,
                 },
                 Some((None, Some(h))) => Shown {
                     width: Some(fw * f64::from(h) / fh),
@@ -554,12 +629,15 @@ pub(super) fn scaled(cx: &Ctx) -> Check {
                     density: 1.0,
                     from: "height attribute",
                     chosen: false,
+                    max: None,
                 },
                 _ => continue,
             },
         };
-        let dw = s.width.unwrap_or(fw / s.density.max(0.01)).max(1.0);
+        let dw = s.width_for(fw).max(1.0);
+        let capped = s.width.is_none() && s.max.is_some_and(|m| m < fw / s.density.max(0.01));
         let dh = s.height.unwrap_or(dw * fh / fw).max(1.0);
+        let from = if capped { "max-width" } else { s.from };
         if !e.third_party {
             n += 1;
         }
@@ -583,7 +661,7 @@ pub(super) fn scaled(cx: &Ctx) -> Check {
             e,
             format!(
                 "{iw}×{ih} image shown at {dw:.0}×{dh:.0} CSS px ({}); at DPR {dpr} it needs {nw}×{nh}; about {} of its {} on the wire wasted",
-                s.from,
+                from,
                 bytes(waste),
                 bytes(e.body_wire_bytes)
             ),

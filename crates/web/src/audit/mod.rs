@@ -9,7 +9,9 @@
 //! and do not count toward the grade. docs/audit.md has the scale and weights.
 //!
 //! Modules: `critical` (render-blocking resources, the critical request
-//! chain, unused preconnect/preload), `images` (size at the device pixel ratio, format), `minify`
+//! chain, unused preconnect/preload), `images` (size at the device pixel ratio, format),
+//! `layout` (containing-block widths, bounds on positions), `offscreen`
+//! (Lighthouse's offscreen-images), `minify`
 //! (the minifiers and wire-size estimates), `revalidate`
 //! (why a conditional GET did not get 304), `security` (response headers,
 //! cookies, HTTP→HTTPS), `transport` (the TLS probe and its checks).
@@ -26,13 +28,16 @@ use checks::{
 pub use text::render_text;
 
 mod images;
+mod layout;
 mod minify;
+mod offscreen;
 mod revalidate;
 mod security;
 pub mod transport;
 
 pub use images::shown_widths;
 pub use minify::{minified_code, minified_code_len, minified_html, minified_html_len, wire_size};
+pub use offscreen::{image_positions, Offscreen, Placed};
 
 use crate::cache::human_secs;
 use crate::discover::{scan_html, Kind};
@@ -42,8 +47,9 @@ use std::fmt::Write as _;
 
 /// Format name of the JSON output.
 pub const FORMAT: &str = "redline.audit";
-/// Version of the JSON output.
-pub const VERSION: u32 = 2;
+/// Version of the JSON output. 3: the view that revalidates everything is
+/// `revalidate` (2 called it `repeat`).
+pub const VERSION: u32 = 3;
 
 /// Compression findings only when gzip would save at least this (WebPageTest, Lighthouse).
 pub const GZIP_MIN_SAVING: u64 = 1400;
@@ -221,7 +227,7 @@ pub fn cap(worst: Severity) -> u32 {
 fn is_static(e: &Entry) -> bool {
     matches!(
         e.kind,
-        Kind::Stylesheet | Kind::Script | Kind::Image | Kind::Font
+        Kind::Stylesheet | Kind::Script | Kind::Image | Kind::Font | Kind::Media
     ) || e.content_type.starts_with("image/")
         || e.content_type.starts_with("font/")
         || e.content_type == "text/css"
@@ -260,7 +266,7 @@ fn is_precompressed(ct: &str) -> bool {
 
 struct Ctx<'a> {
     first: &'a Load,
-    repeat: Option<&'a Load>,
+    revalidate: Option<&'a Load>,
     https: bool,
     alpn: &'a [crate::http::AlpnProbe],
     probes: &'a Probes,
@@ -444,7 +450,7 @@ pub struct Probes {
     pub dpr: Option<f64>,
 }
 
-/// Audits a page loaded by [`crate::page::run`]: its first view, its repeat
+/// Audits a page loaded by [`crate::page::run`]: its first view, its revalidate
 /// view and the ALPN probes of its https origins (no probes of its own).
 pub fn audit_page(r: &crate::page::PageReport) -> Audit {
     audit_page_with(r, &Probes::default())
@@ -453,8 +459,18 @@ pub fn audit_page(r: &crate::page::PageReport) -> Audit {
 /// As [`audit_page`], with the TLS and http→https probes ([`transport::probe`]).
 pub fn audit_page_with(r: &crate::page::PageReport, probes: &Probes) -> Audit {
     let first = &r.views[0];
-    let repeat = r.views.iter().find(|l| l.view == crate::load::View::Repeat);
-    let mut a = audit(&r.url, first, repeat, r.summary.clone(), &r.alpn, probes);
+    let revalidate = r
+        .views
+        .iter()
+        .find(|l| l.view == crate::load::View::Revalidate);
+    let mut a = audit(
+        &r.url,
+        first,
+        revalidate,
+        r.summary.clone(),
+        &r.alpn,
+        probes,
+    );
     a.insecure = r.insecure;
     a.third_party = r.third_party.clone();
     a.deferred = first
@@ -466,12 +482,12 @@ pub fn audit_page_with(r: &crate::page::PageReport, probes: &Probes) -> Audit {
     a
 }
 
-/// Audits a page from its first view, its repeat view when loaded, the
+/// Audits a page from its first view, its revalidate view when loaded, the
 /// ALPN probes of its https origins and the audit's own probes.
 pub fn audit(
     url: &str,
     first: &Load,
-    repeat: Option<&Load>,
+    revalidate: Option<&Load>,
     views: Vec<crate::page::ViewSummary>,
     alpn: &[crate::http::AlpnProbe],
     probes: &Probes,
@@ -479,7 +495,7 @@ pub fn audit(
     let page = page_status(first);
     let cx = Ctx {
         first,
-        repeat,
+        revalidate,
         https: url.starts_with("https:"),
         alpn,
         probes,
@@ -503,6 +519,7 @@ pub fn audit(
         minify(&cx),
         images::scaled(&cx),
         images::format(&cx),
+        offscreen::offscreen(&cx),
         redirects(&cx),
         broken(&cx),
         ttfb(&cx),
@@ -623,6 +640,7 @@ pub fn all_fixes() -> Vec<(&'static str, Fix)> {
         ("minify", FIX_BUILD),
         ("images-scaled", images::FIX_IMAGES),
         ("images-format", images::FIX_IMAGES),
+        ("offscreen-images", offscreen::FIX_OFFSCREEN),
         ("redirects", FIX_REDIRECTS),
         ("broken", FIX_BROKEN),
         ("ttfb", FIX_TTFB),

@@ -1,5 +1,5 @@
-//! Conditional GET: did the repeat view's revalidations get 304, and when
-//! not, why. The cause is read from the two responses (first view, repeat
+//! Conditional GET: did the revalidate view's requests get 304, and when
+//! not, why. The cause is read from the two responses (first view, revalidate
 //! view) of the same URL: an ETag with a compression suffix (Apache
 //! mod_deflate's `-gzip`, mod_brotli's `-br`) that the server does not match
 //! in `If-None-Match`, an ETag that changes between requests, a
@@ -36,7 +36,7 @@ fn coding_suffix(etag: &str) -> Option<&'static str> {
         .map(|(_, c)| c)
 }
 
-/// The cause, from what the first view stored (`sent`) and what the repeat
+/// The cause, from what the first view stored (`sent`) and what the revalidate
 /// view's full answer carried (`got`).
 pub(crate) fn cause(sent: &Entry, got: &Entry) -> Cause {
     match (&sent.etag, &got.etag) {
@@ -126,17 +126,17 @@ pub(crate) const FIX_IGNORED: Fix = Fix {
     lighttpd: "# static files get 304 by default; FastCGI/CGI apps must answer 304 themselves\nstatic-file.etags := \"enable\"",
 };
 
-/// The conditional-GET check over the repeat view.
+/// The conditional-GET check over the revalidate view.
 pub(crate) fn conditional_get(cx: &Ctx) -> Check {
     const TITLE: &str = "Conditional GET answered with 304";
-    const THRESHOLD: &str = "a repeat request with If-None-Match/If-Modified-Since should get 304 (checked by sending them; the cause of each miss is named)";
-    let Some(rep) = cx.repeat else {
+    const THRESHOLD: &str = "a revalidating request with If-None-Match/If-Modified-Since should get 304 (checked by sending them; the cause of each miss is named)";
+    let Some(rep) = cx.revalidate else {
         return check(
             "conditional-get",
             TITLE,
             THRESHOLD,
             None,
-            "not applicable: no repeat view".into(),
+            "not applicable: no revalidate view".into(),
             Vec::new(),
             FIX_IGNORED,
         );

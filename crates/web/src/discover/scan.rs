@@ -357,7 +357,7 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
                     });
                     if !*none && !*taken && playable {
                         if let Some(s) = attr(&attrs, "src") {
-                            push(&mut out.embeds, s, Kind::Other);
+                            push(&mut out.embeds, s, Kind::Media);
                             *taken = true;
                         }
                     }
@@ -407,7 +407,7 @@ pub fn scan_html(html: &[u8], vp: &Viewport) -> HtmlScan {
                 let none = attr(&attrs, "preload").is_some_and(|p| p.eq_ignore_ascii_case("none"));
                 let src = attr(&attrs, "src");
                 if let (Some(s), false) = (src, none) {
-                    push(&mut out.embeds, s, Kind::Other);
+                    push(&mut out.embeds, s, Kind::Media);
                 }
                 media = Some((none, src.is_some()));
             }

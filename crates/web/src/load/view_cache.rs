@@ -1,4 +1,4 @@
-//! The loader's HTTP cache between views (a repeat view): what is stored,
+//! The loader's HTTP cache between views (the revalidate and cached views): what is stored,
 //! what is fresh, and the entry a cache hit records.
 
 use super::*;

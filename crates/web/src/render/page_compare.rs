@@ -1,5 +1,5 @@
 //! `redline compare` of two page loads (`redline page`, saved or as JSON):
-//! per view (first, repeat, cached) the time, requests, bytes on the wire,
+//! per view (first, revalidate, cached) the time, requests, bytes on the wire,
 //! bytes decoded and errors of A and B, with the same honesty rules as run
 //! comparisons. Times are a sample: a verdict needs at least
 //! [`MIN_LOADS`] loads on each side (`page -n`), tested with the two-sided
@@ -20,7 +20,7 @@ pub const MIN_LOADS: usize = 5;
 /// One view's numbers from a page report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ViewNums {
-    /// `first`, `repeat` or `cached`.
+    /// `first`, `revalidate` or `cached`.
     pub view: String,
     /// Median time (ms) over the loads whose page loaded.
     pub elapsed_ms: f64,
@@ -45,7 +45,7 @@ pub struct PageLoad {
     pub url: String,
     /// Loads of the three views (`-n`).
     pub runs: usize,
-    /// First, repeat, cached.
+    /// First, revalidate, cached.
     pub views: Vec<ViewNums>,
     /// A view stopped at the byte budget or the resource cap.
     pub truncated: bool,
@@ -72,8 +72,9 @@ pub fn parse(v: &Value) -> Result<PageLoad, String> {
         let view = s
             .get("view")
             .and_then(Value::as_str)
-            .ok_or("a view without a name")?
-            .to_string();
+            .ok_or("a view without a name")?;
+        // Page format 1 called the revalidate view `repeat`.
+        let view = if view == "repeat" { "revalidate" } else { view }.to_string();
         views.push(ViewNums {
             view,
             elapsed_ms: s.get("elapsed_ms").and_then(Value::as_f64).unwrap_or(0.0),
@@ -320,7 +321,7 @@ mod tests {
         };
         json!({"format": "redline.page", "url": "http://a.test/", "runs": runs,
             "summary": [view("first", med, first.to_vec(), wire, 0),
-                view("repeat", 5.0, vec![5.0; runs], 100, failed_repeat),
+                view("revalidate", 5.0, vec![5.0; runs], 100, failed_repeat),
                 view("cached", 1.0, vec![1.0; runs], 0, 0)],
             "views": []})
     }
@@ -352,12 +353,27 @@ mod tests {
         let a = parse(&load(1, &[100.0], 1000, 0)).unwrap();
         let b = parse(&load(1, &[100.0], 1000, 1)).unwrap();
         let t = text(&a, &b, "a", "b");
-        let rep = t.lines().find(|l| l.contains("repeat view")).unwrap();
+        let rep = t.lines().find(|l| l.contains("revalidate view")).unwrap();
         assert!(
             rep.contains("failed") && rep.contains("not compared"),
             "{t}"
         );
         assert!(!rep.contains('x'), "{rep}");
+    }
+
+    #[test]
+    fn format_1_records_with_a_repeat_view_still_load() {
+        let mut old = load(1, &[100.0], 1000, 0);
+        old["summary"][1]["view"] = json!("repeat");
+        let a = parse(&old).unwrap();
+        assert_eq!(a.views[1].view, "revalidate");
+        let b = parse(&load(1, &[90.0], 1000, 0)).unwrap();
+        let t = text(&a, &b, "old", "new");
+        assert!(
+            t.contains("revalidate view") && !t.contains("repeat"),
+            "{t}"
+        );
+        assert!(show(&a).contains("revalidate view"), "{}", show(&a));
     }
 
     #[test]

@@ -145,9 +145,14 @@ fn plain_css_widths_override_the_attribute() {
     let d = shown(html.as_bytes(), "http://a.test/", &DESKTOP, &[]);
     assert_eq!(d["http://a.test/h.jpg"].width, Some(360.0));
     assert_eq!(d["http://a.test/h.jpg"].from, "CSS width");
-    // 50 % is layout: the attribute stands.
-    assert_eq!(d["http://a.test/w.jpg"].width, Some(700.0));
-    assert_eq!(d["http://a.test/w.jpg"].from, "width attribute");
+    // 50 % of the body's content box (1350 px less its 8 px margins).
+    assert_eq!(d["http://a.test/w.jpg"].width, Some(667.0));
+    assert_eq!(d["http://a.test/w.jpg"].from, "CSS width");
+    // Inside a box whose width needs layout (a flex item), 50 % is not known:
+    // not judged, rather than taken from the attribute.
+    let flex = format!("{META}<style>.row {{ display: flex }} .wide {{ width: 50% }}</style><div class=row><div><img class=wide src=w.jpg width=700></div></div>");
+    let f = shown(flex.as_bytes(), "http://a.test/", &DESKTOP, &[]);
+    assert!(!f.contains_key("http://a.test/w.jpg"), "{f:?}");
     // style attribute 160 px capped at 120 px.
     assert_eq!(d["http://a.test/s.jpg"].width, Some(120.0));
     let m = shown(html.as_bytes(), "http://a.test/", &MOBILE, &[]);
@@ -207,4 +212,77 @@ fn malformed_markup_and_css_do_not_panic() {
     }
     let d = shown(b"<img src=a.jpg width=5>", "not a url", &DESKTOP, &[]);
     assert!(d.is_empty());
+}
+
+#[test]
+fn print_and_alternate_sheets_do_not_hide_images() {
+    // 720×480 at 30 KB shown at 100 px: a finding when shown at all.
+    let page_with = |links: &str, names: &[&str]| {
+        let html = format!("{META}{links}<img src=h.jpg width=100>");
+        let mut l = loaded(&html, "http://a.test/h.jpg", (720, 480), 30_000, DESKTOP);
+        for name in names {
+            let mut css = entry(
+                &format!("http://a.test/{name}"),
+                Kind::Stylesheet,
+                "text/css",
+                100,
+            );
+            css.body = Some(b"img { display: none }".to_vec());
+            l.entries.push(css);
+        }
+        evidence(&l).len()
+    };
+    // Fetched (Chromium fetches them too) but not applied: the image shows.
+    assert_eq!(
+        page_with(
+            "<link rel=stylesheet media=print href=p.css><link rel='alternate stylesheet' title=x href=a.css>",
+            &["p.css", "a.css"]
+        ),
+        1
+    );
+    // The same rule in a sheet that applies hides it: not judged.
+    assert_eq!(page_with("<link rel=stylesheet href=s.css>", &["s.css"]), 0);
+}
+
+#[test]
+fn imported_sheets_come_before_their_importer_in_the_cascade() {
+    let html = format!("{META}<link rel=stylesheet href=s.css><img src=h.jpg>");
+    let mut l = loaded(&html, "http://a.test/h.jpg", (720, 480), 30_000, DESKTOP);
+    let n = l.entries.len();
+    for (name, body, parent) in [
+        ("s.css", "@import 'i.css'; img { width: 50px }", 0),
+        ("i.css", "img { width: 300px }", n),
+    ] {
+        let mut css = entry(
+            &format!("http://a.test/{name}"),
+            Kind::Stylesheet,
+            "text/css",
+            100,
+        );
+        css.body = Some(body.as_bytes().to_vec());
+        css.parent = Some(parent);
+        l.entries.push(css);
+    }
+    let ev = evidence(&l);
+    assert!(ev.len() == 1 && ev[0].contains("shown at 50×"), "{ev:?}");
+}
+
+#[test]
+fn max_width_caps_an_intrinsic_width() {
+    // A 1600×1200 photo with `max-width: 100%` in a 600 px column.
+    let html = format!(
+        "{META}<style>.col {{ width: 600px }} img {{ max-width: 100% }}</style><div class=col><img src=h.jpg></div>"
+    );
+    let l = loaded(&html, "http://a.test/h.jpg", (1600, 1200), 200_000, DESKTOP);
+    let ev = evidence(&l);
+    assert!(
+        ev.len() == 1 && ev[0].contains("shown at 600×450 CSS px (max-width)"),
+        "{ev:?}"
+    );
+    // In a flex item the column's width is layout: not judged.
+    let html = format!(
+        "{META}<style>.row {{ display: flex }} img {{ max-width: 100% }}</style><div class=row><div><img src=h.jpg></div></div>"
+    );
+    let l = loaded(&html, "http://a.test/h.jpg", (1600, 1200), 200_000, DESKTOP);
+    assert!(evidence(&l).is_empty());
 }
