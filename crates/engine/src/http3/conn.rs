@@ -1,0 +1,834 @@
+//! [`Http3Session`]: one HTTP/3 client connection (RFC 9114) over a QUIC
+//! connection of `quinn-proto` (RFC 9000), behind the sans-IO [`Session`]
+//! seam. Its "bytes" are UDP datagrams: [`Session::bytes_in`] takes one
+//! datagram read from the connection's connected UDP socket,
+//! [`Session::pending_out`] gives the next one to send, and the QUIC timers
+//! (loss detection, acknowledgements, idle) are [`Http3Session::deadline`] and
+//! [`Http3Session::on_timeout`]. Each session has its own `quinn-proto`
+//! endpoint (one connection: the kernel demultiplexes by the connected
+//! socket, and an ICMP port unreachable reaches it as ECONNREFUSED).
+//!
+//! On top of QUIC's streams: the client's control stream (type 0x00 and
+//! SETTINGS: no QPACK dynamic table, no blocked streams, the field section
+//! limit), the server's unidirectional streams accepted and read (its
+//! control stream for SETTINGS and GOAWAY; QPACK encoder and decoder streams
+//! and unknown types read and dropped), one bidirectional stream per
+//! request (HEADERS, then DATA, then FIN), answers read frame by frame
+//! (`frame.rs`) and decoded with the static-table QPACK (`qpack.rs`) into the
+//! same head sink as HTTP/2's (only `:status`, `content-length` and what
+//! [`Want`] asks). Errors: a reset stream is `stream_reset` with its HTTP/3
+//! code (H3_REQUEST_REJECTED: unprocessed), GOAWAY fails the requests at or
+//! above its stream id as `goaway` and unprocessed, and the connection's end
+//! maps QUIC's reasons onto error kinds (idle time-out, stateless reset,
+//! version negotiation, TLS alerts, the peer's close).
+
+use super::frame::{self, FrameReader, Piece};
+use super::qpack;
+use super::request::Http3Request;
+use crate::http2::conn::head::HeadSink;
+use crate::session::{Answer, Event, RequestId, Session, SubmitError, Want};
+use bytes::{Bytes, BytesMut};
+use quinn_proto::{
+    ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Dir, Endpoint,
+    EndpointConfig, ReadError, StreamEvent, StreamId, VarInt,
+};
+use redline_stats::{ErrorKind, MalformedKind};
+use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The field section limit the client advertises and enforces
+/// (SETTINGS_MAX_FIELD_SECTION_SIZE): HTTP/2's header list limit.
+pub const MAX_FIELD_SECTION: u64 = crate::http2::conn::MAX_HEADER_LIST as u64;
+/// The most requests one session keeps open, whatever the server allows.
+const MAX_OPEN: usize = 4096;
+/// Datagrams queued before the session waits for the driver to send them.
+const OUT_QUEUE: usize = 64;
+
+/// What every HTTP/3 connection of a run shares: QUIC's client and
+/// endpoint configurations (TLS 1.3 with ALPN `h3`).
+pub struct Http3Config {
+    client: ClientConfig,
+    endpoint: Arc<EndpointConfig>,
+}
+
+impl Http3Config {
+    /// From the run's TLS configuration (its verification, `--cacert`,
+    /// `--insecure`, client certificate), offering ALPN `h3` only.
+    pub fn new(tls: &rustls::ClientConfig) -> Result<Http3Config, String> {
+        let mut tls = tls.clone();
+        tls.alpn_protocols = vec![b"h3".to_vec()];
+        tls.enable_early_data = false;
+        let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls)
+            .map_err(|e| format!("TLS cannot carry QUIC: {e}"))?;
+        let mut client = ClientConfig::new(Arc::new(crypto));
+        let mut transport = quinn_proto::TransportConfig::default();
+        // The server opens no request streams; its control and QPACK
+        // streams (and a few greasing ones) are all it may open.
+        transport.max_concurrent_bidi_streams(VarInt::from_u32(0));
+        transport.max_concurrent_uni_streams(VarInt::from_u32(16));
+        transport.max_idle_timeout(Some(
+            Duration::from_secs(30)
+                .try_into()
+                .map_err(|_| "idle time-out".to_string())?,
+        ));
+        // The datagrams go out one by one on a connected socket.
+        transport.enable_segmentation_offload(false);
+        client.transport_config(Arc::new(transport));
+        Ok(Http3Config {
+            client,
+            endpoint: Arc::new(EndpointConfig::default()),
+        })
+    }
+}
+
+/// One request's stream.
+struct Stream {
+    sid: StreamId,
+    id: RequestId,
+    want: Want,
+    head_request: bool,
+    /// The request's bytes still to write (HEADERS frame, DATA header, body).
+    out: [Bytes; 3],
+    /// FIN sent.
+    finished: bool,
+    frames: FrameReader,
+    /// The HEADERS payload gathered so far.
+    section: Vec<u8>,
+    /// The final status, 0 before the final head.
+    status: u16,
+    /// The current frame is a HEADERS frame after the final head (trailers).
+    trailers: bool,
+    content_length: Option<u64>,
+    body_bytes: u64,
+    answer: Option<Box<Answer>>,
+}
+
+/// One of the server's unidirectional streams.
+struct Uni {
+    sid: StreamId,
+    /// Its type, once its first varint arrived.
+    ty: Option<u64>,
+    /// Bytes of the type varint or of a control frame being gathered.
+    buf: Vec<u8>,
+    frames: FrameReader,
+}
+
+/// An HTTP/3 client connection over QUIC without I/O (see the top of this file).
+pub struct Http3Session {
+    endpoint: Endpoint,
+    ch: ConnectionHandle,
+    conn: quinn_proto::Connection,
+    remote: SocketAddr,
+    /// Datagrams to send, oldest first, and spare buffers.
+    out: VecDeque<Vec<u8>>,
+    spare: Vec<Vec<u8>>,
+    scratch: Vec<u8>,
+    streams: Vec<Stream>,
+    pool: Vec<Stream>,
+    uni: Vec<Uni>,
+    next_id: RequestId,
+    events: VecDeque<Event>,
+    /// The handshake completed.
+    established: bool,
+    /// The peer's stream limit was reached: no request until it grows.
+    exhausted: bool,
+    /// The server's GOAWAY: requests on streams at or above it were not processed.
+    goaway: Option<u64>,
+    /// The client's control stream and what it still has to write.
+    control: Option<(StreamId, Bytes)>,
+    /// Why the connection ended, once it did.
+    lost: Option<(ErrorKind, Cow<'static, str>)>,
+    /// The client closed it.
+    closing: bool,
+    name_buf: Vec<u8>,
+    value_buf: Vec<u8>,
+}
+
+impl Http3Session {
+    /// Starts a connection to `remote` (`server_name`: SNI and the
+    /// certificate's name); its first datagrams are queued at once.
+    pub fn new(
+        cfg: &Http3Config,
+        remote: SocketAddr,
+        server_name: &str,
+        now: Instant,
+    ) -> Result<Http3Session, String> {
+        let mut endpoint = Endpoint::new(cfg.endpoint.clone(), None, false, None);
+        let (ch, conn) = endpoint
+            .connect(now, cfg.client.clone(), remote, server_name)
+            .map_err(|e| format!("QUIC connect: {e}"))?;
+        let mut s = Http3Session {
+            endpoint,
+            ch,
+            conn,
+            remote,
+            out: VecDeque::new(),
+            spare: Vec::new(),
+            scratch: Vec::with_capacity(2048),
+            streams: Vec::new(),
+            pool: Vec::new(),
+            uni: Vec::new(),
+            next_id: 0,
+            events: VecDeque::new(),
+            established: false,
+            exhausted: false,
+            goaway: None,
+            control: None,
+            lost: None,
+            closing: false,
+            name_buf: Vec::new(),
+            value_buf: Vec::new(),
+        };
+        s.pump(now);
+        Ok(s)
+    }
+
+    /// The QUIC handshake completed (the connection takes requests).
+    pub fn established(&self) -> bool {
+        self.established
+    }
+
+    /// Why the connection ended (a handshake that failed, an idle
+    /// time-out…), once it did.
+    pub fn lost(&self) -> Option<&(ErrorKind, Cow<'static, str>)> {
+        self.lost.as_ref()
+    }
+
+    /// When QUIC's next timer fires (loss detection, acknowledgement delay,
+    /// idle time-out); [`Http3Session::on_timeout`] then.
+    pub fn deadline(&mut self) -> Option<Instant> {
+        self.conn.poll_timeout()
+    }
+
+    /// QUIC's timer fired.
+    pub fn on_timeout(&mut self, now: Instant) {
+        self.conn.handle_timeout(now);
+        self.pump(now);
+    }
+
+    /// Takes no new request ever again (GOAWAY, closed), though requests
+    /// out may still end.
+    pub fn retiring(&self) -> bool {
+        self.goaway.is_some() || self.is_closed()
+    }
+
+    /// The round-trip time QUIC measured.
+    pub fn rtt(&self) -> Duration {
+        self.conn.rtt()
+    }
+
+    /// Processes what QUIC has for the endpoint and the application, then
+    /// queues what is to be sent.
+    fn pump(&mut self, now: Instant) {
+        for _ in 0..100_000 {
+            while let Some(ev) = self.conn.poll_endpoint_events() {
+                if let Some(back) = self.endpoint.handle_event(self.ch, ev) {
+                    self.conn.handle_event(back);
+                }
+            }
+            let Some(ev) = self.conn.poll() else { break };
+            match ev {
+                quinn_proto::Event::Connected => {
+                    self.established = true;
+                    self.open_control();
+                }
+                quinn_proto::Event::ConnectionLost { reason } => self.connection_lost(reason),
+                quinn_proto::Event::Stream(se) => self.stream_event(se),
+                _ => {}
+            }
+        }
+        while self.out.len() < OUT_QUEUE {
+            let mut buf = self.spare.pop().unwrap_or_default();
+            buf.clear();
+            match self.conn.poll_transmit(now, 1, &mut buf) {
+                Some(t) => {
+                    buf.truncate(t.size);
+                    self.out.push_back(buf);
+                }
+                None => {
+                    self.spare.push(buf);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Opens the client's control stream and writes its SETTINGS.
+    fn open_control(&mut self) {
+        if let Some(sid) = self.conn.streams().open(Dir::Uni) {
+            self.control = Some((sid, Bytes::from(frame::control_preface(MAX_FIELD_SECTION))));
+            self.write_control();
+        }
+    }
+
+    fn write_control(&mut self) {
+        let Some((sid, rest)) = self.control.as_mut() else {
+            return;
+        };
+        if let Ok(n) = self.conn.send_stream(*sid).write(rest) {
+            *rest = rest.slice(n..);
+        }
+    }
+
+    fn stream_event(&mut self, se: StreamEvent) {
+        match se {
+            StreamEvent::Opened { dir: Dir::Uni } => {
+                while let Some(sid) = self.conn.streams().accept(Dir::Uni) {
+                    self.uni.push(Uni {
+                        sid,
+                        ty: None,
+                        buf: Vec::new(),
+                        frames: FrameReader::default(),
+                    });
+                    self.read_uni(sid);
+                }
+            }
+            StreamEvent::Opened { dir: Dir::Bi } => {}
+            StreamEvent::Readable { id } => {
+                if id.dir() == Dir::Uni {
+                    self.read_uni(id);
+                } else if let Some(k) = self.find(id) {
+                    self.read_request(k);
+                }
+            }
+            StreamEvent::Writable { id } => {
+                if self.control.as_ref().is_some_and(|c| c.0 == id) {
+                    self.write_control();
+                } else if let Some(k) = self.find(id) {
+                    self.write_request(k);
+                }
+            }
+            StreamEvent::Stopped { id, error_code } => {
+                let code = error_code.into_inner();
+                if let Some(k) = self.find(id) {
+                    // The server wants no more of the body (after answering,
+                    // H3_NO_ERROR) or rejects the request.
+                    self.streams[k].out = Default::default();
+                    if code == frame::H3_REQUEST_REJECTED && self.streams[k].status == 0 {
+                        self.fail(k, ErrorKind::StreamReset, reset_message(code), true);
+                    }
+                }
+            }
+            StreamEvent::Available { dir: Dir::Bi } => self.exhausted = false,
+            _ => {}
+        }
+    }
+
+    fn find(&self, sid: StreamId) -> Option<usize> {
+        self.streams.iter().position(|s| s.sid == sid)
+    }
+
+    /// Writes what request `k` still has to send; FIN after the last byte.
+    fn write_request(&mut self, k: usize) {
+        let s = &mut self.streams[k];
+        let mut send = self.conn.send_stream(s.sid);
+        if s.out.iter().any(|b| !b.is_empty()) {
+            let first = s.out.iter().position(|b| !b.is_empty()).unwrap_or(0);
+            match send.write_chunks(&mut s.out[first..]) {
+                Ok(_) | Err(quinn_proto::WriteError::Blocked) => {}
+                Err(_) => {
+                    s.out = Default::default();
+                    return;
+                }
+            }
+        }
+        if !s.finished && s.out.iter().all(Bytes::is_empty) {
+            s.finished = send.finish().is_ok();
+        }
+    }
+
+    /// Reads request stream `k`'s new bytes: frames into the answer.
+    fn read_request(&mut self, k: usize) {
+        let sid = self.streams[k].sid;
+        let mut fin = false;
+        let mut reset = None;
+        let mut broken: Option<(ErrorKind, &'static str)> = None;
+        {
+            let mut recv = self.conn.recv_stream(sid);
+            let Ok(mut chunks) = recv.read(true) else {
+                return;
+            };
+            let s = &mut self.streams[k];
+            for _ in 0..1_000_000 {
+                match chunks.next(usize::MAX) {
+                    Ok(Some(chunk)) => {
+                        if broken.is_none() {
+                            broken = answer_bytes(
+                                s,
+                                &chunk.bytes,
+                                &mut self.name_buf,
+                                &mut self.value_buf,
+                                &mut self.events,
+                            );
+                        }
+                    }
+                    Ok(None) => {
+                        fin = true;
+                        break;
+                    }
+                    Err(ReadError::Blocked) => break,
+                    Err(ReadError::Reset(code)) => {
+                        reset = Some(code.into_inner());
+                        break;
+                    }
+                }
+            }
+            let _ = chunks.finalize();
+        }
+        if let Some((kind, why)) = broken {
+            // Nothing more is read from it.
+            let _ = self.conn.recv_stream(sid).stop(VarInt::from_u32(0x101));
+            return self.fail(k, kind, Cow::Borrowed(why), false);
+        }
+        if let Some(code) = reset {
+            let unprocessed = code == frame::H3_REQUEST_REJECTED && self.streams[k].status == 0;
+            return self.fail(k, ErrorKind::StreamReset, reset_message(code), unprocessed);
+        }
+        if fin {
+            self.finish(k);
+        }
+    }
+
+    /// The server's FIN on request `k`: the answer is complete.
+    fn finish(&mut self, k: usize) {
+        let s = &self.streams[k];
+        if s.status == 0 || s.frames.mid_frame() {
+            let why = if s.status == 0 {
+                "the stream ended without a response"
+            } else {
+                "the stream ended inside a frame"
+            };
+            let kind = ErrorKind::Malformed(MalformedKind::Header);
+            return self.fail(k, kind, Cow::Borrowed(why), false);
+        }
+        let no_body = s.head_request || s.status == 204 || s.status == 304;
+        if !no_body && s.content_length.is_some_and(|n| n != s.body_bytes) {
+            let kind = ErrorKind::Malformed(MalformedKind::ContentLength);
+            let why = "the response broke HTTP/3: a body shorter or longer than its content-length";
+            return self.fail(k, kind, Cow::Borrowed(why), false);
+        }
+        let mut s = self.streams.swap_remove(k);
+        self.events.push_back(Event::Done {
+            id: s.id,
+            status: s.status,
+            body_bytes: s.body_bytes,
+            answer: s.answer.take(),
+        });
+        self.pool.push(s);
+    }
+
+    /// Request `k` fails; its stream is given up.
+    fn fail(&mut self, k: usize, kind: ErrorKind, message: Cow<'static, str>, unprocessed: bool) {
+        let mut s = self.streams.swap_remove(k);
+        if !s.finished {
+            let _ = self
+                .conn
+                .send_stream(s.sid)
+                .reset(VarInt::from_u32(frame::H3_REQUEST_CANCELLED as u32));
+        }
+        s.answer = None;
+        self.events.push_back(Event::Failed {
+            id: s.id,
+            kind,
+            message,
+            unprocessed,
+        });
+        self.pool.push(s);
+    }
+
+    /// Reads one of the server's unidirectional streams: its type, then
+    /// (control stream) SETTINGS and GOAWAY; other types are read and dropped.
+    fn read_uni(&mut self, sid: StreamId) {
+        let Some(u) = self.uni.iter().position(|u| u.sid == sid) else {
+            return;
+        };
+        let mut goaway = None;
+        let mut closed = false;
+        {
+            let mut recv = self.conn.recv_stream(sid);
+            let Ok(mut chunks) = recv.read(true) else {
+                return;
+            };
+            let u = &mut self.uni[u];
+            for _ in 0..1_000_000 {
+                match chunks.next(usize::MAX) {
+                    Ok(Some(chunk)) => {
+                        if let Some(g) = control_bytes(u, &chunk.bytes) {
+                            goaway = Some(g);
+                        }
+                    }
+                    Ok(None) | Err(ReadError::Reset(_)) => {
+                        closed = true;
+                        break;
+                    }
+                    Err(ReadError::Blocked) => break,
+                }
+            }
+            let _ = chunks.finalize();
+        }
+        if closed {
+            self.uni.retain(|x| x.sid != sid);
+        }
+        if let Some(g) = goaway {
+            self.on_goaway(g);
+        }
+    }
+
+    /// GOAWAY(`last`): requests on streams at or above `last` were not processed.
+    fn on_goaway(&mut self, last: u64) {
+        self.goaway = Some(self.goaway.map_or(last, |g| g.min(last)));
+        let mut k = 0;
+        while k < self.streams.len() {
+            if u64::from(self.streams[k].sid) >= last {
+                let m = "the server sent GOAWAY before answering the request";
+                self.fail(k, ErrorKind::GoAway, Cow::Borrowed(m), true);
+            } else {
+                k += 1;
+            }
+        }
+    }
+
+    /// The connection ended: every open request fails with the reason's kind.
+    fn connection_lost(&mut self, reason: ConnectionError) {
+        let (kind, msg) = lost_kind(&reason, self.established);
+        // Requests the server never saw (the handshake did not finish) or
+        // that a graceful close left unanswered go elsewhere.
+        let graceful = matches!(&reason, ConnectionError::ApplicationClosed(c)
+            if c.error_code.into_inner() == frame::H3_NO_ERROR);
+        while !self.streams.is_empty() {
+            let unprocessed = !self.established || (graceful && self.streams[0].status == 0);
+            self.fail(0, kind, msg.clone(), unprocessed);
+        }
+        self.lost.get_or_insert((kind, msg));
+    }
+}
+
+/// The words for a stream reset by the server with HTTP/3 error `code`.
+fn reset_message(code: u64) -> Cow<'static, str> {
+    Cow::Owned(format!(
+        "the server reset the stream ({}, 0x{code:x})",
+        frame::error_name(code)
+    ))
+}
+
+/// The error kind and message of a connection's end.
+fn lost_kind(reason: &ConnectionError, established: bool) -> (ErrorKind, Cow<'static, str>) {
+    match reason {
+        ConnectionError::VersionMismatch => (
+            ErrorKind::VersionNegotiation,
+            "the server speaks none of the client's QUIC versions".into(),
+        ),
+        ConnectionError::TimedOut if !established => (
+            ErrorKind::ConnectTimeout,
+            "the QUIC handshake got no answer within the idle time-out".into(),
+        ),
+        ConnectionError::TimedOut => (
+            ErrorKind::IdleTimeout,
+            "the server sent nothing within the QUIC idle time-out".into(),
+        ),
+        ConnectionError::Reset => (
+            ErrorKind::StatelessReset,
+            "the server answered with a QUIC stateless reset".into(),
+        ),
+        ConnectionError::TransportError(e) => {
+            let code = u64::from(e.code);
+            if (0x100..0x200).contains(&code) {
+                (ErrorKind::Tls, Cow::Owned(format!("QUIC TLS: {}", e.reason)))
+            } else {
+                (ErrorKind::Other, Cow::Owned(format!("QUIC: {e}")))
+            }
+        }
+        ConnectionError::ConnectionClosed(c) => {
+            let code = u64::from(c.error_code);
+            let kind = if (0x100..0x200).contains(&code) && !established {
+                ErrorKind::Tls
+            } else {
+                ErrorKind::Closed
+            };
+            (
+                kind,
+                Cow::Owned(format!("the server closed the QUIC connection ({})", c.error_code)),
+            )
+        }
+        ConnectionError::ApplicationClosed(c) => {
+            let code = c.error_code.into_inner();
+            (
+                ErrorKind::Closed,
+                Cow::Owned(format!(
+                    "the server closed the connection ({}, 0x{code:x})",
+                    frame::error_name(code)
+                )),
+            )
+        }
+        ConnectionError::LocallyClosed => (ErrorKind::Closed, "the connection was closed".into()),
+        ConnectionError::CidsExhausted => (ErrorKind::Other, "QUIC connection ids exhausted".into()),
+    }
+}
+
+/// Bytes of a request stream's answer: frames into the stream's answer
+/// (events for a final head); Some when the answer broke HTTP/3.
+fn answer_bytes(
+    s: &mut Stream,
+    data: &[u8],
+    name_buf: &mut Vec<u8>,
+    value_buf: &mut Vec<u8>,
+    events: &mut VecDeque<Event>,
+) -> Option<(ErrorKind, &'static str)> {
+    let mut at = 0;
+    let header = ErrorKind::Malformed(MalformedKind::Header);
+    for _ in 0..1_000_000 {
+        match s.frames.next(data, &mut at) {
+            Piece::NeedMore => return None,
+            Piece::Start { ty, len } => match ty {
+                frame::HEADERS => {
+                    if len > MAX_FIELD_SECTION {
+                        let big = ErrorKind::Malformed(MalformedKind::HeadTooLarge);
+                        return Some((big, "a field section over 256 KiB"));
+                    }
+                    s.section.clear();
+                    s.trailers = s.status != 0;
+                }
+                frame::DATA if s.status == 0 => return Some((header, "DATA before the response head")),
+                frame::SETTINGS | frame::GOAWAY | frame::MAX_PUSH_ID | frame::CANCEL_PUSH => {
+                    return Some((header, "a control frame on a request stream"))
+                }
+                _ => {}
+            },
+            Piece::Payload { ty, n, last } => {
+                let piece = &data[at..at + n];
+                at += n;
+                match ty {
+                    frame::DATA => {
+                        s.body_bytes += n as u64;
+                        if let Some(c) = s.answer.as_deref_mut().and_then(|a| a.capture.as_deref_mut()) {
+                            c.keep_body(piece);
+                        }
+                    }
+                    frame::HEADERS => {
+                        s.section.extend_from_slice(piece);
+                        if last {
+                            if let Some(bad) = head(s, name_buf, value_buf, events) {
+                                return Some(bad);
+                            }
+                        }
+                    }
+                    _ => {} // unknown and reserved frames: skipped
+                }
+            }
+        }
+    }
+    None
+}
+
+/// A whole HEADERS frame of stream `s`: the final head (events), a 1xx
+/// (ignored) or trailers (checked, dropped).
+fn head(
+    s: &mut Stream,
+    name_buf: &mut Vec<u8>,
+    value_buf: &mut Vec<u8>,
+    events: &mut VecDeque<Event>,
+) -> Option<(ErrorKind, &'static str)> {
+    let header = ErrorKind::Malformed(MalformedKind::Header);
+    let want = if s.trailers { Want::NOTHING } else { s.want };
+    let mut sink = HeadSink::new(want);
+    let size = match qpack::decode(&s.section, &mut sink, name_buf, value_buf) {
+        Ok(n) => n,
+        Err(_) => return Some((header, "a field section QPACK cannot decode")),
+    };
+    if sink.over || size as u64 > MAX_FIELD_SECTION {
+        return Some((header, "a field section over 256 KiB"));
+    }
+    if s.trailers {
+        return None;
+    }
+    let status = match sink.status {
+        Some(st) if !sink.bad => st,
+        _ => return Some((header, "a response head without a valid :status")),
+    };
+    if status < 200 {
+        return None; // 1xx: the final head follows
+    }
+    s.status = status;
+    s.content_length = sink.content_length;
+    if want.any() {
+        s.answer = Some(Box::new(sink.answer(want, status)));
+    }
+    events.push_back(Event::Head { id: s.id, status });
+    None
+}
+
+/// Bytes of a server's unidirectional stream `u`; Some(id) for a GOAWAY.
+fn control_bytes(u: &mut Uni, data: &[u8]) -> Option<u64> {
+    let mut at = 0;
+    if u.ty.is_none() {
+        // The stream type: one varint, maybe split.
+        while u.ty.is_none() && at < data.len() {
+            u.buf.push(data[at]);
+            at += 1;
+            let mut p = 0;
+            u.ty = frame::get_varint(&u.buf, &mut p);
+        }
+        u.buf.clear();
+    }
+    if u.ty != Some(frame::STREAM_CONTROL) {
+        return None; // QPACK streams (no dynamic table) and unknown types: dropped
+    }
+    let mut goaway = None;
+    for _ in 0..1_000_000 {
+        match u.frames.next(data, &mut at) {
+            Piece::NeedMore => break,
+            Piece::Start { .. } => u.buf.clear(),
+            Piece::Payload { ty, n, last } => {
+                // A GOAWAY holds one varint (at most 8 bytes); SETTINGS and
+                // the rest are read past (no setting changes what the
+                // client sends: it uses no dynamic table).
+                if ty == frame::GOAWAY && u.buf.len() + n <= 8 {
+                    u.buf.extend_from_slice(&data[at..at + n]);
+                }
+                at += n;
+                if last && ty == frame::GOAWAY {
+                    let mut p = 0;
+                    goaway = frame::get_varint(&u.buf, &mut p).or(goaway);
+                }
+            }
+        }
+    }
+    goaway
+}
+
+impl Session for Http3Session {
+    type Request = Http3Request;
+
+    fn connect(&mut self) {}
+
+    fn capacity(&self) -> usize {
+        if !self.established || self.exhausted || self.goaway.is_some() || self.is_closed() {
+            return 0;
+        }
+        MAX_OPEN.saturating_sub(self.streams.len())
+    }
+
+    fn submit(&mut self, r: &Http3Request, want: Want) -> Result<RequestId, SubmitError> {
+        if self.is_closed() || self.goaway.is_some() {
+            return Err(SubmitError::Closed);
+        }
+        if !self.established || self.streams.len() >= MAX_OPEN {
+            return Err(SubmitError::Full);
+        }
+        let Some(sid) = self.conn.streams().open(Dir::Bi) else {
+            self.exhausted = true;
+            return Err(SubmitError::Full);
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut s = self.pool.pop().unwrap_or_else(|| Stream {
+            sid,
+            id,
+            want,
+            head_request: false,
+            out: Default::default(),
+            finished: false,
+            frames: FrameReader::default(),
+            section: Vec::new(),
+            status: 0,
+            trailers: false,
+            content_length: None,
+            body_bytes: 0,
+            answer: None,
+        });
+        s.sid = sid;
+        s.id = id;
+        s.want = want;
+        s.head_request = r.head;
+        s.out = [r.headers.clone(), r.data_head.clone(), r.body.clone()];
+        s.finished = false;
+        s.frames.reset();
+        s.status = 0;
+        s.trailers = false;
+        s.content_length = None;
+        s.body_bytes = 0;
+        s.answer = None;
+        self.streams.push(s);
+        let k = self.streams.len() - 1;
+        self.write_request(k);
+        self.pump(Instant::now());
+        Ok(id)
+    }
+
+    fn cancel(&mut self, id: RequestId) {
+        if let Some(k) = self.streams.iter().position(|s| s.id == id) {
+            let s = self.streams.swap_remove(k);
+            let code = VarInt::from_u32(frame::H3_REQUEST_CANCELLED as u32);
+            let _ = self.conn.send_stream(s.sid).reset(code);
+            let _ = self.conn.recv_stream(s.sid).stop(code);
+            self.pool.push(s);
+            self.pump(Instant::now());
+        }
+    }
+
+    fn bytes_in(&mut self, data: &[u8]) {
+        let now = Instant::now();
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        let ev = self.endpoint.handle(
+            now,
+            self.remote,
+            None,
+            None,
+            BytesMut::from(data),
+            &mut buf,
+        );
+        match ev {
+            Some(DatagramEvent::ConnectionEvent(_, ev)) => self.conn.handle_event(ev),
+            Some(DatagramEvent::Response(t)) => {
+                let mut d = self.spare.pop().unwrap_or_default();
+                d.clear();
+                d.extend_from_slice(&buf[..t.size]);
+                self.out.push_back(d);
+            }
+            _ => {}
+        }
+        self.scratch = buf;
+        self.pump(now);
+    }
+
+    fn eof(&mut self) {
+        if self.lost.is_none() {
+            self.connection_lost(ConnectionError::LocallyClosed);
+        }
+    }
+
+    fn pending_out(&self) -> &[u8] {
+        self.out.front().map_or(&[], Vec::as_slice)
+    }
+
+    fn consume_out(&mut self, _n: usize) {
+        // A datagram goes whole or not at all.
+        if let Some(d) = self.out.pop_front() {
+            self.spare.push(d);
+        }
+        if self.out.is_empty() {
+            self.pump(Instant::now());
+        }
+    }
+
+    fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.lost.is_some() || self.closing || self.conn.is_closed()
+    }
+
+    fn close(&mut self) {
+        if !self.closing && !self.conn.is_closed() {
+            self.closing = true;
+            let now = Instant::now();
+            self.conn.close(now, VarInt::from_u32(frame::H3_NO_ERROR as u32), Bytes::new());
+            self.pump(now);
+        }
+    }
+}
