@@ -28,6 +28,7 @@
 
 mod conn;
 mod link;
+mod quic;
 mod transport;
 
 use crate::core::spec::{WorkerResult, WorkerSpec};
@@ -56,6 +57,16 @@ pub(crate) const PACE_WINDOW: std::time::Duration = std::time::Duration::from_mi
 pub struct Setup {
     request: Http2Request,
     fatal: Mutex<Option<String>>,
+    /// `--http3`: QUIC's configuration and the run's request in HTTP/3 form.
+    h3: Option<H3Setup>,
+}
+
+/// What the HTTP/3 connections of a run share.
+struct H3Setup {
+    config: crate::http3::Http3Config,
+    /// The name the certificate must carry (SNI).
+    server_name: String,
+    request: crate::http3::Http3Request,
 }
 
 impl Setup {
@@ -71,9 +82,24 @@ pub fn prepare(plan: &Plan) -> Result<Arc<Setup>, String> {
     // table once and are named by index after that (as browsers and
     // h2load do), so the server decodes a few bytes per request.
     let request = Http2Request::from_spec(&plan.spec, plan.scheme())?.with_indexing();
+    let h3 = match (plan.wire, plan.tls.as_ref()) {
+        (crate::plan::Wire::H3, Some(tls)) => Some(H3Setup {
+            config: crate::http3::Http3Config::new(&tls.config)?,
+            server_name: match &tls.server_name {
+                rustls::pki_types::ServerName::DnsName(d) => d.as_ref().to_string(),
+                rustls::pki_types::ServerName::IpAddress(ip) => {
+                    std::net::IpAddr::from(*ip).to_string()
+                }
+                _ => plan.target.host.clone(),
+            },
+            request: crate::http3::Http3Request::from_h2(&request),
+        }),
+        _ => None,
+    };
     Ok(Arc::new(Setup {
         request,
         fatal: Mutex::new(None),
+        h3,
     }))
 }
 
@@ -94,6 +120,8 @@ pub(crate) struct MuxLink {
     /// Connects and handshakes, by deadline (a connection's entry counts
     /// while its generation matches).
     connect_timeouts: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    /// HTTP/3: QUIC timers by deadline (see `mux/quic.rs`).
+    quic_timers: BinaryHeap<Reverse<(Instant, u32)>>,
     sleeper: Sleeper,
     /// `--requests-per-conn`.
     per_conn: Option<u64>,
@@ -140,6 +168,7 @@ pub fn run_worker(setup: &Arc<Setup>, plan: &Plan, spec: WorkerSpec, poll: Poll)
         buf: vec![0u8; READ_BUF].into_boxed_slice(),
         timeouts: BinaryHeap::new(),
         connect_timeouts: BinaryHeap::new(),
+        quic_timers: BinaryHeap::new(),
         sleeper,
         per_conn: plan.requests_per_conn,
         h2c: plan.tls.is_none(),
@@ -177,6 +206,7 @@ impl crate::ioloop::Driver for MuxLink {
             .into_iter()
             .flatten()
             .map(|Reverse((t, _, _))| *t)
+            .chain(self.first_quic())
             .min()
     }
 
