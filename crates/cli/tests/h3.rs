@@ -1,0 +1,310 @@
+//! HTTP/3 (`--http3`, QUIC): against the testkit's HTTP/3 server (which
+//! counts connections, answers, request body bytes and the most streams open
+//! at once, and resets streams or sends GOAWAY on demand), hostile endpoints
+//! (a UDP black hole that never finishes the handshake, a closed UDP port)
+//! and Debian's Caddy (HTTP/3 on by default over TLS), whose access log must
+//! hold exactly the requests the record counts.
+
+mod common;
+
+use common::*;
+use redline_testkit::h3::{self, H3Options, H3Server};
+use redline_testkit::pki::Pki;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// A server with `opts` and the CA file the client trusts.
+fn server(opts: H3Options, tag: &str) -> (H3Server, Pki, String) {
+    let pki = redline_testkit::pki::pki();
+    let dir = redline_testkit::tmpdir(tag);
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &pki.ca_pem).unwrap();
+    let srv = h3::start(&pki, opts);
+    (srv, pki, ca.to_string_lossy().into_owned())
+}
+
+fn body(n: usize) -> Vec<u8> {
+    (0..n).map(|i| b'a' + (i % 26) as u8).collect()
+}
+
+/// Every scheduled request ended exactly once.
+fn assert_ledger(v: &serde_json::Value) {
+    let c = &v["counters"];
+    assert_eq!(
+        counter(v, "completed")
+            + counter(v, "failed")
+            + counter(v, "not_sent")
+            + counter(v, "in_flight_at_end"),
+        counter(v, "scheduled"),
+        "{c}"
+    );
+}
+
+#[test]
+fn closed_loop_counts_match_the_server() {
+    let (srv, _pki, ca) = server(
+        H3Options {
+            body: body(1234),
+            delay: Duration::from_millis(5),
+            ..Default::default()
+        },
+        "h3-closed",
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let v = run_json(&[
+        &url, "--http3", "--cacert", &ca, "-n", "1000", "-c", "4", "--streams", "10", "-t", "1",
+        "--no-save",
+    ]);
+    assert_run_schema(&v);
+    assert_eq!(v["config"]["http_version"], "3");
+    assert_eq!(counter(&v, "completed"), 1000, "{}", v["counters"]);
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    assert_ledger(&v);
+    let c = &srv.counts;
+    assert_eq!(c.answered.load(Ordering::Relaxed), 1000);
+    assert_eq!(c.connections.load(Ordering::Relaxed), 4);
+    assert_eq!(c.max_open.load(Ordering::Relaxed), 10, "requests at once per connection");
+    assert_eq!(counter(&v, "body_bytes"), 1000 * 1234, "{}", v["counters"]);
+    assert_eq!(v["server"]["software"], "redline-testkit");
+}
+
+#[test]
+fn open_loop_and_bodies_sent_whole() {
+    let (srv, _pki, ca) = server(
+        H3Options {
+            body: body(10),
+            ..Default::default()
+        },
+        "h3-open",
+    );
+    let url = format!("https://127.0.0.1:{}/up", srv.port);
+    let v = run_json(&[
+        &url, "--http3", "--cacert", &ca, "--rate", "200", "-d", "1", "-c", "2", "--streams",
+        "4", "-m", "POST", "-b", &"x".repeat(20_000), "--no-save",
+    ]);
+    assert_ledger(&v);
+    let done = counter(&v, "completed");
+    assert!(done >= 190, "{}", v["counters"]);
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    assert_eq!(srv.counts.answered.load(Ordering::Relaxed), done);
+    // Every body went whole (20,000 bytes over several QUIC packets each).
+    assert_eq!(srv.counts.body_bytes.load(Ordering::Relaxed), done * 20_000);
+}
+
+#[test]
+fn stream_resets_are_counted_with_their_code() {
+    let (srv, _pki, ca) = server(
+        H3Options {
+            body: body(5),
+            reset_every: Some((10, 0x102)), // H3_INTERNAL_ERROR
+            ..Default::default()
+        },
+        "h3-reset",
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let v = run_json(&[
+        &url, "--http3", "--cacert", &ca, "-n", "200", "-c", "2", "--streams", "5", "--no-save",
+    ]);
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 180, "{}", v["counters"]);
+    assert_eq!(error_count(&v, "stream_reset"), 20, "{}", v["errors"]);
+    assert_eq!(srv.counts.resets.load(Ordering::Relaxed), 20);
+    let msg = v["errors"][0]["message"].as_str().unwrap();
+    assert!(msg.contains("H3_INTERNAL_ERROR"), "{msg}");
+}
+
+#[test]
+fn rejected_requests_go_again_once() {
+    let (srv, _pki, ca) = server(
+        H3Options {
+            body: body(5),
+            reset_every: Some((10, 0x10b)), // H3_REQUEST_REJECTED: not processed
+            ..Default::default()
+        },
+        "h3-rejected",
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let v = run_json(&[
+        &url, "--http3", "--cacert", &ca, "-n", "200", "-c", "2", "--streams", "5", "--no-save",
+    ]);
+    assert_ledger(&v);
+    let (done, failed, retried) = (
+        counter(&v, "completed"),
+        counter(&v, "failed"),
+        counter(&v, "retried"),
+    );
+    assert_eq!(done + failed, 200, "{}", v["counters"]);
+    assert!(retried > 0, "{}", v["counters"]);
+    // Every rejection was either sent again or, rejected twice, failed.
+    assert_eq!(retried + failed, srv.counts.resets.load(Ordering::Relaxed));
+    assert_eq!(srv.counts.answered.load(Ordering::Relaxed), done);
+    assert_eq!(counter(&v, "sent"), 200, "a retried request is sent once");
+}
+
+#[test]
+fn goaway_moves_the_rest_to_a_new_connection() {
+    let (srv, _pki, ca) = server(
+        H3Options {
+            body: body(5),
+            goaway_after: Some(50),
+            ..Default::default()
+        },
+        "h3-goaway",
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let v = run_json(&[
+        &url, "--http3", "--cacert", &ca, "-n", "300", "-c", "1", "--streams", "10", "-t", "1",
+        "--no-save",
+    ]);
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 300, "{} {}", v["counters"], v["errors"]);
+    let c = &srv.counts;
+    assert_eq!(c.answered.load(Ordering::Relaxed), 300);
+    let goaways = c.goaways.load(Ordering::Relaxed);
+    assert!(goaways >= 1, "a GOAWAY after 50 answers");
+    assert!(c.connections.load(Ordering::Relaxed) >= goaways.max(2));
+    // Each stream the server rejected after its GOAWAY went again once on
+    // the next connection (and was answered there: nothing failed).
+    assert_eq!(counter(&v, "retried"), c.rejected.load(Ordering::Relaxed));
+    assert_eq!(counter(&v, "sent"), 300, "a retried request is sent once");
+}
+
+#[test]
+fn a_handshake_that_never_finishes_ends_at_the_connect_timeout() {
+    let hole = h3::blackhole();
+    let url = format!("https://127.0.0.1:{}/", hole.port);
+    let t = Instant::now();
+    let v = run_json(&[
+        &url, "--http3", "--insecure", "-n", "4", "-c", "2", "--connect-timeout", "300ms",
+        "--no-save",
+    ]);
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 0);
+    assert_eq!(error_count(&v, "connect_timeout"), 4, "{}", v["errors"]);
+    assert!(hole.swallowed.load(Ordering::Relaxed) >= 4, "Initial packets arrived");
+}
+
+#[test]
+fn nothing_on_the_udp_port_is_refused() {
+    let port = h3::closed_udp_port();
+    let url = format!("https://127.0.0.1:{port}/");
+    let t = Instant::now();
+    let v = run_json(&[&url, "--http3", "--insecure", "-n", "4", "-c", "2", "--no-save"]);
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    assert_ledger(&v);
+    assert_eq!(error_count(&v, "refused"), 4, "{}", v["errors"]);
+}
+
+#[test]
+fn bad_flag_combinations_are_one_line() {
+    let e = usage_error(&["run", "http://127.0.0.1:1/", "--http3", "-n", "1"]);
+    assert!(e.contains("https://"), "{e}");
+    let e = usage_error(&["run", "https://127.0.0.1:1/", "--http3", "--http2", "-n", "1"]);
+    assert!(e.contains("--http2"), "{e}");
+}
+
+/// Debian's Caddy on a free port serving HTTP/3 (and 1.1, 2) with the
+/// testkit's certificate, an access log in JSON; killed by PID on drop.
+struct Caddy {
+    child: std::process::Child,
+    port: u16,
+    log: std::path::PathBuf,
+}
+
+impl Drop for Caddy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn caddy(pki: &Pki) -> Option<Caddy> {
+    let found = std::process::Command::new("caddy")
+        .arg("version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !redline_testkit::need::require("caddy (Debian package caddy)", found) {
+        return None;
+    }
+    let dir = redline_testkit::tmpdir("h3-caddy");
+    std::fs::write(dir.join("cert.pem"), &pki.leaf_pem).unwrap();
+    std::fs::write(dir.join("key.pem"), &pki.key_pem).unwrap();
+    std::fs::write(dir.join("index.html"), body(612)).unwrap();
+    let port = redline_testkit::free_port();
+    let log = dir.join("access.log");
+    let d = dir.display();
+    let conf = format!(
+        "{{\n admin off\n auto_https disable_redirects\n default_sni 127.0.0.1\n \
+         storage file_system {d}/data\n servers {{\n  protocols h1 h2 h3\n }}\n}}\n\
+         https://127.0.0.1:{port} {{\n tls {d}/cert.pem {d}/key.pem\n root * {d}\n file_server\n \
+         log {{\n  output file {}\n  format json\n }}\n}}\n",
+        log.display()
+    );
+    std::fs::write(dir.join("Caddyfile"), conf).unwrap();
+    let child = std::process::Command::new("caddy")
+        .args(["run", "--adapter", "caddyfile", "--config"])
+        .arg(dir.join("Caddyfile"))
+        .env("HOME", &dir)
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.join("caddy.err")).unwrap())
+        .spawn()
+        .expect("start caddy");
+    let caddy = Caddy { child, port, log };
+    // Up when it accepts TCP on the port (the UDP listener starts with it).
+    let end = Instant::now() + Duration::from_secs(15);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < end, "caddy did not start: {d}/caddy.err");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    Some(caddy)
+}
+
+/// Access log lines of HTTP/3 requests.
+fn h3_lines(log: &std::path::Path) -> u64 {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("\"proto\":\"HTTP/3.0\""))
+        .count() as u64
+}
+
+#[test]
+fn caddy_logs_exactly_the_requests_sent() {
+    let pki = redline_testkit::pki::pki();
+    let Some(caddy) = caddy(&pki) else { return };
+    let dir = redline_testkit::tmpdir("h3-caddy-ca");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &pki.ca_pem).unwrap();
+    let ca = ca.to_string_lossy().into_owned();
+    let url = format!("https://127.0.0.1:{}/index.html", caddy.port);
+    let v = run_json(&[
+        &url, "--http3", "--cacert", &ca, "-n", "2000", "-c", "4", "--streams", "10", "--no-save",
+    ]);
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 2000, "{}", v["errors"]);
+    assert_eq!(counter(&v, "body_bytes"), 2000 * 612);
+    assert_eq!(v["server"]["software"], "Caddy");
+    // Caddy writes its log line after the answer: give it a moment.
+    let end = Instant::now() + Duration::from_secs(5);
+    while h3_lines(&caddy.log) < 2000 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(h3_lines(&caddy.log), 2000);
+    // Open loop for a second: the log grows by exactly what completed.
+    let v = run_json(&[
+        &url, "--http3", "--cacert", &ca, "--rate", "300", "-d", "1", "-c", "2", "--streams",
+        "4", "--no-save",
+    ]);
+    assert_ledger(&v);
+    let done = counter(&v, "completed");
+    assert!(done >= 290, "{}", v["counters"]);
+    let end = Instant::now() + Duration::from_secs(5);
+    while h3_lines(&caddy.log) < 2000 + done && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(h3_lines(&caddy.log), 2000 + done);
+}
