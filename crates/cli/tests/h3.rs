@@ -308,3 +308,52 @@ fn caddy_logs_exactly_the_requests_sent() {
     }
     assert_eq!(h3_lines(&caddy.log), 2000 + done);
 }
+
+#[test]
+fn unanswered_streams_time_out_and_the_connection_stays() {
+    let (srv, _pki, ca) = server(
+        H3Options {
+            body: body(5),
+            delay: Duration::from_secs(3),
+            ..Default::default()
+        },
+        "h3-slow",
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let t = Instant::now();
+    let v = run_json(&[
+        &url, "--http3", "--cacert", &ca, "-n", "8", "-c", "1", "--streams", "4", "--timeout",
+        "300ms", "--no-save",
+    ]);
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert_ledger(&v);
+    assert_eq!(error_count(&v, "timeout"), 8, "{}", v["errors"]);
+    // A time-out resets the stream (H3_REQUEST_CANCELLED), not the connection.
+    assert_eq!(srv.counts.connections.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn a_server_that_forgot_the_connection_resets_it_statelessly() {
+    let (srv, _pki, ca) = server(
+        H3Options {
+            body: body(5),
+            delay: Duration::from_millis(20),
+            forget_after: Some(40),
+            ..Default::default()
+        },
+        "h3-forget",
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let v = run_json(&[
+        &url, "--http3", "--cacert", &ca, "-n", "100", "-c", "1", "--streams", "4", "--no-save",
+    ]);
+    assert_ledger(&v);
+    assert_eq!(srv.counts.forgotten.load(Ordering::Relaxed), 1);
+    let reset = error_count(&v, "stateless_reset");
+    assert!(reset >= 1, "{}", v["errors"]);
+    assert_eq!(counter(&v, "completed") + counter(&v, "failed"), 100);
+    assert_eq!(counter(&v, "failed"), reset, "{}", v["errors"]);
+    assert_eq!(counter(&v, "completed"), srv.counts.answered.load(Ordering::Relaxed));
+    // The run went on over a new connection.
+    assert_eq!(srv.counts.connections.load(Ordering::Relaxed), 2);
+}

@@ -36,6 +36,10 @@ pub struct H3Options {
     /// Each request is answered this long after it arrived whole (so the
     /// requests open at once on a connection can be counted).
     pub delay: Duration,
+    /// After this many answers the server forgets every connection, as a
+    /// restarted server would (same stateless-reset key): the client's next
+    /// packets get stateless resets.
+    pub forget_after: Option<u64>,
 }
 
 /// What the server did so far.
@@ -53,6 +57,8 @@ pub struct H3Counts {
     pub goaways: AtomicU64,
     /// Request body bytes received (DATA payloads).
     pub body_bytes: AtomicU64,
+    /// Times the server forgot its connections ([`H3Options::forget_after`]).
+    pub forgotten: AtomicU64,
     /// Most requests received whole and not yet answered at once on one
     /// connection (with [`H3Options::delay`]).
     pub max_open: AtomicU64,
@@ -132,7 +138,17 @@ fn serve(
     counts: &H3Counts,
     stop: &AtomicBool,
 ) {
-    let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), Some(server), false, None);
+    // A fixed reset key: a "restarted" endpoint still makes the tokens the
+    // client was given, so its stateless resets are recognised.
+    let key: Arc<dyn quinn_proto::crypto::HmacKey> =
+        Arc::new(ring::hmac::Key::new(ring::hmac::HMAC_SHA256, &[7u8; 32]));
+    let mut config = EndpointConfig::new(key);
+    // And a fixed CID key: the restarted endpoint takes the old CIDs for
+    // its own (unknown ones are dropped, not reset).
+    config.cid_generator(|| Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(7)));
+    let config = Arc::new(config);
+    let fresh = || Endpoint::new(config.clone(), Some(server.clone()), false, None);
+    let mut endpoint = fresh();
     let mut conns: HashMap<ConnectionHandle, Conn> = HashMap::new();
     let mut buf = vec![0u8; 65536];
     let mut out = Vec::with_capacity(2048);
@@ -214,6 +230,14 @@ fn serve(
         }
         for ch in gone {
             conns.remove(&ch);
+        }
+        let answered = counts.answered.load(Ordering::Relaxed);
+        if opts.forget_after.is_some_and(|k| answered >= k)
+            && counts.forgotten.load(Ordering::Relaxed) == 0
+        {
+            conns.clear();
+            endpoint = fresh();
+            counts.forgotten.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
