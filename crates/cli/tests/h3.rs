@@ -52,7 +52,18 @@ fn closed_loop_counts_match_the_server() {
     );
     let url = format!("https://127.0.0.1:{}/", srv.port);
     let v = run_json(&[
-        &url, "--http3", "--cacert", &ca, "-n", "1000", "-c", "4", "--streams", "10", "-t", "1",
+        &url,
+        "--http3",
+        "--cacert",
+        &ca,
+        "-n",
+        "1000",
+        "-c",
+        "4",
+        "--streams",
+        "10",
+        "-t",
+        "1",
         "--no-save",
     ]);
     assert_run_schema(&v);
@@ -63,7 +74,11 @@ fn closed_loop_counts_match_the_server() {
     let c = &srv.counts;
     assert_eq!(c.answered.load(Ordering::Relaxed), 1000);
     assert_eq!(c.connections.load(Ordering::Relaxed), 4);
-    assert_eq!(c.max_open.load(Ordering::Relaxed), 10, "requests at once per connection");
+    assert_eq!(
+        c.max_open.load(Ordering::Relaxed),
+        10,
+        "requests at once per connection"
+    );
     assert_eq!(counter(&v, "body_bytes"), 1000 * 1234, "{}", v["counters"]);
     assert_eq!(v["server"]["software"], "redline-testkit");
 }
@@ -79,8 +94,23 @@ fn open_loop_and_bodies_sent_whole() {
     );
     let url = format!("https://127.0.0.1:{}/up", srv.port);
     let v = run_json(&[
-        &url, "--http3", "--cacert", &ca, "--rate", "200", "-d", "1", "-c", "2", "--streams",
-        "4", "-m", "POST", "-b", &"x".repeat(20_000), "--no-save",
+        &url,
+        "--http3",
+        "--cacert",
+        &ca,
+        "--rate",
+        "200",
+        "-d",
+        "1",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "-m",
+        "POST",
+        "-b",
+        &"x".repeat(20_000),
+        "--no-save",
     ]);
     assert_ledger(&v);
     let done = counter(&v, "completed");
@@ -103,7 +133,17 @@ fn stream_resets_are_counted_with_their_code() {
     );
     let url = format!("https://127.0.0.1:{}/", srv.port);
     let v = run_json(&[
-        &url, "--http3", "--cacert", &ca, "-n", "200", "-c", "2", "--streams", "5", "--no-save",
+        &url,
+        "--http3",
+        "--cacert",
+        &ca,
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "--streams",
+        "5",
+        "--no-save",
     ]);
     assert_ledger(&v);
     assert_eq!(counter(&v, "completed"), 180, "{}", v["counters"]);
@@ -125,7 +165,17 @@ fn rejected_requests_go_again_once() {
     );
     let url = format!("https://127.0.0.1:{}/", srv.port);
     let v = run_json(&[
-        &url, "--http3", "--cacert", &ca, "-n", "200", "-c", "2", "--streams", "5", "--no-save",
+        &url,
+        "--http3",
+        "--cacert",
+        &ca,
+        "-n",
+        "200",
+        "-c",
+        "2",
+        "--streams",
+        "5",
+        "--no-save",
     ]);
     assert_ledger(&v);
     let (done, failed, retried) = (
@@ -153,11 +203,28 @@ fn goaway_moves_the_rest_to_a_new_connection() {
     );
     let url = format!("https://127.0.0.1:{}/", srv.port);
     let v = run_json(&[
-        &url, "--http3", "--cacert", &ca, "-n", "300", "-c", "1", "--streams", "10", "-t", "1",
+        &url,
+        "--http3",
+        "--cacert",
+        &ca,
+        "-n",
+        "300",
+        "-c",
+        "1",
+        "--streams",
+        "10",
+        "-t",
+        "1",
         "--no-save",
     ]);
     assert_ledger(&v);
-    assert_eq!(counter(&v, "completed"), 300, "{} {}", v["counters"], v["errors"]);
+    assert_eq!(
+        counter(&v, "completed"),
+        300,
+        "{} {}",
+        v["counters"],
+        v["errors"]
+    );
     let c = &srv.counts;
     assert_eq!(c.answered.load(Ordering::Relaxed), 300);
     let goaways = c.goaways.load(Ordering::Relaxed);
@@ -175,14 +242,25 @@ fn a_handshake_that_never_finishes_ends_at_the_connect_timeout() {
     let url = format!("https://127.0.0.1:{}/", hole.port);
     let t = Instant::now();
     let v = run_json(&[
-        &url, "--http3", "--insecure", "-n", "4", "-c", "2", "--connect-timeout", "300ms",
+        &url,
+        "--http3",
+        "--insecure",
+        "-n",
+        "4",
+        "-c",
+        "2",
+        "--connect-timeout",
+        "300ms",
         "--no-save",
     ]);
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     assert_ledger(&v);
     assert_eq!(counter(&v, "completed"), 0);
     assert_eq!(error_count(&v, "connect_timeout"), 4, "{}", v["errors"]);
-    assert!(hole.swallowed.load(Ordering::Relaxed) >= 4, "Initial packets arrived");
+    assert!(
+        hole.swallowed.load(Ordering::Relaxed) >= 4,
+        "Initial packets arrived"
+    );
 }
 
 #[test]
@@ -190,7 +268,16 @@ fn nothing_on_the_udp_port_is_refused() {
     let port = h3::closed_udp_port();
     let url = format!("https://127.0.0.1:{port}/");
     let t = Instant::now();
-    let v = run_json(&[&url, "--http3", "--insecure", "-n", "4", "-c", "2", "--no-save"]);
+    let v = run_json(&[
+        &url,
+        "--http3",
+        "--insecure",
+        "-n",
+        "4",
+        "-c",
+        "2",
+        "--no-save",
+    ]);
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     assert_ledger(&v);
     assert_eq!(error_count(&v, "refused"), 4, "{}", v["errors"]);
@@ -200,7 +287,14 @@ fn nothing_on_the_udp_port_is_refused() {
 fn bad_flag_combinations_are_one_line() {
     let e = usage_error(&["run", "http://127.0.0.1:1/", "--http3", "-n", "1"]);
     assert!(e.contains("https://"), "{e}");
-    let e = usage_error(&["run", "https://127.0.0.1:1/", "--http3", "--http2", "-n", "1"]);
+    let e = usage_error(&[
+        "run",
+        "https://127.0.0.1:1/",
+        "--http3",
+        "--http2",
+        "-n",
+        "1",
+    ]);
     assert!(e.contains("--http2"), "{e}");
 }
 
@@ -282,7 +376,17 @@ fn caddy_logs_exactly_the_requests_sent() {
     let ca = ca.to_string_lossy().into_owned();
     let url = format!("https://127.0.0.1:{}/index.html", caddy.port);
     let v = run_json(&[
-        &url, "--http3", "--cacert", &ca, "-n", "2000", "-c", "4", "--streams", "10", "--no-save",
+        &url,
+        "--http3",
+        "--cacert",
+        &ca,
+        "-n",
+        "2000",
+        "-c",
+        "4",
+        "--streams",
+        "10",
+        "--no-save",
     ]);
     assert_ledger(&v);
     assert_eq!(counter(&v, "completed"), 2000, "{}", v["errors"]);
@@ -296,8 +400,19 @@ fn caddy_logs_exactly_the_requests_sent() {
     assert_eq!(h3_lines(&caddy.log), 2000);
     // Open loop for a second: the log grows by exactly what completed.
     let v = run_json(&[
-        &url, "--http3", "--cacert", &ca, "--rate", "300", "-d", "1", "-c", "2", "--streams",
-        "4", "--no-save",
+        &url,
+        "--http3",
+        "--cacert",
+        &ca,
+        "--rate",
+        "300",
+        "-d",
+        "1",
+        "-c",
+        "2",
+        "--streams",
+        "4",
+        "--no-save",
     ]);
     assert_ledger(&v);
     let done = counter(&v, "completed");
@@ -322,8 +437,19 @@ fn unanswered_streams_time_out_and_the_connection_stays() {
     let url = format!("https://127.0.0.1:{}/", srv.port);
     let t = Instant::now();
     let v = run_json(&[
-        &url, "--http3", "--cacert", &ca, "-n", "8", "-c", "1", "--streams", "4", "--timeout",
-        "300ms", "--no-save",
+        &url,
+        "--http3",
+        "--cacert",
+        &ca,
+        "-n",
+        "8",
+        "-c",
+        "1",
+        "--streams",
+        "4",
+        "--timeout",
+        "300ms",
+        "--no-save",
     ]);
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert_ledger(&v);
@@ -345,7 +471,17 @@ fn a_server_that_forgot_the_connection_resets_it_statelessly() {
     );
     let url = format!("https://127.0.0.1:{}/", srv.port);
     let v = run_json(&[
-        &url, "--http3", "--cacert", &ca, "-n", "100", "-c", "1", "--streams", "4", "--no-save",
+        &url,
+        "--http3",
+        "--cacert",
+        &ca,
+        "-n",
+        "100",
+        "-c",
+        "1",
+        "--streams",
+        "4",
+        "--no-save",
     ]);
     assert_ledger(&v);
     assert_eq!(srv.counts.forgotten.load(Ordering::Relaxed), 1);
@@ -353,7 +489,10 @@ fn a_server_that_forgot_the_connection_resets_it_statelessly() {
     assert!(reset >= 1, "{}", v["errors"]);
     assert_eq!(counter(&v, "completed") + counter(&v, "failed"), 100);
     assert_eq!(counter(&v, "failed"), reset, "{}", v["errors"]);
-    assert_eq!(counter(&v, "completed"), srv.counts.answered.load(Ordering::Relaxed));
+    assert_eq!(
+        counter(&v, "completed"),
+        srv.counts.answered.load(Ordering::Relaxed)
+    );
     // The run went on over a new connection.
     assert_eq!(srv.counts.connections.load(Ordering::Relaxed), 2);
 }

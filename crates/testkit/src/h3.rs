@@ -12,8 +12,8 @@
 //! Every loop is bounded by a stop flag and a time limit.
 
 use quinn_proto::{
-    ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig,
-    Event, ServerConfig, StreamEvent, StreamId, VarInt,
+    ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, Event, ServerConfig,
+    StreamEvent, StreamId, VarInt,
 };
 use std::collections::HashMap;
 use std::net::UdpSocket;
@@ -161,10 +161,15 @@ fn serve(
             .filter_map(|c| c.conn.poll_timeout())
             .min()
             .map_or(Duration::from_millis(20), |t| {
-                t.saturating_duration_since(now).clamp(Duration::from_micros(100), Duration::from_millis(20))
+                t.saturating_duration_since(now)
+                    .clamp(Duration::from_micros(100), Duration::from_millis(20))
             });
         let held = conns.values().any(|c| !c.held.is_empty());
-        let next = if held { next.min(Duration::from_millis(1)) } else { next };
+        let next = if held {
+            next.min(Duration::from_millis(1))
+        } else {
+            next
+        };
         let _ = sock.set_read_timeout(Some(next));
         if let Ok((n, from)) = sock.recv_from(&mut buf) {
             let now = Instant::now();
@@ -313,7 +318,9 @@ fn read_req(c: &mut Conn, sid: StreamId, opts: &H3Options, counts: &H3Counts, se
     }
     if !opts.delay.is_zero() {
         c.held.push((Instant::now() + opts.delay, sid));
-        counts.max_open.fetch_max(c.held.len() as u64, Ordering::Relaxed);
+        counts
+            .max_open
+            .fetch_max(c.held.len() as u64, Ordering::Relaxed);
         return;
     }
     answer(c, sid, opts, counts, seen);
@@ -425,7 +432,11 @@ fn get_varint(b: &[u8], at: &mut usize) -> Option<u64> {
     let len = 1usize << (first >> 6);
     let bytes = b.get(*at..*at + len)?;
     *at += len;
-    Some(bytes[1..].iter().fold(u64::from(first & 0x3f), |v, &x| (v << 8) | u64::from(x)))
+    Some(
+        bytes[1..]
+            .iter()
+            .fold(u64::from(first & 0x3f), |v, &x| (v << 8) | u64::from(x)),
+    )
 }
 
 /// A UDP socket on 127.0.0.1:0 that reads every datagram and answers none

@@ -29,8 +29,8 @@ use crate::http2::conn::head::HeadSink;
 use crate::session::{Answer, Event, RequestId, Session, SubmitError, Want};
 use bytes::{Bytes, BytesMut};
 use quinn_proto::{
-    ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Dir, Endpoint,
-    EndpointConfig, ReadError, StreamEvent, StreamId, VarInt,
+    ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig,
+    ReadError, StreamEvent, StreamId, VarInt,
 };
 use redline_stats::{ErrorKind, MalformedKind};
 use std::borrow::Cow;
@@ -536,7 +536,10 @@ fn lost_kind(reason: &ConnectionError, established: bool) -> (ErrorKind, Cow<'st
         ConnectionError::TransportError(e) => {
             let code = u64::from(e.code);
             if (0x100..0x200).contains(&code) {
-                (ErrorKind::Tls, Cow::Owned(format!("QUIC TLS: {}", e.reason)))
+                (
+                    ErrorKind::Tls,
+                    Cow::Owned(format!("QUIC TLS: {}", e.reason)),
+                )
             } else {
                 (ErrorKind::Other, Cow::Owned(format!("QUIC: {e}")))
             }
@@ -550,7 +553,10 @@ fn lost_kind(reason: &ConnectionError, established: bool) -> (ErrorKind, Cow<'st
             };
             (
                 kind,
-                Cow::Owned(format!("the server closed the QUIC connection ({})", c.error_code)),
+                Cow::Owned(format!(
+                    "the server closed the QUIC connection ({})",
+                    c.error_code
+                )),
             )
         }
         ConnectionError::ApplicationClosed(c) => {
@@ -564,7 +570,9 @@ fn lost_kind(reason: &ConnectionError, established: bool) -> (ErrorKind, Cow<'st
             )
         }
         ConnectionError::LocallyClosed => (ErrorKind::Closed, "the connection was closed".into()),
-        ConnectionError::CidsExhausted => (ErrorKind::Other, "QUIC connection ids exhausted".into()),
+        ConnectionError::CidsExhausted => {
+            (ErrorKind::Other, "QUIC connection ids exhausted".into())
+        }
     }
 }
 
@@ -591,7 +599,9 @@ fn answer_bytes(
                     s.section.clear();
                     s.trailers = s.status != 0;
                 }
-                frame::DATA if s.status == 0 => return Some((header, "DATA before the response head")),
+                frame::DATA if s.status == 0 => {
+                    return Some((header, "DATA before the response head"))
+                }
                 frame::SETTINGS | frame::GOAWAY | frame::MAX_PUSH_ID | frame::CANCEL_PUSH => {
                     return Some((header, "a control frame on a request stream"))
                 }
@@ -603,7 +613,11 @@ fn answer_bytes(
                 match ty {
                     frame::DATA => {
                         s.body_bytes += n as u64;
-                        if let Some(c) = s.answer.as_deref_mut().and_then(|a| a.capture.as_deref_mut()) {
+                        if let Some(c) = s
+                            .answer
+                            .as_deref_mut()
+                            .and_then(|a| a.capture.as_deref_mut())
+                        {
                             c.keep_body(piece);
                         }
                     }
@@ -773,14 +787,9 @@ impl Session for Http3Session {
         let now = Instant::now();
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
-        let ev = self.endpoint.handle(
-            now,
-            self.remote,
-            None,
-            None,
-            BytesMut::from(data),
-            &mut buf,
-        );
+        let ev = self
+            .endpoint
+            .handle(now, self.remote, None, None, BytesMut::from(data), &mut buf);
         match ev {
             Some(DatagramEvent::ConnectionEvent(_, ev)) => self.conn.handle_event(ev),
             Some(DatagramEvent::Response(t)) => {
@@ -827,7 +836,11 @@ impl Session for Http3Session {
         if !self.closing && !self.conn.is_closed() {
             self.closing = true;
             let now = Instant::now();
-            self.conn.close(now, VarInt::from_u32(frame::H3_NO_ERROR as u32), Bytes::new());
+            self.conn.close(
+                now,
+                VarInt::from_u32(frame::H3_NO_ERROR as u32),
+                Bytes::new(),
+            );
             self.pump(now);
         }
     }

@@ -43,7 +43,10 @@ fn pair(n: &str, v: &str) -> (String, Option<String>) {
 fn varints_match_rfc_9000_examples() {
     // RFC 9000 Appendix A.1.
     let cases: [(&[u8], u64); 4] = [
-        (&[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c], 151_288_809_941_952_652),
+        (
+            &[0xc2, 0x19, 0x7c, 0x5e, 0xff, 0x14, 0xe8, 0x8c],
+            151_288_809_941_952_652,
+        ),
         (&[0x9d, 0x7f, 0x3e, 0x7d], 494_878_333),
         (&[0x7b, 0xbd], 15_293),
         (&[0x25], 37),
@@ -99,7 +102,10 @@ fn frames_split(wire: &[u8], cut: usize) -> Vec<(u64, Vec<u8>)> {
                 Piece::NeedMore => break,
                 Piece::Start { ty, .. } => out.push((ty, Vec::new())),
                 Piece::Payload { n, .. } => {
-                    out.last_mut().unwrap().1.extend_from_slice(&part[at..at + n]);
+                    out.last_mut()
+                        .unwrap()
+                        .1
+                        .extend_from_slice(&part[at..at + n]);
                     at += n;
                 }
             }
@@ -154,7 +160,10 @@ fn qpack_refuses_the_dynamic_table() {
     }
     // A static index past the table, and a cut literal.
     assert_eq!(decode(&[0, 0, 0xff, 0x24]), Err(QpackError::BadIndex));
-    assert_eq!(decode(&[0, 0, 0x51, 0x0b, b'/']), Err(QpackError::Truncated));
+    assert_eq!(
+        decode(&[0, 0, 0x51, 0x0b, b'/']),
+        Err(QpackError::Truncated)
+    );
 }
 
 #[test]
@@ -232,8 +241,15 @@ fn requests_encode_with_static_references() {
     let auth = section.iter().position(|&b| b == 0x70 | 0x0f).unwrap();
     assert_eq!(section[auth] & 0x20, 0x20);
     // A body: a DATA frame header of its length.
-    let post = Http2Request::from_parts("POST", "https", "a", "/p", &[], Bytes::from_static(b"12345"))
-        .unwrap();
+    let post = Http2Request::from_parts(
+        "POST",
+        "https",
+        "a",
+        "/p",
+        &[],
+        Bytes::from_static(b"12345"),
+    )
+    .unwrap();
     let r = Http3Request::from_h2(&post);
     assert_eq!(&r.data_head[..], &[frame::DATA as u8, 5]);
     assert_eq!(&r.body[..], b"12345");

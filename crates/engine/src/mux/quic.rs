@@ -26,7 +26,13 @@ impl MuxLink {
     /// Starts QUIC connection `c` to `addr`: a UDP socket connected to it
     /// (the kernel then hands it only that server's datagrams, and an ICMP
     /// port unreachable as ECONNREFUSED), the session's first flight queued.
-    pub(super) fn dial_quic(&mut self, core: &mut Core<'_>, c: u32, addr: SocketAddr, now: Instant) {
+    pub(super) fn dial_quic(
+        &mut self,
+        core: &mut Core<'_>,
+        c: u32,
+        addr: SocketAddr,
+        now: Instant,
+    ) {
         let Some(h3) = self.setup.h3.as_ref() else {
             return;
         };

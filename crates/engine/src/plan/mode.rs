@@ -188,11 +188,9 @@ pub(super) fn choose(a: &PlanArgs, scheme: &str) -> Result<(Wire, Alpn, u32), Pl
         ));
     }
     let streams = match a.streams {
-        Some(_) if !(a.http2 || a.h2c || a.http3) => {
-            return Err(usage(
-                "--streams is for HTTP/2 and HTTP/3: add --http2 or --http3 (https) or --h2c (http)",
-            ))
-        }
+        Some(_) if !(a.http2 || a.h2c || a.http3) => return Err(usage(
+            "--streams is for HTTP/2 and HTTP/3: add --http2 or --http3 (https) or --h2c (http)",
+        )),
         Some(0) => return Err(usage("--streams must be at least 1")),
         Some(n) if n > MAX_STREAMS => {
             return Err(usage(format!(
