@@ -335,7 +335,7 @@ fn answer(c: &mut Conn, sid: StreamId, opts: &H3Options, counts: &H3Counts, seen
     }
     *seen += 1;
     if let Some((n, code)) = opts.reset_every {
-        if n > 0 && *seen % n == 0 {
+        if n > 0 && (*seen).is_multiple_of(n) {
             counts.resets.fetch_add(1, Ordering::Relaxed);
             return reset(c, sid, code as u32);
         }
