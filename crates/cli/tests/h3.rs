@@ -23,6 +23,18 @@ fn server(opts: H3Options, tag: &str) -> (H3Server, Pki, String) {
     (srv, pki, ca.to_string_lossy().into_owned())
 }
 
+/// `redline run --http3 URL ARGS` (split at spaces) trusting the CA file
+/// `trust` (or `--insecure`): its record.
+fn run(url: &str, trust: &str, args: &str) -> serde_json::Value {
+    let mut a = vec![url, "--http3", "--no-save"];
+    match trust {
+        "--insecure" => a.push(trust),
+        ca => a.extend(["--cacert", ca]),
+    }
+    a.extend(args.split(' '));
+    run_json(&a)
+}
+
 fn body(n: usize) -> Vec<u8> {
     (0..n).map(|i| b'a' + (i % 26) as u8).collect()
 }
@@ -51,21 +63,7 @@ fn closed_loop_counts_match_the_server() {
         "h3-closed",
     );
     let url = format!("https://127.0.0.1:{}/", srv.port);
-    let v = run_json(&[
-        &url,
-        "--http3",
-        "--cacert",
-        &ca,
-        "-n",
-        "1000",
-        "-c",
-        "4",
-        "--streams",
-        "10",
-        "-t",
-        "1",
-        "--no-save",
-    ]);
+    let v = run(&url, &ca, "-n 1000 -c 4 --streams 10 -t 1");
     assert_run_schema(&v);
     assert_eq!(v["config"]["http_version"], "3");
     assert_eq!(counter(&v, "completed"), 1000, "{}", v["counters"]);
@@ -93,25 +91,12 @@ fn open_loop_and_bodies_sent_whole() {
         "h3-open",
     );
     let url = format!("https://127.0.0.1:{}/up", srv.port);
-    let v = run_json(&[
+    let post = format!("-m POST -b {}", "x".repeat(20_000));
+    let v = run(
         &url,
-        "--http3",
-        "--cacert",
         &ca,
-        "--rate",
-        "200",
-        "-d",
-        "1",
-        "-c",
-        "2",
-        "--streams",
-        "4",
-        "-m",
-        "POST",
-        "-b",
-        &"x".repeat(20_000),
-        "--no-save",
-    ]);
+        &format!("--rate 200 -d 1 -c 2 --streams 4 {post}"),
+    );
     assert_ledger(&v);
     let done = counter(&v, "completed");
     assert!(done >= 190, "{}", v["counters"]);
@@ -132,19 +117,7 @@ fn stream_resets_are_counted_with_their_code() {
         "h3-reset",
     );
     let url = format!("https://127.0.0.1:{}/", srv.port);
-    let v = run_json(&[
-        &url,
-        "--http3",
-        "--cacert",
-        &ca,
-        "-n",
-        "200",
-        "-c",
-        "2",
-        "--streams",
-        "5",
-        "--no-save",
-    ]);
+    let v = run(&url, &ca, "-n 200 -c 2 --streams 5");
     assert_ledger(&v);
     assert_eq!(counter(&v, "completed"), 180, "{}", v["counters"]);
     assert_eq!(error_count(&v, "stream_reset"), 20, "{}", v["errors"]);
@@ -164,19 +137,7 @@ fn rejected_requests_go_again_once() {
         "h3-rejected",
     );
     let url = format!("https://127.0.0.1:{}/", srv.port);
-    let v = run_json(&[
-        &url,
-        "--http3",
-        "--cacert",
-        &ca,
-        "-n",
-        "200",
-        "-c",
-        "2",
-        "--streams",
-        "5",
-        "--no-save",
-    ]);
+    let v = run(&url, &ca, "-n 200 -c 2 --streams 5");
     assert_ledger(&v);
     let (done, failed, retried) = (
         counter(&v, "completed"),
@@ -202,21 +163,7 @@ fn goaway_moves_the_rest_to_a_new_connection() {
         "h3-goaway",
     );
     let url = format!("https://127.0.0.1:{}/", srv.port);
-    let v = run_json(&[
-        &url,
-        "--http3",
-        "--cacert",
-        &ca,
-        "-n",
-        "300",
-        "-c",
-        "1",
-        "--streams",
-        "10",
-        "-t",
-        "1",
-        "--no-save",
-    ]);
+    let v = run(&url, &ca, "-n 300 -c 1 --streams 10 -t 1");
     assert_ledger(&v);
     assert_eq!(
         counter(&v, "completed"),
@@ -241,18 +188,7 @@ fn a_handshake_that_never_finishes_ends_at_the_connect_timeout() {
     let hole = h3::blackhole();
     let url = format!("https://127.0.0.1:{}/", hole.port);
     let t = Instant::now();
-    let v = run_json(&[
-        &url,
-        "--http3",
-        "--insecure",
-        "-n",
-        "4",
-        "-c",
-        "2",
-        "--connect-timeout",
-        "300ms",
-        "--no-save",
-    ]);
+    let v = run(&url, "--insecure", "-n 4 -c 2 --connect-timeout 300ms");
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     assert_ledger(&v);
     assert_eq!(counter(&v, "completed"), 0);
@@ -268,16 +204,7 @@ fn nothing_on_the_udp_port_is_refused() {
     let port = h3::closed_udp_port();
     let url = format!("https://127.0.0.1:{port}/");
     let t = Instant::now();
-    let v = run_json(&[
-        &url,
-        "--http3",
-        "--insecure",
-        "-n",
-        "4",
-        "-c",
-        "2",
-        "--no-save",
-    ]);
+    let v = run(&url, "--insecure", "-n 4 -c 2");
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     assert_ledger(&v);
     assert_eq!(error_count(&v, "refused"), 4, "{}", v["errors"]);
@@ -298,130 +225,33 @@ fn bad_flag_combinations_are_one_line() {
     assert!(e.contains("--http2"), "{e}");
 }
 
-/// Debian's Caddy on a free port serving HTTP/3 (and 1.1, 2) with the
-/// testkit's certificate, an access log in JSON; killed by PID on drop.
-struct Caddy {
-    child: std::process::Child,
-    port: u16,
-    log: std::path::PathBuf,
-}
-
-impl Drop for Caddy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn caddy(pki: &Pki) -> Option<Caddy> {
-    let found = std::process::Command::new("caddy")
-        .arg("version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !redline_testkit::need::require("caddy (Debian package caddy)", found) {
-        return None;
-    }
-    let dir = redline_testkit::tmpdir("h3-caddy");
-    std::fs::write(dir.join("cert.pem"), &pki.leaf_pem).unwrap();
-    std::fs::write(dir.join("key.pem"), &pki.key_pem).unwrap();
-    std::fs::write(dir.join("index.html"), body(612)).unwrap();
-    let port = redline_testkit::free_port();
-    let log = dir.join("access.log");
-    let d = dir.display();
-    let conf = format!(
-        "{{\n admin off\n auto_https disable_redirects\n default_sni 127.0.0.1\n \
-         storage file_system {d}/data\n servers {{\n  protocols h1 h2 h3\n }}\n}}\n\
-         https://127.0.0.1:{port} {{\n tls {d}/cert.pem {d}/key.pem\n root * {d}\n file_server\n \
-         log {{\n  output file {}\n  format json\n }}\n}}\n",
-        log.display()
-    );
-    std::fs::write(dir.join("Caddyfile"), conf).unwrap();
-    let child = std::process::Command::new("caddy")
-        .args(["run", "--adapter", "caddyfile", "--config"])
-        .arg(dir.join("Caddyfile"))
-        .env("HOME", &dir)
-        .env("XDG_DATA_HOME", dir.join("data"))
-        .env("XDG_CONFIG_HOME", dir.join("config"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(dir.join("caddy.err")).unwrap())
-        .spawn()
-        .expect("start caddy");
-    let caddy = Caddy { child, port, log };
-    // Up when it accepts TCP on the port (the UDP listener starts with it).
-    let end = Instant::now() + Duration::from_secs(15);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < end, "caddy did not start: {d}/caddy.err");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    Some(caddy)
-}
-
-/// Access log lines of HTTP/3 requests.
-fn h3_lines(log: &std::path::Path) -> u64 {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.contains("\"proto\":\"HTTP/3.0\""))
-        .count() as u64
-}
-
 #[test]
 fn caddy_logs_exactly_the_requests_sent() {
+    use redline_testkit::caddy;
+    if !redline_testkit::need::require("caddy (Debian package caddy)", caddy::installed()) {
+        return;
+    }
     let pki = redline_testkit::pki::pki();
-    let Some(caddy) = caddy(&pki) else { return };
-    let dir = redline_testkit::tmpdir("h3-caddy-ca");
-    let ca = dir.join("ca.pem");
+    let page = body(612);
+    let caddy = caddy::start(&pki, &[("index.html", &page)]);
+    let ca = caddy.root.join("../ca.pem");
     std::fs::write(&ca, &pki.ca_pem).unwrap();
     let ca = ca.to_string_lossy().into_owned();
     let url = format!("https://127.0.0.1:{}/index.html", caddy.port);
-    let v = run_json(&[
-        &url,
-        "--http3",
-        "--cacert",
-        &ca,
-        "-n",
-        "2000",
-        "-c",
-        "4",
-        "--streams",
-        "10",
-        "--no-save",
-    ]);
+    let v = run(&url, &ca, "-n 2000 -c 4 --streams 10");
     assert_ledger(&v);
     assert_eq!(counter(&v, "completed"), 2000, "{}", v["errors"]);
     assert_eq!(counter(&v, "body_bytes"), 2000 * 612);
     assert_eq!(v["server"]["software"], "Caddy");
-    // Caddy writes its log line after the answer: give it a moment.
-    let end = Instant::now() + Duration::from_secs(5);
-    while h3_lines(&caddy.log) < 2000 && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(h3_lines(&caddy.log), 2000);
+    assert_eq!(caddy.wait_logged("HTTP/3.0", 2000), 2000);
     // Open loop for a second: the log grows by exactly what completed.
-    let v = run_json(&[
-        &url,
-        "--http3",
-        "--cacert",
-        &ca,
-        "--rate",
-        "300",
-        "-d",
-        "1",
-        "-c",
-        "2",
-        "--streams",
-        "4",
-        "--no-save",
-    ]);
+    let v = run(&url, &ca, "--rate 300 -d 1 -c 2 --streams 4");
     assert_ledger(&v);
     let done = counter(&v, "completed");
     assert!(done >= 290, "{}", v["counters"]);
-    let end = Instant::now() + Duration::from_secs(5);
-    while h3_lines(&caddy.log) < 2000 + done && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(h3_lines(&caddy.log), 2000 + done);
+    assert_eq!(caddy.wait_logged("HTTP/3.0", 2000 + done), 2000 + done);
+    // Nothing went over TCP.
+    assert_eq!(caddy.logged("HTTP/2.0") + caddy.logged("HTTP/1.1"), 0);
 }
 
 #[test]
@@ -436,21 +266,7 @@ fn unanswered_streams_time_out_and_the_connection_stays() {
     );
     let url = format!("https://127.0.0.1:{}/", srv.port);
     let t = Instant::now();
-    let v = run_json(&[
-        &url,
-        "--http3",
-        "--cacert",
-        &ca,
-        "-n",
-        "8",
-        "-c",
-        "1",
-        "--streams",
-        "4",
-        "--timeout",
-        "300ms",
-        "--no-save",
-    ]);
+    let v = run(&url, &ca, "-n 8 -c 1 --streams 4 --timeout 300ms");
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     assert_ledger(&v);
     assert_eq!(error_count(&v, "timeout"), 8, "{}", v["errors"]);
@@ -470,19 +286,7 @@ fn a_server_that_forgot_the_connection_resets_it_statelessly() {
         "h3-forget",
     );
     let url = format!("https://127.0.0.1:{}/", srv.port);
-    let v = run_json(&[
-        &url,
-        "--http3",
-        "--cacert",
-        &ca,
-        "-n",
-        "100",
-        "-c",
-        "1",
-        "--streams",
-        "4",
-        "--no-save",
-    ]);
+    let v = run(&url, &ca, "-n 100 -c 1 --streams 4");
     assert_ledger(&v);
     assert_eq!(srv.counts.forgotten.load(Ordering::Relaxed), 1);
     let reset = error_count(&v, "stateless_reset");

@@ -64,23 +64,41 @@ pub struct H3Counts {
     pub max_open: AtomicU64,
 }
 
-/// A running test HTTP/3 server; stopped (and its thread joined) on drop.
-pub struct H3Server {
-    /// Its UDP port on 127.0.0.1.
-    pub port: u16,
-    /// Its counts.
-    pub counts: Arc<H3Counts>,
+/// A server thread's stop flag and handle: set and joined on drop.
+struct Stopper {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl Drop for H3Server {
+impl Stopper {
+    /// Runs `body` (which must return soon after the flag is set) on a thread.
+    fn spawn(body: impl FnOnce(&AtomicBool) + Send + 'static) -> Stopper {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || body(&flag));
+        Stopper {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Stopper {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
+}
+
+/// A running test HTTP/3 server; stopped (and its thread joined) on drop.
+pub struct H3Server {
+    /// Its UDP port on 127.0.0.1.
+    pub port: u16,
+    /// Its counts.
+    pub counts: Arc<H3Counts>,
+    _thread: Stopper,
 }
 
 /// A request stream being received.
@@ -116,16 +134,11 @@ pub fn start(pki: &crate::pki::Pki, opts: H3Options) -> H3Server {
     let sock = UdpSocket::bind("127.0.0.1:0").expect("bind UDP");
     let port = sock.local_addr().expect("local addr").port();
     let counts = Arc::new(H3Counts::default());
-    let stop = Arc::new(AtomicBool::new(false));
-    let thread = {
-        let (counts, stop) = (counts.clone(), stop.clone());
-        std::thread::spawn(move || serve(sock, server, opts, &counts, &stop))
-    };
+    let c = counts.clone();
     H3Server {
         port,
         counts,
-        stop,
-        thread: Some(thread),
+        _thread: Stopper::spawn(move |stop| serve(sock, server, opts, &c, stop)),
     }
 }
 
@@ -446,17 +459,7 @@ pub struct Blackhole {
     pub port: u16,
     /// Datagrams it swallowed.
     pub swallowed: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for Blackhole {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+    _thread: Stopper,
 }
 
 /// Starts a [`Blackhole`].
@@ -464,25 +467,20 @@ pub fn blackhole() -> Blackhole {
     let sock = UdpSocket::bind("127.0.0.1:0").expect("bind UDP");
     let port = sock.local_addr().expect("local addr").port();
     let _ = sock.set_read_timeout(Some(Duration::from_millis(20)));
-    let stop = Arc::new(AtomicBool::new(false));
     let swallowed = Arc::new(AtomicU64::new(0));
-    let thread = {
-        let (stop, swallowed) = (stop.clone(), swallowed.clone());
-        std::thread::spawn(move || {
+    let count = swallowed.clone();
+    Blackhole {
+        port,
+        swallowed,
+        _thread: Stopper::spawn(move |stop| {
             let mut buf = [0u8; 2048];
             let end = Instant::now() + Duration::from_secs(600);
             while !stop.load(Ordering::Relaxed) && Instant::now() < end {
                 if sock.recv_from(&mut buf).is_ok() {
-                    swallowed.fetch_add(1, Ordering::Relaxed);
+                    count.fetch_add(1, Ordering::Relaxed);
                 }
             }
-        })
-    };
-    Blackhole {
-        port,
-        swallowed,
-        stop,
-        thread: Some(thread),
+        }),
     }
 }
 

@@ -343,52 +343,26 @@ impl Http3Session {
     /// Reads request stream `k`'s new bytes: frames into the answer.
     fn read_request(&mut self, k: usize) {
         let sid = self.streams[k].sid;
-        let mut fin = false;
-        let mut reset = None;
         let mut broken: Option<(ErrorKind, &'static str)> = None;
-        {
-            let mut recv = self.conn.recv_stream(sid);
-            let Ok(mut chunks) = recv.read(true) else {
-                return;
-            };
-            let s = &mut self.streams[k];
-            for _ in 0..1_000_000 {
-                match chunks.next(usize::MAX) {
-                    Ok(Some(chunk)) => {
-                        if broken.is_none() {
-                            broken = answer_bytes(
-                                s,
-                                &chunk.bytes,
-                                &mut self.name_buf,
-                                &mut self.value_buf,
-                                &mut self.events,
-                            );
-                        }
-                    }
-                    Ok(None) => {
-                        fin = true;
-                        break;
-                    }
-                    Err(ReadError::Blocked) => break,
-                    Err(ReadError::Reset(code)) => {
-                        reset = Some(code.into_inner());
-                        break;
-                    }
-                }
+        let s = &mut self.streams[k];
+        let (names, values, events) = (&mut self.name_buf, &mut self.value_buf, &mut self.events);
+        let end = drain(&mut self.conn, sid, |bytes| {
+            if broken.is_none() {
+                broken = answer_bytes(s, bytes, names, values, events);
             }
-            let _ = chunks.finalize();
-        }
+        });
         if let Some((kind, why)) = broken {
             // Nothing more is read from it.
             let _ = self.conn.recv_stream(sid).stop(VarInt::from_u32(0x101));
             return self.fail(k, kind, Cow::Borrowed(why), false);
         }
-        if let Some(code) = reset {
-            let unprocessed = code == frame::H3_REQUEST_REJECTED && self.streams[k].status == 0;
-            return self.fail(k, ErrorKind::StreamReset, reset_message(code), unprocessed);
-        }
-        if fin {
-            self.finish(k);
+        match end {
+            Drained::Reset(code) => {
+                let unprocessed = code == frame::H3_REQUEST_REJECTED && self.streams[k].status == 0;
+                self.fail(k, ErrorKind::StreamReset, reset_message(code), unprocessed)
+            }
+            Drained::Fin => self.finish(k),
+            Drained::More | Drained::Closed => {}
         }
     }
 
@@ -446,30 +420,13 @@ impl Http3Session {
             return;
         };
         let mut goaway = None;
-        let mut closed = false;
-        {
-            let mut recv = self.conn.recv_stream(sid);
-            let Ok(mut chunks) = recv.read(true) else {
-                return;
-            };
-            let u = &mut self.uni[u];
-            for _ in 0..1_000_000 {
-                match chunks.next(usize::MAX) {
-                    Ok(Some(chunk)) => {
-                        if let Some(g) = control_bytes(u, &chunk.bytes) {
-                            goaway = Some(g);
-                        }
-                    }
-                    Ok(None) | Err(ReadError::Reset(_)) => {
-                        closed = true;
-                        break;
-                    }
-                    Err(ReadError::Blocked) => break,
-                }
+        let u = &mut self.uni[u];
+        let end = drain(&mut self.conn, sid, |bytes| {
+            if let Some(g) = control_bytes(u, bytes) {
+                goaway = Some(g);
             }
-            let _ = chunks.finalize();
-        }
-        if closed {
+        });
+        if !matches!(end, Drained::More) {
             self.uni.retain(|x| x.sid != sid);
         }
         if let Some(g) = goaway {
@@ -504,6 +461,43 @@ impl Http3Session {
         }
         self.lost.get_or_insert((kind, msg));
     }
+}
+
+/// How reading a stream stopped ([`drain`]).
+enum Drained {
+    /// All there is for now: more may come.
+    More,
+    /// The peer's FIN: all of it was read.
+    Fin,
+    /// The peer reset it with this code.
+    Reset(u64),
+    /// It is not (or no longer) readable.
+    Closed,
+}
+
+/// Reads what stream `sid` holds now, each chunk to `f` (in order).
+fn drain(conn: &mut quinn_proto::Connection, sid: StreamId, mut f: impl FnMut(&[u8])) -> Drained {
+    let mut recv = conn.recv_stream(sid);
+    let Ok(mut chunks) = recv.read(true) else {
+        return Drained::Closed;
+    };
+    let mut end = Drained::More;
+    for _ in 0..1_000_000 {
+        match chunks.next(usize::MAX) {
+            Ok(Some(chunk)) => f(&chunk.bytes),
+            Ok(None) => {
+                end = Drained::Fin;
+                break;
+            }
+            Err(ReadError::Blocked) => break,
+            Err(ReadError::Reset(code)) => {
+                end = Drained::Reset(code.into_inner());
+                break;
+            }
+        }
+    }
+    let _ = chunks.finalize();
+    end
 }
 
 /// The words for a stream reset by the server with HTTP/3 error `code`.

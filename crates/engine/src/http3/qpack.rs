@@ -8,6 +8,7 @@
 //! Huffman-decoded). The prefix integers and the Huffman code are HPACK's
 //! (`http2/hpack`): QPACK uses the same ones.
 
+use crate::http2::hpack::encoder::request_fields;
 use crate::http2::hpack::{decode_int, encode_int, huffman, Sink};
 
 /// The static table (RFC 9204 Appendix A), index 0 first.
@@ -220,20 +221,8 @@ pub fn encode_request(
     path: &str,
     fields: &[(String, String)],
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(
-        64 + fields
-            .iter()
-            .map(|(k, v)| k.len() + v.len() + 4)
-            .sum::<usize>(),
-    );
-    out.extend_from_slice(&[0, 0]);
-    field(&mut out, ":method", method);
-    field(&mut out, ":scheme", scheme);
-    field(&mut out, ":authority", authority);
-    field(&mut out, ":path", path);
-    for (k, v) in fields {
-        field(&mut out, k, v);
-    }
+    let mut out = vec![0, 0];
+    request_fields(&mut out, [method, scheme, authority, path], fields, field);
     out
 }
 
@@ -276,17 +265,8 @@ pub fn decode(
             size += value(block, &mut at, name, sink, value_buf)?;
         } else if b & 0x20 != 0 {
             // Literal with literal name: 001 N H namelen(3).
-            let huff = b & 0x08 != 0;
-            let len = decode_int(block, &mut at, 3)? as usize;
-            let raw = block.get(at..at + len).ok_or(QpackError::Truncated)?;
-            at += len;
-            let name: &[u8] = if huff {
-                name_buf.clear();
-                huffman::decode(raw, name_buf).map_err(|_| QpackError::Huffman)?;
-                name_buf
-            } else {
-                raw
-            };
+            let (huff, raw) = literal(block, &mut at, 3)?;
+            let name = plain(huff, raw, name_buf)?;
             size += value(block, &mut at, name, sink, value_buf)?;
         } else {
             // 0001: indexed with post-base index; 0000: literal with
@@ -306,22 +286,37 @@ fn value(
     sink: &mut impl Sink,
     buf: &mut Vec<u8>,
 ) -> Result<usize, QpackError> {
-    let huff = block.get(*at).ok_or(QpackError::Truncated)? & 0x80 != 0;
-    let len = decode_int(block, at, 7)? as usize;
-    let raw = block.get(*at..*at + len).ok_or(QpackError::Truncated)?;
-    *at += len;
+    let (huff, raw) = literal(block, at, 7)?;
     if !sink.wants(name) {
         sink.field(name, None);
-        let bound = if huff { len * 8 / 5 } else { len };
+        let bound = if huff { raw.len() * 8 / 5 } else { raw.len() };
         return Ok(name.len() + bound + 32);
     }
-    let v: &[u8] = if huff {
-        buf.clear();
-        huffman::decode(raw, buf).map_err(|_| QpackError::Huffman)?;
-        buf
-    } else {
-        raw
-    };
+    let v = plain(huff, raw, buf)?;
     sink.field(name, Some(v));
     Ok(name.len() + v.len() + 32)
+}
+
+/// A string literal at `block[*at]` with a `prefix`-bit length whose H bit
+/// (Huffman) sits just above it: whether it is Huffman-coded, and its bytes.
+fn literal<'a>(
+    block: &'a [u8],
+    at: &mut usize,
+    prefix: u8,
+) -> Result<(bool, &'a [u8]), QpackError> {
+    let huff = block.get(*at).ok_or(QpackError::Truncated)? & (1 << prefix) != 0;
+    let len = decode_int(block, at, prefix)? as usize;
+    let raw = block.get(*at..*at + len).ok_or(QpackError::Truncated)?;
+    *at += len;
+    Ok((huff, raw))
+}
+
+/// A literal's text: `raw` itself, or Huffman-decoded into `buf`.
+fn plain<'a>(huff: bool, raw: &'a [u8], buf: &'a mut Vec<u8>) -> Result<&'a [u8], QpackError> {
+    if !huff {
+        return Ok(raw);
+    }
+    buf.clear();
+    huffman::decode(raw, buf).map_err(|_| QpackError::Huffman)?;
+    Ok(buf)
 }
