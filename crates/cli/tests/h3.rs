@@ -55,11 +55,7 @@ fn assert_ledger(v: &serde_json::Value) {
 #[test]
 fn closed_loop_counts_match_the_server() {
     let (srv, _pki, ca) = server(
-        H3Options {
-            body: body(1234),
-            delay: Duration::from_millis(5),
-            ..Default::default()
-        },
+        H3Options::body(1234).delayed(Duration::from_millis(5)),
         "h3-closed",
     );
     let url = format!("https://127.0.0.1:{}/", srv.port);
@@ -83,13 +79,7 @@ fn closed_loop_counts_match_the_server() {
 
 #[test]
 fn open_loop_and_bodies_sent_whole() {
-    let (srv, _pki, ca) = server(
-        H3Options {
-            body: body(10),
-            ..Default::default()
-        },
-        "h3-open",
-    );
+    let (srv, _pki, ca) = server(H3Options::body(10), "h3-open");
     let url = format!("https://127.0.0.1:{}/up", srv.port);
     let post = format!("-m POST -b {}", "x".repeat(20_000));
     let v = run(
@@ -110,9 +100,8 @@ fn open_loop_and_bodies_sent_whole() {
 fn stream_resets_are_counted_with_their_code() {
     let (srv, _pki, ca) = server(
         H3Options {
-            body: body(5),
             reset_every: Some((10, 0x102)), // H3_INTERNAL_ERROR
-            ..Default::default()
+            ..H3Options::body(5)
         },
         "h3-reset",
     );
@@ -130,9 +119,8 @@ fn stream_resets_are_counted_with_their_code() {
 fn rejected_requests_go_again_once() {
     let (srv, _pki, ca) = server(
         H3Options {
-            body: body(5),
             reset_every: Some((10, 0x10b)), // H3_REQUEST_REJECTED: not processed
-            ..Default::default()
+            ..H3Options::body(5)
         },
         "h3-rejected",
     );
@@ -156,9 +144,8 @@ fn rejected_requests_go_again_once() {
 fn goaway_moves_the_rest_to_a_new_connection() {
     let (srv, _pki, ca) = server(
         H3Options {
-            body: body(5),
             goaway_after: Some(50),
-            ..Default::default()
+            ..H3Options::body(5)
         },
         "h3-goaway",
     );
@@ -257,11 +244,7 @@ fn caddy_logs_exactly_the_requests_sent() {
 #[test]
 fn unanswered_streams_time_out_and_the_connection_stays() {
     let (srv, _pki, ca) = server(
-        H3Options {
-            body: body(5),
-            delay: Duration::from_secs(3),
-            ..Default::default()
-        },
+        H3Options::body(5).delayed(Duration::from_secs(3)),
         "h3-slow",
     );
     let url = format!("https://127.0.0.1:{}/", srv.port);
@@ -278,10 +261,8 @@ fn unanswered_streams_time_out_and_the_connection_stays() {
 fn a_server_that_forgot_the_connection_resets_it_statelessly() {
     let (srv, _pki, ca) = server(
         H3Options {
-            body: body(5),
-            delay: Duration::from_millis(20),
             forget_after: Some(40),
-            ..Default::default()
+            ..H3Options::body(5).delayed(Duration::from_millis(20))
         },
         "h3-forget",
     );

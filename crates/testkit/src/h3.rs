@@ -42,6 +42,22 @@ pub struct H3Options {
     pub forget_after: Option<u64>,
 }
 
+impl H3Options {
+    /// Answers with a body of `n` bytes (`a` to `z` over and over).
+    pub fn body(n: usize) -> H3Options {
+        H3Options {
+            body: (0..n).map(|i| b'a' + (i % 26) as u8).collect(),
+            ..H3Options::default()
+        }
+    }
+
+    /// Each answer `d` after its request (see [`H3Options::delay`]).
+    pub fn delayed(mut self, d: Duration) -> H3Options {
+        self.delay = d;
+        self
+    }
+}
+
 /// What the server did so far.
 #[derive(Debug, Default)]
 pub struct H3Counts {

@@ -212,17 +212,11 @@ pub fn field(out: &mut Vec<u8>, name: &str, value: &str) {
 }
 
 /// A request's field section: the prefix (Required Insert Count 0, Base 0),
-/// the pseudo-headers (RFC 9114 §4.3.1), then `fields` (lower case,
-/// connection-specific ones already gone).
-pub fn encode_request(
-    method: &str,
-    scheme: &str,
-    authority: &str,
-    path: &str,
-    fields: &[(String, String)],
-) -> Vec<u8> {
+/// the pseudo-headers (`:method`, `:scheme`, `:authority`, `:path`: RFC 9114
+/// §4.3.1), then `fields` (lower case, connection-specific ones already gone).
+pub fn encode_request(pseudo: [&str; 4], fields: &[(String, String)]) -> Vec<u8> {
     let mut out = vec![0, 0];
-    request_fields(&mut out, [method, scheme, authority, path], fields, field);
+    request_fields(&mut out, pseudo, fields, field);
     out
 }
 

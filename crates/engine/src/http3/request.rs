@@ -26,8 +26,8 @@ pub struct Http3Request {
 impl Http3Request {
     /// The HTTP/3 form of a request already checked for HTTP/2.
     pub fn from_h2(r: &Http2Request) -> Http3Request {
-        let section =
-            qpack::encode_request(&r.method, &r.scheme, &r.authority, &r.path, &r.headers);
+        let pseudo = [&*r.method, &*r.scheme, &*r.authority, &*r.path];
+        let section = qpack::encode_request(pseudo, &r.headers);
         let mut headers = Vec::with_capacity(section.len() + 9);
         put_header(&mut headers, frame::HEADERS, section.len() as u64);
         headers.extend_from_slice(&section);
