@@ -1,6 +1,7 @@
 //! The multiplexing driver: HTTP/2 (`--http2` over TLS with ALPN, `--h2c`
-//! with prior knowledge) on the protocol-free core ([`Core`], every load
-//! mode written once). It moves bytes and nothing else: one worker thread,
+//! with prior knowledge) and HTTP/3 (`--http3`: QUIC on a connected UDP
+//! socket per connection, `mux/quic.rs`) on the protocol-free core
+//! ([`Core`], every load mode written once). It moves bytes and nothing else: one worker thread,
 //! one `mio` poller, connections that each carry a sans-IO session and the
 //! core's slots mapped onto them.
 //!
@@ -24,7 +25,7 @@
 //!
 //! `mux/conn.rs` holds the connection table, `mux/link.rs` the core's seam
 //! ([`crate::core::Link`]), `mux/transport.rs` connects, TLS, reads, writes
-//! and the sessions' events.
+//! and the sessions' events, `mux/quic.rs` QUIC's socket, handshake and timers.
 
 mod conn;
 mod link;
