@@ -281,3 +281,16 @@ fn a_server_that_forgot_the_connection_resets_it_statelessly() {
     // The run went on over a new connection.
     assert_eq!(srv.counts.connections.load(Ordering::Relaxed), 2);
 }
+
+#[test]
+fn an_untrusted_certificate_fails_the_handshake_as_tls() {
+    let (srv, _pki, _ca) = server(H3Options::body(5), "h3-untrusted");
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    // Neither --cacert nor --insecure: the testkit's CA is unknown.
+    let v = run_json(&[&url, "--http3", "--no-save", "-n", "4", "-c", "2"]);
+    assert_ledger(&v);
+    assert_eq!(error_count(&v, "tls"), 4, "{}", v["errors"]);
+    let msg = v["errors"][0]["message"].as_str().unwrap();
+    assert!(msg.contains("certificate"), "{msg}");
+    assert_eq!(srv.counts.answered.load(Ordering::Relaxed), 0);
+}
