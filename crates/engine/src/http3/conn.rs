@@ -46,6 +46,10 @@ pub const MAX_FIELD_SECTION: u64 = crate::http2::conn::MAX_HEADER_LIST as u64;
 const MAX_OPEN: usize = 4096;
 /// Datagrams queued before the session waits for the driver to send them.
 const OUT_QUEUE: usize = 64;
+/// Datagrams in are copied into chunks of this size, one after the other
+/// (`quinn-proto` takes each as an owned `BytesMut` and keeps views of it
+/// for stream data): one allocation per chunk, not per datagram.
+const RX_CHUNK: usize = 64 * 1024;
 
 /// What every HTTP/3 connection of a run shares: QUIC's client and
 /// endpoint configurations (TLS 1.3 with ALPN `h3`).
@@ -126,6 +130,8 @@ pub struct Http3Session {
     out: VecDeque<Vec<u8>>,
     spare: Vec<Vec<u8>>,
     scratch: Vec<u8>,
+    /// The chunk datagrams in are copied into ([`RX_CHUNK`]).
+    rx: BytesMut,
     streams: Vec<Stream>,
     pool: Vec<Stream>,
     uni: Vec<Uni>,
@@ -168,6 +174,7 @@ impl Http3Session {
             out: VecDeque::new(),
             spare: Vec::new(),
             scratch: Vec::with_capacity(2048),
+            rx: BytesMut::new(),
             streams: Vec::new(),
             pool: Vec::new(),
             uni: Vec::new(),
@@ -781,9 +788,14 @@ impl Session for Http3Session {
         let now = Instant::now();
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
+        if self.rx.capacity() < data.len() {
+            self.rx = BytesMut::with_capacity(RX_CHUNK.max(data.len()));
+        }
+        self.rx.extend_from_slice(data);
+        let datagram = self.rx.split();
         let ev = self
             .endpoint
-            .handle(now, self.remote, None, None, BytesMut::from(data), &mut buf);
+            .handle(now, self.remote, None, None, datagram, &mut buf);
         match ev {
             Some(DatagramEvent::ConnectionEvent(_, ev)) => self.conn.handle_event(ev),
             Some(DatagramEvent::Response(t)) => {
