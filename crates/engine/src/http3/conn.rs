@@ -89,7 +89,7 @@ impl Http3Config {
 }
 
 /// One request's stream.
-struct Stream {
+pub(super) struct Stream {
     sid: StreamId,
     id: RequestId,
     want: Want,
@@ -111,13 +111,63 @@ struct Stream {
 }
 
 /// One of the server's unidirectional streams.
-struct Uni {
+pub(super) struct Uni {
     sid: StreamId,
     /// Its type, once its first varint arrived.
     ty: Option<u64>,
     /// Bytes of the type varint or of a control frame being gathered.
     buf: Vec<u8>,
     frames: FrameReader,
+}
+
+impl Stream {
+    /// A stream slot (reused through the session's pool).
+    pub(super) fn new(sid: StreamId) -> Stream {
+        Stream {
+            sid,
+            id: 0,
+            want: Want::NOTHING,
+            head_request: false,
+            out: Default::default(),
+            finished: false,
+            frames: FrameReader::default(),
+            section: Vec::new(),
+            status: 0,
+            trailers: false,
+            content_length: None,
+            body_bytes: 0,
+            answer: None,
+        }
+    }
+
+    /// Starts request `id` on stream `sid` (its section buffer kept).
+    pub(super) fn start(&mut self, sid: StreamId, id: RequestId, want: Want, head: bool) {
+        let section = std::mem::take(&mut self.section);
+        *self = Stream {
+            id,
+            want,
+            head_request: head,
+            section,
+            ..Stream::new(sid)
+        };
+    }
+
+    /// The final status so far (0: none yet) and the body bytes.
+    pub(super) fn progress(&self) -> (u16, u64) {
+        (self.status, self.body_bytes)
+    }
+}
+
+impl Uni {
+    /// A server's unidirectional stream whose type is not read yet.
+    pub(super) fn new(sid: StreamId) -> Uni {
+        Uni {
+            sid,
+            ty: None,
+            buf: Vec::new(),
+            frames: FrameReader::default(),
+        }
+    }
 }
 
 /// An HTTP/3 client connection over QUIC without I/O (see the top of this file).
@@ -284,12 +334,7 @@ impl Http3Session {
         match se {
             StreamEvent::Opened { dir: Dir::Uni } => {
                 while let Some(sid) = self.conn.streams().accept(Dir::Uni) {
-                    self.uni.push(Uni {
-                        sid,
-                        ty: None,
-                        buf: Vec::new(),
-                        frames: FrameReader::default(),
-                    });
+                    self.uni.push(Uni::new(sid));
                     self.read_uni(sid);
                 }
             }
@@ -392,6 +437,14 @@ impl Http3Session {
             return self.fail(k, kind, Cow::Borrowed(why), false);
         }
         let mut s = self.streams.swap_remove(k);
+        if !s.finished {
+            // Answered before the whole body went (RFC 9114 §4.1.1): the
+            // rest is not sent, and the stream closes both ways.
+            let _ = self
+                .conn
+                .send_stream(s.sid)
+                .reset(VarInt::from_u32(frame::H3_NO_ERROR as u32));
+        }
         self.events.push_back(Event::Done {
             id: s.id,
             status: s.status,
@@ -579,7 +632,7 @@ fn lost_kind(reason: &ConnectionError, established: bool) -> (ErrorKind, Cow<'st
 
 /// Bytes of a request stream's answer: frames into the stream's answer
 /// (events for a final head); Some when the answer broke HTTP/3.
-fn answer_bytes(
+pub(super) fn answer_bytes(
     s: &mut Stream,
     data: &[u8],
     name_buf: &mut Vec<u8>,
@@ -676,7 +729,7 @@ fn head(
 }
 
 /// Bytes of a server's unidirectional stream `u`; Some(id) for a GOAWAY.
-fn control_bytes(u: &mut Uni, data: &[u8]) -> Option<u64> {
+pub(super) fn control_bytes(u: &mut Uni, data: &[u8]) -> Option<u64> {
     let mut at = 0;
     if u.ty.is_none() {
         // The stream type: one varint, maybe split.
@@ -685,6 +738,9 @@ fn control_bytes(u: &mut Uni, data: &[u8]) -> Option<u64> {
             at += 1;
             let mut p = 0;
             u.ty = frame::get_varint(&u.buf, &mut p);
+        }
+        if u.ty.is_none() {
+            return None; // the type goes on in the next chunk
         }
         u.buf.clear();
     }
@@ -739,33 +795,9 @@ impl Session for Http3Session {
         };
         let id = self.next_id;
         self.next_id += 1;
-        let mut s = self.pool.pop().unwrap_or_else(|| Stream {
-            sid,
-            id,
-            want,
-            head_request: false,
-            out: Default::default(),
-            finished: false,
-            frames: FrameReader::default(),
-            section: Vec::new(),
-            status: 0,
-            trailers: false,
-            content_length: None,
-            body_bytes: 0,
-            answer: None,
-        });
-        s.sid = sid;
-        s.id = id;
-        s.want = want;
-        s.head_request = r.head;
+        let mut s = self.pool.pop().unwrap_or_else(|| Stream::new(sid));
+        s.start(sid, id, want, r.head);
         s.out = [r.headers.clone(), r.data_head.clone(), r.body.clone()];
-        s.finished = false;
-        s.frames.reset();
-        s.status = 0;
-        s.trailers = false;
-        s.content_length = None;
-        s.body_bytes = 0;
-        s.answer = None;
         self.streams.push(s);
         let k = self.streams.len() - 1;
         self.write_request(k);

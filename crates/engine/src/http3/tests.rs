@@ -1,14 +1,21 @@
 //! Unit tests of the HTTP/3 codec: varints (RFC 9000 §16 and Appendix A
 //! examples), frame headers split anywhere, the client's SETTINGS, QPACK
 //! field sections (RFC 9204 Appendix B.1, static references, literals with
-//! and without Huffman, dynamic references refused) and requests.
+//! and without Huffman, dynamic references refused) and requests; and of the
+//! session's stream readers without QUIC: an answer (1xx, head, unknown
+//! frame, DATA, trailers) at every split, broken answers, the server's
+//! control stream (GOAWAY) and a reserved stream type at every split.
 
+use super::conn::{answer_bytes, control_bytes, Stream, Uni};
 use super::frame::{self, FrameReader, Piece};
 use super::qpack::{self, QpackError};
 use super::Http3Request;
 use crate::http2::hpack::Sink;
 use crate::http2::Http2Request;
+use crate::session::{Event, Want};
 use bytes::Bytes;
+use redline_stats::{ErrorKind, MalformedKind};
+use std::collections::VecDeque;
 
 /// Keeps every field (values wanted unless `skip` names them).
 #[derive(Default)]
@@ -253,4 +260,118 @@ fn requests_encode_with_static_references() {
     let r = Http3Request::from_h2(&post);
     assert_eq!(&r.data_head[..], &[frame::DATA as u8, 5]);
     assert_eq!(&r.body[..], b"12345");
+}
+
+/// A HEADERS frame holding `section`.
+fn headers_frame(section: &[u8]) -> Vec<u8> {
+    let mut f = Vec::new();
+    frame::put_header(&mut f, frame::HEADERS, section.len() as u64);
+    f.extend_from_slice(section);
+    f
+}
+
+/// An answer's bytes fed to a stream in pieces of `step`: the events, the
+/// stream's (status, body bytes) and whether it broke.
+fn answer(wire: &[u8], step: usize, want: Want) -> (Vec<Event>, (u16, u64), Option<ErrorKind>) {
+    let sid = quinn_proto::StreamId::new(quinn_proto::Side::Client, quinn_proto::Dir::Bi, 0);
+    let mut s = Stream::new(sid);
+    s.start(sid, 7, want, false);
+    let mut events = VecDeque::new();
+    let mut broken = None;
+    for piece in wire.chunks(step.max(1)) {
+        if let Some((kind, _)) =
+            answer_bytes(&mut s, piece, &mut Vec::new(), &mut Vec::new(), &mut events)
+        {
+            broken = Some(kind);
+            break;
+        }
+    }
+    (events.into(), s.progress(), broken)
+}
+
+#[test]
+fn answers_read_the_same_at_every_split() {
+    let mut wire = Vec::new();
+    // A 103 first (skipped), then the final head, an unknown frame, the body
+    // in two DATA frames, and trailers.
+    wire.extend(headers_frame(&[0, 0, 0xc0 | 24]));
+    let mut head = vec![0, 0, 0xc0 | 25, 0x50 | 4, 2, b'1', b'1'];
+    qpack::field(&mut head, "server", "caddy");
+    wire.extend(headers_frame(&head));
+    frame::put_header(&mut wire, 0x21, 3);
+    wire.extend_from_slice(b"xyz");
+    frame::put_header(&mut wire, frame::DATA, 6);
+    wire.extend_from_slice(b"hello ");
+    frame::put_header(&mut wire, frame::DATA, 5);
+    wire.extend_from_slice(b"world");
+    let mut trailer = vec![0, 0];
+    qpack::field(&mut trailer, "x-checksum", "abc");
+    wire.extend(headers_frame(&trailer));
+    let want = Want {
+        server: true,
+        ..Want::NOTHING
+    };
+    for step in 1..=wire.len() {
+        let (events, progress, broken) = answer(&wire, step, want);
+        assert_eq!(broken, None, "step {step}");
+        assert_eq!(progress, (200, 11), "step {step}");
+        assert_eq!(events, [Event::Head { id: 7, status: 200 }], "step {step}");
+    }
+}
+
+#[test]
+fn broken_answers_are_malformed() {
+    let header = Some(ErrorKind::Malformed(MalformedKind::Header));
+    // DATA before any head.
+    let mut wire = Vec::new();
+    frame::put_header(&mut wire, frame::DATA, 1);
+    wire.push(b'x');
+    assert_eq!(answer(&wire, 64, Want::NOTHING).2, header);
+    // A head referring to the dynamic table.
+    let wire = headers_frame(&[0x02, 0x00, 0x80]);
+    assert_eq!(answer(&wire, 64, Want::NOTHING).2, header);
+    // A head without :status.
+    let wire = headers_frame(&[0, 0, 0xc0 | 31]);
+    assert_eq!(answer(&wire, 64, Want::NOTHING).2, header);
+    // A SETTINGS frame on a request stream.
+    let mut wire = headers_frame(&[0, 0, 0xc0 | 25]);
+    frame::put_header(&mut wire, frame::SETTINGS, 0);
+    assert_eq!(answer(&wire, 64, Want::NOTHING).2, header);
+    // A field section over the limit is refused before it is buffered.
+    let mut wire = Vec::new();
+    frame::put_header(&mut wire, frame::HEADERS, 1 << 20);
+    let big = Some(ErrorKind::Malformed(MalformedKind::HeadTooLarge));
+    assert_eq!(answer(&wire, 64, Want::NOTHING).2, big);
+}
+
+#[test]
+fn the_control_stream_gives_goaway_at_any_split() {
+    let sid = quinn_proto::StreamId::new(quinn_proto::Side::Server, quinn_proto::Dir::Uni, 0);
+    let mut wire = vec![frame::STREAM_CONTROL as u8];
+    // SETTINGS with one setting, a reserved frame, GOAWAY(id 8).
+    frame::put_header(&mut wire, frame::SETTINGS, 2);
+    wire.extend_from_slice(&[0x06, 0x3f]);
+    frame::put_header(&mut wire, 0x1f * 2 + 0x21, 1);
+    wire.push(0);
+    frame::put_header(&mut wire, frame::GOAWAY, 2);
+    frame::put_varint(&mut wire, 100);
+    for step in 1..=wire.len() {
+        let mut u = Uni::new(sid);
+        let got = wire
+            .chunks(step)
+            .filter_map(|p| control_bytes(&mut u, p))
+            .last();
+        assert_eq!(got, Some(100), "step {step}");
+    }
+    // A reserved stream type, split: read and dropped, nothing found.
+    let mut wire = Vec::new();
+    frame::put_varint(&mut wire, 0x1f * 5 + 0x21);
+    frame::put_header(&mut wire, frame::GOAWAY, 1);
+    wire.push(4);
+    for step in 1..=wire.len() {
+        let mut u = Uni::new(sid);
+        assert!(wire
+            .chunks(step)
+            .all(|p| control_bytes(&mut u, p).is_none()));
+    }
 }
