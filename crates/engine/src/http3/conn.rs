@@ -153,6 +153,7 @@ impl Stream {
     }
 
     /// The final status so far (0: none yet) and the body bytes.
+    #[cfg(test)]
     pub(super) fn progress(&self) -> (u16, u64) {
         (self.status, self.body_bytes)
     }
@@ -436,15 +437,9 @@ impl Http3Session {
             let why = "the response broke HTTP/3: a body shorter or longer than its content-length";
             return self.fail(k, kind, Cow::Borrowed(why), false);
         }
-        let mut s = self.streams.swap_remove(k);
-        if !s.finished {
-            // Answered before the whole body went (RFC 9114 §4.1.1): the
-            // rest is not sent, and the stream closes both ways.
-            let _ = self
-                .conn
-                .send_stream(s.sid)
-                .reset(VarInt::from_u32(frame::H3_NO_ERROR as u32));
-        }
+        // Answered before the whole body went (RFC 9114 §4.1.1): the rest
+        // is not sent, and the stream closes both ways.
+        let mut s = self.take(k, frame::H3_NO_ERROR);
         self.events.push_back(Event::Done {
             id: s.id,
             status: s.status,
@@ -454,15 +449,20 @@ impl Http3Session {
         self.pool.push(s);
     }
 
+    /// Takes request `k`'s stream out of the open ones; what it had still to
+    /// send is reset with `code`.
+    fn take(&mut self, k: usize, code: u64) -> Stream {
+        let s = self.streams.swap_remove(k);
+        if !s.finished {
+            let code = VarInt::from_u64(code).unwrap_or(VarInt::MAX);
+            let _ = self.conn.send_stream(s.sid).reset(code);
+        }
+        s
+    }
+
     /// Request `k` fails; its stream is given up.
     fn fail(&mut self, k: usize, kind: ErrorKind, message: Cow<'static, str>, unprocessed: bool) {
-        let mut s = self.streams.swap_remove(k);
-        if !s.finished {
-            let _ = self
-                .conn
-                .send_stream(s.sid)
-                .reset(VarInt::from_u32(frame::H3_REQUEST_CANCELLED as u32));
-        }
+        let mut s = self.take(k, frame::H3_REQUEST_CANCELLED);
         s.answer = None;
         self.events.push_back(Event::Failed {
             id: s.id,
@@ -739,9 +739,7 @@ pub(super) fn control_bytes(u: &mut Uni, data: &[u8]) -> Option<u64> {
             let mut p = 0;
             u.ty = frame::get_varint(&u.buf, &mut p);
         }
-        if u.ty.is_none() {
-            return None; // the type goes on in the next chunk
-        }
+        u.ty?; // None: the type goes on in the next chunk
         u.buf.clear();
     }
     if u.ty != Some(frame::STREAM_CONTROL) {
