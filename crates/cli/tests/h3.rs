@@ -242,6 +242,32 @@ fn caddy_logs_exactly_the_requests_sent() {
 }
 
 #[test]
+fn caddy_redirects_are_followed_over_http3() {
+    use redline_testkit::caddy;
+    if !redline_testkit::need::require("caddy (Debian package caddy)", caddy::installed()) {
+        return;
+    }
+    let pki = redline_testkit::pki::pki();
+    let page = body(100);
+    let caddy = caddy::start_with(&pki, &[("index.html", &page)], "redir /old /index.html 302");
+    let ca = caddy.root.join("../ca.pem");
+    std::fs::write(&ca, &pki.ca_pem).unwrap();
+    let url = format!("https://127.0.0.1:{}/old", caddy.port);
+    let v = run(&url, &ca.to_string_lossy(), "-L -n 50 -c 2 --streams 2");
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 50, "{}", v["errors"]);
+    assert_eq!(counter(&v, "redirects"), 50);
+    assert_eq!(
+        counter(&v, "body_bytes"),
+        50 * 100,
+        "the final answers' bodies"
+    );
+    // Each hop is a stream on the same connections: 50 302s and 50 200s.
+    assert_eq!(caddy.wait_logged("HTTP/3.0", 100), 100);
+    assert_eq!(counter(&v, "connections_opened"), 2);
+}
+
+#[test]
 fn unanswered_streams_time_out_and_the_connection_stays() {
     let (srv, _pki, ca) = server(
         H3Options::body(5).delayed(Duration::from_secs(3)),

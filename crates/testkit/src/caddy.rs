@@ -29,6 +29,11 @@ pub fn installed() -> bool {
 /// Starts Caddy serving `files` (name, content) over https with `pki`'s
 /// leaf; waits (15 s at most) until it accepts connections.
 pub fn start(pki: &crate::pki::Pki, files: &[(&str, &[u8])]) -> Caddy {
+    start_with(pki, files, "")
+}
+
+/// As [`start`], with more directives in the site block (`redir /a /b 302`).
+pub fn start_with(pki: &crate::pki::Pki, files: &[(&str, &[u8])], directives: &str) -> Caddy {
     let dir = crate::tmpdir("caddy");
     let root = dir.join("root");
     std::fs::create_dir_all(&root).unwrap();
@@ -44,8 +49,8 @@ pub fn start(pki: &crate::pki::Pki, files: &[(&str, &[u8])]) -> Caddy {
     let conf = format!(
         "{{\n admin off\n auto_https disable_redirects\n default_sni 127.0.0.1\n \
          storage file_system {d}/data\n servers {{\n  protocols h1 h2 h3\n }}\n}}\n\
-         https://127.0.0.1:{port} {{\n tls {d}/cert.pem {d}/key.pem\n root * {}\n file_server\n \
-         log {{\n  output file {}\n  format json\n }}\n}}\n",
+         https://127.0.0.1:{port} {{\n tls {d}/cert.pem {d}/key.pem\n {directives}\n root * {}\n \
+         file_server\n log {{\n  output file {}\n  format json\n }}\n}}\n",
         root.display(),
         log.display()
     );
