@@ -212,18 +212,26 @@ fn bad_flag_combinations_are_one_line() {
     assert!(e.contains("--http2"), "{e}");
 }
 
-#[test]
-fn caddy_logs_exactly_the_requests_sent() {
+/// Debian's Caddy serving a `page_len`-byte `index.html` (and
+/// `directives`) with the testkit's certificate, and the CA file that trusts
+/// it; None (skipped, or a failure under CI) when Caddy is not installed.
+fn caddy(page_len: usize, directives: &str) -> Option<(redline_testkit::caddy::Caddy, String)> {
     use redline_testkit::caddy;
     if !redline_testkit::need::require("caddy (Debian package caddy)", caddy::installed()) {
-        return;
+        return None;
     }
     let pki = redline_testkit::pki::pki();
-    let page = body(612);
-    let caddy = caddy::start(&pki, &[("index.html", &page)]);
+    let caddy = caddy::start_with(&pki, &[("index.html", &body(page_len))], directives);
     let ca = caddy.root.join("../ca.pem");
     std::fs::write(&ca, &pki.ca_pem).unwrap();
-    let ca = ca.to_string_lossy().into_owned();
+    Some((caddy, ca.to_string_lossy().into_owned()))
+}
+
+#[test]
+fn caddy_logs_exactly_the_requests_sent() {
+    let Some((caddy, ca)) = caddy(612, "") else {
+        return;
+    };
     let url = format!("https://127.0.0.1:{}/index.html", caddy.port);
     let v = run(&url, &ca, "-n 2000 -c 4 --streams 10");
     assert_ledger(&v);
@@ -243,17 +251,11 @@ fn caddy_logs_exactly_the_requests_sent() {
 
 #[test]
 fn caddy_redirects_are_followed_over_http3() {
-    use redline_testkit::caddy;
-    if !redline_testkit::need::require("caddy (Debian package caddy)", caddy::installed()) {
+    let Some((caddy, ca)) = caddy(100, "redir /old /index.html 302") else {
         return;
-    }
-    let pki = redline_testkit::pki::pki();
-    let page = body(100);
-    let caddy = caddy::start_with(&pki, &[("index.html", &page)], "redir /old /index.html 302");
-    let ca = caddy.root.join("../ca.pem");
-    std::fs::write(&ca, &pki.ca_pem).unwrap();
+    };
     let url = format!("https://127.0.0.1:{}/old", caddy.port);
-    let v = run(&url, &ca.to_string_lossy(), "-L -n 50 -c 2 --streams 2");
+    let v = run(&url, &ca, "-L -n 50 -c 2 --streams 2");
     assert_ledger(&v);
     assert_eq!(counter(&v, "completed"), 50, "{}", v["errors"]);
     assert_eq!(counter(&v, "redirects"), 50);
