@@ -102,7 +102,11 @@ pub struct ProtocolArgs {
     /// HTTP/2 over cleartext with prior knowledge (http:// URLs).
     #[arg(long = "h2c")]
     pub h2c: bool,
-    /// HTTP/2: concurrent streams per connection (default 1, like h2load -m).
+    /// HTTP/3 over QUIC (https URLs; ALPN h3, the same --insecure/--cacert
+    /// as HTTPS); fails if the server does not speak it.
+    #[arg(long = "http3", conflicts_with_all = ["http2", "h2c", "http10"])]
+    pub http3: bool,
+    /// HTTP/2 and HTTP/3: concurrent streams per connection (default 1, like h2load -m).
     #[arg(long = "streams", value_name = "N")]
     pub streams: Option<u32>,
     /// https: speak HTTP/1.1 even when the server offers HTTP/2 (curl's flag).
@@ -290,6 +294,7 @@ pub fn plan_args(
     pa.http10 = protocol.http10;
     pa.http2 = protocol.http2;
     pa.h2c = protocol.h2c;
+    pa.http3 = protocol.http3;
     pa.streams = protocol.streams;
     pa.http11 = protocol.http11;
     pa.tls = redline_engine::tls::TlsArgs {

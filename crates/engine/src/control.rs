@@ -20,7 +20,7 @@ const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 
 /// The error kinds, by name, in the order of [`Live::errors`] (the
 /// metrics exporters' label values).
-pub const ERROR_KINDS: [&str; 16] = [
+pub const ERROR_KINDS: [&str; 19] = [
     "refused",
     "connect_timeout",
     "reset",
@@ -36,6 +36,9 @@ pub const ERROR_KINDS: [&str; 16] = [
     "no_stream",
     "too_many_redirects",
     "bad_redirect",
+    "idle_timeout",
+    "stateless_reset",
+    "version_negotiation",
     "other",
 ];
 
@@ -411,6 +414,9 @@ mod tests {
             K::NoStream,
             K::TooManyRedirects,
             K::BadRedirect,
+            K::IdleTimeout,
+            K::StatelessReset,
+            K::VersionNegotiation,
             K::Other,
         ];
         let idx: Vec<usize> = all.iter().map(|k| error_index(*k)).collect();

@@ -24,6 +24,11 @@ fn layer(path: &str) -> Option<usize> {
             Some("conn" | "Http2Session") => "session",
             _ => "codec",
         },
+        // The HTTP/3 codec (frames, QPACK, requests) and its session.
+        "http3" => match parts.next().map(|p| p.trim_end_matches(".rs")) {
+            Some("conn" | "Http3Session" | "Http3Config") => "session",
+            _ => "codec",
+        },
         "session" => "session",
         "plan" | "pacer" | "scenario" | "workload" | "redirect" | "gen" | "urls" | "har"
         | "replay" | "alpn" => "plan",

@@ -22,6 +22,7 @@ mod field;
 pub mod h1;
 pub(crate) mod head;
 pub mod http2;
+pub mod http3;
 // session: the sans-IO protocol seam (`http2::conn` is HTTP/2's).
 pub mod session;
 // plan: what to run, built once (the schedule, scenarios and workload too).

@@ -1,6 +1,7 @@
 //! The multiplexing driver: HTTP/2 (`--http2` over TLS with ALPN, `--h2c`
-//! with prior knowledge) on the protocol-free core ([`Core`], every load
-//! mode written once). It moves bytes and nothing else: one worker thread,
+//! with prior knowledge) and HTTP/3 (`--http3`: QUIC on a connected UDP
+//! socket per connection, `mux/quic.rs`) on the protocol-free core
+//! ([`Core`], every load mode written once). It moves bytes and nothing else: one worker thread,
 //! one `mio` poller, connections that each carry a sans-IO session and the
 //! core's slots mapped onto them.
 //!
@@ -24,10 +25,11 @@
 //!
 //! `mux/conn.rs` holds the connection table, `mux/link.rs` the core's seam
 //! ([`crate::core::Link`]), `mux/transport.rs` connects, TLS, reads, writes
-//! and the sessions' events.
+//! and the sessions' events, `mux/quic.rs` QUIC's socket, handshake and timers.
 
 mod conn;
 mod link;
+mod quic;
 mod transport;
 
 use crate::core::spec::{WorkerResult, WorkerSpec};
@@ -56,6 +58,16 @@ pub(crate) const PACE_WINDOW: std::time::Duration = std::time::Duration::from_mi
 pub struct Setup {
     request: Http2Request,
     fatal: Mutex<Option<String>>,
+    /// `--http3`: QUIC's configuration and the run's request in HTTP/3 form.
+    h3: Option<H3Setup>,
+}
+
+/// What the HTTP/3 connections of a run share.
+struct H3Setup {
+    config: crate::http3::Http3Config,
+    /// The name the certificate must carry (SNI).
+    server_name: String,
+    request: crate::http3::Http3Request,
 }
 
 impl Setup {
@@ -71,9 +83,24 @@ pub fn prepare(plan: &Plan) -> Result<Arc<Setup>, String> {
     // table once and are named by index after that (as browsers and
     // h2load do), so the server decodes a few bytes per request.
     let request = Http2Request::from_spec(&plan.spec, plan.scheme())?.with_indexing();
+    let h3 = match (plan.wire, plan.tls.as_ref()) {
+        (crate::plan::Wire::H3, Some(tls)) => Some(H3Setup {
+            config: crate::http3::Http3Config::new(&tls.config)?,
+            server_name: match &tls.server_name {
+                rustls::pki_types::ServerName::DnsName(d) => d.as_ref().to_string(),
+                rustls::pki_types::ServerName::IpAddress(ip) => {
+                    std::net::IpAddr::from(*ip).to_string()
+                }
+                _ => plan.target.host.clone(),
+            },
+            request: crate::http3::Http3Request::from_h2(&request),
+        }),
+        _ => None,
+    };
     Ok(Arc::new(Setup {
         request,
         fatal: Mutex::new(None),
+        h3,
     }))
 }
 
@@ -94,6 +121,8 @@ pub(crate) struct MuxLink {
     /// Connects and handshakes, by deadline (a connection's entry counts
     /// while its generation matches).
     connect_timeouts: BinaryHeap<Reverse<(Instant, u32, u32)>>,
+    /// HTTP/3: QUIC timers by deadline (see `mux/quic.rs`).
+    quic_timers: BinaryHeap<Reverse<(Instant, u32)>>,
     sleeper: Sleeper,
     /// `--requests-per-conn`.
     per_conn: Option<u64>,
@@ -140,6 +169,7 @@ pub fn run_worker(setup: &Arc<Setup>, plan: &Plan, spec: WorkerSpec, poll: Poll)
         buf: vec![0u8; READ_BUF].into_boxed_slice(),
         timeouts: BinaryHeap::new(),
         connect_timeouts: BinaryHeap::new(),
+        quic_timers: BinaryHeap::new(),
         sleeper,
         per_conn: plan.requests_per_conn,
         h2c: plan.tls.is_none(),
@@ -177,6 +207,7 @@ impl crate::ioloop::Driver for MuxLink {
             .into_iter()
             .flatten()
             .map(|Reverse((t, _, _))| *t)
+            .chain(self.first_quic())
             .min()
     }
 

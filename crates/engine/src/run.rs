@@ -162,8 +162,9 @@ pub fn execute_watching(
         Load::Open { .. } => None,
     };
     let fd_note = prepare_fds(plan);
-    // HTTP/2 (--http2, --h2c) runs on the multiplexing driver (mux.rs), same core, specs and results.
-    let h2 = match plan.protocol() == crate::plan::Protocol::Http2 {
+    // HTTP/2 (--http2, --h2c) and HTTP/3 (--http3) run on the multiplexing
+    // driver (mux.rs), same core, specs and results.
+    let h2 = match plan.protocol().multiplexed() {
         true => Some(crate::mux::prepare(plan).map_err(EngineError::Http2)?),
         false => None,
     };
@@ -448,7 +449,7 @@ fn schedule_of(
     if thinks || (requests.is_some() && plan.requests_per_conn.is_some()) {
         return Schedule::Unknown;
     }
-    let streams = if plan.protocol() == crate::plan::Protocol::Http2 {
+    let streams = if plan.protocol().multiplexed() {
         u64::from(plan.streams.max(1))
     } else {
         1

@@ -77,6 +77,15 @@ pub enum ErrorKind {
     /// `--follow-redirects`: a redirect's `Location` is not a usable http(s)
     /// URL, or its host does not resolve.
     BadRedirect,
+    /// QUIC: nothing came from the server within the idle time-out its
+    /// transport parameters and ours agreed on (RFC 9000 §10.1).
+    IdleTimeout,
+    /// QUIC: the server answered with a stateless reset (RFC 9000 §10.3):
+    /// it no longer knows the connection (restarted, or state lost).
+    StatelessReset,
+    /// QUIC: the server speaks none of the client's QUIC versions (Version
+    /// Negotiation, RFC 9000 §6).
+    VersionNegotiation,
     /// Anything else (the message says what).
     Other,
 }
@@ -100,6 +109,9 @@ impl ErrorKind {
             ErrorKind::NoStream => "no_stream",
             ErrorKind::TooManyRedirects => "too_many_redirects",
             ErrorKind::BadRedirect => "bad_redirect",
+            ErrorKind::IdleTimeout => "idle_timeout",
+            ErrorKind::StatelessReset => "stateless_reset",
+            ErrorKind::VersionNegotiation => "version_negotiation",
             ErrorKind::Other => "other",
         }
     }

@@ -9,6 +9,11 @@
 //!   temporary database, and parse its `-o json` run record;
 //! - [`script`]: scripted TCP/HTTP servers on 127.0.0.1:0 whose every loop is bounded;
 //! - [`pki`]: a test CA and a leaf for `localhost`/`127.0.0.1` (rcgen);
+//! - [`caddy`]: Debian's Caddy (HTTP/3 on by default) on a free port with
+//!   the testkit's certificate and a JSON access log;
+//! - [`h3`]: a test HTTP/3 server (quinn-proto, a hand-written HTTP/3
+//!   side) counting what it does, with resets and GOAWAY on demand; a UDP
+//!   black hole and a closed UDP port;
 //! - [`nginx`]: Debian's nginx on a free loopback port with its own prefix;
 //! - [`setups`]: real servers with one known limit each, for the diagnosis
 //!   (issue 30): started, run against, their own evidence read, cleaned up;
@@ -20,7 +25,9 @@
 #![warn(missing_docs)]
 
 pub mod alloc;
+pub mod caddy;
 pub mod chromium;
+pub mod h3;
 pub mod need;
 pub mod nginx;
 pub mod pki;

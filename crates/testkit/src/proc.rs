@@ -5,6 +5,16 @@
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// A child process killed (by its PID, never by name) and reaped when dropped.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A command for `bin`: no stdin, its output captured, `REDLINE_DB` in the
 /// temporary directory (never the user's history).
 pub fn command(bin: &str) -> Command {

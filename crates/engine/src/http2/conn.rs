@@ -12,7 +12,7 @@
 //! excess with REFUSED_STREAM, reported as unprocessed so the driver sends
 //! them again).
 
-mod head;
+pub(crate) mod head;
 mod recv;
 
 use super::frame;

@@ -2,6 +2,7 @@
 //! its TLS session and a [`Proto`] session with the slots it carries; a
 //! slot's I/O state ([`SlotIo`]) is its request's stream and timing.
 
+use crate::http3::Http3Session;
 use crate::session::{H1Session, Http2Session, RequestId, Session};
 use crate::tls::TlsSetup;
 use mio::net::TcpStream;
@@ -10,10 +11,11 @@ use std::time::Instant;
 pub(super) const NIL: u32 = u32::MAX;
 
 /// A connection's session: HTTP/2, or HTTP/1.1 to another origin whose
-/// server did not pick h2.
+/// server did not pick h2, or HTTP/3 (a QUIC connection on a UDP socket).
 pub(crate) enum Proto {
     H2(Box<Http2Session>),
     H1(Box<H1Session>),
+    H3(Box<Http3Session>),
 }
 
 /// Calls a [`Session`] method on either protocol.
@@ -22,6 +24,7 @@ macro_rules! with_session {
         match $p {
             $crate::mux::Proto::H2($s) => $e,
             $crate::mux::Proto::H1($s) => $e,
+            $crate::mux::Proto::H3($s) => $e,
         }
     };
 }
@@ -48,6 +51,7 @@ impl Proto {
         match self {
             Proto::H2(s) => s.retiring(),
             Proto::H1(s) => s.is_closed(),
+            Proto::H3(s) => s.retiring(),
         }
     }
 }
@@ -65,6 +69,11 @@ pub(super) enum CState {
 /// One connection.
 pub(super) struct Conn {
     pub(super) sock: Option<TcpStream>,
+    /// HTTP/3: its connected UDP socket (instead of `sock`).
+    pub(super) udp: Option<mio::net::UdpSocket>,
+    /// HTTP/3: the QUIC timer deadline its entry in the driver's timer
+    /// heap has (None: no live entry).
+    pub(super) quic_timer: Option<Instant>,
     pub(super) tls: Option<Box<rustls::ClientConnection>>,
     /// TLS to start once connected.
     pub(super) tls_setup: Option<TlsSetup>,
@@ -109,6 +118,8 @@ impl Conn {
     pub(super) fn new(now: Instant) -> Conn {
         Conn {
             sock: None,
+            udp: None,
+            quic_timer: None,
             tls: None,
             tls_setup: None,
             state: CState::Closed,
@@ -135,6 +146,16 @@ impl Conn {
     /// Takes no new request.
     pub(super) fn retired(&self) -> bool {
         self.full || self.proto.retiring()
+    }
+
+    /// Its socket's descriptor (TCP or, for HTTP/3, UDP).
+    pub(super) fn fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        match (&self.sock, &self.udp) {
+            (Some(s), _) => Some(s.as_raw_fd()),
+            (None, Some(u)) => Some(u.as_raw_fd()),
+            (None, None) => None,
+        }
     }
 }
 

@@ -154,6 +154,7 @@ impl Link for MuxLink {
                 now,
             );
         }
+        self.expire_quic(core, now);
     }
 
     fn reusable(&self, i: u32) -> bool {
@@ -201,27 +202,18 @@ impl MuxLink {
         }
         let tls = conn.tls.is_some();
         let submitted = match &mut conn.proto {
-            Proto::H2(sess) => {
-                let scheme = if tls { "https" } else { "http" };
-                match what {
-                    Outgoing::Plan { .. } => sess.submit(&self.setup.request, want),
-                    Outgoing::Scenario { .. } => {
-                        match crate::http2::Http2Request::from_spec(core.request_spec(i), scheme) {
-                            Ok(r) => sess.submit(&r, want),
-                            Err(m) => Err(SubmitError::Invalid(m)),
-                        }
-                    }
-                    Outgoing::Hop => match core.hop(i) {
-                        Some((spec, _, _)) => {
-                            match crate::http2::Http2Request::from_spec(spec, scheme) {
-                                Ok(r) => sess.submit(&r, want),
-                                Err(m) => Err(SubmitError::Invalid(m)),
-                            }
-                        }
-                        None => Err(SubmitError::Closed),
-                    },
+            Proto::H2(sess) => match what {
+                Outgoing::Plan { .. } => sess.submit(&self.setup.request, want),
+                _ => {
+                    let scheme = if tls { "https" } else { "http" };
+                    h2_form(core, i, what, scheme).and_then(|r| sess.submit(&r, want))
                 }
-            }
+            },
+            Proto::H3(sess) => match (what, &self.setup.h3) {
+                (Outgoing::Plan { .. }, Some(h3)) => sess.submit(&h3.request, want),
+                _ => h2_form(core, i, what, "https")
+                    .and_then(|r| sess.submit(&crate::http3::Http3Request::from_h2(&r), want)),
+            },
             Proto::H1(sess) => {
                 let request = match what {
                     Outgoing::Plan { close } => Some(H1Request {
@@ -308,4 +300,22 @@ impl MuxLink {
             self.dirty.push(c);
         }
     }
+}
+
+/// The HTTP/2 form of slot `i`'s scenario request or redirect hop (HTTP/3
+/// takes its fields from it too).
+fn h2_form(
+    core: &Core<'_>,
+    i: u32,
+    what: Outgoing,
+    scheme: &str,
+) -> Result<crate::http2::Http2Request, SubmitError> {
+    let spec = match what {
+        Outgoing::Hop => match core.hop(i) {
+            Some((spec, _, _)) => spec,
+            None => return Err(SubmitError::Closed),
+        },
+        _ => core.request_spec(i),
+    };
+    crate::http2::Http2Request::from_spec(spec, scheme).map_err(SubmitError::Invalid)
 }

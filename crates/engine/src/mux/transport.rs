@@ -84,6 +84,9 @@ impl MuxLink {
         } else {
             Proto::H1(Box::new(H1Session::new(1)))
         };
+        if self.setup.h3.is_some() && conn.own {
+            return self.dial_quic(core, c, addr, now);
+        }
         match TcpStream::connect(addr) {
             Ok(mut s) => {
                 if let Err(e) = self.poll.registry().register(
@@ -140,6 +143,9 @@ impl MuxLink {
                         self.conn_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now)
                     }
                 }
+            }
+            CState::Handshaking if self.conns[c as usize].udp.is_some() => {
+                self.quic_handshake(core, c, ev)
             }
             CState::Handshaking => self.drive_handshake(core, c),
             CState::Open => {
@@ -218,7 +224,7 @@ impl MuxLink {
 
     /// Connection `c` is up: the preface goes out and every slot waiting
     /// for it is ready.
-    fn ready(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+    pub(super) fn ready(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
         let conn = &mut self.conns[c as usize];
         conn.state = CState::Open;
         conn.gen = conn.gen.wrapping_add(1); // its connect time-out is over
@@ -278,7 +284,7 @@ impl MuxLink {
 
     /// The session's events for the requests on connection `c`, each handed
     /// to the core for its slot.
-    fn end_streams(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+    pub(super) fn end_streams(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
         for _ in 0..1_000_000 {
             let Some(ev) = with_session!(&mut self.conns[c as usize].proto, s => s.poll_event())
             else {
@@ -353,12 +359,12 @@ impl MuxLink {
     }
 
     /// Reads what connection `c`'s socket holds into its session.
-    fn read(&mut self, core: &mut Core<'_>, c: u32) {
+    pub(super) fn read(&mut self, core: &mut Core<'_>, c: u32) {
         for _ in 0..1_000_000 {
             let conn = &mut self.conns[c as usize];
-            let Some(s) = conn.sock.as_mut() else { return };
+            let Some(fd) = conn.fd() else { return };
             let now = Instant::now();
-            let got = if let Some(tls) = conn.tls.as_mut() {
+            let got = if let (Some(tls), Some(s)) = (conn.tls.as_mut(), conn.sock.as_mut()) {
                 match tls.read_tls(s) {
                     Ok(0) => None,
                     Ok(n) => {
@@ -422,7 +428,9 @@ impl MuxLink {
                     }
                 }
             } else {
-                match sys::recv(s.as_raw_fd(), &mut self.buf) {
+                match sys::recv(fd, &mut self.buf) {
+                    // An empty UDP datagram is no end of anything.
+                    Ok(0) if conn.udp.is_some() => continue,
                     Ok(0) => None,
                     Ok(n) => {
                         core.rec.bytes_read(n as u64);
@@ -472,22 +480,24 @@ impl MuxLink {
 
     /// After a read's events: a server that cannot speak HTTP/2 ends the
     /// run; a closed session ends the connection. True when it ended.
-    fn after_events(&mut self, core: &mut Core<'_>, c: u32, now: Instant) -> bool {
+    pub(super) fn after_events(&mut self, core: &mut Core<'_>, c: u32, now: Instant) -> bool {
         self.check_fatal(core, c);
         let conn = &self.conns[c as usize];
-        if conn.state != CState::Open {
+        // A QUIC connection reads datagrams during its handshake too.
+        let quic_handshake = conn.udp.is_some() && conn.state == CState::Handshaking;
+        if conn.state != CState::Open && !quic_handshake {
             return true;
         }
         let conn = &self.conns[c as usize];
         if conn.proto.is_closed() && conn.streams.is_empty() {
             self.flush(core, c);
-            self.conn_failed(
-                core,
-                c,
-                ErrorKind::Closed,
-                "the connection closed".into(),
-                now,
-            );
+            // QUIC says why (idle time-out, stateless reset, a TLS alert…).
+            let (kind, msg) = match &self.conns[c as usize].proto {
+                Proto::H3(s) => s.lost().cloned(),
+                _ => None,
+            }
+            .unwrap_or((ErrorKind::Closed, "the connection closed".into()));
+            self.conn_failed(core, c, kind, msg, now);
             return true;
         }
         self.dirty(c);
@@ -529,11 +539,13 @@ impl MuxLink {
     pub(super) fn flush(&mut self, core: &mut Core<'_>, c: u32) {
         let conn = &mut self.conns[c as usize];
         conn.dirty = false;
-        if conn.state != CState::Open {
+        // A QUIC connection sends during its handshake too.
+        if conn.state != CState::Open && !(conn.udp.is_some() && conn.state == CState::Handshaking)
+        {
             return;
         }
-        let Some(s) = conn.sock.as_mut() else { return };
-        let result = if let Some(tls) = conn.tls.as_mut() {
+        let Some(fd) = conn.fd() else { return };
+        let result = if let (Some(tls), Some(s)) = (conn.tls.as_mut(), conn.sock.as_mut()) {
             let bytes = conn.proto.pending_out();
             if !bytes.is_empty() {
                 let _ = tls.writer().write_all(bytes);
@@ -560,7 +572,7 @@ impl MuxLink {
                 if bytes.is_empty() {
                     break;
                 }
-                match sys::send(s.as_raw_fd(), bytes) {
+                match sys::send(fd, bytes) {
                     Ok(n) => {
                         conn.proto.consume_out(n);
                         core.rec.counters.bytes_written += n as u64;
@@ -577,7 +589,11 @@ impl MuxLink {
         };
         if let Err(e) = result {
             let now = Instant::now();
-            self.conn_failed(core, c, ErrorKind::from_io(&e, false), io_msg(&e), now);
+            return self.conn_failed(core, c, ErrorKind::from_io(&e, false), io_msg(&e), now);
+        }
+        if self.conns[c as usize].udp.is_some() {
+            // What was sent and read moved QUIC's timers.
+            self.arm_quic(c);
         }
     }
 
@@ -593,10 +609,11 @@ impl MuxLink {
     pub(super) fn shut(&mut self, core: &mut Core<'_>, c: u32) {
         let conn = &mut self.conns[c as usize];
         if conn.state == CState::Open {
-            if let Proto::H2(sess) = &mut conn.proto {
-                if conn.streams.is_empty() {
-                    sess.close();
-                }
+            match &mut conn.proto {
+                Proto::H2(sess) if conn.streams.is_empty() => sess.close(),
+                // QUIC: CONNECTION_CLOSE, so the server drops its state now.
+                Proto::H3(sess) => sess.close(),
+                _ => {}
             }
             if let Some(tls) = conn.tls.as_mut() {
                 tls.send_close_notify();
@@ -605,9 +622,10 @@ impl MuxLink {
             self.flush(core, c);
         }
         let conn = &mut self.conns[c as usize];
-        if conn.sock.take().is_some() {
+        if conn.sock.take().is_some() | conn.udp.take().is_some() {
             core.open -= 1;
         }
+        conn.quic_timer = None;
         conn.tls = None;
         conn.tls_setup = None;
         conn.state = CState::Closed;

@@ -94,7 +94,9 @@ pub struct PlanArgs {
     pub http2: bool,
     /// HTTP/2 over cleartext with prior knowledge (`--h2c`).
     pub h2c: bool,
-    /// HTTP/2: concurrent streams per connection (`--streams`, default 1).
+    /// HTTP/3 over QUIC (`--http3`, https URLs only).
+    pub http3: bool,
+    /// HTTP/2 and HTTP/3: concurrent streams per connection (`--streams`, default 1).
     pub streams: Option<u32>,
     /// `--http1.1`: never negotiate HTTP/2 for an https URL.
     pub http11: bool,
@@ -179,6 +181,7 @@ impl PlanArgs {
             urls: None,
             stages: None,
             http2: false,
+            http3: false,
             h2c: false,
             streams: None,
             http11: false,

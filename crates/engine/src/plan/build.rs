@@ -7,7 +7,7 @@
 use super::args::PlanArgs;
 use super::load::{parse_duration, segment_load, staged_load, Load, DEFAULT_CONNECTIONS};
 use super::load::{DEFAULT_DURATION, DEFAULT_OPEN_CONNECTIONS};
-use super::mode::{choose, Protocol};
+use super::mode::choose;
 use super::redact::{redact_header, REDACTED};
 use super::request::{parse_headers, RequestSpec};
 use super::{usage, Plan, PlanError};
@@ -214,7 +214,8 @@ impl Plan {
             return Err(usage("--requests-per-conn must be at least 1"));
         }
         let (wire, alpn, streams) = choose(&a, url.scheme())?;
-        let http2 = wire.protocol() == Protocol::Http2;
+        // Streams per connection: HTTP/2 and HTTP/3.
+        let http2 = wire.protocol().multiplexed();
         if a.max_redirs.is_some() && !a.follow_redirects {
             return Err(usage("--max-redirs needs -L/--follow-redirects"));
         }

@@ -18,6 +18,8 @@ pub enum Wire {
     H2Tls,
     /// HTTP/2 over cleartext with prior knowledge (`--h2c`).
     H2c,
+    /// HTTP/3 over QUIC, ALPN `h3` (`--http3`).
+    H3,
 }
 
 impl Wire {
@@ -26,6 +28,7 @@ impl Wire {
         match self {
             Wire::Http10 | Wire::Http11 => Protocol::Http1,
             Wire::H2Tls | Wire::H2c => Protocol::Http2,
+            Wire::H3 => Protocol::Http3,
         }
     }
 
@@ -35,6 +38,7 @@ impl Wire {
             Wire::Http10 => "1.0",
             Wire::Http11 => "1.1",
             Wire::H2Tls | Wire::H2c => "2",
+            Wire::H3 => "3",
         }
     }
 }
@@ -72,6 +76,9 @@ pub enum Protocol {
     Http1,
     /// HTTP/2, over TLS (ALPN) or cleartext (h2c): the `mux` driver.
     Http2,
+    /// HTTP/3 over QUIC: the `mux` driver too (streams as HTTP/2's, each
+    /// connection a QUIC connection on its own UDP socket).
+    Http3,
 }
 
 /// A load mode (or request behaviour) that a protocol may or may not run.
@@ -110,7 +117,14 @@ impl Protocol {
         match (self, mode) {
             (Protocol::Http1, _) => true,
             (Protocol::Http2, _) => true,
+            (Protocol::Http3, _) => true,
         }
+    }
+
+    /// Requests go as streams multiplexed on connections (`--streams`):
+    /// the `mux` driver runs it.
+    pub fn multiplexed(self) -> bool {
+        matches!(self, Protocol::Http2 | Protocol::Http3)
     }
 
     /// The first of `modes` this protocol does not run.
@@ -145,6 +159,16 @@ pub(super) fn choose(a: &PlanArgs, scheme: &str) -> Result<(Wire, Alpn, u32), Pl
     if a.http2 && a.h2c {
         return Err(usage("--http2 and --h2c cannot be used together"));
     }
+    if a.http3 && (a.http2 || a.h2c || a.http10 || a.http11) {
+        return Err(usage(
+            "--http3 cannot be combined with --http2, --h2c, --http1.1 or --http1.0",
+        ));
+    }
+    if a.http3 && scheme != "https" {
+        return Err(usage(
+            "--http3 runs HTTP/3 over QUIC, which is always encrypted: it needs an https:// URL",
+        ));
+    }
     if a.http2 && scheme != "https" {
         return Err(usage(
             "--http2 negotiates HTTP/2 over TLS and needs an https:// URL (for cleartext HTTP/2 use --h2c)",
@@ -164,11 +188,9 @@ pub(super) fn choose(a: &PlanArgs, scheme: &str) -> Result<(Wire, Alpn, u32), Pl
         ));
     }
     let streams = match a.streams {
-        Some(_) if !(a.http2 || a.h2c) => {
-            return Err(usage(
-                "--streams is for HTTP/2: add --http2 (https) or --h2c (http)",
-            ))
-        }
+        Some(_) if !(a.http2 || a.h2c || a.http3) => return Err(usage(
+            "--streams is for HTTP/2 and HTTP/3: add --http2 or --http3 (https) or --h2c (http)",
+        )),
         Some(0) => return Err(usage("--streams must be at least 1")),
         Some(n) if n > MAX_STREAMS => {
             return Err(usage(format!(
@@ -178,7 +200,9 @@ pub(super) fn choose(a: &PlanArgs, scheme: &str) -> Result<(Wire, Alpn, u32), Pl
         Some(n) => n,
         None => 1,
     };
-    let (wire, alpn) = if a.http2 {
+    let (wire, alpn) = if a.http3 {
+        (Wire::H3, Alpn::Fixed)
+    } else if a.http2 {
         (Wire::H2Tls, Alpn::Fixed)
     } else if a.h2c {
         (Wire::H2c, Alpn::Fixed)

@@ -147,6 +147,16 @@ fn http2_options() {
     let p = build("http://127.0.0.1:1/", &|_| {}).unwrap();
     assert_eq!((p.wire, p.alpn), (Wire::Http11, Alpn::Fixed));
     assert_eq!(p.config.streams, None);
+    let p = build("https://127.0.0.1:1/", &|a| {
+        a.http3 = true;
+        a.streams = Some(8);
+    })
+    .unwrap();
+    assert_eq!((p.wire, p.alpn), (Wire::H3, Alpn::Fixed));
+    assert_eq!((p.protocol(), p.streams), (Protocol::Http3, 8));
+    assert!(p.protocol().multiplexed());
+    assert_eq!(p.config.http_version, "3");
+    assert_eq!(p.config.streams, Some(8));
     for (url, f, want) in [
         (
             "http://127.0.0.1:1/",
@@ -186,6 +196,19 @@ fn http2_options() {
                 a.h2c = true
             },
             "together",
+        ),
+        (
+            "http://127.0.0.1:1/",
+            &|a: &mut PlanArgs| a.http3 = true,
+            "https://",
+        ),
+        (
+            "https://127.0.0.1:1/",
+            &|a: &mut PlanArgs| {
+                a.http3 = true;
+                a.http11 = true
+            },
+            "--http1.1",
         ),
     ] {
         let e = build(url, f).unwrap_err().to_string();

@@ -18,13 +18,10 @@
 //!   on it; it replaced an adapter
 //!   over the `h2` crate (async, not sans-IO), which cost a poll of every
 //!   open stream per call.
-//! - HTTP/3 would be a third implementation: `quinn-proto` is sans-IO already
-//!   (datagrams in via `handle`, datagrams out via `poll_transmit`, plus a
-//!   timer: `poll_timeout`/`handle_timeout`), so an `H3Session` takes UDP
-//!   datagrams as its "bytes" and needs one more method on the trait, the next
-//!   timer deadline; the request layer (`h3`, async over quinn's streams) would
-//!   sit behind an adapter (an in-memory pipe polled with a no-op waker), or be replaced by QPACK
-//!   plus HTTP/3 frames written directly on quinn-proto's streams.
+//! - [`crate::http3::Http3Session`]: HTTP/3 over QUIC (`quinn-proto`, sans-IO),
+//!   redline's own HTTP/3 frames and static-table QPACK on its streams; its
+//!   "bytes" are UDP datagrams (one per `bytes_in`, one per `pending_out`),
+//!   and QUIC's timer is two methods of its own (`deadline`, `on_timeout`).
 //!
 //! Both drivers run on this trait, statically dispatched (no trait object):
 //! the HTTP/1 worker (`worker/`, mio) keeps an [`H1Session`] per connection
@@ -32,8 +29,9 @@
 //! from the session's buffer (the plan's shared bytes), feeds what it reads
 //! to [`H1Session::bytes_in_memo`] (the worker's one head memo) and acts on
 //! the events; the multiplexing driver (`mux/`, mio) keeps an
-//! [`Http2Session`] per connection, or an [`H1Session`] where another origin
-//! picked HTTP/1.1, and hands each event to the core for its slot.
+//! [`Http2Session`] (or an `Http3Session` on a UDP socket) per connection, or
+//! an [`H1Session`] where another origin picked HTTP/1.1, and hands each
+//! event to the core for its slot.
 
 mod h1;
 #[cfg(test)]

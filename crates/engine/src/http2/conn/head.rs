@@ -9,20 +9,20 @@ use crate::session::{Answer, Want};
 
 /// Collects what a response head needs: `:status`, `content-length`, and
 /// what [`Want`] asks; counts the list size itself so a huge list is not kept.
-pub(super) struct HeadSink {
-    pub(super) want: Want,
-    pub(super) status: Option<u16>,
-    pub(super) bad: bool,
-    pub(super) content_length: Option<u64>,
+pub(crate) struct HeadSink {
+    pub(crate) want: Want,
+    pub(crate) status: Option<u16>,
+    pub(crate) bad: bool,
+    pub(crate) content_length: Option<u64>,
     server: Option<String>,
     location: Option<String>,
     headers: Vec<(String, String)>,
     size: usize,
-    pub(super) over: bool,
+    pub(crate) over: bool,
 }
 
 impl HeadSink {
-    pub(super) fn new(want: Want) -> HeadSink {
+    pub(crate) fn new(want: Want) -> HeadSink {
         HeadSink {
             want,
             status: None,
@@ -40,7 +40,7 @@ impl HeadSink {
         matches!(self.want.capture, Some((true, _)))
     }
 
-    pub(super) fn answer(&mut self, want: Want, status: u16) -> Answer {
+    pub(crate) fn answer(&mut self, want: Want, status: u16) -> Answer {
         Answer {
             server: self.server.take(),
             location: self

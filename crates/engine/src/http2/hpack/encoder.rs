@@ -26,20 +26,35 @@ pub fn encode_block(
     path: &str,
     fields: &[(String, String)],
 ) -> Vec<u8> {
-    let mut out = Vec::with_capacity(
+    let mut out = Vec::new();
+    request_fields(&mut out, [method, scheme, authority, path], fields, field);
+    out
+}
+
+/// A request's fields in their order, each through `line` (HPACK's or
+/// QPACK's field line): `:method`, `:scheme`, `:authority`, `:path`
+/// (`pseudo`, in that order), then `fields`; `out` grown once.
+pub fn request_fields(
+    out: &mut Vec<u8>,
+    pseudo: [&str; 4],
+    fields: &[(String, String)],
+    line: fn(&mut Vec<u8>, &str, &str),
+) {
+    out.reserve(
         64 + fields
             .iter()
             .map(|(k, v)| k.len() + v.len() + 4)
             .sum::<usize>(),
     );
-    field(&mut out, ":method", method);
-    field(&mut out, ":scheme", scheme);
-    field(&mut out, ":authority", authority);
-    field(&mut out, ":path", path);
-    for (k, v) in fields {
-        field(&mut out, k, v);
+    for (name, value) in [":method", ":scheme", ":authority", ":path"]
+        .into_iter()
+        .zip(pseudo)
+    {
+        line(out, name, value);
     }
-    out
+    for (k, v) in fields {
+        line(out, k, v);
+    }
 }
 
 /// A request's blocks for a connection whose dynamic table may hold its

@@ -1,0 +1,155 @@
+//! The multiplexing driver's QUIC side (`--http3`): a connection to the
+//! run's origin is a connected UDP socket carrying an [`Http3Session`]
+//! (`crate::http3`), read and written by the same code as a TCP connection
+//! (`transport.rs`: one datagram per `recv`, one per `send`). What is QUIC's
+//! own lives here: opening the socket and the session, the handshake (the
+//! session's, moved by the socket's events; done, the connection is ready
+//! as a TCP one after TLS), and QUIC's timers (loss detection,
+//! acknowledgements, idle time-out) in one heap with lazy entries: a
+//! connection has at most one live entry, re-armed when its deadline moves
+//! earlier or when the entry comes due, so the heap does not grow with the
+//! packets sent.
+
+use super::conn::{CState, Proto};
+use super::MuxLink;
+use crate::core::Core;
+use crate::http3::Http3Session;
+use crate::sys::io_msg;
+use mio::{Interest, Token};
+use redline_stats::ErrorKind;
+use std::borrow::Cow;
+use std::cmp::Reverse;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::time::Instant;
+
+impl MuxLink {
+    /// Starts QUIC connection `c` to `addr`: a UDP socket connected to it
+    /// (the kernel then hands it only that server's datagrams, and an ICMP
+    /// port unreachable as ECONNREFUSED), the session's first flight queued.
+    pub(super) fn dial_quic(
+        &mut self,
+        core: &mut Core<'_>,
+        c: u32,
+        addr: SocketAddr,
+        now: Instant,
+    ) {
+        let Some(h3) = self.setup.h3.as_ref() else {
+            return;
+        };
+        let any: SocketAddr = if addr.is_ipv4() {
+            (Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let sock = mio::net::UdpSocket::bind(any).and_then(|s| s.connect(addr).map(|()| s));
+        let mut sock = match sock {
+            Ok(s) => s,
+            Err(e) => {
+                return self.conn_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now)
+            }
+        };
+        if let Err(e) = self.poll.registry().register(
+            &mut sock,
+            Token(c as usize),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            return self.conn_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now);
+        }
+        let session = Http3Session::new(&h3.config, addr, &h3.server_name, now);
+        let conn = &mut self.conns[c as usize];
+        conn.udp = Some(sock);
+        core.socket_opened();
+        let session = match session {
+            Ok(s) => s,
+            Err(m) => return self.conn_failed(core, c, ErrorKind::Other, Cow::Owned(m), now),
+        };
+        conn.proto = Proto::H3(Box::new(session));
+        conn.state = CState::Handshaking;
+        let deadline = now + core.plan.connect_timeout;
+        self.connect_timeouts.push(Reverse((deadline, c, conn.gen)));
+        self.dirty(c);
+        self.arm_quic(c);
+    }
+
+    /// A socket event on QUIC connection `c` during its handshake: what
+    /// came is read, what is due is sent; done, the connection is ready.
+    pub(super) fn quic_handshake(&mut self, core: &mut Core<'_>, c: u32, ev: crate::sys::Event) {
+        if ev.is_readable() || ev.is_error() {
+            self.read(core, c);
+        }
+        self.quic_progress(core, c, Instant::now());
+    }
+
+    /// After QUIC connection `c` took datagrams or a timer: a handshake that
+    /// completed makes it ready, one that failed fails its slots; then its
+    /// timer is re-armed and what it has to send goes out.
+    fn quic_progress(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+        let conn = &self.conns[c as usize];
+        let Proto::H3(sess) = &conn.proto else {
+            return;
+        };
+        if conn.state == CState::Handshaking {
+            if sess.established() {
+                let took = now.saturating_duration_since(conn.connect_start);
+                // QUIC's handshake is its connect and its TLS at once: it
+                // counts as the connect phase.
+                core.connected(conn.first_user, took);
+                self.ready(core, c, now);
+            } else if let Some((kind, msg)) = sess.lost().cloned() {
+                return self.conn_failed(core, c, kind, msg, now);
+            }
+        }
+        if self.conns[c as usize].state == CState::Closed {
+            return;
+        }
+        self.arm_quic(c);
+        self.dirty(c);
+    }
+
+    /// Puts connection `c`'s QUIC deadline in the timer heap if it has no
+    /// live entry there or the deadline moved earlier.
+    pub(super) fn arm_quic(&mut self, c: u32) {
+        let conn = &mut self.conns[c as usize];
+        let Proto::H3(sess) = &mut conn.proto else {
+            return;
+        };
+        let Some(t) = sess.deadline() else { return };
+        if conn.quic_timer.is_none_or(|armed| t < armed) {
+            conn.quic_timer = Some(t);
+            self.quic_timers.push(Reverse((t, c)));
+        }
+    }
+
+    /// Fires the QUIC timers due by `now`.
+    pub(super) fn expire_quic(&mut self, core: &mut Core<'_>, now: Instant) {
+        while let Some(&Reverse((t, c))) = self.quic_timers.peek() {
+            if t > now {
+                break;
+            }
+            self.quic_timers.pop();
+            let conn = &mut self.conns[c as usize];
+            if conn.quic_timer != Some(t) {
+                continue; // stale: another entry is live, or the connection closed
+            }
+            conn.quic_timer = None;
+            let Proto::H3(sess) = &mut conn.proto else {
+                continue;
+            };
+            if sess.deadline().is_some_and(|d| d <= now) {
+                sess.on_timeout(now);
+            }
+            if conn.state == CState::Open {
+                self.end_streams(core, c, now);
+                if self.after_events(core, c, now) {
+                    continue;
+                }
+            }
+            self.quic_progress(core, c, now);
+        }
+    }
+
+    /// The earliest QUIC timer (maybe a stale entry's: an early wake-up).
+    pub(super) fn first_quic(&self) -> Option<Instant> {
+        self.quic_timers.peek().map(|Reverse((t, _))| *t)
+    }
+}
