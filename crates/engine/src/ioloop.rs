@@ -27,6 +27,8 @@ pub(crate) struct Sleeper {
     spin: Spin,
     timer: Option<PreciseTimer>,
     timer_armed: Option<Instant>,
+    /// The timer fired in the last wait.
+    rang: bool,
     /// Open loop: how long after a send time the worker may wake (see [`Sleeper::timeout`]).
     batch: Duration,
 }
@@ -56,15 +58,15 @@ impl Sleeper {
                 None
             },
             timer_armed: None,
+            rang: false,
             batch,
         }
     }
 
-    /// The timer fired.
+    /// The timer fired (its expiry is not read: arming clears it, see
+    /// [`PreciseTimer::arm`]).
     pub(crate) fn fired(&mut self) {
-        if let Some(t) = &self.timer {
-            t.drain();
-        }
+        self.rang = true;
         self.timer_armed = None;
     }
 
@@ -95,6 +97,20 @@ impl Sleeper {
         sys::wait(poll.as_raw_fd(), events, timeout)
     }
 
+    /// How overdue a send time must be for the coming pass to release it
+    /// ([`Core::hold`]): none when the timer rang (or there is none), else
+    /// the batch window. So the sends of a window go out together at its
+    /// tick, not one by one as answers wake the worker (one write per
+    /// connection and one wake-up serve them all), and none waits longer
+    /// than the window.
+    pub(crate) fn hold(&mut self) -> Duration {
+        if std::mem::take(&mut self.rang) || self.timer.is_none() {
+            Duration::ZERO
+        } else {
+            self.batch
+        }
+    }
+
     /// How long the poll may sleep: until the core's next wake, the driver's
     /// first time-out (`first`), or the schedule's next send time (timed by
     /// the timerfd).
@@ -113,14 +129,16 @@ impl Sleeper {
         }
         let coarse = next.saturating_duration_since(now);
         match core.ledger.next_due() {
-            Some(t) if t <= now => Some(Duration::ZERO),
+            // Due, and released by the coming pass (see `hold`).
+            Some(t) if t + core.hold <= now => Some(Duration::ZERO),
             Some(t) if t < now + coarse => {
                 // The schedule needs sub-millisecond wake-ups: arm the timerfd
                 // (poll's own timeout is millisecond-grained). At high rates a
                 // wake-up takes a small batch: waking `batch` after the next send
-                // time sends the requests due by then together, so one timer
-                // syscall and one poll serve several requests, for at most
-                // `batch` of scheduler lag (100 µs, well under the 1 ms goal).
+                // time sends the requests due by then together (see `hold`), so
+                // one timer syscall and one poll serve several requests, for at
+                // most `batch` of scheduler lag (100-200 µs, well under the 1 ms
+                // goal).
                 let wake = t + self.batch;
                 if let Some(timer) = &self.timer {
                     if self.timer_armed.is_none_or(|a| a > wake) {
@@ -215,6 +233,7 @@ pub(crate) fn run<D: Driver>(d: &mut D, core: &mut Core<'_>) {
     core.start();
     loop {
         let now = Instant::now();
+        core.hold = d.sleeper().hold();
         if core.tick(d, now) {
             break;
         }
