@@ -131,14 +131,21 @@ impl Decoder {
                 } else {
                     lookup(&self.table, i)?.0
                 };
-                let name: Box<[u8]> = name.into();
-                let value: Box<[u8]> =
-                    string(block, &mut at, &mut self.value, &mut self.memo, true)?
-                        .unwrap_or_default()
-                        .into();
-                list += name.len() + value.len() + 32;
-                sink.field(&name, Some(&value));
-                self.insert(name, value);
+                let value = string(block, &mut at, &mut self.value, &mut self.memo, true)?
+                    .unwrap_or_default();
+                let size = name.len() + value.len() + 32;
+                list += size;
+                sink.field(name, Some(value));
+                if size > self.max {
+                    // §4.4: an entry larger than the table empties it (nginx
+                    // sets the table to 0 bytes and indexes every answer's
+                    // fields: nothing to copy).
+                    self.table.clear();
+                    self.size = 0;
+                } else {
+                    let entry: Entry = (name.into(), value.into());
+                    self.insert(entry);
+                }
                 fields = true;
             } else if b & 0x20 != 0 {
                 if fields {
@@ -184,17 +191,12 @@ impl Decoder {
         }
     }
 
-    fn insert(&mut self, name: Box<[u8]>, value: Box<[u8]>) {
-        let size = name.len() + value.len() + 32;
-        if size > self.max {
-            // §4.4: an entry larger than the table empties it.
-            self.table.clear();
-            self.size = 0;
-            return;
-        }
+    /// Adds an entry that fits in the table (evicting the oldest as needed).
+    fn insert(&mut self, entry: Entry) {
+        let size = entry.0.len() + entry.1.len() + 32;
         self.evict(size);
         self.size += size;
-        self.table.push_front((name, value));
+        self.table.push_front(entry);
     }
 }
 

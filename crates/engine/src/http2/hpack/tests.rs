@@ -408,3 +408,27 @@ fn repeated_huffman_values_decode_the_same_as_fresh_ones() {
     block.extend_from_slice(&bad);
     assert!(d.decode(&block, &mut All::default()).is_err());
 }
+
+/// nginx's way: the table set to 0 bytes, then every answer's fields sent
+/// "with incremental indexing". Each is reported whole and the table stays
+/// empty (an indexed reference to it is an error), answer after answer.
+#[test]
+fn fields_indexed_into_an_empty_table_are_reported_and_not_kept() {
+    let mut d = Decoder::new(4096);
+    for round in 0..3 {
+        let mut block = if round == 0 { vec![0x20] } else { Vec::new() };
+        block.push(0x40 | 33); // date (static index 33), incremental indexing
+        huff_literal("Sun, 29 Nov 2026 03:51:07 GMT", &mut block);
+        block.push(0x40);
+        huff_literal("x-new", &mut block);
+        huff_literal("v", &mut block);
+        let mut all = All::default();
+        d.decode(&block, &mut all).unwrap();
+        assert_eq!(
+            all.0,
+            list(&[("date", "Sun, 29 Nov 2026 03:51:07 GMT"), ("x-new", "v")])
+        );
+        assert_eq!(d.table_size(), 0, "round {round}");
+        assert!(d.decode(&[0x80 | 62], &mut All::default()).is_err());
+    }
+}
