@@ -56,8 +56,8 @@ impl Sleeper {
         };
         // Holding sends for the timer pays when a window carries several:
         // with one or two, the timer's wake-up comes on top of the answers'
-        // (6,000 req/s over h2c, 1.2 a window: 188 context switches per 100
-        // requests held, 149 not; docs/benchmarks.md).
+        // (6,000 req/s over h2c, 1.2 a window: 187-189 context switches per 100
+        // requests held, 147-151 not; docs/benchmarks.md).
         let hold = match interval {
             Some(i) if i * 3 <= window => window,
             _ => Duration::ZERO,
