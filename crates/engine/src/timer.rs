@@ -31,7 +31,8 @@ fn timerfd() -> Option<std::os::fd::OwnedFd> {
     Some(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
-/// Arms the timer to fire once, `after` from now (at least 1 ns: zero disarms). True when armed.
+/// Arms the timer to fire once, `after` from now (at least 1 ns: zero
+/// disarms). True when armed. Arming also clears the count of expiries not read.
 #[cfg(target_os = "linux")]
 fn arm_fd(fd: std::os::fd::RawFd, after: Duration) -> bool {
     let after = after.max(Duration::from_nanos(1));
@@ -47,14 +48,6 @@ fn arm_fd(fd: std::os::fd::RawFd, after: Duration) -> bool {
     };
     // SAFETY: valid fd and a fully initialized itimerspec.
     unsafe { libc::timerfd_settime(fd, 0, &spec, std::ptr::null_mut()) == 0 }
-}
-
-/// Reads the expiry count; true when the timer had fired.
-#[cfg(target_os = "linux")]
-fn drain_fd(fd: std::os::fd::RawFd) -> bool {
-    let mut v = [0u8; 8];
-    // SAFETY: reading 8 bytes into a local buffer from our non-blocking fd.
-    unsafe { libc::read(fd, v.as_mut_ptr().cast(), 8) == 8 }
 }
 
 /// The fine timer in a `mio` poller (the HTTP/1 worker): armed for the next
@@ -86,7 +79,10 @@ impl PreciseTimer {
         None
     }
 
-    /// Fires once, `after` from now.
+    /// Fires once, `after` from now. The expiry need not be read: arming
+    /// clears the kernel's count of expiries, and the poller registers the
+    /// timer edge-triggered, so the next expiry is a new event (one system
+    /// call per timed wake-up, not two).
     pub(crate) fn arm(&self, after: Duration) {
         #[cfg(target_os = "linux")]
         {
@@ -95,15 +91,6 @@ impl PreciseTimer {
         }
         #[cfg(not(target_os = "linux"))]
         let _ = after;
-    }
-
-    /// Takes the expiry (edge-triggered: the next one brings a new event).
-    pub(crate) fn drain(&self) {
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::fd::AsRawFd;
-            drain_fd(self.fd.as_raw_fd());
-        }
     }
 }
 

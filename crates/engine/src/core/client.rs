@@ -48,8 +48,8 @@ pub(crate) struct Core<'p> {
     /// Stop, drain, stage level, live counts.
     pub(crate) control: Control,
     pub(crate) open_loop: bool,
-    /// Open loop: connected slots without a request.
-    pub(crate) idle: Vec<u32>,
+    /// Open loop: connected slots without a request, oldest first.
+    pub(crate) idle: VecDeque<u32>,
     /// Slots without a connection (and, with `--stages`, parked ones).
     pub(crate) free: Vec<u32>,
     /// Slots with a request (or a redirect hop) that need a new connection.
@@ -60,6 +60,10 @@ pub(crate) struct Core<'p> {
     pub(crate) peak_open: u64,
     /// Open loop: connects still allowed in this pass of the event loop.
     pub(crate) connects_left: u32,
+    /// Open loop: a send time is released once it is this overdue, or at
+    /// the driver's next timer tick (which sets it to zero for its pass), so
+    /// the sends of a window go together (see `ioloop::Sleeper`).
+    pub(crate) hold: Duration,
     pub(crate) last_done: Instant,
     /// The `Server` header is still wanted (until the first answer names it).
     pub(crate) want_server: bool,
@@ -103,13 +107,14 @@ impl<'p> Core<'p> {
                 spec.levels,
             ),
             open_loop,
-            idle: Vec::new(),
+            idle: VecDeque::new(),
             free: (0..slots as u32).rev().collect(),
             restart: VecDeque::new(),
             open: 0,
             connecting: 0,
             peak_open: 0,
             connects_left: CONNECTS_PER_PASS,
+            hold: Duration::ZERO,
             last_done: spec.start,
             want_server: true,
             staged,
@@ -287,22 +292,41 @@ impl<'p> Core<'p> {
         self.ledger.take()
     }
 
-    /// Open loop: moves due send times onto idle slots or the pending queue,
-    /// and opens connections for waiting requests (up to the cap, a few per pass).
-    pub(crate) fn release(&mut self, link: &mut impl Link, now: Instant) {
-        while let Some(t) = self.ledger.release_due(now) {
+    /// Open loop: moves due send times (those `hold` overdue) onto idle slots
+    /// or the pending queue, and opens connections for waiting requests (up
+    /// to the cap, a few per pass).
+    pub(crate) fn release<L: Link>(&mut self, link: &mut L, now: Instant) {
+        // The slot sent last in this pass (see `pop_idle`).
+        let mut prev = None;
+        let by = now.checked_sub(self.hold).unwrap_or(now);
+        while let Some(t) = self.ledger.release_due(by) {
             self.rec.released(now.saturating_duration_since(t));
             if let Some(sc) = self.scenario.as_mut() {
                 sc.load.arrived();
             }
             if self.ledger.pending() == 0 {
-                if let Some(i) = self.pop_idle(link) {
+                if let Some(i) = self.pop_idle(link, prev) {
                     self.send(link, i, t, now);
+                    prev = Some(i);
                     continue;
                 }
             }
             self.ledger.enqueue(t);
             self.rec.counters.waited_for_connection += 1;
+        }
+        // Requests queued while a connection was busy go on slots idle now
+        // (a queue that only answers drained would keep them waiting behind
+        // idle connections), oldest first.
+        while self.ledger.pending() > 0 {
+            let Some(i) = self.pop_idle(link, prev) else {
+                break;
+            };
+            let Some(t) = self.ledger.dequeue() else {
+                self.idle.push_back(i);
+                break;
+            };
+            self.send(link, i, t, now);
+            prev = Some(i);
         }
         while (self.ledger.pending() as u64) > self.connecting && self.connects_left > 0 {
             let Some(i) = self.free.pop() else { break };
@@ -311,14 +335,49 @@ impl<'p> Core<'p> {
         }
     }
 
-    /// Open loop: an idle slot not walking a journey.
-    pub(crate) fn pop_idle(&mut self, link: &impl Link) -> Option<u32> {
-        while let Some(i) = self.idle.pop() {
-            let walking = self
-                .scenario
-                .as_ref()
-                .is_some_and(|s| s.vus[i as usize].journey.is_some());
-            if link.state(i) == ConnState::Idle && !walking {
+    /// Open loop: an idle slot not walking a journey. When slots share
+    /// connections, the requests of one pass go on one connection (after
+    /// `prev`, an idle slot on its connection): one write and one answer
+    /// read serve them all, as h2load's per-connection bursts do. The first
+    /// of a pass takes the slot idle longest, so passes take the
+    /// connections in turn and each carries its share.
+    pub(crate) fn pop_idle<L: Link>(&mut self, link: &L, prev: Option<u32>) -> Option<u32> {
+        if L::SHARES_CONNECTIONS {
+            return self.pop_idle_shared(link, prev);
+        }
+        while let Some(i) = self.idle.pop_back() {
+            if self.sendable(link, i) {
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Slot `i` (on the idle list) can take a released request.
+    fn sendable(&self, link: &impl Link, i: u32) -> bool {
+        let walking = self
+            .scenario
+            .as_ref()
+            .is_some_and(|s| s.vus[i as usize].journey.is_some());
+        link.state(i) == ConnState::Idle && !walking
+    }
+
+    /// [`Core::pop_idle`] for slots that share connections: `prev`'s
+    /// connection first (looking at the 64 oldest idle slots: a bounded
+    /// scan), else the oldest.
+    fn pop_idle_shared(&mut self, link: &impl Link, prev: Option<u32>) -> Option<u32> {
+        if let Some(p) = prev {
+            let near = self
+                .idle
+                .iter()
+                .take(64)
+                .position(|&j| link.same_connection(p, j) && self.sendable(link, j));
+            if let Some(i) = near.and_then(|k| self.idle.remove(k)) {
+                return Some(i);
+            }
+        }
+        while let Some(i) = self.idle.pop_front() {
+            if self.sendable(link, i) {
                 return Some(i);
             }
         }

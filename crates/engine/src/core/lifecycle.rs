@@ -572,7 +572,7 @@ impl Core<'_> {
                     if let Some(t) = self.ledger.dequeue() {
                         self.send(link, i, t, now);
                     } else {
-                        self.idle.push(i);
+                        self.idle.push_back(i);
                     }
                 }
                 ConnState::Closed => {
@@ -652,7 +652,7 @@ impl Core<'_> {
         } else if let Some(t) = self.ledger.dequeue() {
             self.send(link, i, t, now);
         } else {
-            self.idle.push(i);
+            self.idle.push_back(i);
         }
     }
 

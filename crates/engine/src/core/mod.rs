@@ -124,6 +124,14 @@ pub(crate) trait Link {
     fn reusable(&self, i: u32) -> bool;
     /// Hands a kept answer back to slot `i`'s session for reuse.
     fn recycle(&mut self, i: u32, answer: Box<Answer>);
+    /// Slots share connections (a multiplexing driver): the open loop then
+    /// puts the requests it releases together on one connection, so they go
+    /// out in one write ([`Link::same_connection`]).
+    const SHARES_CONNECTIONS: bool = false;
+    /// Slots `a` and `b` are on the same open connection.
+    fn same_connection(&self, _a: u32, _b: u32) -> bool {
+        false
+    }
 }
 
 /// A request being redirected: its hops so far and the request of the next.

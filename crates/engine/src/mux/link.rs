@@ -168,6 +168,14 @@ impl Link for MuxLink {
             with_session!(&mut self.conns[c as usize].proto, s => s.recycle(answer));
         }
     }
+
+    const SHARES_CONNECTIONS: bool = true;
+
+    #[inline]
+    fn same_connection(&self, a: u32, b: u32) -> bool {
+        let c = self.slots[a as usize].conn;
+        c != NIL && c == self.slots[b as usize].conn
+    }
 }
 
 impl MuxLink {

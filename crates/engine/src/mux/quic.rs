@@ -75,7 +75,8 @@ impl MuxLink {
     /// came is read, what is due is sent; done, the connection is ready.
     pub(super) fn quic_handshake(&mut self, core: &mut Core<'_>, c: u32, ev: crate::sys::Event) {
         if ev.is_readable() || ev.is_error() {
-            self.read(core, c);
+            // Every datagram waiting is read (a UDP read is one datagram).
+            self.read(core, c, true);
         }
         self.quic_progress(core, c, Instant::now());
     }

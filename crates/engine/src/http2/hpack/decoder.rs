@@ -33,6 +33,54 @@ pub struct Decoder {
     limit: usize,
     name: Vec<u8>,
     value: Vec<u8>,
+    /// Huffman strings decoded lately (see [`HuffMemo`]).
+    memo: HuffMemo,
+}
+
+/// The last few Huffman strings decoded, coded and decoded: a server sends
+/// the same values again and again (nginx: `date`, `last-modified`, `etag`
+/// with incremental indexing in every answer, so they are decoded every
+/// time), and a comparison of a few bytes replaces the bit-by-bit decode
+/// (it was a third of an h2c request's user-space instructions). Decoding
+/// is a pure function of the coded bytes, so a hit is exact.
+#[derive(Debug, Default)]
+struct HuffMemo {
+    /// (coded, decoded) pairs.
+    slots: [(Vec<u8>, Vec<u8>); HuffMemo::SLOTS],
+    /// The slot the next miss fills.
+    next: usize,
+}
+
+impl HuffMemo {
+    /// More than a server's usual answer headers (nginx: 6 coded values), or
+    /// round-robin replacement would miss every time.
+    const SLOTS: usize = 16;
+    /// Longer strings are decoded each time (cookies, long values).
+    const MAX: usize = 128;
+
+    /// Decodes `raw` into `out` (cleared first), from the memo when it was seen lately.
+    fn decode(&mut self, raw: &[u8], out: &mut Vec<u8>) -> Result<(), huffman::HuffmanError> {
+        out.clear();
+        if raw.len() > Self::MAX {
+            return huffman::decode(raw, out);
+        }
+        if let Some((_, d)) = self
+            .slots
+            .iter()
+            .find(|(c, _)| c[..] == *raw && !c.is_empty())
+        {
+            out.extend_from_slice(d);
+            return Ok(());
+        }
+        huffman::decode(raw, out)?;
+        let slot = &mut self.slots[self.next];
+        self.next = (self.next + 1) % Self::SLOTS;
+        slot.0.clear();
+        slot.0.extend_from_slice(raw);
+        slot.1.clear();
+        slot.1.extend_from_slice(out);
+        Ok(())
+    }
 }
 
 impl Decoder {
@@ -46,6 +94,7 @@ impl Decoder {
             limit,
             name: Vec::new(),
             value: Vec::new(),
+            memo: HuffMemo::default(),
         }
     }
 
@@ -77,17 +126,26 @@ impl Decoder {
             } else if b & 0x40 != 0 {
                 let i = decode_int(block, &mut at, 6)?;
                 let name = if i == 0 {
-                    string(block, &mut at, &mut self.name, true)?.unwrap_or_default()
+                    string(block, &mut at, &mut self.name, &mut self.memo, true)?
+                        .unwrap_or_default()
                 } else {
                     lookup(&self.table, i)?.0
                 };
-                let name: Box<[u8]> = name.into();
-                let value: Box<[u8]> = string(block, &mut at, &mut self.value, true)?
-                    .unwrap_or_default()
-                    .into();
-                list += name.len() + value.len() + 32;
-                sink.field(&name, Some(&value));
-                self.insert(name, value);
+                let value = string(block, &mut at, &mut self.value, &mut self.memo, true)?
+                    .unwrap_or_default();
+                let size = name.len() + value.len() + 32;
+                list += size;
+                sink.field(name, Some(value));
+                if size > self.max {
+                    // §4.4: an entry larger than the table empties it (nginx
+                    // sets the table to 0 bytes and indexes every answer's
+                    // fields: nothing to copy).
+                    self.table.clear();
+                    self.size = 0;
+                } else {
+                    let entry: Entry = (name.into(), value.into());
+                    self.insert(entry);
+                }
                 fields = true;
             } else if b & 0x20 != 0 {
                 if fields {
@@ -103,13 +161,14 @@ impl Decoder {
                 // Literal without indexing (0000) or never indexed (0001).
                 let i = decode_int(block, &mut at, 4)?;
                 let name = if i == 0 {
-                    string(block, &mut at, &mut self.name, true)?.unwrap_or_default()
+                    string(block, &mut at, &mut self.name, &mut self.memo, true)?
+                        .unwrap_or_default()
                 } else {
                     lookup(&self.table, i)?.0
                 };
                 let want = sink.wants(name);
                 let start = at;
-                let value = string(block, &mut at, &mut self.value, want)?;
+                let value = string(block, &mut at, &mut self.value, &mut self.memo, want)?;
                 list += name.len()
                     + 32
                     + match value {
@@ -132,17 +191,12 @@ impl Decoder {
         }
     }
 
-    fn insert(&mut self, name: Box<[u8]>, value: Box<[u8]>) {
-        let size = name.len() + value.len() + 32;
-        if size > self.max {
-            // §4.4: an entry larger than the table empties it.
-            self.table.clear();
-            self.size = 0;
-            return;
-        }
+    /// Adds an entry that fits in the table (evicting the oldest as needed).
+    fn insert(&mut self, entry: Entry) {
+        let size = entry.0.len() + entry.1.len() + 32;
         self.evict(size);
         self.size += size;
-        self.table.push_front((name, value));
+        self.table.push_front(entry);
     }
 }
 
@@ -169,6 +223,7 @@ fn string<'a>(
     block: &'a [u8],
     at: &mut usize,
     scratch: &'a mut Vec<u8>,
+    memo: &mut HuffMemo,
     decode: bool,
 ) -> Result<Option<&'a [u8]>, HpackError> {
     let huff = block.get(*at).ok_or(HpackError::Truncated)? & 0x80 != 0;
@@ -181,7 +236,6 @@ fn string<'a>(
     if !decode {
         return Ok(None);
     }
-    scratch.clear();
-    huffman::decode(raw, scratch).map_err(|_| HpackError::Huffman)?;
+    memo.decode(raw, scratch).map_err(|_| HpackError::Huffman)?;
     Ok(Some(&scratch[..]))
 }

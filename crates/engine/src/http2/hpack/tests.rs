@@ -357,3 +357,78 @@ fn encoder_blocks_decode_to_the_request() {
     assert_eq!(block[at], 0x10 | 15);
     assert_eq!(block[at + 1], 8); // authorization = 23: 15 + 8
 }
+
+/// A Huffman-coded string literal (§5.2), shorter than 127 bytes coded.
+fn huff_literal(s: &str, out: &mut Vec<u8>) {
+    let mut coded = Vec::new();
+    huffman::encode(s.as_bytes(), &mut coded);
+    assert!(coded.len() < 127);
+    out.push(0x80 | coded.len() as u8);
+    out.extend_from_slice(&coded);
+}
+
+/// Repeated Huffman values (a server's `date` and `etag` in every answer)
+/// decode from the decoder's memo of recent strings: more distinct values
+/// than it keeps, in turn and repeated, indexed and not, each decoded as
+/// the plain decoder does; a remembered string broken by EOS bits
+/// appended is still refused.
+#[test]
+fn repeated_huffman_values_decode_the_same_as_fresh_ones() {
+    // Same-length dates a second apart, and more values than the memo keeps.
+    let mut values: Vec<String> = (0..24)
+        .map(|s| format!("Sun, 29 Nov 2026 03:51:{s:02} GMT"))
+        .collect();
+    values.extend(["\"5f1a2b3c-1b8\"", "text/html", "nginx/1.22.1", "440"].map(String::from));
+    let mut d = Decoder::new(4096);
+    for round in 0..200usize {
+        let v = values[(round * 7 / 3) % values.len()].as_str();
+        let w = values[(round / 3) % values.len()].as_str();
+        let mut block = Vec::new();
+        // Literal with incremental indexing, new name; then without indexing.
+        block.push(0x40);
+        huff_literal("x-one", &mut block);
+        huff_literal(v, &mut block);
+        block.push(0x00);
+        huff_literal("x-two", &mut block);
+        huff_literal(w, &mut block);
+        let mut all = All::default();
+        d.decode(&block, &mut all).unwrap();
+        assert_eq!(all.0, list(&[("x-one", v), ("x-two", w)]), "round {round}");
+    }
+    // The coded form of a remembered value with its last byte broken (an
+    // EOS code inside): an error, not the remembered value.
+    let mut coded = Vec::new();
+    huffman::encode(values[27].as_bytes(), &mut coded);
+    let mut block = vec![0x00];
+    huff_literal("x-two", &mut block);
+    let mut bad = coded.clone();
+    *bad.last_mut().unwrap() = 0xff;
+    bad.extend_from_slice(&[0xff, 0xff, 0xff]);
+    block.push(0x80 | bad.len() as u8);
+    block.extend_from_slice(&bad);
+    assert!(d.decode(&block, &mut All::default()).is_err());
+}
+
+/// nginx's way: the table set to 0 bytes, then every answer's fields sent
+/// "with incremental indexing". Each is reported whole and the table stays
+/// empty (an indexed reference to it is an error), answer after answer.
+#[test]
+fn fields_indexed_into_an_empty_table_are_reported_and_not_kept() {
+    let mut d = Decoder::new(4096);
+    for round in 0..3 {
+        let mut block = if round == 0 { vec![0x20] } else { Vec::new() };
+        block.push(0x40 | 33); // date (static index 33), incremental indexing
+        huff_literal("Sun, 29 Nov 2026 03:51:07 GMT", &mut block);
+        block.push(0x40);
+        huff_literal("x-new", &mut block);
+        huff_literal("v", &mut block);
+        let mut all = All::default();
+        d.decode(&block, &mut all).unwrap();
+        assert_eq!(
+            all.0,
+            list(&[("date", "Sun, 29 Nov 2026 03:51:07 GMT"), ("x-new", "v")])
+        );
+        assert_eq!(d.table_size(), 0, "round {round}");
+        assert!(d.decode(&[0x80 | 62], &mut All::default()).is_err());
+    }
+}
