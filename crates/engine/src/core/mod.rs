@@ -18,9 +18,13 @@
 
 pub(crate) mod client;
 mod lifecycle;
+#[cfg(test)]
+mod mode_tests;
 pub(crate) mod spec;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+pub(crate) mod wire_tests;
 
 pub(crate) use client::Core;
 pub(crate) use lifecycle::Answered;

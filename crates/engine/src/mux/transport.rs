@@ -84,6 +84,10 @@ impl MuxLink {
         } else {
             Proto::H1(Box::new(H1Session::new(1)))
         };
+        #[cfg(test)]
+        if super::wire_tests::offline(self, core, c, now) {
+            return; // unit tests: the test's network connects it
+        }
         match TcpStream::connect(addr) {
             Ok(mut s) => {
                 if let Err(e) = self.poll.registry().register(
@@ -154,7 +158,7 @@ impl MuxLink {
     }
 
     /// TCP is up: counts the connect time, then TLS or the preface.
-    fn connected(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+    pub(super) fn connected(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
         let conn = &mut self.conns[c as usize];
         if let Some(s) = conn.sock.as_ref() {
             let _ = s.set_nodelay(true);
@@ -278,7 +282,7 @@ impl MuxLink {
 
     /// The session's events for the requests on connection `c`, each handed
     /// to the core for its slot.
-    fn end_streams(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+    pub(super) fn end_streams(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
         for _ in 0..1_000_000 {
             let Some(ev) = with_session!(&mut self.conns[c as usize].proto, s => s.poll_event())
             else {
@@ -472,7 +476,7 @@ impl MuxLink {
 
     /// After a read's events: a server that cannot speak HTTP/2 ends the
     /// run; a closed session ends the connection. True when it ended.
-    fn after_events(&mut self, core: &mut Core<'_>, c: u32, now: Instant) -> bool {
+    pub(super) fn after_events(&mut self, core: &mut Core<'_>, c: u32, now: Instant) -> bool {
         self.check_fatal(core, c);
         let conn = &self.conns[c as usize];
         if conn.state != CState::Open {

@@ -1,0 +1,768 @@
+//! Every load mode on every protocol, without a socket: the core over the
+//! real HTTP/1 driver (`worker/`, slot = connection) and the real HTTP/2
+//! driver (`mux/`, slots as streams on `i % C` connections), each on its own
+//! sans-IO sessions, against the scripted in-memory server of
+//! `wire_tests.rs`, in made-up time (a pass every `step`). Each test is
+//! written once, generic over the driver, and runs as `<test>::http1` and
+//! `<test>::http2`; HTTP/2-only behaviour (REFUSED_STREAM, GOAWAY, the
+//! server's stream cap) is at the end. Every run checks the ledger's
+//! identity (each scheduled request ended once: completed, failed, not sent
+//! or in flight at the end) and the counts a user reads.
+
+use super::spec::WorkerResult;
+use super::wire_tests::{go_offline, plan, spec, Connects, Net, Reply, Req, Server};
+use super::Core;
+use crate::control::Live;
+use crate::mux::MuxLink;
+use crate::plan::{Plan, PlanArgs, StageArgs};
+use crate::worker::H1Link;
+use redline_stats::{Counters, ErrorKind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const MS: Duration = Duration::from_millis(1);
+
+/// Runs each generic test on both drivers.
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {
+        $(mod $name {
+            #[test]
+            fn http1() {
+                super::$name::<crate::worker::H1Link>()
+            }
+            #[test]
+            fn http2() {
+                super::$name::<crate::mux::MuxLink>()
+            }
+        })*
+    };
+}
+
+both!(
+    closed_loop_sends_exactly_n_on_c_connections,
+    requests_per_conn_caps_each_connection,
+    a_duration_run_stops_sending_and_drains,
+    the_drain_ends_at_the_grace_with_requests_in_flight,
+    a_stop_drains_and_counts_held_requests_as_not_sent,
+    open_loop_releases_on_schedule_within_the_connection_cap,
+    open_loop_latency_counts_from_the_intended_send_time,
+    stage_levels_start_and_park_slots,
+    rate_stages_release_each_stage_at_its_rate,
+    scenario_users_think_between_requests,
+    journeys_overdue_steps_are_published,
+    redirects_are_followed_as_one_request,
+    a_redirect_to_another_origin_goes_there,
+    too_many_redirects_fail_the_request_once,
+    live_seconds_count_what_completed,
+    refused_connects_fail_the_held_requests,
+    hanging_connects_time_out,
+    unanswered_requests_time_out,
+    a_reused_connection_closed_by_the_server,
+);
+
+/// One worker on driver `N`, its clock and its server's network.
+struct Run<'p, N: Net> {
+    core: Core<'p>,
+    link: N,
+    t0: Instant,
+    now: Instant,
+    live: Arc<Live>,
+    stop: Arc<AtomicBool>,
+}
+
+impl<'p, N: Net> Run<'p, N> {
+    /// The worker of `plan` (counting journeys overdue past `ages`), started.
+    fn new(plan: &'p Plan, ages: &[Duration]) -> Run<'p, N> {
+        go_offline();
+        let t0 = Instant::now();
+        let s = spec(plan, t0, ages);
+        let (live, stop) = (s.live.clone(), s.stop.clone());
+        let (link, slots) = N::build(plan, &s);
+        let mut core = Core::new(plan, s, slots);
+        core.start();
+        Run {
+            core,
+            link,
+            t0,
+            now: t0,
+            live,
+            stop,
+        }
+    }
+
+    /// A pass every `step` (the core's tick, then the network's) until the
+    /// worker is done or `limit` of made-up time passed; `watch` sees each
+    /// pass (with the time since the start). True when done.
+    fn until(
+        &mut self,
+        srv: &mut Server,
+        step: Duration,
+        limit: Duration,
+        mut watch: impl FnMut(&Core<'_>, &N, Duration),
+    ) -> bool {
+        let end = self.now + limit;
+        while self.now <= end {
+            if self.core.tick(&mut self.link, self.now) {
+                return true;
+            }
+            self.link.serve(&mut self.core, srv, self.now);
+            watch(&self.core, &self.link, self.now - self.t0);
+            self.now += step;
+        }
+        false
+    }
+
+    /// Runs to the end (at most a minute of made-up time), a pass every
+    /// millisecond; the worker must finish.
+    fn to_end(mut self, srv: &mut Server) -> WorkerResult {
+        let done = self.until(srv, MS, Duration::from_secs(60), |_, _, _| {});
+        assert!(done, "{}: the worker did not finish", N::NAME);
+        self.finish()
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.now - self.t0
+    }
+
+    fn finish(self) -> WorkerResult {
+        self.core.finish(&self.link)
+    }
+}
+
+/// HTTP/2 with `n` streams per connection (HTTP/1.1: one request per connection anyway).
+fn streams<N: Net>(a: &mut PlanArgs, n: u32) {
+    if N::NAME == MuxLink::NAME {
+        a.streams = Some(n);
+    }
+}
+
+/// The counters, after checking the ledger's identity: every request
+/// scheduled ended exactly once.
+fn ledger(r: &WorkerResult) -> &Counters {
+    let c = &r.recorder.counters;
+    assert_eq!(
+        c.scheduled,
+        c.completed + c.failed + c.not_sent + c.in_flight_at_end,
+        "{c:?}"
+    );
+    c
+}
+
+/// Errors of `kind`.
+fn errors(r: &WorkerResult, kind: ErrorKind) -> u64 {
+    r.recorder
+        .errors
+        .kinds()
+        .filter(|(k, _)| *k == kind)
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// A script that answers each request `after` its arrival with `status`.
+fn slow(status: u16, after: Duration) -> impl FnMut(&Req, Instant) -> Reply {
+    move |r, now| {
+        if now - r.at >= after {
+            Reply::Answer(status, None)
+        } else {
+            Reply::Wait
+        }
+    }
+}
+
+fn closed_loop_sends_exactly_n_on_c_connections<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(10);
+        a.connections = Some(3);
+    });
+    let mut srv = Server::answering(200);
+    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed, c.not_sent), (10, 10, 0, 0));
+    assert_eq!(srv.seen.len(), 10, "the server read each request once");
+    assert!(srv.seen.iter().all(|q| q.method == "GET" && q.path == "/"));
+    assert_eq!(srv.accepted, 3, "keep-alive: -c connections, each reused");
+    assert_eq!(c.connections_opened, 3);
+    assert_eq!((c.non_2xx, c.body_bytes), (0, 100), "ten 10-byte bodies");
+}
+
+fn requests_per_conn_caps_each_connection<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(10);
+        a.connections = Some(2);
+        a.requests_per_conn = Some(3);
+    });
+    let mut srv = Server::answering(200);
+    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed), (10, 10, 0));
+    for conn in 0..srv.accepted {
+        let on = srv.seen.iter().filter(|q| q.conn == conn).count();
+        assert!(on <= 3, "connection {conn} carried {on} requests");
+    }
+    assert_eq!(srv.accepted, 4, "⌈10/3⌉ connections");
+    if N::NAME == H1Link::NAME {
+        // The third request on a connection asks the server to close it.
+        let closing: Vec<u32> = srv.seen.iter().filter(|q| q.close).map(|q| q.nth).collect();
+        assert_eq!(closing, [2, 2, 2], "{:?}", srv.seen);
+    }
+}
+
+fn a_duration_run_stops_sending_and_drains<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.duration = Some(Duration::from_secs(1));
+        a.connections = Some(2);
+        streams::<N>(a, 2);
+    });
+    // Answers take 300 ms: each slot sends at 0, 0.3, 0.6 and 0.9 s; the
+    // last ones are answered in the drain after the deadline.
+    let mut srv = Server::new(slow(200, 300 * MS));
+    let mut run = Run::<N>::new(&p, &[]);
+    let slots = run.core.slots.len() as u64;
+    assert!(run.until(&mut srv, MS, Duration::from_secs(3), |_, _, _| {}));
+    let took = run.elapsed();
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!(c.completed, 4 * slots, "{c:?}");
+    assert_eq!((c.failed, c.not_sent, c.in_flight_at_end), (0, 0, 0));
+    assert!(srv
+        .seen
+        .iter()
+        .all(|q| q.at - srv.seen[0].at < Duration::from_secs(1)));
+    assert!(
+        took >= Duration::from_millis(1200) && took < Duration::from_millis(1250),
+        "done when the last answer came: {took:?}"
+    );
+}
+
+fn the_drain_ends_at_the_grace_with_requests_in_flight<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.duration = Some(Duration::from_millis(500));
+        a.connections = Some(2);
+    });
+    let mut srv = Server::new(|_, _| Reply::Wait);
+    let mut run = Run::<N>::new(&p, &[]);
+    let slots = run.core.slots.len() as u64;
+    assert!(run.until(&mut srv, MS, Duration::from_secs(3), |_, _, _| {}));
+    let took = run.elapsed();
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed), (slots, 0, 0));
+    assert_eq!(
+        c.in_flight_at_end, slots,
+        "unanswered at the end, not failed"
+    );
+    // The grace is min(1 s, --timeout) after the deadline.
+    assert!(
+        took >= Duration::from_millis(1500) && took < Duration::from_millis(1510),
+        "{took:?}"
+    );
+}
+
+fn a_stop_drains_and_counts_held_requests_as_not_sent<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(1000);
+        a.connections = Some(4);
+    });
+    // Two connects finish, the others never; answers take 50 ms.
+    let mut srv = Server::new(slow(200, 50 * MS));
+    srv.accept_only = Some(2);
+    let mut run = Run::<N>::new(&p, &[]);
+    let mut held = 0;
+    assert!(!run.until(&mut srv, MS, 220 * MS, |core, link, _| {
+        held = (0..core.slots.len() as u32)
+            .filter(|&i| core.slots[i as usize].has_request && link.state(i).opening())
+            .count() as u64;
+    }));
+    let out = run.core.ledger.in_flight();
+    assert!(held > 0 && out > 0, "held {held}, in flight {out}");
+    // Ctrl-C (or --abort-on-fail, or another worker's fatal error).
+    run.stop.store(true, Ordering::Relaxed);
+    let stopped = run.t0 + run.elapsed();
+    assert!(run.until(&mut srv, MS, Duration::from_secs(2), |_, _, _| {}));
+    let took = run.elapsed();
+    let r = run.finish();
+    let c = ledger(&r);
+    assert!(r.interrupted);
+    assert_eq!(
+        c.not_sent, held,
+        "requests waiting for a connect were not sent"
+    );
+    assert_eq!(
+        (c.failed, c.in_flight_at_end),
+        (0, 0),
+        "the drain answered the rest"
+    );
+    assert_eq!(c.completed, c.sent);
+    assert!(
+        srv.seen.iter().all(|q| q.at <= stopped),
+        "nothing sent after the stop"
+    );
+    assert!(took < 280 * MS, "done when the last answer came: {took:?}");
+}
+
+fn open_loop_releases_on_schedule_within_the_connection_cap<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.rate = Some(1000.0);
+        a.requests = Some(20);
+        a.connections = Some(4);
+        streams::<N>(a, 1);
+    });
+    // The server answers 5 ms after each request: at 1,000 req/s five
+    // would be out at once, the cap allows four, so requests wait.
+    let mut srv = Server::new(slow(200, 5 * MS));
+    let mut run = Run::<N>::new(&p, &[]);
+    let mut most = 0;
+    assert!(
+        run.until(&mut srv, MS / 4, Duration::from_secs(2), |core, _, _| {
+            most = most.max(core.ledger.in_flight());
+        })
+    );
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!(
+        (c.scheduled, c.completed, c.failed, c.not_sent),
+        (20, 20, 0, 0)
+    );
+    assert!(most <= 4, "never more requests out than the cap: {most}");
+    assert!(
+        c.waited_for_connection > 0,
+        "a slow server makes requests wait"
+    );
+    assert!(srv.most_open <= 4, "{}", srv.most_open);
+    assert_eq!(srv.accepted, 4);
+}
+
+fn open_loop_latency_counts_from_the_intended_send_time<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.rate = Some(100.0);
+        a.requests = Some(10);
+        a.connections = Some(1);
+        streams::<N>(a, 1);
+    });
+    // One connection, 25 ms per answer, a request every 10 ms: the queue
+    // grows; the tenth request is answered about 160 ms after its
+    // intended time although each took 25 ms on the wire.
+    let mut srv = Server::new(slow(200, 25 * MS));
+    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.completed, c.failed), (10, 0));
+    let max_latency = Duration::from_micros(r.recorder.latency.max());
+    let max_service = Duration::from_micros(r.recorder.service.max());
+    assert!(max_latency >= 150 * MS, "{max_latency:?}");
+    assert!(max_service < 30 * MS, "{max_service:?}");
+}
+
+fn stage_levels_start_and_park_slots<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.stages = Some(StageArgs {
+            stages: crate::pacer::parse_stages("1s:4,1s:1").expect("stages"),
+            rate: false,
+            step: true,
+        });
+        streams::<N>(a, 2);
+    });
+    let mut srv = Server::new(slow(200, 10 * MS));
+    let mut run = Run::<N>::new(&p, &[]);
+    let mut at = Vec::new();
+    assert!(
+        run.until(&mut srv, MS, Duration::from_secs(4), |core, _, t| {
+            at.push((t, core.ledger.in_flight()));
+        })
+    );
+    let level = |secs: f64| {
+        let w: Vec<u64> = at
+            .iter()
+            .filter(|(t, _)| (t.as_secs_f64() - secs).abs() < 0.1)
+            .map(|x| x.1)
+            .collect();
+        *w.iter().max().expect("samples")
+    };
+    assert_eq!(level(0.5), 4, "first stage: 4 at once");
+    assert_eq!(level(1.5), 1, "the level fell: slots park");
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!(c.failed, 0, "parking is not an error");
+    assert_eq!(c.in_flight_at_end, 0);
+}
+
+fn rate_stages_release_each_stage_at_its_rate<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.stages = Some(StageArgs {
+            stages: crate::pacer::parse_stages("1s:50,1s:200").expect("stages"),
+            rate: true,
+            step: true,
+        });
+        a.connections = Some(8);
+    });
+    let mut srv = Server::answering(200);
+    let mut run = Run::<N>::new(&p, &[]);
+    assert!(run.until(&mut srv, MS, Duration::from_secs(4), |_, _, _| {}));
+    let t0 = run.t0;
+    let r = run.finish();
+    let c = ledger(&r);
+    let in_second = |s: u64| {
+        srv.seen
+            .iter()
+            .filter(|q| (q.at - t0).as_secs() == s)
+            .count()
+    };
+    assert!((49..=51).contains(&in_second(0)), "{}", in_second(0));
+    assert!((199..=201).contains(&in_second(1)), "{}", in_second(1));
+    assert_eq!(c.completed, 250);
+}
+
+/// A scenario file for a test (removed by the caller).
+fn scenario_file(name: &str, body: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "redline-modes-{}-{name}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let f = dir.join("s.toml");
+    std::fs::write(&f, body).expect("write");
+    f
+}
+
+fn scenario_users_think_between_requests<N: Net>() {
+    let f = scenario_file(
+        "think",
+        "mode = \"session\"\n[[step]]\nname = \"a\"\npath = \"/a\"\nthink = \"100ms\"\n\
+         [[step]]\nname = \"b\"\npath = \"/b\"\n",
+    );
+    let p = plan::<N>(|a| {
+        a.requests = Some(4);
+        a.connections = Some(1);
+        a.scenario = Some((f.clone(), false));
+    });
+    let _ = std::fs::remove_dir_all(f.parent().expect("dir"));
+    let mut srv = Server::answering(200);
+    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let paths: Vec<&str> = srv.seen.iter().map(|q| q.path.as_str()).collect();
+    assert_eq!(paths, ["/a", "/b", "/a", "/b"], "a, then b, in order");
+    // b goes 100 ms (the think time) after a's answer, a right after b's.
+    let gap = |k: usize| srv.seen[k].at - srv.seen[k - 1].at;
+    assert!(gap(1) >= 100 * MS && gap(1) < 110 * MS, "{:?}", gap(1));
+    assert!(gap(2) < 5 * MS, "{:?}", gap(2));
+    let c = ledger(&r);
+    assert_eq!(c.completed, 4);
+    let per: Vec<u64> = r.requests.iter().map(|s| s.completed).collect();
+    assert_eq!(per, [2, 2], "per-request numbers");
+}
+
+fn journeys_overdue_steps_are_published<N: Net>() {
+    let f = scenario_file(
+        "journeys",
+        "mode = \"session\"\n[[step]]\nname = \"a\"\npath = \"/a\"\n\
+         [[step]]\nname = \"b\"\npath = \"/b\"\n",
+    );
+    // A journey arrives every 125 ms; the server never answers its second step.
+    let p = plan::<N>(|a| {
+        a.rate = Some(8.0);
+        a.duration = Some(Duration::from_secs(2));
+        a.connections = Some(50);
+        a.scenario = Some((f.clone(), false));
+        streams::<N>(a, 1);
+    });
+    let _ = std::fs::remove_dir_all(f.parent().expect("dir"));
+    let ages = [100 * MS, Duration::from_secs(1)];
+    let mut srv = Server::new(|r, _| match r.path.as_str() {
+        "/a" => Reply::Answer(200, None),
+        _ => Reply::Wait,
+    });
+    let mut run = Run::<N>::new(&p, &ages);
+    assert!(!run.until(&mut srv, MS, 500 * MS, |_, _, _| {}));
+    // Published at 500 ms: the steps of the journeys that began at 0, 125,
+    // 250 and 375 ms are over 100 ms late, none over 1 s.
+    let overdue = run.live.journey_overdue.lock().expect("lock").clone();
+    assert_eq!(overdue, [4, 0], "{:?}", srv.seen);
+    assert!(run.until(&mut srv, MS, Duration::from_secs(5), |_, _, _| {}));
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!(c.completed as usize, srv.count("/a"));
+    assert_eq!(c.in_flight_at_end as usize, srv.count("/b"));
+    let j = r.journeys.expect("journeys");
+    assert_eq!(j.completed, 0, "{j:?}");
+}
+
+fn redirects_are_followed_as_one_request<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(4);
+        a.connections = Some(2);
+        a.follow_redirects = true;
+    });
+    let mut srv = Server::new(|r, _| match r.path.as_str() {
+        "/" => Reply::Answer(301, Some("/next".into())),
+        _ => Reply::Answer(200, None),
+    });
+    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.redirects), (4, 4, 4));
+    assert_eq!((srv.count("/"), srv.count("/next")), (4, 4));
+    assert_eq!(srv.accepted, 2, "same-origin hops reuse the connection");
+    assert_eq!(c.non_2xx, 0, "the final answers count, not the redirects");
+}
+
+fn a_redirect_to_another_origin_goes_there<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(3);
+        a.connections = Some(1);
+        a.follow_redirects = true;
+    });
+    let mut srv = Server::new(|r, _| match r.path.as_str() {
+        "/" => Reply::Answer(302, Some("http://127.0.0.2:9/there".into())),
+        _ => Reply::Answer(200, None),
+    });
+    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed, c.redirects), (3, 3, 0, 3));
+    let there: Vec<String> = srv
+        .seen
+        .iter()
+        .filter(|q| q.path == "/there")
+        .map(|q| q.addr.to_string())
+        .collect();
+    assert_eq!(there, ["127.0.0.2:9"; 3]);
+    assert!(srv
+        .seen
+        .iter()
+        .filter(|q| q.path == "/")
+        .all(|q| q.addr.to_string() == "127.0.0.1:9"));
+}
+
+fn too_many_redirects_fail_the_request_once<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(2);
+        a.connections = Some(1);
+        a.follow_redirects = true;
+        a.max_redirs = Some(2);
+    });
+    let mut srv = Server::new(|_, _| Reply::Answer(302, Some("/loop".into())));
+    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed), (2, 0, 2));
+    assert_eq!(errors(&r, ErrorKind::TooManyRedirects), 2);
+    assert_eq!(srv.seen.len(), 6, "each request: itself and 2 hops");
+}
+
+fn live_seconds_count_what_completed<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.duration = Some(Duration::from_secs(3));
+        a.connections = Some(1);
+        streams::<N>(a, 1);
+    });
+    let mut srv = Server::new(slow(200, 10 * MS));
+    let mut run = Run::<N>::new(&p, &[]);
+    assert!(!run.until(&mut srv, MS, 2500 * MS, |_, _, _| {}));
+    let live: Vec<u64> = run
+        .live
+        .seconds
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|s| s.requests)
+        .collect();
+    // A request every 10 ms (and the pass after its answer).
+    assert_eq!(live.len(), 2, "finished seconds only: {live:?}");
+    assert!(live.iter().all(|&n| (90..=100).contains(&n)), "{live:?}");
+    assert_eq!(
+        run.live.completed.load(Ordering::Relaxed),
+        run.core.rec.counters.completed
+    );
+    assert!(run.until(&mut srv, MS, Duration::from_secs(2), |_, _, _| {}));
+    let r = run.finish();
+    ledger(&r);
+}
+
+fn refused_connects_fail_the_held_requests<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(5);
+        a.connections = Some(1);
+    });
+    let mut srv = Server::answering(200);
+    srv.connects = Connects::Refuse;
+    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.failed, c.not_sent), (0, 5, 0));
+    assert_eq!(errors(&r, ErrorKind::Refused), 5);
+    assert_eq!(srv.refused, 5, "a connect per request");
+}
+
+fn hanging_connects_time_out<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(2);
+        a.connections = Some(1);
+        a.connect_timeout = Duration::from_millis(200);
+    });
+    let mut srv = Server::answering(200);
+    srv.connects = Connects::Hang;
+    let mut run = Run::<N>::new(&p, &[]);
+    assert!(run.until(&mut srv, MS, Duration::from_secs(2), |_, _, _| {}));
+    let took = run.elapsed();
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.failed), (0, 2));
+    assert_eq!(errors(&r, ErrorKind::ConnectTimeout), 2);
+    assert!(
+        took >= 400 * MS && took < 410 * MS,
+        "one after the other: {took:?}"
+    );
+}
+
+fn unanswered_requests_time_out<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(3);
+        a.connections = Some(1);
+        a.timeout = Duration::from_millis(100);
+    });
+    // The second request is never answered.
+    let mut srv = Server::new(|r, _| match r.nth {
+        1 => Reply::Wait,
+        _ => Reply::Answer(200, None),
+    });
+    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed), (3, 2, 1));
+    assert_eq!(errors(&r, ErrorKind::Timeout), 1);
+    let conns = srv.accepted;
+    if N::NAME == H1Link::NAME {
+        assert_eq!(
+            conns, 2,
+            "HTTP/1.1 cannot take a request back: a new connection"
+        );
+    } else {
+        assert_eq!(conns, 1, "HTTP/2 resets the stream, the connection stays");
+    }
+}
+
+fn a_reused_connection_closed_by_the_server<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(4);
+        a.connections = Some(1);
+    });
+    // Each connection's second request meets the server's close.
+    let mut srv = Server::new(|r, _| match r.nth {
+        0 => Reply::Answer(200, None),
+        _ => Reply::Close,
+    });
+    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let c = ledger(&r);
+    if N::NAME == MuxLink::NAME {
+        // A GET sent as the server closed goes again once, on a new connection.
+        assert_eq!((c.sent, c.completed, c.failed, c.retried), (4, 4, 0, 3));
+        assert_eq!(srv.accepted, 4);
+    } else {
+        // The HTTP/1.1 driver does not send it again: it fails as closed.
+        assert_eq!((c.sent, c.completed, c.failed, c.retried), (4, 2, 2, 0));
+        assert_eq!(errors(&r, ErrorKind::Closed), 2);
+    }
+}
+
+// HTTP/2 only: what an HTTP/1.1 server cannot say.
+
+#[test]
+fn http2_refused_stream_goes_again_once() {
+    let p = plan::<MuxLink>(|a| {
+        a.requests = Some(3);
+        a.connections = Some(1);
+    });
+    let mut first = true;
+    let mut srv = Server::new(move |_, _| {
+        if std::mem::take(&mut first) {
+            Reply::Refuse
+        } else {
+            Reply::Answer(200, None)
+        }
+    });
+    let r = Run::<MuxLink>::new(&p, &[]).to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed, c.retried), (3, 3, 0, 1));
+    assert_eq!(srv.seen.len(), 4);
+}
+
+#[test]
+fn http2_a_stream_refused_twice_fails_once() {
+    let p = plan::<MuxLink>(|a| {
+        a.requests = Some(2);
+        a.connections = Some(1);
+        a.streams = Some(1);
+    });
+    let mut srv = Server::new(|_, _| Reply::Refuse);
+    let r = Run::<MuxLink>::new(&p, &[]).to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed, c.retried), (2, 0, 2, 2));
+    assert_eq!(errors(&r, ErrorKind::StreamReset), 2);
+    assert_eq!(srv.seen.len(), 4);
+}
+
+#[test]
+fn http2_goaway_sends_unprocessed_streams_on_a_new_connection() {
+    let p = plan::<MuxLink>(|a| {
+        a.requests = Some(6);
+        a.connections = Some(1);
+        a.streams = Some(2);
+    });
+    // The first connection's second stream meets GOAWAY (last stream 1).
+    let mut srv = Server::new(|r, _| match (r.conn, r.nth) {
+        (0, 1) => Reply::GoAway,
+        _ => Reply::Answer(200, None),
+    });
+    let r = Run::<MuxLink>::new(&p, &[]).to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed, c.retried), (6, 6, 0, 1));
+    assert_eq!(srv.accepted, 2, "the group's connection replaced once");
+    assert_eq!(c.connections_opened, 2);
+}
+
+#[test]
+fn http2_requests_wait_for_a_stream_under_the_servers_cap() {
+    let p = plan::<MuxLink>(|a| {
+        a.requests = Some(20);
+        a.connections = Some(1);
+        a.streams = Some(10);
+    });
+    let mut srv = Server::new(slow(200, 5 * MS));
+    srv.max_streams = Some(2);
+    let mut run = Run::<MuxLink>::new(&p, &[]);
+    let mut most = 0;
+    assert!(
+        run.until(&mut srv, MS, Duration::from_secs(2), |core, _, _| {
+            most = most.max(core.ledger.in_flight());
+        })
+    );
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed), (20, 20, 0));
+    assert_eq!(most, 10, "ten slots have a request out");
+    assert_eq!(
+        srv.most_waiting, 2,
+        "the server never had more than 2 streams"
+    );
+    // The first flight went before the server's SETTINGS: 8 of its 10
+    // streams were refused and went again, waiting for a free stream.
+    assert_eq!((srv.refused_streams, c.retried), (8, 8));
+    assert_eq!(srv.accepted, 1);
+}
+
+#[test]
+fn http2_a_server_allowing_no_stream_fails_requests_at_the_timeout() {
+    let p = plan::<MuxLink>(|a| {
+        a.requests = Some(2);
+        a.connections = Some(1);
+        a.streams = Some(2);
+        a.timeout = Duration::from_millis(300);
+    });
+    let mut srv = Server::answering(200);
+    srv.max_streams = Some(0);
+    let mut run = Run::<MuxLink>::new(&p, &[]);
+    assert!(run.until(&mut srv, MS, Duration::from_secs(2), |_, _, _| {}));
+    let took = run.elapsed();
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!((c.completed, c.failed), (0, 2));
+    assert_eq!(errors(&r, ErrorKind::NoStream), 2);
+    assert!(srv.seen.is_empty());
+    assert_eq!((srv.refused_streams, c.retried), (2, 2), "the first flight");
+    assert!(took >= 300 * MS && took < 310 * MS, "{took:?}");
+}
