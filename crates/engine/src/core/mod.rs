@@ -18,8 +18,6 @@
 
 pub(crate) mod client;
 mod lifecycle;
-#[cfg(test)]
-mod mode_tests;
 pub(crate) mod spec;
 #[cfg(test)]
 mod tests;

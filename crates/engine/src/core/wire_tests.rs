@@ -1,4 +1,4 @@
-//! Test support for the mode tests (`mode_tests.rs`): a socket-free network
+//! Test support for the mode tests (`core/tests.rs`): a socket-free network
 //! under a real driver and a scripted in-memory server. A driver built
 //! offline (`worker/wire_tests.rs`, `mux/wire_tests.rs`) opens no socket: its
 //! connect is noted here ([`dialed`]) and the test's [`Net::serve`] accepts
