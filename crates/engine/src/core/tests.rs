@@ -42,16 +42,20 @@ macro_rules! both {
 both!(
     closed_loop_sends_exactly_n_on_c_connections,
     requests_per_conn_caps_each_connection,
+    without_keepalive_each_request_has_its_connection,
     a_duration_run_stops_sending_and_drains,
     the_drain_ends_at_the_grace_with_requests_in_flight,
     a_stop_drains_and_counts_held_requests_as_not_sent,
     open_loop_releases_on_schedule_within_the_connection_cap,
     open_loop_latency_counts_from_the_intended_send_time,
     stage_levels_start_and_park_slots,
+    a_linear_ramp_adds_slots_over_time,
     rate_stages_release_each_stage_at_its_rate,
     scenario_users_think_between_requests,
     scenario_requests_go_to_their_hosts,
     journeys_overdue_steps_are_published,
+    journeys_thinking_at_the_deadline_are_stopped_with_nothing_unanswered,
+    a_server_stall_shows_in_the_later_steps_of_journeys,
     redirects_are_followed_as_one_request,
     a_redirect_to_another_origin_goes_there,
     too_many_redirects_fail_the_request_once,
@@ -209,6 +213,21 @@ fn requests_per_conn_caps_each_connection<N: Net>() {
     }
 }
 
+fn without_keepalive_each_request_has_its_connection<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(12);
+        a.connections = Some(3);
+        a.keepalive = false;
+    });
+    let mut srv = Server::answering(200);
+    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed), (12, 12, 0));
+    assert_eq!(srv.accepted, 12);
+    assert_eq!(c.connections_opened, 12);
+    assert!(srv.seen.iter().all(|q| q.nth == 0));
+}
+
 fn a_duration_run_stops_sending_and_drains<N: Net>() {
     let p = plan::<N>(|a| {
         a.duration = Some(Duration::from_secs(1));
@@ -357,7 +376,7 @@ fn open_loop_latency_counts_from_the_intended_send_time<N: Net>() {
 fn stage_levels_start_and_park_slots<N: Net>() {
     let p = plan::<N>(|a| {
         a.stages = Some(StageArgs {
-            stages: crate::pacer::parse_stages("1s:4,1s:1").expect("stages"),
+            stages: crate::pacer::parse_stages("1s:4,1s:1,1s:3").expect("stages"),
             rate: false,
             step: true,
         });
@@ -367,7 +386,7 @@ fn stage_levels_start_and_park_slots<N: Net>() {
     let mut run = Run::<N>::new(&p, &[]);
     let mut at = Vec::new();
     assert!(
-        run.until(&mut srv, MS, Duration::from_secs(4), |core, _, t| {
+        run.until(&mut srv, MS, Duration::from_secs(5), |core, _, t| {
             at.push((t, core.ledger.in_flight()));
         })
     );
@@ -381,10 +400,49 @@ fn stage_levels_start_and_park_slots<N: Net>() {
     };
     assert_eq!(level(0.5), 4, "first stage: 4 at once");
     assert_eq!(level(1.5), 1, "the level fell: slots park");
+    assert_eq!(level(2.5), 3, "and it rose again");
     let r = run.finish();
     let c = ledger(&r);
     assert_eq!(c.failed, 0, "parking is not an error");
     assert_eq!(c.in_flight_at_end, 0);
+    if N::NAME == H1Link::NAME {
+        // 4 at the start, 2 more reopened for the last step.
+        assert_eq!(c.connections_opened, 6);
+    } else {
+        // Levels count streams: 2 connections of 2 streams, kept while
+        // their slots park.
+        assert_eq!(c.connections_opened, 2);
+    }
+}
+
+fn a_linear_ramp_adds_slots_over_time<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.stages = Some(StageArgs {
+            stages: crate::pacer::parse_stages("2s:8").expect("stages"),
+            rate: false,
+            step: false,
+        });
+        streams::<N>(a, 4);
+    });
+    let mut srv = Server::new(slow(200, 10 * MS));
+    let mut run = Run::<N>::new(&p, &[]);
+    let mut at = vec![0u64; 21];
+    assert!(
+        run.until(&mut srv, MS, Duration::from_secs(4), |core, _, t| {
+            let k = (t.as_millis() / 100) as usize;
+            if k < at.len() {
+                at[k] = at[k].max(core.ledger.in_flight());
+            }
+        })
+    );
+    assert!(at[1] <= 2, "{at:?}");
+    assert!(at[19] >= 7, "{at:?}");
+    assert!(
+        at[..20].windows(2).all(|w| w[0] <= w[1]),
+        "up, never down: {at:?}"
+    );
+    let r = run.finish();
+    assert_eq!(ledger(&r).failed, 0);
 }
 
 fn rate_stages_release_each_stage_at_its_rate<N: Net>() {
@@ -520,6 +578,98 @@ fn journeys_overdue_steps_are_published<N: Net>() {
     assert_eq!(c.in_flight_at_end as usize, srv.count("/b"));
     let j = r.journeys.expect("journeys");
     assert_eq!(j.completed, 0, "{j:?}");
+}
+
+/// A session scenario of three steps with `think` between them.
+fn three_steps(tag: &str, think: &str) -> std::path::PathBuf {
+    scenario_file(
+        tag,
+        &format!(
+            "mode = \"session\"\nthink = \"{think}\"\n\
+             [[step]]\nname = \"a\"\npath = \"/a\"\n\
+             [[step]]\nname = \"b\"\npath = \"/b\"\n\
+             [[step]]\nname = \"c\"\npath = \"/c\"\n"
+        ),
+    )
+}
+
+fn journeys_thinking_at_the_deadline_are_stopped_with_nothing_unanswered<N: Net>() {
+    let f = three_steps("deadline", "1s");
+    let p = plan::<N>(|a| {
+        a.rate = Some(10.0);
+        a.duration = Some(Duration::from_secs(4));
+        a.connections = Some(20);
+        a.scenario = Some((f.clone(), false));
+        streams::<N>(a, 5);
+    });
+    let _ = std::fs::remove_dir_all(f.parent().expect("dir"));
+    let mut srv = Server::new(slow(200, 20 * MS));
+    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let c = ledger(&r);
+    // A user still thinking at the deadline has its journey stopped: its
+    // next step was never due, so it is no request at all.
+    assert_eq!(
+        (c.not_sent, c.in_flight_at_end, c.failed),
+        (0, 0, 0),
+        "{c:?}"
+    );
+    let j = r.journeys.expect("journeys");
+    assert_eq!((j.arrived, j.started, j.not_started), (40, 40, 0), "{j:?}");
+    // Those that arrived in the first 2 s did their three steps (the last
+    // 2 s after the arrival), the others were stopped.
+    assert_eq!((j.completed, j.abandoned_stop), (20, 20), "{j:?}");
+    assert_eq!(j.completed + j.abandoned, j.started, "{j:?}");
+    // Each step's latency runs from its intended time (the journey's start
+    // and the think times before it), not from the arrival (from which
+    // step c would take over 2 s).
+    for q in &r.requests {
+        assert_eq!(q.sent, q.completed, "{}", q.name);
+        assert!(q.latency.max() < 500_000, "{}: {}", q.name, q.latency.max());
+    }
+}
+
+fn a_server_stall_shows_in_the_later_steps_of_journeys<N: Net>() {
+    let f = three_steps("stall", "100ms");
+    let p = plan::<N>(|a| {
+        a.rate = Some(20.0);
+        a.duration = Some(Duration::from_secs(3));
+        a.connections = Some(100);
+        a.scenario = Some((f.clone(), false));
+        streams::<N>(a, 1);
+    });
+    let _ = std::fs::remove_dir_all(f.parent().expect("dir"));
+    // The server answers in 5 ms, but nothing between 1.2 s and 2.2 s.
+    let t0 = Instant::now();
+    let mut srv = Server::new(move |r, now| {
+        let stalled = (1200 * MS..2200 * MS).contains(&(now - t0));
+        if stalled || now - r.at < 5 * MS {
+            Reply::Wait
+        } else {
+            Reply::Answer(200, None)
+        }
+    });
+    let run = Run::<N>::new(&p, &[]);
+    assert!(run.t0 >= t0);
+    let r = run.to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.failed, c.in_flight_at_end), (0, 0), "{c:?}");
+    // Step c of every journey the stall held is timed from the journey's
+    // start plus its think times: the stall shows in it for the journeys
+    // that arrived (every 50 ms) from 1.0 s, whose step c was due at the
+    // stall's start, to 1.8 s, whose step c went 400 ms late after it.
+    let last = &r.requests[2];
+    let slow: u64 = last
+        .latency
+        .inner()
+        .iter_recorded()
+        .filter(|x| x.value_iterated_to() >= 400_000)
+        .map(|x| x.count_at_value())
+        .sum();
+    assert!(
+        (16..=17).contains(&slow),
+        "{slow} of {} step c over 400 ms",
+        last.completed
+    );
 }
 
 fn redirects_are_followed_as_one_request<N: Net>() {
