@@ -58,6 +58,7 @@ both!(
     a_server_stall_shows_in_the_later_steps_of_journeys,
     redirects_are_followed_as_one_request,
     a_redirect_to_another_origin_goes_there,
+    timed_redirect_runs_account_for_every_request,
     too_many_redirects_fail_the_request_once,
     live_seconds_count_what_completed,
     refused_connects_fail_the_held_requests,
@@ -715,6 +716,35 @@ fn a_redirect_to_another_origin_goes_there<N: Net>() {
         .iter()
         .filter(|q| q.path == "/")
         .all(|q| q.addr.to_string() == "127.0.0.1:9"));
+}
+
+fn timed_redirect_runs_account_for_every_request<N: Net>() {
+    for open in [false, true] {
+        let p = plan::<N>(|a| {
+            a.duration = Some(Duration::from_secs(1));
+            a.follow_redirects = true;
+            a.connections = Some(if open { 8 } else { 4 });
+            a.rate = open.then_some(300.0);
+            streams::<N>(a, 1);
+        });
+        // Each request goes to another origin and is answered there 5 ms later.
+        let mut srv = Server::new(|r, now| match r.path.as_str() {
+            "/" => Reply::Answer(302, Some("http://127.0.0.2:9/end".into())),
+            _ if now - r.at >= 5 * MS => Reply::Answer(200, None),
+            _ => Reply::Wait,
+        });
+        let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+        let c = ledger(&r);
+        assert_eq!(c.failed, 0, "open loop {open}: {c:?}");
+        assert!(c.completed > 100, "open loop {open}: {c:?}");
+        // One hop per completed request, and per request still out after its hop.
+        assert!(
+            c.completed <= c.redirects && c.redirects <= c.completed + c.in_flight_at_end,
+            "open loop {open}: {c:?}"
+        );
+        assert_eq!(c.non_2xx, 0, "the final answers count");
+        assert_eq!(srv.count("/end") as u64, c.completed + c.in_flight_at_end);
+    }
 }
 
 fn too_many_redirects_fail_the_request_once<N: Net>() {
