@@ -982,3 +982,44 @@ fn http2_a_server_allowing_no_stream_fails_requests_at_the_timeout() {
     assert_eq!((srv.refused_streams, c.retried), (2, 2), "the first flight");
     assert!(took >= 300 * MS && took < 310 * MS, "{took:?}");
 }
+
+/// A server that never allows a stream does not hold the run past its end
+/// and `--timeout`, in any load: requests waiting for a stream fail (or are
+/// not sent, or in flight, at the end).
+#[test]
+fn http2_a_server_allowing_no_stream_ends_every_load_on_time() {
+    let d = Some(Duration::from_secs(2));
+    let loads: [(Option<u64>, Option<Duration>, u64, u32, Option<f64>); 4] = [
+        (Some(6), None, 2, 10, None),
+        (Some(6), None, 1, 4, None),
+        (None, d, 2, 10, None),
+        (None, d, 4, 10, Some(20.0)),
+    ];
+    for (requests, duration, connections, streams, rate) in loads {
+        let p = plan::<MuxLink>(|a| {
+            a.requests = requests;
+            a.duration = duration;
+            a.connections = Some(connections);
+            a.streams = Some(streams);
+            a.rate = rate;
+            a.timeout = Duration::from_millis(500);
+        });
+        let mut srv = Server::answering(200);
+        srv.max_streams = Some(0);
+        let mut run = Run::<MuxLink>::new(&p, &[]);
+        assert!(run.until(&mut srv, MS, Duration::from_secs(10), |_, _, _| {}));
+        let took = run.elapsed();
+        let r = run.finish();
+        let c = ledger(&r);
+        let load = (requests, duration, connections, streams, rate);
+        assert_eq!(c.completed, 0, "{load:?}");
+        assert!(errors(&r, ErrorKind::NoStream) >= 1, "{load:?}: {c:?}");
+        // -n: each waiting request fails at its time-out (those of one
+        // connection one after the other); -d: the end and one time-out.
+        let most = match duration {
+            Some(d) => d + 600 * MS,
+            None => 6 * 500 * MS + 10 * MS,
+        };
+        assert!(took < most, "{load:?}: {took:?}");
+    }
+}
