@@ -55,15 +55,31 @@ fn abort_message(v: &serde_json::Value) -> String {
         .to_string()
 }
 
-#[test]
-fn open_loop_aborts_on_requests_never_answered() {
-    let (v, _) = aborted_run(&["-r", "100"]);
-    let msg = abort_message(&v);
+/// The run was aborted because requests went unanswered past the p99 bound.
+fn assert_aborted_on_unanswered(v: &serde_json::Value) {
+    let msg = abort_message(v);
     assert!(
         msg.contains("threshold 'p99<200ms' can no longer pass: unbounded"),
         "{msg}"
     );
     assert!(msg.contains("requests unanswered for over 200"), "{msg}");
+}
+
+/// Every journey started ended one way: completed, abandoned, or in flight at the end.
+fn assert_journeys_add_up(j: &serde_json::Value) {
+    assert_eq!(
+        j["started"].as_u64().unwrap(),
+        j["completed"].as_u64().unwrap()
+            + j["abandoned"].as_u64().unwrap()
+            + j["in_flight_at_end"].as_u64().unwrap(),
+        "{j}"
+    );
+}
+
+#[test]
+fn open_loop_aborts_on_requests_never_answered() {
+    let (v, _) = aborted_run(&["-r", "100"]);
+    assert_aborted_on_unanswered(&v);
     assert_eq!(counter(&v, "completed"), 100, "{}", v["counters"]);
     // Stopped early: far from the 30 s planned (it was judged on whole
     // seconds, once 10 % of the run had passed).
@@ -235,22 +251,11 @@ fn a_journey_run_against_a_stopped_server_aborts_early_like_a_plain_open_loop_ru
         return;
     };
     assert_eq!(code, 4, "{err}");
-    let msg = abort_message(&journeys);
-    assert!(
-        msg.contains("threshold 'p99<200ms' can no longer pass: unbounded"),
-        "{msg}"
-    );
-    assert!(msg.contains("requests unanswered for over 200"), "{msg}");
+    assert_aborted_on_unanswered(&journeys);
     let j = &journeys["journeys"];
     assert!(j["started"].as_u64().unwrap() >= 10, "{j}");
     // Nothing vanished: the journeys the stop cut short are counted.
-    assert_eq!(
-        j["started"].as_u64().unwrap(),
-        j["completed"].as_u64().unwrap()
-            + j["abandoned"].as_u64().unwrap()
-            + j["in_flight_at_end"].as_u64().unwrap(),
-        "{j}"
-    );
+    assert_journeys_add_up(j);
     let Some((plain, code, err)) =
         against_a_stopped_nginx("abort-journeys-plain", &["-r", "20", "-c", "50"])
     else {
@@ -359,21 +364,10 @@ fn a_journey_run_over_http2_against_a_stopped_server_aborts_early() {
         return;
     };
     assert_eq!(code, 4, "{err}");
-    let msg = abort_message(&v);
-    assert!(
-        msg.contains("threshold 'p99<200ms' can no longer pass: unbounded"),
-        "{msg}"
-    );
-    assert!(msg.contains("requests unanswered for over 200"), "{msg}");
+    assert_aborted_on_unanswered(&v);
     let j = &v["journeys"];
     assert!(j["started"].as_u64().unwrap() >= 10, "{j}");
-    assert_eq!(
-        j["started"].as_u64().unwrap(),
-        j["completed"].as_u64().unwrap()
-            + j["abandoned"].as_u64().unwrap()
-            + j["in_flight_at_end"].as_u64().unwrap(),
-        "{j}"
-    );
+    assert_journeys_add_up(j);
     let d = v["duration_s"].as_f64().unwrap();
     eprintln!("aborted after {d:.1} s of 30 s");
     assert!(d < 15.0, "the journey run went on for {d} s");
@@ -417,13 +411,7 @@ fn journeys_over_http2_against_a_server_that_answers_are_not_aborted() {
     );
     assert_eq!(counter(&v, "not_sent"), 0, "{}", v["counters"]);
     let j = &v["journeys"];
-    assert_eq!(
-        j["started"].as_u64().unwrap(),
-        j["completed"].as_u64().unwrap()
-            + j["abandoned"].as_u64().unwrap()
-            + j["in_flight_at_end"].as_u64().unwrap(),
-        "{j}"
-    );
+    assert_journeys_add_up(j);
     assert_eq!(j["completed"].as_u64(), Some(40), "{j}");
     // Arrivals over 2 s, then two think times of 1 s: not cut short.
     let d = v["duration_s"].as_f64().unwrap();

@@ -1,20 +1,23 @@
-//! Every load mode on every protocol, without a socket: the core over the
-//! real HTTP/1 driver (`worker/`, slot = connection) and the real HTTP/2
-//! driver (`mux/`, slots as streams on `i % C` connections), each on its own
-//! sans-IO sessions, against the scripted in-memory server of
-//! `wire_tests.rs`, in made-up time (a pass every `step`). Each test is
+//! Every load mode on every protocol, without a socket (issue 31, point 5):
+//! the core over the real HTTP/1 driver (`worker/`, slot = connection) and
+//! the real HTTP/2 driver (`mux/`, slots as streams on `i % C` connections,
+//! private connections to other origins), each on its own sans-IO sessions,
+//! against the scripted in-memory server of `wire_tests.rs`, in made-up time
+//! (a pass every `step`: the core's tick, then the network's). Each test is
 //! written once, generic over the driver, and runs as `<test>::http1` and
 //! `<test>::http2`; HTTP/2-only behaviour (REFUSED_STREAM, GOAWAY, the
-//! server's stream cap) is at the end. Every run checks the ledger's
-//! identity (each scheduled request ended once: completed, failed, not sent
-//! or in flight at the end) and the counts a user reads.
+//! server's stream cap, a server allowing no stream) is at the end. Every
+//! run checks the ledger's identity (each scheduled request ended once:
+//! completed, failed, not sent or in flight at the end) and the counts a
+//! user reads. The CLI tests (`crates/cli/tests`) keep what only a real
+//! server or process shows; a mode's behaviour is tested here.
 
 use super::spec::WorkerResult;
 use super::wire_tests::{go_offline, plan, spec, Connects, Net, Reply, Req, Server};
 use super::Core;
 use crate::control::Live;
 use crate::mux::MuxLink;
-use crate::plan::{Plan, PlanArgs, StageArgs};
+use crate::plan::{Load, Plan, PlanArgs, StageArgs};
 use crate::worker::H1Link;
 use redline_stats::{Counters, ErrorKind};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -121,7 +124,7 @@ impl<'p, N: Net> Run<'p, N> {
 
     /// Runs to the end (at most a minute of made-up time), a pass every
     /// millisecond; the worker must finish.
-    fn to_end(mut self, srv: &mut Server) -> WorkerResult {
+    fn run_to_end(mut self, srv: &mut Server) -> WorkerResult {
         let done = self.until(srv, MS, Duration::from_secs(60), |_, _, _| {});
         assert!(done, "{}: the worker did not finish", N::NAME);
         self.finish()
@@ -182,7 +185,7 @@ fn closed_loop_sends_exactly_n_on_c_connections<N: Net>() {
         a.connections = Some(3);
     });
     let mut srv = Server::answering(200);
-    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.failed, c.not_sent), (10, 10, 0, 0));
     assert_eq!(srv.seen.len(), 10, "the server read each request once");
@@ -199,7 +202,7 @@ fn requests_per_conn_caps_each_connection<N: Net>() {
         a.requests_per_conn = Some(3);
     });
     let mut srv = Server::answering(200);
-    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.failed), (10, 10, 0));
     for conn in 0..srv.accepted {
@@ -221,7 +224,7 @@ fn without_keepalive_each_request_has_its_connection<N: Net>() {
         a.keepalive = false;
     });
     let mut srv = Server::answering(200);
-    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.failed), (12, 12, 0));
     assert_eq!(srv.accepted, 12);
@@ -365,7 +368,7 @@ fn open_loop_latency_counts_from_the_intended_send_time<N: Net>() {
     // grows; the tenth request is answered about 160 ms after its
     // intended time although each took 25 ms on the wire.
     let mut srv = Server::new(slow(200, 25 * MS));
-    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.completed, c.failed), (10, 0));
     let max_latency = Duration::from_micros(r.recorder.latency.max());
@@ -498,7 +501,7 @@ fn scenario_users_think_between_requests<N: Net>() {
     });
     let _ = std::fs::remove_dir_all(f.parent().expect("dir"));
     let mut srv = Server::answering(200);
-    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let paths: Vec<&str> = srv.seen.iter().map(|q| q.path.as_str()).collect();
     assert_eq!(paths, ["/a", "/b", "/a", "/b"], "a, then b, in order");
     // b goes 100 ms (the think time) after a's answer, a right after b's.
@@ -525,7 +528,7 @@ fn scenario_requests_go_to_their_hosts<N: Net>() {
     });
     let _ = std::fs::remove_dir_all(f.parent().expect("dir"));
     let mut srv = Server::answering(200);
-    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.completed, c.failed), (4, 0));
     let went: Vec<(String, String)> = srv
@@ -605,7 +608,7 @@ fn journeys_thinking_at_the_deadline_are_stopped_with_nothing_unanswered<N: Net>
     });
     let _ = std::fs::remove_dir_all(f.parent().expect("dir"));
     let mut srv = Server::new(slow(200, 20 * MS));
-    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     // A user still thinking at the deadline has its journey stopped: its
     // next step was never due, so it is no request at all.
@@ -651,7 +654,7 @@ fn a_server_stall_shows_in_the_later_steps_of_journeys<N: Net>() {
     });
     let run = Run::<N>::new(&p, &[]);
     assert!(run.t0 >= t0);
-    let r = run.to_end(&mut srv);
+    let r = run.run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.failed, c.in_flight_at_end), (0, 0), "{c:?}");
     // Step c of every journey the stall held is timed from the journey's
@@ -683,7 +686,7 @@ fn redirects_are_followed_as_one_request<N: Net>() {
         "/" => Reply::Answer(301, Some("/next".into())),
         _ => Reply::Answer(200, None),
     });
-    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.redirects), (4, 4, 4));
     assert_eq!((srv.count("/"), srv.count("/next")), (4, 4));
@@ -701,7 +704,7 @@ fn a_redirect_to_another_origin_goes_there<N: Net>() {
         "/" => Reply::Answer(302, Some("http://127.0.0.2:9/there".into())),
         _ => Reply::Answer(200, None),
     });
-    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.failed, c.redirects), (3, 3, 0, 3));
     let there: Vec<String> = srv
@@ -733,7 +736,7 @@ fn timed_redirect_runs_account_for_every_request<N: Net>() {
             _ if now - r.at >= 5 * MS => Reply::Answer(200, None),
             _ => Reply::Wait,
         });
-        let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+        let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
         let c = ledger(&r);
         assert_eq!(c.failed, 0, "open loop {open}: {c:?}");
         assert!(c.completed > 100, "open loop {open}: {c:?}");
@@ -755,7 +758,7 @@ fn too_many_redirects_fail_the_request_once<N: Net>() {
         a.max_redirs = Some(2);
     });
     let mut srv = Server::new(|_, _| Reply::Answer(302, Some("/loop".into())));
-    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.failed), (2, 0, 2));
     assert_eq!(errors(&r, ErrorKind::TooManyRedirects), 2);
@@ -798,7 +801,7 @@ fn refused_connects_fail_the_held_requests<N: Net>() {
     });
     let mut srv = Server::answering(200);
     srv.connects = Connects::Refuse;
-    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.sent, c.failed, c.not_sent), (0, 5, 0));
     assert_eq!(errors(&r, ErrorKind::Refused), 5);
@@ -837,7 +840,7 @@ fn unanswered_requests_time_out<N: Net>() {
         1 => Reply::Wait,
         _ => Reply::Answer(200, None),
     });
-    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.failed), (3, 2, 1));
     assert_eq!(errors(&r, ErrorKind::Timeout), 1);
@@ -862,7 +865,7 @@ fn a_reused_connection_closed_by_the_server<N: Net>() {
         0 => Reply::Answer(200, None),
         _ => Reply::Close,
     });
-    let r = Run::<N>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     if N::NAME == MuxLink::NAME {
         // A GET sent as the server closed goes again once, on a new connection.
@@ -891,7 +894,7 @@ fn http2_refused_stream_goes_again_once() {
             Reply::Answer(200, None)
         }
     });
-    let r = Run::<MuxLink>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<MuxLink>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.failed, c.retried), (3, 3, 0, 1));
     assert_eq!(srv.seen.len(), 4);
@@ -905,7 +908,7 @@ fn http2_a_stream_refused_twice_fails_once() {
         a.streams = Some(1);
     });
     let mut srv = Server::new(|_, _| Reply::Refuse);
-    let r = Run::<MuxLink>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<MuxLink>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.failed, c.retried), (2, 0, 2, 2));
     assert_eq!(errors(&r, ErrorKind::StreamReset), 2);
@@ -924,7 +927,7 @@ fn http2_goaway_sends_unprocessed_streams_on_a_new_connection() {
         (0, 1) => Reply::GoAway,
         _ => Reply::Answer(200, None),
     });
-    let r = Run::<MuxLink>::new(&p, &[]).to_end(&mut srv);
+    let r = Run::<MuxLink>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.failed, c.retried), (6, 6, 0, 1));
     assert_eq!(srv.accepted, 2, "the group's connection replaced once");
@@ -983,25 +986,36 @@ fn http2_a_server_allowing_no_stream_fails_requests_at_the_timeout() {
     assert!(took >= 300 * MS && took < 310 * MS, "{took:?}");
 }
 
+/// Sets a test's load on the plan's arguments.
+type SetLoad = fn(&mut PlanArgs);
+
 /// A server that never allows a stream does not hold the run past its end
 /// and `--timeout`, in any load: requests waiting for a stream fail (or are
 /// not sent, or in flight, at the end).
 #[test]
 fn http2_a_server_allowing_no_stream_ends_every_load_on_time() {
-    let d = Some(Duration::from_secs(2));
-    let loads: [(Option<u64>, Option<Duration>, u64, u32, Option<f64>); 4] = [
-        (Some(6), None, 2, 10, None),
-        (Some(6), None, 1, 4, None),
-        (None, d, 2, 10, None),
-        (None, d, 4, 10, Some(20.0)),
+    let loads: [(&str, SetLoad); 4] = [
+        ("-n 6 -c 2", |a| {
+            a.requests = Some(6);
+            a.connections = Some(2);
+        }),
+        ("-n 6 -c 1 --streams 4", |a| {
+            a.requests = Some(6);
+            a.connections = Some(1);
+            a.streams = Some(4);
+        }),
+        ("-d 2s -c 2", |a| {
+            a.duration = Some(Duration::from_secs(2));
+            a.connections = Some(2);
+        }),
+        ("-d 2s -r 20", |a| {
+            a.duration = Some(Duration::from_secs(2));
+            a.rate = Some(20.0);
+        }),
     ];
-    for (requests, duration, connections, streams, rate) in loads {
+    for (load, set) in loads {
         let p = plan::<MuxLink>(|a| {
-            a.requests = requests;
-            a.duration = duration;
-            a.connections = Some(connections);
-            a.streams = Some(streams);
-            a.rate = rate;
+            set(a);
             a.timeout = Duration::from_millis(500);
         });
         let mut srv = Server::answering(200);
@@ -1011,15 +1025,19 @@ fn http2_a_server_allowing_no_stream_ends_every_load_on_time() {
         let took = run.elapsed();
         let r = run.finish();
         let c = ledger(&r);
-        let load = (requests, duration, connections, streams, rate);
-        assert_eq!(c.completed, 0, "{load:?}");
-        assert!(errors(&r, ErrorKind::NoStream) >= 1, "{load:?}: {c:?}");
+        assert_eq!(c.completed, 0, "{load}");
+        assert!(errors(&r, ErrorKind::NoStream) >= 1, "{load}: {c:?}");
         // -n: each waiting request fails at its time-out (those of one
         // connection one after the other); -d: the end and one time-out.
-        let most = match duration {
-            Some(d) => d + 600 * MS,
-            None => 6 * 500 * MS + 10 * MS,
+        let most = match p.load {
+            Load::Closed {
+                duration: Some(d), ..
+            }
+            | Load::Open {
+                duration: Some(d), ..
+            } => d + 600 * MS,
+            _ => 6 * 500 * MS + 10 * MS,
         };
-        assert!(took < most, "{load:?}: {took:?}");
+        assert!(took < most, "{load}: {took:?}");
     }
 }

@@ -15,7 +15,6 @@ use super::{Core, Link};
 use crate::control::Live;
 use crate::http2::frame::{self, Head};
 use crate::http2::hpack::{encoder, Decoder, Sink};
-use crate::pacer::{Levels, Pacer, Profile};
 use crate::plan::{Load, Plan, PlanArgs};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -79,31 +78,13 @@ pub(crate) fn plan<N: Net>(f: impl FnOnce(&mut PlanArgs)) -> Plan {
 /// The one worker's spec of `plan`, as `run::execute` makes it for a run of
 /// one thread started at `start`.
 pub(crate) fn spec(plan: &Plan, start: Instant, journey_ages: &[Duration]) -> WorkerSpec {
-    let (budget, duration, pacer) = match &plan.load {
+    let (budget, duration) = match &plan.load {
         Load::Closed {
             requests, duration, ..
-        } => (*requests, *duration, None),
-        Load::Open {
-            rate,
-            arrival,
-            requests,
-            duration,
-            ..
-        } => {
-            let profile = match &plan.staged {
-                Some(s) if s.rate => s.profile.clone(),
-                _ => Profile::constant(*rate),
-            };
-            let stripe = plan.stripe(0, 1);
-            let limit = requests.map(|n| stripe.count_below(n));
-            let pacer = Pacer::striped(*arrival, profile, stripe, limit, *duration, plan.seed);
-            (None, *duration, Some(pacer))
-        }
+        } => (*requests, *duration),
+        Load::Open { duration, .. } => (None, *duration),
     };
-    let levels = match (&plan.staged, &plan.load) {
-        (Some(s), Load::Closed { .. }) => Some(Levels::new(s.profile.clone(), 0, 1)),
-        _ => None,
-    };
+    let (pacer, levels) = crate::run::worker_load(plan, 0, 1);
     WorkerSpec {
         index: 0,
         first_vu: 0,
