@@ -599,10 +599,11 @@ fn three_steps(tag: &str, think: &str) -> std::path::PathBuf {
 
 fn journeys_thinking_at_the_deadline_are_stopped_with_nothing_unanswered<N: Net>() {
     let f = three_steps("deadline", "1s");
+    // (Enough connections that no arrival waits for one.)
     let p = plan::<N>(|a| {
         a.rate = Some(10.0);
         a.duration = Some(Duration::from_secs(4));
-        a.connections = Some(20);
+        a.connections = Some(40);
         a.scenario = Some((f.clone(), false));
         streams::<N>(a, 5);
     });
@@ -628,7 +629,7 @@ fn journeys_thinking_at_the_deadline_are_stopped_with_nothing_unanswered<N: Net>
     // step c would take over 2 s).
     for q in &r.requests {
         assert_eq!(q.sent, q.completed, "{}", q.name);
-        assert!(q.latency.max() < 500_000, "{}: {}", q.name, q.latency.max());
+        assert!(q.latency.max() < 100_000, "{}: {}", q.name, q.latency.max());
     }
 }
 
@@ -642,8 +643,9 @@ fn a_server_stall_shows_in_the_later_steps_of_journeys<N: Net>() {
         streams::<N>(a, 1);
     });
     let _ = std::fs::remove_dir_all(f.parent().expect("dir"));
+    let run = Run::<N>::new(&p, &[]);
     // The server answers in 5 ms, but nothing between 1.2 s and 2.2 s.
-    let t0 = Instant::now();
+    let t0 = run.t0;
     let mut srv = Server::new(move |r, now| {
         let stalled = (1200 * MS..2200 * MS).contains(&(now - t0));
         if stalled || now - r.at < 5 * MS {
@@ -652,8 +654,6 @@ fn a_server_stall_shows_in_the_later_steps_of_journeys<N: Net>() {
             Reply::Answer(200, None)
         }
     });
-    let run = Run::<N>::new(&p, &[]);
-    assert!(run.t0 >= t0);
     let r = run.run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.failed, c.in_flight_at_end), (0, 0), "{c:?}");
