@@ -377,13 +377,18 @@ fn open_loop_latency_counts_from_the_intended_send_time<N: Net>() {
     assert!(max_service < 30 * MS, "{max_service:?}");
 }
 
+/// `--stages` (`rate`: `--rate-stages`; `step`: `--step`).
+fn stages(a: &mut PlanArgs, stages: &str, rate: bool, step: bool) {
+    a.stages = Some(StageArgs {
+        stages: crate::pacer::parse_stages(stages).expect("stages"),
+        rate,
+        step,
+    });
+}
+
 fn stage_levels_start_and_park_slots<N: Net>() {
     let p = plan::<N>(|a| {
-        a.stages = Some(StageArgs {
-            stages: crate::pacer::parse_stages("1s:4,1s:1,1s:3").expect("stages"),
-            rate: false,
-            step: true,
-        });
+        stages(a, "1s:4,1s:1,1s:3", false, true);
         streams::<N>(a, 2);
     });
     let mut srv = Server::new(slow(200, 10 * MS));
@@ -421,11 +426,7 @@ fn stage_levels_start_and_park_slots<N: Net>() {
 
 fn a_linear_ramp_adds_slots_over_time<N: Net>() {
     let p = plan::<N>(|a| {
-        a.stages = Some(StageArgs {
-            stages: crate::pacer::parse_stages("2s:8").expect("stages"),
-            rate: false,
-            step: false,
-        });
+        stages(a, "2s:8", false, false);
         streams::<N>(a, 4);
     });
     let mut srv = Server::new(slow(200, 10 * MS));
@@ -451,11 +452,7 @@ fn a_linear_ramp_adds_slots_over_time<N: Net>() {
 
 fn rate_stages_release_each_stage_at_its_rate<N: Net>() {
     let p = plan::<N>(|a| {
-        a.stages = Some(StageArgs {
-            stages: crate::pacer::parse_stages("1s:50,1s:200").expect("stages"),
-            rate: true,
-            step: true,
-        });
+        stages(a, "1s:50,1s:200", true, true);
         a.connections = Some(8);
     });
     let mut srv = Server::answering(200);
@@ -676,17 +673,30 @@ fn a_server_stall_shows_in_the_later_steps_of_journeys<N: Net>() {
     );
 }
 
-fn redirects_are_followed_as_one_request<N: Net>() {
+/// `-n requests -c connections -L` against a server whose `/` redirects
+/// with `status` to `to` and which answers anything else with 200: the
+/// worker's result and the server.
+fn followed<N: Net>(
+    requests: u64,
+    connections: u64,
+    status: u16,
+    to: &'static str,
+) -> (WorkerResult, Server) {
     let p = plan::<N>(|a| {
-        a.requests = Some(4);
-        a.connections = Some(2);
+        a.requests = Some(requests);
+        a.connections = Some(connections);
         a.follow_redirects = true;
     });
-    let mut srv = Server::new(|r, _| match r.path.as_str() {
-        "/" => Reply::Answer(301, Some("/next".into())),
+    let mut srv = Server::new(move |r, _| match r.path.as_str() {
+        "/" => Reply::Answer(status, Some(to.into())),
         _ => Reply::Answer(200, None),
     });
     let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+    (r, srv)
+}
+
+fn redirects_are_followed_as_one_request<N: Net>() {
+    let (r, srv) = followed::<N>(4, 2, 301, "/next");
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.redirects), (4, 4, 4));
     assert_eq!((srv.count("/"), srv.count("/next")), (4, 4));
@@ -695,16 +705,7 @@ fn redirects_are_followed_as_one_request<N: Net>() {
 }
 
 fn a_redirect_to_another_origin_goes_there<N: Net>() {
-    let p = plan::<N>(|a| {
-        a.requests = Some(3);
-        a.connections = Some(1);
-        a.follow_redirects = true;
-    });
-    let mut srv = Server::new(|r, _| match r.path.as_str() {
-        "/" => Reply::Answer(302, Some("http://127.0.0.2:9/there".into())),
-        _ => Reply::Answer(200, None),
-    });
-    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+    let (r, srv) = followed::<N>(3, 1, 302, "http://127.0.0.2:9/there");
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.failed, c.redirects), (3, 3, 0, 3));
     let there: Vec<String> = srv
