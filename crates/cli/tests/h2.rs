@@ -623,11 +623,11 @@ fn a_server_allowing_no_stream_ends_the_run_on_time_with_its_own_error() {
             "--no-save",
             "--h2c",
             "-n",
-            "4",
+            "2",
             "-c",
             "1",
             "--timeout",
-            "1s",
+            "300ms",
             &url,
         ],
         Duration::from_secs(30),
@@ -635,11 +635,12 @@ fn a_server_allowing_no_stream_ends_the_run_on_time_with_its_own_error() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "nothing was answered");
     let no_stream = error_count(&v, "no_stream");
-    assert!(no_stream >= 3, "{}", v["errors"]);
-    assert_eq!(no_stream + error_count(&v, "timeout"), 4, "{}", v["errors"]);
-    assert_eq!(counter(&v, "failed"), 4, "{}", v["counters"]);
-    // One request at a time, each given up after its --timeout: 4 s, not more.
-    assert!(took < Duration::from_secs(8), "{took:?}");
+    assert!(no_stream >= 1, "{}", v["errors"]);
+    assert_eq!(no_stream + error_count(&v, "timeout"), 2, "{}", v["errors"]);
+    assert_eq!(counter(&v, "failed"), 2, "{}", v["counters"]);
+    // One request at a time, each given up after its --timeout (the
+    // accounting itself is `core/tests.rs`'s): 0.6 s, not more.
+    assert!(took < Duration::from_secs(5), "{took:?}");
     let w = v["warnings"]
         .as_array()
         .unwrap()
@@ -714,35 +715,6 @@ fn goaway_is_counted_and_the_connection_replaced() {
     assert!(msg.contains("GOAWAY (NO_ERROR)"), "{msg}");
     assert_every_request_ends_once(&v);
     assert_schema(&v);
-
-    // Timed: connections keep being replaced and the run ends on time.
-    let (out, took) = redline_with_limit(
-        &[
-            "run",
-            "-o",
-            "json",
-            "-q",
-            "--h2c",
-            "-d",
-            "1s",
-            "-c",
-            "2",
-            "--streams",
-            "10",
-            &url,
-        ],
-        Duration::from_secs(30),
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(counter(&v, "retried") > 0, "{}", v["counters"]);
-    assert!(counter(&v, "connections_opened") > 2);
-    assert!(took < Duration::from_secs(10), "{took:?}");
-    assert_every_request_ends_once(&v);
 }
 
 // ---------------------------------------------------------------- bad input

@@ -393,29 +393,3 @@ fn scenario_cookie_jar_follows_hosts_not_redirects() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
-
-#[test]
-fn timed_runs_across_origins_account_for_every_request() {
-    let (a, _a_seen, _b, b_seen) = two_origins();
-    for extra in [&["-c", "4"][..], &["-r", "300", "-c", "8"][..]] {
-        let mut args = vec!["-d", "1s", "-L"];
-        args.extend_from_slice(extra);
-        let url = format!("{}start", a.url());
-        args.push(&url);
-        let v = run_json(&args);
-        let (s, c, f) = (
-            counter(&v, "scheduled"),
-            counter(&v, "completed"),
-            counter(&v, "failed"),
-        );
-        let (ife, ns) = (counter(&v, "in_flight_at_end"), counter(&v, "not_sent"));
-        assert_eq!(s, c + f + ife + ns, "{extra:?}: {}", v["counters"]);
-        assert_eq!(f, 0, "{}", v["errors"]);
-        assert!(c > 10, "{extra:?}: {c}");
-        // One hop per completed request, and per request still out after its hop.
-        let r = counter(&v, "redirects");
-        assert!(c <= r && r <= c + ife, "{extra:?}: {}", v["counters"]);
-        assert_eq!(v["status_codes"]["200"], c);
-    }
-    assert!(b_seen.lock().unwrap().len() > 20);
-}

@@ -119,7 +119,7 @@ fn rate_stages_hit_their_rates() {
     let v = run_json(&[
         "--rate-stages",
         "--stages",
-        "2s:100,2s:300",
+        "1s:100,1s:300",
         "--step",
         "--no-save",
         &url,
@@ -134,31 +134,9 @@ fn rate_stages_hit_their_rates() {
             "stage at {want}: {rps} req/s"
         );
     }
-    // The whole schedule: 2·100 + 2·300 requests.
+    // The whole schedule: 100 + 300 requests.
     let sent = counter(&v, "scheduled");
-    assert!((795..=800).contains(&sent), "scheduled {sent}");
-}
-
-/// A ramp down parks connections: they close once their request is done,
-/// without errors, and the level is back up when the next stage asks.
-#[test]
-fn ramping_down_parks_connections_without_errors() {
-    let _serial = serial();
-    timing_sensitive(3, || {
-        let srv = builtin();
-        let url = format!("http://{}/?delay=10ms", srv.local_addr());
-        let v = run_json(&["--stages", "1s:6,1s:1,1s:3", "--step", "--no-save", &url]);
-        assert_eq!(counter(&v, "failed"), 0);
-        assert_eq!(counter(&v, "peak_connections"), 6);
-        // 6 at the start, 2 more reopened for the last step.
-        assert_eq!(counter(&v, "connections_opened"), 8);
-        let stages = v["stages"].as_array().unwrap();
-        let rps: Vec<f64> = stages
-            .iter()
-            .map(|s| s["requests_per_sec"].as_f64().unwrap())
-            .collect();
-        assert!(rps[1] < rps[0] / 3.0 && rps[2] > rps[1] * 2.0, "{rps:?}");
-    });
+    assert!((395..=400).contains(&sent), "scheduled {sent}");
 }
 
 /// `find` against a server with a known capacity (10 ms per request, one at
@@ -614,29 +592,4 @@ fn pool_server(workers: u32, service: Duration) -> ScriptServer {
             }
         }
     })
-}
-
-/// The seed case on a linear ramp (`--stages 20s:20`) over a pool of 10
-/// workers of 50 ms each (200 req/s at most): the knee is at 10 connections
-/// within ±1 (before, the band rule said the last good band's mean, "4.1"),
-/// a whole number, or a range around 10 when the seconds are noisy.
-#[test]
-fn linear_ramp_over_a_pool_of_ten_finds_the_knee_at_ten() {
-    let _serial = serial();
-    timing_sensitive(3, || {
-        let srv = pool_server(10, Duration::from_millis(50));
-        let v = run_json(&["--stages", "20s:20", "-t", "1", "--no-save", &srv.url()]);
-        assert_run_schema(&v);
-        let k = &v["knee"];
-        eprintln!("knee: {k}");
-        let level = k["level"]
-            .as_f64()
-            .unwrap_or_else(|| panic!("no knee: {v}"));
-        assert_eq!(level, level.round(), "{k}");
-        assert!((9.0..=11.0).contains(&level), "{k}");
-        assert_eq!(k["reason"], "throughput", "{k}");
-        if let (Some(lo), Some(hi)) = (k["low"].as_f64(), k["high"].as_f64()) {
-            assert!(lo <= 10.0 && 10.0 <= hi && hi - lo <= 4.0, "{k}");
-        }
-    });
 }

@@ -31,6 +31,8 @@ mod conn;
 mod link;
 mod quic;
 mod transport;
+#[cfg(test)]
+mod wire_tests;
 
 use crate::core::spec::{WorkerResult, WorkerSpec};
 use crate::core::{ConnState, Core};
@@ -136,56 +138,64 @@ pub(crate) struct MuxLink {
 
 /// Runs one HTTP/2 worker to completion on the current thread.
 pub fn run_worker(setup: &Arc<Setup>, plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
-    let streams = plan.streams.max(1);
-    let open_loop = spec.pacer.is_some();
-    // A closed-loop stage level counts streams: the most this worker runs
-    // decides its connections (see `plan::h2_connections`).
-    let (groups, slots) = match (&spec.levels, open_loop) {
-        (Some(l), false) => {
-            let peak = l.peak();
-            (crate::plan::h2_connections(peak, plan.streams), peak)
-        }
-        _ => (spec.connections, spec.connections * u64::from(streams)),
-    };
-    let groups = groups.clamp(1, 1 << 20) as usize;
-    let slots = slots.clamp(1, 1 << 24) as usize;
-    let now = Instant::now();
-    // HTTP/2 writes the requests of one wake-up in one write per connection:
-    // a 200 µs window (as h2load's `--rps` timer) halves the writes at 20,000
-    // req/s against 100 µs.
-    let sleeper = Sleeper::new(
-        &poll,
-        open_loop,
-        spec.pacer.as_ref().map(|p| p.interval()),
-        PACE_WINDOW,
-    );
-    let mut link = MuxLink {
-        setup: setup.clone(),
-        poll,
-        conns: Vec::new(),
-        free_conns: Vec::new(),
-        groups: vec![NIL; groups],
-        slots: (0..slots).map(|_| SlotIo::new(now)).collect(),
-        buf: vec![0u8; READ_BUF].into_boxed_slice(),
-        timeouts: BinaryHeap::new(),
-        connect_timeouts: BinaryHeap::new(),
-        quic_timers: BinaryHeap::new(),
-        sleeper,
-        per_conn: plan.requests_per_conn,
-        h2c: plan.tls.is_none(),
-        dirty: Vec::new(),
-        own_tls: plan.tls.as_ref().map(|t| {
-            let mut cfg = (*t.config).clone();
-            cfg.alpn_protocols = vec![b"h2".to_vec()];
-            crate::tls::TlsSetup {
-                config: Arc::new(cfg),
-                ..t.clone()
-            }
-        }),
-    };
+    let (mut link, slots) = MuxLink::new(setup, plan, &spec, poll);
     let mut core = Core::new(plan, spec, slots);
     crate::ioloop::run(&mut link, &mut core);
     core.finish(&link)
+}
+
+impl MuxLink {
+    /// The driver of a worker asked `spec`, and its slots (stream slots).
+    fn new(setup: &Arc<Setup>, plan: &Plan, spec: &WorkerSpec, poll: Poll) -> (MuxLink, usize) {
+        let streams = plan.streams.max(1);
+        let open_loop = spec.pacer.is_some();
+        // A closed-loop stage level counts streams: the most this worker runs
+        // decides its connections (see `plan::h2_connections`).
+        let (groups, slots) = match (&spec.levels, open_loop) {
+            (Some(l), false) => {
+                let peak = l.peak();
+                (crate::plan::h2_connections(peak, plan.streams), peak)
+            }
+            _ => (spec.connections, spec.connections * u64::from(streams)),
+        };
+        let groups = groups.clamp(1, 1 << 20) as usize;
+        let slots = slots.clamp(1, 1 << 24) as usize;
+        let now = Instant::now();
+        // HTTP/2 writes the requests of one wake-up in one write per connection:
+        // a 200 µs window (as h2load's `--rps` timer) halves the writes at 20,000
+        // req/s against 100 µs.
+        let sleeper = Sleeper::new(
+            &poll,
+            open_loop,
+            spec.pacer.as_ref().map(|p| p.interval()),
+            PACE_WINDOW,
+        );
+        let link = MuxLink {
+            setup: setup.clone(),
+            poll,
+            conns: Vec::new(),
+            free_conns: Vec::new(),
+            groups: vec![NIL; groups],
+            slots: (0..slots).map(|_| SlotIo::new(now)).collect(),
+            buf: vec![0u8; READ_BUF].into_boxed_slice(),
+            timeouts: BinaryHeap::new(),
+            connect_timeouts: BinaryHeap::new(),
+            quic_timers: BinaryHeap::new(),
+            sleeper,
+            per_conn: plan.requests_per_conn,
+            h2c: plan.tls.is_none(),
+            dirty: Vec::new(),
+            own_tls: plan.tls.as_ref().map(|t| {
+                let mut cfg = (*t.config).clone();
+                cfg.alpn_protocols = vec![b"h2".to_vec()];
+                crate::tls::TlsSetup {
+                    config: Arc::new(cfg),
+                    ..t.clone()
+                }
+            }),
+        };
+        (link, slots)
+    }
 }
 
 impl crate::ioloop::Driver for MuxLink {

@@ -206,42 +206,7 @@ pub fn execute_watching(
         let mut handles = Vec::new();
         for (i, poll) in polls.into_iter().enumerate() {
             let iu = i as u64;
-            let pacer = match &plan.load {
-                Load::Open {
-                    rate,
-                    arrival,
-                    requests,
-                    duration,
-                    ..
-                } => {
-                    // A --segment run paces its ticks of the whole run's schedule.
-                    let (rate, requests) = match &plan.segment {
-                        Some(s) => (s.whole_rate.unwrap_or(*rate), s.whole_requests),
-                        None => (*rate, *requests),
-                    };
-                    let stripe = plan.stripe(iu, threads);
-                    let limit = requests.map(|n| stripe.count_below(n));
-                    Some(Pacer::striped(
-                        *arrival,
-                        match &plan.staged {
-                            Some(s) if s.rate => s.profile.clone(),
-                            _ => Profile::constant(rate),
-                        },
-                        stripe,
-                        limit,
-                        *duration,
-                        plan.seed,
-                    ))
-                }
-                Load::Closed { .. } => None,
-            };
-            let levels = match (&plan.staged, &plan.load) {
-                (Some(s), Load::Closed { .. }) => Some(
-                    Levels::new(s.profile.clone(), i, threads as usize)
-                        .with_segment(plan.segment.as_ref().map(|s| s.segment.clone())),
-                ),
-                _ => None,
-            };
+            let (pacer, levels) = worker_load(plan, i, threads);
             if !ages.is_empty() {
                 schedules.push(schedule_of(plan, &pacer, &levels, i as u64, threads));
             }
@@ -563,6 +528,49 @@ pub fn environment() -> Environment {
         redline_version: env!("CARGO_PKG_VERSION").into(),
         link_mbit: Environment::read_link_mbit(),
     }
+}
+
+/// Worker `i` of `threads`: its open-loop schedule (its stripe of the
+/// run's, a `--segment` run's of the whole run's) or its share of the
+/// closed-loop stage levels.
+pub(crate) fn worker_load(plan: &Plan, i: usize, threads: u64) -> (Option<Pacer>, Option<Levels>) {
+    let pacer = match &plan.load {
+        Load::Open {
+            rate,
+            arrival,
+            requests,
+            duration,
+            ..
+        } => {
+            // A --segment run paces its ticks of the whole run's schedule.
+            let (rate, requests) = match &plan.segment {
+                Some(s) => (s.whole_rate.unwrap_or(*rate), s.whole_requests),
+                None => (*rate, *requests),
+            };
+            let stripe = plan.stripe(i as u64, threads);
+            let limit = requests.map(|n| stripe.count_below(n));
+            Some(Pacer::striped(
+                *arrival,
+                match &plan.staged {
+                    Some(s) if s.rate => s.profile.clone(),
+                    _ => Profile::constant(rate),
+                },
+                stripe,
+                limit,
+                *duration,
+                plan.seed,
+            ))
+        }
+        Load::Closed { .. } => None,
+    };
+    let levels = match (&plan.staged, &plan.load) {
+        (Some(s), Load::Closed { .. }) => Some(
+            Levels::new(s.profile.clone(), i, threads as usize)
+                .with_segment(plan.segment.as_ref().map(|s| s.segment.clone())),
+        ),
+        _ => None,
+    };
+    (pacer, levels)
 }
 
 #[cfg(test)]

@@ -20,6 +20,8 @@
 mod conns;
 mod link;
 mod transport;
+#[cfg(test)]
+mod wire_tests;
 
 use crate::core::spec::{WorkerResult, WorkerSpec};
 use crate::core::{ConnState, Core};
@@ -61,41 +63,49 @@ pub fn make_poll() -> std::io::Result<(Poll, Arc<Waker>)> {
 
 /// Runs one worker to completion on the current thread.
 pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
-    let slots = spec.connections.min(u32::MAX as u64 - 2) as usize;
-    let now = Instant::now();
-    let sleeper = Sleeper::new(
-        &poll,
-        spec.pacer.is_some(),
-        spec.pacer.as_ref().map(|p| p.interval()),
-        // Above 10,000 req/s per worker, sends 100 µs apart go together.
-        std::time::Duration::from_micros(100),
-    );
-    let mut link = H1Link {
-        poll,
-        conns: (0..slots).map(|_| Conn::new(now)).collect(),
-        buf: vec![0u8; READ_BUF].into_boxed_slice(),
-        memo: HeadMemo::new(),
-        request: H1Request {
-            wire: bytes::Bytes::copy_from_slice(&plan.request),
-            head: plan.head_request,
-        },
-        request_close: H1Request {
-            wire: bytes::Bytes::copy_from_slice(&plan.request_close),
-            head: plan.head_request,
-        },
-        request_timeouts: Fifo {
-            head: NIL,
-            tail: NIL,
-        },
-        connect_timeouts: Fifo {
-            head: NIL,
-            tail: NIL,
-        },
-        sleeper,
-    };
+    let (mut link, slots) = H1Link::new(plan, &spec, poll);
     let mut core = Core::new(plan, spec, slots);
     crate::ioloop::run(&mut link, &mut core);
     core.finish(&link)
+}
+
+impl H1Link {
+    /// The driver of a worker asked `spec`, and its slots (a connection each).
+    fn new(plan: &Plan, spec: &WorkerSpec, poll: Poll) -> (H1Link, usize) {
+        let slots = spec.connections.min(u32::MAX as u64 - 2) as usize;
+        let now = Instant::now();
+        let sleeper = Sleeper::new(
+            &poll,
+            spec.pacer.is_some(),
+            spec.pacer.as_ref().map(|p| p.interval()),
+            // Above 10,000 req/s per worker, sends 100 µs apart go together.
+            std::time::Duration::from_micros(100),
+        );
+        let link = H1Link {
+            poll,
+            conns: (0..slots).map(|_| Conn::new(now)).collect(),
+            buf: vec![0u8; READ_BUF].into_boxed_slice(),
+            memo: HeadMemo::new(),
+            request: H1Request {
+                wire: bytes::Bytes::copy_from_slice(&plan.request),
+                head: plan.head_request,
+            },
+            request_close: H1Request {
+                wire: bytes::Bytes::copy_from_slice(&plan.request_close),
+                head: plan.head_request,
+            },
+            request_timeouts: Fifo {
+                head: NIL,
+                tail: NIL,
+            },
+            connect_timeouts: Fifo {
+                head: NIL,
+                tail: NIL,
+            },
+            sleeper,
+        };
+        (link, slots)
+    }
 }
 
 impl crate::ioloop::Driver for H1Link {

@@ -21,6 +21,8 @@ mod lifecycle;
 pub(crate) mod spec;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+pub(crate) mod wire_tests;
 
 pub(crate) use client::Core;
 pub(crate) use lifecycle::Answered;

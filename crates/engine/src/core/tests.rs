@@ -1,574 +1,1044 @@
-//! The load modes on the core alone, with a scripted fake connection (no
-//! socket, no thread, no clock: every `now` is made up): the closed loop's
-//! exact count, `--requests-per-conn` blocks, redirects, failed connects,
-//! the open loop's release and connection cap, stage levels and the stop's
-//! accounting. The HTTP/1 driver runs every mode on this core
-//! (`crate::worker`); the CLI tests keep what only a real server shows.
+//! Every load mode on every protocol, without a socket (issue 31, point 5):
+//! the core over the real HTTP/1 driver (`worker/`, slot = connection) and
+//! the real HTTP/2 driver (`mux/`, slots as streams on `i % C` connections,
+//! private connections to other origins), each on its own sans-IO sessions,
+//! against the scripted in-memory server of `wire_tests.rs`, in made-up time
+//! (a pass every `step`: the core's tick, then the network's). Each test is
+//! written once, generic over the driver, and runs as `<test>::http1` and
+//! `<test>::http2`; HTTP/2-only behaviour (REFUSED_STREAM, GOAWAY, the
+//! server's stream cap, a server allowing no stream) is at the end. Every
+//! run checks the ledger's identity (each scheduled request ended once:
+//! completed, failed, not sent or in flight at the end) and the counts a
+//! user reads. The CLI tests (`crates/cli/tests`) keep what only a real
+//! server or process shows; a mode's behaviour is tested here.
 
-use super::spec::WorkerSpec;
-use super::*;
+use super::spec::WorkerResult;
+use super::wire_tests::{go_offline, plan, spec, Connects, Net, Reply, Req, Server};
+use super::Core;
 use crate::control::Live;
-use crate::pacer::{Levels, Pacer};
-use crate::plan::{Arrival, Plan, PlanArgs, StageArgs};
-use crate::session::Answer;
-use redline_stats::ErrorKind;
+use crate::mux::MuxLink;
+use crate::plan::{Load, Plan, PlanArgs, StageArgs};
+use crate::worker::H1Link;
+use redline_stats::{Counters, ErrorKind};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-/// A fake driver: connects at once (or never, or refused), takes every
-/// request, answers only when the test says.
-struct Fake {
-    states: Vec<ConnState>,
-    /// Every request submitted: its slot and what it was.
-    sent: Vec<(u32, Outgoing)>,
-    connects: u32,
-    /// Connects are refused.
-    refuse: bool,
-    /// Connects never finish.
-    hang: bool,
+const MS: Duration = Duration::from_millis(1);
+
+/// Runs each generic test on both drivers.
+macro_rules! both {
+    ($($name:ident),* $(,)?) => {
+        $(mod $name {
+            #[test]
+            fn http1() {
+                super::$name::<crate::worker::H1Link>()
+            }
+            #[test]
+            fn http2() {
+                super::$name::<crate::mux::MuxLink>()
+            }
+        })*
+    };
 }
 
-impl Fake {
-    fn new(slots: usize) -> Fake {
-        Fake {
-            states: vec![ConnState::Closed; slots],
-            sent: Vec::new(),
-            connects: 0,
-            refuse: false,
-            hang: false,
-        }
-    }
+both!(
+    closed_loop_sends_exactly_n_on_c_connections,
+    requests_per_conn_caps_each_connection,
+    without_keepalive_each_request_has_its_connection,
+    a_duration_run_stops_sending_and_drains,
+    the_drain_ends_at_the_grace_with_requests_in_flight,
+    a_stop_drains_and_counts_held_requests_as_not_sent,
+    open_loop_releases_on_schedule_within_the_connection_cap,
+    open_loop_latency_counts_from_the_intended_send_time,
+    stage_levels_start_and_park_slots,
+    a_linear_ramp_adds_slots_over_time,
+    rate_stages_release_each_stage_at_its_rate,
+    scenario_users_think_between_requests,
+    scenario_requests_go_to_their_hosts,
+    journeys_overdue_steps_are_published,
+    journeys_thinking_at_the_deadline_are_stopped_with_nothing_unanswered,
+    a_server_stall_shows_in_the_later_steps_of_journeys,
+    redirects_are_followed_as_one_request,
+    a_redirect_to_another_origin_goes_there,
+    timed_redirect_runs_account_for_every_request,
+    too_many_redirects_fail_the_request_once,
+    live_seconds_count_what_completed,
+    refused_connects_fail_the_held_requests,
+    hanging_connects_time_out,
+    unanswered_requests_time_out,
+    a_reused_connection_closed_by_the_server,
+);
 
-    fn open(&self) -> usize {
-        self.states
-            .iter()
-            .filter(|s| **s != ConnState::Closed)
-            .count()
-    }
-}
-
-impl Link for Fake {
-    fn state(&self, i: u32) -> ConnState {
-        self.states[i as usize]
-    }
-    fn connect(&mut self, core: &mut Core<'_>, i: u32, now: Instant) {
-        let _ = core.destination(i);
-        self.connects += 1;
-        core.waiting();
-        core.socket_opened();
-        self.states[i as usize] = ConnState::Connecting;
-        if self.hang {
-            return;
-        }
-        if self.refuse {
-            return core.connect_failed(self, i, ErrorKind::Refused, "refused".into(), now);
-        }
-        core.connected(i, Duration::from_micros(50));
-        self.states[i as usize] = ConnState::Idle;
-        core.connection_ready(self, i, now);
-    }
-    fn submit(
-        &mut self,
-        _core: &mut Core<'_>,
-        i: u32,
-        what: Outgoing,
-        _t: Duration,
-        _now: Instant,
-    ) {
-        self.states[i as usize] = ConnState::Reading;
-        self.sent.push((i, what));
-    }
-    fn close(&mut self, core: &mut Core<'_>, i: u32) {
-        if self.states[i as usize] != ConnState::Closed {
-            core.open -= 1;
-        }
-        self.states[i as usize] = ConnState::Closed;
-    }
-    fn settle(&mut self, _i: u32) {}
-    fn idle(&mut self, i: u32) {
-        self.states[i as usize] = ConnState::Idle;
-    }
-    fn expire(&mut self, _core: &mut Core<'_>, _now: Instant) {}
-    fn reusable(&self, _i: u32) -> bool {
-        true
-    }
-    fn recycle(&mut self, _i: u32, _a: Box<Answer>) {}
-}
-
-fn plan(f: impl FnOnce(&mut PlanArgs)) -> Plan {
-    let mut a = PlanArgs::new("http://127.0.0.1:9/");
-    f(&mut a);
-    Plan::build(a).expect("plan")
-}
-
-fn spec(start: Instant, connections: u64, budget: Option<u64>) -> WorkerSpec {
-    WorkerSpec {
-        index: 0,
-        first_vu: 0,
-        start,
-        connections,
-        budget,
-        deadline: None,
-        pacer: None,
-        stop: Arc::new(AtomicBool::new(false)),
-        live: Arc::new(Live::default()),
-        levels: None,
-    }
-}
-
-/// Runs the core's control loop on the fake link: a pass every `step` of
-/// made-up time (at most `passes`), then `each` (the test's server); true
-/// when the worker finished.
-fn drive(
-    core: &mut Core<'_>,
-    link: &mut Fake,
+/// One worker on driver `N`, its clock and its server's network.
+struct Run<'p, N: Net> {
+    core: Core<'p>,
+    link: N,
     t0: Instant,
-    passes: usize,
-    step: Duration,
-    mut each: impl FnMut(&mut Core<'_>, &mut Fake, Instant),
-) -> bool {
-    let mut now = t0;
-    for _ in 0..passes {
-        if core.tick(link, now) {
-            return true;
-        }
-        now += step;
-        each(core, link, now);
-    }
-    false
-}
-
-/// Answers every request on the wire with `status` (a `Location` of
-/// `location` when given) at `now`; how many it answered.
-fn answer_all(
-    core: &mut Core<'_>,
-    link: &mut Fake,
     now: Instant,
-    status: u16,
-    location: Option<&str>,
-) -> usize {
-    let busy: Vec<u32> = (0..link.states.len() as u32)
-        .filter(|&i| link.states[i as usize].busy())
-        .collect();
-    for &i in &busy {
-        let answer = location.map(|l| {
-            Box::new(Answer {
-                location: Some(l.to_string()),
-                ..Answer::default()
-            })
-        });
-        let a = Answered {
-            status,
-            body_bytes: 10,
-            answer,
-            sent: now,
-            first_byte: Some(now),
-            wire: 100,
-        };
-        core.complete(link, i, now, a);
+    live: Arc<Live>,
+    stop: Arc<AtomicBool>,
+}
+
+impl<'p, N: Net> Run<'p, N> {
+    /// The worker of `plan` (counting journeys overdue past `ages`), started.
+    fn new(plan: &'p Plan, ages: &[Duration]) -> Run<'p, N> {
+        go_offline();
+        let t0 = Instant::now();
+        let s = spec(plan, t0, ages);
+        let (live, stop) = (s.live.clone(), s.stop.clone());
+        let (link, slots) = N::build(plan, &s);
+        let mut core = Core::new(plan, s, slots);
+        core.start();
+        Run {
+            core,
+            link,
+            t0,
+            now: t0,
+            live,
+            stop,
+        }
     }
-    busy.len()
+
+    /// A pass every `step` (the core's tick, then the network's) until the
+    /// worker is done or `limit` of made-up time passed; `watch` sees each
+    /// pass (with the time since the start). True when done.
+    fn until(
+        &mut self,
+        srv: &mut Server,
+        step: Duration,
+        limit: Duration,
+        mut watch: impl FnMut(&Core<'_>, &N, Duration),
+    ) -> bool {
+        let end = self.now + limit;
+        while self.now <= end {
+            if self.core.tick(&mut self.link, self.now) {
+                return true;
+            }
+            self.link.serve(&mut self.core, srv, self.now);
+            watch(&self.core, &self.link, self.now - self.t0);
+            self.now += step;
+        }
+        false
+    }
+
+    /// Runs to the end (at most a minute of made-up time), a pass every
+    /// millisecond; the worker must finish.
+    fn run_to_end(mut self, srv: &mut Server) -> WorkerResult {
+        let done = self.until(srv, MS, Duration::from_secs(60), |_, _, _| {});
+        assert!(done, "{}: the worker did not finish", N::NAME);
+        self.finish()
+    }
+
+    fn elapsed(&self) -> Duration {
+        self.now - self.t0
+    }
+
+    fn finish(self) -> WorkerResult {
+        self.core.finish(&self.link)
+    }
 }
 
-#[test]
-fn closed_loop_sends_exactly_n_on_c_connections() {
-    let p = plan(|a| a.requests = Some(10));
-    let t0 = Instant::now();
-    let mut core = Core::new(&p, spec(t0, 3, Some(10)), 3);
-    let mut link = Fake::new(3);
-    core.start();
-    drive(
-        &mut core,
-        &mut link,
-        t0,
-        100,
-        Duration::from_millis(1),
-        |core, link, now| {
-            answer_all(core, link, now, 200, None);
-        },
-    );
-    assert_eq!(link.sent.len(), 10);
-    assert_eq!(link.connects, 3, "keep-alive: one connection per slot");
-    assert!(link
-        .sent
-        .iter()
-        .all(|(_, w)| *w == Outgoing::Plan { close: false }));
-    let r = core.finish(&link);
+/// HTTP/2 with `n` streams per connection (HTTP/1.1: one request per connection anyway).
+fn streams<N: Net>(a: &mut PlanArgs, n: u32) {
+    if N::NAME == MuxLink::NAME {
+        a.streams = Some(n);
+    }
+}
+
+/// The counters, after checking the ledger's identity: every request
+/// scheduled ended exactly once.
+fn ledger(r: &WorkerResult) -> &Counters {
     let c = &r.recorder.counters;
-    assert_eq!((c.sent, c.completed, c.failed, c.not_sent), (10, 10, 0, 0));
+    assert_eq!(
+        c.scheduled,
+        c.completed + c.failed + c.not_sent + c.in_flight_at_end,
+        "{c:?}"
+    );
+    c
 }
 
-#[test]
-fn requests_per_conn_makes_ceil_n_over_k_connections() {
-    let p = plan(|a| {
+/// Errors of `kind`.
+fn errors(r: &WorkerResult, kind: ErrorKind) -> u64 {
+    r.recorder
+        .errors
+        .kinds()
+        .filter(|(k, _)| *k == kind)
+        .map(|(_, n)| n)
+        .sum()
+}
+
+/// A script that answers each request `after` its arrival with `status`.
+fn slow(status: u16, after: Duration) -> impl FnMut(&Req, Instant) -> Reply {
+    move |r, now| {
+        if now - r.at >= after {
+            Reply::Answer(status, None)
+        } else {
+            Reply::Wait
+        }
+    }
+}
+
+fn closed_loop_sends_exactly_n_on_c_connections<N: Net>() {
+    let p = plan::<N>(|a| {
         a.requests = Some(10);
+        a.connections = Some(3);
+    });
+    let mut srv = Server::answering(200);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed, c.not_sent), (10, 10, 0, 0));
+    assert_eq!(srv.seen.len(), 10, "the server read each request once");
+    assert!(srv.seen.iter().all(|q| q.method == "GET" && q.path == "/"));
+    assert_eq!(srv.accepted, 3, "keep-alive: -c connections, each reused");
+    assert_eq!(c.connections_opened, 3);
+    assert_eq!((c.non_2xx, c.body_bytes), (0, 100), "ten 10-byte bodies");
+}
+
+fn requests_per_conn_caps_each_connection<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(10);
+        a.connections = Some(2);
         a.requests_per_conn = Some(3);
     });
-    let t0 = Instant::now();
-    let mut core = Core::new(&p, spec(t0, 2, Some(10)), 2);
-    let mut link = Fake::new(2);
-    core.start();
-    drive(
-        &mut core,
-        &mut link,
-        t0,
-        200,
-        Duration::from_millis(1),
-        |core, link, now| {
-            answer_all(core, link, now, 200, None);
-        },
-    );
-    assert_eq!(link.sent.len(), 10);
-    assert_eq!(link.connects, 4, "⌈10/3⌉ connections");
-    // The third request on each connection asks to close it.
-    let closing = link
-        .sent
-        .iter()
-        .filter(|(_, w)| *w == Outgoing::Plan { close: true })
-        .count();
-    assert_eq!(closing, 3, "{:?}", link.sent);
-    let r = core.finish(&link);
-    assert_eq!(r.recorder.counters.completed, 10);
+    let mut srv = Server::answering(200);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed), (10, 10, 0));
+    for conn in 0..srv.accepted {
+        let on = srv.seen.iter().filter(|q| q.conn == conn).count();
+        assert!(on <= 3, "connection {conn} carried {on} requests");
+    }
+    assert_eq!(srv.accepted, 4, "⌈10/3⌉ connections");
+    if N::NAME == H1Link::NAME {
+        // The third request on a connection asks the server to close it.
+        let closing: Vec<u32> = srv.seen.iter().filter(|q| q.close).map(|q| q.nth).collect();
+        assert_eq!(closing, [2, 2, 2], "{:?}", srv.seen);
+    }
 }
 
-#[test]
-fn redirects_are_followed_as_one_request() {
-    let p = plan(|a| {
-        a.requests = Some(4);
-        a.follow_redirects = true;
+fn without_keepalive_each_request_has_its_connection<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(12);
+        a.connections = Some(3);
+        a.keepalive = false;
     });
-    let t0 = Instant::now();
-    let mut core = Core::new(&p, spec(t0, 2, Some(4)), 2);
-    let mut link = Fake::new(2);
-    core.start();
-    let mut now = t0;
-    for _ in 0..100 {
-        if core.tick(&mut link, now) {
-            break;
-        }
-        now += Duration::from_millis(1);
-        // Every first answer redirects, every hop's answer is final.
-        let hop: Vec<bool> = (0..2).map(|i| core.slots[i].redir.is_some()).collect();
-        for i in 0..2u32 {
-            if !link.states[i as usize].busy() {
-                continue;
-            }
-            let (status, answer) = if hop[i as usize] {
-                (200, None)
-            } else {
-                let a = Answer {
-                    location: Some("/next".into()),
-                    ..Answer::default()
-                };
-                (301, Some(Box::new(a)))
-            };
-            let a = Answered {
-                status,
-                body_bytes: 0,
-                answer,
-                sent: now,
-                first_byte: Some(now),
-                wire: 50,
-            };
-            core.complete(&mut link, i, now, a);
-        }
-    }
-    let hops = link
-        .sent
-        .iter()
-        .filter(|(_, w)| *w == Outgoing::Hop)
-        .count();
-    assert_eq!((link.sent.len(), hops), (8, 4), "{:?}", link.sent);
-    let r = core.finish(&link);
-    let c = &r.recorder.counters;
-    assert_eq!((c.sent, c.completed, c.redirects), (4, 4, 4));
-    assert_eq!(link.connects, 2, "same-origin hops reuse the connection");
+    let mut srv = Server::answering(200);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed), (12, 12, 0));
+    assert_eq!(srv.accepted, 12);
+    assert_eq!(c.connections_opened, 12);
+    assert!(srv.seen.iter().all(|q| q.nth == 0));
 }
 
-#[test]
-fn too_many_redirects_fail_the_request_once() {
-    let p = plan(|a| {
-        a.requests = Some(2);
-        a.follow_redirects = true;
-        a.max_redirs = Some(2);
+fn a_duration_run_stops_sending_and_drains<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.duration = Some(Duration::from_secs(1));
+        a.connections = Some(2);
+        streams::<N>(a, 2);
     });
-    let t0 = Instant::now();
-    let mut core = Core::new(&p, spec(t0, 1, Some(2)), 1);
-    let mut link = Fake::new(1);
-    core.start();
-    drive(
-        &mut core,
-        &mut link,
-        t0,
-        100,
-        Duration::from_millis(1),
-        |core, link, now| {
-            answer_all(core, link, now, 302, Some("/loop"));
-        },
+    // Answers take 300 ms: each slot sends at 0, 0.3, 0.6 and 0.9 s; the
+    // last ones are answered in the drain after the deadline.
+    let mut srv = Server::new(slow(200, 300 * MS));
+    let mut run = Run::<N>::new(&p, &[]);
+    let slots = run.core.slots.len() as u64;
+    assert!(run.until(&mut srv, MS, Duration::from_secs(3), |_, _, _| {}));
+    let took = run.elapsed();
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!(c.completed, 4 * slots, "{c:?}");
+    assert_eq!((c.failed, c.not_sent, c.in_flight_at_end), (0, 0, 0));
+    assert!(srv
+        .seen
+        .iter()
+        .all(|q| q.at - srv.seen[0].at < Duration::from_secs(1)));
+    assert!(
+        took >= Duration::from_millis(1200) && took < Duration::from_millis(1250),
+        "done when the last answer came: {took:?}"
     );
-    let r = core.finish(&link);
-    let c = &r.recorder.counters;
-    assert_eq!((c.sent, c.completed, c.failed), (2, 0, 2));
-    assert_eq!(link.sent.len(), 6, "each request: itself and 2 hops");
 }
 
-#[test]
-fn refused_connects_fail_the_held_requests() {
-    let p = plan(|a| a.requests = Some(5));
-    let t0 = Instant::now();
-    let mut core = Core::new(&p, spec(t0, 1, Some(5)), 1);
-    let mut link = Fake::new(1);
-    link.refuse = true;
-    core.start();
-    let mut now = t0;
-    for _ in 0..100 {
-        if core.tick(&mut link, now) {
-            break;
-        }
-        now += Duration::from_millis(1);
-    }
-    let r = core.finish(&link);
-    let c = &r.recorder.counters;
-    assert_eq!((c.sent, c.failed, c.not_sent), (0, 5, 0));
-    assert_eq!(link.connects, 5);
-    assert_eq!(core_open_after(&link), 0);
+fn the_drain_ends_at_the_grace_with_requests_in_flight<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.duration = Some(Duration::from_millis(500));
+        a.connections = Some(2);
+    });
+    let mut srv = Server::new(|_, _| Reply::Wait);
+    let mut run = Run::<N>::new(&p, &[]);
+    let slots = run.core.slots.len() as u64;
+    assert!(run.until(&mut srv, MS, Duration::from_secs(3), |_, _, _| {}));
+    let took = run.elapsed();
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed), (slots, 0, 0));
+    assert_eq!(
+        c.in_flight_at_end, slots,
+        "unanswered at the end, not failed"
+    );
+    // The grace is min(1 s, --timeout) after the deadline.
+    assert!(
+        took >= Duration::from_millis(1500) && took < Duration::from_millis(1510),
+        "{took:?}"
+    );
 }
 
-fn core_open_after(link: &Fake) -> usize {
-    link.open()
-}
-
-#[test]
-fn a_stop_counts_held_requests_as_not_sent() {
-    let p = plan(|a| a.requests = Some(100));
-    let t0 = Instant::now();
-    let s = spec(t0, 3, Some(100));
-    let stop = s.stop.clone();
-    let mut core = Core::new(&p, s, 3);
-    let mut link = Fake::new(3);
-    link.hang = true;
-    core.start();
-    assert!(!core.tick(&mut link, t0));
-    assert_eq!(link.connects, 3);
-    stop.store(true, Ordering::Relaxed);
-    let mut now = t0;
-    let mut done = false;
-    for _ in 0..100 {
-        now += Duration::from_millis(10);
-        if core.tick(&mut link, now) {
-            done = true;
-            break;
-        }
-    }
-    assert!(done, "a stop with nothing in flight ends the worker");
-    let r = core.finish(&link);
-    let c = &r.recorder.counters;
-    assert_eq!((c.sent, c.not_sent, c.in_flight_at_end), (0, 3, 0));
+fn a_stop_drains_and_counts_held_requests_as_not_sent<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(1000);
+        a.connections = Some(4);
+    });
+    // Two connects finish, the others never; answers take 50 ms.
+    let mut srv = Server::new(slow(200, 50 * MS));
+    srv.accept_only = Some(2);
+    let mut run = Run::<N>::new(&p, &[]);
+    let mut held = 0;
+    assert!(!run.until(&mut srv, MS, 220 * MS, |core, link, _| {
+        held = (0..core.slots.len() as u32)
+            .filter(|&i| core.slots[i as usize].has_request && link.state(i).opening())
+            .count() as u64;
+    }));
+    let out = run.core.ledger.in_flight();
+    assert!(held > 0 && out > 0, "held {held}, in flight {out}");
+    // Ctrl-C (or --abort-on-fail, or another worker's fatal error).
+    run.stop.store(true, Ordering::Relaxed);
+    let stopped = run.t0 + run.elapsed();
+    assert!(run.until(&mut srv, MS, Duration::from_secs(2), |_, _, _| {}));
+    let took = run.elapsed();
+    let r = run.finish();
+    let c = ledger(&r);
     assert!(r.interrupted);
+    assert_eq!(
+        c.not_sent, held,
+        "requests waiting for a connect were not sent"
+    );
+    assert_eq!(
+        (c.failed, c.in_flight_at_end),
+        (0, 0),
+        "the drain answered the rest"
+    );
+    assert_eq!(c.completed, c.sent);
+    assert!(
+        srv.seen.iter().all(|q| q.at <= stopped),
+        "nothing sent after the stop"
+    );
+    assert!(took < 280 * MS, "done when the last answer came: {took:?}");
 }
 
-#[test]
-fn open_loop_releases_on_schedule_within_the_connection_cap() {
-    let p = plan(|a| a.rate = Some(1000.0));
-    let t0 = Instant::now();
-    let mut s = spec(t0, 4, None);
-    s.pacer = Some(Pacer::new(
-        Arrival::Constant,
-        1000.0,
-        0,
-        1,
-        Some(20),
-        None,
-        1,
-    ));
-    let mut core = Core::new(&p, s, 4);
-    let mut link = Fake::new(4);
-    core.start();
-    let mut now = t0;
-    let mut most_busy = 0;
-    for step in 0..400 {
-        if core.tick(&mut link, now) {
-            break;
-        }
-        most_busy = most_busy.max(link.states.iter().filter(|s| s.busy()).count());
-        now += Duration::from_micros(250);
-        // The server answers every 5 ms: requests queue for a connection.
-        if step % 20 == 19 {
-            answer_all(&mut core, &mut link, now, 200, None);
-        }
-    }
-    assert!(most_busy <= 4, "never more requests out than connections");
-    let r = core.finish(&link);
-    let c = &r.recorder.counters;
+fn open_loop_releases_on_schedule_within_the_connection_cap<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.rate = Some(1000.0);
+        a.requests = Some(20);
+        a.connections = Some(4);
+        streams::<N>(a, 1);
+    });
+    // The server answers 5 ms after each request: at 1,000 req/s five
+    // would be out at once, the cap allows four, so requests wait.
+    let mut srv = Server::new(slow(200, 5 * MS));
+    let mut run = Run::<N>::new(&p, &[]);
+    let mut most = 0;
+    assert!(
+        run.until(&mut srv, MS / 4, Duration::from_secs(2), |core, _, _| {
+            most = most.max(core.ledger.in_flight());
+        })
+    );
+    let r = run.finish();
+    let c = ledger(&r);
     assert_eq!(
         (c.scheduled, c.completed, c.failed, c.not_sent),
         (20, 20, 0, 0)
     );
+    assert!(most <= 4, "never more requests out than the cap: {most}");
     assert!(
         c.waited_for_connection > 0,
         "a slow server makes requests wait"
     );
-    assert_eq!(r.peak_open, 4);
+    assert!(srv.most_open <= 4, "{}", srv.most_open);
+    assert_eq!(srv.accepted, 4);
 }
 
-#[test]
-fn stage_levels_start_and_park_slots() {
-    let p = plan(|a| {
-        a.requests = None;
-        a.stages = Some(StageArgs {
-            stages: crate::pacer::parse_stages("2s:4,2s:1").expect("stages"),
-            rate: false,
-            step: true,
-        });
+fn open_loop_latency_counts_from_the_intended_send_time<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.rate = Some(100.0);
+        a.requests = Some(10);
+        a.connections = Some(1);
+        streams::<N>(a, 1);
     });
-    let t0 = Instant::now();
-    let staged = p.staged.as_ref().expect("staged");
-    let mut s = spec(t0, 4, None);
-    s.levels = Some(Levels::new(staged.profile.clone(), 0, 1));
-    s.deadline = Some(t0 + Duration::from_secs(4));
-    let mut core = Core::new(&p, s, 4);
-    let mut link = Fake::new(4);
-    core.start();
-    let mut now = t0;
-    let mut busy_at = Vec::new();
-    for _ in 0..1000 {
-        if core.tick(&mut link, now) {
-            break;
-        }
-        busy_at.push((now - t0, link.states.iter().filter(|s| s.busy()).count()));
-        now += Duration::from_millis(10);
-        answer_all(&mut core, &mut link, now, 200, None);
-    }
-    let at = |secs: f64| {
-        busy_at
-            .iter()
-            .rev()
-            .find(|(t, _)| t.as_secs_f64() <= secs)
-            .map(|x| x.1)
-    };
-    assert_eq!(at(1.5), Some(4), "{busy_at:?}");
-    assert_eq!(at(3.5), Some(1), "the level fell: slots park");
-    let r = core.finish(&link);
-    assert_eq!(r.recorder.counters.failed, 0, "parking is not an error");
+    // One connection, 25 ms per answer, a request every 10 ms: the queue
+    // grows; the tenth request is answered about 160 ms after its
+    // intended time although each took 25 ms on the wire.
+    let mut srv = Server::new(slow(200, 25 * MS));
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.completed, c.failed), (10, 0));
+    let max_latency = Duration::from_micros(r.recorder.latency.max());
+    let max_service = Duration::from_micros(r.recorder.service.max());
+    assert!(max_latency >= 150 * MS, "{max_latency:?}");
+    assert!(max_service < 30 * MS, "{max_service:?}");
 }
 
-/// Refuses every request on the wire (HTTP/2 GOAWAY or REFUSED_STREAM: not
-/// processed); how many.
-fn refuse_all(core: &mut Core<'_>, link: &mut Fake, now: Instant) -> usize {
-    let busy: Vec<u32> = (0..link.states.len() as u32)
-        .filter(|&i| link.states[i as usize].busy())
-        .collect();
-    for &i in &busy {
-        core.refused(link, i, ErrorKind::GoAway, "refused".into(), now);
-    }
-    busy.len()
+/// `--stages` (`rate`: `--rate-stages`; `step`: `--step`).
+fn stages(a: &mut PlanArgs, stages: &str, rate: bool, step: bool) {
+    a.stages = Some(StageArgs {
+        stages: crate::pacer::parse_stages(stages).expect("stages"),
+        rate,
+        step,
+    });
 }
 
-#[test]
-fn a_refused_request_goes_again_once_and_counts_once() {
-    let p = plan(|a| a.requests = Some(3));
-    let t0 = Instant::now();
-    let mut core = Core::new(&p, spec(t0, 1, Some(3)), 1);
-    let mut link = Fake::new(1);
-    core.start();
-    let mut now = t0;
-    let mut refuse_next = true;
-    for _ in 0..100 {
-        if core.tick(&mut link, now) {
-            break;
-        }
-        now += Duration::from_millis(1);
-        // Every request is refused once, then answered.
-        if refuse_next {
-            if refuse_all(&mut core, &mut link, now) > 0 {
-                refuse_next = false;
-            }
-        } else if answer_all(&mut core, &mut link, now, 200, None) > 0 {
-            refuse_next = true;
-        }
-    }
-    assert_eq!(link.sent.len(), 6, "each request twice on the wire");
-    assert_eq!(link.connects, 4, "a new connection after each refusal");
-    let r = core.finish(&link);
-    let c = &r.recorder.counters;
-    assert_eq!((c.sent, c.completed, c.failed, c.not_sent), (3, 3, 0, 0));
-    assert_eq!(c.retried, 3);
-}
-
-#[test]
-fn a_request_refused_twice_fails_once() {
-    let p = plan(|a| a.requests = Some(2));
-    let t0 = Instant::now();
-    let mut core = Core::new(&p, spec(t0, 1, Some(2)), 1);
-    let mut link = Fake::new(1);
-    core.start();
-    drive(
-        &mut core,
-        &mut link,
-        t0,
-        100,
-        Duration::from_millis(1),
-        |core, link, now| {
-            refuse_all(core, link, now);
-        },
+fn stage_levels_start_and_park_slots<N: Net>() {
+    let p = plan::<N>(|a| {
+        stages(a, "1s:4,1s:1,1s:3", false, true);
+        streams::<N>(a, 2);
+    });
+    let mut srv = Server::new(slow(200, 10 * MS));
+    let mut run = Run::<N>::new(&p, &[]);
+    let mut at = Vec::new();
+    assert!(
+        run.until(&mut srv, MS, Duration::from_secs(5), |core, _, t| {
+            at.push((t, core.ledger.in_flight()));
+        })
     );
-    let r = core.finish(&link);
-    let c = &r.recorder.counters;
-    assert_eq!((c.sent, c.completed, c.failed, c.retried), (2, 0, 2, 2));
-    assert_eq!(link.sent.len(), 4);
+    let level = |secs: f64| {
+        let w: Vec<u64> = at
+            .iter()
+            .filter(|(t, _)| (t.as_secs_f64() - secs).abs() < 0.1)
+            .map(|x| x.1)
+            .collect();
+        *w.iter().max().expect("samples")
+    };
+    assert_eq!(level(0.5), 4, "first stage: 4 at once");
+    assert_eq!(level(1.5), 1, "the level fell: slots park");
+    assert_eq!(level(2.5), 3, "and it rose again");
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!(c.failed, 0, "parking is not an error");
+    assert_eq!(c.in_flight_at_end, 0);
+    if N::NAME == H1Link::NAME {
+        // 4 at the start, 2 more reopened for the last step.
+        assert_eq!(c.connections_opened, 6);
+    } else {
+        // Levels count streams: 2 connections of 2 streams, kept while
+        // their slots park.
+        assert_eq!(c.connections_opened, 2);
+    }
 }
 
-/// A scenario file for the tests (two requests, the second after a think time).
+fn a_linear_ramp_adds_slots_over_time<N: Net>() {
+    let p = plan::<N>(|a| {
+        stages(a, "2s:8", false, false);
+        streams::<N>(a, 4);
+    });
+    let mut srv = Server::new(slow(200, 10 * MS));
+    let mut run = Run::<N>::new(&p, &[]);
+    let mut at = vec![0u64; 21];
+    assert!(
+        run.until(&mut srv, MS, Duration::from_secs(4), |core, _, t| {
+            let k = (t.as_millis() / 100) as usize;
+            if k < at.len() {
+                at[k] = at[k].max(core.ledger.in_flight());
+            }
+        })
+    );
+    assert!(at[1] <= 2, "{at:?}");
+    assert!(at[19] >= 7, "{at:?}");
+    assert!(
+        at[..20].windows(2).all(|w| w[0] <= w[1]),
+        "up, never down: {at:?}"
+    );
+    let r = run.finish();
+    assert_eq!(ledger(&r).failed, 0);
+}
+
+fn rate_stages_release_each_stage_at_its_rate<N: Net>() {
+    let p = plan::<N>(|a| {
+        stages(a, "1s:50,1s:200", true, true);
+        a.connections = Some(8);
+    });
+    let mut srv = Server::answering(200);
+    let mut run = Run::<N>::new(&p, &[]);
+    assert!(run.until(&mut srv, MS, Duration::from_secs(4), |_, _, _| {}));
+    let t0 = run.t0;
+    let r = run.finish();
+    let c = ledger(&r);
+    let in_second = |s: u64| {
+        srv.seen
+            .iter()
+            .filter(|q| (q.at - t0).as_secs() == s)
+            .count()
+    };
+    assert!((49..=51).contains(&in_second(0)), "{}", in_second(0));
+    assert!((199..=201).contains(&in_second(1)), "{}", in_second(1));
+    assert_eq!(c.completed, 250);
+}
+
+/// A scenario file for a test (removed by the caller).
 fn scenario_file(name: &str, body: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("redline-core-{}-{name}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "redline-modes-{}-{name}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
     std::fs::create_dir_all(&dir).expect("dir");
     let f = dir.join("s.toml");
     std::fs::write(&f, body).expect("write");
     f
 }
 
-#[test]
-fn scenario_users_think_between_requests() {
+fn scenario_users_think_between_requests<N: Net>() {
     let f = scenario_file(
         "think",
         "mode = \"session\"\n[[step]]\nname = \"a\"\npath = \"/a\"\nthink = \"100ms\"\n\
          [[step]]\nname = \"b\"\npath = \"/b\"\n",
     );
-    let p = plan(|a| {
+    let p = plan::<N>(|a| {
         a.requests = Some(4);
+        a.connections = Some(1);
         a.scenario = Some((f.clone(), false));
     });
-    let t0 = Instant::now();
-    let mut core = Core::new(&p, spec(t0, 1, Some(4)), 1);
-    let mut link = Fake::new(1);
-    core.start();
-    let mut now = t0;
-    let mut sent_at = Vec::new();
-    for _ in 0..1000 {
-        if core.tick(&mut link, now) {
-            break;
-        }
-        while sent_at.len() < link.sent.len() {
-            sent_at.push(now - t0);
-        }
-        now += Duration::from_millis(10);
-        answer_all(&mut core, &mut link, now, 200, None);
-    }
     let _ = std::fs::remove_dir_all(f.parent().expect("dir"));
-    let names: Vec<usize> = link
-        .sent
-        .iter()
-        .map(|(_, w)| match w {
-            Outgoing::Scenario { r, .. } => *r,
-            other => panic!("{other:?}"),
-        })
-        .collect();
-    assert_eq!(names, [0, 1, 0, 1], "a, then b, in order");
+    let mut srv = Server::answering(200);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+    let paths: Vec<&str> = srv.seen.iter().map(|q| q.path.as_str()).collect();
+    assert_eq!(paths, ["/a", "/b", "/a", "/b"], "a, then b, in order");
     // b goes 100 ms (the think time) after a's answer, a right after b's.
-    let gap = |k: usize| sent_at[k] - sent_at[k - 1];
-    assert!(gap(1) >= Duration::from_millis(100), "{sent_at:?}");
-    assert!(gap(2) < Duration::from_millis(50), "{sent_at:?}");
-    let r = core.finish(&link);
-    assert_eq!(r.recorder.counters.completed, 4);
+    let gap = |k: usize| srv.seen[k].at - srv.seen[k - 1].at;
+    assert!(gap(1) >= 100 * MS && gap(1) < 110 * MS, "{:?}", gap(1));
+    assert!(gap(2) < 5 * MS, "{:?}", gap(2));
+    let c = ledger(&r);
+    assert_eq!(c.completed, 4);
     let per: Vec<u64> = r.requests.iter().map(|s| s.completed).collect();
     assert_eq!(per, [2, 2], "per-request numbers");
+}
+
+fn scenario_requests_go_to_their_hosts<N: Net>() {
+    let f = scenario_file(
+        "hosts",
+        "mode = \"session\"\n[hosts]\napi = \"http://127.0.0.2:9\"\n\
+         [[step]]\nname = \"web\"\npath = \"/web\"\n\
+         [[step]]\nname = \"api\"\nhost = \"api\"\npath = \"/api\"\n",
+    );
+    let p = plan::<N>(|a| {
+        a.requests = Some(4);
+        a.connections = Some(1);
+        a.scenario = Some((f.clone(), false));
+    });
+    let _ = std::fs::remove_dir_all(f.parent().expect("dir"));
+    let mut srv = Server::answering(200);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.completed, c.failed), (4, 0));
+    let went: Vec<(String, String)> = srv
+        .seen
+        .iter()
+        .map(|q| (q.path.clone(), q.addr.ip().to_string()))
+        .collect();
+    let web = ("/web".to_string(), "127.0.0.1".to_string());
+    let api = ("/api".to_string(), "127.0.0.2".to_string());
+    assert_eq!(went, [web.clone(), api.clone(), web, api]);
+    if N::NAME == H1Link::NAME {
+        assert_eq!(srv.accepted, 4, "a new connection at each change of host");
+    } else {
+        assert_eq!(
+            srv.accepted, 2,
+            "the run's connection and one kept for the other host"
+        );
+    }
+}
+
+fn journeys_overdue_steps_are_published<N: Net>() {
+    let f = scenario_file(
+        "journeys",
+        "mode = \"session\"\n[[step]]\nname = \"a\"\npath = \"/a\"\n\
+         [[step]]\nname = \"b\"\npath = \"/b\"\n",
+    );
+    // A journey arrives every 125 ms; the server never answers its second step.
+    let p = plan::<N>(|a| {
+        a.rate = Some(8.0);
+        a.duration = Some(Duration::from_secs(2));
+        a.connections = Some(50);
+        a.scenario = Some((f.clone(), false));
+        streams::<N>(a, 1);
+    });
+    let _ = std::fs::remove_dir_all(f.parent().expect("dir"));
+    let ages = [100 * MS, Duration::from_secs(1)];
+    let mut srv = Server::new(|r, _| match r.path.as_str() {
+        "/a" => Reply::Answer(200, None),
+        _ => Reply::Wait,
+    });
+    let mut run = Run::<N>::new(&p, &ages);
+    assert!(!run.until(&mut srv, MS, 500 * MS, |_, _, _| {}));
+    // Published at 500 ms: the steps of the journeys that began at 0, 125,
+    // 250 and 375 ms are over 100 ms late, none over 1 s.
+    let overdue = run.live.journey_overdue.lock().expect("lock").clone();
+    assert_eq!(overdue, [4, 0], "{:?}", srv.seen);
+    assert!(run.until(&mut srv, MS, Duration::from_secs(5), |_, _, _| {}));
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!(c.completed as usize, srv.count("/a"));
+    assert_eq!(c.in_flight_at_end as usize, srv.count("/b"));
+    let j = r.journeys.expect("journeys");
+    assert_eq!(j.completed, 0, "{j:?}");
+}
+
+/// A session scenario of three steps with `think` between them.
+fn three_steps(tag: &str, think: &str) -> std::path::PathBuf {
+    scenario_file(
+        tag,
+        &format!(
+            "mode = \"session\"\nthink = \"{think}\"\n\
+             [[step]]\nname = \"a\"\npath = \"/a\"\n\
+             [[step]]\nname = \"b\"\npath = \"/b\"\n\
+             [[step]]\nname = \"c\"\npath = \"/c\"\n"
+        ),
+    )
+}
+
+fn journeys_thinking_at_the_deadline_are_stopped_with_nothing_unanswered<N: Net>() {
+    let f = three_steps("deadline", "1s");
+    // (Enough connections that no arrival waits for one.)
+    let p = plan::<N>(|a| {
+        a.rate = Some(10.0);
+        a.duration = Some(Duration::from_secs(4));
+        a.connections = Some(40);
+        a.scenario = Some((f.clone(), false));
+        streams::<N>(a, 5);
+    });
+    let _ = std::fs::remove_dir_all(f.parent().expect("dir"));
+    let mut srv = Server::new(slow(200, 20 * MS));
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    // A user still thinking at the deadline has its journey stopped: its
+    // next step was never due, so it is no request at all.
+    assert_eq!(
+        (c.not_sent, c.in_flight_at_end, c.failed),
+        (0, 0, 0),
+        "{c:?}"
+    );
+    let j = r.journeys.expect("journeys");
+    assert_eq!((j.arrived, j.started, j.not_started), (40, 40, 0), "{j:?}");
+    // Those that arrived in the first 2 s did their three steps (the last
+    // 2 s after the arrival), the others were stopped.
+    assert_eq!((j.completed, j.abandoned_stop), (20, 20), "{j:?}");
+    assert_eq!(j.completed + j.abandoned, j.started, "{j:?}");
+    // Each step's latency runs from its intended time (the journey's start
+    // and the think times before it), not from the arrival (from which
+    // step c would take over 2 s).
+    for q in &r.requests {
+        assert_eq!(q.sent, q.completed, "{}", q.name);
+        assert!(q.latency.max() < 100_000, "{}: {}", q.name, q.latency.max());
+    }
+}
+
+fn a_server_stall_shows_in_the_later_steps_of_journeys<N: Net>() {
+    let f = three_steps("stall", "100ms");
+    let p = plan::<N>(|a| {
+        a.rate = Some(20.0);
+        a.duration = Some(Duration::from_secs(3));
+        a.connections = Some(100);
+        a.scenario = Some((f.clone(), false));
+        streams::<N>(a, 1);
+    });
+    let _ = std::fs::remove_dir_all(f.parent().expect("dir"));
+    let run = Run::<N>::new(&p, &[]);
+    // The server answers in 5 ms, but nothing between 1.2 s and 2.2 s.
+    let t0 = run.t0;
+    let mut srv = Server::new(move |r, now| {
+        let stalled = (1200 * MS..2200 * MS).contains(&(now - t0));
+        if stalled || now - r.at < 5 * MS {
+            Reply::Wait
+        } else {
+            Reply::Answer(200, None)
+        }
+    });
+    let r = run.run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.failed, c.in_flight_at_end), (0, 0), "{c:?}");
+    // Step c of every journey the stall held is timed from the journey's
+    // start plus its think times: the stall shows in it for the journeys
+    // that arrived (every 50 ms) from 1.0 s, whose step c was due at the
+    // stall's start, to 1.8 s, whose step c went 400 ms late after it.
+    let last = &r.requests[2];
+    let slow: u64 = last
+        .latency
+        .inner()
+        .iter_recorded()
+        .filter(|x| x.value_iterated_to() >= 400_000)
+        .map(|x| x.count_at_value())
+        .sum();
+    assert!(
+        (16..=17).contains(&slow),
+        "{slow} of {} step c over 400 ms",
+        last.completed
+    );
+}
+
+/// `-n requests -c connections -L` against a server whose `/` redirects
+/// with `status` to `to` and which answers anything else with 200: the
+/// worker's result and the server.
+fn followed<N: Net>(
+    requests: u64,
+    connections: u64,
+    status: u16,
+    to: &'static str,
+) -> (WorkerResult, Server) {
+    let p = plan::<N>(|a| {
+        a.requests = Some(requests);
+        a.connections = Some(connections);
+        a.follow_redirects = true;
+    });
+    let mut srv = Server::new(move |r, _| match r.path.as_str() {
+        "/" => Reply::Answer(status, Some(to.into())),
+        _ => Reply::Answer(200, None),
+    });
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+    (r, srv)
+}
+
+fn redirects_are_followed_as_one_request<N: Net>() {
+    let (r, srv) = followed::<N>(4, 2, 301, "/next");
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.redirects), (4, 4, 4));
+    assert_eq!((srv.count("/"), srv.count("/next")), (4, 4));
+    assert_eq!(srv.accepted, 2, "same-origin hops reuse the connection");
+    assert_eq!(c.non_2xx, 0, "the final answers count, not the redirects");
+}
+
+fn a_redirect_to_another_origin_goes_there<N: Net>() {
+    let (r, srv) = followed::<N>(3, 1, 302, "http://127.0.0.2:9/there");
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed, c.redirects), (3, 3, 0, 3));
+    let there: Vec<String> = srv
+        .seen
+        .iter()
+        .filter(|q| q.path == "/there")
+        .map(|q| q.addr.to_string())
+        .collect();
+    assert_eq!(there, ["127.0.0.2:9"; 3]);
+    assert!(srv
+        .seen
+        .iter()
+        .filter(|q| q.path == "/")
+        .all(|q| q.addr.to_string() == "127.0.0.1:9"));
+}
+
+fn timed_redirect_runs_account_for_every_request<N: Net>() {
+    for open in [false, true] {
+        let p = plan::<N>(|a| {
+            a.duration = Some(Duration::from_secs(1));
+            a.follow_redirects = true;
+            a.connections = Some(if open { 8 } else { 4 });
+            a.rate = open.then_some(300.0);
+            streams::<N>(a, 1);
+        });
+        // Each request goes to another origin and is answered there 5 ms later.
+        let mut srv = Server::new(|r, now| match r.path.as_str() {
+            "/" => Reply::Answer(302, Some("http://127.0.0.2:9/end".into())),
+            _ if now - r.at >= 5 * MS => Reply::Answer(200, None),
+            _ => Reply::Wait,
+        });
+        let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+        let c = ledger(&r);
+        assert_eq!(c.failed, 0, "open loop {open}: {c:?}");
+        assert!(c.completed > 100, "open loop {open}: {c:?}");
+        // One hop per completed request, and per request still out after its hop.
+        assert!(
+            c.completed <= c.redirects && c.redirects <= c.completed + c.in_flight_at_end,
+            "open loop {open}: {c:?}"
+        );
+        assert_eq!(c.non_2xx, 0, "the final answers count");
+        assert_eq!(srv.count("/end") as u64, c.completed + c.in_flight_at_end);
+    }
+}
+
+fn too_many_redirects_fail_the_request_once<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(2);
+        a.connections = Some(1);
+        a.follow_redirects = true;
+        a.max_redirs = Some(2);
+    });
+    let mut srv = Server::new(|_, _| Reply::Answer(302, Some("/loop".into())));
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed), (2, 0, 2));
+    assert_eq!(errors(&r, ErrorKind::TooManyRedirects), 2);
+    assert_eq!(srv.seen.len(), 6, "each request: itself and 2 hops");
+}
+
+fn live_seconds_count_what_completed<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.duration = Some(Duration::from_secs(3));
+        a.connections = Some(1);
+        streams::<N>(a, 1);
+    });
+    let mut srv = Server::new(slow(200, 10 * MS));
+    let mut run = Run::<N>::new(&p, &[]);
+    assert!(!run.until(&mut srv, MS, 2500 * MS, |_, _, _| {}));
+    let live: Vec<u64> = run
+        .live
+        .seconds
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|s| s.requests)
+        .collect();
+    // A request every 10 ms (and the pass after its answer).
+    assert_eq!(live.len(), 2, "finished seconds only: {live:?}");
+    assert!(live.iter().all(|&n| (90..=100).contains(&n)), "{live:?}");
+    assert_eq!(
+        run.live.completed.load(Ordering::Relaxed),
+        run.core.rec.counters.completed
+    );
+    assert!(run.until(&mut srv, MS, Duration::from_secs(2), |_, _, _| {}));
+    let r = run.finish();
+    ledger(&r);
+}
+
+fn refused_connects_fail_the_held_requests<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(5);
+        a.connections = Some(1);
+    });
+    let mut srv = Server::answering(200);
+    srv.connects = Connects::Refuse;
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.failed, c.not_sent), (0, 5, 0));
+    assert_eq!(errors(&r, ErrorKind::Refused), 5);
+    assert_eq!(srv.refused, 5, "a connect per request");
+}
+
+fn hanging_connects_time_out<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(2);
+        a.connections = Some(1);
+        a.connect_timeout = Duration::from_millis(200);
+    });
+    let mut srv = Server::answering(200);
+    srv.connects = Connects::Hang;
+    let mut run = Run::<N>::new(&p, &[]);
+    assert!(run.until(&mut srv, MS, Duration::from_secs(2), |_, _, _| {}));
+    let took = run.elapsed();
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.failed), (0, 2));
+    assert_eq!(errors(&r, ErrorKind::ConnectTimeout), 2);
+    assert!(
+        took >= 400 * MS && took < 410 * MS,
+        "one after the other: {took:?}"
+    );
+}
+
+fn unanswered_requests_time_out<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(3);
+        a.connections = Some(1);
+        a.timeout = Duration::from_millis(100);
+    });
+    // The second request is never answered.
+    let mut srv = Server::new(|r, _| match r.nth {
+        1 => Reply::Wait,
+        _ => Reply::Answer(200, None),
+    });
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed), (3, 2, 1));
+    assert_eq!(errors(&r, ErrorKind::Timeout), 1);
+    let conns = srv.accepted;
+    if N::NAME == H1Link::NAME {
+        assert_eq!(
+            conns, 2,
+            "HTTP/1.1 cannot take a request back: a new connection"
+        );
+    } else {
+        assert_eq!(conns, 1, "HTTP/2 resets the stream, the connection stays");
+    }
+}
+
+fn a_reused_connection_closed_by_the_server<N: Net>() {
+    let p = plan::<N>(|a| {
+        a.requests = Some(4);
+        a.connections = Some(1);
+    });
+    // Each connection's second request meets the server's close.
+    let mut srv = Server::new(|r, _| match r.nth {
+        0 => Reply::Answer(200, None),
+        _ => Reply::Close,
+    });
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    if N::NAME == MuxLink::NAME {
+        // A GET sent as the server closed goes again once, on a new connection.
+        assert_eq!((c.sent, c.completed, c.failed, c.retried), (4, 4, 0, 3));
+        assert_eq!(srv.accepted, 4);
+    } else {
+        // The HTTP/1.1 driver does not send it again: it fails as closed.
+        assert_eq!((c.sent, c.completed, c.failed, c.retried), (4, 2, 2, 0));
+        assert_eq!(errors(&r, ErrorKind::Closed), 2);
+    }
+}
+
+// HTTP/2 only: what an HTTP/1.1 server cannot say.
+
+#[test]
+fn http2_refused_stream_goes_again_once() {
+    let p = plan::<MuxLink>(|a| {
+        a.requests = Some(3);
+        a.connections = Some(1);
+    });
+    let mut first = true;
+    let mut srv = Server::new(move |_, _| {
+        if std::mem::take(&mut first) {
+            Reply::Refuse
+        } else {
+            Reply::Answer(200, None)
+        }
+    });
+    let r = Run::<MuxLink>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed, c.retried), (3, 3, 0, 1));
+    assert_eq!(srv.seen.len(), 4);
+}
+
+#[test]
+fn http2_a_stream_refused_twice_fails_once() {
+    let p = plan::<MuxLink>(|a| {
+        a.requests = Some(2);
+        a.connections = Some(1);
+        a.streams = Some(1);
+    });
+    let mut srv = Server::new(|_, _| Reply::Refuse);
+    let r = Run::<MuxLink>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed, c.retried), (2, 0, 2, 2));
+    assert_eq!(errors(&r, ErrorKind::StreamReset), 2);
+    assert_eq!(srv.seen.len(), 4);
+}
+
+#[test]
+fn http2_goaway_sends_unprocessed_streams_on_a_new_connection() {
+    let p = plan::<MuxLink>(|a| {
+        a.requests = Some(6);
+        a.connections = Some(1);
+        a.streams = Some(2);
+    });
+    // The first connection's second stream meets GOAWAY (last stream 1).
+    let mut srv = Server::new(|r, _| match (r.conn, r.nth) {
+        (0, 1) => Reply::GoAway,
+        _ => Reply::Answer(200, None),
+    });
+    let r = Run::<MuxLink>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed, c.retried), (6, 6, 0, 1));
+    assert_eq!(srv.accepted, 2, "the group's connection replaced once");
+    assert_eq!(c.connections_opened, 2);
+}
+
+#[test]
+fn http2_requests_wait_for_a_stream_under_the_servers_cap() {
+    let p = plan::<MuxLink>(|a| {
+        a.requests = Some(20);
+        a.connections = Some(1);
+        a.streams = Some(10);
+    });
+    let mut srv = Server::new(slow(200, 5 * MS));
+    srv.max_streams = Some(2);
+    let mut run = Run::<MuxLink>::new(&p, &[]);
+    let mut most = 0;
+    assert!(
+        run.until(&mut srv, MS, Duration::from_secs(2), |core, _, _| {
+            most = most.max(core.ledger.in_flight());
+        })
+    );
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed), (20, 20, 0));
+    assert_eq!(most, 10, "ten slots have a request out");
+    assert_eq!(
+        srv.most_waiting, 2,
+        "the server never had more than 2 streams"
+    );
+    // The first flight went before the server's SETTINGS: 8 of its 10
+    // streams were refused and went again, waiting for a free stream.
+    assert_eq!((srv.refused_streams, c.retried), (8, 8));
+    assert_eq!(srv.accepted, 1);
+}
+
+#[test]
+fn http2_a_server_allowing_no_stream_fails_requests_at_the_timeout() {
+    let p = plan::<MuxLink>(|a| {
+        a.requests = Some(2);
+        a.connections = Some(1);
+        a.streams = Some(2);
+        a.timeout = Duration::from_millis(300);
+    });
+    let mut srv = Server::answering(200);
+    srv.max_streams = Some(0);
+    let mut run = Run::<MuxLink>::new(&p, &[]);
+    assert!(run.until(&mut srv, MS, Duration::from_secs(2), |_, _, _| {}));
+    let took = run.elapsed();
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!((c.completed, c.failed), (0, 2));
+    assert_eq!(errors(&r, ErrorKind::NoStream), 2);
+    assert!(srv.seen.is_empty());
+    assert_eq!((srv.refused_streams, c.retried), (2, 2), "the first flight");
+    assert!(took >= 300 * MS && took < 310 * MS, "{took:?}");
+}
+
+/// Sets a test's load on the plan's arguments.
+type SetLoad = fn(&mut PlanArgs);
+
+/// A server that never allows a stream does not hold the run past its end
+/// and `--timeout`, in any load: requests waiting for a stream fail (or are
+/// not sent, or in flight, at the end).
+#[test]
+fn http2_a_server_allowing_no_stream_ends_every_load_on_time() {
+    let loads: [(&str, SetLoad); 4] = [
+        ("-n 6 -c 2", |a| {
+            a.requests = Some(6);
+            a.connections = Some(2);
+        }),
+        ("-n 6 -c 1 --streams 4", |a| {
+            a.requests = Some(6);
+            a.connections = Some(1);
+            a.streams = Some(4);
+        }),
+        ("-d 2s -c 2", |a| {
+            a.duration = Some(Duration::from_secs(2));
+            a.connections = Some(2);
+        }),
+        ("-d 2s -r 20", |a| {
+            a.duration = Some(Duration::from_secs(2));
+            a.rate = Some(20.0);
+        }),
+    ];
+    for (load, set) in loads {
+        let p = plan::<MuxLink>(|a| {
+            set(a);
+            a.timeout = Duration::from_millis(500);
+        });
+        let mut srv = Server::answering(200);
+        srv.max_streams = Some(0);
+        let mut run = Run::<MuxLink>::new(&p, &[]);
+        assert!(run.until(&mut srv, MS, Duration::from_secs(10), |_, _, _| {}));
+        let took = run.elapsed();
+        let r = run.finish();
+        let c = ledger(&r);
+        assert_eq!(c.completed, 0, "{load}");
+        assert!(errors(&r, ErrorKind::NoStream) >= 1, "{load}: {c:?}");
+        // -n: each waiting request fails at its time-out (those of one
+        // connection one after the other); -d: the end and one time-out.
+        let most = match p.load {
+            Load::Closed {
+                duration: Some(d), ..
+            }
+            | Load::Open {
+                duration: Some(d), ..
+            } => d + 600 * MS,
+            _ => 6 * 500 * MS + 10 * MS,
+        };
+        assert!(took < most, "{load}: {took:?}");
+    }
 }

@@ -84,7 +84,12 @@ impl MuxLink {
         } else {
             Proto::H1(Box::new(H1Session::new(1)))
         };
-        if self.setup.h3.is_some() && conn.own {
+        let quic = self.setup.h3.is_some() && conn.own;
+        #[cfg(test)]
+        if super::wire_tests::offline(self, core, c, now) {
+            return; // unit tests: the test's network connects it
+        }
+        if quic {
             return self.dial_quic(core, c, addr, now);
         }
         match TcpStream::connect(addr) {
@@ -160,7 +165,7 @@ impl MuxLink {
     }
 
     /// TCP is up: counts the connect time, then TLS or the preface.
-    fn connected(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+    pub(super) fn connected(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
         let conn = &mut self.conns[c as usize];
         if let Some(s) = conn.sock.as_ref() {
             let _ = s.set_nodelay(true);
@@ -444,10 +449,8 @@ impl MuxLink {
                         conn.unattributed += n as u64;
                         with_session!(&mut conn.proto, s => s.bytes_in(&self.buf[..n]));
                         // (A UDP read is one datagram, however short: QUIC reads on.)
-                        drained = core.open_loop
-                            && conn.udp.is_none()
-                            && n < self.buf.len()
-                            && !closing;
+                        drained =
+                            core.open_loop && conn.udp.is_none() && n < self.buf.len() && !closing;
                         Some(n)
                     }
                     Err(e) if e.kind() == IoKind::WouldBlock => break,

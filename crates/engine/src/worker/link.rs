@@ -16,6 +16,10 @@ impl Link for H1Link {
     }
 
     fn connect(&mut self, core: &mut Core<'_>, i: u32, now: Instant) {
+        #[cfg(test)]
+        if super::wire_tests::offline(self, core, i, now) {
+            return; // unit tests: the test's network connects it
+        }
         self.open(core, i, now);
     }
 

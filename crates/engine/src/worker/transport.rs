@@ -79,7 +79,7 @@ impl H1Link {
 
     /// The TCP connection of slot `i` is up: counts the connect time, then
     /// starts TLS or the first request.
-    fn connected(&mut self, core: &mut Core<'_>, i: u32, now: Instant) {
+    pub(super) fn connected(&mut self, core: &mut Core<'_>, i: u32, now: Instant) {
         let c = &mut self.conns[i as usize];
         if let Some(s) = c.sock.as_ref() {
             let _ = s.set_nodelay(true);
@@ -217,7 +217,7 @@ impl H1Link {
 
     /// Handles `n` response bytes in the driver's buffer; false when the
     /// connection stopped reading (response done and no next request, or failed).
-    fn on_plain(&mut self, core: &mut Core<'_>, i: u32, n: usize, now: Instant) -> bool {
+    pub(super) fn on_plain(&mut self, core: &mut Core<'_>, i: u32, n: usize, now: Instant) -> bool {
         let c = &mut self.conns[i as usize];
         if !c.state.busy() {
             // Bytes nobody asked for: the connection cannot be trusted.
@@ -338,7 +338,7 @@ impl H1Link {
         }
     }
 
-    fn on_eof(&mut self, core: &mut Core<'_>, i: u32, now: Instant) {
+    pub(super) fn on_eof(&mut self, core: &mut Core<'_>, i: u32, now: Instant) {
         let c = &mut self.conns[i as usize];
         if !c.state.busy() {
             return core.drop_idle(self, i, now);
