@@ -34,6 +34,16 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// Methods a client may send again after a reused connection closed before
+/// any byte of the answer (RFC 9110 §9.2.2): both drivers ask this before
+/// [`Core::refused`].
+pub(crate) fn idempotent(method: &str) -> bool {
+    matches!(
+        method,
+        "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
+    )
+}
+
 /// Where a slot's connection is, as the mode logic sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ConnState {

@@ -5,7 +5,7 @@
 
 use super::conn::{with_session, CState, Conn, Proto, NIL};
 use super::MuxLink;
-use crate::core::{Answered, Core};
+use crate::core::{idempotent, Answered, Core};
 use crate::session::{Event, H1Session, Session};
 use crate::sys::{self, io_msg};
 use crate::tls::TlsSetup;
@@ -657,13 +657,4 @@ impl MuxLink {
             self.free_conns.push(c);
         }
     }
-}
-
-/// Methods a client may send again after a connection closed before any
-/// answer (RFC 9110 §9.2.2).
-fn idempotent(method: &str) -> bool {
-    matches!(
-        method,
-        "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
-    )
 }

@@ -44,6 +44,8 @@ pub(super) struct Conn {
     pub(super) connect_start: Instant,
     /// Response bytes read for the request in progress.
     pub(super) wire: u64,
+    /// Answers completed on this connection (0: its first request is on it).
+    pub(super) answered: u32,
     /// When the request or connect in progress times out.
     pub(super) deadline: Instant,
     /// Neighbours in the time-out FIFO `list`.
@@ -64,6 +66,7 @@ impl Conn {
             first_byte: None,
             connect_start: now,
             wire: 0,
+            answered: 0,
             deadline: now,
             prev: NIL,
             next: NIL,

@@ -25,6 +25,7 @@ impl H1Link {
         c.tls_setup = dest.tls.cloned();
         c.connect_start = now;
         c.session.reset();
+        c.answered = 0;
         match TcpStream::connect(addr) {
             Ok(mut s) => {
                 if let Err(e) = self.poll.registry().register(
@@ -251,6 +252,7 @@ impl H1Link {
                 false
             }
             Some(done) => {
+                c.answered = c.answered.saturating_add(1);
                 if let Some(answered) = Answered::from_event(done, c.sent, c.first_byte, c.wire) {
                     core.complete(self, i, now, answered);
                 }
@@ -328,14 +330,29 @@ impl H1Link {
         );
     }
 
-    /// A read failed: the request in flight fails with it; an idle connection just goes.
+    /// A read failed: the request in flight fails with it (or goes again
+    /// once, when the server reset a reused connection before any byte of
+    /// its answer, as [`Self::on_eof`] says); an idle connection just goes.
     fn read_failed(&mut self, core: &mut Core<'_>, i: u32, e: &std::io::Error) {
         let now = Instant::now();
         if self.conns[i as usize].state.busy() {
+            if self.raced(core, i) {
+                return core.refused(self, i, ErrorKind::from_io(e, false), io_msg(e), now);
+            }
             core.fail(self, i, ErrorKind::from_io(e, false), io_msg(e), now);
         } else {
             core.drop_idle(self, i, now);
         }
+    }
+
+    /// Slot `i`'s request met the end of a reused connection before any
+    /// byte of its answer, and may go again (RFC 9110 §9.2.2).
+    fn raced(&self, core: &Core<'_>, i: u32) -> bool {
+        let c = &self.conns[i as usize];
+        c.first_byte.is_none()
+            && c.wire == 0
+            && c.answered > 0
+            && crate::core::idempotent(&core.request_spec(i).method)
     }
 
     pub(super) fn on_eof(&mut self, core: &mut Core<'_>, i: u32, now: Instant) {
@@ -351,7 +368,21 @@ impl H1Link {
             }
         };
         let (sent, first_byte, wire) = (c.sent, c.first_byte, c.wire);
+        // The server closed a reused connection as the request went out (no
+        // byte of an answer): an idempotent request goes again once, on a new
+        // connection, as browsers and the HTTP/2 driver do (RFC 9110 §9.2.2).
+        let raced = self.raced(core, i);
         match event {
+            Some(Event::Failed { kind, message, .. }) if raced => {
+                core.refused(self, i, kind, message, now)
+            }
+            None if raced => core.refused(
+                self,
+                i,
+                ErrorKind::Closed,
+                "connection closed before any response".into(),
+                now,
+            ),
             Some(Event::Failed { kind, message, .. }) => core.fail(self, i, kind, message, now),
             Some(done) => match Answered::from_event(done, sent, first_byte, wire) {
                 // A body delimited by the close.

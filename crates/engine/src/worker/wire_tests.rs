@@ -26,6 +26,7 @@ pub(super) fn offline(link: &mut H1Link, core: &mut Core<'_>, i: u32, now: Insta
     c.tls_setup = None;
     c.connect_start = now;
     c.session.reset();
+    c.answered = 0;
     c.state = ConnState::Connecting;
     c.deadline = now + core.plan.connect_timeout;
     core.waiting();
