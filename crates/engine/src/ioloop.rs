@@ -219,6 +219,8 @@ pub(crate) fn handshake(
 
 /// What the event loop asks of a driver besides the core's seam.
 pub(crate) trait Driver: Link {
+    /// Its poller and its sleeper (one borrow for both).
+    fn waiting(&mut self) -> (&Poll, &mut Sleeper);
     /// Waits for socket events on its poller with its sleeper
     /// ([`Sleeper::wait`]).
     fn wait(
@@ -226,9 +228,14 @@ pub(crate) trait Driver: Link {
         in_flight: u64,
         events: &mut Events,
         timeout: Option<Duration>,
-    ) -> std::io::Result<()>;
+    ) -> std::io::Result<()> {
+        let (poll, sleeper) = self.waiting();
+        sleeper.wait(poll, in_flight, events, timeout)
+    }
     /// Its sleeper.
-    fn sleeper(&mut self) -> &mut Sleeper;
+    fn sleeper(&mut self) -> &mut Sleeper {
+        self.waiting().1
+    }
     /// Its first time-out (a request's or a connect's).
     fn first_deadline(&self) -> Option<Instant>;
     /// Bytes queued during the pass go out before the worker sleeps.

@@ -39,7 +39,6 @@ use crate::core::{ConnState, Core};
 use crate::http2::Http2Request;
 use crate::ioloop::Sleeper;
 use crate::plan::Plan;
-use crate::sys::Events;
 use conn::{Conn, SlotIo, NIL};
 use mio::Poll;
 use std::cmp::Reverse;
@@ -199,17 +198,8 @@ impl MuxLink {
 }
 
 impl crate::ioloop::Driver for MuxLink {
-    fn wait(
-        &mut self,
-        in_flight: u64,
-        events: &mut Events,
-        timeout: Option<std::time::Duration>,
-    ) -> std::io::Result<()> {
-        self.sleeper.wait(&self.poll, in_flight, events, timeout)
-    }
-
-    fn sleeper(&mut self) -> &mut Sleeper {
-        &mut self.sleeper
+    fn waiting(&mut self) -> (&mio::Poll, &mut Sleeper) {
+        (&self.poll, &mut self.sleeper)
     }
 
     fn first_deadline(&self) -> Option<Instant> {

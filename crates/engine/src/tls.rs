@@ -9,6 +9,38 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The three signature methods of a `rustls` `ServerCertVerifier` that only
+/// hand over to the crypto provider's algorithms (`$($algs)+`: the path to
+/// them from `self`). Every verifier of the project (`--insecure` here,
+/// `page`'s trust store and the audit's certificate check in `redline-web`)
+/// differs only in `verify_server_cert`. The impl must have
+/// `CertificateDer`, `DigitallySignedStruct`, `HandshakeSignatureValid` and
+/// `SignatureScheme` in scope.
+#[macro_export]
+macro_rules! rustls_signature_checks {
+    ($($algs:tt)+) => {
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls12_signature(message, cert, dss, &self.$($algs)+)
+        }
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls13_signature(message, cert, dss, &self.$($algs)+)
+        }
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.$($algs)+.supported_schemes()
+        }
+    };
+}
+
 /// What a connection needs to start TLS.
 #[derive(Debug, Clone)]
 pub struct TlsSetup {
@@ -113,35 +145,7 @@ impl ServerCertVerifier for NoVerify {
     ) -> Result<ServerCertVerified, rustls::Error> {
         Ok(ServerCertVerified::assertion())
     }
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+    rustls_signature_checks!(0.signature_verification_algorithms);
 }
 
 /// Why no TLS connection to a target can succeed, known from one handshake

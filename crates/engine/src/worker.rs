@@ -29,7 +29,7 @@ use crate::h1::HeadMemo;
 use crate::ioloop::{Sleeper, WAKE};
 use crate::plan::Plan;
 use crate::session::H1Request;
-use crate::sys::{io_msg, Events};
+use crate::sys::io_msg;
 use conns::{Conn, Fifo, NIL};
 use mio::{Poll, Waker};
 use std::sync::Arc;
@@ -109,17 +109,8 @@ impl H1Link {
 }
 
 impl crate::ioloop::Driver for H1Link {
-    fn wait(
-        &mut self,
-        in_flight: u64,
-        events: &mut Events,
-        timeout: Option<std::time::Duration>,
-    ) -> std::io::Result<()> {
-        self.sleeper.wait(&self.poll, in_flight, events, timeout)
-    }
-
-    fn sleeper(&mut self) -> &mut Sleeper {
-        &mut self.sleeper
+    fn waiting(&mut self) -> (&mio::Poll, &mut Sleeper) {
+        (&self.poll, &mut self.sleeper)
     }
 
     fn first_deadline(&self) -> Option<Instant> {
