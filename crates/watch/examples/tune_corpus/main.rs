@@ -65,7 +65,13 @@ fn main() {
         if cols.len() < 4 || line.starts_with('#') {
             continue;
         }
-        let server: Server = cols[0].parse().expect("server column");
+        let server: Server = match cols[0].parse() {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("{}:{}: {e}", args[1], n + 1);
+                std::process::exit(2)
+            }
+        };
         let (kind, path, origin) = (cols[1], Path::new(cols[2]), cols[3]);
         let name = match server {
             Server::Nginx => "nginx",
