@@ -34,12 +34,51 @@ pub const MAX_STREAMS: usize = 100;
 /// The limit on a response's header block (as the engine's h2 client).
 const MAX_HEADER_LIST: u32 = 256 * 1024;
 
-struct Req {
-    url: Url,
-    headers: Vec<(String, String)>,
-    timeout: Duration,
-    budget: Option<Arc<crate::http::Budget>>,
-    reply: mpsc::SyncSender<Result<Response, FetchError>>,
+/// One GET handed to a multiplexed connection's thread (HTTP/2 here,
+/// HTTP/3 in [`crate::h3`]); the answer goes back on `reply`.
+pub(crate) struct Req {
+    pub(crate) url: Url,
+    /// The request's fields, names lower case.
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) timeout: Duration,
+    pub(crate) budget: Option<Arc<crate::http::Budget>>,
+    pub(crate) reply: mpsc::SyncSender<Result<Response, FetchError>>,
+}
+
+/// Sends one GET for `u` through `send` (a connection thread's queue; false:
+/// that thread had ended) and waits for the whole response.
+pub(crate) fn ask(
+    send: impl FnOnce(Req) -> bool,
+    u: &Url,
+    dest: crate::http::Dest,
+    extra: &[(String, String)],
+    opts: &ClientOpts,
+) -> Result<Response, FetchError> {
+    let headers = crate::http::request_headers(dest, extra, opts)
+        .into_iter()
+        .map(|(n, v)| (n.to_ascii_lowercase(), v))
+        .collect();
+    let (reply, rx) = mpsc::sync_channel(1);
+    let req = Req {
+        url: u.clone(),
+        headers,
+        timeout: opts.timeout,
+        budget: opts.budget.clone(),
+        reply,
+    };
+    if !send(req) {
+        // Nothing was sent: the connection's thread had ended.
+        return Err(FetchError::Unprocessed {
+            why: "the connection had closed".into(),
+            stream: 0,
+        });
+    }
+    // The stream times itself out at `timeout`; the slack covers a driver
+    // thread that is gone.
+    match rx.recv_timeout(opts.timeout + Duration::from_secs(2)) {
+        Ok(r) => r,
+        Err(_) => Err(FetchError::Io("timed out".into())),
+    }
 }
 
 /// A handle on an HTTP/2 connection; cloned for each request to its host.
@@ -75,31 +114,7 @@ impl H2Conn {
         extra: &[(String, String)],
         opts: &ClientOpts,
     ) -> Result<Response, FetchError> {
-        let headers = crate::http::request_headers(dest, extra, opts)
-            .into_iter()
-            .map(|(n, v)| (n.to_ascii_lowercase(), v))
-            .collect();
-        let (reply, rx) = mpsc::sync_channel(1);
-        let req = Req {
-            url: u.clone(),
-            headers,
-            timeout: opts.timeout,
-            budget: opts.budget.clone(),
-            reply,
-        };
-        if self.tx.send(req).is_err() {
-            // Nothing was sent: the connection's thread had ended.
-            return Err(FetchError::Unprocessed {
-                why: "the connection had closed".into(),
-                stream: 0,
-            });
-        }
-        // The stream times itself out at `timeout`; the slack covers a driver
-        // thread that is gone.
-        match rx.recv_timeout(opts.timeout + Duration::from_secs(2)) {
-            Ok(r) => r,
-            Err(_) => Err(FetchError::Io("timed out".into())),
-        }
+        ask(|req| self.tx.send(req).is_ok(), u, dest, extra, opts)
     }
 }
 
@@ -276,7 +291,7 @@ fn h2_error(e: h2::Error, stream: u32) -> FetchError {
         && (e.is_go_away() || (e.is_reset() && e.reason() == Some(h2::Reason::REFUSED_STREAM)));
     if refused {
         FetchError::Unprocessed {
-            why: format!("{e} (not processed by the server)"),
+            why: format!("HTTP/2: {e} (not processed by the server)"),
             stream,
         }
     } else {

@@ -1,5 +1,7 @@
 //! One fetch of the loader: queueing a reference, the headers it sends,
-//! and fetching it over a pooled HTTP/1.1 connection.
+//! and fetching it over a pooled HTTP/1.1 connection, a new connection, or
+//! a stream of the origin's HTTP/2 or HTTP/3 connection; an `Alt-Svc: h3`
+//! alternative that cannot be reached falls back to TCP, as Chromium's does.
 
 use super::*;
 
@@ -84,7 +86,8 @@ pub(super) fn fetch_one(
     let began = Instant::now();
     let dest = job.kind.dest();
     let sent = sent_headers(&job.url, dest, extra, opts);
-    let done = |job, result, dns_connect, new_conn, conn, h2_conn| Done {
+    let mut h3_fallback = None;
+    let done = |job, result, dns_connect, new_conn, conn, mux_conn, alt_svc, h3_fallback| Done {
         job,
         start_ms,
         elapsed_ms: ms(began.elapsed()),
@@ -94,18 +97,56 @@ pub(super) fn fetch_one(
         new_conn,
         conn,
         conditional,
-        h2_conn,
+        mux_conn,
+        alt_svc,
+        h3_fallback,
     };
     let mut dns_connect = None;
     let mut new_conn = None;
     let mut spent = ConnectTimes::default();
+    let mut via = via;
+    if let Via::NewH3(id, to, why) = via {
+        let alt_svc = why == H3Why::AltSvc;
+        match crate::h3::connect(&job.url, &to, opts, id, &mut spent) {
+            Ok((c, t)) => {
+                let _ = tx.send(Ev::H3(host_key(&job.url), Ok(c.clone())));
+                let result = c.get(&job.url, dest, extra, opts);
+                let info = c.info.clone();
+                return done(job, result, Some(t), Some(info), None, Some(c.id), alt_svc, None);
+            }
+            Err(e) => {
+                let _ = tx.send(Ev::H3(host_key(&job.url), Err(e.clone())));
+                if why == H3Why::Forced {
+                    return done(job, Err(e), Some(spent), None, None, None, false, None);
+                }
+                // The alternative is broken: TCP, on a new connection.
+                h3_fallback = Some(e.to_string());
+                spent = ConnectTimes::default();
+                via = Via::New(ids.fetch_add(1, Ordering::Relaxed) + 1);
+            }
+        }
+    }
     let mut conn = match via {
+        Via::H3Failed(e) => return done(job, Err(e), None, None, None, None, false, None),
+        Via::NewH3(..) => {
+            let e = FetchError::Io("HTTP/3: the connection was not opened".into());
+            return done(job, Err(e), None, None, None, None, false, None);
+        }
+        Via::H3(c) => {
+            let result = c.get(&job.url, dest, extra, opts).map(|mut r| {
+                r.reused = true;
+                r
+            });
+            // HTTP/3 connections exist for `--http3` or an Alt-Svc alternative.
+            let alt = !opts.http3;
+            return done(job, result, None, None, None, Some(c.id), alt, None);
+        }
         Via::H2(c) => {
             let result = c.get(&job.url, dest, extra, opts).map(|mut r| {
                 r.reused = true;
                 r
             });
-            return done(job, result, None, None, None, Some(c.id));
+            return done(job, result, None, None, None, Some(c.id), false, h3_fallback);
         }
         Via::Reuse(c) => c,
         Via::New(id) => match connect_timed(&job.url, opts, id, &mut spent) {
@@ -113,7 +154,16 @@ pub(super) fn fetch_one(
                 let _ = tx.send(Ev::Ready(host_key(&job.url), Some(c.clone())));
                 let result = c.get(&job.url, dest, extra, opts);
                 let info = c.info.clone();
-                return done(job, result, Some(t), Some(info), None, Some(c.id));
+                return done(
+                    job,
+                    result,
+                    Some(t),
+                    Some(info),
+                    None,
+                    Some(c.id),
+                    false,
+                    h3_fallback,
+                );
             }
             Ok((Connected::H1(c), t)) => {
                 if job.url.scheme() == "https" {
@@ -123,7 +173,7 @@ pub(super) fn fetch_one(
                 new_conn = Some(c.info.clone());
                 c
             }
-            Err(e) => return done(job, Err(e), Some(spent), None, None, None),
+            Err(e) => return done(job, Err(e), Some(spent), None, None, None, false, h3_fallback),
         },
     };
     let reused = dns_connect.is_none();
@@ -162,5 +212,7 @@ pub(super) fn fetch_one(
         new_conn,
         keep.then_some(conn),
         None,
+        false,
+        h3_fallback,
     )
 }

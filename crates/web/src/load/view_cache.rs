@@ -1,5 +1,7 @@
 //! The loader's HTTP cache between views (the revalidate and cached views): what is stored,
-//! what is fresh, and the entry a cache hit records.
+//! what is fresh, the entry a cache hit records, and the HTTP/3 alternatives
+//! origins advertised (`Alt-Svc: h3`, RFC 7838), which later views use as
+//! Chromium does on a repeat visit.
 
 use super::*;
 
@@ -10,6 +12,75 @@ pub struct Cache {
     /// The browser's own favicon URLs that failed (4xx/5xx, no answer):
     /// Chromium does not ask for them again in the session.
     pub(super) missing: HashSet<String>,
+    /// Per origin (`scheme://host:port`), the `h3` alternative its last
+    /// `Alt-Svc` named (a later header replaces it, `clear` removes it).
+    pub(super) alt_svc: HashMap<String, AltH3>,
+}
+
+/// An HTTP/3 alternative an origin advertised.
+#[derive(Clone, Debug)]
+pub(super) struct AltH3 {
+    /// Where to connect (the origin's host unless the alternative names one).
+    pub(super) to: crate::h3::Endpoint,
+    /// The header as the server sent it.
+    pub(super) header: String,
+    /// When it stops being valid (`ma`, 24 hours without it).
+    pub(super) expires: SystemTime,
+}
+
+impl Cache {
+    /// The `h3` alternative of `u`'s origin still valid at `now` (https only).
+    pub(super) fn alt_h3(&self, u: &Url, now: SystemTime) -> Option<&AltH3> {
+        if u.scheme() != "https" {
+            return None;
+        }
+        self.alt_svc
+            .get(&host_key(u))
+            .filter(|a| a.expires > now)
+    }
+}
+
+/// What the `Alt-Svc` headers of a load leave for later views: per https
+/// origin, in the order the answers came, the last header wins; a value
+/// that is not valid RFC 7838 is ignored (as Chromium does), `clear` or a
+/// header without `h3` forgets the origin's alternative.
+pub(super) fn alt_svc_of(load: &Load, now: SystemTime) -> HashMap<String, AltH3> {
+    let mut out = HashMap::new();
+    let mut order: Vec<&Entry> = load.entries.iter().filter(|e| !e.from_cache).collect();
+    order.sort_by(|a, b| a.end_ms.total_cmp(&b.end_ms));
+    for e in order {
+        let Ok(u) = Url::parse(&e.url) else { continue };
+        let Some(v) = crate::http::header(&e.headers, "alt-svc") else {
+            continue;
+        };
+        if u.scheme() != "https" || e.status.is_none() {
+            continue;
+        }
+        let Ok(parsed) = redline_engine::altsvc::parse(v) else {
+            continue;
+        };
+        let key = host_key(&u);
+        match parsed.h3() {
+            Some(a) => {
+                let host = a
+                    .host
+                    .clone()
+                    .unwrap_or_else(|| u.host_str().unwrap_or("").to_string());
+                out.insert(
+                    key,
+                    AltH3 {
+                        to: crate::h3::Endpoint { host, port: a.port },
+                        header: v.to_string(),
+                        expires: now + Duration::from_secs(a.max_age()),
+                    },
+                );
+            }
+            None => {
+                out.remove(&key);
+            }
+        }
+    }
+    out
 }
 
 #[derive(Clone, Debug)]
@@ -47,7 +118,12 @@ impl Cache {
                 },
             );
         }
-        Cache { stored, missing }
+        let alt_svc = alt_svc_of(load, SystemTime::now());
+        Cache {
+            stored,
+            missing,
+            alt_svc,
+        }
     }
 
     /// As [`Cache::from_load`], moving the kept bodies out of `load` into
@@ -129,6 +205,8 @@ pub(super) fn cached_entry(job: &Job, s: &Stored, now: f64, page_host: &str) -> 
         protocol: None,
         reused: false,
         retried: false,
+        alt_svc: false,
+        h3_fallback: None,
         redirect_to: None,
         after_load: job.after_load,
         html_size: job.size,
