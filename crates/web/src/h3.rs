@@ -219,21 +219,20 @@ struct Driver {
 
 impl Driver {
     /// Sends every datagram the session has; Err: the UDP port is closed.
-    fn flush(&mut self) -> Result<(), FetchError> {
+    async fn flush(&mut self) -> Result<(), FetchError> {
         for _ in 0..10_000 {
             let d = self.sess.pending_out();
             if d.is_empty() {
                 return Ok(());
             }
             let n = d.len();
-            match self.sock.try_send(d) {
+            match self.sock.send(d).await {
                 Ok(_) => self.sess.consume_out(n),
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                     return Err(refused(&self.hp))
                 }
-                // The socket buffer is full: the rest goes after the next wake-up
-                // (QUIC's loss recovery covers a datagram dropped here).
-                Err(_) => return Ok(()),
+                // Dropped (QUIC's loss recovery sends it again).
+                Err(_) => self.sess.consume_out(n),
             }
         }
         Ok(())
@@ -517,7 +516,7 @@ async fn drive(
     let end = t + limit;
     // The handshake.
     for _ in 0..1_000_000 {
-        if let Err(e) = d.flush() {
+        if let Err(e) = d.flush().await {
             return fail(e);
         }
         if d.sess.established() {
@@ -551,7 +550,7 @@ async fn drive(
     for _ in 0..100_000_000u64 {
         d.submit();
         d.events();
-        if let Err(e) = d.flush() {
+        if let Err(e) = d.flush().await {
             d.fail_all(&e);
             break;
         }
@@ -590,7 +589,7 @@ async fn drive(
     alive.store(false, Ordering::Relaxed);
     // Every handle is gone: close (CONNECTION_CLOSE with H3_NO_ERROR).
     d.sess.close();
-    let _ = d.flush();
+    let _ = d.flush().await;
 }
 
 /// A handshake that ended, in words (an untrusted certificate says what to do).
