@@ -442,7 +442,10 @@ fn answered(
             return Err(FetchError::Io(crate::http::BUDGET_STOP.into()));
         }
     }
-    let cap = answer.and_then(|a| a.capture).map(|c| *c).unwrap_or_default();
+    let cap = answer
+        .and_then(|a| a.capture)
+        .map(|c| *c)
+        .unwrap_or_default();
     // The head as HTTP/1-style text ("HTTP/3 200\r\n", fields, blank line).
     let head: u64 = 13
         + cap
@@ -623,16 +626,30 @@ mod tests {
             port: 8443,
         };
         assert_eq!(host_port(&v6), "[::1]:8443");
-        let e = handshake_error("a:1", "QUIC TLS: invalid peer certificate: UnknownIssuer", Duration::from_secs(1));
+        let e = handshake_error(
+            "a:1",
+            "QUIC TLS: invalid peer certificate: UnknownIssuer",
+            Duration::from_secs(1),
+        );
         assert!(e.to_string().contains("--cacert"), "{e}");
-        let e = handshake_error("a:1", "the QUIC handshake got no answer within the idle time-out", Duration::from_secs(2));
+        let e = handshake_error(
+            "a:1",
+            "the QUIC handshake got no answer within the idle time-out",
+            Duration::from_secs(2),
+        );
         assert!(e.to_string().contains("no QUIC answer within 2s"), "{e}");
     }
 
     #[test]
     fn plain_http_is_refused_before_any_packet() {
         let u = Url::parse("http://127.0.0.1:1/").unwrap();
-        let r = connect(&u, &Endpoint::of(&u), &ClientOpts::default(), 1, &mut ConnectTimes::default());
+        let r = connect(
+            &u,
+            &Endpoint::of(&u),
+            &ClientOpts::default(),
+            1,
+            &mut ConnectTimes::default(),
+        );
         assert!(matches!(r, Err(FetchError::Scheme(_))));
     }
 }

@@ -416,7 +416,10 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
         }
         let _ = writeln!(s, "{line}");
     }
-    if l.entries.iter().any(|e| e.protocol.as_deref() == Some("h3") && e.phases.tls_ms.is_some()) {
+    if l.entries
+        .iter()
+        .any(|e| e.protocol.as_deref() == Some("h3") && e.phases.tls_ms.is_some())
+    {
         let _ = writeln!(
             s,
             "  h3: the QUIC handshake is connect and TLS in one: its time is under tls, connect shows the lookup only"

@@ -108,7 +108,8 @@ fn server_fix(server: Option<&str>, port: u16) -> String {
     } else if s.contains("nginx") {
         format!("nginx 1.25+: `listen {port} quic reuseport;` beside `listen {port} ssl;`, `http3 on;`, the Alt-Svc port equal to the quic port, and UDP {port} let through")
     } else if s.contains("apache") || s.contains("lighttpd") {
-        "this server has no HTTP/3: stop sending Alt-Svc naming h3, or put one that has it in front".into()
+        "this server has no HTTP/3: stop sending Alt-Svc naming h3, or put one that has it in front"
+            .into()
     } else {
         format!("serve HTTP/3 on UDP {port} with ALPN h3, or stop advertising it")
     }
@@ -118,7 +119,8 @@ fn server_fix(server: Option<&str>, port: u16) -> String {
 pub(super) fn check_alt_svc(cx: &Ctx) -> Check {
     const T: &str = "HTTP/3 advertised (Alt-Svc)";
     const TH: &str = "information only (weight 0): Alt-Svc naming h3 lets browsers switch to HTTP/3; when it is there it must be valid, carry a usable ma, and its UDP port must answer HTTP/3 as TCP does";
-    let fin = |score, why: String, found| check("alt-svc-h3", T, TH, score, why, found, FIX_ALT_SVC);
+    let fin =
+        |score, why: String, found| check("alt-svc-h3", T, TH, score, why, found, FIX_ALT_SVC);
     let Some(e) = cx.doc() else {
         return fin(None, super::security_na(), Vec::new());
     };
@@ -139,11 +141,15 @@ pub(super) fn check_alt_svc(cx: &Ctx) -> Check {
     };
     let h3 = match (&parsed, parsed.h3()) {
         (AltSvc::Clear, _) => {
-            let why = "Alt-Svc: clear: the server withdraws its alternatives (no HTTP/3)".to_string();
+            let why =
+                "Alt-Svc: clear: the server withdraws its alternatives (no HTTP/3)".to_string();
             return fin(Some(100), why.clone(), vec![note(Severity::Info, why)]);
         }
         (_, None) => {
-            let draft = parsed.alternatives().iter().any(|a| a.protocol.starts_with("h3-"));
+            let draft = parsed
+                .alternatives()
+                .iter()
+                .any(|a| a.protocol.starts_with("h3-"));
             let why = if draft {
                 format!("Alt-Svc: {v}: only draft HTTP/3 versions (h3-NN), which browsers no longer use; advertise h3")
             } else {
@@ -176,7 +182,10 @@ pub(super) fn check_alt_svc(cx: &Ctx) -> Check {
             summary.push_str(": valid; the HTTP/3 endpoint was not probed (--no-probes)");
         }
         Some(p) => {
-            let ep = p.endpoint.clone().unwrap_or_else(|| format!(":{}", h3.port));
+            let ep = p
+                .endpoint
+                .clone()
+                .unwrap_or_else(|| format!(":{}", h3.port));
             match (p.handshake_ms, p.h3_status, p.tcp_status, &p.error) {
                 (Some(ms), Some(h), Some(t), _) if h == t => {
                     summary.push_str(&format!(

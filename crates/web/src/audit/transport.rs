@@ -690,4 +690,3 @@ fn tls_checks(cx: &Ctx) -> Vec<Check> {
     });
     out
 }
-

@@ -112,7 +112,16 @@ pub(super) fn fetch_one(
                 let _ = tx.send(Ev::H3(host_key(&job.url), Ok(c.clone())));
                 let result = c.get(&job.url, dest, extra, opts);
                 let info = c.info.clone();
-                return done(job, result, Some(t), Some(info), None, Some(c.id), alt_svc, None);
+                return done(
+                    job,
+                    result,
+                    Some(t),
+                    Some(info),
+                    None,
+                    Some(c.id),
+                    alt_svc,
+                    None,
+                );
             }
             Err(e) => {
                 let _ = tx.send(Ev::H3(host_key(&job.url), Err(e.clone())));
@@ -146,7 +155,16 @@ pub(super) fn fetch_one(
                 r.reused = true;
                 r
             });
-            return done(job, result, None, None, None, Some(c.id), false, h3_fallback);
+            return done(
+                job,
+                result,
+                None,
+                None,
+                None,
+                Some(c.id),
+                false,
+                h3_fallback,
+            );
         }
         Via::Reuse(c) => c,
         Via::New(id) => match connect_timed(&job.url, opts, id, &mut spent) {
@@ -173,7 +191,18 @@ pub(super) fn fetch_one(
                 new_conn = Some(c.info.clone());
                 c
             }
-            Err(e) => return done(job, Err(e), Some(spent), None, None, None, false, h3_fallback),
+            Err(e) => {
+                return done(
+                    job,
+                    Err(e),
+                    Some(spent),
+                    None,
+                    None,
+                    None,
+                    false,
+                    h3_fallback,
+                )
+            }
         },
     };
     let reused = dns_connect.is_none();

@@ -34,9 +34,7 @@ impl Cache {
         if u.scheme() != "https" {
             return None;
         }
-        self.alt_svc
-            .get(&host_key(u))
-            .filter(|a| a.expires > now)
+        self.alt_svc.get(&host_key(u)).filter(|a| a.expires > now)
     }
 }
 
