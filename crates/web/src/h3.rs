@@ -640,6 +640,58 @@ mod tests {
         assert!(e.to_string().contains("no QUIC answer within 2s"), "{e}");
     }
 
+    /// Options for a quick failure: a 400 ms connect time-out.
+    fn quick() -> ClientOpts {
+        ClientOpts {
+            connect_timeout: Duration::from_millis(400),
+            ..ClientOpts::default()
+        }
+    }
+
+    #[test]
+    fn a_udp_black_hole_ends_at_the_connect_time_out() {
+        // Bound and never read: datagrams go nowhere, nothing answers.
+        let hole = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = hole.local_addr().unwrap().port();
+        let u = Url::parse(&format!("https://127.0.0.1:{port}/")).unwrap();
+        let t = Instant::now();
+        let mut spent = ConnectTimes::default();
+        let e = connect(&u, &Endpoint::of(&u), &quick(), 1, &mut spent).unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cannot connect to 127.0.0.1:{port} over UDP (HTTP/3): no QUIC answer within 400ms"
+            )
+        );
+        // The time it took is kept for the waterfall.
+        assert!(spent.tls.is_some_and(|t| t >= 390.0), "{spent:?}");
+    }
+
+    #[test]
+    fn a_closed_udp_port_is_refused_at_once() {
+        let port = {
+            let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            s.local_addr().unwrap().port()
+        };
+        let u = Url::parse(&format!("https://127.0.0.1:{port}/")).unwrap();
+        let t = Instant::now();
+        let e = connect(
+            &u,
+            &Endpoint::of(&u),
+            &quick(),
+            1,
+            &mut ConnectTimes::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("connection refused"), "{e}");
+        assert!(
+            t.elapsed() < Duration::from_millis(400),
+            "{:?}",
+            t.elapsed()
+        );
+    }
+
     #[test]
     fn plain_http_is_refused_before_any_packet() {
         let u = Url::parse("http://127.0.0.1:1/").unwrap();

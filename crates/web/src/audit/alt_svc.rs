@@ -217,3 +217,113 @@ pub(super) fn check_alt_svc(cx: &Ctx) -> Check {
     }
     fin(Some(if bad { 0 } else { 100 }), summary, found)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixtures::{entry, page};
+    use super::super::{audit, Probes, Severity};
+    use super::*;
+    use crate::discover::Kind;
+
+    /// The check for a page whose document answered with `headers`.
+    fn run(headers: &[(&str, &str)], h3: Option<H3Probe>) -> Check {
+        let mut l = page(entry("https://a.test/i.png", Kind::Image, "image/png", 10));
+        l.entries[0].url = "https://a.test/".into();
+        l.entries[0].headers = headers
+            .iter()
+            .map(|(n, v)| (n.to_string(), v.to_string()))
+            .collect();
+        let p = Probes {
+            h3,
+            ..Default::default()
+        };
+        let a = audit("https://a.test/", &l, None, Vec::new(), &[], &p);
+        a.checks.into_iter().find(|c| c.id == "alt-svc-h3").unwrap()
+    }
+
+    fn evidence(c: &Check) -> String {
+        c.findings
+            .iter()
+            .map(|f| f.evidence.clone())
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+
+    fn probe(tcp: u16, h3: Option<u16>, error: Option<&str>) -> H3Probe {
+        H3Probe {
+            origin: "https://a.test:443".into(),
+            tcp_status: Some(tcp),
+            alt_svc: Some("h3=\":443\"; ma=86400".into()),
+            endpoint: Some("a.test:443".into()),
+            handshake_ms: h3.map(|_| 3.0),
+            h3_status: h3,
+            error: error.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn not_advertised_is_information() {
+        let c = run(&[], None);
+        assert_eq!(c.summary, "no Alt-Svc: HTTP/3 not advertised");
+        // Not met, nothing wrong: weight 0, an information finding.
+        assert_eq!(c.severity, Severity::Ok);
+        assert_eq!(c.findings[0].severity, Severity::Info);
+        assert_eq!(c.weight, 0);
+    }
+
+    #[test]
+    fn a_working_alternative_passes() {
+        let ok = run(
+            &[("Alt-Svc", "h3=\":443\"; ma=86400")],
+            Some(probe(200, Some(200), None)),
+        );
+        assert_eq!(ok.severity, Severity::Ok, "{}", ok.summary);
+        assert!(
+            ok.summary.contains("answered 200 as over TCP"),
+            "{}",
+            ok.summary
+        );
+    }
+
+    #[test]
+    fn what_is_wrong_is_said() {
+        let c = run(&[("Alt-Svc", "h3=:443")], None);
+        assert_eq!(c.severity, Severity::Warning);
+        assert!(evidence(&c).contains("must be quoted"), "{}", evidence(&c));
+        let c = run(&[("Alt-Svc", "h3=\":443\"; ma=10")], None);
+        assert_eq!(c.severity, Severity::Warning);
+        assert!(evidence(&c).contains("ma=10 s is too short"));
+        let c = run(&[("Alt-Svc", "h3=\":443\"")], None);
+        assert_eq!(c.severity, Severity::Ok);
+        assert!(evidence(&c).contains("no ma"), "{}", evidence(&c));
+        let c = run(&[("Alt-Svc", "h3-29=\":443\"")], None);
+        assert!(evidence(&c).contains("draft"), "{}", evidence(&c));
+        let c = run(
+            &[
+                ("Alt-Svc", "h3=\":443\"; ma=86400"),
+                ("Server", "nginx/1.26.0"),
+            ],
+            Some(probe(
+                200,
+                None,
+                Some("127.0.0.1:443 over UDP (HTTP/3): connection refused"),
+            )),
+        );
+        assert_eq!(c.severity, Severity::Warning);
+        let e = evidence(&c);
+        assert!(
+            e.contains("connection refused") && e.contains("listen 443 quic"),
+            "{e}"
+        );
+        let c = run(
+            &[("Alt-Svc", "h3=\":443\"; ma=86400"), ("Server", "Caddy")],
+            Some(probe(200, Some(404), None)),
+        );
+        assert_eq!(c.severity, Severity::Warning);
+        let e = evidence(&c);
+        assert!(
+            e.contains("answered 404, over TCP 200") && e.contains("Caddy"),
+            "{e}"
+        );
+    }
+}

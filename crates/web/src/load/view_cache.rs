@@ -214,3 +214,65 @@ pub(super) fn cached_entry(job: &Job, s: &Stored, now: f64, page_host: &str) -> 
         body: s.body.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::fixtures::{entry, page};
+
+    fn load(answers: &[(&str, Option<&str>)]) -> Load {
+        let mut l = page(entry("https://a.test/x", Kind::Image, "image/png", 1));
+        l.entries = answers
+            .iter()
+            .enumerate()
+            .map(|(i, (url, alt))| {
+                let mut e = entry(url, Kind::Image, "image/png", 1);
+                e.end_ms = i as f64;
+                if let Some(v) = alt {
+                    e.headers = vec![("alt-svc".into(), v.to_string())];
+                }
+                e
+            })
+            .collect();
+        l
+    }
+
+    #[test]
+    fn the_last_alt_svc_of_an_origin_wins() {
+        let now = SystemTime::now();
+        let l = load(&[
+            ("https://a.test/", Some("h3=\":443\"; ma=60")),
+            (
+                "https://a.test/b",
+                Some("h2=\":8443\", h3=\"alt.a.test:4433\""),
+            ),
+            ("https://c.test/", Some("h3=\":443\"")),
+            ("https://c.test/d", Some("clear")),
+            ("https://e.test/", Some("h3=\":443\"; ma=60")),
+            ("https://e.test/f", Some("h3=:443")), // invalid: ignored
+            ("http://g.test/", Some("h3=\":443\"")), // not https: ignored
+            ("https://h.test/", Some("h3=\":443\"; ma=0")),
+        ]);
+        let m = alt_svc_of(&l, now);
+        let a = &m["https://a.test:443"];
+        assert_eq!((a.to.host.as_str(), a.to.port), ("alt.a.test", 4433));
+        assert_eq!(
+            a.expires,
+            now + Duration::from_secs(redline_engine::altsvc::DEFAULT_MAX_AGE)
+        );
+        assert!(!m.contains_key("https://c.test:443"), "cleared");
+        assert_eq!(m["https://e.test:443"].to.port, 443);
+        assert!(!m.contains_key("http://g.test:80"));
+        let c = Cache {
+            alt_svc: m,
+            ..Default::default()
+        };
+        let u = |s: &str| Url::parse(s).unwrap();
+        assert!(c.alt_h3(&u("https://a.test/z"), now).is_some());
+        // ma=0: expired at once; ma=60: gone a minute later.
+        assert!(c.alt_h3(&u("https://h.test/"), now).is_none());
+        let later = now + Duration::from_secs(61);
+        assert!(c.alt_h3(&u("https://e.test/"), later).is_none());
+        assert!(c.alt_h3(&u("https://a.test/"), later).is_some());
+    }
+}
