@@ -63,15 +63,27 @@ fn caddy(directives: &str) -> Option<(redline_testkit::caddy::Caddy, String)> {
     Some((c, ca.to_string_lossy().into_owned()))
 }
 
-fn page_json(args: &[&str]) -> Value {
-    let out = redline(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    serde_json::from_slice(&out.stdout).expect("JSON on stdout")
+/// `redline page URL --cacert CA --no-save -q -o json ARGS`: the report.
+fn page(url: &str, ca: &str, args: &[&str]) -> Value {
+    let mut a = vec!["page", url, "--cacert", ca, "--no-save", "-q", "-o", "json"];
+    a.extend_from_slice(args);
+    common::json_ok(&a)
+}
+
+/// `redline audit ARGS -o json -q`: its `alt-svc-h3` check.
+fn alt_svc_check(args: &[&str]) -> Value {
+    let mut a = vec!["audit", "-q", "-o", "json"];
+    a.extend_from_slice(args);
+    let out = redline(&a);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    common::assert_schema("audit.schema.json", &v);
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "alt-svc-h3")
+        .expect("the alt-svc-h3 check")
+        .clone()
 }
 
 fn fetched(view: &Value) -> Vec<&Value> {
@@ -118,19 +130,7 @@ fn http3_loads_every_resource_over_h3_as_http2_does() {
     let url = format!("https://127.0.0.1:{}/", c.port);
     let dir = redline_testkit::tmpdir("page-h3-har");
     let har_path = dir.join("page.har");
-    let h3 = page_json(&[
-        "page",
-        &url,
-        "--http3",
-        "--cacert",
-        &ca,
-        "--no-save",
-        "-q",
-        "-o",
-        "json",
-        "--har",
-        har_path.to_str().unwrap(),
-    ]);
+    let h3 = page(&url, &ca, &["--http3", "--har", har_path.to_str().unwrap()]);
     common::assert_schema("page.schema.json", &h3);
     let first = &h3["views"][0];
     // Every resource, and the revalidate view's too, over HTTP/3.
@@ -155,16 +155,7 @@ fn http3_loads_every_resource_over_h3_as_http2_does() {
     assert_eq!(c.wait_logged("HTTP/3.0", sent), sent);
     assert_eq!(c.logged("HTTP/2.0") + c.logged("HTTP/1.1"), 0);
     // The same URLs and statuses as over HTTP/2.
-    let h2 = page_json(&[
-        "page",
-        &url,
-        "--cacert",
-        &ca,
-        "--no-save",
-        "-q",
-        "-o",
-        "json",
-    ]);
+    let h2 = page(&url, &ca, &[]);
     assert_eq!(
         protocols(&h2["views"][0]),
         BTreeSet::from(["h2".to_string()])
@@ -213,16 +204,7 @@ fn http3_loads_every_resource_over_h3_as_http2_does() {
 fn alt_svc_h3_is_followed_on_the_repeat_view() {
     let Some((c, ca)) = caddy("") else { return };
     let url = format!("https://127.0.0.1:{}/", c.port);
-    let v = page_json(&[
-        "page",
-        &url,
-        "--cacert",
-        &ca,
-        "--no-save",
-        "-q",
-        "-o",
-        "json",
-    ]);
+    let v = page(&url, &ca, &[]);
     common::assert_schema("page.schema.json", &v);
     let (first, reval) = (&v["views"][0], &v["views"][1]);
     // First visit: TCP (HTTP/2), the Alt-Svc learnt.
@@ -258,18 +240,7 @@ fn a_dead_alternative_falls_back_to_tcp_and_the_audit_says_why() {
     let Some((c, ca)) = caddy(&hdr) else { return };
     let url = format!("https://127.0.0.1:{}/", c.port);
     let t = Instant::now();
-    let v = page_json(&[
-        "page",
-        &url,
-        "--cacert",
-        &ca,
-        "--no-save",
-        "-q",
-        "-o",
-        "json",
-        "--connect-timeout",
-        "3s",
-    ]);
+    let v = page(&url, &ca, &["--connect-timeout", "3s"]);
     assert!(t.elapsed() < Duration::from_secs(20));
     let reval = &v["views"][1];
     assert_eq!(reval["errors"], 0, "{reval:#}");
@@ -289,25 +260,7 @@ fn a_dead_alternative_falls_back_to_tcp_and_the_audit_says_why() {
     assert_eq!(c.logged("HTTP/3.0"), 0);
 
     // The audit: advertised, but the port does not answer HTTP/3.
-    let out = redline(&[
-        "audit",
-        &url,
-        "--cacert",
-        &ca,
-        "-q",
-        "-o",
-        "json",
-        "--connect-timeout",
-        "3s",
-    ]);
-    let a: Value = serde_json::from_slice(&out.stdout).unwrap();
-    common::assert_schema("audit.schema.json", &a);
-    let chk = a["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "alt-svc-h3")
-        .unwrap();
+    let chk = alt_svc_check(&[&url, "--cacert", &ca, "--connect-timeout", "3s"]);
     assert_eq!(chk["severity"], "warning", "{chk:#}");
     let ev = chk["findings"][0]["evidence"].as_str().unwrap();
     assert!(
@@ -320,15 +273,7 @@ fn a_dead_alternative_falls_back_to_tcp_and_the_audit_says_why() {
 fn audit_passes_a_working_alternative_and_flags_a_short_ma() {
     let Some((c, ca)) = caddy("") else { return };
     let url = format!("https://127.0.0.1:{}/", c.port);
-    let out = redline(&["audit", &url, "--cacert", &ca, "-q", "-o", "json"]);
-    let a: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let chk = a["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "alt-svc-h3")
-        .unwrap()
-        .clone();
+    let chk = alt_svc_check(&[&url, "--cacert", &ca]);
     assert_eq!(chk["severity"], "ok", "{chk:#}");
     let s = chk["summary"].as_str().unwrap();
     assert!(
@@ -340,23 +285,7 @@ fn audit_passes_a_working_alternative_and_flags_a_short_ma() {
     let short = "header Alt-Svc \"h3=\\\":443\\\"; ma=10\"";
     let Some((c, ca)) = caddy(short) else { return };
     let url = format!("https://127.0.0.1:{}/", c.port);
-    let out = redline(&[
-        "audit",
-        &url,
-        "--cacert",
-        &ca,
-        "-q",
-        "-o",
-        "json",
-        "--no-probes",
-    ]);
-    let a: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let chk = a["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "alt-svc-h3")
-        .unwrap();
+    let chk = alt_svc_check(&[&url, "--cacert", &ca, "--no-probes"]);
     assert_eq!(chk["severity"], "warning", "{chk:#}");
     let ev = chk["findings"][0]["evidence"].as_str().unwrap();
     assert!(ev.contains("ma=10 s is too short"), "{ev}");
@@ -402,14 +331,7 @@ fn nginx_without_http3_is_a_clear_error_and_not_met() {
         "{text}"
     );
 
-    let out = redline(&["audit", &url, "--cacert", ca, "-q", "-o", "json"]);
-    let a: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let chk = a["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "alt-svc-h3")
-        .unwrap();
+    let chk = alt_svc_check(&[&url, "--cacert", ca]);
     assert_eq!(
         chk["summary"], "no Alt-Svc: HTTP/3 not advertised",
         "{chk:#}"

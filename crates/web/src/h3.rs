@@ -22,7 +22,7 @@
 //! [`redline_engine::h1::MAX_CAPTURE`] (1 MiB) of a body: a longer body's
 //! size is exact, its kept bytes are the first MiB (the response says so).
 
-use crate::h2::Req;
+use crate::h2::{Multiplexed, Req};
 use crate::http::{finish, ms, ClientOpts, ConnInfo, ConnectTimes, FetchError, Response, TlsInfo};
 use redline_engine::http2::Http2Request;
 use redline_engine::http3::{Http3Config, Http3Request, Http3Session};
@@ -80,16 +80,11 @@ impl H3Conn {
     pub fn alive(&self) -> bool {
         self.alive.load(Ordering::Relaxed)
     }
+}
 
-    /// Sends one GET as a new stream and waits for the whole response.
-    pub fn get(
-        &self,
-        u: &Url,
-        dest: crate::http::Dest,
-        extra: &[(String, String)],
-        opts: &ClientOpts,
-    ) -> Result<Response, FetchError> {
-        crate::h2::ask(|req| self.tx.send(req).is_ok(), u, dest, extra, opts)
+impl Multiplexed for H3Conn {
+    fn queue(&self) -> &tokio::sync::mpsc::UnboundedSender<Req> {
+        &self.tx
     }
 }
 
@@ -151,24 +146,9 @@ pub fn connect(
     let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(H3Conn, f64), FetchError>>(1);
     let limit = opts.connect_timeout;
     let hp2 = hp.clone();
-    let spawned = std::thread::Builder::new()
-        .name(format!("redline-h3-{id}"))
-        .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(FetchError::Io(format!("runtime: {e}"))));
-                    return;
-                }
-            };
-            rt.block_on(drive(cfg, addr, name, hp2, info, limit, ready_tx));
-        });
-    if let Err(e) = spawned {
-        return Err(FetchError::Io(format!("cannot start a thread: {e}")));
-    }
+    crate::h2::spawn_conn(format!("redline-h3-{id}"), ready_tx, move |ready| {
+        drive(cfg, addr, name, hp2, info, limit, ready)
+    })?;
     let t = Instant::now();
     let r = match ready_rx.recv_timeout(limit + Duration::from_secs(2)) {
         Ok(r) => r,

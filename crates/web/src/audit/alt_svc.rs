@@ -10,6 +10,7 @@
 //! server the page names (Caddy, nginx 1.25+, servers without HTTP/3).
 
 use super::{check, note, Check, Ctx, Fix, Severity};
+use crate::h2::Multiplexed;
 use crate::http::{header, ClientOpts, ConnectTimes, Dest};
 use redline_engine::altsvc::{self, AltSvc};
 use url::Url;
