@@ -50,6 +50,17 @@ fn site() -> Vec<(&'static str, Vec<u8>)> {
 /// Caddy serving [`site`] with `directives`, and the CA file that trusts it;
 /// None (skipped, or a failure under CI) without Caddy.
 fn caddy(directives: &str) -> Option<(redline_testkit::caddy::Caddy, String)> {
+    caddy_pki(directives).map(|(c, ca, _)| (c, ca))
+}
+
+/// [`caddy`], with the PKI its certificate comes from.
+fn caddy_pki(
+    directives: &str,
+) -> Option<(
+    redline_testkit::caddy::Caddy,
+    String,
+    redline_testkit::pki::Pki,
+)> {
     use redline_testkit::caddy;
     if !redline_testkit::need::require("caddy (Debian package caddy)", caddy::installed()) {
         return None;
@@ -60,7 +71,23 @@ fn caddy(directives: &str) -> Option<(redline_testkit::caddy::Caddy, String)> {
     let c = caddy::start_with(&pki, &refs, directives);
     let ca = c.root.join("../ca.pem");
     std::fs::write(&ca, &pki.ca_pem).unwrap();
-    Some((c, ca.to_string_lossy().into_owned()))
+    Some((c, ca.to_string_lossy().into_owned(), pki))
+}
+
+/// Caddy's access log: (protocol, URI) of each request.
+fn access_log(c: &redline_testkit::caddy::Caddy) -> Vec<(String, String)> {
+    std::fs::read_to_string(&c.log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| {
+            let r = &v["request"];
+            (
+                r["proto"].as_str().unwrap_or("").to_string(),
+                r["uri"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
 }
 
 /// `redline page URL --cacert CA --no-save -q -o json ARGS`: the report.
@@ -337,4 +364,63 @@ fn nginx_without_http3_is_a_clear_error_and_not_met() {
         "{chk:#}"
     );
     assert_eq!(chk["findings"][0]["severity"], "info");
+}
+
+/// Headless Chromium forced onto QUIC for the Caddy origin (its key pinned:
+/// Chromium's QUIC trusts no test CA) loads what `page --http3` loads: the
+/// same paths, every one over HTTP/3 by Caddy's log.
+#[test]
+fn chromium_over_quic_loads_what_page_http3_loads() {
+    use base64::Engine;
+    let Some(browser) = redline_testkit::chromium::chromium() else {
+        redline_testkit::need::missing("chromium (apt-get install chromium)");
+        return;
+    };
+    let Some((c, ca, pki)) = caddy_pki("") else {
+        return;
+    };
+    let origin = format!("127.0.0.1:{}", c.port);
+    let url = format!("https://{origin}/");
+    let spki = base64::engine::general_purpose::STANDARD
+        .encode(redline_testkit::pki::leaf_spki_sha256(&pki));
+    let dir = redline_testkit::tmpdir("page-h3-chromium");
+    let child = std::process::Command::new(browser)
+        .args(redline_testkit::chromium::HEADLESS)
+        .args([
+            format!("--user-data-dir={}", dir.join("profile").display()),
+            "--enable-quic".into(),
+            format!("--origin-to-force-quic-on={origin}"),
+            format!("--ignore-certificate-errors-spki-list={spki}"),
+            "--dump-dom".into(),
+            url.clone(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn chromium");
+    let out = redline_testkit::proc::wait_limit(child, Duration::from_secs(90));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("over QUIC"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Caddy writes a line after each answer: a moment for the last ones.
+    std::thread::sleep(Duration::from_millis(500));
+    let seen = access_log(&c);
+    assert!(!seen.is_empty());
+    assert!(seen.iter().all(|(p, _)| p == "HTTP/3.0"), "{seen:?}");
+    // Headless Chromium asks for no favicon; the page names its icon.
+    let chromium: BTreeSet<String> = seen.into_iter().map(|(_, u)| u).collect();
+    let v = page(&url, &ca, &["--http3"]);
+    let first = &v["views"][0];
+    let ours: BTreeSet<String> = fetched(first)
+        .iter()
+        .filter(|e| e["after_load"] == false)
+        .map(|e| {
+            let u = e["url"].as_str().unwrap();
+            u[u.find(&origin).unwrap() + origin.len()..].to_string()
+        })
+        .collect();
+    assert_eq!(ours, chromium);
 }
