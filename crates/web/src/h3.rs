@@ -20,10 +20,13 @@
 //! QPACK hides the head's wire size, so the head counts as HTTP/1-style text
 //! (an upper bound), as on HTTP/2. The engine's session keeps at most
 //! [`redline_engine::h1::MAX_CAPTURE`] (1 MiB) of a body: a longer body's
-//! size is exact, its kept bytes are the first MiB (the response says so).
+//! size is exact, its kept bytes are the first MiB, and where the loader
+//! would have kept more (text, re-encodable images, a compressed body) the
+//! response says so in its error note.
 
 use crate::h2::{Multiplexed, Req};
 use crate::http::{finish, ms, ClientOpts, ConnInfo, ConnectTimes, FetchError, Response, TlsInfo};
+use redline_engine::h1::MAX_CAPTURE;
 use redline_engine::http2::Http2Request;
 use redline_engine::http3::{Http3Config, Http3Request, Http3Session};
 use redline_engine::session::{Answer, Event, RequestId, Session, SubmitError, Want};
@@ -364,7 +367,16 @@ impl Driver {
             },
         };
         match got {
-            Some(Ok(n)) => self.sess.bytes_in(&buf[..n]),
+            Some(Ok(n)) => {
+                self.sess.bytes_in(&buf[..n]);
+                // The rest of what is queued, before the next wake-up.
+                for _ in 0..256 {
+                    match self.sock.try_recv(buf) {
+                        Ok(n) => self.sess.bytes_in(&buf[..n]),
+                        Err(_) => break,
+                    }
+                }
+            }
             Some(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                 return Err(refused(&self.hp))
             }
@@ -447,11 +459,22 @@ fn answered(
     );
     if cap.truncated {
         resp.body_wire_bytes = body_bytes;
-        resp.decode_capped = true;
-        resp.decode_error = Some(format!(
-            "HTTP/3: only the first {} of the body were kept",
-            crate::page::bytes(redline_engine::h1::MAX_CAPTURE as u64)
-        ));
+        let identity = matches!(
+            resp.header("content-encoding").map(str::trim),
+            None | Some("") | Some("identity")
+        );
+        if identity {
+            resp.decoded_bytes = body_bytes;
+        }
+        // Nothing is missing where the loader keeps no more than the session
+        // did (an image's first bytes); elsewhere the response says so.
+        if !identity || crate::http::keep_cap(&resp.media_type()) > MAX_CAPTURE {
+            resp.decode_error = Some(format!(
+                "HTTP/3: only the first {} of this {} body were kept (the engine's capture limit)",
+                crate::page::bytes(MAX_CAPTURE as u64),
+                crate::page::bytes(body_bytes)
+            ));
+        }
     }
     Ok(resp)
 }
