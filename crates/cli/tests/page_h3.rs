@@ -99,6 +99,11 @@ fn page(url: &str, ca: &str, args: &[&str]) -> Value {
 
 /// `redline audit ARGS -o json -q`: its `alt-svc-h3` check.
 fn alt_svc_check(args: &[&str]) -> Value {
+    audit_check("alt-svc-h3", args)
+}
+
+/// `redline audit ARGS -o json -q`: its check `id`.
+fn audit_check(id: &str, args: &[&str]) -> Value {
     let mut a = vec!["audit", "-q", "-o", "json"];
     a.extend_from_slice(args);
     let out = redline(&a);
@@ -108,8 +113,8 @@ fn alt_svc_check(args: &[&str]) -> Value {
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["id"] == "alt-svc-h3")
-        .expect("the alt-svc-h3 check")
+        .find(|c| c["id"] == id)
+        .expect("the check")
         .clone()
 }
 
@@ -300,6 +305,14 @@ fn a_dead_alternative_falls_back_to_tcp_and_the_audit_says_why() {
 fn audit_passes_a_working_alternative_and_flags_a_short_ma() {
     let Some((c, ca)) = caddy("") else { return };
     let url = format!("https://127.0.0.1:{}/", c.port);
+    // Over HTTP/3, keep-alive is moot as on HTTP/2.
+    let ka = audit_check("keep-alive", &[&url, "--cacert", &ca, "--http3"]);
+    assert_eq!(ka["applicable"], false, "{ka:#}");
+    let s = ka["summary"].as_str().unwrap();
+    assert!(
+        s.contains("moot on HTTP/3") && s.contains("over HTTP/3 multiplexed on 1 connection"),
+        "{s}"
+    );
     let chk = alt_svc_check(&[&url, "--cacert", &ca]);
     assert_eq!(chk["severity"], "ok", "{chk:#}");
     let s = chk["summary"].as_str().unwrap();
