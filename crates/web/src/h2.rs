@@ -35,8 +35,9 @@ pub const MAX_STREAMS: usize = 100;
 const MAX_HEADER_LIST: u32 = 256 * 1024;
 
 /// One GET handed to a multiplexed connection's thread (HTTP/2 here,
-/// HTTP/3 in [`crate::h3`]); the answer goes back on `reply`.
-pub(crate) struct Req {
+/// HTTP/3 in [`crate::h3`]); the answer goes back on `reply`. Built only
+/// by [`Multiplexed::get`].
+pub struct Req {
     pub(crate) url: Url,
     /// The request's fields, names lower case.
     pub(crate) headers: Vec<(String, String)>,
@@ -47,8 +48,9 @@ pub(crate) struct Req {
 
 /// A multiplexed connection's handle (HTTP/2 here, HTTP/3 in
 /// [`crate::h3`]): each GET goes to the connection's thread as a new stream.
-pub(crate) trait Multiplexed {
+pub trait Multiplexed {
     /// The connection thread's queue.
+    #[doc(hidden)]
     fn queue(&self) -> &tokio::sync::mpsc::UnboundedSender<Req>;
 
     /// Sends one GET as a new stream and waits for the whole response.

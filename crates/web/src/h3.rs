@@ -196,7 +196,8 @@ struct Driver {
     sock: tokio::net::UdpSocket,
     hp: String,
     conn_id: u64,
-    waiting: VecDeque<Req>,
+    /// Requests not on a stream yet, with their time-outs.
+    waiting: VecDeque<(Req, Instant)>,
     open: HashMap<RequestId, InFlight>,
 }
 
@@ -224,7 +225,8 @@ impl Driver {
     /// The earliest of QUIC's timer and the requests' time-outs.
     fn deadline(&mut self, far: Instant) -> Instant {
         let q = self.sess.deadline().unwrap_or(far);
-        self.open.values().map(|r| r.deadline).fold(q, Instant::min)
+        let w = self.waiting.iter().map(|(_, d)| *d).fold(q, Instant::min);
+        self.open.values().map(|r| r.deadline).fold(w, Instant::min)
     }
 
     /// Hands queued requests to the session while it takes them.
@@ -234,8 +236,18 @@ impl Driver {
             location: false,
             capture: Some((true, true)),
         };
+        if self.sess.retiring() {
+            // GOAWAY (or closed): what is not on a stream goes elsewhere.
+            for (r, _) in self.waiting.drain(..) {
+                let _ = r.reply.send(Err(FetchError::Unprocessed {
+                    why: "HTTP/3: the connection takes no more requests (GOAWAY)".into(),
+                    stream: 0,
+                }));
+            }
+            return;
+        }
         while self.sess.capacity() > 0 && self.open.len() < MAX_STREAMS {
-            let Some(req) = self.waiting.pop_front() else {
+            let Some((req, deadline)) = self.waiting.pop_front() else {
                 return;
             };
             let r = match request(&req) {
@@ -248,7 +260,6 @@ impl Driver {
             match self.sess.submit(&r, want) {
                 Ok(id) => {
                     let now = Instant::now();
-                    let deadline = now + req.timeout;
                     self.open.insert(
                         id,
                         InFlight {
@@ -260,7 +271,7 @@ impl Driver {
                     );
                 }
                 Err(SubmitError::Full) => {
-                    self.waiting.push_front(req);
+                    self.waiting.push_front((req, deadline));
                     return;
                 }
                 Err(SubmitError::Closed) => {
@@ -329,10 +340,12 @@ impl Driver {
         for id in late {
             if let Some(r) = self.open.remove(&id) {
                 self.sess.cancel(id);
-                let _ = r.req.reply.send(Err(FetchError::Io(format!(
-                    "HTTP/3: no whole answer within {:?}",
-                    r.req.timeout
-                ))));
+                let _ = r.req.reply.send(Err(late_error(&r.req)));
+            }
+        }
+        while let Some(k) = self.waiting.iter().position(|(_, d)| *d <= now) {
+            if let Some((r, _)) = self.waiting.remove(k) {
+                let _ = r.reply.send(Err(late_error(&r)));
             }
         }
     }
@@ -342,7 +355,7 @@ impl Driver {
         for (_, r) in self.open.drain() {
             let _ = r.req.reply.send(Err(e.clone()));
         }
-        for r in self.waiting.drain(..) {
+        for (r, _) in self.waiting.drain(..) {
             let _ = r.reply.send(Err(e.clone()));
         }
     }
@@ -391,6 +404,11 @@ impl Driver {
         }
         Ok(None)
     }
+}
+
+/// A request's time-out passed before its whole answer came.
+fn late_error(r: &Req) -> FetchError {
+    FetchError::Io(format!("HTTP/3: no whole answer within {:?}", r.timeout))
 }
 
 /// The HTTP/3 form of a GET (the fields HTTP/2 sends).
@@ -561,8 +579,10 @@ async fn drive(
             break;
         }
         d.events();
-        if d.sess.is_closed() {
+        if d.sess.retiring() {
             alive.store(false, Ordering::Relaxed);
+        }
+        if d.sess.is_closed() {
             let why = d
                 .sess
                 .lost()
@@ -580,7 +600,10 @@ async fn drive(
         let until = d.deadline(far);
         let rx = if taking { Some(&mut rx) } else { None };
         match d.wait(rx, until, &mut buf).await {
-            Ok(Some(Some(req))) => d.waiting.push_back(req),
+            Ok(Some(Some(req))) => {
+                let deadline = Instant::now() + req.timeout;
+                d.waiting.push_back((req, deadline));
+            }
             Ok(Some(None)) => taking = false,
             Ok(None) => {}
             Err(e) => {
