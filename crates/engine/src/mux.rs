@@ -50,9 +50,6 @@ pub(crate) use conn::Proto;
 
 const READ_BUF: usize = 64 * 1024;
 
-/// Open loop: sends closer than this apart go out together (see `run_worker`).
-pub(crate) const PACE_WINDOW: std::time::Duration = std::time::Duration::from_micros(200);
-
 /// What every HTTP/2 worker of a run shares: the plan's request in HTTP/2
 /// form, the TLS configurations (ALPN `h2` for the run's origin; `h2` and
 /// `http/1.1` for others) and the first fatal error (a server without h2).
@@ -160,14 +157,13 @@ impl MuxLink {
         let groups = groups.clamp(1, 1 << 20) as usize;
         let slots = slots.clamp(1, 1 << 24) as usize;
         let now = Instant::now();
-        // HTTP/2 writes the requests of one wake-up in one write per connection:
-        // a 200 µs window (as h2load's `--rps` timer) halves the writes at 20,000
-        // req/s against 100 µs.
+        // HTTP/2 writes the requests of one wake-up in one write per connection.
+        let interval = spec.pacer.as_ref().map(|p| p.interval());
         let sleeper = Sleeper::new(
             &poll,
             open_loop,
-            spec.pacer.as_ref().map(|p| p.interval()),
-            PACE_WINDOW,
+            interval,
+            crate::ioloop::pacing(plan, interval),
         );
         let link = MuxLink {
             setup: setup.clone(),

@@ -74,12 +74,12 @@ impl H1Link {
     fn new(plan: &Plan, spec: &WorkerSpec, poll: Poll) -> (H1Link, usize) {
         let slots = spec.connections.min(u32::MAX as u64 - 2) as usize;
         let now = Instant::now();
+        let interval = spec.pacer.as_ref().map(|p| p.interval());
         let sleeper = Sleeper::new(
             &poll,
             spec.pacer.is_some(),
-            spec.pacer.as_ref().map(|p| p.interval()),
-            // Above 10,000 req/s per worker, sends 100 µs apart go together.
-            std::time::Duration::from_micros(100),
+            interval,
+            crate::ioloop::pacing(plan, interval),
         );
         let link = H1Link {
             poll,

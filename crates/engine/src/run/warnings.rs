@@ -246,14 +246,13 @@ pub(super) fn add_warnings(
                 }
             }
             // Sends are coalesced by design: the drivers' sleepers batch sends
-            // closer than a window apart (`ioloop::Sleeper`: 100 µs for
-            // HTTP/1, `mux::PACE_WINDOW` for HTTP/2). Lag up to twice that
-            // window is the design, not the client falling behind.
+            // closer than a window apart (`ioloop::pacing`). Lag up to twice
+            // that window is the design, not the client falling behind.
             let interval_us = plan.threads as f64 / rate * 1e6;
-            let window_us = match plan.protocol() {
-                crate::plan::Protocol::Http2 => crate::mux::PACE_WINDOW.as_micros() as f64,
-                _ => 100.0,
-            };
+            let interval = std::time::Duration::from_secs_f64((interval_us / 1e6).clamp(0.0, 1e6));
+            let window_us = crate::ioloop::pacing(plan, Some(interval))
+                .window
+                .as_micros() as f64;
             let allowed_us = if interval_us < window_us {
                 interval_us.max(2.0 * window_us)
             } else {
