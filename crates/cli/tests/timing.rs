@@ -184,6 +184,9 @@ fn deferred_answers_are_timed_by_their_arrival() {
         );
         assert_eq!(counter(&v, "failed"), 0);
         assert!(done >= 5_000, "completed {done} of 10,000");
+        // The record says how the sends and answers were timed.
+        assert_eq!(v["client"]["pacing_window_us"], 500);
+        assert_eq!(v["client"]["answers_stamped"], true);
         let mut served = took.lock().unwrap().clone();
         assert_eq!(served.len() as u64, done);
         served.sort_unstable();

@@ -139,6 +139,12 @@ impl Sleeper {
         self.defer
     }
 
+    /// What the run record says of this worker's pacing: its batch window
+    /// (zero: each send on time) and whether answers were deferred.
+    pub(crate) fn pacing(&self) -> (Duration, bool) {
+        (self.batch, self.defer)
+    }
+
     /// The timer fired (its expiry is not read: arming clears it, see
     /// [`PreciseTimer::arm`]).
     pub(crate) fn fired(&mut self) {

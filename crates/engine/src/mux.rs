@@ -137,7 +137,9 @@ pub fn run_worker(setup: &Arc<Setup>, plan: &Plan, spec: WorkerSpec, poll: Poll)
     let (mut link, slots) = MuxLink::new(setup, plan, &spec, poll);
     let mut core = Core::new(plan, spec, slots);
     crate::ioloop::run(&mut link, &mut core);
-    core.finish(&link)
+    let mut r = core.finish(&link);
+    r.pacing = link.sleeper.pacing();
+    r
 }
 
 impl MuxLink {

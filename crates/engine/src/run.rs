@@ -333,6 +333,7 @@ pub fn execute_watching(
     );
     let mut starved = Starvation::default();
     let mut most_waited = Duration::ZERO;
+    let (mut window, mut stamped) = (Duration::ZERO, false);
     for (r, waited) in results {
         starved.run_delay += waited.run_delay;
         starved.involuntary += waited.involuntary;
@@ -342,6 +343,8 @@ pub fn execute_watching(
         user += r.cpu_user;
         sys += r.cpu_sys;
         peak_open += r.peak_open;
+        window = window.max(r.pacing.0);
+        stamped |= r.pacing.1;
         rec.interrupted |= r.interrupted;
         redline_stats::requests::merge_requests(&mut rec.requests, &r.requests);
         match (&mut rec.journeys, &r.journeys) {
@@ -377,6 +380,8 @@ pub fn execute_watching(
         run_delay_s: starved.run_delay.as_secs_f64(),
         most_waited_share: (most_waited.as_secs_f64() / secs).min(1.0),
         involuntary_switches: starved.involuntary,
+        pacing_window_us: window.as_micros() as u64,
+        answers_stamped: stamped,
         ..Default::default()
     };
     if let (Some(a), Some(b)) = (tcp_before, tcp_counters()) {

@@ -66,7 +66,9 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
     let (mut link, slots) = H1Link::new(plan, &spec, poll);
     let mut core = Core::new(plan, spec, slots);
     crate::ioloop::run(&mut link, &mut core);
-    core.finish(&link)
+    let mut r = core.finish(&link);
+    r.pacing = link.sleeper.pacing();
+    r
 }
 
 impl H1Link {

@@ -376,6 +376,18 @@ fn text_unescaped(rec: &RunRecord) -> String {
             latency_row(&mut o, "service time", &rec.service_time);
             latency_row(&mut o, "scheduler lag", &rec.scheduler_lag);
             o.push_str("  (total counts from the intended send time, so queueing and stalls show;\n   service time from the actual send; lag is intended → released by the client)\n");
+            if rec.client.pacing_window_us > 0 {
+                let how = if rec.client.answers_stamped {
+                    ";\n   answers waited for that wake-up, timed by the kernel's arrival stamps"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    o,
+                    "  (sends due within the same {} µs went out together{how})",
+                    rec.client.pacing_window_us
+                );
+            }
         }
     }
     o.push('\n');

@@ -301,6 +301,14 @@ pub struct ClientUsage {
     /// run (involuntary context switches), summed over the threads.
     #[serde(default)]
     pub involuntary_switches: u64,
+    /// Open loop: sends closer than this apart went out together, at most
+    /// this late (µs; 0: each at its time).
+    #[serde(default)]
+    pub pacing_window_us: u64,
+    /// Open loop: answers waited in their sockets for the window's wake-up
+    /// and their arrival is the kernel's stamp, not the read's time.
+    #[serde(default)]
+    pub answers_stamped: bool,
 }
 
 /// Something the reader must know to trust (or distrust) the numbers.
