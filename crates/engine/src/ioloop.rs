@@ -46,16 +46,16 @@ pub(crate) const WINDOW_DEFER: Duration = Duration::from_micros(500);
 /// The pacing of a worker whose sends are `interval` apart on average (None:
 /// no schedule, a closed loop). Answers are deferred when at least four sends
 /// fall in a deferred window and every read can carry the kernel's arrival
-/// stamp: plain TCP to the target alone (no TLS, whose records hide which
-/// segment ended an answer; no QUIC; no redirects or scenario hosts, which
-/// may open TLS connections elsewhere).
+/// stamp: TCP (plain or TLS: a TLS read takes the stamp of the last segment
+/// it read) to the target alone (no QUIC, whose datagrams are read in
+/// batches; no redirects or scenario hosts, whose connections elsewhere
+/// are opened as answers come).
 pub(crate) fn pacing(plan: &crate::plan::Plan, interval: Option<Duration>) -> Pacing {
     let window = match plan.protocol() {
         crate::plan::Protocol::Http1 => WINDOW_H1,
         _ => WINDOW_MUX,
     };
-    let stampable = plan.tls.is_none()
-        && plan.protocol() != crate::plan::Protocol::Http3
+    let stampable = plan.protocol() != crate::plan::Protocol::Http3
         && plan.follow.is_none()
         && plan.scenario.is_none()
         && cfg!(target_os = "linux");
@@ -418,10 +418,10 @@ mod tests {
                 defer: false
             }
         );
-        // TLS records hide which segment ended an answer; redirects may go
-        // over TLS elsewhere: answers are read as they come.
+        // TLS reads are stamped too; redirects may open connections
+        // elsewhere as answers come: read as they come.
         let tls = plan("https://127.0.0.1:9/", |a| a.http11 = true);
-        assert!(!pacing(&tls, fast).defer);
+        assert_eq!(pacing(&tls, fast), defer);
         let follow = plan("http://127.0.0.1:9/", |a| a.follow_redirects = true);
         assert!(!pacing(&follow, fast).defer);
     }

@@ -153,6 +153,25 @@ pub fn recv_timed(
     }
 }
 
+/// A socket as `std::io::Read` for a TLS session's `read_tls`, reading with
+/// [`recv_timed`]: `arrived` holds when the last bytes read came (the
+/// kernel's stamp when `stamped`, else the read's time).
+pub struct TimedReader<'a> {
+    pub fd: RawFd,
+    pub stamped: bool,
+    pub arrived: &'a mut Option<std::time::Instant>,
+}
+
+impl io::Read for TimedReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let (n, _, at) = recv_timed(self.fd, buf, self.stamped)?;
+        if n > 0 {
+            *self.arrived = Some(at);
+        }
+        Ok(n)
+    }
+}
+
 /// Sleeps until `fd` is readable or `timeout` passes (None: until readable),
 /// to the nanosecond (`ppoll`): the open loop's wait for its pacing timer
 /// while answers wait in their sockets.

@@ -170,7 +170,7 @@ impl MuxLink {
         if let Some(s) = conn.sock.as_ref() {
             let _ = s.set_nodelay(true);
             // Deferred answers: the kernel stamps when they arrived.
-            if self.sleeper.defers() && conn.tls_setup.is_none() {
+            if self.sleeper.defers() {
                 sys::stamp_arrivals(s.as_raw_fd());
             }
         }
@@ -384,7 +384,13 @@ impl MuxLink {
             let Some(fd) = conn.fd() else { return };
             let now = Instant::now();
             let got = if let (Some(tls), Some(s)) = (conn.tls.as_mut(), conn.sock.as_mut()) {
-                match tls.read_tls(s) {
+                // Deferred answers carry the kernel's arrival stamp.
+                let mut from = sys::TimedReader {
+                    fd: s.as_raw_fd(),
+                    stamped: self.sleeper.defers(),
+                    arrived: &mut conn.arrived,
+                };
+                match tls.read_tls(&mut from) {
                     Ok(0) => None,
                     Ok(n) => {
                         core.rec.bytes_read(n as u64);

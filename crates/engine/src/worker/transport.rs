@@ -85,7 +85,7 @@ impl H1Link {
         if let Some(s) = c.sock.as_ref() {
             let _ = s.set_nodelay(true);
             // Deferred answers: the kernel stamps when they arrived.
-            if self.sleeper.defers() && c.tls_setup.is_none() {
+            if self.sleeper.defers() {
                 sys::stamp_arrivals(s.as_raw_fd());
             }
         }
@@ -280,11 +280,18 @@ impl H1Link {
     /// plaintext they carry, until the socket would block.
     fn on_readable_tls(&mut self, core: &mut Core<'_>, i: u32) {
         for _ in 0..1_000_000 {
+            let stamped = self.sleeper.defers();
             let c = &mut self.conns[i as usize];
             let (Some(s), Some(tls)) = (c.sock.as_mut(), c.tls.as_mut()) else {
                 return;
             };
-            let got = match tls.read_tls(s) {
+            let mut arrived = None;
+            let mut from = sys::TimedReader {
+                fd: s.as_raw_fd(),
+                stamped,
+                arrived: &mut arrived,
+            };
+            let got = match tls.read_tls(&mut from) {
                 Ok(0) => None,
                 Ok(n) => Some(n),
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
@@ -292,6 +299,7 @@ impl H1Link {
                 Err(e) => return self.read_failed(core, i, &e),
             };
             let now = Instant::now();
+            let arrived = arrived.unwrap_or(now);
             if let Some(n) = got {
                 core.rec.bytes_read(n as u64);
             }
@@ -311,7 +319,7 @@ impl H1Link {
                         return;
                     }
                     Ok(n) => {
-                        if !self.on_plain(core, i, n, now, now) {
+                        if !self.on_plain(core, i, n, now, arrived) {
                             return;
                         }
                     }
