@@ -66,8 +66,9 @@ fn origin(url: &str) -> Option<String> {
 
 /// The server's own time to answer on `origin`, as Lantern estimates it
 /// from the load: the median over its responses of the time to the first
-/// byte less one round trip (the fastest TCP connect to it); none, or
-/// zero, is Lantern's default.
+/// byte less one round trip (the fastest TCP connect to it). With no
+/// response to measure, Lantern's default; unlike Lantern, a measured 0
+/// (a server on loopback) stays 0 rather than becoming that default.
 fn server_ms(cx: &Ctx, origin_: &str) -> f64 {
     let mine: Vec<&Entry> = cx
         .fetched()
@@ -83,15 +84,10 @@ fn server_ms(cx: &Ctx, origin_: &str) -> f64 {
         .map(|e| (e.phases.waiting_ms - rtt).max(0.0))
         .collect();
     v.sort_by(f64::total_cmp);
-    let median = match v.len() {
-        0 => 0.0,
+    match v.len() {
+        0 => lantern::DEFAULT_SERVER_MS,
         n if n % 2 == 0 => (v[n / 2 - 1] + v[n / 2]) / 2.0,
         n => v[n / 2],
-    };
-    if median > 0.0 {
-        median
-    } else {
-        lantern::DEFAULT_SERVER_MS
     }
 }
 
@@ -123,6 +119,11 @@ fn on_link(cx: &Ctx, link: &lantern::Link, doc: usize, blocking: &[usize]) -> Ve
             after,
             order: lantern::order(e.start_ms, e.kind == Kind::Script),
             server_ms: server,
+            delay_ms: if e.kind == Kind::Script {
+                lantern::PARSE_MS
+            } else {
+                0.0
+            },
         })
     };
     let mut reqs = Vec::new();

@@ -147,7 +147,15 @@ pub struct Req {
     pub order: f64,
     /// The server's own time to answer (ms).
     pub server_ms: f64,
+    /// Ready this long after the request it waits for has ended: a script
+    /// waits for the parser's task that found it (Lantern links scripts to
+    /// the CPU task that sent them), a stylesheet for nothing.
+    pub delay_ms: f64,
 }
+
+/// What a parser task takes before the scripts it finds are requested
+/// (Lantern takes it from the trace; redline has none): a nominal 1 ms.
+pub const PARSE_MS: f64 = 1.0;
 
 /// The priority penalty Lantern adds to a request's start position: a
 /// stylesheet (very high) none, a head script (high) 250 ms.
@@ -220,11 +228,12 @@ impl Link {
             }
         };
         let mut out: Vec<Option<(f64, f64)>> = vec![None; reqs.len()];
-        let mut ready: Vec<usize> = reqs
+        // (request, the time it is ready at).
+        let mut ready: Vec<(usize, f64)> = reqs
             .iter()
             .enumerate()
             .filter(|(_, r)| r.after.is_none())
-            .map(|(i, _)| i)
+            .map(|(i, r)| (i, r.delay_ms))
             .collect();
         let mut flying: Vec<Flight> = Vec::new();
         let mut now = 0.0;
@@ -232,10 +241,14 @@ impl Link {
             if ready.is_empty() && flying.is_empty() {
                 break;
             }
-            ready.sort_by(|&a, &b| reqs[a].order.total_cmp(&reqs[b].order));
+            ready.sort_by(|a, b| reqs[a.0].order.total_cmp(&reqs[b.0].order));
             let mut k = 0;
             while k < ready.len() {
-                let i = ready[k];
+                let (i, at) = ready[k];
+                if at > now {
+                    k += 1;
+                    continue;
+                }
                 if flying.len() >= self.max_concurrent() {
                     break;
                 }
@@ -263,7 +276,17 @@ impl Link {
                     None => k += 1,
                 }
             }
+            // The next request to become ready, as Lantern's CPU node ends.
+            let next_ready = ready
+                .iter()
+                .map(|&(_, at)| at - now)
+                .filter(|d| *d > 0.0)
+                .fold(f64::INFINITY, f64::min);
             if flying.is_empty() {
+                if next_ready.is_finite() {
+                    now += next_ready;
+                    continue;
+                }
                 return None;
             }
             let share = bps / flying.len() as f64;
@@ -280,6 +303,7 @@ impl Link {
                 f.estimate = s.elapsed + f.overshoot;
                 min = min.min(f.estimate);
             }
+            min = min.min(next_ready);
             if !min.is_finite() {
                 return None;
             }
@@ -308,7 +332,7 @@ impl Link {
                     out[done.req] = Some((done.start, now));
                     for (j, o) in reqs.iter().enumerate() {
                         if o.after == Some(done.req) {
-                            ready.push(j);
+                            ready.push((j, now + o.delay_ms));
                         }
                     }
                 } else {
@@ -337,6 +361,7 @@ mod tests {
             after,
             order,
             server_ms,
+            delay_ms: 0.0,
         }
     }
 
