@@ -233,7 +233,7 @@ pub(super) fn render_blocking(cx: &Ctx) -> Check {
     let own = blocking.iter().filter(|e| !e.third_party).count();
     let score = if f.is_empty() {
         100
-    } else if f.iter().all(|(_, fi)| fi.severity != Severity::Warning) {
+    } else if total < BLOCKING_NOTE_MS && f.iter().all(|(_, fi)| fi.severity != Severity::Warning) {
         85
     } else {
         65
