@@ -86,7 +86,7 @@ const PAGE: &str = r#"<!doctype html><html><head>
 <div class=narrow><p><img id=fluid class=fluid src=q.png width=1200></p></div>
 <div class=narrow><img id=photo class=fluid src=r.png></div>
 <div class=frow><aside class=fside></aside><main class=fmain><img id=fgrow class=fluid src=fa.png></main></div>
-<div class=pydoc><div class=pywrap><div class=pybody><img id=py class=fluid src=fb.png></div></div><div class=pyside></div></div>
+<div class=pydoc><div class=pywrap><div class=pybody><img id=py class=fluid src=fb.png></div></div><div class=pyside><p>Sidebar</p></div><div class=clearer></div></div>
 <div class=frow><img id=fitem src=fc.png style="flex: 0 0 200px; min-width: 0" width=800><div class=fbasis><img class=fluid src=fd.png></div></div>
 <div class=fgrow2><div class=ga><img class=fluid src=fe.png></div><div class=gb><img class=fluid src=ff.png></div></div>
 <script>onload = () => document.body.insertAdjacentHTML('beforeend', '<pre id=out>' +

@@ -3,11 +3,13 @@
 //! cascade of `crate::dom`'s selectors, `!important`, the `style`
 //! attribute), the width of a containing block (`%` and `calc()` of px, %,
 //! vw… resolved down a chain of block boxes from the viewport, margins,
-//! borders, padding and `box-sizing` included), and bounds on where each
+//! borders, padding and `box-sizing` included, and across a single-line
+//! row of flex items by the flexbox rules), and bounds on where each
 //! element's top lies in the page (block boxes stacked, heights known from
-//! `height` or from images of known size). What needs full layout — flex,
-//! grid, tables, inline-blocks, floats, positioned boxes, text heights —
-//! is left unknown (`None`, or an open upper bound), never guessed.
+//! `height` or from images of known size). What needs full layout — flex
+//! items sized by their content, grid, tables, inline-blocks, floats,
+//! positioned boxes, text heights — is left unknown (`None`, or an open
+//! upper bound), never guessed.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -891,7 +893,25 @@ impl<'a> Layout<'a> {
                 _ => len("width")?,
             };
             let specified = len("width")?.or(attr_w);
-            let base = basis.or(specified)?.max(0.0);
+            // An empty box (no text, no element inside: Sphinx's
+            // `div.clearer`) is 0 wide by its content.
+            let empty = || {
+                !n.text
+                    && !UA_OTHER.contains(&n.tag.as_str())
+                    && n.tag != "img"
+                    && !self
+                        .tree
+                        .nodes
+                        .iter()
+                        .skip(j + 1)
+                        .any(|c| c.parent == Some(j))
+            };
+            let base = match basis.or(specified) {
+                Some(b) => b,
+                None if empty() => 0.0,
+                None => return None,
+            }
+            .max(0.0);
             let min = len("min-width")?;
             let max = len("max-width")?.unwrap_or(f64::INFINITY);
             let num = |name: &str, d: f64| {

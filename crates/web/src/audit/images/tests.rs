@@ -299,7 +299,7 @@ fn flex_items_get_the_width_the_row_gives_them() {
     let html = format!(
         "{META}<style>{css}</style>\
          <div class=row><div class=side></div><div class=main><img src=a.jpg></div></div>\
-         <div class=doc><div class=wrap><div class=body><img src=b.jpg></div></div><div class=bar></div></div>\
+         <div class=doc><div class=wrap><div class=body><img src=b.jpg></div></div><div class=bar></div><div class=clearer></div></div>\
          <div class=row><img src=c.jpg style=\"flex: 0 0 200px; min-width: 0\" width=800><div class=basis><img src=d.jpg></div></div>\
          <div class=g><div class=ga><img src=e.jpg></div><div class=gb><img src=f.jpg></div></div>\
          <div class=s><div><img src=h.jpg></div><div><img src=i.jpg></div></div>\
