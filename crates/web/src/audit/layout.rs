@@ -499,6 +499,9 @@ fn ua_h(tag: &str, margin: bool, k: usize) -> f64 {
     }
 }
 
+/// The items of a flex row (element index) and their content widths.
+type FlexLine = Vec<(usize, f64)>;
+
 /// The kept properties of one element after the cascade (value, and
 /// whether it came from the page rather than the UA defaults).
 type Computed = [Option<String>; NPROPS];
@@ -511,7 +514,7 @@ pub(super) struct Layout<'a> {
     styles: RefCell<HashMap<usize, Computed>>,
     widths: RefCell<HashMap<usize, Option<f64>>>,
     /// Each row flex container's items and their content widths.
-    flex: RefCell<HashMap<usize, Option<Vec<(usize, f64)>>>>,
+    flex: RefCell<HashMap<usize, Option<FlexLine>>>,
 }
 
 /// Vertical bounds (CSS px from the top of the page): `lo` always known,
@@ -807,7 +810,7 @@ impl<'a> Layout<'a> {
     }
 
     /// The content widths of the items of flex container `p`, cached.
-    fn flex_line(&self, p: usize) -> Option<Vec<(usize, f64)>> {
+    fn flex_line(&self, p: usize) -> Option<FlexLine> {
         if let Some(v) = self.flex.borrow().get(&p) {
             return v.clone();
         }
@@ -827,7 +830,7 @@ impl<'a> Layout<'a> {
     /// item shrunk below its base size whose minimum is its content
     /// (`min-width: auto`). Items that grow are assumed wider than their
     /// longest word.
-    fn flex_line_uncached(&self, p: usize) -> Option<Vec<(usize, f64)>> {
+    fn flex_line_uncached(&self, p: usize) -> Option<FlexLine> {
         struct Item {
             i: usize,
             base: f64,
