@@ -88,8 +88,8 @@ def main(args):
                     if a[u]:
                         r["ratios"].append((b[u] or 0) / a[u])
                 detail.append((page, audit, u, a.get(u), b.get(u)))
-    print("| Lighthouse audit | redline check | Lighthouse flags | redline flags | in both | redline/LH bytes (ms for render-blocking), in both |")
-    print("|---|---|---:|---:|---:|---|")
+    print("| Lighthouse audit | redline check | Lighthouse flags | redline flags | in both | of LH's / of redline's | redline/LH bytes (ms for render-blocking), in both |")
+    print("|---|---|---:|---:|---:|---|---|")
     for audit, _, _ in PAIRS:
         r = rows.get(audit)
         if not r:
@@ -98,7 +98,8 @@ def main(args):
             ratio = f"{min(r['ratios']):.2f}-{max(r['ratios']):.2f}"
         else:
             ratio = "-"
-        print(f"| {audit} | {r['check']} | {r['lh']} | {r['rl']} | {r['both']} | {ratio} |")
+        pct = lambda n: f"{100 * r['both'] / n:.0f} %" if n else "-"
+        print(f"| {audit} | {r['check']} | {r['lh']} | {r['rl']} | {r['both']} | {pct(r['lh'])} / {pct(r['rl'])} | {ratio} |")
     print()
     print("| page | audit | resource | Lighthouse | redline |")
     print("|---|---|---|---:|---:|")
