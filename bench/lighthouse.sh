@@ -36,6 +36,9 @@
 #   MARKDOWN  also write the tables to this file (default: bench/out/lighthouse.md)
 #   COPIES    1: also the public-site copies, 0: not, only: only them
 #             (default: 1 when apache2-doc is installed)
+#   MOBILE    1: Lighthouse's mobile preset (its default: a 412 px phone,
+#             150 ms / 1.6 Mbit/s) against `redline audit --mobile`
+#             (default 0: the desktop preset against plain `audit`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -119,6 +122,13 @@ stop_nginx() {
     NGINX_PID=""
 }
 
+if [ "${MOBILE:-0}" = 1 ]; then
+    LH_PRESET=()
+    RL_SCREEN=(--mobile)
+else
+    LH_PRESET=(--preset=desktop)
+    RL_SCREEN=()
+fi
 AUDITS=uses-text-compression,uses-long-cache-ttl,uses-responsive-images,modern-image-formats,render-blocking-resources,unminified-css,unminified-javascript,offscreen-images
 # Lighthouse and redline on each page ($1: a name for the files; the rest
 # page paths); appends the result files to `pairs`.
@@ -131,10 +141,10 @@ run_pages() {
         rl="$WORK/rl-$tag-${page//\//_}.json"
         echo "== $tag $page: lighthouse" >&2
         CHROME_PATH=$(command -v chromium) "$LH" "$url" --quiet --output=json --output-path="$lh" \
-            --preset=desktop --only-audits="$AUDITS" \
+            "${LH_PRESET[@]}" --only-audits="$AUDITS" \
             --chrome-flags="--headless=new --no-sandbox --disable-gpu --disable-background-networking --disable-dev-shm-usage" >&2
         echo "== $tag $page: redline audit" >&2
-        "$REDLINE" audit -o json -q --no-probes "$url" > "$rl" || true
+        "$REDLINE" audit -o json -q --no-probes "${RL_SCREEN[@]}" "$url" > "$rl" || true
         pairs+=("$lh" "$rl")
     done
 }
