@@ -3,7 +3,8 @@
 
 Arguments: pairs of files, LH_JSON RL_JSON ... (Lighthouse's --output json,
 redline's `audit -o json`). Prints a Markdown table per audit: resources
-Lighthouse flags, redline flags, in both, and redline's figure over
+Lighthouse flags, redline flags, in both, the share of each tool's that the
+other flags too, and redline's figure over
 Lighthouse's for the resources in both (bytes; for render-blocking the
 milliseconds on Lighthouse's simulated 40 ms / 10 Mbit/s link: redline's
 `link_ms`, its own Lantern-model estimate, over Lighthouse's `wastedMs`)."""
