@@ -322,3 +322,41 @@ fn an_untrusted_certificate_fails_the_handshake_as_tls() {
     assert!(msg.contains("certificate"), "{msg}");
     assert_eq!(srv.counts.answered.load(Ordering::Relaxed), 0);
 }
+
+/// A counter the record leaves out when it is 0.
+fn counter_or_0(v: &serde_json::Value, name: &str) -> u64 {
+    v["counters"][name].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn later_connections_resume_a_tls_session() {
+    let (srv, _pki, ca) = server(H3Options::body(10), "h3-resume");
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let v = run(&url, &ca, "-n 200 -c 2 --requests-per-conn 10");
+    assert_run_schema(&v);
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 200, "{}", v["errors"]);
+    let handshakes = counter(&v, "quic_handshakes");
+    assert_eq!(handshakes, srv.counts.connections.load(Ordering::Relaxed));
+    assert_eq!(handshakes, counter(&v, "connections_opened"));
+    assert_eq!(handshakes, 20, "10 requests per connection");
+    let resumed = counter_or_0(&v, "quic_resumed");
+    // The first connections had no ticket; nearly all later ones had one.
+    assert!(resumed >= 10 && resumed < handshakes, "{}", v["counters"]);
+    assert_eq!(resumed, srv.counts.resumed.load(Ordering::Relaxed));
+}
+
+#[test]
+fn caddy_resumes_tls_sessions_over_quic() {
+    let Some((caddy, ca)) = caddy(100, "") else {
+        return;
+    };
+    let url = format!("https://127.0.0.1:{}/index.html", caddy.port);
+    let v = run(&url, &ca, "-n 100 -c 2 --requests-per-conn 5");
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 100, "{}", v["errors"]);
+    assert_eq!(counter(&v, "quic_handshakes"), 20, "{}", v["counters"]);
+    let resumed = counter_or_0(&v, "quic_resumed");
+    assert!((10..20).contains(&resumed), "{}", v["counters"]);
+    assert_eq!(caddy.wait_logged("HTTP/3.0", 100), 100);
+}

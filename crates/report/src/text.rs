@@ -386,11 +386,13 @@ fn text_unescaped(rec: &RunRecord) -> String {
             "Connection times (ms)         min      mean        sd    median       max"
         );
         if !rec.connect.is_empty() {
-            phase_row(
-                &mut o,
-                &format!("Connect ({} new)", count(rec.connect.count())),
-                &rec.connect,
-            );
+            // QUIC's handshake is its connect and its TLS at once.
+            let label = if rec.counters.quic_handshakes > 0 {
+                format!("QUIC handshake ({} new)", count(rec.connect.count()))
+            } else {
+                format!("Connect ({} new)", count(rec.connect.count()))
+            };
+            phase_row(&mut o, &label, &rec.connect);
         }
         if !rec.tls.is_empty() {
             phase_row(
@@ -402,6 +404,15 @@ fn text_unescaped(rec: &RunRecord) -> String {
         phase_row(&mut o, "Waiting (TTFB)", &rec.waiting);
         phase_row(&mut o, "Transfer", &rec.transfer);
         phase_row(&mut o, "Total", &rec.latency);
+        if rec.counters.quic_handshakes > 0 {
+            let c = &rec.counters;
+            let _ = writeln!(
+                o,
+                "  ({} QUIC handshakes, {} resumed a TLS session; 0-RTT is not sent)",
+                count(c.quic_handshakes),
+                count(c.quic_resumed)
+            );
+        }
         o.push('\n');
     }
 

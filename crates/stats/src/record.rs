@@ -82,6 +82,14 @@ pub struct Counters {
     /// counts once in `scheduled`, `sent` and how it ended.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retried: u64,
+    /// HTTP/3: QUIC handshakes completed (each also counts in
+    /// `connections_opened`; its time is the connect time).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_handshakes: u64,
+    /// HTTP/3: of `quic_handshakes`, those that resumed a TLS session (a
+    /// ticket from an earlier connection of the run; no certificate sent).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_resumed: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -126,6 +134,8 @@ impl Counters {
         s |= sat_add(&mut self.redirects, o.redirects);
         s |= sat_add(&mut self.length_differs, o.length_differs);
         s |= sat_add(&mut self.retried, o.retried);
+        s |= sat_add(&mut self.quic_handshakes, o.quic_handshakes);
+        s |= sat_add(&mut self.quic_resumed, o.quic_resumed);
         s
     }
 }

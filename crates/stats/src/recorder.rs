@@ -169,6 +169,13 @@ impl Recorder {
         self.counters.connections_opened += 1;
     }
 
+    /// A QUIC handshake completed (after [`Recorder::connected`]);
+    /// `resumed`: with a TLS session from an earlier connection.
+    pub fn quic_handshake(&mut self, resumed: bool) {
+        self.counters.quic_handshakes += 1;
+        self.counters.quic_resumed += u64::from(resumed);
+    }
+
     /// Rolls the per-second series forward to `now`; cheap when the second is unchanged.
     #[inline]
     pub fn tick(&mut self, now: Instant) {

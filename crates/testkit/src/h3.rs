@@ -6,7 +6,8 @@
 //! byte by byte from RFC 9204's static table. It counts what it did
 //! ([`H3Counts`]) and can misbehave on purpose: reset every Nth request
 //! stream with an HTTP/3 error code, or send GOAWAY after K requests on a
-//! connection and reject the streams above it. Also here: [`blackhole`], a
+//! connection and reject the streams above it. Its TLS session store counts
+//! the sessions clients resume. Also here: [`blackhole`], a
 //! UDP socket that reads and drops (a handshake that never finishes), and
 //! [`closed_udp_port`] (nothing listening: ICMP port unreachable).
 //! Every loop is bounded by a stop flag and a time limit.
@@ -78,6 +79,38 @@ pub struct H3Counts {
     /// Most requests received whole and not yet answered at once on one
     /// connection (with [`H3Options::delay`]).
     pub max_open: AtomicU64,
+    /// TLS sessions resumed: a client's ticket found in the server's
+    /// session store (a handshake without a certificate).
+    pub resumed: AtomicU64,
+}
+
+/// The server's TLS session store, counting the sessions it hands back
+/// (resumptions) into [`H3Counts::resumed`].
+#[derive(Debug)]
+struct CountedStore(Arc<rustls::server::ServerSessionMemoryCache>, Arc<H3Counts>);
+
+impl rustls::server::StoresServerSessions for CountedStore {
+    fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
+        self.0.put(key, value)
+    }
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.hit(self.0.get(key))
+    }
+    fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.hit(self.0.take(key))
+    }
+    fn can_cache(&self) -> bool {
+        self.0.can_cache()
+    }
+}
+
+impl CountedStore {
+    fn hit(&self, v: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        if v.is_some() {
+            self.1.resumed.fetch_add(1, Ordering::Relaxed);
+        }
+        v
+    }
 }
 
 /// A server thread's stop flag and handle: set and joined on drop.
@@ -145,11 +178,15 @@ pub fn start(pki: &crate::pki::Pki, opts: H3Options) -> H3Server {
         .expect("test certificate");
     tls.alpn_protocols = vec![b"h3".to_vec()];
     tls.max_early_data_size = 0;
+    let counts = Arc::new(H3Counts::default());
+    tls.session_storage = Arc::new(CountedStore(
+        rustls::server::ServerSessionMemoryCache::new(4096),
+        counts.clone(),
+    ));
     let crypto = quinn_proto::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
     let server = Arc::new(ServerConfig::with_crypto(Arc::new(crypto)));
     let sock = UdpSocket::bind("127.0.0.1:0").expect("bind UDP");
     let port = sock.local_addr().expect("local addr").port();
-    let counts = Arc::new(H3Counts::default());
     let c = counts.clone();
     H3Server {
         port,

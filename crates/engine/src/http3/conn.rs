@@ -67,7 +67,13 @@ impl Http3Config {
     pub fn new(tls: &rustls::ClientConfig) -> Result<Http3Config, String> {
         let mut tls = tls.clone();
         tls.alpn_protocols = vec![b"h3".to_vec()];
+        // 0-RTT is not sent (a request in early data can be replayed; the
+        // run counts resumption, not early data). The run's QUIC
+        // connections share one session cache of their own (TCP's tickets,
+        // e.g. an Alt-Svc probe's, are not offered over QUIC): a connection
+        // after the first ones resumes with a ticket an earlier one got.
         tls.enable_early_data = false;
+        tls.resumption = rustls::client::Resumption::in_memory_sessions(1024);
         let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls)
             .map_err(|e| format!("TLS cannot carry QUIC: {e}"))?;
         let mut client = ClientConfig::new(Arc::new(crypto));
@@ -193,6 +199,9 @@ pub struct Http3Session {
     events: VecDeque<Event>,
     /// The handshake completed.
     established: bool,
+    /// The handshake checked the server's certificate (a full one: a
+    /// resumed TLS 1.3 handshake gets none).
+    full_handshake: bool,
     /// The peer's stream limit was reached: no request until it grows.
     exhausted: bool,
     /// The server's GOAWAY: requests on streams at or above it were not processed.
@@ -235,6 +244,7 @@ impl Http3Session {
             next_id: 0,
             events: VecDeque::new(),
             established: false,
+            full_handshake: false,
             exhausted: false,
             goaway: None,
             control: None,
@@ -250,6 +260,12 @@ impl Http3Session {
     /// The QUIC handshake completed (the connection takes requests).
     pub fn established(&self) -> bool {
         self.established
+    }
+
+    /// The handshake completed with a TLS session resumed from an earlier
+    /// connection (no certificate was checked).
+    pub fn resumed(&self) -> bool {
+        self.established && !self.full_handshake
     }
 
     /// Why the connection ended (a handshake that failed, an idle
@@ -585,6 +601,13 @@ impl Session for Http3Session {
             .endpoint
             .handle(now, self.remote, None, None, datagram, &mut buf);
         match ev {
+            Some(DatagramEvent::ConnectionEvent(_, ev)) if !self.established => {
+                // rustls checks the certificate (if one comes) while this
+                // datagram's CRYPTO frames are read, on this thread.
+                let checked = crate::tls::certificates_checked();
+                self.conn.handle_event(ev);
+                self.full_handshake |= crate::tls::certificates_checked() != checked;
+            }
             Some(DatagramEvent::ConnectionEvent(_, ev)) => self.conn.handle_event(ev),
             Some(DatagramEvent::Response(t)) => {
                 let mut d = self.spare.pop().unwrap_or_default();

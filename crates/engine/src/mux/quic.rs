@@ -95,6 +95,7 @@ impl MuxLink {
                 // QUIC's handshake is its connect and its TLS at once: it
                 // counts as the connect phase.
                 core.connected(conn.first_user, took);
+                core.rec.quic_handshake(sess.resumed());
                 self.ready(core, c, now);
             } else if let Some((kind, msg)) = sess.lost().cloned() {
                 return self.conn_failed(core, c, kind, msg, now);
