@@ -344,6 +344,17 @@ fn later_connections_resume_a_tls_session() {
     // The first connections had no ticket; nearly all later ones had one.
     assert!(resumed >= 10 && resumed < handshakes, "{}", v["counters"]);
     assert_eq!(resumed, srv.counts.resumed.load(Ordering::Relaxed));
+    // The text report says it where TCP's connect time is.
+    let out = redline(&[
+        "run", &url, "--http3", "--cacert", &ca, "--no-save", "-n", "20", "-c", "1",
+        "--requests-per-conn", "5",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("QUIC handshake (4 new)"), "{text}");
+    assert!(
+        text.contains("4 QUIC handshakes, 3 resumed a TLS session"),
+        "{text}"
+    );
 }
 
 #[test]
