@@ -1,7 +1,9 @@
 //! HTTP/3 (`--http3`, QUIC): against the testkit's HTTP/3 server (which
 //! counts connections, answers, request body bytes and the most streams open
-//! at once, and resets streams or sends GOAWAY on demand), hostile endpoints
-//! (a UDP black hole that never finishes the handshake, a closed UDP port)
+//! at once and the TLS sessions resumed, and resets streams, sends GOAWAY,
+//! drops every Nth datagram or allows no request stream on demand), hostile
+//! endpoints (a UDP black hole that never finishes the handshake, a closed
+//! UDP port)
 //! and Debian's Caddy (HTTP/3 on by default over TLS), whose access log must
 //! hold exactly the requests the record counts.
 
@@ -346,8 +348,18 @@ fn later_connections_resume_a_tls_session() {
     assert_eq!(resumed, srv.counts.resumed.load(Ordering::Relaxed));
     // The text report says it where TCP's connect time is.
     let out = redline(&[
-        "run", &url, "--http3", "--cacert", &ca, "--no-save", "-n", "20", "-c", "1",
-        "--requests-per-conn", "5",
+        "run",
+        &url,
+        "--http3",
+        "--cacert",
+        &ca,
+        "--no-save",
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "--requests-per-conn",
+        "5",
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("QUIC handshake (4 new)"), "{text}");
@@ -370,4 +382,58 @@ fn caddy_resumes_tls_sessions_over_quic() {
     let resumed = counter_or_0(&v, "quic_resumed");
     assert!((10..20).contains(&resumed), "{}", v["counters"]);
     assert_eq!(caddy.wait_logged("HTTP/3.0", 100), 100);
+}
+
+#[test]
+fn a_lossy_path_loses_no_request() {
+    let (srv, _pki, ca) = server(
+        H3Options {
+            drop_every: Some(7),
+            ..H3Options::body(3000)
+        },
+        "h3-lossy",
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let t = Instant::now();
+    let v = run(&url, &ca, "-n 300 -c 2 --streams 4 --timeout 5s");
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    assert_ledger(&v);
+    // QUIC sent again what was lost: every request answered once.
+    assert_eq!(counter(&v, "completed"), 300, "{}", v["errors"]);
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    assert_eq!(counter(&v, "body_bytes"), 300 * 3000);
+    assert_eq!(srv.counts.answered.load(Ordering::Relaxed), 300);
+    assert_eq!(srv.counts.connections.load(Ordering::Relaxed), 2);
+    assert!(srv.counts.dropped.load(Ordering::Relaxed) >= 50);
+}
+
+#[test]
+fn a_server_that_allows_no_stream_fails_requests_in_time() {
+    let (srv, _pki, ca) = server(
+        H3Options {
+            max_streams: Some(0),
+            ..H3Options::body(5)
+        },
+        "h3-nostream",
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let t = Instant::now();
+    let v = run(&url, &ca, "-n 6 -c 2 --streams 2 --timeout 400ms");
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 0);
+    assert_eq!(error_count(&v, "no_stream"), 6, "{}", v["errors"]);
+    let msg = v["errors"][0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("HTTP/3") && msg.contains("max_streams"),
+        "{msg}"
+    );
+    assert!(
+        warning_codes(&v).contains(&"no_stream"),
+        "{}",
+        v["warnings"]
+    );
+    let w = warning_messages(&v, "no_stream").join(" ");
+    assert!(w.contains("HTTP/3 stream"), "{w}");
+    assert_eq!(srv.counts.answered.load(Ordering::Relaxed), 0);
 }

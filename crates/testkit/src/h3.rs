@@ -6,7 +6,8 @@
 //! byte by byte from RFC 9204's static table. It counts what it did
 //! ([`H3Counts`]) and can misbehave on purpose: reset every Nth request
 //! stream with an HTTP/3 error code, or send GOAWAY after K requests on a
-//! connection and reject the streams above it. Its TLS session store counts
+//! connection and reject the streams above it, drop every Nth datagram both
+//! ways, or let the client open no request stream at all. Its TLS session store counts
 //! the sessions clients resume. Also here: [`blackhole`], a
 //! UDP socket that reads and drops (a handshake that never finishes), and
 //! [`closed_udp_port`] (nothing listening: ICMP port unreachable).
@@ -41,6 +42,12 @@ pub struct H3Options {
     /// restarted server would (same stateless-reset key): the client's next
     /// packets get stateless resets.
     pub forget_after: Option<u64>,
+    /// Drops every Nth datagram that arrives and every Nth it sends (a
+    /// lossy path: QUIC must retransmit).
+    pub drop_every: Option<u64>,
+    /// The request streams the server lets the client open
+    /// (`initial_max_streams_bidi`, never raised when 0); default 100.
+    pub max_streams: Option<u32>,
 }
 
 impl H3Options {
@@ -79,6 +86,8 @@ pub struct H3Counts {
     /// Most requests received whole and not yet answered at once on one
     /// connection (with [`H3Options::delay`]).
     pub max_open: AtomicU64,
+    /// Datagrams dropped on purpose ([`H3Options::drop_every`]), both ways.
+    pub dropped: AtomicU64,
     /// TLS sessions resumed: a client's ticket found in the server's
     /// session store (a handshake without a certificate).
     pub resumed: AtomicU64,
@@ -184,7 +193,13 @@ pub fn start(pki: &crate::pki::Pki, opts: H3Options) -> H3Server {
         counts.clone(),
     ));
     let crypto = quinn_proto::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
-    let server = Arc::new(ServerConfig::with_crypto(Arc::new(crypto)));
+    let mut server = ServerConfig::with_crypto(Arc::new(crypto));
+    if let Some(n) = opts.max_streams {
+        let mut t = quinn_proto::TransportConfig::default();
+        t.max_concurrent_bidi_streams(VarInt::from_u32(n));
+        server.transport_config(Arc::new(t));
+    }
+    let server = Arc::new(server);
     let sock = UdpSocket::bind("127.0.0.1:0").expect("bind UDP");
     let port = sock.local_addr().expect("local addr").port();
     let c = counts.clone();
@@ -219,6 +234,11 @@ fn serve(
     let mut buf = vec![0u8; 65536];
     let mut out = Vec::with_capacity(2048);
     let mut seen = 0u64;
+    let mut lossy = Lossy {
+        every: opts.drop_every.filter(|&n| n > 0),
+        ins: 0,
+        outs: 0,
+    };
     let end = Instant::now() + Duration::from_secs(600);
     while !stop.load(Ordering::Relaxed) && Instant::now() < end {
         let now = Instant::now();
@@ -238,6 +258,10 @@ fn serve(
         };
         let _ = sock.set_read_timeout(Some(next));
         if let Ok((n, from)) = sock.recv_from(&mut buf) {
+            if lossy.drop_in() {
+                counts.dropped.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
             let now = Instant::now();
             out.clear();
             let data = bytes::BytesMut::from(&buf[..n]);
@@ -258,7 +282,7 @@ fn serve(
                             },
                         );
                     } else if !out.is_empty() {
-                        let _ = sock.send_to(&out, from);
+                        lossy.send(&sock, &out, from, counts);
                     }
                 }
                 Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
@@ -267,7 +291,7 @@ fn serve(
                     }
                 }
                 Some(DatagramEvent::Response(t)) => {
-                    let _ = sock.send_to(&out[..t.size], from);
+                    lossy.send(&sock, &out[..t.size], from, counts);
                 }
                 None => {}
             }
@@ -293,7 +317,7 @@ fn serve(
                 let Some(t) = c.conn.poll_transmit(now, 1, &mut out) else {
                     break;
                 };
-                let _ = sock.send_to(&out[..t.size], t.destination);
+                lossy.send(&sock, &out[..t.size], t.destination, counts);
             }
             if c.conn.is_drained() {
                 gone.push(ch);
@@ -310,6 +334,32 @@ fn serve(
             endpoint = fresh();
             counts.forgotten.fetch_add(1, Ordering::Relaxed);
         }
+    }
+}
+
+/// The server's datagrams in and out, every Nth dropped each way
+/// ([`H3Options::drop_every`]).
+struct Lossy {
+    every: Option<u64>,
+    ins: u64,
+    outs: u64,
+}
+
+impl Lossy {
+    /// Whether the datagram that just arrived is dropped.
+    fn drop_in(&mut self) -> bool {
+        self.ins += 1;
+        self.every.is_some_and(|n| self.ins.is_multiple_of(n))
+    }
+
+    /// Sends `d` to `to`, unless it is the Nth.
+    fn send(&mut self, sock: &UdpSocket, d: &[u8], to: std::net::SocketAddr, counts: &H3Counts) {
+        self.outs += 1;
+        if self.every.is_some_and(|n| self.outs.is_multiple_of(n)) {
+            counts.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let _ = sock.send_to(d, to);
     }
 }
 
