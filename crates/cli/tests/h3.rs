@@ -247,8 +247,9 @@ fn caddy_logs_exactly_the_requests_sent() {
     let done = counter(&v, "completed");
     assert!(done >= 290, "{}", v["counters"]);
     assert_eq!(caddy.wait_logged("HTTP/3.0", 2000 + done), 2000 + done);
-    // Nothing went over TCP.
-    assert_eq!(caddy.logged("HTTP/2.0") + caddy.logged("HTTP/1.1"), 0);
+    // Over TCP only the one request of each run that read Alt-Svc.
+    assert_eq!(caddy.logged("HTTP/2.0"), 0);
+    assert_eq!(caddy.logged("HTTP/1.1"), 2);
 }
 
 #[test]
@@ -436,4 +437,133 @@ fn a_server_that_allows_no_stream_fails_requests_in_time() {
     let w = warning_messages(&v, "no_stream").join(" ");
     assert!(w.contains("HTTP/3 stream"), "{w}");
     assert_eq!(srv.counts.answered.load(Ordering::Relaxed), 0);
+}
+
+/// An HTTPS server over TCP on `listener` (the testkit's certificate) that
+/// answers every request `200` with `Alt-Svc: alt_svc`, counting requests.
+fn alt_svc_server(
+    pki: &Pki,
+    listener: std::net::TcpListener,
+    alt_svc: &str,
+) -> (ScriptServer, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::io::{Read, Write};
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(pki.key_der.clone().into());
+    let cfg = std::sync::Arc::new(
+        rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(pki.chain.clone(), key)
+        .unwrap(),
+    );
+    let answer = format!("HTTP/1.1 200 OK\r\nAlt-Svc: {alt_svc}\r\nContent-Length: 2\r\n\r\nok");
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let count = seen.clone();
+    let srv = ScriptServer::start_on(listener, move |sock| {
+        let Ok(conn) = rustls::ServerConnection::new(cfg.clone()) else {
+            return;
+        };
+        let mut s = rustls::StreamOwned::new(conn, sock);
+        let (mut buf, mut chunk) = (Vec::new(), [0u8; 4096]);
+        while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 65536 {
+            match s.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        count.fetch_add(1, Ordering::Relaxed);
+        let _ = s.write_all(answer.as_bytes()).and_then(|_| s.flush());
+    });
+    (srv, seen)
+}
+
+#[test]
+fn http3_goes_to_the_alt_svc_endpoint() {
+    let (srv, pki, ca) = server(H3Options::body(7), "h3-altsvc");
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let (origin, probes) = alt_svc_server(
+        &pki,
+        tcp,
+        &format!("h3-29=\":1\"; ma=5, h3=\":{}\"; ma=3600; v=\"x\"", srv.port),
+    );
+    // The origin is the TCP server; QUIC goes where its Alt-Svc says.
+    let url = format!("https://127.0.0.1:{}/", origin.addr.port());
+    let v = run(&url, &ca, "-n 50 -c 2 --streams 2");
+    assert_run_schema(&v);
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 50, "{}", v["errors"]);
+    assert_eq!(srv.counts.answered.load(Ordering::Relaxed), 50);
+    assert_eq!(probes.load(Ordering::Relaxed), 1, "one request over TCP");
+    let e = &v["server"]["http3_endpoint"];
+    assert_eq!(e["source"], "alt-svc", "{e}");
+    assert_eq!(e["address"], format!("127.0.0.1:{}", srv.port));
+    assert!(e["why"].as_str().unwrap().contains("ma=3600"), "{e}");
+    assert_eq!(v["server"]["alt_svc"]["h3"], format!(":{}", srv.port));
+}
+
+#[test]
+fn a_bad_alt_svc_is_ignored_and_the_url_port_used() {
+    let (srv, pki, ca) = server(H3Options::body(7), "h3-badalt");
+    // TCP on the h3 server's port number: the origin and its URL port.
+    let Ok(tcp) = std::net::TcpListener::bind(("127.0.0.1", srv.port)) else {
+        return; // the TCP port is taken by someone else: nothing to test
+    };
+    let (_origin, probes) = alt_svc_server(&pki, tcp, "h3=:443; ma=oops");
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let v = run(&url, &ca, "-n 20 -c 1");
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 20, "{}", v["errors"]);
+    assert_eq!(probes.load(Ordering::Relaxed), 1);
+    let e = &v["server"]["http3_endpoint"];
+    assert_eq!(e["source"], "url", "{e}");
+    assert!(e["why"].as_str().unwrap().contains("must be quoted"), "{e}");
+    assert!(v["server"]["alt_svc"]["error"].is_string());
+    // No TCP server at all: the URL's port, and why.
+    let (srv, _pki, ca) = server(H3Options::body(7), "h3-noalt");
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let v = run(&url, &ca, "-n 5 -c 1");
+    assert_eq!(counter(&v, "completed"), 5, "{}", v["errors"]);
+    let e = &v["server"]["http3_endpoint"];
+    assert_eq!(e["source"], "url", "{e}");
+    assert!(e["why"].as_str().unwrap().contains("TCP"), "{e}");
+}
+
+#[test]
+fn caddy_offers_http3_and_redline_follows_it() {
+    let Some((caddy, ca)) = caddy(100, "") else {
+        return;
+    };
+    let url = format!("https://127.0.0.1:{}/index.html", caddy.port);
+    // Over TCP (HTTP/2 by ALPN): the offer is reported once.
+    let v = run_json(&[&url, "--no-save", "--cacert", &ca, "-n", "20", "-c", "2"]);
+    assert_eq!(counter(&v, "completed"), 20, "{}", v["errors"]);
+    let port = format!(":{}", caddy.port);
+    assert_eq!(v["server"]["alt_svc"]["h3"], port, "{}", v["server"]);
+    let out = redline(&[
+        "run",
+        &url,
+        "--no-save",
+        "--cacert",
+        &ca,
+        "-n",
+        "20",
+        "-c",
+        "2",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = format!("server offers HTTP/3 at {port} (Alt-Svc, ma=");
+    assert_eq!(text.matches(&line).count(), 1, "{text}");
+    assert!(text.contains("measure it with --http3"), "{text}");
+    // With --http3: one request over TCP reads it, the rest goes to its endpoint.
+    let before = caddy.logged("HTTP/2.0") + caddy.logged("HTTP/1.1");
+    let v = run(&url, &ca, "-n 30 -c 2");
+    assert_eq!(counter(&v, "completed"), 30, "{}", v["errors"]);
+    assert_eq!(v["server"]["http3_endpoint"]["source"], "alt-svc");
+    assert_eq!(caddy.wait_logged("HTTP/3.0", 30), 30);
+    assert_eq!(
+        caddy.logged("HTTP/1.1") + caddy.logged("HTTP/2.0"),
+        before + 1
+    );
 }

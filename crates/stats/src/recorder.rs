@@ -53,6 +53,8 @@ pub struct Recorder {
     pub server_software: Option<String>,
     /// Body length of the first 2xx response.
     pub document_length: Option<u64>,
+    /// `Alt-Svc` header of the first response (the run parses it).
+    pub alt_svc: Option<String>,
     /// Body lengths seen, for ab's "Failed requests (Length: N)" check.
     pub lengths: LengthTally,
     sec: u32,
@@ -82,6 +84,7 @@ impl Recorder {
             counters: Counters::default(),
             server_software: None,
             document_length: None,
+            alt_svc: None,
             lengths: LengthTally::default(),
             sec: 0,
             sec_hist: Hist::with_sigfig(SERIES_SIGFIG),
@@ -245,6 +248,12 @@ impl Recorder {
         }
         if rec.server.document_length.is_none() {
             rec.server.document_length = self.document_length;
+        }
+        if rec.server.alt_svc.is_none() {
+            rec.server.alt_svc = self.alt_svc.map(|value| crate::record::AltSvcSeen {
+                value,
+                ..Default::default()
+            });
         }
     }
 }

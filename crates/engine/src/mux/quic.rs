@@ -23,19 +23,16 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Instant;
 
 impl MuxLink {
-    /// Starts QUIC connection `c` to `addr`: a UDP socket connected to it
+    /// Starts QUIC connection `c` to the origin's h3 endpoint (`plan::h3`:
+    /// its Alt-Svc alternative, or its own address): a UDP socket connected to it
     /// (the kernel then hands it only that server's datagrams, and an ICMP
     /// port unreachable as ECONNREFUSED), the session's first flight queued.
-    pub(super) fn dial_quic(
-        &mut self,
-        core: &mut Core<'_>,
-        c: u32,
-        addr: SocketAddr,
-        now: Instant,
-    ) {
+    pub(super) fn dial_quic(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
         let Some(h3) = self.setup.h3.as_ref() else {
             return;
         };
+        // Only the run's own origin goes over QUIC, to its h3 endpoint.
+        let addr = h3.addr;
         let any: SocketAddr = if addr.is_ipv4() {
             (Ipv4Addr::UNSPECIFIED, 0).into()
         } else {

@@ -90,7 +90,7 @@ impl MuxLink {
             return; // unit tests: the test's network connects it
         }
         if quic {
-            return self.dial_quic(core, c, addr, now);
+            return self.dial_quic(core, c, now);
         }
         match TcpStream::connect(addr) {
             Ok(mut s) => {
