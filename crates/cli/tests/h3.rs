@@ -567,3 +567,228 @@ fn caddy_offers_http3_and_redline_follows_it() {
         before + 1
     );
 }
+
+// ------------------------------------------------ every mode over HTTP/3
+
+/// A scenario file `text` in a fresh directory: its path.
+fn scenario_file(tag: &str, text: &str) -> String {
+    let dir = redline_testkit::tmpdir(tag);
+    let p = dir.join("s.toml");
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().into_owned()
+}
+
+/// A record's named request.
+fn named<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == name)
+        .unwrap_or_else(|| panic!("no request {name}: {}", v["requests"]))
+}
+
+#[test]
+fn a_scenario_runs_over_http3() {
+    let (srv, _pki, ca) = server(H3Options::body(9), "h3-scenario");
+    let sc = scenario_file(
+        "h3-scenario-file",
+        "mode = \"round-robin\"\n[[request]]\nname = \"home\"\npath = \"/\"\n\
+         [[request]]\nname = \"post\"\nmethod = \"POST\"\npath = \"/p\"\nbody = \"hello\"\n",
+    );
+    let url = format!("https://127.0.0.1:{}", srv.port);
+    let v = run(&url, &ca, &format!("--scenario {sc} -n 60 -c 3"));
+    assert_run_schema(&v);
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 60, "{}", v["errors"]);
+    let (home, post) = (named(&v, "home"), named(&v, "post"));
+    assert_eq!(home["completed"], 30, "{home}");
+    assert_eq!(post["completed"], 30, "{post}");
+    assert_eq!(srv.counts.answered.load(Ordering::Relaxed), 60);
+    assert_eq!(srv.counts.body_bytes.load(Ordering::Relaxed), 30 * 5);
+    assert_eq!(srv.counts.connections.load(Ordering::Relaxed), 3);
+}
+
+#[test]
+fn journeys_run_over_http3() {
+    let (srv, _pki, ca) = server(H3Options::body(9), "h3-journeys");
+    let sc = scenario_file(
+        "h3-journeys-file",
+        "mode = \"session\"\nthink = \"10ms\"\n\
+         [[step]]\nname = \"a\"\npath = \"/a\"\n\
+         [[step]]\nname = \"b\"\npath = \"/b\"\n\
+         [[step]]\nname = \"c\"\npath = \"/c\"\n",
+    );
+    let url = format!("https://127.0.0.1:{}", srv.port);
+    let v = run(&url, &ca, &format!("--scenario {sc} --rate 40 -d 1s -c 50"));
+    assert_ledger(&v);
+    let j = &v["journeys"];
+    let n = |k: &str| j[k].as_u64().unwrap_or_else(|| panic!("{k}: {j}"));
+    assert_eq!(n("arrived"), 40, "{j}");
+    assert_eq!(n("arrived"), n("started") + n("not_started"), "{j}");
+    assert_eq!(
+        n("started"),
+        n("completed") + n("abandoned") + n("in_flight_at_end"),
+        "{j}"
+    );
+    assert!(n("completed") >= 35, "{j}");
+    assert_eq!(named(&v, "a")["sent"], n("started"));
+    assert_eq!(named(&v, "c")["completed"], n("completed"));
+    assert_eq!(
+        srv.counts.answered.load(Ordering::Relaxed),
+        counter(&v, "completed")
+    );
+}
+
+#[test]
+fn stages_and_rate_stages_run_over_http3() {
+    let (srv, _pki, ca) = server(H3Options::body(9), "h3-stages");
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let v = run(&url, &ca, "--stages 500ms:2,500ms:4");
+    assert_ledger(&v);
+    assert!(counter(&v, "completed") > 0);
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    assert_eq!(
+        v["stages"].as_array().map(Vec::len),
+        Some(2),
+        "{}",
+        v["stages"]
+    );
+    let answered = srv.counts.answered.load(Ordering::Relaxed);
+    assert_eq!(answered, counter(&v, "completed"));
+    let v = run(&url, &ca, "--stages 500ms:40,500ms:80 --rate-stages -c 4");
+    assert_ledger(&v);
+    // The rate ramps 0 → 40 req/s over 0.5 s, then 40 → 80: 10 + 30 requests.
+    let sent = counter(&v, "sent");
+    assert!((38..=40).contains(&sent), "{}", v["counters"]);
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    assert_eq!(
+        srv.counts.answered.load(Ordering::Relaxed) - answered,
+        counter(&v, "completed")
+    );
+}
+
+#[test]
+fn find_steps_run_over_http3() {
+    let (srv, _pki, ca) = server(H3Options::body(9), "h3-find");
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let out = redline(&[
+        "find",
+        &url,
+        "--http3",
+        "--cacert",
+        &ca,
+        "--slo",
+        "errors<1%",
+        "--start-rate",
+        "20",
+        "--max-steps",
+        "2",
+        "--warmup",
+        "0s",
+        "--step-duration",
+        "1s",
+        "-t",
+        "1",
+        "--no-save",
+        "--no-tui",
+    ]);
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("PASS") || t.contains("CLIENT-LIMITED"), "{t}");
+    assert!(!t.contains("FAIL"), "{t}");
+    // Two steps (20 and a higher rate for 1 s each), all answered over QUIC.
+    let answered = srv.counts.answered.load(Ordering::Relaxed);
+    assert!(answered >= 20 + 30, "{answered}: {t}");
+    assert!(srv.counts.connections.load(Ordering::Relaxed) >= 2);
+}
+
+#[test]
+fn agents_merge_http3_runs_exactly() {
+    use common::coord::{agent, agents_succeed, Coord};
+    let (srv, _pki, ca) = server(H3Options::body(9), "h3-agents");
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let mut c = Coord::start(&["--agents", "2", "--threshold", "errors<1%"]);
+    let run = [
+        url.as_str(),
+        "--http3",
+        "--cacert",
+        &ca,
+        "-n",
+        "400",
+        "-c",
+        "4",
+        "--streams",
+        "2",
+        "-t",
+        "1",
+    ];
+    let agents = (0..2).map(|i| agent(i, 2, c.port, &run)).collect();
+    c.wait_for("all agents ready", Duration::from_secs(30));
+    let parts: Vec<serde_json::Value> = agents_succeed(agents, Duration::from_secs(60))
+        .iter()
+        .map(|o| serde_json::from_slice(&o.stdout).expect("the agent's record"))
+        .collect();
+    let (m, _) = c.finish_record(0);
+    for p in &parts {
+        assert_eq!(counter(p, "completed"), 200, "{}", p["errors"]);
+        assert_eq!(counter(p, "quic_handshakes"), 2);
+    }
+    assert_eq!(counter(&m, "completed"), 400);
+    assert_eq!(counter(&m, "quic_handshakes"), 4);
+    assert_eq!(m["config"]["http_version"], "3");
+    assert_eq!(srv.counts.answered.load(Ordering::Relaxed), 400);
+    assert_eq!(srv.counts.connections.load(Ordering::Relaxed), 4);
+}
+
+#[test]
+fn abort_on_fail_stops_an_http3_run_early() {
+    let (srv, _pki, ca) = server(
+        H3Options {
+            reset_every: Some((2, 0x102)),
+            ..H3Options::body(5)
+        },
+        "h3-abort",
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let t = Instant::now();
+    let (out, _) = redline_with_limit(
+        &[
+            "run",
+            "-q",
+            "--no-save",
+            "-o",
+            "json",
+            &url,
+            "--http3",
+            "--cacert",
+            &ca,
+            "-d",
+            "10s",
+            "--rate",
+            "100",
+            "-c",
+            "2",
+            "--threshold",
+            "errors<1%",
+            "--abort-on-fail",
+        ],
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(t.elapsed() < Duration::from_secs(6), "{:?}", t.elapsed());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_ledger(&v);
+    assert!(warning_codes(&v).contains(&"aborted"), "{}", v["warnings"]);
+    let reset = error_count(&v, "stream_reset");
+    assert_eq!(reset, srv.counts.resets.load(Ordering::Relaxed));
+    assert_eq!(
+        counter(&v, "completed"),
+        srv.counts.answered.load(Ordering::Relaxed)
+    );
+    assert!(reset > 0 && counter(&v, "completed") > 0);
+}
