@@ -371,7 +371,7 @@ fn later_connections_resume_a_tls_session() {
 }
 
 #[test]
-fn caddy_resumes_tls_sessions_over_quic() {
+fn caddy_resumes_tls_sessions_and_takes_early_data() {
     let Some((caddy, ca)) = caddy(100, "") else {
         return;
     };
@@ -382,6 +382,11 @@ fn caddy_resumes_tls_sessions_over_quic() {
     assert_eq!(counter(&v, "quic_handshakes"), 20, "{}", v["counters"]);
     let resumed = counter_or_0(&v, "quic_resumed");
     assert!((10..20).contains(&resumed), "{}", v["counters"]);
+    // Caddy takes 0-RTT: the resumed connections' first requests went in
+    // early data, and Caddy logged each request once.
+    let early = counter_or_0(&v, "quic_0rtt");
+    assert!(early > 0 && early <= resumed, "{}", v["counters"]);
+    assert_eq!(counter_or_0(&v, "quic_0rtt_accepted"), early);
     assert_eq!(caddy.wait_logged("HTTP/3.0", 100), 100);
 }
 
@@ -791,4 +796,75 @@ fn abort_on_fail_stops_an_http3_run_early() {
         srv.counts.answered.load(Ordering::Relaxed)
     );
     assert!(reset > 0 && counter(&v, "completed") > 0);
+}
+
+#[test]
+fn resumed_connections_send_safe_requests_in_early_data() {
+    let (srv, _pki, ca) = server(
+        H3Options {
+            early_data: true,
+            ..H3Options::body(10)
+        },
+        "h3-0rtt",
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let v = run(&url, &ca, "-n 200 -c 2 --requests-per-conn 10");
+    assert_run_schema(&v);
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 200, "{}", v["errors"]);
+    assert_eq!(srv.counts.answered.load(Ordering::Relaxed), 200);
+    assert_eq!(counter(&v, "quic_handshakes"), 20);
+    let (resumed, early) = (
+        counter_or_0(&v, "quic_resumed"),
+        counter_or_0(&v, "quic_0rtt"),
+    );
+    assert!(early >= 10 && early <= resumed, "{}", v["counters"]);
+    assert_eq!(counter_or_0(&v, "quic_0rtt_accepted"), early);
+    let early_requests = srv.counts.early_requests.load(Ordering::Relaxed);
+    assert!(
+        early_requests >= early,
+        "{early_requests} requests in early data"
+    );
+    // A POST never goes in early data (a replay would repeat it): the
+    // sessions still resume.
+    let v = run(&url, &ca, "-n 40 -c 1 --requests-per-conn 10 -m POST -b x");
+    assert_eq!(counter(&v, "completed"), 40, "{}", v["errors"]);
+    assert_eq!(counter_or_0(&v, "quic_0rtt"), 0, "{}", v["counters"]);
+    assert!(counter_or_0(&v, "quic_resumed") >= 3, "{}", v["counters"]);
+    assert_eq!(
+        srv.counts.early_requests.load(Ordering::Relaxed),
+        early_requests
+    );
+    assert_eq!(srv.counts.body_bytes.load(Ordering::Relaxed), 40);
+}
+
+#[test]
+fn refused_early_data_is_sent_again_after_the_handshake() {
+    let (srv, _pki, ca) = server(
+        H3Options {
+            early_data: true,
+            refuse_early_after: Some(3),
+            ..H3Options::body(10)
+        },
+        "h3-0rtt-refused",
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let v = run(&url, &ca, "-n 100 -c 1 --requests-per-conn 10");
+    assert_ledger(&v);
+    // Each request answered once, none lost with the refused early data.
+    assert_eq!(counter(&v, "completed"), 100, "{}", v["errors"]);
+    assert_eq!(counter(&v, "sent"), 100);
+    assert_eq!(srv.counts.answered.load(Ordering::Relaxed), 100);
+    assert_eq!(counter(&v, "quic_handshakes"), 10);
+    // The 2nd connection's early data was taken, the 3rd's refused (later
+    // ones hold tickets from connections that refuse it: no early data).
+    let early = counter_or_0(&v, "quic_0rtt");
+    assert!((2..=9).contains(&early), "{}", v["counters"]);
+    assert_eq!(
+        counter_or_0(&v, "quic_0rtt_accepted"),
+        1,
+        "{}",
+        v["counters"]
+    );
+    assert_eq!(counter_or_0(&v, "quic_resumed"), 9, "{}", v["counters"]);
 }

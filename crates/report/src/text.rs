@@ -429,9 +429,11 @@ fn text_unescaped(rec: &RunRecord) -> String {
             let c = &rec.counters;
             let _ = writeln!(
                 o,
-                "  ({} QUIC handshakes, {} resumed a TLS session; 0-RTT is not sent)",
+                "  ({} QUIC handshakes, {} resumed a TLS session, {} sent 0-RTT early data, {} accepted)",
                 count(c.quic_handshakes),
-                count(c.quic_resumed)
+                count(c.quic_resumed),
+                count(c.quic_0rtt),
+                count(c.quic_0rtt_accepted)
             );
         }
         o.push('\n');

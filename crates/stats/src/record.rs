@@ -124,6 +124,14 @@ pub struct Counters {
     /// ticket from an earlier connection of the run; no certificate sent).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub quic_resumed: u64,
+    /// HTTP/3: of `quic_resumed`, those that sent requests in 0-RTT early
+    /// data (safe methods without a body only).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_0rtt: u64,
+    /// HTTP/3: of `quic_0rtt`, those whose early data the server accepted
+    /// (the others' requests were sent again after the handshake).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_0rtt_accepted: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -170,6 +178,8 @@ impl Counters {
         s |= sat_add(&mut self.retried, o.retried);
         s |= sat_add(&mut self.quic_handshakes, o.quic_handshakes);
         s |= sat_add(&mut self.quic_resumed, o.quic_resumed);
+        s |= sat_add(&mut self.quic_0rtt, o.quic_0rtt);
+        s |= sat_add(&mut self.quic_0rtt_accepted, o.quic_0rtt_accepted);
         s
     }
 }

@@ -173,10 +173,13 @@ impl Recorder {
     }
 
     /// A QUIC handshake completed (after [`Recorder::connected`]);
-    /// `resumed`: with a TLS session from an earlier connection.
-    pub fn quic_handshake(&mut self, resumed: bool) {
+    /// `resumed`: with a TLS session from an earlier connection; `early`:
+    /// requests went in 0-RTT early data, and whether the server accepted it.
+    pub fn quic_handshake(&mut self, resumed: bool, early: Option<bool>) {
         self.counters.quic_handshakes += 1;
         self.counters.quic_resumed += u64::from(resumed);
+        self.counters.quic_0rtt += u64::from(early.is_some());
+        self.counters.quic_0rtt_accepted += u64::from(early == Some(true));
     }
 
     /// Rolls the per-second series forward to `now`; cheap when the second is unchanged.

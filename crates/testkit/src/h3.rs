@@ -48,6 +48,11 @@ pub struct H3Options {
     /// The request streams the server lets the client open
     /// (`initial_max_streams_bidi`, never raised when 0); default 100.
     pub max_streams: Option<u32>,
+    /// Its session tickets allow 0-RTT early data, and it takes it.
+    pub early_data: bool,
+    /// From the Nth connection on, early data is refused (the session is
+    /// still resumed): the client must send those requests again.
+    pub refuse_early_after: Option<u64>,
 }
 
 impl H3Options {
@@ -91,6 +96,9 @@ pub struct H3Counts {
     /// TLS sessions resumed: a client's ticket found in the server's
     /// session store (a handshake without a certificate).
     pub resumed: AtomicU64,
+    /// Requests whose stream opened before the handshake completed: sent
+    /// in 0-RTT early data (and accepted).
+    pub early_requests: AtomicU64,
 }
 
 /// The server's TLS session store, counting the sessions it hands back
@@ -192,6 +200,10 @@ pub fn start(pki: &crate::pki::Pki, opts: H3Options) -> H3Server {
         rustls::server::ServerSessionMemoryCache::new(4096),
         counts.clone(),
     ));
+    let refusing = quinn_proto::crypto::rustls::QuicServerConfig::try_from(tls.clone());
+    if opts.early_data {
+        tls.max_early_data_size = u32::MAX;
+    }
     let crypto = quinn_proto::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
     let mut server = ServerConfig::with_crypto(Arc::new(crypto));
     if let Some(n) = opts.max_streams {
@@ -200,13 +212,17 @@ pub fn start(pki: &crate::pki::Pki, opts: H3Options) -> H3Server {
         server.transport_config(Arc::new(t));
     }
     let server = Arc::new(server);
+    // The same, refusing early data (same session store: still resumed).
+    let mut refusing = ServerConfig::with_crypto(Arc::new(refusing.expect("QUIC TLS")));
+    refusing.transport_config(server.transport.clone());
+    let refusing = Arc::new(refusing);
     let sock = UdpSocket::bind("127.0.0.1:0").expect("bind UDP");
     let port = sock.local_addr().expect("local addr").port();
     let c = counts.clone();
     H3Server {
         port,
         counts,
-        _thread: Stopper::spawn(move |stop| serve(sock, server, opts, &c, stop)),
+        _thread: Stopper::spawn(move |stop| serve(sock, [server, refusing], opts, &c, stop)),
     }
 }
 
@@ -214,7 +230,7 @@ pub fn start(pki: &crate::pki::Pki, opts: H3Options) -> H3Server {
 /// (at most 10 minutes, or until stopped).
 fn serve(
     sock: UdpSocket,
-    server: Arc<ServerConfig>,
+    [server, refusing]: [Arc<ServerConfig>; 2],
     opts: H3Options,
     counts: &H3Counts,
     stop: &AtomicBool,
@@ -268,7 +284,11 @@ fn serve(
             match endpoint.handle(now, from, None, None, data, &mut out) {
                 Some(DatagramEvent::NewConnection(incoming)) => {
                     out.clear();
-                    if let Ok((ch, conn)) = endpoint.accept(incoming, now, &mut out, None) {
+                    let refuse = opts
+                        .refuse_early_after
+                        .is_some_and(|n| counts.connections.load(Ordering::Relaxed) + 1 >= n);
+                    let cfg = refuse.then(|| refusing.clone());
+                    if let Ok((ch, conn)) = endpoint.accept(incoming, now, &mut out, cfg) {
                         counts.connections.fetch_add(1, Ordering::Relaxed);
                         conns.insert(
                             ch,
@@ -378,6 +398,9 @@ fn drive(c: &mut Conn, opts: &H3Options, counts: &H3Counts, seen: &mut u64) {
             }
             Event::Stream(StreamEvent::Opened { dir: Dir::Bi }) => {
                 while let Some(sid) = c.conn.streams().accept(Dir::Bi) {
+                    if c.conn.is_handshaking() {
+                        counts.early_requests.fetch_add(1, Ordering::Relaxed);
+                    }
                     c.reqs.insert(sid, Req::default());
                     read_req(c, sid, opts, counts, seen);
                 }
