@@ -744,7 +744,7 @@ fn scrape_endpoint_counts_an_http3_run() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let done = counter(&v, "completed");
-    assert!(seen <= done && done >= 390, "{seen} then {}", v["counters"]);
+    assert!(seen <= done && done >= 300, "{seen} then {}", v["counters"]);
     assert_eq!(
         srv.counts
             .answered
