@@ -66,6 +66,8 @@ struct H3Setup {
     /// The name the certificate must carry (SNI).
     server_name: String,
     request: crate::http3::Http3Request,
+    /// The UDP endpoint (the origin's `Alt-Svc` h3 alternative, or its address).
+    addr: std::net::SocketAddr,
 }
 
 impl Setup {
@@ -92,6 +94,7 @@ pub fn prepare(plan: &Plan) -> Result<Arc<Setup>, String> {
                 _ => plan.target.host.clone(),
             },
             request: crate::http3::Http3Request::from_h2(&request),
+            addr: plan.h3.as_ref().map_or(plan.target.addr, |r| r.addr),
         }),
         _ => None,
     };

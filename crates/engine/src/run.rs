@@ -355,6 +355,7 @@ pub fn execute_watching(
         r.recorder.finish_into(&mut rec, r.end);
     }
     rec.counters.length_differs = length_differs;
+    alt_svc_into(plan, &mut rec);
     let elapsed = end.saturating_duration_since(start);
     rec.duration_s = elapsed.as_secs_f64();
     rec.derive();
@@ -627,4 +628,23 @@ fn involuntary_switches() -> u64 {
         }
     }
     0
+}
+
+/// The origin's `Alt-Svc` into the record: an https run's first answer over
+/// TCP (parsed; a plain-http origin's is not an offer, RFC 7838 §2.1), or
+/// `--http3`'s probe with the endpoint it chose.
+fn alt_svc_into(plan: &Plan, rec: &mut RunRecord) {
+    if let Some(r) = &plan.h3 {
+        rec.server.alt_svc = r.alt_svc.clone();
+        rec.server.http3_endpoint = Some(r.endpoint.clone());
+        return;
+    }
+    rec.server.alt_svc = match plan.tls {
+        Some(_) => rec
+            .server
+            .alt_svc
+            .take()
+            .map(|s| crate::plan::h3::seen(s.value)),
+        None => None,
+    };
 }

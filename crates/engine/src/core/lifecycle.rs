@@ -207,6 +207,9 @@ impl Core<'_> {
             if let Some(s) = answer.as_mut().and_then(|a| a.server.take()) {
                 self.rec.server_software = Some(s);
             }
+            if let Some(s) = answer.as_mut().and_then(|a| a.alt_svc.take()) {
+                self.rec.alt_svc = Some(s);
+            }
             self.want_server = false;
         }
         self.rec.response(&t, status, wire, body_bytes);

@@ -90,7 +90,7 @@ impl MuxLink {
             return; // unit tests: the test's network connects it
         }
         if quic {
-            return self.dial_quic(core, c, addr, now);
+            return self.dial_quic(core, c, now);
         }
         match TcpStream::connect(addr) {
             Ok(mut s) => {
@@ -628,7 +628,9 @@ impl MuxLink {
             return self.conn_failed(core, c, ErrorKind::from_io(&e, false), io_msg(&e), now);
         }
         if self.conns[c as usize].udp.is_some() {
-            // What was sent and read moved QUIC's timers.
+            // A handshake completed in what was read (a connection open
+            // for 0-RTT); what was sent and read moved QUIC's timers.
+            self.quic_established(core, c, Instant::now());
             self.arm_quic(c);
         }
     }

@@ -36,7 +36,7 @@ pub(super) fn add_warnings(
             ),
         );
     }
-    // HTTP/2: requests that waited for a stream the server never opened.
+    // HTTP/2 and HTTP/3: requests that waited for a stream the server never opened.
     let no_stream: u64 = rec
         .errors
         .iter()
@@ -44,14 +44,20 @@ pub(super) fn add_warnings(
         .map(|e| e.count)
         .sum();
     if no_stream > 0 {
-        rec.warn(
-            "no_stream",
+        let msg = if rec.config.http_version == "3" {
+            format!(
+                "{no_stream} requests waited past --timeout for an HTTP/3 stream the server never \
+                 allowed: its QUIC stream limit (initial_max_streams_bidi, then MAX_STREAMS) is too \
+                 low; raise it on the server (nginx: http3_max_concurrent_streams) or use fewer --streams"
+            )
+        } else {
             format!(
                 "{no_stream} requests waited past --timeout for an HTTP/2 stream the server never \
                  opened: it allows too few concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS); \
                  raise it on the server (nginx: http2_max_concurrent_streams) or use fewer --streams"
-            ),
-        );
+            )
+        };
+        rec.warn("no_stream", msg);
     }
     if rec.client.busiest_thread_share > 0.9 && rec.duration_s >= 0.5 {
         rec.warn(
