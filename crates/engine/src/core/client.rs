@@ -330,6 +330,9 @@ impl<'p> Core<'p> {
         }
         while (self.ledger.pending() as u64) > self.connecting && self.connects_left > 0 {
             let Some(i) = self.free.pop() else { break };
+            if self.slots[i as usize].has_request {
+                continue; // under way with its own request (see `after`)
+            }
             self.connects_left -= 1;
             link.connect(self, i, now);
         }

@@ -558,6 +558,16 @@ impl Core<'_> {
     /// Decides what slot `i` does next once its request ended (or its connection went away).
     pub(crate) fn after(&mut self, link: &mut impl Link, i: u32, now: Instant) {
         let st = link.state(i);
+        if self.slots[i as usize].has_request && !st.busy() {
+            // The slot's request is not the one that ended: it waits for a
+            // connection (sent again after a refusal, a redirect's next hop)
+            // and goes on from `restart`. Freeing the slot here would let a
+            // new request take it while that one is still under way.
+            if !st.opening() && !self.restart.contains(&i) {
+                self.restart.push_back(i);
+            }
+            return;
+        }
         if self.open_loop {
             if let Some(sc) = self.scenario.as_mut() {
                 let vu = &mut sc.vus[i as usize];
