@@ -1,9 +1,12 @@
 //! [`Http3Session`]: one HTTP/3 client connection (RFC 9114) over a QUIC
 //! connection of `quinn-proto` (RFC 9000), behind the sans-IO [`Session`]
-//! seam. Its "bytes" are UDP datagrams: [`Session::bytes_in`] takes one
-//! datagram read from the connection's connected UDP socket,
-//! [`Session::pending_out`] gives the next one to send, and the QUIC timers
-//! (loss detection, acknowledgements, idle) are [`Http3Session::deadline`] and
+//! seam. Its "bytes" are UDP datagrams: [`Http3Session::datagram_in`] takes
+//! one read from the connection's connected UDP socket (and
+//! [`Http3Session::datagrams_done`] processes a batch's events once),
+//! [`Http3Session::next_datagrams`] builds what is to be sent when the driver
+//! sends (the requests of a whole pass in the same datagrams; several
+//! equal-size datagrams for one GSO send), and the QUIC timers (loss
+//! detection, acknowledgements, idle) are [`Http3Session::deadline`] and
 //! [`Http3Session::on_timeout`]. Each session has its own `quinn-proto`
 //! endpoint (one connection: the kernel demultiplexes by the connected
 //! socket, and an ICMP port unreachable reaches it as ECONNREFUSED).
@@ -47,8 +50,6 @@ use std::time::{Duration, Instant};
 pub const MAX_FIELD_SECTION: u64 = crate::http2::conn::MAX_HEADER_LIST as u64;
 /// The most requests one session keeps open, whatever the server allows.
 const MAX_OPEN: usize = 4096;
-/// Datagrams queued before the session waits for the driver to send them.
-const OUT_QUEUE: usize = 64;
 /// Datagrams in are copied into chunks of this size, one after the other
 /// (`quinn-proto` takes each as an owned `BytesMut` and keeps views of it
 /// for stream data): one allocation per chunk, not per datagram.
@@ -81,8 +82,9 @@ impl Http3Config {
                 .try_into()
                 .map_err(|_| "idle time-out".to_string())?,
         ));
-        // The datagrams go out one by one on a connected socket.
-        transport.enable_segmentation_offload(false);
+        // GSO: `next_datagrams` may build several equal-size datagrams
+        // for one send where the driver's socket can (`mux/udp.rs`).
+        transport.enable_segmentation_offload(true);
         client.transport_config(Arc::new(transport));
         Ok(Http3Config {
             client,
@@ -174,15 +176,31 @@ impl Uni {
     }
 }
 
+/// Datagrams to send ([`Http3Session::next_datagrams`]).
+pub struct Datagrams<'a> {
+    /// One datagram, or several of `segment` bytes each (GSO).
+    pub bytes: &'a [u8],
+    pub segment: Option<usize>,
+    /// ECN bits to mark them with.
+    pub ecn: Option<u8>,
+    /// The server.
+    pub to: SocketAddr,
+}
+
 /// An HTTP/3 client connection over QUIC without I/O (see the top of this file).
 pub struct Http3Session {
     endpoint: Endpoint,
     ch: ConnectionHandle,
     conn: quinn_proto::Connection,
     remote: SocketAddr,
-    /// Datagrams to send, oldest first, and spare buffers.
+    /// The endpoint's own answers to send before anything else (rare),
+    /// oldest first.
     out: VecDeque<Vec<u8>>,
-    spare: Vec<Vec<u8>>,
+    /// Datagrams built and not sent yet (the socket refused them for now).
+    tx: Vec<u8>,
+    /// What `tx` holds, while it holds something: its segment size (GSO)
+    /// and ECN bits.
+    tx_meta: Option<(Option<usize>, Option<u8>)>,
     scratch: Vec<u8>,
     /// The chunk datagrams in are copied into ([`RX_CHUNK`]).
     rx: BytesMut,
@@ -226,7 +244,8 @@ impl Http3Session {
             conn,
             remote,
             out: VecDeque::new(),
-            spare: Vec::new(),
+            tx: Vec::with_capacity(2048),
+            tx_meta: None,
             scratch: Vec::with_capacity(2048),
             rx: BytesMut::new(),
             streams: Vec::new(),
@@ -243,7 +262,7 @@ impl Http3Session {
             name_buf: Vec::new(),
             value_buf: Vec::new(),
         };
-        s.pump(now);
+        s.pump();
         Ok(s)
     }
 
@@ -267,7 +286,7 @@ impl Http3Session {
     /// QUIC's timer fired.
     pub fn on_timeout(&mut self, now: Instant) {
         self.conn.handle_timeout(now);
-        self.pump(now);
+        self.pump();
     }
 
     /// Takes no new request ever again (GOAWAY, closed), though requests
@@ -281,9 +300,68 @@ impl Http3Session {
         self.conn.rtt()
     }
 
-    /// Processes what QUIC has for the endpoint and the application, then
-    /// queues what is to be sent.
-    fn pump(&mut self, now: Instant) {
+    /// One datagram from the server (`ecn`: its ECN bits, when the socket
+    /// reads them); its events wait for [`Http3Session::datagrams_done`],
+    /// so a batch of datagrams is processed once.
+    pub fn datagram_in(&mut self, now: Instant, ecn: Option<u8>, data: &[u8]) {
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        if self.rx.capacity() < data.len() {
+            self.rx = BytesMut::with_capacity(RX_CHUNK.max(data.len()));
+        }
+        self.rx.extend_from_slice(data);
+        let datagram = self.rx.split();
+        let ecn = ecn.and_then(quinn_proto::EcnCodepoint::from_bits);
+        let ev = self
+            .endpoint
+            .handle(now, self.remote, None, ecn, datagram, &mut buf);
+        match ev {
+            Some(DatagramEvent::ConnectionEvent(_, ev)) => self.conn.handle_event(ev),
+            Some(DatagramEvent::Response(t)) => self.out.push_back(buf[..t.size].to_vec()),
+            _ => {}
+        }
+        self.scratch = buf;
+    }
+
+    /// The datagrams of a read are in: their events are processed.
+    pub fn datagrams_done(&mut self) {
+        self.pump();
+    }
+
+    /// What is to be sent next, built now if nothing waits: one datagram,
+    /// or with `max` above 1 up to `max` datagrams of `segment` bytes each
+    /// (the last may be shorter) for one GSO send. It stays until
+    /// [`Http3Session::datagrams_sent`].
+    pub fn next_datagrams(&mut self, now: Instant, max: usize) -> Option<Datagrams<'_>> {
+        if self.tx_meta.is_none() {
+            self.tx.clear();
+            if let Some(d) = self.out.pop_front() {
+                self.tx = d;
+                self.tx_meta = Some((None, None));
+            } else {
+                let t = self.conn.poll_transmit(now, max.max(1), &mut self.tx)?;
+                self.tx.truncate(t.size);
+                self.tx_meta = Some((t.segment_size, t.ecn.map(|e| e as u8)));
+            }
+        }
+        let (segment, ecn) = self.tx_meta?;
+        Some(Datagrams {
+            bytes: &self.tx,
+            segment,
+            ecn,
+            to: self.remote,
+        })
+    }
+
+    /// The datagrams [`Http3Session::next_datagrams`] gave went out (or
+    /// are given up: QUIC sends their data again).
+    pub fn datagrams_sent(&mut self) {
+        self.tx_meta = None;
+    }
+
+    /// Processes what QUIC has for the endpoint and the application (what
+    /// it has to send is built when the driver sends, `next_datagrams`).
+    fn pump(&mut self) {
         for _ in 0..100_000 {
             while let Some(ev) = self.conn.poll_endpoint_events() {
                 if let Some(back) = self.endpoint.handle_event(self.ch, ev) {
@@ -299,20 +377,6 @@ impl Http3Session {
                 quinn_proto::Event::ConnectionLost { reason } => self.connection_lost(reason),
                 quinn_proto::Event::Stream(se) => self.stream_event(se),
                 _ => {}
-            }
-        }
-        while self.out.len() < OUT_QUEUE {
-            let mut buf = self.spare.pop().unwrap_or_default();
-            buf.clear();
-            match self.conn.poll_transmit(now, 1, &mut buf) {
-                Some(t) => {
-                    buf.truncate(t.size);
-                    self.out.push_back(buf);
-                }
-                None => {
-                    self.spare.push(buf);
-                    break;
-                }
             }
         }
     }
@@ -557,7 +621,7 @@ impl Session for Http3Session {
         self.streams.push(s);
         let k = self.streams.len() - 1;
         self.write_request(k);
-        self.pump(Instant::now());
+        self.pump();
         Ok(id)
     }
 
@@ -568,34 +632,15 @@ impl Session for Http3Session {
             let _ = self.conn.send_stream(s.sid).reset(code);
             let _ = self.conn.recv_stream(s.sid).stop(code);
             self.pool.push(s);
-            self.pump(Instant::now());
+            self.pump();
         }
     }
 
+    /// One datagram (the driver reads batches: `datagram_in`).
     fn bytes_in(&mut self, data: &[u8]) {
         let now = Instant::now();
-        let mut buf = std::mem::take(&mut self.scratch);
-        buf.clear();
-        if self.rx.capacity() < data.len() {
-            self.rx = BytesMut::with_capacity(RX_CHUNK.max(data.len()));
-        }
-        self.rx.extend_from_slice(data);
-        let datagram = self.rx.split();
-        let ev = self
-            .endpoint
-            .handle(now, self.remote, None, None, datagram, &mut buf);
-        match ev {
-            Some(DatagramEvent::ConnectionEvent(_, ev)) => self.conn.handle_event(ev),
-            Some(DatagramEvent::Response(t)) => {
-                let mut d = self.spare.pop().unwrap_or_default();
-                d.clear();
-                d.extend_from_slice(&buf[..t.size]);
-                self.out.push_back(d);
-            }
-            _ => {}
-        }
-        self.scratch = buf;
-        self.pump(now);
+        self.datagram_in(now, None, data);
+        self.pump();
     }
 
     fn eof(&mut self) {
@@ -604,19 +649,12 @@ impl Session for Http3Session {
         }
     }
 
+    /// Nothing: datagrams are built when sent (`next_datagrams`).
     fn pending_out(&self) -> &[u8] {
-        self.out.front().map_or(&[], Vec::as_slice)
+        &[]
     }
 
-    fn consume_out(&mut self, _n: usize) {
-        // A datagram goes whole or not at all.
-        if let Some(d) = self.out.pop_front() {
-            self.spare.push(d);
-        }
-        if self.out.is_empty() {
-            self.pump(Instant::now());
-        }
-    }
+    fn consume_out(&mut self, _n: usize) {}
 
     fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()
@@ -635,7 +673,7 @@ impl Session for Http3Session {
                 VarInt::from_u32(frame::H3_NO_ERROR as u32),
                 Bytes::new(),
             );
-            self.pump(now);
+            self.pump();
         }
     }
 }

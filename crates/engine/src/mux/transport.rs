@@ -366,6 +366,9 @@ impl MuxLink {
     /// Reads what connection `c`'s socket holds into its session (`closing`:
     /// the peer's close was seen, so it reads on to the end).
     pub(super) fn read(&mut self, core: &mut Core<'_>, c: u32, closing: bool) {
+        if self.conns[c as usize].udp.is_some() {
+            return self.read_datagrams(core, c);
+        }
         for _ in 0..1_000_000 {
             // Open loop: a plain read shorter than the buffer drained the
             // socket, and the next bytes bring a new edge, so no read just
@@ -441,16 +444,12 @@ impl MuxLink {
                 }
             } else {
                 match sys::recv(fd, &mut self.buf) {
-                    // An empty UDP datagram is no end of anything.
-                    Ok(0) if conn.udp.is_some() => continue,
                     Ok(0) => None,
                     Ok(n) => {
                         core.rec.bytes_read(n as u64);
                         conn.unattributed += n as u64;
                         with_session!(&mut conn.proto, s => s.bytes_in(&self.buf[..n]));
-                        // (A UDP read is one datagram, however short: QUIC reads on.)
-                        drained =
-                            core.open_loop && conn.udp.is_none() && n < self.buf.len() && !closing;
+                        drained = core.open_loop && n < self.buf.len() && !closing;
                         Some(n)
                     }
                     Err(e) if e.kind() == IoKind::WouldBlock => break,
@@ -562,6 +561,9 @@ impl MuxLink {
         {
             return;
         }
+        if conn.udp.is_some() {
+            return self.send_datagrams(core, c);
+        }
         let Some(fd) = conn.fd() else { return };
         let result = if let (Some(tls), Some(s)) = (conn.tls.as_mut(), conn.sock.as_mut()) {
             let bytes = conn.proto.pending_out();
@@ -608,10 +610,6 @@ impl MuxLink {
         if let Err(e) = result {
             let now = Instant::now();
             return self.conn_failed(core, c, ErrorKind::from_io(&e, false), io_msg(&e), now);
-        }
-        if self.conns[c as usize].udp.is_some() {
-            // What was sent and read moved QUIC's timers.
-            self.arm_quic(c);
         }
     }
 
