@@ -100,8 +100,8 @@ syscalls() {
 # instructions TOOL N: the user-space instructions of N requests, all threads.
 instructions() {
     cmd "$1" "$2"
-    valgrind --tool=callgrind --callgrind-out-file="$TMP/cg" \
-        taskset -c "$CPU" "${CMD[@]}" >"$TMP/out" 2>"$TMP/err" || { echo "$1 failed under valgrind:" >&2; tail -5 "$TMP/err" >&2; exit 1; }
+    taskset -c "$CPU" valgrind --tool=callgrind --callgrind-out-file="$TMP/cg" \
+        "${CMD[@]}" >"$TMP/out" 2>"$TMP/err" || { echo "$1 failed under valgrind:" >&2; tail -5 "$TMP/err" >&2; exit 1; }
     awk '/^(summary|totals):/ { print $2; exit }' "$TMP/cg"
 }
 echo "# syscalls: $N vs $((N / 10)) requests; instructions: $CG_N vs $((CG_N / 10)); $CONNS connections x $STREAMS streams, Caddy $(caddy version | awk '{print $1}') on CPU $SRV_CPU, client on CPU $CPU"
