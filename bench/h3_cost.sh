@@ -38,10 +38,12 @@ for need in caddy openssl python3 "$PERF"; do
     command -v "$need" >/dev/null || { echo "$need not found" >&2; exit 1; }
 done
 
+# shellcheck source=bench/caddy.sh
+. bench/caddy.sh
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/h3cost.XXXXXX")
 CADDY_PID=
 cleanup() {
-    if [[ -n $CADDY_PID ]]; then kill "$CADDY_PID" 2>/dev/null || true; wait "$CADDY_PID" 2>/dev/null || true; fi
+    stop_pid "$CADDY_PID" TERM
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -53,28 +55,10 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost \
     -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
     -keyout "$TMP/key.pem" -out "$TMP/cert.pem" >/dev/null 2>&1
 PORT=$(free_port)
-cat >"$TMP/Caddyfile" <<EOF
-{
-    admin off
-    auto_https disable_redirects
-    default_sni 127.0.0.1
-    storage file_system $TMP/data
-    servers {
-        protocols h1 h2 h3
-    }
-}
-https://127.0.0.1:$PORT {
-    tls $TMP/cert.pem $TMP/key.pem
-    root * $TMP/root
-    file_server
-}
-EOF
-HOME=$TMP XDG_DATA_HOME=$TMP/data XDG_CONFIG_HOME=$TMP/config \
-    taskset -c "$SRV_CPU" caddy run --adapter caddyfile --config "$TMP/Caddyfile" >"$TMP/caddy.log" 2>&1 &
-CADDY_PID=$!
+caddy_start "$TMP/caddy" "$SRV_CPU" "$PORT" "$TMP/root" "$TMP/cert.pem" "$TMP/key.pem"
 for _ in $(seq 1 100); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then break; fi
-    kill -0 "$CADDY_PID" 2>/dev/null || { cat "$TMP/caddy.log" >&2; exit 1; }
+    kill -0 "$CADDY_PID" 2>/dev/null || { cat "$TMP/caddy/stderr.log" >&2; exit 1; }
     sleep 0.1
 done
 sleep 0.3

@@ -431,16 +431,7 @@ impl MuxLink {
                     }
                     Err(e) if e.kind() == IoKind::WouldBlock => break,
                     Err(e) if e.kind() == IoKind::Interrupted => continue,
-                    Err(e) => {
-                        self.end_streams(core, c, now);
-                        return self.conn_failed(
-                            core,
-                            c,
-                            ErrorKind::from_io(&e, false),
-                            io_msg(&e),
-                            now,
-                        );
-                    }
+                    Err(e) => return self.read_failed(core, c, &e, now),
                 }
             } else {
                 match sys::recv(fd, &mut self.buf) {
@@ -454,16 +445,7 @@ impl MuxLink {
                     }
                     Err(e) if e.kind() == IoKind::WouldBlock => break,
                     Err(e) if e.kind() == IoKind::Interrupted => continue,
-                    Err(e) => {
-                        self.end_streams(core, c, now);
-                        return self.conn_failed(
-                            core,
-                            c,
-                            ErrorKind::from_io(&e, false),
-                            io_msg(&e),
-                            now,
-                        );
-                    }
+                    Err(e) => return self.read_failed(core, c, &e, now),
                 }
             };
             match got {
@@ -493,6 +475,19 @@ impl MuxLink {
             }
         }
         self.dirty(c);
+    }
+
+    /// A read of connection `c` failed (reset, refused): what its session
+    /// has ends first, then the connection fails with the socket's error.
+    pub(super) fn read_failed(
+        &mut self,
+        core: &mut Core<'_>,
+        c: u32,
+        e: &std::io::Error,
+        now: Instant,
+    ) {
+        self.end_streams(core, c, now);
+        self.conn_failed(core, c, ErrorKind::from_io(e, false), io_msg(e), now);
     }
 
     /// After a read's events: a server that cannot speak HTTP/2 ends the
@@ -609,7 +604,7 @@ impl MuxLink {
         };
         if let Err(e) = result {
             let now = Instant::now();
-            return self.conn_failed(core, c, ErrorKind::from_io(&e, false), io_msg(&e), now);
+            self.conn_failed(core, c, ErrorKind::from_io(&e, false), io_msg(&e), now);
         }
     }
 

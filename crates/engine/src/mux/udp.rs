@@ -96,16 +96,7 @@ impl MuxLink {
                 Ok(n) => n,
                 Err(e) if e.kind() == IoKind::WouldBlock => break,
                 Err(e) if e.kind() == IoKind::Interrupted => continue,
-                Err(e) => {
-                    self.end_streams(core, c, now);
-                    return self.conn_failed(
-                        core,
-                        c,
-                        ErrorKind::from_io(&e, false),
-                        io_msg(&e),
-                        now,
-                    );
-                }
+                Err(e) => return self.read_failed(core, c, &e, now),
             };
             let mut bytes = 0;
             for (meta, chunk) in self.rx.meta[..n].iter().zip(self.rx.buf.chunks(RX_SLOT)) {
