@@ -227,6 +227,19 @@ server_ticks() {
     echo "$total"
 }
 
+# answers PID URL TRIES: waits (TRIES x 0.1 s at most) until URL answers 200,
+# while the server PID runs.
+answers() {
+    local probe
+    for _ in $(seq 1 "$3"); do
+        kill -0 "$1" 2>/dev/null || return 1
+        probe=$(http_probe "$2")
+        if [[ ${probe%% *} == 200 ]]; then return 0; fi
+        sleep 0.1
+    done
+    return 1
+}
+
 # ---------------------------------------------------------------- nginx
 
 make_docroot() {
@@ -321,15 +334,7 @@ EOF
     taskset -c "$SERVER_CPU" "$NGINX" -p "$prefix" -e "$prefix/logs/error.log" -c "$prefix/nginx.conf" \
         >"$prefix/logs/stdout.log" 2>&1 &
     NGINX_PID=$!
-    local probe
-    for _ in $(seq 1 50); do
-        kill -0 "$NGINX_PID" 2>/dev/null || break
-        probe=$(http_probe "http://127.0.0.1:$PORT/small.html")
-        if [[ ${probe%% *} == 200 ]]; then
-            return 0
-        fi
-        sleep 0.1
-    done
+    if answers "$NGINX_PID" "http://127.0.0.1:$PORT/small.html" 50; then return 0; fi
     cat "$prefix/logs/stdout.log" "$prefix/logs/error.log" >&2 2>/dev/null || true
     die "nginx did not answer on 127.0.0.1:$PORT"
 }
@@ -340,21 +345,16 @@ EOF
 # probe. admin off, no access log. Sets CADDY_PORT and CADDY_HTTP_PORT.
 start_caddy() {
     [[ -n $CADDY_PID ]] && return 0
-    local dir="$TMP/caddy" prefix="$TMP/nginx" probe
+    local dir="$TMP/caddy" prefix="$TMP/nginx"
     CADDY_PORT=$(free_port)
     CADDY_HTTP_PORT=$(free_port)
     log "starting caddy on 127.0.0.1:$CADDY_PORT, TCP and UDP (CPU $SERVER_CPU)"
     caddy_start "$dir" "$SERVER_CPU" "$CADDY_PORT" "$prefix/html" "$prefix/cert.pem" "$prefix/key.pem" "$CADDY_HTTP_PORT"
-    for _ in $(seq 1 100); do
-        kill -0 "$CADDY_PID" 2>/dev/null || break
-        probe=$(http_probe "http://127.0.0.1:$CADDY_HTTP_PORT/small.html")
-        if [[ ${probe%% *} == 200 ]]; then
-            # Its UDP listener opens with the TCP one; a moment for both.
-            sleep 0.3
-            return 0
-        fi
-        sleep 0.1
-    done
+    if answers "$CADDY_PID" "http://127.0.0.1:$CADDY_HTTP_PORT/small.html" 100; then
+        # Its UDP listener opens with the TCP one; a moment for both.
+        sleep 0.3
+        return 0
+    fi
     tail -n 20 "$dir/stderr.log" >&2 2>/dev/null || true
     die "caddy did not answer on 127.0.0.1:$CADDY_HTTP_PORT"
 }
