@@ -7,7 +7,7 @@
 # with Debian's nginx in two configurations on a free loopback port —
 # "debian" (as installed: gzip for HTML only, no Cache-Control) and "partly"
 # (gzip for CSS and JS too, one hour of caching for images) —, runs
-# Lighthouse (npm `lighthouse` 12.2.3, desktop preset, headless Chromium)
+# Lighthouse (npm `lighthouse` 12.8.2 on Node 22, desktop preset, headless Chromium)
 # and `redline audit -o json --no-probes` on each page, and prints the
 # comparison (bench/lighthouse/compare.py) as Markdown: per audit, the
 # resources each flags, those in both, and redline's bytes over
@@ -20,9 +20,14 @@
 # installing it removes a Node.js that is not Debian's), copied into the work folder and served by the
 # "debian" nginx as the sites' own pages, files and links unchanged.
 #
-# Needs: nginx, chromium, node/npm (Lighthouse is installed into the work
-# folder with `npm i -E lighthouse@12.2.3`: 12.3+ lock files need Node 22),
-# python3 with venv (Pillow is installed into the work folder).
+# Needs: nginx, chromium, node/npm (any Node for npm itself), python3 with
+# venv. Installed into the work folder, each only when missing: Node 22 as
+# npm's `node` package (`npm i -E node@22.23.3`: a node binary under
+# node22/node_modules/.bin; the system's node is left alone), Lighthouse
+# 12.8.2 run on it (`npm i -E lighthouse@12.8.2`: its render-blocking audit
+# reads Chromium 156's traces, 12.2.3's failed on them; 13.x has no
+# render-blocking-resources audit, only the render-blocking insight; 12.3+
+# needs Node 22), Pillow in a venv.
 #
 # Environment (all optional):
 #   REDLINE   the redline binary (default: target/debug/redline, built here)
@@ -31,6 +36,9 @@
 #   MARKDOWN  also write the tables to this file (default: bench/out/lighthouse.md)
 #   COPIES    1: also the public-site copies, 0: not, only: only them
 #             (default: 1 when apache2-doc is installed)
+#   MOBILE    1: Lighthouse's mobile preset (its default: a 412 px phone,
+#             150 ms / 1.6 Mbit/s) against `redline audit --mobile`
+#             (default 0: the desktop preset against plain `audit`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -49,10 +57,24 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-LH="$WORK/node_modules/.bin/lighthouse"
-if [ ! -x "$LH" ]; then
-    echo "== npm i -E lighthouse@12.2.3 (into $WORK)" >&2
-    (cd "$WORK" && npm i -E lighthouse@12.2.3 --no-audit --no-fund >&2)
+NODE_VERSION=22.23.3
+LH_VERSION=12.8.2
+NODE22="$WORK/node22/node_modules/.bin"
+if [ "$("$NODE22/node" --version 2>/dev/null)" != "v$NODE_VERSION" ]; then
+    echo "== npm i -E node@$NODE_VERSION (into $WORK/node22)" >&2
+    mkdir -p "$WORK/node22"
+    # A package.json of its own, so npm does not install into a parent folder's.
+    [ -f "$WORK/node22/package.json" ] || echo '{"private": true}' > "$WORK/node22/package.json"
+    (cd "$WORK/node22" && npm i -E "node@$NODE_VERSION" --no-audit --no-fund >&2)
+fi
+# Lighthouse and the npm that installs it run on Node 22 (`#!/usr/bin/env node`).
+export PATH="$NODE22:$PATH"
+LH="$WORK/lh/node_modules/.bin/lighthouse"
+if [ "$("$LH" --version 2>/dev/null)" != "$LH_VERSION" ]; then
+    echo "== npm i -E lighthouse@$LH_VERSION (into $WORK/lh, on node $(node --version))" >&2
+    mkdir -p "$WORK/lh"
+    [ -f "$WORK/lh/package.json" ] || echo '{"private": true}' > "$WORK/lh/package.json"
+    (cd "$WORK/lh" && npm i -E "lighthouse@$LH_VERSION" --no-audit --no-fund >&2)
 fi
 if [ ! -x "$WORK/venv/bin/python" ]; then
     echo "== python3 -m venv + pip install pillow (into $WORK)" >&2
@@ -100,6 +122,13 @@ stop_nginx() {
     NGINX_PID=""
 }
 
+if [ "${MOBILE:-0}" = 1 ]; then
+    LH_PRESET=()
+    RL_SCREEN=(--mobile)
+else
+    LH_PRESET=(--preset=desktop)
+    RL_SCREEN=()
+fi
 AUDITS=uses-text-compression,uses-long-cache-ttl,uses-responsive-images,modern-image-formats,render-blocking-resources,unminified-css,unminified-javascript,offscreen-images
 # Lighthouse and redline on each page ($1: a name for the files; the rest
 # page paths); appends the result files to `pairs`.
@@ -112,15 +141,15 @@ run_pages() {
         rl="$WORK/rl-$tag-${page//\//_}.json"
         echo "== $tag $page: lighthouse" >&2
         CHROME_PATH=$(command -v chromium) "$LH" "$url" --quiet --output=json --output-path="$lh" \
-            --preset=desktop --only-audits="$AUDITS" \
+            "${LH_PRESET[@]}" --only-audits="$AUDITS" \
             --chrome-flags="--headless=new --no-sandbox --disable-gpu --disable-background-networking --disable-dev-shm-usage" >&2
         echo "== $tag $page: redline audit" >&2
-        "$REDLINE" audit -o json -q --no-probes "$url" > "$rl" || true
+        "$REDLINE" audit -o json -q --no-probes "${RL_SCREEN[@]}" "$url" > "$rl" || true
         pairs+=("$lh" "$rl")
     done
 }
 header() {
-    echo "Lighthouse $("$LH" --version), $(chromium --version), $(/usr/sbin/nginx -v 2>&1), redline $("$REDLINE" --version | awk '{print $2}'), $(date -u +%Y-%m-%d)"
+    echo "Lighthouse $("$LH" --version) (Node $(node --version)), $(chromium --version), $(/usr/sbin/nginx -v 2>&1), redline $("$REDLINE" --version | awk '{print $2}'), $(date -u +%Y-%m-%d)"
     echo
 }
 COPIES="${COPIES:-$([ -d /usr/share/doc/apache2-doc/manual ] && echo 1 || echo 0)}"

@@ -3,10 +3,11 @@
 
 Arguments: pairs of files, LH_JSON RL_JSON ... (Lighthouse's --output json,
 redline's `audit -o json`). Prints a Markdown table per audit: resources
-Lighthouse flags, redline flags, in both, and redline's figure over
+Lighthouse flags, redline flags, in both, the share of each tool's that the
+other flags too, and redline's figure over
 Lighthouse's for the resources in both (bytes; for render-blocking the
-resources only, as Lighthouse's milliseconds come from its simulated
-40 ms / 10 Mbit/s link and redline's from the page's own load)."""
+milliseconds on Lighthouse's simulated 40 ms / 10 Mbit/s link: redline's
+`link_ms`, its own Lantern-model estimate, over Lighthouse's `wastedMs`)."""
 import json
 import sys
 from urllib.parse import urldefrag
@@ -53,7 +54,12 @@ def rl_items(rl, check, kind_filter):
                 continue
             if f.get("severity") == "ok":
                 continue
-            out[norm(u)] = f.get("saving_bytes") if f.get("saving_bytes") is not None else f.get("saving_ms")
+            if f.get("link_ms") is not None:
+                out[norm(u)] = f["link_ms"]
+            elif f.get("saving_bytes") is not None:
+                out[norm(u)] = f["saving_bytes"]
+            else:
+                out[norm(u)] = f.get("saving_ms")
     return out
 
 
@@ -80,22 +86,21 @@ def main(args):
             for u in sorted(set(a) | set(b)):
                 if u in a and u in b:
                     r["both"] += 1
-                    if unit == "bytes" and a[u]:
+                    if a[u]:
                         r["ratios"].append((b[u] or 0) / a[u])
                 detail.append((page, audit, u, a.get(u), b.get(u)))
-    print("| Lighthouse audit | redline check | Lighthouse flags | redline flags | in both | redline/LH bytes (in both) |")
-    print("|---|---|---:|---:|---:|---|")
+    print("| Lighthouse audit | redline check | Lighthouse flags | redline flags | in both | of LH's / of redline's | redline/LH bytes (ms for render-blocking), in both |")
+    print("|---|---|---:|---:|---:|---|---|")
     for audit, _, _ in PAIRS:
         r = rows.get(audit)
         if not r:
             continue
-        if r["unit"] == "ms":
-            ratio = "(ms: not compared)"
-        elif r["ratios"]:
+        if r["ratios"]:
             ratio = f"{min(r['ratios']):.2f}-{max(r['ratios']):.2f}"
         else:
             ratio = "-"
-        print(f"| {audit} | {r['check']} | {r['lh']} | {r['rl']} | {r['both']} | {ratio} |")
+        pct = lambda n: f"{100 * r['both'] / n:.0f} %" if n else "-"
+        print(f"| {audit} | {r['check']} | {r['lh']} | {r['rl']} | {r['both']} | {pct(r['lh'])} / {pct(r['rl'])} | {ratio} |")
     print()
     print("| page | audit | resource | Lighthouse | redline |")
     print("|---|---|---|---:|---:|")

@@ -752,7 +752,8 @@ fn image_sizes_follow_the_viewport_model_of_the_screen() {
 /// What stands before the first paint, from the page's own waterfall: the
 /// head's stylesheet (answering after 400 ms) and synchronous script (after
 /// 150 ms) block it, and are charged what each adds after the HTML arrived;
-/// deferred, async, module, print and body resources do not block. The
+/// deferred, async, module, print and body resources do not block; each
+/// also gets its time on Lighthouse's simulated link. The
 /// chain page → sheet → @import is 3 levels (the font it names was
 /// preloaded by the page: found at level 2, as Lighthouse draws it). An unused preconnect
 /// and an unused preload are flagged; a preloaded font the CSS uses is not.
@@ -842,6 +843,27 @@ fn render_blocking_chain_hints_and_repeat_visitor_bytes() {
     let total = charged.iter().sum::<f64>();
     assert!((350.0..10_000.0).contains(&total), "{charged:?}");
     assert_eq!(rb["severity"], "warning", "{rb:#}");
+    // On Lighthouse's desktop link (40 ms round trips) each takes at least
+    // a round trip; the script, on a connection of its own (the sheet has
+    // the page's), its handshake too: at least 80 ms.
+    let link: Vec<(String, f64)> = rb["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let u = f["url"].as_str().unwrap();
+            (
+                u.rsplit('/').next().unwrap().to_string(),
+                f["link_ms"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(link.iter().all(|(_, ms)| *ms >= 40.0), "{link:?}");
+    assert!(
+        link.iter().any(|(u, ms)| u == "sync.js" && *ms >= 80.0)
+            || !urls.contains(&"sync.js".to_string()),
+        "{link:?}"
+    );
     // The first view's render-critical time ends with the head's blocking
     // resources (the 400 ms sheet); its network-complete time after.
     let first = &v["views"][0];

@@ -444,3 +444,48 @@ fn a_second_q_quits_at_once_with_the_terminal_restored() {
     );
     assert!(!all.contains("Requests/s over time"), "{all}");
 }
+
+/// The live view of an `--http3` run against the testkit's HTTP/3 server:
+/// the screen fills in as over TCP, and `q` prints the HTTP/3 report.
+#[test]
+fn live_view_of_an_http3_run() {
+    let Some(tm) = Tmux::start("live-h3") else {
+        return;
+    };
+    let pki = redline_testkit::pki::pki();
+    let ca = tm.dir.join("ca.pem");
+    std::fs::write(&ca, &pki.ca_pem).unwrap();
+    let srv = redline_testkit::h3::start(&pki, redline_testkit::h3::H3Options::body(100));
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let bin = common::bin();
+    tm.run(
+        "h3",
+        &format!(
+            "{bin} run --no-save --http3 --cacert {} -c 2 -d 30s {url}",
+            ca.display()
+        ),
+    );
+    let s = tm.wait("h3", Duration::from_secs(20), |s| {
+        number_after(s, "2xx").unwrap_or(0) > 0 && s.contains("Totals to second ")
+    });
+    assert!(s.contains("Requests/s over time"), "{s}");
+    assert_done_is_the_sum_of_classes(&s);
+    assert_eq!(number_after(&s, "open conns now"), Some(2), "{s}");
+    tm.tmux(&["send-keys", "-t", "h3", "q"]);
+    let s = tm.wait("h3", Duration::from_secs(20), |s| s.contains("exit="));
+    assert!(s.contains("exit=130"), "{s}");
+    let all = tm.history("h3");
+    assert!(all.contains("HTTP/3"), "{all}");
+    assert!(all.contains("QUIC handshake (2 new)"), "{all}");
+    let answered = srv
+        .counts
+        .answered
+        .load(std::sync::atomic::Ordering::Relaxed);
+    // Stopped mid-run: at most the 2 requests then in flight were answered
+    // by the server and not counted complete.
+    let completed = number_after(&all, "Requests:").unwrap_or(0);
+    assert!(
+        completed > 0 && completed <= answered && answered - completed <= 2,
+        "server answered {answered}:\n{all}"
+    );
+}

@@ -680,3 +680,76 @@ fn scrape_endpoint_serves_both_formats_during_the_run() {
     assert!(out.status.success());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `/metrics` during an `--http3` run against the testkit's HTTP/3 server:
+/// the completed count grows while the run goes, and never passes what the
+/// record and the server count at the end.
+#[test]
+fn scrape_endpoint_counts_an_http3_run() {
+    let pki = redline_testkit::pki::pki();
+    let dir = tmpdir("metrics-h3");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &pki.ca_pem).unwrap();
+    let srv = redline_testkit::h3::start(&pki, redline_testkit::h3::H3Options::body(10));
+    let mport = free_port();
+    let listen = format!("127.0.0.1:{mport}");
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let child = redline_testkit::proc::spawn(
+        bin(),
+        &[
+            "run",
+            "-q",
+            "--no-save",
+            "-o",
+            "json",
+            "--http3",
+            "--cacert",
+            ca.to_str().unwrap(),
+            "--rate",
+            "200",
+            "-d",
+            "2s",
+            "-c",
+            "2",
+            "--metrics-listen",
+            &listen,
+            &url,
+        ],
+    );
+    let completed = |body: &str| -> Option<u64> {
+        body.lines()
+            .find(|l| l.starts_with("redline_requests_completed_total"))?
+            .rsplit(' ')
+            .next()?
+            .parse()
+            .ok()
+    };
+    let t = Instant::now();
+    let mut seen = None;
+    while t.elapsed() < Duration::from_secs(10) {
+        seen = get(mport, "/metrics")
+            .and_then(|(_, b)| completed(&b))
+            .filter(|n| *n > 0);
+        if seen.is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let seen = seen.expect("completed requests on /metrics while the run goes");
+    let out = wait_limit(child, Duration::from_secs(30));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let done = counter(&v, "completed");
+    assert!(seen <= done && done >= 300, "{seen} then {}", v["counters"]);
+    assert_eq!(
+        srv.counts
+            .answered
+            .load(std::sync::atomic::Ordering::Relaxed),
+        done
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

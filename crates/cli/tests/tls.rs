@@ -284,3 +284,34 @@ fn tls_refusal_names_the_cause_and_the_fix() {
     assert!(e.contains("has expired"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An open loop over https fast enough to defer answers (10,000 req/s on one
+/// worker): the TLS reads take the kernel's arrival stamps, every request
+/// ends once, and the record says how they were timed.
+#[test]
+fn a_fast_open_loop_over_tls_times_answers_by_their_arrival() {
+    let pki = pki();
+    let srv = tls_server(pki.server.clone());
+    let url = srv.url().replacen("http://", "https://", 1);
+    let v = run_json(&[
+        "-r",
+        "10000",
+        "-d",
+        "500ms",
+        "-t",
+        "1",
+        "-c",
+        "100",
+        "--insecure",
+        &url,
+    ]);
+    let done = counter(&v, "completed");
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    assert!(done >= 2_500, "completed {done} of 5,000");
+    assert_eq!(
+        counter(&v, "scheduled"),
+        done + counter(&v, "not_sent") + counter(&v, "in_flight_at_end")
+    );
+    assert_eq!(v["client"]["answers_stamped"], true);
+    assert_eq!(v["client"]["pacing_window_us"], 500);
+}

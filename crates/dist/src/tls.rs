@@ -143,6 +143,40 @@ fn bridge(conn: rustls::Connection, tls: TcpStream) -> std::io::Result<TcpStream
     Ok(theirs)
 }
 
+/// Ends the TLS side once the protocol side closed: what TLS still holds
+/// and a close_notify go out (5 s at most), then [`linger`].
+fn close(mut conn: rustls::Connection, mut tls: TcpStream) {
+    conn.send_close_notify();
+    let _ = tls.set_nonblocking(false);
+    let _ = tls.set_write_timeout(Some(Duration::from_secs(5)));
+    while conn.wants_write() {
+        if conn.write_tls(&mut tls).is_err() {
+            break;
+        }
+    }
+    linger(tls);
+}
+
+/// Ends a connection whose side closed: half-closes it, then reads and
+/// drops what the peer still sends until it closes too (bounded by 2 s, and
+/// 200 ms of silence). Closing with unread bytes would make the kernel send
+/// a reset, and a reset can make the peer lose what was sent just before
+/// it (the coordinator's ack to an agent's record while the agent's last
+/// live second was on the way).
+fn linger(mut tls: TcpStream) {
+    let _ = tls.shutdown(std::net::Shutdown::Write);
+    let _ = tls.set_nonblocking(false);
+    let _ = tls.set_read_timeout(Some(Duration::from_millis(200)));
+    let end = Instant::now() + Duration::from_secs(2);
+    let mut sink = [0u8; 4096];
+    while Instant::now() < end {
+        match tls.read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+}
+
 fn would_block(e: &std::io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted)
 }
@@ -209,7 +243,23 @@ fn pump(mut conn: rustls::Connection, mut tls: TcpStream, mut plain: TcpStream) 
         }
         let bad = libc::POLLERR | libc::POLLNVAL;
         if fds[1].revents & bad != 0 || (!read_plain && fds[1].revents & libc::POLLHUP != 0) {
-            return; // the protocol side is gone (and not read now: no busy loop)
+            // The protocol side is gone (a reset when it closed with bytes
+            // unread): what it wrote before going still goes out, then the
+            // close. (Not read again after: no busy loop.)
+            if !conn.is_handshaking() {
+                for _ in 0..1024 {
+                    match plain.read(&mut buf) {
+                        Ok(n) if n > 0 => {
+                            if conn.writer().write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+                close(conn, tls);
+            }
+            return;
         }
         if read_tls && fds[0].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
             match conn.read_tls(&mut tls) {
@@ -227,27 +277,27 @@ fn pump(mut conn: rustls::Connection, mut tls: TcpStream, mut plain: TcpStream) 
                             }
                             Ok(n) => to_plain.extend_from_slice(&buf[..n]),
                             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                            Err(_) => return,
+                            // Closed without close_notify: what came is
+                            // still delivered (a cut line fails to parse).
+                            Err(_) => {
+                                tls_eof = true;
+                                break;
+                            }
                         }
                     }
                 }
                 Err(e) if would_block(&e) => {}
-                Err(_) => return,
+                // A reset: the plaintext already received still goes to
+                // the protocol side (the peer's last message, an ack,
+                // comes right before its close).
+                Err(_) => tls_eof = true,
             }
         }
         if read_plain && fds[1].revents & (libc::POLLIN | libc::POLLHUP) != 0 {
             match plain.read(&mut buf) {
                 Ok(0) => {
                     // The protocol side closed: say so over TLS and end.
-                    conn.send_close_notify();
-                    let _ = tls.set_nonblocking(false);
-                    let _ = tls.set_write_timeout(Some(Duration::from_secs(5)));
-                    while conn.wants_write() {
-                        if conn.write_tls(&mut tls).is_err() {
-                            break;
-                        }
-                    }
-                    let _ = tls.shutdown(std::net::Shutdown::Both);
+                    close(conn, tls);
                     return;
                 }
                 Ok(n) => {
@@ -256,8 +306,57 @@ fn pump(mut conn: rustls::Connection, mut tls: TcpStream, mut plain: TcpStream) 
                     }
                 }
                 Err(e) if would_block(&e) => {}
-                Err(_) => return,
+                Err(_) => {
+                    close(conn, tls);
+                    return;
+                }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The coordinator's last words (an ack) written right before it closes
+    /// its side with the agent's bytes unread (the kernel resets that
+    /// loopback pair) still reach the agent, then the close. Before, the
+    /// pump saw the reset first and dropped the ack: 2 of 20 distributed
+    /// runs failed with "the coordinator closed the connection".
+    #[test]
+    fn last_words_before_a_reset_close_are_delivered() {
+        let pki = redline_testkit::pki::pki();
+        let server = server_config(pki.leaf_pem.as_bytes(), pki.key_pem.as_bytes()).unwrap();
+        let client = client_config(pki.ca_pem.as_bytes()).unwrap();
+        for round in 0..20 {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            let coord = std::thread::spawn({
+                let server = server.clone();
+                move || {
+                    let (tcp, _) = l.accept().unwrap();
+                    let mut plain = accept(tcp, server).unwrap();
+                    let mut line = [0u8; 6];
+                    plain.read_exact(&mut line).unwrap(); // "done!\n"
+                                                          // The agent's next message arrives and is never read.
+                    std::thread::sleep(Duration::from_millis(20));
+                    plain.write_all(b"ack\n").unwrap();
+                    drop(plain); // closed with bytes unread: a reset
+                }
+            });
+            let tcp = TcpStream::connect(addr).unwrap();
+            let mut plain =
+                connect(tcp, "localhost", client.clone(), Duration::from_secs(10)).unwrap();
+            plain.write_all(b"done!\n").unwrap();
+            plain.write_all(b"second\n").unwrap();
+            plain
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
+            let mut got = Vec::new();
+            let _ = plain.read_to_end(&mut got);
+            coord.join().unwrap();
+            assert_eq!(got, b"ack\n", "round {round}");
         }
     }
 }

@@ -198,6 +198,7 @@ pub struct ResponseReader {
 #[derive(Debug, Default)]
 struct Kept {
     server: Option<String>,
+    alt_svc: Option<String>,
     location: Option<String>,
 }
 
@@ -250,6 +251,11 @@ impl ResponseReader {
     /// The `Server` header kept (with `want_server`), taken out.
     pub fn take_server(&mut self) -> Option<String> {
         self.kept.as_deref_mut().and_then(|k| k.server.take())
+    }
+
+    /// The `Alt-Svc` header kept (with `want_server`), taken out.
+    pub fn take_alt_svc(&mut self) -> Option<String> {
+        self.kept.as_deref_mut().and_then(|k| k.alt_svc.take())
     }
 
     /// The `Location` of the last 3xx response (with `want_location`), taken out.
@@ -428,6 +434,7 @@ impl ResponseReader {
         let mut conn_keep = false;
         let mut location = None;
         let mut server = None;
+        let mut alt_svc = None;
         let want_server = self.want_server;
         let want_location = self.want_location;
         let mut captured = Vec::new();
@@ -485,13 +492,16 @@ impl ResponseReader {
                 6 if want_server && server.is_none() && head::name_is(name, b"server") => {
                     server = Some(String::from_utf8_lossy(value).into_owned());
                 }
+                7 if want_server && head::name_is(name, b"alt-svc") => {
+                    crate::head::join_kept(&mut alt_svc, &String::from_utf8_lossy(value));
+                }
                 _ => {}
             }
             Ok(())
         };
         // Most headers are of none of the five lengths: they cost no call.
         let parsed = head::parse(buf, MAX_HEADERS, |name, value| {
-            if want_headers || matches!(name.len(), 6 | 8 | 10 | 14 | 17) {
+            if want_headers || matches!(name.len(), 6 | 8 | 10 | 14 | 17) || want_server {
                 on_header(name, value)
             } else {
                 Ok(())
@@ -523,6 +533,9 @@ impl ResponseReader {
         let keep_alive = !conn_close && (!http10 || conn_keep);
         if want_location && (300..400).contains(&code) && location.is_some() {
             self.kept.get_or_insert_with(Box::default).location = location;
+        }
+        if alt_svc.is_some() {
+            self.kept.get_or_insert_with(Box::default).alt_svc = alt_svc;
         }
         if server.is_some() {
             self.kept.get_or_insert_with(Box::default).server = server;

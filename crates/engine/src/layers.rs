@@ -18,7 +18,7 @@ fn layer(path: &str) -> Option<usize> {
     let top = parts.next()?.trim_end_matches(".rs");
     let name = match top {
         "sys" | "timer" | "tls" => "support",
-        "head" | "h1" | "field" => "codec",
+        "head" | "h1" | "field" | "altsvc" => "codec",
         // The HTTP/2 codec (frames, HPACK, requests) and its session.
         "http2" => match parts.next().map(|p| p.trim_end_matches(".rs")) {
             Some("conn" | "Http2Session") => "session",

@@ -18,6 +18,7 @@ pub(crate) mod sys;
 mod timer;
 pub mod tls;
 // codec: bytes <-> HTTP messages (`http2::{frame, hpack, request}` too).
+pub mod altsvc;
 mod field;
 pub mod h1;
 pub(crate) mod head;

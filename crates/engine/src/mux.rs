@@ -52,9 +52,6 @@ pub(crate) use conn::Proto;
 
 const READ_BUF: usize = 64 * 1024;
 
-/// Open loop: sends closer than this apart go out together (see `run_worker`).
-pub(crate) const PACE_WINDOW: std::time::Duration = std::time::Duration::from_micros(200);
-
 /// What every HTTP/2 worker of a run shares: the plan's request in HTTP/2
 /// form, the TLS configurations (ALPN `h2` for the run's origin; `h2` and
 /// `http/1.1` for others) and the first fatal error (a server without h2).
@@ -71,6 +68,8 @@ struct H3Setup {
     /// The name the certificate must carry (SNI).
     server_name: String,
     request: crate::http3::Http3Request,
+    /// The UDP endpoint (the origin's `Alt-Svc` h3 alternative, or its address).
+    addr: std::net::SocketAddr,
 }
 
 impl Setup {
@@ -97,6 +96,7 @@ pub fn prepare(plan: &Plan) -> Result<Arc<Setup>, String> {
                 _ => plan.target.host.clone(),
             },
             request: crate::http3::Http3Request::from_h2(&request),
+            addr: plan.h3.as_ref().map_or(plan.target.addr, |r| r.addr),
         }),
         _ => None,
     };
@@ -144,7 +144,9 @@ pub fn run_worker(setup: &Arc<Setup>, plan: &Plan, spec: WorkerSpec, poll: Poll)
     let (mut link, slots) = MuxLink::new(setup, plan, &spec, poll);
     let mut core = Core::new(plan, spec, slots);
     crate::ioloop::run(&mut link, &mut core);
-    core.finish(&link)
+    let mut r = core.finish(&link);
+    r.pacing = link.sleeper.pacing();
+    r
 }
 
 impl MuxLink {
@@ -164,14 +166,13 @@ impl MuxLink {
         let groups = groups.clamp(1, 1 << 20) as usize;
         let slots = slots.clamp(1, 1 << 24) as usize;
         let now = Instant::now();
-        // HTTP/2 writes the requests of one wake-up in one write per connection:
-        // a 200 µs window (as h2load's `--rps` timer) halves the writes at 20,000
-        // req/s against 100 µs.
+        // HTTP/2 writes the requests of one wake-up in one write per connection.
+        let interval = spec.pacer.as_ref().map(|p| p.interval());
         let sleeper = Sleeper::new(
             &poll,
             open_loop,
-            spec.pacer.as_ref().map(|p| p.interval()),
-            PACE_WINDOW,
+            interval,
+            crate::ioloop::pacing(plan, interval),
         );
         let link = MuxLink {
             setup: setup.clone(),

@@ -333,6 +333,7 @@ pub fn execute_watching(
     );
     let mut starved = Starvation::default();
     let mut most_waited = Duration::ZERO;
+    let (mut window, mut stamped) = (Duration::ZERO, false);
     for (r, waited) in results {
         starved.run_delay += waited.run_delay;
         starved.involuntary += waited.involuntary;
@@ -342,6 +343,8 @@ pub fn execute_watching(
         user += r.cpu_user;
         sys += r.cpu_sys;
         peak_open += r.peak_open;
+        window = window.max(r.pacing.0);
+        stamped |= r.pacing.1;
         rec.interrupted |= r.interrupted;
         redline_stats::requests::merge_requests(&mut rec.requests, &r.requests);
         match (&mut rec.journeys, &r.journeys) {
@@ -352,6 +355,7 @@ pub fn execute_watching(
         r.recorder.finish_into(&mut rec, r.end);
     }
     rec.counters.length_differs = length_differs;
+    alt_svc_into(plan, &mut rec);
     let elapsed = end.saturating_duration_since(start);
     rec.duration_s = elapsed.as_secs_f64();
     rec.derive();
@@ -377,6 +381,8 @@ pub fn execute_watching(
         run_delay_s: starved.run_delay.as_secs_f64(),
         most_waited_share: (most_waited.as_secs_f64() / secs).min(1.0),
         involuntary_switches: starved.involuntary,
+        pacing_window_us: window.as_micros() as u64,
+        answers_stamped: stamped,
         ..Default::default()
     };
     if let (Some(a), Some(b)) = (tcp_before, tcp_counters()) {
@@ -622,4 +628,23 @@ fn involuntary_switches() -> u64 {
         }
     }
     0
+}
+
+/// The origin's `Alt-Svc` into the record: an https run's first answer over
+/// TCP (parsed; a plain-http origin's is not an offer, RFC 7838 §2.1), or
+/// `--http3`'s probe with the endpoint it chose.
+fn alt_svc_into(plan: &Plan, rec: &mut RunRecord) {
+    if let Some(r) = &plan.h3 {
+        rec.server.alt_svc = r.alt_svc.clone();
+        rec.server.http3_endpoint = Some(r.endpoint.clone());
+        return;
+    }
+    rec.server.alt_svc = match plan.tls {
+        Some(_) => rec
+            .server
+            .alt_svc
+            .take()
+            .map(|s| crate::plan::h3::seen(s.value)),
+        None => None,
+    };
 }

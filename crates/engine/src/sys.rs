@@ -61,6 +61,148 @@ pub fn send(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     })
 }
 
+/// Asks the kernel to note when each segment of the socket's stream arrived
+/// (`SO_TIMESTAMPNS`), read back by [`recv_stamped`]. False if it refused.
+pub fn stamp_arrivals(fd: RawFd) -> bool {
+    let on: libc::c_int = 1;
+    // SAFETY: the option value is a c_int that lives for the call.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
+/// `recv` on a socket that stamps arrivals ([`stamp_arrivals`]): the bytes
+/// read, and how long ago the last segment they came in arrived (None when
+/// the kernel gave no stamp). The stamp is the real-time clock's, so its age
+/// is taken against that clock at once; the caller subtracts it from its own
+/// monotonic `now`.
+pub fn recv_stamped(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<Duration>)> {
+    // Room for one control message carrying a timespec.
+    #[repr(C, align(8))]
+    struct Control([u8; 64]);
+    let mut control = Control([0; 64]);
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: an all-zero msghdr is valid (null name, no control yet).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.0.as_mut_ptr().cast();
+    msg.msg_controllen = control.0.len() as _;
+    // SAFETY: `msg` points at `iov` (describing `buf`) and `control`, all
+    // writable and alive for the call.
+    let n = check(unsafe { libc::syscall(libc::SYS_recvmsg, fd, &mut msg, 0) })?;
+    let mut stamp = None;
+    // SAFETY: the kernel filled `msg_controllen` bytes of `control`; the
+    // CMSG_* macros walk within them.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET
+                && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
+                && (*c).cmsg_len as usize
+                    >= libc::CMSG_LEN(std::mem::size_of::<libc::timespec>() as u32) as usize
+            {
+                stamp = Some(std::ptr::read_unaligned(
+                    libc::CMSG_DATA(c).cast::<libc::timespec>(),
+                ));
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    let age = stamp.map(|ts| {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `now` is a writable timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
+        let ns = |t: &libc::timespec| t.tv_sec as i128 * 1_000_000_000 + t.tv_nsec as i128;
+        // A stamp from the future (the clock stepped back) is no age at all.
+        Duration::from_nanos((ns(&now) - ns(&ts)).clamp(0, u64::MAX as i128) as u64)
+    });
+    Ok((n, age))
+}
+
+/// A read for a driver: `recv`, or [`recv_stamped`] when the socket stamps
+/// arrivals (`stamped`). The bytes read, the time after the read, and when
+/// the last of them arrived (that same time when there is no stamp).
+#[inline]
+pub fn recv_timed(
+    fd: RawFd,
+    buf: &mut [u8],
+    stamped: bool,
+) -> io::Result<(usize, std::time::Instant, std::time::Instant)> {
+    if stamped {
+        let (n, age) = recv_stamped(fd, buf)?;
+        let now = std::time::Instant::now();
+        let at = age.and_then(|a| now.checked_sub(a)).unwrap_or(now);
+        Ok((n, now, at))
+    } else {
+        let n = recv(fd, buf)?;
+        let now = std::time::Instant::now();
+        Ok((n, now, now))
+    }
+}
+
+/// A socket as `std::io::Read` for a TLS session's `read_tls`, reading with
+/// [`recv_timed`]: `arrived` holds when the last bytes read came (the
+/// kernel's stamp when `stamped`, else the read's time).
+pub struct TimedReader<'a> {
+    pub fd: RawFd,
+    pub stamped: bool,
+    pub arrived: &'a mut Option<std::time::Instant>,
+}
+
+impl io::Read for TimedReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let (n, _, at) = recv_timed(self.fd, buf, self.stamped)?;
+        if n > 0 {
+            *self.arrived = Some(at);
+        }
+        Ok(n)
+    }
+}
+
+/// Sleeps until `fd` is readable or `timeout` passes (None: until readable),
+/// to the nanosecond (`ppoll`): the open loop's wait for its pacing timer
+/// while answers wait in their sockets.
+pub fn sleep_on(fd: RawFd, timeout: Option<Duration>) -> io::Result<()> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // (The kernel writes the time left back into it.)
+    let mut ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let tp = ts
+        .as_mut()
+        .map_or(std::ptr::null_mut(), |t| t as *mut libc::timespec);
+    // SAFETY: one pollfd, a timespec or null, no signal mask change.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_ppoll,
+            &mut pfd as *mut libc::pollfd,
+            1 as libc::nfds_t,
+            tp,
+            std::ptr::null::<libc::sigset_t>(),
+            0usize,
+        )
+    })?;
+    Ok(())
+}
+
 /// One readiness event, read the way `mio` reads it.
 #[derive(Clone, Copy)]
 pub struct Event(libc::epoll_event);
@@ -219,5 +361,79 @@ mod tests {
         // A bad descriptor is an error, not a panic.
         assert!(recv(-1, &mut buf).is_err());
         assert!(send(-1, b"x").is_err());
+    }
+
+    /// A socket that stamps arrivals says how long ago its bytes came: an
+    /// answer read 30 ms after it was written is at least 30 ms old, and a
+    /// socket that does not stamp says nothing.
+    #[test]
+    fn stamped_reads_give_the_age_of_the_bytes() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut s, _) = l.accept().unwrap();
+        assert!(stamp_arrivals(c.as_raw_fd()));
+        // The kernel switches stamping on for the system a moment later
+        // (a deferred work item): probe until a read carries one (bounded).
+        let mut buf = [0u8; 64];
+        let mut on = false;
+        for _ in 0..200 {
+            s.write_all(b"p").unwrap();
+            std::thread::sleep(Duration::from_millis(5));
+            if recv_stamped(c.as_raw_fd(), &mut buf).unwrap().1.is_some() {
+                on = true;
+                break;
+            }
+        }
+        assert!(on, "the kernel never stamped an arrival");
+        s.write_all(b"answer").unwrap();
+        let wrote = std::time::Instant::now();
+        std::thread::sleep(Duration::from_millis(30));
+        let (n, age) = recv_stamped(c.as_raw_fd(), &mut buf).unwrap();
+        let waited = wrote.elapsed();
+        assert_eq!(&buf[..n], b"answer");
+        let age = age.expect("a stamp");
+        // The stamp is taken as the segment arrives (before `wrote`), on the
+        // real-time clock; 1 ms of slack for the two clocks' reads.
+        assert!(
+            age + Duration::from_millis(1) >= Duration::from_millis(30),
+            "{age:?}"
+        );
+        assert!(
+            age <= waited + Duration::from_millis(50),
+            "{age:?} > {waited:?}"
+        );
+        // recv_timed turns it into an arrival instant before now.
+        s.write_all(b"more").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let (n, now, at) = recv_timed(c.as_raw_fd(), &mut buf, true).unwrap();
+        assert_eq!(n, 4);
+        assert!(now.duration_since(at) + Duration::from_millis(1) >= Duration::from_millis(20));
+
+        // Not stamped: no age, and the arrival is the read's time.
+        let plain = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut s2, _) = l.accept().unwrap();
+        s2.write_all(b"x").unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+        let (n, age) = recv_stamped(plain.as_raw_fd(), &mut buf).unwrap();
+        assert_eq!((n, age), (1, None));
+        // Nothing to read: WouldBlock from a non-blocking socket, as recv.
+        plain.set_nonblocking(true).unwrap();
+        let e = recv_timed(plain.as_raw_fd(), &mut buf, true).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+        assert!(recv_stamped(-1, &mut buf).is_err());
+    }
+
+    /// `sleep_on` returns when its descriptor becomes readable, or at the
+    /// time-out when it does not.
+    #[test]
+    fn sleep_on_wakes_on_the_descriptor_or_the_time_out() {
+        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let t = std::time::Instant::now();
+        sleep_on(a.as_raw_fd(), Some(Duration::from_millis(20))).unwrap();
+        assert!(t.elapsed() >= Duration::from_millis(19));
+        b.write_all(b"!").unwrap();
+        let t = std::time::Instant::now();
+        sleep_on(a.as_raw_fd(), Some(Duration::from_secs(10))).unwrap();
+        assert!(t.elapsed() < Duration::from_secs(5));
     }
 }

@@ -83,6 +83,18 @@ impl PreciseTimer {
     /// clears the kernel's count of expiries, and the poller registers the
     /// timer edge-triggered, so the next expiry is a new event (one system
     /// call per timed wake-up, not two).
+    /// Its descriptor (readable once it rang).
+    #[cfg(target_os = "linux")]
+    pub(crate) fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.fd.as_raw_fd()
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn fd(&self) -> i32 {
+        -1
+    }
+
     pub(crate) fn arm(&self, after: Duration) {
         #[cfg(target_os = "linux")]
         {

@@ -87,10 +87,8 @@ pub fn setup(host: &str, a: &TlsArgs) -> Result<TlsSetup, String> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS setup: {e}"))?;
-    let builder = if a.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerify(provider())))
+    let verifier: Arc<dyn ServerCertVerifier> = if a.insecure {
+        Arc::new(NoVerify(provider()))
     } else {
         let mut roots = RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
@@ -104,8 +102,13 @@ pub fn setup(host: &str, a: &TlsArgs) -> Result<TlsSetup, String> {
                     .map_err(|e| format!("--cacert {}: {e}", p.display()))?;
             }
         }
-        builder.with_root_certificates(roots)
+        rustls::client::WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+            .build()
+            .map_err(|e| format!("TLS setup: {e}"))?
     };
+    let builder = builder
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(Counted(verifier, provider())));
     let config = match (&a.cert, &a.key) {
         (Some(c), Some(k)) => {
             let chain = read_certs(c, "--cert")?;
@@ -128,6 +131,43 @@ pub fn setup(host: &str, a: &TlsArgs) -> Result<TlsSetup, String> {
         server_name,
         insecure: a.insecure,
     })
+}
+
+thread_local! {
+    /// Server certificates this thread checked ([`Counted`]).
+    static VERIFIED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many server certificates this thread's handshakes checked so far. A
+/// TLS 1.3 handshake that resumed a session gets no certificate, so a
+/// handshake that moved on this thread without the count changing resumed
+/// (the QUIC session reads it around each datagram it hands to rustls).
+pub(crate) fn certificates_checked() -> u64 {
+    VERIFIED.with(std::cell::Cell::get)
+}
+
+/// The run's verifier (`--insecure`'s or the trust store's), counting the
+/// certificates it is asked to check on the calling thread.
+#[derive(Debug)]
+struct Counted(
+    Arc<dyn ServerCertVerifier>,
+    Arc<rustls::crypto::CryptoProvider>,
+);
+
+impl ServerCertVerifier for Counted {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        VERIFIED.with(|v| v.set(v.get() + 1));
+        self.0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+    }
+    rustls_signature_checks!(1.signature_verification_algorithms);
 }
 
 /// `--insecure`: accepts any certificate (signatures are still checked).

@@ -66,7 +66,9 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
     let (mut link, slots) = H1Link::new(plan, &spec, poll);
     let mut core = Core::new(plan, spec, slots);
     crate::ioloop::run(&mut link, &mut core);
-    core.finish(&link)
+    let mut r = core.finish(&link);
+    r.pacing = link.sleeper.pacing();
+    r
 }
 
 impl H1Link {
@@ -74,12 +76,12 @@ impl H1Link {
     fn new(plan: &Plan, spec: &WorkerSpec, poll: Poll) -> (H1Link, usize) {
         let slots = spec.connections.min(u32::MAX as u64 - 2) as usize;
         let now = Instant::now();
+        let interval = spec.pacer.as_ref().map(|p| p.interval());
         let sleeper = Sleeper::new(
             &poll,
             spec.pacer.is_some(),
-            spec.pacer.as_ref().map(|p| p.interval()),
-            // Above 10,000 req/s per worker, sends 100 µs apart go together.
-            std::time::Duration::from_micros(100),
+            interval,
+            crate::ioloop::pacing(plan, interval),
         );
         let link = H1Link {
             poll,

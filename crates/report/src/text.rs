@@ -57,6 +57,24 @@ fn trim_num(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// What the run learned about the origin's HTTP/3: the endpoint an
+/// `--http3` run used and why, or the HTTP/3 offer (`Alt-Svc: h3`) of an
+/// https origin measured over TCP, or why its `Alt-Svc` was ignored.
+pub fn http3_line(rec: &RunRecord) -> Option<String> {
+    if let Some(e) = &rec.server.http3_endpoint {
+        return Some(format!("QUIC to {} ({})", e.address, e.why));
+    }
+    let a = rec.server.alt_svc.as_ref()?;
+    if let Some(e) = &a.error {
+        return Some(format!("the server's Alt-Svc was ignored: {e}"));
+    }
+    let h3 = a.h3.as_deref()?;
+    let ma = a.max_age_s.map(|s| format!(", ma={s}")).unwrap_or_default();
+    Some(format!(
+        "server offers HTTP/3 at {h3} (Alt-Svc{ma}); measure it with --http3"
+    ))
+}
+
 /// A staged run's plan in words: `10s:8,10s:16 (connections, steps)`.
 pub fn stages_line(rec: &RunRecord) -> Option<String> {
     let p = rec.config.stages.as_ref()?;
@@ -230,6 +248,9 @@ fn text_unescaped(rec: &RunRecord) -> String {
     if let Some(len) = rec.server.document_length {
         let _ = writeln!(o, "Document length:  {} bytes", count(len));
     }
+    if let Some(line) = http3_line(rec) {
+        let _ = writeln!(o, "HTTP/3:           {line}");
+    }
     let mut conn_mode = if cfg.keepalive {
         "keep-alive".to_string()
     } else {
@@ -376,6 +397,18 @@ fn text_unescaped(rec: &RunRecord) -> String {
             latency_row(&mut o, "service time", &rec.service_time);
             latency_row(&mut o, "scheduler lag", &rec.scheduler_lag);
             o.push_str("  (total counts from the intended send time, so queueing and stalls show;\n   service time from the actual send; lag is intended → released by the client)\n");
+            if rec.client.pacing_window_us > 0 {
+                let how = if rec.client.answers_stamped {
+                    ";\n   answers waited for that wake-up, timed by the kernel's arrival stamps"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    o,
+                    "  (sends due within the same {} µs went out together{how})",
+                    rec.client.pacing_window_us
+                );
+            }
         }
     }
     o.push('\n');
@@ -386,11 +419,13 @@ fn text_unescaped(rec: &RunRecord) -> String {
             "Connection times (ms)         min      mean        sd    median       max"
         );
         if !rec.connect.is_empty() {
-            phase_row(
-                &mut o,
-                &format!("Connect ({} new)", count(rec.connect.count())),
-                &rec.connect,
-            );
+            // QUIC's handshake is its connect and its TLS at once.
+            let label = if rec.counters.quic_handshakes > 0 {
+                format!("QUIC handshake ({} new)", count(rec.connect.count()))
+            } else {
+                format!("Connect ({} new)", count(rec.connect.count()))
+            };
+            phase_row(&mut o, &label, &rec.connect);
         }
         if !rec.tls.is_empty() {
             phase_row(
@@ -402,6 +437,17 @@ fn text_unescaped(rec: &RunRecord) -> String {
         phase_row(&mut o, "Waiting (TTFB)", &rec.waiting);
         phase_row(&mut o, "Transfer", &rec.transfer);
         phase_row(&mut o, "Total", &rec.latency);
+        if rec.counters.quic_handshakes > 0 {
+            let c = &rec.counters;
+            let _ = writeln!(
+                o,
+                "  ({} QUIC handshakes, {} resumed a TLS session, {} sent 0-RTT early data, {} accepted)",
+                count(c.quic_handshakes),
+                count(c.quic_resumed),
+                count(c.quic_0rtt),
+                count(c.quic_0rtt_accepted)
+            );
+        }
         o.push('\n');
     }
 

@@ -69,8 +69,9 @@ pub enum ErrorKind {
     /// completely) served; the connection is replaced.
     #[serde(rename = "goaway")]
     GoAway,
-    /// HTTP/2: the server opened no stream for the request within
-    /// `--timeout` (its `SETTINGS_MAX_CONCURRENT_STREAMS` left none free).
+    /// HTTP/2 and HTTP/3: the server opened no stream for the request within
+    /// `--timeout` (its `SETTINGS_MAX_CONCURRENT_STREAMS`, or QUIC's stream
+    /// limit, left none free).
     NoStream,
     /// `--follow-redirects`: more redirects in a row than `--max-redirs`.
     TooManyRedirects,

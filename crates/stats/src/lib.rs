@@ -24,9 +24,9 @@ pub mod watch;
 pub use error::{ErrorCount, ErrorKind, ErrorTally, MalformedKind};
 pub use hist::{Hist, SeriesHist};
 pub use record::{
-    ClientUsage, ConfigValue, Counters, Environment, LoadModel, RunConfig, RunRecord,
-    ScheduledStart, SegmentConfig, SeriesPoint, ServerConfig, ServerInfo, Warning, FORMAT,
-    FORMAT_VERSION,
+    AltSvcSeen, ClientUsage, ConfigValue, Counters, Environment, Http3Endpoint, LoadModel,
+    RunConfig, RunRecord, ScheduledStart, SegmentConfig, SeriesPoint, ServerConfig, ServerInfo,
+    Warning, FORMAT, FORMAT_VERSION,
 };
 pub use recorder::{Recorder, Timing};
 pub use requests::{CheckCount, Journeys, RequestStats};

@@ -34,6 +34,40 @@ pub struct ServerInfo {
     /// Body length of the first successful response.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub document_length: Option<u64>,
+    /// The `Alt-Svc` header of an https origin's answer over TCP (the
+    /// run's first answer, or `--http3`'s probe before the load).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub alt_svc: Option<AltSvcSeen>,
+    /// `--http3`: the UDP endpoint the QUIC connections went to, and why.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub http3_endpoint: Option<Http3Endpoint>,
+}
+
+/// An `Alt-Svc` header as the run saw it (RFC 7838).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct AltSvcSeen {
+    /// The value as sent (at most 200 characters).
+    pub value: String,
+    /// Its first `h3` alternative's authority (`:443`, `alt.example:443`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub h3: Option<String>,
+    /// That alternative's `ma` (freshness, seconds; 86400 when absent).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub max_age_s: Option<u64>,
+    /// Why the value was ignored (it breaks RFC 7838's grammar).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+}
+
+/// `--http3`: where the QUIC connections went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Http3Endpoint {
+    /// The UDP address.
+    pub address: String,
+    /// `alt-svc` (the origin's `h3` alternative) or `url` (the URL's own port).
+    pub source: String,
+    /// Why, in words.
+    pub why: String,
 }
 
 /// Request and connection counts. Every scheduled request ends exactly once:
@@ -82,6 +116,22 @@ pub struct Counters {
     /// counts once in `scheduled`, `sent` and how it ended.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retried: u64,
+    /// HTTP/3: QUIC handshakes completed (each also counts in
+    /// `connections_opened`; its time is the connect time).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_handshakes: u64,
+    /// HTTP/3: of `quic_handshakes`, those that resumed a TLS session (a
+    /// ticket from an earlier connection of the run; no certificate sent).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_resumed: u64,
+    /// HTTP/3: of `quic_resumed`, those that sent requests in 0-RTT early
+    /// data (safe methods without a body only).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_0rtt: u64,
+    /// HTTP/3: of `quic_0rtt`, those whose early data the server accepted
+    /// (the others' requests were sent again after the handshake).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quic_0rtt_accepted: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -126,6 +176,10 @@ impl Counters {
         s |= sat_add(&mut self.redirects, o.redirects);
         s |= sat_add(&mut self.length_differs, o.length_differs);
         s |= sat_add(&mut self.retried, o.retried);
+        s |= sat_add(&mut self.quic_handshakes, o.quic_handshakes);
+        s |= sat_add(&mut self.quic_resumed, o.quic_resumed);
+        s |= sat_add(&mut self.quic_0rtt, o.quic_0rtt);
+        s |= sat_add(&mut self.quic_0rtt_accepted, o.quic_0rtt_accepted);
         s
     }
 }
@@ -301,6 +355,14 @@ pub struct ClientUsage {
     /// run (involuntary context switches), summed over the threads.
     #[serde(default)]
     pub involuntary_switches: u64,
+    /// Open loop: sends closer than this apart went out together, at most
+    /// this late (µs; 0: each at its time).
+    #[serde(default)]
+    pub pacing_window_us: u64,
+    /// Open loop: answers waited in their sockets for the window's wake-up
+    /// and their arrival is the kernel's stamp, not the read's time.
+    #[serde(default)]
+    pub answers_stamped: bool,
 }
 
 /// Something the reader must know to trust (or distrust) the numbers.

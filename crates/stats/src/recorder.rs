@@ -53,6 +53,8 @@ pub struct Recorder {
     pub server_software: Option<String>,
     /// Body length of the first 2xx response.
     pub document_length: Option<u64>,
+    /// `Alt-Svc` header of the first response (the run parses it).
+    pub alt_svc: Option<String>,
     /// Body lengths seen, for ab's "Failed requests (Length: N)" check.
     pub lengths: LengthTally,
     sec: u32,
@@ -82,6 +84,7 @@ impl Recorder {
             counters: Counters::default(),
             server_software: None,
             document_length: None,
+            alt_svc: None,
             lengths: LengthTally::default(),
             sec: 0,
             sec_hist: Hist::with_sigfig(SERIES_SIGFIG),
@@ -169,6 +172,16 @@ impl Recorder {
         self.counters.connections_opened += 1;
     }
 
+    /// A QUIC handshake completed (after [`Recorder::connected`]);
+    /// `resumed`: with a TLS session from an earlier connection; `early`:
+    /// requests went in 0-RTT early data, and whether the server accepted it.
+    pub fn quic_handshake(&mut self, resumed: bool, early: Option<bool>) {
+        self.counters.quic_handshakes += 1;
+        self.counters.quic_resumed += u64::from(resumed);
+        self.counters.quic_0rtt += u64::from(early.is_some());
+        self.counters.quic_0rtt_accepted += u64::from(early == Some(true));
+    }
+
     /// Rolls the per-second series forward to `now`; cheap when the second is unchanged.
     #[inline]
     pub fn tick(&mut self, now: Instant) {
@@ -238,6 +251,12 @@ impl Recorder {
         }
         if rec.server.document_length.is_none() {
             rec.server.document_length = self.document_length;
+        }
+        if rec.server.alt_svc.is_none() {
+            rec.server.alt_svc = self.alt_svc.map(|value| crate::record::AltSvcSeen {
+                value,
+                ..Default::default()
+            });
         }
     }
 }

@@ -6,7 +6,9 @@
 //! byte by byte from RFC 9204's static table. It counts what it did
 //! ([`H3Counts`]) and can misbehave on purpose: reset every Nth request
 //! stream with an HTTP/3 error code, or send GOAWAY after K requests on a
-//! connection and reject the streams above it. Also here: [`blackhole`], a
+//! connection and reject the streams above it, drop every Nth datagram both
+//! ways, or let the client open no request stream at all. Its TLS session store counts
+//! the sessions clients resume. Also here: [`blackhole`], a
 //! UDP socket that reads and drops (a handshake that never finishes), and
 //! [`closed_udp_port`] (nothing listening: ICMP port unreachable).
 //! Every loop is bounded by a stop flag and a time limit.
@@ -40,6 +42,17 @@ pub struct H3Options {
     /// restarted server would (same stateless-reset key): the client's next
     /// packets get stateless resets.
     pub forget_after: Option<u64>,
+    /// Drops every Nth datagram that arrives and every Nth it sends (a
+    /// lossy path: QUIC must retransmit).
+    pub drop_every: Option<u64>,
+    /// The request streams the server lets the client open
+    /// (`initial_max_streams_bidi`, never raised when 0); default 100.
+    pub max_streams: Option<u32>,
+    /// Its session tickets allow 0-RTT early data, and it takes it.
+    pub early_data: bool,
+    /// From the Nth connection on, early data is refused (the session is
+    /// still resumed): the client must send those requests again.
+    pub refuse_early_after: Option<u64>,
 }
 
 impl H3Options {
@@ -78,6 +91,43 @@ pub struct H3Counts {
     /// Most requests received whole and not yet answered at once on one
     /// connection (with [`H3Options::delay`]).
     pub max_open: AtomicU64,
+    /// Datagrams dropped on purpose ([`H3Options::drop_every`]), both ways.
+    pub dropped: AtomicU64,
+    /// TLS sessions resumed: a client's ticket found in the server's
+    /// session store (a handshake without a certificate).
+    pub resumed: AtomicU64,
+    /// Requests whose stream opened before the handshake completed: sent
+    /// in 0-RTT early data (and accepted).
+    pub early_requests: AtomicU64,
+}
+
+/// The server's TLS session store, counting the sessions it hands back
+/// (resumptions) into [`H3Counts::resumed`].
+#[derive(Debug)]
+struct CountedStore(Arc<rustls::server::ServerSessionMemoryCache>, Arc<H3Counts>);
+
+impl rustls::server::StoresServerSessions for CountedStore {
+    fn put(&self, key: Vec<u8>, value: Vec<u8>) -> bool {
+        self.0.put(key, value)
+    }
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.hit(self.0.get(key))
+    }
+    fn take(&self, key: &[u8]) -> Option<Vec<u8>> {
+        self.hit(self.0.take(key))
+    }
+    fn can_cache(&self) -> bool {
+        self.0.can_cache()
+    }
+}
+
+impl CountedStore {
+    fn hit(&self, v: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        if v.is_some() {
+            self.1.resumed.fetch_add(1, Ordering::Relaxed);
+        }
+        v
+    }
 }
 
 /// A server thread's stop flag and handle: set and joined on drop.
@@ -145,16 +195,34 @@ pub fn start(pki: &crate::pki::Pki, opts: H3Options) -> H3Server {
         .expect("test certificate");
     tls.alpn_protocols = vec![b"h3".to_vec()];
     tls.max_early_data_size = 0;
+    let counts = Arc::new(H3Counts::default());
+    tls.session_storage = Arc::new(CountedStore(
+        rustls::server::ServerSessionMemoryCache::new(4096),
+        counts.clone(),
+    ));
+    let refusing = quinn_proto::crypto::rustls::QuicServerConfig::try_from(tls.clone());
+    if opts.early_data {
+        tls.max_early_data_size = u32::MAX;
+    }
     let crypto = quinn_proto::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
-    let server = Arc::new(ServerConfig::with_crypto(Arc::new(crypto)));
+    let mut server = ServerConfig::with_crypto(Arc::new(crypto));
+    if let Some(n) = opts.max_streams {
+        let mut t = quinn_proto::TransportConfig::default();
+        t.max_concurrent_bidi_streams(VarInt::from_u32(n));
+        server.transport_config(Arc::new(t));
+    }
+    let server = Arc::new(server);
+    // The same, refusing early data (same session store: still resumed).
+    let mut refusing = ServerConfig::with_crypto(Arc::new(refusing.expect("QUIC TLS")));
+    refusing.transport_config(server.transport.clone());
+    let refusing = Arc::new(refusing);
     let sock = UdpSocket::bind("127.0.0.1:0").expect("bind UDP");
     let port = sock.local_addr().expect("local addr").port();
-    let counts = Arc::new(H3Counts::default());
     let c = counts.clone();
     H3Server {
         port,
         counts,
-        _thread: Stopper::spawn(move |stop| serve(sock, server, opts, &c, stop)),
+        _thread: Stopper::spawn(move |stop| serve(sock, [server, refusing], opts, &c, stop)),
     }
 }
 
@@ -162,7 +230,7 @@ pub fn start(pki: &crate::pki::Pki, opts: H3Options) -> H3Server {
 /// (at most 10 minutes, or until stopped).
 fn serve(
     sock: UdpSocket,
-    server: Arc<ServerConfig>,
+    [server, refusing]: [Arc<ServerConfig>; 2],
     opts: H3Options,
     counts: &H3Counts,
     stop: &AtomicBool,
@@ -182,6 +250,11 @@ fn serve(
     let mut buf = vec![0u8; 65536];
     let mut out = Vec::with_capacity(2048);
     let mut seen = 0u64;
+    let mut lossy = Lossy {
+        every: opts.drop_every.filter(|&n| n > 0),
+        ins: 0,
+        outs: 0,
+    };
     let end = Instant::now() + Duration::from_secs(600);
     while !stop.load(Ordering::Relaxed) && Instant::now() < end {
         let now = Instant::now();
@@ -201,13 +274,21 @@ fn serve(
         };
         let _ = sock.set_read_timeout(Some(next));
         if let Ok((n, from)) = sock.recv_from(&mut buf) {
+            if lossy.drop_in() {
+                counts.dropped.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
             let now = Instant::now();
             out.clear();
             let data = bytes::BytesMut::from(&buf[..n]);
             match endpoint.handle(now, from, None, None, data, &mut out) {
                 Some(DatagramEvent::NewConnection(incoming)) => {
                     out.clear();
-                    if let Ok((ch, conn)) = endpoint.accept(incoming, now, &mut out, None) {
+                    let refuse = opts
+                        .refuse_early_after
+                        .is_some_and(|n| counts.connections.load(Ordering::Relaxed) + 1 >= n);
+                    let cfg = refuse.then(|| refusing.clone());
+                    if let Ok((ch, conn)) = endpoint.accept(incoming, now, &mut out, cfg) {
                         counts.connections.fetch_add(1, Ordering::Relaxed);
                         conns.insert(
                             ch,
@@ -221,7 +302,7 @@ fn serve(
                             },
                         );
                     } else if !out.is_empty() {
-                        let _ = sock.send_to(&out, from);
+                        lossy.send(&sock, &out, from, counts);
                     }
                 }
                 Some(DatagramEvent::ConnectionEvent(ch, ev)) => {
@@ -230,7 +311,7 @@ fn serve(
                     }
                 }
                 Some(DatagramEvent::Response(t)) => {
-                    let _ = sock.send_to(&out[..t.size], from);
+                    lossy.send(&sock, &out[..t.size], from, counts);
                 }
                 None => {}
             }
@@ -256,7 +337,7 @@ fn serve(
                 let Some(t) = c.conn.poll_transmit(now, 1, &mut out) else {
                     break;
                 };
-                let _ = sock.send_to(&out[..t.size], t.destination);
+                lossy.send(&sock, &out[..t.size], t.destination, counts);
             }
             if c.conn.is_drained() {
                 gone.push(ch);
@@ -276,6 +357,32 @@ fn serve(
     }
 }
 
+/// The server's datagrams in and out, every Nth dropped each way
+/// ([`H3Options::drop_every`]).
+struct Lossy {
+    every: Option<u64>,
+    ins: u64,
+    outs: u64,
+}
+
+impl Lossy {
+    /// Whether the datagram that just arrived is dropped.
+    fn drop_in(&mut self) -> bool {
+        self.ins += 1;
+        self.every.is_some_and(|n| self.ins.is_multiple_of(n))
+    }
+
+    /// Sends `d` to `to`, unless it is the Nth.
+    fn send(&mut self, sock: &UdpSocket, d: &[u8], to: std::net::SocketAddr, counts: &H3Counts) {
+        self.outs += 1;
+        if self.every.is_some_and(|n| self.outs.is_multiple_of(n)) {
+            counts.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let _ = sock.send_to(d, to);
+    }
+}
+
 /// A connection's application events: streams accepted and read, requests
 /// answered (or reset, or rejected after GOAWAY).
 fn drive(c: &mut Conn, opts: &H3Options, counts: &H3Counts, seen: &mut u64) {
@@ -291,6 +398,9 @@ fn drive(c: &mut Conn, opts: &H3Options, counts: &H3Counts, seen: &mut u64) {
             }
             Event::Stream(StreamEvent::Opened { dir: Dir::Bi }) => {
                 while let Some(sid) = c.conn.streams().accept(Dir::Bi) {
+                    if c.conn.is_handshaking() {
+                        counts.early_requests.fetch_add(1, Ordering::Relaxed);
+                    }
                     c.reqs.insert(sid, Req::default());
                     read_req(c, sid, opts, counts, seen);
                 }

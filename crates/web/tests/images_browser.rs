@@ -6,7 +6,9 @@
 //! `display: none` and one `hidden`; widths in `%` and `calc()` of px, % and
 //! vw through padded, bordered, `border-box` and `max-width` boxes; a
 //! `max-width: 100%` cap on a `width` attribute and on a 1600 px photo's
-//! intrinsic width), real PNGs of
+//! intrinsic width; images in and as flex items: `flex: 0 0 X` beside
+//! `flex: 1`, a Sphinx-style `width: 100%` item beside a negative-margin
+//! sidebar, `flex-basis` capped by `max-width`, `flex-grow` shares), real PNGs of
 //! known sizes served from 127.0.0.1:0, and `chromium --dump-dom` (a
 //! 1350 px window at DPR 1 and 2, a 560 px one at 2) writing each
 //! image's `currentSrc` and layout width into the page.
@@ -83,6 +85,10 @@ const PAGE: &str = r#"<!doctype html><html><head>
 <img id=vw src=o.png style="width: calc(50vw - 20px)">
 <div class=narrow><p><img id=fluid class=fluid src=q.png width=1200></p></div>
 <div class=narrow><img id=photo class=fluid src=r.png></div>
+<div class=frow><aside class=fside></aside><main class=fmain><img id=fgrow class=fluid src=fa.png></main></div>
+<div class=pydoc><div class=pywrap><div class=pybody><img id=py class=fluid src=fb.png></div></div><div class=pyside><p>Sidebar</p></div><div class=clearer></div></div>
+<div class=frow><img id=fitem src=fc.png style="flex: 0 0 200px; min-width: 0" width=800><div class=fbasis><img class=fluid src=fd.png></div></div>
+<div class=fgrow2><div class=ga><img class=fluid src=fe.png></div><div class=gb><img class=fluid src=ff.png></div></div>
 <script>onload = () => document.body.insertAdjacentHTML('beforeend', '<pre id=out>' +
   [...document.images].map(i => i.currentSrc.split('/').pop() + ' ' +
   i.getBoundingClientRect().width).join(';') + '</pre>')</script>
@@ -92,8 +98,12 @@ const SHEET: &str = "img.hero { width: 360px }\n@media (max-width: 600px) { img.
 li > img.x { width: 150px }\nul img { width: 90px }\nimg[data-kind] { width: 64px }\n.gone { display: none }\n\
 .col { width: 80%; padding: 0 10px; margin-left: 5% }\n.pct { width: 50% }\n\
 .boxed { box-sizing: border-box; width: 600px; padding: 20px; border: 5px solid #000 }\n.calc { width: calc(100% - 2 * 15px) }\n\
-.narrow { max-width: 400px; margin: 0 auto }\n.fluid { max-width: 100% }\n";
-const IMAGES: [(&str, u32, u32); 17] = [
+.narrow { max-width: 400px; margin: 0 auto }\n.fluid { max-width: 100% }\n\
+.frow { display: flex }\n.fside { flex: 0 0 300px }\n.fmain { flex: 1; padding: 0 12px }\n\
+.pydoc { display: flex }\n.pywrap { float: left; width: 100% }\n.pybody { margin-left: 230px; padding: 0 20px }\n\
+.pyside { width: 230px; margin-left: -100% }\n.fbasis { flex-basis: 40%; max-width: 300px }\n\
+.fgrow2 { display: flex; width: 900px }\n.ga { width: 100px; flex-grow: 1 }\n.gb { width: 100px; flex-grow: 3; border: 2px solid #000 }\n";
+const IMAGES: [(&str, u32, u32); 23] = [
     ("p.png", 720, 540),
     ("h.png", 720, 480),
     ("s.png", 400, 300),
@@ -111,6 +121,12 @@ const IMAGES: [(&str, u32, u32); 17] = [
     ("o.png", 1000, 500),
     ("q.png", 1200, 800),
     ("r.png", 1600, 1200),
+    ("fa.png", 1200, 600),
+    ("fb.png", 955, 600),
+    ("fc.png", 800, 400),
+    ("fd.png", 1000, 500),
+    ("fe.png", 1000, 500),
+    ("ff.png", 1000, 500),
 ];
 
 /// Serves `dir` on 127.0.0.1:0 (one request per connection) until dropped.
@@ -299,7 +315,7 @@ fn displayed_widths_match_chromium() {
         hidden.sort();
         assert_eq!(hidden, ["g.png", "k.png"], "DPR {dpr}");
         want.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(want.len(), 13, "DPR {dpr}: {want:?}");
+        assert_eq!(want.len(), 19, "DPR {dpr}: {want:?}");
         for ((wf, ww), (gf, gw)) in want.iter().zip(&got) {
             assert_eq!(wf, gf, "DPR {dpr}: chromium {want:?}, redline {got:?}");
             assert!(

@@ -516,6 +516,7 @@ impl<'p> Core<'p> {
             interrupted,
             requests,
             journeys,
+            pacing: (Duration::ZERO, false),
         }
     }
 }

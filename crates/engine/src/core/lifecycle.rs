@@ -27,6 +27,9 @@ pub(crate) struct Answered {
     pub(crate) first_byte: Option<Instant>,
     /// Response bytes on the wire.
     pub(crate) wire: u64,
+    /// When its last byte arrived, if the driver read it later than that
+    /// (deferred answers stamped by the kernel, `ioloop::Pacing::defer`).
+    pub(crate) arrived: Option<Instant>,
 }
 
 impl Answered {
@@ -51,6 +54,7 @@ impl Answered {
                 sent,
                 first_byte,
                 wire,
+                arrived: None,
             }),
             _ => None,
         }
@@ -181,11 +185,16 @@ impl Core<'_> {
         s.has_request = false;
         s.retried = false;
         let redirected = s.redir.take();
+        // A stamped arrival (never before the send, never after now) ends
+        // the request's clock: the answer waited in its socket since.
+        let done = answered
+            .arrived
+            .map_or(now, |a| a.max(answered.sent).min(now));
         let t = Timing {
             intended: s.intended,
             sent: answered.sent,
-            first_byte: answered.first_byte.unwrap_or(now),
-            done: now,
+            first_byte: answered.first_byte.unwrap_or(done).min(done),
+            done,
         };
         let Answered {
             status,
@@ -197,6 +206,9 @@ impl Core<'_> {
         if self.want_server {
             if let Some(s) = answer.as_mut().and_then(|a| a.server.take()) {
                 self.rec.server_software = Some(s);
+            }
+            if let Some(s) = answer.as_mut().and_then(|a| a.alt_svc.take()) {
+                self.rec.alt_svc = Some(s);
             }
             self.want_server = false;
         }

@@ -53,6 +53,10 @@ pub(crate) struct WorkerResult {
     pub(crate) requests: Vec<RequestStats>,
     /// Open-loop sessions: how the journeys ended.
     pub(crate) journeys: Option<Journeys>,
+    /// Open loop: its pacing window (zero: each send on time) and whether
+    /// answers were timed by the kernel's arrival stamps (the driver's
+    /// `ioloop::Sleeper::pacing`).
+    pub(crate) pacing: (Duration, bool),
 }
 
 /// CPU time (user, system) of the calling thread.

@@ -68,7 +68,14 @@ impl Http3Config {
     pub fn new(tls: &rustls::ClientConfig) -> Result<Http3Config, String> {
         let mut tls = tls.clone();
         tls.alpn_protocols = vec![b"h3".to_vec()];
-        tls.enable_early_data = false;
+        // 0-RTT: a connection resuming with a ticket that allows early
+        // data sends its safe requests at once ([`Http3Request::early`]).
+        // The run's QUIC connections share one session cache of their own
+        // (TCP's tickets, e.g. an Alt-Svc probe's, are not offered over
+        // QUIC): a connection after the first ones resumes with a ticket an
+        // earlier one got.
+        tls.enable_early_data = true;
+        tls.resumption = rustls::client::Resumption::in_memory_sessions(1024);
         let crypto = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls)
             .map_err(|e| format!("TLS cannot carry QUIC: {e}"))?;
         let mut client = ClientConfig::new(Arc::new(crypto));
@@ -103,6 +110,10 @@ pub(super) struct Stream {
     out: [Bytes; 3],
     /// FIN sent.
     finished: bool,
+    /// Submitted before the handshake completed: the request's bytes as
+    /// submitted (written again if the server rejects 0-RTT), and whether
+    /// they wait for the handshake (not safe for early data).
+    early: Option<([Bytes; 3], bool)>,
     frames: FrameReader,
     /// The HEADERS payload gathered so far.
     section: Vec<u8>,
@@ -135,6 +146,7 @@ impl Stream {
             head_request: false,
             out: Default::default(),
             finished: false,
+            early: None,
             frames: FrameReader::default(),
             section: Vec::new(),
             status: 0,
@@ -211,6 +223,15 @@ pub struct Http3Session {
     events: VecDeque<Event>,
     /// The handshake completed.
     established: bool,
+    /// The handshake checked the server's certificate (a full one: a
+    /// resumed TLS 1.3 handshake gets none).
+    full_handshake: bool,
+    /// 0-RTT keys from a ticket: requests may go before the handshake ends.
+    zero_rtt: bool,
+    /// A request went in early data.
+    early_sent: bool,
+    /// The completed handshake is still to be told ([`Http3Session::handshake_done`]).
+    untold: bool,
     /// The peer's stream limit was reached: no request until it grows.
     exhausted: bool,
     /// The server's GOAWAY: requests on streams at or above it were not processed.
@@ -254,6 +275,10 @@ impl Http3Session {
             next_id: 0,
             events: VecDeque::new(),
             established: false,
+            full_handshake: false,
+            zero_rtt: false,
+            early_sent: false,
+            untold: false,
             exhausted: false,
             goaway: None,
             control: None,
@@ -262,13 +287,41 @@ impl Http3Session {
             name_buf: Vec::new(),
             value_buf: Vec::new(),
         };
+        s.zero_rtt = s.conn.has_0rtt();
+        if s.zero_rtt {
+            // Early data: the control stream goes with the first requests.
+            s.open_control();
+        }
         s.pump();
         Ok(s)
+    }
+
+    /// Requests may be submitted before the handshake completes: the
+    /// session resumed with a ticket that allows 0-RTT (safe requests go in
+    /// early data, the others wait for the handshake inside the session).
+    pub fn early(&self) -> bool {
+        self.zero_rtt && !self.established && self.lost.is_none()
+    }
+
+    /// Once, after the handshake completed: (resumed a TLS session, early
+    /// data: `None` none sent, else whether the server accepted it).
+    pub fn handshake_done(&mut self) -> Option<(bool, Option<bool>)> {
+        if !std::mem::take(&mut self.untold) {
+            return None;
+        }
+        let early = self.early_sent.then(|| self.conn.accepted_0rtt());
+        Some((self.resumed(), early))
     }
 
     /// The QUIC handshake completed (the connection takes requests).
     pub fn established(&self) -> bool {
         self.established
+    }
+
+    /// The handshake completed with a TLS session resumed from an earlier
+    /// connection (no certificate was checked).
+    pub fn resumed(&self) -> bool {
+        self.established && !self.full_handshake
     }
 
     /// Why the connection ended (a handshake that failed, an idle
@@ -316,6 +369,13 @@ impl Http3Session {
             .endpoint
             .handle(now, self.remote, None, ecn, datagram, &mut buf);
         match ev {
+            Some(DatagramEvent::ConnectionEvent(_, ev)) if !self.established => {
+                // rustls checks the certificate (if one comes) while this
+                // datagram's CRYPTO frames are read, on this thread.
+                let checked = crate::tls::certificates_checked();
+                self.conn.handle_event(ev);
+                self.full_handshake |= crate::tls::certificates_checked() != checked;
+            }
             Some(DatagramEvent::ConnectionEvent(_, ev)) => self.conn.handle_event(ev),
             Some(DatagramEvent::Response(t)) => self.out.push_back(buf[..t.size].to_vec()),
             _ => {}
@@ -370,14 +430,48 @@ impl Http3Session {
             }
             let Some(ev) = self.conn.poll() else { break };
             match ev {
-                quinn_proto::Event::Connected => {
-                    self.established = true;
-                    self.open_control();
-                }
+                quinn_proto::Event::Connected => self.connected(),
                 quinn_proto::Event::ConnectionLost { reason } => self.connection_lost(reason),
                 quinn_proto::Event::Stream(se) => self.stream_event(se),
                 _ => {}
             }
+        }
+    }
+
+    /// QUIC says the handshake completed: requests held for it are
+    /// written; if the server rejected 0-RTT, QUIC forgot every stream
+    /// opened in early data, so they are opened again (in their order: the
+    /// same ids) and written whole.
+    fn connected(&mut self) {
+        self.established = true;
+        self.untold = true;
+        let rejected = self.zero_rtt && !self.conn.accepted_0rtt();
+        if !self.zero_rtt || rejected {
+            self.control = None;
+            self.open_control();
+        }
+        let mut lost = Vec::new();
+        for k in 0..self.streams.len() {
+            let Some((orig, _)) = self.streams[k].early.take() else {
+                continue;
+            };
+            if rejected {
+                let Some(sid) = self.conn.streams().open(Dir::Bi) else {
+                    self.exhausted = true;
+                    lost.push(k);
+                    continue;
+                };
+                let s = &mut self.streams[k];
+                s.sid = sid;
+                s.out = orig;
+                s.finished = false;
+            }
+            self.write_request(k);
+        }
+        // From the last one back: failing one moves the last into its place.
+        while let Some(k) = lost.pop() {
+            let m = "no stream for the request after the server rejected 0-RTT";
+            self.fail(k, ErrorKind::NoStream, Cow::Borrowed(m), true);
         }
     }
 
@@ -444,6 +538,9 @@ impl Http3Session {
     /// Writes what request `k` still has to send; FIN after the last byte.
     fn write_request(&mut self, k: usize) {
         let s = &mut self.streams[k];
+        if s.early.as_ref().is_some_and(|e| e.1) {
+            return; // not safe for early data: after the handshake
+        }
         let mut send = self.conn.send_stream(s.sid);
         if s.out.iter().any(|b| !b.is_empty()) {
             let first = s.out.iter().position(|b| !b.is_empty()).unwrap_or(0);
@@ -596,7 +693,11 @@ impl Session for Http3Session {
     fn connect(&mut self) {}
 
     fn capacity(&self) -> usize {
-        if !self.established || self.exhausted || self.goaway.is_some() || self.is_closed() {
+        if !(self.established || self.early())
+            || self.exhausted
+            || self.goaway.is_some()
+            || self.is_closed()
+        {
             return 0;
         }
         MAX_OPEN.saturating_sub(self.streams.len())
@@ -606,7 +707,7 @@ impl Session for Http3Session {
         if self.is_closed() || self.goaway.is_some() {
             return Err(SubmitError::Closed);
         }
-        if !self.established || self.streams.len() >= MAX_OPEN {
+        if !(self.established || self.early()) || self.streams.len() >= MAX_OPEN {
             return Err(SubmitError::Full);
         }
         let Some(sid) = self.conn.streams().open(Dir::Bi) else {
@@ -618,9 +719,16 @@ impl Session for Http3Session {
         let mut s = self.pool.pop().unwrap_or_else(|| Stream::new(sid));
         s.start(sid, id, want, r.head);
         s.out = [r.headers.clone(), r.data_head.clone(), r.body.clone()];
+        let hold = !self.established && !r.early;
+        if !self.established {
+            s.early = Some((s.out.clone(), hold));
+            self.early_sent |= !hold;
+        }
         self.streams.push(s);
         let k = self.streams.len() - 1;
-        self.write_request(k);
+        if !hold {
+            self.write_request(k);
+        }
         self.pump();
         Ok(id)
     }

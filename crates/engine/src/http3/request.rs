@@ -21,6 +21,11 @@ pub struct Http3Request {
     pub body: Bytes,
     /// HEAD: the answer has no body.
     pub head: bool,
+    /// May go in 0-RTT early data: a safe method (GET, HEAD, OPTIONS)
+    /// without a body. Early data can be replayed by an attacker or a
+    /// retrying server (RFC 9001 §9.2, RFC 8470), so anything else waits
+    /// for the handshake.
+    pub early: bool,
 }
 
 impl Http3Request {
@@ -40,6 +45,7 @@ impl Http3Request {
             data_head: Bytes::from(data_head),
             body: r.body.clone(),
             head: r.is_head(),
+            early: matches!(&*r.method, "GET" | "HEAD" | "OPTIONS") && r.body.is_empty(),
         }
     }
 }

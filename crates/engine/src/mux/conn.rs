@@ -111,6 +111,9 @@ pub(super) struct Conn {
     /// Answers it carried (a reused connection's close may race a request).
     pub(super) answered: u64,
     /// The peer closed it (its streams' failures are being told).
+    /// When the bytes of the last read arrived, stamped by the kernel
+    /// (deferred answers); taken by the events they end.
+    pub(super) arrived: Option<Instant>,
     pub(super) eof: bool,
 }
 
@@ -140,6 +143,7 @@ impl Conn {
             addr: None,
             answered: 0,
             eof: false,
+            arrived: None,
         }
     }
 

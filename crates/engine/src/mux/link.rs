@@ -127,7 +127,15 @@ impl Link for MuxLink {
                 continue;
             }
             let (kind, msg): (ErrorKind, Cow<'static, str>) = if s.blocked {
-                let m = "no free HTTP/2 stream within --timeout (the server's SETTINGS_MAX_CONCURRENT_STREAMS)";
+                let h3 = self
+                    .conns
+                    .get(s.conn as usize)
+                    .is_some_and(|c| matches!(c.proto, Proto::H3(_)));
+                let m = if h3 {
+                    "no free HTTP/3 stream within --timeout (the server's initial_max_streams_bidi and MAX_STREAMS)"
+                } else {
+                    "no free HTTP/2 stream within --timeout (the server's SETTINGS_MAX_CONCURRENT_STREAMS)"
+                };
                 (ErrorKind::NoStream, m.into())
             } else {
                 (

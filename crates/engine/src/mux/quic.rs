@@ -19,23 +19,19 @@ use mio::{Interest, Token};
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::net::SocketAddr;
 use std::time::Instant;
 
 impl MuxLink {
-    /// Starts QUIC connection `c` to `addr`: a UDP socket connected to it
+    /// Starts QUIC connection `c` to the origin's h3 endpoint (`plan::h3`:
+    /// its Alt-Svc alternative, or its own address): a UDP socket connected to it
     /// (the kernel then hands it only that server's datagrams, and an ICMP
     /// port unreachable as ECONNREFUSED), the session's first flight queued.
-    pub(super) fn dial_quic(
-        &mut self,
-        core: &mut Core<'_>,
-        c: u32,
-        addr: SocketAddr,
-        now: Instant,
-    ) {
+    pub(super) fn dial_quic(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
         let Some(h3) = self.setup.h3.as_ref() else {
             return;
         };
+        // Only the run's own origin goes over QUIC, to its h3 endpoint.
+        let addr = h3.addr;
         let mut udp = match super::udp::Udp::open(addr) {
             Ok(s) => s,
             Err(e) => {
@@ -63,6 +59,33 @@ impl MuxLink {
         self.connect_timeouts.push(Reverse((deadline, c, conn.gen)));
         self.dirty(c);
         self.arm_quic(c);
+        // Resuming with 0-RTT: requests go now, in early data (the
+        // connect time-out then no longer applies; `--timeout` does).
+        if matches!(&self.conns[c as usize].proto, Proto::H3(s) if s.early()) {
+            self.ready(core, c, now);
+        }
+    }
+
+    /// Once QUIC connection `c`'s handshake completed: counts it (its time
+    /// is the connect time: QUIC's handshake is its connect and its TLS at
+    /// once; resumed or not, early data accepted or not) and makes a
+    /// connection still handshaking ready. Called after every read and
+    /// timer of a QUIC connection (one that took requests in 0-RTT is open
+    /// before its handshake completes).
+    pub(super) fn quic_established(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+        let conn = &mut self.conns[c as usize];
+        let Proto::H3(sess) = &mut conn.proto else {
+            return;
+        };
+        let Some((resumed, early)) = sess.handshake_done() else {
+            return;
+        };
+        let took = now.saturating_duration_since(conn.connect_start);
+        core.connected(conn.first_user, took);
+        core.rec.quic_handshake(resumed, early);
+        if conn.state == CState::Handshaking {
+            self.ready(core, c, now);
+        }
     }
 
     /// A socket event on QUIC connection `c` during its handshake: what
@@ -79,18 +102,13 @@ impl MuxLink {
     /// completed makes it ready, one that failed fails its slots; then its
     /// timer is re-armed and what it has to send goes out.
     fn quic_progress(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+        self.quic_established(core, c, now);
         let conn = &self.conns[c as usize];
         let Proto::H3(sess) = &conn.proto else {
             return;
         };
         if conn.state == CState::Handshaking {
-            if sess.established() {
-                let took = now.saturating_duration_since(conn.connect_start);
-                // QUIC's handshake is its connect and its TLS at once: it
-                // counts as the connect phase.
-                core.connected(conn.first_user, took);
-                self.ready(core, c, now);
-            } else if let Some((kind, msg)) = sess.lost().cloned() {
+            if let Some((kind, msg)) = sess.lost().cloned() {
                 return self.conn_failed(core, c, kind, msg, now);
             }
         }

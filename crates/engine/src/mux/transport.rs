@@ -90,7 +90,7 @@ impl MuxLink {
             return; // unit tests: the test's network connects it
         }
         if quic {
-            return self.dial_quic(core, c, addr, now);
+            return self.dial_quic(core, c, now);
         }
         match TcpStream::connect(addr) {
             Ok(mut s) => {
@@ -169,6 +169,10 @@ impl MuxLink {
         let conn = &mut self.conns[c as usize];
         if let Some(s) = conn.sock.as_ref() {
             let _ = s.set_nodelay(true);
+            // Deferred answers: the kernel stamps when they arrived.
+            if self.sleeper.defers() {
+                sys::stamp_arrivals(s.as_raw_fd());
+            }
         }
         let took = now.saturating_duration_since(conn.connect_start);
         core.connected(conn.first_user, took);
@@ -290,6 +294,8 @@ impl MuxLink {
     /// The session's events for the requests on connection `c`, each handed
     /// to the core for its slot.
     pub(super) fn end_streams(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+        // When the bytes just read arrived (stamped by the kernel), else now.
+        let arrived = self.conns[c as usize].arrived.take().unwrap_or(now);
         for _ in 0..1_000_000 {
             let Some(ev) = with_session!(&mut self.conns[c as usize].proto, s => s.poll_event())
             else {
@@ -306,7 +312,7 @@ impl MuxLink {
             if let Event::Head { .. } = ev {
                 let s = &mut self.slots[i as usize];
                 if s.first_byte.is_none() {
-                    s.first_byte = Some(now);
+                    s.first_byte = Some(arrived);
                 }
                 continue;
             }
@@ -336,8 +342,9 @@ impl MuxLink {
                     self.conns[c as usize].answered += 1;
                     let wire = std::mem::take(&mut self.conns[c as usize].unattributed);
                     let s = &self.slots[i as usize];
-                    let first = s.first_byte.or(Some(now));
-                    if let Some(a) = Answered::from_event(done, s.sent, first, wire) {
+                    let first = s.first_byte.or(Some(arrived));
+                    if let Some(mut a) = Answered::from_event(done, s.sent, first, wire) {
+                        a.arrived = Some(arrived);
                         core.complete(self, i, now, a);
                     }
                 }
@@ -380,7 +387,13 @@ impl MuxLink {
             let Some(fd) = conn.fd() else { return };
             let now = Instant::now();
             let got = if let (Some(tls), Some(s)) = (conn.tls.as_mut(), conn.sock.as_mut()) {
-                match tls.read_tls(s) {
+                // Deferred answers carry the kernel's arrival stamp.
+                let mut from = sys::TimedReader {
+                    fd: s.as_raw_fd(),
+                    stamped: self.sleeper.defers(),
+                    arrived: &mut conn.arrived,
+                };
+                match tls.read_tls(&mut from) {
                     Ok(0) => None,
                     Ok(n) => {
                         core.rec.bytes_read(n as u64);
@@ -434,9 +447,14 @@ impl MuxLink {
                     Err(e) => return self.read_failed(core, c, &e, now),
                 }
             } else {
-                match sys::recv(fd, &mut self.buf) {
-                    Ok(0) => None,
-                    Ok(n) => {
+                // Deferred answers (plain TCP only) carry the kernel's arrival stamp.
+                let stamped = self.sleeper.defers();
+                match sys::recv_timed(fd, &mut self.buf, stamped) {
+                    Ok((0, ..)) => None,
+                    Ok((n, _, arrived)) => {
+                        if stamped {
+                            conn.arrived = Some(arrived);
+                        }
                         core.rec.bytes_read(n as u64);
                         conn.unattributed += n as u64;
                         with_session!(&mut conn.proto, s => s.bytes_in(&self.buf[..n]));

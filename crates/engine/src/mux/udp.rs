@@ -177,11 +177,13 @@ impl MuxLink {
                 }
             }
         }
+        let now = Instant::now();
         if let Some(e) = failed {
-            let now = Instant::now();
             return self.conn_failed(core, c, ErrorKind::from_io(&e, false), io_msg(&e), now);
         }
-        // What was sent and read moved QUIC's timers.
+        // A handshake completed in what was read (a connection open for
+        // 0-RTT); what was sent and read moved QUIC's timers.
+        self.quic_established(core, c, now);
         self.arm_quic(c);
     }
 }

@@ -449,6 +449,7 @@ impl Plan {
             segment,
             note: None,
             tls_checked: None,
+            h3: None,
             expect_status: a.expect_status.clone().unwrap_or_default(),
         };
         if http2 {
@@ -463,6 +464,7 @@ impl Plan {
         if a.ask_alpn {
             plan.note = plan.resolve();
         }
+        plan.resolve_h3(a.ask_alpn);
         Ok(plan)
     }
 }

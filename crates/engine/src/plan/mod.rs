@@ -18,6 +18,7 @@
 
 mod args;
 mod build;
+pub(crate) mod h3;
 mod load;
 mod mode;
 mod redact;
@@ -25,6 +26,7 @@ pub(crate) mod request;
 pub(crate) mod target;
 
 pub use args::{Arrival, LogReplay, PlanArgs, StageArgs};
+pub use h3::H3Route;
 pub use load::{
     parse_duration, Load, SegmentPlan, Staged, DEFAULT_CONNECTIONS, DEFAULT_DURATION,
     DEFAULT_OPEN_CONNECTIONS,
@@ -133,6 +135,9 @@ pub struct Plan {
     /// handshake was not refused, `Some(Some(line))` it was, with the line
     /// to stop with; `None` no probe was made.
     pub tls_checked: Option<Option<String>>,
+    /// `--http3`: the UDP endpoint QUIC goes to and why (the origin's
+    /// `Alt-Svc` read before the load, or the URL's port).
+    pub h3: Option<H3Route>,
     /// Which answers succeeded (`--expect-status`; recorded in
     /// `config.expect_status` when not the default). The one status rule:
     /// a driver that judges an answer (`--abort-on-fail`'s live counts, a
@@ -221,6 +226,35 @@ impl Plan {
             _ => Alpn::NotH2,
         };
         self.settle_alpn()
+    }
+
+    /// `--http3`: where QUIC goes. With `ask` (the build may talk to the
+    /// server), one request over TCP reads the origin's `Alt-Svc` first
+    /// ([`h3::probe`]); its `h3` alternative is the endpoint, else the URL's port.
+    pub(crate) fn resolve_h3(&mut self, ask: bool) {
+        if self.wire != Wire::H3 {
+            return;
+        }
+        let probe = match (&self.tls, ask) {
+            (Some(tls), true) => {
+                let limit = self
+                    .connect_timeout
+                    .min(self.timeout)
+                    .min(crate::alpn::PROBE_LIMIT);
+                let t = &self.target;
+                let host = match t.host.contains(':') {
+                    true => format!("[{}]", t.host),
+                    false => t.host.clone(),
+                };
+                let host = match t.port {
+                    443 => host,
+                    p => format!("{host}:{p}"),
+                };
+                h3::probe(tls, t.addr, &host, &t.path, limit)
+            }
+            _ => Err("Alt-Svc was not asked".into()),
+        };
+        self.h3 = Some(h3::route(self.target.addr, probe));
     }
 
     /// Applies a known ALPN answer: the server picked `h2` and this plan can

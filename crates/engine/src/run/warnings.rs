@@ -36,7 +36,7 @@ pub(super) fn add_warnings(
             ),
         );
     }
-    // HTTP/2: requests that waited for a stream the server never opened.
+    // HTTP/2 and HTTP/3: requests that waited for a stream the server never opened.
     let no_stream: u64 = rec
         .errors
         .iter()
@@ -44,14 +44,20 @@ pub(super) fn add_warnings(
         .map(|e| e.count)
         .sum();
     if no_stream > 0 {
-        rec.warn(
-            "no_stream",
+        let msg = if rec.config.http_version == "3" {
+            format!(
+                "{no_stream} requests waited past --timeout for an HTTP/3 stream the server never \
+                 allowed: its QUIC stream limit (initial_max_streams_bidi, then MAX_STREAMS) is too \
+                 low; raise it on the server (nginx: http3_max_concurrent_streams) or use fewer --streams"
+            )
+        } else {
             format!(
                 "{no_stream} requests waited past --timeout for an HTTP/2 stream the server never \
                  opened: it allows too few concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS); \
                  raise it on the server (nginx: http2_max_concurrent_streams) or use fewer --streams"
-            ),
-        );
+            )
+        };
+        rec.warn("no_stream", msg);
     }
     if rec.client.busiest_thread_share > 0.9 && rec.duration_s >= 0.5 {
         rec.warn(
@@ -246,14 +252,13 @@ pub(super) fn add_warnings(
                 }
             }
             // Sends are coalesced by design: the drivers' sleepers batch sends
-            // closer than a window apart (`ioloop::Sleeper`: 100 µs for
-            // HTTP/1, `mux::PACE_WINDOW` for HTTP/2). Lag up to twice that
-            // window is the design, not the client falling behind.
+            // closer than a window apart (`ioloop::pacing`). Lag up to twice
+            // that window is the design, not the client falling behind.
             let interval_us = plan.threads as f64 / rate * 1e6;
-            let window_us = match plan.protocol() {
-                crate::plan::Protocol::Http2 => crate::mux::PACE_WINDOW.as_micros() as f64,
-                _ => 100.0,
-            };
+            let interval = std::time::Duration::from_secs_f64((interval_us / 1e6).clamp(0.0, 1e6));
+            let window_us = crate::ioloop::pacing(plan, Some(interval))
+                .window
+                .as_micros() as f64;
             let allowed_us = if interval_us < window_us {
                 interval_us.max(2.0 * window_us)
             } else {

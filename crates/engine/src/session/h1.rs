@@ -212,6 +212,7 @@ impl H1Session {
             .and_then(|x| x.spare.take())
             .unwrap_or_default();
         a.server = self.reader.take_server();
+        a.alt_svc = self.reader.take_alt_svc();
         a.location = self.reader.take_location();
         a.capture = self.reader.capture.take();
         Some(a)

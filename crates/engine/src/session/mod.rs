@@ -52,7 +52,8 @@ pub type RequestId = u64;
 /// (nothing, on the hot path: then no header is copied).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Want {
-    /// The `Server` header (the record names the server software once).
+    /// The `Server` and `Alt-Svc` headers (the record names the server
+    /// software, and an HTTP/3 offer, once).
     pub server: bool,
     /// The `Location` header of a 3xx (`-L`).
     pub location: bool,
@@ -80,6 +81,9 @@ impl Want {
 pub struct Answer {
     /// The `Server` header (at most 200 characters).
     pub server: Option<String>,
+    /// The `Alt-Svc` header (with [`Want::server`]; several lines joined
+    /// with `, `; at most 200 characters).
+    pub alt_svc: Option<String>,
     /// The `Location` header of a 3xx.
     pub location: Option<String>,
     /// Headers and body for a scenario.

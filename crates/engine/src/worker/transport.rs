@@ -84,6 +84,10 @@ impl H1Link {
         let c = &mut self.conns[i as usize];
         if let Some(s) = c.sock.as_ref() {
             let _ = s.set_nodelay(true);
+            // Deferred answers: the kernel stamps when they arrived.
+            if self.sleeper.defers() {
+                sys::stamp_arrivals(s.as_raw_fd());
+            }
         }
         let took = now.saturating_duration_since(c.connect_start);
         core.connected(i, took);
@@ -194,19 +198,19 @@ impl H1Link {
         loop {
             let c = &mut self.conns[i as usize];
             let Some(s) = c.sock.as_mut() else { return };
-            let n = match sys::recv(s.as_raw_fd(), &mut self.buf) {
-                Ok(n) => n,
+            let stamped = self.sleeper.defers();
+            let (n, now, arrived) = match sys::recv_timed(s.as_raw_fd(), &mut self.buf, stamped) {
+                Ok(got) => got,
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
                 Err(e) if e.kind() == IoKind::Interrupted => continue,
                 Err(e) => return self.read_failed(core, i, &e),
             };
-            let now = Instant::now();
             if n == 0 {
                 self.on_eof(core, i, now);
                 return;
             }
             core.rec.bytes_read(n as u64);
-            if !self.on_plain(core, i, n, now) {
+            if !self.on_plain(core, i, n, now, arrived) {
                 return;
             }
             if n < self.buf.len() && !closing {
@@ -216,9 +220,18 @@ impl H1Link {
         }
     }
 
-    /// Handles `n` response bytes in the driver's buffer; false when the
-    /// connection stopped reading (response done and no next request, or failed).
-    pub(super) fn on_plain(&mut self, core: &mut Core<'_>, i: u32, n: usize, now: Instant) -> bool {
+    /// Handles `n` response bytes in the driver's buffer (`arrived`: when the
+    /// last of them came, `now` unless the kernel stamped them); false when
+    /// the connection stopped reading (response done and no next request, or
+    /// failed).
+    pub(super) fn on_plain(
+        &mut self,
+        core: &mut Core<'_>,
+        i: u32,
+        n: usize,
+        now: Instant,
+        arrived: Instant,
+    ) -> bool {
         let c = &mut self.conns[i as usize];
         if !c.state.busy() {
             // Bytes nobody asked for: the connection cannot be trusted.
@@ -226,7 +239,7 @@ impl H1Link {
             return false;
         }
         if c.first_byte.is_none() {
-            c.first_byte = Some(now);
+            c.first_byte = Some(arrived);
         }
         c.wire += n as u64;
         let informational = c.session.informational();
@@ -253,7 +266,9 @@ impl H1Link {
             }
             Some(done) => {
                 c.answered = c.answered.saturating_add(1);
-                if let Some(answered) = Answered::from_event(done, c.sent, c.first_byte, c.wire) {
+                if let Some(mut answered) = Answered::from_event(done, c.sent, c.first_byte, c.wire)
+                {
+                    answered.arrived = Some(arrived);
                     core.complete(self, i, now, answered);
                 }
                 self.conns[i as usize].state == ConnState::Reading
@@ -265,11 +280,18 @@ impl H1Link {
     /// plaintext they carry, until the socket would block.
     fn on_readable_tls(&mut self, core: &mut Core<'_>, i: u32) {
         for _ in 0..1_000_000 {
+            let stamped = self.sleeper.defers();
             let c = &mut self.conns[i as usize];
             let (Some(s), Some(tls)) = (c.sock.as_mut(), c.tls.as_mut()) else {
                 return;
             };
-            let got = match tls.read_tls(s) {
+            let mut arrived = None;
+            let mut from = sys::TimedReader {
+                fd: s.as_raw_fd(),
+                stamped,
+                arrived: &mut arrived,
+            };
+            let got = match tls.read_tls(&mut from) {
                 Ok(0) => None,
                 Ok(n) => Some(n),
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
@@ -277,6 +299,7 @@ impl H1Link {
                 Err(e) => return self.read_failed(core, i, &e),
             };
             let now = Instant::now();
+            let arrived = arrived.unwrap_or(now);
             if let Some(n) = got {
                 core.rec.bytes_read(n as u64);
             }
@@ -296,7 +319,7 @@ impl H1Link {
                         return;
                     }
                     Ok(n) => {
-                        if !self.on_plain(core, i, n, now) {
+                        if !self.on_plain(core, i, n, now, arrived) {
                             return;
                         }
                     }

@@ -82,7 +82,7 @@ impl Net for H1Link {
             for chunk in answer.chunks(self.buf.len()) {
                 self.buf[..chunk.len()].copy_from_slice(chunk);
                 core.rec.bytes_read(chunk.len() as u64);
-                if !self.on_plain(core, i, chunk.len(), now) {
+                if !self.on_plain(core, i, chunk.len(), now, now) {
                     break;
                 }
             }

@@ -103,6 +103,12 @@ impl AddAssign<&RunRecord> for RunRecord {
         if self.server.software.is_none() {
             self.server.software = o.server.software.clone();
         }
+        if self.server.alt_svc.is_none() {
+            self.server.alt_svc = o.server.alt_svc.clone();
+        }
+        if self.server.http3_endpoint.is_none() {
+            self.server.http3_endpoint = o.server.http3_endpoint.clone();
+        }
         if self.server.document_length.is_none() {
             self.server.document_length = o.server.document_length;
         }

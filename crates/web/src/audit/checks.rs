@@ -92,6 +92,7 @@ pub(super) fn keep_alive(cx: &Ctx) -> Check {
                 evidence: ev,
                 saving_bytes: None,
                 saving_ms: None,
+                link_ms: None,
             },
         ));
         Some(0)
@@ -157,6 +158,7 @@ pub(super) fn http2(cx: &Ctx) -> Check {
                 evidence,
                 saving_bytes: None,
                 saving_ms: None,
+                link_ms: None,
             },
         ));
     }
@@ -424,6 +426,7 @@ pub(super) fn cache_static(cx: &Ctx) -> Check {
                 evidence: format!("{no_public} cacheable static responses without Cache-Control: public (helps shared proxies)"),
                 saving_bytes: None,
                 saving_ms: None,
+                link_ms: None,
             },
         ));
     }

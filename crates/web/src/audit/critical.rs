@@ -2,13 +2,14 @@
 //! own waterfall: render-blocking resources (Lighthouse's
 //! render-blocking-resources: stylesheets that apply and classic scripts
 //! without `async`/`defer`, in the head) with the time each adds after the
-//! HTML arrived, the critical request chain (Lighthouse's
+//! HTML arrived and the time it takes on Lighthouse's reference link
+//! (`lantern`), the critical request chain (Lighthouse's
 //! critical-request-chains: the longest chain of render-critical requests,
 //! each found only when the one before it answered), and resource hints
 //! that cost without helping: `preconnect` to an origin the page never
 //! uses, `preload` of a resource nothing on the page uses.
 
-use super::{check, finding, note, Check, Ctx, Fix, Severity};
+use super::{check, finding, lantern, note, Check, Ctx, Fix, Severity};
 use crate::discover::{scan_html, HtmlScan, Kind};
 use crate::load::Entry;
 use crate::page::{bytes, millis};
@@ -56,8 +57,99 @@ fn entry_for<'a>(cx: &'a Ctx, base: &Url, href: &str) -> Option<&'a Entry> {
         .find(|e| e.url == key && !e.from_cache && !e.after_load)
 }
 
+/// The origin of `url` (scheme, host, port), as Lantern groups requests.
+fn origin(url: &str) -> Option<String> {
+    Url::parse(url)
+        .ok()
+        .map(|u| u.origin().ascii_serialization())
+}
+
+/// The server's own time to answer on `origin`, as Lantern estimates it
+/// from the load: the median over its responses of the time to the first
+/// byte less one round trip (the fastest TCP connect to it). With no
+/// response to measure, Lantern's default; unlike Lantern, a measured 0
+/// (a server on loopback) stays 0 rather than becoming that default.
+fn server_ms(cx: &Ctx, origin_: &str) -> f64 {
+    let mine: Vec<&Entry> = cx
+        .fetched()
+        .filter(|e| origin(&e.url).as_deref() == Some(origin_))
+        .collect();
+    let rtt = mine
+        .iter()
+        .filter_map(|e| e.phases.connect_ms)
+        .fold(f64::INFINITY, f64::min);
+    let rtt = if rtt.is_finite() { rtt } else { 0.0 };
+    let mut v: Vec<f64> = mine
+        .iter()
+        .map(|e| (e.phases.waiting_ms - rtt).max(0.0))
+        .collect();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => lantern::DEFAULT_SERVER_MS,
+        n if n % 2 == 0 => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        n => v[n / 2],
+    }
+}
+
+/// Each of `blocking`'s time on Lighthouse's reference link (entry
+/// indices; none when not simulated), as Lantern simulates the first
+/// paint's requests: the page, then the blocking resources, each
+/// `@import`ed sheet after the sheet importing it (`lantern::simulate`).
+fn on_link(cx: &Ctx, link: &lantern::Link, doc: usize, blocking: &[usize]) -> Vec<Option<f64>> {
+    let entries = &cx.first.entries;
+    let mut servers: Vec<(String, f64)> = Vec::new();
+    let mut req = |i: usize, after: Option<usize>| -> Option<lantern::Req> {
+        let e = &entries[i];
+        let u = Url::parse(&e.url).ok()?;
+        let o = u.origin().ascii_serialization();
+        let server = match servers.iter().find(|(k, _)| *k == o) {
+            Some((_, v)) => *v,
+            None => {
+                let v = server_ms(cx, &o);
+                servers.push((o.clone(), v));
+                v
+            }
+        };
+        Some(lantern::Req {
+            origin: o,
+            host: u.host_str().unwrap_or_default().to_string(),
+            tls: u.scheme() == "https",
+            h2: e.protocol.as_deref() == Some("h2"),
+            bytes: e.wire_bytes,
+            after,
+            order: lantern::order(e.start_ms, e.kind == Kind::Script),
+            server_ms: server,
+            delay_ms: if e.kind == Kind::Script {
+                lantern::PARSE_MS
+            } else {
+                0.0
+            },
+        })
+    };
+    let mut reqs = Vec::new();
+    let Some(page) = req(doc, None) else {
+        return vec![None; blocking.len()];
+    };
+    reqs.push(page);
+    for &i in blocking {
+        // An imported sheet waits for its importer, the rest for the page.
+        let after = entries[i]
+            .parent
+            .and_then(|p| blocking.iter().position(|&b| b == p))
+            .map_or(0, |k| k + 1);
+        match req(i, Some(after)) {
+            Some(r) => reqs.push(r),
+            None => return vec![None; blocking.len()],
+        }
+    }
+    match link.simulate(&reqs) {
+        Some(t) => t[1..].iter().map(|(s, e)| Some(e - s)).collect(),
+        None => vec![None; blocking.len()],
+    }
+}
+
 pub(super) fn render_blocking(cx: &Ctx) -> Check {
-    const THRESHOLD: &str = "stylesheets and synchronous scripts in the head hold the first paint until they have loaded (Lighthouse's render-blocking resources); each is charged the time it adds after the HTML arrived: from 50 ms a finding (Lighthouse), from 300 ms a warning";
+    const THRESHOLD: &str = "stylesheets and synchronous scripts in the head hold the first paint until they have loaded (Lighthouse's render-blocking resources); each is charged the time it adds after the HTML arrived, and the time it takes on Lighthouse's reference link (its simulated throttling, as Lighthouse charges it): from 50 ms on either a finding (Lighthouse), from 300 ms a warning";
     let Some((doc, _, _)) = page_scan(cx) else {
         return check(
             "render-blocking",
@@ -69,29 +161,46 @@ pub(super) fn render_blocking(cx: &Ctx) -> Check {
             FIX_RENDER_BLOCKING,
         );
     };
-    let mut blocking: Vec<&Entry> = blocking_entries(cx)
+    let mut idx: Vec<usize> = blocking_entries(cx)
         .into_iter()
-        .map(|i| &cx.first.entries[i])
-        .filter(|e| !e.from_cache)
+        .filter(|&i| !cx.first.entries[i].from_cache)
         .collect();
-    blocking.sort_by(|a, b| a.end_ms.total_cmp(&b.end_ms));
+    idx.sort_by(|&a, &b| {
+        cx.first.entries[a]
+            .end_ms
+            .total_cmp(&cx.first.entries[b].end_ms)
+    });
+    let blocking: Vec<&Entry> = idx.iter().map(|&i| &cx.first.entries[i]).collect();
+    let link = if cx.first.discovery.viewport.mobile {
+        &lantern::MOBILE
+    } else {
+        &lantern::DESKTOP
+    };
+    let link_ms = match super::final_document(cx.first) {
+        Some(d) => on_link(cx, link, d, &idx),
+        None => vec![None; idx.len()],
+    };
     // Each resource is charged what it adds to the wait after the HTML
     // arrived, beyond the ones that ended before it (they load in
     // parallel): the charges sum to the whole render-blocking time.
     let html_end = doc.end_ms;
     let mut reached = html_end;
     let mut f = Vec::new();
-    for e in &blocking {
+    for (e, &on_link) in blocking.iter().zip(&link_ms) {
         let adds = (e.end_ms - reached).max(0.0);
         reached = reached.max(e.end_ms);
-        if adds < BLOCKING_MIN_MS {
+        let worst = adds.max(on_link.unwrap_or(0.0));
+        if worst < BLOCKING_MIN_MS {
             continue;
         }
-        let sev = if adds >= BLOCKING_NOTE_MS {
+        let sev = if worst >= BLOCKING_NOTE_MS {
             Severity::Warning
         } else {
             Severity::Info
         };
+        let imported = e
+            .parent
+            .is_some_and(|p| idx.contains(&p) && cx.first.entries[p].kind == Kind::Stylesheet);
         let what = if e.kind == Kind::Script {
             "synchronous script"
         } else {
@@ -101,19 +210,30 @@ pub(super) fn render_blocking(cx: &Ctx) -> Check {
             sev,
             e,
             format!(
-                "{what} in the head, loaded by {}: adds {} after the HTML arrived",
+                "{what}{}, loaded by {}: adds {} after the HTML arrived{}",
+                if imported {
+                    " imported by a blocking stylesheet"
+                } else {
+                    " in the head"
+                },
                 millis(e.end_ms),
-                millis(adds)
+                millis(adds),
+                on_link.map_or(String::new(), |l| format!(
+                    "; {} on {}",
+                    millis(l),
+                    link.name
+                )),
             ),
         );
         fi.saving_ms = Some(adds);
+        fi.link_ms = on_link;
         f.push((t, fi));
     }
     let total = reached - html_end;
     let own = blocking.iter().filter(|e| !e.third_party).count();
     let score = if f.is_empty() {
         100
-    } else if total < BLOCKING_NOTE_MS {
+    } else if total < BLOCKING_NOTE_MS && f.iter().all(|(_, fi)| fi.severity != Severity::Warning) {
         85
     } else {
         65

@@ -3,11 +3,13 @@
 //! cascade of `crate::dom`'s selectors, `!important`, the `style`
 //! attribute), the width of a containing block (`%` and `calc()` of px, %,
 //! vw… resolved down a chain of block boxes from the viewport, margins,
-//! borders, padding and `box-sizing` included), and bounds on where each
+//! borders, padding and `box-sizing` included, and across a single-line
+//! row of flex items by the flexbox rules), and bounds on where each
 //! element's top lies in the page (block boxes stacked, heights known from
-//! `height` or from images of known size). What needs full layout — flex,
-//! grid, tables, inline-blocks, floats, positioned boxes, text heights —
-//! is left unknown (`None`, or an open upper bound), never guessed.
+//! `height` or from images of known size). What needs full layout — flex
+//! items sized by their content, grid, tables, inline-blocks, floats,
+//! positioned boxes, text heights — is left unknown (`None`, or an open
+//! upper bound), never guessed.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -16,7 +18,7 @@ use crate::dom::{matches_exactly, parse_selector, Selector, Tree};
 use crate::viewport::{length_px, split_top, Viewport};
 
 /// Properties kept (longhands; shorthands are expanded into them).
-const PROPS: [&str; 25] = [
+const PROPS: [&str; 30] = [
     "width",
     "max-width",
     "min-width",
@@ -42,6 +44,11 @@ const PROPS: [&str; 25] = [
     "box-sizing",
     "display",
     "position",
+    "flex-grow",
+    "flex-shrink",
+    "flex-basis",
+    "flex-direction",
+    "flex-wrap",
 ];
 /// Also kept: `float` (index [`FLOAT`]).
 const FLOAT: usize = PROPS.len();
@@ -81,6 +88,20 @@ fn expand(name: &str, value: &str) -> Vec<(usize, String)> {
             .collect()
     };
     match name {
+        "flex" => flex_shorthand(v),
+        "flex-flow" => {
+            let mut out = Vec::new();
+            for w in v.split_ascii_whitespace() {
+                let lw = w.to_ascii_lowercase();
+                let p = if lw.contains("wrap") {
+                    "flex-wrap"
+                } else {
+                    "flex-direction"
+                };
+                out.extend(prop_index(p).map(|i| (i, lw)));
+            }
+            out
+        }
         "margin" => four("margin", ""),
         "padding" => four("padding", ""),
         "border-width" => four("border", "-width"),
@@ -130,6 +151,38 @@ fn expand(name: &str, value: &str) -> Vec<(usize, String)> {
             .map(|i| vec![(i, v.to_string())])
             .unwrap_or_default(),
     }
+}
+
+/// `flex`'s longhands: `none` is `0 0 auto`, `auto` `1 1 auto`, `initial`
+/// `0 1 auto`; one or two numbers set grow (and shrink) with a basis of 0;
+/// a lone length is the basis with grow 1.
+fn flex_shorthand(v: &str) -> Vec<(usize, String)> {
+    let lw = v.trim().to_ascii_lowercase();
+    let (g, sh, b) = match lw.as_str() {
+        "none" => ("0", "0", "auto"),
+        "auto" => ("1", "1", "auto"),
+        "initial" => ("0", "1", "auto"),
+        _ => {
+            let parts: Vec<&str> = lw.split_ascii_whitespace().collect();
+            let (nums, rest): (Vec<&str>, Vec<&str>) =
+                parts.iter().partition(|p| p.parse::<f64>().is_ok());
+            let basis = match rest.as_slice() {
+                [] if nums.is_empty() => return Vec::new(),
+                [] => "0%",
+                [b] => b,
+                _ => return Vec::new(),
+            };
+            (
+                nums.first().copied().unwrap_or("1"),
+                nums.get(1).copied().unwrap_or("1"),
+                basis,
+            )
+        }
+    };
+    [("flex-grow", g), ("flex-shrink", sh), ("flex-basis", b)]
+        .into_iter()
+        .filter_map(|(k, v)| prop_index(k).map(|i| (i, v.to_string())))
+        .collect()
 }
 
 /// One rule's declarations of the kept properties: (property, value, important).
@@ -446,6 +499,9 @@ fn ua_h(tag: &str, margin: bool, k: usize) -> f64 {
     }
 }
 
+/// The items of a flex row (element index) and their content widths.
+type FlexLine = Vec<(usize, f64)>;
+
 /// The kept properties of one element after the cascade (value, and
 /// whether it came from the page rather than the UA defaults).
 type Computed = [Option<String>; NPROPS];
@@ -457,6 +513,8 @@ pub(super) struct Layout<'a> {
     vp: Viewport,
     styles: RefCell<HashMap<usize, Computed>>,
     widths: RefCell<HashMap<usize, Option<f64>>>,
+    /// Each row flex container's items and their content widths.
+    flex: RefCell<HashMap<usize, Option<FlexLine>>>,
 }
 
 /// Vertical bounds (CSS px from the top of the page): `lo` always known,
@@ -493,6 +551,7 @@ impl<'a> Layout<'a> {
             vp,
             styles: RefCell::new(HashMap::new()),
             widths: RefCell::new(HashMap::new()),
+            flex: RefCell::new(HashMap::new()),
         }
     }
 
@@ -588,7 +647,8 @@ impl<'a> Layout<'a> {
         let mut at = self.tree.nodes[i].parent;
         for _ in 0..512 {
             let k = at?;
-            if k == 0 || self.disp(k) != Disp::Inline {
+            // A flex item is blockified whatever its `display`.
+            if k == 0 || self.disp(k) != Disp::Inline || self.flex_parent(k).is_some() {
                 return Some(k);
             }
             at = self.tree.nodes[k].parent;
@@ -646,7 +706,15 @@ impl<'a> Layout<'a> {
         let avail = if i == 0 {
             f64::from(self.vp.width)
         } else {
-            if !self.block_container(i) {
+            if let Some(p) = self.flex_parent(i) {
+                // A flex item: its width is the flex container's to give.
+                return self
+                    .flex_line(p)?
+                    .iter()
+                    .find(|(k, _)| *k == i)
+                    .map(|(_, w)| *w);
+            }
+            if !self.block_container(i) && !self.flex_box(i) {
                 return None;
             }
             let c = self.container(i)?;
@@ -690,6 +758,20 @@ impl<'a> Layout<'a> {
     /// content flows in blocks: the root, a block box, or a float with a
     /// set `width` (a float's `auto` width shrinks to fit: unknown).
     fn block_container(&self, i: usize) -> bool {
+        if self.flex_parent(i).is_some() {
+            // A flex item (its `float` ignored, its `display` blockified)
+            // holds block flow unless it lays out otherwise itself.
+            return match self
+                .get(i, "display")
+                .map(|d| d.trim().to_ascii_lowercase())
+            {
+                None => !UA_OTHER.contains(&self.tree.nodes[i].tag.as_str()),
+                Some(d) => matches!(
+                    d.as_str(),
+                    "block" | "inline" | "inline-block" | "flow-root" | "list-item"
+                ),
+            };
+        }
         if i == 0 || self.disp(i) == Disp::Block {
             return true;
         }
@@ -705,11 +787,252 @@ impl<'a> Layout<'a> {
         floats && !positioned && shown && sized
     }
 
+    /// `display: flex` on `i`, rendered.
+    fn flex_display(&self, i: usize) -> bool {
+        self.get(i, "display")
+            .is_some_and(|d| d.trim().eq_ignore_ascii_case("flex"))
+    }
+
+    /// A block-level flex container in block flow: its own width is a
+    /// block box's.
+    fn flex_box(&self, i: usize) -> bool {
+        self.flex_display(i) && !self.is_out_of_flow(i)
+    }
+
+    /// The flex container `i` is an item of, when its parent is one and it
+    /// is in its flow (not absolutely positioned, rendered).
+    fn flex_parent(&self, i: usize) -> Option<usize> {
+        let p = self.tree.nodes[i].parent.filter(|&p| p > 0)?;
+        if !self.flex_display(p) || self.float_position(i).1 || self.disp(i) == Disp::None {
+            return None;
+        }
+        Some(p)
+    }
+
+    /// The content widths of the items of flex container `p`, cached.
+    fn flex_line(&self, p: usize) -> Option<FlexLine> {
+        if let Some(v) = self.flex.borrow().get(&p) {
+            return v.clone();
+        }
+        let v = self.flex_line_uncached(p);
+        self.flex.borrow_mut().insert(p, v.clone());
+        v
+    }
+
+    /// CSS Flexbox §9.7 ("resolving flexible lengths") on a single row:
+    /// each item's flex base size from `flex-basis` or its `width` (an
+    /// image's `width` attribute too), clamped by `min-width`/`max-width`,
+    /// the free space shared by `flex-grow`, or taken by `flex-shrink`
+    /// weighted by the base sizes, items that hit a limit frozen and the
+    /// rest shared again. None when it needs what redline does not lay
+    /// out: a column, an item sized by its content (text, an image's own
+    /// size), text directly in the container, more than one line, or an
+    /// item shrunk below its base size whose minimum is its content
+    /// (`min-width: auto`). Items that grow are assumed wider than their
+    /// longest word.
+    fn flex_line_uncached(&self, p: usize) -> Option<FlexLine> {
+        struct Item {
+            i: usize,
+            base: f64,
+            hyp: f64,
+            min: f64,
+            min_auto: bool,
+            max: f64,
+            replaced_min: Option<f64>,
+            grow: f64,
+            shrink: f64,
+            edges: f64,
+            frozen: bool,
+            target: f64,
+            violation: f64,
+        }
+        let row = self
+            .get(p, "flex-direction")
+            .is_none_or(|d| matches!(d.trim(), "row" | "row-reverse"));
+        if !row || self.tree.nodes[p].text {
+            return None;
+        }
+        let w = self.content_width(p)?;
+        let mut items: Vec<Item> = Vec::new();
+        for (j, n) in self.tree.nodes.iter().enumerate().skip(p + 1) {
+            if n.parent != Some(p) {
+                continue;
+            }
+            if items.len() >= 1000 {
+                return None;
+            }
+            if self.flex_parent(j).is_none() {
+                continue;
+            }
+            let (bp, m) = self.h_edges(j, Some(w))?;
+            let border_box = self
+                .get(j, "box-sizing")
+                .is_some_and(|b| b.trim().eq_ignore_ascii_case("border-box"));
+            let content = |l: Lin| -> Option<f64> {
+                Some(l.resolve(Some(w))? - if border_box { bp } else { 0.0 })
+            };
+            // Some(None): auto; None: needs layout.
+            let len = |name: &str| -> Option<Option<f64>> {
+                match self.get(j, name).map(|v| parse_len(&v, &self.vp)) {
+                    None | Some(Val::Auto) => Some(None),
+                    Some(Val::Len(l)) => content(l).map(Some),
+                    Some(Val::Unknown) => None,
+                }
+            };
+            let attr_w = (n.tag == "img")
+                .then(|| n.attrs.iter().find(|(k, _)| k == "width"))
+                .flatten()
+                .and_then(|(_, v)| v.trim().parse::<f64>().ok());
+            let basis = match self
+                .get(j, "flex-basis")
+                .map(|b| b.trim().to_ascii_lowercase())
+            {
+                Some(b) if b == "content" => None,
+                Some(b) if b != "auto" => match parse_len(&b, &self.vp) {
+                    Val::Len(l) => Some(content(l)?),
+                    Val::Auto => len("width")?,
+                    Val::Unknown => return None,
+                },
+                _ => len("width")?,
+            };
+            let specified = len("width")?.or(attr_w);
+            // An empty box (no text, no element inside: Sphinx's
+            // `div.clearer`) is 0 wide by its content.
+            let empty = || {
+                !n.text
+                    && !UA_OTHER.contains(&n.tag.as_str())
+                    && n.tag != "img"
+                    && !self
+                        .tree
+                        .nodes
+                        .iter()
+                        .skip(j + 1)
+                        .any(|c| c.parent == Some(j))
+            };
+            let base = match basis.or(specified) {
+                Some(b) => b,
+                None if empty() => 0.0,
+                None => return None,
+            }
+            .max(0.0);
+            let min = len("min-width")?;
+            let max = len("max-width")?.unwrap_or(f64::INFINITY);
+            let num = |name: &str, d: f64| {
+                self.get(j, name)
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+                    .filter(|x| *x >= 0.0)
+                    .unwrap_or(d)
+            };
+            items.push(Item {
+                i: j,
+                base,
+                hyp: base.min(max).max(min.unwrap_or(0.0)),
+                min: min.unwrap_or(0.0),
+                min_auto: min.is_none(),
+                max,
+                // An image's automatic minimum is the smaller of its
+                // specified and its own (intrinsic) width: the latter is
+                // not known here, so only the former bounds it.
+                replaced_min: (n.tag == "img").then_some(specified.unwrap_or(f64::INFINITY)),
+                grow: num("flex-grow", 0.0),
+                shrink: num("flex-shrink", 1.0),
+                edges: bp + m,
+                frozen: false,
+                target: 0.0,
+                violation: 0.0,
+            });
+        }
+        let outer: f64 = items.iter().map(|it| it.hyp + it.edges).sum();
+        let wraps = self
+            .get(p, "flex-wrap")
+            .is_some_and(|v| v.trim().starts_with("wrap"));
+        if wraps && items.len() > 1 && outer > w {
+            return None;
+        }
+        let growing = outer < w;
+        for it in &mut items {
+            let factor = if growing { it.grow } else { it.shrink };
+            if factor == 0.0 || (growing && it.base > it.hyp) || (!growing && it.base < it.hyp) {
+                it.frozen = true;
+                it.target = it.hyp;
+            }
+        }
+        let used = |items: &[Item]| -> f64 {
+            items
+                .iter()
+                .map(|it| it.edges + if it.frozen { it.target } else { it.base })
+                .sum()
+        };
+        let initial_free = w - used(&items);
+        for _ in 0..=items.len() {
+            if items.iter().all(|it| it.frozen) {
+                break;
+            }
+            let mut free = w - used(&items);
+            let factors: f64 = items
+                .iter()
+                .filter(|it| !it.frozen)
+                .map(|it| if growing { it.grow } else { it.shrink })
+                .sum();
+            if factors < 1.0 && (initial_free * factors).abs() < free.abs() {
+                free = initial_free * factors;
+            }
+            let scaled: f64 = items
+                .iter()
+                .filter(|it| !it.frozen)
+                .map(|it| it.shrink * it.base)
+                .sum();
+            let mut total = 0.0;
+            for it in items.iter_mut().filter(|it| !it.frozen) {
+                let t = if growing {
+                    it.base + free * it.grow / factors
+                } else if scaled > 0.0 {
+                    it.base + free * it.shrink * it.base / scaled
+                } else {
+                    it.base
+                };
+                it.target = t.min(it.max).max(it.min).max(0.0);
+                it.violation = it.target - t;
+                total += it.violation;
+            }
+            for it in items.iter_mut().filter(|it| !it.frozen) {
+                it.frozen = if total.abs() < 1e-9 {
+                    true
+                } else if total > 0.0 {
+                    it.violation > 0.0
+                } else {
+                    it.violation < 0.0
+                };
+            }
+        }
+        // Below what its content (or, for an image, its specified width)
+        // may hold it at: not known.
+        if items.iter().any(|it| {
+            it.min_auto
+                && (it.target < it.base.min(it.max) - 1e-9
+                    || it
+                        .replaced_min
+                        .is_some_and(|m| it.target < m.min(it.max) - 1e-9))
+        }) {
+            return None;
+        }
+        Some(items.iter().map(|it| (it.i, it.target)).collect())
+    }
+
     /// The CSS width of replaced element `i` (an `<img>`): Ok(Some) a width
-    /// the page's CSS sets, Ok(None) none set (the attribute or intrinsic
+    /// the page's CSS sets (or, for a flex item, the width the flex
+    /// container gives it), Ok(None) none set (the attribute or intrinsic
     /// width shows), Err when it needs layout (a `%` or `calc()` whose
     /// containing block is not known). `cap`: its `max-width`, when known.
     pub(super) fn replaced_width(&self, i: usize) -> Result<(Option<f64>, Cap), ()> {
+        if let Some(p) = self.flex_parent(i) {
+            // A flex item: the row gives its width, or it is not known.
+            return self
+                .flex_line(p)
+                .and_then(|line| line.iter().find(|(k, _)| *k == i).map(|(_, w)| *w))
+                .map(|w| (Some(w), Cap::None))
+                .ok_or(());
+        }
         let base = self.containing_width(i);
         let border_box = self
             .get(i, "box-sizing")

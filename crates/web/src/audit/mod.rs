@@ -9,7 +9,8 @@
 //! and do not count toward the grade. docs/audit.md has the scale and weights.
 //!
 //! Modules: `critical` (render-blocking resources, the critical request
-//! chain, unused preconnect/preload), `images` (size at the device pixel ratio, format),
+//! chain, unused preconnect/preload), `lantern` (a request's time on
+//! Lighthouse's reference link), `images` (size at the device pixel ratio, format),
 //! `layout` (containing-block widths, bounds on positions), `offscreen`
 //! (Lighthouse's offscreen-images), `minify`
 //! (the minifiers and wire-size estimates), `revalidate`
@@ -28,6 +29,7 @@ use checks::{
 pub use text::render_text;
 
 mod images;
+mod lantern;
 mod layout;
 mod minify;
 mod offscreen;
@@ -107,6 +109,10 @@ pub struct Finding {
     /// Milliseconds the fix would save.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saving_ms: Option<f64>,
+    /// Milliseconds the resource would take on Lighthouse's reference link
+    /// (render-blocking: `lantern`), whatever link the page was loaded over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_ms: Option<f64>,
 }
 
 /// The fix in each server's configuration.
@@ -343,6 +349,7 @@ fn finding(sev: Severity, e: &Entry, evidence: String) -> (bool, Finding) {
             evidence,
             saving_bytes: None,
             saving_ms: None,
+            link_ms: None,
         },
     )
 }
@@ -357,6 +364,7 @@ fn note(sev: Severity, evidence: String) -> (bool, Finding) {
             evidence,
             saving_bytes: None,
             saving_ms: None,
+            link_ms: None,
         },
     )
 }

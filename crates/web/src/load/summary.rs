@@ -7,7 +7,8 @@ use super::*;
 /// `doc`: what its head declares render-blocking
 /// ([`crate::discover::HtmlScan::blocking`]: stylesheets that apply,
 /// classic scripts without `async`/`defer`), as fetched or taken from the
-/// cache in this view, each once, in the order written.
+/// cache in this view, each once, in the order written; then the
+/// stylesheets those `@import`.
 pub fn render_blocking(
     entries: &[Entry],
     doc: usize,
@@ -34,6 +35,24 @@ pub fn render_blocking(
             if !out.contains(&i) {
                 out.push(i);
             }
+        }
+    }
+    // What a blocking stylesheet `@import`s blocks too (Chromium marks it
+    // render-blocking, as Lighthouse lists it).
+    for _ in 0..16 {
+        let before = out.len();
+        for (i, e) in entries.iter().enumerate() {
+            if e.kind == Kind::Stylesheet
+                && !e.after_load
+                && !out.contains(&i)
+                && e.parent
+                    .is_some_and(|p| out.contains(&p) && entries[p].kind == Kind::Stylesheet)
+            {
+                out.push(i);
+            }
+        }
+        if out.len() == before {
+            break;
         }
     }
     out

@@ -15,6 +15,7 @@ pub(crate) struct HeadSink {
     pub(crate) bad: bool,
     pub(crate) content_length: Option<u64>,
     server: Option<String>,
+    alt_svc: Option<String>,
     location: Option<String>,
     headers: Vec<(String, String)>,
     size: usize,
@@ -29,6 +30,7 @@ impl HeadSink {
             bad: false,
             content_length: None,
             server: None,
+            alt_svc: None,
             location: None,
             headers: Vec::new(),
             size: 0,
@@ -43,6 +45,7 @@ impl HeadSink {
     pub(crate) fn answer(&mut self, want: Want, status: u16) -> Answer {
         Answer {
             server: self.server.take(),
+            alt_svc: self.alt_svc.take(),
             location: self
                 .location
                 .take()
@@ -63,7 +66,7 @@ impl Sink for HeadSink {
     fn wants(&mut self, name: &[u8]) -> bool {
         match name {
             b":status" | b"content-length" => true,
-            b"server" => self.want.server,
+            b"server" | b"alt-svc" => self.want.server,
             b"location" => self.want.location,
             _ => self.capture_headers(),
         }
@@ -102,6 +105,9 @@ impl Sink for HeadSink {
             }
             b"server" if self.want.server && self.server.is_none() => {
                 self.server = Some(String::from_utf8_lossy(v).chars().take(200).collect());
+            }
+            b"alt-svc" if self.want.server => {
+                crate::head::join_kept(&mut self.alt_svc, &String::from_utf8_lossy(v));
             }
             b"location" if self.want.location && self.location.is_none() => {
                 self.location = Some(String::from_utf8_lossy(v).into_owned());

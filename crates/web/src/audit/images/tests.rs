@@ -286,3 +286,52 @@ fn max_width_caps_an_intrinsic_width() {
     let l = loaded(&html, "http://a.test/h.jpg", (1600, 1200), 200_000, DESKTOP);
     assert!(evidence(&l).is_empty());
 }
+
+#[test]
+fn flex_items_get_the_width_the_row_gives_them() {
+    // Desktop: the body's content box is 1334 px.
+    let css = ".row { display: flex } .side { flex: 0 0 300px } .main { flex: 1; padding: 0 12px }\
+               .doc { display: flex } .wrap { float: left; width: 100% } .body { margin-left: 230px }\
+               .bar { width: 230px; margin-left: -100% } .basis { flex-basis: 40%; max-width: 300px }\
+               .g { display: flex; width: 900px } .ga { width: 100px; flex-grow: 1 } .gb { width: 100px; flex-grow: 3 }\
+               .s { display: flex; width: 1000px } .s > div { width: 800px } .s > .z { min-width: 0 }\
+               img { max-width: 100% }";
+    let html = format!(
+        "{META}<style>{css}</style>\
+         <div class=row><div class=side></div><div class=main><img src=a.jpg></div></div>\
+         <div class=doc><div class=wrap><div class=body><img src=b.jpg></div></div><div class=bar></div><div class=clearer></div></div>\
+         <div class=row><img src=c.jpg style=\"flex: 0 0 200px; min-width: 0\" width=800><div class=basis><img src=d.jpg></div></div>\
+         <div class=g><div class=ga><img src=e.jpg></div><div class=gb><img src=f.jpg></div></div>\
+         <div class=s><div><img src=h.jpg></div><div><img src=i.jpg></div></div>\
+         <div class=s><div class=z><img src=j.jpg></div><div class=z><img src=k.jpg></div></div>\
+         <div class=row><div>text sized<img src=l.jpg></div></div>\
+         <div class=row><img src=m.jpg style=\"flex: 0 0 200px\" width=800><img src=n.jpg style=\"flex: 0 0 200px\"></div>"
+    );
+    let d = shown(html.as_bytes(), "http://a.test/", &DESKTOP, &[]);
+    let cap = |f: &str| {
+        d.get(&format!("http://a.test/{f}"))
+            .map(|s| s.max.or(s.width))
+    };
+    // `flex: 1` beside a 300 px column: 1334 - 300 - 24 of padding.
+    assert_eq!(cap("a.jpg"), Some(Some(1010.0)));
+    // A `width: 100%` item beside a sidebar pulled back by its margin.
+    assert_eq!(cap("b.jpg"), Some(Some(1104.0)));
+    // The basis, not the attribute; 40 % capped at 300 px.
+    assert_eq!(cap("c.jpg"), Some(Some(200.0)));
+    assert_eq!(cap("d.jpg"), Some(Some(300.0)));
+    // 700 px of free space shared 1:3.
+    assert_eq!(cap("e.jpg"), Some(Some(275.0)));
+    assert_eq!(cap("f.jpg"), Some(Some(625.0)));
+    // Shrunk below their width with `min-width: auto`: their content may
+    // hold them: not known. With `min-width: 0`: 500 px each.
+    assert_eq!(cap("h.jpg"), None);
+    assert_eq!(cap("i.jpg"), None);
+    assert_eq!(cap("j.jpg"), Some(Some(500.0)));
+    assert_eq!(cap("k.jpg"), Some(Some(500.0)));
+    // An item sized by its text: not known.
+    assert_eq!(cap("l.jpg"), None);
+    // An image item keeps at least the smaller of its specified and its
+    // own width (`min-width: auto`): 800 px or less, not 200; unknown.
+    assert_eq!(cap("m.jpg"), None);
+    assert_eq!(cap("n.jpg"), None);
+}
