@@ -5,7 +5,9 @@
 //! [`Http3Session::datagrams_done`] processes a batch's events once),
 //! [`Http3Session::next_datagrams`] builds what is to be sent when the driver
 //! sends (the requests of a whole pass in the same datagrams; several
-//! equal-size datagrams for one GSO send), and the QUIC timers (loss
+//! equal-size datagrams for one GSO send; a session not made
+//! [`Http3Session::batched`] queues them one by one for
+//! [`Session::pending_out`] instead), and the QUIC timers (loss
 //! detection, acknowledgements, idle) are [`Http3Session::deadline`] and
 //! [`Http3Session::on_timeout`]. Each session has its own `quinn-proto`
 //! endpoint (one connection: the kernel demultiplexes by the connected
@@ -54,6 +56,9 @@ const MAX_OPEN: usize = 4096;
 /// (`quinn-proto` takes each as an owned `BytesMut` and keeps views of it
 /// for stream data): one allocation per chunk, not per datagram.
 const RX_CHUNK: usize = 64 * 1024;
+/// Datagrams queued for `pending_out` before the session waits for the
+/// caller to send them (without `batched`).
+const OUT_QUEUE: usize = 64;
 
 /// What every HTTP/3 connection of a run shares: QUIC's client and
 /// endpoint configurations (TLS 1.3 with ALPN `h3`).
@@ -205,9 +210,13 @@ pub struct Http3Session {
     ch: ConnectionHandle,
     conn: quinn_proto::Connection,
     remote: SocketAddr,
-    /// The endpoint's own answers to send before anything else (rare),
-    /// oldest first.
+    /// Datagrams to send before anything else, oldest first: the
+    /// endpoint's own answers (rare), and without `batched` every datagram
+    /// (the [`Session`] way: `pending_out`, `consume_out`).
     out: VecDeque<Vec<u8>>,
+    /// The driver builds datagrams when it sends (`next_datagrams`), so
+    /// `pump` queues none ([`Http3Session::batched`]).
+    batched: bool,
     /// Datagrams built and not sent yet (the socket refused them for now).
     tx: Vec<u8>,
     /// What `tx` holds, while it holds something: its segment size (GSO)
@@ -265,6 +274,7 @@ impl Http3Session {
             conn,
             remote,
             out: VecDeque::new(),
+            batched: false,
             tx: Vec::with_capacity(2048),
             tx_meta: None,
             scratch: Vec::with_capacity(2048),
@@ -419,8 +429,15 @@ impl Http3Session {
         self.tx_meta = None;
     }
 
-    /// Processes what QUIC has for the endpoint and the application (what
-    /// it has to send is built when the driver sends, `next_datagrams`).
+    /// From now on datagrams are built only when the driver sends
+    /// ([`Http3Session::next_datagrams`]: the requests of a pass share
+    /// them, GSO batches), not queued one by one for `pending_out`.
+    pub fn batched(&mut self) {
+        self.batched = true;
+    }
+
+    /// Processes what QUIC has for the endpoint and the application; then,
+    /// unless `batched`, queues what it has to send, datagram by datagram.
     fn pump(&mut self) {
         for _ in 0..100_000 {
             while let Some(ev) = self.conn.poll_endpoint_events() {
@@ -434,6 +451,17 @@ impl Http3Session {
                 quinn_proto::Event::ConnectionLost { reason } => self.connection_lost(reason),
                 quinn_proto::Event::Stream(se) => self.stream_event(se),
                 _ => {}
+            }
+        }
+        if !self.batched {
+            let now = Instant::now();
+            while self.out.len() < OUT_QUEUE {
+                let mut buf = Vec::new();
+                let Some(t) = self.conn.poll_transmit(now, 1, &mut buf) else {
+                    break;
+                };
+                buf.truncate(t.size);
+                self.out.push_back(buf);
             }
         }
     }
@@ -757,12 +785,18 @@ impl Session for Http3Session {
         }
     }
 
-    /// Nothing: datagrams are built when sent (`next_datagrams`).
+    /// The next datagram (nothing once `batched`: see `next_datagrams`).
     fn pending_out(&self) -> &[u8] {
-        &[]
+        self.out.front().map_or(&[], Vec::as_slice)
     }
 
-    fn consume_out(&mut self, _n: usize) {}
+    fn consume_out(&mut self, _n: usize) {
+        // A datagram goes whole or not at all.
+        self.out.pop_front();
+        if self.out.is_empty() && !self.batched {
+            self.pump();
+        }
+    }
 
     fn poll_event(&mut self) -> Option<Event> {
         self.events.pop_front()

@@ -50,7 +50,11 @@ impl MuxLink {
         conn.udp = Some(udp);
         core.socket_opened();
         let session = match session {
-            Ok(s) => s,
+            Ok(mut s) => {
+                // `mux/udp.rs` builds the datagrams when it sends.
+                s.batched();
+                s
+            }
             Err(m) => return self.conn_failed(core, c, ErrorKind::Other, Cow::Owned(m), now),
         };
         conn.proto = Proto::H3(Box::new(session));
