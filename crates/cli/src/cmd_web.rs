@@ -64,8 +64,15 @@ pub struct CommonArgs {
     connect_timeout: Duration,
     /// Speak HTTP/1.1 only: offer just `http/1.1` in ALPN, even to servers
     /// with HTTP/2 (curl's flag; for comparing the two).
-    #[arg(long = "http1.1")]
+    #[arg(long = "http1.1", conflicts_with = "http3")]
     http11: bool,
+    /// Load every https resource over HTTP/3 (QUIC on UDP, ALPN h3), as
+    /// Chromium with --origin-to-force-quic-on: an origin that does not
+    /// answer over UDP is an error per request. Without it, an origin that
+    /// advertised `Alt-Svc: h3` in the first view is loaded over HTTP/3 in
+    /// the later views, as Chromium does on a repeat visit.
+    #[arg(long = "http3")]
+    http3: bool,
     /// HTTP/1.1 connections per host (browsers use 6); an HTTP/2 host gets one.
     #[arg(long = "per-host", value_name = "N", default_value_t = 6, value_parser = clap::value_parser!(u16).range(1..=64))]
     per_host: u16,
@@ -229,6 +236,7 @@ fn prepare(c: &CommonArgs) -> Result<(redline_web::url::Url, LoadOpts), String> 
     opts.client.connect_timeout = c.connect_timeout;
     opts.per_host = usize::from(c.per_host);
     opts.client.http1_only = c.http11;
+    opts.client.http3 = c.http3;
     opts.max_resources = c.max_resources.max(1);
     let mut vp = if c.mobile {
         redline_web::viewport::MOBILE

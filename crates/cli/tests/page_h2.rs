@@ -90,13 +90,7 @@ fn take_log(n: &Nginx) -> Vec<Line> {
 }
 
 fn run(args: &[&str]) -> (Value, String) {
-    let out = redline(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let out = common::redline_ok(args);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     let v = serde_json::from_str(&stdout).unwrap_or(Value::Null);
     (v, stdout)

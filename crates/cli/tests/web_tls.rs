@@ -87,15 +87,7 @@ fn tls_site(cfg: Arc<rustls::ServerConfig>) -> ScriptServer {
 }
 
 fn json(args: &[&str]) -> Value {
-    let out = redline(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    common::json_ok(args)
 }
 
 /// Validates an https document against the committed schema (docs/FILE).

@@ -41,3 +41,13 @@ pub fn pki() -> Pki {
         key_der: leaf_key.serialize_der(),
     }
 }
+
+/// SHA-256 of the leaf's SubjectPublicKeyInfo, what Chromium's
+/// `--ignore-certificate-errors-spki-list` takes (base64-encoded): QUIC in
+/// Chromium trusts no test CA, only a pinned key.
+pub fn leaf_spki_sha256(p: &Pki) -> [u8; 32] {
+    let key = KeyPair::try_from(p.key_der.as_slice()).expect("the leaf's key");
+    let spki = rcgen::PublicKeyData::subject_public_key_info(&key);
+    let d = ring::digest::digest(&ring::digest::SHA256, &spki);
+    d.as_ref().try_into().expect("32 bytes")
+}

@@ -34,12 +34,59 @@ pub const MAX_STREAMS: usize = 100;
 /// The limit on a response's header block (as the engine's h2 client).
 const MAX_HEADER_LIST: u32 = 256 * 1024;
 
-struct Req {
-    url: Url,
-    headers: Vec<(String, String)>,
-    timeout: Duration,
-    budget: Option<Arc<crate::http::Budget>>,
-    reply: mpsc::SyncSender<Result<Response, FetchError>>,
+/// One GET handed to a multiplexed connection's thread (HTTP/2 here,
+/// HTTP/3 in [`crate::h3`]); the answer goes back on `reply`. Built only
+/// by [`Multiplexed::get`].
+pub struct Req {
+    pub(crate) url: Url,
+    /// The request's fields, names lower case.
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) timeout: Duration,
+    pub(crate) budget: Option<Arc<crate::http::Budget>>,
+    pub(crate) reply: mpsc::SyncSender<Result<Response, FetchError>>,
+}
+
+/// A multiplexed connection's handle (HTTP/2 here, HTTP/3 in
+/// [`crate::h3`]): each GET goes to the connection's thread as a new stream.
+pub trait Multiplexed {
+    /// The connection thread's queue.
+    #[doc(hidden)]
+    fn queue(&self) -> &tokio::sync::mpsc::UnboundedSender<Req>;
+
+    /// Sends one GET as a new stream and waits for the whole response.
+    fn get(
+        &self,
+        u: &Url,
+        dest: crate::http::Dest,
+        extra: &[(String, String)],
+        opts: &ClientOpts,
+    ) -> Result<Response, FetchError> {
+        let headers = crate::http::request_headers(dest, extra, opts)
+            .into_iter()
+            .map(|(n, v)| (n.to_ascii_lowercase(), v))
+            .collect();
+        let (reply, rx) = mpsc::sync_channel(1);
+        let req = Req {
+            url: u.clone(),
+            headers,
+            timeout: opts.timeout,
+            budget: opts.budget.clone(),
+            reply,
+        };
+        if self.queue().send(req).is_err() {
+            // Nothing was sent: the connection's thread had ended.
+            return Err(FetchError::Unprocessed {
+                why: "the connection had closed".into(),
+                stream: 0,
+            });
+        }
+        // The stream times itself out at `timeout`; the slack covers a driver
+        // thread that is gone.
+        match rx.recv_timeout(opts.timeout + Duration::from_secs(2)) {
+            Ok(r) => r,
+            Err(_) => Err(FetchError::Io("timed out".into())),
+        }
+    }
 }
 
 /// A handle on an HTTP/2 connection; cloned for each request to its host.
@@ -66,40 +113,11 @@ impl H2Conn {
     pub fn alive(&self) -> bool {
         self.alive.load(Ordering::Relaxed)
     }
+}
 
-    /// Sends one GET as a new stream and waits for the whole response.
-    pub fn get(
-        &self,
-        u: &Url,
-        dest: crate::http::Dest,
-        extra: &[(String, String)],
-        opts: &ClientOpts,
-    ) -> Result<Response, FetchError> {
-        let headers = crate::http::request_headers(dest, extra, opts)
-            .into_iter()
-            .map(|(n, v)| (n.to_ascii_lowercase(), v))
-            .collect();
-        let (reply, rx) = mpsc::sync_channel(1);
-        let req = Req {
-            url: u.clone(),
-            headers,
-            timeout: opts.timeout,
-            budget: opts.budget.clone(),
-            reply,
-        };
-        if self.tx.send(req).is_err() {
-            // Nothing was sent: the connection's thread had ended.
-            return Err(FetchError::Unprocessed {
-                why: "the connection had closed".into(),
-                stream: 0,
-            });
-        }
-        // The stream times itself out at `timeout`; the slack covers a driver
-        // thread that is gone.
-        match rx.recv_timeout(opts.timeout + Duration::from_secs(2)) {
-            Ok(r) => r,
-            Err(_) => Err(FetchError::Io("timed out".into())),
-        }
+impl Multiplexed for H2Conn {
+    fn queue(&self) -> &tokio::sync::mpsc::UnboundedSender<Req> {
+        &self.tx
     }
 }
 
@@ -117,28 +135,10 @@ pub(crate) fn connect_tls(
     let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(Connected, f64), FetchError>>(1);
     let u2 = u.clone();
     let connect_timeout = opts.connect_timeout;
-    let spawned = std::thread::Builder::new()
-        .name(format!("redline-h2-{}", info.id))
-        .spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(FetchError::Io(format!("runtime: {e}"))));
-                    return;
-                }
-            };
-            let local = tokio::task::LocalSet::new();
-            local.block_on(
-                &rt,
-                drive(u2, cfg, name, sock, info, connect_timeout, ready_tx),
-            );
-        });
-    if let Err(e) = spawned {
-        return Err(FetchError::Io(format!("cannot start a thread: {e}")));
-    }
+    let thread = format!("redline-h2-{}", info.id);
+    spawn_conn(thread, ready_tx, move |ready| {
+        drive(u2, cfg, name, sock, info, connect_timeout, ready)
+    })?;
     match ready_rx.recv_timeout(opts.connect_timeout + Duration::from_secs(2)) {
         Ok(r) => r,
         Err(_) => Err(FetchError::Tls(format!(
@@ -146,6 +146,36 @@ pub(crate) fn connect_tls(
             u.host_str().unwrap_or("")
         ))),
     }
+}
+
+/// Starts a connection's thread `name`: `drive` (handed `ready`, on which
+/// its first message is the handshake's outcome) on a single-threaded tokio
+/// runtime, local tasks allowed. Err: no thread or runtime could be started.
+pub(crate) fn spawn_conn<T, F>(
+    name: String,
+    ready: mpsc::SyncSender<Result<T, FetchError>>,
+    drive: impl FnOnce(mpsc::SyncSender<Result<T, FetchError>>) -> F + Send + 'static,
+) -> Result<(), FetchError>
+where
+    T: Send + 'static,
+    F: Future<Output = ()>,
+{
+    let spawned = std::thread::Builder::new().name(name).spawn(move || {
+        let rt = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = ready.send(Err(FetchError::Io(format!("runtime: {e}"))));
+                return;
+            }
+        };
+        tokio::task::LocalSet::new().block_on(&rt, drive(ready));
+    });
+    spawned
+        .map(|_| ())
+        .map_err(|e| FetchError::Io(format!("cannot start a thread: {e}")))
 }
 
 /// The connection's thread: handshake, then (h2) serve requests until every
@@ -276,7 +306,7 @@ fn h2_error(e: h2::Error, stream: u32) -> FetchError {
         && (e.is_go_away() || (e.is_reset() && e.reason() == Some(h2::Reason::REFUSED_STREAM)));
     if refused {
         FetchError::Unprocessed {
-            why: format!("{e} (not processed by the server)"),
+            why: format!("HTTP/2: {e} (not processed by the server)"),
             stream,
         }
     } else {

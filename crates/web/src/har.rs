@@ -4,7 +4,8 @@
 //!
 //! Timings follow the spec and the waterfall: `dns`, `connect` and `ssl`
 //! only on the request that opened its connection (-1 elsewhere), `connect`
-//! including `ssl`; `send` is 0 (the request is written inside `wait`, as
+//! including `ssl` (HTTP/3: the QUIC handshake is both, so `connect` equals
+//! `ssl`, as Chromium reports QUIC); `send` is 0 (the request is written inside `wait`, as
 //! the waterfall's "waiting" column counts it); `blocked` is -1 (a fetch
 //! starts when it is dispatched). A failed fetch keeps the time it took
 //! (lookup, connect, then the wait for an answer) and has status 0 with the
@@ -53,6 +54,8 @@ fn query(url: &str) -> Value {
 fn http_version(e: &Entry) -> &'static str {
     match e.protocol.as_deref() {
         Some("h2") => "HTTP/2",
+        // As Chromium's HAR export writes HTTP/3.
+        Some("h3") => "h3",
         _ => "HTTP/1.1",
     }
 }

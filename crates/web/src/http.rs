@@ -30,10 +30,10 @@ mod trust;
 pub use connect::{
     connect, connect_timed, display_url, host_key, probe_alpn, AlpnProbe, Connected,
 };
-pub(crate) use connect::{server_name, tls_error, tls_info};
+pub(crate) use connect::{server_name, tls_error, tls_info, tls_of};
 pub use decode::{decode, is_text_type, Decoded};
 pub use exchange::request_bytes;
-pub(crate) use exchange::{finish, ms};
+pub(crate) use exchange::{finish, keep_cap, ms};
 pub(crate) use trust::verifier;
 
 /// The TLS client configurations of a load: one offering ALPN `http/1.1`
@@ -249,6 +249,8 @@ pub struct ClientOpts {
     pub tls: Option<Tls>,
     /// Offer only `http/1.1` in ALPN (`--http1.1`): no HTTP/2 even where offered.
     pub http1_only: bool,
+    /// Every request to an https origin over HTTP/3 (`--http3`, QUIC on UDP).
+    pub http3: bool,
     /// The byte budget reads are charged to (none: unbounded but for the
     /// per-response caps).
     pub budget: Option<Arc<Budget>>,
@@ -263,6 +265,7 @@ impl Default for ClientOpts {
             user_agent: CHROME_DESKTOP_UA.to_string(),
             tls: None,
             http1_only: false,
+            http3: false,
             budget: None,
         }
     }
@@ -466,11 +469,11 @@ pub enum FetchError {
     /// The body was larger than the client accepts.
     #[error("response body over {MAX_WIRE_BODY} bytes")]
     TooLarge,
-    /// HTTP/2: the server did not process the request (its stream was above
-    /// a GOAWAY's last stream id, was refused with REFUSED_STREAM, or was
-    /// never sent because the connection had ended): safe to send again on
-    /// a new connection, as a browser does.
-    #[error("HTTP/2: {why}")]
+    /// HTTP/2 or HTTP/3: the server did not process the request (its stream
+    /// was above a GOAWAY's last stream id, was refused with REFUSED_STREAM
+    /// or H3_REQUEST_REJECTED, or was never sent because the connection had
+    /// ended): safe to send again on a new connection, as a browser does.
+    #[error("{why}")]
     Unprocessed {
         /// What the server said.
         why: String,

@@ -11,6 +11,7 @@ pub mod css;
 pub mod discover;
 pub mod dom;
 pub mod h2;
+pub mod h3;
 pub mod har;
 pub mod http;
 pub mod load;

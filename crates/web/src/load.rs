@@ -15,6 +15,7 @@
 use crate::cache;
 use crate::discover::{Found, Kind, Session};
 use crate::h2::H2Conn;
+use crate::h3::{Endpoint, H3Conn};
 use crate::http::{
     connect_timed, display_url, host_key, Budget, ClientOpts, Conn, ConnInfo, ConnectTimes,
     Connected, Dest, FetchError, Response,
@@ -191,6 +192,11 @@ pub struct Entry {
     /// Sent a second time, on a new connection: the server had not processed
     /// the first (HTTP/2 GOAWAY or REFUSED_STREAM).
     pub retried: bool,
+    /// Sent over HTTP/3 because its origin advertised `Alt-Svc: h3` in an
+    /// earlier view (Chromium's repeat visit), not because of `--http3`.
+    pub alt_svc: bool,
+    /// Its origin's `Alt-Svc: h3` alternative failed (why): it went over TCP.
+    pub h3_fallback: Option<String>,
     /// `Location` of a redirect.
     pub redirect_to: Option<String>,
     /// Asked for after the load event, by the browser itself: the
@@ -260,6 +266,10 @@ pub struct Load {
     pub budget_exhausted: bool,
     /// Bytes charged to the budget: read from the network plus decoded bytes kept.
     pub budget_used: u64,
+    /// HTTP/3 by `Alt-Svc`, in words, one line per origin: what the first
+    /// view learnt (later views use it), which requests of a later view went
+    /// over HTTP/3 because of it, and alternatives that failed (over TCP).
+    pub alt_svc: Vec<String>,
 }
 
 /// How one origin was reached in a load.
@@ -304,6 +314,25 @@ enum Via {
     Reuse(Conn),
     /// A stream on the host's HTTP/2 connection.
     H2(H2Conn),
+    /// A stream on the origin's HTTP/3 connection.
+    H3(H3Conn),
+    /// A new HTTP/3 connection with this number, to this endpoint, for this
+    /// reason ([`H3Why`]).
+    NewH3(u64, Endpoint, H3Why),
+    /// `--http3`, and the origin's HTTP/3 connection could not be opened:
+    /// this error, without trying again.
+    H3Failed(FetchError),
+}
+
+/// Why a request goes over HTTP/3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum H3Why {
+    /// `--http3`: no other way (a failure is the request's error).
+    Forced,
+    /// The origin advertised `Alt-Svc: h3` in an earlier view: a failure
+    /// falls back to TCP for the rest of the view, as Chromium marks the
+    /// alternative broken.
+    AltSvc,
 }
 
 /// What the per-host pool knows of the host's protocol.
@@ -316,6 +345,8 @@ enum Proto {
     H1,
     /// HTTP/2: every request on this connection.
     H2(H2Conn),
+    /// HTTP/3: every request on this connection.
+    H3(H3Conn),
 }
 
 #[derive(Default)]
@@ -329,6 +360,9 @@ struct Pool {
     /// learnt from the first refused stream (nginx's `keepalive_requests`):
     /// a connection is not sent more, so a retried request is not refused again.
     h2_budget: Option<usize>,
+    /// Opening the origin's HTTP/3 connection failed (this error): not
+    /// tried again in this view.
+    h3_failed: Option<FetchError>,
 }
 
 /// What a fetch thread tells the loader.
@@ -336,6 +370,8 @@ enum Ev {
     /// A new https connection to the host (key) finished its handshake:
     /// HTTP/2 (the handle) or HTTP/1.1.
     Ready(String, Option<H2Conn>),
+    /// A new HTTP/3 connection to the origin (key) is up, or could not be opened.
+    H3(String, Result<H3Conn, FetchError>),
     /// A fetch ended.
     Done(Box<Done>),
 }
@@ -352,8 +388,12 @@ struct Done {
     new_conn: Option<ConnInfo>,
     conn: Option<Conn>,
     conditional: bool,
-    /// The HTTP/2 connection it was sent on.
-    h2_conn: Option<u64>,
+    /// The HTTP/2 or HTTP/3 connection it was sent on.
+    mux_conn: Option<u64>,
+    /// Sent over HTTP/3 because of an earlier `Alt-Svc: h3`.
+    alt_svc: bool,
+    /// The `Alt-Svc: h3` alternative failed (why): sent over TCP instead.
+    h3_fallback: Option<String>,
 }
 
 /// The entries in start order (they were pushed as they ended), each
@@ -487,8 +527,23 @@ pub fn load(
                     }
                 }
             }
-            let may_h2 = queue[i].url.scheme() == "https" && !opts.client.http1_only;
+            let https = queue[i].url.scheme() == "https";
+            let may_h2 = https && !opts.client.http1_only;
+            // HTTP/3: `--http3`, or an `Alt-Svc: h3` an earlier view learnt.
+            let h3 = if https && opts.client.http3 {
+                Some((Endpoint::of(&queue[i].url), H3Why::Forced))
+            } else {
+                cache
+                    .filter(|_| view != View::First)
+                    .and_then(|c| c.alt_h3(&queue[i].url, SystemTime::now()))
+                    .map(|a| (a.to.clone(), H3Why::AltSvc))
+            };
             let pool = pools.entry(key).or_default();
+            // A failed alternative is not tried again in this view.
+            let h3 = h3.filter(|(_, why)| *why == H3Why::Forced || pool.h3_failed.is_none());
+            if matches!(&pool.proto, Proto::H3(c) if !c.alive()) {
+                pool.proto = Proto::Unknown;
+            }
             if matches!(&pool.proto, Proto::H2(c) if !c.alive())
                 || (matches!(pool.proto, Proto::H2(_))
                     && pool.h2_budget.is_some_and(|b| pool.h2_sent >= b))
@@ -499,8 +554,10 @@ pub fn load(
             }
             let limit = match &pool.proto {
                 Proto::H2(c) => c.max_streams(),
-                // One handshake first: it tells whether the host speaks h2.
-                Proto::Unknown if may_h2 => 1,
+                Proto::H3(c) => c.max_streams(),
+                // One handshake first: it tells whether the host speaks h2
+                // (or opens its HTTP/3 connection).
+                Proto::Unknown if may_h2 || h3.is_some() => 1,
                 _ => opts.per_host.max(1),
             };
             if pool.busy >= limit {
@@ -509,10 +566,17 @@ pub fn load(
             }
             let job = queue.remove(i).expect("index in range");
             pool.busy += 1;
-            let via = match &pool.proto {
-                Proto::H2(c) => {
+            let via = match (&pool.proto, h3) {
+                (Proto::H2(c), _) => {
                     pool.h2_sent += 1;
                     Via::H2(c.clone())
+                }
+                (Proto::H3(c), _) => Via::H3(c.clone()),
+                (_, Some(_)) if pool.h3_failed.is_some() => {
+                    Via::H3Failed(pool.h3_failed.clone().expect("checked"))
+                }
+                (_, Some((to, why))) => {
+                    Via::NewH3(next_conn.fetch_add(1, Ordering::Relaxed) + 1, to, why)
                 }
                 _ => match pool.idle.pop() {
                     Some(c) => Via::Reuse(c),
@@ -590,6 +654,17 @@ pub fn load(
             break;
         };
         let done = match ev {
+            Ev::H3(key, r) => {
+                let pool = pools.entry(key).or_default();
+                match r {
+                    Ok(c) => {
+                        pool.h2_sent = 1;
+                        pool.proto = Proto::H3(c);
+                    }
+                    Err(e) => pool.h3_failed = Some(e),
+                }
+                continue;
+            }
             Ev::Ready(key, h2) => {
                 let pool = pools.entry(key).or_default();
                 // The request that opened it is its first.
@@ -625,7 +700,12 @@ pub fn load(
         if matches!(done.result, Err(FetchError::Unprocessed { .. }))
             && done.job.sent_again < MAX_SENT_AGAIN
         {
-            if matches!((&pool.proto, done.h2_conn), (Proto::H2(c), Some(id)) if c.id == id) {
+            let on_it = match (&pool.proto, done.mux_conn) {
+                (Proto::H2(c), Some(id)) => c.id == id,
+                (Proto::H3(c), Some(id)) => c.id == id,
+                _ => false,
+            };
+            if on_it {
                 pool.proto = Proto::Unknown;
             }
             let mut job = done.job;
@@ -665,6 +745,8 @@ pub fn load(
             protocol: None,
             reused: false,
             retried: job.retried,
+            alt_svc: done.alt_svc,
+            h3_fallback: done.h3_fallback,
             redirect_to: None,
             after_load: job.after_load,
             html_size: job.size,
@@ -829,7 +911,66 @@ pub fn load(
     l.started_at = started_at;
     l.budget_exhausted = exhausted;
     l.budget_used = budget.used();
+    l.alt_svc = alt_svc_notes(&l, view, cache, opts);
     l
+}
+
+/// [`Load::alt_svc`]: what Alt-Svc did in this view.
+fn alt_svc_notes(l: &Load, view: View, cache: Option<&Cache>, opts: &LoadOpts) -> Vec<String> {
+    if opts.client.http3 {
+        return Vec::new(); // every https request went over HTTP/3 anyway
+    }
+    let mut out = Vec::new();
+    let origin = |e: &Entry| Url::parse(&e.url).map(|u| host_key(&u)).unwrap_or_default();
+    match (view, cache) {
+        (View::First, _) | (_, None) => {
+            let learnt = view_cache::alt_svc_of(l, SystemTime::now());
+            let mut keys: Vec<&String> = learnt.keys().collect();
+            keys.sort();
+            for k in keys {
+                let a = &learnt[k];
+                out.push(format!(
+                    "{k}: Alt-Svc: {} advertises HTTP/3 on {}:{}; loaded over TCP in this view, as Chromium does on a first visit (a later view uses HTTP/3)",
+                    a.header, a.to.host, a.to.port
+                ));
+            }
+        }
+        (_, Some(c)) => {
+            let mut keys: Vec<&String> = c.alt_svc.keys().collect();
+            keys.sort();
+            for k in keys {
+                let a = &c.alt_svc[k];
+                let here: Vec<&Entry> = l
+                    .entries
+                    .iter()
+                    .filter(|e| !e.from_cache && origin(e) == *k)
+                    .collect();
+                if here.is_empty() {
+                    continue;
+                }
+                let h3 = here.iter().filter(|e| e.alt_svc).count();
+                if let Some(why) = here.iter().find_map(|e| e.h3_fallback.as_deref()) {
+                    out.push(format!(
+                        "{k}: the Alt-Svc HTTP/3 alternative ({}) failed: {why}; its requests went over TCP",
+                        a.header
+                    ));
+                } else if a.expires <= SystemTime::now() {
+                    out.push(format!(
+                        "{k}: Alt-Svc {} had expired (ma): over TCP",
+                        a.header
+                    ));
+                } else {
+                    out.push(format!(
+                        "{k}: {h3} of {} request{} over HTTP/3 because the first view's answers said Alt-Svc: {}",
+                        here.len(),
+                        if here.len() == 1 { "" } else { "s" },
+                        a.header
+                    ));
+                }
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -399,6 +399,12 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
         if e.retried {
             line.push_str("  [retried: not processed on its first connection]");
         }
+        if e.alt_svc {
+            line.push_str("  [h3 via Alt-Svc]");
+        }
+        if e.h3_fallback.is_some() {
+            line.push_str("  [Alt-Svc h3 failed: over TCP]");
+        }
         if let Some(r) = &e.redirect_to {
             let _ = write!(line, "  -> {r}");
         }
@@ -409,6 +415,18 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
             line.push_str("  (decoding stopped at 50 MiB)");
         }
         let _ = writeln!(s, "{line}");
+    }
+    if l.entries
+        .iter()
+        .any(|e| e.protocol.as_deref() == Some("h3") && e.phases.tls_ms.is_some())
+    {
+        let _ = writeln!(
+            s,
+            "  h3: the QUIC handshake is connect and TLS in one: its time is under tls, connect shows the lookup only"
+        );
+    }
+    for n in &l.alt_svc {
+        let _ = writeln!(s, "  HTTP/3 (Alt-Svc): {n}");
     }
     for h in &l.hosts {
         let _ = writeln!(

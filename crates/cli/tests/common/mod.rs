@@ -59,6 +59,26 @@ pub fn run_json(args: &[&str]) -> serde_json::Value {
     redline_testkit::proc::run_json(bin(), args)
 }
 
+/// Runs redline with `args` and asserts it succeeded (its output shown if not).
+pub fn redline_ok(args: &[&str]) -> Output {
+    let out = redline(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    out
+}
+
+/// Runs redline with `args`, asserts it succeeded, and parses its stdout
+/// as JSON (`page`/`audit -o json`).
+pub fn json_ok(args: &[&str]) -> serde_json::Value {
+    let out = redline_ok(args);
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
 /// The built-in target in this process.
 pub fn builtin() -> redline_serve::Server {
     redline_serve::Server::start(redline_serve::ServeConfig {

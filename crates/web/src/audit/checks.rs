@@ -34,17 +34,19 @@ pub(super) fn pct(ok: usize, all: usize) -> Option<u32> {
     (100 * ok).checked_div(all).map(|v| v as u32)
 }
 pub(super) fn keep_alive(cx: &Ctx) -> Check {
-    // HTTP/2 multiplexes every request on one connection: keep-alive is an
-    // HTTP/1.1 matter, so only HTTP/1.1 fetches are judged.
+    // HTTP/2 and HTTP/3 multiplex every request on one connection:
+    // keep-alive is an HTTP/1.1 matter, so only HTTP/1.1 fetches are judged.
     let (h2, own): (Vec<&Entry>, Vec<&Entry>) = cx
         .fetched()
         .filter(|e| !e.third_party)
-        .partition(|e| e.protocol.as_deref() == Some("h2"));
+        .partition(|e| matches!(e.protocol.as_deref(), Some("h2" | "h3")));
     let h2_conns: std::collections::HashSet<u64> = h2.iter().filter_map(|e| e.conn).collect();
+    let h3 = h2.iter().any(|e| e.protocol.as_deref() == Some("h3"));
     let h2_note = format!(
-        "{} request{} over HTTP/2 multiplexed on {} connection{}",
+        "{} request{} over {} multiplexed on {} connection{}",
         h2.len(),
         if h2.len() == 1 { "" } else { "s" },
+        if h3 { "HTTP/3" } else { "HTTP/2" },
         h2_conns.len(),
         if h2_conns.len() == 1 { "" } else { "s" }
     );
@@ -55,7 +57,8 @@ pub(super) fn keep_alive(cx: &Ctx) -> Check {
             "every request after the first on a host should reuse a connection",
             None,
             format!(
-                "not applicable (moot on HTTP/2): {h2_note}; keep-alive matters only for HTTP/1.1"
+                "not applicable (moot on {}): {h2_note}; keep-alive matters only for HTTP/1.1",
+                if h3 { "HTTP/3" } else { "HTTP/2" }
             ),
             Vec::new(),
             FIX_KEEPALIVE,

@@ -32,6 +32,8 @@ pub(crate) fn entry(url: &str, kind: Kind, ct: &str, wire: u64) -> Entry {
         protocol: Some("http/1.1".into()),
         reused: false,
         retried: false,
+        alt_svc: false,
+        h3_fallback: None,
         after_load: false,
         redirect_to: None,
         html_size: None,
@@ -65,5 +67,6 @@ pub(crate) fn page(img: Entry) -> Load {
         started_at: String::new(),
         budget_exhausted: false,
         budget_used: 0,
+        alt_svc: Vec::new(),
     }
 }

@@ -17,6 +17,7 @@
 //! (why a conditional GET did not get 304), `security` (response headers,
 //! cookies, HTTP→HTTPS), `transport` (the TLS probe and its checks).
 
+pub mod alt_svc;
 mod checks;
 mod critical;
 pub mod encode;
@@ -452,6 +453,8 @@ pub struct Probes {
     /// What `http://host/` answered (https pages), or the page's own
     /// answer followed for http pages.
     pub http: Option<transport::HttpProbe>,
+    /// The page's HTTP/3 alternative (https pages whose `Alt-Svc` names h3).
+    pub h3: Option<alt_svc::H3Probe>,
     /// Device pixel ratio the images are judged at (none: the DPR of the
     /// screen the load was discovered for; `redline audit` sets its
     /// `--dpr`/`--mobile` one).
@@ -665,7 +668,7 @@ pub fn all_fixes() -> Vec<(&'static str, Fix)> {
         ("tls-chain", transport::FIX_CHAIN),
         ("ocsp-stapling", transport::FIX_OCSP),
         ("tls-resumption", transport::FIX_RESUME),
-        ("alt-svc-h3", transport::FIX_ALT_SVC),
+        ("alt-svc-h3", alt_svc::FIX_ALT_SVC),
     ]
 }
 

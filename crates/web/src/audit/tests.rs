@@ -36,6 +36,7 @@ fn http2_grades_own_origins_and_lists_third_parties_apart() {
         started_at: String::new(),
         budget_exhausted: false,
         budget_used: 0,
+        alt_svc: Vec::new(),
     };
     let run = |url: &str, p: &[crate::http::AlpnProbe]| {
         let a = audit(url, &empty, None, Vec::new(), p, &Probes::default());

@@ -3,11 +3,11 @@
 //! the protocol version, the certificate's days to expiry (warning under
 //! 30, error under 7), whether the chain the server sends is complete,
 //! OCSP stapling, session resumption on a second connection, and `Alt-Svc`
-//! advertising HTTP/3 (information). The probes ([`probe`]) connect on
+//! advertising HTTP/3 (information; checked and probed in `alt_svc.rs`). The probes ([`probe`]) connect on
 //! their own, send no credentials, and are bounded by the time-outs given.
 
 use super::{check, note, Check, Ctx, Fix, Severity};
-use crate::http::{header, ClientOpts, TlsArgs};
+use crate::http::{ClientOpts, TlsArgs};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
@@ -83,6 +83,7 @@ pub fn probe(url: &str, opts: &ClientOpts, tls: &TlsArgs, http_port: u16) -> sup
     super::Probes {
         tls: Some(probe_tls(&u, tls, opts.connect_timeout)),
         http: Some(probe_http(&plain, opts)),
+        h3: Some(super::alt_svc::probe_h3(&u, opts)),
         dpr: None,
     }
 }
@@ -326,7 +327,7 @@ pub fn probe_tls(u: &Url, args: &TlsArgs, timeout: Duration) -> TlsProbe {
 pub(super) fn checks(cx: &Ctx) -> Vec<Check> {
     let mut v = vec![https(cx)];
     v.extend(tls_checks(cx));
-    v.push(alt_svc(cx));
+    v.push(super::alt_svc::check_alt_svc(cx));
     v
 }
 
@@ -688,46 +689,4 @@ fn tls_checks(cx: &Ctx) -> Vec<Check> {
         ),
     });
     out
-}
-
-pub(super) const FIX_ALT_SVC: Fix = Fix {
-    apache: "# Apache httpd has no HTTP/3; a CDN or a proxy in front (nginx 1.25+, Caddy) can offer it",
-    nginx: "# nginx 1.25.0 and newer, built with http_v3:\n# listen 443 quic reuseport;\n# add_header Alt-Svc 'h3=\":443\"; ma=86400';",
-    lighttpd: "# lighttpd has no HTTP/3; a CDN or a proxy in front can offer it",
-};
-
-fn alt_svc(cx: &Ctx) -> Check {
-    const T: &str = "HTTP/3 advertised (Alt-Svc)";
-    const TH: &str =
-        "information only (weight 0): Alt-Svc naming h3 lets browsers switch to HTTP/3";
-    let Some(e) = cx.doc() else {
-        return check(
-            "alt-svc-h3",
-            T,
-            TH,
-            None,
-            super::security_na(),
-            Vec::new(),
-            FIX_ALT_SVC,
-        );
-    };
-    let v = header(&e.headers, "alt-svc");
-    let h3 = v.is_some_and(|v| {
-        v.split(',')
-            .any(|p| p.trim_start().starts_with("h3=") || p.trim_start().starts_with("h3-"))
-    });
-    let why = match v {
-        Some(v) if h3 => format!("Alt-Svc: {v}: browsers may switch to HTTP/3"),
-        Some(v) => format!("Alt-Svc: {v}: no h3"),
-        None => "no Alt-Svc: HTTP/3 not advertised".into(),
-    };
-    check(
-        "alt-svc-h3",
-        T,
-        TH,
-        Some(100),
-        why.clone(),
-        vec![note(Severity::Info, why)],
-        FIX_ALT_SVC,
-    )
 }

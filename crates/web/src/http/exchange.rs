@@ -282,6 +282,22 @@ impl Conn {
     }
 }
 
+/// How much of a decoded body of media type `ctype` (lower case, no
+/// parameters) the loader keeps: text whole up to [`KEEP_TEXT`], images
+/// the audit re-encodes up to [`KEEP_ENCODABLE`], other images (and an
+/// unknown type) their first [`KEEP_IMAGE`] bytes, nothing else.
+pub(crate) fn keep_cap(ctype: &str) -> usize {
+    if is_text_type(ctype) {
+        KEEP_TEXT
+    } else if is_encodable(ctype) {
+        KEEP_ENCODABLE
+    } else if ctype.starts_with("image/") || ctype.is_empty() {
+        KEEP_IMAGE
+    } else {
+        0
+    }
+}
+
 /// Builds the [`Response`] from a complete body: decoding (bounded), the
 /// part kept for later steps, and the timing (`sent`, first byte, done).
 #[allow(clippy::too_many_arguments)]
@@ -304,15 +320,7 @@ pub(crate) fn finish(
                 .to_ascii_lowercase()
         })
         .unwrap_or_default();
-    let keep_cap = if is_text_type(&ctype) {
-        KEEP_TEXT
-    } else if is_encodable(&ctype) {
-        KEEP_ENCODABLE
-    } else if ctype.starts_with("image/") || ctype.is_empty() {
-        KEEP_IMAGE
-    } else {
-        0
-    };
+    let keep_cap = keep_cap(&ctype);
     let coding = header(&headers, "content-encoding")
         .unwrap_or("")
         .trim()

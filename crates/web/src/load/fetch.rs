@@ -1,7 +1,10 @@
 //! One fetch of the loader: queueing a reference, the headers it sends,
-//! and fetching it over a pooled HTTP/1.1 connection.
+//! and fetching it over a pooled HTTP/1.1 connection, a new connection, or
+//! a stream of the origin's HTTP/2 or HTTP/3 connection; an `Alt-Svc: h3`
+//! alternative that cannot be reached falls back to TCP, as Chromium's does.
 
 use super::*;
+use crate::h2::Multiplexed;
 
 /// Queues what discovery found in entry `idx` (at iframe depth `depth`).
 pub(super) fn enqueue(
@@ -84,7 +87,8 @@ pub(super) fn fetch_one(
     let began = Instant::now();
     let dest = job.kind.dest();
     let sent = sent_headers(&job.url, dest, extra, opts);
-    let done = |job, result, dns_connect, new_conn, conn, h2_conn| Done {
+    let mut h3_fallback = None;
+    let done = |job, result, dns_connect, new_conn, conn, mux_conn, alt_svc, h3_fallback| Done {
         job,
         start_ms,
         elapsed_ms: ms(began.elapsed()),
@@ -94,26 +98,74 @@ pub(super) fn fetch_one(
         new_conn,
         conn,
         conditional,
-        h2_conn,
+        mux_conn,
+        alt_svc,
+        h3_fallback,
     };
+    // A request on a multiplexed connection (`opened`: this fetch opened it).
+    let on_mux = |job, result, opened: Option<(ConnectTimes, ConnInfo)>, id, alt, fell| {
+        let (t, info) = opened.map_or((None, None), |(t, i)| (Some(t), Some(i)));
+        done(job, result, t, info, None, Some(id), alt, fell)
+    };
+    let failed = |job, e, spent, fell| done(job, Err(e), spent, None, None, None, false, fell);
     let mut dns_connect = None;
     let mut new_conn = None;
     let mut spent = ConnectTimes::default();
+    let mut via = via;
+    if let Via::NewH3(id, to, why) = via {
+        match crate::h3::connect(&job.url, &to, opts, id, &mut spent) {
+            Ok((c, t)) => {
+                let _ = tx.send(Ev::H3(host_key(&job.url), Ok(c.clone())));
+                let result = c.get(&job.url, dest, extra, opts);
+                let alt = why == H3Why::AltSvc;
+                return on_mux(job, result, Some((t, c.info.clone())), c.id, alt, None);
+            }
+            Err(e) => {
+                let _ = tx.send(Ev::H3(host_key(&job.url), Err(e.clone())));
+                if why == H3Why::Forced {
+                    return failed(job, e, Some(spent), None);
+                }
+                // The alternative is broken: TCP, on a new connection.
+                h3_fallback = Some(e.to_string());
+                spent = ConnectTimes::default();
+                via = Via::New(ids.fetch_add(1, Ordering::Relaxed) + 1);
+            }
+        }
+    }
+    let as_reused = |r: Result<Response, FetchError>| {
+        r.map(|mut r| {
+            r.reused = true;
+            r
+        })
+    };
     let mut conn = match via {
+        Via::H3Failed(e) => return failed(job, e, None, None),
+        Via::NewH3(..) => {
+            let e = FetchError::Io("HTTP/3: the connection was not opened".into());
+            return failed(job, e, None, None);
+        }
+        Via::H3(c) => {
+            let result = as_reused(c.get(&job.url, dest, extra, opts));
+            // HTTP/3 connections exist for `--http3` or an Alt-Svc alternative.
+            return on_mux(job, result, None, c.id, !opts.http3, None);
+        }
         Via::H2(c) => {
-            let result = c.get(&job.url, dest, extra, opts).map(|mut r| {
-                r.reused = true;
-                r
-            });
-            return done(job, result, None, None, None, Some(c.id));
+            let result = as_reused(c.get(&job.url, dest, extra, opts));
+            return on_mux(job, result, None, c.id, false, h3_fallback);
         }
         Via::Reuse(c) => c,
         Via::New(id) => match connect_timed(&job.url, opts, id, &mut spent) {
             Ok((Connected::H2(c), t)) => {
                 let _ = tx.send(Ev::Ready(host_key(&job.url), Some(c.clone())));
                 let result = c.get(&job.url, dest, extra, opts);
-                let info = c.info.clone();
-                return done(job, result, Some(t), Some(info), None, Some(c.id));
+                return on_mux(
+                    job,
+                    result,
+                    Some((t, c.info.clone())),
+                    c.id,
+                    false,
+                    h3_fallback,
+                );
             }
             Ok((Connected::H1(c), t)) => {
                 if job.url.scheme() == "https" {
@@ -123,7 +175,7 @@ pub(super) fn fetch_one(
                 new_conn = Some(c.info.clone());
                 c
             }
-            Err(e) => return done(job, Err(e), Some(spent), None, None, None),
+            Err(e) => return failed(job, e, Some(spent), h3_fallback),
         },
     };
     let reused = dns_connect.is_none();
@@ -162,5 +214,7 @@ pub(super) fn fetch_one(
         new_conn,
         keep.then_some(conn),
         None,
+        false,
+        h3_fallback,
     )
 }

@@ -147,6 +147,7 @@ pub(super) fn summarize(
         truncated,
         budget_exhausted: false,
         budget_used: 0,
+        alt_svc: Vec::new(),
         entries,
         discovery: Default::default(),
     }

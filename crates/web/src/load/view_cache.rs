@@ -1,5 +1,7 @@
 //! The loader's HTTP cache between views (the revalidate and cached views): what is stored,
-//! what is fresh, and the entry a cache hit records.
+//! what is fresh, the entry a cache hit records, and the HTTP/3 alternatives
+//! origins advertised (`Alt-Svc: h3`, RFC 7838), which later views use as
+//! Chromium does on a repeat visit.
 
 use super::*;
 
@@ -10,6 +12,73 @@ pub struct Cache {
     /// The browser's own favicon URLs that failed (4xx/5xx, no answer):
     /// Chromium does not ask for them again in the session.
     pub(super) missing: HashSet<String>,
+    /// Per origin (`scheme://host:port`), the `h3` alternative its last
+    /// `Alt-Svc` named (a later header replaces it, `clear` removes it).
+    pub(super) alt_svc: HashMap<String, AltH3>,
+}
+
+/// An HTTP/3 alternative an origin advertised.
+#[derive(Clone, Debug)]
+pub(super) struct AltH3 {
+    /// Where to connect (the origin's host unless the alternative names one).
+    pub(super) to: crate::h3::Endpoint,
+    /// The header as the server sent it.
+    pub(super) header: String,
+    /// When it stops being valid (`ma`, 24 hours without it).
+    pub(super) expires: SystemTime,
+}
+
+impl Cache {
+    /// The `h3` alternative of `u`'s origin still valid at `now` (https only).
+    pub(super) fn alt_h3(&self, u: &Url, now: SystemTime) -> Option<&AltH3> {
+        if u.scheme() != "https" {
+            return None;
+        }
+        self.alt_svc.get(&host_key(u)).filter(|a| a.expires > now)
+    }
+}
+
+/// What the `Alt-Svc` headers of a load leave for later views: per https
+/// origin, in the order the answers came, the last header wins; a value
+/// that is not valid RFC 7838 is ignored (as Chromium does), `clear` or a
+/// header without `h3` forgets the origin's alternative.
+pub(super) fn alt_svc_of(load: &Load, now: SystemTime) -> HashMap<String, AltH3> {
+    let mut out = HashMap::new();
+    let mut order: Vec<&Entry> = load.entries.iter().filter(|e| !e.from_cache).collect();
+    order.sort_by(|a, b| a.end_ms.total_cmp(&b.end_ms));
+    for e in order {
+        let Ok(u) = Url::parse(&e.url) else { continue };
+        let Some(v) = crate::http::header(&e.headers, "alt-svc") else {
+            continue;
+        };
+        if u.scheme() != "https" || e.status.is_none() {
+            continue;
+        }
+        let Ok(parsed) = redline_engine::altsvc::parse(v) else {
+            continue;
+        };
+        let key = host_key(&u);
+        match parsed.h3() {
+            Some(a) => {
+                let host = a
+                    .host
+                    .clone()
+                    .unwrap_or_else(|| u.host_str().unwrap_or("").to_string());
+                out.insert(
+                    key,
+                    AltH3 {
+                        to: crate::h3::Endpoint { host, port: a.port },
+                        header: v.to_string(),
+                        expires: now + Duration::from_secs(a.max_age()),
+                    },
+                );
+            }
+            None => {
+                out.remove(&key);
+            }
+        }
+    }
+    out
 }
 
 #[derive(Clone, Debug)]
@@ -47,7 +116,12 @@ impl Cache {
                 },
             );
         }
-        Cache { stored, missing }
+        let alt_svc = alt_svc_of(load, SystemTime::now());
+        Cache {
+            stored,
+            missing,
+            alt_svc,
+        }
     }
 
     /// As [`Cache::from_load`], moving the kept bodies out of `load` into
@@ -129,6 +203,8 @@ pub(super) fn cached_entry(job: &Job, s: &Stored, now: f64, page_host: &str) -> 
         protocol: None,
         reused: false,
         retried: false,
+        alt_svc: false,
+        h3_fallback: None,
         redirect_to: None,
         after_load: job.after_load,
         html_size: job.size,
@@ -136,5 +212,67 @@ pub(super) fn cached_entry(job: &Job, s: &Stored, now: f64, page_host: &str) -> 
         headers: s.headers.clone(),
         request_headers: Vec::new(),
         body: s.body.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::fixtures::{entry, page};
+
+    fn load(answers: &[(&str, Option<&str>)]) -> Load {
+        let mut l = page(entry("https://a.test/x", Kind::Image, "image/png", 1));
+        l.entries = answers
+            .iter()
+            .enumerate()
+            .map(|(i, (url, alt))| {
+                let mut e = entry(url, Kind::Image, "image/png", 1);
+                e.end_ms = i as f64;
+                if let Some(v) = alt {
+                    e.headers = vec![("alt-svc".into(), v.to_string())];
+                }
+                e
+            })
+            .collect();
+        l
+    }
+
+    #[test]
+    fn the_last_alt_svc_of_an_origin_wins() {
+        let now = SystemTime::now();
+        let l = load(&[
+            ("https://a.test/", Some("h3=\":443\"; ma=60")),
+            (
+                "https://a.test/b",
+                Some("h2=\":8443\", h3=\"alt.a.test:4433\""),
+            ),
+            ("https://c.test/", Some("h3=\":443\"")),
+            ("https://c.test/d", Some("clear")),
+            ("https://e.test/", Some("h3=\":443\"; ma=60")),
+            ("https://e.test/f", Some("h3=:443")), // invalid: ignored
+            ("http://g.test/", Some("h3=\":443\"")), // not https: ignored
+            ("https://h.test/", Some("h3=\":443\"; ma=0")),
+        ]);
+        let m = alt_svc_of(&l, now);
+        let a = &m["https://a.test:443"];
+        assert_eq!((a.to.host.as_str(), a.to.port), ("alt.a.test", 4433));
+        assert_eq!(
+            a.expires,
+            now + Duration::from_secs(redline_engine::altsvc::DEFAULT_MAX_AGE)
+        );
+        assert!(!m.contains_key("https://c.test:443"), "cleared");
+        assert_eq!(m["https://e.test:443"].to.port, 443);
+        assert!(!m.contains_key("http://g.test:80"));
+        let c = Cache {
+            alt_svc: m,
+            ..Default::default()
+        };
+        let u = |s: &str| Url::parse(s).unwrap();
+        assert!(c.alt_h3(&u("https://a.test/z"), now).is_some());
+        // ma=0: expired at once; ma=60: gone a minute later.
+        assert!(c.alt_h3(&u("https://h.test/"), now).is_none());
+        let later = now + Duration::from_secs(61);
+        assert!(c.alt_h3(&u("https://e.test/"), later).is_none());
+        assert!(c.alt_h3(&u("https://a.test/"), later).is_some());
     }
 }

@@ -580,6 +580,9 @@ pub fn page_report(r: &PageReport) -> String {
         );
         s.push_str(&waterfall(l, &r.url));
         s.push_str(&connections(l));
+        for n in &l.alt_svc {
+            let _ = writeln!(s, "<p class=\"sub\">HTTP/3 (Alt-Svc): {}</p>", esc(n));
+        }
     }
     tail(&mut s);
     s
