@@ -27,6 +27,8 @@
 #   SERVER_CPU / CLIENT_CPU  CPUs for nginx / the load tool (default 0 / 1)
 #   NGINX      nginx binary                 (default nginx)
 #   OHA        oha binary (default: oha on PATH, else ~/.cargo/bin/oha, else /opt/oha/bin/oha)
+#   OHA_H3     oha built with its http3 feature, for scenario 11 (default: $OHA)
+#   CADDY      caddy binary, for scenario 11 (default caddy)
 #   PAUSE      seconds to rest between tool runs (default 2)
 #   S6_REQUESTS  scenario 6's request counts (default "100000 10000000")
 #   REPEAT     run each scenario's tools this many times, interleaved
@@ -39,6 +41,11 @@
 # (REF wrk); 10 open loop over h2c at 20,000 req/s next to h2load --rps.
 # nginx gets two more listeners for them (h2c; TLS with a self-signed
 # certificate made by openssl at start, offering h2 and http/1.1).
+# Scenario 11 is HTTP/3 (issue 32): Debian's Caddy (HTTP/3 on by default over
+# TLS; the same certificate and files, admin off, no access log), started
+# only for it and pinned to SERVER_CPU, $H2_CONNS connections x $STREAMS
+# streams: redline --http3 and oha --http-version 3 (REF oha), and redline
+# --http2 against the same Caddy as a reference row.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -56,6 +63,7 @@ TOOLS=${TOOLS:-}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 NGINX=${NGINX:-nginx}
+CADDY=${CADDY:-caddy}
 PAUSE=${PAUSE:-2}
 REPEAT=${REPEAT:-1}
 S6_REQUESTS=${S6_REQUESTS:-100000 10000000}
@@ -64,6 +72,7 @@ REF=${REF:-wrk}
 if [[ -z ${OHA:-} ]]; then
     OHA=$(command -v oha || { [[ -x $HOME/.cargo/bin/oha ]] && echo "$HOME/.cargo/bin/oha"; } || echo /opt/oha/bin/oha)
 fi
+OHA_H3=${OHA_H3:-$OHA}
 
 STREAMS=${STREAMS:-10}
 H2_CONNS=${H2_CONNS:-8}
@@ -110,15 +119,14 @@ RESULTS="$OUT/results.md"
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/redline-bench.XXXXXX")
 NGINX_PID=
+CADDY_PID=
+# The server the current scenario runs against (its PID for its CPU ticks).
+SRV_PID= SRV_NAME=nginx
+# shellcheck source=bench/caddy.sh
+. "$SCRIPT_DIR/caddy.sh"
 cleanup() {
-    if [[ -n $NGINX_PID ]] && kill -0 "$NGINX_PID" 2>/dev/null; then
-        kill -QUIT "$NGINX_PID" 2>/dev/null || true
-        for _ in 1 2 3 4 5 6 7 8 9 10; do
-            kill -0 "$NGINX_PID" 2>/dev/null || break
-            sleep 0.2
-        done
-        kill -KILL "$NGINX_PID" 2>/dev/null || true
-    fi
+    stop_pid "$CADDY_PID" TERM
+    stop_pid "$NGINX_PID" QUIT
     rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -208,14 +216,28 @@ busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /pr
 # steal_ticks: CPU ticks the hypervisor took from this VM so far (all CPUs).
 steal_ticks() { awk '$1 == "cpu" { print $9 + 0; exit }' /proc/stat; }
 
-# nginx_ticks: CPU ticks (user + sys) used so far by the nginx master and workers.
-nginx_ticks() {
+# server_ticks: CPU ticks (user + sys) used so far by the scenario's server
+# (nginx's master and workers, or Caddy).
+server_ticks() {
     local pid total=0 t
-    for pid in "$NGINX_PID" $(pgrep -P "$NGINX_PID" || true); do
+    for pid in "$SRV_PID" $(pgrep -P "$SRV_PID" || true); do
         t=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
         total=$((total + t))
     done
     echo "$total"
+}
+
+# answers PID URL TRIES: waits (TRIES x 0.1 s at most) until URL answers 200,
+# while the server PID runs.
+answers() {
+    local probe
+    for _ in $(seq 1 "$3"); do
+        kill -0 "$1" 2>/dev/null || return 1
+        probe=$(http_probe "$2")
+        if [[ ${probe%% *} == 200 ]]; then return 0; fi
+        sleep 0.1
+    done
+    return 1
 }
 
 # ---------------------------------------------------------------- nginx
@@ -312,17 +334,29 @@ EOF
     taskset -c "$SERVER_CPU" "$NGINX" -p "$prefix" -e "$prefix/logs/error.log" -c "$prefix/nginx.conf" \
         >"$prefix/logs/stdout.log" 2>&1 &
     NGINX_PID=$!
-    local probe
-    for _ in $(seq 1 50); do
-        kill -0 "$NGINX_PID" 2>/dev/null || break
-        probe=$(http_probe "http://127.0.0.1:$PORT/small.html")
-        if [[ ${probe%% *} == 200 ]]; then
-            return 0
-        fi
-        sleep 0.1
-    done
+    if answers "$NGINX_PID" "http://127.0.0.1:$PORT/small.html" 50; then return 0; fi
     cat "$prefix/logs/stdout.log" "$prefix/logs/error.log" >&2 2>/dev/null || true
     die "nginx did not answer on 127.0.0.1:$PORT"
+}
+
+# start_caddy: Debian's Caddy (scenario 11) on CPU $SERVER_CPU, serving
+# nginx's docroot over https (h1, h2 and h3; HTTP/3 on the same UDP port) with
+# nginx's certificate, and over plain HTTP on a second port for the size
+# probe. admin off, no access log. Sets CADDY_PORT and CADDY_HTTP_PORT.
+start_caddy() {
+    [[ -n $CADDY_PID ]] && return 0
+    local dir="$TMP/caddy" prefix="$TMP/nginx"
+    CADDY_PORT=$(free_port)
+    CADDY_HTTP_PORT=$(free_port)
+    log "starting caddy on 127.0.0.1:$CADDY_PORT, TCP and UDP (CPU $SERVER_CPU)"
+    caddy_start "$dir" "$SERVER_CPU" "$CADDY_PORT" "$prefix/html" "$prefix/cert.pem" "$prefix/key.pem" "$CADDY_HTTP_PORT"
+    if answers "$CADDY_PID" "http://127.0.0.1:$CADDY_HTTP_PORT/small.html" 100; then
+        # Its UDP listener opens with the TCP one; a moment for both.
+        sleep 0.3
+        return 0
+    fi
+    tail -n 20 "$dir/stderr.log" >&2 2>/dev/null || true
+    die "caddy did not answer on 127.0.0.1:$CADDY_HTTP_PORT"
 }
 
 # ---------------------------------------------------------------- tools
@@ -342,9 +376,11 @@ knows() {
     grep -qE -- "(^|[ ,])$2([ ,=]|\$)" <<<"${RUN_HELP[$1]}"
 }
 
-# redline_cmd BIN URL: sets CMD for a redline binary in this scenario, and
-# MISSING to the flags the scenario needs that BIN does not know. Flags that
-# change nothing measured (--no-save) are left out when BIN does not know them.
+# redline_cmd BIN URL [h2]: sets CMD for a redline binary in this scenario,
+# and MISSING to the flags the scenario needs that BIN does not know. Flags
+# that change nothing measured (--no-save) are left out when BIN does not know
+# them. h2: HTTP/2 over TLS instead of the scenario's protocol (scenario 11's
+# reference row).
 redline_cmd() {
     local bin=$1 flag
     CMD=("$bin" run -c "$CONNS" -d "${DURATION}s" -t 1 --output json "$2")
@@ -354,7 +390,9 @@ redline_cmd() {
         7) need+=(--h2c --streams "$STREAMS") ;;
         8) need+=(--http2 --insecure --streams "$STREAMS") ;;
         9) need+=(--http1.1 --insecure) ;;
+        11) need+=(--http3 --insecure --streams "$STREAMS") ;;
     esac
+    if [[ ${3:-} == h2 ]]; then need=(--http2 --insecure --streams "$STREAMS"); fi
     MISSING=''
     for flag in "${need[@]}"; do
         if [[ $flag == --* ]] && ! knows "$bin" "$flag"; then MISSING="${MISSING:+$MISSING }$flag"; fi
@@ -374,6 +412,11 @@ have_redline() {
     fi
 }
 cmd_redline() { redline_cmd "$REDLINE" "$1"; }
+
+# redline over HTTP/2 against the HTTP/3 scenario's server: a reference row.
+have_redline_h2() { have_redline; }
+cmd_redline_h2() { redline_cmd "$REDLINE" "$1" h2; }
+parse_redline_h2() { parse_redline "$1"; }
 
 # The base binary (REDLINE_BASE): the same flags; skipped in a scenario that
 # needs a flag it does not know.
@@ -469,20 +512,32 @@ parse_hey() {
     if grep -q '^Error distribution' "$1"; then NOTE="${NOTE:+$NOTE }errors (see raw output)"; fi
 }
 
-have_oha() { [[ -x $OHA ]] || { echo "not installed (cargo install oha --locked)"; return 1; }; }
+# oha_bin: the oha of this scenario (scenario 11 needs one built with http3).
+oha_bin() { if [[ ${SCENARIO:-} == 11 ]]; then echo "$OHA_H3"; else echo "$OHA"; fi; }
+have_oha() {
+    local bin
+    bin=$(oha_bin)
+    [[ -x $bin ]] || { echo "not installed at '$bin' (cargo install oha --locked)"; return 1; }
+    if [[ ${SCENARIO:-} == 11 ]] && "$bin" --no-tui -n 1 --http-version 3 https://127.0.0.1:9/ 2>&1 | grep -q 'not been built with HTTP/3'; then
+        echo "'$bin' was built without HTTP/3 (cargo install oha --features http3 --locked; set OHA_H3)"
+        return 1
+    fi
+}
 cmd_oha() {
-    local help
-    help=$("$OHA" --help 2>&1 || true)
+    local help bin
+    bin=$(oha_bin)
+    help=$("$bin" --help 2>&1 || true)
     if grep -q -- '--output-format' <<<"$help"; then
-        CMD=("$OHA" --no-tui -z "${DURATION}s" -c "$CONNS" --output-format json "$1")
+        CMD=("$bin" --no-tui -z "${DURATION}s" -c "$CONNS" --output-format json "$1")
     else
-        CMD=("$OHA" --no-tui -z "${DURATION}s" -c "$CONNS" --json "$1")
+        CMD=("$bin" --no-tui -z "${DURATION}s" -c "$CONNS" --json "$1")
     fi
     if [[ ${SCENARIO:-} == 3 ]]; then CMD+=(--disable-keepalive); fi
     case ${SCENARIO:-} in
         7) CMD+=(--http2 -p "$STREAMS") ;;
         8) CMD+=(--http2 -p "$STREAMS" --insecure) ;;
         9) CMD+=(--insecure) ;;
+        11) CMD+=(--http-version 3 -p "$STREAMS" --insecure) ;;
     esac
 }
 parse_oha() {
@@ -492,12 +547,21 @@ parse_oha() {
     REQS=$ok
     rate=$(json_get "$1" summary.successRate)
     if [[ -n $rate ]] && awk -v r="$rate" 'BEGIN { exit !(r < 1) }'; then NOTE="successRate=$rate"; fi
+    # oha 1.16's HTTP/3 waits at the end of a -z run (~30 s, the QUIC idle
+    # time-out): its req/s is then its requests over that whole time. Said,
+    # with the rate over the asked duration next to it.
+    local total
+    total=$(json_get "$1" summary.total)
+    if [[ -n $total && -n $ok ]] && awk -v t="$total" -v d="$DURATION" 'BEGIN { exit !(t > 1.5 * d) }'; then
+        NOTE="${NOTE:+$NOTE; }ran $(printf '%.1f' "$total") s for ${DURATION} s: $(awk -v n="$ok" -v d="$DURATION" 'BEGIN { printf "%.0f", n / d }') req/s over ${DURATION} s"
+    fi
 }
 
 # tool_label TOOL: the tool's name in tables.
 tool_label() {
     case $1 in
         redline_base) echo "redline (base)" ;;
+        redline_h2) echo "redline --http2" ;;
         *) echo "$1" ;;
     esac
 }
@@ -505,12 +569,13 @@ tool_label() {
 tool_version() {
     case $1 in
         redline) "$REDLINE" --version 2>/dev/null | head -1 || true ;;
+        redline_h2) ;;
         redline_base) echo "$("$REDLINE_BASE" --version 2>/dev/null | head -1 || true) (base: $REDLINE_BASE)" ;;
         wrk) wrk -v 2>&1 | awk 'NR == 1 { print $1, $2 }' || true ;;
         h2load) h2load --version 2>&1 | head -1 || true ;;
         ab) ab -V 2>&1 | awk 'NR == 1 { print "ab", $5 }' | tr -d ',' || true ;;
         hey) dpkg-query -W -f='hey ${Version}\n' hey 2>/dev/null || echo hey ;;
-        oha) "$OHA" --version 2>/dev/null | head -1 || true ;;
+        oha) "$(oha_bin)" --version 2>/dev/null | head -1 || true ;;
     esac
 }
 
@@ -524,7 +589,9 @@ scenario_def() {
     S_BYTES=0
     S_CONNS=$CONNS
     S_BASE="http://127.0.0.1:$PORT"
+    S_PROBE="http://127.0.0.1:$PORT"
     S_REF=wrk
+    S_SRV=nginx
     case $1 in
         1)
             S_TITLE="Scenario 1: keep-alive GET of a small file ($SMALL_BYTES B)"
@@ -570,6 +637,18 @@ scenario_def() {
             S_TOOLS="redline wrk h2load oha"
             S_BASE="https://127.0.0.1:$TLS_PORT"
             S_REF=wrk
+            ;;
+        11)
+            command -v "$CADDY" >/dev/null 2>&1 || { log "scenario 11 needs caddy (apt-get install caddy)"; return 1; }
+            start_caddy
+            S_TITLE="Scenario 11: HTTP/3 (QUIC) against Caddy, $H2_CONNS connections x $STREAMS streams, small file (redline --http2 as a reference)"
+            S_PATH=/small.html
+            S_TOOLS="redline oha redline_h2"
+            S_CONNS=$H2_CONNS
+            S_BASE="https://127.0.0.1:$CADDY_PORT"
+            S_PROBE="http://127.0.0.1:$CADDY_HTTP_PORT"
+            S_REF=oha
+            S_SRV=caddy
             ;;
         *)
             return 1
@@ -629,7 +708,7 @@ run_tool() {
     if [[ " $RAN " != *" $tool "* ]]; then RAN="${RAN:+$RAN }$tool"; fi
     local busy0 srv0 busy1 srv1 steal0 steal1
     busy0=$(busy_ticks)
-    srv0=$(nginx_ticks)
+    srv0=$(server_ticks)
     steal0=$(steal_ticks)
     # Connections actually open, counted on the server side half-way through.
     (sleep "$(awk -v d="$DURATION" 'BEGIN { print d / 2 }')"
@@ -645,7 +724,7 @@ run_tool() {
         NOTE_OPEN=''
     fi
     busy1=$(busy_ticks)
-    srv1=$(nginx_ticks)
+    srv1=$(server_ticks)
     steal1=$(steal_ticks)
     RPS='' REQS='' NOTE=''
     "parse_$tool" "$raw"
@@ -663,17 +742,17 @@ run_tool() {
         -v usr="$usr" -v sys="$sys" -v rss="$rss" -v bytes="$S_BYTES" \
         -v resp="$RESP_BYTES" -v note="$NOTE" -v hz="$HZ" \
         -v busy=$((busy1 - busy0)) -v srv=$((srv1 - srv0)) -v steal=$((steal1 - steal0)) \
-        -v ncpu="$ncpu" 'BEGIN {
+        -v ncpu="$ncpu" -v srvname="$SRV_NAME" 'BEGIN {
             if (reqs == "") reqs = rps * dur
             cpu = usr + sys
             per_cpu = cpu > 0 ? sprintf("%.0f", reqs / cpu) : "-"
             row = sprintf("| %s | %.0f | %.2f | %s | %.1f |", tool, rps, cpu, per_cpu, rss / 1024)
             if (bytes == 1)
                 row = row sprintf(" %.1f | %s |", rps * resp / 1e6, cpu > 0 ? sprintf("%.1f", reqs * resp / cpu / 1e6) : "-")
-            # Server CPU says whether nginx was the limit; CPU used by
+            # Server CPU says whether the server was the limit; CPU used by
             # anything else during the run makes the numbers suspect.
             other = busy / hz - srv / hz - cpu
-            note = sprintf("nginx %.1f CPU-s", srv / hz) (note != "" ? "; " note : "")
+            note = sprintf("%s %.1f CPU-s", srvname, srv / hz) (note != "" ? "; " note : "")
             if (other > 0.5 + 0.05 * dur) note = note sprintf("; other load %.1f CPU-s", other)
             # The hypervisor running other guests on our CPUs: the run measured
             # the host as much as the tools (more than 1 % of the CPU time).
@@ -1021,12 +1100,13 @@ run_scenario() {
     fi
     local url="$S_BASE$S_PATH" probe status hdr body saved_conns=$CONNS
     CONNS=$S_CONNS
-    # The size comes from the plain HTTP/1.1 listener (the same file).
-    probe=$(http_probe "http://127.0.0.1:$PORT$S_PATH")
+    # The size comes from the server's plain HTTP/1.1 listener (the same file).
+    probe=$(http_probe "$S_PROBE$S_PATH")
     read -r status hdr body <<<"$probe"
     [[ $status == 200 ]] || die "GET $url returned status '$status'"
     RESP_BYTES=$((hdr + body))
     ROWS="$TMP/rows.$SCENARIO" CMDS="$TMP/cmds.$SCENARIO" SKIPS="$TMP/skips.$SCENARIO"
+    if [[ $S_SRV == caddy ]]; then SRV_PID=$CADDY_PID SRV_NAME=caddy; else SRV_PID=$NGINX_PID SRV_NAME=nginx; fi
     : >"$ROWS"
     : >"$CMDS"
     : >"$SKIPS"
@@ -1076,6 +1156,7 @@ if awk -v l="$idle_load" 'BEGIN { exit !(l > 0.2) }'; then
     log "warning: the machine is busy before the benchmark ($idle_load CPU-s used in 1 s); results will be noisy"
 fi
 start_nginx
+SRV_PID=$NGINX_PID
 BODY="$TMP/body.md"
 : >"$BODY"
 RAN=''
@@ -1095,6 +1176,7 @@ done
     echo "Machine: $ncpu CPUs, ${cpu_model:-unknown CPU}, Linux $(uname -r)." \
         "Server: $("$NGINX" -v 2>&1 | sed 's/^nginx version: //'), 1 worker, pinned to CPU $SERVER_CPU," \
         "static files, keep-alive, access log off." \
+        "${CADDY_PID:+Scenario 11: Caddy $("$CADDY" version 2>/dev/null | awk '{ print $1 }'), pinned to CPU $SERVER_CPU, admin and access log off.}" \
         "Client: each tool in turn, pinned to CPU $CLIENT_CPU, measured with \`/usr/bin/time -f '%U %S %M'\`."
     echo "Tools: ${versions:-none}."
     echo

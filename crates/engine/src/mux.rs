@@ -25,12 +25,14 @@
 //!
 //! `mux/conn.rs` holds the connection table, `mux/link.rs` the core's seam
 //! ([`crate::core::Link`]), `mux/transport.rs` connects, TLS, reads, writes
-//! and the sessions' events, `mux/quic.rs` QUIC's socket, handshake and timers.
+//! and the sessions' events, `mux/quic.rs` QUIC's handshake and timers,
+//! `mux/udp.rs` QUIC's datagrams in and out (`quinn-udp`: batches, GSO, GRO).
 
 mod conn;
 mod link;
 mod quic;
 mod transport;
+mod udp;
 #[cfg(test)]
 mod wire_tests;
 
@@ -116,6 +118,8 @@ pub(crate) struct MuxLink {
     groups: Vec<u32>,
     slots: Vec<SlotIo>,
     buf: Box<[u8]>,
+    /// HTTP/3: the datagram buffers (`mux/udp.rs`), made at the first read.
+    rx: udp::RxBufs,
     /// Requests on the wire or waiting for a stream, by deadline (a slot's
     /// entry counts while its generation matches).
     timeouts: BinaryHeap<Reverse<(Instant, u32, u32)>>,
@@ -178,6 +182,7 @@ impl MuxLink {
             groups: vec![NIL; groups],
             slots: (0..slots).map(|_| SlotIo::new(now)).collect(),
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
+            rx: udp::RxBufs::default(),
             timeouts: BinaryHeap::new(),
             connect_timeouts: BinaryHeap::new(),
             quic_timers: BinaryHeap::new(),

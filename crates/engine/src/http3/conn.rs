@@ -1,9 +1,14 @@
 //! [`Http3Session`]: one HTTP/3 client connection (RFC 9114) over a QUIC
 //! connection of `quinn-proto` (RFC 9000), behind the sans-IO [`Session`]
-//! seam. Its "bytes" are UDP datagrams: [`Session::bytes_in`] takes one
-//! datagram read from the connection's connected UDP socket,
-//! [`Session::pending_out`] gives the next one to send, and the QUIC timers
-//! (loss detection, acknowledgements, idle) are [`Http3Session::deadline`] and
+//! seam. Its "bytes" are UDP datagrams: [`Http3Session::datagram_in`] takes
+//! one read from the connection's connected UDP socket (and
+//! [`Http3Session::datagrams_done`] processes a batch's events once),
+//! [`Http3Session::next_datagrams`] builds what is to be sent when the driver
+//! sends (the requests of a whole pass in the same datagrams; several
+//! equal-size datagrams for one GSO send; a session not made
+//! [`Http3Session::batched`] queues them one by one for
+//! [`Session::pending_out`] instead), and the QUIC timers (loss
+//! detection, acknowledgements, idle) are [`Http3Session::deadline`] and
 //! [`Http3Session::on_timeout`]. Each session has its own `quinn-proto`
 //! endpoint (one connection: the kernel demultiplexes by the connected
 //! socket, and an ICMP port unreachable reaches it as ECONNREFUSED).
@@ -47,12 +52,13 @@ use std::time::{Duration, Instant};
 pub const MAX_FIELD_SECTION: u64 = crate::http2::conn::MAX_HEADER_LIST as u64;
 /// The most requests one session keeps open, whatever the server allows.
 const MAX_OPEN: usize = 4096;
-/// Datagrams queued before the session waits for the driver to send them.
-const OUT_QUEUE: usize = 64;
 /// Datagrams in are copied into chunks of this size, one after the other
 /// (`quinn-proto` takes each as an owned `BytesMut` and keeps views of it
 /// for stream data): one allocation per chunk, not per datagram.
 const RX_CHUNK: usize = 64 * 1024;
+/// Datagrams queued for `pending_out` before the session waits for the
+/// caller to send them (without `batched`).
+const OUT_QUEUE: usize = 64;
 
 /// What every HTTP/3 connection of a run shares: QUIC's client and
 /// endpoint configurations (TLS 1.3 with ALPN `h3`).
@@ -88,8 +94,9 @@ impl Http3Config {
                 .try_into()
                 .map_err(|_| "idle time-out".to_string())?,
         ));
-        // The datagrams go out one by one on a connected socket.
-        transport.enable_segmentation_offload(false);
+        // GSO: `next_datagrams` may build several equal-size datagrams
+        // for one send where the driver's socket can (`mux/udp.rs`).
+        transport.enable_segmentation_offload(true);
         client.transport_config(Arc::new(transport));
         Ok(Http3Config {
             client,
@@ -186,15 +193,35 @@ impl Uni {
     }
 }
 
+/// Datagrams to send ([`Http3Session::next_datagrams`]).
+pub struct Datagrams<'a> {
+    /// One datagram, or several of `segment` bytes each (GSO).
+    pub bytes: &'a [u8],
+    pub segment: Option<usize>,
+    /// ECN bits to mark them with.
+    pub ecn: Option<u8>,
+    /// The server.
+    pub to: SocketAddr,
+}
+
 /// An HTTP/3 client connection over QUIC without I/O (see the top of this file).
 pub struct Http3Session {
     endpoint: Endpoint,
     ch: ConnectionHandle,
     conn: quinn_proto::Connection,
     remote: SocketAddr,
-    /// Datagrams to send, oldest first, and spare buffers.
+    /// Datagrams to send before anything else, oldest first: the
+    /// endpoint's own answers (rare), and without `batched` every datagram
+    /// (the [`Session`] way: `pending_out`, `consume_out`).
     out: VecDeque<Vec<u8>>,
-    spare: Vec<Vec<u8>>,
+    /// The driver builds datagrams when it sends (`next_datagrams`), so
+    /// `pump` queues none ([`Http3Session::batched`]).
+    batched: bool,
+    /// Datagrams built and not sent yet (the socket refused them for now).
+    tx: Vec<u8>,
+    /// What `tx` holds, while it holds something: its segment size (GSO)
+    /// and ECN bits.
+    tx_meta: Option<(Option<usize>, Option<u8>)>,
     scratch: Vec<u8>,
     /// The chunk datagrams in are copied into ([`RX_CHUNK`]).
     rx: BytesMut,
@@ -247,7 +274,9 @@ impl Http3Session {
             conn,
             remote,
             out: VecDeque::new(),
-            spare: Vec::new(),
+            batched: false,
+            tx: Vec::with_capacity(2048),
+            tx_meta: None,
             scratch: Vec::with_capacity(2048),
             rx: BytesMut::new(),
             streams: Vec::new(),
@@ -273,7 +302,7 @@ impl Http3Session {
             // Early data: the control stream goes with the first requests.
             s.open_control();
         }
-        s.pump(now);
+        s.pump();
         Ok(s)
     }
 
@@ -320,7 +349,7 @@ impl Http3Session {
     /// QUIC's timer fired.
     pub fn on_timeout(&mut self, now: Instant) {
         self.conn.handle_timeout(now);
-        self.pump(now);
+        self.pump();
     }
 
     /// Takes no new request ever again (GOAWAY, closed), though requests
@@ -334,9 +363,82 @@ impl Http3Session {
         self.conn.rtt()
     }
 
-    /// Processes what QUIC has for the endpoint and the application, then
-    /// queues what is to be sent.
-    fn pump(&mut self, now: Instant) {
+    /// One datagram from the server (`ecn`: its ECN bits, when the socket
+    /// reads them); its events wait for [`Http3Session::datagrams_done`],
+    /// so a batch of datagrams is processed once.
+    pub fn datagram_in(&mut self, now: Instant, ecn: Option<u8>, data: &[u8]) {
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        if self.rx.capacity() < data.len() {
+            self.rx = BytesMut::with_capacity(RX_CHUNK.max(data.len()));
+        }
+        self.rx.extend_from_slice(data);
+        let datagram = self.rx.split();
+        let ecn = ecn.and_then(quinn_proto::EcnCodepoint::from_bits);
+        let ev = self
+            .endpoint
+            .handle(now, self.remote, None, ecn, datagram, &mut buf);
+        match ev {
+            Some(DatagramEvent::ConnectionEvent(_, ev)) if !self.established => {
+                // rustls checks the certificate (if one comes) while this
+                // datagram's CRYPTO frames are read, on this thread.
+                let checked = crate::tls::certificates_checked();
+                self.conn.handle_event(ev);
+                self.full_handshake |= crate::tls::certificates_checked() != checked;
+            }
+            Some(DatagramEvent::ConnectionEvent(_, ev)) => self.conn.handle_event(ev),
+            Some(DatagramEvent::Response(t)) => self.out.push_back(buf[..t.size].to_vec()),
+            _ => {}
+        }
+        self.scratch = buf;
+    }
+
+    /// The datagrams of a read are in: their events are processed.
+    pub fn datagrams_done(&mut self) {
+        self.pump();
+    }
+
+    /// What is to be sent next, built now if nothing waits: one datagram,
+    /// or with `max` above 1 up to `max` datagrams of `segment` bytes each
+    /// (the last may be shorter) for one GSO send. It stays until
+    /// [`Http3Session::datagrams_sent`].
+    pub fn next_datagrams(&mut self, now: Instant, max: usize) -> Option<Datagrams<'_>> {
+        if self.tx_meta.is_none() {
+            self.tx.clear();
+            if let Some(d) = self.out.pop_front() {
+                self.tx = d;
+                self.tx_meta = Some((None, None));
+            } else {
+                let t = self.conn.poll_transmit(now, max.max(1), &mut self.tx)?;
+                self.tx.truncate(t.size);
+                self.tx_meta = Some((t.segment_size, t.ecn.map(|e| e as u8)));
+            }
+        }
+        let (segment, ecn) = self.tx_meta?;
+        Some(Datagrams {
+            bytes: &self.tx,
+            segment,
+            ecn,
+            to: self.remote,
+        })
+    }
+
+    /// The datagrams [`Http3Session::next_datagrams`] gave went out (or
+    /// are given up: QUIC sends their data again).
+    pub fn datagrams_sent(&mut self) {
+        self.tx_meta = None;
+    }
+
+    /// From now on datagrams are built only when the driver sends
+    /// ([`Http3Session::next_datagrams`]: the requests of a pass share
+    /// them, GSO batches), not queued one by one for `pending_out`.
+    pub fn batched(&mut self) {
+        self.batched = true;
+    }
+
+    /// Processes what QUIC has for the endpoint and the application; then,
+    /// unless `batched`, queues what it has to send, datagram by datagram.
+    fn pump(&mut self) {
         for _ in 0..100_000 {
             while let Some(ev) = self.conn.poll_endpoint_events() {
                 if let Some(back) = self.endpoint.handle_event(self.ch, ev) {
@@ -351,18 +453,15 @@ impl Http3Session {
                 _ => {}
             }
         }
-        while self.out.len() < OUT_QUEUE {
-            let mut buf = self.spare.pop().unwrap_or_default();
-            buf.clear();
-            match self.conn.poll_transmit(now, 1, &mut buf) {
-                Some(t) => {
-                    buf.truncate(t.size);
-                    self.out.push_back(buf);
-                }
-                None => {
-                    self.spare.push(buf);
+        if !self.batched {
+            let now = Instant::now();
+            while self.out.len() < OUT_QUEUE {
+                let mut buf = Vec::new();
+                let Some(t) = self.conn.poll_transmit(now, 1, &mut buf) else {
                     break;
-                }
+                };
+                buf.truncate(t.size);
+                self.out.push_back(buf);
             }
         }
     }
@@ -658,7 +757,7 @@ impl Session for Http3Session {
         if !hold {
             self.write_request(k);
         }
-        self.pump(Instant::now());
+        self.pump();
         Ok(id)
     }
 
@@ -669,41 +768,15 @@ impl Session for Http3Session {
             let _ = self.conn.send_stream(s.sid).reset(code);
             let _ = self.conn.recv_stream(s.sid).stop(code);
             self.pool.push(s);
-            self.pump(Instant::now());
+            self.pump();
         }
     }
 
+    /// One datagram (the driver reads batches: `datagram_in`).
     fn bytes_in(&mut self, data: &[u8]) {
         let now = Instant::now();
-        let mut buf = std::mem::take(&mut self.scratch);
-        buf.clear();
-        if self.rx.capacity() < data.len() {
-            self.rx = BytesMut::with_capacity(RX_CHUNK.max(data.len()));
-        }
-        self.rx.extend_from_slice(data);
-        let datagram = self.rx.split();
-        let ev = self
-            .endpoint
-            .handle(now, self.remote, None, None, datagram, &mut buf);
-        match ev {
-            Some(DatagramEvent::ConnectionEvent(_, ev)) if !self.established => {
-                // rustls checks the certificate (if one comes) while this
-                // datagram's CRYPTO frames are read, on this thread.
-                let checked = crate::tls::certificates_checked();
-                self.conn.handle_event(ev);
-                self.full_handshake |= crate::tls::certificates_checked() != checked;
-            }
-            Some(DatagramEvent::ConnectionEvent(_, ev)) => self.conn.handle_event(ev),
-            Some(DatagramEvent::Response(t)) => {
-                let mut d = self.spare.pop().unwrap_or_default();
-                d.clear();
-                d.extend_from_slice(&buf[..t.size]);
-                self.out.push_back(d);
-            }
-            _ => {}
-        }
-        self.scratch = buf;
-        self.pump(now);
+        self.datagram_in(now, None, data);
+        self.pump();
     }
 
     fn eof(&mut self) {
@@ -712,17 +785,16 @@ impl Session for Http3Session {
         }
     }
 
+    /// The next datagram (nothing once `batched`: see `next_datagrams`).
     fn pending_out(&self) -> &[u8] {
         self.out.front().map_or(&[], Vec::as_slice)
     }
 
     fn consume_out(&mut self, _n: usize) {
         // A datagram goes whole or not at all.
-        if let Some(d) = self.out.pop_front() {
-            self.spare.push(d);
-        }
-        if self.out.is_empty() {
-            self.pump(Instant::now());
+        self.out.pop_front();
+        if self.out.is_empty() && !self.batched {
+            self.pump();
         }
     }
 
@@ -743,7 +815,7 @@ impl Session for Http3Session {
                 VarInt::from_u32(frame::H3_NO_ERROR as u32),
                 Bytes::new(),
             );
-            self.pump(now);
+            self.pump();
         }
     }
 }

@@ -69,8 +69,8 @@ pub(super) enum CState {
 /// One connection.
 pub(super) struct Conn {
     pub(super) sock: Option<TcpStream>,
-    /// HTTP/3: its connected UDP socket (instead of `sock`).
-    pub(super) udp: Option<mio::net::UdpSocket>,
+    /// HTTP/3: its connected UDP socket (instead of `sock`, `mux/udp.rs`).
+    pub(super) udp: Option<super::udp::Udp>,
     /// HTTP/3: the QUIC timer deadline its entry in the driver's timer
     /// heap has (None: no live entry).
     pub(super) quic_timer: Option<Instant>,
@@ -157,7 +157,7 @@ impl Conn {
         use std::os::fd::AsRawFd;
         match (&self.sock, &self.udp) {
             (Some(s), _) => Some(s.as_raw_fd()),
-            (None, Some(u)) => Some(u.as_raw_fd()),
+            (None, Some(u)) => Some(u.sock.as_raw_fd()),
             (None, None) => None,
         }
     }

@@ -1,7 +1,7 @@
 //! The multiplexing driver's QUIC side (`--http3`): a connection to the
 //! run's origin is a connected UDP socket carrying an [`Http3Session`]
-//! (`crate::http3`), read and written by the same code as a TCP connection
-//! (`transport.rs`: one datagram per `recv`, one per `send`). What is QUIC's
+//! (`crate::http3`), read and written in batches by `udp.rs` where
+//! `transport.rs` reads and writes a TCP connection. What is QUIC's
 //! own lives here: opening the socket and the session, the handshake (the
 //! session's, moved by the socket's events; done, the connection is ready
 //! as a TCP one after TLS), and QUIC's timers (loss detection,
@@ -19,7 +19,6 @@ use mio::{Interest, Token};
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Instant;
 
 impl MuxLink {
@@ -33,20 +32,14 @@ impl MuxLink {
         };
         // Only the run's own origin goes over QUIC, to its h3 endpoint.
         let addr = h3.addr;
-        let any: SocketAddr = if addr.is_ipv4() {
-            (Ipv4Addr::UNSPECIFIED, 0).into()
-        } else {
-            (Ipv6Addr::UNSPECIFIED, 0).into()
-        };
-        let sock = mio::net::UdpSocket::bind(any).and_then(|s| s.connect(addr).map(|()| s));
-        let mut sock = match sock {
+        let mut udp = match super::udp::Udp::open(addr) {
             Ok(s) => s,
             Err(e) => {
                 return self.conn_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now)
             }
         };
         if let Err(e) = self.poll.registry().register(
-            &mut sock,
+            &mut udp.sock,
             Token(c as usize),
             Interest::READABLE | Interest::WRITABLE,
         ) {
@@ -54,10 +47,14 @@ impl MuxLink {
         }
         let session = Http3Session::new(&h3.config, addr, &h3.server_name, now);
         let conn = &mut self.conns[c as usize];
-        conn.udp = Some(sock);
+        conn.udp = Some(udp);
         core.socket_opened();
         let session = match session {
-            Ok(s) => s,
+            Ok(mut s) => {
+                // `mux/udp.rs` builds the datagrams when it sends.
+                s.batched();
+                s
+            }
             Err(m) => return self.conn_failed(core, c, ErrorKind::Other, Cow::Owned(m), now),
         };
         conn.proto = Proto::H3(Box::new(session));

@@ -373,6 +373,9 @@ impl MuxLink {
     /// Reads what connection `c`'s socket holds into its session (`closing`:
     /// the peer's close was seen, so it reads on to the end).
     pub(super) fn read(&mut self, core: &mut Core<'_>, c: u32, closing: bool) {
+        if self.conns[c as usize].udp.is_some() {
+            return self.read_datagrams(core, c);
+        }
         for _ in 0..1_000_000 {
             // Open loop: a plain read shorter than the buffer drained the
             // socket, and the next bytes bring a new edge, so no read just
@@ -441,23 +444,12 @@ impl MuxLink {
                     }
                     Err(e) if e.kind() == IoKind::WouldBlock => break,
                     Err(e) if e.kind() == IoKind::Interrupted => continue,
-                    Err(e) => {
-                        self.end_streams(core, c, now);
-                        return self.conn_failed(
-                            core,
-                            c,
-                            ErrorKind::from_io(&e, false),
-                            io_msg(&e),
-                            now,
-                        );
-                    }
+                    Err(e) => return self.read_failed(core, c, &e, now),
                 }
             } else {
                 // Deferred answers (plain TCP only) carry the kernel's arrival stamp.
-                let stamped = self.sleeper.defers() && conn.udp.is_none();
+                let stamped = self.sleeper.defers();
                 match sys::recv_timed(fd, &mut self.buf, stamped) {
-                    // An empty UDP datagram is no end of anything.
-                    Ok((0, ..)) if conn.udp.is_some() => continue,
                     Ok((0, ..)) => None,
                     Ok((n, _, arrived)) => {
                         if stamped {
@@ -466,23 +458,12 @@ impl MuxLink {
                         core.rec.bytes_read(n as u64);
                         conn.unattributed += n as u64;
                         with_session!(&mut conn.proto, s => s.bytes_in(&self.buf[..n]));
-                        // (A UDP read is one datagram, however short: QUIC reads on.)
-                        drained =
-                            core.open_loop && conn.udp.is_none() && n < self.buf.len() && !closing;
+                        drained = core.open_loop && n < self.buf.len() && !closing;
                         Some(n)
                     }
                     Err(e) if e.kind() == IoKind::WouldBlock => break,
                     Err(e) if e.kind() == IoKind::Interrupted => continue,
-                    Err(e) => {
-                        self.end_streams(core, c, now);
-                        return self.conn_failed(
-                            core,
-                            c,
-                            ErrorKind::from_io(&e, false),
-                            io_msg(&e),
-                            now,
-                        );
-                    }
+                    Err(e) => return self.read_failed(core, c, &e, now),
                 }
             };
             match got {
@@ -512,6 +493,19 @@ impl MuxLink {
             }
         }
         self.dirty(c);
+    }
+
+    /// A read of connection `c` failed (reset, refused): what its session
+    /// has ends first, then the connection fails with the socket's error.
+    pub(super) fn read_failed(
+        &mut self,
+        core: &mut Core<'_>,
+        c: u32,
+        e: &std::io::Error,
+        now: Instant,
+    ) {
+        self.end_streams(core, c, now);
+        self.conn_failed(core, c, ErrorKind::from_io(e, false), io_msg(e), now);
     }
 
     /// After a read's events: a server that cannot speak HTTP/2 ends the
@@ -580,6 +574,9 @@ impl MuxLink {
         {
             return;
         }
+        if conn.udp.is_some() {
+            return self.send_datagrams(core, c);
+        }
         let Some(fd) = conn.fd() else { return };
         let result = if let (Some(tls), Some(s)) = (conn.tls.as_mut(), conn.sock.as_mut()) {
             let bytes = conn.proto.pending_out();
@@ -625,13 +622,7 @@ impl MuxLink {
         };
         if let Err(e) = result {
             let now = Instant::now();
-            return self.conn_failed(core, c, ErrorKind::from_io(&e, false), io_msg(&e), now);
-        }
-        if self.conns[c as usize].udp.is_some() {
-            // A handshake completed in what was read (a connection open
-            // for 0-RTT); what was sent and read moved QUIC's timers.
-            self.quic_established(core, c, Instant::now());
-            self.arm_quic(c);
+            self.conn_failed(core, c, ErrorKind::from_io(&e, false), io_msg(&e), now);
         }
     }
 
