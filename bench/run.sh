@@ -8,7 +8,7 @@
 # See bench/README.md and the "Benchmark protocol" in the design notes.
 #
 # Environment (all optional):
-#   REDLINE    redline binary              (default target/fat/redline)
+#   REDLINE    redline binary              (default target/release/redline)
 #   REDLINE_BASE  a second redline binary to compare against, e.g. one built
 #              from an older commit (default: none). Adds a "redline (base)"
 #              row next to redline's in every round of every scenario (1-10),
@@ -52,7 +52,7 @@ SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
 cd "$REPO_ROOT"
 
-REDLINE=${REDLINE:-target/fat/redline}
+REDLINE=${REDLINE:-target/release/redline}
 REDLINE_BASE=${REDLINE_BASE:-}
 BUILD=${BUILD:-0}
 DURATION=${DURATION:-10}
@@ -106,8 +106,8 @@ if ((ncpu < 2)); then
 fi
 
 if [[ ! -x $REDLINE && $BUILD == 1 ]]; then
-    log "building redline (cargo build --profile fat -p redline)"
-    cargo build --profile fat -p redline
+    log "building redline (cargo build --release -p redline)"
+    cargo build --release -p redline
 fi
 
 # Scenario 2 needs 10,000 connections: raise the soft fd limit to the hard one.
