@@ -1037,3 +1037,32 @@ fn http2_a_server_allowing_no_stream_ends_every_load_on_time() {
         assert!(took < most, "{load}: {took:?}");
     }
 }
+
+/// Open loop over HTTP/2, every connection retired by GOAWAY after a few
+/// streams: refused requests go again on new connections while new arrivals
+/// take free slots; every request ends once, each answered.
+#[test]
+fn http2_open_loop_through_goaways_ends_every_request_once() {
+    let p = plan::<MuxLink>(|a| {
+        a.rate = Some(2000.0);
+        a.requests = Some(200);
+        a.connections = Some(4);
+        a.streams = Some(4);
+    });
+    let mut srv = Server::new(|r, _| match r.nth % 5 {
+        4 => Reply::GoAway,
+        _ => Reply::Answer(200, None),
+    });
+    let r = Run::<MuxLink>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!(c.scheduled, 200);
+    assert_eq!(
+        c.completed + c.failed + c.not_sent + c.in_flight_at_end,
+        200
+    );
+    assert_eq!(
+        c.completed, 200,
+        "refused once, answered on the next connection"
+    );
+    assert!(c.retried > 0, "{c:?}");
+}
