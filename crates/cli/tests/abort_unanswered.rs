@@ -127,10 +127,7 @@ struct Frozen(String);
 
 impl Frozen {
     fn after_a_second(ng: &common::nginx::Nginx) -> std::thread::JoinHandle<Frozen> {
-        let pid = std::fs::read_to_string(ng.dir.join("nginx.pid"))
-            .unwrap()
-            .trim()
-            .to_string();
+        let pid = ng.pid().to_string();
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_secs(1));
             let ok = std::process::Command::new("kill")

@@ -1076,10 +1076,7 @@ fn slow(v: &serde_json::Value, name: &str, ms: u64) -> u64 {
 /// Runs redline with `args` while nginx (one process) is stopped for 1 s,
 /// starting 1.2 s after the run.
 fn run_with_a_stall(ng: &common::nginx::Nginx, args: &[&str]) -> serde_json::Value {
-    let pid = std::fs::read_to_string(ng.dir.join("nginx.pid"))
-        .unwrap()
-        .trim()
-        .to_string();
+    let pid = ng.pid().to_string();
     let stall = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(1200));
         let stop = std::process::Command::new("kill")

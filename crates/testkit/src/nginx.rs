@@ -18,6 +18,13 @@ pub struct Nginx {
     pub dir: PathBuf,
 }
 
+impl Nginx {
+    /// The PID of the one nginx process (`master_process off`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Nginx {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -145,9 +152,10 @@ http {{
         if !alive {
             break;
         }
-        if n.dir.join("nginx.pid").exists()
-            && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        {
+        // The file is created before its number is written: wait for our PID in it.
+        let ours = std::fs::read_to_string(n.dir.join("nginx.pid"))
+            .is_ok_and(|s| s.trim() == n.child.id().to_string());
+        if ours && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Some(n);
         }
         std::thread::sleep(Duration::from_millis(20));
