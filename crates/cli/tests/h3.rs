@@ -207,6 +207,94 @@ fn nothing_on_the_udp_port_is_refused() {
     assert_eq!(error_count(&v, "refused"), 4, "{}", v["errors"]);
 }
 
+/// A UDP server that answers every QUIC Initial with a Version Negotiation
+/// packet (RFC 9000 §17.2.1) offering only `0x1a2a3a4a` (a reserved
+/// version, §15): its port, and how many it answered. Bounded: 100
+/// datagrams or 20 s.
+fn version_negotiator() -> (u16, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let port = sock.local_addr().unwrap().port();
+    let answered = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let count = answered.clone();
+    std::thread::spawn(move || {
+        let end = Instant::now() + Duration::from_secs(20);
+        let mut buf = [0u8; 2048];
+        for _ in 0..100 {
+            if Instant::now() > end {
+                break;
+            }
+            let Ok((n, from)) = sock.recv_from(&mut buf) else {
+                continue;
+            };
+            let b = &buf[..n];
+            // Long header: form bit, version (4), DCID len + DCID, SCID len + SCID.
+            if n < 7 || b[0] & 0x80 == 0 {
+                continue;
+            }
+            let dl = b[5] as usize;
+            let Some(&sl) = b.get(6 + dl) else { continue };
+            let Some(scid) = b.get(7 + dl..7 + dl + sl as usize) else {
+                continue;
+            };
+            let dcid = &b[6..6 + dl];
+            let mut vn = vec![0x80 | 0x2a, 0, 0, 0, 0];
+            vn.push(scid.len() as u8);
+            vn.extend_from_slice(scid);
+            vn.push(dcid.len() as u8);
+            vn.extend_from_slice(dcid);
+            vn.extend_from_slice(&0x1a2a_3a4au32.to_be_bytes());
+            if sock.send_to(&vn, from).is_ok() {
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    (port, answered)
+}
+
+#[test]
+fn a_server_without_our_quic_version_is_version_negotiation() {
+    let (port, answered) = version_negotiator();
+    let url = format!("https://127.0.0.1:{port}/");
+    let t = Instant::now();
+    let v = run(&url, "--insecure", "-n 4 -c 2 --connect-timeout 5s");
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 0);
+    assert_eq!(error_count(&v, "version_negotiation"), 4, "{}", v["errors"]);
+    let msg = v["errors"][0]["message"].as_str().unwrap_or("");
+    assert!(msg.contains("QUIC versions"), "{msg}");
+    assert!(answered.load(Ordering::Relaxed) >= 1);
+}
+
+#[test]
+fn a_path_that_dies_ends_in_the_idle_timeout_then_connect_timeouts() {
+    // Three answers, then silence both ways (no close, no reset); the server
+    // advertises a 1 s idle time-out, so QUIC gives the connection up after
+    // about a second (RFC 9000 §10.1: the smaller of both sides' values).
+    let (srv, _pki, ca) = server(
+        H3Options {
+            body: body(100),
+            mute_after: Some(3),
+            idle_timeout: Some(Duration::from_secs(1)),
+            ..Default::default()
+        },
+        "h3-mute",
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let t = Instant::now();
+    let v = run(&url, &ca, "-n 5 -c 1 --timeout 20s --connect-timeout 1s");
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 3, "{}", v["errors"]);
+    // The request in flight when the path died ends with the connection;
+    // the next one's handshake gets no answer.
+    assert_eq!(error_count(&v, "idle_timeout"), 1, "{}", v["errors"]);
+    assert_eq!(error_count(&v, "connect_timeout"), 1, "{}", v["errors"]);
+    assert_eq!(srv.counts.answered.load(Ordering::Relaxed), 3);
+}
+
 #[test]
 fn bad_flag_combinations_are_one_line() {
     let e = usage_error(&["run", "http://127.0.0.1:1/", "--http3", "-n", "1"]);

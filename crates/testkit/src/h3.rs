@@ -56,6 +56,11 @@ pub struct H3Options {
     /// Answers say `content-type: text/html; charset=utf-8`; without it
     /// they name no type.
     pub html: bool,
+    /// After this many answers (over the server) it goes silent: every
+    /// datagram in and out is dropped, no reset, no close (a path that died).
+    pub mute_after: Option<u64>,
+    /// The `max_idle_timeout` it advertises (quinn's default 30 s without).
+    pub idle_timeout: Option<Duration>,
 }
 
 impl H3Options {
@@ -209,11 +214,14 @@ pub fn start(pki: &crate::pki::Pki, opts: H3Options) -> H3Server {
     }
     let crypto = quinn_proto::crypto::rustls::QuicServerConfig::try_from(tls).expect("QUIC TLS");
     let mut server = ServerConfig::with_crypto(Arc::new(crypto));
+    let mut t = quinn_proto::TransportConfig::default();
     if let Some(n) = opts.max_streams {
-        let mut t = quinn_proto::TransportConfig::default();
         t.max_concurrent_bidi_streams(VarInt::from_u32(n));
-        server.transport_config(Arc::new(t));
     }
+    if let Some(d) = opts.idle_timeout {
+        t.max_idle_timeout(Some(d.try_into().expect("idle time-out")));
+    }
+    server.transport_config(Arc::new(t));
     let server = Arc::new(server);
     // The same, refusing early data (same session store: still resumed).
     let mut refusing = ServerConfig::with_crypto(Arc::new(refusing.expect("QUIC TLS")));
@@ -257,6 +265,7 @@ fn serve(
         every: opts.drop_every.filter(|&n| n > 0),
         ins: 0,
         outs: 0,
+        muted: false,
     };
     let end = Instant::now() + Duration::from_secs(600);
     while !stop.load(Ordering::Relaxed) && Instant::now() < end {
@@ -350,6 +359,7 @@ fn serve(
             conns.remove(&ch);
         }
         let answered = counts.answered.load(Ordering::Relaxed);
+        lossy.muted |= opts.mute_after.is_some_and(|k| answered >= k);
         if opts.forget_after.is_some_and(|k| answered >= k)
             && counts.forgotten.load(Ordering::Relaxed) == 0
         {
@@ -361,24 +371,25 @@ fn serve(
 }
 
 /// The server's datagrams in and out, every Nth dropped each way
-/// ([`H3Options::drop_every`]).
+/// ([`H3Options::drop_every`]), all once `muted` ([`H3Options::mute_after`]).
 struct Lossy {
     every: Option<u64>,
     ins: u64,
     outs: u64,
+    muted: bool,
 }
 
 impl Lossy {
     /// Whether the datagram that just arrived is dropped.
     fn drop_in(&mut self) -> bool {
         self.ins += 1;
-        self.every.is_some_and(|n| self.ins.is_multiple_of(n))
+        self.muted || self.every.is_some_and(|n| self.ins.is_multiple_of(n))
     }
 
     /// Sends `d` to `to`, unless it is the Nth.
     fn send(&mut self, sock: &UdpSocket, d: &[u8], to: std::net::SocketAddr, counts: &H3Counts) {
         self.outs += 1;
-        if self.every.is_some_and(|n| self.outs.is_multiple_of(n)) {
+        if self.muted || self.every.is_some_and(|n| self.outs.is_multiple_of(n)) {
             counts.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
