@@ -622,7 +622,7 @@ pub(super) fn minify(cx: &Ctx) -> Check {
     check(
         "minify",
         "Minified CSS and JavaScript",
-        "a finding above 2 KB and 5 % (CSS) / 10 % (JS) saved on the wire, both versions compressed as the server does (Lighthouse)",
+        "a finding above 2 KB and 5 % (CSS) / 10 % (JS) saved on the wire, both versions compressed as the server does; CSS minified by Lighthouse's count (comments and all whitespace outside strings)",
         pct(n - bad, n),
         format!("{} of {} stylesheets and scripts minified", n - bad, n),
         f,

@@ -1,8 +1,11 @@
 //! What minifying would save, in bytes on the wire: conservative minifiers
-//! for HTML, CSS and JavaScript (comments and needless whitespace out,
-//! strings kept), and the size of a body after the content coding the server
+//! for HTML and JavaScript (comments and needless whitespace out, strings
+//! kept), Lighthouse's token rule for CSS (comments and all whitespace
+//! outside strings out), and the size of a body after the content coding the server
 //! applied (gzip, br, deflate), so that a saving is the difference of the
-//! two versions compressed the same way, as Lighthouse reports it.
+//! two versions compressed the same way. (Lighthouse applies the saving's
+//! share of the decoded text to the transfer size: the same bytes for an
+//! uncompressed body, more than the wire saves for a compressed one.)
 
 use std::io::Write as _;
 
@@ -125,14 +128,107 @@ pub fn minified_html_len(html: &[u8]) -> usize {
     minified_html(html).len()
 }
 
-/// CSS or JS without comments and needless whitespace (a conservative
-/// estimate: strings are kept, whitespace runs become one space or none).
+/// CSS or JS without comments and needless whitespace: CSS by
+/// [`minified_css`] (Lighthouse's rule), JS by a conservative minifier
+/// (strings kept, whitespace runs become one space or none).
 pub fn minified_code(src: &[u8], css: bool) -> Vec<u8> {
+    if css {
+        minified_css(src)
+    } else {
+        minified_js(src)
+    }
+}
+
+/// Where [`minified_css`] is inside a backtick string: a `${` opened a
+/// template brace, a `{` inside it a normal one.
+#[derive(Clone, Copy, PartialEq)]
+enum Brace {
+    Template,
+    Normal,
+}
+
+/// The bytes of a stylesheet that Lighthouse 12.8 counts as tokens
+/// (`computeCSSTokenLength` in `core/lib/minification-estimator.js`, used by
+/// `unminified-css`): every byte outside comments except space, `\n` and
+/// `\t` (a `\r` counts, as there); a comment counts only as a license
+/// comment (`/*! … */`); a string (`"`, `'` or `` ` ``) counts whole, its
+/// whitespace and escapes included. Whitespace between value tokens
+/// (`margin: 0 auto`) is dropped too, so the result is an estimate of the
+/// size, not a usable stylesheet: the saving is the same as Lighthouse's
+/// within the byte or two a real minifier keeps. An unclosed comment or
+/// string makes Lighthouse count the whole text (no saving): so here.
+pub fn minified_css(src: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(src.len());
+    let (mut in_comment, mut license, mut in_string) = (false, false, false);
+    let mut open = 0u8;
+    let mut braces: Vec<Brace> = Vec::new();
+    let mut i = 0;
+    while i < src.len() {
+        let b = src[i];
+        let next = src.get(i + 1).copied();
+        if in_comment {
+            if license {
+                out.push(b);
+            }
+            if b == b'*' && next == Some(b'/') {
+                if license {
+                    out.push(b'/');
+                }
+                in_comment = false;
+                i += 1;
+            }
+        } else if in_string {
+            out.push(b);
+            if open == b'`' && b == b'$' && next == Some(b'{') {
+                braces.push(Brace::Template);
+                in_string = false;
+                out.push(b'{');
+                i += 1;
+            } else if b == b'\\' {
+                out.extend(next);
+                i += 1;
+            } else if b == open {
+                in_string = false;
+            }
+        } else if b == b'/' && next == Some(b'*') {
+            in_comment = true;
+            license = src.get(i + 2) == Some(&b'!');
+            if license {
+                out.extend_from_slice(b"/*");
+            }
+            i += 1;
+        } else if b == b'{' && !braces.is_empty() {
+            braces.push(Brace::Normal);
+            out.push(b);
+        } else if b == b'}' && !braces.is_empty() {
+            if braces.pop() == Some(Brace::Template) {
+                in_string = true;
+                open = b'`';
+            }
+            out.push(b);
+        } else if matches!(b, b'"' | b'\'' | b'`') {
+            in_string = true;
+            open = b;
+            out.push(b);
+        } else if !matches!(b, b' ' | b'\n' | b'\t') {
+            out.push(b);
+        }
+        i += 1;
+    }
+    if in_comment || in_string {
+        return src.to_vec();
+    }
+    out
+}
+
+/// JavaScript without comments and needless whitespace (strings kept,
+/// whitespace runs become one space or none).
+fn minified_js(src: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(src.len());
     let mut i = 0;
     let mut pending_ws = false;
     let mut last: u8 = b';';
-    let punct = |b: u8| b"{}();,:>+~=<[]!&|?*".contains(&b) || (css && b == b'/');
+    let punct = |b: u8| b"{}();,:>+~=<[]!&|?*".contains(&b);
     while i < src.len() {
         let b = src[i];
         if src[i..].starts_with(b"/*") {
@@ -143,8 +239,7 @@ pub fn minified_code(src: &[u8], css: bool) -> Vec<u8> {
             pending_ws = true;
             continue;
         }
-        if !css
-            && src[i..].starts_with(b"//")
+        if src[i..].starts_with(b"//")
             && (i == 0
                 || src[i - 1] == b'\n'
                 || src[i - 1] == b' '
@@ -158,7 +253,7 @@ pub fn minified_code(src: &[u8], css: bool) -> Vec<u8> {
             pending_ws = true;
             continue;
         }
-        if b == b'"' || b == b'\'' || (!css && b == b'`') {
+        if b == b'"' || b == b'\'' || b == b'`' {
             if pending_ws && !punct(last) {
                 out.push(b' ');
             }
@@ -221,6 +316,92 @@ mod tests {
             wire_saving(src.as_bytes(), &min, Some("zstd"), 100, 1000),
             raw / 10
         );
+    }
+
+    /// Lighthouse's token length (`computeCSSTokenLength`), the saving and
+    /// the saving's share for one CSS fixture: `want` is the token text.
+    fn css_case(src: &str, want: &str) {
+        let got = minified_css(src.as_bytes());
+        assert_eq!(String::from_utf8_lossy(&got), want, "from {src:?}");
+    }
+
+    #[test]
+    fn css_comments_out_license_comments_kept() {
+        css_case(
+            "/* theme: dark */\na { color: red } /* end */\n",
+            "a{color:red}",
+        );
+        // `/*!` keeps the comment whole, inner whitespace included.
+        css_case(
+            "/*! MIT licence */\na {\n  b: c;\n}\n",
+            "/*! MIT licence */a{b:c;}",
+        );
+        // `/*/` does not close a comment; `*/` inside a string is text.
+        css_case("/*/ x */a{}", "a{}");
+        css_case("a{content:\"*/ x\"}", "a{content:\"*/ x\"}");
+    }
+
+    #[test]
+    fn css_strings_keep_their_spaces_and_escapes() {
+        css_case(
+            "q::before { content: \"  two  spaces \\\" \" ; font-family: 'Open Sans', serif }",
+            "q::before{content:\"  two  spaces \\\" \";font-family:'Open Sans',serif}",
+        );
+        // An unclosed string or comment: Lighthouse counts the whole text.
+        for bad in ["a { content: \"open }\n", "a { b: c } /* open\n"] {
+            assert_eq!(minified_css(bad.as_bytes()), bad.as_bytes());
+        }
+    }
+
+    #[test]
+    fn css_media_queries_lose_all_whitespace() {
+        // As Lighthouse counts: `and (` loses its spaces too (a real
+        // minifier keeps `and (`): an estimate, not a usable stylesheet.
+        css_case(
+            "@media screen and (max-width: 600px) {\n  .nav { display: none; }\n}\n",
+            "@mediascreenand(max-width:600px){.nav{display:none;}}",
+        );
+    }
+
+    #[test]
+    fn css_urls_quoted_and_bare() {
+        css_case(
+            ".a { background: url( \"img/a b.png\" ) no-repeat; }\n.b { background: url(img/b.png) }",
+            ".a{background:url(\"img/a b.png\")no-repeat;}.b{background:url(img/b.png)}",
+        );
+    }
+
+    #[test]
+    fn css_important_and_custom_properties() {
+        css_case(
+            ":root {\n  --gap: 4px;\n  --font: \"Fira Code\", monospace;\n}\np { margin: var(--gap) !important; }\n",
+            ":root{--gap:4px;--font:\"Fira Code\",monospace;}p{margin:var(--gap)!important;}",
+        );
+    }
+
+    #[test]
+    fn css_carriage_returns_count_as_lighthouse_counts_them() {
+        // Lighthouse's whitespace is space, `\n` and `\t` only.
+        css_case("a {\r\n\tb: c;\r\n}\r\n", "a{\rb:c;\r}\r");
+    }
+
+    #[test]
+    fn css_saving_is_lighthouse_share_of_an_uncompressed_body() {
+        // pygments.css-like rules: one rule a line, a comment each.
+        let src: String = (0..120)
+            .map(|i| {
+                format!(
+                    ".highlight .k{i} {{ color: #{:06x}; font-weight: bold }} /* Keyword */\n",
+                    i * 4099
+                )
+            })
+            .collect();
+        let min = minified_css(src.as_bytes());
+        let tokens =
+            src.chars().filter(|c| !matches!(c, ' ' | '\n')).count() - 120 * "/*Keyword*/".len();
+        assert_eq!(min.len(), tokens);
+        let save = wire_saving(src.as_bytes(), &min, None, 0, 1);
+        assert_eq!(save as usize, src.len() - tokens);
     }
 
     #[test]
