@@ -516,9 +516,7 @@ pub(super) fn validators(cx: &Ctx) -> Check {
 /// `small` instead of the response's body, both with its content coding.
 pub(super) fn wire_figures(e: &Entry, body: &[u8], small: &[u8]) -> (u64, u64) {
     let coding = e.content_encoding.as_deref();
-    let save = minify::wire_saving(body, small, coding, e.body_wire_bytes, e.decoded_bytes);
-    let of = minify::wire_size(body, coding).unwrap_or(e.body_wire_bytes);
-    (save, of)
+    minify::wire_saving(body, small, coding, e.body_wire_bytes, e.decoded_bytes)
 }
 
 pub(super) fn coding_name(e: &Entry) -> String {
