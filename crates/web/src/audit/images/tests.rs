@@ -92,15 +92,7 @@ fn loaded(html: &str, url: &str, (w, h): (u32, u32), wire: u64, vp: Viewport) ->
 }
 
 fn evidence(l: &Load) -> Vec<String> {
-    let a = audit(
-        "http://a.test/",
-        l,
-        None,
-        Vec::new(),
-        &[],
-        &Probes::default(),
-    );
-    let c = a.checks.iter().find(|c| c.id == "images-scaled").unwrap();
+    let (c, _) = image_checks(l);
     c.findings.iter().map(|f| f.evidence.clone()).collect()
 }
 
