@@ -589,6 +589,77 @@ fn absolute_of(u: &str) -> Option<String> {
     Some(u.to_string())
 }
 
+/// Whether a script of the page puts images in it at run time — markup
+/// with `<img` written by `innerHTML`, `outerHTML`, `insertAdjacentHTML` or
+/// `document.write`, or `createElement("img")`, or `new Image(` — and
+/// where: "an inline script of <page>" or the script's URL. redline runs no
+/// script, so such images are neither fetched nor judged; the image
+/// checks say so instead of passing them over in silence.
+pub(super) fn script_images(cx: &Ctx) -> Option<String> {
+    fn builds(code: &str) -> bool {
+        let l = code.to_ascii_lowercase();
+        let writes = [
+            "innerhtml",
+            "outerhtml",
+            "insertadjacenthtml",
+            "document.write",
+        ]
+        .iter()
+        .any(|w| l.contains(w));
+        (writes && l.contains("<img"))
+            || l.contains("createelement(\"img\")")
+            || l.contains("createelement('img')")
+            || l.contains("new image(")
+    }
+    if let Some(d) = cx.doc() {
+        let html = String::from_utf8_lossy(d.body.as_deref().unwrap_or_default());
+        let lower = html.to_ascii_lowercase();
+        let mut at = 0;
+        // Bounded: each pass moves past one `<script`.
+        while let Some(p) = lower[at..].find("<script") {
+            let open = at + p;
+            let Some(gt) = lower[open..].find('>') else {
+                break;
+            };
+            let body = open + gt + 1;
+            let end = lower[body..]
+                .find("</script")
+                .map_or(lower.len(), |q| body + q);
+            if builds(&html[body..end]) {
+                return Some(format!("an inline script of {}", d.url));
+            }
+            at = end.max(open + 1);
+        }
+    }
+    cx.ok()
+        .filter(|e| e.content_type.contains("javascript") || e.content_type.contains("ecmascript"))
+        .find(|e| {
+            e.body
+                .as_deref()
+                .is_some_and(|b| builds(&String::from_utf8_lossy(b)))
+        })
+        .map(|e| e.url.clone())
+}
+
+/// An image check's summary: `judged` (`none` when `n` is 0: then "not
+/// applicable: …", which [`check`] keeps) and `tail`, what was not judged.
+fn summary(judged: String, none: &str, n: usize, tail: String) -> String {
+    if n == 0 {
+        format!("not applicable: {none}{tail}")
+    } else {
+        judged + &tail
+    }
+}
+
+/// The summary's tail for [`script_images`]: empty when no script does.
+fn script_note(cx: &Ctx) -> String {
+    script_images(cx).map_or(String::new(), |w| {
+        format!(
+            "; {w} inserts images at run time: not fetched, not judged (redline runs no script)"
+        )
+    })
+}
+
 pub(super) fn scaled(cx: &Ctx) -> Check {
     let screen = cx.first.discovery.viewport;
     let dpr = cx.probes.dpr.unwrap_or(screen.dpr).clamp(0.5, 8.0);
@@ -600,7 +671,7 @@ pub(super) fn scaled(cx: &Ctx) -> Check {
         .map(|(u, b)| shown(b, u, &screen, &sheets))
         .unwrap_or_default();
     let mut f = Vec::new();
-    let (mut n, mut bad) = (0, 0);
+    let (mut n, mut bad, mut unknown) = (0, 0, 0);
     for e in cx.ok() {
         let Some((iw, ih)) = e.intrinsic else {
             continue;
@@ -631,7 +702,10 @@ pub(super) fn scaled(cx: &Ctx) -> Check {
                     chosen: false,
                     max: None,
                 },
-                _ => continue,
+                _ => {
+                    unknown += usize::from(!e.third_party);
+                    continue;
+                }
             },
         };
         let dw = s.width_for(fw).max(1.0);
@@ -674,10 +748,18 @@ pub(super) fn scaled(cx: &Ctx) -> Check {
         "Images no larger than needed at the device pixel ratio",
         "a finding when more than 4 KiB on the wire is wasted against the size shown × DPR (Lighthouse); the size shown comes from the viewport model: srcset's sizes, a plain CSS width, the width/height attributes",
         pct(n - bad, n),
-        format!(
-            "{} of {} images with a known display size are no larger than needed at DPR {dpr}",
-            n - bad,
-            n
+        summary(
+            format!(
+                "{} of {n} images with a known display size are no larger than needed at DPR {dpr}",
+                n - bad
+            ),
+            "no fetched image has a known display size",
+            n,
+            if unknown > 0 {
+                format!("; {unknown} fetched, not judged: not shown, or display size not known")
+            } else {
+                String::new()
+            } + &script_note(cx),
         ),
         f,
         FIX_IMAGES,
@@ -781,7 +863,12 @@ pub(super) fn format(cx: &Ctx) -> Check {
         "Images in a fitting format (no photographs as PNG; WebP/AVIF)",
         "a finding when AVIF would save more than 8 KiB on the wire (Lighthouse): JPEG/PNG/BMP up to 2000 KiB re-encoded as Lighthouse has Chromium do (WebP quality 85, JPEG 92, AVIF estimated from both); GIF and larger images from Lighthouse's per-pixel estimates (WebP 2/10, AVIF 2/12 byte per pixel), a photograph as PNG flagged",
         pct(n - bad, n),
-        format!("{} of {n} JPEG/PNG/GIF images in a fitting format", n - bad),
+        summary(
+            format!("{} of {n} JPEG/PNG/GIF images in a fitting format", n - bad),
+            "no JPEG, PNG or GIF image fetched",
+            n,
+            script_note(cx),
+        ),
         f,
         FIX_IMAGES,
     )

@@ -39,7 +39,9 @@ mod security;
 pub mod transport;
 
 pub use images::shown_widths;
-pub use minify::{minified_code, minified_code_len, minified_html, minified_html_len, wire_size};
+pub use minify::{
+    minified_code, minified_code_len, minified_css, minified_html, minified_html_len, wire_size,
+};
 pub use offscreen::{image_positions, Offscreen, Placed};
 
 use crate::cache::human_secs;

@@ -92,15 +92,7 @@ fn loaded(html: &str, url: &str, (w, h): (u32, u32), wire: u64, vp: Viewport) ->
 }
 
 fn evidence(l: &Load) -> Vec<String> {
-    let a = audit(
-        "http://a.test/",
-        l,
-        None,
-        Vec::new(),
-        &[],
-        &Probes::default(),
-    );
-    let c = a.checks.iter().find(|c| c.id == "images-scaled").unwrap();
+    let (c, _) = image_checks(l);
     c.findings.iter().map(|f| f.evidence.clone()).collect()
 }
 
@@ -334,4 +326,60 @@ fn flex_items_get_the_width_the_row_gives_them() {
     // own width (`min-width: auto`): 800 px or less, not 200; unknown.
     assert_eq!(cap("m.jpg"), None);
     assert_eq!(cap("n.jpg"), None);
+}
+
+/// The images-scaled and images-format checks of `l`.
+fn image_checks(l: &Load) -> (super::Check, super::Check) {
+    let a = audit(
+        "http://a.test/",
+        l,
+        None,
+        Vec::new(),
+        &[],
+        &Probes::default(),
+    );
+    let c = |id: &str| a.checks.iter().find(|c| c.id == id).unwrap().clone();
+    (c("images-scaled"), c("images-format"))
+}
+
+#[test]
+fn an_image_fetched_without_an_element_is_judged_for_format_not_size() {
+    // sqlite.org's home page: a 300×300 JPEG the page fetched (a preload,
+    // a CSS background: no <img> names it), and an inline script that
+    // builds its sponsors' <img> markup into `innerHTML`.
+    let html = format!(
+        "{META}<div id=s></div><script>var h = \"<img src='images/\" + n + \"'>\";\n\
+         document.getElementById(\"s\").innerHTML = h;</script>"
+    );
+    let l = loaded(&html, "http://a.test/p.jpg", (300, 300), 40_000, DESKTOP);
+    let (scaled, format) = image_checks(&l);
+    // Bytes alone decide the format: judged, flagged.
+    assert_eq!(format.findings.len(), 1, "{format:?}");
+    assert_eq!(
+        format.findings[0].url.as_deref(),
+        Some("http://a.test/p.jpg")
+    );
+    // No element, no display size: not judged, and said so.
+    assert!(scaled.findings.is_empty(), "{scaled:?}");
+    assert!(
+        scaled.summary.contains("1 fetched, not judged"),
+        "{}",
+        scaled.summary
+    );
+    // The images the script inserts are named as not seen, in both checks.
+    for c in [&scaled, &format] {
+        assert!(
+            c.summary
+                .contains("an inline script of http://a.test/ inserts images at run time"),
+            "{}",
+            c.summary
+        );
+    }
+    // A script that writes no image markup gets no such note.
+    let html = format!("{META}<script>document.title = \"<b>\";</script><img src=p.jpg>");
+    let l = loaded(&html, "http://a.test/p.jpg", (300, 300), 40_000, DESKTOP);
+    let (scaled, format) = image_checks(&l);
+    assert!(!scaled.summary.contains("run time"), "{}", scaled.summary);
+    assert!(!format.summary.contains("run time"), "{}", format.summary);
+    assert!(!scaled.summary.contains("not judged"), "{}", scaled.summary);
 }
