@@ -16,6 +16,7 @@ use super::spec::WorkerResult;
 use super::wire_tests::{go_offline, plan, spec, Connects, Net, Reply, Req, Server};
 use super::Core;
 use crate::control::Live;
+use crate::mux::wire_tests::H3Net;
 use crate::mux::MuxLink;
 use crate::plan::{Load, Plan, PlanArgs, StageArgs};
 use crate::worker::H1Link;
@@ -37,6 +38,10 @@ macro_rules! both {
             #[test]
             fn http2() {
                 super::$name::<crate::mux::MuxLink>()
+            }
+            #[test]
+            fn http3() {
+                super::$name::<crate::mux::wire_tests::H3Net>()
             }
         })*
     };
@@ -139,9 +144,10 @@ impl<'p, N: Net> Run<'p, N> {
     }
 }
 
-/// HTTP/2 with `n` streams per connection (HTTP/1.1: one request per connection anyway).
+/// HTTP/2 and HTTP/3 with `n` streams per connection (HTTP/1.1: one
+/// request per connection anyway).
 fn streams<N: Net>(a: &mut PlanArgs, n: u32) {
-    if N::NAME == MuxLink::NAME {
+    if N::NAME != H1Link::NAME {
         a.streams = Some(n);
     }
 }
@@ -193,6 +199,9 @@ fn closed_loop_sends_exactly_n_on_c_connections<N: Net>() {
     assert_eq!(srv.accepted, 3, "keep-alive: -c connections, each reused");
     assert_eq!(c.connections_opened, 3);
     assert_eq!((c.non_2xx, c.body_bytes), (0, 100), "ten 10-byte bodies");
+    if N::NAME == H3Net::NAME {
+        assert_eq!(c.quic_handshakes, 3, "each connection's QUIC handshake");
+    }
 }
 
 fn requests_per_conn_caps_each_connection<N: Net>() {
