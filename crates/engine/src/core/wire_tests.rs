@@ -181,6 +181,14 @@ pub(crate) struct Server {
     pub(crate) most_waiting: usize,
     /// HTTP/2: streams refused over `max_streams`.
     pub(crate) refused_streams: u32,
+    /// HTTP/3: every this many datagrams (either way) one is lost.
+    pub(crate) drop_every: Option<u32>,
+    /// HTTP/3: datagrams lost so far (of those carried).
+    pub(crate) dropped: u32,
+    carried: u32,
+    /// HTTP/3: the path went dark: no datagram reaches the server or
+    /// comes from it.
+    pub(crate) dark: bool,
     peers: HashMap<u32, Peer>,
 }
 
@@ -223,6 +231,10 @@ impl Server {
             most_open: 0,
             most_waiting: 0,
             refused_streams: 0,
+            drop_every: None,
+            dropped: 0,
+            carried: 0,
+            dark: false,
             peers: HashMap::new(),
         }
     }
@@ -338,13 +350,17 @@ impl Server {
         datagrams: &[Vec<u8>],
         now: Instant,
     ) -> (Vec<Vec<u8>>, bool) {
+        if self.dark {
+            return (Vec::new(), false);
+        }
+        let datagrams: Vec<Vec<u8>> = datagrams.iter().filter(|_| self.carry()).cloned().collect();
         let Some(p) = self.peers.get_mut(&key) else {
             return (Vec::new(), false);
         };
         let Some(q) = p.quic.as_mut() else {
             return (Vec::new(), false);
         };
-        let read = q.datagrams_in(datagrams, now);
+        let read = q.datagrams_in(&datagrams, now);
         // Requests the client gave up (its time-out) are not answered.
         let gone = q.take_gone();
         p.waiting.retain(|r| !gone.contains(&r.stream));
@@ -359,7 +375,18 @@ impl Server {
         if close {
             self.peers.remove(&key);
         }
-        (out.unwrap_or_default(), close)
+        let out = out.unwrap_or_default().into_iter();
+        (out.filter(|_| self.carry()).collect(), close)
+    }
+
+    /// Whether the next datagram gets through ([`Server::drop_every`]).
+    fn carry(&mut self) -> bool {
+        self.carried += 1;
+        let lost = self
+            .drop_every
+            .is_some_and(|n| self.carried.is_multiple_of(n));
+        self.dropped += u32::from(lost);
+        !lost
     }
 
     /// The script's replies to the requests connection `key` read and has

@@ -187,6 +187,7 @@ impl MuxLink {
             let Some(d) = sess.next_datagrams(now, 1) else {
                 break;
             };
+            core.rec.counters.bytes_written += d.bytes.len() as u64;
             sent.push(d.bytes.to_vec());
             sess.datagrams_sent();
         }

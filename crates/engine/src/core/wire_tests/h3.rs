@@ -26,10 +26,8 @@ use std::time::Instant;
 
 /// Where the client's datagrams come from, as the server sees it (each
 /// connection has its own endpoint, so one address serves them all).
-const CLIENT: SocketAddr = SocketAddr::new(
-    std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
-    40_000,
-);
+const CLIENT: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 40_000);
 
 /// The server's TLS for QUIC: the testkit's certificate for `127.0.0.1`,
 /// made once per test binary (key generation and signing are the costly part).
@@ -96,7 +94,11 @@ impl Quic {
 
     /// The client's datagrams at `now`, then QUIC's timers: the requests
     /// whose stream ended (their stream and fields), in order.
-    pub(super) fn datagrams_in(&mut self, datagrams: &[Vec<u8>], now: Instant) -> Vec<(u32, Fields)> {
+    pub(super) fn datagrams_in(
+        &mut self,
+        datagrams: &[Vec<u8>],
+        now: Instant,
+    ) -> Vec<(u32, Fields)> {
         for d in datagrams {
             self.buf.clear();
             let data = BytesMut::from(&d[..]);
