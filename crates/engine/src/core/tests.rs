@@ -26,27 +26,28 @@ use std::time::{Duration, Instant};
 
 const MS: Duration = Duration::from_millis(1);
 
-/// Runs each generic test on both drivers.
-macro_rules! both {
-    ($($name:ident),* $(,)?) => {
-        $(mod $name {
-            #[test]
-            fn http1() {
-                super::$name::<crate::worker::H1Link>()
-            }
-            #[test]
-            fn http2() {
-                super::$name::<crate::mux::MuxLink>()
-            }
-            #[test]
-            fn http3() {
-                super::$name::<crate::mux::wire_tests::H3Net>()
-            }
-        })*
+/// Runs each generic test on each protocol listed (`[name: Net, …]`): a
+/// module per test, a `#[test]` per protocol in it (`<test>::http3`).
+macro_rules! on {
+    ($protos:tt $($name:ident),* $(,)?) => {
+        $(on!(@one $name $protos);)*
+    };
+    (@one $name:ident [$($proto:ident: $net:ty),*]) => {
+        mod $name {
+            $(#[test]
+            fn $proto() {
+                super::$name::<$net>()
+            })*
+        }
     };
 }
 
-both!(
+on!(
+    [
+        http1: crate::worker::H1Link,
+        http2: crate::mux::MuxLink,
+        http3: crate::mux::wire_tests::H3Net
+    ]
     closed_loop_sends_exactly_n_on_c_connections,
     requests_per_conn_caps_each_connection,
     without_keepalive_each_request_has_its_connection,
@@ -889,23 +890,11 @@ fn a_reused_connection_closed_by_the_server<N: Net>() {
 // HTTP/2 and HTTP/3: what an HTTP/1.1 server cannot say (a stream refused,
 // GOAWAY, a stream cap).
 
-/// Runs each generic test on the multiplexed protocols.
-macro_rules! multiplexed {
-    ($($name:ident),* $(,)?) => {
-        $(mod $name {
-            #[test]
-            fn http2() {
-                super::$name::<crate::mux::MuxLink>()
-            }
-            #[test]
-            fn http3() {
-                super::$name::<crate::mux::wire_tests::H3Net>()
-            }
-        })*
-    };
-}
-
-multiplexed!(
+on!(
+    [
+        http2: crate::mux::MuxLink,
+        http3: crate::mux::wire_tests::H3Net
+    ]
     a_refused_stream_goes_again_once,
     a_stream_refused_twice_fails_once,
     goaway_sends_unprocessed_streams_on_a_new_connection,
