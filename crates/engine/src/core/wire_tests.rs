@@ -350,16 +350,12 @@ impl Server {
         datagrams: &[Vec<u8>],
         now: Instant,
     ) -> (Vec<Vec<u8>>, bool) {
-        if self.dark {
+        if self.dark || !self.peers.get(&key).is_some_and(|p| p.quic.is_some()) {
             return (Vec::new(), false);
         }
         let datagrams: Vec<Vec<u8>> = datagrams.iter().filter(|_| self.carry()).cloned().collect();
-        let Some(p) = self.peers.get_mut(&key) else {
-            return (Vec::new(), false);
-        };
-        let Some(q) = p.quic.as_mut() else {
-            return (Vec::new(), false);
-        };
+        let p = self.peers.get_mut(&key).expect("peer");
+        let q = p.quic.as_mut().expect("QUIC");
         let read = q.datagrams_in(&datagrams, now);
         // Requests the client gave up (its time-out) are not answered.
         let gone = q.take_gone();

@@ -106,7 +106,12 @@ impl Quic {
                 .endpoint
                 .handle(now, CLIENT, None, None, data, &mut self.buf)
             {
-                Some(DatagramEvent::NewConnection(incoming)) if self.conn.is_none() => {
+                Some(DatagramEvent::NewConnection(incoming)) => {
+                    if self.conn.is_some() {
+                        // One connection per endpoint: a stray Initial is dropped.
+                        self.endpoint.ignore(incoming);
+                        continue;
+                    }
                     self.buf.clear();
                     if let Ok(c) = self.endpoint.accept(incoming, now, &mut self.buf, None) {
                         self.conn = Some(c);
