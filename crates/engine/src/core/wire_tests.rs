@@ -350,7 +350,7 @@ impl Server {
         datagrams: &[Vec<u8>],
         now: Instant,
     ) -> (Vec<Vec<u8>>, bool) {
-        if self.dark || !self.peers.get(&key).is_some_and(|p| p.quic.is_some()) {
+        if self.dark || self.peers.get(&key).is_none_or(|p| p.quic.is_none()) {
             return (Vec::new(), false);
         }
         let datagrams: Vec<Vec<u8>> = datagrams.iter().filter(|_| self.carry()).cloned().collect();
