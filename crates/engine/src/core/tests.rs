@@ -1175,3 +1175,36 @@ fn http3_a_path_gone_dark_ends_at_the_idle_timeout() {
     );
     assert!(probes > 0, "the requests and QUIC's probes went out");
 }
+
+/// Connections after the first resume its TLS session and, as the server's
+/// tickets allow early data, make their slots ready at once: the request
+/// goes in 0-RTT before the handshake completes, and the server takes it.
+#[test]
+fn http3_resumed_connections_send_requests_in_0rtt() {
+    let p = plan::<H3Net>(|a| {
+        a.requests = Some(6);
+        a.connections = Some(1);
+        a.keepalive = false;
+    });
+    let mut srv = Server::answering(200);
+    srv.early_data = true;
+    let r = Run::<H3Net>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed, c.retried), (6, 6, 0, 0));
+    assert_eq!((srv.accepted, c.connections_opened), (6, 6));
+    assert_eq!(c.quic_handshakes, 6, "every connection counted once");
+    // Every resumed connection sent its request in early data, accepted.
+    // (Not all resume: a connection closed by its only answer may end
+    // before the server's new ticket reached it.)
+    assert!(c.quic_resumed >= 3, "{c:?}");
+    assert_eq!(
+        (c.quic_0rtt, c.quic_0rtt_accepted),
+        (c.quic_resumed, c.quic_resumed),
+        "{c:?}"
+    );
+    assert_eq!(
+        u64::from(srv.early_requests),
+        c.quic_0rtt,
+        "the server saw them early"
+    );
+}

@@ -189,6 +189,12 @@ pub(crate) struct Server {
     /// HTTP/3: the path went dark: no datagram reaches the server or
     /// comes from it.
     pub(crate) dark: bool,
+    /// HTTP/3: a resumed connection may send requests in 0-RTT.
+    pub(crate) early_data: bool,
+    /// HTTP/3: requests whose stream came before the handshake completed.
+    pub(crate) early_requests: u32,
+    /// HTTP/3: the server's TLS (its session store), made at the first connect.
+    tls: Option<Arc<quinn_proto::crypto::rustls::QuicServerConfig>>,
     peers: HashMap<u32, Peer>,
 }
 
@@ -235,6 +241,9 @@ impl Server {
             dropped: 0,
             carried: 0,
             dark: false,
+            early_data: false,
+            early_requests: 0,
+            tls: None,
             peers: HashMap::new(),
         }
     }
@@ -255,7 +264,9 @@ impl Server {
     /// [`Server::exchange_datagrams`]), refused (ICMP port unreachable) or
     /// left hanging (its datagrams go nowhere).
     pub(crate) fn accept_quic(&mut self, key: u32, addr: SocketAddr) -> Connects {
-        let quic = Box::new(h3::Quic::new(self.max_streams));
+        let early = self.early_data;
+        let tls = self.tls.get_or_insert_with(|| h3::crypto(early)).clone();
+        let quic = Box::new(h3::Quic::new(tls, self.max_streams));
         self.admit(key, addr, false, Some(quic))
     }
 
@@ -357,6 +368,7 @@ impl Server {
         let p = self.peers.get_mut(&key).expect("peer");
         let q = p.quic.as_mut().expect("QUIC");
         let read = q.datagrams_in(&datagrams, now);
+        self.early_requests += std::mem::take(&mut q.early);
         // Requests the client gave up (its time-out) are not answered.
         let gone = q.take_gone();
         p.waiting.retain(|r| !gone.contains(&r.stream));

@@ -29,25 +29,26 @@ use std::time::Instant;
 const CLIENT: SocketAddr =
     SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 40_000);
 
-/// The server's TLS for QUIC: the testkit's certificate for `127.0.0.1`,
-/// made once per test binary (key generation and signing are the costly part).
-fn crypto() -> Arc<QuicServerConfig> {
-    static CRYPTO: OnceLock<Arc<QuicServerConfig>> = OnceLock::new();
-    CRYPTO
-        .get_or_init(|| {
-            let pki = redline_testkit::pki::pki();
-            let key = rustls::pki_types::PrivateKeyDer::Pkcs8(pki.key_der.into());
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-                .with_protocol_versions(&[&rustls::version::TLS13])
-                .expect("TLS 1.3")
-                .with_no_client_auth()
-                .with_single_cert(pki.chain, key)
-                .expect("test certificate");
-            tls.alpn_protocols = vec![b"h3".to_vec()];
-            Arc::new(QuicServerConfig::try_from(tls).expect("QUIC TLS"))
-        })
-        .clone()
+/// A test server's TLS for QUIC (one per [`super::Server`]: its own session
+/// store, so its resumptions are its own): the testkit's certificate for
+/// `127.0.0.1`, made once per test binary (key generation is the costly
+/// part); `early_data`: resumed connections may send requests in 0-RTT.
+pub(super) fn crypto(early_data: bool) -> Arc<QuicServerConfig> {
+    static PKI: OnceLock<redline_testkit::pki::Pki> = OnceLock::new();
+    let pki = PKI.get_or_init(redline_testkit::pki::pki);
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(pki.key_der.clone().into());
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .expect("TLS 1.3")
+        .with_no_client_auth()
+        .with_single_cert(pki.chain.clone(), key)
+        .expect("test certificate");
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    if early_data {
+        tls.max_early_data_size = u32::MAX;
+    }
+    Arc::new(QuicServerConfig::try_from(tls).expect("QUIC TLS"))
 }
 
 /// The server's side of one QUIC connection.
@@ -63,13 +64,16 @@ pub(super) struct Quic {
     /// Datagrams built before a close (sent ahead of CONNECTION_CLOSE).
     out: Vec<Vec<u8>>,
     buf: Vec<u8>,
+    /// Requests whose stream opened before the handshake completed (0-RTT).
+    pub(super) early: u32,
 }
 
 impl Quic {
-    /// A connection's server side; `max_streams`: the request streams the
-    /// client may open at once (QUIC's initial_max_streams_bidi).
-    pub(super) fn new(max_streams: Option<u32>) -> Quic {
-        let mut server = ServerConfig::with_crypto(crypto());
+    /// A connection's server side with the server's TLS; `max_streams`: the
+    /// request streams the client may open at once (QUIC's
+    /// initial_max_streams_bidi).
+    pub(super) fn new(tls: Arc<QuicServerConfig>, max_streams: Option<u32>) -> Quic {
+        let mut server = ServerConfig::with_crypto(tls);
         if let Some(n) = max_streams {
             let mut t = quinn_proto::TransportConfig::default();
             t.max_concurrent_bidi_streams(VarInt::from_u32(n));
@@ -89,6 +93,7 @@ impl Quic {
             gone: Vec::new(),
             out: Vec::new(),
             buf: Vec::new(),
+            early: 0,
         }
     }
 
@@ -151,8 +156,10 @@ impl Quic {
                     while let Some(sid) = c.streams().accept(dir) {
                         opened.push(sid);
                     }
+                    let early = c.is_handshaking();
                     for sid in opened {
                         if dir == Dir::Bi {
+                            self.early += u32::from(early);
                             self.reading.insert(sid, Vec::new());
                         }
                         self.read(sid, &mut got);
