@@ -509,11 +509,23 @@ fn http3_goes_to_the_alt_svc_endpoint() {
     assert_eq!(counter(&v, "completed"), 50, "{}", v["errors"]);
     assert_eq!(srv.counts.answered.load(Ordering::Relaxed), 50);
     assert_eq!(probes.load(Ordering::Relaxed), 1, "one request over TCP");
+    // Its handshake was also the certificate check: one TCP connection.
+    assert_eq!(origin.accepted.load(Ordering::SeqCst), 1, "TCP connections");
     let e = &v["server"]["http3_endpoint"];
     assert_eq!(e["source"], "alt-svc", "{e}");
     assert_eq!(e["address"], format!("127.0.0.1:{}", srv.port));
     assert!(e["why"].as_str().unwrap().contains("ma=3600"), "{e}");
     assert_eq!(v["server"]["alt_svc"]["h3"], format!(":{}", srv.port));
+    // Without the CA the probe's handshake refuses the certificate: the
+    // run stops before any QUIC connection with the one line to fix it,
+    // after the same single TCP connection.
+    let out = redline(&["run", &url, "--http3", "--no-save", "-n", "5", "-c", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--cacert"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert_eq!(origin.accepted.load(Ordering::SeqCst), 2, "TCP connections");
+    assert_eq!(srv.counts.answered.load(Ordering::Relaxed), 50);
 }
 
 #[test]

@@ -22,12 +22,15 @@ pub const MAX_CAPTURE: usize = 1 << 20;
 
 /// Headers and body of a response, kept for scenario checks and extraction.
 /// Plain runs have none, so their hot path only tests an `Option`.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capture {
     /// Keep the final response's headers.
     pub want_headers: bool,
-    /// Keep its body (up to [`MAX_CAPTURE`] bytes).
+    /// Keep its body (up to `max` bytes).
     pub want_body: bool,
+    /// The most body bytes kept ([`MAX_CAPTURE`] unless the request's
+    /// `Want::capture_max` says otherwise).
+    pub max: usize,
     /// The headers, in order.
     pub headers: Vec<(String, String)>,
     /// The body (decoded from chunked framing, not from content codings).
@@ -36,8 +39,21 @@ pub struct Capture {
     pub truncated: bool,
 }
 
+impl Default for Capture {
+    fn default() -> Capture {
+        Capture {
+            want_headers: false,
+            want_body: false,
+            max: MAX_CAPTURE,
+            headers: Vec::new(),
+            body: Vec::new(),
+            truncated: false,
+        }
+    }
+}
+
 impl Capture {
-    /// Keeps body bytes (when the body is wanted), up to [`MAX_CAPTURE`].
+    /// Keeps body bytes (when the body is wanted), up to `max`.
     pub fn keep_body(&mut self, data: &[u8]) {
         self.body(data)
     }
@@ -46,7 +62,7 @@ impl Capture {
         if !self.want_body {
             return;
         }
-        let room = MAX_CAPTURE.saturating_sub(self.body.len());
+        let room = self.max.saturating_sub(self.body.len());
         if data.len() > room {
             self.truncated = true;
         }

@@ -265,68 +265,104 @@ pub struct Handshake {
 
 /// The handshake behind [`refused`] and the ALPN probe.
 pub fn handshake(setup: &TlsSetup, addr: std::net::SocketAddr, limit: Duration) -> Handshake {
-    let mut alpn = None;
-    let refusal = handshake_into(setup, addr, limit, &mut alpn);
-    Handshake { alpn, refusal }
+    // A server that speaks only h2 is not refused for ALPN.
+    let alpn = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    match connect(setup, addr, limit, alpn) {
+        Ok((mut conn, mut sock)) => {
+            use std::io::Write;
+            let alpn = conn.alpn_protocol().map(<[u8]>::to_vec);
+            conn.send_close_notify();
+            let _ = conn.write_tls(&mut sock);
+            let _ = sock.flush();
+            Handshake {
+                alpn,
+                refusal: None,
+            }
+        }
+        Err(f) => Handshake {
+            alpn: None,
+            refusal: f.refusal,
+        },
+    }
 }
 
-fn handshake_into(
+/// Why [`connect`] has no TLS connection to give.
+#[derive(Debug)]
+pub(crate) struct NoTls {
+    /// Every connection of a run would be refused for this.
+    pub refusal: Option<Refusal>,
+    /// What happened, for a message (`connection refused`, `timed out`…).
+    pub why: String,
+}
+
+/// One TCP connection to `addr` and a TLS handshake on it with `setup`
+/// offering `alpn`, all within `limit`: the connection, ready for a
+/// request, or why not. The one handshake of [`handshake`] and of the
+/// `--http3` Alt-Svc probe (`plan::h3::probe`), so either is also the run's
+/// certificate check.
+pub(crate) fn connect(
     setup: &TlsSetup,
     addr: std::net::SocketAddr,
     limit: Duration,
-    alpn: &mut Option<Vec<u8>>,
-) -> Option<Refusal> {
-    use std::io::{Read, Write};
+    alpn: Vec<Vec<u8>>,
+) -> Result<(rustls::ClientConnection, std::net::TcpStream), NoTls> {
+    use std::io::Read;
+    let fail = |refusal, why: &str| NoTls {
+        refusal,
+        why: why.to_string(),
+    };
     let deadline = Instant::now() + limit;
     let mut cfg = (*setup.config).clone();
-    // As the ALPN probe: a server that speaks only h2 is not refused for ALPN.
-    cfg.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    let mut conn = rustls::ClientConnection::new(Arc::new(cfg), setup.server_name.clone()).ok()?;
-    let mut sock = std::net::TcpStream::connect_timeout(&addr, limit).ok()?;
+    cfg.alpn_protocols = alpn;
+    let mut conn = rustls::ClientConnection::new(Arc::new(cfg), setup.server_name.clone())
+        .map_err(|e| fail(None, &format!("no TLS ({e})")))?;
+    let mut sock = std::net::TcpStream::connect_timeout(&addr, limit)
+        .map_err(|e| fail(None, &crate::sys::io_msg(&e)))?;
     let mut buf = vec![0u8; 16 * 1024];
     let mut first = true;
     for _ in 0..1000 {
         if !conn.is_handshaking() {
-            break;
+            return Ok((conn, sock));
         }
         while conn.wants_write() {
-            conn.write_tls(&mut sock).ok()?;
+            conn.write_tls(&mut sock)
+                .map_err(|e| fail(None, &crate::sys::io_msg(&e)))?;
         }
-        let left = deadline.checked_duration_since(Instant::now())?;
-        if left.is_zero() {
-            return None;
-        }
-        sock.set_read_timeout(Some(left)).ok()?;
+        let left = deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| fail(None, "timed out"))?;
+        sock.set_read_timeout(Some(left))
+            .map_err(|e| fail(None, &crate::sys::io_msg(&e)))?;
         let n = match sock.read(&mut buf) {
-            Ok(0) | Err(_) => return None,
+            Ok(0) => return Err(fail(None, "closed by the server")),
+            Err(e) => return Err(fail(None, &crate::sys::io_msg(&e))),
             Ok(n) => n,
         };
         if std::mem::take(&mut first) && buf[..n].starts_with(b"HTTP/") {
-            return Some(Refusal::PlainHttp);
+            return Err(fail(Some(Refusal::PlainHttp), "a plain-HTTP answer"));
         }
         let mut rd = &buf[..n];
         while !rd.is_empty() {
-            conn.read_tls(&mut rd).ok()?;
+            conn.read_tls(&mut rd)
+                .map_err(|e| fail(None, &crate::sys::io_msg(&e)))?;
             if let Err(e) = conn.process_new_packets() {
                 // The alert rustls queued for the server.
                 let _ = conn.write_tls(&mut sock);
-                return match e {
+                let why = format!("TLS: {e}");
+                return Err(match e {
                     rustls::Error::InvalidCertificate(c) => {
-                        Some(Refusal::Certificate(format!("{c:?}")))
+                        fail(Some(Refusal::Certificate(format!("{c:?}"))), &why)
                     }
-                    rustls::Error::InvalidMessage(m) => Some(Refusal::NotTls(format!("{m:?}"))),
-                    _ => None,
-                };
+                    rustls::Error::InvalidMessage(m) => {
+                        fail(Some(Refusal::NotTls(format!("{m:?}"))), &why)
+                    }
+                    _ => fail(None, &why),
+                });
             }
         }
     }
-    if !conn.is_handshaking() {
-        *alpn = conn.alpn_protocol().map(<[u8]>::to_vec);
-    }
-    conn.send_close_notify();
-    let _ = conn.write_tls(&mut sock);
-    let _ = sock.flush();
-    None
+    Err(fail(None, "the handshake did not end"))
 }
 
 /// [`refused`] for a plan's target (https plans only): the one line to stop

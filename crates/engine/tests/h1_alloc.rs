@@ -114,6 +114,7 @@ fn a_scenario_request_keeping_headers_and_body_reuses_its_buffers() {
         server: false,
         location: false,
         capture: Some((true, true)),
+        ..Want::NOTHING
     };
     // The parser makes each kept header's name and value anew; the session
     // adds nothing to that: its answer and capture boxes, the body and the

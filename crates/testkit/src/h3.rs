@@ -53,6 +53,9 @@ pub struct H3Options {
     /// From the Nth connection on, early data is refused (the session is
     /// still resumed): the client must send those requests again.
     pub refuse_early_after: Option<u64>,
+    /// Answers say `content-type: text/html; charset=utf-8`; without it
+    /// they name no type.
+    pub html: bool,
 }
 
 impl H3Options {
@@ -479,7 +482,7 @@ fn answer(c: &mut Conn, sid: StreamId, opts: &H3Options, counts: &H3Counts, seen
             return reset(c, sid, code as u32);
         }
     }
-    let mut out = response_head(opts.body.len());
+    let mut out = response_head(opts.body.len(), opts.html);
     out.push(0x00); // DATA
     varint(&mut out, opts.body.len() as u64);
     out.extend_from_slice(&opts.body);
@@ -526,14 +529,18 @@ fn reset(c: &mut Conn, sid: StreamId, code: u32) {
 
 /// A response head for a body of `len` bytes: `:status 200` (static 25),
 /// `content-length` (static 4, literal value) and `server` (static 92,
-/// a two-byte index), QPACK prefix 0, 0.
-fn response_head(len: usize) -> Vec<u8> {
+/// a two-byte index), with `html` `content-type: text/html; charset=utf-8`
+/// (static 52), QPACK prefix 0, 0.
+fn response_head(len: usize, html: bool) -> Vec<u8> {
     let cl = len.to_string();
     let server = b"redline-testkit";
     let mut section = vec![0x00, 0x00, 0xc0 | 25, 0x50 | 4, cl.len() as u8];
     section.extend_from_slice(cl.as_bytes());
     section.extend_from_slice(&[0x50 | 0x0f, 92 - 15, server.len() as u8]);
     section.extend_from_slice(server);
+    if html {
+        section.push(0xc0 | 52);
+    }
     let mut out = vec![0x01];
     varint(&mut out, section.len() as u64);
     out.extend_from_slice(&section);

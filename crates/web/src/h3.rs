@@ -18,15 +18,12 @@
 //! TLS time with a TCP connect of 0, and HAR's `connect` (which includes
 //! `ssl`) and `ssl` are both the handshake. Bytes: DATA payload is exact;
 //! QPACK hides the head's wire size, so the head counts as HTTP/1-style text
-//! (an upper bound), as on HTTP/2. The engine's session keeps at most
-//! [`redline_engine::h1::MAX_CAPTURE`] (1 MiB) of a body: a longer body's
-//! size is exact, its kept bytes are the first MiB, and where the loader
-//! would have kept more (text, re-encodable images, a compressed body) the
-//! response says so in its error note.
+//! (an upper bound), as on HTTP/2. The engine's session keeps a body whole
+//! up to the loaders' own limit (`Want::capture_max`, `MAX_WIRE_BODY`),
+//! so `finish` decodes and keeps it exactly as over TCP.
 
 use crate::h2::{Multiplexed, Req};
 use crate::http::{finish, ms, ClientOpts, ConnInfo, ConnectTimes, FetchError, Response, TlsInfo};
-use redline_engine::h1::MAX_CAPTURE;
 use redline_engine::http2::Http2Request;
 use redline_engine::http3::{Http3Config, Http3Request, Http3Session};
 use redline_engine::session::{Answer, Event, RequestId, Session, SubmitError, Want};
@@ -237,6 +234,9 @@ impl Driver {
             server: false,
             location: false,
             capture: Some((true, true)),
+            // As much as the HTTP/1.1 and HTTP/2 loaders read (larger is
+            // `FetchError::TooLarge`); `finish` keeps its share per type.
+            capture_max: crate::http::MAX_WIRE_BODY,
         };
         if self.sess.retiring() {
             // GOAWAY (or closed): what is not on a stream goes elsewhere.
@@ -470,7 +470,7 @@ fn answered(
             .sum::<u64>()
         + 2;
     let first = r.first_byte.unwrap_or(done);
-    let mut resp = finish(
+    let resp = finish(
         status,
         cap.headers,
         cap.body,
@@ -480,25 +480,6 @@ fn answered(
         false,
         "h3",
     );
-    if cap.truncated {
-        resp.body_wire_bytes = body_bytes;
-        let identity = matches!(
-            resp.header("content-encoding").map(str::trim),
-            None | Some("") | Some("identity")
-        );
-        if identity {
-            resp.decoded_bytes = body_bytes;
-        }
-        // Nothing is missing where the loader keeps no more than the session
-        // did (an image's first bytes); elsewhere the response says so.
-        if !identity || crate::http::keep_cap(&resp.media_type()) > MAX_CAPTURE {
-            resp.decode_error = Some(format!(
-                "HTTP/3: only the first {} of this {} body were kept (the engine's capture limit)",
-                crate::page::bytes(MAX_CAPTURE as u64),
-                crate::page::bytes(body_bytes)
-            ));
-        }
-    }
     Ok(resp)
 }
 

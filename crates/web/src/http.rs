@@ -33,7 +33,7 @@ pub use connect::{
 pub(crate) use connect::{server_name, tls_error, tls_info, tls_of};
 pub use decode::{decode, is_text_type, Decoded};
 pub use exchange::request_bytes;
-pub(crate) use exchange::{finish, keep_cap, ms};
+pub(crate) use exchange::{finish, ms};
 pub(crate) use trust::verifier;
 
 /// The TLS client configurations of a load: one offering ALPN `http/1.1`

@@ -21,7 +21,7 @@ use crate::http::{
     Connected, Dest, FetchError, Response,
 };
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime};
 use url::Url;
@@ -317,8 +317,9 @@ enum Via {
     /// A stream on the origin's HTTP/3 connection.
     H3(H3Conn),
     /// A new HTTP/3 connection with this number, to this endpoint, for this
-    /// reason ([`H3Why`]).
-    NewH3(u64, Endpoint, H3Why),
+    /// reason ([`H3Why`]); for an `Alt-Svc` alternative, whether QUIC has
+    /// worked in this browser session (`fetch::race`).
+    NewH3(u64, Endpoint, H3Why, Arc<AtomicBool>),
     /// `--http3`, and the origin's HTTP/3 connection could not be opened:
     /// this error, without trying again.
     H3Failed(FetchError),
@@ -476,6 +477,11 @@ pub fn load(
     let mut queue: VecDeque<Job> = VecDeque::new();
     let mut seen: HashSet<String> = HashSet::new();
     let mut pools: HashMap<String, Pool> = HashMap::new();
+    // A QUIC handshake succeeded in this browser session (the views share
+    // it through the cache), as Chromium's `has_quic_ever_worked_on_current_network`.
+    let quic_worked = cache.map(|c| c.quic_worked.clone()).unwrap_or_default();
+    // Origins whose `Alt-Svc` alternative failed in this view, and why.
+    let mut h3_broken: HashMap<String, String> = HashMap::new();
     // Connection numbers; a connect that fails leaves a gap, not a count.
     let next_conn = Arc::new(AtomicU64::new(0));
     let mut in_flight = 0usize;
@@ -575,9 +581,12 @@ pub fn load(
                 (_, Some(_)) if pool.h3_failed.is_some() => {
                     Via::H3Failed(pool.h3_failed.clone().expect("checked"))
                 }
-                (_, Some((to, why))) => {
-                    Via::NewH3(next_conn.fetch_add(1, Ordering::Relaxed) + 1, to, why)
-                }
+                (_, Some((to, why))) => Via::NewH3(
+                    next_conn.fetch_add(1, Ordering::Relaxed) + 1,
+                    to,
+                    why,
+                    quic_worked.clone(),
+                ),
                 _ => match pool.idle.pop() {
                     Some(c) => Via::Reuse(c),
                     None => Via::New(next_conn.fetch_add(1, Ordering::Relaxed) + 1),
@@ -655,18 +664,26 @@ pub fn load(
         };
         let done = match ev {
             Ev::H3(key, r) => {
-                let pool = pools.entry(key).or_default();
+                let pool = pools.entry(key.clone()).or_default();
                 match r {
                     Ok(c) => {
                         pool.h2_sent = 1;
                         pool.proto = Proto::H3(c);
                     }
-                    Err(e) => pool.h3_failed = Some(e),
+                    Err(e) => {
+                        h3_broken.entry(key).or_insert_with(|| e.to_string());
+                        pool.h3_failed = Some(e);
+                    }
                 }
                 continue;
             }
             Ev::Ready(key, h2) => {
                 let pool = pools.entry(key).or_default();
+                if matches!(&pool.proto, Proto::H3(c) if c.alive()) {
+                    // TCP won a race QUIC then finished: later requests take
+                    // the QUIC connection, as Chromium's do.
+                    continue;
+                }
                 // The request that opened it is its first.
                 pool.h2_sent = 1;
                 pool.proto = match h2 {
@@ -911,12 +928,19 @@ pub fn load(
     l.started_at = started_at;
     l.budget_exhausted = exhausted;
     l.budget_used = budget.used();
-    l.alt_svc = alt_svc_notes(&l, view, cache, opts);
+    l.alt_svc = alt_svc_notes(&l, view, cache, opts, &h3_broken);
     l
 }
 
-/// [`Load::alt_svc`]: what Alt-Svc did in this view.
-fn alt_svc_notes(l: &Load, view: View, cache: Option<&Cache>, opts: &LoadOpts) -> Vec<String> {
+/// [`Load::alt_svc`]: what Alt-Svc did in this view (`broken`: the origins
+/// whose alternative failed, and why).
+fn alt_svc_notes(
+    l: &Load,
+    view: View,
+    cache: Option<&Cache>,
+    opts: &LoadOpts,
+    broken: &HashMap<String, String>,
+) -> Vec<String> {
     if opts.client.http3 {
         return Vec::new(); // every https request went over HTTP/3 anyway
     }
@@ -949,7 +973,11 @@ fn alt_svc_notes(l: &Load, view: View, cache: Option<&Cache>, opts: &LoadOpts) -
                     continue;
                 }
                 let h3 = here.iter().filter(|e| e.alt_svc).count();
-                if let Some(why) = here.iter().find_map(|e| e.h3_fallback.as_deref()) {
+                let why = here
+                    .iter()
+                    .find_map(|e| e.h3_fallback.as_deref())
+                    .or(broken.get(k.as_str()).map(String::as_str));
+                if let Some(why) = why {
                     out.push(format!(
                         "{k}: the Alt-Svc HTTP/3 alternative ({}) failed: {why}; its requests went over TCP",
                         a.header

@@ -135,6 +135,7 @@ impl Core<'_> {
                 let r = sc.vus[i as usize].chosen.unwrap_or(0);
                 sc.load.scenario.capture_want(r)
             }),
+            capture_max: crate::h1::MAX_CAPTURE,
         }
     }
 

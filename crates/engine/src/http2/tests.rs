@@ -228,6 +228,7 @@ fn want_keeps_server_location_headers_and_body() {
         server: true,
         location: true,
         capture: Some((true, true)),
+        ..Want::NOTHING
     };
     let a = s.submit(&req("GET", b""), want).unwrap();
     let mut b = f(

@@ -6,11 +6,10 @@
 //! value is kept with the parser's message and ignored, never fatal).
 
 use crate::altsvc::{self, AltSvc};
-use crate::tls::TlsSetup;
+use crate::tls::{Refusal, TlsSetup};
 use redline_stats::{AltSvcSeen, Http3Endpoint};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Where a `--http3` run's QUIC connections go.
@@ -104,22 +103,39 @@ pub fn route(addr: SocketAddr, probe: Result<Option<String>, String>) -> H3Route
 
 /// One GET of `path` over TCP and TLS (`tls`: the run's options, ALPN
 /// `http/1.1`) to `addr`, within `limit`: the answer's `Alt-Svc` (several
-/// lines joined), `None` without one, or why no answer came.
-pub fn probe(
+/// lines joined), `None` without one, or why no answer came; and its TLS
+/// handshake's verdict as [`crate::tls::refused`] gives it (the run's
+/// certificate check, so a `--http3` run makes one TCP connection before
+/// its load, not two).
+pub(crate) fn probe(
     tls: &TlsSetup,
     addr: SocketAddr,
     host_header: &str,
     path: &str,
     limit: Duration,
-) -> Result<Option<String>, String> {
+) -> (Result<Option<String>, String>, Option<Refusal>) {
     let deadline = Instant::now() + limit;
-    let mut cfg = (*tls.config).clone();
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let conn = rustls::ClientConnection::new(Arc::new(cfg), tls.server_name.clone())
-        .map_err(|e| format!("no TLS over TCP ({e})"))?;
-    let sock = TcpStream::connect_timeout(&addr, limit)
-        .map_err(|e| format!("no answer over TCP ({})", crate::sys::io_msg(&e)))?;
-    let mut s = rustls::StreamOwned::new(conn, sock);
+    match crate::tls::connect(tls, addr, limit, vec![b"http/1.1".to_vec()]) {
+        Ok((conn, sock)) => (
+            get_alt_svc(
+                rustls::StreamOwned::new(conn, sock),
+                host_header,
+                path,
+                deadline,
+            ),
+            None,
+        ),
+        Err(f) => (Err(format!("no answer over TCP ({})", f.why)), f.refusal),
+    }
+}
+
+/// The GET of [`probe`] on its TLS connection, until `deadline`.
+fn get_alt_svc(
+    mut s: rustls::StreamOwned<rustls::ClientConnection, TcpStream>,
+    host_header: &str,
+    path: &str,
+    deadline: Instant,
+) -> Result<Option<String>, String> {
     let req = format!(
         "GET {path} HTTP/1.1\r\nHost: {host_header}\r\nUser-Agent: redline\r\nConnection: close\r\n\r\n"
     );

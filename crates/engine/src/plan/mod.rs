@@ -250,7 +250,10 @@ impl Plan {
                     443 => host,
                     p => format!("{host}:{p}"),
                 };
-                h3::probe(tls, t.addr, &host, &t.path, limit)
+                let (alt, refusal) = h3::probe(tls, t.addr, &host, &t.path, limit);
+                // The probe's handshake was the run's certificate check.
+                self.tls_checked = Some(refusal.map(|r| r.line(&t.display, &t.host)));
+                alt
             }
             _ => Err("Alt-Svc was not asked".into()),
         };

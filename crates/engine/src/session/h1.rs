@@ -193,6 +193,7 @@ impl H1Session {
                 .unwrap_or_default();
             cap.want_headers = headers;
             cap.want_body = body;
+            cap.max = want.capture_max;
             cap.headers.clear();
             cap.body.clear();
             cap.truncated = false;

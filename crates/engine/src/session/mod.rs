@@ -63,6 +63,9 @@ pub struct Want {
     /// Scenario runs: keep the headers and/or the body (up to
     /// [`crate::h1::MAX_CAPTURE`]) for checks, extraction and cookies.
     pub capture: Option<(bool, bool)>,
+    /// The most body bytes kept with `capture` ([`crate::h1::MAX_CAPTURE`]
+    /// for load runs; `page` keeps as much as its own loaders do).
+    pub capture_max: usize,
 }
 
 impl Want {
@@ -71,6 +74,7 @@ impl Want {
         server: false,
         location: false,
         capture: None,
+        capture_max: crate::h1::MAX_CAPTURE,
     };
 
     /// Anything at all is wanted.

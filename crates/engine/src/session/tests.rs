@@ -197,6 +197,7 @@ fn h1_kept_headers_and_body_reuse_a_recycled_answer() {
         server: true,
         location: true,
         capture: Some((true, true)),
+        ..Want::NOTHING
     };
     let mut s = H1Session::new(1);
     let mut body_at = None;

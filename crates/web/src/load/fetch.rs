@@ -1,7 +1,7 @@
 //! One fetch of the loader: queueing a reference, the headers it sends,
 //! and fetching it over a pooled HTTP/1.1 connection, a new connection, or
 //! a stream of the origin's HTTP/2 or HTTP/3 connection; an `Alt-Svc: h3`
-//! alternative that cannot be reached falls back to TCP, as Chromium's does.
+//! alternative races TCP and falls back to it, as Chromium's does (`race`).
 
 use super::*;
 use crate::h2::Multiplexed;
@@ -112,23 +112,42 @@ pub(super) fn fetch_one(
     let mut new_conn = None;
     let mut spent = ConnectTimes::default();
     let mut via = via;
-    if let Via::NewH3(id, to, why) = via {
-        match crate::h3::connect(&job.url, &to, opts, id, &mut spent) {
+    // A TCP connection the race below already made (its number, result).
+    let mut raced_tcp = None;
+    if let Via::NewH3(id, to, H3Why::Forced, _) = &via {
+        // `--http3`: QUIC only.
+        let r = crate::h3::connect(&job.url, to, opts, *id, &mut spent);
+        let _ = tx.send(Ev::H3(
+            host_key(&job.url),
+            r.as_ref().map(|(c, _)| c.clone()).map_err(Clone::clone),
+        ));
+        return match r {
             Ok((c, t)) => {
-                let _ = tx.send(Ev::H3(host_key(&job.url), Ok(c.clone())));
                 let result = c.get(&job.url, dest, extra, opts);
-                let alt = why == H3Why::AltSvc;
-                return on_mux(job, result, Some((t, c.info.clone())), c.id, alt, None);
+                on_mux(job, result, Some((t, c.info.clone())), c.id, false, None)
             }
-            Err(e) => {
-                let _ = tx.send(Ev::H3(host_key(&job.url), Err(e.clone())));
-                if why == H3Why::Forced {
-                    return failed(job, e, Some(spent), None);
+            Err(e) => failed(job, e, Some(spent), None),
+        };
+    }
+    if let Via::NewH3(id, to, H3Why::AltSvc, worked) = via {
+        match race(&job.url, &to, opts, id, &worked, ids, tx) {
+            Raced::Quic(c, t) => {
+                let result = c.get(&job.url, dest, extra, opts);
+                return on_mux(job, result, Some((t, c.info.clone())), c.id, true, None);
+            }
+            Raced::Tcp { quic_failed, tcp } => {
+                // The alternative failed first (h3_fallback says why), or
+                // TCP was ready while QUIC still shook hands: TCP carries
+                // this request.
+                h3_fallback = quic_failed;
+                match tcp {
+                    Some((tcp_id, r, s)) => {
+                        spent = s;
+                        raced_tcp = Some(r);
+                        via = Via::New(tcp_id);
+                    }
+                    None => via = Via::New(ids.fetch_add(1, Ordering::Relaxed) + 1),
                 }
-                // The alternative is broken: TCP, on a new connection.
-                h3_fallback = Some(e.to_string());
-                spent = ConnectTimes::default();
-                via = Via::New(ids.fetch_add(1, Ordering::Relaxed) + 1);
             }
         }
     }
@@ -154,7 +173,10 @@ pub(super) fn fetch_one(
             return on_mux(job, result, None, c.id, false, h3_fallback);
         }
         Via::Reuse(c) => c,
-        Via::New(id) => match connect_timed(&job.url, opts, id, &mut spent) {
+        Via::New(id) => match raced_tcp
+            .take()
+            .unwrap_or_else(|| connect_timed(&job.url, opts, id, &mut spent))
+        {
             Ok((Connected::H2(c), t)) => {
                 let _ = tx.send(Ev::Ready(host_key(&job.url), Some(c.clone())));
                 let result = c.get(&job.url, dest, extra, opts);
@@ -217,4 +239,113 @@ pub(super) fn fetch_one(
         false,
         h3_fallback,
     )
+}
+
+/// How long TCP waits behind QUIC once a QUIC handshake has worked in the
+/// load: Chromium's `QuicSessionPool::GetTimeDelayForWaitingJob` default
+/// (300 ms; 1.5 × the server's smoothed RTT when it has QUIC figures for
+/// it, which a fresh load does not).
+pub(super) const TCP_WAIT_AFTER_QUIC_WORKED: Duration = Duration::from_millis(300);
+
+/// How an `Alt-Svc` alternative's race with TCP ended.
+enum Raced {
+    /// QUIC was ready first: the request goes over it (a TCP connection
+    /// the race started is dropped when ready).
+    Quic(H3Conn, ConnectTimes),
+    /// TCP carries the request: QUIC failed first (why), or was still
+    /// shaking hands when TCP was ready (`None`: its verdict reaches the
+    /// loader by itself). `tcp`: the connection the race made (its number,
+    /// result, connect times spent on a failure), or `None` to connect now.
+    Tcp {
+        quic_failed: Option<String>,
+        tcp: Option<(u64, TcpLeg, ConnectTimes)>,
+    },
+}
+
+/// The TCP leg's connection, as [`connect_timed`] gives it.
+type TcpLeg = Result<(Connected, ConnectTimes), FetchError>;
+
+/// One leg of [`race`], as it ended.
+enum Leg {
+    Quic(Result<(H3Conn, ConnectTimes), FetchError>),
+    Tcp(TcpLeg, ConnectTimes),
+}
+
+/// Chromium's race of an `Alt-Svc` alternative (`HttpStreamFactory::JobController`):
+/// the QUIC connection (`to`) starts at once and TCP beside it, at once
+/// until QUIC has `worked` in the session, then
+/// [`TCP_WAIT_AFTER_QUIC_WORKED`] later unless QUIC failed by then
+/// (`QuicSessionPool::GetTimeDelayForWaitingJob`); whichever connection is
+/// ready first carries the request. The QUIC leg tells the loader its outcome itself (`Ev::H3`),
+/// so a handshake that ends after TCP won still serves the later requests
+/// (or marks the alternative broken). Bounded: each leg ends within its own
+/// connect time-out and sends once; a leg that died ends the wait.
+fn race(
+    u: &Url,
+    to: &crate::h3::Endpoint,
+    opts: &ClientOpts,
+    id: u64,
+    worked: &Arc<AtomicBool>,
+    ids: &AtomicU64,
+    tx: &mpsc::Sender<Ev>,
+) -> Raced {
+    let wait = match worked.load(Ordering::Relaxed) {
+        true => TCP_WAIT_AFTER_QUIC_WORKED,
+        false => Duration::ZERO,
+    };
+    let (leg_tx, legs) = mpsc::channel();
+    {
+        let worked = worked.clone();
+        let (u, to, opts, tx, leg_tx) = (
+            u.clone(),
+            to.clone(),
+            opts.clone(),
+            tx.clone(),
+            leg_tx.clone(),
+        );
+        std::thread::spawn(move || {
+            let mut spent = ConnectTimes::default();
+            let r = crate::h3::connect(&u, &to, &opts, id, &mut spent);
+            if r.is_ok() {
+                worked.store(true, Ordering::Relaxed);
+            }
+            let seen = r.as_ref().map(|(c, _)| c.clone()).map_err(Clone::clone);
+            let _ = tx.send(Ev::H3(host_key(&u), seen));
+            let _ = leg_tx.send(Leg::Quic(r));
+        });
+    }
+    let mut quic_failed = None;
+    if !wait.is_zero() {
+        match legs.recv_timeout(wait) {
+            Ok(Leg::Quic(Ok((c, t)))) => return Raced::Quic(c, t),
+            Ok(Leg::Quic(Err(e))) => quic_failed = Some(e.to_string()),
+            _ => {}
+        }
+    }
+    let tcp_id = ids.fetch_add(1, Ordering::Relaxed) + 1;
+    {
+        let (u, opts) = (u.clone(), opts.clone());
+        std::thread::spawn(move || {
+            let mut spent = ConnectTimes::default();
+            let r = connect_timed(&u, &opts, tcp_id, &mut spent);
+            let _ = leg_tx.send(Leg::Tcp(r, spent));
+        });
+    }
+    for _ in 0..2 {
+        match legs.recv() {
+            Ok(Leg::Quic(Ok((c, t)))) => return Raced::Quic(c, t),
+            Ok(Leg::Quic(Err(e))) => quic_failed = Some(e.to_string()),
+            Ok(Leg::Tcp(r, spent)) => {
+                return Raced::Tcp {
+                    quic_failed,
+                    tcp: Some((tcp_id, r, spent)),
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    Raced::Tcp {
+        quic_failed,
+        tcp: None,
+    }
 }

@@ -15,6 +15,10 @@ pub struct Cache {
     /// Per origin (`scheme://host:port`), the `h3` alternative its last
     /// `Alt-Svc` named (a later header replaces it, `clear` removes it).
     pub(super) alt_svc: HashMap<String, AltH3>,
+    /// A QUIC handshake succeeded in a later view (Chromium's
+    /// `has_quic_ever_worked_on_current_network`): from then on TCP waits
+    /// behind QUIC instead of racing it at once (`fetch::race`).
+    pub(super) quic_worked: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// An HTTP/3 alternative an origin advertised.
@@ -121,6 +125,7 @@ impl Cache {
             stored,
             missing,
             alt_svc,
+            quic_worked: Default::default(),
         }
     }
 

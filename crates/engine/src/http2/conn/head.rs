@@ -54,6 +54,7 @@ impl HeadSink {
                 Box::new(Capture {
                     want_headers,
                     want_body,
+                    max: want.capture_max,
                     headers: std::mem::take(&mut self.headers),
                     ..Default::default()
                 })
