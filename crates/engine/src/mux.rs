@@ -34,7 +34,7 @@ mod quic;
 mod transport;
 mod udp;
 #[cfg(test)]
-mod wire_tests;
+pub(crate) mod wire_tests;
 
 use crate::core::spec::{WorkerResult, WorkerSpec};
 use crate::core::{ConnState, Core};

@@ -228,6 +228,8 @@ impl Driver {
 
     /// Hands queued requests to the session while it takes them.
     fn submit(&mut self) {
+        // A new request may have ended the wait: now is the submit's time.
+        self.sess.set_time(Instant::now());
         let want = Want {
             server: false,
             location: false,
@@ -379,6 +381,9 @@ impl Driver {
                 _ = sleep => None,
             },
         };
+        // The session reads no clock: what it does until the next wait
+        // (datagrams in and out, submits, the close) is at this time.
+        self.sess.set_time(Instant::now());
         match got {
             Some(Ok(n)) => {
                 self.sess.bytes_in(&buf[..n]);

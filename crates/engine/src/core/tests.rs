@@ -1,12 +1,16 @@
 //! Every load mode on every protocol, without a socket (issue 31, point 5):
 //! the core over the real HTTP/1 driver (`worker/`, slot = connection) and
-//! the real HTTP/2 driver (`mux/`, slots as streams on `i % C` connections,
-//! private connections to other origins), each on its own sans-IO sessions,
-//! against the scripted in-memory server of `wire_tests.rs`, in made-up time
-//! (a pass every `step`: the core's tick, then the network's). Each test is
-//! written once, generic over the driver, and runs as `<test>::http1` and
-//! `<test>::http2`; HTTP/2-only behaviour (REFUSED_STREAM, GOAWAY, the
-//! server's stream cap, a server allowing no stream) is at the end. Every
+//! the real multiplexing driver (`mux/`, slots as streams on `i % C`
+//! connections, private connections to other origins) over HTTP/2 and over
+//! HTTP/3 (QUIC sessions exchanging datagrams with a `quinn-proto` server,
+//! QUIC's timers included), each on its own sans-IO sessions, against the
+//! scripted in-memory server of `wire_tests.rs`, in made-up time (a pass
+//! every `step`: the core's tick, then the network's). Each test is written
+//! once, generic over the driver, and runs as `<test>::http1`,
+//! `<test>::http2` and `<test>::http3`; what only a multiplexed protocol
+//! says (a refused stream, GOAWAY, the server's stream cap, a server
+//! allowing no stream) follows as `<test>::http2` and `<test>::http3`, and
+//! QUIC's own timers (loss recovery, the idle time-out) at the end. Every
 //! run checks the ledger's identity (each scheduled request ended once:
 //! completed, failed, not sent or in flight at the end) and the counts a
 //! user reads. The CLI tests (`crates/cli/tests`) keep what only a real
@@ -16,7 +20,7 @@ use super::spec::WorkerResult;
 use super::wire_tests::{go_offline, plan, spec, Connects, Net, Reply, Req, Server};
 use super::Core;
 use crate::control::Live;
-use crate::mux::MuxLink;
+use crate::mux::wire_tests::H3Net;
 use crate::plan::{Load, Plan, PlanArgs, StageArgs};
 use crate::worker::H1Link;
 use redline_stats::{Counters, ErrorKind};
@@ -26,23 +30,28 @@ use std::time::{Duration, Instant};
 
 const MS: Duration = Duration::from_millis(1);
 
-/// Runs each generic test on both drivers.
-macro_rules! both {
-    ($($name:ident),* $(,)?) => {
-        $(mod $name {
-            #[test]
-            fn http1() {
-                super::$name::<crate::worker::H1Link>()
-            }
-            #[test]
-            fn http2() {
-                super::$name::<crate::mux::MuxLink>()
-            }
-        })*
+/// Runs each generic test on each protocol listed (`[name: Net, …]`): a
+/// module per test, a `#[test]` per protocol in it (`<test>::http3`).
+macro_rules! on {
+    ($protos:tt $($name:ident),* $(,)?) => {
+        $(on!(@one $name $protos);)*
+    };
+    (@one $name:ident [$($proto:ident: $net:ty),*]) => {
+        mod $name {
+            $(#[test]
+            fn $proto() {
+                super::$name::<$net>()
+            })*
+        }
     };
 }
 
-both!(
+on!(
+    [
+        http1: crate::worker::H1Link,
+        http2: crate::mux::MuxLink,
+        http3: crate::mux::wire_tests::H3Net
+    ]
     closed_loop_sends_exactly_n_on_c_connections,
     requests_per_conn_caps_each_connection,
     without_keepalive_each_request_has_its_connection,
@@ -139,9 +148,10 @@ impl<'p, N: Net> Run<'p, N> {
     }
 }
 
-/// HTTP/2 with `n` streams per connection (HTTP/1.1: one request per connection anyway).
+/// HTTP/2 and HTTP/3 with `n` streams per connection (HTTP/1.1: one
+/// request per connection anyway).
 fn streams<N: Net>(a: &mut PlanArgs, n: u32) {
-    if N::NAME == MuxLink::NAME {
+    if N::NAME != H1Link::NAME {
         a.streams = Some(n);
     }
 }
@@ -193,6 +203,9 @@ fn closed_loop_sends_exactly_n_on_c_connections<N: Net>() {
     assert_eq!(srv.accepted, 3, "keep-alive: -c connections, each reused");
     assert_eq!(c.connections_opened, 3);
     assert_eq!((c.non_2xx, c.body_bytes), (0, 100), "ten 10-byte bodies");
+    if N::NAME == H3Net::NAME {
+        assert_eq!(c.quic_handshakes, 3, "each connection's QUIC handshake");
+    }
 }
 
 fn requests_per_conn_caps_each_connection<N: Net>() {
@@ -828,6 +841,12 @@ fn hanging_connects_time_out<N: Net>() {
         took >= 400 * MS && took < 410 * MS,
         "one after the other: {took:?}"
     );
+    if N::NAME == H3Net::NAME {
+        // A QUIC handshake that never finishes: its datagrams went out
+        // (Initial packets), none came back.
+        assert!(c.bytes_written > 0 && c.bytes_read == 0, "{c:?}");
+        assert_eq!(c.quic_handshakes, 0);
+    }
 }
 
 fn unanswered_requests_time_out<N: Net>() {
@@ -852,7 +871,10 @@ fn unanswered_requests_time_out<N: Net>() {
             "HTTP/1.1 cannot take a request back: a new connection"
         );
     } else {
-        assert_eq!(conns, 1, "HTTP/2 resets the stream, the connection stays");
+        assert_eq!(
+            conns, 1,
+            "HTTP/2 and HTTP/3 reset the stream, the connection stays"
+        );
     }
 }
 
@@ -868,17 +890,34 @@ fn a_reused_connection_closed_by_the_server<N: Net>() {
     });
     let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
-    // On both protocols a GET sent as the server closed goes again once, on
-    // a new connection (RFC 9110 §9.2.2).
+    // On every protocol a GET sent as the server closed goes again once, on
+    // a new connection (RFC 9110 §9.2.2; HTTP/3: the server's
+    // CONNECTION_CLOSE with H3_NO_ERROR left it unprocessed).
     assert_eq!((c.sent, c.completed, c.failed, c.retried), (4, 4, 0, 3));
     assert_eq!(srv.accepted, 4);
 }
 
-// HTTP/2 only: what an HTTP/1.1 server cannot say.
+// HTTP/2 and HTTP/3: what an HTTP/1.1 server cannot say (a stream refused,
+// GOAWAY, a stream cap).
 
-#[test]
-fn http2_refused_stream_goes_again_once() {
-    let p = plan::<MuxLink>(|a| {
+on!(
+    [
+        http2: crate::mux::MuxLink,
+        http3: crate::mux::wire_tests::H3Net
+    ]
+    a_refused_stream_goes_again_once,
+    a_stream_refused_twice_fails_once,
+    goaway_sends_unprocessed_streams_on_a_new_connection,
+    requests_wait_for_a_stream_under_the_servers_cap,
+    a_server_allowing_no_stream_fails_requests_at_the_timeout,
+    a_server_allowing_no_stream_ends_every_load_on_time,
+    open_loop_through_goaways_ends_every_request_once,
+);
+
+/// HTTP/2's REFUSED_STREAM, HTTP/3's H3_REQUEST_REJECTED: not processed,
+/// sent again once.
+fn a_refused_stream_goes_again_once<N: Net>() {
+    let p = plan::<N>(|a| {
         a.requests = Some(3);
         a.connections = Some(1);
     });
@@ -890,56 +929,54 @@ fn http2_refused_stream_goes_again_once() {
             Reply::Answer(200, None)
         }
     });
-    let r = Run::<MuxLink>::new(&p, &[]).run_to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.failed, c.retried), (3, 3, 0, 1));
     assert_eq!(srv.seen.len(), 4);
 }
 
-#[test]
-fn http2_a_stream_refused_twice_fails_once() {
-    let p = plan::<MuxLink>(|a| {
+fn a_stream_refused_twice_fails_once<N: Net>() {
+    let p = plan::<N>(|a| {
         a.requests = Some(2);
         a.connections = Some(1);
         a.streams = Some(1);
     });
     let mut srv = Server::new(|_, _| Reply::Refuse);
-    let r = Run::<MuxLink>::new(&p, &[]).run_to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.failed, c.retried), (2, 0, 2, 2));
     assert_eq!(errors(&r, ErrorKind::StreamReset), 2);
     assert_eq!(srv.seen.len(), 4);
 }
 
-#[test]
-fn http2_goaway_sends_unprocessed_streams_on_a_new_connection() {
-    let p = plan::<MuxLink>(|a| {
+fn goaway_sends_unprocessed_streams_on_a_new_connection<N: Net>() {
+    let p = plan::<N>(|a| {
         a.requests = Some(6);
         a.connections = Some(1);
         a.streams = Some(2);
     });
-    // The first connection's second stream meets GOAWAY (last stream 1).
+    // The first connection's second stream meets GOAWAY (HTTP/2: last
+    // stream 1; HTTP/3: naming the second stream).
     let mut srv = Server::new(|r, _| match (r.conn, r.nth) {
         (0, 1) => Reply::GoAway,
         _ => Reply::Answer(200, None),
     });
-    let r = Run::<MuxLink>::new(&p, &[]).run_to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!((c.sent, c.completed, c.failed, c.retried), (6, 6, 0, 1));
     assert_eq!(srv.accepted, 2, "the group's connection replaced once");
     assert_eq!(c.connections_opened, 2);
 }
 
-#[test]
-fn http2_requests_wait_for_a_stream_under_the_servers_cap() {
-    let p = plan::<MuxLink>(|a| {
+fn requests_wait_for_a_stream_under_the_servers_cap<N: Net>() {
+    let p = plan::<N>(|a| {
         a.requests = Some(20);
         a.connections = Some(1);
         a.streams = Some(10);
     });
     let mut srv = Server::new(slow(200, 5 * MS));
     srv.max_streams = Some(2);
-    let mut run = Run::<MuxLink>::new(&p, &[]);
+    let mut run = Run::<N>::new(&p, &[]);
     let mut most = 0;
     assert!(
         run.until(&mut srv, MS, Duration::from_secs(2), |core, _, _| {
@@ -954,15 +991,20 @@ fn http2_requests_wait_for_a_stream_under_the_servers_cap() {
         srv.most_waiting, 2,
         "the server never had more than 2 streams"
     );
-    // The first flight went before the server's SETTINGS: 8 of its 10
-    // streams were refused and went again, waiting for a free stream.
-    assert_eq!((srv.refused_streams, c.retried), (8, 8));
+    if N::NAME == H3Net::NAME {
+        // QUIC's stream limit comes with the handshake: the client never
+        // opens a stream over it, the rest wait for MAX_STREAMS.
+        assert_eq!((srv.refused_streams, c.retried), (0, 0));
+    } else {
+        // The first flight went before the server's SETTINGS: 8 of its 10
+        // streams were refused and went again, waiting for a free stream.
+        assert_eq!((srv.refused_streams, c.retried), (8, 8));
+    }
     assert_eq!(srv.accepted, 1);
 }
 
-#[test]
-fn http2_a_server_allowing_no_stream_fails_requests_at_the_timeout() {
-    let p = plan::<MuxLink>(|a| {
+fn a_server_allowing_no_stream_fails_requests_at_the_timeout<N: Net>() {
+    let p = plan::<N>(|a| {
         a.requests = Some(2);
         a.connections = Some(1);
         a.streams = Some(2);
@@ -970,7 +1012,7 @@ fn http2_a_server_allowing_no_stream_fails_requests_at_the_timeout() {
     });
     let mut srv = Server::answering(200);
     srv.max_streams = Some(0);
-    let mut run = Run::<MuxLink>::new(&p, &[]);
+    let mut run = Run::<N>::new(&p, &[]);
     assert!(run.until(&mut srv, MS, Duration::from_secs(2), |_, _, _| {}));
     let took = run.elapsed();
     let r = run.finish();
@@ -978,7 +1020,14 @@ fn http2_a_server_allowing_no_stream_fails_requests_at_the_timeout() {
     assert_eq!((c.completed, c.failed), (0, 2));
     assert_eq!(errors(&r, ErrorKind::NoStream), 2);
     assert!(srv.seen.is_empty());
-    assert_eq!((srv.refused_streams, c.retried), (2, 2), "the first flight");
+    // HTTP/2's first flight goes before the server's SETTINGS (refused,
+    // sent again); QUIC's limit of 0 is known from the handshake.
+    let refused = if N::NAME == H3Net::NAME { 0 } else { 2 };
+    assert_eq!(
+        (u64::from(srv.refused_streams), c.retried),
+        (refused, refused)
+    );
+    // (HTTP/3: the requests wait from the end of the handshake, 2 passes.)
     assert!(took >= 300 * MS && took < 310 * MS, "{took:?}");
 }
 
@@ -988,8 +1037,7 @@ type SetLoad = fn(&mut PlanArgs);
 /// A server that never allows a stream does not hold the run past its end
 /// and `--timeout`, in any load: requests waiting for a stream fail (or are
 /// not sent, or in flight, at the end).
-#[test]
-fn http2_a_server_allowing_no_stream_ends_every_load_on_time() {
+fn a_server_allowing_no_stream_ends_every_load_on_time<N: Net>() {
     let loads: [(&str, SetLoad); 4] = [
         ("-n 6 -c 2", |a| {
             a.requests = Some(6);
@@ -1010,13 +1058,13 @@ fn http2_a_server_allowing_no_stream_ends_every_load_on_time() {
         }),
     ];
     for (load, set) in loads {
-        let p = plan::<MuxLink>(|a| {
+        let p = plan::<N>(|a| {
             set(a);
             a.timeout = Duration::from_millis(500);
         });
         let mut srv = Server::answering(200);
         srv.max_streams = Some(0);
-        let mut run = Run::<MuxLink>::new(&p, &[]);
+        let mut run = Run::<N>::new(&p, &[]);
         assert!(run.until(&mut srv, MS, Duration::from_secs(10), |_, _, _| {}));
         let took = run.elapsed();
         let r = run.finish();
@@ -1038,12 +1086,11 @@ fn http2_a_server_allowing_no_stream_ends_every_load_on_time() {
     }
 }
 
-/// Open loop over HTTP/2, every connection retired by GOAWAY after a few
-/// streams: refused requests go again on new connections while new arrivals
-/// take free slots; every request ends once, each answered.
-#[test]
-fn http2_open_loop_through_goaways_ends_every_request_once() {
-    let p = plan::<MuxLink>(|a| {
+/// Open loop, every connection retired by GOAWAY after a few streams:
+/// refused requests go again on new connections while new arrivals take
+/// free slots; every request ends once, each answered.
+fn open_loop_through_goaways_ends_every_request_once<N: Net>() {
+    let p = plan::<N>(|a| {
         a.rate = Some(2000.0);
         a.requests = Some(200);
         a.connections = Some(4);
@@ -1053,7 +1100,7 @@ fn http2_open_loop_through_goaways_ends_every_request_once() {
         4 => Reply::GoAway,
         _ => Reply::Answer(200, None),
     });
-    let r = Run::<MuxLink>::new(&p, &[]).run_to_end(&mut srv);
+    let r = Run::<N>::new(&p, &[]).run_to_end(&mut srv);
     let c = ledger(&r);
     assert_eq!(c.scheduled, 200);
     assert_eq!(
@@ -1065,4 +1112,99 @@ fn http2_open_loop_through_goaways_ends_every_request_once() {
         "refused once, answered on the next connection"
     );
     assert!(c.retried > 0, "{c:?}");
+}
+
+// HTTP/3 only: QUIC's own timers, in made-up time.
+
+/// Datagrams lost both ways (every 5th): QUIC's loss detection and probe
+/// timers send them again, and every request is answered once.
+#[test]
+fn http3_lost_datagrams_are_sent_again() {
+    let p = plan::<H3Net>(|a| {
+        a.requests = Some(100);
+        a.connections = Some(2);
+        a.streams = Some(5);
+    });
+    let mut srv = Server::answering(200);
+    srv.drop_every = Some(5);
+    let mut run = Run::<H3Net>::new(&p, &[]);
+    assert!(run.until(&mut srv, MS, Duration::from_secs(30), |_, _, _| {}));
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed, c.retried), (100, 100, 0, 0));
+    assert_eq!(srv.seen.len(), 100, "each request read once");
+    assert_eq!(c.quic_handshakes, 2);
+    assert!(srv.dropped >= 20, "{} datagrams lost", srv.dropped);
+}
+
+/// A path that goes dark after the handshake: nothing answers, nothing is
+/// acknowledged; QUIC's idle time-out (30 s of made-up time, probes sent
+/// meanwhile) ends the connection and its requests as `idle_timeout`.
+#[test]
+fn http3_a_path_gone_dark_ends_at_the_idle_timeout() {
+    let p = plan::<H3Net>(|a| {
+        a.requests = Some(2);
+        a.connections = Some(1);
+        a.streams = Some(2);
+        a.timeout = Duration::from_secs(60);
+    });
+    let mut srv = Server::answering(200);
+    let mut run = Run::<H3Net>::new(&p, &[]);
+    // The handshake, a pass at a time; then darkness before the requests
+    // (submitted as it completed) go out.
+    for _ in 0..10 {
+        if run.core.rec.counters.quic_handshakes > 0 {
+            break;
+        }
+        assert!(!run.until(&mut srv, MS, Duration::ZERO, |_, _, _| {}));
+    }
+    assert_eq!(run.core.rec.counters.quic_handshakes, 1);
+    srv.dark = true;
+    let written = run.core.rec.counters.bytes_written;
+    assert!(run.until(&mut srv, 10 * MS, Duration::from_secs(40), |_, _, _| {}));
+    let took = run.elapsed();
+    let probes = run.core.rec.counters.bytes_written - written;
+    let r = run.finish();
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed), (2, 0, 2), "{c:?}");
+    assert_eq!(errors(&r, ErrorKind::IdleTimeout), 2);
+    assert!(srv.seen.is_empty());
+    assert!(
+        took >= Duration::from_secs(30) && took < Duration::from_secs(31),
+        "{took:?}"
+    );
+    assert!(probes > 0, "the requests and QUIC's probes went out");
+}
+
+/// Connections after the first resume its TLS session and, as the server's
+/// tickets allow early data, make their slots ready at once: the request
+/// goes in 0-RTT before the handshake completes, and the server takes it.
+#[test]
+fn http3_resumed_connections_send_requests_in_0rtt() {
+    let p = plan::<H3Net>(|a| {
+        a.requests = Some(6);
+        a.connections = Some(1);
+        a.keepalive = false;
+    });
+    let mut srv = Server::answering(200);
+    srv.early_data = true;
+    let r = Run::<H3Net>::new(&p, &[]).run_to_end(&mut srv);
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed, c.retried), (6, 6, 0, 0));
+    assert_eq!((srv.accepted, c.connections_opened), (6, 6));
+    assert_eq!(c.quic_handshakes, 6, "every connection counted once");
+    // Every resumed connection sent its request in early data, accepted.
+    // (Not all resume: a connection closed by its only answer may end
+    // before the server's new ticket reached it.)
+    assert!(c.quic_resumed >= 3, "{c:?}");
+    assert_eq!(
+        (c.quic_0rtt, c.quic_0rtt_accepted),
+        (c.quic_resumed, c.quic_resumed),
+        "{c:?}"
+    );
+    assert_eq!(
+        u64::from(srv.early_requests),
+        c.quic_0rtt,
+        "the server saw them early"
+    );
 }

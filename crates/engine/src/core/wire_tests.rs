@@ -5,10 +5,13 @@
 //! or refuses it, carries the bytes its sessions write to the [`Server`],
 //! and feeds the server's answer back through the driver's own read path.
 //! The server speaks HTTP/1.1 (parsed request heads, `Content-Length`
-//! answers) or HTTP/2 (preface, SETTINGS, HPACK-decoded HEADERS; answers as
-//! HEADERS with literal fields and DATA, RST_STREAM, GOAWAY) and asks the
-//! test's script what to do with each request. Made-up time: every `now` is
-//! the test's.
+//! answers), HTTP/2 (preface, SETTINGS, HPACK-decoded HEADERS; answers as
+//! HEADERS with literal fields and DATA, RST_STREAM, GOAWAY) or HTTP/3 (a
+//! `quinn-proto` server exchanging datagrams with the client's session,
+//! `wire_tests/h3.rs`) and asks the test's script what to do with each
+//! request. Made-up time: every `now` is the test's, QUIC's timers included.
+
+mod h3;
 
 use super::spec::WorkerSpec;
 use super::{Core, Link};
@@ -111,7 +114,7 @@ pub(crate) struct Req {
     pub(crate) conn: u32,
     /// Its place on that connection (from 0).
     pub(crate) nth: u32,
-    /// Its HTTP/2 stream (0 in HTTP/1.1).
+    /// Its HTTP/2 or HTTP/3 (QUIC) stream (0 in HTTP/1.1).
     pub(crate) stream: u32,
     pub(crate) method: String,
     pub(crate) path: String,
@@ -130,12 +133,16 @@ pub(crate) enum Reply {
     Answer(u16, Option<String>),
     /// Not now: asked again at the next pass.
     Wait,
-    /// HTTP/2: RST_STREAM(REFUSED_STREAM), not processed. HTTP/1.1: closes the connection.
+    /// HTTP/2: RST_STREAM(REFUSED_STREAM), not processed. HTTP/3: the
+    /// stream reset with H3_REQUEST_REJECTED. HTTP/1.1: closes the connection.
     Refuse,
     /// HTTP/2: GOAWAY naming the stream before this one (this one and
-    /// later ones not processed), then the connection closes. HTTP/1.1: closes it.
+    /// later ones not processed), then the connection closes. HTTP/3:
+    /// GOAWAY naming this stream (the same), the connection left to the
+    /// client. HTTP/1.1: closes it.
     GoAway,
-    /// Closes the connection without an answer.
+    /// Closes the connection without an answer (HTTP/3: CONNECTION_CLOSE
+    /// with H3_NO_ERROR).
     Close,
 }
 
@@ -144,7 +151,8 @@ pub(crate) enum Reply {
 pub(crate) enum Connects {
     Accept,
     Refuse,
-    /// Never finishes (the driver's connect time-out ends it).
+    /// Never finishes (the driver's connect time-out ends it; QUIC: the
+    /// handshake's datagrams go nowhere).
     Hang,
 }
 
@@ -157,7 +165,8 @@ pub(crate) struct Server {
     pub(crate) connects: Connects,
     /// Connects after the first this many hang.
     pub(crate) accept_only: Option<u32>,
-    /// HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS.
+    /// HTTP/2: SETTINGS_MAX_CONCURRENT_STREAMS; HTTP/3: QUIC's
+    /// initial_max_streams_bidi.
     pub(crate) max_streams: Option<u32>,
     #[allow(clippy::type_complexity)]
     script: Box<dyn FnMut(&Req, Instant) -> Reply>,
@@ -172,6 +181,20 @@ pub(crate) struct Server {
     pub(crate) most_waiting: usize,
     /// HTTP/2: streams refused over `max_streams`.
     pub(crate) refused_streams: u32,
+    /// HTTP/3: every this many datagrams (either way) one is lost.
+    pub(crate) drop_every: Option<u32>,
+    /// HTTP/3: datagrams lost so far (of those carried).
+    pub(crate) dropped: u32,
+    carried: u32,
+    /// HTTP/3: the path went dark: no datagram reaches the server or
+    /// comes from it.
+    pub(crate) dark: bool,
+    /// HTTP/3: a resumed connection may send requests in 0-RTT.
+    pub(crate) early_data: bool,
+    /// HTTP/3: requests whose stream came before the handshake completed.
+    pub(crate) early_requests: u32,
+    /// HTTP/3: the server's TLS (its session store), made at the first connect.
+    tls: Option<Arc<quinn_proto::crypto::rustls::QuicServerConfig>>,
     peers: HashMap<u32, Peer>,
 }
 
@@ -195,6 +218,8 @@ struct Peer {
     waiting: Vec<Req>,
     nth: u32,
     out: Vec<u8>,
+    /// HTTP/3: the QUIC connection's server side (datagrams, not `inbuf`/`out`).
+    quic: Option<Box<h3::Quic>>,
 }
 
 impl Server {
@@ -212,6 +237,13 @@ impl Server {
             most_open: 0,
             most_waiting: 0,
             refused_streams: 0,
+            drop_every: None,
+            dropped: 0,
+            carried: 0,
+            dark: false,
+            early_data: false,
+            early_requests: 0,
+            tls: None,
             peers: HashMap::new(),
         }
     }
@@ -224,6 +256,27 @@ impl Server {
     /// A connect of the driver's connection `key` to `addr`: accepted (its
     /// HTTP/2 SETTINGS are then waiting to be read), refused or left hanging.
     pub(crate) fn accept(&mut self, key: u32, addr: SocketAddr, h2: bool) -> Connects {
+        self.admit(key, addr, h2, None)
+    }
+
+    /// A QUIC connect of the driver's connection `key` to `addr`: accepted
+    /// (its server side made: datagrams go through
+    /// [`Server::exchange_datagrams`]), refused (ICMP port unreachable) or
+    /// left hanging (its datagrams go nowhere).
+    pub(crate) fn accept_quic(&mut self, key: u32, addr: SocketAddr) -> Connects {
+        let early = self.early_data;
+        let tls = self.tls.get_or_insert_with(|| h3::crypto(early)).clone();
+        let quic = Box::new(h3::Quic::new(tls, self.max_streams));
+        self.admit(key, addr, false, Some(quic))
+    }
+
+    fn admit(
+        &mut self,
+        key: u32,
+        addr: SocketAddr,
+        h2: bool,
+        quic: Option<Box<h3::Quic>>,
+    ) -> Connects {
         self.peers.remove(&key);
         let how = match self.accept_only {
             Some(n) if self.accepted >= n => Connects::Hang,
@@ -257,6 +310,7 @@ impl Server {
                 waiting: Vec::new(),
                 nth: 0,
                 out,
+                quic,
             },
         );
         self.accepted += 1;
@@ -286,7 +340,70 @@ impl Server {
         let read = if p.h2 { p.read_h2(now) } else { p.read_h1(now) };
         self.refused_streams += p.refused_streams - before;
         self.seen.extend(read);
+        let close = self.reply(key, now);
+        let out = self
+            .peers
+            .get_mut(&key)
+            .map(|p| std::mem::take(&mut p.out))
+            .unwrap_or_default();
+        if close {
+            self.peers.remove(&key);
+        }
+        (out, close)
+    }
+
+    /// QUIC connection `key` carried `datagrams` from the client at `now`
+    /// (maybe none: the server's timers and script run at every pass); the
+    /// server's datagrams back, and whether it then closed the connection.
+    pub(crate) fn exchange_datagrams(
+        &mut self,
+        key: u32,
+        datagrams: &[Vec<u8>],
+        now: Instant,
+    ) -> (Vec<Vec<u8>>, bool) {
+        if self.dark || self.peers.get(&key).is_none_or(|p| p.quic.is_none()) {
+            return (Vec::new(), false);
+        }
+        let datagrams: Vec<Vec<u8>> = datagrams.iter().filter(|_| self.carry()).cloned().collect();
         let p = self.peers.get_mut(&key).expect("peer");
+        let q = p.quic.as_mut().expect("QUIC");
+        let read = q.datagrams_in(&datagrams, now);
+        self.early_requests += std::mem::take(&mut q.early);
+        // Requests the client gave up (its time-out) are not answered.
+        let gone = q.take_gone();
+        p.waiting.retain(|r| !gone.contains(&r.stream));
+        for (stream, f) in read {
+            let r = p.req(stream, f, now);
+            p.waiting.push(r.clone());
+            self.seen.push(r);
+        }
+        let close = self.reply(key, now);
+        let p = self.peers.get_mut(&key).expect("peer");
+        let out = p.quic.as_mut().map(|q| q.datagrams_out(now));
+        if close {
+            self.peers.remove(&key);
+        }
+        let out = out.unwrap_or_default().into_iter();
+        (out.filter(|_| self.carry()).collect(), close)
+    }
+
+    /// Whether the next datagram gets through ([`Server::drop_every`]).
+    fn carry(&mut self) -> bool {
+        self.carried += 1;
+        let lost = self
+            .drop_every
+            .is_some_and(|n| self.carried.is_multiple_of(n));
+        self.dropped += u32::from(lost);
+        !lost
+    }
+
+    /// The script's replies to the requests connection `key` read and has
+    /// not answered (asked again at the next pass when it says
+    /// [`Reply::Wait`]); true when the server then closes the connection.
+    fn reply(&mut self, key: u32, now: Instant) -> bool {
+        let Some(p) = self.peers.get_mut(&key) else {
+            return false;
+        };
         self.most_waiting = self.most_waiting.max(p.waiting.len());
         let mut close = false;
         let mut k = 0;
@@ -297,13 +414,9 @@ impl Server {
                 continue;
             }
             let r = p.waiting.remove(k);
-            close = p.answer(&r, reply);
+            close = p.answer(&r, reply, now);
         }
-        let out = std::mem::take(&mut p.out);
-        if close {
-            self.peers.remove(&key);
-        }
-        (out, close)
+        close
     }
 
     /// The requests read whose path is `path`.
@@ -463,7 +576,15 @@ impl Peer {
     }
 
     /// Writes `reply` to `r`; true when the connection then closes.
-    fn answer(&mut self, r: &Req, reply: Reply) -> bool {
+    fn answer(&mut self, r: &Req, reply: Reply, now: Instant) -> bool {
+        if let Some(q) = self.quic.as_mut() {
+            if reply == Reply::GoAway {
+                // The requests at or above the stream GOAWAY names are not
+                // processed.
+                self.waiting.retain(|w| w.stream < r.stream);
+            }
+            return q.answer(r.stream, reply, now);
+        }
         match (reply, self.h2) {
             (Reply::Answer(status, location), false) => {
                 let mut head = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\n", BODY.len());

@@ -9,7 +9,12 @@
 //! [`Http3Session::batched`] queues them one by one for
 //! [`Session::pending_out`] instead), and the QUIC timers (loss
 //! detection, acknowledgements, idle) are [`Http3Session::deadline`] and
-//! [`Http3Session::on_timeout`]. Each session has its own `quinn-proto`
+//! [`Http3Session::on_timeout`]. It reads no clock: the calls that move
+//! QUIC take the driver's time (`new`, `datagram_in`, `on_timeout`,
+//! `next_datagrams`), and those of the [`Session`] trait that carry none
+//! (`bytes_in`, `consume_out`, `submit`, `close`) use the latest time the
+//! driver gave, through those or [`Session::set_time`], so a test's made-up
+//! time reaches QUIC's timers. Each session has its own `quinn-proto`
 //! endpoint (one connection: the kernel demultiplexes by the connected
 //! socket, and an ICMP port unreachable reaches it as ECONNREFUSED).
 //!
@@ -251,6 +256,9 @@ pub struct Http3Session {
     lost: Option<(ErrorKind, Cow<'static, str>)>,
     /// The client closed it.
     closing: bool,
+    /// The latest time the driver gave (never earlier than one before):
+    /// the session reads no clock.
+    now: Instant,
     name_buf: Vec<u8>,
     value_buf: Vec<u8>,
 }
@@ -294,6 +302,7 @@ impl Http3Session {
             control: None,
             lost: None,
             closing: false,
+            now,
             name_buf: Vec::new(),
             value_buf: Vec::new(),
         };
@@ -348,6 +357,7 @@ impl Http3Session {
 
     /// QUIC's timer fired.
     pub fn on_timeout(&mut self, now: Instant) {
+        self.set_time(now);
         self.conn.handle_timeout(now);
         self.pump();
     }
@@ -367,6 +377,7 @@ impl Http3Session {
     /// reads them); its events wait for [`Http3Session::datagrams_done`],
     /// so a batch of datagrams is processed once.
     pub fn datagram_in(&mut self, now: Instant, ecn: Option<u8>, data: &[u8]) {
+        self.set_time(now);
         let mut buf = std::mem::take(&mut self.scratch);
         buf.clear();
         if self.rx.capacity() < data.len() {
@@ -403,6 +414,7 @@ impl Http3Session {
     /// (the last may be shorter) for one GSO send. It stays until
     /// [`Http3Session::datagrams_sent`].
     pub fn next_datagrams(&mut self, now: Instant, max: usize) -> Option<Datagrams<'_>> {
+        self.set_time(now);
         if self.tx_meta.is_none() {
             self.tx.clear();
             if let Some(d) = self.out.pop_front() {
@@ -454,7 +466,7 @@ impl Http3Session {
             }
         }
         if !self.batched {
-            let now = Instant::now();
+            let now = self.now;
             while self.out.len() < OUT_QUEUE {
                 let mut buf = Vec::new();
                 let Some(t) = self.conn.poll_transmit(now, 1, &mut buf) else {
@@ -720,6 +732,10 @@ impl Session for Http3Session {
 
     fn connect(&mut self) {}
 
+    fn set_time(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+    }
+
     fn capacity(&self) -> usize {
         if !(self.established || self.early())
             || self.exhausted
@@ -774,8 +790,7 @@ impl Session for Http3Session {
 
     /// One datagram (the driver reads batches: `datagram_in`).
     fn bytes_in(&mut self, data: &[u8]) {
-        let now = Instant::now();
-        self.datagram_in(now, None, data);
+        self.datagram_in(self.now, None, data);
         self.pump();
     }
 
@@ -809,9 +824,8 @@ impl Session for Http3Session {
     fn close(&mut self) {
         if !self.closing && !self.conn.is_closed() {
             self.closing = true;
-            let now = Instant::now();
             self.conn.close(
-                now,
+                self.now,
                 VarInt::from_u32(frame::H3_NO_ERROR as u32),
                 Bytes::new(),
             );

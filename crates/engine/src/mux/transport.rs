@@ -294,6 +294,14 @@ impl MuxLink {
     /// The session's events for the requests on connection `c`, each handed
     /// to the core for its slot.
     pub(super) fn end_streams(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+        // A QUIC connection open for 0-RTT: its handshake may complete in the
+        // datagrams that carry its first answers, and is counted before them
+        // (its connect time goes with the request it was opened for; a
+        // connection closed by that answer would not be counted at all).
+        let conn = &self.conns[c as usize];
+        if conn.state == CState::Open && matches!(conn.proto, Proto::H3(_)) {
+            self.quic_established(core, c, now);
+        }
         // When the bytes just read arrived (stamped by the kernel), else now.
         let arrived = self.conns[c as usize].arrived.take().unwrap_or(now);
         for _ in 0..1_000_000 {

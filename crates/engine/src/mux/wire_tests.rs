@@ -6,17 +6,27 @@
 //! from `dial`); the network accepts it through the driver's `connected`,
 //! takes what each connection's session writes to the server, and hands the
 //! server's bytes to the session and the driver's `end_streams`.
+//!
+//! HTTP/3 ([`H3Net`]: the same driver with `--http3`): a QUIC connection's
+//! `Http3Session` is made as `dial_quic` makes it, without the UDP socket;
+//! its datagrams (`next_datagrams`) go to the server's `quinn-proto`
+//! endpoint and the server's come back through `datagram_in` and
+//! `datagrams_done`, then `end_streams` and the handshake's and timers'
+//! steps of `mux/quic.rs`, all at the test's made-up time.
 
 use super::conn::{CState, Proto};
 use super::MuxLink;
 use crate::core::spec::WorkerSpec;
 use crate::core::wire_tests::{dialed, take_dialed, Connects, Net, Server};
-use crate::core::Core;
+use crate::core::{ConnState, Core, Link, Outgoing};
+use crate::http3::Http3Session;
 use crate::plan::{Plan, PlanArgs};
-use crate::session::Session;
+use crate::session::{Answer, Session};
 use redline_stats::ErrorKind;
+use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::time::Instant;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
 /// Offline: connection `c` starts its connect without a socket (its
 /// connect time-out set, as `dial` does with one) and the test's network
@@ -46,10 +56,21 @@ impl Net for MuxLink {
     }
 
     fn serve(&mut self, core: &mut Core<'_>, srv: &mut Server, now: Instant) {
+        self.serve_offline(core, srv, now);
+    }
+}
+
+impl MuxLink {
+    /// The network's pass at `now` (see the top of this file).
+    fn serve_offline(&mut self, core: &mut Core<'_>, srv: &mut Server, now: Instant) {
         for (c, addr) in take_dialed() {
             let conn = &self.conns[c as usize];
             if conn.state != CState::Connecting {
                 continue; // closed again already
+            }
+            if conn.own && self.setup.h3.is_some() {
+                self.dial_quic_offline(core, srv, c, addr, now);
+                continue;
             }
             let h2 = matches!(conn.proto, Proto::H2(_));
             match srv.accept(c, addr, h2) {
@@ -68,6 +89,10 @@ impl Net for MuxLink {
             let conn = &mut self.conns[c as usize];
             if conn.state == CState::Closed {
                 srv.closed(c);
+                continue;
+            }
+            if matches!(conn.proto, Proto::H3(_)) {
+                self.exchange_quic(core, srv, c, now);
                 continue;
             }
             if conn.state != CState::Open || !srv.has(c) {
@@ -111,5 +136,149 @@ impl Net for MuxLink {
         }
         // (No socket: this only clears the marks.)
         self.flush_all(core);
+    }
+}
+
+impl MuxLink {
+    /// QUIC connection `c` to `addr`: refused at once (an ICMP port
+    /// unreachable), or its session made as `dial_quic` makes it (the
+    /// connect time-out already set by [`offline`]) and its handshake begun
+    /// (to a server that answers, or that never does).
+    fn dial_quic_offline(
+        &mut self,
+        core: &mut Core<'_>,
+        srv: &mut Server,
+        c: u32,
+        addr: SocketAddr,
+        now: Instant,
+    ) {
+        if srv.accept_quic(c, addr) == Connects::Refuse {
+            let m = "connection refused".into();
+            return self.conn_failed(core, c, ErrorKind::Refused, m, now);
+        }
+        let Some(h3) = self.setup.h3.as_ref() else {
+            return;
+        };
+        let mut session = match Http3Session::new(&h3.config, addr, &h3.server_name, now) {
+            Ok(s) => s,
+            Err(m) => return self.conn_failed(core, c, ErrorKind::Other, Cow::Owned(m), now),
+        };
+        session.batched();
+        let early = session.early();
+        let conn = &mut self.conns[c as usize];
+        conn.proto = Proto::H3(Box::new(session));
+        conn.state = CState::Handshaking;
+        self.arm_quic(c);
+        if early {
+            self.ready(core, c, now);
+        }
+    }
+
+    /// QUIC connection `c`'s datagrams to the server and the server's back
+    /// (none when the server let its connect hang), as `mux/udp.rs` sends
+    /// and reads them; then its handshake's and timer's steps.
+    fn exchange_quic(&mut self, core: &mut Core<'_>, srv: &mut Server, c: u32, now: Instant) {
+        let conn = &mut self.conns[c as usize];
+        let Proto::H3(sess) = &mut conn.proto else {
+            return;
+        };
+        let mut sent = Vec::new();
+        for _ in 0..10_000 {
+            let Some(d) = sess.next_datagrams(now, 1) else {
+                break;
+            };
+            core.rec.counters.bytes_written += d.bytes.len() as u64;
+            sent.push(d.bytes.to_vec());
+            sess.datagrams_sent();
+        }
+        let (back, _) = srv.exchange_datagrams(c, &sent, now);
+        if !back.is_empty() {
+            let mut bytes = 0;
+            for d in &back {
+                sess.datagram_in(now, None, d);
+                bytes += d.len() as u64;
+            }
+            sess.datagrams_done();
+            core.rec.bytes_read(bytes);
+            conn.unattributed += bytes;
+            if conn.state == CState::Open {
+                self.end_streams(core, c, now);
+                if self.after_events(core, c, now) {
+                    return;
+                }
+            }
+        }
+        // As `quic_progress`: a handshake done makes the connection ready,
+        // one that failed fails its slots; QUIC's timer is re-armed.
+        self.quic_established(core, c, now);
+        let conn = &self.conns[c as usize];
+        if let (CState::Handshaking, Proto::H3(sess)) = (conn.state, &conn.proto) {
+            if let Some((kind, msg)) = sess.lost().cloned() {
+                return self.conn_failed(core, c, kind, msg, now);
+            }
+        }
+        if self.conns[c as usize].state != CState::Closed {
+            self.arm_quic(c);
+        }
+    }
+}
+
+/// HTTP/3 on the test's network: the multiplexing driver of an `--http3`
+/// run (its connections to the run's origin over QUIC, those to other
+/// origins over TCP), under a name of its own for the generic tests.
+pub(crate) struct H3Net(MuxLink);
+
+impl Net for H3Net {
+    const NAME: &'static str = "HTTP/3";
+
+    fn protocol(a: &mut PlanArgs) {
+        a.url = a.url.replacen("http://", "https://", 1);
+        a.http3 = true;
+        // The server's certificate is the testkit's (signatures still checked).
+        a.tls.insecure = true;
+    }
+
+    fn build(plan: &Plan, spec: &WorkerSpec) -> (H3Net, usize) {
+        let (link, slots) = MuxLink::build(plan, spec);
+        (H3Net(link), slots)
+    }
+
+    fn serve(&mut self, core: &mut Core<'_>, srv: &mut Server, now: Instant) {
+        self.0.serve_offline(core, srv, now);
+    }
+}
+
+/// The driver's seam, as the driver's own.
+impl Link for H3Net {
+    fn state(&self, i: u32) -> ConnState {
+        self.0.state(i)
+    }
+    fn connect(&mut self, core: &mut Core<'_>, i: u32, now: Instant) {
+        self.0.connect(core, i, now)
+    }
+    fn submit(&mut self, core: &mut Core<'_>, i: u32, what: Outgoing, t: Duration, now: Instant) {
+        self.0.submit(core, i, what, t, now)
+    }
+    fn close(&mut self, core: &mut Core<'_>, i: u32) {
+        self.0.close(core, i)
+    }
+    fn settle(&mut self, i: u32) {
+        self.0.settle(i)
+    }
+    fn idle(&mut self, i: u32) {
+        self.0.idle(i)
+    }
+    fn expire(&mut self, core: &mut Core<'_>, now: Instant) {
+        self.0.expire(core, now)
+    }
+    fn reusable(&self, i: u32) -> bool {
+        self.0.reusable(i)
+    }
+    fn recycle(&mut self, i: u32, answer: Box<Answer>) {
+        self.0.recycle(i, answer)
+    }
+    const SHARES_CONNECTIONS: bool = MuxLink::SHARES_CONNECTIONS;
+    fn same_connection(&self, a: u32, b: u32) -> bool {
+        self.0.same_connection(a, b)
     }
 }

@@ -22,6 +22,8 @@
 //!   redline's own HTTP/3 frames and static-table QPACK on its streams; its
 //!   "bytes" are UDP datagrams (one per `bytes_in`, one per `pending_out`),
 //!   and QUIC's timer is two methods of its own (`deadline`, `on_timeout`).
+//!   It reads no clock: its calls take the driver's time, or keep the latest
+//!   one ([`Session::set_time`]), so unit tests drive QUIC in made-up time.
 //!
 //! Both drivers run on this trait, statically dispatched (no trait object):
 //! the HTTP/1 worker (`worker/`, mio) keeps an [`H1Session`] per connection
@@ -44,6 +46,7 @@ pub use crate::http2::{Http2Request, Http2Session};
 use crate::h1::Capture;
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
+use std::time::Instant;
 
 /// A request's number on its session, in submission order from 0.
 pub type RequestId = u64;
@@ -151,6 +154,13 @@ pub trait Session {
     type Request;
     /// Starts the connection (queues the protocol's preface, if it has one).
     fn connect(&mut self);
+    /// The driver's time, for the calls after it that carry none
+    /// (`bytes_in`, `consume_out`, `submit`, `cancel`, `close`). A session
+    /// with timers of its own reads no clock, so a test's made-up time
+    /// reaches them: HTTP/3 keeps the latest time it was given (here, or by
+    /// its own calls that take one) for QUIC. HTTP/1.1 and HTTP/2 have no
+    /// timer of their own (the driver times their requests) and ignore it.
+    fn set_time(&mut self, _now: Instant) {}
     /// How many more requests it takes now.
     fn capacity(&self) -> usize;
     /// Queues a request; its answer comes as events with the returned id,
