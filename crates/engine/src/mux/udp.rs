@@ -34,7 +34,7 @@ use std::time::Instant;
 /// The poller's token of the worker's QUIC socket.
 pub(super) const QUIC: Token = Token(usize::MAX - 3);
 /// Datagram buffers one `recvmmsg` fills at most (every connection's).
-const RX_BATCH: usize = 16;
+const RX_BATCH: usize = 8;
 /// One buffer: the largest UDP payload, which also holds a GRO batch (the
 /// kernel stops a batch at 64 KiB).
 const RX_SLOT: usize = 64 * 1024;
@@ -264,7 +264,11 @@ impl MuxLink {
         if self.after_events(core, c, now) {
             return;
         }
-        self.quic_progress(core, c, now);
+        // An open one is flushed (`after_events` marked it): its send
+        // re-arms its timer.
+        if self.conns[c as usize].state == CState::Handshaking {
+            self.quic_progress(core, c, now);
+        }
     }
 
     /// The socket reported an error (`e`, or EPOLLERR): the ICMP errors
