@@ -195,7 +195,9 @@ impl MuxLink {
             };
             let mut bytes = 0;
             for (meta, buf) in q.meta[..n].iter().zip(q.buf.chunks(RX_SLOT)) {
-                if meta.addr != q.server {
+                // (IP and port: an IPv6 source may carry flow and scope
+                // fields the resolved address has not.)
+                if (meta.addr.ip(), meta.addr.port()) != (q.server.ip(), q.server.port()) {
                     continue;
                 }
                 let data = &buf[..meta.len.min(RX_SLOT)];
@@ -211,7 +213,7 @@ impl MuxLink {
                     q.scratch.clear();
                     let ev = q
                         .endpoint
-                        .handle(now, meta.addr, None, ecn, datagram, &mut q.scratch);
+                        .handle(now, q.server, None, ecn, datagram, &mut q.scratch);
                     let Some(DatagramEvent::ConnectionEvent(ch, ev)) = ev else {
                         continue;
                     };
