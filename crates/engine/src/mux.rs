@@ -1,6 +1,6 @@
 //! The multiplexing driver: HTTP/2 (`--http2` over TLS with ALPN, `--h2c`
-//! with prior knowledge) and HTTP/3 (`--http3`: QUIC on a connected UDP
-//! socket per connection, `mux/quic.rs`) on the protocol-free core
+//! with prior knowledge) and HTTP/3 (`--http3`: QUIC on one UDP socket and
+//! one endpoint per worker, `mux/quic.rs`, `mux/udp.rs`) on the protocol-free core
 //! ([`Core`], every load mode written once). It moves bytes and nothing else: one worker thread,
 //! one `mio` poller, connections that each carry a sans-IO session and the
 //! core's slots mapped onto them.
@@ -26,9 +26,11 @@
 //! `mux/conn.rs` holds the connection table, `mux/link.rs` the core's seam
 //! ([`crate::core::Link`]), `mux/transport.rs` connects, TLS, reads, writes
 //! and the sessions' events, `mux/quic.rs` QUIC's handshake and timers,
-//! `mux/udp.rs` QUIC's datagrams in and out (`quinn-udp`: batches, GSO, GRO).
+//! `mux/udp.rs` QUIC's datagrams in and out (the worker's socket and
+//! endpoint; `quinn-udp`: batches, GSO, GRO), `mux/icmp.rs` its ICMP errors.
 
 mod conn;
+mod icmp;
 mod link;
 mod quic;
 mod transport;
@@ -118,8 +120,9 @@ pub(crate) struct MuxLink {
     groups: Vec<u32>,
     slots: Vec<SlotIo>,
     buf: Box<[u8]>,
-    /// HTTP/3: the datagram buffers (`mux/udp.rs`), made at the first read.
-    rx: udp::RxBufs,
+    /// HTTP/3: the worker's QUIC socket and endpoint (`mux/udp.rs`),
+    /// opened by its first QUIC connection.
+    quic: Option<Box<udp::QuicIo>>,
     /// Requests on the wire or waiting for a stream, by deadline (a slot's
     /// entry counts while its generation matches).
     timeouts: BinaryHeap<Reverse<(Instant, u32, u32)>>,
@@ -182,7 +185,7 @@ impl MuxLink {
             groups: vec![NIL; groups],
             slots: (0..slots).map(|_| SlotIo::new(now)).collect(),
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
-            rx: udp::RxBufs::default(),
+            quic: None,
             timeouts: BinaryHeap::new(),
             connect_timeouts: BinaryHeap::new(),
             quic_timers: BinaryHeap::new(),
@@ -222,6 +225,9 @@ impl crate::ioloop::Driver for MuxLink {
     }
 
     fn on_event(&mut self, core: &mut Core<'_>, token: usize, ev: crate::sys::Event) {
+        if token == udp::QUIC.0 {
+            return self.quic_event(core, ev);
+        }
         let c = token as u32;
         if (c as usize) < self.conns.len() {
             self.conn_event(core, c, ev);

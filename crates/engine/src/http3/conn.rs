@@ -14,9 +14,13 @@
 //! `next_datagrams`), and those of the [`Session`] trait that carry none
 //! (`bytes_in`, `consume_out`, `submit`, `close`) use the latest time the
 //! driver gave, through those or [`Session::set_time`], so a test's made-up
-//! time reaches QUIC's timers. Each session has its own `quinn-proto`
-//! endpoint (one connection: the kernel demultiplexes by the connected
-//! socket, and an ICMP port unreachable reaches it as ECONNREFUSED).
+//! time reaches QUIC's timers. A session made with [`Http3Session::new`]
+//! has its own `quinn-proto` endpoint (one connection, driven alone: the
+//! page loader and the offline tests); one made with
+//! [`Http3Session::on_endpoint`] shares its caller's (the driver's: one UDP
+//! socket and one endpoint per worker, which routes each datagram to its
+//! connection, [`Http3Session::conn_event`], and takes what the connection
+//! has for it, [`Http3Session::endpoint_events`]).
 //!
 //! On top of QUIC's streams: the client's control stream (type 0x00 and
 //! SETTINGS: no QPACK dynamic table, no blocked streams, the field section
@@ -40,8 +44,8 @@ use super::request::Http3Request;
 use crate::session::{Answer, Event, RequestId, Session, SubmitError, Want};
 use bytes::{Bytes, BytesMut};
 use quinn_proto::{
-    ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig,
-    StreamEvent, StreamId, VarInt,
+    ClientConfig, ConnectionError, ConnectionEvent, ConnectionHandle, DatagramEvent, Dir, Endpoint,
+    EndpointConfig, EndpointEvent, StreamEvent, StreamId, VarInt,
 };
 pub(super) use recv::{answer_bytes, control_bytes};
 use recv::{drain, lost_kind, reset_message, Drained};
@@ -107,6 +111,11 @@ impl Http3Config {
             client,
             endpoint: Arc::new(EndpointConfig::default()),
         })
+    }
+
+    /// A QUIC endpoint for sessions to share ([`Http3Session::on_endpoint`]).
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint::new(self.endpoint.clone(), None, false, None)
     }
 }
 
@@ -211,7 +220,14 @@ pub struct Datagrams<'a> {
 
 /// An HTTP/3 client connection over QUIC without I/O (see the top of this file).
 pub struct Http3Session {
-    endpoint: Endpoint,
+    /// Its own endpoint ([`Http3Session::new`]), or none when it shares
+    /// its caller's ([`Http3Session::on_endpoint`]): then what the
+    /// connection has for the endpoint waits in `for_endpoint` until the
+    /// caller hands it over ([`Http3Session::endpoint_events`]).
+    endpoint: Option<Endpoint>,
+    for_endpoint: Vec<EndpointEvent>,
+    /// The shared endpoint forgot the connection (Drained went to it).
+    released: bool,
     ch: ConnectionHandle,
     conn: quinn_proto::Connection,
     remote: SocketAddr,
@@ -272,12 +288,32 @@ impl Http3Session {
         server_name: &str,
         now: Instant,
     ) -> Result<Http3Session, String> {
-        let mut endpoint = Endpoint::new(cfg.endpoint.clone(), None, false, None);
+        let mut endpoint = cfg.endpoint();
+        let mut s = Self::on_endpoint(cfg, &mut endpoint, remote, server_name, now)?;
+        s.endpoint = Some(endpoint);
+        s.pump();
+        Ok(s)
+    }
+
+    /// Starts a connection on `endpoint`, which the caller keeps and
+    /// shares with other sessions: it routes the connection's datagrams
+    /// ([`Http3Session::handle`], [`Http3Session::conn_event`]), takes its
+    /// events ([`Http3Session::endpoint_events`]) and is told when the
+    /// session goes ([`Http3Session::release`]).
+    pub fn on_endpoint(
+        cfg: &Http3Config,
+        endpoint: &mut Endpoint,
+        remote: SocketAddr,
+        server_name: &str,
+        now: Instant,
+    ) -> Result<Http3Session, String> {
         let (ch, conn) = endpoint
             .connect(now, cfg.client.clone(), remote, server_name)
             .map_err(|e| format!("QUIC connect: {e}"))?;
         let mut s = Http3Session {
-            endpoint,
+            endpoint: None,
+            for_endpoint: Vec::new(),
+            released: false,
             ch,
             conn,
             remote,
@@ -386,22 +422,88 @@ impl Http3Session {
         self.rx.extend_from_slice(data);
         let datagram = self.rx.split();
         let ecn = ecn.and_then(quinn_proto::EcnCodepoint::from_bits);
-        let ev = self
-            .endpoint
-            .handle(now, self.remote, None, ecn, datagram, &mut buf);
+        let Some(endpoint) = self.endpoint.as_mut() else {
+            return; // a shared endpoint's caller routes datagrams (`conn_event`)
+        };
+        let ev = endpoint.handle(now, self.remote, None, ecn, datagram, &mut buf);
         match ev {
-            Some(DatagramEvent::ConnectionEvent(_, ev)) if !self.established => {
-                // rustls checks the certificate (if one comes) while this
-                // datagram's CRYPTO frames are read, on this thread.
-                let checked = crate::tls::certificates_checked();
-                self.conn.handle_event(ev);
-                self.full_handshake |= crate::tls::certificates_checked() != checked;
-            }
-            Some(DatagramEvent::ConnectionEvent(_, ev)) => self.conn.handle_event(ev),
+            Some(DatagramEvent::ConnectionEvent(_, ev)) => self.conn_event(ev),
             Some(DatagramEvent::Response(t)) => self.out.push_back(buf[..t.size].to_vec()),
             _ => {}
         }
         self.scratch = buf;
+    }
+
+    /// Its connection's handle on the endpoint (a shared endpoint's
+    /// datagram events name it).
+    pub fn handle(&self) -> ConnectionHandle {
+        self.ch
+    }
+
+    /// One of the endpoint's events for this connection (a datagram the
+    /// shared endpoint routed here); like [`Http3Session::datagram_in`], its
+    /// events wait for [`Http3Session::datagrams_done`].
+    pub fn conn_event(&mut self, ev: ConnectionEvent) {
+        if self.established {
+            return self.conn.handle_event(ev);
+        }
+        // rustls checks the certificate (if one comes) while this
+        // datagram's CRYPTO frames are read, on this thread.
+        let checked = crate::tls::certificates_checked();
+        self.conn.handle_event(ev);
+        self.full_handshake |= crate::tls::certificates_checked() != checked;
+    }
+
+    /// Hands what the connection has for the shared endpoint to it (new
+    /// connection ids, reset tokens); its answers go back into the
+    /// connection. Before building datagrams.
+    pub fn endpoint_events(&mut self, endpoint: &mut Endpoint) {
+        if self.for_endpoint.is_empty() {
+            return;
+        }
+        for ev in std::mem::take(&mut self.for_endpoint) {
+            self.released |= ev.is_drained();
+            if let Some(back) = endpoint.handle_event(self.ch, ev) {
+                self.conn.handle_event(back);
+            }
+        }
+        self.pump();
+    }
+
+    /// The session goes: the shared endpoint forgets its connection (its
+    /// handle may name another one after this). Nothing for a session with
+    /// its own endpoint.
+    pub fn release(&mut self, endpoint: &mut Endpoint) {
+        if self.endpoint.is_some() {
+            return;
+        }
+        for ev in std::mem::take(&mut self.for_endpoint) {
+            self.released |= ev.is_drained();
+            let _ = endpoint.handle_event(self.ch, ev);
+        }
+        if !std::mem::replace(&mut self.released, true) {
+            let _ = endpoint.handle_event(self.ch, EndpointEvent::drained());
+        }
+    }
+
+    /// Its own endpoint takes the connection's events at once.
+    fn endpoint_events_own(&mut self) {
+        let Some(endpoint) = self.endpoint.as_mut() else {
+            return;
+        };
+        for ev in std::mem::take(&mut self.for_endpoint) {
+            if let Some(back) = endpoint.handle_event(self.ch, ev) {
+                self.conn.handle_event(back);
+            }
+        }
+        for _ in 0..100_000 {
+            let Some(ev) = self.conn.poll_endpoint_events() else {
+                break;
+            };
+            if let Some(back) = endpoint.handle_event(self.ch, ev) {
+                self.conn.handle_event(back);
+            }
+        }
     }
 
     /// The datagrams of a read are in: their events are processed.
@@ -452,9 +554,12 @@ impl Http3Session {
     /// unless `batched`, queues what it has to send, datagram by datagram.
     fn pump(&mut self) {
         for _ in 0..100_000 {
-            while let Some(ev) = self.conn.poll_endpoint_events() {
-                if let Some(back) = self.endpoint.handle_event(self.ch, ev) {
-                    self.conn.handle_event(back);
+            if self.endpoint.is_some() {
+                self.endpoint_events_own();
+            } else {
+                // A shared endpoint: its caller hands them over.
+                while let Some(ev) = self.conn.poll_endpoint_events() {
+                    self.for_endpoint.push(ev);
                 }
             }
             let Some(ev) = self.conn.poll() else { break };

@@ -69,8 +69,11 @@ pub(super) enum CState {
 /// One connection.
 pub(super) struct Conn {
     pub(super) sock: Option<TcpStream>,
-    /// HTTP/3: its connected UDP socket (instead of `sock`, `mux/udp.rs`).
-    pub(super) udp: Option<super::udp::Udp>,
+    /// HTTP/3: a QUIC connection on the worker's socket (`mux/udp.rs`),
+    /// counted open until it is shut.
+    pub(super) quic: bool,
+    /// HTTP/3: the current read brought it datagrams (`mux/udp.rs`).
+    pub(super) touched: bool,
     /// HTTP/3: the QUIC timer deadline its entry in the driver's timer
     /// heap has (None: no live entry).
     pub(super) quic_timer: Option<Instant>,
@@ -121,7 +124,8 @@ impl Conn {
     pub(super) fn new(now: Instant) -> Conn {
         Conn {
             sock: None,
-            udp: None,
+            quic: false,
+            touched: false,
             quic_timer: None,
             tls: None,
             tls_setup: None,
@@ -152,14 +156,10 @@ impl Conn {
         self.full || self.proto.retiring()
     }
 
-    /// Its socket's descriptor (TCP or, for HTTP/3, UDP).
+    /// Its TCP socket's descriptor.
     pub(super) fn fd(&self) -> Option<std::os::fd::RawFd> {
         use std::os::fd::AsRawFd;
-        match (&self.sock, &self.udp) {
-            (Some(s), _) => Some(s.as_raw_fd()),
-            (None, Some(u)) => Some(u.sock.as_raw_fd()),
-            (None, None) => None,
-        }
+        self.sock.as_ref().map(|s| s.as_raw_fd())
     }
 }
 

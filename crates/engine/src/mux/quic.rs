@@ -1,21 +1,21 @@
 //! The multiplexing driver's QUIC side (`--http3`): a connection to the
-//! run's origin is a connected UDP socket carrying an [`Http3Session`]
-//! (`crate::http3`), read and written in batches by `udp.rs` where
-//! `transport.rs` reads and writes a TCP connection. What is QUIC's
-//! own lives here: opening the socket and the session, the handshake (the
-//! session's, moved by the socket's events; done, the connection is ready
-//! as a TCP one after TLS), and QUIC's timers (loss detection,
-//! acknowledgements, idle time-out) in one heap with lazy entries: a
-//! connection has at most one live entry, re-armed when its deadline moves
-//! earlier or when the entry comes due, so the heap does not grow with the
-//! packets sent.
+//! run's origin is an [`Http3Session`] (`crate::http3`) on the worker's
+//! QUIC socket and endpoint (`udp.rs`, shared by the worker's QUIC
+//! connections), read and written in batches there where `transport.rs`
+//! reads and writes a TCP connection. What is QUIC's own lives here:
+//! starting the session, the handshake (moved by the datagrams routed to
+//! it; done, the connection is ready as a TCP one after TLS), and QUIC's
+//! timers (loss detection, acknowledgements, idle time-out) in one heap
+//! with lazy entries: a connection has at most one live entry, re-armed
+//! when its deadline moves earlier or when the entry comes due, so the heap
+//! does not grow with the packets sent.
 
 use super::conn::{CState, Proto};
+use super::udp::QuicIo;
 use super::MuxLink;
 use crate::core::Core;
 use crate::http3::Http3Session;
 use crate::sys::io_msg;
-use mio::{Interest, Token};
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
 use std::cmp::Reverse;
@@ -23,36 +23,37 @@ use std::time::Instant;
 
 impl MuxLink {
     /// Starts QUIC connection `c` to the origin's h3 endpoint (`plan::h3`:
-    /// its Alt-Svc alternative, or its own address): a UDP socket connected to it
-    /// (the kernel then hands it only that server's datagrams, and an ICMP
-    /// port unreachable as ECONNREFUSED), the session's first flight queued.
+    /// its Alt-Svc alternative, or its own address) on the worker's QUIC
+    /// socket and endpoint (opened by its first connection), the session's
+    /// first flight queued.
     pub(super) fn dial_quic(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
-        let Some(h3) = self.setup.h3.as_ref() else {
+        let setup = self.setup.clone();
+        let Some(h3) = setup.h3.as_ref() else {
             return;
         };
         // Only the run's own origin goes over QUIC, to its h3 endpoint.
         let addr = h3.addr;
-        let mut udp = match super::udp::Udp::open(addr) {
-            Ok(s) => s,
-            Err(e) => {
-                return self.conn_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now)
+        if self.quic.is_none() {
+            match QuicIo::open(addr, h3.config.endpoint(), &self.poll) {
+                Ok(q) => self.quic = Some(Box::new(q)),
+                Err(e) => {
+                    return self.conn_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now)
+                }
             }
-        };
-        if let Err(e) = self.poll.registry().register(
-            &mut udp.sock,
-            Token(c as usize),
-            Interest::READABLE | Interest::WRITABLE,
-        ) {
-            return self.conn_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now);
         }
-        let session = Http3Session::new(&h3.config, addr, &h3.server_name, now);
+        let Some(q) = self.quic.as_deref_mut() else {
+            return;
+        };
+        let session =
+            Http3Session::on_endpoint(&h3.config, &mut q.endpoint, addr, &h3.server_name, now);
         let conn = &mut self.conns[c as usize];
-        conn.udp = Some(udp);
+        conn.quic = true;
         core.socket_opened();
         let session = match session {
             Ok(mut s) => {
                 // `mux/udp.rs` builds the datagrams when it sends.
                 s.batched();
+                q.route(s.handle().0, c);
                 s
             }
             Err(m) => return self.conn_failed(core, c, ErrorKind::Other, Cow::Owned(m), now),
@@ -92,20 +93,10 @@ impl MuxLink {
         }
     }
 
-    /// A socket event on QUIC connection `c` during its handshake: what
-    /// came is read, what is due is sent; done, the connection is ready.
-    pub(super) fn quic_handshake(&mut self, core: &mut Core<'_>, c: u32, ev: crate::sys::Event) {
-        if ev.is_readable() || ev.is_error() {
-            // Every datagram waiting is read (a UDP read is one datagram).
-            self.read(core, c, true);
-        }
-        self.quic_progress(core, c, Instant::now());
-    }
-
     /// After QUIC connection `c` took datagrams or a timer: a handshake that
     /// completed makes it ready, one that failed fails its slots; then its
     /// timer is re-armed and what it has to send goes out.
-    fn quic_progress(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+    pub(super) fn quic_progress(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
         self.quic_established(core, c, now);
         let conn = &self.conns[c as usize];
         let Proto::H3(sess) = &conn.proto else {

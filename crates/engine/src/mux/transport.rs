@@ -149,9 +149,6 @@ impl MuxLink {
                     }
                 }
             }
-            CState::Handshaking if self.conns[c as usize].udp.is_some() => {
-                self.quic_handshake(core, c, ev)
-            }
             CState::Handshaking => self.drive_handshake(core, c),
             CState::Open => {
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
@@ -381,9 +378,6 @@ impl MuxLink {
     /// Reads what connection `c`'s socket holds into its session (`closing`:
     /// the peer's close was seen, so it reads on to the end).
     pub(super) fn read(&mut self, core: &mut Core<'_>, c: u32, closing: bool) {
-        if self.conns[c as usize].udp.is_some() {
-            return self.read_datagrams(core, c);
-        }
         for _ in 0..1_000_000 {
             // Open loop: a plain read shorter than the buffer drained the
             // socket, and the next bytes bring a new edge, so no read just
@@ -522,7 +516,7 @@ impl MuxLink {
         self.check_fatal(core, c);
         let conn = &self.conns[c as usize];
         // A QUIC connection reads datagrams during its handshake too.
-        let quic_handshake = conn.udp.is_some() && conn.state == CState::Handshaking;
+        let quic_handshake = conn.quic && conn.state == CState::Handshaking;
         if conn.state != CState::Open && !quic_handshake {
             return true;
         }
@@ -578,11 +572,10 @@ impl MuxLink {
         let conn = &mut self.conns[c as usize];
         conn.dirty = false;
         // A QUIC connection sends during its handshake too.
-        if conn.state != CState::Open && !(conn.udp.is_some() && conn.state == CState::Handshaking)
-        {
+        if conn.state != CState::Open && !(conn.quic && conn.state == CState::Handshaking) {
             return;
         }
-        if conn.udp.is_some() {
+        if conn.quic {
             return self.send_datagrams(core, c);
         }
         let Some(fd) = conn.fd() else { return };
@@ -658,8 +651,11 @@ impl MuxLink {
             // Best effort: what fits in the socket buffer now.
             self.flush(core, c);
         }
+        if self.conns[c as usize].quic {
+            self.quic_release(c);
+        }
         let conn = &mut self.conns[c as usize];
-        if conn.sock.take().is_some() | conn.udp.take().is_some() {
+        if conn.sock.take().is_some() | std::mem::take(&mut conn.quic) {
             core.open -= 1;
         }
         conn.quic_timer = None;

@@ -1,122 +1,246 @@
 //! The multiplexing driver's datagram I/O for QUIC connections (`--http3`):
-//! each connection's connected UDP socket with `quinn-udp`'s state, read
-//! with `recvmmsg` (several datagrams per call, and with GRO several
-//! datagrams per buffer, split at their stride) and written with `sendmsg`
-//! (with GSO, a batch of equal-size datagrams `quinn-proto` built in one
-//! call). `quinn-udp` does the control messages (UDP_SEGMENT, UDP_GRO, ECN,
-//! packet info) and probes the kernel; what is the driver's is here: the
-//! session takes the datagrams of one read pass before it processes their
-//! events once, and what the session has to send is built when the
-//! connection is flushed, so the requests and acknowledgements of one pass
-//! share datagrams. An ICMP port unreachable reaches the connected socket as
-//! ECONNREFUSED on the next read or write (`refused`).
+//! one unconnected UDP socket and one `quinn-proto` endpoint per worker
+//! ([`QuicIo`]), shared by every QUIC connection of it. A read is
+//! `recvmmsg` (several datagrams per call, and with GRO several datagrams
+//! per buffer, split at their stride) for every connection at once: the
+//! endpoint names each datagram's connection (its handle, routed through
+//! `routes` to the driver's connection), the session takes it, and each
+//! connection's events are processed once per batch. A connection's
+//! datagrams are built when it is flushed (the requests and
+//! acknowledgements of a pass share them) and written with `sendmsg` to the
+//! server (with GSO, a batch of equal-size datagrams in one call).
+//! `quinn-udp` does the control messages (UDP_SEGMENT, UDP_GRO, ECN, packet
+//! info) and probes the kernel. The socket is registered for reading only:
+//! every datagram a UDP socket sends frees its buffer space and would wake
+//! the worker for nothing; it waits for writable only after EAGAIN. ICMP:
+//! an unconnected socket hears no ECONNREFUSED of its own, so the kernel
+//! queues the errors (`mux/icmp.rs`) and an ICMP port unreachable fails
+//! every connection to the address it names (`refused`).
 
-use super::conn::Proto;
+use super::conn::{CState, Proto, NIL};
 use super::MuxLink;
 use crate::core::Core;
 use crate::sys::io_msg;
-use quinn_udp::{EcnCodepoint, RecvMeta, Transmit, UdpSockRef, UdpSocketState};
+use bytes::BytesMut;
+use mio::{Interest, Token};
+use quinn_proto::{DatagramEvent, EcnCodepoint, Endpoint};
+use quinn_udp::{RecvMeta, Transmit, UdpSockRef, UdpSocketState};
 use redline_stats::ErrorKind;
 use std::io::{ErrorKind as IoKind, IoSliceMut};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::time::Instant;
 
-/// Datagram buffers one `recvmmsg` fills at most.
-pub(super) const RX_BATCH: usize = 8;
+/// The poller's token of the worker's QUIC socket.
+pub(super) const QUIC: Token = Token(usize::MAX - 3);
+/// Datagram buffers one `recvmmsg` fills at most (every connection's).
+const RX_BATCH: usize = 8;
 /// One buffer: the largest UDP payload, which also holds a GRO batch (the
 /// kernel stops a batch at 64 KiB).
 const RX_SLOT: usize = 64 * 1024;
-/// Batches read from one socket per event, at most.
+/// Batches read per event, at most.
 const RX_PASSES: usize = 1024;
+/// Datagrams in are copied into chunks of this size, one after the other
+/// (`quinn-proto` takes each as an owned `BytesMut` and keeps views of it
+/// for stream data): one allocation per chunk, not per datagram.
+const RX_CHUNK: usize = 64 * 1024;
+/// The receive buffer the socket asks for: every connection's answers
+/// queue there (the kernel's default, ~200 KiB, holds ~90 datagrams).
+const RCVBUF: i32 = 4 << 20;
 /// Datagrams in one GSO send, at most: quinn's own figure (its benchmarks'
 /// compromise), and 64 of 1,200 bytes would pass the 64 KiB a UDP send
 /// takes (EMSGSIZE).
 const TX_SEGMENTS: usize = 10;
+/// ICMP errors read from the queue per socket error, at most.
+const ERRORS: usize = 64;
 
-/// A QUIC connection's socket: UDP, connected to the server, with the
-/// `quinn-udp` state that knows its offloads.
-pub(super) struct Udp {
-    pub(super) sock: mio::net::UdpSocket,
+/// The worker's QUIC socket and endpoint, shared by its QUIC connections.
+pub(super) struct QuicIo {
+    sock: mio::net::UdpSocket,
     state: UdpSocketState,
+    pub(super) endpoint: Endpoint,
+    /// The server: datagrams from elsewhere are dropped, as a connected
+    /// socket would.
+    server: SocketAddr,
+    /// Connection handle → the driver's connection (NIL: none).
+    routes: Vec<u32>,
+    buf: Vec<u8>,
+    meta: Vec<RecvMeta>,
+    /// The chunk datagrams in are copied into ([`RX_CHUNK`]).
+    chunk: BytesMut,
+    /// What the endpoint would answer a datagram with (dropped: a client
+    /// has nothing to say to a stranger).
+    scratch: Vec<u8>,
+    /// Connections the current read brought datagrams to.
+    touched: Vec<u32>,
+    /// Connections whose datagrams the socket refused for now (EAGAIN),
+    /// flushed again once it is writable.
+    blocked: Vec<u32>,
+    /// The socket is registered for writable events too (while `blocked`).
+    want_write: bool,
 }
 
-impl Udp {
-    /// A UDP socket connected to `addr` (the kernel then hands it only that
-    /// server's datagrams, and an ICMP port unreachable as ECONNREFUSED),
-    /// with GRO, ECN and packet info on where the kernel has them.
-    pub(super) fn open(addr: SocketAddr) -> std::io::Result<Udp> {
-        let any: SocketAddr = if addr.is_ipv4() {
+impl QuicIo {
+    /// The worker's socket (unconnected, on the family of `server`) with
+    /// GRO, ECN, packet info and ICMP errors queued where the kernel has
+    /// them, registered for reading; `endpoint` for its connections.
+    pub(super) fn open(
+        server: SocketAddr,
+        endpoint: Endpoint,
+        poll: &mio::Poll,
+    ) -> std::io::Result<QuicIo> {
+        let any: SocketAddr = if server.is_ipv4() {
             (Ipv4Addr::UNSPECIFIED, 0).into()
         } else {
             (Ipv6Addr::UNSPECIFIED, 0).into()
         };
-        let sock = mio::net::UdpSocket::bind(any)?;
-        sock.connect(addr)?;
+        let mut sock = mio::net::UdpSocket::bind(any)?;
         let state = UdpSocketState::new(UdpSockRef::from(&sock))?;
-        Ok(Udp { sock, state })
+        let fd = sock.as_raw_fd();
+        super::icmp::queue_errors(fd, server.is_ipv4())?;
+        // Best effort: the kernel caps SO_RCVBUF at rmem_max; FORCE passes
+        // it where the process may (CAP_NET_ADMIN), as quic-go does.
+        let _ = super::icmp::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, RCVBUF);
+        let _ = super::icmp::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, RCVBUF);
+        poll.registry()
+            .register(&mut sock, QUIC, Interest::READABLE)?;
+        Ok(QuicIo {
+            sock,
+            state,
+            endpoint,
+            server,
+            routes: Vec::new(),
+            buf: Vec::new(),
+            meta: Vec::new(),
+            chunk: BytesMut::new(),
+            scratch: Vec::new(),
+            touched: Vec::new(),
+            blocked: Vec::new(),
+            want_write: false,
+        })
+    }
+
+    /// Datagrams for connection handle `ch` go to connection `c`.
+    pub(super) fn route(&mut self, ch: usize, c: u32) {
+        if self.routes.len() <= ch {
+            self.routes.resize(ch + 1, NIL);
+        }
+        self.routes[ch] = c;
     }
 
     /// How many datagrams one send may carry (GSO), 1 without it.
-    pub(super) fn max_segments(&self) -> usize {
+    fn max_segments(&self) -> usize {
         self.state.max_gso_segments().min(TX_SEGMENTS)
     }
 }
 
-/// The worker's receive buffers for every QUIC connection's reads
-/// ([`RX_BATCH`] of [`RX_SLOT`] bytes), made at the first read.
-#[derive(Default)]
-pub(super) struct RxBufs {
-    buf: Vec<u8>,
-    meta: Vec<RecvMeta>,
-}
-
 impl MuxLink {
-    /// Reads what QUIC connection `c`'s socket holds: every datagram goes
-    /// into its session, whose events are then processed once per batch
-    /// (answers end, their slots send again).
-    pub(super) fn read_datagrams(&mut self, core: &mut Core<'_>, c: u32) {
-        if self.rx.buf.is_empty() {
-            self.rx.buf = vec![0u8; RX_BATCH * RX_SLOT];
-            self.rx.meta = vec![RecvMeta::default(); RX_BATCH];
+    /// An event on the worker's QUIC socket: ICMP errors, datagrams in,
+    /// room to send again.
+    pub(super) fn quic_event(&mut self, core: &mut Core<'_>, ev: crate::sys::Event) {
+        if ev.is_error() {
+            self.socket_errors(core, None);
         }
-        for _ in 0..RX_PASSES {
-            let conn = &mut self.conns[c as usize];
-            let (Some(udp), Proto::H3(sess)) = (conn.udp.as_ref(), &mut conn.proto) else {
+        if ev.is_readable() || ev.is_error() {
+            self.read_datagrams(core);
+        }
+        if ev.is_writable() {
+            let Some(q) = self.quic.as_deref_mut() else {
                 return;
             };
+            if q.want_write {
+                q.want_write = false;
+                let _ = self
+                    .poll
+                    .registry()
+                    .reregister(&mut q.sock, QUIC, Interest::READABLE);
+            }
+            for c in std::mem::take(&mut q.blocked) {
+                self.dirty(c);
+            }
+        }
+    }
+
+    /// Reads what the worker's socket holds: every datagram goes to its
+    /// connection's session, whose events are then processed once per
+    /// batch (answers end, their slots send again; a handshake that
+    /// completed makes the connection ready).
+    fn read_datagrams(&mut self, core: &mut Core<'_>) {
+        for _ in 0..RX_PASSES {
+            let Some(q) = self.quic.as_deref_mut() else {
+                return;
+            };
+            if q.buf.is_empty() {
+                q.buf = vec![0u8; RX_BATCH * RX_SLOT];
+                q.meta = vec![RecvMeta::default(); RX_BATCH];
+            }
             let got = {
-                let mut chunks = self.rx.buf.chunks_mut(RX_SLOT);
+                let mut chunks = q.buf.chunks_mut(RX_SLOT);
                 let mut iov: [IoSliceMut<'_>; RX_BATCH] =
                     std::array::from_fn(|_| IoSliceMut::new(chunks.next().unwrap_or_default()));
-                udp.state
-                    .recv(UdpSockRef::from(&udp.sock), &mut iov, &mut self.rx.meta)
+                q.state
+                    .recv(UdpSockRef::from(&q.sock), &mut iov, &mut q.meta)
             };
             let now = Instant::now();
             let n = match got {
                 Ok(n) => n,
                 Err(e) if e.kind() == IoKind::WouldBlock => break,
                 Err(e) if e.kind() == IoKind::Interrupted => continue,
-                Err(e) => return self.read_failed(core, c, &e, now),
+                // An ICMP error (the socket's pending error): the queue
+                // names whom it is for.
+                Err(e) => {
+                    self.socket_errors(core, Some(e));
+                    continue;
+                }
             };
             let mut bytes = 0;
-            for (meta, chunk) in self.rx.meta[..n].iter().zip(self.rx.buf.chunks(RX_SLOT)) {
-                let data = &chunk[..meta.len.min(RX_SLOT)];
+            for (meta, buf) in q.meta[..n].iter().zip(q.buf.chunks(RX_SLOT)) {
+                // (IP and port: an IPv6 source may carry flow and scope
+                // fields the resolved address has not.)
+                if (meta.addr.ip(), meta.addr.port()) != (q.server.ip(), q.server.port()) {
+                    continue;
+                }
+                let data = &buf[..meta.len.min(RX_SLOT)];
                 bytes += data.len() as u64;
-                let ecn = meta.ecn.map(|e| e as u8);
+                let ecn = meta.ecn.and_then(|e| EcnCodepoint::from_bits(e as u8));
                 // GRO: equal datagrams of `stride` bytes, the last maybe shorter.
                 for d in data.chunks(meta.stride.max(1)) {
-                    // An empty datagram is no end of anything.
-                    if !d.is_empty() {
-                        sess.datagram_in(now, ecn, d);
+                    if q.chunk.capacity() < d.len() {
+                        q.chunk = BytesMut::with_capacity(RX_CHUNK.max(d.len()));
+                    }
+                    q.chunk.extend_from_slice(d);
+                    let datagram = q.chunk.split();
+                    q.scratch.clear();
+                    let ev = q
+                        .endpoint
+                        .handle(now, q.server, None, ecn, datagram, &mut q.scratch);
+                    let Some(DatagramEvent::ConnectionEvent(ch, ev)) = ev else {
+                        continue;
+                    };
+                    let c = q.routes.get(ch.0).copied().unwrap_or(NIL);
+                    let Some(conn) = self.conns.get_mut(c as usize) else {
+                        continue;
+                    };
+                    let Proto::H3(sess) = &mut conn.proto else {
+                        continue;
+                    };
+                    sess.conn_event(ev);
+                    conn.unattributed += d.len() as u64;
+                    if !conn.touched {
+                        conn.touched = true;
+                        q.touched.push(c);
                     }
                 }
             }
-            sess.datagrams_done();
             core.rec.bytes_read(bytes);
-            conn.unattributed += bytes;
-            self.end_streams(core, c, now);
-            if self.after_events(core, c, now) {
-                return;
+            let mut touched = std::mem::take(&mut q.touched);
+            for &c in &touched {
+                self.conns[c as usize].touched = false;
+                self.datagrams_in(core, c, now);
+            }
+            touched.clear();
+            if let Some(q) = self.quic.as_deref_mut() {
+                q.touched = touched;
             }
             if n < RX_BATCH {
                 // Drained: the next datagram brings a new edge (every
@@ -124,19 +248,79 @@ impl MuxLink {
                 break;
             }
         }
-        self.dirty(c);
+    }
+
+    /// Connection `c` took the datagrams of a read: its session processes
+    /// their events, answers end, a handshake done makes it ready, one
+    /// that failed fails it.
+    fn datagrams_in(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+        let conn = &mut self.conns[c as usize];
+        let Proto::H3(sess) = &mut conn.proto else {
+            return;
+        };
+        sess.datagrams_done();
+        if conn.state == CState::Closed {
+            return;
+        }
+        self.end_streams(core, c, now);
+        if self.after_events(core, c, now) {
+            return;
+        }
+        // An open one is flushed (`after_events` marked it): its send
+        // re-arms its timer.
+        if self.conns[c as usize].state == CState::Handshaking {
+            self.quic_progress(core, c, now);
+        }
+    }
+
+    /// The socket reported an error (`e`, or EPOLLERR): the ICMP errors
+    /// queued are read, and a port unreachable from the server (the one
+    /// address the socket sends to) fails every QUIC connection.
+    fn socket_errors(&mut self, core: &mut Core<'_>, e: Option<std::io::Error>) {
+        let Some(q) = self.quic.as_deref() else {
+            return;
+        };
+        let (fd, server) = (q.sock.as_raw_fd(), q.server);
+        let mut refused = None;
+        let mut queued = false;
+        for _ in 0..ERRORS {
+            let Some((err, to)) = super::icmp::next_error(fd) else {
+                break;
+            };
+            queued = true;
+            if err.kind() == IoKind::ConnectionRefused && to.is_none_or(|a| a == server) {
+                refused = Some(err);
+            }
+        }
+        if !queued {
+            refused = e.filter(|e| e.kind() == IoKind::ConnectionRefused);
+        }
+        let Some(err) = refused else { return };
+        let now = Instant::now();
+        for c in 0..self.conns.len() as u32 {
+            let conn = &self.conns[c as usize];
+            if conn.quic && conn.state != CState::Closed {
+                let kind = ErrorKind::from_io(&err, conn.state != CState::Open);
+                self.conn_failed(core, c, kind, io_msg(&err), now);
+            }
+        }
     }
 
     /// Sends what QUIC connection `c` has to send, built now (the requests
     /// and acknowledgements of the whole pass together), as far as the
     /// socket takes it; what it refuses for now waits in the session.
     pub(super) fn send_datagrams(&mut self, core: &mut Core<'_>, c: u32) {
-        let conn = &mut self.conns[c as usize];
-        let (Some(udp), Proto::H3(sess)) = (conn.udp.as_ref(), &mut conn.proto) else {
+        let Some(q) = self.quic.as_deref_mut() else {
             return;
         };
+        let conn = &mut self.conns[c as usize];
+        let Proto::H3(sess) = &mut conn.proto else {
+            return;
+        };
+        // New connection ids and reset tokens first: their frames go out now.
+        sess.endpoint_events(&mut q.endpoint);
         let now = Instant::now();
-        let max = udp.max_segments();
+        let max = q.max_segments();
         let mut failed = None;
         for _ in 0..100_000 {
             let Some(d) = sess.next_datagrams(now, max) else {
@@ -144,18 +328,31 @@ impl MuxLink {
             };
             let t = Transmit {
                 destination: d.to,
-                ecn: d.ecn.and_then(EcnCodepoint::from_bits),
+                ecn: d.ecn.and_then(quinn_udp::EcnCodepoint::from_bits),
                 contents: d.bytes,
                 segment_size: d.segment,
                 src_ip: None,
             };
             let (n, batch) = (t.contents.len() as u64, d.segment.is_some());
-            match udp.state.try_send(UdpSockRef::from(&udp.sock), &t) {
+            match q.state.try_send(UdpSockRef::from(&q.sock), &t) {
                 Ok(()) => {
                     core.rec.counters.bytes_written += n;
                     sess.datagrams_sent();
                 }
-                Err(e) if e.kind() == IoKind::WouldBlock => break,
+                Err(e) if e.kind() == IoKind::WouldBlock => {
+                    if !q.blocked.contains(&c) {
+                        q.blocked.push(c);
+                    }
+                    if !q.want_write {
+                        q.want_write = true;
+                        let _ = self.poll.registry().reregister(
+                            &mut q.sock,
+                            QUIC,
+                            Interest::READABLE | Interest::WRITABLE,
+                        );
+                    }
+                    break;
+                }
                 // A GSO batch the device or the kernel refused (quinn-udp
                 // sends single datagrams from now on after EIO or EINVAL):
                 // QUIC sends the batch's data again.
@@ -179,11 +376,30 @@ impl MuxLink {
         }
         let now = Instant::now();
         if let Some(e) = failed {
+            // An ICMP error pending on the socket is whoever's it names;
+            // any other fails this connection.
+            if e.kind() == IoKind::ConnectionRefused {
+                return self.socket_errors(core, Some(e));
+            }
             return self.conn_failed(core, c, ErrorKind::from_io(&e, false), io_msg(&e), now);
         }
         // A handshake completed in what was read (a connection open for
         // 0-RTT); what was sent and read moved QUIC's timers.
         self.quic_established(core, c, now);
         self.arm_quic(c);
+    }
+
+    /// Connection `c`'s session goes: the worker's endpoint forgets it.
+    pub(super) fn quic_release(&mut self, c: u32) {
+        let (Some(q), Proto::H3(sess)) =
+            (self.quic.as_deref_mut(), &mut self.conns[c as usize].proto)
+        else {
+            return;
+        };
+        sess.release(&mut q.endpoint);
+        let ch = sess.handle().0;
+        if q.routes.get(ch) == Some(&c) {
+            q.routes[ch] = NIL;
+        }
     }
 }
