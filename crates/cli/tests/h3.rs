@@ -950,6 +950,35 @@ fn resumed_connections_send_safe_requests_in_early_data() {
 }
 
 #[test]
+fn a_silent_server_fails_0rtt_requests_at_the_connect_timeout() {
+    // The first connection gets a ticket allowing early data; then the
+    // server goes silent. The second connection sends its request in 0-RTT
+    // and its handshake never ends: it fails at --connect-timeout (1 s),
+    // not at --timeout (20 s) or QUIC's idle time-out (30 s).
+    let (srv, _pki, ca) = server(
+        H3Options {
+            early_data: true,
+            mute_after: Some(1),
+            ..H3Options::body(10)
+        },
+        "h3-0rtt-mute",
+    );
+    let url = format!("https://127.0.0.1:{}/", srv.port);
+    let t = Instant::now();
+    let v = run(
+        &url,
+        &ca,
+        "-n 2 -c 1 --requests-per-conn 1 --connect-timeout 1s --timeout 20s",
+    );
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert_ledger(&v);
+    assert_eq!(counter(&v, "completed"), 1, "{}", v["errors"]);
+    assert_eq!(error_count(&v, "connect_timeout"), 1, "{}", v["errors"]);
+    let msg = v["errors"][0]["message"].as_str().unwrap_or("");
+    assert!(msg.contains("0-RTT"), "{msg}");
+}
+
+#[test]
 fn refused_early_data_is_sent_again_after_the_handshake() {
     let (srv, _pki, ca) = server(
         H3Options {

@@ -151,16 +151,20 @@ impl Link for MuxLink {
             }
             self.connect_timeouts.pop();
             let conn = &self.conns[c as usize];
-            if conn.gen != gen || !matches!(conn.state, CState::Connecting | CState::Handshaking) {
+            // A 0-RTT connection is open (its requests went in early
+            // data) while its handshake goes on.
+            let early = matches!(&conn.proto, Proto::H3(s) if !s.established());
+            if conn.gen != gen
+                || !(matches!(conn.state, CState::Connecting | CState::Handshaking)
+                    || conn.state == CState::Open && early)
+            {
                 continue;
             }
-            self.conn_failed(
-                core,
-                c,
-                ErrorKind::ConnectTimeout,
-                "connect timed out".into(),
-                now,
-            );
+            let msg = match conn.state {
+                CState::Open => "the QUIC handshake of a 0-RTT connection did not end in time",
+                _ => "connect timed out",
+            };
+            self.conn_failed(core, c, ErrorKind::ConnectTimeout, msg.into(), now);
         }
         self.expire_quic(core, now);
     }

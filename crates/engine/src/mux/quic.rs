@@ -64,10 +64,14 @@ impl MuxLink {
         self.connect_timeouts.push(Reverse((deadline, c, conn.gen)));
         self.dirty(c);
         self.arm_quic(c);
-        // Resuming with 0-RTT: requests go now, in early data (the
-        // connect time-out then no longer applies; `--timeout` does).
+        // Resuming with 0-RTT: requests go now, in early data; the
+        // handshake must still end within the connect time-out (a server
+        // that went silent fails them as `connect_timeout`, not at
+        // `--timeout`): `ready` ended the first watch, so a second one.
         if matches!(&self.conns[c as usize].proto, Proto::H3(s) if s.early()) {
             self.ready(core, c, now);
+            let conn = &self.conns[c as usize];
+            self.connect_timeouts.push(Reverse((deadline, c, conn.gen)));
         }
     }
 
