@@ -115,6 +115,9 @@ impl Defer {
             self.since = now;
         }
         let w = self.window?;
+        if in_flight == 0 {
+            return None; // nothing to wait for but the loop's own time-out
+        }
         match timeout {
             Some(t) if t < w => None,
             _ => Some(w),
@@ -209,6 +212,7 @@ mod tests {
         let w = d.window(t0 + BUCKET, 80, None).expect("55,000 a second");
         assert!(w > Duration::from_micros(150), "{w:?}");
         assert_eq!(d.window(t0 + BUCKET, 80, Some(Duration::ZERO)), None);
+        assert_eq!(d.window(t0 + BUCKET, 0, None), None, "nothing in flight");
         assert_eq!(
             d.window(t0 + BUCKET, 80, Some(Duration::from_millis(5))),
             Some(w)
