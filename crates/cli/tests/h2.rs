@@ -2212,3 +2212,46 @@ fn journeys_go_on_over_a_new_connection_when_theirs_closes() {
     assert!(counter(&v, "connections_opened") >= answered, "{c}");
     assert_every_request_ends_once(&v);
 }
+
+/// A closed loop against a saturated nginx (one process, 80 streams in
+/// flight): the worker defers its reads to a short timer instead of waking
+/// for every few answers (`mux/defer.rs`: nginx stops paying a wake-up per
+/// few answers), times every answer by the kernel's arrival stamp (the
+/// record says so), and nginx's log agrees with every count.
+#[test]
+fn a_closed_loop_against_a_saturated_nginx_defers_and_counts_exactly() {
+    let files = [("index.html", vec![b'x'; 100])];
+    let Some(ng) = h2c_nginx("h2-defer", &files, NGINX_LOG) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", ng.port);
+    take_nginx_log(&ng.dir);
+    let v = run_json(&[
+        &url,
+        "--h2c",
+        "-c",
+        "8",
+        "--streams",
+        "10",
+        "-d",
+        "2s",
+        "-t",
+        "1",
+    ]);
+    let done = counter(&v, "completed");
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    assert!(done >= 1_000, "completed {done}");
+    assert_eq!(v["client"]["answers_stamped"], true, "{}", v["client"]);
+    assert_every_request_ends_once(&v);
+    let seen = take_nginx_log(&ng.dir);
+    // In flight at the end were sent, and nginx may have answered them.
+    let in_flight = counter(&v, "in_flight_at_end");
+    assert!(
+        (done..=done + in_flight).contains(&(seen.len() as u64)),
+        "nginx logged {} for {done} completed and {in_flight} in flight",
+        seen.len()
+    );
+    let p50 = v["latency"]["percentiles_us"]["p50"].as_u64().unwrap();
+    eprintln!("{done} answers, latency p50 {p50} µs, {}", v["client"]);
+    assert!(p50 > 0 && p50 < 100_000, "p50 {p50} µs");
+}
