@@ -320,6 +320,9 @@ fn browse(c: &CommonArgs, u: &redline_web::url::Url, opts: &mut LoadOpts) -> Res
     let Some(path) = &c.browser else {
         return Ok(());
     };
+    if let Err(e) = redline_web::browser::find(path) {
+        return Err(crate::exit::fail(Exit::Usage, e));
+    }
     let bo = redline_web::browser::BrowserOpts {
         program: path.clone(),
         viewport: opts.viewport,

@@ -199,12 +199,21 @@ fn etag_of(body: &[u8]) -> String {
 }
 
 pub fn start(conf: Conf) -> Site {
+    start_with(conf, Vec::new())
+}
+
+/// As [`start`], with more files (path, content type, body) beside the page set.
+pub fn start_with(conf: Conf, extra: Vec<(&str, &'static str, Vec<u8>)>) -> Site {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let log = Arc::new(Mutex::new(Vec::new()));
-    let files = Arc::new(files());
+    let mut files = files();
+    for (p, ct, b) in extra {
+        files.insert(p.to_string(), (ct, b));
+    }
+    let files = Arc::new(files);
     let (s2, l2) = (stop.clone(), log.clone());
     let thread = std::thread::spawn(move || {
         let end = Instant::now() + Duration::from_secs(120);
