@@ -864,7 +864,7 @@ pub(super) fn format(cx: &Ctx) -> Check {
                 bytes(webp),
                 bytes(avif)
             ))
-        } else if wire > avif + IMAGE_MIN_WASTE {
+        } else if wire > avif + MODERN_MIN_WASTE {
             Some(format!(
                 "{w}×{h} {} of {}: as WebP about {} (saves {}), as AVIF about {} (saves {})",
                 ct.trim_start_matches("image/").to_ascii_uppercase(),
