@@ -325,6 +325,26 @@ struct Job {
     by_script: Option<ByScript>,
 }
 
+impl Job {
+    /// An image the page itself asks for, outside discovery (the
+    /// browser's favicon, an image a script inserts): child of the first
+    /// entry, not sent yet.
+    fn image_of_page(url: Url) -> Job {
+        Job {
+            url,
+            kind: Kind::Image,
+            parent: Some(0),
+            depth: 0,
+            redirects: 0,
+            size: None,
+            retried: false,
+            sent_again: 0,
+            after_load: false,
+            by_script: None,
+        }
+    }
+}
+
 /// A request the server did not process goes again at most this often: each
 /// new connection serves at least one request (nginx's `keepalive_requests`,
 /// when the budget could not be learnt from a stream id), so the page still
@@ -452,21 +472,12 @@ fn script_images(
         if !seen.insert(u.to_string()) {
             continue;
         }
-        queue.push_back(Job {
-            url: u,
-            kind: Kind::Image,
-            parent: Some(0),
-            depth: 0,
-            redirects: 0,
-            size: None,
-            retried: false,
-            sent_again: 0,
-            after_load: false,
-            by_script: Some(ByScript {
-                found_by: BY_SCRIPT,
-                displayed: s.displayed,
-            }),
+        let mut job = Job::image_of_page(u);
+        job.by_script = Some(ByScript {
+            found_by: BY_SCRIPT,
+            displayed: s.displayed,
         });
+        queue.push_back(job);
         any = true;
     }
     any
@@ -728,18 +739,9 @@ pub fn load(
             if let Some(u) = session.after_load() {
                 let failed = cache.is_some_and(|c| c.missing.contains(&display_url(&u)));
                 if !failed && !budget.exhausted() && seen.insert(u.to_string()) {
-                    queue.push_back(Job {
-                        url: u,
-                        kind: Kind::Image,
-                        parent: Some(0),
-                        depth: 0,
-                        redirects: 0,
-                        size: None,
-                        retried: false,
-                        sent_again: 0,
-                        after_load: true,
-                        by_script: None,
-                    });
+                    let mut job = Job::image_of_page(u);
+                    job.after_load = true;
+                    queue.push_back(job);
                     continue;
                 }
             }

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{start_with, Conf};
+use common::{photo, start_with, Conf};
 use redline_web::audit::{audit_page_with, Audit, Check, Probes};
 use redline_web::browser::{self, BrowserError, BrowserOpts};
 use redline_web::load::{LoadOpts, BY_SCRIPT};
@@ -26,32 +26,6 @@ document.getElementById("s").innerHTML =
   "<img src='img/s/wide.jpg'>" + "<img src='img/s/logo.png'>";
 </script></body></html>"#;
 
-/// A photograph-like picture (smooth colour fields and fine noise),
-/// deterministic, as PNG and as JPEG (quality 90).
-fn photo(w: u32, h: u32) -> (Vec<u8>, Vec<u8>) {
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let img = image::RgbImage::from_fn(w, h, |x, y| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let n = (seed % 40) as i32 - 20;
-        let (fx, fy) = (x as f64 / w as f64, y as f64 / h as f64);
-        let c = |v: f64| ((v * 255.0) as i32 + n).clamp(0, 255) as u8;
-        image::Rgb([
-            c(0.5 + 0.4 * (fx * 6.0).sin()),
-            c(0.4 + 0.3 * (fy * 5.0 + fx).cos()),
-            c(0.3 + 0.25 * ((fx + fy) * 4.0).sin()),
-        ])
-    });
-    let mut png = Vec::new();
-    img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
-        .expect("png");
-    let mut jpeg = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
-        .encode_image(&img)
-        .expect("jpeg");
-    (png, jpeg)
-}
 
 struct Fixture {
     site: common::Site,
