@@ -338,7 +338,6 @@ fn displayed_widths_match_chromium() {
     }
 }
 
-
 /// The re-encoding behind the images-format check against Chromium's own
 /// encoder, which Lighthouse asks over DevTools (`Audits.getEncodedResponse`,
 /// WebP at 0.85 and JPEG at 0.92, sizes only): a PNG and a JPEG photograph

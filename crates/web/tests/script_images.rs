@@ -26,7 +26,6 @@ document.getElementById("s").innerHTML =
   "<img src='img/s/wide.jpg'>" + "<img src='img/s/logo.png'>";
 </script></body></html>"#;
 
-
 struct Fixture {
     site: common::Site,
     jpeg_len: u64,
