@@ -326,14 +326,14 @@ struct Job {
 }
 
 impl Job {
-    /// An image the page itself asks for, outside discovery (the
-    /// browser's favicon, an image a script inserts): child of the first
-    /// entry, not sent yet.
-    fn image_of_page(url: Url) -> Job {
+    /// A request not found by discovery (the page itself; the browser's
+    /// favicon and an image a script inserts, children of the first
+    /// entry), not sent yet.
+    fn new(url: Url, kind: Kind, parent: Option<usize>) -> Job {
         Job {
             url,
-            kind: Kind::Image,
-            parent: Some(0),
+            kind,
+            parent,
             depth: 0,
             redirects: 0,
             size: None,
@@ -472,7 +472,7 @@ fn script_images(
         if !seen.insert(u.to_string()) {
             continue;
         }
-        let mut job = Job::image_of_page(u);
+        let mut job = Job::new(u, Kind::Image, Some(0));
         job.by_script = Some(ByScript {
             found_by: BY_SCRIPT,
             displayed: s.displayed,
@@ -578,18 +578,7 @@ pub fn load(
     let mut session = Session::new(url, opts.viewport, opts.same_origin);
     let first = strip_fragment(url.clone());
     seen.insert(first.to_string());
-    queue.push_back(Job {
-        url: first,
-        kind: Kind::Document,
-        parent: None,
-        depth: 0,
-        redirects: 0,
-        size: None,
-        retried: false,
-        sent_again: 0,
-        after_load: false,
-        by_script: None,
-    });
+    queue.push_back(Job::new(first, Kind::Document, None));
     let wait_limit = opts.client.timeout + opts.client.connect_timeout + Duration::from_secs(5);
     for _round in 0..1_000_000u32 {
         // Dispatch what the per-host limit allows.
@@ -739,7 +728,7 @@ pub fn load(
             if let Some(u) = session.after_load() {
                 let failed = cache.is_some_and(|c| c.missing.contains(&display_url(&u)));
                 if !failed && !budget.exhausted() && seen.insert(u.to_string()) {
-                    let mut job = Job::image_of_page(u);
+                    let mut job = Job::new(u, Kind::Image, Some(0));
                     job.after_load = true;
                     queue.push_back(job);
                     continue;
