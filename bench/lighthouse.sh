@@ -39,6 +39,9 @@
 #   MOBILE    1: Lighthouse's mobile preset (its default: a 412 px phone,
 #             150 ms / 1.6 Mbit/s) against `redline audit --mobile`
 #             (default 0: the desktop preset against plain `audit`)
+#   REDLINE_FLAGS  more flags for every `redline audit`, split at spaces
+#             (e.g. `--browser`: the page's scripts run in Chromium, so the
+#             images they insert are judged as Lighthouse judges them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -129,6 +132,8 @@ else
     LH_PRESET=(--preset=desktop)
     RL_SCREEN=()
 fi
+read -r -a RL_FLAGS <<< "${REDLINE_FLAGS:-}"
+
 AUDITS=uses-text-compression,uses-long-cache-ttl,uses-responsive-images,modern-image-formats,render-blocking-resources,unminified-css,unminified-javascript,offscreen-images
 # Lighthouse and redline on each page ($1: a name for the files; the rest
 # page paths); appends the result files to `pairs`.
@@ -144,12 +149,12 @@ run_pages() {
             "${LH_PRESET[@]}" --only-audits="$AUDITS" \
             --chrome-flags="--headless=new --no-sandbox --disable-gpu --disable-background-networking --disable-dev-shm-usage" >&2
         echo "== $tag $page: redline audit" >&2
-        "$REDLINE" audit -o json -q --no-probes "${RL_SCREEN[@]}" "$url" > "$rl" || true
+        "$REDLINE" audit -o json -q --no-probes "${RL_SCREEN[@]}" "${RL_FLAGS[@]}" "$url" > "$rl" || true
         pairs+=("$lh" "$rl")
     done
 }
 header() {
-    echo "Lighthouse $("$LH" --version) (Node $(node --version)), $(chromium --version), $(/usr/sbin/nginx -v 2>&1), redline $("$REDLINE" --version | awk '{print $2}'), $(date -u +%Y-%m-%d)"
+    echo "Lighthouse $("$LH" --version) (Node $(node --version)), $(chromium --version), $(/usr/sbin/nginx -v 2>&1), redline $("$REDLINE" --version | awk '{print $2}')${REDLINE_FLAGS:+ with $REDLINE_FLAGS}, $(date -u +%Y-%m-%d)"
     echo
 }
 COPIES="${COPIES:-$([ -d /usr/share/doc/apache2-doc/manual ] && echo 1 || echo 0)}"

@@ -12,8 +12,12 @@
 //! `audit` also checks a single resource; for `page`, a page that answered
 //! 4xx/5xx, after the report, as `audit --fail-on` fails it) or a report
 //! (`--html`, `--har`) could not be written; 2 usage error (bad flag, URL,
-//! header, size, unresolvable host, unreadable `--cacert`);
+//! header, size, unresolvable host, unreadable `--cacert`, a `--browser`
+//! path that does not exist or no `chromium` on `PATH`);
 //! [`Exit::Findings`] (3) `audit --fail-on` found something that bad.
+//! With `--browser`, Chromium that fails to start, answer or load the page
+//! within `--timeout` plus `--connect-timeout` is 1 (before any request of
+//! redline's own).
 
 use crate::exit::Exit;
 use clap::{Args, Subcommand, ValueEnum};
@@ -107,6 +111,11 @@ pub struct CommonArgs {
     /// A view that reaches it stops, marked TRUNCATED.
     #[arg(long = "max-bytes", value_name = "SIZE", default_value = "256MiB", value_parser = size)]
     max_bytes: u64,
+    /// Run the page's scripts in headless Chromium first (chromium on PATH, or --browser=PATH), as
+    /// Lighthouse does, to learn the images they insert and the size each is shown at; redline's own
+    /// client still fetches and measures every byte.
+    #[arg(long, value_name = "PATH", num_args = 0..=1, require_equals = true, default_missing_value = "chromium")]
+    browser: Option<String>,
 }
 
 /// `redline page`.
@@ -303,6 +312,48 @@ fn prepare(c: &CommonArgs) -> Result<(redline_web::url::Url, LoadOpts), String> 
             .push((n.to_string(), v.trim().to_string()));
     }
     Ok((u, opts))
+}
+
+/// `--browser`: runs the page in Chromium and gives the loader the images
+/// it requested. Err: the exit code, the one-line error printed.
+fn browse(c: &CommonArgs, u: &redline_web::url::Url, opts: &mut LoadOpts) -> Result<(), Exit> {
+    let Some(path) = &c.browser else {
+        return Ok(());
+    };
+    if let Err(e) = redline_web::browser::find(path) {
+        return Err(crate::exit::fail(Exit::Usage, e));
+    }
+    let bo = redline_web::browser::BrowserOpts {
+        program: path.clone(),
+        viewport: opts.viewport,
+        user_agent: opts.client.user_agent.clone(),
+        timeout: c.timeout + c.connect_timeout,
+        insecure: c.insecure,
+    };
+    if !c.quiet {
+        let line = format!(
+            "Running the page's scripts in Chromium: {}...",
+            redact(u.as_str())
+        );
+        if c.output == Output::Text {
+            println!("{line}");
+        } else {
+            eprintln!("{line}");
+        }
+    }
+    match redline_web::browser::images(u, &bo) {
+        Ok(seen) => {
+            opts.script_images = seen;
+            Ok(())
+        }
+        Err(e) => {
+            let code = match e {
+                redline_web::browser::BrowserError::Missing(_) => Exit::Usage,
+                redline_web::browser::BrowserError::Failed(_) => Exit::Failure,
+            };
+            Err(crate::exit::fail(code, e))
+        }
+    }
 }
 
 fn percent_decode(s: &str) -> String {
@@ -548,7 +599,7 @@ fn save_page(a: &PageArgs, rep: &page::PageReport, json: &str) -> bool {
 }
 
 fn cmd_page(a: PageArgs) -> Exit {
-    let (u, opts) = match prepare(&a.common) {
+    let (u, mut opts) = match prepare(&a.common) {
         Ok(x) => x,
         Err(e) => return crate::exit::fail(crate::exit::Exit::Usage, e),
     };
@@ -558,6 +609,9 @@ fn cmd_page(a: PageArgs) -> Exit {
                 return code;
             }
         }
+    }
+    if let Err(code) = browse(&a.common, &u, &mut opts) {
+        return code;
     }
     let rep = match load_views(&a.common, &u, a.runs as usize, &opts, true) {
         Ok(r) => r,
@@ -614,10 +668,13 @@ fn cmd_page(a: PageArgs) -> Exit {
 }
 
 fn cmd_audit(a: AuditArgs) -> Exit {
-    let (u, opts) = match prepare(&a.common) {
+    let (u, mut opts) = match prepare(&a.common) {
         Ok(x) => x,
         Err(e) => return crate::exit::fail(crate::exit::Exit::Usage, e),
     };
+    if let Err(code) = browse(&a.common, &u, &mut opts) {
+        return code;
+    }
     let rep = match load_views(&a.common, &u, 1, &opts, false) {
         Ok(r) => r,
         Err(code) => return code,
@@ -635,6 +692,7 @@ fn cmd_audit(a: AuditArgs) -> Exit {
     };
     // Images are judged at the screen the page was discovered for.
     probes.dpr = Some(opts.viewport.dpr);
+    probes.browser = a.common.browser.is_some();
     let result = audit::audit_page_with(&rep, &probes);
     if let Some(p) = &a.common.html {
         if let Err(code) = write_html(

@@ -282,3 +282,33 @@ fn completions_and_man_into_a_reader_that_stops_early() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
     }
 }
+
+/// `--browser` (audit and page): a path that does not exist, or no
+/// `chromium` on `PATH` for the bare flag (which leaves the URL after it
+/// alone), is a usage error of one line, before any request.
+#[test]
+fn a_missing_browser_is_a_usage_error() {
+    let server = builtin();
+    let url = format!("http://{}/", server.local_addr());
+    for cmd in ["audit", "page"] {
+        let err = usage_error(&[cmd, "--no-save", "--browser=/nonexistent/chromium", &url]);
+        assert!(
+            err.contains("--browser /nonexistent/chromium: no such file"),
+            "{err}"
+        );
+    }
+    let child = std::process::Command::new(bin())
+        .args(["audit", "--no-probes", "--browser", &url])
+        .env("PATH", "/nonexistent")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_limit(child, std::time::Duration::from_secs(60));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("no \"chromium\" on PATH"), "{err}");
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    server.shutdown();
+}

@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 
 pub mod audit;
+pub mod browser;
 pub mod cache;
 pub mod css;
 pub mod discover;

@@ -117,6 +117,25 @@ pub struct LoadOpts {
     /// network plus decoded bytes kept. When it is used up, the reads in
     /// flight stop, no more requests start and the view is marked.
     pub max_bytes: u64,
+    /// Images Chromium requested when it ran the page's scripts
+    /// (`--browser`, [`crate::browser::images`]): those discovery did not
+    /// find are fetched once discovery is done, before the load event,
+    /// marked [`Entry::by_script`].
+    pub script_images: Vec<crate::browser::SeenImage>,
+}
+
+/// How an image the page's scripts insert was found (`--browser`).
+pub const BY_SCRIPT: &str = "running the page's scripts in Chromium";
+
+/// An image found by running the page's scripts in Chromium (`--browser`),
+/// which the HTML and CSS do not name.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ByScript {
+    /// How it was found: [`BY_SCRIPT`].
+    pub found_by: &'static str,
+    /// Width and height Chromium displays it at, in CSS px (none: no
+    /// rendered `<img>` shows it).
+    pub displayed: Option<(f64, f64)>,
 }
 
 impl Default for LoadOpts {
@@ -129,6 +148,7 @@ impl Default for LoadOpts {
             viewport: crate::viewport::Viewport::default(),
             same_origin: false,
             max_bytes: crate::http::DEFAULT_MAX_BYTES,
+            script_images: Vec::new(),
         }
     }
 }
@@ -207,6 +227,9 @@ pub struct Entry {
     pub html_size: Option<(Option<u32>, Option<u32>)>,
     /// Intrinsic size read from the image's header bytes.
     pub intrinsic: Option<(u32, u32)>,
+    /// Found by running the page's scripts in Chromium (`--browser`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by_script: Option<ByScript>,
     /// The response headers (Set-Cookie redacted).
     #[serde(skip)]
     pub headers: Vec<(String, String)>,
@@ -298,6 +321,28 @@ struct Job {
     sent_again: u8,
     /// The browser's own favicon, after the load event.
     after_load: bool,
+    /// Found by running the page's scripts in Chromium.
+    by_script: Option<ByScript>,
+}
+
+impl Job {
+    /// A request not found by discovery (the page itself; the browser's
+    /// favicon and an image a script inserts, children of the first
+    /// entry), not sent yet.
+    fn new(url: Url, kind: Kind, parent: Option<usize>) -> Job {
+        Job {
+            url,
+            kind,
+            parent,
+            depth: 0,
+            redirects: 0,
+            size: None,
+            retried: false,
+            sent_again: 0,
+            after_load: false,
+            by_script: None,
+        }
+    }
 }
 
 /// A request the server did not process goes again at most this often: each
@@ -397,6 +442,47 @@ struct Done {
     h3_fallback: Option<String>,
 }
 
+/// Queues the images of [`LoadOpts::script_images`] not yet seen (of the
+/// page's own origin only with `--same-origin`): whether any was.
+fn script_images(
+    page: &Url,
+    opts: &LoadOpts,
+    budget: &Budget,
+    queue: &mut VecDeque<Job>,
+    seen: &mut HashSet<String>,
+    truncated: &mut bool,
+) -> bool {
+    let mut any = false;
+    for s in &opts.script_images {
+        let Ok(u) = Url::parse(&s.url) else { continue };
+        let u = strip_fragment(u);
+        if opts.same_origin
+            && redline_engine::redirect::origin_key(&u)
+                != redline_engine::redirect::origin_key(page)
+        {
+            continue;
+        }
+        if budget.exhausted() {
+            break;
+        }
+        if seen.len() >= opts.max_resources {
+            *truncated = true;
+            break;
+        }
+        if !seen.insert(u.to_string()) {
+            continue;
+        }
+        let mut job = Job::new(u, Kind::Image, Some(0));
+        job.by_script = Some(ByScript {
+            found_by: BY_SCRIPT,
+            displayed: s.displayed,
+        });
+        queue.push_back(job);
+        any = true;
+    }
+    any
+}
+
 /// The entries in start order (they were pushed as they ended), each
 /// `parent` renumbered to its parent's new place.
 fn in_start_order(entries: Vec<Entry>) -> Vec<Entry> {
@@ -486,22 +572,13 @@ pub fn load(
     let next_conn = Arc::new(AtomicU64::new(0));
     let mut in_flight = 0usize;
     let mut truncated = false;
+    let mut scripted = false;
     let mut conns: Vec<ConnInfo> = Vec::new();
     let (tx, rx) = mpsc::channel::<Ev>();
     let mut session = Session::new(url, opts.viewport, opts.same_origin);
     let first = strip_fragment(url.clone());
     seen.insert(first.to_string());
-    queue.push_back(Job {
-        url: first,
-        kind: Kind::Document,
-        parent: None,
-        depth: 0,
-        redirects: 0,
-        size: None,
-        retried: false,
-        sent_again: 0,
-        after_load: false,
-    });
+    queue.push_back(Job::new(first, Kind::Document, None));
     let wait_limit = opts.client.timeout + opts.client.connect_timeout + Duration::from_secs(5);
     for _round in 0..1_000_000u32 {
         // Dispatch what the per-host limit allows.
@@ -637,23 +714,23 @@ pub fn load(
                     continue;
                 }
             }
+            // What Chromium found by running the page's scripts and
+            // discovery did not, once, before the load event.
+            if !scripted {
+                scripted = true;
+                if script_images(url, opts, &budget, &mut queue, &mut seen, &mut truncated) {
+                    continue;
+                }
+            }
             // The load event: nothing of the page is left. Chromium asks for
             // its own /favicon.ico now, and not again in later views once it
             // failed.
             if let Some(u) = session.after_load() {
                 let failed = cache.is_some_and(|c| c.missing.contains(&display_url(&u)));
                 if !failed && !budget.exhausted() && seen.insert(u.to_string()) {
-                    queue.push_back(Job {
-                        url: u,
-                        kind: Kind::Image,
-                        parent: Some(0),
-                        depth: 0,
-                        redirects: 0,
-                        size: None,
-                        retried: false,
-                        sent_again: 0,
-                        after_load: true,
-                    });
+                    let mut job = Job::new(u, Kind::Image, Some(0));
+                    job.after_load = true;
+                    queue.push_back(job);
                     continue;
                 }
             }
@@ -768,6 +845,7 @@ pub fn load(
             after_load: job.after_load,
             html_size: job.size,
             intrinsic: None,
+            by_script: job.by_script.clone(),
             headers: Vec::new(),
             request_headers: done.sent_headers,
             body: None,
@@ -899,6 +977,7 @@ pub fn load(
                                 retried: false,
                                 sent_again: 0,
                                 after_load: job.after_load,
+                                by_script: job.by_script.clone(),
                             });
                         }
                     }

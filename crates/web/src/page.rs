@@ -399,6 +399,9 @@ pub fn waterfall(l: &Load, page: &Url) -> String {
         if e.retried {
             line.push_str("  [retried: not processed on its first connection]");
         }
+        if e.by_script.is_some() {
+            line.push_str("  [inserted by a script: found by --browser]");
+        }
         if e.alt_svc {
             line.push_str("  [h3 via Alt-Svc]");
         }

@@ -14,6 +14,9 @@
 //! image's `currentSrc` and layout width into the page.
 //! Skipped with a note when Chromium is missing, failed under CI=true.
 
+mod common;
+
+use common::photo;
 use redline_testkit::need::require;
 use redline_web::audit::shown_widths;
 use redline_web::viewport::{Viewport, DESKTOP};
@@ -333,34 +336,6 @@ fn displayed_widths_match_chromium() {
             vp.width
         );
     }
-}
-
-/// A photograph-like picture (smooth colour fields and fine noise),
-/// deterministic, as PNG and as JPEG (quality 90).
-fn photo(w: u32, h: u32) -> (Vec<u8>, Vec<u8>) {
-    let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let img = image::RgbImage::from_fn(w, h, |x, y| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let n = (seed % 48) as i32 - 24;
-        let fx = x as f64 / w as f64;
-        let fy = y as f64 / h as f64;
-        let c = |v: f64| (v * 255.0) as i32 + n;
-        image::Rgb([
-            c(0.5 + 0.4 * (fx * 6.0).sin()).clamp(0, 255) as u8,
-            c(0.4 + 0.3 * (fy * 5.0 + fx).cos()).clamp(0, 255) as u8,
-            c(0.3 + 0.25 * ((fx + fy) * 4.0).sin()).clamp(0, 255) as u8,
-        ])
-    });
-    let mut png = Vec::new();
-    img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
-        .expect("png");
-    let mut jpeg = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
-        .encode_image(&img)
-        .expect("jpeg");
-    (png, jpeg)
 }
 
 /// The re-encoding behind the images-format check against Chromium's own

@@ -96,6 +96,7 @@ pub(super) fn keep_alive(cx: &Ctx) -> Check {
                 saving_bytes: None,
                 saving_ms: None,
                 link_ms: None,
+                found_by: None,
             },
         ));
         Some(0)
@@ -162,6 +163,7 @@ pub(super) fn http2(cx: &Ctx) -> Check {
                 saving_bytes: None,
                 saving_ms: None,
                 link_ms: None,
+                found_by: None,
             },
         ));
     }
@@ -430,6 +432,7 @@ pub(super) fn cache_static(cx: &Ctx) -> Check {
                 saving_bytes: None,
                 saving_ms: None,
                 link_ms: None,
+                found_by: None,
             },
         ));
     }

@@ -38,6 +38,7 @@ pub(crate) fn entry(url: &str, kind: Kind, ct: &str, wire: u64) -> Entry {
         redirect_to: None,
         html_size: None,
         intrinsic: None,
+        by_script: None,
         headers: Vec::new(),
         request_headers: Vec::new(),
         body: None,

@@ -652,7 +652,20 @@ fn summary(judged: String, none: &str, n: usize, tail: String) -> String {
 }
 
 /// The summary's tail for [`script_images`]: empty when no script does.
+/// With `--browser` the scripts ran in Chromium: how many images of the
+/// page's own site only they name were fetched.
 fn script_note(cx: &Ctx) -> String {
+    if cx.probes.browser {
+        let found = cx
+            .ok()
+            .filter(|e| e.by_script.is_some() && !e.third_party)
+            .count();
+        return match found {
+            0 => String::new(),
+            1 => "; 1 image found by running the page's scripts in Chromium".into(),
+            n => format!("; {n} images found by running the page's scripts in Chromium"),
+        };
+    }
     script_images(cx).map_or(String::new(), |w| {
         format!(
             "; {w} inserts images at run time: not fetched, not judged (redline runs no script)"
@@ -681,11 +694,26 @@ pub(super) fn scaled(cx: &Ctx) -> Check {
         }
         let (fw, fh) = (f64::from(iw), f64::from(ih));
         let key = Url::parse(&e.url).map_or(e.url.clone(), |u| u.to_string());
-        // The displayed size in CSS px: the viewport model, else the
-        // attributes discovery kept; a missing dimension keeps the aspect ratio.
-        let s = match model.get(&key) {
-            Some(s) => s.clone(),
-            None => match e.html_size {
+        // The displayed size in CSS px: Chromium's layout for an image the
+        // page's scripts insert (`--browser`), else the viewport model, else
+        // the attributes discovery kept; a missing dimension keeps the
+        // aspect ratio.
+        let by_script = e.by_script.as_ref().map(|b| b.displayed);
+        let s = match (by_script, model.get(&key)) {
+            (Some(Some((w, h))), _) => Shown {
+                width: Some(w),
+                height: Some(h),
+                density: 1.0,
+                from: "as Chromium displays it",
+                chosen: false,
+                max: None,
+            },
+            (Some(None), _) => {
+                unknown += usize::from(!e.third_party);
+                continue;
+            }
+            (None, Some(s)) => s.clone(),
+            (None, None) => match e.html_size {
                 Some((Some(w), h)) => Shown {
                     width: Some(f64::from(w)),
                     height: h.map(f64::from),
@@ -836,7 +864,7 @@ pub(super) fn format(cx: &Ctx) -> Check {
                 bytes(webp),
                 bytes(avif)
             ))
-        } else if wire > avif + IMAGE_MIN_WASTE {
+        } else if wire > avif + MODERN_MIN_WASTE {
             Some(format!(
                 "{w}×{h} {} of {}: as WebP about {} (saves {}), as AVIF about {} (saves {})",
                 ct.trim_start_matches("image/").to_ascii_uppercase(),

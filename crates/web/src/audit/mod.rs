@@ -116,6 +116,10 @@ pub struct Finding {
     /// (render-blocking: `lantern`), whatever link the page was loaded over.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub link_ms: Option<f64>,
+    /// How the resource was found when discovery did not find it:
+    /// [`crate::load::BY_SCRIPT`] (`--browser`); the evidence says so too.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found_by: Option<&'static str>,
 }
 
 /// The fix in each server's configuration.
@@ -349,10 +353,14 @@ fn finding(sev: Severity, e: &Entry, evidence: String) -> (bool, Finding) {
         Finding {
             severity: sev,
             url: Some(e.url.clone()),
-            evidence,
+            evidence: match &e.by_script {
+                Some(b) => format!("{evidence} (found by {})", b.found_by),
+                None => evidence,
+            },
             saving_bytes: None,
             saving_ms: None,
             link_ms: None,
+            found_by: e.by_script.as_ref().map(|b| b.found_by),
         },
     )
 }
@@ -368,6 +376,7 @@ fn note(sev: Severity, evidence: String) -> (bool, Finding) {
             saving_bytes: None,
             saving_ms: None,
             link_ms: None,
+            found_by: None,
         },
     )
 }
@@ -461,6 +470,9 @@ pub struct Probes {
     /// screen the load was discovered for; `redline audit` sets its
     /// `--dpr`/`--mobile` one).
     pub dpr: Option<f64>,
+    /// The page's scripts were run in Chromium (`--browser`): the images
+    /// they insert were fetched ([`crate::load::Entry::by_script`]).
+    pub browser: bool,
 }
 
 /// Audits a page loaded by [`crate::page::run`]: its first view, its revalidate

@@ -85,6 +85,7 @@ pub fn probe(url: &str, opts: &ClientOpts, tls: &TlsArgs, http_port: u16) -> sup
         http: Some(probe_http(&plain, opts)),
         h3: Some(super::alt_svc::probe_h3(&u, opts)),
         dpr: None,
+        browser: false,
     }
 }
 

@@ -41,6 +41,7 @@ pub(super) fn enqueue(
             retried: false,
             sent_again: 0,
             after_load: false,
+            by_script: None,
         });
     }
 }

@@ -214,6 +214,7 @@ pub(super) fn cached_entry(job: &Job, s: &Stored, now: f64, page_host: &str) -> 
         after_load: job.after_load,
         html_size: job.size,
         intrinsic,
+        by_script: job.by_script.clone(),
         headers: s.headers.clone(),
         request_headers: Vec::new(),
         body: s.body.clone(),

@@ -199,12 +199,21 @@ fn etag_of(body: &[u8]) -> String {
 }
 
 pub fn start(conf: Conf) -> Site {
+    start_with(conf, Vec::new())
+}
+
+/// As [`start`], with more files (path, content type, body) beside the page set.
+pub fn start_with(conf: Conf, extra: Vec<(&str, &'static str, Vec<u8>)>) -> Site {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let log = Arc::new(Mutex::new(Vec::new()));
-    let files = Arc::new(files());
+    let mut files = files();
+    for (p, ct, b) in extra {
+        files.insert(p.to_string(), (ct, b));
+    }
+    let files = Arc::new(files);
     let (s2, l2) = (stop.clone(), log.clone());
     let thread = std::thread::spawn(move || {
         let end = Instant::now() + Duration::from_secs(120);
@@ -319,4 +328,32 @@ fn serve(
             return;
         }
     }
+}
+
+/// A photograph-like picture (smooth colour fields and fine noise),
+/// deterministic, as PNG and as JPEG (quality 90).
+pub fn photo(w: u32, h: u32) -> (Vec<u8>, Vec<u8>) {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let img = image::RgbImage::from_fn(w, h, |x, y| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let n = (seed % 48) as i32 - 24;
+        let fx = x as f64 / w as f64;
+        let fy = y as f64 / h as f64;
+        let c = |v: f64| (v * 255.0) as i32 + n;
+        image::Rgb([
+            c(0.5 + 0.4 * (fx * 6.0).sin()).clamp(0, 255) as u8,
+            c(0.4 + 0.3 * (fy * 5.0 + fx).cos()).clamp(0, 255) as u8,
+            c(0.3 + 0.25 * ((fx + fy) * 4.0).sin()).clamp(0, 255) as u8,
+        ])
+    });
+    let mut png = Vec::new();
+    img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .expect("png");
+    let mut jpeg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
+        .encode_image(&img)
+        .expect("jpeg");
+    (png, jpeg)
 }
