@@ -55,12 +55,8 @@ pub(crate) fn pacing(plan: &crate::plan::Plan, interval: Option<Duration>) -> Pa
         crate::plan::Protocol::Http1 => WINDOW_H1,
         _ => WINDOW_MUX,
     };
-    let stampable = plan.protocol() != crate::plan::Protocol::Http3
-        && plan.follow.is_none()
-        && plan.scenario.is_none()
-        && cfg!(target_os = "linux");
     match interval {
-        Some(i) if stampable && i * 4 <= WINDOW_DEFER => Pacing {
+        Some(i) if stampable(plan) && i * 4 <= WINDOW_DEFER => Pacing {
             window: WINDOW_DEFER,
             defer: true,
         },
@@ -69,6 +65,17 @@ pub(crate) fn pacing(plan: &crate::plan::Plan, interval: Option<Duration>) -> Pa
             defer: false,
         },
     }
+}
+
+/// Every read of the run can carry the kernel's arrival stamp, so answers
+/// may wait in their sockets: TCP (plain or TLS) to the target alone (see
+/// [`pacing`]; the HTTP/2 driver's closed loop defers on the same terms,
+/// `mux/defer.rs`).
+pub(crate) fn stampable(plan: &crate::plan::Plan) -> bool {
+    plan.protocol() != crate::plan::Protocol::Http3
+        && plan.follow.is_none()
+        && plan.scenario.is_none()
+        && cfg!(target_os = "linux")
 }
 
 /// A driver's sleeping: the fine timer and the poll-before-sleep state.

@@ -30,6 +30,7 @@
 //! endpoint; `quinn-udp`: batches, GSO, GRO), `mux/icmp.rs` its ICMP errors.
 
 mod conn;
+mod defer;
 mod icmp;
 mod link;
 mod quic;
@@ -132,6 +133,9 @@ pub(crate) struct MuxLink {
     /// HTTP/3: QUIC timers by deadline (see `mux/quic.rs`).
     quic_timers: BinaryHeap<Reverse<(Instant, u32)>>,
     sleeper: Sleeper,
+    /// Closed loop: answers left waiting for a short timer when the server
+    /// is the bottleneck (`mux/defer.rs`).
+    defer: defer::Defer,
     /// `--requests-per-conn`.
     per_conn: Option<u64>,
     /// An h2c run: other cleartext origins get HTTP/2 by prior knowledge.
@@ -149,6 +153,7 @@ pub fn run_worker(setup: &Arc<Setup>, plan: &Plan, spec: WorkerSpec, poll: Poll)
     crate::ioloop::run(&mut link, &mut core);
     let mut r = core.finish(&link);
     r.pacing = link.sleeper.pacing();
+    r.pacing.1 |= link.defer.used;
     r
 }
 
@@ -177,6 +182,13 @@ impl MuxLink {
             interval,
             crate::ioloop::pacing(plan, interval),
         );
+        let defer = defer::Defer::new(
+            &poll,
+            !open_loop
+                && plan.protocol() == crate::plan::Protocol::Http2
+                && crate::ioloop::stampable(plan),
+            now,
+        );
         let link = MuxLink {
             setup: setup.clone(),
             poll,
@@ -190,6 +202,7 @@ impl MuxLink {
             connect_timeouts: BinaryHeap::new(),
             quic_timers: BinaryHeap::new(),
             sleeper,
+            defer,
             per_conn: plan.requests_per_conn,
             h2c: plan.tls.is_none(),
             dirty: Vec::new(),
@@ -209,6 +222,28 @@ impl MuxLink {
 impl crate::ioloop::Driver for MuxLink {
     fn waiting(&mut self) -> (&mio::Poll, &mut Sleeper) {
         (&self.poll, &mut self.sleeper)
+    }
+
+    /// Closed-loop deferral (`mux/defer.rs`): one look, then, with nothing
+    /// there, a sleep on the timer while answers wait in their sockets;
+    /// else the sleeper's wait.
+    fn wait(
+        &mut self,
+        in_flight: u64,
+        events: &mut crate::sys::Events,
+        timeout: Option<std::time::Duration>,
+    ) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        if let Some(w) = self.defer.window(Instant::now(), in_flight, timeout) {
+            let fd = self.poll.as_raw_fd();
+            crate::sys::wait(fd, events, Some(std::time::Duration::ZERO))?;
+            if events.is_empty() {
+                self.defer.sleep(w)?;
+                crate::sys::wait(fd, events, Some(std::time::Duration::ZERO))?;
+            }
+            return Ok(());
+        }
+        self.sleeper.wait(&self.poll, in_flight, events, timeout)
     }
 
     fn first_deadline(&self) -> Option<Instant> {
@@ -243,6 +278,12 @@ impl crate::ioloop::Driver for MuxLink {
 }
 
 impl MuxLink {
+    /// Reads take the kernel's arrival stamps: answers may wait in their
+    /// sockets (the open loop's deferred answers, or the closed loop's).
+    fn stamps(&self) -> bool {
+        self.sleeper.defers() || self.defer.stamps()
+    }
+
     /// The state of slot `i` as the core sees it.
     fn slot_state(&self, i: u32) -> ConnState {
         let s = &self.slots[i as usize];

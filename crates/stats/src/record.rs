@@ -359,8 +359,10 @@ pub struct ClientUsage {
     /// this late (µs; 0: each at its time).
     #[serde(default)]
     pub pacing_window_us: u64,
-    /// Open loop: answers waited in their sockets for the window's wake-up
-    /// and their arrival is the kernel's stamp, not the read's time.
+    /// Answers may have waited in their sockets for the worker's wake-up
+    /// (an open loop's window; an HTTP/2 closed loop against a saturated
+    /// server, engine `mux/defer.rs`) and their arrival is the kernel's
+    /// stamp, not the read's time.
     #[serde(default)]
     pub answers_stamped: bool,
 }
