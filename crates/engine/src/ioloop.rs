@@ -429,5 +429,15 @@ mod tests {
         assert_eq!(pacing(&tls, fast), defer);
         let follow = plan("http://127.0.0.1:9/", |a| a.follow_redirects = true);
         assert!(!pacing(&follow, fast).defer);
+        // QUIC stamps each datagram (`mux/udp.rs`): deferred on the same
+        // terms as HTTP/2.
+        let h3 = plan("https://127.0.0.1:9/", |a| a.http3 = true);
+        assert_eq!(pacing(&h3, fast), defer);
+        assert!(!pacing(&h3, slow).defer);
+        let h3_follow = plan("https://127.0.0.1:9/", |a| {
+            a.http3 = true;
+            a.follow_redirects = true;
+        });
+        assert!(!pacing(&h3_follow, fast).defer);
     }
 }
