@@ -122,6 +122,7 @@ pub fn recv_stamped(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<Dura
 ///
 /// # Safety
 /// `c` points at a control message the kernel filled, within its buffer.
+#[allow(clippy::unnecessary_cast)] // cmsg_len is size_t on glibc, socklen_t on musl
 pub(crate) unsafe fn cmsg_stamp(c: *const libc::cmsghdr) -> Option<libc::timespec> {
     // SAFETY: the caller's: `c` is a filled control message header, and its
     // length is checked before its data is read.

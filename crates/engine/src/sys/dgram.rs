@@ -26,6 +26,7 @@ struct Control([u8; CONTROL]);
 /// the socket must have `SO_TIMESTAMPNS`, `sys::stamp_arrivals`). A
 /// datagram from a family other than IPv4 or IPv6 is given the unspecified
 /// address (the caller drops datagrams from anyone but its server).
+#[allow(clippy::unnecessary_cast)] // cmsg_len is size_t on glibc, socklen_t on musl
 pub(crate) fn recv_stamped_mmsg(
     fd: std::os::fd::RawFd,
     bufs: &mut [IoSliceMut<'_>],
@@ -146,12 +147,6 @@ mod tests {
         rx.set_nonblocking(true).unwrap();
         assert!(super::super::stamp_arrivals(rx.as_raw_fd()));
         let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
-        let t0 = Instant::now();
-        for len in [10, 20, 30] {
-            tx.send_to(&vec![7u8; len], rx.local_addr().unwrap())
-                .unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(20));
         let mut store = vec![0u8; 4 * 2048];
         let mut chunks = store.chunks_mut(2048);
         let mut bufs: Vec<IoSliceMut<'_>> = (0..4)
@@ -159,6 +154,27 @@ mod tests {
             .collect();
         let mut meta = [RecvMeta::default(); 4];
         let mut ages = [None; 4];
+        // The kernel turns arrival stamping on a little after the first
+        // socket asks (a deferred switch); until then a datagram is stamped
+        // when it is read. Wait for it, bounded.
+        for _ in 0..100 {
+            tx.send_to(b"warm", rx.local_addr().unwrap()).unwrap();
+            std::thread::sleep(Duration::from_millis(10));
+            let n = recv_stamped_mmsg(rx.as_raw_fd(), &mut bufs, &mut meta, &mut ages).unwrap_or(0);
+            if n > 0
+                && ages[..n]
+                    .iter()
+                    .all(|a| a.is_some_and(|a| a >= Duration::from_millis(5)))
+            {
+                break;
+            }
+        }
+        let t0 = Instant::now();
+        for len in [10, 20, 30] {
+            tx.send_to(&vec![7u8; len], rx.local_addr().unwrap())
+                .unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
         let n = recv_stamped_mmsg(rx.as_raw_fd(), &mut bufs, &mut meta, &mut ages).unwrap();
         let waited = t0.elapsed();
         assert_eq!(n, 3);
