@@ -19,7 +19,7 @@ use std::os::fd::RawFd;
 use std::time::Duration;
 
 mod dgram;
-pub(crate) use dgram::recv_stamped_mmsg;
+pub(crate) use dgram::{recv_stamped_mmsg, DgramRoom};
 
 fn check(r: libc::c_long) -> io::Result<usize> {
     if r < 0 {

@@ -20,9 +20,9 @@
 //! `mux/defer.rs`): the socket stamps each datagram's arrival
 //! (`SO_TIMESTAMPNS`), reads go through `sys::recv_stamped_mmsg` (the same
 //! batches and GRO runs, with a stamp each), every datagram goes to QUIC at
-//! its stamp, and a connection's datagrams of different stamps are
-//! processed one stamp at a time, so an answer ends when the datagram
-//! that completed it arrived.
+//! its stamp, and while answers wait (deferring) a connection's datagrams
+//! of different stamps are processed one stamp at a time, so an answer
+//! ends when the datagram that completed it arrived.
 
 use super::conn::{CState, Proto, NIL};
 use super::MuxLink;
@@ -77,6 +77,8 @@ pub(super) struct QuicIo {
     ages: Vec<Option<Duration>>,
     /// The socket stamps arrivals and is read with them (deferred answers).
     stamped: bool,
+    /// Where stamped reads' addresses and control messages go.
+    room: Option<Box<crate::sys::DgramRoom>>,
     /// A read's datagrams, routed: connection, its generation, the event,
     /// the datagram's arrival and size.
     routed: Vec<(u32, u32, quinn_proto::ConnectionEvent, Instant, usize)>,
@@ -132,6 +134,7 @@ impl QuicIo {
             meta: Vec::new(),
             ages: Vec::new(),
             stamped,
+            room: stamped.then(|| Box::new(crate::sys::DgramRoom::new())),
             routed: Vec::new(),
             chunk: BytesMut::new(),
             scratch: Vec::new(),
@@ -201,9 +204,10 @@ impl MuxLink {
                 let mut chunks = q.buf.chunks_mut(RX_SLOT);
                 let mut iov: [IoSliceMut<'_>; RX_BATCH] =
                     std::array::from_fn(|_| IoSliceMut::new(chunks.next().unwrap_or_default()));
-                if q.stamped {
+                if let Some(room) = q.room.as_deref_mut() {
                     crate::sys::recv_stamped_mmsg(
                         q.sock.as_raw_fd(),
+                        room,
                         &mut iov,
                         &mut q.meta,
                         &mut q.ages,
@@ -263,6 +267,11 @@ impl MuxLink {
                 }
             }
             let stamped = q.stamped;
+            // Answers waited (deferring now): each stamp's datagrams are
+            // processed before the next's. Read as they come, a read's
+            // datagrams are moments apart and go together, at the last one's
+            // stamp (one pass of the session instead of one per datagram).
+            let split = stamped && (self.defer.active() || self.sleeper.defers());
             core.rec.bytes_read(bytes);
             let mut touched = std::mem::take(&mut q.touched);
             for (c, gen, ev, at, len) in routed.drain(..) {
@@ -272,7 +281,7 @@ impl MuxLink {
                 }
                 // Stamped: what the connection's earlier datagrams completed
                 // ends at their arrival, before this one's.
-                if stamped && conn.touched && conn.arrived != Some(at) {
+                if split && conn.touched && conn.arrived != Some(at) {
                     self.datagrams_in(core, c, now);
                 }
                 let conn = &mut self.conns[c as usize];
