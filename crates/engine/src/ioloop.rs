@@ -47,9 +47,9 @@ pub(crate) const WINDOW_DEFER: Duration = Duration::from_micros(500);
 /// no schedule, a closed loop). Answers are deferred when at least four sends
 /// fall in a deferred window and every read can carry the kernel's arrival
 /// stamp: TCP (plain or TLS: a TLS read takes the stamp of the last segment
-/// it read) to the target alone (no QUIC, whose datagrams are read in
-/// batches; no redirects or scenario hosts, whose connections elsewhere
-/// are opened as answers come).
+/// it read) or QUIC (each datagram its own stamp, `mux/udp.rs`) to the
+/// target alone (no redirects or scenario hosts, whose connections
+/// elsewhere are opened as answers come).
 pub(crate) fn pacing(plan: &crate::plan::Plan, interval: Option<Duration>) -> Pacing {
     let window = match plan.protocol() {
         crate::plan::Protocol::Http1 => WINDOW_H1,
@@ -68,14 +68,12 @@ pub(crate) fn pacing(plan: &crate::plan::Plan, interval: Option<Duration>) -> Pa
 }
 
 /// Every read of the run can carry the kernel's arrival stamp, so answers
-/// may wait in their sockets: TCP (plain or TLS) to the target alone (see
+/// may wait in their sockets: TCP (plain or TLS) or QUIC to the target
+/// alone (see
 /// [`pacing`]; the HTTP/2 driver's closed loop defers on the same terms,
 /// `mux/defer.rs`).
 pub(crate) fn stampable(plan: &crate::plan::Plan) -> bool {
-    plan.protocol() != crate::plan::Protocol::Http3
-        && plan.follow.is_none()
-        && plan.scenario.is_none()
-        && cfg!(target_os = "linux")
+    plan.follow.is_none() && plan.scenario.is_none() && cfg!(target_os = "linux")
 }
 
 /// A driver's sleeping: the fine timer and the poll-before-sleep state.
@@ -431,5 +429,15 @@ mod tests {
         assert_eq!(pacing(&tls, fast), defer);
         let follow = plan("http://127.0.0.1:9/", |a| a.follow_redirects = true);
         assert!(!pacing(&follow, fast).defer);
+        // QUIC stamps each datagram (`mux/udp.rs`): deferred on the same
+        // terms as HTTP/2.
+        let h3 = plan("https://127.0.0.1:9/", |a| a.http3 = true);
+        assert_eq!(pacing(&h3, fast), defer);
+        assert!(!pacing(&h3, slow).defer);
+        let h3_follow = plan("https://127.0.0.1:9/", |a| {
+            a.http3 = true;
+            a.follow_redirects = true;
+        });
+        assert!(!pacing(&h3_follow, fast).defer);
     }
 }

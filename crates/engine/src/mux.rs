@@ -185,7 +185,10 @@ impl MuxLink {
         let defer = defer::Defer::new(
             &poll,
             !open_loop
-                && plan.protocol() == crate::plan::Protocol::Http2
+                && matches!(
+                    plan.protocol(),
+                    crate::plan::Protocol::Http2 | crate::plan::Protocol::Http3
+                )
                 && crate::ioloop::stampable(plan),
             now,
         );

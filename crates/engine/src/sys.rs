@@ -18,6 +18,9 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
+mod dgram;
+pub(crate) use dgram::{recv_stamped_mmsg, DgramRoom};
+
 fn check(r: libc::c_long) -> io::Result<usize> {
     if r < 0 {
         Err(io::Error::last_os_error())
@@ -106,30 +109,48 @@ pub fn recv_stamped(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<Dura
     unsafe {
         let mut c = libc::CMSG_FIRSTHDR(&msg);
         while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET
-                && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
-                && (*c).cmsg_len as usize
-                    >= libc::CMSG_LEN(std::mem::size_of::<libc::timespec>() as u32) as usize
-            {
-                stamp = Some(std::ptr::read_unaligned(
-                    libc::CMSG_DATA(c).cast::<libc::timespec>(),
-                ));
-            }
+            stamp = stamp.or(cmsg_stamp(c));
             c = libc::CMSG_NXTHDR(&msg, c);
         }
     }
-    let age = stamp.map(|ts| {
-        let mut now = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `now` is a writable timespec.
-        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
-        let ns = |t: &libc::timespec| t.tv_sec as i128 * 1_000_000_000 + t.tv_nsec as i128;
-        // A stamp from the future (the clock stepped back) is no age at all.
-        Duration::from_nanos((ns(&now) - ns(&ts)).clamp(0, u64::MAX as i128) as u64)
-    });
+    let age = stamp.map(|ts| stamp_age(&realtime(), &ts));
     Ok((n, age))
+}
+
+/// The arrival stamp a control message carries (`SCM_TIMESTAMPNS`), if it
+/// is one.
+///
+/// # Safety
+/// `c` points at a control message the kernel filled, within its buffer.
+#[allow(clippy::unnecessary_cast)] // cmsg_len is size_t on glibc, socklen_t on musl
+pub(crate) unsafe fn cmsg_stamp(c: *const libc::cmsghdr) -> Option<libc::timespec> {
+    // SAFETY: the caller's: `c` is a filled control message header, and its
+    // length is checked before its data is read.
+    unsafe {
+        ((*c).cmsg_level == libc::SOL_SOCKET
+            && (*c).cmsg_type == libc::SCM_TIMESTAMPNS
+            && (*c).cmsg_len as usize
+                >= libc::CMSG_LEN(std::mem::size_of::<libc::timespec>() as u32) as usize)
+            .then(|| std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>()))
+    }
+}
+
+/// The real-time clock now (the clock the kernel's arrival stamps use).
+pub(crate) fn realtime() -> libc::timespec {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
+    now
+}
+
+/// How long before `now` (the real-time clock's) the stamp `ts` was taken;
+/// a stamp from the future (the clock stepped back) is no age at all.
+pub(crate) fn stamp_age(now: &libc::timespec, ts: &libc::timespec) -> Duration {
+    let ns = |t: &libc::timespec| t.tv_sec as i128 * 1_000_000_000 + t.tv_nsec as i128;
+    Duration::from_nanos((ns(now) - ns(ts)).clamp(0, u64::MAX as i128) as u64)
 }
 
 /// A read for a driver: `recv`, or [`recv_stamped`] when the socket stamps

@@ -107,6 +107,10 @@ pub struct H3Counts {
     /// Requests whose stream opened before the handshake completed: sent
     /// in 0-RTT early data (and accepted).
     pub early_requests: AtomicU64,
+    /// With [`H3Options::delay`]: how long each answered request was held,
+    /// in µs, from the read that completed it to its answer (the server's
+    /// own share of the time a client measures).
+    pub held_us: std::sync::Mutex<Vec<u64>>,
 }
 
 /// The server's TLS session store, counting the sessions it hands back
@@ -336,7 +340,11 @@ fn serve(
             }
             drive(c, &opts, counts, &mut seen);
             while let Some(k) = c.held.iter().position(|&(t, _)| t <= now) {
-                let (_, sid) = c.held.swap_remove(k);
+                let (t, sid) = c.held.swap_remove(k);
+                let held = Instant::now().saturating_duration_since(t - opts.delay);
+                if let Ok(mut h) = counts.held_us.lock() {
+                    h.push(held.as_micros() as u64);
+                }
                 answer(c, sid, &opts, counts, &mut seen);
             }
             while let Some(ev) = c.conn.poll_endpoint_events() {

@@ -1,4 +1,5 @@
-//! Closed-loop deferred answers on multiplexed TCP connections
+//! Closed-loop deferred answers on multiplexed connections (TCP, and QUIC
+//! on the worker's UDP socket)
 //! ([`Defer`]): when the server is the bottleneck, the worker sleeps on a
 //! short timer instead of on its poller, so the server's answers wait in
 //! their sockets (stamped on arrival by the kernel) and one wake-up of this
@@ -15,8 +16,9 @@
 //! second between the two clients (docs/ARCHITECTURE.md, "HTTP/2").
 //!
 //! When: a closed loop (the open loop defers by its own schedule,
-//! `ioloop::Pacing::defer`) whose reads can carry the kernel's stamps (TCP to
-//! the target alone: the same conditions as the open loop's), once the last
+//! `ioloop::Pacing::defer`) whose reads can carry the kernel's stamps (TCP or
+//! QUIC to the target alone: the same conditions as the open loop's; a
+//! QUIC datagram is stamped by itself, `mux/udp.rs`), once the last
 //! 10 ms showed both that a window collects answers enough (the answer
 //! rate times the window is at least [`MIN_BATCH`]) and that the server
 //! holds a queue the window does not drain (the answers' mean time in

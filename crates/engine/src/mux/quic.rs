@@ -34,7 +34,9 @@ impl MuxLink {
         // Only the run's own origin goes over QUIC, to its h3 endpoint.
         let addr = h3.addr;
         if self.quic.is_none() {
-            match QuicIo::open(addr, h3.config.endpoint(), &self.poll) {
+            // Deferred answers: the socket stamps each datagram's arrival.
+            let stamps = self.stamps();
+            match QuicIo::open(addr, h3.config.endpoint(), &self.poll, stamps) {
                 Ok(q) => self.quic = Some(Box::new(q)),
                 Err(e) => {
                     return self.conn_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now)

@@ -15,7 +15,14 @@
 //! the worker for nothing; it waits for writable only after EAGAIN. ICMP:
 //! an unconnected socket hears no ECONNREFUSED of its own, so the kernel
 //! queues the errors (`mux/icmp.rs`) and an ICMP port unreachable fails
-//! every connection to the address it names (`refused`).
+//! every connection to the address it names (`refused`). Deferred
+//! answers (the open loop's `ioloop::Pacing::defer`, the closed loop's
+//! `mux/defer.rs`): the socket stamps each datagram's arrival
+//! (`SO_TIMESTAMPNS`), reads go through `sys::recv_stamped_mmsg` (the same
+//! batches and GRO runs, with a stamp each), every datagram goes to QUIC at
+//! its stamp, and while answers wait (deferring) a connection's datagrams
+//! of different stamps are processed one stamp at a time, so an answer
+//! ends when the datagram that completed it arrived.
 
 use super::conn::{CState, Proto, NIL};
 use super::MuxLink;
@@ -29,7 +36,7 @@ use redline_stats::ErrorKind;
 use std::io::{ErrorKind as IoKind, IoSliceMut};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::AsRawFd;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The poller's token of the worker's QUIC socket.
 pub(super) const QUIC: Token = Token(usize::MAX - 3);
@@ -66,6 +73,15 @@ pub(super) struct QuicIo {
     routes: Vec<u32>,
     buf: Vec<u8>,
     meta: Vec<RecvMeta>,
+    /// Each buffer's arrival age by the kernel's stamp (stamped reads).
+    ages: Vec<Option<Duration>>,
+    /// The socket stamps arrivals and is read with them (deferred answers).
+    stamped: bool,
+    /// Where stamped reads' addresses and control messages go.
+    room: Option<Box<crate::sys::DgramRoom>>,
+    /// A read's datagrams, routed: connection, its generation, the event,
+    /// the datagram's arrival and size.
+    routed: Vec<(u32, u32, quinn_proto::ConnectionEvent, Instant, usize)>,
     /// The chunk datagrams in are copied into ([`RX_CHUNK`]).
     chunk: BytesMut,
     /// What the endpoint would answer a datagram with (dropped: a client
@@ -83,11 +99,14 @@ pub(super) struct QuicIo {
 impl QuicIo {
     /// The worker's socket (unconnected, on the family of `server`) with
     /// GRO, ECN, packet info and ICMP errors queued where the kernel has
-    /// them, registered for reading; `endpoint` for its connections.
+    /// them, registered for reading; `endpoint` for its connections;
+    /// `stamps`: each datagram's arrival stamped by the kernel (deferred
+    /// answers), where it can.
     pub(super) fn open(
         server: SocketAddr,
         endpoint: Endpoint,
         poll: &mio::Poll,
+        stamps: bool,
     ) -> std::io::Result<QuicIo> {
         let any: SocketAddr = if server.is_ipv4() {
             (Ipv4Addr::UNSPECIFIED, 0).into()
@@ -102,6 +121,7 @@ impl QuicIo {
         // it where the process may (CAP_NET_ADMIN), as quic-go does.
         let _ = super::icmp::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, RCVBUF);
         let _ = super::icmp::setsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, RCVBUF);
+        let stamped = stamps && crate::sys::stamp_arrivals(fd);
         poll.registry()
             .register(&mut sock, QUIC, Interest::READABLE)?;
         Ok(QuicIo {
@@ -112,6 +132,10 @@ impl QuicIo {
             routes: Vec::new(),
             buf: Vec::new(),
             meta: Vec::new(),
+            ages: Vec::new(),
+            stamped,
+            room: stamped.then(|| Box::new(crate::sys::DgramRoom::new())),
+            routed: Vec::new(),
             chunk: BytesMut::new(),
             scratch: Vec::new(),
             touched: Vec::new(),
@@ -162,9 +186,10 @@ impl MuxLink {
     }
 
     /// Reads what the worker's socket holds: every datagram goes to its
-    /// connection's session, whose events are then processed once per
-    /// batch (answers end, their slots send again; a handshake that
-    /// completed makes the connection ready).
+    /// connection's session (at its arrival stamp when reads are stamped),
+    /// whose events are then processed once per batch, or with stamps once
+    /// per arrival time (answers end, their slots send again; a handshake
+    /// that completed makes the connection ready).
     fn read_datagrams(&mut self, core: &mut Core<'_>) {
         for _ in 0..RX_PASSES {
             let Some(q) = self.quic.as_deref_mut() else {
@@ -173,13 +198,24 @@ impl MuxLink {
             if q.buf.is_empty() {
                 q.buf = vec![0u8; RX_BATCH * RX_SLOT];
                 q.meta = vec![RecvMeta::default(); RX_BATCH];
+                q.ages = vec![None; RX_BATCH];
             }
             let got = {
                 let mut chunks = q.buf.chunks_mut(RX_SLOT);
                 let mut iov: [IoSliceMut<'_>; RX_BATCH] =
                     std::array::from_fn(|_| IoSliceMut::new(chunks.next().unwrap_or_default()));
-                q.state
-                    .recv(UdpSockRef::from(&q.sock), &mut iov, &mut q.meta)
+                if let Some(room) = q.room.as_deref_mut() {
+                    crate::sys::recv_stamped_mmsg(
+                        q.sock.as_raw_fd(),
+                        room,
+                        &mut iov,
+                        &mut q.meta,
+                        &mut q.ages,
+                    )
+                } else {
+                    q.state
+                        .recv(UdpSockRef::from(&q.sock), &mut iov, &mut q.meta)
+                }
             };
             let now = Instant::now();
             let n = match got {
@@ -194,7 +230,8 @@ impl MuxLink {
                 }
             };
             let mut bytes = 0;
-            for (meta, buf) in q.meta[..n].iter().zip(q.buf.chunks(RX_SLOT)) {
+            let mut routed = std::mem::take(&mut q.routed);
+            for (i, (meta, buf)) in q.meta[..n].iter().zip(q.buf.chunks(RX_SLOT)).enumerate() {
                 // (IP and port: an IPv6 source may carry flow and scope
                 // fields the resolved address has not.)
                 if (meta.addr.ip(), meta.addr.port()) != (q.server.ip(), q.server.port()) {
@@ -203,6 +240,12 @@ impl MuxLink {
                 let data = &buf[..meta.len.min(RX_SLOT)];
                 bytes += data.len() as u64;
                 let ecn = meta.ecn.and_then(|e| EcnCodepoint::from_bits(e as u8));
+                // Its arrival: the kernel's stamp (never after the read),
+                // else the read's time.
+                let at = match q.ages[i].filter(|_| q.stamped) {
+                    Some(age) => now.checked_sub(age).unwrap_or(now),
+                    None => now,
+                };
                 // GRO: equal datagrams of `stride` bytes, the last maybe shorter.
                 for d in data.chunks(meta.stride.max(1)) {
                     if q.chunk.capacity() < d.len() {
@@ -213,27 +256,51 @@ impl MuxLink {
                     q.scratch.clear();
                     let ev = q
                         .endpoint
-                        .handle(now, q.server, None, ecn, datagram, &mut q.scratch);
+                        .handle(at, q.server, None, ecn, datagram, &mut q.scratch);
                     let Some(DatagramEvent::ConnectionEvent(ch, ev)) = ev else {
                         continue;
                     };
                     let c = q.routes.get(ch.0).copied().unwrap_or(NIL);
-                    let Some(conn) = self.conns.get_mut(c as usize) else {
-                        continue;
-                    };
-                    let Proto::H3(sess) = &mut conn.proto else {
-                        continue;
-                    };
-                    sess.conn_event(ev);
-                    conn.unattributed += d.len() as u64;
-                    if !conn.touched {
-                        conn.touched = true;
-                        q.touched.push(c);
+                    if let Some(conn) = self.conns.get(c as usize) {
+                        routed.push((c, conn.gen, ev, at, d.len()));
                     }
                 }
             }
+            let stamped = q.stamped;
+            // Answers waited (deferring now): each stamp's datagrams are
+            // processed before the next's. Read as they come, a read's
+            // datagrams are moments apart and go together, at the last one's
+            // stamp (one pass of the session instead of one per datagram).
+            let split = stamped && (self.defer.active() || self.sleeper.defers());
             core.rec.bytes_read(bytes);
             let mut touched = std::mem::take(&mut q.touched);
+            for (c, gen, ev, at, len) in routed.drain(..) {
+                let conn = &mut self.conns[c as usize];
+                if conn.gen != gen || conn.state == CState::Closed {
+                    continue;
+                }
+                // Stamped: what the connection's earlier datagrams completed
+                // ends at their arrival, before this one's.
+                if split && conn.touched && conn.arrived != Some(at) {
+                    self.datagrams_in(core, c, now);
+                }
+                let conn = &mut self.conns[c as usize];
+                let Proto::H3(sess) = &mut conn.proto else {
+                    continue;
+                };
+                if conn.gen != gen || conn.state == CState::Closed {
+                    continue;
+                }
+                sess.conn_event(ev);
+                conn.unattributed += len as u64;
+                if stamped {
+                    conn.arrived = Some(at);
+                }
+                if !conn.touched {
+                    conn.touched = true;
+                    touched.push(c);
+                }
+            }
             for &c in &touched {
                 self.conns[c as usize].touched = false;
                 self.datagrams_in(core, c, now);
@@ -241,6 +308,7 @@ impl MuxLink {
             touched.clear();
             if let Some(q) = self.quic.as_deref_mut() {
                 q.touched = touched;
+                q.routed = routed;
             }
             if n < RX_BATCH {
                 // Drained: the next datagram brings a new edge (every
