@@ -198,3 +198,41 @@ fn deferred_answers_are_timed_by_their_arrival() {
         );
     });
 }
+
+/// A closed loop over HTTP/1.1 against a saturated nginx (one process, 32
+/// connections): the worker defers its reads to a short timer instead of
+/// waking for every few answers (`defer.rs`), times every answer by the
+/// kernel's arrival stamp (the record says so), and nginx's access log
+/// agrees with every count.
+#[test]
+fn a_closed_loop_against_a_saturated_nginx_defers_over_http1_and_counts_exactly() {
+    let Some(ng) = common::nginx::start_nginx(&common::nginx::NginxSite {
+        tag: "h1-defer",
+        files: &[("index.html", vec![b'x'; 440])],
+        tls: None,
+        h2: false,
+        http_extra: "log_format n '$status'; access_log {d}/access.log n;",
+        types: "",
+    }) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", ng.port);
+    let v = run_json(&[&url, "-c", "32", "-d", "2s", "-t", "1"]);
+    let done = counter(&v, "completed");
+    assert_eq!(counter(&v, "failed"), 0, "{}", v["errors"]);
+    assert!(done >= 1_000, "completed {done}");
+    assert_eq!(v["client"]["answers_stamped"], true, "{}", v["client"]);
+    let in_flight = counter(&v, "in_flight_at_end");
+    assert_eq!(
+        counter(&v, "scheduled"),
+        done + counter(&v, "not_sent") + in_flight
+    );
+    // nginx logs a request when it answered it: every completed one, and
+    // maybe some of those in flight at the end.
+    let log = std::fs::read_to_string(ng.dir.join("access.log")).unwrap_or_default();
+    let logged = log.lines().filter(|l| *l == "200").count() as u64;
+    assert!(
+        (done..=done + in_flight).contains(&logged),
+        "nginx logged {logged} for {done} completed and {in_flight} in flight"
+    );
+}

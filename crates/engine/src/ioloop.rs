@@ -71,7 +71,7 @@ pub(crate) fn pacing(plan: &crate::plan::Plan, interval: Option<Duration>) -> Pa
 /// may wait in their sockets: TCP (plain or TLS) or QUIC to the target
 /// alone (see
 /// [`pacing`]; the HTTP/2 driver's closed loop defers on the same terms,
-/// `mux/defer.rs`).
+/// `defer.rs`).
 pub(crate) fn stampable(plan: &crate::plan::Plan) -> bool {
     plan.follow.is_none() && plan.scenario.is_none() && cfg!(target_os = "linux")
 }

@@ -33,7 +33,7 @@ fn layer(path: &str) -> Option<usize> {
         "plan" | "pacer" | "scenario" | "workload" | "redirect" | "gen" | "urls" | "har"
         | "replay" | "alpn" => "plan",
         "core" | "ledger" | "control" | "overdue" => "core",
-        "worker" | "mux" | "ioloop" => "driver",
+        "worker" | "mux" | "ioloop" | "defer" => "driver",
         "run" | "lib" | "layers" => "run",
         _ => return None,
     };

@@ -44,6 +44,7 @@ pub(crate) mod ledger;
 pub(crate) mod overdue;
 // driver: event loops that move bytes (HTTP/1.1, and HTTP/2 with its
 // other-origin HTTP/1.1 connections), both on mio.
+pub(crate) mod defer;
 pub(crate) mod ioloop;
 pub(crate) mod mux;
 pub(crate) mod worker;

@@ -30,7 +30,6 @@
 //! endpoint; `quinn-udp`: batches, GSO, GRO), `mux/icmp.rs` its ICMP errors.
 
 mod conn;
-mod defer;
 mod icmp;
 mod link;
 mod quic;
@@ -134,8 +133,8 @@ pub(crate) struct MuxLink {
     quic_timers: BinaryHeap<Reverse<(Instant, u32)>>,
     sleeper: Sleeper,
     /// Closed loop: answers left waiting for a short timer when the server
-    /// is the bottleneck (`mux/defer.rs`).
-    defer: defer::Defer,
+    /// is the bottleneck (`defer.rs`).
+    defer: crate::defer::Defer,
     /// `--requests-per-conn`.
     per_conn: Option<u64>,
     /// An h2c run: other cleartext origins get HTTP/2 by prior knowledge.
@@ -182,7 +181,7 @@ impl MuxLink {
             interval,
             crate::ioloop::pacing(plan, interval),
         );
-        let defer = defer::Defer::new(
+        let defer = crate::defer::Defer::new(
             &poll,
             !open_loop
                 && matches!(
@@ -227,7 +226,7 @@ impl crate::ioloop::Driver for MuxLink {
         (&self.poll, &mut self.sleeper)
     }
 
-    /// Closed-loop deferral (`mux/defer.rs`): one look, then, with nothing
+    /// Closed-loop deferral (`defer.rs`): one look, then, with nothing
     /// there, a sleep on the timer while answers wait in their sockets;
     /// else the sleeper's wait.
     fn wait(

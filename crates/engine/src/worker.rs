@@ -52,6 +52,9 @@ pub(crate) struct H1Link {
     request_timeouts: Fifo,
     connect_timeouts: Fifo,
     sleeper: Sleeper,
+    /// Closed-loop deferred answers when the server is the bottleneck
+    /// (`defer.rs`).
+    defer: crate::defer::Defer,
 }
 
 /// Creates the worker's poller and waker (the waker lets Ctrl-C interrupt a poll).
@@ -68,6 +71,7 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
     crate::ioloop::run(&mut link, &mut core);
     let mut r = core.finish(&link);
     r.pacing = link.sleeper.pacing();
+    r.pacing.1 |= link.defer.used;
     r
 }
 
@@ -83,7 +87,13 @@ impl H1Link {
             interval,
             crate::ioloop::pacing(plan, interval),
         );
+        let defer = crate::defer::Defer::new(
+            &poll,
+            spec.pacer.is_none() && crate::ioloop::stampable(plan),
+            now,
+        );
         let link = H1Link {
+            defer,
             poll,
             conns: (0..slots).map(|_| Conn::new(now)).collect(),
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
@@ -113,6 +123,26 @@ impl H1Link {
 impl crate::ioloop::Driver for H1Link {
     fn waiting(&mut self) -> (&mio::Poll, &mut Sleeper) {
         (&self.poll, &mut self.sleeper)
+    }
+
+    /// Closed-loop deferral (`defer.rs`), as the multiplexing driver's.
+    fn wait(
+        &mut self,
+        in_flight: u64,
+        events: &mut crate::sys::Events,
+        timeout: Option<std::time::Duration>,
+    ) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        if let Some(w) = self.defer.window(Instant::now(), in_flight, timeout) {
+            let fd = self.poll.as_raw_fd();
+            crate::sys::wait(fd, events, Some(std::time::Duration::ZERO))?;
+            if events.is_empty() {
+                self.defer.sleep(w)?;
+                crate::sys::wait(fd, events, Some(std::time::Duration::ZERO))?;
+            }
+            return Ok(());
+        }
+        self.sleeper.wait(&self.poll, in_flight, events, timeout)
     }
 
     fn first_deadline(&self) -> Option<Instant> {

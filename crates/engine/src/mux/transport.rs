@@ -386,7 +386,7 @@ impl MuxLink {
             // to hear EAGAIN. (A closed loop reads on: answers that arrive
             // meanwhile join this pass, and their next requests go out in
             // the same write: 3.8 requests per write against 2.2, measured;
-            // unless it defers, `mux/defer.rs`: answers then come in batches.)
+            // unless it defers, `defer.rs`: answers then come in batches.)
             let mut drained = false;
             let stamped = self.stamps();
             let batched = core.open_loop || self.defer.active();

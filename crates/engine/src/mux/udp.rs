@@ -17,7 +17,7 @@
 //! queues the errors (`mux/icmp.rs`) and an ICMP port unreachable fails
 //! every connection to the address it names (`refused`). Deferred
 //! answers (the open loop's `ioloop::Pacing::defer`, the closed loop's
-//! `mux/defer.rs`): the socket stamps each datagram's arrival
+//! `defer.rs`): the socket stamps each datagram's arrival
 //! (`SO_TIMESTAMPNS`), reads go through `sys::recv_stamped_mmsg` (the same
 //! batches and GRO runs, with a stamp each), every datagram goes to QUIC at
 //! its stamp, and while answers wait (deferring) a connection's datagrams

@@ -85,7 +85,7 @@ impl H1Link {
         if let Some(s) = c.sock.as_ref() {
             let _ = s.set_nodelay(true);
             // Deferred answers: the kernel stamps when they arrived.
-            if self.sleeper.defers() {
+            if self.sleeper.defers() || self.defer.stamps() {
                 sys::stamp_arrivals(s.as_raw_fd());
             }
         }
@@ -198,7 +198,7 @@ impl H1Link {
         loop {
             let c = &mut self.conns[i as usize];
             let Some(s) = c.sock.as_mut() else { return };
-            let stamped = self.sleeper.defers();
+            let stamped = self.sleeper.defers() || self.defer.stamps();
             let (n, now, arrived) = match sys::recv_timed(s.as_raw_fd(), &mut self.buf, stamped) {
                 Ok(got) => got,
                 Err(e) if e.kind() == IoKind::WouldBlock => return,
@@ -269,6 +269,7 @@ impl H1Link {
                 if let Some(mut answered) = Answered::from_event(done, c.sent, c.first_byte, c.wire)
                 {
                     answered.arrived = Some(arrived);
+                    self.defer.answered();
                     core.complete(self, i, now, answered);
                 }
                 self.conns[i as usize].state == ConnState::Reading
@@ -280,7 +281,7 @@ impl H1Link {
     /// plaintext they carry, until the socket would block.
     fn on_readable_tls(&mut self, core: &mut Core<'_>, i: u32) {
         for _ in 0..1_000_000 {
-            let stamped = self.sleeper.defers();
+            let stamped = self.sleeper.defers() || self.defer.stamps();
             let c = &mut self.conns[i as usize];
             let (Some(s), Some(tls)) = (c.sock.as_mut(), c.tls.as_mut()) else {
                 return;

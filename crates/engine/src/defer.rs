@@ -1,5 +1,5 @@
-//! Closed-loop deferred answers on multiplexed connections (TCP, and QUIC
-//! on the worker's UDP socket)
+//! Closed-loop deferred answers, for both drivers (HTTP/1.1 and HTTP/2 over
+//! TCP, and QUIC on the worker's UDP socket)
 //! ([`Defer`]): when the server is the bottleneck, the worker sleeps on a
 //! short timer instead of on its poller, so the server's answers wait in
 //! their sockets (stamped on arrival by the kernel) and one wake-up of this
@@ -52,7 +52,7 @@ const QUEUE_WINDOWS: f64 = 8.0;
 const BUCKET: Duration = Duration::from_millis(10);
 
 /// The deferral state of one worker (see the top of this file).
-pub(super) struct Defer {
+pub(crate) struct Defer {
     /// The run allows it (closed loop, stampable reads) and a timer exists.
     timer: Option<PreciseTimer>,
     /// Answers since `since`.
@@ -62,13 +62,13 @@ pub(super) struct Defer {
     window: Option<Duration>,
     /// Deferring happened at least once (the run record says answers were
     /// stamped).
-    pub(super) used: bool,
+    pub(crate) used: bool,
 }
 
 impl Defer {
     /// The deferral of a worker; `possible`: a closed loop whose reads can
     /// carry the kernel's arrival stamps.
-    pub(super) fn new(poll: &Poll, possible: bool, now: Instant) -> Defer {
+    pub(crate) fn new(poll: &Poll, possible: bool, now: Instant) -> Defer {
         Defer {
             timer: if possible {
                 PreciseTimer::new(poll, TOKEN)
@@ -83,26 +83,26 @@ impl Defer {
     }
 
     /// Reads must take the kernel's arrival stamps (answers may wait).
-    pub(super) fn stamps(&self) -> bool {
+    pub(crate) fn stamps(&self) -> bool {
         self.timer.is_some()
     }
 
     /// Deferring now: a read shorter than the buffer drained its socket,
     /// and the answers that come next wait for the window anyway (no read
     /// just to hear EAGAIN).
-    pub(super) fn active(&self) -> bool {
+    pub(crate) fn active(&self) -> bool {
         self.window.is_some()
     }
 
     /// An answer came.
     #[inline]
-    pub(super) fn answered(&mut self) {
+    pub(crate) fn answered(&mut self) {
         self.answers += 1;
     }
 
     /// The window to sleep through answers for, if the worker should defer
     /// now: `in_flight` requests out, `timeout` the loop's own limit.
-    pub(super) fn window(
+    pub(crate) fn window(
         &mut self,
         now: Instant,
         in_flight: u64,
@@ -127,7 +127,7 @@ impl Defer {
     }
 
     /// Sleeps for `w` on the timer (answers wait in their sockets).
-    pub(super) fn sleep(&mut self, w: Duration) -> std::io::Result<()> {
+    pub(crate) fn sleep(&mut self, w: Duration) -> std::io::Result<()> {
         if let Some(t) = &self.timer {
             self.used = true;
             t.arm(w);
