@@ -2215,7 +2215,7 @@ fn journeys_go_on_over_a_new_connection_when_theirs_closes() {
 
 /// A closed loop against a saturated nginx (one process, 80 streams in
 /// flight): the worker defers its reads to a short timer instead of waking
-/// for every few answers (`mux/defer.rs`: nginx stops paying a wake-up per
+/// for every few answers (`defer.rs`: nginx stops paying a wake-up per
 /// few answers), times every answer by the kernel's arrival stamp (the
 /// record says so), and nginx's log agrees with every count.
 #[test]

@@ -361,7 +361,7 @@ pub struct ClientUsage {
     pub pacing_window_us: u64,
     /// Answers may have waited in their sockets for the worker's wake-up
     /// (an open loop's window; an HTTP/2 closed loop against a saturated
-    /// server, engine `mux/defer.rs`) and their arrival is the kernel's
+    /// server, engine `defer.rs`) and their arrival is the kernel's
     /// stamp, not the read's time.
     #[serde(default)]
     pub answers_stamped: bool,
