@@ -66,6 +66,31 @@ pub(crate) struct Defer {
 }
 
 impl Defer {
+    /// A driver's wait (`ioloop::Driver::wait`) with deferral: when a
+    /// window is due, one look without sleeping and, with nothing there, a
+    /// sleep on the timer while answers wait in their sockets, then one
+    /// more look; else the `sleeper`'s wait on `poll`.
+    pub(crate) fn wait(
+        &mut self,
+        poll: &Poll,
+        sleeper: &mut crate::ioloop::Sleeper,
+        in_flight: u64,
+        events: &mut crate::sys::Events,
+        timeout: Option<Duration>,
+    ) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let Some(w) = self.window(Instant::now(), in_flight, timeout) else {
+            return sleeper.wait(poll, in_flight, events, timeout);
+        };
+        let fd = poll.as_raw_fd();
+        crate::sys::wait(fd, events, Some(Duration::ZERO))?;
+        if events.is_empty() {
+            self.sleep(w)?;
+            crate::sys::wait(fd, events, Some(Duration::ZERO))?;
+        }
+        Ok(())
+    }
+
     /// The deferral of a worker; `possible`: a closed loop whose reads can
     /// carry the kernel's arrival stamps.
     pub(crate) fn new(poll: &Poll, possible: bool, now: Instant) -> Defer {

@@ -226,26 +226,15 @@ impl crate::ioloop::Driver for MuxLink {
         (&self.poll, &mut self.sleeper)
     }
 
-    /// Closed-loop deferral (`defer.rs`): one look, then, with nothing
-    /// there, a sleep on the timer while answers wait in their sockets;
-    /// else the sleeper's wait.
+    /// Closed-loop deferral (`defer.rs`), else the sleeper's wait.
     fn wait(
         &mut self,
         in_flight: u64,
         events: &mut crate::sys::Events,
         timeout: Option<std::time::Duration>,
     ) -> std::io::Result<()> {
-        use std::os::fd::AsRawFd;
-        if let Some(w) = self.defer.window(Instant::now(), in_flight, timeout) {
-            let fd = self.poll.as_raw_fd();
-            crate::sys::wait(fd, events, Some(std::time::Duration::ZERO))?;
-            if events.is_empty() {
-                self.defer.sleep(w)?;
-                crate::sys::wait(fd, events, Some(std::time::Duration::ZERO))?;
-            }
-            return Ok(());
-        }
-        self.sleeper.wait(&self.poll, in_flight, events, timeout)
+        let (poll, sleeper) = (&self.poll, &mut self.sleeper);
+        self.defer.wait(poll, sleeper, in_flight, events, timeout)
     }
 
     fn first_deadline(&self) -> Option<Instant> {
