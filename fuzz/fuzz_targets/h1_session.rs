@@ -18,6 +18,7 @@ fuzz_target!(|data: &[u8]| {
         server: data[1] & 1 != 0,
         location: data[1] & 2 != 0,
         capture: (data[1] & 4 != 0).then_some((data[1] & 8 != 0, data[1] & 16 != 0)),
+        ..Want::NOTHING
     };
     let recycle = data[1] & 32 != 0;
     let split = data[2] as usize;

@@ -23,6 +23,7 @@ fuzz_target!(|data: &[u8]| {
         server: flags & 1 != 0,
         location: flags & 2 != 0,
         capture: (flags & 4 != 0).then_some((true, true)),
+        ..Want::NOTHING
     };
     let get = Http2Request::from_parts("GET", "http", "t", "/", &[], Default::default()).unwrap();
     let head = Http2Request::from_parts("HEAD", "http", "t", "/h", &[], Default::default()).unwrap();
