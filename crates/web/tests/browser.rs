@@ -310,6 +310,56 @@ fn cases() -> Vec<(String, Vec<(&'static str, Viewport)>)> {
         .collect()
 }
 
+/// How many browsers compare the fixtures at once.
+const SHARDS: usize = 3;
+
+/// Compares `cases` (fixture, screen label, viewport) on one browser of
+/// its own: how many ran, and a line per case that differs. None: no
+/// browser.
+fn compare_cases(
+    cases: &[(String, &'static str, Viewport)],
+    font: &Arc<Vec<u8>>,
+) -> Option<(usize, Vec<String>)> {
+    let devtools = DevTools::launch("browser")?;
+    let mut browser = Browser { devtools };
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for (fixture, label, vp) in cases {
+        let got = multiset(&redline_requests(fixture, vp, font));
+        compared += 1;
+        // Chromium is the oracle, but a visit on a loaded machine can be
+        // cut short (the page closed after 2 s of quiet while a module
+        // was still being parsed): a differing case is visited again, at
+        // most three visits in all, and fails only when no visit of
+        // Chromium's loaded what redline discovered.
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let want = multiset(&chromium_requests(&mut browser, fixture, vp, font));
+            let equal = want == got;
+            seen.push(want);
+            if equal {
+                break;
+            }
+        }
+        let last = seen.last().expect("one visit");
+        if *last != got {
+            failures.push(format!(
+                "{fixture} ({label}), {} Chromium visits:\n  chromium: {:?}\n  redline:  {:?}",
+                seen.len(),
+                last,
+                got
+            ));
+        } else {
+            eprintln!(
+                "{fixture} ({label}): {} requests, equal (Chromium visit {})",
+                got.values().sum::<usize>(),
+                seen.len()
+            );
+        }
+    }
+    Some((compared, failures))
+}
+
 #[test]
 fn discovery_matches_chromium() {
     let font = system_font();
@@ -320,47 +370,46 @@ fn discovery_matches_chromium() {
         return;
     }
     let font = Arc::new(font.expect("checked"));
-    let Some(devtools) = DevTools::launch("browser") else {
-        return;
-    };
-    let mut browser = Browser { devtools };
-    let mut failures = Vec::new();
-    let mut compared = 0;
-    for (fixture, screens) in cases() {
-        for (label, vp) in screens {
-            let got = multiset(&redline_requests(&fixture, &vp, &font));
-            compared += 1;
-            // Chromium is the oracle, but a visit on a loaded machine can be
-            // cut short (the page closed after 2 s of quiet while a module
-            // was still being parsed): a differing case is visited again, at
-            // most three visits in all, and fails only when no visit of
-            // Chromium's loaded what redline discovered.
-            let mut seen = Vec::new();
-            for _ in 0..3 {
-                let want = multiset(&chromium_requests(&mut browser, &fixture, &vp, &font));
-                let equal = want == got;
-                seen.push(want);
-                if equal {
-                    break;
-                }
-            }
-            let last = seen.last().expect("one visit");
-            if *last != got {
-                failures.push(format!(
-                    "{fixture} ({label}), {} Chromium visits:\n  chromium: {:?}\n  redline:  {:?}",
-                    seen.len(),
-                    last,
-                    got
-                ));
-            } else {
-                eprintln!(
-                    "{fixture} ({label}): {} requests, equal (Chromium visit {})",
-                    got.values().sum::<usize>(),
-                    seen.len()
-                );
-            }
-        }
+    // The cases run on SHARDS browsers at once, each case on one of them:
+    // a visit mostly waits (for the server to be quiet), so three visits
+    // at a time take about the time of one on two cores.
+    let cases = cases();
+    let shards: Vec<Vec<(String, &'static str, Viewport)>> = (0..SHARDS)
+        .map(|k| {
+            cases
+                .iter()
+                .flat_map(|(f, screens)| screens.iter().map(move |(l, vp)| (f.clone(), *l, *vp)))
+                .enumerate()
+                .filter(|(i, _)| i % SHARDS == k)
+                .map(|(_, c)| c)
+                .collect()
+        })
+        .collect();
+    let results: Vec<Option<(usize, Vec<String>)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shards
+            .into_iter()
+            .filter(|shard| !shard.is_empty())
+            .map(|shard| {
+                let font = font.clone();
+                scope.spawn(move || compare_cases(&shard, &font))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a shard of the comparison panicked"))
+            .collect()
+    });
+    if results.iter().any(Option::is_none) {
+        return; // no browser: `require` said so (a failure under CI=true)
     }
+    let (compared, failures) =
+        results
+            .into_iter()
+            .flatten()
+            .fold((0, Vec::new()), |(n, mut all), (m, f)| {
+                all.extend(f);
+                (n + m, all)
+            });
     if std::env::var("REDLINE_BROWSER_ONLY").is_err()
         && std::env::var("REDLINE_BROWSER_PAGE").is_err()
     {
