@@ -357,3 +357,37 @@ pub fn photo(w: u32, h: u32) -> (Vec<u8>, Vec<u8>) {
         .expect("jpeg");
     (png, jpeg)
 }
+
+/// A logo-like PNG with alpha: two flat-coloured discs with soft
+/// (translucent) edges on a transparent ground whose stored colours are
+/// noise, as image editors leave them; deterministic.
+pub fn logo(w: u32, h: u32) -> Vec<u8> {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let img = image::RgbaImage::from_fn(w, h, |x, y| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let (fx, fy) = (x as f64, y as f64);
+        let disc = |cx: f64, cy: f64, r: f64| {
+            let d = ((fx - cx).powi(2) + (fy - cy).powi(2)).sqrt();
+            (r + 2.0 - d).clamp(0.0, 4.0) / 4.0 // a 4 px soft edge
+        };
+        let r = h as f64 * 0.4;
+        let a1 = disc(w as f64 * 0.3, h as f64 * 0.5, r);
+        let a2 = disc(w as f64 * 0.7, h as f64 * 0.5, r);
+        if a1 == 0.0 && a2 == 0.0 {
+            let n = seed.to_le_bytes();
+            return image::Rgba([n[0], n[1], n[2], 0]);
+        }
+        let (c, a) = if a1 >= a2 {
+            ([200u8, 30, 40], a1)
+        } else {
+            ([20u8, 90, 200], a2)
+        };
+        image::Rgba([c[0], c[1], c[2], (a * 255.0).round() as u8])
+    });
+    let mut png = Vec::new();
+    img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .expect("png");
+    png
+}
