@@ -74,11 +74,9 @@ pub fn reencode(body: &[u8]) -> Option<Encoded> {
         for (d, s) in rgba.pixels_mut().zip(pm.pixels()) {
             let a = u32::from(d[3]);
             for c in 0..3 {
-                d[c] = if a == 0 {
-                    0
-                } else {
-                    ((u32::from(s[c]) * 255 + a / 2) / a).min(255) as u8
-                };
+                d[c] = (u32::from(s[c]) * 255 + a / 2)
+                    .checked_div(a)
+                    .map_or(0, |v| v.min(255) as u8);
             }
         }
         webp::Encoder::from_rgba(rgba.as_raw(), w, h)
