@@ -24,7 +24,8 @@
 //!   `--timeout` from then, and submitted as soon as a stream ends.
 //!
 //! `mux/conn.rs` holds the connection table, `mux/link.rs` the core's seam
-//! ([`crate::core::Link`]), `mux/transport.rs` connects, TLS, reads, writes
+//! ([`crate::core::Link`]), `mux/transport.rs` connects and TLS (the steps
+//! shared with the HTTP/1 driver in `tcp.rs`), reads, writes
 //! and the sessions' events, `mux/quic.rs` QUIC's handshake and timers,
 //! `mux/udp.rs` QUIC's datagrams in and out (the worker's socket and
 //! endpoint; `quinn-udp`: batches, GSO, GRO), `mux/icmp.rs` its ICMP errors.
@@ -151,8 +152,7 @@ pub fn run_worker(setup: &Arc<Setup>, plan: &Plan, spec: WorkerSpec, poll: Poll)
     let mut core = Core::new(plan, spec, slots);
     crate::ioloop::run(&mut link, &mut core);
     let mut r = core.finish(&link);
-    r.pacing = link.sleeper.pacing();
-    r.pacing.1 |= link.defer.used;
+    r.pacing = crate::ioloop::Driver::pacing(&mut link);
     r
 }
 
@@ -174,23 +174,7 @@ impl MuxLink {
         let slots = slots.clamp(1, 1 << 24) as usize;
         let now = Instant::now();
         // HTTP/2 writes the requests of one wake-up in one write per connection.
-        let interval = spec.pacer.as_ref().map(|p| p.interval());
-        let sleeper = Sleeper::new(
-            &poll,
-            open_loop,
-            interval,
-            crate::ioloop::pacing(plan, interval),
-        );
-        let defer = crate::defer::Defer::new(
-            &poll,
-            !open_loop
-                && matches!(
-                    plan.protocol(),
-                    crate::plan::Protocol::Http2 | crate::plan::Protocol::Http3
-                )
-                && crate::ioloop::stampable(plan),
-            now,
-        );
+        let (sleeper, defer) = crate::ioloop::waiting(&poll, plan, spec);
         let link = MuxLink {
             setup: setup.clone(),
             poll,
@@ -222,19 +206,8 @@ impl MuxLink {
 }
 
 impl crate::ioloop::Driver for MuxLink {
-    fn waiting(&mut self) -> (&mio::Poll, &mut Sleeper) {
-        (&self.poll, &mut self.sleeper)
-    }
-
-    /// Closed-loop deferral (`defer.rs`), else the sleeper's wait.
-    fn wait(
-        &mut self,
-        in_flight: u64,
-        events: &mut crate::sys::Events,
-        timeout: Option<std::time::Duration>,
-    ) -> std::io::Result<()> {
-        let (poll, sleeper) = (&self.poll, &mut self.sleeper);
-        self.defer.wait(poll, sleeper, in_flight, events, timeout)
+    fn waiting(&mut self) -> (&mio::Poll, &mut Sleeper, &mut crate::defer::Defer) {
+        (&self.poll, &mut self.sleeper, &mut self.defer)
     }
 
     fn first_deadline(&self) -> Option<Instant> {
@@ -269,12 +242,6 @@ impl crate::ioloop::Driver for MuxLink {
 }
 
 impl MuxLink {
-    /// Reads take the kernel's arrival stamps: answers may wait in their
-    /// sockets (the open loop's deferred answers, or the closed loop's).
-    fn stamps(&self) -> bool {
-        self.sleeper.defers() || self.defer.stamps()
-    }
-
     /// The state of slot `i` as the core sees it.
     fn slot_state(&self, i: u32) -> ConnState {
         let s = &self.slots[i as usize];

@@ -15,6 +15,7 @@ use super::udp::QuicIo;
 use super::MuxLink;
 use crate::core::Core;
 use crate::http3::Http3Session;
+use crate::ioloop::Driver;
 use crate::sys::io_msg;
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
@@ -91,7 +92,7 @@ impl MuxLink {
         let Some((resumed, early)) = sess.handshake_done() else {
             return;
         };
-        let took = now.saturating_duration_since(conn.connect_start);
+        let took = now.saturating_duration_since(conn.tcp.connect_start);
         core.connected(conn.first_user, took);
         core.rec.quic_handshake(resumed, early);
         if conn.state == CState::Handshaking {

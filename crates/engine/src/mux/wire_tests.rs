@@ -74,7 +74,7 @@ impl MuxLink {
             }
             let h2 = matches!(conn.proto, Proto::H2(_));
             match srv.accept(c, addr, h2) {
-                Connects::Accept => self.connected(core, c, now),
+                Connects::Accept => crate::tcp::connected(self, core, c, now),
                 Connects::Refuse => self.conn_failed(
                     core,
                     c,
