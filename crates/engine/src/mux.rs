@@ -27,10 +27,13 @@
 //! ([`crate::core::Link`]), `mux/transport.rs` connects and TLS (the steps
 //! shared with the HTTP/1 driver in `tcp.rs`), reads, writes
 //! and the sessions' events, `mux/quic.rs` QUIC's handshake and timers,
-//! `mux/udp.rs` QUIC's datagrams in and out (the worker's socket and
-//! endpoint; `quinn-udp`: batches, GSO, GRO), `mux/icmp.rs` its ICMP errors.
+//! `mux/endpoint.rs` the worker's one QUIC endpoint and its
+//! routes (no socket), `mux/udp.rs` QUIC's datagrams in and out (the worker's socket; `quinn-udp`: batches, GSO, GRO), `mux/icmp.rs` its ICMP errors.
 
 mod conn;
+mod endpoint;
+#[cfg(test)]
+mod endpoint_tests;
 mod icmp;
 mod link;
 mod quic;
@@ -121,9 +124,12 @@ pub(crate) struct MuxLink {
     groups: Vec<u32>,
     slots: Vec<SlotIo>,
     buf: Box<[u8]>,
-    /// HTTP/3: the worker's QUIC socket and endpoint (`mux/udp.rs`),
-    /// opened by its first QUIC connection.
+    /// HTTP/3: the worker's QUIC socket (`mux/udp.rs`) and its endpoint
+    /// (`mux/endpoint.rs`), made for its first QUIC connection.
     quic: Option<Box<udp::QuicIo>>,
+    quic_ep: Option<Box<endpoint::QuicEndpoint>>,
+    /// HTTP/3: connections the current read brought datagrams to.
+    touched: Vec<u32>,
     /// Requests on the wire or waiting for a stream, by deadline (a slot's
     /// entry counts while its generation matches).
     timeouts: BinaryHeap<Reverse<(Instant, u32, u32)>>,
@@ -184,6 +190,8 @@ impl MuxLink {
             slots: (0..slots).map(|_| SlotIo::new(now)).collect(),
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             quic: None,
+            quic_ep: None,
+            touched: Vec::new(),
             timeouts: BinaryHeap::new(),
             connect_timeouts: BinaryHeap::new(),
             quic_timers: BinaryHeap::new(),

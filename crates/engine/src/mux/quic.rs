@@ -11,6 +11,7 @@
 //! does not grow with the packets sent.
 
 use super::conn::{CState, Proto};
+use super::endpoint::QuicEndpoint;
 use super::udp::QuicIo;
 use super::MuxLink;
 use crate::core::Core;
@@ -37,30 +38,20 @@ impl MuxLink {
         if self.quic.is_none() {
             // Deferred answers: the socket stamps each datagram's arrival.
             let stamps = self.stamps();
-            match QuicIo::open(addr, h3.config.endpoint(), &self.poll, stamps) {
+            match QuicIo::open(addr, &self.poll, stamps) {
                 Ok(q) => self.quic = Some(Box::new(q)),
                 Err(e) => {
                     return self.conn_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now)
                 }
             }
         }
-        let Some(q) = self.quic.as_deref_mut() else {
-            return;
-        };
-        let session =
-            Http3Session::on_endpoint(&h3.config, &mut q.endpoint, addr, &h3.server_name, now);
-        let conn = &mut self.conns[c as usize];
-        conn.quic = true;
         core.socket_opened();
-        let session = match session {
-            Ok(mut s) => {
-                // `mux/udp.rs` builds the datagrams when it sends.
-                s.batched();
-                q.route(s.handle().0, c);
-                s
-            }
+        self.conns[c as usize].quic = true;
+        let session = match self.quic_session(c, now) {
+            Ok(s) => s,
             Err(m) => return self.conn_failed(core, c, ErrorKind::Other, Cow::Owned(m), now),
         };
+        let conn = &mut self.conns[c as usize];
         conn.proto = Proto::H3(Box::new(session));
         conn.state = CState::Handshaking;
         let deadline = now + core.plan.connect_timeout;
@@ -76,6 +67,17 @@ impl MuxLink {
             let conn = &self.conns[c as usize];
             self.connect_timeouts.push(Reverse((deadline, c, conn.gen)));
         }
+    }
+
+    /// QUIC connection `c`'s session, made on the worker's endpoint
+    /// (`mux/endpoint.rs`, made for its first connection) and routed to it.
+    pub(super) fn quic_session(&mut self, c: u32, now: Instant) -> Result<Http3Session, String> {
+        let setup = self.setup.clone();
+        let h3 = setup.h3.as_ref().ok_or("not an HTTP/3 run")?;
+        let ep = self
+            .quic_ep
+            .get_or_insert_with(|| Box::new(QuicEndpoint::new(h3.config.endpoint(), h3.addr)));
+        ep.connect(&h3.config, &h3.server_name, c, now)
     }
 
     /// Once QUIC connection `c`'s handshake completed: counts it (its time
