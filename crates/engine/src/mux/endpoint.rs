@@ -78,7 +78,7 @@ impl QuicEndpoint {
         ecn: Option<EcnCodepoint>,
         d: &[u8],
     ) -> Option<(u32, ConnectionEvent)> {
-        if !self.from_server(from) {
+        if !self.is_server(from) {
             return None;
         }
         if self.chunk.capacity() < d.len() {
@@ -99,7 +99,7 @@ impl QuicEndpoint {
 
     /// A datagram from `from` comes from the server (IP and port: an IPv6
     /// source may carry flow and scope fields the resolved address has not).
-    pub(super) fn from_server(&self, from: SocketAddr) -> bool {
+    pub(super) fn is_server(&self, from: SocketAddr) -> bool {
         (from.ip(), from.port()) == (self.server.ip(), self.server.port())
     }
 

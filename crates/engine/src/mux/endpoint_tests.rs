@@ -58,7 +58,7 @@ fn strangers_and_noise_reach_no_connection() {
     let _a = connect(&setup, &mut ep, 0);
     let server = setup.h3.as_ref().expect("HTTP/3").addr;
     let elsewhere: SocketAddr = "127.0.0.1:1".parse().expect("address");
-    assert!(ep.from_server(server) && !ep.from_server(elsewhere));
+    assert!(ep.is_server(server) && !ep.is_server(elsewhere));
     let now = Instant::now();
     // A short-header packet for a connection id nobody has.
     let mut noise = vec![0x40u8];

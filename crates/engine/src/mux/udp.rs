@@ -210,7 +210,7 @@ impl MuxLink {
             let mut bytes = 0;
             let mut routed = std::mem::take(&mut q.routed);
             for (i, (meta, buf)) in q.meta[..n].iter().zip(q.buf.chunks(RX_SLOT)).enumerate() {
-                if !ep.from_server(meta.addr) {
+                if !ep.is_server(meta.addr) {
                     continue;
                 }
                 let data = &buf[..meta.len.min(RX_SLOT)];
