@@ -22,6 +22,9 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
+/// Why opening a connection failed: the error's kind and its words.
+pub(crate) type Failure = (ErrorKind, Cow<'static, str>);
+
 /// A TCP connection (plain or TLS) of either driver.
 pub(crate) struct Tcp {
     pub(crate) sock: Option<TcpStream>,
@@ -73,14 +76,7 @@ pub(crate) trait Opening: Driver {
     /// connect time-out.
     fn opened(&mut self, core: &mut Core<'_>, c: u32, now: Instant);
     /// Opening connection `c` failed (connect, TLS start or handshake).
-    fn open_failed(
-        &mut self,
-        core: &mut Core<'_>,
-        c: u32,
-        kind: ErrorKind,
-        msg: Cow<'static, str>,
-        now: Instant,
-    );
+    fn open_failed(&mut self, core: &mut Core<'_>, c: u32, why: Failure, now: Instant);
     /// The slot whose request connection `c`'s connect time counts to.
     fn counted_to(&self, c: u32) -> u32;
     /// Connection `c`'s TLS handshake started.
@@ -125,7 +121,7 @@ pub(crate) fn connect<D: Opening>(
                 connected(d, core, c, Instant::now());
             }
         }
-        Err(e) => d.open_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now),
+        Err(e) => d.open_failed(core, c, (ErrorKind::from_io(&e, true), io_msg(&e)), now),
     }
 }
 
@@ -144,7 +140,7 @@ pub(crate) fn connect_event<D: Opening>(d: &mut D, core: &mut Core<'_>, c: u32) 
             Err(e) => e,
         },
     };
-    d.open_failed(core, c, ErrorKind::from_io(&err, true), io_msg(&err), now);
+    d.open_failed(core, c, (ErrorKind::from_io(&err, true), io_msg(&err)), now);
 }
 
 /// Connection `c`'s TCP connection is up: no delay, arrival stamps when
@@ -175,7 +171,7 @@ pub(crate) fn connected<D: Opening>(d: &mut D, core: &mut Core<'_>, c: u32, now:
             d.handshaking(c);
             handshake(d, core, c);
         }
-        Err(e) => d.open_failed(core, c, ErrorKind::Tls, Cow::Owned(e.to_string()), now),
+        Err(e) => d.open_failed(core, c, (ErrorKind::Tls, Cow::Owned(e.to_string())), now),
     }
 }
 
@@ -188,7 +184,7 @@ pub(crate) fn handshake<D: Opening>(d: &mut D, core: &mut Core<'_>, c: u32) {
         return;
     };
     match handshake_step(s, tls, &mut core.rec.counters.bytes_read) {
-        Err((kind, msg)) => d.open_failed(core, c, kind, msg, now),
+        Err(why) => d.open_failed(core, c, why, now),
         Ok(true) => {
             core.rec
                 .tls
@@ -207,7 +203,7 @@ fn handshake_step(
     s: &mut TcpStream,
     tls: &mut rustls::ClientConnection,
     bytes_read: &mut u64,
-) -> Result<bool, (ErrorKind, Cow<'static, str>)> {
+) -> Result<bool, Failure> {
     for _ in 0..64 {
         let mut progressed = false;
         while tls.wants_write() {

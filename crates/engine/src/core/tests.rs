@@ -1261,59 +1261,17 @@ fn http3_connections_on_one_endpoint_get_their_own_answers() {
     }
 }
 
-/// The requests each connection carried after `at`.
-fn carried_after(srv: &Server, at: Instant) -> [usize; 3] {
-    std::array::from_fn(|k| {
-        let after = |r: &&Req| r.conn == k as u32 && r.at > at;
-        srv.seen.iter().filter(after).count()
-    })
-}
-
-/// One connection closed by the server (CONNECTION_CLOSE, H3_NO_ERROR, at
-/// its 20th request): its unanswered requests go again on a new
-/// connection, the other two run on untouched, and every request ends
-/// once.
-#[test]
-fn http3_one_connection_closed_leaves_the_others_running() {
-    let closed = std::rc::Rc::new(std::cell::Cell::new(None));
-    let at = closed.clone();
+/// Connection 1's 20th request meets `reply` (a close or a reset) while
+/// connections 0 and 2 are busy: checked that they went on untouched, that
+/// connection 1 carried nothing more and that one new connection replaced
+/// it; the result and the server for the rest.
+fn http3_one_connection_ends(reply: Reply) -> (WorkerResult, Server) {
+    let when = std::rc::Rc::new(std::cell::Cell::new(None));
+    let at = when.clone();
     let (r, srv, most) = http3_shared(300, move |r, now| {
         if (r.conn, r.nth) == (1, 20) {
             at.set(Some(now));
-            return Reply::Close;
-        }
-        Reply::Answer(200, None)
-    });
-    let c = ledger(&r);
-    assert_eq!((c.sent, c.completed, c.failed), (300, 300, 0), "{c:?}");
-    assert!(c.retried >= 1, "the request met by the close went again");
-    assert_eq!(
-        srv.seen.len() as u64,
-        300 + c.retried,
-        "the others read once"
-    );
-    assert_eq!((srv.accepted, c.quic_handshakes), (4, 4), "one replacement");
-    assert!(most <= 4);
-    let after = carried_after(&srv, closed.get().expect("the close happened"));
-    assert_eq!(after[1], 0, "the closed connection carried nothing more");
-    assert!(
-        after[0] > 0 && after[2] > 0,
-        "the others went on: {after:?}"
-    );
-}
-
-/// One connection reset (the server lost its state: the client's next
-/// datagrams meet a stateless reset, which the worker's endpoint must know
-/// the token of): its requests end, the other two run on untouched, and
-/// every request ends once.
-#[test]
-fn http3_one_connection_reset_leaves_the_others_running() {
-    let reset = std::rc::Rc::new(std::cell::Cell::new(None));
-    let at = reset.clone();
-    let (r, srv, most) = http3_shared(300, move |r, now| {
-        if (r.conn, r.nth) == (1, 20) {
-            at.set(Some(now));
-            return Reply::Reset;
+            return reply.clone();
         }
         Reply::Answer(200, None)
     });
@@ -1324,15 +1282,47 @@ fn http3_one_connection_reset_leaves_the_others_running() {
         300,
         "every request ended once: {c:?}"
     );
-    // Those in flight on it (its four streams at most) failed as reset.
-    assert!((1..=4).contains(&c.failed), "{c:?}");
-    assert_eq!(errors(&r, ErrorKind::StatelessReset), c.failed);
     assert_eq!((srv.accepted, c.quic_handshakes), (4, 4), "one replacement");
     assert!(most <= 4);
-    let after = carried_after(&srv, reset.get().expect("the reset happened"));
-    assert_eq!(after[1], 0, "the reset connection carried nothing more");
+    let when = when.get().expect("the script's reply came");
+    let after: [usize; 3] = std::array::from_fn(|k| {
+        let later = |r: &&Req| r.conn == k as u32 && r.at > when;
+        srv.seen.iter().filter(later).count()
+    });
+    assert_eq!(after[1], 0, "the connection ended carried nothing more");
     assert!(
         after[0] > 0 && after[2] > 0,
         "the others went on: {after:?}"
     );
+    (r, srv)
+}
+
+/// One connection closed by the server (CONNECTION_CLOSE, H3_NO_ERROR, at
+/// its 20th request): its unanswered requests go again on a new
+/// connection, the other two run on untouched, and every request ends
+/// once.
+#[test]
+fn http3_one_connection_closed_leaves_the_others_running() {
+    let (r, srv) = http3_one_connection_ends(Reply::Close);
+    let c = ledger(&r);
+    assert_eq!((c.completed, c.failed), (300, 0), "{c:?}");
+    assert!(c.retried >= 1, "the request met by the close went again");
+    assert_eq!(
+        srv.seen.len() as u64,
+        300 + c.retried,
+        "the others read once"
+    );
+}
+
+/// One connection reset (the server lost its state: the client's next
+/// datagrams meet a stateless reset, which the worker's endpoint must know
+/// the token of): its requests end, the other two run on untouched, and
+/// every request ends once.
+#[test]
+fn http3_one_connection_reset_leaves_the_others_running() {
+    let (r, _) = http3_one_connection_ends(Reply::Reset);
+    let c = ledger(&r);
+    // Those in flight on it (its four streams at most) failed as reset.
+    assert!((1..=4).contains(&c.failed), "{c:?}");
+    assert_eq!(errors(&r, ErrorKind::StatelessReset), c.failed);
 }

@@ -9,6 +9,7 @@ use crate::core::{idempotent, Answered, Core};
 use crate::ioloop::Driver;
 use crate::session::{Event, H1Session, Session};
 use crate::sys::{self, io_msg};
+use crate::tcp::Failure;
 use crate::tls::TlsSetup;
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
@@ -575,14 +576,8 @@ impl crate::tcp::Opening for MuxLink {
         self.connect_timeouts.push(Reverse((deadline, c, gen)));
     }
 
-    fn open_failed(
-        &mut self,
-        core: &mut Core<'_>,
-        c: u32,
-        kind: ErrorKind,
-        msg: Cow<'static, str>,
-        now: Instant,
-    ) {
+    fn open_failed(&mut self, core: &mut Core<'_>, c: u32, why: Failure, now: Instant) {
+        let (kind, msg) = why;
         self.conn_failed(core, c, kind, msg, now);
     }
 

@@ -9,6 +9,7 @@ use super::{io_msg, H1Link};
 use crate::core::{Answered, ConnState, Core};
 use crate::session::{Event, Session};
 use crate::sys;
+use crate::tcp::Failure;
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
 use std::io::{ErrorKind as IoKind, Read, Write};
@@ -335,14 +336,8 @@ impl crate::tcp::Opening for H1Link {
         self.push(i, TimeoutList::Connects);
     }
 
-    fn open_failed(
-        &mut self,
-        core: &mut Core<'_>,
-        i: u32,
-        kind: ErrorKind,
-        msg: Cow<'static, str>,
-        now: Instant,
-    ) {
+    fn open_failed(&mut self, core: &mut Core<'_>, i: u32, why: Failure, now: Instant) {
+        let (kind, msg) = why;
         core.connect_failed(self, i, kind, msg, now);
     }
 
