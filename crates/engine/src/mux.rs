@@ -25,10 +25,11 @@
 //!
 //! `mux/conn.rs` holds the connection table, `mux/link.rs` the core's seam
 //! ([`crate::core::Link`]), `mux/transport.rs` connects and TLS (the steps
-//! shared with the HTTP/1 driver in `tcp.rs`), reads, writes
-//! and the sessions' events, `mux/quic.rs` QUIC's handshake and timers,
-//! `mux/endpoint.rs` the worker's one QUIC endpoint and its
-//! routes (no socket), `mux/udp.rs` QUIC's datagrams in and out (the worker's socket; `quinn-udp`: batches, GSO, GRO), `mux/icmp.rs` its ICMP errors.
+//! shared with the HTTP/1 driver in `tcp.rs`), reads, writes and the
+//! sessions' events, `mux/quic.rs` QUIC's handshake and timers,
+//! `mux/endpoint.rs` the worker's one QUIC endpoint and its routes (no
+//! socket), `mux/udp.rs` QUIC's datagrams in and out (the worker's socket;
+//! `quinn-udp`: batches, GSO, GRO), `mux/icmp.rs` its ICMP errors.
 
 mod conn;
 mod endpoint;

@@ -1,7 +1,8 @@
 //! The multiplexing driver's socket side: opening a connection (TCP, TLS
-//! with ALPN: `tcp.rs`'s steps, shared with the HTTP/1 driver), reading into its session and handing the session's events to
-//! the core for the slots they belong to, writing what the sessions have to
-//! send, and a connection's end (every slot on it told once).
+//! with ALPN: `tcp.rs`'s steps, shared with the HTTP/1 driver), reading
+//! into its session and handing the session's events to the core for the
+//! slots they belong to, writing what the sessions have to send, and a
+//! connection's end (every slot on it told once).
 
 use super::conn::{with_session, CState, Conn, Proto, NIL};
 use super::MuxLink;

@@ -1,6 +1,7 @@
 //! The HTTP/1 driver's connection table: a connection per slot (its socket
-//! and TLS session, `tcp.rs`'s [`Tcp`], HTTP/1.1 [`H1Session`] and the timing of the request it carries) and the two intrusive
-//! time-out FIFOs threaded through the slots (requests and connects have
+//! and TLS session, `tcp.rs`'s [`Tcp`], its HTTP/1.1 [`H1Session`] and the
+//! timing of the request it carries) and the two intrusive time-out FIFOs
+//! threaded through the slots (requests and connects have
 //! fixed time-outs, so deadlines arrive in order: O(1) per request, memory
 //! O(connections); scenario requests with their own time-outs are inserted in
 //! order, `push_sorted`).
