@@ -3,11 +3,13 @@
 //! next send time, which the timerfd times below poll's millisecond grain)
 //! and the poll-before-sleep wait; [`run`], the one event loop (a pass of
 //! the core's control loop, then the socket events until the next thing is
-//! due) every driver runs through [`Driver`]; and [`handshake`], a TLS
-//! handshake moved as far as the socket allows.
+//! due) every driver runs through [`Driver`], whose poller, sleeper and
+//! closed-loop deferral ([`Defer`]) are made once for both drivers
+//! ([`waiting`]). Opening a TCP connection is `tcp.rs`.
 
 use crate::core::{Core, Link};
-use crate::sys::{self, io_msg, Events};
+use crate::defer::Defer;
+use crate::sys::{self, Events};
 use crate::timer::{PreciseTimer, Spin};
 use mio::{Poll, Token};
 use redline_stats::ErrorKind;
@@ -258,73 +260,54 @@ impl Sleeper {
     }
 }
 
-/// Moves TLS handshake bytes both ways on a non-blocking socket until the
-/// handshake is done or the socket would block (bounded). `Ok(true)`: done;
-/// `Ok(false)`: waits for the socket; the error is the connect's. Bytes read
-/// are added to `bytes_read`.
-pub(crate) fn handshake(
-    s: &mut mio::net::TcpStream,
-    tls: &mut rustls::ClientConnection,
-    bytes_read: &mut u64,
-) -> Result<bool, (ErrorKind, Cow<'static, str>)> {
-    for _ in 0..64 {
-        let mut progressed = false;
-        while tls.wants_write() {
-            match tls.write_tls(s) {
-                Ok(_) => progressed = true,
-                Err(e) if e.kind() == IoKind::WouldBlock => break,
-                Err(e) if e.kind() == IoKind::Interrupted => {}
-                Err(e) => return Err((ErrorKind::from_io(&e, true), io_msg(&e))),
-            }
-        }
-        if !tls.is_handshaking() {
-            break;
-        }
-        if tls.wants_read() {
-            match tls.read_tls(s) {
-                Ok(0) => {
-                    let m = "connection closed during the TLS handshake";
-                    return Err((ErrorKind::Tls, m.into()));
-                }
-                Ok(n) => {
-                    *bytes_read += n as u64;
-                    progressed = true;
-                    if let Err(e) = tls.process_new_packets() {
-                        // Send the alert, then fail.
-                        let _ = tls.write_tls(s);
-                        return Err((ErrorKind::Tls, Cow::Owned(e.to_string())));
-                    }
-                }
-                Err(e) if e.kind() == IoKind::WouldBlock => {}
-                Err(e) if e.kind() == IoKind::Interrupted => progressed = true,
-                Err(e) => return Err((ErrorKind::from_io(&e, true), io_msg(&e))),
-            }
-        }
-        if !progressed {
-            break;
-        }
-    }
-    Ok(!tls.is_handshaking() && !tls.wants_write())
+/// A worker's sleeper and closed-loop deferral, made the same way for
+/// every driver: `spec`'s schedule paces the sleeper ([`pacing`]); a closed
+/// loop whose reads can carry the kernel's stamps may defer answers
+/// (`defer.rs`).
+pub(crate) fn waiting(
+    poll: &Poll,
+    plan: &crate::plan::Plan,
+    spec: &crate::core::spec::WorkerSpec,
+) -> (Sleeper, Defer) {
+    let open_loop = spec.pacer.is_some();
+    let interval = spec.pacer.as_ref().map(|p| p.interval());
+    let sleeper = Sleeper::new(poll, open_loop, interval, pacing(plan, interval));
+    let defer = Defer::new(poll, !open_loop && stampable(plan), Instant::now());
+    (sleeper, defer)
 }
 
 /// What the event loop asks of a driver besides the core's seam.
 pub(crate) trait Driver: Link {
-    /// Its poller and its sleeper (one borrow for both).
-    fn waiting(&mut self) -> (&Poll, &mut Sleeper);
-    /// Waits for socket events on its poller with its sleeper
-    /// ([`Sleeper::wait`]).
+    /// Its poller, its sleeper and its closed-loop deferral (one borrow for
+    /// all three).
+    fn waiting(&mut self) -> (&Poll, &mut Sleeper, &mut Defer);
+    /// Waits for socket events on its poller: closed-loop deferral
+    /// ([`Defer::wait`]), else the sleeper's wait ([`Sleeper::wait`]).
     fn wait(
         &mut self,
         in_flight: u64,
         events: &mut Events,
         timeout: Option<Duration>,
     ) -> std::io::Result<()> {
-        let (poll, sleeper) = self.waiting();
-        sleeper.wait(poll, in_flight, events, timeout)
+        let (poll, sleeper, defer) = self.waiting();
+        defer.wait(poll, sleeper, in_flight, events, timeout)
     }
     /// Its sleeper.
     fn sleeper(&mut self) -> &mut Sleeper {
         self.waiting().1
+    }
+    /// Reads take the kernel's arrival stamps: answers may wait in their
+    /// sockets (the open loop's deferred answers, or the closed loop's).
+    fn stamps(&mut self) -> bool {
+        let (_, sleeper, defer) = self.waiting();
+        sleeper.defers() || defer.stamps()
+    }
+    /// What the run record says of its pacing: the batch window and
+    /// whether answers were deferred (by the schedule or the closed loop).
+    fn pacing(&mut self) -> (Duration, bool) {
+        let (_, sleeper, defer) = self.waiting();
+        let (window, deferred) = sleeper.pacing();
+        (window, deferred || defer.used)
     }
     /// Its first time-out (a request's or a connect's).
     fn first_deadline(&self) -> Option<Instant>;

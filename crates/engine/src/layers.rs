@@ -1,7 +1,7 @@
 //! The engine's layers, checked: every `crate::…` path in a module's code
 //! (tests aside) must name a module of its own layer or a lower one, and the
-//! drivers never name each other (the event-loop parts they share,
-//! `ioloop` and `defer`, aside). The table below is the one in
+//! drivers never name each other (the parts they share, `ioloop`, `defer`
+//! and `tcp`, aside). The table below is the one in
 //! docs/ARCHITECTURE.md ("Layers"); a new module gets a row here.
 
 use std::path::Path;
@@ -33,7 +33,7 @@ fn layer(path: &str) -> Option<usize> {
         "plan" | "pacer" | "scenario" | "workload" | "redirect" | "gen" | "urls" | "har"
         | "replay" | "alpn" => "plan",
         "core" | "ledger" | "control" | "overdue" => "core",
-        "worker" | "mux" | "ioloop" | "defer" => "driver",
+        "worker" | "mux" | "ioloop" | "defer" | "tcp" => "driver",
         "run" | "lib" | "layers" => "run",
         _ => return None,
     };
@@ -123,7 +123,7 @@ fn imports_point_down() {
             } else if LAYERS[from] == "driver"
                 && to == from
                 && top(&rel) != top(&path)
-                && !matches!(top(&path).as_str(), "ioloop" | "defer")
+                && !matches!(top(&path).as_str(), "ioloop" | "defer" | "tcp")
             {
                 wrong.push(format!(
                     "{rel}: a driver imports the other driver (crate::{path})"

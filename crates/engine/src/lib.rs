@@ -47,6 +47,7 @@ pub(crate) mod overdue;
 pub(crate) mod defer;
 pub(crate) mod ioloop;
 pub(crate) mod mux;
+pub(crate) mod tcp;
 pub(crate) mod worker;
 // run: threads, the fd limit, the record.
 #[cfg(test)]

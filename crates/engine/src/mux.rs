@@ -24,12 +24,17 @@
 //!   `--timeout` from then, and submitted as soon as a stream ends.
 //!
 //! `mux/conn.rs` holds the connection table, `mux/link.rs` the core's seam
-//! ([`crate::core::Link`]), `mux/transport.rs` connects, TLS, reads, writes
-//! and the sessions' events, `mux/quic.rs` QUIC's handshake and timers,
-//! `mux/udp.rs` QUIC's datagrams in and out (the worker's socket and
-//! endpoint; `quinn-udp`: batches, GSO, GRO), `mux/icmp.rs` its ICMP errors.
+//! ([`crate::core::Link`]), `mux/transport.rs` connects and TLS (the steps
+//! shared with the HTTP/1 driver in `tcp.rs`), reads, writes and the
+//! sessions' events, `mux/quic.rs` QUIC's handshake and timers,
+//! `mux/endpoint.rs` the worker's one QUIC endpoint and its routes (no
+//! socket), `mux/udp.rs` QUIC's datagrams in and out (the worker's socket;
+//! `quinn-udp`: batches, GSO, GRO), `mux/icmp.rs` its ICMP errors.
 
 mod conn;
+mod endpoint;
+#[cfg(test)]
+mod endpoint_tests;
 mod icmp;
 mod link;
 mod quic;
@@ -120,9 +125,12 @@ pub(crate) struct MuxLink {
     groups: Vec<u32>,
     slots: Vec<SlotIo>,
     buf: Box<[u8]>,
-    /// HTTP/3: the worker's QUIC socket and endpoint (`mux/udp.rs`),
-    /// opened by its first QUIC connection.
+    /// HTTP/3: the worker's QUIC socket (`mux/udp.rs`) and its endpoint
+    /// (`mux/endpoint.rs`), made for its first QUIC connection.
     quic: Option<Box<udp::QuicIo>>,
+    quic_ep: Option<Box<endpoint::QuicEndpoint>>,
+    /// HTTP/3: connections the current read brought datagrams to.
+    touched: Vec<u32>,
     /// Requests on the wire or waiting for a stream, by deadline (a slot's
     /// entry counts while its generation matches).
     timeouts: BinaryHeap<Reverse<(Instant, u32, u32)>>,
@@ -151,8 +159,7 @@ pub fn run_worker(setup: &Arc<Setup>, plan: &Plan, spec: WorkerSpec, poll: Poll)
     let mut core = Core::new(plan, spec, slots);
     crate::ioloop::run(&mut link, &mut core);
     let mut r = core.finish(&link);
-    r.pacing = link.sleeper.pacing();
-    r.pacing.1 |= link.defer.used;
+    r.pacing = crate::ioloop::Driver::pacing(&mut link);
     r
 }
 
@@ -174,23 +181,7 @@ impl MuxLink {
         let slots = slots.clamp(1, 1 << 24) as usize;
         let now = Instant::now();
         // HTTP/2 writes the requests of one wake-up in one write per connection.
-        let interval = spec.pacer.as_ref().map(|p| p.interval());
-        let sleeper = Sleeper::new(
-            &poll,
-            open_loop,
-            interval,
-            crate::ioloop::pacing(plan, interval),
-        );
-        let defer = crate::defer::Defer::new(
-            &poll,
-            !open_loop
-                && matches!(
-                    plan.protocol(),
-                    crate::plan::Protocol::Http2 | crate::plan::Protocol::Http3
-                )
-                && crate::ioloop::stampable(plan),
-            now,
-        );
+        let (sleeper, defer) = crate::ioloop::waiting(&poll, plan, spec);
         let link = MuxLink {
             setup: setup.clone(),
             poll,
@@ -200,6 +191,8 @@ impl MuxLink {
             slots: (0..slots).map(|_| SlotIo::new(now)).collect(),
             buf: vec![0u8; READ_BUF].into_boxed_slice(),
             quic: None,
+            quic_ep: None,
+            touched: Vec::new(),
             timeouts: BinaryHeap::new(),
             connect_timeouts: BinaryHeap::new(),
             quic_timers: BinaryHeap::new(),
@@ -222,19 +215,8 @@ impl MuxLink {
 }
 
 impl crate::ioloop::Driver for MuxLink {
-    fn waiting(&mut self) -> (&mio::Poll, &mut Sleeper) {
-        (&self.poll, &mut self.sleeper)
-    }
-
-    /// Closed-loop deferral (`defer.rs`), else the sleeper's wait.
-    fn wait(
-        &mut self,
-        in_flight: u64,
-        events: &mut crate::sys::Events,
-        timeout: Option<std::time::Duration>,
-    ) -> std::io::Result<()> {
-        let (poll, sleeper) = (&self.poll, &mut self.sleeper);
-        self.defer.wait(poll, sleeper, in_flight, events, timeout)
+    fn waiting(&mut self) -> (&mio::Poll, &mut Sleeper, &mut crate::defer::Defer) {
+        (&self.poll, &mut self.sleeper, &mut self.defer)
     }
 
     fn first_deadline(&self) -> Option<Instant> {
@@ -269,12 +251,6 @@ impl crate::ioloop::Driver for MuxLink {
 }
 
 impl MuxLink {
-    /// Reads take the kernel's arrival stamps: answers may wait in their
-    /// sockets (the open loop's deferred answers, or the closed loop's).
-    fn stamps(&self) -> bool {
-        self.sleeper.defers() || self.defer.stamps()
-    }
-
     /// The state of slot `i` as the core sees it.
     fn slot_state(&self, i: u32) -> ConnState {
         let s = &self.slots[i as usize];

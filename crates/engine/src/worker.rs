@@ -15,7 +15,8 @@
 //!
 //! This file holds the event loop and its wait; `worker/link.rs` the core's
 //! seam ([`crate::core::Link`]), `worker/conns.rs` the connection slots and
-//! time-out FIFOs, `worker/transport.rs` connects, TLS, writes and reads.
+//! time-out FIFOs, `worker/transport.rs` connects (the steps shared with
+//! the multiplexing driver in `tcp.rs`), writes and reads.
 
 mod conns;
 mod link;
@@ -70,8 +71,7 @@ pub fn run_worker(plan: &Plan, spec: WorkerSpec, poll: Poll) -> WorkerResult {
     let mut core = Core::new(plan, spec, slots);
     crate::ioloop::run(&mut link, &mut core);
     let mut r = core.finish(&link);
-    r.pacing = link.sleeper.pacing();
-    r.pacing.1 |= link.defer.used;
+    r.pacing = crate::ioloop::Driver::pacing(&mut link);
     r
 }
 
@@ -80,18 +80,7 @@ impl H1Link {
     fn new(plan: &Plan, spec: &WorkerSpec, poll: Poll) -> (H1Link, usize) {
         let slots = spec.connections.min(u32::MAX as u64 - 2) as usize;
         let now = Instant::now();
-        let interval = spec.pacer.as_ref().map(|p| p.interval());
-        let sleeper = Sleeper::new(
-            &poll,
-            spec.pacer.is_some(),
-            interval,
-            crate::ioloop::pacing(plan, interval),
-        );
-        let defer = crate::defer::Defer::new(
-            &poll,
-            spec.pacer.is_none() && crate::ioloop::stampable(plan),
-            now,
-        );
+        let (sleeper, defer) = crate::ioloop::waiting(&poll, plan, spec);
         let link = H1Link {
             defer,
             poll,
@@ -121,19 +110,8 @@ impl H1Link {
 }
 
 impl crate::ioloop::Driver for H1Link {
-    fn waiting(&mut self) -> (&mio::Poll, &mut Sleeper) {
-        (&self.poll, &mut self.sleeper)
-    }
-
-    /// Closed-loop deferral (`defer.rs`), else the sleeper's wait.
-    fn wait(
-        &mut self,
-        in_flight: u64,
-        events: &mut crate::sys::Events,
-        timeout: Option<std::time::Duration>,
-    ) -> std::io::Result<()> {
-        let (poll, sleeper) = (&self.poll, &mut self.sleeper);
-        self.defer.wait(poll, sleeper, in_flight, events, timeout)
+    fn waiting(&mut self) -> (&mio::Poll, &mut Sleeper, &mut crate::defer::Defer) {
+        (&self.poll, &mut self.sleeper, &mut self.defer)
     }
 
     fn first_deadline(&self) -> Option<Instant> {
@@ -150,8 +128,8 @@ impl crate::ioloop::Driver for H1Link {
             return;
         }
         match self.conns[i as usize].state {
-            ConnState::Connecting => self.on_connect_event(core, i),
-            ConnState::Handshaking => self.drive_handshake(core, i),
+            ConnState::Connecting => crate::tcp::connect_event(self, core, i),
+            ConnState::Handshaking => crate::tcp::handshake(self, core, i),
             ConnState::Writing => {
                 if ev.is_writable() || ev.is_error() {
                     self.write_more(core, i);
@@ -174,7 +152,7 @@ impl crate::ioloop::Driver for H1Link {
     fn shutdown(&mut self, _core: &mut Core<'_>) {
         // Close what is left.
         for c in &mut self.conns {
-            if let Some(s) = c.sock.take() {
+            if let Some(s) = c.tcp.sock.take() {
                 let _ = self.poll.registry().deregister(&mut { s });
             }
         }

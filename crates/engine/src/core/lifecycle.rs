@@ -34,7 +34,10 @@ pub(crate) struct Answered {
 
 impl Answered {
     /// The answer of an [`Event::Done`] (None for other events), with its
-    /// timing from the driver.
+    /// timing from the driver. Inlined: it is on every driver's hot path
+    /// (on the HTTP/1 worker's, called from another codegen unit it cost 47
+    /// instructions more per request, callgrind).
+    #[inline]
     pub(crate) fn from_event(
         ev: Event,
         sent: Instant,

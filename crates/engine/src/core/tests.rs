@@ -1208,3 +1208,121 @@ fn http3_resumed_connections_send_requests_in_0rtt() {
         "the server saw them early"
     );
 }
+
+// HTTP/3: several connections on the worker's one QUIC endpoint
+// (`mux/endpoint.rs`), as the driver shares it: the server's datagrams of
+// every connection come back in one interleaved read and are routed by the
+// endpoint (`mux/wire_tests.rs`).
+
+/// Three connections of four streams each on one endpoint, under load and
+/// run through `watch`: a request that ends on another connection than its
+/// own would fail its QUIC packet's decryption there and never be answered.
+/// Returns the result, the server, and the most connections routed at once.
+fn http3_shared(
+    requests: u64,
+    script: impl FnMut(&Req, Instant) -> Reply + 'static,
+) -> (WorkerResult, Server, usize) {
+    let p = plan::<H3Net>(|a| {
+        a.requests = Some(requests);
+        a.connections = Some(3);
+        a.streams = Some(4);
+    });
+    let mut srv = Server::new(script);
+    let mut run = Run::<H3Net>::new(&p, &[]);
+    let mut most = 0;
+    let mut wrong = Vec::new();
+    let done = run.until(&mut srv, MS, Duration::from_secs(30), |_, link, t| {
+        // Every open QUIC connection is routed, and no other: one that
+        // went was forgotten by the endpoint (once: the endpoint knows no
+        // more connections than it routes).
+        let (routed, known) = link.endpoint();
+        most = most.max(routed);
+        if routed != link.quic_open() || known > routed {
+            wrong.push((t, routed, known, link.quic_open()));
+        }
+    });
+    assert!(done, "the worker did not finish");
+    assert!(wrong.is_empty(), "(time, routed, known, open): {wrong:?}");
+    (run.finish(), srv, most)
+}
+
+/// Answers reach the right connection: every request answered once, each
+/// connection carrying its share.
+#[test]
+fn http3_connections_on_one_endpoint_get_their_own_answers() {
+    let (r, srv, most) = http3_shared(300, |_, _| Reply::Answer(200, None));
+    let c = ledger(&r);
+    assert_eq!((c.sent, c.completed, c.failed, c.retried), (300, 300, 0, 0));
+    assert_eq!(srv.seen.len(), 300, "each request read once");
+    assert_eq!((srv.accepted, most, c.quic_handshakes), (3, 3, 3));
+    for k in 0..3 {
+        let n = srv.seen.iter().filter(|r| r.conn == k).count();
+        assert!(n >= 50, "connection {k} carried {n} requests");
+    }
+}
+
+/// Connection 1's 20th request meets `reply` (a close or a reset) while
+/// connections 0 and 2 are busy: checked that they went on untouched, that
+/// connection 1 carried nothing more and that one new connection replaced
+/// it; the result and the server for the rest.
+fn http3_one_connection_ends(reply: Reply) -> (WorkerResult, Server) {
+    let when = std::rc::Rc::new(std::cell::Cell::new(None));
+    let at = when.clone();
+    let (r, srv, most) = http3_shared(300, move |r, now| {
+        if (r.conn, r.nth) == (1, 20) {
+            at.set(Some(now));
+            return reply.clone();
+        }
+        Reply::Answer(200, None)
+    });
+    let c = ledger(&r);
+    assert_eq!(c.sent, 300, "{c:?}");
+    assert_eq!(
+        c.completed + c.failed,
+        300,
+        "every request ended once: {c:?}"
+    );
+    assert_eq!((srv.accepted, c.quic_handshakes), (4, 4), "one replacement");
+    assert!(most <= 4);
+    let when = when.get().expect("the script's reply came");
+    let after: [usize; 3] = std::array::from_fn(|k| {
+        let later = |r: &&Req| r.conn == k as u32 && r.at > when;
+        srv.seen.iter().filter(later).count()
+    });
+    assert_eq!(after[1], 0, "the connection ended carried nothing more");
+    assert!(
+        after[0] > 0 && after[2] > 0,
+        "the others went on: {after:?}"
+    );
+    (r, srv)
+}
+
+/// One connection closed by the server (CONNECTION_CLOSE, H3_NO_ERROR, at
+/// its 20th request): its unanswered requests go again on a new
+/// connection, the other two run on untouched, and every request ends
+/// once.
+#[test]
+fn http3_one_connection_closed_leaves_the_others_running() {
+    let (r, srv) = http3_one_connection_ends(Reply::Close);
+    let c = ledger(&r);
+    assert_eq!((c.completed, c.failed), (300, 0), "{c:?}");
+    assert!(c.retried >= 1, "the request met by the close went again");
+    assert_eq!(
+        srv.seen.len() as u64,
+        300 + c.retried,
+        "the others read once"
+    );
+}
+
+/// One connection reset (the server lost its state: the client's next
+/// datagrams meet a stateless reset, which the worker's endpoint must know
+/// the token of): its requests end, the other two run on untouched, and
+/// every request ends once.
+#[test]
+fn http3_one_connection_reset_leaves_the_others_running() {
+    let (r, _) = http3_one_connection_ends(Reply::Reset);
+    let c = ledger(&r);
+    // Those in flight on it (its four streams at most) failed as reset.
+    assert!((1..=4).contains(&c.failed), "{c:?}");
+    assert_eq!(errors(&r, ErrorKind::StatelessReset), c.failed);
+}

@@ -144,6 +144,10 @@ pub(crate) enum Reply {
     /// Closes the connection without an answer (HTTP/3: CONNECTION_CLOSE
     /// with H3_NO_ERROR).
     Close,
+    /// HTTP/3: the server loses the connection's state without a word, so
+    /// the client's next datagrams meet a stateless reset. HTTP/1.1 and
+    /// HTTP/2: closes the connection.
+    Reset,
 }
 
 /// What the server does with a connect.
@@ -636,7 +640,7 @@ impl Peer {
                 true
             }
             (Reply::Wait, _) => false,
-            (Reply::Refuse | Reply::GoAway | Reply::Close, _) => true,
+            (Reply::Refuse | Reply::GoAway | Reply::Close | Reply::Reset, _) => true,
         }
     }
 }

@@ -1,11 +1,10 @@
-//! The multiplexing driver's connection table: a connection is a socket,
-//! its TLS session and a [`Proto`] session with the slots it carries; a
+//! The multiplexing driver's connection table: a connection is a socket
+//! and its TLS session (`tcp.rs`'s [`Tcp`]) and a [`Proto`] session with the slots it carries; a
 //! slot's I/O state ([`SlotIo`]) is its request's stream and timing.
 
 use crate::http3::Http3Session;
 use crate::session::{H1Session, Http2Session, RequestId, Session};
-use crate::tls::TlsSetup;
-use mio::net::TcpStream;
+use crate::tcp::Tcp;
 use std::time::Instant;
 
 pub(super) const NIL: u32 = u32::MAX;
@@ -68,7 +67,9 @@ pub(super) enum CState {
 
 /// One connection.
 pub(super) struct Conn {
-    pub(super) sock: Option<TcpStream>,
+    /// A TCP connection's socket and TLS (`tcp.rs`, shared with the HTTP/1
+    /// driver); a QUIC connection's connect timing.
+    pub(super) tcp: Tcp,
     /// HTTP/3: a QUIC connection on the worker's socket (`mux/udp.rs`),
     /// counted open until it is shut.
     pub(super) quic: bool,
@@ -77,9 +78,6 @@ pub(super) struct Conn {
     /// HTTP/3: the QUIC timer deadline its entry in the driver's timer
     /// heap has (None: no live entry).
     pub(super) quic_timer: Option<Instant>,
-    pub(super) tls: Option<Box<rustls::ClientConnection>>,
-    /// TLS to start once connected.
-    pub(super) tls_setup: Option<TlsSetup>,
     pub(super) state: CState,
     pub(super) proto: Proto,
     /// The own-origin group it serves (NIL: a slot's private connection).
@@ -94,8 +92,6 @@ pub(super) struct Conn {
     pub(super) submitted: u64,
     /// It takes no more requests (`--requests-per-conn` reached).
     pub(super) full: bool,
-    /// When the connect (then the handshake) started.
-    pub(super) connect_start: Instant,
     /// Bumped when it closes, so its stale connect time-out is skipped.
     pub(super) gen: u32,
     /// Bytes read not yet counted to a request (the per-second series).
@@ -123,12 +119,10 @@ pub(super) struct Conn {
 impl Conn {
     pub(super) fn new(now: Instant) -> Conn {
         Conn {
-            sock: None,
+            tcp: Tcp::new(now),
             quic: false,
             touched: false,
             quic_timer: None,
-            tls: None,
-            tls_setup: None,
             state: CState::Closed,
             proto: Proto::H2(Box::default()),
             group: NIL,
@@ -137,7 +131,6 @@ impl Conn {
             blocked: Vec::new(),
             submitted: 0,
             full: false,
-            connect_start: now,
             gen: 0,
             unattributed: 0,
             own: true,
@@ -158,8 +151,7 @@ impl Conn {
 
     /// Its TCP socket's descriptor.
     pub(super) fn fd(&self) -> Option<std::os::fd::RawFd> {
-        use std::os::fd::AsRawFd;
-        self.sock.as_ref().map(|s| s.as_raw_fd())
+        self.tcp.fd()
     }
 }
 

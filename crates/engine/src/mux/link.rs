@@ -220,7 +220,7 @@ impl MuxLink {
                 now,
             );
         }
-        let tls = conn.tls.is_some();
+        let tls = conn.tcp.tls.is_some();
         let submitted = match &mut conn.proto {
             Proto::H2(sess) => match what {
                 Outgoing::Plan { .. } => sess.submit(&self.setup.request, want),

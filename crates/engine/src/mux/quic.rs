@@ -11,10 +11,12 @@
 //! does not grow with the packets sent.
 
 use super::conn::{CState, Proto};
+use super::endpoint::QuicEndpoint;
 use super::udp::QuicIo;
 use super::MuxLink;
 use crate::core::Core;
 use crate::http3::Http3Session;
+use crate::ioloop::Driver;
 use crate::sys::io_msg;
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
@@ -36,30 +38,20 @@ impl MuxLink {
         if self.quic.is_none() {
             // Deferred answers: the socket stamps each datagram's arrival.
             let stamps = self.stamps();
-            match QuicIo::open(addr, h3.config.endpoint(), &self.poll, stamps) {
+            match QuicIo::open(addr, &self.poll, stamps) {
                 Ok(q) => self.quic = Some(Box::new(q)),
                 Err(e) => {
                     return self.conn_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now)
                 }
             }
         }
-        let Some(q) = self.quic.as_deref_mut() else {
-            return;
-        };
-        let session =
-            Http3Session::on_endpoint(&h3.config, &mut q.endpoint, addr, &h3.server_name, now);
-        let conn = &mut self.conns[c as usize];
-        conn.quic = true;
         core.socket_opened();
-        let session = match session {
-            Ok(mut s) => {
-                // `mux/udp.rs` builds the datagrams when it sends.
-                s.batched();
-                q.route(s.handle().0, c);
-                s
-            }
+        self.conns[c as usize].quic = true;
+        let session = match self.quic_session(c, now) {
+            Ok(s) => s,
             Err(m) => return self.conn_failed(core, c, ErrorKind::Other, Cow::Owned(m), now),
         };
+        let conn = &mut self.conns[c as usize];
         conn.proto = Proto::H3(Box::new(session));
         conn.state = CState::Handshaking;
         let deadline = now + core.plan.connect_timeout;
@@ -77,6 +69,17 @@ impl MuxLink {
         }
     }
 
+    /// QUIC connection `c`'s session, made on the worker's endpoint
+    /// (`mux/endpoint.rs`, made for its first connection) and routed to it.
+    pub(super) fn quic_session(&mut self, c: u32, now: Instant) -> Result<Http3Session, String> {
+        let setup = self.setup.clone();
+        let h3 = setup.h3.as_ref().ok_or("not an HTTP/3 run")?;
+        let ep = self
+            .quic_ep
+            .get_or_insert_with(|| Box::new(QuicEndpoint::new(h3.config.endpoint(), h3.addr)));
+        ep.connect(&h3.config, &h3.server_name, c, now)
+    }
+
     /// Once QUIC connection `c`'s handshake completed: counts it (its time
     /// is the connect time: QUIC's handshake is its connect and its TLS at
     /// once; resumed or not, early data accepted or not) and makes a
@@ -91,7 +94,7 @@ impl MuxLink {
         let Some((resumed, early)) = sess.handshake_done() else {
             return;
         };
-        let took = now.saturating_duration_since(conn.connect_start);
+        let took = now.saturating_duration_since(conn.tcp.connect_start);
         core.connected(conn.first_user, took);
         core.rec.quic_handshake(resumed, early);
         if conn.state == CState::Handshaking {

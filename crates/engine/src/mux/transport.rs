@@ -1,16 +1,17 @@
 //! The multiplexing driver's socket side: opening a connection (TCP, TLS
-//! with ALPN), reading into its session and handing the session's events to
-//! the core for the slots they belong to, writing what the sessions have to
-//! send, and a connection's end (every slot on it told once).
+//! with ALPN: `tcp.rs`'s steps, shared with the HTTP/1 driver), reading
+//! into its session and handing the session's events to the core for the
+//! slots they belong to, writing what the sessions have to send, and a
+//! connection's end (every slot on it told once).
 
 use super::conn::{with_session, CState, Conn, Proto, NIL};
 use super::MuxLink;
 use crate::core::{idempotent, Answered, Core};
+use crate::ioloop::Driver;
 use crate::session::{Event, H1Session, Session};
 use crate::sys::{self, io_msg};
+use crate::tcp::Failure;
 use crate::tls::TlsSetup;
-use mio::net::TcpStream;
-use mio::{Interest, Token};
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
 use std::cmp::Reverse;
@@ -61,12 +62,11 @@ impl MuxLink {
         let own_tls = self.own_tls.clone();
         let conn = &mut self.conns[c as usize];
         conn.state = CState::Connecting;
-        conn.connect_start = now;
         conn.first_user = i;
         conn.addr = Some(addr);
         // The run's origin speaks HTTP/2; another https origin picks by
         // ALPN; another cleartext one gets h2c in an h2c run, else HTTP/1.1.
-        conn.tls_setup = match (conn.own, tls) {
+        let tls = match (conn.own, tls) {
             (true, Some(_)) => own_tls,
             (false, Some(t)) => {
                 let mut cfg = (*t.config).clone();
@@ -79,11 +79,12 @@ impl MuxLink {
             }
             (_, None) => None,
         };
-        conn.proto = if conn.own || conn.tls_setup.is_some() || h2c {
+        conn.proto = if conn.own || tls.is_some() || h2c {
             Proto::H2(Box::default())
         } else {
             Proto::H1(Box::new(H1Session::new(1)))
         };
+        conn.tcp.begin(tls, now);
         let quic = self.setup.h3.is_some() && conn.own;
         #[cfg(test)]
         if super::wire_tests::offline(self, core, c, now) {
@@ -92,64 +93,15 @@ impl MuxLink {
         if quic {
             return self.dial_quic(core, c, now);
         }
-        match TcpStream::connect(addr) {
-            Ok(mut s) => {
-                if let Err(e) = self.poll.registry().register(
-                    &mut s,
-                    Token(c as usize),
-                    Interest::READABLE | Interest::WRITABLE,
-                ) {
-                    return self.conn_failed(
-                        core,
-                        c,
-                        ErrorKind::from_io(&e, true),
-                        io_msg(&e),
-                        now,
-                    );
-                }
-                let conn = &mut self.conns[c as usize];
-                conn.sock = Some(s);
-                core.socket_opened();
-                let deadline = now + core.plan.connect_timeout;
-                self.connect_timeouts.push(Reverse((deadline, c, conn.gen)));
-                if conn.sock.as_ref().is_some_and(|s| s.peer_addr().is_ok()) {
-                    self.connected(core, c, Instant::now());
-                }
-            }
-            Err(e) => self.conn_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now),
-        }
+        crate::tcp::connect(self, core, c, addr, now);
     }
 
     /// A poller event on connection `c`.
     pub(super) fn conn_event(&mut self, core: &mut Core<'_>, c: u32, ev: crate::sys::Event) {
-        let now = Instant::now();
         match self.conns[c as usize].state {
             CState::Closed => {}
-            CState::Connecting => {
-                let Some(s) = self.conns[c as usize].sock.as_ref() else {
-                    return;
-                };
-                match s.take_error() {
-                    Ok(Some(e)) | Err(e) => {
-                        return self.conn_failed(
-                            core,
-                            c,
-                            ErrorKind::from_io(&e, true),
-                            io_msg(&e),
-                            now,
-                        )
-                    }
-                    Ok(None) => {}
-                }
-                match s.peer_addr() {
-                    Ok(_) => self.connected(core, c, now),
-                    Err(e) if e.kind() == IoKind::NotConnected => {}
-                    Err(e) => {
-                        self.conn_failed(core, c, ErrorKind::from_io(&e, true), io_msg(&e), now)
-                    }
-                }
-            }
-            CState::Handshaking => self.drive_handshake(core, c),
+            CState::Connecting => crate::tcp::connect_event(self, core, c),
+            CState::Handshaking => crate::tcp::handshake(self, core, c),
             CState::Open => {
                 if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                     self.read(core, c, ev.is_read_closed() || ev.is_error());
@@ -158,74 +110,6 @@ impl MuxLink {
                     self.flush(core, c);
                 }
             }
-        }
-    }
-
-    /// TCP is up: counts the connect time, then TLS or the preface.
-    pub(super) fn connected(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
-        let stamps = self.stamps();
-        let conn = &mut self.conns[c as usize];
-        if let Some(s) = conn.sock.as_ref() {
-            let _ = s.set_nodelay(true);
-            // Deferred answers: the kernel stamps when they arrived.
-            if stamps {
-                sys::stamp_arrivals(s.as_raw_fd());
-            }
-        }
-        let took = now.saturating_duration_since(conn.connect_start);
-        core.connected(conn.first_user, took);
-        if let Some(t) = conn.tls_setup.take() {
-            match rustls::ClientConnection::new(t.config, t.server_name) {
-                Ok(tls) => {
-                    conn.tls = Some(Box::new(tls));
-                    conn.connect_start = now;
-                    conn.state = CState::Handshaking;
-                    self.drive_handshake(core, c);
-                }
-                Err(e) => self.conn_failed(core, c, ErrorKind::Tls, Cow::Owned(e.to_string()), now),
-            }
-            return;
-        }
-        self.ready(core, c, now);
-    }
-
-    /// Moves TLS handshake bytes both ways until it is done or the socket would
-    /// block; done, it checks the protocol the server picked by ALPN.
-    fn drive_handshake(&mut self, core: &mut Core<'_>, c: u32) {
-        let now = Instant::now();
-        let conn = &mut self.conns[c as usize];
-        let (Some(s), Some(tls)) = (conn.sock.as_mut(), conn.tls.as_mut()) else {
-            return;
-        };
-        let result = crate::ioloop::handshake(s, tls, &mut core.rec.counters.bytes_read);
-        match result {
-            Err((kind, msg)) => self.conn_failed(core, c, kind, msg, now),
-            Ok(true) => {
-                core.rec
-                    .tls
-                    .record(now.saturating_duration_since(conn.connect_start));
-                let h2 = tls.alpn_protocol() == Some(b"h2");
-                if conn.own && !h2 {
-                    let msg = format!(
-                        "the server at {} did not offer HTTP/2 (ALPN h2) over TLS; \
-                         run without --http2 to test it with HTTP/1.1",
-                        core.plan.target.display
-                    );
-                    self.fatal(core, msg);
-                    return self.conn_failed(
-                        core,
-                        c,
-                        ErrorKind::Other,
-                        "the server did not offer HTTP/2".into(),
-                        now,
-                    );
-                }
-                if conn.either && !h2 {
-                    conn.proto = Proto::H1(Box::new(H1Session::new(1)));
-                }
-                self.ready(core, c, now);
-            }
-            Ok(false) => {}
         }
     }
 
@@ -393,7 +277,8 @@ impl MuxLink {
             let conn = &mut self.conns[c as usize];
             let Some(fd) = conn.fd() else { return };
             let now = Instant::now();
-            let got = if let (Some(tls), Some(s)) = (conn.tls.as_mut(), conn.sock.as_mut()) {
+            let got = if let (Some(tls), Some(s)) = (conn.tcp.tls.as_mut(), conn.tcp.sock.as_mut())
+            {
                 // Deferred answers carry the kernel's arrival stamp.
                 let mut from = sys::TimedReader {
                     fd: s.as_raw_fd(),
@@ -545,10 +430,12 @@ impl MuxLink {
     /// HTTP/1 server's answer to the preface names the problem).
     fn last_words(&mut self, core: &mut Core<'_>, c: u32) {
         let conn = &mut self.conns[c as usize];
-        if conn.state != CState::Open || conn.eof || conn.tls.is_some() {
+        if conn.state != CState::Open || conn.eof || conn.tcp.tls.is_some() {
             return;
         }
-        let Some(s) = conn.sock.as_ref() else { return };
+        let Some(s) = conn.tcp.sock.as_ref() else {
+            return;
+        };
         for _ in 0..64 {
             match sys::recv(s.as_raw_fd(), &mut self.buf) {
                 Ok(n) if n > 0 => {
@@ -583,7 +470,7 @@ impl MuxLink {
             return self.send_datagrams(core, c);
         }
         let Some(fd) = conn.fd() else { return };
-        let result = if let (Some(tls), Some(s)) = (conn.tls.as_mut(), conn.sock.as_mut()) {
+        let result = if let (Some(tls), Some(s)) = (conn.tcp.tls.as_mut(), conn.tcp.sock.as_mut()) {
             let bytes = conn.proto.pending_out();
             if !bytes.is_empty() {
                 let _ = tls.writer().write_all(bytes);
@@ -649,7 +536,7 @@ impl MuxLink {
                 Proto::H3(sess) => sess.close(),
                 _ => {}
             }
-            if let Some(tls) = conn.tls.as_mut() {
+            if let Some(tls) = conn.tcp.tls.as_mut() {
                 tls.send_close_notify();
             }
             // Best effort: what fits in the socket buffer now.
@@ -659,12 +546,10 @@ impl MuxLink {
             self.quic_release(c);
         }
         let conn = &mut self.conns[c as usize];
-        if conn.sock.take().is_some() | std::mem::take(&mut conn.quic) {
+        if conn.tcp.close() | std::mem::take(&mut conn.quic) {
             core.open -= 1;
         }
         conn.quic_timer = None;
-        conn.tls = None;
-        conn.tls_setup = None;
         conn.state = CState::Closed;
         conn.gen = conn.gen.wrapping_add(1);
         conn.dirty = false;
@@ -675,5 +560,62 @@ impl MuxLink {
             conn.group = NIL;
             self.free_conns.push(c);
         }
+    }
+}
+
+/// Opening a TCP connection (the run's origin, another origin's, a
+/// redirect's): the steps are `tcp.rs`'s.
+impl crate::tcp::Opening for MuxLink {
+    #[inline]
+    fn tcp(&mut self, c: u32) -> &mut crate::tcp::Tcp {
+        &mut self.conns[c as usize].tcp
+    }
+
+    fn opened(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+        let deadline = now + core.plan.connect_timeout;
+        let gen = self.conns[c as usize].gen;
+        self.connect_timeouts.push(Reverse((deadline, c, gen)));
+    }
+
+    fn open_failed(&mut self, core: &mut Core<'_>, c: u32, why: Failure, now: Instant) {
+        let (kind, msg) = why;
+        self.conn_failed(core, c, kind, msg, now);
+    }
+
+    fn counted_to(&self, c: u32) -> u32 {
+        self.conns[c as usize].first_user
+    }
+
+    fn handshaking(&mut self, c: u32) {
+        self.conns[c as usize].state = CState::Handshaking;
+    }
+
+    /// Up: over TLS, the protocol the server picked by ALPN is checked
+    /// first (the run's origin must pick h2; another origin that did not
+    /// gets HTTP/1.1); then [`MuxLink::ready`].
+    fn up(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+        let conn = &mut self.conns[c as usize];
+        if let Some(tls) = conn.tcp.tls.as_ref() {
+            let h2 = tls.alpn_protocol() == Some(b"h2");
+            if conn.own && !h2 {
+                let msg = format!(
+                    "the server at {} did not offer HTTP/2 (ALPN h2) over TLS; \
+                     run without --http2 to test it with HTTP/1.1",
+                    core.plan.target.display
+                );
+                self.fatal(core, msg);
+                return self.conn_failed(
+                    core,
+                    c,
+                    ErrorKind::Other,
+                    "the server did not offer HTTP/2".into(),
+                    now,
+                );
+            }
+            if conn.either && !h2 {
+                conn.proto = Proto::H1(Box::new(H1Session::new(1)));
+            }
+        }
+        self.ready(core, c, now);
     }
 }

@@ -1,11 +1,13 @@
 //! The multiplexing driver's datagram I/O for QUIC connections (`--http3`):
-//! one unconnected UDP socket and one `quinn-proto` endpoint per worker
-//! ([`QuicIo`]), shared by every QUIC connection of it. A read is
+//! one unconnected UDP socket per worker ([`QuicIo`]) beside its one
+//! `quinn-proto` endpoint (`mux/endpoint.rs`, without a socket), shared by
+//! every QUIC connection of it. A read is
 //! `recvmmsg` (several datagrams per call, and with GRO several datagrams
 //! per buffer, split at their stride) for every connection at once: the
-//! endpoint names each datagram's connection (its handle, routed through
-//! `routes` to the driver's connection), the session takes it, and each
-//! connection's events are processed once per batch. A connection's
+//! endpoint names each datagram's connection (its handle, routed to the
+//! driver's connection), the session takes it, and each
+//! connection's events are processed once per batch ([`MuxLink::deliver`],
+//! which the mode tests' offline network feeds too). A connection's
 //! datagrams are built when it is flushed (the requests and
 //! acknowledgements of a pass share them) and written with `sendmsg` to the
 //! server (with GSO, a batch of equal-size datagrams in one call).
@@ -24,13 +26,12 @@
 //! of different stamps are processed one stamp at a time, so an answer
 //! ends when the datagram that completed it arrived.
 
-use super::conn::{CState, Proto, NIL};
+use super::conn::{CState, Proto};
 use super::MuxLink;
 use crate::core::Core;
 use crate::sys::io_msg;
-use bytes::BytesMut;
 use mio::{Interest, Token};
-use quinn_proto::{DatagramEvent, EcnCodepoint, Endpoint};
+use quinn_proto::EcnCodepoint;
 use quinn_udp::{RecvMeta, Transmit, UdpSockRef, UdpSocketState};
 use redline_stats::ErrorKind;
 use std::io::{ErrorKind as IoKind, IoSliceMut};
@@ -47,10 +48,6 @@ const RX_BATCH: usize = 8;
 const RX_SLOT: usize = 64 * 1024;
 /// Batches read per event, at most.
 const RX_PASSES: usize = 1024;
-/// Datagrams in are copied into chunks of this size, one after the other
-/// (`quinn-proto` takes each as an owned `BytesMut` and keeps views of it
-/// for stream data): one allocation per chunk, not per datagram.
-const RX_CHUNK: usize = 64 * 1024;
 /// The receive buffer the socket asks for: every connection's answers
 /// queue there (the kernel's default, ~200 KiB, holds ~90 datagrams).
 const RCVBUF: i32 = 4 << 20;
@@ -61,16 +58,16 @@ const TX_SEGMENTS: usize = 10;
 /// ICMP errors read from the queue per socket error, at most.
 const ERRORS: usize = 64;
 
-/// The worker's QUIC socket and endpoint, shared by its QUIC connections.
+/// A datagram routed to a connection: the connection, its generation then,
+/// the event that carries the datagram, its arrival and size.
+pub(super) type Routed = (u32, u32, quinn_proto::ConnectionEvent, Instant, usize);
+
+/// The worker's QUIC socket, shared by its QUIC connections.
 pub(super) struct QuicIo {
     sock: mio::net::UdpSocket,
     state: UdpSocketState,
-    pub(super) endpoint: Endpoint,
-    /// The server: datagrams from elsewhere are dropped, as a connected
-    /// socket would.
+    /// The server (whose ICMP errors fail the connections).
     server: SocketAddr,
-    /// Connection handle → the driver's connection (NIL: none).
-    routes: Vec<u32>,
     buf: Vec<u8>,
     meta: Vec<RecvMeta>,
     /// Each buffer's arrival age by the kernel's stamp (stamped reads).
@@ -79,16 +76,8 @@ pub(super) struct QuicIo {
     stamped: bool,
     /// Where stamped reads' addresses and control messages go.
     room: Option<Box<crate::sys::DgramRoom>>,
-    /// A read's datagrams, routed: connection, its generation, the event,
-    /// the datagram's arrival and size.
-    routed: Vec<(u32, u32, quinn_proto::ConnectionEvent, Instant, usize)>,
-    /// The chunk datagrams in are copied into ([`RX_CHUNK`]).
-    chunk: BytesMut,
-    /// What the endpoint would answer a datagram with (dropped: a client
-    /// has nothing to say to a stranger).
-    scratch: Vec<u8>,
-    /// Connections the current read brought datagrams to.
-    touched: Vec<u32>,
+    /// A read's datagrams, routed ([`Routed`]).
+    routed: Vec<Routed>,
     /// Connections whose datagrams the socket refused for now (EAGAIN),
     /// flushed again once it is writable.
     blocked: Vec<u32>,
@@ -99,12 +88,11 @@ pub(super) struct QuicIo {
 impl QuicIo {
     /// The worker's socket (unconnected, on the family of `server`) with
     /// GRO, ECN, packet info and ICMP errors queued where the kernel has
-    /// them, registered for reading; `endpoint` for its connections;
+    /// them, registered for reading;
     /// `stamps`: each datagram's arrival stamped by the kernel (deferred
     /// answers), where it can.
     pub(super) fn open(
         server: SocketAddr,
-        endpoint: Endpoint,
         poll: &mio::Poll,
         stamps: bool,
     ) -> std::io::Result<QuicIo> {
@@ -127,29 +115,16 @@ impl QuicIo {
         Ok(QuicIo {
             sock,
             state,
-            endpoint,
             server,
-            routes: Vec::new(),
             buf: Vec::new(),
             meta: Vec::new(),
             ages: Vec::new(),
             stamped,
             room: stamped.then(|| Box::new(crate::sys::DgramRoom::new())),
             routed: Vec::new(),
-            chunk: BytesMut::new(),
-            scratch: Vec::new(),
-            touched: Vec::new(),
             blocked: Vec::new(),
             want_write: false,
         })
-    }
-
-    /// Datagrams for connection handle `ch` go to connection `c`.
-    pub(super) fn route(&mut self, ch: usize, c: u32) {
-        if self.routes.len() <= ch {
-            self.routes.resize(ch + 1, NIL);
-        }
-        self.routes[ch] = c;
     }
 
     /// How many datagrams one send may carry (GSO), 1 without it.
@@ -229,12 +204,13 @@ impl MuxLink {
                     continue;
                 }
             };
+            let Some(ep) = self.quic_ep.as_deref_mut() else {
+                return;
+            };
             let mut bytes = 0;
             let mut routed = std::mem::take(&mut q.routed);
             for (i, (meta, buf)) in q.meta[..n].iter().zip(q.buf.chunks(RX_SLOT)).enumerate() {
-                // (IP and port: an IPv6 source may carry flow and scope
-                // fields the resolved address has not.)
-                if (meta.addr.ip(), meta.addr.port()) != (q.server.ip(), q.server.port()) {
+                if !ep.is_server(meta.addr) {
                     continue;
                 }
                 let data = &buf[..meta.len.min(RX_SLOT)];
@@ -248,66 +224,18 @@ impl MuxLink {
                 };
                 // GRO: equal datagrams of `stride` bytes, the last maybe shorter.
                 for d in data.chunks(meta.stride.max(1)) {
-                    if q.chunk.capacity() < d.len() {
-                        q.chunk = BytesMut::with_capacity(RX_CHUNK.max(d.len()));
-                    }
-                    q.chunk.extend_from_slice(d);
-                    let datagram = q.chunk.split();
-                    q.scratch.clear();
-                    let ev = q
-                        .endpoint
-                        .handle(at, q.server, None, ecn, datagram, &mut q.scratch);
-                    let Some(DatagramEvent::ConnectionEvent(ch, ev)) = ev else {
+                    let Some((c, ev)) = ep.datagram(at, meta.addr, ecn, d) else {
                         continue;
                     };
-                    let c = q.routes.get(ch.0).copied().unwrap_or(NIL);
                     if let Some(conn) = self.conns.get(c as usize) {
                         routed.push((c, conn.gen, ev, at, d.len()));
                     }
                 }
             }
             let stamped = q.stamped;
-            // Answers waited (deferring now): each stamp's datagrams are
-            // processed before the next's. Read as they come, a read's
-            // datagrams are moments apart and go together, at the last one's
-            // stamp (one pass of the session instead of one per datagram).
-            let split = stamped && (self.defer.active() || self.sleeper.defers());
             core.rec.bytes_read(bytes);
-            let mut touched = std::mem::take(&mut q.touched);
-            for (c, gen, ev, at, len) in routed.drain(..) {
-                let conn = &mut self.conns[c as usize];
-                if conn.gen != gen || conn.state == CState::Closed {
-                    continue;
-                }
-                // Stamped: what the connection's earlier datagrams completed
-                // ends at their arrival, before this one's.
-                if split && conn.touched && conn.arrived != Some(at) {
-                    self.datagrams_in(core, c, now);
-                }
-                let conn = &mut self.conns[c as usize];
-                let Proto::H3(sess) = &mut conn.proto else {
-                    continue;
-                };
-                if conn.gen != gen || conn.state == CState::Closed {
-                    continue;
-                }
-                sess.conn_event(ev);
-                conn.unattributed += len as u64;
-                if stamped {
-                    conn.arrived = Some(at);
-                }
-                if !conn.touched {
-                    conn.touched = true;
-                    touched.push(c);
-                }
-            }
-            for &c in &touched {
-                self.conns[c as usize].touched = false;
-                self.datagrams_in(core, c, now);
-            }
-            touched.clear();
+            self.deliver(core, &mut routed, stamped, now);
             if let Some(q) = self.quic.as_deref_mut() {
-                q.touched = touched;
                 q.routed = routed;
             }
             if n < RX_BATCH {
@@ -318,10 +246,64 @@ impl MuxLink {
         }
     }
 
+    /// A read's datagrams, routed by the worker's endpoint: each goes to
+    /// its connection's session (a connection closed or replaced since is
+    /// passed over), then each connection that took some processes them
+    /// once ([`MuxLink::datagrams_in`]). `stamped`: each carries its
+    /// arrival stamp; while answers wait (deferring), a connection's
+    /// datagrams of different stamps are processed one stamp at a time.
+    pub(super) fn deliver(
+        &mut self,
+        core: &mut Core<'_>,
+        routed: &mut Vec<Routed>,
+        stamped: bool,
+        now: Instant,
+    ) {
+        // Answers waited (deferring now): each stamp's datagrams are
+        // processed before the next's. Read as they come, a read's
+        // datagrams are moments apart and go together, at the last one's
+        // stamp (one pass of the session instead of one per datagram).
+        let split = stamped && (self.defer.active() || self.sleeper.defers());
+        let mut touched = std::mem::take(&mut self.touched);
+        for (c, gen, ev, at, len) in routed.drain(..) {
+            let conn = &mut self.conns[c as usize];
+            if conn.gen != gen || conn.state == CState::Closed {
+                continue;
+            }
+            // Stamped: what the connection's earlier datagrams completed
+            // ends at their arrival, before this one's.
+            if split && conn.touched && conn.arrived != Some(at) {
+                self.datagrams_in(core, c, now);
+            }
+            let conn = &mut self.conns[c as usize];
+            let Proto::H3(sess) = &mut conn.proto else {
+                continue;
+            };
+            if conn.gen != gen || conn.state == CState::Closed {
+                continue;
+            }
+            sess.conn_event(ev);
+            conn.unattributed += len as u64;
+            if stamped {
+                conn.arrived = Some(at);
+            }
+            if !conn.touched {
+                conn.touched = true;
+                touched.push(c);
+            }
+        }
+        for &c in &touched {
+            self.conns[c as usize].touched = false;
+            self.datagrams_in(core, c, now);
+        }
+        touched.clear();
+        self.touched = touched;
+    }
+
     /// Connection `c` took the datagrams of a read: its session processes
     /// their events, answers end, a handshake done makes it ready, one
     /// that failed fails it.
-    fn datagrams_in(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+    pub(super) fn datagrams_in(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
         let conn = &mut self.conns[c as usize];
         let Proto::H3(sess) = &mut conn.proto else {
             return;
@@ -378,7 +360,7 @@ impl MuxLink {
     /// and acknowledgements of the whole pass together), as far as the
     /// socket takes it; what it refuses for now waits in the session.
     pub(super) fn send_datagrams(&mut self, core: &mut Core<'_>, c: u32) {
-        let Some(q) = self.quic.as_deref_mut() else {
+        let (Some(q), Some(ep)) = (self.quic.as_deref_mut(), self.quic_ep.as_deref_mut()) else {
             return;
         };
         let conn = &mut self.conns[c as usize];
@@ -386,7 +368,7 @@ impl MuxLink {
             return;
         };
         // New connection ids and reset tokens first: their frames go out now.
-        sess.endpoint_events(&mut q.endpoint);
+        ep.before_send(sess);
         let now = Instant::now();
         let max = q.max_segments();
         let mut failed = None;
@@ -459,15 +441,12 @@ impl MuxLink {
 
     /// Connection `c`'s session goes: the worker's endpoint forgets it.
     pub(super) fn quic_release(&mut self, c: u32) {
-        let (Some(q), Proto::H3(sess)) =
-            (self.quic.as_deref_mut(), &mut self.conns[c as usize].proto)
-        else {
+        let (Some(ep), Proto::H3(sess)) = (
+            self.quic_ep.as_deref_mut(),
+            &mut self.conns[c as usize].proto,
+        ) else {
             return;
         };
-        sess.release(&mut q.endpoint);
-        let ch = sess.handle().0;
-        if q.routes.get(ch) == Some(&c) {
-            q.routes[ch] = NIL;
-        }
+        ep.forget(sess, c);
     }
 }

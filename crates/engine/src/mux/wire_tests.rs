@@ -19,7 +19,6 @@ use super::MuxLink;
 use crate::core::spec::WorkerSpec;
 use crate::core::wire_tests::{dialed, take_dialed, Connects, Net, Server};
 use crate::core::{ConnState, Core, Link, Outgoing};
-use crate::http3::Http3Session;
 use crate::plan::{Plan, PlanArgs};
 use crate::session::{Answer, Session};
 use redline_stats::ErrorKind;
@@ -74,7 +73,7 @@ impl MuxLink {
             }
             let h2 = matches!(conn.proto, Proto::H2(_));
             match srv.accept(c, addr, h2) {
-                Connects::Accept => self.connected(core, c, now),
+                Connects::Accept => crate::tcp::connected(self, core, c, now),
                 Connects::Refuse => self.conn_failed(
                     core,
                     c,
@@ -85,6 +84,10 @@ impl MuxLink {
                 Connects::Hang => {}
             }
         }
+        // HTTP/3: the server's datagrams for every QUIC connection, read
+        // together as one read of the worker's socket brings them.
+        let mut answers = Vec::new();
+        let mut quic = Vec::new();
         for c in 0..self.conns.len() as u32 {
             let conn = &mut self.conns[c as usize];
             if conn.state == CState::Closed {
@@ -92,7 +95,8 @@ impl MuxLink {
                 continue;
             }
             if matches!(conn.proto, Proto::H3(_)) {
-                self.exchange_quic(core, srv, c, now);
+                answers.push(self.exchange_quic(core, srv, c, now));
+                quic.push(c);
                 continue;
             }
             if conn.state != CState::Open || !srv.has(c) {
@@ -134,6 +138,10 @@ impl MuxLink {
                 );
             }
         }
+        self.quic_read(core, answers, now);
+        for c in quic {
+            self.quic_after(core, c, now);
+        }
         // (No socket: this only clears the marks.)
         self.flush_all(core);
     }
@@ -156,14 +164,13 @@ impl MuxLink {
             let m = "connection refused".into();
             return self.conn_failed(core, c, ErrorKind::Refused, m, now);
         }
-        let Some(h3) = self.setup.h3.as_ref() else {
-            return;
-        };
-        let mut session = match Http3Session::new(&h3.config, addr, &h3.server_name, now) {
+        // On the worker's one endpoint, as `dial_quic` (no socket).
+        core.socket_opened();
+        self.conns[c as usize].quic = true;
+        let session = match self.quic_session(c, now) {
             Ok(s) => s,
             Err(m) => return self.conn_failed(core, c, ErrorKind::Other, Cow::Owned(m), now),
         };
-        session.batched();
         let early = session.early();
         let conn = &mut self.conns[c as usize];
         conn.proto = Proto::H3(Box::new(session));
@@ -174,14 +181,23 @@ impl MuxLink {
         }
     }
 
-    /// QUIC connection `c`'s datagrams to the server and the server's back
-    /// (none when the server let its connect hang), as `mux/udp.rs` sends
-    /// and reads them; then its handshake's and timer's steps.
-    fn exchange_quic(&mut self, core: &mut Core<'_>, srv: &mut Server, c: u32, now: Instant) {
-        let conn = &mut self.conns[c as usize];
-        let Proto::H3(sess) = &mut conn.proto else {
-            return;
+    /// QUIC connection `c`'s datagrams to the server (its endpoint events
+    /// handed to the worker's endpoint first, as `send_datagrams` does), and
+    /// the server's answers (none when the server let its connect hang).
+    fn exchange_quic(
+        &mut self,
+        core: &mut Core<'_>,
+        srv: &mut Server,
+        c: u32,
+        now: Instant,
+    ) -> Vec<Vec<u8>> {
+        let (Some(ep), Proto::H3(sess)) = (
+            self.quic_ep.as_deref_mut(),
+            &mut self.conns[c as usize].proto,
+        ) else {
+            return Vec::new();
         };
+        ep.before_send(sess);
         let mut sent = Vec::new();
         for _ in 0..10_000 {
             let Some(d) = sess.next_datagrams(now, 1) else {
@@ -191,25 +207,41 @@ impl MuxLink {
             sent.push(d.bytes.to_vec());
             sess.datagrams_sent();
         }
-        let (back, _) = srv.exchange_datagrams(c, &sent, now);
-        if !back.is_empty() {
-            let mut bytes = 0;
-            for d in &back {
-                sess.datagram_in(now, None, d);
+        srv.exchange_datagrams(c, &sent, now).0
+    }
+
+    /// The server's answers to every QUIC connection, interleaved (one
+    /// datagram of each connection's in turn) as one read of the worker's
+    /// socket: routed by the worker's endpoint to their connections and
+    /// delivered by the driver's own path (`mux/udp.rs`).
+    fn quic_read(&mut self, core: &mut Core<'_>, answers: Vec<Vec<Vec<u8>>>, now: Instant) {
+        let Some(ep) = self.quic_ep.as_deref_mut() else {
+            return;
+        };
+        let server = self.setup.h3.as_ref().map(|h3| h3.addr).expect("HTTP/3");
+        let most = answers.iter().map(Vec::len).max().unwrap_or(0);
+        let mut routed = Vec::new();
+        let mut bytes = 0;
+        for k in 0..most {
+            for d in answers.iter().filter_map(|a| a.get(k)) {
                 bytes += d.len() as u64;
-            }
-            sess.datagrams_done();
-            core.rec.bytes_read(bytes);
-            conn.unattributed += bytes;
-            if conn.state == CState::Open {
-                self.end_streams(core, c, now);
-                if self.after_events(core, c, now) {
-                    return;
+                if let Some((c, ev)) = ep.datagram(now, server, None, d) {
+                    let gen = self.conns[c as usize].gen;
+                    routed.push((c, gen, ev, now, d.len()));
                 }
             }
         }
-        // As `quic_progress`: a handshake done makes the connection ready,
-        // one that failed fails its slots; QUIC's timer is re-armed.
+        core.rec.bytes_read(bytes);
+        self.deliver(core, &mut routed, false, now);
+    }
+
+    /// After a read, as `send_datagrams` after a send and `quic_progress`:
+    /// a handshake done makes QUIC connection `c` ready, one that failed
+    /// fails its slots; QUIC's timer is re-armed.
+    fn quic_after(&mut self, core: &mut Core<'_>, c: u32, now: Instant) {
+        if self.conns[c as usize].state == CState::Closed {
+            return;
+        }
         self.quic_established(core, c, now);
         let conn = &self.conns[c as usize];
         if let (CState::Handshaking, Proto::H3(sess)) = (conn.state, &conn.proto) {
@@ -245,6 +277,23 @@ impl Net for H3Net {
 
     fn serve(&mut self, core: &mut Core<'_>, srv: &mut Server, now: Instant) {
         self.0.serve_offline(core, srv, now);
+    }
+}
+
+impl H3Net {
+    /// The worker's one QUIC endpoint: the connections it routes to, and
+    /// those it still knows itself (a connection gone is forgotten by both).
+    pub(crate) fn endpoint(&self) -> (usize, usize) {
+        self.0
+            .quic_ep
+            .as_deref()
+            .map_or((0, 0), |ep| (ep.routed(), ep.open_connections()))
+    }
+
+    /// QUIC connections open (not closed) in the driver.
+    pub(crate) fn quic_open(&self) -> usize {
+        let open = |c: &&super::conn::Conn| c.quic && c.state != CState::Closed;
+        self.0.conns.iter().filter(open).count()
     }
 }
 

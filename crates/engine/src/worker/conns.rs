@@ -1,6 +1,7 @@
-//! The HTTP/1 driver's connection table: a connection per slot (its socket,
-//! TLS session, HTTP/1.1 [`H1Session`] and the timing of the request it carries) and the two intrusive
-//! time-out FIFOs threaded through the slots (requests and connects have
+//! The HTTP/1 driver's connection table: a connection per slot (its socket
+//! and TLS session, `tcp.rs`'s [`Tcp`], its HTTP/1.1 [`H1Session`] and the
+//! timing of the request it carries) and the two intrusive time-out FIFOs
+//! threaded through the slots (requests and connects have
 //! fixed time-outs, so deadlines arrive in order: O(1) per request, memory
 //! O(connections); scenario requests with their own time-outs are inserted in
 //! order, `push_sorted`).
@@ -8,8 +9,7 @@
 use super::H1Link;
 use crate::core::ConnState;
 use crate::session::H1Session;
-use crate::tls::TlsSetup;
-use mio::net::TcpStream;
+use crate::tcp::Tcp;
 use std::time::Instant;
 
 pub(super) const NIL: u32 = u32::MAX;
@@ -28,11 +28,8 @@ pub(super) enum TimeoutList {
 /// One connection slot: a few hundred bytes; head bytes are copied only
 /// when a head is split across reads.
 pub(super) struct Conn {
-    pub(super) sock: Option<TcpStream>,
-    /// The TLS session of an https connection.
-    pub(super) tls: Option<Box<rustls::ClientConnection>>,
-    /// TLS to start once connected (the destination's, for https).
-    pub(super) tls_setup: Option<TlsSetup>,
+    /// Its socket and TLS (`tcp.rs`, shared with the multiplexing driver).
+    pub(super) tcp: Tcp,
     pub(super) state: ConnState,
     /// The connection's HTTP/1.1 session: the request's bytes to write and
     /// the answer's parser (reset for each new connection).
@@ -40,8 +37,6 @@ pub(super) struct Conn {
     /// When the request was written, its first response byte.
     pub(super) sent: Instant,
     pub(super) first_byte: Option<Instant>,
-    /// When the connect started; once connected, when the TLS handshake did.
-    pub(super) connect_start: Instant,
     /// Response bytes read for the request in progress.
     pub(super) wire: u64,
     /// Answers completed on this connection (0: its first request is on it).
@@ -57,14 +52,11 @@ pub(super) struct Conn {
 impl Conn {
     pub(super) fn new(now: Instant) -> Conn {
         Conn {
-            sock: None,
-            tls: None,
-            tls_setup: None,
+            tcp: Tcp::new(now),
             state: ConnState::Closed,
             session: H1Session::new(1),
             sent: now,
             first_byte: None,
-            connect_start: now,
             wire: 0,
             answered: 0,
             deadline: now,

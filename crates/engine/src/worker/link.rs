@@ -78,12 +78,9 @@ impl Link for H1Link {
             self.unlink(i);
         }
         let c = &mut self.conns[i as usize];
-        // Closing the socket takes it out of the epoll set: no deregister call.
-        if c.sock.take().is_some() {
+        if c.tcp.close() {
             core.open -= 1;
         }
-        c.tls = None;
-        c.tls_setup = None;
         c.state = ConnState::Closed;
     }
 

@@ -1,4 +1,5 @@
-//! The HTTP/1 driver's socket side: connecting (with the TLS handshake),
+//! The HTTP/1 driver's socket side: connecting (with the TLS handshake:
+//! `tcp.rs`'s steps, shared with the multiplexing driver),
 //! writing what a connection's [`crate::session::H1Session`] has to send,
 //! and reading responses (plain or through TLS) into it; what a finished or
 //! failed request means for the load is the core's (`crate::core`).
@@ -8,8 +9,7 @@ use super::{io_msg, H1Link};
 use crate::core::{Answered, ConnState, Core};
 use crate::session::{Event, Session};
 use crate::sys;
-use mio::net::TcpStream;
-use mio::{Interest, Token};
+use crate::tcp::Failure;
 use redline_stats::ErrorKind;
 use std::borrow::Cow;
 use std::io::{ErrorKind as IoKind, Read, Write};
@@ -17,129 +17,24 @@ use std::os::fd::AsRawFd;
 use std::time::Instant;
 
 impl H1Link {
-    /// Connects slot `i` to where the core says.
+    /// Connects slot `i` to where the core says (`tcp.rs`'s steps, as the
+    /// multiplexing driver's connections).
     pub(super) fn open(&mut self, core: &mut Core<'_>, i: u32, now: Instant) {
         let dest = core.destination(i);
         let addr = dest.addr;
         let c = &mut self.conns[i as usize];
-        c.tls_setup = dest.tls.cloned();
-        c.connect_start = now;
+        c.tcp.begin(dest.tls.cloned(), now);
         c.session.reset();
         c.answered = 0;
-        match TcpStream::connect(addr) {
-            Ok(mut s) => {
-                if let Err(e) = self.poll.registry().register(
-                    &mut s,
-                    Token(i as usize),
-                    Interest::READABLE | Interest::WRITABLE,
-                ) {
-                    core.connect_failed(self, i, ErrorKind::from_io(&e, true), io_msg(&e), now);
-                    return;
-                }
-                let c = &mut self.conns[i as usize];
-                c.sock = Some(s);
-                c.state = ConnState::Connecting;
-                c.deadline = now + core.plan.connect_timeout;
-                core.waiting();
-                core.socket_opened();
-                self.push(i, TimeoutList::Connects);
-                // On loopback (and often a LAN) the handshake completes inside
-                // connect() itself: go on at once, without waiting for the
-                // writable event and asking the socket for its error (two
-                // syscalls and an event fewer per connection).
-                let c = &self.conns[i as usize];
-                if c.sock.as_ref().is_some_and(|s| s.peer_addr().is_ok()) {
-                    self.connected(core, i, Instant::now());
-                }
-            }
-            Err(e) => core.connect_failed(self, i, ErrorKind::from_io(&e, true), io_msg(&e), now),
-        }
-    }
-
-    pub(super) fn on_connect_event(&mut self, core: &mut Core<'_>, i: u32) {
-        let now = Instant::now();
-        let c = &mut self.conns[i as usize];
-        let Some(s) = c.sock.as_ref() else { return };
-        match s.take_error() {
-            Ok(Some(e)) | Err(e) => {
-                core.connect_failed(self, i, ErrorKind::from_io(&e, true), io_msg(&e), now);
-                return;
-            }
-            Ok(None) => {}
-        }
-        match s.peer_addr() {
-            Ok(_) => {}
-            Err(e) if e.kind() == IoKind::NotConnected => return, // not yet
-            Err(e) => {
-                core.connect_failed(self, i, ErrorKind::from_io(&e, true), io_msg(&e), now);
-                return;
-            }
-        }
-        self.connected(core, i, now);
-    }
-
-    /// The TCP connection of slot `i` is up: counts the connect time, then
-    /// starts TLS or the first request.
-    pub(super) fn connected(&mut self, core: &mut Core<'_>, i: u32, now: Instant) {
-        let c = &mut self.conns[i as usize];
-        if let Some(s) = c.sock.as_ref() {
-            let _ = s.set_nodelay(true);
-            // Deferred answers: the kernel stamps when they arrived.
-            if self.sleeper.defers() || self.defer.stamps() {
-                sys::stamp_arrivals(s.as_raw_fd());
-            }
-        }
-        let took = now.saturating_duration_since(c.connect_start);
-        core.connected(i, took);
-        if let Some(t) = c.tls_setup.take() {
-            match rustls::ClientConnection::new(t.config, t.server_name) {
-                Ok(conn) => {
-                    c.tls = Some(Box::new(conn));
-                    // From here on, the handshake's start.
-                    c.connect_start = now;
-                    c.state = ConnState::Handshaking;
-                    self.drive_handshake(core, i);
-                }
-                Err(e) => {
-                    core.connect_failed(self, i, ErrorKind::Tls, Cow::Owned(e.to_string()), now)
-                }
-            }
-            return;
-        }
-        self.connection_ready(core, i, now);
-    }
-
-    /// Moves TLS handshake bytes both ways until it is done or the socket would block.
-    pub(super) fn drive_handshake(&mut self, core: &mut Core<'_>, i: u32) {
-        let now = Instant::now();
-        let c = &mut self.conns[i as usize];
-        let (Some(s), Some(tls)) = (c.sock.as_mut(), c.tls.as_mut()) else {
-            return;
-        };
-        match crate::ioloop::handshake(s, tls, &mut core.rec.counters.bytes_read) {
-            Err((kind, msg)) => core.connect_failed(self, i, kind, msg, now),
-            Ok(true) => {
-                let d = now.saturating_duration_since(c.connect_start);
-                core.rec.tls.record(d);
-                self.connection_ready(core, i, now);
-            }
-            Ok(false) => {}
-        }
-    }
-
-    /// A connection (and its TLS session) is up: the core sends or waits.
-    fn connection_ready(&mut self, core: &mut Core<'_>, i: u32, now: Instant) {
-        self.unlink(i);
-        self.conns[i as usize].state = ConnState::Idle;
-        core.connection_ready(self, i, now);
+        crate::tcp::connect(self, core, i, addr, now);
     }
 
     /// Writes what slot `i`'s session has to send (the request), as far as
     /// the socket takes it; the rest goes on the next writable event.
     pub(super) fn write_more(&mut self, core: &mut Core<'_>, i: u32) {
         let c = &mut self.conns[i as usize];
-        let Some(s) = c.sock.as_mut() else { return };
-        if let Some(tls) = c.tls.as_mut() {
+        let Some(s) = c.tcp.sock.as_mut() else { return };
+        if let Some(tls) = c.tcp.tls.as_mut() {
             // The whole request goes into the TLS session at once; then its
             // records are flushed as far as the socket takes them.
             let bytes = c.session.pending_out();
@@ -192,12 +87,12 @@ impl H1Link {
     /// Reads what the socket holds. `closing` (the event carried RDHUP/ERR) means
     /// read on to EOF: a FIN that came with the data brings no later edge.
     pub(super) fn on_readable(&mut self, core: &mut Core<'_>, i: u32, closing: bool) {
-        if self.conns[i as usize].tls.is_some() {
+        if self.conns[i as usize].tcp.tls.is_some() {
             return self.on_readable_tls(core, i);
         }
         loop {
             let c = &mut self.conns[i as usize];
-            let Some(s) = c.sock.as_mut() else { return };
+            let Some(s) = c.tcp.sock.as_mut() else { return };
             let stamped = self.sleeper.defers() || self.defer.stamps();
             let (n, now, arrived) = match sys::recv_timed(s.as_raw_fd(), &mut self.buf, stamped) {
                 Ok(got) => got,
@@ -283,7 +178,7 @@ impl H1Link {
         for _ in 0..1_000_000 {
             let stamped = self.sleeper.defers() || self.defer.stamps();
             let c = &mut self.conns[i as usize];
-            let (Some(s), Some(tls)) = (c.sock.as_mut(), c.tls.as_mut()) else {
+            let (Some(s), Some(tls)) = (c.tcp.sock.as_mut(), c.tcp.tls.as_mut()) else {
                 return;
             };
             let mut arrived = None;
@@ -312,7 +207,9 @@ impl H1Link {
             // Plaintext now available.
             loop {
                 let c = &mut self.conns[i as usize];
-                let Some(tls) = c.tls.as_mut() else { return };
+                let Some(tls) = c.tcp.tls.as_mut() else {
+                    return;
+                };
                 match tls.reader().read(&mut self.buf) {
                     Ok(0) => {
                         // close_notify: the server closed cleanly.
@@ -421,5 +318,41 @@ impl H1Link {
                 now,
             ),
         }
+    }
+}
+
+/// Opening a slot's connection: the steps are `tcp.rs`'s.
+impl crate::tcp::Opening for H1Link {
+    #[inline]
+    fn tcp(&mut self, i: u32) -> &mut crate::tcp::Tcp {
+        &mut self.conns[i as usize].tcp
+    }
+
+    fn opened(&mut self, core: &mut Core<'_>, i: u32, now: Instant) {
+        let c = &mut self.conns[i as usize];
+        c.state = ConnState::Connecting;
+        c.deadline = now + core.plan.connect_timeout;
+        core.waiting();
+        self.push(i, TimeoutList::Connects);
+    }
+
+    fn open_failed(&mut self, core: &mut Core<'_>, i: u32, why: Failure, now: Instant) {
+        let (kind, msg) = why;
+        core.connect_failed(self, i, kind, msg, now);
+    }
+
+    fn counted_to(&self, i: u32) -> u32 {
+        i
+    }
+
+    fn handshaking(&mut self, i: u32) {
+        self.conns[i as usize].state = ConnState::Handshaking;
+    }
+
+    /// The connection (and its TLS session) is up: the core sends or waits.
+    fn up(&mut self, core: &mut Core<'_>, i: u32, now: Instant) {
+        self.unlink(i);
+        self.conns[i as usize].state = ConnState::Idle;
+        core.connection_ready(self, i, now);
     }
 }

@@ -5,7 +5,6 @@
 //! `connected`, takes what each slot's `H1Session` writes to the server, and
 //! hands the server's bytes to the driver's `on_plain` and `on_eof`.
 
-use super::conns::TimeoutList;
 use super::H1Link;
 use crate::core::spec::WorkerSpec;
 use crate::core::wire_tests::{dialed, take_dialed, Connects, Net, Server};
@@ -23,14 +22,10 @@ pub(super) fn offline(link: &mut H1Link, core: &mut Core<'_>, i: u32, now: Insta
         return false;
     }
     let c = &mut link.conns[i as usize];
-    c.tls_setup = None;
-    c.connect_start = now;
+    c.tcp.begin(None, now);
     c.session.reset();
     c.answered = 0;
-    c.state = ConnState::Connecting;
-    c.deadline = now + core.plan.connect_timeout;
-    core.waiting();
-    link.push(i, TimeoutList::Connects);
+    crate::tcp::Opening::opened(link, core, i, now);
     true
 }
 
@@ -50,7 +45,7 @@ impl Net for H1Link {
                 continue; // closed again already
             }
             match srv.accept(i, addr, false) {
-                Connects::Accept => self.connected(core, i, now),
+                Connects::Accept => crate::tcp::connected(self, core, i, now),
                 Connects::Refuse => core.connect_failed(
                     self,
                     i,

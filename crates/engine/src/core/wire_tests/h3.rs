@@ -9,15 +9,16 @@
 //! replies maps onto HTTP/3: `Refuse` resets the stream with
 //! H3_REQUEST_REJECTED, `GoAway` sends GOAWAY naming the request's stream
 //! (it and later ones not processed), `Close` closes the connection
-//! (CONNECTION_CLOSE, H3_NO_ERROR) after what was already written.
+//! (CONNECTION_CLOSE, H3_NO_ERROR) after what was already written, `Reset`
+//! drops its state, so the client's next datagrams meet a stateless reset.
 
 use super::{Fields, Reply, BODY};
 use crate::http3::{frame, qpack};
 use bytes::{Bytes, BytesMut};
 use quinn_proto::crypto::rustls::QuicServerConfig;
 use quinn_proto::{
-    Connection, ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, Event,
-    ServerConfig, StreamEvent, StreamId, VarInt,
+    Connection, ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig, EndpointEvent,
+    Event, ServerConfig, StreamEvent, StreamId, VarInt,
 };
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -66,6 +67,8 @@ pub(super) struct Quic {
     buf: Vec<u8>,
     /// Requests whose stream opened before the handshake completed (0-RTT).
     pub(super) early: u32,
+    /// The connection was reset ([`Reply::Reset`]).
+    reset: bool,
 }
 
 impl Quic {
@@ -94,6 +97,7 @@ impl Quic {
             out: Vec::new(),
             buf: Vec::new(),
             early: 0,
+            reset: false,
         }
     }
 
@@ -230,7 +234,8 @@ impl Quic {
     /// then closes.
     pub(super) fn answer(&mut self, stream: u32, reply: Reply, now: Instant) -> bool {
         let Some((_, c)) = self.conn.as_mut() else {
-            return true;
+            // Reset: the endpoint stays, to answer with stateless resets.
+            return !self.reset;
         };
         let sid = StreamId::from(VarInt::from_u32(stream));
         match reply {
@@ -278,6 +283,17 @@ impl Quic {
                     c.close(now, code, Bytes::new());
                 }
                 true
+            }
+            Reply::Reset => {
+                // The endpoint forgets the connection: what the client
+                // sends next is answered with a stateless reset.
+                if let Some((ch, _)) = self.conn.take() {
+                    let _ = self.endpoint.handle_event(ch, EndpointEvent::drained());
+                }
+                self.reset = true;
+                self.reading.clear();
+                self.control = None;
+                false
             }
             Reply::Wait => false,
         }
