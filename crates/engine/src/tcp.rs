@@ -243,3 +243,13 @@ fn handshake_step(
     }
     Ok(!tls.is_handshaking() && !tls.wants_write())
 }
+
+/// What a failed read of TLS plaintext counts as: the peer's TCP closing
+/// without TLS's close_notify is a closed connection, anything else TLS's.
+pub(crate) fn plaintext_error(e: &std::io::Error) -> ErrorKind {
+    if e.kind() == IoKind::UnexpectedEof {
+        ErrorKind::Closed
+    } else {
+        ErrorKind::Tls
+    }
+}

@@ -312,11 +312,7 @@ impl MuxLink {
                                 }
                                 Err(e) if e.kind() == IoKind::WouldBlock => break,
                                 Err(e) => {
-                                    let kind = if e.kind() == IoKind::UnexpectedEof {
-                                        ErrorKind::Closed
-                                    } else {
-                                        ErrorKind::Tls
-                                    };
+                                    let kind = crate::tcp::plaintext_error(&e);
                                     self.end_streams(core, c, now);
                                     return self.conn_failed(
                                         core,

@@ -223,11 +223,7 @@ impl H1Link {
                     }
                     Err(e) if e.kind() == IoKind::WouldBlock => break,
                     Err(e) => {
-                        let kind = if e.kind() == IoKind::UnexpectedEof {
-                            ErrorKind::Closed
-                        } else {
-                            ErrorKind::Tls
-                        };
+                        let kind = crate::tcp::plaintext_error(&e);
                         core.fail(self, i, kind, Cow::Owned(e.to_string()), now);
                         return;
                     }
