@@ -39,6 +39,10 @@
 #   MOBILE    1: Lighthouse's mobile preset (its default: a 412 px phone,
 #             150 ms / 1.6 Mbit/s) against `redline audit --mobile`
 #             (default 0: the desktop preset against plain `audit`)
+#   AUDITS    Lighthouse's audits, comma-separated (default: the eight the
+#             comparison reads; e.g. AUDITS=render-blocking-resources)
+#   LH_SAVE   1: Lighthouse also saves its trace and DevTools log beside
+#             each JSON (`--save-assets`: lh-*-0.trace.json), with KEEP=1
 #   REDLINE_FLAGS  more flags for every `redline audit`, split at spaces
 #             (e.g. `--browser`: the page's scripts run in Chromium, so the
 #             images they insert are judged as Lighthouse judges them)
@@ -133,8 +137,10 @@ else
     RL_SCREEN=()
 fi
 read -r -a RL_FLAGS <<< "${REDLINE_FLAGS:-}"
+LH_EXTRA=()
+if [ "${LH_SAVE:-0}" = 1 ]; then LH_EXTRA=(--save-assets); fi
 
-AUDITS=uses-text-compression,uses-long-cache-ttl,uses-responsive-images,modern-image-formats,render-blocking-resources,unminified-css,unminified-javascript,offscreen-images
+AUDITS="${AUDITS:-uses-text-compression,uses-long-cache-ttl,uses-responsive-images,modern-image-formats,render-blocking-resources,unminified-css,unminified-javascript,offscreen-images}"
 # Lighthouse and redline on each page ($1: a name for the files; the rest
 # page paths); appends the result files to `pairs`.
 run_pages() {
@@ -146,7 +152,7 @@ run_pages() {
         rl="$WORK/rl-$tag-${page//\//_}.json"
         echo "== $tag $page: lighthouse" >&2
         CHROME_PATH=$(command -v chromium) "$LH" "$url" --quiet --output=json --output-path="$lh" \
-            "${LH_PRESET[@]}" --only-audits="$AUDITS" \
+            "${LH_PRESET[@]}" "${LH_EXTRA[@]}" --only-audits="$AUDITS" \
             --chrome-flags="--headless=new --no-sandbox --disable-gpu --disable-background-networking --disable-dev-shm-usage" >&2
         echo "== $tag $page: redline audit" >&2
         "$REDLINE" audit -o json -q --no-probes "${RL_SCREEN[@]}" "${RL_FLAGS[@]}" "$url" > "$rl" || true

@@ -1,8 +1,11 @@
 //! `--browser`: runs the page's scripts in headless Chromium, as Lighthouse
 //! does, only to learn what redline cannot see without a script engine —
-//! the images a script inserts (`innerHTML`, `new Image()`…) and the size
-//! Chromium lays each `<img>` out at. redline's own client still fetches
-//! and measures every byte ([`crate::load::LoadOpts::script_images`]).
+//! the images a script inserts (`innerHTML`, `new Image()`…), the size
+//! Chromium lays each `<img>` out at, and Chromium's trace of the load
+//! (the main thread's tasks, its requests and first contentful paint:
+//! [`crate::trace`]), which the render-blocking check simulates as
+//! Lighthouse does. redline's own client still fetches and measures every
+//! byte ([`crate::load::LoadOpts::script_images`]).
 //!
 //! Chromium is driven over the DevTools protocol on a pipe
 //! (`--remote-debugging-pipe`: commands on its fd 3, answers on its fd 4,
@@ -29,6 +32,12 @@ pub const MAX_MESSAGE: usize = 32 << 20;
 pub const MAX_EVENTS: usize = 100_000;
 /// Images reported at most.
 pub const MAX_IMAGES: usize = 5_000;
+/// At most this long is waited for the trace after the page's images were
+/// read (within the run's deadline).
+const TRACE_WAIT: Duration = Duration::from_secs(10);
+/// The trace categories read: Lighthouse's (`Trace.getDefaultTraceCategories`)
+/// without screenshots, V8 and latency, which Lantern does not read.
+const TRACE_CATEGORIES: &str = "-*,disabled-by-default-lighthouse,loading,devtools.timeline,disabled-by-default-devtools.timeline,disabled-by-default-devtools.timeline.stack,blink.user_timing";
 /// How long the network must be quiet after the load event before the
 /// images are read (a script may insert images just after it).
 const QUIET: Duration = Duration::from_millis(500);
@@ -60,6 +69,16 @@ pub struct SeenImage {
     /// rendered `<img>` whose `currentSrc` it is); none: no rendered `<img>`
     /// shows it (`display: none`, a CSS background, a `new Image()`).
     pub displayed: Option<(f64, f64)>,
+}
+
+/// What Chromium saw of the page.
+#[derive(Clone, Debug, Default)]
+pub struct Visit {
+    /// The images it requested, in request order, each with the size it
+    /// displays it at.
+    pub images: Vec<SeenImage>,
+    /// Its trace of the load (none: the trace was not complete in time).
+    pub trace: Option<crate::trace::PageTrace>,
 }
 
 /// Why the browser gave nothing: one line for the user.
@@ -121,6 +140,8 @@ struct Pipe {
     from: Receiver<Value>,
     next_id: u64,
     events: Vec<Value>,
+    trace: crate::trace::Collector,
+    trace_done: bool,
     end: Instant,
     guard: Guard,
 }
@@ -186,6 +207,14 @@ impl Pipe {
     }
 
     fn keep(&mut self, v: Value) {
+        match v["method"].as_str() {
+            Some("Tracing.dataCollected") => return self.trace.add(&v["params"]["value"]),
+            Some("Tracing.tracingComplete") => {
+                self.trace_done = true;
+                return;
+            }
+            _ => {}
+        }
         if v.get("method").is_some() && self.events.len() < MAX_EVENTS {
             self.events.push(v);
         }
@@ -305,6 +334,8 @@ fn launch(program: &Path, opts: &BrowserOpts) -> Result<Pipe, BrowserError> {
         from: rx,
         next_id: 0,
         events: Vec::new(),
+        trace: crate::trace::Collector::default(),
+        trace_done: false,
         end: Instant::now() + opts.timeout,
         guard,
     })
@@ -329,6 +360,11 @@ const IMAGES_JS: &str = r#"JSON.stringify(Array.from(document.images).slice(0, 5
 /// quiet after it), and returns the images it requested, in request order,
 /// each with the size Chromium displays it at.
 pub fn images(url: &url::Url, opts: &BrowserOpts) -> Result<Vec<SeenImage>, BrowserError> {
+    visit(url, opts).map(|v| v.images)
+}
+
+/// As [`images`], and Chromium's trace of the load ([`Visit::trace`]).
+pub fn visit(url: &url::Url, opts: &BrowserOpts) -> Result<Visit, BrowserError> {
     let program = find(&opts.program)?;
     let mut p = launch(&program, opts)?;
     let vp = opts.viewport;
@@ -361,7 +397,16 @@ pub fn images(url: &url::Url, opts: &BrowserOpts) -> Result<Vec<SeenImage>, Brow
             json!({"enabled": true, "maxTouchPoints": 5}),
         )?;
     }
+    // The trace is a bonus: a Chromium that refuses it still gives images.
+    let tracing = p
+        .call(
+            s,
+            "Tracing.start",
+            json!({"categories": TRACE_CATEGORIES, "transferMode": "ReportEvents"}),
+        )
+        .is_ok();
     let nav = p.call(s, "Page.navigate", json!({"url": url.as_str()}))?;
+    let frame = nav["frameId"].as_str().unwrap_or_default().to_string();
     if let Some(e) = nav["errorText"].as_str().filter(|e| !e.is_empty()) {
         return Err(BrowserError::Failed(format!(
             "Chromium could not load {url}: {e}"
@@ -413,8 +458,30 @@ pub fn images(url: &url::Url, opts: &BrowserOpts) -> Result<Vec<SeenImage>, Brow
         .as_str()
         .and_then(|t| serde_json::from_str(t).ok())
         .unwrap_or_default();
+    let trace = if tracing {
+        read_trace(&mut p, s, &frame)
+    } else {
+        None
+    };
     let _ = p.call(None, "Browser.close", json!({}));
-    Ok(collect(&p.events, &shown))
+    Ok(Visit {
+        images: collect(&p.events, &shown),
+        trace,
+    })
+}
+
+/// Ends the trace and reads it (at most [`TRACE_WAIT`], within the run's
+/// deadline): the page's tasks, requests and paints, or none.
+fn read_trace(p: &mut Pipe, s: Option<&str>, frame: &str) -> Option<crate::trace::PageTrace> {
+    p.call(s, "Tracing.end", json!({})).ok()?;
+    let until = (Instant::now() + TRACE_WAIT).min(p.end);
+    while !p.trace_done {
+        match p.next(until) {
+            Ok(v) => p.keep(v),
+            Err(_) => return None,
+        }
+    }
+    crate::trace::page_trace(&p.trace.events, &p.events, frame)
 }
 
 /// The images of `events` (`Network.requestWillBeSent` of type Image, http
