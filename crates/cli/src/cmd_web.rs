@@ -329,12 +329,28 @@ fn browse(
     if let Err(e) = redline_web::browser::find(path) {
         return Err(crate::exit::fail(Exit::Usage, e));
     }
+    // Chromium takes no CA file: with --cacert it accepts the page's
+    // certificate once redline's own client has verified it with that CA.
+    let verified_by_cacert = c.cacert.is_some()
+        && !c.insecure
+        && u.scheme() == "https"
+        && redline_web::audit::transport::probe_tls(
+            u,
+            &redline_web::http::TlsArgs {
+                cacert: c.cacert.clone(),
+                ..Default::default()
+            },
+            c.connect_timeout,
+        )
+        .verified
+            == Some(true);
     let bo = redline_web::browser::BrowserOpts {
         program: path.clone(),
         viewport: opts.viewport,
         user_agent: opts.client.user_agent.clone(),
         timeout: c.timeout + c.connect_timeout,
-        insecure: c.insecure,
+        insecure: c.insecure || verified_by_cacert,
+        headers: opts.client.headers.clone(),
     };
     if !c.quiet {
         let line = format!(

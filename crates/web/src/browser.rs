@@ -45,7 +45,7 @@ const QUIET: Duration = Duration::from_millis(500);
 const AFTER_LOAD: Duration = Duration::from_secs(3);
 
 /// How to run the browser.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct BrowserOpts {
     /// The Chromium (or Chrome) executable: a path, or a name looked up
     /// on `PATH` (`chromium`).
@@ -56,8 +56,30 @@ pub struct BrowserOpts {
     pub user_agent: String,
     /// The whole run, start to the images read, at most.
     pub timeout: Duration,
-    /// Accept any certificate (`--insecure`).
+    /// Accept any certificate (`--insecure`; with `--cacert`, only once
+    /// redline's own client has verified the page's certificate with it).
     pub insecure: bool,
+    /// Headers the load sends (`-H`, the URL's `user:pass@` as
+    /// `Authorization`, cookies): Chromium adds them to its requests to
+    /// the page's own origin only (`Fetch.continueRequest`), as redline's
+    /// client sends credentials; never printed or logged.
+    pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for BrowserOpts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrowserOpts")
+            .field("program", &self.program)
+            .field("viewport", &self.viewport)
+            .field("user_agent", &self.user_agent)
+            .field("timeout", &self.timeout)
+            .field("insecure", &self.insecure)
+            .field(
+                "headers",
+                &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 /// An image Chromium requested while it ran the page.
@@ -142,6 +164,9 @@ struct Pipe {
     events: Vec<Value>,
     trace: crate::trace::Collector,
     trace_done: bool,
+    /// Headers added to the page origin's requests paused by `Fetch`, and
+    /// the session they are continued on.
+    extra: Option<(Vec<(String, String)>, String)>,
     end: Instant,
     guard: Guard,
 }
@@ -206,8 +231,42 @@ impl Pipe {
         }
     }
 
+    /// Sends `method` without waiting for its answer (an answer to it is
+    /// dropped as it arrives).
+    fn send(&mut self, session: &str, method: &str, params: Value) {
+        self.next_id += 1;
+        let msg = json!({"id": self.next_id, "method": method, "params": params,
+                         "sessionId": session});
+        let mut bytes = msg.to_string().into_bytes();
+        bytes.push(0);
+        let _ = self.to.write_all(&bytes).and_then(|_| self.to.flush());
+    }
+
     fn keep(&mut self, v: Value) {
         match v["method"].as_str() {
+            Some("Fetch.requestPaused") => {
+                let Some((extra, session)) = self.extra.clone() else {
+                    return;
+                };
+                let p = &v["params"];
+                let id = p["requestId"].clone();
+                // The request's headers, the load's replacing any of the
+                // same name.
+                let mut headers: Vec<Value> = p["request"]["headers"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(|(n, _)| !extra.iter().any(|(e, _)| e.eq_ignore_ascii_case(n)))
+                    .map(|(n, v)| json!({"name": n, "value": v.as_str().unwrap_or("")}))
+                    .collect();
+                headers.extend(extra.iter().map(|(n, v)| json!({"name": n, "value": v})));
+                self.send(
+                    &session,
+                    "Fetch.continueRequest",
+                    json!({"requestId": id, "headers": headers}),
+                );
+                return;
+            }
             Some("Tracing.dataCollected") => return self.trace.add(&v["params"]["value"]),
             Some("Tracing.tracingComplete") => {
                 self.trace_done = true;
@@ -336,6 +395,7 @@ fn launch(program: &Path, opts: &BrowserOpts) -> Result<Pipe, BrowserError> {
         events: Vec::new(),
         trace: crate::trace::Collector::default(),
         trace_done: false,
+        extra: None,
         end: Instant::now() + opts.timeout,
         guard,
     })
@@ -395,6 +455,16 @@ pub fn visit(url: &url::Url, opts: &BrowserOpts) -> Result<Visit, BrowserError> 
             s,
             "Emulation.setTouchEmulationEnabled",
             json!({"enabled": true, "maxTouchPoints": 5}),
+        )?;
+    }
+    // The load's headers, on the page's own origin's requests only.
+    if !opts.headers.is_empty() {
+        let origin = url.origin().ascii_serialization();
+        p.extra = Some((opts.headers.clone(), s.unwrap_or_default().to_string()));
+        p.call(
+            s,
+            "Fetch.enable",
+            json!({"patterns": [{"urlPattern": format!("{origin}/*"), "requestStage": "Request"}]}),
         )?;
     }
     // The trace is a bonus: a Chromium that refuses it still gives images.
