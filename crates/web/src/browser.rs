@@ -435,8 +435,8 @@ pub fn visit(url: &url::Url, opts: &BrowserOpts) -> Result<Visit, BrowserError> 
         "Target.attachToTarget",
         json!({"targetId": target, "flatten": true}),
     )?;
-    let s = s["sessionId"].as_str().unwrap_or_default().to_string();
-    let s = Some(s.as_str());
+    let session = s["sessionId"].as_str().unwrap_or_default().to_string();
+    let s = Some(session.as_str());
     p.call(s, "Network.enable", json!({}))?;
     p.call(s, "Page.enable", json!({}))?;
     p.call(
@@ -460,7 +460,7 @@ pub fn visit(url: &url::Url, opts: &BrowserOpts) -> Result<Visit, BrowserError> 
     // The load's headers, on the page's own origin's requests only.
     if !opts.headers.is_empty() {
         let origin = url.origin().ascii_serialization();
-        p.extra = Some((opts.headers.clone(), s.unwrap_or_default().to_string()));
+        p.extra = Some((opts.headers.clone(), session.clone()));
         p.call(
             s,
             "Fetch.enable",

@@ -247,10 +247,10 @@ fn fcp_nodes(t: &PageTrace, g: &Graph) -> Option<Vec<bool>> {
     };
     let mut keep_cpu: Vec<usize> = Vec::new();
     let mut not_blocking: Vec<&str> = Vec::new();
-    for n in 0..g.of.len() {
+    for (n, &on) in live.iter().enumerate() {
         let Of::Req(r) = g.of[n] else { continue };
         let r = &t.requests[r];
-        if !live[n] || r.resource_type != "Script" || !(g.end(t, n) <= cutoff && treat(r)) {
+        if !on || r.resource_type != "Script" || !(g.end(t, n) <= cutoff && treat(r)) {
             continue;
         }
         match evaluated_in(&r.url) {
@@ -273,8 +273,8 @@ fn fcp_nodes(t: &PageTrace, g: &Graph) -> Option<Vec<bool>> {
         }
     }
     let mut inc = vec![false; g.of.len()];
-    for n in 0..g.of.len() {
-        if !live[n] {
+    for (n, &on) in live.iter().enumerate() {
+        if !on {
             continue;
         }
         let want = match g.of[n] {
@@ -326,7 +326,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     let n = v.len();
     match n {
         0 => None,
-        _ if n % 2 == 0 => Some((v[(n - 1) / 2] + v[(n - 1) / 2 + 1]) / 2.0),
+        _ if n.is_multiple_of(2) => Some((v[(n - 1) / 2] + v[(n - 1) / 2 + 1]) / 2.0),
         _ => Some(v[(n - 1) / 2]),
     }
 }
