@@ -216,7 +216,8 @@ pub(super) fn render_blocking(cx: &Ctx) -> Check {
     for (e, &on_link) in blocking.iter().zip(&link_ms) {
         let adds = (e.end_ms - reached).max(0.0);
         reached = reached.max(e.end_ms);
-        let worst = adds.max(on_link.unwrap_or(0.0));
+        // Lighthouse rounds its time to the ms before the 50 ms test.
+        let worst = adds.max(on_link.map_or(0.0, f64::round));
         if worst < BLOCKING_MIN_MS {
             continue;
         }
