@@ -9,16 +9,6 @@ mod common;
 
 use common::*;
 
-fn response(status: &str, ct: &str, body: &[u8]) -> Vec<u8> {
-    let mut r = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    r.extend_from_slice(body);
-    r
-}
-
 #[test]
 fn audit_browser_behind_basic_auth() {
     if chromium().is_none() {
@@ -36,13 +26,7 @@ fn audit_browser_behind_basic_auth() {
     ];
     let png = PNG;
     let css = format!("body{{color:#123}}\n/*{}*/", "c".repeat(50_000));
-    let (srv, seen) = routed_server(move |head, _| {
-        let authorized = head
-            .lines()
-            .any(|l| l.to_ascii_lowercase().starts_with("authorization:") && l.ends_with(AUTH));
-        if !authorized {
-            return response("401 Unauthorized", "text/plain", b"who are you");
-        }
+    let (srv, seen) = auth_server(AUTH, move |head, _| {
         match head.split_whitespace().nth(1).unwrap_or("/") {
             "/" => response(
                 "200 OK",

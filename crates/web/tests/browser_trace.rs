@@ -9,23 +9,13 @@
 
 mod common;
 
-use redline_testkit::script::routed_server;
+use redline_testkit::script::{auth_server, response, routed_server};
 use redline_web::audit::{audit_page_with, Probes};
 use redline_web::browser::{self, BrowserOpts};
 use redline_web::load::LoadOpts;
 use redline_web::page;
 use redline_web::viewport::DESKTOP;
 use std::time::Duration;
-
-fn response(status: &str, ct: &str, body: &[u8]) -> Vec<u8> {
-    let mut r = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    )
-    .into_bytes();
-    r.extend_from_slice(body);
-    r
-}
 
 fn opts(program: &str, headers: Vec<(String, String)>) -> BrowserOpts {
     BrowserOpts {
@@ -139,13 +129,7 @@ fn the_loads_headers_reach_the_page_and_no_other_origin() {
          <script>document.getElementById('s').innerHTML = \
          \"<img src='/img/a.png'><img src='{other_url}'>\";</script></body></html>"
     );
-    let (srv, seen) = routed_server(move |head, _| {
-        let authorized = head
-            .lines()
-            .any(|l| l.to_ascii_lowercase().starts_with("authorization:") && l.ends_with(AUTH));
-        if !authorized {
-            return response("401 Unauthorized", "text/plain", b"who are you");
-        }
+    let (srv, seen) = auth_server(AUTH, move |head, _| {
         match head.split_whitespace().nth(1).unwrap_or("/") {
             "/" => response("200 OK", "text/html", page.as_bytes()),
             "/img/a.png" => response("200 OK", "image/png", &png),
