@@ -429,6 +429,47 @@ pub(super) fn server_times(t: &PageTrace) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// The connections Lantern opens per origin for the graph's requests
+/// (`ConnectionPool`, coarse estimate): one for each request sent before
+/// any of its origin's requests in the graph had ended (the first always),
+/// none for HTTP/2 ones but the first; at least six (HTTP/2: one) is
+/// `simulate_graph`'s part.
+fn connections(t: &PageTrace, g: &Graph, keep: &[usize]) -> Vec<(String, usize)> {
+    let reqs: Vec<(&Request, String)> = keep
+        .iter()
+        .filter_map(|&n| match g.of[n] {
+            Of::Req(r) => Some((&t.requests[r], origin(&t.requests[r].url)?)),
+            Of::Task(_) => None,
+        })
+        .collect();
+    let sent = |r: &Request| {
+        r.timing
+            .map_or(r.start_us / 1000.0, |tm| tm.request_time * 1000.0)
+    };
+    let mut out: Vec<(String, usize)> = Vec::new();
+    for (_, o) in &reqs {
+        if out.iter().any(|(x, _)| x == o) {
+            continue;
+        }
+        let mine: Vec<&Request> = reqs
+            .iter()
+            .filter(|(_, x)| x == o)
+            .map(|(r, _)| *r)
+            .collect();
+        let earliest_end = mine
+            .iter()
+            .map(|r| r.end_us.map_or(-1.0, |e| e / 1000.0))
+            .fold(f64::INFINITY, f64::min);
+        let first = mine.iter().map(|r| sent(r)).fold(f64::INFINITY, f64::min);
+        let new = mine
+            .iter()
+            .filter(|r| sent(r) == first || !(sent(r) >= earliest_end || r.protocol == "h2"))
+            .count();
+        out.push((o.clone(), new));
+    }
+    out
+}
+
 /// Chromium's URL `a` is redline's `b` (no fragment, no credentials).
 fn same_url(a: &str, b: &str) -> bool {
     match url::Url::parse(a) {
@@ -512,7 +553,7 @@ pub(super) fn times(
         };
         nodes.push(Node { work, deps, order });
     }
-    let timing = link.simulate_graph(&nodes)?;
+    let timing = link.simulate_graph(&nodes, &connections(t, &g, &keep))?;
     Some(
         urls.iter()
             .map(|u| {

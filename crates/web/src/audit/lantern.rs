@@ -266,7 +266,7 @@ impl Link {
                 nodes[i].deps.push(cpu);
             }
         }
-        let mut t = self.simulate_graph(&nodes)?;
+        let mut t = self.simulate_graph(&nodes, &[])?;
         t.truncate(reqs.len());
         t.into_iter().collect()
     }
@@ -280,8 +280,15 @@ impl Link {
     /// (six per HTTP/1.1 origin, one per HTTP/2 origin; the one with the
     /// largest window, a connection's window and warmth carried from
     /// request to request), the link shared evenly by the requests in
-    /// flight. None when the nodes do not form such a graph.
-    pub fn simulate_graph(&self, nodes: &[Node]) -> Option<Vec<Option<(f64, f64)>>> {
+    /// flight. `connections` overrides the connections of an origin
+    /// (Lantern opens one per request it estimates went over a new
+    /// connection, at least six, or one on HTTP/2). None when the nodes do
+    /// not form such a graph.
+    pub fn simulate_graph(
+        &self,
+        nodes: &[Node],
+        connections: &[(String, usize)],
+    ) -> Option<Vec<Option<(f64, f64)>>> {
         let rtt = self.rtt_ms;
         let bps = self.kbps * 1024.0;
         // Connections by origin.
@@ -311,8 +318,13 @@ impl Link {
                 h2_overflow: 0.0,
                 in_use: false,
             };
+            let least = if *h2 { 1 } else { H1_CONNECTIONS };
+            let n = connections
+                .iter()
+                .find(|(o, _)| o == origin)
+                .map_or(least, |(_, n)| (*n).max(least));
             origins.push(origin.clone());
-            pools.push(vec![c; if *h2 { 1 } else { H1_CONNECTIONS }]);
+            pools.push(vec![c; n]);
         }
         let pool_of = |o: &str| origins.iter().position(|x| x == o).unwrap_or(0);
         let mut dns: Vec<(String, f64)> = Vec::new();

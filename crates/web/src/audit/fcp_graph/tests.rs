@@ -201,3 +201,49 @@ fn server_time_as_lantern_estimates_it() {
     assert_eq!(server_times(&t)[0].1, 3.0);
 }
 
+/// Lantern opens a connection for every request of the graph sent before
+/// any of its origin's requests had ended (here seven scripts the parser
+/// found while the page was still arriving), not just six.
+#[test]
+fn a_connection_per_request_sent_before_the_first_ended() {
+    let mut t = page();
+    t.requests[0].end_us = Some(50_000.0);
+    let mut sends = Vec::new();
+    for k in 0..7 {
+        let id = format!("s{k}");
+        let mut r = req(
+            &id,
+            &format!("http://127.0.0.1:1/{k}.js"),
+            "Script",
+            "High",
+            7.0,
+            40.0,
+            1_000,
+        );
+        r.timing = r.timing.map(|tm| Timing {
+            request_time: 0.008,
+            ..tm
+        });
+        t.requests.push(r);
+        sends.push(id);
+    }
+    t.tasks[0].sends.extend(sends);
+    let g = build(&t).expect("a graph");
+    let inc = fcp_nodes(&t, &g).expect("the paint's graph");
+    let keep: Vec<usize> = (0..g.of.len()).filter(|&n| inc[n]).collect();
+    // The page, the script of `page()` and the seven new ones (the sheet
+    // was sent after the page's request at 6 ms too, but before it ended).
+    assert_eq!(
+        connections(&t, &g, &keep),
+        [("http://127.0.0.1:1".to_string(), 10)]
+    );
+    // Sent after the page ended: those reuse its connections.
+    for r in &mut t.requests[3..] {
+        r.timing = r.timing.map(|tm| Timing {
+            request_time: 0.060,
+            ..tm
+        });
+    }
+    let g = build(&t).expect("a graph");
+    assert_eq!(connections(&t, &g, &keep)[0].1, 3);
+}
