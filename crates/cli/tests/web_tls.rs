@@ -570,3 +570,50 @@ fn a_self_signed_certificate_given_with_cacert_works_as_with_curl() {
     assert_eq!(out.status.code(), Some(1), "without --cacert");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--browser` with `--cacert`: Chromium takes no CA file, so it accepts
+/// the page's certificate only once redline's own client has verified it
+/// with that CA; the page then loads in Chromium (without that, its
+/// navigation fails on the certificate and the command exits 1).
+#[test]
+fn browser_with_cacert_loads_the_page_in_chromium() {
+    if common::chromium().is_none() {
+        common::missing("chromium (apt-get install chromium)");
+        return;
+    }
+    let p = pki();
+    let dir = tmpdir("browser-ca");
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &p.ca_pem).unwrap();
+    let ca = ca.to_str().unwrap().to_string();
+    let site = tls_site(server_config(&p, &[b"http/1.1"]));
+    let url = format!("https://127.0.0.1:{}/", site.addr.port());
+    let out = redline(&[
+        "page",
+        "-q",
+        "--no-save",
+        "--browser",
+        "--cacert",
+        &ca,
+        &url,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // Another CA: redline's client refuses the certificate, and so
+    // Chromium is not told to accept it.
+    let other = pki();
+    let bad = dir.join("other.pem");
+    std::fs::write(&bad, &other.ca_pem).unwrap();
+    let out = redline(&[
+        "page",
+        "-q",
+        "--no-save",
+        "--browser",
+        "--cacert",
+        bad.to_str().unwrap(),
+        &url,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.to_ascii_lowercase().contains("cert"), "{err}");
+}
