@@ -102,6 +102,12 @@ fn the_trace_is_read_and_render_blocking_follows_it() {
             .and_then(|f| f.link_ms)
             .unwrap_or_else(|| panic!("{tail} not timed: {:?}", rb.findings))
     };
+    assert!(
+        rb.summary
+            .contains("on Lighthouse's graph of Chromium's trace"),
+        "{}",
+        rb.summary
+    );
     let (ls, la) = (link("/s.css"), link("/a.js"));
     eprintln!("on Lighthouse's desktop link: sheet {ls:.1} ms, script {la:.1} ms");
     // 50 KB on a warm connection: a round trip, the server's time and

@@ -272,9 +272,14 @@ pub(super) fn render_blocking(cx: &Ctx) -> Check {
         THRESHOLD,
         Some(score),
         format!(
-            "{} render-blocking resources ({own} on the page's site): the first paint waits {} after the HTML arrived",
+            "{} render-blocking resources ({own} on the page's site): the first paint waits {} after the HTML arrived{}",
             blocking.len(),
-            millis(total.max(0.0))
+            millis(total.max(0.0)),
+            if cx.probes.trace.is_some() {
+                "; reference-link times on Lighthouse's graph of Chromium's trace (--browser)"
+            } else {
+                ""
+            }
         ),
         f,
         FIX_RENDER_BLOCKING,
