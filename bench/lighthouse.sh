@@ -42,7 +42,11 @@
 #   AUDITS    Lighthouse's audits, comma-separated (default: the eight the
 #             comparison reads; e.g. AUDITS=render-blocking-resources)
 #   LH_SAVE   1: Lighthouse also saves its trace and DevTools log beside
-#             each JSON (`--save-assets`: lh-*-0.trace.json), with KEEP=1
+#             each JSON (`--save-assets`: lh-*-0.trace.json; kept with
+#             KEEP=1), and redline's port of its render-blocking graph is
+#             replayed on them (crates/web/examples/lighthouse_replay.rs,
+#             bench/lighthouse/replay.py): a line per table saying whether
+#             it gives Lighthouse's own lists and times
 #   REDLINE_FLAGS  more flags for every `redline audit`, split at spaces
 #             (e.g. `--browser`: the page's scripts run in Chromium, so the
 #             images they insert are judged as Lighthouse judges them)
@@ -138,7 +142,22 @@ else
 fi
 read -r -a RL_FLAGS <<< "${REDLINE_FLAGS:-}"
 LH_EXTRA=()
-if [ "${LH_SAVE:-0}" = 1 ]; then LH_EXTRA=(--save-assets); fi
+REPLAY=""
+if [ "${LH_SAVE:-0}" = 1 ]; then
+    LH_EXTRA=(--save-assets)
+    echo "== cargo build -p redline-web --example lighthouse_replay" >&2
+    cargo build -q -p redline-web --example lighthouse_replay >&2
+    REPLAY="$ROOT/target/debug/examples/lighthouse_replay"
+fi
+# The replay line for the Lighthouse files of `pairs` (LH_SAVE=1 only).
+replay() {
+    [ -n "$REPLAY" ] || return 0
+    local lhs=() mob=() i
+    for ((i = 0; i < ${#pairs[@]}; i += 2)); do lhs+=("${pairs[i]}"); done
+    if [ "${MOBILE:-0}" = 1 ]; then mob=(--mobile); fi
+    echo
+    "$WORK/venv/bin/python" bench/lighthouse/replay.py "$REPLAY" "${mob[@]}" "${lhs[@]}"
+}
 
 AUDITS="${AUDITS:-uses-text-compression,uses-long-cache-ttl,uses-responsive-images,modern-image-formats,render-blocking-resources,unminified-css,unminified-javascript,offscreen-images}"
 # Lighthouse and redline on each page ($1: a name for the files; the rest
@@ -173,7 +192,7 @@ if [ "$COPIES" != only ]; then
         run_pages "$variant" shop.html blog.html
         stop_nginx
     done
-    { echo "## Fixture pages"; echo; header; "$WORK/venv/bin/python" bench/lighthouse/compare.py "${pairs[@]}"; echo; } | tee -a "$MARKDOWN"
+    { echo "## Fixture pages"; echo; header; "$WORK/venv/bin/python" bench/lighthouse/compare.py "${pairs[@]}"; replay; echo; } | tee -a "$MARKDOWN"
 fi
 if [ "$COPIES" != 0 ]; then
     # Public sites' pages as Debian ships them: (copy name, folder, pages).
@@ -198,5 +217,5 @@ if [ "$COPIES" != 0 ]; then
     start_nginx debian "$COPY"
     run_pages copies "${pages[@]}"
     stop_nginx
-    { echo "## Public-site copies (Debian -doc packages, Debian-default nginx)"; echo; header; "$WORK/venv/bin/python" bench/lighthouse/compare.py "${pairs[@]}"; } | tee -a "$MARKDOWN"
+    { echo "## Public-site copies (Debian -doc packages, Debian-default nginx)"; echo; header; "$WORK/venv/bin/python" bench/lighthouse/compare.py "${pairs[@]}"; replay; } | tee -a "$MARKDOWN"
 fi

@@ -477,5 +477,20 @@ pub fn page_trace(events: &[Event], network: &[Value], frame: &str) -> Option<Pa
     })
 }
 
+/// The page's trace from the assets Lighthouse saves (`--save-assets`:
+/// its `*.trace.json`, `{"traceEvents": […]}`, and its
+/// `*.devtoolslog.json`, the DevTools messages); the main frame is the
+/// first document's. None when either is not such a file.
+pub fn from_lighthouse(trace: &Value, devtools_log: &Value) -> Option<PageTrace> {
+    let mut c = Collector::default();
+    c.add(trace.get("traceEvents")?);
+    let log = devtools_log.as_array()?;
+    let frame = log
+        .iter()
+        .find(|e| e["method"] == "Network.requestWillBeSent" && e["params"]["type"] == "Document")
+        .and_then(|e| e["params"]["frameId"].as_str())?;
+    page_trace(&c.events, log, frame)
+}
+
 #[cfg(test)]
 mod tests;

@@ -470,6 +470,52 @@ fn connections(t: &PageTrace, g: &Graph, keep: &[usize]) -> Vec<(String, usize)>
     out
 }
 
+/// What Lighthouse's render-blocking-resources audit lists for the load
+/// `t` was traced from, on its desktop or (`mobile`) phone link: each
+/// request Chromium marked render-blocking (`blocking`, or
+/// `in_body_parser_blocking` at a very high priority or a high script's)
+/// for the page's frame and finished by its first paint, with its
+/// duration in the first-contentful-paint graph, when that rounds to
+/// 50 ms or more; the page's bytes as Chromium counted them. Empty when
+/// the trace gives no graph. For `bench/lighthouse.sh`'s replay of
+/// Lighthouse's own saved traces (`examples/lighthouse_replay.rs`).
+pub fn lighthouse_list(t: &PageTrace, mobile: bool) -> Vec<(String, f64)> {
+    let link = if mobile {
+        &lantern::MOBILE
+    } else {
+        &lantern::DESKTOP
+    };
+    let frame = t
+        .requests
+        .iter()
+        .find(|r| r.resource_type == "Document")
+        .map(|r| r.frame.clone())
+        .unwrap_or_default();
+    let fp = t.fp_us.or(t.fcp_us).unwrap_or(f64::INFINITY);
+    let listed: Vec<String> = t
+        .requests
+        .iter()
+        .filter(|r| r.frame == frame && r.end_us.is_some_and(|e| e <= fp))
+        .filter(|r| match r.render_blocking.as_deref() {
+            Some("blocking") => true,
+            Some("in_body_parser_blocking") => {
+                r.priority == "VeryHigh" || (r.priority == "High" && r.resource_type == "Script")
+            }
+            _ => false,
+        })
+        .map(|r| r.url.clone())
+        .collect();
+    let chromium = |_: &Request| -> Option<Wire> { None };
+    let Some(ms) = times(t, link, &listed, &chromium) else {
+        return Vec::new();
+    };
+    listed
+        .into_iter()
+        .zip(ms)
+        .filter_map(|(u, m)| m.filter(|m| m.round() >= 50.0).map(|m| (u, m)))
+        .collect()
+}
+
 /// Chromium's URL `a` is redline's `b` (no fragment, no credentials).
 fn same_url(a: &str, b: &str) -> bool {
     match url::Url::parse(a) {

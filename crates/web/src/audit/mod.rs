@@ -39,6 +39,7 @@ mod revalidate;
 mod security;
 pub mod transport;
 
+pub use fcp_graph::lighthouse_list;
 pub use images::shown_widths;
 pub use minify::{
     minified_code, minified_code_len, minified_css, minified_html, minified_html_len, wire_size,

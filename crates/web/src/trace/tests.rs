@@ -120,3 +120,29 @@ fn only_the_events_lantern_reads_are_kept_and_chunks_must_be_arrays() {
     assert_eq!(c.events.len(), 1);
     assert_eq!((c.events[0].ts, c.events[0].pid), (0.0, -1));
 }
+
+/// Lighthouse's saved assets: `{"traceEvents": […]}` and the DevTools
+/// messages; the main frame is the first document's.
+#[test]
+fn from_lighthouse_assets() {
+    let trace = json!({"traceEvents": [
+        {"name": "RunTask", "pid": 7, "tid": 1, "ts": 1_000.0, "dur": 5_000.0, "args": {}},
+        {"name": "ParseHTML", "pid": 7, "tid": 1, "ts": 1_100.0, "dur": 3_000.0,
+         "args": {"beginData": {"frame": "F"}}},
+        {"name": "firstContentfulPaint", "pid": 7, "tid": 1, "ts": 9_000.0, "args": {"frame": "F"}},
+    ]});
+    let log = json!([
+        {"method": "Page.frameNavigated", "params": {"frame": {"id": "F"}}},
+        {"method": "Network.requestWillBeSent", "params": {
+            "requestId": "1", "frameId": "F", "type": "Document", "timestamp": 0.0005,
+            "initiator": {"type": "other"},
+            "request": {"url": "http://a.test/", "initialPriority": "VeryHigh"}}},
+    ]);
+    let t = from_lighthouse(&trace, &log).expect("a page trace");
+    assert_eq!(
+        (t.tasks.len(), t.requests.len(), t.fcp_us),
+        (1, 1, Some(9_000.0))
+    );
+    assert!(from_lighthouse(&json!({}), &log).is_none());
+    assert!(from_lighthouse(&trace, &json!({"not": "a log"})).is_none());
+}

@@ -247,3 +247,22 @@ fn a_connection_per_request_sent_before_the_first_ended() {
     let g = build(&t).expect("a graph");
     assert_eq!(connections(&t, &g, &keep)[0].1, 3);
 }
+
+/// Lighthouse's own list: what Chromium marked render-blocking and had
+/// finished by its first paint, at 50 ms or more once rounded; a request
+/// Chromium did not mark is not listed whatever its time.
+#[test]
+fn lighthouse_list_of_a_trace() {
+    let mut t = page();
+    t.requests[1].render_blocking = Some("blocking".into());
+    t.requests[2].render_blocking = Some("blocking".into());
+    let got = lighthouse_list(&t, false);
+    let urls: Vec<&str> = got.iter().map(|(u, _)| u.as_str()).collect();
+    assert_eq!(urls, [CSS, JS]);
+    assert!(near(Some(got[1].1), 396.5 - 208.2), "{got:?}");
+    t.requests[2].render_blocking = Some("non_blocking".into());
+    assert_eq!(lighthouse_list(&t, false).len(), 1);
+    // On the phone's link both take longer.
+    let phone = lighthouse_list(&t, true);
+    assert!(phone[0].1 > got[0].1, "{phone:?}");
+}
