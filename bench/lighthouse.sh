@@ -39,6 +39,14 @@
 #   MOBILE    1: Lighthouse's mobile preset (its default: a 412 px phone,
 #             150 ms / 1.6 Mbit/s) against `redline audit --mobile`
 #             (default 0: the desktop preset against plain `audit`)
+#   AUDITS    Lighthouse's audits, comma-separated (default: the eight the
+#             comparison reads; e.g. AUDITS=render-blocking-resources)
+#   LH_SAVE   1: Lighthouse also saves its trace and DevTools log beside
+#             each JSON (`--save-assets`: lh-*-0.trace.json; kept with
+#             KEEP=1), and redline's port of its render-blocking graph is
+#             replayed on them (crates/web/examples/lighthouse_replay.rs,
+#             bench/lighthouse/replay.py): a line per table saying whether
+#             it gives Lighthouse's own lists and times
 #   REDLINE_FLAGS  more flags for every `redline audit`, split at spaces
 #             (e.g. `--browser`: the page's scripts run in Chromium, so the
 #             images they insert are judged as Lighthouse judges them)
@@ -133,8 +141,25 @@ else
     RL_SCREEN=()
 fi
 read -r -a RL_FLAGS <<< "${REDLINE_FLAGS:-}"
+LH_EXTRA=()
+REPLAY=""
+if [ "${LH_SAVE:-0}" = 1 ]; then
+    LH_EXTRA=(--save-assets)
+    echo "== cargo build -p redline-web --example lighthouse_replay" >&2
+    cargo build -q -p redline-web --example lighthouse_replay >&2
+    REPLAY="$ROOT/target/debug/examples/lighthouse_replay"
+fi
+# The replay line for the Lighthouse files of `pairs` (LH_SAVE=1 only).
+replay() {
+    [ -n "$REPLAY" ] || return 0
+    local lhs=() mob=() i
+    for ((i = 0; i < ${#pairs[@]}; i += 2)); do lhs+=("${pairs[i]}"); done
+    if [ "${MOBILE:-0}" = 1 ]; then mob=(--mobile); fi
+    echo
+    "$WORK/venv/bin/python" bench/lighthouse/replay.py "$REPLAY" "${mob[@]}" "${lhs[@]}"
+}
 
-AUDITS=uses-text-compression,uses-long-cache-ttl,uses-responsive-images,modern-image-formats,render-blocking-resources,unminified-css,unminified-javascript,offscreen-images
+AUDITS="${AUDITS:-uses-text-compression,uses-long-cache-ttl,uses-responsive-images,modern-image-formats,render-blocking-resources,unminified-css,unminified-javascript,offscreen-images}"
 # Lighthouse and redline on each page ($1: a name for the files; the rest
 # page paths); appends the result files to `pairs`.
 run_pages() {
@@ -146,7 +171,7 @@ run_pages() {
         rl="$WORK/rl-$tag-${page//\//_}.json"
         echo "== $tag $page: lighthouse" >&2
         CHROME_PATH=$(command -v chromium) "$LH" "$url" --quiet --output=json --output-path="$lh" \
-            "${LH_PRESET[@]}" --only-audits="$AUDITS" \
+            "${LH_PRESET[@]}" "${LH_EXTRA[@]}" --only-audits="$AUDITS" \
             --chrome-flags="--headless=new --no-sandbox --disable-gpu --disable-background-networking --disable-dev-shm-usage" >&2
         echo "== $tag $page: redline audit" >&2
         "$REDLINE" audit -o json -q --no-probes "${RL_SCREEN[@]}" "${RL_FLAGS[@]}" "$url" > "$rl" || true
@@ -167,7 +192,7 @@ if [ "$COPIES" != only ]; then
         run_pages "$variant" shop.html blog.html
         stop_nginx
     done
-    { echo "## Fixture pages"; echo; header; "$WORK/venv/bin/python" bench/lighthouse/compare.py "${pairs[@]}"; echo; } | tee -a "$MARKDOWN"
+    { echo "## Fixture pages"; echo; header; "$WORK/venv/bin/python" bench/lighthouse/compare.py "${pairs[@]}"; replay; echo; } | tee -a "$MARKDOWN"
 fi
 if [ "$COPIES" != 0 ]; then
     # Public sites' pages as Debian ships them: (copy name, folder, pages).
@@ -192,5 +217,5 @@ if [ "$COPIES" != 0 ]; then
     start_nginx debian "$COPY"
     run_pages copies "${pages[@]}"
     stop_nginx
-    { echo "## Public-site copies (Debian -doc packages, Debian-default nginx)"; echo; header; "$WORK/venv/bin/python" bench/lighthouse/compare.py "${pairs[@]}"; } | tee -a "$MARKDOWN"
+    { echo "## Public-site copies (Debian -doc packages, Debian-default nginx)"; echo; header; "$WORK/venv/bin/python" bench/lighthouse/compare.py "${pairs[@]}"; replay; } | tee -a "$MARKDOWN"
 fi

@@ -315,20 +315,42 @@ fn prepare(c: &CommonArgs) -> Result<(redline_web::url::Url, LoadOpts), String> 
 }
 
 /// `--browser`: runs the page in Chromium and gives the loader the images
-/// it requested. Err: the exit code, the one-line error printed.
-fn browse(c: &CommonArgs, u: &redline_web::url::Url, opts: &mut LoadOpts) -> Result<(), Exit> {
+/// it requested; returns Chromium's trace of the load (for the audit's
+/// render-blocking simulation). Err: the exit code, the one-line error
+/// printed.
+fn browse(
+    c: &CommonArgs,
+    u: &redline_web::url::Url,
+    opts: &mut LoadOpts,
+) -> Result<Option<redline_web::trace::PageTrace>, Exit> {
     let Some(path) = &c.browser else {
-        return Ok(());
+        return Ok(None);
     };
     if let Err(e) = redline_web::browser::find(path) {
         return Err(crate::exit::fail(Exit::Usage, e));
     }
+    // Chromium takes no CA file: with --cacert it accepts the page's
+    // certificate once redline's own client has verified it with that CA.
+    let verified_by_cacert = c.cacert.is_some()
+        && !c.insecure
+        && u.scheme() == "https"
+        && redline_web::audit::transport::probe_tls(
+            u,
+            &redline_web::http::TlsArgs {
+                cacert: c.cacert.clone(),
+                ..Default::default()
+            },
+            c.connect_timeout,
+        )
+        .verified
+            == Some(true);
     let bo = redline_web::browser::BrowserOpts {
         program: path.clone(),
         viewport: opts.viewport,
         user_agent: opts.client.user_agent.clone(),
         timeout: c.timeout + c.connect_timeout,
-        insecure: c.insecure,
+        insecure: c.insecure || verified_by_cacert,
+        headers: opts.client.headers.clone(),
     };
     if !c.quiet {
         let line = format!(
@@ -341,10 +363,10 @@ fn browse(c: &CommonArgs, u: &redline_web::url::Url, opts: &mut LoadOpts) -> Res
             eprintln!("{line}");
         }
     }
-    match redline_web::browser::images(u, &bo) {
+    match redline_web::browser::visit(u, &bo) {
         Ok(seen) => {
-            opts.script_images = seen;
-            Ok(())
+            opts.script_images = seen.images;
+            Ok(seen.trace)
         }
         Err(e) => {
             let code = match e {
@@ -672,9 +694,10 @@ fn cmd_audit(a: AuditArgs) -> Exit {
         Ok(x) => x,
         Err(e) => return crate::exit::fail(crate::exit::Exit::Usage, e),
     };
-    if let Err(code) = browse(&a.common, &u, &mut opts) {
-        return code;
-    }
+    let trace = match browse(&a.common, &u, &mut opts) {
+        Ok(t) => t,
+        Err(code) => return code,
+    };
     let rep = match load_views(&a.common, &u, 1, &opts, false) {
         Ok(r) => r,
         Err(code) => return code,
@@ -693,6 +716,7 @@ fn cmd_audit(a: AuditArgs) -> Exit {
     // Images are judged at the screen the page was discovered for.
     probes.dpr = Some(opts.viewport.dpr);
     probes.browser = a.common.browser.is_some();
+    probes.trace = trace;
     let result = audit::audit_page_with(&rep, &probes);
     if let Some(p) = &a.common.html {
         if let Err(code) = write_html(

@@ -29,6 +29,13 @@ fn server_config(p: &Pki, alpn: &[&[u8]]) -> Arc<rustls::ServerConfig> {
     Arc::new(cfg)
 }
 
+/// `p`'s CA written as `ca.pem` in `dir`: its path.
+fn ca_file(p: &Pki, dir: &Path) -> String {
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, &p.ca_pem).unwrap();
+    ca.to_str().unwrap().to_string()
+}
+
 const PAGE: &str = "<html><head><link rel=icon href=i.gif><link rel=stylesheet href=s.css></head><body><img src=i.gif width=1 height=1><p>hello over TLS</p></body></html>";
 const CSS: &str = ".a{color:red}\n";
 const GIF: &[u8] = b"GIF89a\x01\x00\x01\x00\x00\x00\x00";
@@ -262,9 +269,7 @@ fn page_over_https_checks_the_certificate_and_times_the_handshake() {
 fn audit_flags_a_server_without_http2_and_not_one_with_it() {
     let p = pki();
     let dir = tmpdir("h2");
-    let ca = dir.join("ca.pem");
-    std::fs::write(&ca, &p.ca_pem).unwrap();
-    let ca = ca.to_str().unwrap().to_string();
+    let ca = ca_file(&p, &dir);
 
     let plain = tls_site(server_config(&p, &[b"http/1.1"]));
     let url = format!("https://127.0.0.1:{}/", plain.addr.port());
@@ -359,9 +364,7 @@ fn nginx(p: &Pki, h2: bool) -> Option<Nginx> {
 fn real_nginx_with_and_without_http2() {
     let p = pki();
     let Some(off) = nginx(&p, false) else { return };
-    let ca = off.dir.join("ca.pem");
-    std::fs::write(&ca, &p.ca_pem).unwrap();
-    let ca = ca.to_str().unwrap().to_string();
+    let ca = ca_file(&p, &off.dir);
     let url = format!("https://127.0.0.1:{}/", off.port);
     let v = json(&["audit", "-o", "json", "-q", "--cacert", &ca, &url]);
     let h2 = check(&v, "http2");
@@ -568,5 +571,46 @@ fn a_self_signed_certificate_given_with_cacert_works_as_with_curl() {
     assert!(!curl(&url, false).unwrap_or(false), "curl without --cacert");
     let out = redline(&["page", "-q", "--no-save", &url]);
     assert_eq!(out.status.code(), Some(1), "without --cacert");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--browser` with `--cacert`: Chromium takes no CA file, so it accepts
+/// the page's certificate only once redline's own client has verified it
+/// with that CA; the page then loads in Chromium (without that, its
+/// navigation fails on the certificate and the command exits 1).
+#[test]
+fn browser_with_cacert_loads_the_page_in_chromium() {
+    if common::chromium().is_none() {
+        common::missing("chromium (apt-get install chromium)");
+        return;
+    }
+    let p = pki();
+    let dir = tmpdir("browser-ca");
+    let ca = ca_file(&p, &dir);
+    // Another CA: redline's client refuses the certificate, and so
+    // Chromium is not told to accept it.
+    let other_dir = dir.join("other");
+    std::fs::create_dir_all(&other_dir).unwrap();
+    let other = ca_file(&pki(), &other_dir);
+    let site = tls_site(server_config(&p, &[b"http/1.1"]));
+    let url = format!("https://127.0.0.1:{}/", site.addr.port());
+    for (cacert, loads) in [(&ca, true), (&other, false)] {
+        let out = redline(&[
+            "page",
+            "-q",
+            "--no-save",
+            "--browser",
+            "--cacert",
+            cacert,
+            &url,
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        if loads {
+            assert_eq!(out.status.code(), Some(0), "{err}");
+        } else {
+            assert_ne!(out.status.code(), Some(0), "{err}");
+            assert!(err.to_ascii_lowercase().contains("cert"), "{err}");
+        }
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -226,3 +226,39 @@ where
     });
     (srv, seen)
 }
+
+/// A whole HTTP/1.1 response with a `Content-Length`: for a
+/// [`routed_server`]'s route.
+pub fn response(status: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
+    let mut r = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(body);
+    r
+}
+
+/// The request head `head` carries header `name` (any case) with exactly
+/// `value`.
+pub fn has_header(head: &str, name: &str, value: &str) -> bool {
+    head.lines().skip(1).any(|l| {
+        l.split_once(':')
+            .is_some_and(|(n, v)| n.trim().eq_ignore_ascii_case(name) && v.trim() == value)
+    })
+}
+
+/// A [`routed_server`] behind Basic auth: a request without
+/// `Authorization: <auth>` is answered 401, the others by `route`.
+pub fn auth_server<F>(auth: &'static str, route: F) -> (ScriptServer, Requests)
+where
+    F: Fn(&str, &[u8]) -> Vec<u8> + Send + Sync + 'static,
+{
+    routed_server(move |head, body| {
+        if has_header(head, "authorization", auth) {
+            route(head, body)
+        } else {
+            response("401 Unauthorized", "text/plain", b"who are you")
+        }
+    })
+}

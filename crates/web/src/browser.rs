@@ -1,8 +1,11 @@
 //! `--browser`: runs the page's scripts in headless Chromium, as Lighthouse
 //! does, only to learn what redline cannot see without a script engine —
-//! the images a script inserts (`innerHTML`, `new Image()`…) and the size
-//! Chromium lays each `<img>` out at. redline's own client still fetches
-//! and measures every byte ([`crate::load::LoadOpts::script_images`]).
+//! the images a script inserts (`innerHTML`, `new Image()`…), the size
+//! Chromium lays each `<img>` out at, and Chromium's trace of the load
+//! (the main thread's tasks, its requests and first contentful paint:
+//! [`crate::trace`]), which the render-blocking check simulates as
+//! Lighthouse does. redline's own client still fetches and measures every
+//! byte ([`crate::load::LoadOpts::script_images`]).
 //!
 //! Chromium is driven over the DevTools protocol on a pipe
 //! (`--remote-debugging-pipe`: commands on its fd 3, answers on its fd 4,
@@ -29,6 +32,12 @@ pub const MAX_MESSAGE: usize = 32 << 20;
 pub const MAX_EVENTS: usize = 100_000;
 /// Images reported at most.
 pub const MAX_IMAGES: usize = 5_000;
+/// At most this long is waited for the trace after the page's images were
+/// read (within the run's deadline).
+const TRACE_WAIT: Duration = Duration::from_secs(10);
+/// The trace categories read: Lighthouse's (`Trace.getDefaultTraceCategories`)
+/// without screenshots, V8 and latency, which Lantern does not read.
+const TRACE_CATEGORIES: &str = "-*,disabled-by-default-lighthouse,loading,devtools.timeline,disabled-by-default-devtools.timeline,disabled-by-default-devtools.timeline.stack,blink.user_timing";
 /// How long the network must be quiet after the load event before the
 /// images are read (a script may insert images just after it).
 const QUIET: Duration = Duration::from_millis(500);
@@ -36,7 +45,7 @@ const QUIET: Duration = Duration::from_millis(500);
 const AFTER_LOAD: Duration = Duration::from_secs(3);
 
 /// How to run the browser.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct BrowserOpts {
     /// The Chromium (or Chrome) executable: a path, or a name looked up
     /// on `PATH` (`chromium`).
@@ -47,8 +56,30 @@ pub struct BrowserOpts {
     pub user_agent: String,
     /// The whole run, start to the images read, at most.
     pub timeout: Duration,
-    /// Accept any certificate (`--insecure`).
+    /// Accept any certificate (`--insecure`; with `--cacert`, only once
+    /// redline's own client has verified the page's certificate with it).
     pub insecure: bool,
+    /// Headers the load sends (`-H`, the URL's `user:pass@` as
+    /// `Authorization`, cookies): Chromium adds them to its requests to
+    /// the page's own origin only (`Fetch.continueRequest`), as redline's
+    /// client sends credentials; never printed or logged.
+    pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for BrowserOpts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BrowserOpts")
+            .field("program", &self.program)
+            .field("viewport", &self.viewport)
+            .field("user_agent", &self.user_agent)
+            .field("timeout", &self.timeout)
+            .field("insecure", &self.insecure)
+            .field(
+                "headers",
+                &self.headers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 /// An image Chromium requested while it ran the page.
@@ -60,6 +91,16 @@ pub struct SeenImage {
     /// rendered `<img>` whose `currentSrc` it is); none: no rendered `<img>`
     /// shows it (`display: none`, a CSS background, a `new Image()`).
     pub displayed: Option<(f64, f64)>,
+}
+
+/// What Chromium saw of the page.
+#[derive(Clone, Debug, Default)]
+pub struct Visit {
+    /// The images it requested, in request order, each with the size it
+    /// displays it at.
+    pub images: Vec<SeenImage>,
+    /// Its trace of the load (none: the trace was not complete in time).
+    pub trace: Option<crate::trace::PageTrace>,
 }
 
 /// Why the browser gave nothing: one line for the user.
@@ -121,6 +162,11 @@ struct Pipe {
     from: Receiver<Value>,
     next_id: u64,
     events: Vec<Value>,
+    trace: crate::trace::Collector,
+    trace_done: bool,
+    /// Headers added to the page origin's requests paused by `Fetch`, and
+    /// the session they are continued on.
+    extra: Option<(Vec<(String, String)>, String)>,
     end: Instant,
     guard: Guard,
 }
@@ -185,7 +231,49 @@ impl Pipe {
         }
     }
 
+    /// Sends `method` without waiting for its answer (an answer to it is
+    /// dropped as it arrives).
+    fn send(&mut self, session: &str, method: &str, params: Value) {
+        self.next_id += 1;
+        let msg = json!({"id": self.next_id, "method": method, "params": params,
+                         "sessionId": session});
+        let mut bytes = msg.to_string().into_bytes();
+        bytes.push(0);
+        let _ = self.to.write_all(&bytes).and_then(|_| self.to.flush());
+    }
+
     fn keep(&mut self, v: Value) {
+        match v["method"].as_str() {
+            Some("Fetch.requestPaused") => {
+                let Some((extra, session)) = self.extra.clone() else {
+                    return;
+                };
+                let p = &v["params"];
+                let id = p["requestId"].clone();
+                // The request's headers, the load's replacing any of the
+                // same name.
+                let mut headers: Vec<Value> = p["request"]["headers"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(|(n, _)| !extra.iter().any(|(e, _)| e.eq_ignore_ascii_case(n)))
+                    .map(|(n, v)| json!({"name": n, "value": v.as_str().unwrap_or("")}))
+                    .collect();
+                headers.extend(extra.iter().map(|(n, v)| json!({"name": n, "value": v})));
+                self.send(
+                    &session,
+                    "Fetch.continueRequest",
+                    json!({"requestId": id, "headers": headers}),
+                );
+                return;
+            }
+            Some("Tracing.dataCollected") => return self.trace.add(&v["params"]["value"]),
+            Some("Tracing.tracingComplete") => {
+                self.trace_done = true;
+                return;
+            }
+            _ => {}
+        }
         if v.get("method").is_some() && self.events.len() < MAX_EVENTS {
             self.events.push(v);
         }
@@ -305,6 +393,9 @@ fn launch(program: &Path, opts: &BrowserOpts) -> Result<Pipe, BrowserError> {
         from: rx,
         next_id: 0,
         events: Vec::new(),
+        trace: crate::trace::Collector::default(),
+        trace_done: false,
+        extra: None,
         end: Instant::now() + opts.timeout,
         guard,
     })
@@ -329,6 +420,11 @@ const IMAGES_JS: &str = r#"JSON.stringify(Array.from(document.images).slice(0, 5
 /// quiet after it), and returns the images it requested, in request order,
 /// each with the size Chromium displays it at.
 pub fn images(url: &url::Url, opts: &BrowserOpts) -> Result<Vec<SeenImage>, BrowserError> {
+    visit(url, opts).map(|v| v.images)
+}
+
+/// As [`images`], and Chromium's trace of the load ([`Visit::trace`]).
+pub fn visit(url: &url::Url, opts: &BrowserOpts) -> Result<Visit, BrowserError> {
     let program = find(&opts.program)?;
     let mut p = launch(&program, opts)?;
     let vp = opts.viewport;
@@ -339,8 +435,8 @@ pub fn images(url: &url::Url, opts: &BrowserOpts) -> Result<Vec<SeenImage>, Brow
         "Target.attachToTarget",
         json!({"targetId": target, "flatten": true}),
     )?;
-    let s = s["sessionId"].as_str().unwrap_or_default().to_string();
-    let s = Some(s.as_str());
+    let session = s["sessionId"].as_str().unwrap_or_default().to_string();
+    let s = Some(session.as_str());
     p.call(s, "Network.enable", json!({}))?;
     p.call(s, "Page.enable", json!({}))?;
     p.call(
@@ -361,7 +457,26 @@ pub fn images(url: &url::Url, opts: &BrowserOpts) -> Result<Vec<SeenImage>, Brow
             json!({"enabled": true, "maxTouchPoints": 5}),
         )?;
     }
+    // The load's headers, on the page's own origin's requests only.
+    if !opts.headers.is_empty() {
+        let origin = url.origin().ascii_serialization();
+        p.extra = Some((opts.headers.clone(), session.clone()));
+        p.call(
+            s,
+            "Fetch.enable",
+            json!({"patterns": [{"urlPattern": format!("{origin}/*"), "requestStage": "Request"}]}),
+        )?;
+    }
+    // The trace is a bonus: a Chromium that refuses it still gives images.
+    let tracing = p
+        .call(
+            s,
+            "Tracing.start",
+            json!({"categories": TRACE_CATEGORIES, "transferMode": "ReportEvents"}),
+        )
+        .is_ok();
     let nav = p.call(s, "Page.navigate", json!({"url": url.as_str()}))?;
+    let frame = nav["frameId"].as_str().unwrap_or_default().to_string();
     if let Some(e) = nav["errorText"].as_str().filter(|e| !e.is_empty()) {
         return Err(BrowserError::Failed(format!(
             "Chromium could not load {url}: {e}"
@@ -413,8 +528,30 @@ pub fn images(url: &url::Url, opts: &BrowserOpts) -> Result<Vec<SeenImage>, Brow
         .as_str()
         .and_then(|t| serde_json::from_str(t).ok())
         .unwrap_or_default();
+    let trace = if tracing {
+        read_trace(&mut p, s, &frame)
+    } else {
+        None
+    };
     let _ = p.call(None, "Browser.close", json!({}));
-    Ok(collect(&p.events, &shown))
+    Ok(Visit {
+        images: collect(&p.events, &shown),
+        trace,
+    })
+}
+
+/// Ends the trace and reads it (at most [`TRACE_WAIT`], within the run's
+/// deadline): the page's tasks, requests and paints, or none.
+fn read_trace(p: &mut Pipe, s: Option<&str>, frame: &str) -> Option<crate::trace::PageTrace> {
+    p.call(s, "Tracing.end", json!({})).ok()?;
+    let until = (Instant::now() + TRACE_WAIT).min(p.end);
+    while !p.trace_done {
+        match p.next(until) {
+            Ok(v) => p.keep(v),
+            Err(_) => return None,
+        }
+    }
+    crate::trace::page_trace(&p.trace.events, &p.events, frame)
 }
 
 /// The images of `events` (`Network.requestWillBeSent` of type Image, http

@@ -20,6 +20,7 @@ pub mod modules;
 pub mod page;
 pub mod render;
 pub mod srcset;
+pub mod trace;
 pub mod viewport;
 
 /// The `url` crate, re-exported so callers use the same `Url` type.

@@ -65,6 +65,7 @@ fn browser_opts(vp: Viewport, program: &str) -> BrowserOpts {
         user_agent: redline_web::http::CHROME_DESKTOP_UA.into(),
         timeout: Duration::from_secs(60),
         insecure: false,
+        headers: Vec::new(),
     }
 }
 

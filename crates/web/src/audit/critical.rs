@@ -9,7 +9,7 @@
 //! that cost without helping: `preconnect` to an origin the page never
 //! uses, `preload` of a resource nothing on the page uses.
 
-use super::{check, finding, lantern, note, Check, Ctx, Fix, Severity};
+use super::{check, fcp_graph, finding, lantern, note, Check, Ctx, Fix, Severity};
 use crate::discover::{scan_html, HtmlScan, Kind};
 use crate::load::Entry;
 use crate::page::{bytes, millis};
@@ -92,24 +92,51 @@ fn server_ms(cx: &Ctx, origin_: &str) -> f64 {
 }
 
 /// Each of `blocking`'s time on Lighthouse's reference link (entry
-/// indices; none when not simulated), as Lantern simulates the first
-/// paint's requests: the page, then the blocking resources, each
-/// `@import`ed sheet after the sheet importing it (`lantern::simulate`).
+/// indices; none when not simulated). With Chromium's trace (`--browser`),
+/// on Lantern's graph of the first contentful paint built from it
+/// (`fcp_graph`: the main thread's tasks in it; a resource not in that
+/// graph has none); without, as Lantern simulates the first paint's
+/// requests alone: the page, then the blocking resources, each `@import`ed
+/// sheet after the sheet importing it, a script after a nominal parser
+/// task (`lantern::PARSE_MS`).
 fn on_link(cx: &Ctx, link: &lantern::Link, doc: usize, blocking: &[usize]) -> Vec<Option<f64>> {
     let entries = &cx.first.entries;
     let mut servers: Vec<(String, f64)> = Vec::new();
+    let mut server_of = |o: &str| match servers.iter().find(|(k, _)| k == o) {
+        Some((_, v)) => *v,
+        None => {
+            let v = server_ms(cx, o);
+            servers.push((o.to_string(), v));
+            v
+        }
+    };
+    if let Some(t) = &cx.probes.trace {
+        let urls: Vec<String> = blocking.iter().map(|&i| entries[i].url.clone()).collect();
+        // Each request as redline measured it, found by its URL.
+        let wire = |r: &crate::trace::Request| -> Option<fcp_graph::Wire> {
+            let u = Url::parse(&r.url).ok()?;
+            let o = u.origin().ascii_serialization();
+            let key = crate::http::display_url(&u);
+            let e = entries
+                .iter()
+                .find(|e| e.url == key && !e.from_cache && e.status.is_some());
+            Some(fcp_graph::Wire {
+                host: u.host_str().unwrap_or_default().to_string(),
+                tls: u.scheme() == "https",
+                h2: e.is_some_and(|e| e.protocol.as_deref() == Some("h2")),
+                bytes: e.map_or(r.bytes, |e| e.wire_bytes),
+                origin: o,
+            })
+        };
+        if let Some(v) = fcp_graph::times(t, link, &urls, &wire) {
+            return v;
+        }
+    }
     let mut req = |i: usize, after: Option<usize>| -> Option<lantern::Req> {
         let e = &entries[i];
         let u = Url::parse(&e.url).ok()?;
         let o = u.origin().ascii_serialization();
-        let server = match servers.iter().find(|(k, _)| *k == o) {
-            Some((_, v)) => *v,
-            None => {
-                let v = server_ms(cx, &o);
-                servers.push((o.clone(), v));
-                v
-            }
-        };
+        let server = server_of(&o);
         Some(lantern::Req {
             origin: o,
             host: u.host_str().unwrap_or_default().to_string(),
@@ -189,7 +216,8 @@ pub(super) fn render_blocking(cx: &Ctx) -> Check {
     for (e, &on_link) in blocking.iter().zip(&link_ms) {
         let adds = (e.end_ms - reached).max(0.0);
         reached = reached.max(e.end_ms);
-        let worst = adds.max(on_link.unwrap_or(0.0));
+        // Lighthouse rounds its time to the ms before the 50 ms test.
+        let worst = adds.max(on_link.map_or(0.0, f64::round));
         if worst < BLOCKING_MIN_MS {
             continue;
         }
@@ -244,9 +272,14 @@ pub(super) fn render_blocking(cx: &Ctx) -> Check {
         THRESHOLD,
         Some(score),
         format!(
-            "{} render-blocking resources ({own} on the page's site): the first paint waits {} after the HTML arrived",
+            "{} render-blocking resources ({own} on the page's site): the first paint waits {} after the HTML arrived{}",
             blocking.len(),
-            millis(total.max(0.0))
+            millis(total.max(0.0)),
+            if cx.probes.trace.is_some() {
+                "; reference-link times on Lighthouse's graph of Chromium's trace (--browser)"
+            } else {
+                ""
+            }
         ),
         f,
         FIX_RENDER_BLOCKING,

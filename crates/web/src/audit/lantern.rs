@@ -16,6 +16,9 @@ pub struct Link {
     pub rtt_ms: f64,
     /// Throughput (kilobits per second, Lighthouse's 1,024 bits).
     pub kbps: f64,
+    /// How much slower the CPU is than the traced one (Lighthouse's
+    /// `cpuSlowdownMultiplier`).
+    pub cpu_slowdown: f64,
     /// How the reports name it.
     pub name: &'static str,
 }
@@ -24,6 +27,7 @@ pub struct Link {
 pub const DESKTOP: Link = Link {
     rtt_ms: 40.0,
     kbps: 10_240.0,
+    cpu_slowdown: 1.0,
     name: "a 40 ms / 10 Mbit/s link (Lighthouse's desktop throttling)",
 };
 
@@ -31,6 +35,7 @@ pub const DESKTOP: Link = Link {
 pub const MOBILE: Link = Link {
     rtt_ms: 150.0,
     kbps: 1_638.4,
+    cpu_slowdown: 4.0,
     name: "a 150 ms / 1.6 Mbit/s link (Lighthouse's mobile throttling)",
 };
 
@@ -45,6 +50,11 @@ const DNS_RTTS: f64 = 2.0;
 const H1_CONNECTIONS: usize = 6;
 /// Lantern's cap on requests in flight.
 const MAX_CONCURRENT: usize = 10;
+/// A layout task slows down half as much as the CPU (Lantern's
+/// `DEFAULT_LAYOUT_TASK_MULTIPLIER`).
+const LAYOUT_MULTIPLIER: f64 = 0.5;
+/// A task longer than this is not CPU-bound (Lantern's cap, ms).
+const MAX_CPU_MS: f64 = 10_000.0;
 
 /// One TCP connection's state (Lantern's `TCPConnection`).
 #[derive(Clone, Debug)]
@@ -147,14 +157,16 @@ pub struct Req {
     pub order: f64,
     /// The server's own time to answer (ms).
     pub server_ms: f64,
-    /// Ready this long after the request it waits for has ended: a script
-    /// waits for the parser's task that found it (Lantern links scripts to
-    /// the CPU task that sent them), a stylesheet for nothing.
+    /// A main-thread task of this long runs after the request it waits
+    /// for has ended, and this request waits for it too: a script waits
+    /// for the parser's task that found it (Lantern links scripts to the
+    /// CPU task that sent them), a stylesheet for nothing (0).
     pub delay_ms: f64,
 }
 
 /// What a parser task takes before the scripts it finds are requested
-/// (Lantern takes it from the trace; redline has none): a nominal 1 ms.
+/// when there is no trace to read it from (Lantern takes it from the
+/// trace; without `--browser` redline has none): a nominal 1 ms.
 pub const PARSE_MS: f64 = 1.0;
 
 /// The priority penalty Lantern adds to a request's start position: a
@@ -163,9 +175,50 @@ pub fn order(start_ms: f64, script: bool) -> f64 {
     start_ms + if script { 250.0 } else { 0.0 }
 }
 
+/// What a node of the simulated graph is.
+#[derive(Clone, Debug)]
+pub enum Work {
+    /// A request: origin, host, https, HTTP/2, bytes, the server's time.
+    Net {
+        /// Scheme, host and port.
+        origin: String,
+        /// Host name (one DNS lookup each).
+        host: String,
+        /// https.
+        tls: bool,
+        /// Fetched over HTTP/2.
+        h2: bool,
+        /// Bytes on the wire, head and body.
+        bytes: u64,
+        /// The server's own time to answer (ms).
+        server_ms: f64,
+    },
+    /// A main-thread task (Lantern's CPU node): its duration as traced
+    /// (ms); a task that laid the page out runs at half the CPU slowdown.
+    Cpu {
+        /// Traced duration (ms).
+        ms: f64,
+        /// It ran a layout.
+        layout: bool,
+    },
+}
+
+/// A node of the simulated graph (Lantern's `BaseNode`): the work, the
+/// nodes it waits for, and where it starts among those ready at once.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// What it does.
+    pub work: Work,
+    /// The nodes (indices) that must end before it starts.
+    pub deps: Vec<usize>,
+    /// Its start position (ms): a task's traced start, a request's start
+    /// plus Lantern's priority penalty ([`order`]).
+    pub order: f64,
+}
+
 struct Flight {
-    req: usize,
-    conn: (usize, usize),
+    node: usize,
+    conn: Option<(usize, usize)>,
     start: f64,
     elapsed: f64,
     overshoot: f64,
@@ -180,38 +233,100 @@ impl Link {
         saturated.clamp(1, MAX_CONCURRENT)
     }
 
-    /// (start, end) in ms of each of `reqs` on this link, the network part
-    /// of Lantern's `Simulator.simulate`: a request starts when the one it
-    /// waits for has ended, on the free connection of its origin with the
-    /// largest window (six per HTTP/1.1 origin, one per HTTP/2 origin, a
-    /// connection's window and warmth carried from request to request), at
-    /// most ten at once, the link shared evenly by those in flight. None
-    /// when the requests do not form such a load.
+    /// (start, end) in ms of each of `reqs` on this link: a request starts
+    /// when the one it waits for has ended (and, with a `delay_ms`, a
+    /// main-thread task of that length after it), as [`Link::simulate_graph`].
     pub fn simulate(&self, reqs: &[Req]) -> Option<Vec<(f64, f64)>> {
+        let mut nodes: Vec<Node> = reqs
+            .iter()
+            .map(|r| Node {
+                work: Work::Net {
+                    origin: r.origin.clone(),
+                    host: r.host.clone(),
+                    tls: r.tls,
+                    h2: r.h2,
+                    bytes: r.bytes,
+                    server_ms: r.server_ms,
+                },
+                deps: r.after.into_iter().collect(),
+                order: r.order,
+            })
+            .collect();
+        for (i, r) in reqs.iter().enumerate() {
+            if r.delay_ms > 0.0 {
+                nodes.push(Node {
+                    work: Work::Cpu {
+                        ms: r.delay_ms,
+                        layout: false,
+                    },
+                    deps: r.after.into_iter().collect(),
+                    order: 0.0,
+                });
+                let cpu = nodes.len() - 1;
+                nodes[i].deps.push(cpu);
+            }
+        }
+        let mut t = self.simulate_graph(&nodes, &[])?;
+        t.truncate(reqs.len());
+        t.into_iter().collect()
+    }
+
+    /// (start, end) in ms of each node of `nodes` on this link (none: not
+    /// reached), Lantern's `Simulator.simulate`: the first node without
+    /// dependencies starts at 0; a node is ready when every node it waits
+    /// for has ended; the ready ones start in start-position order, a
+    /// task when no other task runs (one main thread), a request when
+    /// fewer than ten are in flight and its origin has a free connection
+    /// (six per HTTP/1.1 origin, one per HTTP/2 origin; the one with the
+    /// largest window, a connection's window and warmth carried from
+    /// request to request), the link shared evenly by the requests in
+    /// flight. `connections` overrides the connections of an origin
+    /// (Lantern opens one per request it estimates went over a new
+    /// connection, at least six, or one on HTTP/2). None when the nodes do
+    /// not form such a graph.
+    pub fn simulate_graph(
+        &self,
+        nodes: &[Node],
+        connections: &[(String, usize)],
+    ) -> Option<Vec<Option<(f64, f64)>>> {
         let rtt = self.rtt_ms;
         let bps = self.kbps * 1024.0;
         // Connections by origin.
         let mut origins: Vec<String> = Vec::new();
         let mut pools: Vec<Vec<Conn>> = Vec::new();
-        for r in reqs {
-            if origins.contains(&r.origin) {
+        for n in nodes {
+            let Work::Net {
+                origin,
+                tls,
+                h2,
+                server_ms,
+                ..
+            } = &n.work
+            else {
+                continue;
+            };
+            if origins.contains(origin) {
                 continue;
             }
-            let n = if r.h2 { 1 } else { H1_CONNECTIONS };
             let c = Conn {
                 warm: false,
-                tls: r.tls,
-                h2: r.h2,
+                tls: *tls,
+                h2: *h2,
                 cwnd: INITIAL_CWND,
-                server_ms: r.server_ms,
+                server_ms: *server_ms,
                 throughput: bps,
                 h2_overflow: 0.0,
                 in_use: false,
             };
-            origins.push(r.origin.clone());
+            let least = if *h2 { 1 } else { H1_CONNECTIONS };
+            let n = connections
+                .iter()
+                .find(|(o, _)| o == origin)
+                .map_or(least, |(_, n)| (*n).max(least));
+            origins.push(origin.clone());
             pools.push(vec![c; n]);
         }
-        let pool_of = |r: &Req| origins.iter().position(|o| *o == r.origin).unwrap_or(0);
+        let pool_of = |o: &str| origins.iter().position(|x| x == o).unwrap_or(0);
         let mut dns: Vec<(String, f64)> = Vec::new();
         let lookup = |host: &str, at: f64, dns: &mut Vec<(String, f64)>| -> f64 {
             let full = DNS_RTTS * rtt;
@@ -227,83 +342,102 @@ impl Link {
                 }
             }
         };
-        let mut out: Vec<Option<(f64, f64)>> = vec![None; reqs.len()];
-        // (request, the time it is ready at).
-        let mut ready: Vec<(usize, f64)> = reqs
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.after.is_none())
-            .map(|(i, r)| (i, r.delay_ms))
-            .collect();
+        let cpu_ms = |ms: f64, layout: bool| {
+            let m = if layout {
+                self.cpu_slowdown * LAYOUT_MULTIPLIER
+            } else {
+                self.cpu_slowdown
+            };
+            (ms * m).round().min(MAX_CPU_MS)
+        };
+        let mut out: Vec<Option<(f64, f64)>> = vec![None; nodes.len()];
+        let mut done = vec![false; nodes.len()];
+        // The root: the first node that waits for none.
+        let root = nodes.iter().position(|n| n.deps.is_empty())?;
+        let mut ready: Vec<usize> = vec![root];
         let mut flying: Vec<Flight> = Vec::new();
         let mut now = 0.0;
         for _ in 0..100_000 {
             if ready.is_empty() && flying.is_empty() {
                 break;
             }
-            ready.sort_by(|a, b| reqs[a.0].order.total_cmp(&reqs[b.0].order));
+            ready.sort_by(|&a, &b| nodes[a].order.total_cmp(&nodes[b].order));
             let mut k = 0;
             while k < ready.len() {
-                let (i, at) = ready[k];
-                if at > now {
-                    k += 1;
-                    continue;
-                }
-                if flying.len() >= self.max_concurrent() {
-                    break;
-                }
-                let p = pool_of(&reqs[i]);
-                let best = pools[p]
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, c)| !c.in_use)
-                    .max_by_key(|(n, c)| (c.cwnd, std::cmp::Reverse(*n)))
-                    .map(|(n, _)| n);
-                match best {
-                    Some(c) => {
-                        pools[p][c].in_use = true;
-                        flying.push(Flight {
-                            req: i,
-                            conn: (p, c),
-                            start: now,
-                            elapsed: 0.0,
-                            overshoot: 0.0,
-                            bytes: 0.0,
-                            estimate: 0.0,
-                        });
-                        ready.remove(k);
+                let i = ready[k];
+                let conn = match &nodes[i].work {
+                    Work::Cpu { .. } => {
+                        if flying.iter().any(|f| f.conn.is_none()) {
+                            k += 1;
+                            continue;
+                        }
+                        None
                     }
-                    None => k += 1,
-                }
+                    Work::Net { origin, .. } => {
+                        let in_flight = flying.iter().filter(|f| f.conn.is_some()).count();
+                        if in_flight >= self.max_concurrent() {
+                            k += 1;
+                            continue;
+                        }
+                        let p = pool_of(origin);
+                        let best = pools[p]
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, c)| !c.in_use)
+                            .max_by_key(|(n, c)| (c.cwnd, std::cmp::Reverse(*n)))
+                            .map(|(n, _)| n);
+                        match best {
+                            Some(c) => {
+                                pools[p][c].in_use = true;
+                                Some((p, c))
+                            }
+                            None => {
+                                k += 1;
+                                continue;
+                            }
+                        }
+                    }
+                };
+                flying.push(Flight {
+                    node: i,
+                    conn,
+                    start: now,
+                    elapsed: 0.0,
+                    overshoot: 0.0,
+                    bytes: 0.0,
+                    estimate: 0.0,
+                });
+                ready.remove(k);
             }
-            // The next request to become ready, as Lantern's CPU node ends.
-            let next_ready = ready
-                .iter()
-                .map(|&(_, at)| at - now)
-                .filter(|d| *d > 0.0)
-                .fold(f64::INFINITY, f64::min);
             if flying.is_empty() {
-                if next_ready.is_finite() {
-                    now += next_ready;
-                    continue;
-                }
                 return None;
             }
-            let share = bps / flying.len() as f64;
+            let in_flight = flying.iter().filter(|f| f.conn.is_some()).count();
+            let share = bps / in_flight.max(1) as f64;
             for f in &flying {
-                pools[f.conn.0][f.conn.1].throughput = share;
+                if let Some((p, c)) = f.conn {
+                    pools[p][c].throughput = share;
+                }
             }
             let mut min = f64::INFINITY;
             for f in &mut flying {
-                let r = &reqs[f.req];
-                let d = lookup(&r.host, f.start, &mut dns);
-                let c = &pools[f.conn.0][f.conn.1];
-                let s =
-                    c.download_until(rtt, r.bytes as f64 - f.bytes, f.elapsed, f64::INFINITY, d);
-                f.estimate = s.elapsed + f.overshoot;
+                f.estimate = match (&nodes[f.node].work, f.conn) {
+                    (Work::Cpu { ms, layout }, _) => cpu_ms(*ms, *layout) - f.elapsed,
+                    (Work::Net { host, bytes, .. }, Some((p, c))) => {
+                        let d = lookup(host, f.start, &mut dns);
+                        let s = pools[p][c].download_until(
+                            rtt,
+                            *bytes as f64 - f.bytes,
+                            f.elapsed,
+                            f64::INFINITY,
+                            d,
+                        );
+                        s.elapsed + f.overshoot
+                    }
+                    (Work::Net { .. }, None) => return None,
+                };
                 min = min.min(f.estimate);
             }
-            min = min.min(next_ready);
             if !min.is_finite() {
                 return None;
             }
@@ -311,39 +445,53 @@ impl Link {
             let mut k = 0;
             while k < flying.len() {
                 let f = &mut flying[k];
-                let r = &reqs[f.req];
-                let d = lookup(&r.host, f.start, &mut dns);
-                let c = &mut pools[f.conn.0][f.conn.1];
-                let s = c.download_until(
-                    rtt,
-                    r.bytes as f64 - f.bytes,
-                    f.elapsed,
-                    min - f.overshoot,
-                    d,
-                );
-                c.cwnd = s.cwnd;
-                if c.h2 {
-                    c.h2_overflow = s.extra;
-                }
-                if f.estimate == min {
-                    c.warm = true;
-                    c.in_use = false;
-                    let done = flying.remove(k);
-                    out[done.req] = Some((done.start, now));
-                    for (j, o) in reqs.iter().enumerate() {
-                        if o.after == Some(done.req) {
-                            ready.push((j, now + o.delay_ms));
-                        }
+                let finished = f.estimate == min;
+                if let (Work::Net { host, bytes, .. }, Some((p, c))) = (&nodes[f.node].work, f.conn)
+                {
+                    let d = lookup(host, f.start, &mut dns);
+                    let conn = &mut pools[p][c];
+                    let s = conn.download_until(
+                        rtt,
+                        *bytes as f64 - f.bytes,
+                        f.elapsed,
+                        min - f.overshoot,
+                        d,
+                    );
+                    conn.cwnd = s.cwnd;
+                    if conn.h2 {
+                        conn.h2_overflow = s.extra;
                     }
-                } else {
-                    f.elapsed += s.elapsed;
-                    f.overshoot += s.elapsed - min;
-                    f.bytes += s.bytes;
+                    if finished {
+                        conn.warm = true;
+                        conn.in_use = false;
+                    } else {
+                        f.elapsed += s.elapsed;
+                        f.overshoot += s.elapsed - min;
+                        f.bytes += s.bytes;
+                    }
+                } else if !finished {
+                    f.elapsed += min;
+                }
+                if !finished {
                     k += 1;
+                    continue;
+                }
+                let f = flying.remove(k);
+                out[f.node] = Some((f.start, now));
+                done[f.node] = true;
+                for (j, o) in nodes.iter().enumerate() {
+                    if o.deps.contains(&f.node)
+                        && !done[j]
+                        && !ready.contains(&j)
+                        && !flying.iter().any(|g| g.node == j)
+                        && o.deps.iter().all(|&d| done[d])
+                    {
+                        ready.push(j);
+                    }
                 }
             }
         }
-        out.into_iter().collect()
+        Some(out)
     }
 }
 

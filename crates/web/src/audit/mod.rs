@@ -29,6 +29,7 @@ use checks::{
 };
 pub use text::render_text;
 
+mod fcp_graph;
 mod images;
 mod lantern;
 mod layout;
@@ -38,6 +39,7 @@ mod revalidate;
 mod security;
 pub mod transport;
 
+pub use fcp_graph::lighthouse_list;
 pub use images::shown_widths;
 pub use minify::{
     minified_code, minified_code_len, minified_css, minified_html, minified_html_len, wire_size,
@@ -473,6 +475,10 @@ pub struct Probes {
     /// The page's scripts were run in Chromium (`--browser`): the images
     /// they insert were fetched ([`crate::load::Entry::by_script`]).
     pub browser: bool,
+    /// Chromium's trace of the page (`--browser`): render-blocking times
+    /// are simulated on Lighthouse's graph of the first contentful paint,
+    /// its main-thread tasks included (`fcp_graph`).
+    pub trace: Option<crate::trace::PageTrace>,
 }
 
 /// Audits a page loaded by [`crate::page::run`]: its first view, its revalidate

@@ -86,6 +86,7 @@ pub fn probe(url: &str, opts: &ClientOpts, tls: &TlsArgs, http_port: u16) -> sup
         h3: Some(super::alt_svc::probe_h3(&u, opts)),
         dpr: None,
         browser: false,
+        trace: None,
     }
 }
 
