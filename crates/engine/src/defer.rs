@@ -23,10 +23,24 @@
 //! rate times the window is at least [`MIN_BATCH`]) and that the server
 //! holds a queue the window does not drain (the answers' mean time in
 //! flight, by Little's law in flight / rate, is at least [`QUEUE_WINDOWS`]
-//! windows). The window is an eighth of that time in flight, at most
-//! [`MAX_WINDOW`]. Before it sleeps the worker looks once (a poll that does
+//! windows). The window is a third of that time in flight, at most
+//! [`MAX_WINDOW`]: two thirds of the requests stay queued at the server
+//! while answers wait (an eighth, before 2026-11-29: against nginx at
+//! 90,000 answers a second on 64 connections, a third took 9-10 % less of
+//! the client's CPU per request at the same req/s; docs/benchmarks.md). Before it sleeps the worker looks once (a poll that does
 //! not sleep): answers already there are handled at once, so a client that
 //! is itself the bottleneck never sleeps with work waiting.
+//!
+//! Deferring must cost the server no answers. Against a server that queues
+//! (the case it is for) it costs none: the queue keeps the server busy
+//! while answers wait. Against one that is slow without queueing (each
+//! answer a fixed time after its request, e.g. a backend's wait) every
+//! request would go out half a window later on average, up to a seventh
+//! fewer answers. So every [`PROBE_EVERY`] buckets one bucket runs the
+//! other way (not deferring while deferring is chosen, and the reverse),
+//! and its answer rate decides: deferring stops when a bucket without it
+//! answered more than [`PROBE_MARGIN`] faster than the buckets with it, and
+//! comes back when a bucket with it answers as fast as those without.
 
 use crate::timer::PreciseTimer;
 use mio::{Poll, Token};
@@ -46,10 +60,21 @@ const MAX_WINDOW: Duration = Duration::from_micros(200);
 /// under 20,000 answers a second.)
 const MIN_BATCH: f64 = 2.0;
 /// How many windows the answers' time in flight must span: the server's
-/// queue then never runs dry while answers wait for the window.
-const QUEUE_WINDOWS: f64 = 8.0;
+/// queue then never runs dry while answers wait for the window (three:
+/// two thirds stay queued; eight spent 9-10 % more of the client's CPU
+/// per request on bench/run.sh's scenario 1 for the same req/s, and two
+/// no less than three).
+const QUEUE_WINDOWS: f64 = 3.0;
 /// How often the answer rate is measured.
 const BUCKET: Duration = Duration::from_millis(10);
+/// Every this many buckets (160 ms) one bucket is a probe, run the other
+/// way.
+const PROBE_EVERY: u32 = 16;
+/// How much faster a probe without deferring must answer for deferring to
+/// stop (a probe right after deferring also reads the answers the last
+/// window held, up to 2 % of a bucket's at most: the margin is above
+/// that).
+const PROBE_MARGIN: f64 = 0.04;
 
 /// The deferral state of one worker (see the top of this file).
 pub(crate) struct Defer {
@@ -63,6 +88,13 @@ pub(crate) struct Defer {
     /// Deferring happened at least once (the run record says answers were
     /// stamped).
     pub(crate) used: bool,
+    /// Deferring costs no answers (the latest probe said so).
+    free: bool,
+    /// Buckets until the next probe (0: this bucket is one).
+    until_probe: u32,
+    /// The answer rate of the latest buckets run the chosen way
+    /// (exponentially weighted; 0: none yet).
+    chosen_rate: f64,
 }
 
 impl Defer {
@@ -104,6 +136,11 @@ impl Defer {
             since: now,
             window: None,
             used: false,
+            free: true,
+            // The first probe early: a slow server that does not queue
+            // loses answers to deferring only until then.
+            until_probe: 3,
+            chosen_rate: 0.0,
         }
     }
 
@@ -137,7 +174,14 @@ impl Defer {
         let elapsed = now.saturating_duration_since(self.since);
         if elapsed >= BUCKET {
             let rate = self.answers as f64 / elapsed.as_secs_f64();
-            self.window = plan_window(rate, in_flight);
+            self.judge(rate);
+            // A probe bucket runs the other way.
+            let defer = self.free != (self.until_probe == 0);
+            self.window = if defer {
+                plan_window(rate, in_flight)
+            } else {
+                None
+            };
             self.answers = 0;
             self.since = now;
         }
@@ -148,6 +192,35 @@ impl Defer {
         match timeout {
             Some(t) if t < w => None,
             _ => Some(w),
+        }
+    }
+
+    /// A bucket ended with `rate` answers a second: a probe's rate
+    /// against the chosen way's decides whether deferring is free; the
+    /// next probe is counted down.
+    fn judge(&mut self, rate: f64) {
+        if self.until_probe == 0 {
+            if self.chosen_rate > 0.0 {
+                let ratio = rate / self.chosen_rate;
+                let was = self.free;
+                self.free = if was {
+                    ratio <= 1.0 + PROBE_MARGIN
+                } else {
+                    ratio >= 1.0 - PROBE_MARGIN
+                };
+                if self.free != was {
+                    // The probe ran the way chosen from now on.
+                    self.chosen_rate = rate;
+                }
+            }
+            self.until_probe = PROBE_EVERY;
+        } else {
+            self.chosen_rate = if self.chosen_rate > 0.0 {
+                0.5 * self.chosen_rate + 0.5 * rate
+            } else {
+                rate
+            };
+            self.until_probe -= 1;
         }
     }
 
@@ -162,8 +235,8 @@ impl Defer {
     }
 }
 
-/// The window for an answer rate (per second) and requests in flight: an
-/// eighth of their mean time in flight, at most [`MAX_WINDOW`], if it
+/// The window for an answer rate (per second) and requests in flight: a
+/// third of their mean time in flight, at most [`MAX_WINDOW`], if it
 /// collects at least [`MIN_BATCH`] answers; else None.
 fn plan_window(rate: f64, in_flight: u64) -> Option<Duration> {
     if rate <= 0.0 || in_flight == 0 {
@@ -196,10 +269,11 @@ mod tests {
     }
 
     /// Few requests out on a fast server: the queue is too short to leave
-    /// waiting (the window would be an eighth of 100 µs and catch one).
+    /// waiting (the window would be a third of 50 µs and catch under two).
     #[test]
     fn a_short_queue_gets_none() {
-        assert_eq!(plan_window(100_000.0, 10), None);
+        assert_eq!(plan_window(100_000.0, 5), None);
+        assert!(plan_window(100_000.0, 10).is_some());
         assert_eq!(plan_window(100_000.0, 0), None);
     }
 
@@ -249,5 +323,89 @@ mod tests {
             d.answered();
         }
         assert_eq!(d.window(t0 + 2 * BUCKET, 80, None), None);
+    }
+
+    /// A closed loop against a simulated server, `conns` connections for
+    /// 2 s of made-up time, the client spending 5 µs per answer: how many
+    /// answers, and how many times the client slept. `fifo`: a server
+    /// that queues (one answer per `service`, in order); else each answer
+    /// comes `service` after its request, however many are out. `defer`:
+    /// with deferral (else never).
+    fn simulate(conns: usize, service: Duration, fifo: bool, defer: bool) -> (u64, u64) {
+        let poll = Poll::new().unwrap();
+        let t0 = Instant::now();
+        let mut d = Defer::new(&poll, defer, t0);
+        let per_answer = Duration::from_micros(5);
+        let end = t0 + Duration::from_secs(2);
+        let mut free_at = t0; // the FIFO server's next free moment
+        let mut answer = |sent: Instant, free_at: &mut Instant| {
+            if fifo {
+                *free_at = (*free_at).max(sent) + service;
+                *free_at
+            } else {
+                sent + service
+            }
+        };
+        let mut now = t0;
+        let mut due: Vec<Instant> = (0..conns).map(|_| answer(t0, &mut free_at)).collect();
+        let (mut answers, mut sleeps) = (0u64, 0u64);
+        while now < end {
+            let ready = due.iter().any(|t| *t <= now);
+            match d.window(now, conns as u64, None) {
+                Some(w) if !ready => {
+                    now += w; // asleep on the timer while answers wait
+                    sleeps += 1;
+                }
+                None if !ready => {
+                    now = *due.iter().min().unwrap(); // woken by the first answer
+                    sleeps += 1;
+                }
+                _ => {}
+            }
+            for t in due.iter_mut() {
+                if *t <= now {
+                    now += per_answer;
+                    answers += 1;
+                    d.answered();
+                    *t = answer(now, &mut free_at);
+                }
+            }
+        }
+        (answers, sleeps)
+    }
+
+    /// A server that queues (nginx saturated: 11 µs an answer, 64
+    /// connections): deferring costs no answers and saves most wake-ups.
+    #[test]
+    fn deferring_against_a_queueing_server_costs_no_answers() {
+        let service = Duration::from_micros(11);
+        let (plain, plain_sleeps) = simulate(64, service, true, false);
+        let (deferred, sleeps) = simulate(64, service, true, true);
+        if sleeps == plain_sleeps && deferred == plain {
+            return; // no timerfd here: never defers
+        }
+        assert!(
+            deferred as f64 >= 0.99 * plain as f64,
+            "{deferred} vs {plain}"
+        );
+        assert!(
+            sleeps * 3 < plain_sleeps,
+            "{sleeps} vs {plain_sleeps} wake-ups"
+        );
+    }
+
+    /// A server slow without queueing (each answer 500 µs after its
+    /// request): a third of the time in flight would delay each request
+    /// by a sixth on average (13 % fewer answers without the probes); the
+    /// probes turn deferring off, so the loop loses under 2 % of them.
+    #[test]
+    fn deferring_against_a_slow_server_that_does_not_queue_stops() {
+        let service = Duration::from_micros(500);
+        let (plain, _) = simulate(64, service, false, false);
+        let (deferred, _) = simulate(64, service, false, true);
+        assert!(
+            deferred as f64 >= 0.98 * plain as f64,
+            "{deferred} vs {plain}"
+        );
     }
 }
