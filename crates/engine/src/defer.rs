@@ -338,7 +338,7 @@ mod tests {
         let per_answer = Duration::from_micros(5);
         let end = t0 + Duration::from_secs(2);
         let mut free_at = t0; // the FIFO server's next free moment
-        let mut answer = |sent: Instant, free_at: &mut Instant| {
+        let answer = |sent: Instant, free_at: &mut Instant| {
             if fifo {
                 *free_at = (*free_at).max(sent) + service;
                 *free_at
