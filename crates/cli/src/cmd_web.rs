@@ -315,13 +315,14 @@ fn prepare(c: &CommonArgs) -> Result<(redline_web::url::Url, LoadOpts), String> 
 }
 
 /// `--browser`: runs the page in Chromium and gives the loader the images
-/// it requested; returns Chromium's trace of the load (for the audit's
-/// render-blocking simulation). Err: the exit code, the one-line error
-/// printed.
+/// it requested; with `trace`, returns Chromium's trace of the load (for
+/// the audit's render-blocking simulation). Err: the exit code, the
+/// one-line error printed.
 fn browse(
     c: &CommonArgs,
     u: &redline_web::url::Url,
     opts: &mut LoadOpts,
+    trace: bool,
 ) -> Result<Option<redline_web::trace::PageTrace>, Exit> {
     let Some(path) = &c.browser else {
         return Ok(None);
@@ -351,6 +352,7 @@ fn browse(
         timeout: c.timeout + c.connect_timeout,
         insecure: c.insecure || verified_by_cacert,
         headers: opts.client.headers.clone(),
+        trace,
     };
     if !c.quiet {
         let line = format!(
@@ -632,7 +634,7 @@ fn cmd_page(a: PageArgs) -> Exit {
             }
         }
     }
-    if let Err(code) = browse(&a.common, &u, &mut opts) {
+    if let Err(code) = browse(&a.common, &u, &mut opts, false) {
         return code;
     }
     let rep = match load_views(&a.common, &u, a.runs as usize, &opts, true) {
@@ -694,7 +696,7 @@ fn cmd_audit(a: AuditArgs) -> Exit {
         Ok(x) => x,
         Err(e) => return crate::exit::fail(crate::exit::Exit::Usage, e),
     };
-    let trace = match browse(&a.common, &u, &mut opts) {
+    let trace = match browse(&a.common, &u, &mut opts, true) {
         Ok(t) => t,
         Err(code) => return code,
     };

@@ -64,6 +64,10 @@ pub struct BrowserOpts {
     /// the page's own origin only (`Fetch.continueRequest`), as redline's
     /// client sends credentials; never printed or logged.
     pub headers: Vec<(String, String)>,
+    /// Record Chromium's trace of the load ([`Visit::trace`]: `audit`'s
+    /// render-blocking simulation; `page` has no use for it and skips the
+    /// wait for it).
+    pub trace: bool,
 }
 
 impl std::fmt::Debug for BrowserOpts {
@@ -468,8 +472,8 @@ pub fn visit(url: &url::Url, opts: &BrowserOpts) -> Result<Visit, BrowserError> 
         )?;
     }
     // The trace is a bonus: a Chromium that refuses it still gives images.
-    let tracing = p
-        .call(
+    let tracing = opts.trace
+        && p.call(
             s,
             "Tracing.start",
             json!({"categories": TRACE_CATEGORIES, "transferMode": "ReportEvents"}),

@@ -25,6 +25,7 @@ fn opts(program: &str, headers: Vec<(String, String)>) -> BrowserOpts {
         timeout: Duration::from_secs(60),
         insecure: false,
         headers,
+        trace: true,
     }
 }
 

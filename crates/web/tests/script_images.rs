@@ -66,6 +66,7 @@ fn browser_opts(vp: Viewport, program: &str) -> BrowserOpts {
         timeout: Duration::from_secs(60),
         insecure: false,
         headers: Vec::new(),
+        trace: true,
     }
 }
 
