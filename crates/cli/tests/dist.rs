@@ -1234,14 +1234,7 @@ fn k8s_pods_take_credentials_and_token_from_the_secret() {
 /// and the token appears in no output.
 #[test]
 fn a_served_record_is_fetched_into_the_history() {
-    let Some(ng) = common::nginx::start_nginx(&common::nginx::NginxSite {
-        tag: "dist-fetch",
-        files: &[("index.html", vec![b'x'; 440])],
-        tls: None,
-        h2: false,
-        http_extra: "log_format n '$status'; access_log {d}/access.log n;",
-        types: "",
-    }) else {
+    let Some(ng) = common::nginx::start_counting_nginx("dist-fetch") else {
         return;
     };
     let dir = common::nginx::tmpdir("dist-fetch-run");
@@ -1335,8 +1328,7 @@ fn a_served_record_is_fetched_into_the_history() {
     assert_eq!(counter(&saved, "non_2xx"), 0);
     assert_run_schema(&saved);
     // nginx answered exactly those requests.
-    let log = std::fs::read_to_string(ng.dir.join("access.log")).unwrap();
-    assert_eq!(log.lines().filter(|l| *l == "200").count(), 2000);
+    assert_eq!(ng.logged("200"), 2000);
 
     // Bad input: one line, the documented code, nothing saved.
     let printed_text = stdout.clone();

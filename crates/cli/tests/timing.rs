@@ -206,14 +206,7 @@ fn deferred_answers_are_timed_by_their_arrival() {
 /// agrees with every count.
 #[test]
 fn a_closed_loop_against_a_saturated_nginx_defers_over_http1_and_counts_exactly() {
-    let Some(ng) = common::nginx::start_nginx(&common::nginx::NginxSite {
-        tag: "h1-defer",
-        files: &[("index.html", vec![b'x'; 440])],
-        tls: None,
-        h2: false,
-        http_extra: "log_format n '$status'; access_log {d}/access.log n;",
-        types: "",
-    }) else {
+    let Some(ng) = common::nginx::start_counting_nginx("h1-defer") else {
         return;
     };
     let url = format!("http://127.0.0.1:{}/index.html", ng.port);
@@ -229,8 +222,7 @@ fn a_closed_loop_against_a_saturated_nginx_defers_over_http1_and_counts_exactly(
     );
     // nginx logs a request when it answered it: every completed one, and
     // maybe some of those in flight at the end.
-    let log = std::fs::read_to_string(ng.dir.join("access.log")).unwrap_or_default();
-    let logged = log.lines().filter(|l| *l == "200").count() as u64;
+    let logged = ng.logged("200");
     assert!(
         (done..=done + in_flight).contains(&logged),
         "nginx logged {logged} for {done} completed and {in_flight} in flight"

@@ -23,6 +23,13 @@ impl Nginx {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
+
+    /// How many answers with `status` nginx logged, for a server started
+    /// by [`start_counting_nginx`] (0 when it logged none).
+    pub fn logged(&self, status: &str) -> u64 {
+        let log = std::fs::read_to_string(self.dir.join("access.log")).unwrap_or_default();
+        log.lines().filter(|l| *l == status).count() as u64
+    }
 }
 
 impl Drop for Nginx {
@@ -72,6 +79,20 @@ pub struct NginxSite<'a> {
     pub http_extra: &'a str,
     /// `types { … }` entries.
     pub types: &'a str,
+}
+
+/// Starts nginx serving a 440-byte `index.html` and logging each answer's
+/// status alone on a line ([`Nginx::logged`] counts them): the server for
+/// tests that hold redline's counts to nginx's.
+pub fn start_counting_nginx(tag: &str) -> Option<Nginx> {
+    start_nginx(&NginxSite {
+        tag,
+        files: &[("index.html", vec![b'x'; 440])],
+        tls: None,
+        h2: false,
+        http_extra: "log_format n '$status'; access_log {d}/access.log n;",
+        types: "",
+    })
 }
 
 /// Starts nginx on 127.0.0.1 serving `site`; None (with a note) when nginx
